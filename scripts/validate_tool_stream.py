@@ -403,7 +403,10 @@ def _normalize_tool_entry(pos: int, cidx: int, entry: Any, mistral: bool, next_f
     index = entry.get("index")
     slot = index if _is_index(index) else None
     kind = entry.get("type")
-    if kind not in (None, "", "function") or "custom" in entry:
+    if "custom" in entry:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "custom tool calls (free-text input) are not supported", cidx, slot)
+        return
+    if kind not in (None, "", "function"):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_describe(kind)} is not \"function\"", cidx, slot)
         return
     function = entry.get("function")
@@ -457,6 +460,7 @@ class _AnthropicState:
     """Translation state: which blocks exist, their types, whether stopped."""
 
     started: bool = False
+    out_of_order: bool = False
     stopped_reason: bool = False
     closed: bool = False
     blocks: dict[int, list] = field(default_factory=dict)  # index -> [type, stopped]
@@ -484,10 +488,12 @@ def normalize_anthropic(events: list) -> Iterator[NeutralEvent]:
         if kind == "message_start":
             if state.started:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
+            elif state.out_of_order:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "message_start is not the first event")
             state.started = True
             continue
-        if not state.started:
-            state.started = True  # report once, then keep translating
+        if not state.started and not state.out_of_order:
+            state.out_of_order = True  # report once, then keep translating
             yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before message_start")
         if kind == "message_stop":
             state.closed = True
