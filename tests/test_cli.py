@@ -1,0 +1,136 @@
+"""The command line: exit codes 0-3 only, a message on stderr for 3, no traceback."""
+
+import json
+import os
+import tempfile
+import unittest
+
+from support import FIXTURES, envelope, run_cli
+
+PASS_DOC = envelope("openai", [
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
+], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                "additionalProperties": False}})
+
+
+def dumps(doc):
+    return json.dumps(doc).encode("utf-8")
+
+
+class ExitCodes(unittest.TestCase):
+    def test_pass_from_stdin_reports_the_exact_call(self):
+        code, out, err = run_cli("-", stdin=dumps(PASS_DOC))
+        self.assertEqual(code, 0, err)
+        report = json.loads(out)
+        self.assertEqual((report["status"], report["applicable"], report["executable"]), ("pass", True, True))
+        self.assertEqual(report["calls"][0]["id"], "call_1")
+        self.assertEqual(report["calls"][0]["name"], "weather")
+        self.assertEqual(report["calls"][0]["arguments"], '{"city":"Paris"}')
+        self.assertEqual(err, "")
+
+    def test_blocked_is_one(self):
+        doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+        code, out, _ = run_cli("-", stdin=dumps(doc))
+        self.assertEqual(code, 1)
+        self.assertEqual([f["code"] for f in json.loads(out)["findings"]], ["missing_terminal"])
+
+    def test_not_applicable_is_two(self):
+        doc = envelope("openai", [{"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}])
+        code, out, _ = run_cli("-", stdin=dumps(doc))
+        self.assertEqual(code, 2)
+        self.assertEqual(json.loads(out)["status"], "not_applicable")
+
+    def test_invalid_fixture_is_a_blocked_report_not_a_crash(self):
+        for raw in (b"", b"\xef\xbb\xbf{}", b"\xff", b"[1]", b'{"a":NaN}', b"{} {}", b"[" * 100000,
+                    b'{"profile":"openai","profile":"openai"}', b'{"x":1e400}', b'{"x":' + b"9" * 5000 + b"}",
+                    b'{"x":"\x01"}', b"null"):
+            with self.subTest(raw=raw[:12]):
+                code, out, err = run_cli("-", stdin=raw)
+                self.assertEqual(code, 1, err)
+                self.assertEqual(json.loads(out)["findings"][0]["code"], "invalid_fixture")
+                self.assertNotIn("Traceback", err)
+
+    def test_cannot_run_is_three_with_a_message_and_no_report(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for args in ((), (os.path.join(folder, "missing.json"),), (folder,), ("--report", "xml", "x"),
+                         ("--bogus", "x"), ("--max-depth", "0", "x"), ("--max-depth", "ten", "x"), ("a", "b")):
+                with self.subTest(args=args):
+                    code, out, err = run_cli(*args)
+                    self.assertEqual(code, 3)
+                    self.assertEqual(out, "")
+                    self.assertTrue(err.startswith("validate_tool_stream: "), err)
+                    self.assertNotIn("Traceback", err)
+
+    def test_help_and_version_exit_zero(self):
+        for flag in ("--help", "--version"):
+            code, out, _ = run_cli(flag)
+            self.assertEqual(code, 0)
+            self.assertIn("validate_tool_stream", out)
+
+
+class Reports(unittest.TestCase):
+    def test_text_report_puts_the_status_first(self):
+        code, out, _ = run_cli("-", "--report", "text", stdin=dumps(PASS_DOC))
+        self.assertEqual(code, 0)
+        lines = out.splitlines()
+        self.assertTrue(lines[0].startswith("PASS"))
+        self.assertIn('id="call_1"', lines[1])
+
+    def test_text_report_lists_findings(self):
+        doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+        code, out, _ = run_cli("-", "--report", "text", stdin=dumps(doc))
+        self.assertEqual(code, 1)
+        self.assertTrue(out.startswith("BLOCKED"))
+        self.assertIn("missing_terminal at end of stream", out)
+
+    def test_json_report_is_deterministic_and_ascii(self):
+        doc = json.loads(json.dumps(PASS_DOC))
+        doc["chunks"][1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = "ty\":\"Z\u00fcrich \U0001F600\"}"
+        first = run_cli("-", stdin=dumps(doc))
+        second = run_cli("-", stdin=dumps(doc))
+        self.assertEqual(first, second)
+        self.assertTrue(first[1].isascii())
+        self.assertEqual(json.loads(first[1])["calls"][0]["arguments"], '{"city":"Z\u00fcrich \U0001F600"}')
+
+    def test_meta_is_echoed(self):
+        doc = dict(PASS_DOC, meta={"provider": "test", "adapter_version": "1.2.3"})
+        _, out, _ = run_cli("-", stdin=dumps(doc))
+        self.assertEqual(json.loads(out)["meta"], {"provider": "test", "adapter_version": "1.2.3"})
+
+
+class ExpectFlag(unittest.TestCase):
+    def test_match_exits_zero_even_for_a_blocked_turn(self):
+        doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1],
+                   expect={"status": "blocked", "codes": ["missing_terminal"]})
+        code, out, err = run_cli("-", "--expect", stdin=dumps(doc))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["expectation"], {"matched": True, "differences": []})
+
+    def test_mismatch_exits_one_and_prints_the_difference(self):
+        doc = dict(PASS_DOC, expect={"status": "pass", "codes": [],
+                                     "calls": [{"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Rome\"}"}]})
+        code, out, err = run_cli("-", "--expect", stdin=dumps(doc))
+        self.assertEqual(code, 1)
+        self.assertIn("MISMATCH", err)
+        self.assertIn("calls[0].arguments", err)
+        self.assertFalse(json.loads(out)["expectation"]["matched"])
+
+    def test_missing_code_and_missing_expect_block_are_mismatches(self):
+        doc = dict(PASS_DOC, expect={"codes": ["identity_collision"]})
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 1)
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(PASS_DOC))[0], 1)
+
+    def test_expect_on_a_bundled_fixture_file(self):
+        path = os.path.join(FIXTURES, "openai")
+        if not os.path.isdir(path):
+            self.skipTest("no openai fixtures")
+        name = sorted(os.listdir(path))[0]
+        code, _, err = run_cli(os.path.join(path, name), "--expect")
+        self.assertEqual(code, 0, err)
+
+
+if __name__ == "__main__":
+    unittest.main()

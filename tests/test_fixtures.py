@@ -1,0 +1,84 @@
+"""Every bundled fixture must produce exactly its pinned outcome.
+
+Stricter than `--expect` on purpose: the set of codes must be exactly the
+pinned one (not a superset), and the calls must match byte for byte.
+"""
+
+import json
+import unittest
+
+from support import FIXTURES, codes, fixture_paths, load_fixture, run_cli, vts
+
+SPEC_CODES = {
+    "invalid_fixture", "unknown_profile",
+    "unsupported_event", "unexpected_event", "stream_error", "missing_index", "missing_slot",
+    "identity_collision", "missing_id", "missing_name", "delta_after_terminal", "duplicate_terminal",
+    "missing_terminal", "wrong_terminal_reason", "ambiguous_choice",
+    "malformed_json", "trailing_data", "non_finite_number", "duplicate_key", "invalid_unicode",
+    "limit_exceeded", "non_object_arguments",
+    "unknown_tool", "unsupported_schema", "schema_violation",
+}
+
+
+class FixtureOutcomes(unittest.TestCase):
+    def test_there_are_fixtures(self):
+        self.assertGreater(len(fixture_paths()), 20, f"expected bundled fixtures under {FIXTURES}")
+
+    def test_each_fixture_matches_its_expect_block_exactly(self):
+        for relpath in fixture_paths():
+            with self.subTest(fixture=relpath):
+                data, doc = load_fixture(relpath)
+                expect = doc["expect"]
+                report = vts.validate_bytes(data)
+                self.assertEqual(report["status"], expect["status"], report["findings"])
+                self.assertEqual(set(codes(report)), set(expect["codes"]), report["findings"])
+                got = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in report["calls"]]
+                self.assertEqual(got, expect["calls"])
+                self.assertEqual(report["executable"], expect["status"] == "pass")
+                self.assertEqual(report["applicable"], expect["status"] != "not_applicable")
+                if expect["status"] == "pass":
+                    self.assertEqual({c["state"] for c in report["calls"]}, {"validated"})
+
+    def test_every_spec_code_has_a_fixture(self):
+        pinned = set()
+        for relpath in fixture_paths():
+            pinned.update(load_fixture(relpath)[1]["expect"]["codes"])
+        self.assertEqual(SPEC_CODES - pinned, set(), "finding codes without a fixture")
+
+    def test_tool_knows_exactly_the_spec_codes(self):
+        self.assertEqual(set(vts.FINDING_CODES), SPEC_CODES)
+
+    def test_every_fixture_kind_is_present(self):
+        statuses = {load_fixture(p)[1]["expect"]["status"] for p in fixture_paths()}
+        self.assertEqual(statuses, {"pass", "blocked", "not_applicable"})
+
+
+class FixturesThroughTheRealCli(unittest.TestCase):
+    """A sample of each status through the process boundary: exit code and report."""
+
+    def _sample(self, status):
+        for relpath in fixture_paths():
+            if load_fixture(relpath)[1]["expect"]["status"] == status:
+                return relpath
+        self.fail(f"no {status} fixture")
+
+    def test_exit_codes_by_status(self):
+        for status, exit_code in (("pass", 0), ("blocked", 1), ("not_applicable", 2)):
+            relpath = self._sample(status)
+            with self.subTest(fixture=relpath):
+                code, out, err = run_cli(f"{FIXTURES}/{relpath}")
+                self.assertEqual(code, exit_code, err)
+                report = json.loads(out)
+                self.assertEqual(report["status"], status)
+
+    def test_expect_flag_on_every_fixture_family(self):
+        for status in ("pass", "blocked", "not_applicable"):
+            relpath = self._sample(status)
+            with self.subTest(fixture=relpath):
+                code, out, err = run_cli(f"{FIXTURES}/{relpath}", "--expect")
+                self.assertEqual(code, 0, err)
+                self.assertTrue(json.loads(out)["expectation"]["matched"])
+
+
+if __name__ == "__main__":
+    unittest.main()
