@@ -54,6 +54,8 @@ class Rejects(unittest.TestCase):
             '{"a":-Infinity}': "non_finite_number",
             '{"a":1e400}': "non_finite_number",
             '{"a":-1.5e309}': "non_finite_number",
+            '{"a":' + "9" * 400 + "}": "non_finite_number",
+            '{"a":' + "1" + "0" * 307 + "}": None,
             '{"a":1,"a":2}': "duplicate_key",
             '{"o":{"b":1,"b":1}}': "duplicate_key",
             '{"a":1,"\\u0061":2}': "duplicate_key",
@@ -74,7 +76,9 @@ class Rejects(unittest.TestCase):
         big = '{"n":' + "9" * 5000 + "}"
         roomy = vts.Limits(max_number_length=6000)
         self.assertEqual(problem(big, roomy), "limit_exceeded")  # CPython's own digit cap, still a finding
-        self.assertIsNone(problem('{"n":' + "9" * 2000 + "}", vts.Limits(max_number_length=3000)))
+        long_fraction = '{"n":0.' + "1" * 1998 + "}"
+        self.assertEqual(problem(long_fraction), "limit_exceeded")
+        self.assertIsNone(problem(long_fraction, vts.Limits(max_number_length=3000)))
 
     def test_escaped_backslash_before_u_is_not_a_surrogate(self):
         self.assertEqual(vts.parse_strict_json('{"a":"\\\\ud800"}', LIMITS), {"a": "\\ud800"})
