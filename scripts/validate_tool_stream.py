@@ -112,6 +112,7 @@ class Limits:
     max_schema_depth: int = 64
     max_evaluations: int = 1_000_000
     max_pattern_subject: int = 10_000
+    max_findings: int = 1000
 
 
 @dataclass
@@ -223,8 +224,21 @@ def parse_envelope_bytes(data: bytes) -> Any:
     return value
 
 
-def check_envelope(doc: Any) -> list[Finding]:
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """True when containers nest deeper than limit (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((item, depth + 1) for item in (node.values() if isinstance(node, dict) else node))
+    return False
+
+
+def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     """Every way the parsed envelope breaks the contract (SPEC section 1)."""
+    limits = limits or Limits()
     if not isinstance(doc, dict):
         return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
     problems: list[Finding] = []
@@ -245,6 +259,8 @@ def check_envelope(doc: Any) -> list[Finding]:
     for key in ("meta", "expect"):
         if key in doc and not isinstance(doc[key], dict):
             problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
+    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
+        problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
     if isinstance(profile, str) and profile in PROFILES:
         wanted = STREAM_KEY[profile]
         other = "events" if wanted == "chunks" else "chunks"
@@ -657,6 +673,7 @@ class TurnMachine:
         self.limits = limits
         self.slots: dict[SlotKey, Slot] = {}
         self.findings: list[Finding] = []
+        self.choice_findings: dict[int, list[Finding]] = {}
         self.ids: dict[str, SlotKey] = {}
         self.choice_ends: dict[int, str] = {}
         self.tool_signal = False      # a tool finish/stop reason was seen
@@ -670,7 +687,7 @@ class TurnMachine:
 
     def _find(self, code: str, message: str, position: int | None, key: SlotKey | None = None,
               choice: int | None = None) -> None:
-        """Record a finding on a slot (key), on every slot of a choice, or on the turn."""
+        """Record a finding on a slot (key), on a whole choice, or on the turn."""
         slot_choice, index = (key if key is not None else (choice, None))
         finding = Finding(code, message, position, slot_choice, index)
         self.findings.append(finding)
@@ -678,9 +695,12 @@ class TurnMachine:
             if key in self.slots:
                 self.slots[key].findings.append(finding)
         elif choice is not None:
-            for slot in self.slots.values():
-                if slot.key[0] == choice:
-                    slot.findings.append(finding)
+            self.choice_findings.setdefault(choice, []).append(finding)
+
+    def findings_for(self, slot: Slot) -> list[Finding]:
+        """A call's own findings plus those of its choice (finish reason, bad entries...)."""
+        shared = self.choice_findings.get(slot.key[0], []) if slot.key[0] is not None else []
+        return slot.findings + shared if shared else slot.findings
 
     def _slot(self, key: SlotKey, position: int) -> Slot:
         slot = self.slots.get(key)
@@ -853,7 +873,7 @@ class TurnMachine:
                 for index in missing[:16]:
                     self._find(MISSING_SLOT, f"choice {choice} has slot {max(present)} but no slot {index}",
                                None, choice=choice)
-                    self.findings[-1].index = index
+                    self.findings[-1].index = index  # names the missing slot; still concerns the choice
                 if len(missing) > 16:
                     self._find(MISSING_SLOT, f"choice {choice} misses {len(missing) - 16} more slot indices",
                                None, choice=choice)
@@ -1074,10 +1094,13 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     for slot in machine.slots.values():
         text, paired = join_fragments(slot.parts)
+        too_deep = False
         if text == "" and slot.initial_input is not None:
-            text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
+            too_deep = _nesting_exceeds(slot.initial_input, limits.max_depth)
+            if not too_deep:
+                text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
         slot.arguments = text
-        if slot.phase != TERMINAL or slot.findings:
+        if slot.phase != TERMINAL or machine.findings_for(slot):
             slot.state = BLOCKED
             continue
         position = slot.terminal_position
@@ -1089,7 +1112,9 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
 
         value: Any = None
         parsed = False
-        if not paired:
+        if too_deep:
+            find(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")
+        elif not paired:
             find(INVALID_UNICODE, "the joined arguments hold an unpaired UTF-16 surrogate")
         elif len(text) > limits.max_argument_bytes or len(text.encode("utf-8")) > limits.max_argument_bytes:
             find(LIMIT_EXCEEDED, f"the arguments exceed {limits.max_argument_bytes} bytes")
@@ -1142,7 +1167,7 @@ def _normalizer(profile: str, stream: list) -> Iterable[NeutralEvent]:
 def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     """Validate a parsed envelope in memory and return the report as a dict."""
     limits = limits or Limits()
-    problems = check_envelope(doc)
+    problems = check_envelope(doc, limits)
     profile = doc.get("profile") if isinstance(doc, dict) else None
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
     if problems:
@@ -1154,7 +1179,7 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     validate_slots(machine, doc["tool_schemas"], limits)
     slots = sorted(machine.slots.values(), key=lambda s: (s.key[0] if s.key[0] is not None else -1, s.key[1]))
     applicable = bool(machine.slots) or machine.tool_signal
-    return _report(profile, slots, machine.findings, applicable, meta)
+    return _report(profile, slots, machine.findings, applicable, meta, machine.findings_for, limits.max_findings)
 
 
 def validate_bytes(data: bytes, limits: Limits | None = None) -> dict[str, Any]:
@@ -1174,9 +1199,35 @@ def _finding_order(finding: Finding) -> tuple:
     return (finding.position is None, finding.position or 0)
 
 
-def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
-            meta: dict | None) -> dict[str, Any]:
+def _bounded(findings: list[Finding], limit: int) -> list[Finding]:
+    """Stream-ordered findings, at most `limit` listed in full.
+
+    Past the limit only the first finding of each code not yet listed is kept,
+    so every code that arose still appears; a last limit_exceeded entry says
+    how many were left out.  Keeps a hostile stream from producing a report
+    of gigabytes.
+    """
     ordered = sorted(findings, key=_finding_order)  # stable: stream order within a position
+    if len(ordered) <= limit:
+        return ordered
+    kept = ordered[:limit]
+    seen = {f.code for f in kept}
+    for finding in ordered[limit:]:
+        if finding.code not in seen:
+            seen.add(finding.code)
+            kept.append(finding)
+    omitted = len(ordered) - len(kept)
+    kept.append(Finding(LIMIT_EXCEEDED, f"{omitted} more findings not listed (limit {limit})"))
+    return kept
+
+
+def _no_shared(slot: Slot) -> list[Finding]:
+    return slot.findings
+
+
+def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
+            meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000) -> dict[str, Any]:
+    ordered = _bounded(findings, max_findings)
     if ordered:
         status = "blocked"
     elif not applicable:
@@ -1192,7 +1243,7 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
             "name": slot.name,
             "arguments": slot.arguments,
             "state": slot.state,
-            "findings": [f.as_dict() for f in sorted(slot.findings, key=_finding_order)],
+            "findings": [f.as_dict() for f in _bounded(findings_for(slot), max_findings)],
         })
     return {
         "tool": TOOL,
@@ -1302,6 +1353,7 @@ def _parse_args(argv: list[str]) -> Any:
         ("max_schema_depth", "deepest schema evaluation"),
         ("max_evaluations", "most subschema evaluations per call"),
         ("max_pattern_subject", "longest string a schema pattern is run on, in code points"),
+        ("max_findings", "most findings listed in full; past it, only each new code's first"),
     ):
         parser.add_argument("--" + name.replace("_", "-"), type=_positive_int, default=getattr(defaults, name),
                             metavar="N", help=f"{help_text} (default {getattr(defaults, name)})")
