@@ -26,10 +26,17 @@ Standard library only; Python 3.10+.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import re
 import sys
+import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Union
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
+from urllib.parse import unquote
 
 VERSION = "0.1.0"
 TOOL = "validate_tool_stream"
@@ -111,7 +118,7 @@ class Limits:
     max_calls: int = 256
     max_schema_depth: int = 64
     max_evaluations: int = 1_000_000
-    max_pattern_subject: int = 10_000
+    max_pattern_subject: int = 1_000
     max_findings: int = 1000
 
 
@@ -869,13 +876,19 @@ class TurnMachine:
         if self.rules.contiguous_slots:
             for choice in sorted({key[0] for key in self.slots}):
                 present = {key[1] for key in self.slots if key[0] == choice}
-                missing = [i for i in range(max(present) + 1) if i not in present]
-                for index in missing[:16]:
-                    self._find(MISSING_SLOT, f"choice {choice} has slot {max(present)} but no slot {index}",
-                               None, choice=choice)
-                    self.findings[-1].index = index  # names the missing slot; still concerns the choice
-                if len(missing) > 16:
-                    self._find(MISSING_SLOT, f"choice {choice} misses {len(missing) - 16} more slot indices",
+                highest = max(present)
+                missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
+                listed = 0
+                index = 0
+                while listed < min(missing_count, 16):
+                    if index not in present:
+                        listed += 1
+                        self._find(MISSING_SLOT, f"choice {choice} has slot {highest} but no slot {index}",
+                                   None, choice=choice)
+                        self.findings[-1].index = index  # names the missing slot; still concerns the choice
+                    index += 1
+                if missing_count > listed:
+                    self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
                                None, choice=choice)
 
 
@@ -1032,55 +1045,1621 @@ def join_fragments(parts: list[str]) -> tuple[str, bool]:
 # Schema subset
 # ---------------------------------------------------------------------------
 
-# @@SCHEMA_SECTION@@
+#
+# Rules of this section:
+#   * Every key of every schema object is in exactly one of three places:
+#     the dialect's keyword table (_SCH_KEYWORDS_2020 / _SCH_KEYWORDS_07: it is
+#     validated), _SCH_ANNOTATIONS (accepted, never enforced), or nowhere
+#     (SchemaUnsupported).  Nothing is silently ignored.
+#   * The whole schema is judged before any instance is seen: every subschema,
+#     every $defs entry (referenced or not), every keyword value, every $ref
+#     target and every regex.  A compiled schema is immutable and reusable.
+#   * Evaluation is bounded: a nesting cap, an evaluation budget and a cap on
+#     the length of strings handed to a regex.  Hitting one raises
+#     SchemaLimitExceeded; a Python RecursionError never escapes.
+#   * JSON semantics, not Python semantics: True is not 1, 1.0 is an integer,
+#     numbers compare exactly, multipleOf uses exact decimal fractions, string
+#     length is counted in code points, regexes are ECMA-262 (u flag).
+#
+# Theory of operation: compile_schema() walks the document once and turns each
+# schema location into a _SchNode holding a tuple of closures, one per keyword
+# (the "check").  $ref becomes a cell filled in after the walk, so recursive
+# schemas compile to a finite graph; a $ref cycle that never moves along the
+# instance is refused at compile time.  validate_instance() runs the closures;
+# anyOf/oneOf/not branches run in "quick" mode, which stops at a branch's first
+# error.  Instance locations travel as linked (parent, key) pairs and become
+# RFC 6901 pointers only when an error is reported.
+
+
 
 class SchemaUnsupported(Exception):
-    def __init__(self, message, location="#"):
-        super().__init__(message); self.message=message; self.location=location
+    """The schema uses something outside the subset, or is itself invalid."""
+
+    def __init__(self, message: str, location: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+
 class SchemaLimitExceeded(Exception):
-    def __init__(self, message, pointer=""):
-        super().__init__(message); self.message=message; self.pointer=pointer
+    """Evaluation hit a configured limit (budget, depth, regex subject length)."""
+
+    def __init__(self, message: str, pointer: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+
+
 @dataclass(frozen=True)
 class SchemaLimits:
+    """Bounds that keep one validation call finite whatever the input."""
+
     max_schema_depth: int = 64
     max_evaluations: int = 1_000_000
-    max_pattern_subject: int = 10_000
-_STUB_KW={"type","properties","required","additionalProperties","title","description","default","items","enum"}
-def compile_schema(schema, limits):
-    if isinstance(schema, bool): return schema
-    if not isinstance(schema, dict): raise SchemaUnsupported("schema must be an object")
-    def walk(s, loc):
-        if isinstance(s, bool): return
-        for k,v in s.items():
-            if k not in _STUB_KW: raise SchemaUnsupported(f"keyword {k}", loc+"/"+k)
-        for k,v in s.get("properties",{}).items(): walk(v, loc+"/properties/"+k)
-        if isinstance(s.get("items"), dict): walk(s["items"], loc+"/items")
-    walk(schema, "#")
-    return schema
-def validate_instance(compiled, instance, limits):
-    errs=[]
-    def v(s, x, ptr):
-        if s is True: return
-        if s is False: errs.append((ptr,"false schema")); return
-        t=s.get("type")
-        tm={"object":dict,"array":list,"string":str,"boolean":bool}
-        if t in tm and not isinstance(x, tm[t]): errs.append((ptr,f"not {t}")); return
-        if t=="integer" and (isinstance(x,bool) or not isinstance(x,int)): errs.append((ptr,"not integer")); return
-        if t=="number" and (isinstance(x,bool) or not isinstance(x,(int,float))): errs.append((ptr,"not number")); return
-        if "enum" in s and x not in s["enum"]: errs.append((ptr,"enum"))
-        if isinstance(x, dict):
-            for r in s.get("required",[]):
-                if r not in x: errs.append((ptr,f"missing {r}"))
-            props=s.get("properties",{})
-            for k,val in x.items():
-                if k in props: v(props[k], val, ptr+"/"+k)
-                elif s.get("additionalProperties") is False: errs.append((ptr+"/"+k,"additional"))
-                elif isinstance(s.get("additionalProperties"), dict): v(s["additionalProperties"], val, ptr+"/"+k)
-        if isinstance(x, list) and isinstance(s.get("items"), dict):
-            for i,val in enumerate(x): v(s["items"], val, f"{ptr}/{i}")
-    v(compiled, instance, "")
-    return errs
+    max_pattern_subject: int = 1_000
 
+
+# --- constant tables --------------------------------------------------------
+
+_SCH_DIALECTS: Mapping[str, str] = MappingProxyType({
+    "https://json-schema.org/draft/2020-12/schema": "2020-12",
+    "https://json-schema.org/draft/2020-12/schema#": "2020-12",
+    "http://json-schema.org/draft-07/schema": "draft-07",
+    "http://json-schema.org/draft-07/schema#": "draft-07",
+    "https://json-schema.org/draft-07/schema": "draft-07",
+    "https://json-schema.org/draft-07/schema#": "draft-07",
+})
+
+# Keys that never change a verdict under the accepted dialects.
+_SCH_ANNOTATIONS: frozenset[str] = frozenset({
+    "title", "description", "$comment", "default", "examples", "example",
+    "deprecated", "readOnly", "writeOnly", "format", "contentEncoding",
+    "contentMediaType", "contentSchema", "discriminator", "propertyOrdering",
+    "errorMessage", "markdownDescription",
+})
+
+# Why a well-known keyword is refused; anything else unknown gets a generic reason.
+_SCH_REFUSAL_REASONS: Mapping[str, str] = MappingProxyType({
+    **dict.fromkeys(("if", "then", "else"), "conditional schemas are outside the subset"),
+    **dict.fromkeys(("dependentRequired", "dependentSchemas", "dependencies"),
+                    "dependency keywords are outside the subset"),
+    **dict.fromkeys(("contains", "minContains", "maxContains"),
+                    "contains-style array keywords are outside the subset"),
+    **dict.fromkeys(("unevaluatedProperties", "unevaluatedItems"),
+                    "it needs annotation collection, which this checker does not do"),
+    **dict.fromkeys(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"),
+                    "dynamic references are outside the subset"),
+    "$anchor": "anchors are outside the subset; use a '#/...' JSON Pointer $ref",
+    "$vocabulary": "custom vocabularies are outside the subset",
+    "nullable": "it is OpenAPI, not JSON Schema, and would change meaning; "
+                "use a type array with \"null\" or anyOf instead",
+    "$schema": "$schema is only allowed at the root",
+    "$id": "$id below the root changes the base URI, which is outside the subset",
+})
+
+_SCH_TYPE_NAMES: frozenset[str] = frozenset(
+    {"null", "boolean", "object", "array", "number", "string", "integer"})
+
+_SCH_BRIEF_LIMIT = 60          # characters of a value quoted in a message
+_SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
+
+
+# --- JSON value helpers -----------------------------------------------------
+
+def _sch_is_number(value: object) -> bool:
+    """JSON numbers; bool is excluded because Python makes it an int."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _sch_type_of(value: object) -> str:
+    """The narrowest JSON type name; whole floats are integers, as the spec says."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "non-JSON value"
+
+
+def _sch_type_label(value: object) -> str:
+    """The type name as a reader expects it in a message (1.0 reads as number)."""
+    return "number" if isinstance(value, float) else _sch_type_of(value)
+
+
+def _sch_brief(value: object) -> str:
+    """A short rendering for messages; never dumps a large argument."""
+    if isinstance(value, str):
+        text = value if len(value) <= _SCH_BRIEF_LIMIT else value[:_SCH_BRIEF_LIMIT] + "..."
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    if isinstance(value, dict):
+        return f"an object with {len(value)} members"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= _SCH_BRIEF_LIMIT else text[:_SCH_BRIEF_LIMIT] + "..."
+
+
+_SCH_END = object()  # sentinel for exhausted iterators; never mutated
+
+
+class _SchNotJson(ValueError):
+    """A schema value that is not a JSON value (wrong Python type, NaN, inf)."""
+
+
+def _sch_canonical(value: object) -> object:
+    """A hashable form in which equal JSON values are equal Python values.
+
+    Why: Python says 1 == 1.0 == True and {'a': 0} == {'a': False}; JSON says
+    only the first equality holds.  Tags keep booleans apart from numbers,
+    whole floats become ints, objects become key-sorted pairs.  Iterative so
+    that a deep value cannot exhaust the Python stack.
+    """
+    def scalar(item: object) -> object:
+        if item is None:
+            return (0,)
+        if isinstance(item, bool):
+            return (1, item)
+        if isinstance(item, int):
+            return (2, item)
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise _SchNotJson("non-finite number")
+            return (2, int(item)) if item.is_integer() else (2, item)
+        if isinstance(item, str):
+            return (3, item)
+        raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
+
+    if not isinstance(value, (list, dict)):
+        return scalar(value)
+    # Each frame: (container, iterator over children, finished child forms, keys).
+    result: list[object] = []
+    stack: list[tuple[object, object, list[object], list[str]]] = []
+
+    def push(container: object) -> None:
+        if isinstance(container, dict):
+            for key in container:
+                if not isinstance(key, str):
+                    raise _SchNotJson("object keys must be strings")
+            keys = sorted(container)
+            stack.append((container, iter([container[k] for k in keys]), [], keys))
+        else:
+            stack.append((container, iter(container), [], []))  # type: ignore[call-overload]
+
+    push(value)
+    while stack:
+        container, children, done, keys = stack[-1]
+        child = next(children, _SCH_END)  # type: ignore[call-overload]
+        if child is _SCH_END:
+            stack.pop()
+            if isinstance(container, dict):
+                form: object = (5, tuple(zip(keys, done)))
+            else:
+                form = (4, tuple(done))
+            (stack[-1][2] if stack else result).append(form)
+        elif isinstance(child, (list, dict)):
+            push(child)
+        else:
+            done.append(scalar(child))
+    return result[0]
+
+
+def _sch_pointer(path: object) -> str:
+    """Render a linked (parent, key) path as an RFC 6901 pointer ('' is the root)."""
+    keys: list[str] = []
+    while path is not None:
+        path, key = path  # type: ignore[misc]
+        keys.append(str(key) if isinstance(key, int)
+                    else key.replace("~", "~0").replace("/", "~1"))
+    keys.reverse()
+    return "".join("/" + key for key in keys)
+
+
+def _sch_location(loc: tuple[str, ...]) -> str:
+    """Render a schema location as '#/a/b' for SchemaUnsupported.location."""
+    return "#" + "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in loc)
+
+
+def _sch_fraction(number: object) -> Fraction:
+    """Exact value of a JSON number as written: floats go through their decimal repr.
+
+    Why: 19.99 % 0.01 is not 0 in binary floating point, but 1999/100 is an
+    exact multiple of 1/100.
+    """
+    if isinstance(number, int):
+        return Fraction(number)
+    return Fraction(repr(number))
+
+
+# --- ECMA-262 (u flag) regular expressions ----------------------------------
+#
+# A pattern is parsed with the ECMA grammar into a small tuple tree, checked
+# against a ReDoS guard, and emitted as a Python pattern that means the same:
+#   ("lit", cp) | ("set", ranges, negated) | ("assert", python_text)
+#   ("look", negated, alt) | ("group", alt) | ("alt", (seq, ...))
+#   ("rep", atom, min, max_or_None, lazy)          seq = tuple of terms
+# Character sets are explicit code point ranges, so \d, \w, \s, \p{..} and
+# their negations mean exactly the ECMA sets, inside classes as well.
+
+_RX_MAX_CP = 0x10FFFF
+_RX_MAX_NESTING = 50           # group nesting in one pattern
+_RX_MAX_COUNT = 100_000        # largest {n,m} bound accepted
+_RX_SYNTAX = frozenset("^$\\.*+?()[]{}|")
+_RX_CONTROL = MappingProxyType({"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B})
+_RX_DIGIT: tuple[tuple[int, int], ...] = ((0x30, 0x39),)
+_RX_WORD: tuple[tuple[int, int], ...] = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+_RX_SPACE: tuple[tuple[int, int], ...] = (
+    (0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+    (0xFEFF, 0xFEFF))
+_RX_LINE_TERMINATORS: tuple[tuple[int, int], ...] = (
+    (0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+_RX_WORD_CLASS = "[0-9A-Z_a-z]"
+_RX_BOUNDARY = (f"(?:(?<={_RX_WORD_CLASS})(?!{_RX_WORD_CLASS})"
+                f"|(?<!{_RX_WORD_CLASS})(?={_RX_WORD_CLASS}))")
+_RX_NOT_BOUNDARY = (f"(?:(?<={_RX_WORD_CLASS})(?={_RX_WORD_CLASS})"
+                    f"|(?<!{_RX_WORD_CLASS})(?!{_RX_WORD_CLASS}))")
+_RX_CLASS_ESCAPES: Mapping[str, tuple[tuple[tuple[int, int], ...], bool]] = MappingProxyType({
+    "d": (_RX_DIGIT, False), "D": (_RX_DIGIT, True),
+    "w": (_RX_WORD, False), "W": (_RX_WORD, True),
+    "s": (_RX_SPACE, False), "S": (_RX_SPACE, True),
+})
+
+
+def _rx_gc_alias_table() -> Mapping[str, tuple[str, ...]]:
+    """Every ECMA spelling of a General_Category value -> its two-letter members."""
+    groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+        (("C", "Other"), ("Cc", "Cf", "Cs", "Co", "Cn")),
+        (("Cc", "Control", "cntrl"), ("Cc",)), (("Cf", "Format"), ("Cf",)),
+        (("Cn", "Unassigned"), ("Cn",)), (("Co", "Private_Use"), ("Co",)),
+        (("Cs", "Surrogate"), ("Cs",)),
+        (("L", "Letter"), ("Lu", "Ll", "Lt", "Lm", "Lo")),
+        (("LC", "Cased_Letter"), ("Lu", "Ll", "Lt")),
+        (("Ll", "Lowercase_Letter"), ("Ll",)), (("Lm", "Modifier_Letter"), ("Lm",)),
+        (("Lo", "Other_Letter"), ("Lo",)), (("Lt", "Titlecase_Letter"), ("Lt",)),
+        (("Lu", "Uppercase_Letter"), ("Lu",)),
+        (("M", "Mark", "Combining_Mark"), ("Mn", "Mc", "Me")),
+        (("Mc", "Spacing_Mark"), ("Mc",)), (("Me", "Enclosing_Mark"), ("Me",)),
+        (("Mn", "Nonspacing_Mark"), ("Mn",)),
+        (("N", "Number"), ("Nd", "Nl", "No")),
+        (("Nd", "Decimal_Number", "digit"), ("Nd",)), (("Nl", "Letter_Number"), ("Nl",)),
+        (("No", "Other_Number"), ("No",)),
+        (("P", "Punctuation", "punct"), ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po")),
+        (("Pc", "Connector_Punctuation"), ("Pc",)), (("Pd", "Dash_Punctuation"), ("Pd",)),
+        (("Pe", "Close_Punctuation"), ("Pe",)), (("Pf", "Final_Punctuation"), ("Pf",)),
+        (("Pi", "Initial_Punctuation"), ("Pi",)), (("Po", "Other_Punctuation"), ("Po",)),
+        (("Ps", "Open_Punctuation"), ("Ps",)),
+        (("S", "Symbol"), ("Sm", "Sc", "Sk", "So")),
+        (("Sc", "Currency_Symbol"), ("Sc",)), (("Sk", "Modifier_Symbol"), ("Sk",)),
+        (("Sm", "Math_Symbol"), ("Sm",)), (("So", "Other_Symbol"), ("So",)),
+        (("Z", "Separator"), ("Zs", "Zl", "Zp")),
+        (("Zl", "Line_Separator"), ("Zl",)), (("Zp", "Paragraph_Separator"), ("Zp",)),
+        (("Zs", "Space_Separator"), ("Zs",)),
+    )
+    return MappingProxyType({name: members for names, members in groups for name in names})
+
+
+_RX_GC_ALIASES: Mapping[str, tuple[str, ...]] = _rx_gc_alias_table()
+_RX_SCRIPT_KEYS = frozenset({"Script", "sc", "Script_Extensions", "scx"})
+
+
+@functools.lru_cache(maxsize=1)
+def _rx_category_runs() -> Mapping[str, tuple[tuple[int, int], ...]]:
+    """Two-letter General_Category -> code point ranges, from this Python's unicodedata.
+
+    Built on first use only (about 0.2 s) and cached: a pure function of the
+    interpreter's Unicode tables.
+    """
+    runs: dict[str, list[tuple[int, int]]] = {}
+    category = unicodedata.category
+    start, current = 0, category(chr(0))
+    for cp in range(1, _RX_MAX_CP + 1):
+        cat = category(chr(cp))
+        if cat != current:
+            runs.setdefault(current, []).append((start, cp - 1))
+            start, current = cp, cat
+    runs.setdefault(current, []).append((start, _RX_MAX_CP))
+    return MappingProxyType({cat: tuple(ranges) for cat, ranges in runs.items()})
+
+
+@functools.lru_cache(maxsize=64)
+def _rx_category_ranges(members: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """Merged ranges of a union of General_Category values."""
+    table = _rx_category_runs()
+    return _rx_normalize([r for cat in members for r in table.get(cat, ())])
+
+
+def _rx_normalize(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sort and merge overlapping or adjacent ranges."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)
+
+
+def _rx_complement(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """All code points not in the (normalized) ranges."""
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= _RX_MAX_CP:
+        out.append((nxt, _RX_MAX_CP))
+    return tuple(out)
+
+
+def _rx_overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    """Whether two normalized range lists share a code point (linear merge)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
+class _RxError(ValueError):
+    """The pattern is outside the ECMA-262 (u flag) subset this checker runs."""
+
+
+class _RxParser:
+    """Recursive-descent parser for ECMA-262 patterns with the u flag (subset).
+
+    Why a parser and not re.compile: Python and ECMA disagree on \\d, \\w, \\s,
+    '.', '$', \\p{..} and on what is a syntax error, and those differences
+    decide verdicts.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.src = source
+        self.pos = 0
+        self.nesting = 0
+
+    def peek(self) -> str:
+        return self.src[self.pos] if self.pos < len(self.src) else ""
+
+    def parse(self) -> tuple:
+        tree = self.disjunction()
+        if self.pos < len(self.src):
+            raise _RxError("unmatched ')'")
+        return tree
+
+    def disjunction(self) -> tuple:
+        seqs = [self.alternative()]
+        while self.peek() == "|":
+            self.pos += 1
+            seqs.append(self.alternative())
+        return ("alt", tuple(seqs))
+
+    def alternative(self) -> tuple:
+        terms = []
+        while self.pos < len(self.src) and self.src[self.pos] not in "|)":
+            terms.append(self.term())
+        return tuple(terms)
+
+    def nested(self) -> tuple:
+        self.nesting += 1
+        if self.nesting > _RX_MAX_NESTING:
+            raise _RxError(f"groups are nested more than {_RX_MAX_NESTING} deep")
+        body = self.disjunction()
+        if self.peek() != ")":
+            raise _RxError("a group is not closed")
+        self.pos += 1
+        self.nesting -= 1
+        return body
+
+    def no_quantifier(self, what: str) -> None:
+        if self.peek() and self.peek() in "*+?{":
+            raise _RxError(f"a quantifier cannot follow {what} (u flag)")
+
+    def term(self) -> tuple:
+        src, pos = self.src, self.pos
+        char = src[pos]
+        if char == "^":
+            self.pos += 1
+            self.no_quantifier("'^'")
+            return ("assert", "^")
+        if char == "$":
+            self.pos += 1
+            self.no_quantifier("'$'")
+            return ("assert", r"\Z")   # Python's '$' also matches before a final newline
+        if src.startswith("\\b", pos) or src.startswith("\\B", pos):
+            self.pos += 2
+            self.no_quantifier("a word boundary")
+            # Spelled out: Python's \B never matches in an empty string, ECMA's does.
+            return ("assert", _RX_NOT_BOUNDARY if src[pos + 1] == "B" else _RX_BOUNDARY)
+        if char == "(":
+            return self.group()
+        return self.quantified(self.atom())
+
+    def group(self) -> tuple:
+        src, pos = self.src, self.pos
+        if src.startswith("(?=", pos) or src.startswith("(?!", pos):
+            self.pos += 3
+            body = self.nested()
+            self.no_quantifier("a lookahead")
+            return ("look", src[pos + 2] == "!", body)
+        if src.startswith("(?<=", pos) or src.startswith("(?<!", pos):
+            raise _RxError("lookbehind is not supported")
+        if src.startswith("(?<", pos):
+            raise _RxError("named groups are not supported")
+        if src.startswith("(?P", pos) or src.startswith("(?#", pos):
+            raise _RxError("Python-only group syntax is not ECMA-262")
+        if src.startswith("(?:", pos):
+            self.pos += 3
+            return self.quantified(("group", self.nested()))
+        if src.startswith("(?", pos):
+            raise _RxError("inline flags and modifiers are not supported")
+        self.pos += 1
+        return self.quantified(("group", self.nested()))
+
+    def atom(self) -> tuple:
+        char = self.src[self.pos]
+        if char == ".":
+            self.pos += 1
+            return ("set", _RX_LINE_TERMINATORS, True)
+        if char == "[":
+            return self.char_class()
+        if char == "\\":
+            return self.atom_escape()
+        if char in "*+?":
+            raise _RxError(f"'{char}' has nothing to repeat")
+        if char in "{}]":
+            raise _RxError(f"a lone '{char}' is a syntax error with the u flag")
+        self.pos += 1
+        return ("lit", ord(char))
+
+    def quantified(self, atom: tuple) -> tuple:
+        char = self.peek()
+        if char == "*":
+            low, high = 0, None
+            self.pos += 1
+        elif char == "+":
+            low, high = 1, None
+            self.pos += 1
+        elif char == "?":
+            low, high = 0, 1
+            self.pos += 1
+        elif char == "{":
+            found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
+            if found is None:
+                if self.src.startswith("{,", self.pos):
+                    raise _RxError("'{,m}' is not a quantifier in ECMA-262")
+                raise _RxError("a malformed '{...}' quantifier (u flag)")
+            low = int(found.group(1))
+            high = low if found.group(2) is None else (
+                int(found.group(3)) if found.group(3) else None)
+            if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
+                raise _RxError(f"repeat counts above {_RX_MAX_COUNT} are not supported")
+            if high is not None and low > high:
+                raise _RxError("numbers out of order in a '{n,m}' quantifier")
+            self.pos = found.end()
+        else:
+            return atom
+        lazy = self.peek() == "?"
+        if lazy:
+            self.pos += 1
+        if self.peek() and self.peek() in "*+?{":
+            raise _RxError("a quantifier cannot follow a quantifier")
+        return ("rep", atom, low, high, lazy)
+
+    def atom_escape(self) -> tuple:
+        nxt = self.src[self.pos + 1] if self.pos + 1 < len(self.src) else ""
+        if nxt in _RX_CLASS_ESCAPES and nxt:
+            self.pos += 2
+            ranges, negated = _RX_CLASS_ESCAPES[nxt]
+            return ("set", ranges, negated)
+        if nxt and nxt in "pP":
+            return ("set", self.property_escape(), nxt == "P")
+        return ("lit", self.character_escape(in_class=False))
+
+    def character_escape(self, in_class: bool) -> int:
+        """One escaped code point; self.pos is at the backslash."""
+        src = self.src
+        self.pos += 1
+        if self.pos >= len(src):
+            raise _RxError("the pattern ends with a lone backslash")
+        char = src[self.pos]
+        self.pos += 1
+        if char in _RX_CONTROL:
+            return _RX_CONTROL[char]
+        if char == "c":
+            letter = self.peek()
+            if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
+                raise _RxError("'\\c' must be followed by an ASCII letter")
+            self.pos += 1
+            return ord(letter) % 32
+        if char == "0":
+            if self.peek().isdigit():
+                raise _RxError("'\\0' followed by a digit (octal) is not allowed")
+            return 0
+        if char in "123456789":
+            raise _RxError("backreferences are not supported")
+        if char == "k":
+            raise _RxError("named backreferences are not supported")
+        if char == "x":
+            digits = src[self.pos:self.pos + 2]
+            if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
+                raise _RxError("'\\x' must be followed by two hex digits")
+            self.pos += 2
+            return int(digits, 16)
+        if char == "u":
+            return self.unicode_escape()
+        if char in _RX_SYNTAX or char == "/" or (in_class and char == "-"):
+            return ord(char)
+        if char in "AZ":
+            raise _RxError(f"'\\{char}' is Python-only syntax, not ECMA-262")
+        raise _RxError(f"'\\{char}' is not a valid escape with the u flag")
+
+    def unicode_escape(self) -> int:
+        """\\uXXXX, joining an escaped surrogate pair into one code point."""
+        src = self.src
+        if self.peek() == "{":
+            raise _RxError("'\\u{...}' escapes are not supported")
+        digits = src[self.pos:self.pos + 4]
+        if not re.fullmatch(r"[0-9A-Fa-f]{4}", digits):
+            raise _RxError("'\\u' must be followed by four hex digits")
+        self.pos += 4
+        value = int(digits, 16)
+        if 0xD800 <= value <= 0xDBFF and src.startswith("\\u", self.pos):
+            trail = src[self.pos + 2:self.pos + 6]
+            if re.fullmatch(r"[0-9A-Fa-f]{4}", trail) and 0xDC00 <= int(trail, 16) <= 0xDFFF:
+                self.pos += 6
+                return 0x10000 + ((value - 0xD800) << 10) + (int(trail, 16) - 0xDC00)
+        return value
+
+    def property_escape(self) -> tuple[tuple[int, int], ...]:
+        """\\p{..}/\\P{..}: General_Category only; self.pos is at the backslash."""
+        src = self.src
+        if not src.startswith("{", self.pos + 2):
+            raise _RxError("'\\p' must be followed by '{...}'")
+        end = src.find("}", self.pos + 3)
+        if end < 0:
+            raise _RxError("'\\p{' is not closed")
+        name = src[self.pos + 3:end]
+        self.pos = end + 1
+        key, sep, value = name.partition("=")
+        if sep:
+            if key in _RX_SCRIPT_KEYS:
+                raise _RxError(f"Script properties such as \\p{{{name}}} are not supported")
+            if key not in ("General_Category", "gc") or value not in _RX_GC_ALIASES:
+                raise _RxError(f"\\p{{{name}}} is not a supported General_Category property")
+            members = _RX_GC_ALIASES[value]
+        elif name in _RX_GC_ALIASES:
+            members = _RX_GC_ALIASES[name]
+        else:
+            raise _RxError(f"\\p{{{name}}} is a binary or unknown property; "
+                           "only General_Category values are supported")
+        return _rx_category_ranges(members)
+
+    def class_atom(self) -> object:
+        """A code point (int) or a set of ranges (tuple) inside [...]."""
+        char = self.src[self.pos]
+        if char != "\\":
+            self.pos += 1
+            return ord(char)
+        nxt = self.src[self.pos + 1] if self.pos + 1 < len(self.src) else ""
+        if nxt and nxt in _RX_CLASS_ESCAPES:
+            self.pos += 2
+            ranges, negated = _RX_CLASS_ESCAPES[nxt]
+            return _rx_complement(ranges) if negated else ranges
+        if nxt and nxt in "pP":
+            ranges = self.property_escape()
+            return _rx_complement(ranges) if nxt == "P" else ranges
+        if nxt == "b":
+            self.pos += 2
+            return 0x08
+        if nxt == "B":
+            raise _RxError("'\\B' is not allowed in a character class")
+        return self.character_escape(in_class=True)
+
+    def char_class(self) -> tuple:
+        src = self.src
+        self.pos += 1
+        negated = self.peek() == "^"
+        if negated:
+            self.pos += 1
+        if self.peek() == "]":
+            raise _RxError("the empty classes '[]' and '[^]' are not supported")
+        parts: list[tuple[int, int]] = []
+        while True:
+            if self.pos >= len(src):
+                raise _RxError("a character class is not closed")
+            if src[self.pos] == "]":
+                self.pos += 1
+                break
+            first = self.class_atom()
+            if self.peek() == "-" and self.pos + 1 < len(src) and src[self.pos + 1] != "]":
+                self.pos += 1
+                if self.pos >= len(src):
+                    raise _RxError("a character class is not closed")
+                last = self.class_atom()
+                if not isinstance(first, int) or not isinstance(last, int):
+                    raise _RxError("a class escape cannot bound a range (u flag)")
+                if first > last:
+                    raise _RxError("a character class range is out of order")
+                parts.append((first, last))
+            elif isinstance(first, int):
+                parts.append((first, first))
+            else:
+                parts.extend(first)  # type: ignore[arg-type]
+        return ("set", _rx_normalize(parts), negated)
+
+
+def _rx_first(node: tuple) -> tuple[list[tuple[int, int]], bool]:
+    """(code points a match can start with, whether it can match empty)."""
+    kind = node[0]
+    if kind == "lit":
+        return [(node[1], node[1])], False
+    if kind == "set":
+        return list(_rx_complement(node[1]) if node[2] else node[1]), False
+    if kind in ("assert", "look"):
+        return [], True
+    if kind == "group":
+        return _rx_first(node[1])
+    if kind == "rep":
+        first, nullable = _rx_first(node[1])
+        return first, nullable or node[2] == 0
+    # "alt"
+    out: list[tuple[int, int]] = []
+    any_nullable = False
+    for seq in node[1]:
+        first, nullable = _rx_first_seq(seq)
+        out.extend(first)
+        any_nullable = any_nullable or nullable
+    return out, any_nullable
+
+
+def _rx_first_seq(seq: tuple) -> tuple[list[tuple[int, int]], bool]:
+    out: list[tuple[int, int]] = []
+    for term in seq:
+        first, nullable = _rx_first(term)
+        out.extend(first)
+        if not nullable:
+            return out, False
+    return out, True
+
+
+def _rx_guard(node: tuple, under_unbounded: bool) -> None:
+    """Refuse the classic exponential shapes: (a+)+, (a*)*, (a|aa)+.
+
+    Why: Python's re cannot be interrupted.  An unbounded quantifier inside a
+    group that is itself under an unbounded quantifier, or overlapping
+    alternatives under one, can backtrack exponentially.
+    """
+    kind = node[0]
+    if kind == "alt":
+        if under_unbounded and len(node[1]) > 1:
+            firsts = [_rx_normalize(_rx_first_seq(seq)[0]) for seq in node[1]]
+            for i, left in enumerate(firsts):
+                for right in firsts[i + 1:]:
+                    if _rx_overlap(left, right):
+                        raise _RxError("alternatives that can start with the same character "
+                                       "under an unbounded quantifier risk catastrophic "
+                                       "backtracking")
+        for seq in node[1]:
+            for term in seq:
+                _rx_guard(term, under_unbounded)
+    elif kind == "group":
+        _rx_guard(node[1], under_unbounded)
+    elif kind == "look":
+        _rx_guard(node[2], under_unbounded)
+    elif kind == "rep":
+        unbounded = node[3] is None
+        if unbounded and under_unbounded:
+            raise _RxError("nested unbounded quantifiers such as (a+)+ risk catastrophic "
+                           "backtracking")
+        _rx_guard(node[1], under_unbounded or unbounded)
+
+
+def _rx_emit(node: tuple) -> str:
+    """Python re text with the same meaning (compile it with re.ASCII)."""
+    kind = node[0]
+    if kind == "lit":
+        char = chr(node[1])
+        return char if char.isascii() and char.isalnum() else f"\\U{node[1]:08x}"
+    if kind == "set":
+        ranges, negated = node[1], node[2]
+        if not ranges:
+            return "[\\U00000000-\\U0010ffff]" if negated else "(?!)"
+        body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+                       for lo, hi in ranges)
+        return ("[^" if negated else "[") + body + "]"
+    if kind == "assert":
+        return node[1]
+    if kind == "look":
+        return ("(?!" if node[1] else "(?=") + _rx_emit(node[2]) + ")"
+    if kind == "group":
+        return "(?:" + _rx_emit(node[1]) + ")"
+    if kind == "rep":
+        _, atom, low, high, lazy = node
+        if (low, high) == (0, None):
+            quant = "*"
+        elif (low, high) == (1, None):
+            quant = "+"
+        elif (low, high) == (0, 1):
+            quant = "?"
+        elif high is None:
+            quant = f"{{{low},}}"
+        elif low == high:
+            quant = f"{{{low}}}"
+        else:
+            quant = f"{{{low},{high}}}"
+        return _rx_emit(atom) + quant + ("?" if lazy else "")
+    return "|".join("".join(_rx_emit(term) for term in seq) for seq in node[1])
+
+
+def _rx_translate(source: str) -> str:
+    """ECMA-262 (u flag) pattern -> equivalent Python pattern; raises _RxError."""
+    tree = _RxParser(source).parse()
+    _rx_guard(tree, False)
+    return _rx_emit(tree)
+
+
+# --- compiled form ----------------------------------------------------------
+
+# A check runs one keyword: (instance, path, run, level, errors, quick) -> None.
+_SchCheck = Callable[[object, object, "_SchRun", int, list, bool], None]
+
+
+class _SchNode:
+    """One schema location: a boolean verdict, or the checks of its keywords."""
+
+    __slots__ = ("verdict", "checks", "location", "inplace")
+
+    def __init__(self, verdict: Optional[bool], location: tuple[str, ...]) -> None:
+        self.verdict = verdict
+        self.checks: tuple[_SchCheck, ...] = ()
+        self.location = location
+        # Subschemas applied to the same instance location (compile-time only):
+        # the edges of the no-progress cycle check.
+        self.inplace: list[object] = []
+
+    def trivial(self) -> bool:
+        """Accepts everything, so callers may skip it ({} or true)."""
+        return self.verdict is True or (self.verdict is None and not self.checks)
+
+
+class _SchRefCell:
+    """A $ref target, filled in once the whole document has been walked."""
+
+    __slots__ = ("node",)
+
+    def __init__(self) -> None:
+        self.node: Optional[_SchNode] = None
+
+
+class CompiledSchema:
+    """A checked schema, ready for many instances; holds no per-call state."""
+
+    __slots__ = ("dialect", "_root")
+
+    def __init__(self, dialect: str, root: _SchNode) -> None:
+        self.dialect = dialect
+        self._root = root
+
+
+class _SchRun:
+    """Counters of one validate_instance call."""
+
+    __slots__ = ("count", "max_evaluations", "max_depth", "max_subject")
+
+    def __init__(self, limits: SchemaLimits) -> None:
+        self.count = 0
+        self.max_evaluations = limits.max_evaluations
+        self.max_depth = limits.max_schema_depth
+        self.max_subject = limits.max_pattern_subject
+
+
+def _sch_evaluate(node: _SchNode, inst: object, path: object, run: _SchRun,
+                  level: int, errs: list, quick: bool) -> None:
+    """Apply one subschema, appending (path, message) pairs to errs."""
+    run.count += 1
+    if run.count > run.max_evaluations:
+        raise SchemaLimitExceeded(
+            f"validation needed more than max_evaluations ({run.max_evaluations}) "
+            "subschema evaluations", _sch_pointer(path))
+    if level > run.max_depth:
+        raise SchemaLimitExceeded(
+            f"evaluation nested deeper than max_schema_depth ({run.max_depth})",
+            _sch_pointer(path))
+    if node.verdict is not None:
+        if not node.verdict:
+            errs.append((path, "no value is allowed here (the schema is false)"))
+        return
+    for check in node.checks:
+        check(inst, path, run, level, errs, quick)
+        if quick and errs:
+            return
+
+
+def _sch_search(rx: "re.Pattern[str]", text: str, path: object, run: _SchRun) -> bool:
+    """re.search with the subject-length cap: Python regexes cannot be interrupted."""
+    if len(text) > run.max_subject:
+        raise SchemaLimitExceeded(
+            f"a string of {len(text)} code points is longer than max_pattern_subject "
+            f"({run.max_subject}), so the pattern was not run", _sch_pointer(path))
+    return rx.search(text) is not None
+
+
+def _sch_branch_hints(failures: list[tuple[int, object, str]]) -> str:
+    """' (branch 0: ...; branch 1: ...)' from each failed branch's first error."""
+    parts = []
+    for index, path, message in failures[:_SCH_BRANCH_HINTS]:
+        where = _sch_pointer(path)
+        parts.append(f"branch {index}: {message}" + (f" at {where!r}" if where else ""))
+    more = "; ..." if len(failures) > _SCH_BRANCH_HINTS else ""
+    return " (" + "; ".join(parts) + more + ")" if parts else ""
+
+
+# --- the compiler -------------------------------------------------------------
+
+class _SchCompiler:
+    """Walks one schema document once; holds only per-compile state."""
+
+    def __init__(self, root: object, dialect: str, limits: SchemaLimits) -> None:
+        self.root = root
+        self.dialect = dialect
+        self.keywords = _SCH_KEYWORDS_2020 if dialect == "2020-12" else _SCH_KEYWORDS_07
+        self.max_depth = limits.max_schema_depth
+        self.nodes: dict[tuple[str, ...], _SchNode] = {}
+        self.refs: list[tuple[tuple[str, ...], _SchRefCell, tuple[str, ...]]] = []
+        self.regexes: dict[str, "re.Pattern[str]"] = {}
+
+    def refuse(self, loc: tuple[str, ...], text: str) -> SchemaUnsupported:
+        """Build the exception; the message names the location."""
+        where = _sch_location(loc)
+        return SchemaUnsupported(f"{text} (at {where}).", where)
+
+    def subschema(self, value: object, loc: tuple[str, ...], depth: int) -> _SchNode:
+        if depth > self.max_depth:
+            raise self.refuse(loc, f"The schema nests deeper than max_schema_depth "
+                                   f"({self.max_depth})")
+        if isinstance(value, bool):
+            node = _SchNode(value, loc)
+        elif isinstance(value, dict):
+            node = self.object_schema(value, loc, depth)
+        else:
+            raise self.refuse(loc, f"A schema must be an object or a boolean, "
+                                   f"not {_sch_type_label(value)}")
+        self.nodes[loc] = node
+        return node
+
+    def object_schema(self, schema: dict, loc: tuple[str, ...], depth: int) -> _SchNode:
+        for key in schema:
+            if not isinstance(key, str):
+                raise self.refuse(loc, "Schema object keys must be strings")
+            if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
+                continue
+            if key in ("$schema", "$id") and not loc:
+                if not isinstance(schema[key], str):
+                    raise self.refuse(loc + (key,), f"'{key}' must be a string")
+                continue
+            other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
+            if key in other:
+                why = f"it belongs to the other dialect, not {self.dialect}"
+            else:
+                why = _SCH_REFUSAL_REASONS.get(
+                    key, "it is not in the supported subset (a typo, or a keyword this "
+                         "checker does not implement)")
+            raise self.refuse(loc + (key,), f"Keyword '{key}' is refused: {why}")
+        if self.dialect == "draft-07" and "$ref" in schema:
+            siblings = [k for k in schema
+                        if k in self.keywords and k not in ("$ref", "$defs", "definitions")]
+            if siblings:
+                raise self.refuse(loc, f"Under draft-07, '$ref' ignores its sibling "
+                                       f"validation keywords ({', '.join(siblings)}), so "
+                                       "the schema is ambiguous and refused")
+        node = _SchNode(None, loc)
+        checks = []
+        for keyword, build in self.keywords.items():
+            if keyword in schema:
+                check = build(schema[keyword], schema, loc + (keyword,), depth, self, node)
+                if check is not None:
+                    checks.append(check)
+        node.checks = tuple(checks)
+        return node
+
+    def schema_map(self, value: object, loc: tuple[str, ...], depth: int) -> dict:
+        """An object whose values are schemas (properties, $defs, ...)."""
+        if not isinstance(value, dict):
+            raise self.refuse(loc, f"'{loc[-1]}' must be an object of schemas")
+        return {name: self.subschema(sub, loc + (name,), depth + 1)
+                for name, sub in value.items()}
+
+    def schema_list(self, value: object, loc: tuple[str, ...], depth: int) -> list:
+        """A non-empty array of schemas (allOf, prefixItems, ...)."""
+        if not isinstance(value, list) or not value:
+            raise self.refuse(loc, f"'{loc[-1]}' must be a non-empty array of schemas")
+        return [self.subschema(sub, loc + (str(i),), depth + 1) for i, sub in enumerate(value)]
+
+    def count(self, value: object, loc: tuple[str, ...]) -> int:
+        """A non-negative integer; 5.0 is accepted as 5, true is not a number."""
+        if _sch_is_number(value) and (isinstance(value, int) or (
+                math.isfinite(value) and value.is_integer())) and value >= 0:  # type: ignore
+            return int(value)  # type: ignore[arg-type]
+        raise self.refuse(loc, f"'{loc[-1]}' must be a non-negative integer, "
+                               f"not {_sch_brief(value)}")
+
+    def number(self, value: object, loc: tuple[str, ...]) -> object:
+        if isinstance(value, bool) and loc[-1].startswith("exclusive"):
+            raise self.refuse(loc, f"'{loc[-1]}' must be a number; the draft-04 boolean "
+                                   "form is not supported")
+        if not _sch_is_number(value) or (isinstance(value, float) and not math.isfinite(value)):
+            raise self.refuse(loc, f"'{loc[-1]}' must be a finite number, "
+                                   f"not {_sch_brief(value)}")
+        return value
+
+    def pattern(self, source: object, loc: tuple[str, ...]) -> "re.Pattern[str]":
+        if not isinstance(source, str):
+            raise self.refuse(loc, "A pattern must be a string")
+        if source not in self.regexes:
+            try:
+                translated = _rx_translate(source)
+                self.regexes[source] = re.compile(translated, re.ASCII)
+            except _RxError as exc:
+                raise self.refuse(loc, f"Pattern {_sch_brief(source)} is outside the "
+                                       f"supported ECMA-262 regex subset: {exc}") from None
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise self.refuse(loc, f"Pattern {_sch_brief(source)} could not be "
+                                       f"compiled: {exc}") from None
+        return self.regexes[source]
+
+    def canonical(self, value: object, loc: tuple[str, ...]) -> object:
+        try:
+            return _sch_canonical(value)
+        except _SchNotJson as exc:
+            raise self.refuse(loc, f"'{loc[-1]}' holds a value that is not JSON: {exc}") from None
+
+    def link_refs(self) -> None:
+        """Fill every $ref cell; a target must be a schema location of this document."""
+        for loc, cell, tokens in self.refs:
+            target = self.nodes.get(tokens)
+            if target is None:
+                found, doc = True, self.root
+                for token in tokens:
+                    if isinstance(doc, dict) and token in doc:
+                        doc = doc[token]
+                    elif (isinstance(doc, list) and re.fullmatch(r"0|[1-9][0-9]*", token)
+                          and int(token) < len(doc)):
+                        doc = doc[int(token)]
+                    else:
+                        found = False
+                        break
+                why = ("points to a value that is not a schema position" if found
+                       else "points to nothing in this document")
+                if tokens == ("",):
+                    why += " ('#/' names the member \"\" per RFC 6901; '#' is the root)"
+                raise self.refuse(loc, f"'$ref' {_sch_location(tokens)!r} {why}")
+            cell.node = target
+
+    def refuse_stalled_cycles(self) -> None:
+        """Refuse a $ref cycle along which the instance location never changes.
+
+        Why: such a cycle recurses forever on some instance; refusing it at
+        compile time keeps evaluation total and the verdict independent of input.
+        """
+        state: dict[int, int] = {}   # id(node) -> 1 on the DFS path, 2 finished
+        for start in list(self.nodes.values()):
+            if state.get(id(start)):
+                continue
+            stack: list[tuple[_SchNode, int]] = [(start, 0)]
+            state[id(start)] = 1
+            while stack:
+                node, index = stack[-1]
+                if index < len(node.inplace):
+                    stack[-1] = (node, index + 1)
+                    edge = node.inplace[index]
+                    child = edge.node if isinstance(edge, _SchRefCell) else edge
+                    mark = state.get(id(child))
+                    if mark == 1:
+                        raise self.refuse(child.location,  # type: ignore[union-attr]
+                                          "$ref cycle makes no progress: this schema reaches "
+                                          "itself without moving into the instance")
+                    if not mark:
+                        state[id(child)] = 1
+                        stack.append((child, 0))  # type: ignore[arg-type]
+                else:
+                    state[id(node)] = 2
+                    stack.pop()
+
+
+def _sch_parse_ref(value: object, loc: tuple[str, ...], comp: _SchCompiler) -> tuple[str, ...]:
+    """'#' or '#/...' -> pointer tokens; everything else is refused."""
+    if not isinstance(value, str):
+        raise comp.refuse(loc, "'$ref' must be a string")
+    if not value.startswith("#"):
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} is not a same-document fragment; "
+                               "remote and relative references are not supported")
+    fragment = value[1:]
+    if re.search(r"%(?![0-9A-Fa-f]{2})", fragment):
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has a malformed percent-escape")
+    try:
+        pointer = unquote(fragment, errors="strict")
+    except UnicodeDecodeError:
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} percent-decodes to invalid "
+                               "UTF-8") from None
+    if pointer == "":
+        return ()
+    if not pointer.startswith("/"):
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} is an anchor or relative pointer; "
+                               "only '#' and '#/...' JSON Pointers are supported")
+    tokens = []
+    for raw in pointer[1:].split("/"):
+        if re.search(r"~(?![01])", raw):
+            raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has an invalid '~' escape")
+        tokens.append(raw.replace("~1", "/").replace("~0", "~"))
+    return tuple(tokens)
+
+
+# --- keywords: one builder per keyword ---------------------------------------
+# Each builder checks the keyword's value and returns the runtime check, or
+# None when the keyword needs no run-time work.  Signature:
+#   (value, schema, loc, depth, compiler, node) -> _SchCheck | None
+
+def _kw_ref(value: object, schema: dict, loc: tuple, depth: int,
+            comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    cell = _SchRefCell()
+    comp.refs.append((loc, cell, _sch_parse_ref(value, loc, comp)))
+    node.inplace.append(cell)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        _sch_evaluate(cell.node, inst, path, run, level + 1, errs, quick)  # type: ignore
+    return check
+
+
+def _kw_defs(value: object, schema: dict, loc: tuple, depth: int,
+             comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    comp.schema_map(value, loc, depth)   # compiled for checking and as $ref targets
+    return None
+
+
+def _kw_type(value: object, schema: dict, loc: tuple, depth: int,
+             comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    names = [value] if isinstance(value, str) else value
+    if (not isinstance(names, list) or not names
+            or any(not isinstance(n, str) or n not in _SCH_TYPE_NAMES for n in names)
+            or len(set(names)) != len(names)):
+        raise comp.refuse(loc, "'type' must be a type name or a non-empty array of unique "
+                               "names among " + ", ".join(sorted(_SCH_TYPE_NAMES)))
+    allowed = set(names)
+    if "number" in allowed:
+        allowed.add("integer")
+    accepted = frozenset(allowed)
+    label = " or ".join(names)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if _sch_type_of(inst) not in accepted:
+            errs.append((path, f"expected {label}, got {_sch_type_label(inst)}"))
+    return check
+
+
+def _kw_enum(value: object, schema: dict, loc: tuple, depth: int,
+             comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if not isinstance(value, list):
+        raise comp.refuse(loc, "'enum' must be an array")
+    allowed = frozenset(comp.canonical(item, loc) for item in value)
+    shown = ", ".join(_sch_brief(item) for item in value[:5]) + (", ..." if len(value) > 5 else "")
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if _sch_canonical(inst) not in allowed:
+            errs.append((path, f"{_sch_brief(inst)} is not one of the allowed values [{shown}]"))
+    return check
+
+
+def _kw_const(value: object, schema: dict, loc: tuple, depth: int,
+              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    expected = comp.canonical(value, loc)
+    shown = _sch_brief(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if _sch_canonical(inst) != expected:
+            errs.append((path, f"{_sch_brief(inst)} is not the required constant {shown}"))
+    return check
+
+
+def _kw_properties(value: object, schema: dict, loc: tuple, depth: int,
+                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    children = tuple((name, sub) for name, sub in comp.schema_map(value, loc, depth).items()
+                     if not sub.trivial())
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for name, sub in children:
+            if name in inst:
+                _sch_evaluate(sub, inst[name], (path, name), run, level + 1, errs, quick)
+                if quick and errs:
+                    return
+    return check if children else None
+
+
+def _kw_pattern_properties(value: object, schema: dict, loc: tuple, depth: int,
+                           comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_map(value, loc, depth)
+    rules = tuple((comp.pattern(src, loc + (src,)), sub) for src, sub in subs.items())
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for key, item in inst.items():
+            for rx, sub in rules:
+                if _sch_search(rx, key, (path, key), run):
+                    _sch_evaluate(sub, item, (path, key), run, level + 1, errs, quick)
+                    if quick and errs:
+                        return
+    return check
+
+
+def _kw_additional_properties(value: object, schema: dict, loc: tuple, depth: int,
+                              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    props = schema.get("properties")
+    names = frozenset(props) if isinstance(props, dict) else frozenset()
+    pats = schema.get("patternProperties")
+    regexes = tuple(comp.pattern(src, loc[:-1] + ("patternProperties", src))
+                    for src in (pats if isinstance(pats, dict) else ()))
+    if sub.trivial():
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for key, item in inst.items():
+            if key in names or any(_sch_search(rx, key, (path, key), run) for rx in regexes):
+                continue
+            if sub.verdict is False:
+                errs.append(((path, key), f"property {_sch_brief(key)} is not allowed "
+                                          "(additionalProperties is false)"))
+            else:
+                _sch_evaluate(sub, item, (path, key), run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _kw_property_names(value: object, schema: dict, loc: tuple, depth: int,
+                       comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    if sub.trivial():
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for key in inst:
+            found: list = []
+            _sch_evaluate(sub, key, (path, key), run, level + 1, found, True)
+            if found:
+                errs.append(((path, key), f"property name {_sch_brief(key)} is not allowed "
+                                          f"by propertyNames: {found[0][1]}"))
+                if quick:
+                    return
+    return check
+
+
+def _kw_required(value: object, schema: dict, loc: tuple, depth: int,
+                 comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if (not isinstance(value, list) or any(not isinstance(n, str) for n in value)
+            or len(set(value)) != len(value)):
+        raise comp.refuse(loc, "'required' must be an array of unique strings")
+    names = tuple(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for name in names:
+            if name not in inst:
+                errs.append((path, f"required property {_sch_brief(name)} is missing"))
+                if quick:
+                    return
+    return check if names else None
+
+
+def _kw_min_properties(value: object, schema: dict, loc: tuple, depth: int,
+                       comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    bound = comp.count(value, loc)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, dict) and len(inst) < bound:
+            errs.append((path, f"object has {len(inst)} properties, fewer than "
+                               f"minProperties {bound}"))
+    return check
+
+
+def _kw_max_properties(value: object, schema: dict, loc: tuple, depth: int,
+                       comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    bound = comp.count(value, loc)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, dict) and len(inst) > bound:
+            errs.append((path, f"object has {len(inst)} properties, more than "
+                               f"maxProperties {bound}"))
+    return check
+
+
+def _sch_items_from(sub: _SchNode, start: int) -> Optional[_SchCheck]:
+    """A check applying one schema to every array item from index start on."""
+    if sub.trivial():
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, list) or len(inst) <= start:
+            return
+        if sub.verdict is False:
+            errs.append(((path, start), f"array has {len(inst)} items; only {start} "
+                                        "are allowed here"))
+            return
+        for index in range(start, len(inst)):
+            _sch_evaluate(sub, inst[index], (path, index), run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _sch_items_tuple(subs: list) -> Optional[_SchCheck]:
+    """A check applying schema i to array item i (prefixItems, draft-07 tuple items)."""
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, list):
+            return
+        for index, sub in enumerate(subs[:len(inst)]):
+            _sch_evaluate(sub, inst[index], (path, index), run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _kw_prefix_items(value: object, schema: dict, loc: tuple, depth: int,
+                     comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    return _sch_items_tuple(comp.schema_list(value, loc, depth))
+
+
+def _kw_items_2020(value: object, schema: dict, loc: tuple, depth: int,
+                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if isinstance(value, list):
+        raise comp.refuse(loc, "In 2020-12 'items' must be one schema; use 'prefixItems' "
+                               "for tuples")
+    prefix = schema.get("prefixItems")
+    start = len(prefix) if isinstance(prefix, list) else 0
+    return _sch_items_from(comp.subschema(value, loc, depth + 1), start)
+
+
+def _kw_items_07(value: object, schema: dict, loc: tuple, depth: int,
+                 comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if isinstance(value, list):
+        return _sch_items_tuple(comp.schema_list(value, loc, depth))
+    return _sch_items_from(comp.subschema(value, loc, depth + 1), 0)
+
+
+def _kw_additional_items(value: object, schema: dict, loc: tuple, depth: int,
+                         comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    items = schema.get("items")
+    if not isinstance(items, list):
+        return None   # the spec ignores additionalItems unless items is an array
+    return _sch_items_from(sub, len(items))
+
+
+def _kw_min_items(value: object, schema: dict, loc: tuple, depth: int,
+                  comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    bound = comp.count(value, loc)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, list) and len(inst) < bound:
+            errs.append((path, f"array has {len(inst)} items, fewer than minItems {bound}"))
+    return check
+
+
+def _kw_max_items(value: object, schema: dict, loc: tuple, depth: int,
+                  comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    bound = comp.count(value, loc)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, list) and len(inst) > bound:
+            errs.append((path, f"array has {len(inst)} items, more than maxItems {bound}"))
+    return check
+
+
+def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
+                     comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if not isinstance(value, bool):
+        raise comp.refuse(loc, f"'uniqueItems' must be a boolean, not {_sch_brief(value)}")
+    if not value:
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, list):
+            return
+        seen: dict[object, int] = {}
+        for index, item in enumerate(inst):
+            form = _sch_canonical(item)
+            if form in seen:
+                errs.append(((path, index), f"item {index} equals item {seen[form]}; "
+                                            "uniqueItems requires distinct items"))
+                if quick:
+                    return
+            else:
+                seen[form] = index
+    return check
+
+
+def _kw_min_length(value: object, schema: dict, loc: tuple, depth: int,
+                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    bound = comp.count(value, loc)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, str) and len(inst) < bound:
+            errs.append((path, f"string has {len(inst)} characters, fewer than "
+                               f"minLength {bound}"))
+    return check
+
+
+def _kw_max_length(value: object, schema: dict, loc: tuple, depth: int,
+                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    bound = comp.count(value, loc)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, str) and len(inst) > bound:
+            errs.append((path, f"string has {len(inst)} characters, more than "
+                               f"maxLength {bound}"))
+    return check
+
+
+def _kw_pattern(value: object, schema: dict, loc: tuple, depth: int,
+                comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    rx = comp.pattern(value, loc)
+    shown = _sch_brief(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, str) and not _sch_search(rx, inst, path, run):
+            errs.append((path, f"string does not match pattern {shown}"))
+    return check
+
+
+def _sch_bound(name: str, holds: Callable[[object, object], bool],
+               relation: str) -> Callable[..., Optional[_SchCheck]]:
+    """Builder for the four numeric bounds; Python compares int and float exactly."""
+    def build(value: object, schema: dict, loc: tuple, depth: int,
+              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+        bound = comp.number(value, loc)
+
+        def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+                  quick: bool) -> None:
+            if _sch_is_number(inst) and not holds(inst, bound):
+                errs.append((path, f"{_sch_brief(inst)} is not {relation} {bound!r} ({name})"))
+        return check
+    build.__name__ = f"_kw_{name}"
+    build.__doc__ = f"Builder for '{name}'."
+    return build
+
+
+_kw_minimum = _sch_bound("minimum", lambda x, b: x >= b, "greater than or equal to")
+_kw_maximum = _sch_bound("maximum", lambda x, b: x <= b, "less than or equal to")
+_kw_exclusive_minimum = _sch_bound("exclusiveMinimum", lambda x, b: x > b, "greater than")
+_kw_exclusive_maximum = _sch_bound("exclusiveMaximum", lambda x, b: x < b, "less than")
+
+
+def _kw_multiple_of(value: object, schema: dict, loc: tuple, depth: int,
+                    comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    comp.number(value, loc)
+    if value <= 0:  # type: ignore[operator]
+        raise comp.refuse(loc, "'multipleOf' must be greater than 0")
+    divisor = _sch_fraction(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not _sch_is_number(inst):
+            return
+        if isinstance(inst, float) and not math.isfinite(inst):
+            errs.append((path, "a non-finite number cannot be checked against multipleOf"))
+        elif _sch_fraction(inst) % divisor != 0:
+            errs.append((path, f"{_sch_brief(inst)} is not a multiple of {value!r}"))
+    return check
+
+
+def _kw_all_of(value: object, schema: dict, loc: tuple, depth: int,
+               comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_list(value, loc, depth)
+    node.inplace.extend(subs)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        for sub in subs:
+            _sch_evaluate(sub, inst, path, run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _kw_any_of(value: object, schema: dict, loc: tuple, depth: int,
+               comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_list(value, loc, depth)
+    node.inplace.extend(subs)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        failures = []
+        for index, sub in enumerate(subs):
+            found: list = []
+            _sch_evaluate(sub, inst, path, run, level + 1, found, True)
+            if not found:
+                return
+            failures.append((index, found[0][0], found[0][1]))
+        errs.append((path, f"value matches none of the {len(subs)} anyOf branches"
+                           + _sch_branch_hints(failures)))
+    return check
+
+
+def _kw_one_of(value: object, schema: dict, loc: tuple, depth: int,
+               comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_list(value, loc, depth)
+    node.inplace.extend(subs)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        matched = []
+        failures = []
+        for index, sub in enumerate(subs):
+            found: list = []
+            _sch_evaluate(sub, inst, path, run, level + 1, found, True)
+            if found:
+                failures.append((index, found[0][0], found[0][1]))
+            else:
+                matched.append(index)
+        if not matched:
+            errs.append((path, f"oneOf matched 0 of {len(subs)} branches; exactly one must "
+                               "match" + _sch_branch_hints(failures)))
+        elif len(matched) > 1:
+            errs.append((path, f"oneOf matched {len(matched)} branches "
+                               f"({', '.join(map(str, matched))}); exactly one must match"))
+    return check
+
+
+def _kw_not(value: object, schema: dict, loc: tuple, depth: int,
+            comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    node.inplace.append(sub)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        found: list = []
+        _sch_evaluate(sub, inst, path, run, level + 1, found, True)
+        if not found:
+            errs.append((path, "value matches the schema under 'not'"))
+    return check
+
+
+# The dispatch tables.  Order is evaluation order, hence the order of errors;
+# properties/patternProperties come before additionalProperties and
+# prefixItems/items before additionalItems only for readability (each builder
+# reads its siblings directly).
+_SCH_KEYWORDS_COMMON: Mapping[str, Callable[..., Optional[_SchCheck]]] = MappingProxyType({
+    "$ref": _kw_ref,
+    "$defs": _kw_defs,
+    "definitions": _kw_defs,
+    "type": _kw_type,
+    "enum": _kw_enum,
+    "const": _kw_const,
+    "required": _kw_required,
+    "properties": _kw_properties,
+    "patternProperties": _kw_pattern_properties,
+    "additionalProperties": _kw_additional_properties,
+    "propertyNames": _kw_property_names,
+    "minProperties": _kw_min_properties,
+    "maxProperties": _kw_max_properties,
+    "minItems": _kw_min_items,
+    "maxItems": _kw_max_items,
+    "uniqueItems": _kw_unique_items,
+    "minLength": _kw_min_length,
+    "maxLength": _kw_max_length,
+    "pattern": _kw_pattern,
+    "minimum": _kw_minimum,
+    "maximum": _kw_maximum,
+    "exclusiveMinimum": _kw_exclusive_minimum,
+    "exclusiveMaximum": _kw_exclusive_maximum,
+    "multipleOf": _kw_multiple_of,
+    "allOf": _kw_all_of,
+    "anyOf": _kw_any_of,
+    "oneOf": _kw_one_of,
+    "not": _kw_not,
+})
+_SCH_KEYWORDS_2020: Mapping[str, Callable[..., Optional[_SchCheck]]] = MappingProxyType({
+    **_SCH_KEYWORDS_COMMON, "prefixItems": _kw_prefix_items, "items": _kw_items_2020})
+_SCH_KEYWORDS_07: Mapping[str, Callable[..., Optional[_SchCheck]]] = MappingProxyType({
+    **_SCH_KEYWORDS_COMMON, "items": _kw_items_07, "additionalItems": _kw_additional_items})
+
+
+# --- public entry points ------------------------------------------------------
+
+def _sch_check_limits(limits: SchemaLimits) -> None:
+    """Limits are programmer input; a nonsense value is a bug, not a schema problem."""
+    for name in ("max_schema_depth", "max_evaluations", "max_pattern_subject"):
+        value = getattr(limits, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"SchemaLimits.{name} must be a non-negative integer")
+
+
+def compile_schema(schema: object, limits: SchemaLimits) -> CompiledSchema:
+    """Judge the whole schema once and return a reusable checker.
+
+    Raises SchemaUnsupported for anything outside the subset or invalid, so a
+    schema is either fully understood or not used at all.
+    """
+    _sch_check_limits(limits)
+    dialect = "2020-12"
+    if isinstance(schema, dict) and "$schema" in schema:
+        uri = schema["$schema"]
+        if not isinstance(uri, str) or uri not in _SCH_DIALECTS:
+            raise SchemaUnsupported(
+                f"'$schema' {_sch_brief(uri)} is not a supported dialect; use 2020-12 "
+                "or draft-07 (at #/$schema).", "#/$schema")
+        dialect = _SCH_DIALECTS[uri]
+    comp = _SchCompiler(schema, dialect, limits)
+    try:
+        root = comp.subschema(schema, (), 0)
+        comp.link_refs()
+        comp.refuse_stalled_cycles()
+    except RecursionError:
+        raise SchemaUnsupported("The schema is nested too deeply for this interpreter "
+                                "(at #).", "#") from None
+    return CompiledSchema(dialect, root)
+
+
+def validate_instance(compiled: CompiledSchema, instance: object,
+                      limits: SchemaLimits) -> list[tuple[str, str]]:
+    """Validate one JSON value; [] when valid, else (instance pointer, message) pairs.
+
+    May raise SchemaLimitExceeded; the caller must treat that as a failure.
+    """
+    _sch_check_limits(limits)
+    run = _SchRun(limits)
+    errs: list = []
+    try:
+        _sch_evaluate(compiled._root, instance, None, run, 0, errs, False)
+    except RecursionError:
+        raise SchemaLimitExceeded("evaluation nested too deeply for this interpreter",
+                                  "") from None
+    return [(_sch_pointer(path), message) for path, message in errs]
 
 
 # ---------------------------------------------------------------------------

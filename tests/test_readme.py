@@ -1,0 +1,56 @@
+"""README.md must stay true to the code: codes, options, schema subset, first commands."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import unittest
+
+from support import ROOT, vts
+
+with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+    README = handle.read()
+
+
+def section(title):
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.S | re.M)
+    if match is None:
+        raise AssertionError(f"README has no section {title!r}")
+    return match.group(1)
+
+
+class ReadmeIsTrue(unittest.TestCase):
+    def test_every_finding_code_is_in_the_code_table(self):
+        table = section("Finding codes")
+        for code in vts.FINDING_CODES:
+            self.assertIn(f"| `{code}` |", table)
+
+    def test_every_cli_option_is_documented(self):
+        options = {a for a in re.findall(r"--[a-z][a-z-]+", open(os.path.join(ROOT, "scripts",
+                                                                                 "validate_tool_stream.py")).read())}
+        options &= {"--" + name.replace("_", "-") for name in vts.Limits.__dataclass_fields__} | {
+            "--report", "--expect", "--version", "--help"}
+        for option in options | {"--report", "--expect"}:
+            self.assertIn(f"`{option}", README)
+
+    def test_schema_subset_lists_exactly_the_implemented_keywords(self):
+        subset = section("Schema subset")
+        for keyword in set(vts._SCH_KEYWORDS_2020) | set(vts._SCH_KEYWORDS_07) | set(vts._SCH_ANNOTATIONS):
+            self.assertIn(f"`{keyword}`", subset)
+
+    def test_first_screen_has_the_two_commands_and_they_work(self):
+        first_screen = "\n".join(README.splitlines()[:30])
+        commands = re.findall(r"^(PYTHONDONTWRITEBYTECODE=1 python3 .*)$", first_screen, re.M)
+        self.assertEqual(len(commands), 2, commands)
+        self.assertIn("-m unittest discover -s tests -p 'test_*.py'", commands[1])
+        argv = shlex.split(commands[0])[1:]
+        self.assertEqual(argv[0], "python3")
+        proc = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, timeout=60,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(proc.stdout.startswith(b"PASS"))
+
+
+if __name__ == "__main__":
+    unittest.main()

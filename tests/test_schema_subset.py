@@ -1,0 +1,399 @@
+"""Tests for the schema-subset section of validate_tool_stream.
+
+Each test pins one place where Python's defaults or a careless validator give
+the wrong verdict (see the research note, sections 4 and 5).
+"""
+
+import os
+import sys
+import time
+import unittest
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "scripts"))
+sys.path.insert(0, _HERE)
+
+import validate_tool_stream as vts  # noqa: E402
+
+LIMITS = vts.SchemaLimits()
+
+
+def errors(schema: object, instance: object, limits: "vts.SchemaLimits" = LIMITS) -> list:
+    return vts.validate_instance(vts.compile_schema(schema, limits), instance, limits)
+
+
+def valid(schema: object, instance: object) -> bool:
+    return not errors(schema, instance)
+
+
+class RefusalMixin(unittest.TestCase):
+    def assertRefused(self, schema: object, location: str = "", words: str = "") -> None:
+        with self.assertRaises(vts.SchemaUnsupported) as caught:
+            vts.compile_schema(schema, LIMITS)
+        if location:
+            self.assertEqual(caught.exception.location, location)
+        if words:
+            self.assertIn(words, caught.exception.message)
+
+
+class TypesAndNumbers(RefusalMixin):
+    def test_whole_float_is_integer(self) -> None:
+        self.assertTrue(valid({"type": "integer"}, 1.0))
+        self.assertFalse(valid({"type": "integer"}, 1.5))
+        self.assertTrue(valid({"type": "integer"}, 10 ** 40))
+
+    def test_bool_is_never_a_number(self) -> None:
+        for name in ("integer", "number"):
+            self.assertFalse(valid({"type": name}, True))
+        self.assertTrue(valid({"type": "boolean"}, False))
+        self.assertFalse(valid({"type": "boolean"}, 0))
+        # Bounds ignore booleans (not a number), they do not compare them as 1.
+        self.assertTrue(valid({"maximum": 0}, True))
+
+    def test_number_includes_integer(self) -> None:
+        self.assertTrue(valid({"type": ["number", "null"]}, 3))
+        self.assertTrue(valid({"type": ["number", "null"]}, None))
+        self.assertFalse(valid({"type": ["number", "null"]}, "3"))
+
+    def test_multiple_of_exact(self) -> None:
+        self.assertTrue(valid({"multipleOf": 0.01}, 19.99))
+        self.assertTrue(valid({"multipleOf": 0.0001}, 0.0075))
+        self.assertFalse(valid({"multipleOf": 0.0001}, 0.00751))
+        self.assertTrue(valid({"multipleOf": 0.1}, 0.3))
+        self.assertFalse(valid({"type": "integer", "multipleOf": 0.123456789}, 1e308))
+        self.assertTrue(valid({"multipleOf": 0.5}, 1e308))
+        self.assertTrue(valid({"multipleOf": 2}, True))  # bool is not a number: ignored
+        self.assertFalse(valid({"type": "integer", "multipleOf": 2}, True))
+
+    def test_big_ints_compare_exactly(self) -> None:
+        self.assertFalse(valid({"maximum": 18446744073709551615}, 18446744073709551616))
+        self.assertTrue(valid({"maximum": 18446744073709551615}, 18446744073709551615))
+        self.assertFalse(valid({"maximum": 9007199254740992.0}, 2 ** 53 + 1))
+        self.assertTrue(valid({"exclusiveMinimum": 2 ** 53}, 2 ** 53 + 1))
+        self.assertFalse(valid({"minimum": 1.5}, 1))
+
+    def test_string_length_counts_code_points(self) -> None:
+        self.assertTrue(valid({"maxLength": 1}, "\U0001F4A9"))
+        self.assertFalse(valid({"minLength": 2}, "\U0001F4A9"))
+
+
+class Equality(unittest.TestCase):
+    def test_enum_bool_vs_number(self) -> None:
+        self.assertFalse(valid({"enum": [1]}, True))
+        self.assertFalse(valid({"enum": [0]}, False))
+        self.assertTrue(valid({"enum": [1]}, 1.0))
+        self.assertFalse(valid({"enum": [[0]]}, [False]))
+        self.assertFalse(valid({"enum": [{"a": 0}]}, {"a": False}))
+        self.assertTrue(valid({"enum": [{"a": 1, "b": [2]}]}, {"b": [2.0], "a": 1}))
+
+    def test_const(self) -> None:
+        self.assertTrue(valid({"const": 1.0}, 1))
+        self.assertFalse(valid({"const": 1}, True))
+        self.assertFalse(valid({"const": None}, 0))
+        self.assertFalse(valid({"const": 2 ** 64}, float(2 ** 64) + 4096.0))
+        self.assertFalse(valid({"const": "e\u0301"}, "\u00e9"))  # no normalisation
+
+    def test_unique_items(self) -> None:
+        self.assertTrue(valid({"uniqueItems": True}, [1, True]))
+        self.assertTrue(valid({"uniqueItems": True}, [0, False, None, "0"]))
+        self.assertFalse(valid({"uniqueItems": True}, [1, 1.0]))
+        self.assertFalse(valid({"uniqueItems": True}, [{"a": 1, "b": 2}, {"b": 2, "a": 1.0}]))
+        self.assertEqual(errors({"uniqueItems": True}, ["x", "y", "x"])[0][0], "/2")
+
+    def test_unique_items_is_linear(self) -> None:
+        items = [{"id": i, "tags": ["a", i]} for i in range(100_000)]
+        start = time.perf_counter()
+        self.assertTrue(valid({"uniqueItems": True}, items))
+        self.assertLess(time.perf_counter() - start, 5.0)
+
+
+class Objects(RefusalMixin):
+    def test_required_counts_present_null(self) -> None:
+        schema = {"type": "object", "required": ["a"]}
+        self.assertTrue(valid(schema, {"a": None}))
+        self.assertEqual(errors(schema, {}), [("", 'required property "a" is missing')])
+        self.assertTrue(valid({"required": ["a"]}, ["a"]))  # required ignores non-objects
+
+    def test_additional_properties_does_not_look_into_all_of(self) -> None:
+        schema = {"allOf": [{"properties": {"foo": {}}}], "additionalProperties": False}
+        self.assertFalse(valid(schema, {"foo": 1}))
+        self.assertEqual(errors(schema, {"foo": 1})[0][0], "/foo")
+
+    def test_additional_properties_respects_pattern_properties(self) -> None:
+        schema = {"properties": {"a": {}}, "patternProperties": {"^x-": {"type": "integer"}},
+                  "additionalProperties": False}
+        self.assertTrue(valid(schema, {"a": "s", "x-n": 1}))
+        self.assertFalse(valid(schema, {"x-n": "s"}))
+        self.assertFalse(valid(schema, {"b": 1}))
+
+    def test_property_names(self) -> None:
+        schema = {"propertyNames": {"pattern": "^[a-z]+$"}}
+        self.assertTrue(valid(schema, {"abc": 1}))
+        self.assertEqual(errors(schema, {"aB": 1})[0][0], "/aB")
+
+    def test_pointers_of_violations(self) -> None:
+        schema = {"type": "object", "properties": {
+            "a": {"type": "array", "items": {"type": "object", "properties": {
+                "b": {"type": "string"}}}},
+            "x/y~z": {"type": "integer"}}}
+        found = errors(schema, {"a": [{"b": "ok"}, {"b": 5}], "x/y~z": "no"})
+        self.assertEqual([p for p, _ in found], ["/a/1/b", "/x~1y~0z"])
+        self.assertTrue(all(isinstance(m, str) and m for _, m in found))
+
+    def test_error_order_is_deterministic(self) -> None:
+        schema = {"properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                  "required": ["c"]}
+        first = errors(schema, {"b": 1, "a": 1})
+        self.assertEqual(first, errors(schema, {"b": 1, "a": 1}))
+        self.assertEqual([p for p, _ in first], ["", "/a", "/b"])
+
+
+class Applicators(RefusalMixin):
+    def test_one_of_matching_two_fails(self) -> None:
+        schema = {"oneOf": [{"type": "number"}, {"type": "integer"}]}
+        found = errors(schema, 1)
+        self.assertEqual(len(found), 1)
+        self.assertIn("matched 2", found[0][1])
+        self.assertIn("matched 0", errors(schema, "x")[0][1])
+        self.assertTrue(valid(schema, 1.5))
+
+    def test_any_of_and_not(self) -> None:
+        self.assertTrue(valid({"anyOf": [{"type": "string"}, {"type": "null"}]}, None))
+        self.assertFalse(valid({"anyOf": [{"type": "string"}, {"type": "null"}]}, 0))
+        self.assertFalse(valid({"not": {}}, "anything"))
+        self.assertTrue(valid({"not": False}, 1))
+
+    def test_boolean_schemas(self) -> None:
+        self.assertTrue(valid(True, {"a": 1}))
+        self.assertTrue(valid({}, [1]))
+        self.assertFalse(valid(False, None))
+        self.assertFalse(valid({"items": False}, [1]))
+        self.assertTrue(valid({"items": False}, []))
+
+    def test_tuples_per_dialect(self) -> None:
+        modern = {"prefixItems": [{"type": "integer"}], "items": False}
+        self.assertTrue(valid(modern, [1]))
+        self.assertFalse(valid(modern, [1, 2]))
+        old = {"$schema": "http://json-schema.org/draft-07/schema#",
+               "items": [{"type": "integer"}], "additionalItems": {"type": "string"}}
+        self.assertTrue(valid(old, [1, "a"]))
+        self.assertFalse(valid(old, [1, 2]))
+        self.assertRefused({"items": [{"type": "integer"}]}, "#/items")
+        self.assertRefused({"additionalItems": False}, "#/additionalItems")
+
+
+class References(RefusalMixin):
+    def test_recursive_ref_with_progress(self) -> None:
+        schema = {"$defs": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            "additionalProperties": False}}, "$ref": "#/$defs/node"}
+        self.assertTrue(valid(schema, {"children": [{"children": []}]}))
+        self.assertEqual(errors(schema, {"children": [{"x": 1}]})[0][0], "/children/0/x")
+
+    def test_ref_cycles_without_progress_refused(self) -> None:
+        self.assertRefused({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                            "$ref": "#/$defs/a"}, words="$ref cycle makes no progress")
+        self.assertRefused({"$ref": "#"}, words="$ref cycle makes no progress")
+        # Unreferenced definitions are checked too.
+        self.assertRefused({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}}},
+                           words="$ref cycle makes no progress")
+
+    def test_pointer_escapes_and_any_location(self) -> None:
+        schema = {"$defs": {"a/b": {"type": "integer"}, "c~d": {"type": "string"},
+                            "p%q": {"type": "null"}},
+                  "properties": {"x": {"$ref": "#/$defs/a~1b"}, "y": {"$ref": "#/$defs/c~0d"},
+                                 "z": {"$ref": "#/$defs/p%25q"},
+                                 "w": {"$ref": "#/properties/x"}}}
+        self.assertTrue(valid(schema, {"x": 1, "y": "s", "z": None, "w": 2}))
+        self.assertFalse(valid(schema, {"w": "no"}))
+
+    def test_bad_refs_refused(self) -> None:
+        for ref in ("#/", "#foo", "other.json#/a", "http://localhost:1234/x.json",
+                    "#/$defs/missing", "1/foo", "#/$defs/a~2"):
+            self.assertRefused({"$defs": {"a": {}}, "$ref": ref}, "#/$ref")
+        self.assertRefused({"$ref": "#/enum/0", "enum": [{}]}, words="not a schema position")
+
+    def test_siblings_per_dialect(self) -> None:
+        modern = {"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 2}
+        self.assertFalse(valid(modern, "abc"))
+        draft7 = {"$schema": "http://json-schema.org/draft-07/schema#",
+                  "definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s"}
+        self.assertTrue(valid({**draft7, "description": "ok", "title": "t"}, "abc"))
+        self.assertRefused({**draft7, "maxLength": 2}, "#", words="draft-07")
+
+    def test_id_and_schema_only_at_root(self) -> None:
+        self.assertTrue(valid({"$id": "urn:example:x", "$defs": {"a": {"type": "integer"}},
+                               "$ref": "#/$defs/a"}, 3))
+        self.assertRefused({"properties": {"a": {"$id": "a.json"}}}, "#/properties/a/$id")
+        self.assertRefused({"$schema": "http://json-schema.org/draft-04/schema#"}, "#/$schema")
+        self.assertRefused({"$schema": "https://json-schema.org/draft/2019-09/schema"})
+
+
+class KeywordRefusals(RefusalMixin):
+    def test_unknown_and_out_of_subset_keywords(self) -> None:
+        self.assertRefused({"type": "object", "requried": ["a"]}, "#/requried")
+        self.assertRefused({"properties": {"a": {"type": "string", "nullable": True}}},
+                           "#/properties/a/nullable")
+        for keyword in ("if", "then", "else", "dependentRequired", "dependentSchemas",
+                        "dependencies", "contains", "minContains", "maxContains",
+                        "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                        "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$anchor",
+                        "$vocabulary", "additionalproperties"):
+            self.assertRefused({keyword: {}}, "#/" + keyword)
+
+    def test_annotations_accepted(self) -> None:
+        schema = {"title": "t", "description": "d", "$comment": "c", "default": {"bad": True},
+                  "examples": [1], "example": 1, "deprecated": True, "readOnly": False,
+                  "writeOnly": False, "format": "email", "contentEncoding": "base64",
+                  "contentMediaType": "a/b", "contentSchema": {"whatever": 1},
+                  "discriminator": {"propertyName": "k"}, "propertyOrdering": ["a"],
+                  "errorMessage": "e", "markdownDescription": "m", "x-vendor": {"if": 1},
+                  "type": "string"}
+        self.assertTrue(valid(schema, "not-an-email"))
+
+    def test_keyword_values_checked(self) -> None:
+        for schema in ({"uniqueItems": 1}, {"uniqueItems": "true"}, {"minLength": True},
+                       {"minLength": -1}, {"minItems": 1.5}, {"multipleOf": 0},
+                       {"multipleOf": -2}, {"multipleOf": True}, {"required": ["a", "a"]},
+                       {"required": "a"}, {"enum": "a"}, {"type": "float"}, {"type": []},
+                       {"type": ["string", "string"]}, {"maximum": "3"}, {"minimum": None},
+                       {"exclusiveMinimum": True}, {"properties": []}, {"allOf": []},
+                       {"anyOf": {}}, {"not": 3}, {"$defs": {"a": 1}},
+                       {"patternProperties": {"(": {}}}, {"prefixItems": []}):
+            with self.subTest(schema=schema):
+                self.assertRefused(schema)
+        self.assertTrue(valid({"minLength": 2.0}, "ab"))
+        self.assertRefused({"uniqueItems": 1}, "#/uniqueItems", words="boolean")
+
+
+class Regex(RefusalMixin):
+    def test_anchors_and_digits(self) -> None:
+        schema = {"pattern": "^\\d+$"}
+        self.assertTrue(valid(schema, "123"))
+        self.assertFalse(valid(schema, "123\n"))
+        self.assertFalse(valid(schema, "\u0663"))  # ARABIC-INDIC DIGIT THREE
+        self.assertTrue(valid({"pattern": "^\\p{Nd}+$"}, "\u0663"))
+
+    def test_search_semantics(self) -> None:
+        self.assertTrue(valid({"pattern": "b"}, "abc"))
+        self.assertTrue(valid({"pattern": "^a"}, "abc"))
+        self.assertTrue(valid({"pattern": "x"}, 5))  # pattern ignores non-strings
+
+    def test_ecma_classes(self) -> None:
+        self.assertFalse(valid({"pattern": "^\\w$"}, "\u00e9"))
+        self.assertTrue(valid({"pattern": "^\\s$"}, "\ufeff"))
+        self.assertFalse(valid({"pattern": "^\\s$"}, "\x1c"))
+        self.assertFalse(valid({"pattern": "^.$"}, "\u2028"))
+        self.assertTrue(valid({"pattern": "^.$"}, "\U0001F4A9"))
+        self.assertTrue(valid({"pattern": "^[^\\d\\s]+$"}, "abc"))
+        self.assertTrue(valid({"pattern": "\\B"}, ""))
+        self.assertTrue(valid({"pattern": "^\\cJ\\x41\\u00e9\\uD83D\\uDCA9$"},
+                              "\nA\u00e9\U0001F4A9"))
+
+    def test_unicode_properties(self) -> None:
+        for name in ("L", "Letter", "General_Category=Letter", "gc=L"):
+            with self.subTest(name=name):
+                self.assertTrue(valid({"pattern": "^\\p{%s}+$" % name}, "\u00e9cole"))
+                self.assertFalse(valid({"pattern": "^\\p{%s}+$" % name}, "ecole1"))
+        self.assertTrue(valid({"pattern": "^\\P{L}$"}, "1"))
+        self.assertTrue(valid({"pattern": "^[\\p{Lu}\\d]+$"}, "A1\u00c9"))
+        self.assertTrue(valid({"patternProperties": {"^\\p{Letter}+$": {"type": "integer"}}},
+                              {"\u00e9": 1}))
+        self.assertFalse(valid({"patternProperties": {"^\\p{Letter}+$": {"type": "integer"}}},
+                               {"\u00e9": "x"}))
+
+    def test_rejected_constructs(self) -> None:
+        for pattern in ("(a)\\1", "(?<n>a)", "\\k<n>", "(?<=a)b", "(?<!a)b", "\\u{1F4A9}",
+                        "[^]", "[]", "(?i)abc", "a{,3}", "\\A", "\\Z", "(?P<n>a)", "(?#c)",
+                        "\\p{Script=Greek}", "\\p{Extended_Pictographic}", "\\p{letter}",
+                        "a**", "a{2", "(a", "a)", "]", "{", "\\-", "\\e", "(?=a)*", "^*",
+                        "[z-a]", "[\\d-z]", "\\c1", "\\x4"):
+            with self.subTest(pattern=pattern):
+                self.assertRefused({"pattern": pattern}, "#/pattern")
+
+    def test_redos_patterns_refused(self) -> None:
+        for pattern in ("(a+)+", "(a*)*", "^(a|aa)+$", "(\\w+\\s?)*$", "((ab)*c)+",
+                        "(?:x{1,}y)*", "(\\d|\\w)+"):
+            with self.subTest(pattern=pattern):
+                self.assertRefused({"pattern": pattern}, "#/pattern", words="backtracking")
+        for pattern in ("^(\\d{1,3}\\.){3}\\d{1,3}$", "^[a-z]+(-[a-z0-9]{1,8})?$", "(ab|cd)+"):
+            with self.subTest(pattern=pattern):
+                vts.compile_schema({"pattern": pattern}, LIMITS)
+
+    def test_refused_pattern_in_pattern_properties_and_property_names(self) -> None:
+        self.assertRefused({"patternProperties": {"(a+)+": {}}}, "#/patternProperties/(a+)+")
+        self.assertRefused({"propertyNames": {"pattern": "(?<=x)"}}, "#/propertyNames/pattern")
+
+    def test_subject_length_limit(self) -> None:
+        limits = vts.SchemaLimits(max_pattern_subject=10)
+        compiled = vts.compile_schema({"properties": {"s": {"pattern": "a"}}}, limits)
+        self.assertEqual(vts.validate_instance(compiled, {"s": "a" * 10}, limits), [])
+        with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+            vts.validate_instance(compiled, {"s": "a" * 11}, limits)
+        self.assertEqual(caught.exception.pointer, "/s")
+        # No pattern, no limit.
+        self.assertTrue(valid({"maxLength": 10 ** 6}, "a" * 100_000))
+
+
+class Limits(RefusalMixin):
+    def test_deep_schema_refused_at_compile(self) -> None:
+        schema: object = {"type": "string"}
+        for _ in range(100):
+            schema = {"items": schema}
+        self.assertRefused(schema, words="max_schema_depth")
+        schema = True
+        for _ in range(5000):
+            schema = {"not": schema}
+        with self.assertRaises(vts.SchemaUnsupported):
+            vts.compile_schema(schema, vts.SchemaLimits(max_schema_depth=10 ** 6))
+
+    def test_deep_evaluation_hits_limit(self) -> None:
+        compiled = vts.compile_schema({"items": {"$ref": "#"}}, LIMITS)
+        instance: list = []
+        cursor = instance
+        for _ in range(200):
+            cursor.append([])
+            cursor = cursor[0]
+        with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+            vts.validate_instance(compiled, instance, LIMITS)
+        self.assertTrue(caught.exception.pointer.startswith("/0/0/0"))
+        huge = vts.SchemaLimits(max_schema_depth=10 ** 6)
+        for _ in range(5000):
+            cursor.append([])
+            cursor = cursor[0]
+        with self.assertRaises(vts.SchemaLimitExceeded):  # never a RecursionError
+            vts.validate_instance(vts.compile_schema({"items": {"$ref": "#"}}, huge),
+                                  instance, huge)
+
+    def test_evaluation_budget(self) -> None:
+        # A small schema whose evaluation doubles per level through $ref: 2**20 branches.
+        defs: dict = {"d0": {"type": "integer"}}
+        for level in range(1, 21):
+            ref = {"$ref": f"#/$defs/d{level - 1}"}
+            defs[f"d{level}"] = {"anyOf": [{"type": "string"}, ref, ref]}
+        compiled = vts.compile_schema({"$defs": defs, "$ref": "#/$defs/d20"}, LIMITS)
+        self.assertEqual(vts.validate_instance(compiled, "s", LIMITS), [])
+        with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+            vts.validate_instance(compiled, None, LIMITS)
+        self.assertIn("max_evaluations", caught.exception.message)
+
+    def test_large_instance_is_fast(self) -> None:
+        schema = {"type": "object", "properties": {"rows": {"type": "array", "items": {
+            "type": "object", "required": ["id"], "additionalProperties": False,
+            "properties": {"id": {"type": "integer"}, "name": {"type": "string",
+                                                               "pattern": "^[a-z]+$"}}}}}}
+        rows = [{"id": i, "name": "abcdefghijklmnop"} for i in range(30_000)]  # about 1 MB
+        compiled = vts.compile_schema(schema, LIMITS)
+        start = time.perf_counter()
+        self.assertEqual(vts.validate_instance(compiled, {"rows": rows}, LIMITS), [])
+        self.assertLess(time.perf_counter() - start, 5.0)
+
+    def test_compiled_schema_is_reusable(self) -> None:
+        compiled = vts.compile_schema({"type": "object", "required": ["a"]}, LIMITS)
+        for _ in range(3):
+            self.assertEqual(vts.validate_instance(compiled, {"a": 1}, LIMITS), [])
+            self.assertEqual(len(vts.validate_instance(compiled, {}, LIMITS)), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
