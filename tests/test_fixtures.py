@@ -20,24 +20,34 @@ SPEC_CODES = {
 }
 
 
-class FixtureOutcomes(unittest.TestCase):
+def _check_fixture(self, relpath):
+    """One fixture's exact outcome: status, the exact set of codes, calls byte for byte."""
+    data, doc = load_fixture(relpath)
+    expect = doc["expect"]
+    report = vts.validate_bytes(data)
+    self.assertEqual(report["status"], expect["status"], report["findings"])
+    self.assertEqual(set(codes(report)), set(expect["codes"]), report["findings"])
+    got = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in report["calls"]]
+    self.assertEqual(got, expect["calls"])
+    self.assertEqual(report["executable"], expect["status"] == "pass")
+    self.assertEqual(report["applicable"], expect["status"] != "not_applicable")
+    if expect["status"] == "pass":
+        self.assertEqual({c["state"] for c in report["calls"]}, {"validated"})
+    self.assertEqual(vts.check_expect(report, expect), [])
+
+
+class EachFixture(unittest.TestCase):
+    """One test per bundled fixture, generated below from fixtures/."""
+
+
+for _relpath in fixture_paths():
+    _name = "test_" + _relpath[:-5].replace("/", "__").replace("-", "_")
+    setattr(EachFixture, _name, lambda self, p=_relpath: _check_fixture(self, p))
+
+
+class FixtureCoverage(unittest.TestCase):
     def test_there_are_fixtures(self):
         self.assertGreater(len(fixture_paths()), 20, f"expected bundled fixtures under {FIXTURES}")
-
-    def test_each_fixture_matches_its_expect_block_exactly(self):
-        for relpath in fixture_paths():
-            with self.subTest(fixture=relpath):
-                data, doc = load_fixture(relpath)
-                expect = doc["expect"]
-                report = vts.validate_bytes(data)
-                self.assertEqual(report["status"], expect["status"], report["findings"])
-                self.assertEqual(set(codes(report)), set(expect["codes"]), report["findings"])
-                got = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in report["calls"]]
-                self.assertEqual(got, expect["calls"])
-                self.assertEqual(report["executable"], expect["status"] == "pass")
-                self.assertEqual(report["applicable"], expect["status"] != "not_applicable")
-                if expect["status"] == "pass":
-                    self.assertEqual({c["state"] for c in report["calls"]}, {"validated"})
 
     def test_every_spec_code_has_a_fixture(self):
         pinned = set()
@@ -51,6 +61,14 @@ class FixtureOutcomes(unittest.TestCase):
     def test_every_fixture_kind_is_present(self):
         statuses = {load_fixture(p)[1]["expect"]["status"] for p in fixture_paths()}
         self.assertEqual(statuses, {"pass", "blocked", "not_applicable"})
+
+    def test_fixtures_are_strict_envelopes(self):
+        for relpath in fixture_paths():
+            with self.subTest(fixture=relpath):
+                data, doc = load_fixture(relpath)
+                if not relpath.startswith("envelope/"):
+                    self.assertEqual(vts.check_envelope(vts.parse_envelope_bytes(data)), [])
+                self.assertEqual(set(doc["expect"]) - {"status", "codes", "calls"}, set())
 
 
 class FixturesThroughTheRealCli(unittest.TestCase):
