@@ -2763,15 +2763,46 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
 
 def validate_bytes(data: bytes, limits: Limits | None = None) -> dict[str, Any]:
     """Validate fixture bytes (strictly parsed) and return the report as a dict."""
-    limits = limits or Limits()
+    return _validate_bytes_keeping_doc(data, limits or Limits())[0]
+
+
+def _validate_bytes_keeping_doc(data: bytes, limits: Limits) -> tuple[dict[str, Any], Any]:
+    """The report, plus the parsed envelope (None when unreadable) for --expect."""
     if len(data) > limits.max_input_bytes:
-        return _report(None, [], [Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")],
-                       False, None)
+        finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
+        return _report(None, [], [finding], False, None), None
     try:
         doc = parse_envelope_bytes(data)
     except EnvelopeError as exc:
-        return _report(None, [], [Finding(INVALID_FIXTURE, str(exc))], False, None)
-    return validate_envelope(doc, limits)
+        return _report(None, [], [Finding(INVALID_FIXTURE, str(exc))], False, None), None
+    return validate_envelope(doc, limits), doc
+
+
+# Codes whose messages may quote argument content (keys, values); --redact-arguments
+# replaces their messages with the code's generic meaning.
+_ARGUMENT_CODES = frozenset({MALFORMED_JSON, TRAILING_DATA, NON_FINITE_NUMBER, DUPLICATE_KEY, INVALID_UNICODE,
+                             NON_OBJECT_ARGUMENTS, SCHEMA_VIOLATION, LIMIT_EXCEEDED})
+
+
+def redact_arguments(report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the report safe for logs: arguments become their size and SHA-256.
+
+    Messages of argument-level findings are replaced by the code's meaning, since
+    they may quote keys or values; JSON pointers (structure only) are kept.
+    """
+    import hashlib
+
+    def finding(item: dict[str, Any]) -> dict[str, Any]:
+        if item["code"] in _ARGUMENT_CODES and item["position"] is not None:
+            return dict(item, message=FINDING_CODES[item["code"]])
+        return item
+
+    calls = []
+    for call in report["calls"]:
+        raw = call["arguments"].encode("utf-8", "surrogatepass")
+        calls.append(dict(call, arguments={"utf8_bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()},
+                          findings=[finding(f) for f in call["findings"]]))
+    return dict(report, calls=calls, findings=[finding(f) for f in report["findings"]], arguments_redacted=True)
 
 
 def _finding_order(finding: Finding) -> tuple:
@@ -2917,10 +2948,13 @@ def _parse_args(argv: list[str]) -> Any:
         description="Decide whether the tool calls in one captured, streamed assistant turn may be "
                     "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
     )
-    parser.add_argument("fixture", help="fixture file (JSON envelope), or - for standard input")
+    parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
+                        help="fixture file (JSON envelope), a folder of them, or - for standard input")
     parser.add_argument("--report", choices=("json", "text"), default="json", help="report format (default json)")
     parser.add_argument("--expect", action="store_true",
                         help="check the fixture's expect block: exit 0 if the outcome matches, 1 if not")
+    parser.add_argument("--redact-arguments", action="store_true",
+                        help="replace each call's arguments with their UTF-8 size and SHA-256 (for logs)")
     parser.add_argument("--version", action="version", version=f"{TOOL} {VERSION}")
     defaults = Limits()
     for name, help_text in (
@@ -2959,28 +2993,81 @@ def _read_input(path: str, limit: int) -> bytes:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _expand(paths: list[str]) -> tuple[list[str], bool]:
+    """Fixture paths in order (folders: their *.json files, recursively, sorted); many?"""
+    import os
+
+    found: list[str] = []
+    many = len(paths) > 1
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            many = True
+            inside = sorted(os.path.join(folder, name) for folder, _, names in os.walk(path)
+                            for name in names if name.endswith(".json"))
+            if not inside:
+                raise UsageError(f"no *.json fixtures in folder {path}")
+            found.extend(inside)
+        elif path != "-" and not os.path.isfile(path):
+            raise UsageError(f"cannot read {path}: no such file")
+        else:
+            found.append(path)
+    if found.count("-") > 1 or ("-" in found and many):
+        raise UsageError("standard input (-) can only be the single fixture")
+    return found, many
+
+
+def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
+    """Validate one fixture: (report, exit code, expect differences or None)."""
+    report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits)
+    code = EXIT_BY_STATUS[report["status"]]
+    differences = None
+    if args.expect:
+        expect = doc.get("expect") if isinstance(doc, dict) else None
+        differences = check_expect(report, expect)
+        report["expectation"] = {"matched": not differences, "differences": differences}
+        code = EXIT_PASS if not differences else EXIT_BLOCKED
+    if args.redact_arguments:
+        report = redact_arguments(report)
+    return report, code, differences
+
+
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__dataclass_fields__})
-    data = _read_input(args.fixture, limits.max_input_bytes)
-    report = validate_bytes(data, limits)
-    code = EXIT_BY_STATUS[report["status"]]
-    if args.expect:
-        try:
-            expect = parse_envelope_bytes(data).get("expect")
-        except (EnvelopeError, AttributeError):
-            expect = None
-        differences = check_expect(report, expect)
-        report["expectation"] = {"matched": not differences, "differences": differences}
-        code = EXIT_PASS if not differences else EXIT_BLOCKED
-    sys.stdout.write((render_text(report) if args.report == "text" else render_json(report)) + "\n")
-    if args.expect:
+    paths, many = _expand(args.fixtures)
+    if not many:
+        report, code, differences = _judge(paths[0], args, limits)
+        sys.stdout.write((render_text(report) if args.report == "text" else render_json(report)) + "\n")
+        if differences is not None:
+            sys.stderr.write("expect: matched\n" if not differences else
+                             "expect: MISMATCH\n" + "".join(f"  {d}\n" for d in differences))
+        return code
+    counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
+    mismatched: list[str] = []
+    for path in paths:
+        report, _, differences = _judge(path, args, limits)
+        counts[report["status"]] += 1
         if differences:
-            sys.stderr.write("expect: MISMATCH\n" + "".join(f"  {d}\n" for d in differences))
+            mismatched.append(path)
+            sys.stderr.write(f"expect: MISMATCH {path}\n" + "".join(f"  {d}\n" for d in differences))
+        if args.report == "text":
+            sys.stdout.write(f"== {path}\n{render_text(report)}\n")
         else:
-            sys.stderr.write("expect: matched\n")
-    return code
+            sys.stdout.write(json.dumps({"fixture": path, **report}, ensure_ascii=True) + "\n")
+        sys.stdout.flush()
+    summary = {"fixtures": len(paths), **counts}
+    if args.expect:
+        summary["expect_mismatches"] = len(mismatched)
+    if args.report == "text":
+        sys.stdout.write("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) + "\n")
+    else:
+        sys.stdout.write(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) + "\n")
+    if args.expect:
+        return EXIT_PASS if not mismatched else EXIT_BLOCKED
+    if counts["blocked"]:
+        return EXIT_BLOCKED
+    return EXIT_NOT_APPLICABLE if counts["not_applicable"] else EXIT_PASS
 
 
 def main(argv: list[str] | None = None) -> int:

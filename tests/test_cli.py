@@ -134,3 +134,75 @@ class ExpectFlag(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ManyFixtures(unittest.TestCase):
+    """Several fixtures in one run: JSON Lines, a summary, the worst status wins."""
+
+    def write(self, folder, name, doc):
+        path = os.path.join(folder, name)
+        with open(path, "wb") as handle:
+            handle.write(dumps(doc))
+        return path
+
+    def test_json_lines_summary_and_exit_priority(self):
+        text_only = envelope("openai", [{"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}])
+        blocked = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+        with tempfile.TemporaryDirectory() as folder:
+            ok = self.write(folder, "a.json", PASS_DOC)
+            na = self.write(folder, "b.json", text_only)
+            bad = self.write(folder, "c.json", blocked)
+            code, out, _ = run_cli(ok, na)
+            self.assertEqual(code, 2)
+            lines = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual([line.get("fixture") for line in lines[:2]], [ok, na])
+            self.assertEqual(lines[-1]["summary"], {"fixtures": 2, "pass": 1, "blocked": 0, "not_applicable": 1})
+            self.assertEqual(run_cli(ok, ok)[0], 0)
+            code, out, _ = run_cli(folder)
+            self.assertEqual(code, 1)
+            self.assertEqual(json.loads(out.splitlines()[-1])["summary"]["fixtures"], 3)
+            self.assertEqual(json.loads(out.splitlines()[2])["fixture"], bad)
+
+    def test_expect_over_a_folder_needs_every_fixture_to_match(self):
+        with tempfile.TemporaryDirectory() as folder:
+            self.write(folder, "a.json", dict(PASS_DOC, expect={"status": "pass"}))
+            self.assertEqual(run_cli(folder, "--expect")[0], 0)
+            self.write(folder, "b.json", dict(PASS_DOC, expect={"status": "blocked"}))
+            code, out, err = run_cli(folder, "--expect")
+            self.assertEqual(code, 1)
+            self.assertIn("b.json", err)
+            self.assertEqual(json.loads(out.splitlines()[-1])["summary"]["expect_mismatches"], 1)
+
+    def test_bundled_fixture_folder_matches_its_expectations(self):
+        code, out, err = run_cli(FIXTURES, "--expect", "--report", "text")
+        self.assertEqual(code, 0, err)
+        self.assertIn("summary: fixtures", out.splitlines()[-1])
+
+    def test_empty_folder_and_stdin_among_many_are_usage_errors(self):
+        with tempfile.TemporaryDirectory() as folder:
+            self.assertEqual(run_cli(folder)[0], 3)
+            path = self.write(folder, "a.json", PASS_DOC)
+            self.assertEqual(run_cli(path, "-", stdin=b"{}")[0], 3)
+
+
+class RedactArguments(unittest.TestCase):
+    def test_arguments_become_size_and_hash_and_values_leave_messages(self):
+        import hashlib
+
+        secret = "hunter2-secret-value"
+        doc = envelope("openai", [{"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "function": {"name": "login",
+                                                  "arguments": json.dumps({"password": secret, "password ": 1})}}]},
+            "finish_reason": "tool_calls"}]}],
+            {"login": {"type": "object", "properties": {"password": {"type": "integer"}}}})
+        code, out, _ = run_cli("-", "--redact-arguments", stdin=dumps(doc))
+        self.assertEqual(code, 1)
+        self.assertNotIn(secret, out)
+        report = json.loads(out)
+        raw = json.dumps({"password": secret, "password ": 1}).encode()
+        self.assertEqual(report["calls"][0]["arguments"], {"utf8_bytes": len(raw),
+                                                           "sha256": hashlib.sha256(raw).hexdigest()})
+        self.assertEqual([f["code"] for f in report["findings"]], ["schema_violation"])
+        self.assertEqual(report["findings"][0]["pointer"], "/password")
+        _, plain, _ = run_cli("-", stdin=dumps(doc))
+        self.assertIn("hunter2", plain)  # the unredacted report does quote it: the flag is what removes it
