@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Union
 from urllib.parse import unquote
 
 VERSION = "0.1.0"
@@ -368,26 +368,30 @@ def _optional_str(entry: dict, key: str) -> tuple[bool, str | None]:
     return False, None
 
 
-def normalize_chat_chunks(chunks: list, mistral: bool) -> Iterator[NeutralEvent]:
-    """Translate chat-completion chunks into neutral events.
+class ChatNormalizer:
+    """Translate chat-completion chunks into neutral events, one chunk at a time.
 
     Works on the raw wire JSON: SDK objects fill in defaults that would hide
     exactly the quirks this tool exists to catch.
     """
-    next_free: dict[int, int] = {}  # mistral whole calls: next slot per choice
-    for pos, chunk in enumerate(chunks):
+
+    def __init__(self, mistral: bool) -> None:
+        self.mistral = mistral
+        self.next_free: dict[int, int] = {}  # mistral whole calls: next slot per choice
+
+    def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk is {_describe(chunk)}, not an object")
-            continue
+            return
         if chunk.get("error") is not None or chunk.get("object") == "error":
             yield WireProblem(pos, STREAM_ERROR, "the provider sent an error object instead of a chunk")
-            continue
+            return
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk has no \"choices\" list (got {_describe(choices)})")
-            continue
+            return
         for choice in choices:
-            yield from _normalize_choice(pos, choice, mistral, next_free)
+            yield from _normalize_choice(pos, choice, self.mistral, self.next_free)
 
 
 def _normalize_choice(pos: int, choice: Any, mistral: bool, next_free: dict[int, int]) -> Iterator[NeutralEvent]:
@@ -488,32 +492,36 @@ class _AnthropicState:
     blocks: dict[int, list] = field(default_factory=dict)  # index -> [type, stopped]
 
 
-def normalize_anthropic(events: list) -> Iterator[NeutralEvent]:
-    """Translate Messages-API stream events into neutral events."""
-    state = _AnthropicState()
-    for pos, event in enumerate(events):
+class AnthropicNormalizer:
+    """Translate Messages-API stream events into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _AnthropicState()
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
-            continue
+            return
         kind = event["type"]
         if kind == "ping":
-            continue
+            return
         if kind not in _ANTHROPIC_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {json.dumps(kind)}")
-            continue
+            return
         if state.closed:
             yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after message_stop")
-            continue
+            return
         if kind == "error":
             yield WireProblem(pos, STREAM_ERROR, "the provider sent an error event")
-            continue
+            return
         if kind == "message_start":
             if state.started:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
             elif state.out_of_order:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "message_start is not the first event")
             state.started = True
-            continue
+            return
         if not state.started and not state.out_of_order:
             state.out_of_order = True  # report once, then keep translating
             yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before message_start")
@@ -2737,10 +2745,61 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
 # ---------------------------------------------------------------------------
 
 
-def _normalizer(profile: str, stream: list) -> Iterable[NeutralEvent]:
-    if profile == "anthropic":
-        return normalize_anthropic(stream)
-    return normalize_chat_chunks(stream, mistral=(profile == "mistral"))
+NORMALIZERS = {
+    "openai": lambda: ChatNormalizer(mistral=False),
+    "mistral": lambda: ChatNormalizer(mistral=True),
+    "anthropic": AnthropicNormalizer,
+}
+
+
+class StreamGate:
+    """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
+
+    This is the library API an adapter calls, and what the CLI uses.  feed()
+    takes one parsed wire object (a chat-completion chunk, or a Messages
+    event); finish() runs every end-of-stream rule and the validation, and
+    returns the report dict.  `blocked` turns true as soon as any finding has
+    arisen, so an adapter may stop early; it never turns a turn into a pass.
+    """
+
+    def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
+                 meta: dict | None = None) -> None:
+        if profile not in NORMALIZERS:
+            raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
+        if not isinstance(tool_schemas, dict):
+            raise TypeError("tool_schemas must be a dict: tool name -> JSON Schema")
+        self.profile = profile
+        self.tool_schemas = tool_schemas
+        self.limits = limits or Limits()
+        self.meta = meta
+        self._normalizer = NORMALIZERS[profile]()
+        self._machine = TurnMachine(RULES[profile], self.limits)
+        self._position = 0
+        self._report: dict[str, Any] | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self._machine.findings)
+
+    def feed(self, item: Any) -> None:
+        """Consume the next chunk (openai, mistral) or event (anthropic)."""
+        if self._report is not None:
+            raise RuntimeError("finish() was already called for this turn")
+        for event in self._normalizer.translate(self._position, item):
+            self._machine.feed(event)
+        self._position += 1
+
+    def finish(self) -> dict[str, Any]:
+        """End of stream: terminal checks, validation, the gate. Returns the report."""
+        if self._report is None:
+            machine = self._machine
+            machine.finish()
+            validate_slots(machine, self.tool_schemas, self.limits)
+            slots = sorted(machine.slots.values(), key=lambda s: (-1 if s.key[0] is None else s.key[0], s.key[1]))
+            applicable = bool(machine.slots) or machine.tool_signal
+            self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
+                                   machine.findings_for, self.limits.max_findings)
+        return self._report
 
 
 def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
@@ -2751,14 +2810,10 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
     if problems:
         return _report(profile if isinstance(profile, str) else None, [], problems, False, meta)
-    machine = TurnMachine(RULES[profile], limits)
-    for event in _normalizer(profile, doc[STREAM_KEY[profile]]):
-        machine.feed(event)
-    machine.finish()
-    validate_slots(machine, doc["tool_schemas"], limits)
-    slots = sorted(machine.slots.values(), key=lambda s: (s.key[0] if s.key[0] is not None else -1, s.key[1]))
-    applicable = bool(machine.slots) or machine.tool_signal
-    return _report(profile, slots, machine.findings, applicable, meta, machine.findings_for, limits.max_findings)
+    gate = StreamGate(profile, doc["tool_schemas"], limits, meta)
+    for item in doc[STREAM_KEY[profile]]:
+        gate.feed(item)
+    return gate.finish()
 
 
 def validate_bytes(data: bytes, limits: Limits | None = None) -> dict[str, Any]:
