@@ -311,10 +311,15 @@ class Fragment:
 
 @dataclass(frozen=True)
 class SlotEnd:
-    """The provider's terminal for one slot (anthropic content_block_stop)."""
+    """The provider's terminal for one slot (anthropic content_block_stop).
+
+    `final_arguments` is set by protocols whose terminal restates the whole
+    argument string; it must equal the joined fragments.
+    """
 
     position: int
     key: SlotKey
+    final_arguments: str | None = None
 
 
 @dataclass(frozen=True)
@@ -655,6 +660,10 @@ class TurnRules:
     per_choice_terminal: bool     # openai: finish_reason ends the choice's slots
     contiguous_slots: bool        # slot indices of a choice run 0..n-1
     implicit_open: bool           # a fragment may open a slot (openai) or not (anthropic)
+    needs_close: bool = True      # per-block profiles: a closing event must follow the stop reason
+    stop_name: str = "stop_reason"
+    close_name: str = "message_stop"
+    slot_end_name: str = "content_block_stop"
 
 
 RULES = {
@@ -809,11 +818,15 @@ class TurnMachine:
         if slot is None:
             self._find(MISSING_SLOT, f"end of slot {_slot_label(event.key)}, which was never opened", event.position)
             return
-        self._end_slot(slot, event.position)
+        if self._end_slot(slot, event.position) and event.final_arguments is not None:
+            joined, _ = join_fragments(slot.parts)
+            if joined != event.final_arguments:
+                self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)}: the terminal restates arguments that "
+                           "differ from the joined fragments", event.position, slot.key)
 
-    def _end_slot(self, slot: Slot, position: int) -> None:
+    def _end_slot(self, slot: Slot, position: int) -> bool:
         if not self._step(slot, "end", position):
-            return
+            return False
         slot.terminal_position = position
         if not slot.id:
             self._find(MISSING_ID, f"slot {_slot_label(slot.key)} reached its terminal without an id", position, slot.key)
@@ -823,6 +836,7 @@ class TurnMachine:
         if slot.initial_input and not joined_empty:
             self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)} has both a non-empty start input and "
                        "argument fragments", position, slot.key)
+        return True
 
     def _on_ChoiceEnd(self, event: ChoiceEnd) -> None:
         choice_slots = [s for s in self.slots.values() if s.key[0] == event.choice]
@@ -875,12 +889,12 @@ class TurnMachine:
         else:
             for key in sorted(self.slots, key=lambda k: k[1]):
                 if self.slots[key].phase != TERMINAL:
-                    self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal (content_block_stop)",
-                               None, key)
+                    self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal "
+                               f"({self.rules.slot_end_name})", None, key)
             if self.slots and self.turn_reason is None:
-                self._find(MISSING_TERMINAL, "the turn has tool calls but no stop_reason", None)
-            if self.slots and not self.closed:
-                self._find(MISSING_TERMINAL, "the turn has tool calls but no message_stop", None)
+                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.stop_name}", None)
+            if self.slots and self.rules.needs_close and not self.closed:
+                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
         if self.rules.contiguous_slots:
             for choice in sorted({key[0] for key in self.slots}):
                 present = {key[1] for key in self.slots if key[0] == choice}
