@@ -120,6 +120,7 @@ class Limits:
     max_evaluations: int = 1_000_000
     max_pattern_subject: int = 1_000
     max_findings: int = 1000
+    max_schema_seconds: float = 2.0
 
 
 @dataclass
@@ -146,6 +147,22 @@ class Finding:
         return out
 
 
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _token(value: Any) -> str:
+    """Quote a protocol word (a type or a reason) for a message; never free text.
+
+    The report must not carry stream content, so only short identifier-like
+    strings are quoted; anything else is described by its kind.
+    """
+    if isinstance(value, str) and 0 < len(value) <= 40 and _TOKEN_CHARS.issuperset(value):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return "an unrecognised string" if value else "an empty string"
+    return _describe(value)
+
+
 def _describe(value: Any) -> str:
     """Short, content-free description of a wire value for messages."""
     if value is None:
@@ -156,7 +173,7 @@ def _describe(value: Any) -> str:
         text = repr(value)
         return text if len(text) <= 24 else text[:21] + "..."
     if isinstance(value, str):
-        return "a string" if len(value) > 40 else json.dumps(value)
+        return "a string"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -347,6 +364,18 @@ class TurnClose:
 
 
 @dataclass(frozen=True)
+class SnapshotCall:
+    """A tool call visible outside the deltas (a choice's `message` snapshot).
+
+    Some gateways repeat such a snapshot next to the deltas; a call that is
+    only there was never streamed, so it must not make the turn look empty.
+    """
+
+    position: int
+    choice: int
+
+
+@dataclass(frozen=True)
 class WireProblem:
     """Something the normalizer could not translate; always a finding."""
 
@@ -357,7 +386,7 @@ class WireProblem:
     index: int | None = None
 
 
-NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, WireProblem]
+NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, WireProblem]
 
 
 # ---------------------------------------------------------------------------
@@ -383,12 +412,13 @@ class ChatNormalizer:
     def __init__(self, mistral: bool) -> None:
         self.mistral = mistral
         self.next_free: dict[int, int] = {}  # mistral whole calls: next slot per choice
+        self.whole: set[SlotKey] = set()     # slots that arrived as one complete call
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk is {_describe(chunk)}, not an object")
             return
-        if chunk.get("error") is not None or chunk.get("object") == "error":
+        if "error" in chunk or chunk.get("object") == "error":
             yield WireProblem(pos, STREAM_ERROR, "the provider sent an error object instead of a chunk")
             return
         choices = chunk.get("choices")
@@ -396,77 +426,88 @@ class ChatNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk has no \"choices\" list (got {_describe(choices)})")
             return
         for choice in choices:
-            yield from _normalize_choice(pos, choice, self.mistral, self.next_free)
+            yield from self._choice(pos, choice)
 
+    def _choice(self, pos: int, choice: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(choice, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"choice is {_describe(choice)}, not an object")
+            return
+        cidx = choice.get("index")
+        if not _is_index(cidx):
+            yield WireProblem(pos, MISSING_INDEX, f"choice index must be a non-negative integer, got {_describe(cidx)}")
+            return
+        delta = choice.get("delta")
+        if delta is not None and not isinstance(delta, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
+        elif isinstance(delta, dict):
+            if delta.get("function_call") is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
+                                  "use tool_calls", cidx)
+            calls = delta.get("tool_calls")
+            if calls is not None and not isinstance(calls, list):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
+            elif calls:
+                for entry in calls:
+                    yield from self._tool_entry(pos, cidx, entry)
+        message = choice.get("message")
+        if isinstance(message, dict) and message.get("tool_calls"):
+            yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
+        reason = choice.get("finish_reason")
+        if reason is None or reason == "":
+            return
+        if not isinstance(reason, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"finish_reason is {_describe(reason)}, not a string", cidx)
+            return
+        yield ChoiceEnd(pos, cidx, reason)
 
-def _normalize_choice(pos: int, choice: Any, mistral: bool, next_free: dict[int, int]) -> Iterator[NeutralEvent]:
-    if not isinstance(choice, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"choice is {_describe(choice)}, not an object")
-        return
-    cidx = choice.get("index")
-    if not _is_index(cidx):
-        yield WireProblem(pos, MISSING_INDEX, f"choice index must be a non-negative integer, got {_describe(cidx)}")
-        return
-    delta = choice.get("delta")
-    if delta is not None and not isinstance(delta, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
-    elif isinstance(delta, dict):
-        if delta.get("function_call") is not None:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; use tool_calls", cidx)
-        calls = delta.get("tool_calls")
-        if calls is not None and not isinstance(calls, list):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
-        elif calls:
-            for entry in calls:
-                yield from _normalize_tool_entry(pos, cidx, entry, mistral, next_free)
-    reason = choice.get("finish_reason")
-    if reason is None or reason == "":
-        return
-    if not isinstance(reason, str):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"finish_reason is {_describe(reason)}, not a string", cidx)
-        return
-    yield ChoiceEnd(pos, cidx, reason)
-
-
-def _normalize_tool_entry(pos: int, cidx: int, entry: Any, mistral: bool, next_free: dict[int, int]) -> Iterator[NeutralEvent]:
-    if not isinstance(entry, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool_calls entry is {_describe(entry)}, not an object", cidx)
-        return
-    index = entry.get("index")
-    slot = index if _is_index(index) else None
-    kind = entry.get("type")
-    if "custom" in entry:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "custom tool calls (free-text input) are not supported", cidx, slot)
-        return
-    if kind not in (None, "", "function"):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_describe(kind)} is not \"function\"", cidx, slot)
-        return
-    function = entry.get("function")
-    if function is not None and not isinstance(function, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call function is {_describe(function)}, not an object", cidx, slot)
-        return
-    function = function or {}
-    ok_id, call_id = _optional_str(entry, "id")
-    ok_name, name = _optional_str(function, "name")
-    ok_args, arguments = _optional_str(function, "arguments")
-    if not (ok_id and ok_name):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "tool call id and function.name must be strings or null", cidx, slot)
-        return
-    if not ok_args:
-        got = _describe(function.get("arguments"))
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"function.arguments must be a string or null, got {got}", cidx, slot)
-        return
-    if slot is None and index is None and mistral and call_id and name and isinstance(arguments, str):
-        slot = next_free.get(cidx, 0)
-    if slot is None:
-        if index is None:
-            why = "has no index" + (" and is not a whole call (id, name and arguments)" if mistral else "")
-        else:
-            why = f"has index {_describe(index)}, not a non-negative integer"
-        yield WireProblem(pos, MISSING_INDEX, f"tool_calls entry {why}", cidx)
-        return
-    next_free[cidx] = max(next_free.get(cidx, 0), slot + 1)
-    yield Fragment(pos, (cidx, slot), call_id, name, arguments)
+    def _tool_entry(self, pos: int, cidx: int, entry: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(entry, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool_calls entry is {_describe(entry)}, not an object", cidx)
+            return
+        index = entry.get("index")
+        slot = index if _is_index(index) else None
+        kind = entry.get("type")
+        if "custom" in entry:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "custom tool calls (free-text input) are not supported", cidx, slot)
+            return
+        if kind not in (None, "function"):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_token(kind)} is not \"function\"", cidx, slot)
+            return
+        function = entry.get("function")
+        if function is not None and not isinstance(function, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call function is {_describe(function)}, not an object",
+                              cidx, slot)
+            return
+        function = function or {}
+        ok_id, call_id = _optional_str(entry, "id")
+        ok_name, name = _optional_str(function, "name")
+        ok_args, arguments = _optional_str(function, "arguments")
+        if not (ok_id and ok_name):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "tool call id and function.name must be strings or null", cidx, slot)
+            return
+        if not ok_args:
+            got = _describe(function.get("arguments"))
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"function.arguments must be a string or null, got {got}",
+                              cidx, slot)
+            return
+        whole = slot is None and index is None and self.mistral and bool(call_id and name) and isinstance(arguments, str)
+        if whole:
+            slot = self.next_free.get(cidx, 0)
+        if slot is None:
+            if index is None:
+                why = "has no index" + (" and is not a whole call (id, name and arguments)" if self.mistral else "")
+            else:
+                why = f"has index {_describe(index)}, not a non-negative integer"
+            yield WireProblem(pos, MISSING_INDEX, f"tool_calls entry {why}", cidx)
+            return
+        if (cidx, slot) in self.whole:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"a fragment for slot {cidx}/{slot}, which arrived as one "
+                              "complete call", cidx, slot)
+            return
+        if whole:
+            self.whole.add((cidx, slot))
+        self.next_free[cidx] = max(self.next_free.get(cidx, 0), slot + 1)
+        yield Fragment(pos, (cidx, slot), call_id, name, arguments)
 
 
 # ---------------------------------------------------------------------------
@@ -512,15 +553,18 @@ class AnthropicNormalizer:
         if kind == "ping":
             return
         if kind not in _ANTHROPIC_EVENTS:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {json.dumps(kind)}")
-            return
-        if state.closed:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after message_stop")
-            return
-        if kind == "error":
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {_token(kind)}")
+        elif kind == "error":
             yield WireProblem(pos, STREAM_ERROR, "the provider sent an error event")
+        if state.closed:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{_token(kind)} after message_stop")
+            return
+        if kind not in _ANTHROPIC_EVENTS or kind == "error":
             return
         if kind == "message_start":
+            message = event.get("message")
+            if isinstance(message, dict) and message.get("content"):
+                yield WireProblem(pos, UNEXPECTED_EVENT, "message_start already carries content blocks")
             if state.started:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
             elif state.out_of_order:
@@ -549,7 +593,7 @@ def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> I
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_delta.delta is {_describe(delta)}, not an object")
         return
     reason = delta.get("stop_reason")
-    if reason is None:
+    if reason is None or reason == "":
         return
     if not isinstance(reason, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"stop_reason is {_describe(reason)}, not a string")
@@ -585,7 +629,7 @@ def _anthropic_block_event(pos: int, kind: str, event: dict, state: _AnthropicSt
     delta = event.get("delta")
     delta_type = delta.get("type") if isinstance(delta, dict) else None
     if delta_type not in _BLOCK_DELTAS[block_type]:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_describe(delta_type)} does not belong to a "
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
                           f"{block_type} block ({index})", None, index)
         return
     if block_type != "tool_use":
@@ -609,13 +653,13 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
     block_type = block.get("type") if isinstance(block, dict) else None
     state.blocks[index] = [block_type, False]
     if block_type not in _BLOCK_DELTAS:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"content block type {_describe(block_type)} has no reviewed normalizer", None, index)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"content block type {_token(block_type)} has no reviewed normalizer", None, index)
         return
     if block_type != "tool_use":
         return
     ok_id, call_id = _optional_str(block, "id")
     ok_name, name = _optional_str(block, "name")
-    initial = block.get("input", {})
+    initial = block.get("input")
     if not (ok_id and ok_name) or not isinstance(initial, dict):
         state.blocks[index][0] = None  # untranslatable; later deltas are not re-reported
         yield WireProblem(pos, UNSUPPORTED_EVENT, "tool_use id and name must be strings and input an object", None, index)
@@ -698,6 +742,9 @@ class TurnMachine:
         self.slots: dict[SlotKey, Slot] = {}
         self.findings: list[Finding] = []
         self.choice_findings: dict[int, list[Finding]] = {}
+        self.by_choice: dict[Any, dict[int, Slot]] = {}  # choice (None: anthropic) -> index -> slot
+        self.untracked: set[SlotKey] = set()  # keys past --max-calls: the turn is blocked already
+        self.snapshots: dict[int, int] = {}   # choice -> first position of a message snapshot with calls
         self.ids: dict[str, SlotKey] = {}
         self.choice_ends: dict[int, str] = {}
         self.tool_signal = False      # a tool finish/stop reason was seen
@@ -726,13 +773,19 @@ class TurnMachine:
         shared = self.choice_findings.get(slot.key[0], []) if slot.key[0] is not None else []
         return slot.findings + shared if shared else slot.findings
 
-    def _slot(self, key: SlotKey, position: int) -> Slot:
+    def _slot(self, key: SlotKey, position: int) -> Slot | None:
+        """The slot for key, created on first sight; None past the call limit."""
         slot = self.slots.get(key)
         if slot is None:
+            if len(self.slots) >= self.limits.max_calls:
+                self.untracked.add(key)
+                if not self.calls_limit_reported:
+                    self.calls_limit_reported = True
+                    self._find(LIMIT_EXCEEDED, f"more than {self.limits.max_calls} tool calls in one turn; "
+                               "further calls are not tracked", position)
+                return None
             slot = self.slots[key] = Slot(key)
-            if len(self.slots) > self.limits.max_calls and not self.calls_limit_reported:
-                self.calls_limit_reported = True
-                self._find(LIMIT_EXCEEDED, f"more than {self.limits.max_calls} tool calls in one turn", position, key)
+            self.by_choice.setdefault(key[0], {})[key[1]] = slot
             choice = key[0]
             if choice is not None:
                 if self.first_choice is None:
@@ -786,27 +839,31 @@ class TurnMachine:
 
     def _on_SlotOpen(self, event: SlotOpen) -> None:
         slot = self._slot(event.key, event.position)
-        if not self._step(slot, "open", event.position):
+        if slot is None or not self._step(slot, "open", event.position):
             return
         slot.initial_input = event.initial_input
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
 
     def _on_Fragment(self, event: Fragment) -> None:
+        if event.key in self.untracked:
+            return
         choice = event.key[0]
         if choice in self.choice_ends:
             slot = self._slot(event.key, event.position)
+            if slot is None:
+                return
             if slot.phase == UNSEEN:
                 self._set_identity(slot, "id", event.id, event.position)
                 self._set_identity(slot, "name", event.name, event.position)
             self._find(DELTA_AFTER_TERMINAL, f"tool-call fragment after choice {choice} finished "
-                       f"({json.dumps(self.choice_ends[choice])})", event.position, event.key)
+                       f"({_token(self.choice_ends[choice])})", event.position, event.key)
             return
         if not self.rules.implicit_open and event.key not in self.slots:
             self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened", event.position)
             return
         slot = self._slot(event.key, event.position)
-        if not self._step(slot, "fragment", event.position):
+        if slot is None or not self._step(slot, "fragment", event.position):
             return
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
@@ -814,6 +871,8 @@ class TurnMachine:
             slot.parts.append(event.arguments)
 
     def _on_SlotEnd(self, event: SlotEnd) -> None:
+        if event.key in self.untracked:
+            return
         slot = self.slots.get(event.key)
         if slot is None:
             self._find(MISSING_SLOT, f"end of slot {_slot_label(event.key)}, which was never opened", event.position)
@@ -839,23 +898,23 @@ class TurnMachine:
         return True
 
     def _on_ChoiceEnd(self, event: ChoiceEnd) -> None:
-        choice_slots = [s for s in self.slots.values() if s.key[0] == event.choice]
+        choice_slots = list(self.by_choice.get(event.choice, {}).values())
         if event.reason == self.rules.tool_reason:
             self.tool_signal = True
         if event.choice in self.choice_ends:
             if choice_slots:
-                self._find(DUPLICATE_TERMINAL, f"second finish_reason {json.dumps(event.reason)} for choice {event.choice}",
+                self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
                            event.position, choice=event.choice)
             return
         self.choice_ends[event.choice] = event.reason
         if not choice_slots:
             if event.reason == self.rules.tool_reason:
-                self._find(MISSING_SLOT, f"finish_reason {json.dumps(event.reason)} but choice {event.choice} has no "
+                self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
                            "tool call", event.position, choice=event.choice)
             return
         if event.reason != self.rules.tool_reason:
             self._find(WRONG_TERMINAL_REASON, f"choice {event.choice} has tool calls but finished with "
-                       f"{json.dumps(event.reason)}, not {json.dumps(self.rules.tool_reason)}",
+                       f"{_token(event.reason)}, not {json.dumps(self.rules.tool_reason)}",
                        event.position, choice=event.choice)
             return
         for slot in sorted(choice_slots, key=lambda s: s.key[1]):
@@ -865,24 +924,32 @@ class TurnMachine:
         if event.reason == self.rules.tool_reason:
             self.tool_signal = True
         if self.turn_reason is not None:
-            self._find(DUPLICATE_TERMINAL, f"second stop_reason {json.dumps(event.reason)}", event.position)
+            self._find(DUPLICATE_TERMINAL, f"second stop_reason {_token(event.reason)}", event.position)
             return
         self.turn_reason = event.reason
         if self.slots and event.reason != self.rules.tool_reason:
-            self._find(WRONG_TERMINAL_REASON, f"the turn has tool calls but stopped with {json.dumps(event.reason)}, "
+            self._find(WRONG_TERMINAL_REASON, f"the turn has tool calls but stopped with {_token(event.reason)}, "
                        f"not {json.dumps(self.rules.tool_reason)}", event.position)
         elif not self.slots and event.reason == self.rules.tool_reason:
-            self._find(MISSING_SLOT, f"stop_reason {json.dumps(event.reason)} but the turn has no tool call", event.position)
+            self._find(MISSING_SLOT, f"stop_reason {_token(event.reason)} but the turn has no tool call", event.position)
 
     def _on_TurnClose(self, event: TurnClose) -> None:
         self.closed = True
+
+    def _on_SnapshotCall(self, event: SnapshotCall) -> None:
+        self.snapshots.setdefault(event.choice, event.position)
 
     # -- end of stream -------------------------------------------------------
 
     def finish(self) -> None:
         """End-of-stream checks: every required terminal arrived, no gaps."""
+        for choice, position in sorted(self.snapshots.items()):
+            if choice not in self.by_choice:
+                self.tool_signal = True
+                self._find(UNSUPPORTED_EVENT, f"choice {choice} shows tool calls only in a message snapshot, "
+                           "never in delta.tool_calls", position, choice=choice)
         if self.rules.per_choice_terminal:
-            for choice in sorted({key[0] for key in self.slots}):
+            for choice in sorted(self.by_choice):
                 if choice not in self.choice_ends:
                     self._find(MISSING_TERMINAL, f"choice {choice} has tool calls but the stream ended without a "
                                "finish_reason", None, choice=choice)
@@ -896,8 +963,8 @@ class TurnMachine:
             if self.slots and self.rules.needs_close and not self.closed:
                 self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
         if self.rules.contiguous_slots:
-            for choice in sorted({key[0] for key in self.slots}):
-                present = {key[1] for key in self.slots if key[0] == choice}
+            for choice in sorted(self.by_choice):
+                present = self.by_choice[choice]
                 highest = max(present)
                 missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
                 listed = 0
@@ -2689,19 +2756,94 @@ def validate_instance(compiled: CompiledSchema, instance: object,
 # ---------------------------------------------------------------------------
 
 
+class _DeadlinePassed(Exception):
+    """Schema evaluation ran out of its wall-clock budget."""
+
+
+class _Deadline:
+    """A wall-clock budget around schema evaluation.
+
+    Python's re has no timeout and some patterns backtrack polynomially
+    (`a*a*a*b`), so evaluation runs under SIGALRM when that is available (the
+    main thread on POSIX).  Elsewhere only the static limits apply.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.active = False
+        self.previous: Any = None
+
+    def _expire(self, *_: Any) -> None:
+        raise _DeadlinePassed()
+
+    def __enter__(self) -> "_Deadline":
+        import signal
+        import threading
+
+        if (self.seconds > 0 and hasattr(signal, "setitimer")
+                and threading.current_thread() is threading.main_thread()):
+            self.previous = signal.signal(signal.SIGALRM, self._expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.active = True
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        if self.active:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
+    """Strict-JSON checks of one call's joined arguments: (object or None, problems)."""
+    if _has_surrogate(text):
+        return None, [(INVALID_UNICODE, "the joined arguments hold an unpaired UTF-16 surrogate")]
+    if len(text) > limits.max_argument_bytes or len(text.encode("utf-8")) > limits.max_argument_bytes:
+        return None, [(LIMIT_EXCEEDED, f"the arguments exceed {limits.max_argument_bytes} bytes")]
+    try:
+        value = parse_strict_json(text, limits)
+    except JsonProblem as problem:
+        return None, [(problem.code, problem.message)]
+    if not isinstance(value, dict):
+        return None, [(NON_OBJECT_ARGUMENTS, f"the arguments are {_describe(value)}, not a JSON object")]
+    return value, []
+
+
+def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tuple[str, str, str | None]]:
+    """Schema problems of parsed arguments: [(code, message, pointer)], bounded in time."""
+    slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
+    try:
+        with _Deadline(limits.max_schema_seconds):
+            errors = validate_instance(compiled, value, slimits)
+    except _DeadlinePassed:
+        return [(LIMIT_EXCEEDED, f"schema evaluation took longer than {limits.max_schema_seconds} s "
+                 "(a pattern that backtracks?)", None)]
+    except SchemaLimitExceeded as exc:
+        return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
+    except SchemaUnsupported as exc:
+        return [(UNSUPPORTED_SCHEMA, f"{exc.message} (at {exc.location})", None)]
+    return [(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer) for pointer, message in errors[:20]]
+
+
 def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> None:
-    """Validate every slot that reached its terminal cleanly; set call states."""
+    """Validate, once, every slot that reached its terminal; set call states.
+
+    A slot with stream findings is still validated when it reached its
+    terminal: findings only add (a reused index shows trailing_data too).
+    A slot that never reached its terminal is never parsed.
+    """
     schema_cache: dict[str, Any] = {}
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     for slot in machine.slots.values():
-        text, paired = join_fragments(slot.parts)
+        text, _ = join_fragments(slot.parts)
         too_deep = False
         if text == "" and slot.initial_input is not None:
             too_deep = _nesting_exceeds(slot.initial_input, limits.max_depth)
             if not too_deep:
                 text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
         slot.arguments = text
-        if slot.phase != TERMINAL or machine.findings_for(slot):
+        if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
         position = slot.terminal_position
@@ -2711,24 +2853,17 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             machine.findings.append(finding)
             slot.findings.append(finding)
 
-        value: Any = None
-        parsed = False
+        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "")):
+            find(INVALID_UNICODE, "the call's id or name holds an unpaired UTF-16 surrogate")
         if too_deep:
-            find(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")
-        elif not paired:
-            find(INVALID_UNICODE, "the joined arguments hold an unpaired UTF-16 surrogate")
-        elif len(text) > limits.max_argument_bytes or len(text.encode("utf-8")) > limits.max_argument_bytes:
-            find(LIMIT_EXCEEDED, f"the arguments exceed {limits.max_argument_bytes} bytes")
+            value, problems = None, [(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")]
         else:
-            try:
-                value = parse_strict_json(text, limits)
-                parsed = True
-            except JsonProblem as problem:
-                find(problem.code, problem.message)
-            if parsed and not isinstance(value, dict):
-                find(NON_OBJECT_ARGUMENTS, f"the arguments are {_describe(value)}, not a JSON object")
-                parsed = False
-        if slot.name not in tool_schemas:
+            value, problems = check_arguments(text, limits)
+        for code, message in problems:
+            find(code, message)
+        if slot.name is None:
+            pass  # missing_name already says why no schema applies
+        elif slot.name not in tool_schemas:
             find(UNKNOWN_TOOL, f"tool {json.dumps(slot.name)} is not in tool_schemas")
         else:
             if slot.name not in schema_cache:
@@ -2740,18 +2875,10 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             if isinstance(compiled, SchemaUnsupported):
                 find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(slot.name)}: {compiled.message} "
                      f"(at {compiled.location})")
-            elif parsed:
-                try:
-                    errors = validate_instance(compiled, value, slimits)
-                except SchemaLimitExceeded as exc:
-                    find(LIMIT_EXCEEDED, exc.message, exc.pointer)
-                    errors = []
-                except SchemaUnsupported as exc:
-                    find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(slot.name)}: {exc.message} (at {exc.location})")
-                    errors = []
-                for pointer, message in errors[:20]:
-                    find(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer)
-        slot.state = BLOCKED if slot.findings else VALIDATED
+            elif value is not None:
+                for code, message, pointer in check_against_schema(compiled, value, limits):
+                    find(code, message, pointer)
+        slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
 
 
 # ---------------------------------------------------------------------------
@@ -3036,10 +3163,23 @@ def _parse_args(argv: list[str]) -> Any:
         ("max_evaluations", "most subschema evaluations per call"),
         ("max_pattern_subject", "longest string a schema pattern is run on, in code points"),
         ("max_findings", "most findings listed in full; past it, only each new code's first"),
+        ("max_schema_seconds", "wall-clock budget for checking one call against its schema"),
     ):
-        parser.add_argument("--" + name.replace("_", "-"), type=_positive_int, default=getattr(defaults, name),
-                            metavar="N", help=f"{help_text} (default {getattr(defaults, name)})")
+        default = getattr(defaults, name)
+        parser.add_argument("--" + name.replace("_", "-"), default=default, metavar="N",
+                            type=_positive_number if isinstance(default, float) else _positive_int,
+                            help=f"{help_text} (default {default})")
     return parser.parse_args(argv)
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"expected a positive number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise UsageError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _positive_int(text: str) -> int:

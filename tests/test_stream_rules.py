@@ -57,7 +57,7 @@ class OpenAISlots(unittest.TestCase):
             chunk(call(0, "c2", "f", '{"p":"b"}')),
             chunk(finish="tool_calls"),
         ])
-        self.assertEqual(positions(report), [("identity_collision", 1)])
+        self.assertEqual(positions(report), [("identity_collision", 1), ("trailing_data", 2)])
         self.assertEqual(report["calls"][0]["arguments"], '{"p":"a"}{"p":"b"}')
         self.assertEqual(report["calls"][0]["id"], "c1")
         self.assertFalse(report["executable"])
@@ -65,7 +65,7 @@ class OpenAISlots(unittest.TestCase):
     def test_name_in_pieces_is_a_collision_not_a_concatenation(self):
         report = run("openai", [chunk(call(0, "c1", "ge", "{}")), chunk(call(0, name="t")),
                                 chunk(finish="tool_calls")])
-        self.assertEqual(codes(report), ["identity_collision"])
+        self.assertEqual(codes(report), ["identity_collision", "unknown_tool"])
         self.assertEqual(report["calls"][0]["name"], "ge")
 
     def test_same_id_on_two_slots(self):
@@ -203,3 +203,84 @@ class AnthropicBlocks(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReviewFindings(unittest.TestCase):
+    """Cases found by adversarial review; each once crashed, hung or read the spec loosely."""
+
+    START = {"type": "message_start", "message": {"id": "msg_1", "content": []}}
+    END = [{"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
+
+    def anthropic(self, block, *middle, end=True):
+        return [self.START, {"type": "content_block_start", "index": 0, "content_block": block}, *middle,
+                {"type": "content_block_stop", "index": 0}] + (self.END if end else [])
+
+    def test_lone_surrogate_in_start_input_is_invalid_unicode_not_a_crash(self):
+        block = {"type": "tool_use", "id": "t1", "name": "f", "input": {"city": "\ud83d"}}
+        self.assertEqual(codes(run("anthropic", self.anthropic(block))), ["invalid_unicode"])
+
+    def test_lone_surrogate_in_an_id_is_invalid_unicode(self):
+        report = run("openai", [chunk(call(0, "c\ud83d", "f", "{}"), finish="tool_calls")])
+        self.assertEqual(codes(report), ["invalid_unicode"])
+
+    def test_tool_use_start_without_input_is_not_guessed(self):
+        block = {"type": "tool_use", "id": "t1", "name": "f"}
+        self.assertIn("unsupported_event", codes(run("anthropic", self.anthropic(block))))
+
+    def test_polynomial_regex_is_stopped_by_the_time_budget(self):
+        schemas = {"f": {"type": "object", "properties": {"x": {"type": "string", "pattern": "a*a*a*b"}}}}
+        doc = envelope("openai", [chunk(call(0, "c1", "f", json.dumps({"x": "a" * 1000})), finish="tool_calls")],
+                       schemas)
+        report = vts.validate_envelope(doc, vts.Limits(max_schema_seconds=0.3))
+        self.assertEqual(codes(report), ["limit_exceeded"])
+
+    def test_calls_only_in_a_message_snapshot_are_not_an_empty_turn(self):
+        snapshot = {"choices": [{"index": 0, "message": {"tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "stop"}]}
+        report = run("openai", [snapshot])
+        self.assertEqual((report["status"], codes(report)), ("blocked", ["unsupported_event"]))
+
+    def test_snapshot_beside_streamed_deltas_is_ignored(self):
+        first = chunk(call(0, "c1", "f", "{}"))
+        first["choices"][0]["message"] = {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}
+        self.assertEqual(run("openai", [first, chunk(finish="tool_calls")])["status"], "pass")
+
+    def test_message_start_with_content_is_unexpected(self):
+        start = {"type": "message_start", "message": {"content": [{"type": "tool_use", "id": "t", "name": "f"}]}}
+        report = run("anthropic", [start] + self.END)
+        self.assertIn("unexpected_event", codes(report))
+
+    def test_mistral_whole_call_takes_no_later_fragments(self):
+        whole = {"id": "c1", "function": {"name": "f", "arguments": '{"city":'}}
+        report = run("mistral", [chunk(whole), chunk(call(0, args='"x"}'), finish="tool_calls")])
+        self.assertIn("unexpected_event", codes(report))
+        self.assertEqual(report["status"], "blocked")
+
+    def test_error_after_message_stop_is_still_a_stream_error(self):
+        block = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+        report = run("anthropic", self.anthropic(block) + [{"type": "error", "error": {"type": "overloaded_error"}}])
+        self.assertEqual(set(codes(report)), {"stream_error", "delta_after_terminal"})
+
+    def test_type_must_be_function_when_present_and_error_member_is_an_error(self):
+        entry = call(0, "c1", "f", "{}", type="")
+        self.assertIn("unsupported_event", codes(run("openai", [chunk(entry, finish="tool_calls")])))
+        errored = chunk(call(0, "c1", "f", "{}"), finish="tool_calls")
+        errored["error"] = None
+        self.assertIn("stream_error", codes(run("openai", [errored])))
+
+    def test_stream_text_never_reaches_messages(self):
+        secret = "my secret 123"
+        report = run("openai", [{"choices": [{"index": 0, "delta": secret}]}, secret,
+                                chunk(call(0, "c1", "f", "{}"), finish=secret)])
+        self.assertEqual(report["status"], "blocked")
+        self.assertNotIn(secret, json.dumps(report))
+        events = [self.START, {"type": secret}, {"type": "content_block_delta", "index": 0,
+                                                   "delta": {"type": secret}}]
+        self.assertNotIn(secret, json.dumps(run("anthropic", events)))
+
+    def test_calls_past_the_limit_are_not_tracked(self):
+        entries = [call(i, f"c{i}", "f", "{}") for i in range(50)]
+        doc = envelope("openai", [chunk(*entries, finish="tool_calls")], SCHEMAS)
+        report = vts.validate_envelope(doc, vts.Limits(max_calls=10))
+        self.assertEqual(len(report["calls"]), 10)
+        self.assertEqual(codes(report), ["limit_exceeded"])
