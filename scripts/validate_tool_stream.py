@@ -3027,6 +3027,9 @@ def _bounded(findings: list[Finding], limit: int) -> list[Finding]:
     return kept
 
 
+PER_CALL_FINDINGS = 50  # a call's own list is a convenience; the top-level list is the record
+
+
 def _no_shared(slot: Slot) -> list[Finding]:
     return slot.findings
 
@@ -3049,7 +3052,7 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
             "name": slot.name,
             "arguments": slot.arguments,
             "state": slot.state,
-            "findings": [f.as_dict() for f in _bounded(findings_for(slot), max_findings)],
+            "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS))],
         })
     return {
         "tool": TOOL,
@@ -3068,13 +3071,27 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
     """Differences between a report and a pinned `expect` block (SPEC section 6)."""
     if not isinstance(expect, dict):
         return ["the fixture has no usable \"expect\" object"]
+    import difflib
+
     differences = []
+    for key in expect:
+        near = difflib.get_close_matches(key, ("status", "codes", "calls"), n=1, cutoff=0.7)
+        if key not in ("status", "codes", "calls") and near:
+            differences.append(f"expect key {json.dumps(key)} is not known; did you mean {json.dumps(near[0])}?")
+    if "status" in expect and expect["status"] not in EXIT_BY_STATUS:
+        differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
+    if "codes" in expect and not (isinstance(expect["codes"], list) and all(isinstance(c, str) for c in expect["codes"])):
+        differences.append("expect codes must be a list of finding codes")
+    elif "codes" in expect:
+        differences.extend(f"expect code {json.dumps(c)} is not a finding code" for c in expect["codes"]
+                           if c not in FINDING_CODES)
+    if "calls" in expect and not isinstance(expect["calls"], list):
+        differences.append("expect calls must be a list")
     if "status" in expect and expect["status"] != report["status"]:
         differences.append(f"status: expected {json.dumps(expect['status'])}, got {json.dumps(report['status'])}")
-    if "codes" in expect:
+    if "codes" in expect and isinstance(expect["codes"], list):
         found = {f["code"] for f in report["findings"]}
-        wanted = expect["codes"] if isinstance(expect["codes"], list) else [expect["codes"]]
-        for code in wanted:
+        for code in expect["codes"]:
             if code not in found:
                 differences.append(f"codes: expected {json.dumps(code)}, not reported")
     if "calls" in expect:

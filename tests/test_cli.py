@@ -206,3 +206,16 @@ class RedactArguments(unittest.TestCase):
         self.assertEqual(report["findings"][0]["pointer"], "/password")
         _, plain, _ = run_cli("-", stdin=dumps(doc))
         self.assertIn("hunter2", plain)  # the unredacted report does quote it: the flag is what removes it
+
+
+class ExpectBlockTypos(unittest.TestCase):
+    def test_malformed_expect_blocks_never_match(self):
+        for expect in ({"stauts": "blocked"}, {"codes": "missing_terminal"}, {"status": "ok"},
+                       {"codes": ["missing_terminall"]}, {"calls": {}}):
+            with self.subTest(expect=expect):
+                doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1], expect=expect)
+                self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 1)
+
+    def test_free_form_notes_beside_the_pinned_keys_are_allowed(self):
+        doc = dict(PASS_DOC, expect={"status": "pass", "note": "recorded 2026-11", "sdk_asserted": True})
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 0)
