@@ -99,8 +99,9 @@ FINDING_CODES: dict[str, str] = {
     SCHEMA_VIOLATION: "the arguments do not satisfy the tool's schema",
 }
 
-PROFILES = ("openai", "mistral", "anthropic")
-STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events"}
+PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
+STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
+              "bedrock": "events"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect"})
 
 EXIT_PASS, EXIT_BLOCKED, EXIT_NOT_APPLICABLE, EXIT_CANNOT_RUN = 0, 1, 2, 3
@@ -668,6 +669,426 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
 
 
 # ---------------------------------------------------------------------------
+# Normalizer: OpenAI Responses API stream events
+# ---------------------------------------------------------------------------
+#
+# A function_call output item is a slot keyed (None, output_index).  Its id is
+# the item's call_id (what the tool result must echo), not item.id ("fc_..."),
+# which only ties the argument events to their item.  output_index counts every
+# item (messages and reasoning too), so the 0..n-1 check is done here, across
+# item types, as the anthropic normalizer does for blocks.
+
+_RESPONSES_CALL_ITEM = "function_call"
+_RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning"})
+# Reviewed events that carry no tool data and address no item.
+_RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
+# Reviewed content events of non-tool items -> the item types they may address.
+_RESPONSES_CONTENT_EVENTS = {
+    "response.output_text.delta": frozenset({"message"}),
+    "response.output_text.done": frozenset({"message"}),
+    "response.output_text.annotation.added": frozenset({"message"}),
+    "response.refusal.delta": frozenset({"message"}),
+    "response.refusal.done": frozenset({"message"}),
+    "response.content_part.added": frozenset({"message", "reasoning"}),
+    "response.content_part.done": frozenset({"message", "reasoning"}),
+    "response.reasoning_summary_part.added": frozenset({"reasoning"}),
+    "response.reasoning_summary_part.done": frozenset({"reasoning"}),
+    "response.reasoning_summary_text.delta": frozenset({"reasoning"}),
+    "response.reasoning_summary_text.done": frozenset({"reasoning"}),
+    "response.reasoning_text.delta": frozenset({"reasoning"}),
+    "response.reasoning_text.done": frozenset({"reasoning"}),
+}
+_RESPONSES_ARGUMENT_EVENTS = frozenset({
+    "response.function_call_arguments.delta", "response.function_call_arguments.done",
+})
+# Turn terminals that become a TurnEnd; response.failed is a stream_error instead.
+_RESPONSES_TURN_ENDS = {"response.completed": "completed", "response.incomplete": "incomplete"}
+_RESPONSES_EVENTS = (frozenset({
+    "response.created", "response.output_item.added", "response.output_item.done",
+    "response.failed", "error",
+}) | _RESPONSES_LIFECYCLE | frozenset(_RESPONSES_CONTENT_EVENTS) | _RESPONSES_ARGUMENT_EVENTS
+    | frozenset(_RESPONSES_TURN_ENDS))
+
+
+@dataclass
+class _ResponsesItem:
+    """One output item as announced by response.output_item.added."""
+
+    kind: str | None                  # item type; None when untranslatable (already reported)
+    item_id: str | None = None        # item.id, which argument events name as item_id
+    call_id: str | None = None
+    name: str | None = None
+    done_arguments: str | None = None  # what the first function_call_arguments.done restated
+    finished: bool = False            # response.output_item.done seen
+
+
+@dataclass
+class _ResponsesState:
+    """Translation state: the items announced so far and where the turn stands."""
+
+    started: bool = False
+    out_of_order: bool = False
+    ended: bool = False               # response.completed / incomplete / failed seen
+    items: dict[int, _ResponsesItem] = field(default_factory=dict)
+    item_ids: dict[str, int] = field(default_factory=dict)  # item.id -> output_index
+
+
+class ResponsesNormalizer:
+    """Translate Responses-API stream events into neutral events, one at a time.
+
+    Works on the raw events: the SDK's accumulated `response.output` would hide
+    a restatement that disagrees with the fragments.
+    """
+
+    def __init__(self) -> None:
+        self.state = _ResponsesState()
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+            return
+        kind = event["type"]
+        if kind not in _RESPONSES_EVENTS:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
+            return
+        if kind in ("error", "response.failed"):
+            state.ended = state.ended or kind == "response.failed"
+            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
+            return
+        if state.ended:
+            yield from _responses_after_end(pos, kind, state)
+            return
+        if kind == "response.created":
+            if state.started:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "a second response.created")
+            elif state.out_of_order:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "response.created is not the first event")
+            state.started = True
+            return
+        if not state.started and not state.out_of_order:
+            state.out_of_order = True  # report once, then keep translating
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before response.created")
+        if kind in _RESPONSES_TURN_ENDS:
+            state.ended = True
+            yield from _responses_turn_end(pos, kind, state)
+        elif kind in _RESPONSES_LIFECYCLE:
+            return
+        else:
+            yield from _responses_item_event(pos, kind, event, state)
+
+
+def _responses_after_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """After the turn's terminal: a repeated terminal goes to the machine, all else is late."""
+    if kind in _RESPONSES_TURN_ENDS:
+        yield from _responses_turn_end(pos, kind, state)
+    else:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the response's terminal event")
+
+
+def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    # There is no tool-specific reason: "completed" is the tool reason only when the turn
+    # holds a function call; a completed text-only turn must stay not_applicable.
+    reason = _RESPONSES_TURN_ENDS[kind]
+    has_calls = any(item.kind == _RESPONSES_CALL_ITEM for item in state.items.values())
+    if reason == "completed" and not has_calls:
+        return
+    yield TurnEnd(pos, reason)
+
+
+def _responses_item_event(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    index = event.get("output_index")
+    if not _is_index(index):
+        yield WireProblem(pos, MISSING_INDEX, f"{kind} output_index must be a non-negative integer, got {_describe(index)}")
+        return
+    if kind == "response.output_item.added":
+        yield from _responses_item_added(pos, index, event, state)
+        return
+    item = state.items.get(index)
+    if item is None:
+        yield WireProblem(pos, MISSING_SLOT, f"{kind} for output item {index}, which was never added", None, index)
+        return
+    if kind == "response.output_item.done":
+        yield from _responses_item_done(pos, index, event, item)
+    elif item.kind is None:
+        return  # the untranslatable item was already reported when it was added
+    elif kind in _RESPONSES_ARGUMENT_EVENTS:
+        yield from _responses_arguments(pos, index, kind, event, item)
+    elif item.kind not in _RESPONSES_CONTENT_EVENTS[kind]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} does not belong to a {item.kind} item ({index})", None, index)
+    elif item.finished:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after output item {index} was done", None, index)
+
+
+def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    if index in state.items:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"output item {index} was added twice", None, index)
+        return
+    if index != len(state.items):
+        yield WireProblem(pos, MISSING_SLOT, f"output item {index} added, but item {len(state.items)} comes next",
+                          None, index)
+    body = event.get("item")
+    item_type = body.get("type") if isinstance(body, dict) else None
+    state.items[index] = item = _ResponsesItem(None)
+    if item_type in _RESPONSES_TEXT_ITEMS:
+        item.kind = item_type
+        return
+    if item_type != _RESPONSES_CALL_ITEM:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"output item type {_token(item_type)} has no reviewed normalizer",
+                          None, index)
+        return
+    fields = [_optional_str(body, key) for key in ("id", "call_id", "name", "arguments")]
+    if not all(ok for ok, _ in fields):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "function_call id, call_id, name and arguments must be strings",
+                          None, index)
+        return
+    (_, item_id), (_, call_id), (_, name), (_, initial) = fields
+    item.kind, item.item_id, item.call_id, item.name = _RESPONSES_CALL_ITEM, item_id, call_id, name
+    yield SlotOpen(pos, (None, index), call_id, name, None)
+    if item_id:
+        other = state.item_ids.setdefault(item_id, index)
+        if other != index:
+            yield WireProblem(pos, IDENTITY_COLLISION, f"item id {json.dumps(item_id)} is also output item {other}",
+                              None, index)
+    if initial:
+        # Arguments must arrive as deltas; a pre-filled item would be a second source.
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"function_call item {index} was added with non-empty arguments",
+                          None, index)
+
+
+def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    if item.kind != _RESPONSES_CALL_ITEM:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a {item.kind} item ({index})", None, index)
+        return
+    if item.finished:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after output item {index} was done", None, index)
+        return
+    ok, item_id = _optional_str(event, "item_id")
+    if not ok or item_id != item.item_id:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names item {_token(event.get('item_id'))}, but output "
+                          f"item {index} is {_token(item.item_id)}", None, index)
+        return
+    key = (None, index)
+    if kind == "response.function_call_arguments.delta":
+        delta = event.get("delta")
+        if not isinstance(delta, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not a string", None, index)
+            return
+        yield Fragment(pos, key, None, None, delta)
+        return
+    arguments = event.get("arguments")
+    ok_name, name = _optional_str(event, "name")
+    if not isinstance(arguments, str) or not ok_name:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "arguments must be a string and name a string or null", None, index)
+        return
+    if name and name != item.name:
+        item.name = item.name or name
+        yield Fragment(pos, key, None, name, None)  # the machine judges the restated name
+    if item.done_arguments is None:
+        item.done_arguments = arguments
+    yield SlotEnd(pos, key, arguments)
+
+
+def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    if item.finished:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"second response.output_item.done for item {index}", None, index)
+        return
+    item.finished = True
+    if item.kind is None:
+        return
+    body = event.get("item")
+    if not isinstance(body, dict) or body.get("type") != item.kind:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done for item {index} does not restate a {item.kind} item",
+                          None, index)
+        return
+    if item.kind != _RESPONSES_CALL_ITEM:
+        return
+    if body.get("status") == "incomplete":
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"function_call item {index} is done with status \"incomplete\"",
+                          None, index)
+    for key, known in (("id", item.item_id), ("call_id", item.call_id), ("name", item.name)):
+        ok, value = _optional_str(body, key)
+        if not ok or (value and value != known):
+            yield WireProblem(pos, IDENTITY_COLLISION, f"output_item.done restates {key} of item {index} as "
+                              f"{_token(body.get(key))}, not {_token(known)}", None, index)
+    if "arguments" in body and item.done_arguments is not None and body["arguments"] != item.done_arguments:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done restates arguments of item {index} that differ "
+                          "from function_call_arguments.done", None, index)
+
+
+# ---------------------------------------------------------------------------
+# Normalizer: AWS Bedrock ConverseStream events
+# ---------------------------------------------------------------------------
+#
+# Each event is {"<member>": {...}} with exactly one member (the AWS event-stream
+# :event-type).  Only toolUse blocks have a contentBlockStart; text and reasoning
+# blocks begin with their first delta, so a non-tool delta for a new index opens
+# that block implicitly, while a toolUse delta for a new index is missing_slot.
+
+# Which block kind a delta member belongs to.
+_BEDROCK_DELTA_BLOCKS = {
+    "toolUse": "toolUse",
+    "text": "text",
+    "citation": "text",
+    "reasoningContent": "reasoningContent",
+}
+_BEDROCK_EXCEPTIONS = frozenset({
+    "internalServerException", "modelStreamErrorException", "validationException",
+    "throttlingException", "serviceUnavailableException",
+})
+_BEDROCK_BLOCK_EVENTS = frozenset({"contentBlockStart", "contentBlockDelta", "contentBlockStop"})
+_BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BEDROCK_BLOCK_EVENTS
+                    | _BEDROCK_EXCEPTIONS)
+
+
+@dataclass
+class _BedrockState:
+    """Translation state: which blocks exist, their kinds, whether stopped."""
+
+    started: bool = False
+    out_of_order: bool = False
+    stopped_reason: bool = False
+    blocks: dict[int, list] = field(default_factory=dict)  # index -> [kind or None, stopped]
+
+
+class BedrockNormalizer:
+    """Translate ConverseStream events into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _BedrockState()
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        if not isinstance(event, dict) or len(event) != 1:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)}, not an object with exactly one member")
+            return
+        (member, body), = event.items()
+        if member not in _BEDROCK_MEMBERS:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event member {_token(member)} has no reviewed normalizer")
+            return
+        if member in _BEDROCK_EXCEPTIONS:
+            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {member}")
+            return
+        if not isinstance(body, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
+            return
+        if member == "messageStart":
+            if state.started:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "a second messageStart")
+            elif state.out_of_order:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "messageStart is not the first event")
+            state.started = True
+            return
+        if not state.started and not state.out_of_order:
+            state.out_of_order = True  # report once, then keep translating
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} before messageStart")
+        if member == "metadata":
+            return  # usage and metrics; allowed before or after messageStop
+        if member == "messageStop":
+            yield from _bedrock_message_stop(pos, body, state)
+        elif state.stopped_reason:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{member} after messageStop")
+        else:
+            yield from _bedrock_block_event(pos, member, body, state)
+
+
+def _bedrock_message_stop(pos: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    reason = body.get("stopReason")
+    if not isinstance(reason, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"stopReason is {_describe(reason)}, not a string")
+        return
+    state.stopped_reason = True
+    yield TurnEnd(pos, reason)  # a second one is the machine's duplicate_terminal
+
+
+def _bedrock_block_event(pos: int, member: str, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    index = body.get("contentBlockIndex")
+    if not _is_index(index):
+        yield WireProblem(pos, MISSING_INDEX, f"{member} contentBlockIndex must be a non-negative integer, "
+                          f"got {_describe(index)}")
+        return
+    if member == "contentBlockStart":
+        yield from _bedrock_block_start(pos, index, body, state)
+    elif member == "contentBlockDelta":
+        yield from _bedrock_block_delta(pos, index, body, state)
+    else:
+        yield from _bedrock_block_stop(pos, index, state)
+
+
+def _bedrock_new_block(pos: int, index: int, kind: str | None, state: _BedrockState) -> Iterator[NeutralEvent]:
+    if index != len(state.blocks):
+        yield WireProblem(pos, MISSING_SLOT, f"block {index} begins, but block {len(state.blocks)} comes next", None, index)
+    state.blocks[index] = [kind, False]
+
+
+def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    if index in state.blocks:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"block {index} was started twice", None, index)
+        return
+    yield from _bedrock_new_block(pos, index, None, state)
+    start = body.get("start")
+    tool = start.get("toolUse") if isinstance(start, dict) and len(start) == 1 else None
+    if not isinstance(tool, dict) or tool.get("type") is not None:
+        # toolResult, image, server tool use (toolUse.type) ... have no reviewed normalizer.
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a client toolUse start", None, index)
+        return
+    ok_id, call_id = _optional_str(tool, "toolUseId")
+    ok_name, name = _optional_str(tool, "name")
+    if not (ok_id and ok_name):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "toolUse toolUseId and name must be strings", None, index)
+        return
+    state.blocks[index][0] = "toolUse"
+    # A tool without arguments streams input "" (or nothing): the joined "" becomes {}.
+    yield SlotOpen(pos, (None, index), call_id, name, {})
+
+
+def _bedrock_block_delta(pos: int, index: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    delta = body.get("delta")
+    member = next(iter(delta)) if isinstance(delta, dict) and len(delta) == 1 else None
+    if member not in _BEDROCK_DELTA_BLOCKS:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockDelta.delta is not one reviewed member "
+                          f"(got {_token(member)})", None, index)
+        return
+    wanted = _BEDROCK_DELTA_BLOCKS[member]
+    block = state.blocks.get(index)
+    if block is None:
+        if wanted == "toolUse":
+            yield WireProblem(pos, MISSING_SLOT, f"toolUse delta for block {index}, which was never started", None, index)
+            return
+        yield from _bedrock_new_block(pos, index, wanted, state)  # text and reasoning begin implicitly
+        block = state.blocks[index]
+    kind, stopped = block
+    if kind is None:
+        return  # the unsupported block was already reported at its start
+    if kind != wanted:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} delta does not belong to a {kind} block ({index})", None, index)
+        return
+    if kind != "toolUse":
+        if stopped:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{member} delta after block {index} stopped", None, index)
+        return
+    tool = delta["toolUse"]
+    text = tool.get("input") if isinstance(tool, dict) else None
+    if not isinstance(text, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"toolUse.input is {_describe(text)}, not a string", None, index)
+        return
+    yield Fragment(pos, (None, index), None, None, text)
+
+
+def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[NeutralEvent]:
+    block = state.blocks.get(index)
+    if block is None:
+        yield WireProblem(pos, MISSING_SLOT, f"contentBlockStop for block {index}, which never began", None, index)
+        return
+    kind, stopped = block
+    if kind == "toolUse":
+        yield SlotEnd(pos, (None, index))
+    elif kind is not None and stopped:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"second contentBlockStop for block {index}", None, index)
+    block[1] = True
+
+
+# ---------------------------------------------------------------------------
 # Slot state machine: provider-neutral reassembly
 # ---------------------------------------------------------------------------
 #
@@ -714,6 +1135,11 @@ RULES = {
     "openai": TurnRules("tool_calls", True, True, True),
     "mistral": TurnRules("tool_calls", True, True, True),
     "anthropic": TurnRules("tool_use", False, False, False),
+    "openai-responses": TurnRules("completed", False, False, False, needs_close=False,
+                                  stop_name="response.completed",
+                                  slot_end_name="response.function_call_arguments.done"),
+    "bedrock": TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
+                         slot_end_name="contentBlockStop"),
 }
 
 
@@ -2890,6 +3316,8 @@ NORMALIZERS = {
     "openai": lambda: ChatNormalizer(mistral=False),
     "mistral": lambda: ChatNormalizer(mistral=True),
     "anthropic": AnthropicNormalizer,
+    "openai-responses": ResponsesNormalizer,
+    "bedrock": BedrockNormalizer,
 }
 
 
