@@ -70,6 +70,7 @@ NON_OBJECT_ARGUMENTS = "non_object_arguments"
 UNKNOWN_TOOL = "unknown_tool"
 UNSUPPORTED_SCHEMA = "unsupported_schema"
 SCHEMA_VIOLATION = "schema_violation"
+ADAPTER_MISMATCH = "adapter_mismatch"  # only with --adapter-output (differential testing)
 
 FINDING_CODES: dict[str, str] = {
     INVALID_FIXTURE: "the envelope is not a valid fixture",
@@ -97,9 +98,11 @@ FINDING_CODES: dict[str, str] = {
     UNKNOWN_TOOL: "the call names a tool absent from tool_schemas",
     UNSUPPORTED_SCHEMA: "the tool's schema is outside the supported subset",
     SCHEMA_VIOLATION: "the arguments do not satisfy the tool's schema",
+    ADAPTER_MISMATCH: "the application's adapter reassembled different calls",
 }
 
 PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
+CAPTURE_PROFILES = ("openai", "mistral", "anthropic")  # raw SSE import with reviewed redaction
 STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
               "bedrock": "events"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect"})
@@ -3569,6 +3572,755 @@ def render_text(report: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------
+# Capture import: a raw Server-Sent-Events body becomes a fixture envelope
+# ---------------------------------------------------------------------------
+
+# Rules of this section (it uses only json, re and dataclass from the imports above):
+#   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
+#     or CR; a blank line dispatches; one space after the colon is removed;
+#     data lines join with LF; one leading BOM is skipped), with fail-closed
+#     changes, because a dropped event could hide a tool fragment:
+#       - an event still pending at end of input is dispatched (and warned),
+#         where WHATWG would discard it;
+#       - an unknown field name, or an `event:` with no `data:`, is an error,
+#         where WHATWG would ignore it;
+#       - every data payload is one strict JSON object, `data: [DONE]` ends the
+#         stream and only blank lines may follow it.
+#   * Nothing is dropped or reordered: payload N is chunks[N] / events[N].
+#   * Redaction keeps every key, every type and every empty string, so the
+#     verdict cannot change; call ids, names and argument fragments are never
+#     modified.  Credentials are masked everywhere else, with or without
+#     redaction, and are only warned about inside call identity and arguments.
+
+_SSE_LINE_END = re.compile(r"\r\n|\r|\n")  # not str.splitlines: U+2028, \v, \f are not SSE line ends
+_SSE_DONE = "[DONE]"
+_SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
+_SSE_FIELD_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")  # quoted in errors; anything else might be a secret
+
+REDACTED_TEXT = "[redacted]"
+MASKED_SECRET = "[masked]"
+
+# Chat deltas and messages: every member but these is text-like and neutralised.
+_CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
+# Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
+# with its thought signature) are neutralised.
+_CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
+_CHAT_CHOICE_TEXT = frozenset({"text", "logprobs"})
+_CHAT_TOP_TEXT = frozenset({"system_fingerprint"})
+# Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
+_NEUTRAL_KEEP = frozenset({"type"})
+_ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
+_STOP_DETAILS_KEEP = frozenset({"type", "category"})
+
+# (what it looks like, pattern); group 1 is the secret itself.
+_SECRET_PATTERNS = (
+    ("an Anthropic API key", re.compile(r"(?<![A-Za-z0-9_-])(sk-ant-[A-Za-z0-9_-]{10,})")),
+    ("an API key (sk-...)", re.compile(r"(?<![A-Za-z0-9_-])(sk-(?!ant-)[A-Za-z0-9_-]{20,})")),
+    ("a bearer token", re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)")),
+    ("an AWS access key id", re.compile(r"(?<![A-Z0-9])(AKIA[0-9A-Z]{16})(?![0-9A-Z])")),
+    ("a GitHub token", re.compile(r"(?<![A-Za-z0-9_])((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})")),
+    ("a Slack token", re.compile(r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
+    ("an API key", re.compile(r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})")),
+)
+# An object member named like a credential holds one when its value is a long string.
+_SECRET_KEY = re.compile(r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token")
+_SECRET_KEY_MIN = 20
+
+
+class CaptureError(Exception):
+    """Input that cannot become a faithful envelope; `line` is its 1-based line when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+
+
+class _PayloadProblem(ValueError):
+    """Raised from the JSON hooks; re-raised as CaptureError with the event's line."""
+
+
+@dataclass(frozen=True)
+class _SseEvent:
+    """One dispatched SSE event: its name (None when absent) and joined data."""
+
+    line: int                   # first line of the event
+    data_lines: tuple[int, ...]  # the line of each data field, to place JSON errors
+    name: str | None
+    data: str
+
+
+def _sse_decode(raw: bytes) -> str:
+    """UTF-8 text without one leading BOM (the SSE decoder strips it too)."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = len(_SSE_LINE_END.split(bytes(raw[:exc.start]).decode("utf-8")))
+        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
+    """(events, comment lines, saw [DONE], last event lacked its blank line).
+
+    The [DONE] sentinel is not in the returned events.
+    """
+    parts = _SSE_LINE_END.split(text)
+    lines = parts[:-1] if parts[-1] == "" else parts  # a final unterminated line still counts
+    events: list[_SseEvent] = []
+    comments = 0
+    done = False
+    start: int | None = None
+    name: str | None = None
+    data: list[str] = []
+    data_lines: list[int] = []
+
+    def dispatch() -> None:
+        nonlocal start, name, done
+        if data:
+            joined = "\n".join(data)
+            if joined == _SSE_DONE:
+                done = True
+            else:
+                events.append(_SseEvent(start or 0, tuple(data_lines), name or None, joined))
+        elif name:
+            raise CaptureError(f"event {json.dumps(name[:40])} has no data line", start)
+        start, name = None, None
+        data.clear()
+        data_lines.clear()
+
+    for number, line in enumerate(lines, 1):
+        if done:
+            if line.strip(" \t"):
+                raise CaptureError("content after the data: [DONE] sentinel", number)
+            continue
+        if line == "":
+            dispatch()
+            continue
+        if line.startswith(":"):
+            comments += 1
+            continue
+        field_name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if start is None:
+            start = number
+        if field_name == "data":
+            data.append(value)
+            data_lines.append(number)
+        elif field_name == "event":
+            name = value
+        elif field_name not in _SSE_IGNORED_FIELDS:
+            shown = json.dumps(field_name) if _SSE_FIELD_NAME.fullmatch(field_name) else "a line"
+            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
+                               "capture the response body only", number)
+    before = len(events)
+    if start is not None:
+        dispatch()
+    return events, comments, done, len(events) > before
+
+
+def _payload_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _PayloadProblem(f"duplicate key {json.dumps(key[:40])}")
+            seen.add(key)
+    return obj
+
+
+def _payload_constant(name: str) -> Any:
+    raise _PayloadProblem(f"{name} is not valid JSON")
+
+
+def _payload_float(token: str) -> float:
+    value = float(token)
+    if value in (float("inf"), float("-inf")):
+        raise _PayloadProblem(f"number {token[:24]} overflows a double")
+    return value
+
+
+def _sse_payload(event: _SseEvent) -> dict:
+    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
+    try:
+        value = json.loads(event.data, object_pairs_hook=_payload_pairs,
+                           parse_constant=_payload_constant, parse_float=_payload_float)
+    except json.JSONDecodeError as exc:
+        line = event.data_lines[min(exc.lineno, len(event.data_lines)) - 1]
+        raise CaptureError(f"event data is not JSON: {exc.msg} (column {exc.colno})", line) from None
+    except _PayloadProblem as exc:
+        raise CaptureError(f"event data: {exc}", event.data_lines[0]) from None
+    except RecursionError:
+        raise CaptureError("event data nests too deeply", event.data_lines[0]) from None
+    except ValueError as exc:  # integers beyond CPython's digit limit
+        raise CaptureError(f"event data has a number that cannot be read: {str(exc)[:80]}", event.data_lines[0]) from None
+    if not isinstance(value, dict):
+        raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
+    if event.name is not None and "type" in value and value["type"] != event.name:
+        raise CaptureError(f"event: {json.dumps(event.name[:40])} does not match the data's type "
+                           f"{_describe(value['type'])}", event.line)
+    return value
+
+
+# --- redaction: same structure, no text -------------------------------------------
+
+def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
+    """The same JSON shape without text: non-empty strings become REDACTED_TEXT.
+
+    Why: the validator reads only structure and types outside call identity and
+    arguments, so keeping every key, type and empty string keeps the verdict.
+    String members named in `keep` (block and part types) stay; logprob `bytes`
+    lists (text as numbers) are emptied.
+    """
+    if isinstance(value, str):
+        return REDACTED_TEXT if value else ""
+    if isinstance(value, list):
+        return [_neutral(item, keep) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in keep and isinstance(item, str):
+                out[key] = item
+            elif key == "bytes" and isinstance(item, list):
+                out[key] = []
+            else:
+                out[key] = _neutral(item, keep)
+        return out
+    return value
+
+
+def _redact_chat_body(body: Any) -> Any:
+    """A delta or message: everything but role and tool calls is text-like."""
+    if not isinstance(body, dict):
+        return body
+    out = {}
+    for key, item in body.items():
+        if key == "tool_calls" and isinstance(item, list):
+            out[key] = [{k: (v if k in _CHAT_CALL_KEEP else _neutral(v)) for k, v in entry.items()}
+                        if isinstance(entry, dict) else entry for entry in item]
+        else:
+            out[key] = item if key in _CHAT_DELTA_KEEP else _neutral(item)
+    return out
+
+
+def _redact_chat_chunk(chunk: dict) -> dict:
+    """Content, reasoning, refusal, logprobs and system_fingerprint of a chat chunk."""
+    out = {key: (_neutral(item) if key in _CHAT_TOP_TEXT else item) for key, item in chunk.items()}
+    if isinstance(out.get("choices"), list):
+        choices = []
+        for choice in out["choices"]:
+            if isinstance(choice, dict):
+                choice = {key: (_redact_chat_body(item) if key in ("delta", "message")
+                                else _neutral(item) if key in _CHAT_CHOICE_TEXT else item)
+                          for key, item in choice.items()}
+            choices.append(choice)
+        out["choices"] = choices
+    return out
+
+
+def _redact_anthropic_block(block: Any) -> Any:
+    """A content block: tool_use untouched, any other block keeps only type and identity."""
+    if not isinstance(block, dict) or block.get("type") == "tool_use":
+        return block
+    return _neutral(block, _ANTHROPIC_BLOCK_KEEP)
+
+
+def _redact_anthropic_event(event: dict) -> dict:
+    """Text, thinking, signatures, citations, redacted_thinking data and refusal details."""
+    kind = event.get("type")
+    out = dict(event)
+    if kind == "message_start" and isinstance(out.get("message"), dict):
+        message = dict(out["message"])
+        if isinstance(message.get("content"), list):
+            message["content"] = [_redact_anthropic_block(block) for block in message["content"]]
+        out["message"] = message
+    elif kind == "content_block_start" and "content_block" in out:
+        out["content_block"] = _redact_anthropic_block(out["content_block"])
+    elif kind == "content_block_delta" and isinstance(out.get("delta"), dict):
+        if out["delta"].get("type") != "input_json_delta":
+            out["delta"] = _neutral(out["delta"])
+    elif kind == "message_delta" and isinstance(out.get("delta"), dict) and "stop_details" in out["delta"]:
+        out["delta"] = dict(out["delta"], stop_details=_neutral(out["delta"]["stop_details"], _STOP_DETAILS_KEEP))
+    return out
+
+
+# --- credentials ----------------------------------------------------------------
+
+def _secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, what) of every credential-looking run in text, sorted."""
+    spans = []
+    for label, pattern in _SECRET_PATTERNS:
+        for match in pattern.finditer(text):
+            spans.append((match.start(1), match.end(1), label))
+    return sorted(spans)
+
+
+def _mask_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """text with every (possibly overlapping) span replaced by MASKED_SECRET."""
+    merged: list[list[int]] = []
+    for start, end, _ in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
+        text = text[:start] + MASKED_SECRET + text[end:]
+    return text
+
+
+def _labels(spans: list[tuple[int, int, str]]) -> str:
+    return " and ".join(dict.fromkeys(label for _, _, label in spans))
+
+
+def _render_path(path: tuple) -> str:
+    """chunks[3].choices[0].delta.content, for warnings (never the value)."""
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (("." if out else "") + key)
+    return out
+
+
+def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
+    """Paths inside one payload that are never modified: 'warn' (scan, keep) or 'fragment'.
+
+    Fragments are scanned on their own and again joined per slot, so a secret
+    split across two fragments is still found.
+    """
+    paths: dict[tuple, str] = {}
+    if profile == "anthropic":
+        kind = payload.get("type")
+        blocks: list[tuple[tuple, Any]] = []
+        if kind == "content_block_start":
+            blocks.append((("content_block",), payload.get("content_block")))
+        message = payload.get("message")
+        if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
+            blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
+        for where, block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                for key in ("id", "name", "input"):
+                    paths[where + (key,)] = "warn"
+        delta = payload.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+            paths[("delta", "partial_json")] = "fragment"
+        return paths
+    choices = payload.get("choices")
+    for c, choice in enumerate(choices if isinstance(choices, list) else []):
+        for body_key in ("delta", "message"):
+            body = choice.get(body_key) if isinstance(choice, dict) else None
+            if not isinstance(body, dict):
+                continue
+            calls = body.get("tool_calls")
+            for n, entry in enumerate(calls if isinstance(calls, list) else []):
+                where = ("choices", c, body_key, "tool_calls", n)
+                paths[where + ("id",)] = "warn"
+                paths[where + ("function",)] = "warn"
+                paths[where + ("custom",)] = "warn"
+                paths[where + ("function", "arguments")] = "fragment"
+            paths[("choices", c, body_key, "function_call")] = "warn"
+    return paths
+
+
+def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
+                  prefix: str, line: int, warnings: list[str]) -> Any:
+    """value with credentials masked (unless keep or a protected path); one warning per field."""
+    keep = keep or path in protected
+    if isinstance(value, str):
+        spans = _secret_spans(value)
+        if not spans:
+            return value
+        where = _render_path((prefix,) + path)
+        if keep:
+            warnings.append(f"{where} (line {line}): looks like it holds {_labels(spans)}; left unchanged "
+                            "because call identity and arguments are kept byte for byte")
+            return value
+        warnings.append(f"{where} (line {line}): {_labels(spans)} masked")
+        return _mask_spans(value, spans)
+    if isinstance(value, list):
+        return [_mask_secrets(item, path + (n,), protected, keep, prefix, line, warnings)
+                for n, item in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _SECRET_KEY.fullmatch(key)
+                    and not _secret_spans(item)):
+                where = _render_path((prefix,) + path + (key,))
+                if keep or path + (key,) in protected:
+                    warnings.append(f"{where} (line {line}): a credential-named member; left unchanged "
+                                    "because call identity and arguments are kept byte for byte")
+                    out[key] = item
+                else:
+                    warnings.append(f"{where} (line {line}): a credential-named member masked")
+                    out[key] = MASKED_SECRET
+                continue
+            out[key] = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
+        return out
+    return value
+
+
+def _value_at(value: Any, path: tuple) -> Any:
+    """The member at path, or None when any step is missing."""
+    for key in path:
+        if isinstance(key, int) and isinstance(value, list) and key < len(value):
+            value = value[key]
+        elif isinstance(key, str) and isinstance(value, dict):
+            value = value.get(key)
+        else:
+            return None
+    return value
+
+
+def _fragment_key(profile: str, payload: dict, path: tuple) -> tuple | None:
+    """The slot an argument fragment belongs to, for the joined scan (None: no usable index)."""
+    if profile == "anthropic":
+        index = payload.get("index")
+        return (None, index) if _is_index(index) else None
+    choice = payload["choices"][path[1]]
+    entry = choice[path[2]]["tool_calls"][path[4]]
+    if _is_index(choice.get("index")) and _is_index(entry.get("index")):
+        return (choice["index"], entry["index"])
+    return None
+
+
+def _split_secret_warnings(groups: dict[tuple, list[tuple[str, int]]]) -> list[str]:
+    """Credentials that only appear once a slot's fragments are joined."""
+    warnings = []
+    for key, parts in groups.items():
+        if len(parts) < 2:
+            continue
+        bounds, offset = [], 0
+        for text, _ in parts:
+            bounds.append((offset, offset + len(text)))
+            offset += len(text)
+        joined = "".join(text for text, _ in parts)
+        split = [span for span in _secret_spans(joined)
+                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
+        if split:
+            slot = f"slot {key[1]}" if key[0] is None else f"choice {key[0]} slot {key[1]}"
+            warnings.append(f"arguments of {slot} (from line {parts[0][1]}): {_labels(split)} split across "
+                            "fragments; left unchanged because arguments are kept byte for byte")
+    return warnings
+
+
+def _scrub_payloads(profile: str, payloads: list[dict], lines: list[int], redact: bool) -> tuple[list[dict], list[str]]:
+    """Redacted (if asked) and credential-masked payloads, and the warnings."""
+    stream_key = STREAM_KEY[profile]
+    warnings: list[str] = []
+    groups: dict[tuple, list[tuple[str, int]]] = {}
+    out = []
+    for pos, (payload, line) in enumerate(zip(payloads, lines)):
+        if redact:
+            payload = _redact_anthropic_event(payload) if profile == "anthropic" else _redact_chat_chunk(payload)
+        protected = _protected_paths(profile, payload)
+        for path, kind in protected.items():
+            text = _value_at(payload, path) if kind == "fragment" else None
+            group = _fragment_key(profile, payload, path) if isinstance(text, str) else None
+            if group is not None:
+                groups.setdefault(group, []).append((text, line))
+        out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings))
+    return out, warnings + _split_secret_warnings(groups)
+
+
+def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
+                    redact: bool = True) -> tuple[dict, list[str]]:
+    """Turn one raw SSE body into a fixture envelope: (envelope, warnings for stderr).
+
+    Why: hand-copying payloads is where captures lose events or keep secrets.
+    Every data payload is kept, in order; `schemas` goes through
+    schemas_from_doc (None gives an empty tool_schemas, so every call is
+    unknown_tool).  Raises CaptureError, with a line number where one applies.
+    """
+    if profile not in CAPTURE_PROFILES:
+        raise CaptureError(f"profile {json.dumps(profile) if isinstance(profile, str) else _describe(profile)} "
+                           f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
+    tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    events, comments, done, unterminated = _sse_parse(_sse_decode(raw))
+    try:
+        payloads = [_sse_payload(event) for event in events]
+        payloads, warnings = _scrub_payloads(profile, payloads, [event.line for event in events], redact)
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if schemas is None:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    if unterminated:
+        warnings.append("the body ends without a blank line after its last event; that event was kept")
+    if not done and profile != "anthropic":
+        warnings.append("no data: [DONE] sentinel: the capture may be cut short")
+    if not events:
+        warnings.append("the body holds no data events")
+    envelope = {
+        "profile": profile,
+        "tool_schemas": tool_schemas,
+        STREAM_KEY[profile]: payloads,
+        "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
+                 "redacted": bool(redact)},
+    }
+    return envelope, warnings
+
+
+# --- tool schemas from the request's tools -----------------------------------------
+
+def _tool_schema(number: int, tool: Any) -> tuple[str, Any]:
+    """(name, schema) of one entry of an OpenAI or Anthropic `tools` array."""
+    where = f"tools[{number}]"
+    if not isinstance(tool, dict):
+        raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
+    kind = tool.get("type")
+    if kind == "function" and isinstance(tool.get("function"), dict):   # chat completions
+        source, schema_key, where = tool["function"], "parameters", where + ".function"
+    elif kind == "function" and "function" not in tool:                 # Responses API (flat)
+        source, schema_key = tool, "parameters"
+    elif "input_schema" in tool and kind in (None, "custom"):           # Anthropic
+        source, schema_key = tool, "input_schema"
+    else:
+        raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
+                           f"input_schema (type {_describe(kind)})")
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    schema = source.get(schema_key)
+    if schema_key == "parameters" and schema is None:  # absent (or null in the Responses API): no declared parameters
+        schema = {"type": "object"}
+    if not isinstance(schema, (dict, bool)):
+        raise CaptureError(f"{where}.{schema_key} must be a JSON Schema object, got {_describe(schema)}")
+    return name, schema
+
+
+def schemas_from_doc(doc: object) -> dict:
+    """tool name -> schema, from an object of that shape or a provider `tools` array.
+
+    Why: the schemas the application validates against are usually kept as the
+    request's tools array.  An OpenAI function without `parameters` takes no
+    arguments but any object; its schema is {"type": "object"}.
+    """
+    if isinstance(doc, dict):
+        for name, schema in doc.items():
+            if not isinstance(schema, (dict, bool)):
+                raise CaptureError(f"tool {json.dumps(name[:60])}: a schema must be an object or boolean, got "
+                                   f"{_describe(schema)} (give name -> schema, or the tools array itself)")
+        return dict(doc)
+    if not isinstance(doc, list):
+        raise CaptureError(f"tool schemas must be an object (name -> schema) or a tools array, got {_describe(doc)}")
+    schemas: dict[str, Any] = {}
+    for number, tool in enumerate(doc):
+        name, schema = _tool_schema(number, tool)
+        if name in schemas:
+            raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
+        schemas[name] = schema
+    return schemas
+
+
+# ---------------------------------------------------------------------------
+# Adapter differential: what an adapter made of the same turn
+# ---------------------------------------------------------------------------
+
+_CLIP = 200                     # characters of a value quoted in a difference
+_CLIP_CONTEXT = 40              # characters shown before the first differing one
+
+
+def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
+    """One normalised adapter call; an object argument is compared parsed."""
+    for label, value in (("id", call_id), ("name", name)):
+        if value is not None and not isinstance(value, str):
+            raise CaptureError(f"{where}: {label} must be a string or null, got {_describe(value)}")
+    if arguments is None or isinstance(arguments, str):
+        return {"id": call_id, "name": name, "arguments": arguments, "compare_parsed": False}
+    if isinstance(arguments, dict):
+        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        return {"id": call_id, "name": name, "arguments": text, "compare_parsed": True, "input": arguments}
+    raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
+
+
+def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
+    """tool_calls of one OpenAI assistant message."""
+    if message.get("function_call") is not None:
+        raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
+    calls = message.get("tool_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise CaptureError(f"{where}.tool_calls is {_describe(calls)}, not a list")
+    out = []
+    for n, entry in enumerate(calls):
+        at = f"{where}.tool_calls[{n}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
+            raise CaptureError(f"{at} is not a function tool call ({{id, function: {{name, arguments}}}})")
+        if entry.get("type") not in (None, "function"):
+            raise CaptureError(f"{at}: type {_describe(entry.get('type'))} is not compared; only function calls")
+        function = entry["function"]
+        out.append(_adapter_call(at, entry.get("id"), function.get("name"), function.get("arguments")))
+    return out
+
+
+def _adapter_completion(doc: dict) -> list[dict]:
+    """The tool calls of a final chat completion: the one choice that carries any."""
+    choices = doc["choices"]
+    if not isinstance(choices, list):
+        raise CaptureError(f"choices is {_describe(choices)}, not a list")
+    found: list[list[dict]] = []
+    for n, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise CaptureError(f"choices[{n}] has no message object")
+        calls = _adapter_openai_calls(f"choices[{n}].message", message)
+        if calls:
+            found.append(calls)
+    if len(found) > 1:
+        raise CaptureError("tool calls in more than one choice; compare one choice at a time")
+    return found[0] if found else []
+
+
+def _adapter_anthropic(doc: dict) -> list[dict]:
+    """tool_use blocks of a final Anthropic message; input was kept only as an object."""
+    out = []
+    for n, block in enumerate(doc["content"]):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking", "redacted_thinking"):
+            continue
+        if kind != "tool_use":
+            raise CaptureError(f"content[{n}] is a {_describe(kind)} block; only tool_use blocks are compared")
+        if not isinstance(block.get("input"), dict):
+            raise CaptureError(f"content[{n}].input is {_describe(block.get('input'))}, not an object")
+        out.append(_adapter_call(f"content[{n}]", block.get("id"), block.get("name"), block["input"]))
+    return out
+
+
+def adapter_calls_from_doc(doc: object) -> list[dict]:
+    """An adapter's final calls as [{id, name, arguments, compare_parsed[, input]}].
+
+    Accepts a list of {id, name, arguments} (arguments a string, or an object
+    when the adapter kept only the parsed value), an OpenAI chat completion or
+    assistant message, or an Anthropic message.  `compare_parsed` entries hold
+    the adapter's object in `input`; their `arguments` is its compact form,
+    for display only.
+    """
+    if isinstance(doc, list):
+        out = []
+        for n, item in enumerate(doc):
+            if not isinstance(item, dict):
+                raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
+            extra = sorted(set(item) - {"id", "name", "arguments"})
+            missing = [key for key in ("id", "name", "arguments") if key not in item]
+            if extra or missing:
+                raise CaptureError(f"calls[{n}] must have exactly id, name and arguments"
+                                   + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
+                                   + (f"; missing {', '.join(missing)}" if missing else ""))
+            out.append(_adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"]))
+        return out
+    if not isinstance(doc, dict):
+        raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
+    if "choices" in doc:
+        return _adapter_completion(doc)
+    if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
+        return _adapter_openai_calls("message", doc)
+    if isinstance(doc.get("content"), list):
+        return _adapter_anthropic(doc)
+    raise CaptureError("adapter output is neither a list of calls, an OpenAI completion or assistant message, "
+                       "nor an Anthropic message")
+
+
+def _clip(text: str, start: int = 0) -> str:
+    """At most about _CLIP characters of text, from a little before `start`."""
+    begin = max(0, start - _CLIP_CONTEXT)
+    head = "..." if begin else ""
+    body = text[begin:]
+    return head + (body if len(body) <= _CLIP else body[:_CLIP] + "...")
+
+
+def _shown(value: Any, start: int = 0) -> str:
+    """A JSON-quoted, clipped value for a one-line message."""
+    if isinstance(value, str):
+        return json.dumps(_clip(value, start), ensure_ascii=False)
+    return "null" if value is None else _describe(value)
+
+
+def _first_difference(a: str, b: str) -> int:
+    for n, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return n
+    return min(len(a), len(b))
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return _describe(value)
+
+
+def _parsed_difference(ours: Any, theirs: Any) -> str | None:
+    """Our argument string, parsed, against the adapter's object (JSON equality)."""
+    value, parsed = None, False
+    if isinstance(ours, str):
+        try:
+            value, parsed = json.loads(ours, object_pairs_hook=dict), True  # order kept, last duplicate wins
+        except (ValueError, RecursionError):
+            pass
+    if not parsed:
+        return (f"arguments are not JSON here ({_shown(ours)}) but the adapter holds the object "
+                f"{_clip(_compact(theirs))}")
+    try:
+        if _sch_canonical(value) == _sch_canonical(theirs):
+            return None
+    except (_SchNotJson, RecursionError):
+        pass
+    a, b = _compact(value), _compact(theirs)
+    at = _first_difference(a, b)
+    return f"arguments differ as JSON: this tool has {_clip(a, at)}, the adapter has {_clip(b, at)}"
+
+
+def compare_calls(report_calls: list[dict], adapter_calls: list[dict]) -> list[tuple[int | None, str]]:
+    """Every way the adapter's calls differ from ours: (call number or None, message).
+
+    Why: an adapter that merged, split, renamed or re-serialised a call runs
+    something other than what the provider sent.  Calls pair by position
+    (ours sorted by choice and slot, theirs in message order); arguments must
+    match byte for byte, except where the adapter kept only the parsed object.
+    """
+    differences: list[tuple[int | None, str]] = []
+    if len(report_calls) != len(adapter_calls):
+        ours = _clip(", ".join(_shown(call.get("id")) for call in report_calls))
+        theirs = _clip(", ".join(_shown(call.get("id")) for call in adapter_calls))
+        differences.append((None, f"this tool reassembled {len(report_calls)} call(s) (ids {ours}) but the "
+                                  f"adapter produced {len(adapter_calls)} (ids {theirs})"))
+    for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
+        for key in ("id", "name"):
+            if ours.get(key) != theirs.get(key):
+                differences.append((number, f"call {number}: {key} differs: this tool has {_shown(ours.get(key))}, "
+                                            f"the adapter has {_shown(theirs.get(key))}"))
+        if theirs.get("compare_parsed"):
+            problem = _parsed_difference(ours.get("arguments"), theirs.get("input"))
+            if problem:
+                differences.append((number, f"call {number}: {problem}"))
+        elif ours.get("arguments") != theirs.get("arguments"):
+            a, b = ours.get("arguments"), theirs.get("arguments")
+            at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
+            differences.append((number, f"call {number}: arguments differ from character {at}: this tool has "
+                                        f"{_shown(a, at)}, the adapter has {_shown(b, at)}"))
+    return differences
+
+
+def adapter_findings(report_calls: list[dict], differences: list[tuple[int | None, str]]) -> list[Finding]:
+    """compare_calls output as blocking adapter_mismatch findings, tied to our call's slot."""
+    findings = []
+    for number, message in differences:
+        call = report_calls[number] if number is not None else None
+        findings.append(Finding(ADAPTER_MISMATCH, message, None,
+                                call["choice"] if call else None, call["index"] if call else None))
+    return findings
+
+
+def apply_adapter_differences(report: dict[str, Any], differences: list[tuple[int | None, str]]) -> dict[str, Any]:
+    """The report with each adapter difference added as a blocking adapter_mismatch finding."""
+    if not differences:
+        return report
+    extra = [f.as_dict() for f in adapter_findings(report["calls"], differences)]
+    return dict(report, status="blocked", applicable=True, executable=False, findings=report["findings"] + extra)
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 
@@ -3594,6 +4346,9 @@ def _parse_args(argv: list[str]) -> Any:
     parser.add_argument("--report", choices=("json", "text"), default="json", help="report format (default json)")
     parser.add_argument("--expect", action="store_true",
                         help="check the fixture's expect block: exit 0 if the outcome matches, 1 if not")
+    parser.add_argument("--adapter-output", metavar="FILE",
+                        help="calls your adapter reassembled from the same stream (JSON list of {id, name, arguments}, "
+                             "or an OpenAI/Anthropic final message); any difference is adapter_mismatch")
     parser.add_argument("--redact-arguments", action="store_true",
                         help="replace each call's arguments with their UTF-8 size and SHA-256 (for logs)")
     parser.add_argument("--version", action="version", version=f"{TOOL} {VERSION}")
@@ -3673,6 +4428,8 @@ def _expand(paths: list[str]) -> tuple[list[str], bool]:
 def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
     """Validate one fixture: (report, exit code, expect differences or None)."""
     report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits)
+    if args.adapter_output:
+        report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits)))
     code = EXIT_BY_STATUS[report["status"]]
     differences = None
     if args.expect:
@@ -3685,11 +4442,55 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     return report, code, differences
 
 
+def _adapter_doc(path: str, limits: Limits) -> list[dict]:
+    """The adapter's calls from --adapter-output (unreadable or malformed: usage error)."""
+    try:
+        return adapter_calls_from_doc(parse_envelope_bytes(_read_input(path, limits.max_input_bytes)))
+    except (EnvelopeError, CaptureError) as exc:
+        raise UsageError(f"--adapter-output {path}: {exc}") from None
+
+
+def _run_capture(argv: list[str]) -> int:
+    """`capture`: raw SSE body -> fixture envelope on stdout, warnings on stderr."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(message)
+
+    parser = Parser(prog="validate_tool_stream.py capture",
+                    description="Turn a raw server-sent-events body into a fixture envelope, redacted by default.")
+    parser.add_argument("sse", metavar="RAW.sse", help="the raw SSE body as captured (or - for standard input)")
+    parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
+    parser.add_argument("--schemas", metavar="FILE",
+                        help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
+    parser.add_argument("--no-redact", action="store_true",
+                        help="keep text, thinking and signatures (secrets are still masked)")
+    args = parser.parse_args(argv)
+    limits = Limits()
+    schemas = None
+    try:
+        if args.schemas:
+            schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
+        envelope, warnings = sse_to_envelope(_read_input(args.sse, limits.max_input_bytes), args.profile, schemas,
+                                             redact=not args.no_redact)
+    except (EnvelopeError, CaptureError) as exc:
+        raise UsageError(str(exc)) from None
+    sys.stdout.write(json.dumps(envelope, indent=2, ensure_ascii=True) + "\n")
+    for warning in warnings:
+        sys.stderr.write(f"validate_tool_stream capture: warning: {warning}\n")
+    return EXIT_PASS
+
+
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
+    if argv[:1] == ["capture"]:
+        return _run_capture(argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__dataclass_fields__})
     paths, many = _expand(args.fixtures)
+    if many and args.adapter_output:
+        raise UsageError("--adapter-output compares one fixture; give exactly one")
     if not many:
         report, code, differences = _judge(paths[0], args, limits)
         sys.stdout.write((render_text(report) if args.report == "text" else render_json(report)) + "\n")

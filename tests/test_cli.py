@@ -219,3 +219,55 @@ class ExpectBlockTypos(unittest.TestCase):
     def test_free_form_notes_beside_the_pinned_keys_are_allowed(self):
         doc = dict(PASS_DOC, expect={"status": "pass", "note": "recorded 2026-11", "sdk_asserted": True})
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 0)
+
+
+class CaptureAndAdapterCommands(unittest.TestCase):
+    """`capture` turns raw SSE into an envelope; --adapter-output diffs an adapter's calls."""
+
+    def sse_body(self):
+        lines = [": keep-alive", ""]
+        for chunk_obj in PASS_DOC["chunks"]:
+            lines += ["data: " + json.dumps(dict(chunk_obj, system_fingerprint="fp_x")), ""]
+        lines += ["data: [DONE]", ""]
+        return "\r\n".join(lines).encode()
+
+    def test_capture_then_validate(self):
+        with tempfile.TemporaryDirectory() as folder:
+            raw = os.path.join(folder, "raw.sse")
+            with open(raw, "wb") as handle:
+                handle.write(self.sse_body())
+            tools = os.path.join(folder, "tools.json")
+            with open(tools, "w") as handle:
+                json.dump([{"type": "function", "function": {"name": "weather",
+                                                             "parameters": PASS_DOC["tool_schemas"]["weather"]}}], handle)
+            code, out, err = run_cli("capture", "--profile", "openai", "--schemas", tools, raw)
+            self.assertEqual(code, 0, err)
+            envelope_doc = json.loads(out)
+            self.assertEqual(len(envelope_doc["chunks"]), 2)
+            self.assertEqual(envelope_doc["meta"]["sse_comment_lines"], 1)
+            self.assertNotIn("fp_x", out)
+            code, out, err = run_cli("-", stdin=out.encode())
+            self.assertEqual(code, 0, err)
+            self.assertEqual(json.loads(out)["calls"][0]["arguments"], '{"city":"Paris"}')
+
+    def test_capture_errors_are_usage_errors_with_a_line_number(self):
+        code, out, err = run_cli("capture", "--profile", "openai", "-", stdin=b"data: {\"a\":1}\n\ndata: {nope}\n\n")
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("line 3", err)
+        self.assertEqual(run_cli("capture", "--profile", "bedrock", "-", stdin=b"")[0], 3)
+
+    def test_adapter_output_difference_blocks_the_turn(self):
+        with tempfile.TemporaryDirectory() as folder:
+            adapter = os.path.join(folder, "adapter.json")
+            with open(adapter, "w") as handle:
+                json.dump([{"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Paris\"}"}], handle)
+            self.assertEqual(run_cli("-", "--adapter-output", adapter, stdin=dumps(PASS_DOC))[0], 0)
+            with open(adapter, "w") as handle:
+                json.dump([{"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Par\"}"}], handle)
+            code, out, _ = run_cli("-", "--adapter-output", adapter, stdin=dumps(PASS_DOC))
+            self.assertEqual(code, 1)
+            report = json.loads(out)
+            self.assertEqual([f["code"] for f in report["findings"]], ["adapter_mismatch"])
+            self.assertFalse(report["executable"])
+            self.assertEqual(run_cli("-", "--adapter-output", os.path.join(folder, "none.json"),
+                                     stdin=dumps(PASS_DOC))[0], 3)

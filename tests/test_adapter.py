@@ -1,0 +1,219 @@
+"""Adapter differential: reading an adapter's final calls and comparing them with ours."""
+
+import json
+import os
+import unittest
+
+from support import FIXTURES, vts
+
+
+def ours(*calls):
+    """Report-shaped calls: (id, name, arguments[, choice, index])."""
+    out = []
+    for number, call in enumerate(calls):
+        call_id, name, arguments = call[:3]
+        choice, index = call[3:] if len(call) > 3 else (0, number)
+        out.append({"choice": choice, "index": index, "id": call_id, "name": name, "arguments": arguments,
+                    "state": "validated", "findings": []})
+    return out
+
+
+def plain(*calls):
+    return [{"id": i, "name": n, "arguments": a, "compare_parsed": False} for i, n, a in calls]
+
+
+class AdapterFormats(unittest.TestCase):
+    def test_plain_list(self):
+        doc = [{"id": "c1", "name": "f", "arguments": '{"a":1}'}, {"id": None, "name": "g", "arguments": ""}]
+        self.assertEqual(vts.adapter_calls_from_doc(doc), plain(("c1", "f", '{"a":1}'), (None, "g", "")))
+
+    def test_plain_list_with_object_arguments_is_compared_parsed(self):
+        [call] = vts.adapter_calls_from_doc([{"id": "c1", "name": "f", "arguments": {"a": "é", "b": [1]}}])
+        self.assertTrue(call["compare_parsed"])
+        self.assertEqual(call["input"], {"a": "é", "b": [1]})
+        self.assertEqual(call["arguments"], '{"a":"é","b":[1]}')
+
+    def test_plain_list_refusals(self):
+        for doc in ([{"id": "c1", "name": "f"}], [{"id": "c1", "name": "f", "arguments": "{}", "args": {}}],
+                    [{"id": 1, "name": "f", "arguments": "{}"}], [{"id": "c", "name": "f", "arguments": [1]}], ["x"]):
+            with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
+                vts.adapter_calls_from_doc(doc)
+
+    def test_openai_completion(self):
+        doc = {"id": "chatcmpl-1", "object": "chat.completion", "choices": [
+            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}},
+                {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}}]}
+        self.assertEqual(vts.adapter_calls_from_doc(doc), plain(("c1", "f", '{"a": 1}'), ("c2", "g", "{}")))
+
+    def test_openai_completion_uses_the_one_choice_with_calls(self):
+        doc = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "text only"}},
+                           {"index": 1, "message": {"role": "assistant", "tool_calls": [
+                               {"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}}]}
+        self.assertEqual(vts.adapter_calls_from_doc(doc), plain(("c1", "f", "{}")))
+
+    def test_openai_completion_without_calls(self):
+        doc = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi", "tool_calls": None}}]}
+        self.assertEqual(vts.adapter_calls_from_doc(doc), [])
+
+    def test_openai_completion_with_calls_in_two_choices_is_refused(self):
+        message = {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}
+        with self.assertRaises(vts.CaptureError):
+            vts.adapter_calls_from_doc({"choices": [{"index": 0, "message": message}, {"index": 1, "message": message}]})
+
+    def test_bare_assistant_message(self):
+        doc = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x":true}'}}]}
+        self.assertEqual(vts.adapter_calls_from_doc(doc), plain(("c1", "f", '{"x":true}')))
+        self.assertEqual(vts.adapter_calls_from_doc({"role": "assistant", "content": "hi"}), [])
+
+    def test_openai_refusals(self):
+        for doc in ({"choices": "x"}, {"choices": [{"index": 0}]},
+                    {"role": "assistant", "tool_calls": [{"id": "c", "type": "custom", "custom": {"name": "f"}}]},
+                    {"role": "assistant", "tool_calls": [{"id": "c", "function": "f"}]},
+                    {"role": "assistant", "tool_calls": {"id": "c"}},
+                    {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}):
+            with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
+                vts.adapter_calls_from_doc(doc)
+
+    def test_anthropic_message(self):
+        doc = {"id": "msg_1", "type": "message", "role": "assistant", "stop_reason": "tool_use", "content": [
+            {"type": "thinking", "thinking": "...", "signature": "..."},
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"path": "a b", "n": 1.5, "ok": False}},
+            {"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}}]}
+        calls = vts.adapter_calls_from_doc(doc)
+        self.assertEqual([(c["id"], c["name"], c["arguments"], c["compare_parsed"]) for c in calls], [
+            ("toolu_1", "f", '{"path":"a b","n":1.5,"ok":false}', True), ("toolu_2", "g", "{}", True)])
+        self.assertEqual(calls[0]["input"], {"path": "a b", "n": 1.5, "ok": False})
+
+    def test_anthropic_refusals(self):
+        for doc in ({"content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]},
+                    {"content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}]},
+                    {"content": ["text"]}):
+            with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
+                vts.adapter_calls_from_doc(doc)
+
+    def test_other_shapes_refused(self):
+        for doc in ("calls", 3, None, {"calls": []}, {"content": "hi"}):
+            with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
+                vts.adapter_calls_from_doc(doc)
+
+
+class Differences(unittest.TestCase):
+    def test_identical_calls_have_no_difference(self):
+        self.assertEqual(vts.compare_calls(ours(("c1", "f", '{"a":1}')), plain(("c1", "f", '{"a":1}'))), [])
+        self.assertEqual(vts.compare_calls([], []), [])
+
+    def test_count_mismatch(self):
+        diffs = vts.compare_calls(ours(("c1", "f", '{"p":"a"}'), ("c2", "f", '{"p":"b"}')),
+                                  plain(("c1c2", "f", '{"p":"a"}{"p":"b"}')))
+        self.assertEqual(diffs[0][0], None)
+        self.assertIn("2 call(s)", diffs[0][1])
+        self.assertIn("produced 1", diffs[0][1])
+        self.assertEqual([number for number, _ in diffs], [None, 0, 0])
+
+    def test_id_difference_shows_both_values(self):
+        [(number, message)] = vts.compare_calls(ours(("call_1", "f", "{}")), plain(("call_1call_1", "f", "{}")))
+        self.assertEqual(number, 0)
+        self.assertIn('"call_1"', message)
+        self.assertIn('"call_1call_1"', message)
+        self.assertIn("id", message)
+
+    def test_null_id_against_invented_id(self):
+        [(_, message)] = vts.compare_calls(ours((None, "f", "{}")), plain(("null", "f", "{}")))
+        self.assertIn("null", message)
+        self.assertIn('"null"', message)
+
+    def test_name_difference(self):
+        [(number, message)] = vts.compare_calls(ours(("c", "get_weather", "{}")), plain(("c", "get_weatherget_weather", "{}")))
+        self.assertEqual(number, 0)
+        self.assertIn("name differs", message)
+
+    def test_arguments_byte_for_byte(self):
+        [(number, message)] = vts.compare_calls(ours(("c", "f", '{"a": 1}')), plain(("c", "f", '{"a":1}')))
+        self.assertEqual(number, 0)
+        self.assertIn("character 5", message)
+        [(_, message)] = vts.compare_calls(ours(("c", "f", '{"a":1.0}')), plain(("c", "f", '{"a":1}')))
+        self.assertIn("arguments differ", message)
+
+    def test_second_call_is_numbered(self):
+        diffs = vts.compare_calls(ours(("a", "f", "{}"), ("b", "f", "{}")), plain(("a", "f", "{}"), ("b", "g", "{}")))
+        self.assertEqual([number for number, _ in diffs], [1])
+
+    def test_long_values_are_clipped_around_the_difference(self):
+        long = '{"s":"' + "x" * 5000 + '"}'
+        other = '{"s":"' + "x" * 3000 + "y" + "x" * 1999 + '"}'
+        [(_, message)] = vts.compare_calls(ours(("c", "f", long)), plain(("c", "f", other)))
+        self.assertLess(len(message), 600)
+        self.assertIn("character 3006", message)
+        self.assertIn("y", message)
+
+    def test_parsed_equal_ignores_spacing_order_and_number_form(self):
+        adapter = vts.adapter_calls_from_doc([{"id": "c", "name": "f", "arguments": {"b": [1, 2.0], "a": "é"}}])
+        self.assertEqual(vts.compare_calls(ours(("c", "f", '{ "a" : "\\u00e9", "b": [1.0, 2] }')), adapter), [])
+
+    def test_parsed_bool_is_not_int(self):
+        adapter = vts.adapter_calls_from_doc([{"id": "c", "name": "f", "arguments": {"a": True}}])
+        [(number, message)] = vts.compare_calls(ours(("c", "f", '{"a":1}')), adapter)
+        self.assertEqual(number, 0)
+        self.assertIn("differ as JSON", message)
+
+    def test_parsed_against_unparseable_arguments(self):
+        adapter = vts.adapter_calls_from_doc({"content": [{"type": "tool_use", "id": "t", "name": "f",
+                                                           "input": {"a": 1}}]})
+        for text in ('{"a":1', "", '{"a":1}{"a":2}'):
+            with self.subTest(text=text):
+                [(_, message)] = vts.compare_calls(ours(("t", "f", text)), adapter)
+                self.assertIn("not JSON", message)
+
+    def test_parsed_duplicate_key_last_wins_like_the_adapter(self):
+        adapter = vts.adapter_calls_from_doc([{"id": "c", "name": "f", "arguments": {"a": 2}}])
+        self.assertEqual(vts.compare_calls(ours(("c", "f", '{"a":1,"a":2}')), adapter), [])
+
+    def test_every_difference_kind_at_once(self):
+        diffs = vts.compare_calls(ours(("a", "f", "{}"), ("b", "g", '{"x":1}')),
+                                  plain(("A", "F", "{ }"), ("b", "g", '{"x":1}'), ("c", "h", "{}")))
+        self.assertEqual([number for number, _ in diffs], [None, 0, 0, 0])
+
+    def test_findings_carry_the_new_code_and_slot(self):
+        calls = ours(("a", "f", "{}", 1, 0))
+        findings = vts.adapter_findings(calls, vts.compare_calls(calls, plain(("b", "f", "{}"))))
+        self.assertEqual([(f.code, f.choice, f.index, f.position) for f in findings],
+                         [("adapter_mismatch", 1, 0, None)])
+        count = vts.adapter_findings(calls, vts.compare_calls(calls, []))
+        self.assertEqual([(f.code, f.choice, f.index) for f in count], [("adapter_mismatch", None, None)])
+
+
+class AgainstFixtures(unittest.TestCase):
+    def report(self, folder, name):
+        with open(os.path.join(FIXTURES, folder, name), "rb") as handle:
+            return vts.validate_envelope(json.loads(handle.read()))
+
+    def test_faithful_openai_adapter_matches(self):
+        report = self.report("openai", "valid-fragmented-single-call.json")
+        adapter = vts.adapter_calls_from_doc({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+            {"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city":"Paris","unit":"celsius"}'}}]}}]})
+        self.assertEqual(vts.compare_calls(report["calls"], adapter), [])
+
+    def test_faithful_anthropic_adapter_matches_parsed(self):
+        report = self.report("anthropic", "pass-thinking-then-tool-use.json")
+        adapter = vts.adapter_calls_from_doc({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "", "signature": ""},
+            {"type": "tool_use", "id": "toolu_01pYiz3sjH8997M9mjcI2qZ7", "name": "read_file",
+             "input": {"max_lines": 120, "path": "config/app.toml"}}]})
+        self.assertEqual(vts.compare_calls(report["calls"], adapter), [])
+
+    def test_merging_adapter_is_caught(self):
+        report = self.report("openai", "valid-interleaved-parallel-two-tools-usage-chunk.json")
+        self.assertEqual(len(report["calls"]), 2)
+        calls = report["calls"]
+        merged = [{"id": calls[0]["id"], "name": calls[0]["name"],
+                   "arguments": calls[0]["arguments"] + calls[1]["arguments"]}]
+        diffs = vts.compare_calls(calls, vts.adapter_calls_from_doc(merged))
+        self.assertEqual([number for number, _ in diffs], [None, 0])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,500 @@
+"""SSE capture import: framing, strict payloads, redaction, credentials, tool schemas, round trip."""
+
+import json
+import os
+import unittest
+
+from support import FIXTURES, vts
+
+CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+
+
+def chunk(delta=None, finish=None, **top):
+    return {"object": "chat.completion.chunk", **top,
+            "choices": [{"index": 0, "delta": delta if delta is not None else {}, "finish_reason": finish}]}
+
+
+def frag(args, index=0):
+    return chunk({"tool_calls": [{"index": index, "function": {"arguments": args}}]})
+
+
+TURN = [chunk({"role": "assistant", "tool_calls": [CALL]}), frag('{"a":'), frag("1}"), chunk(finish="tool_calls")]
+
+
+def sse(payloads, eol="\n", done=True, names=False):
+    """An SSE body: one `data:` line (and `event:` when names) per payload, blank line after each."""
+    lines = []
+    for item in payloads:
+        if names and isinstance(item, dict) and isinstance(item.get("type"), str):
+            lines.append("event: " + item["type"])
+        lines += ["data: " + (item if isinstance(item, str) else json.dumps(item)), ""]
+    if done:
+        lines += ["data: [DONE]", ""]
+    return (eol.join(lines) + eol).encode("utf-8")
+
+
+def capture(raw, profile="openai", schemas=None, redact=True):
+    return vts.sse_to_envelope(raw, profile, {"f": {"type": "object"}} if schemas is None else schemas, redact)
+
+
+def stream_of(envelope):
+    return envelope["events" if envelope["profile"] == "anthropic" else "chunks"]
+
+
+class Framing(unittest.TestCase):
+    def test_lf_crlf_and_cr_give_the_same_payloads(self):
+        results = [capture(sse(TURN, eol), redact=False)[0]["chunks"] for eol in ("\n", "\r\n", "\r")]
+        self.assertEqual(results[0], TURN)
+        self.assertEqual(results[1], TURN)
+        self.assertEqual(results[2], TURN)
+
+    def test_mixed_line_ends_in_one_body(self):
+        raw = b'data: {"a":1}\r\n\r\ndata: {"b":2}\r\rdata: {"c":3}\n\n'
+        self.assertEqual(capture(raw, redact=False)[0]["chunks"], [{"a": 1}, {"b": 2}, {"c": 3}])
+
+    def test_unicode_line_separators_are_not_sse_line_ends(self):
+        raw = 'data: {"a":"x\u2028y\u0085z\u2029"}\n\n'.encode("utf-8")
+        self.assertEqual(capture(raw, redact=False)[0]["chunks"], [{"a": "x\u2028y\u0085z\u2029"}])
+
+    def test_multi_line_data_joins_with_lf(self):
+        raw = b'data: {"a":\ndata:   [1,\ndata\ndata:2]}\n\n'
+        self.assertEqual(capture(raw, redact=False)[0]["chunks"], [{"a": [1, 2]}])
+
+    def test_only_one_space_after_the_colon_is_removed(self):
+        raw = b'data:{"a":"x"}\n\ndata:  {"b":"y"}\n\n'
+        self.assertEqual(capture(raw, redact=False)[0]["chunks"], [{"a": "x"}, {"b": "y"}])
+
+    def test_comments_are_counted_and_ignored(self):
+        raw = b": OPENROUTER PROCESSING\n\n" + sse(TURN[:2], done=False) + b": keep-alive\n:\n" + sse(TURN[2:])
+        envelope, _ = capture(raw)
+        self.assertEqual(envelope["meta"]["sse_comment_lines"], 3)
+        self.assertEqual(len(envelope["chunks"]), 4)
+
+    def test_id_and_retry_fields_are_ignored(self):
+        raw = b"retry: 3000\n\nid: 7\ndata: {\"a\":1}\nid\n\n"
+        self.assertEqual(capture(raw)[0]["chunks"], [{"a": 1}])
+
+    def test_done_sentinel_is_dropped_and_recorded(self):
+        envelope, warnings = capture(sse(TURN))
+        self.assertTrue(envelope["meta"]["done_sentinel"])
+        self.assertEqual(len(envelope["chunks"]), 4)
+        self.assertFalse(any("[DONE]" in w for w in warnings))
+
+    def test_missing_done_is_a_warning_on_chat_profiles(self):
+        envelope, warnings = capture(sse(TURN, done=False))
+        self.assertFalse(envelope["meta"]["done_sentinel"])
+        self.assertTrue(any("[DONE]" in w for w in warnings))
+
+    def test_blank_lines_after_done_are_fine(self):
+        envelope, _ = capture(sse(TURN) + b"\n\r\n  \n")
+        self.assertTrue(envelope["meta"]["done_sentinel"])
+
+    def test_data_after_done_is_an_error_with_its_line(self):
+        raw = b'data: {"a":1}\n\ndata: [DONE]\n\ndata: {"b":2}\n\n'
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(raw)
+        self.assertEqual(ctx.exception.line, 5)
+
+    def test_comment_after_done_is_an_error(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(sse(TURN) + b": keep-alive\n")
+
+    def test_done_must_be_exact(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(b"data: [DONE] \n\n")
+
+    def test_event_name_must_match_the_json_type(self):
+        good = b'event: ping\ndata: {"type":"ping"}\n\n'
+        self.assertEqual(capture(good, "anthropic")[0]["events"], [{"type": "ping"}])
+        bad = b'event: ping\ndata: {"type":"message_stop"}\n\n'
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(b"\n" + bad, "anthropic")
+        self.assertEqual(ctx.exception.line, 2)
+
+    def test_event_name_without_json_type_is_not_checked(self):
+        self.assertEqual(capture(b'event: chunk\ndata: {"a":1}\n\n')[0]["chunks"], [{"a": 1}])
+
+    def test_event_without_data_is_an_error(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(b'event: ping\n\ndata: {"type":"ping"}\n\n', "anthropic")
+
+    def test_unknown_field_is_an_error_and_never_quotes_a_value(self):
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(b'data: {"a":1}\n\ndat: {"b":2}\n\n')
+        self.assertEqual(ctx.exception.line, 3)
+        self.assertIn('"dat"', str(ctx.exception))
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(b"Authorization: Bearer sk-abcdefghijklmnopqrstuvwxyz\n\n")
+        self.assertNotIn("sk-", str(ctx.exception))
+
+    def test_field_without_colon_is_a_name_with_empty_value(self):
+        # "event" alone clears nothing and names nothing; "data" alone adds an empty data line.
+        raw = b'event\ndata: {"a":\ndata\ndata: 1}\n\n'
+        self.assertEqual(capture(raw)[0]["chunks"], [{"a": 1}])
+
+    def test_empty_data_field_is_an_event_that_is_not_json(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(b"data:\n\n")
+
+    def test_last_event_without_blank_line_is_still_dispatched(self):
+        for raw in (b'data: {"a":1}\n\ndata: {"b":2}\n', b'data: {"a":1}\n\ndata: {"b":2}'):
+            envelope, warnings = capture(raw)
+            self.assertEqual(envelope["chunks"], [{"a": 1}, {"b": 2}])
+            self.assertTrue(any("blank line" in w for w in warnings))
+
+    def test_done_without_blank_line_needs_no_warning(self):
+        _, warnings = capture(sse(TURN)[:-1])
+        self.assertFalse(any("blank line" in w for w in warnings))
+
+    def test_malformed_json_reports_its_line(self):
+        raw = b': hi\n\ndata: {"a":1}\n\ndata: {"b":\ndata: ]}\n\n'
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(raw)
+        self.assertEqual(ctx.exception.line, 6)
+        self.assertTrue(str(ctx.exception).startswith("line 6: "))
+
+    def test_strict_payloads(self):
+        for data, line in ((b'{"a":1,"a":2}', 1), (b'{"a":NaN}', 1), (b'{"a":1e400}', 1),
+                           (b'{"a":1} {"b":2}', 1), (b"[1]", 1), (b'"x"', 1), (b'{"a":"\x01"}', 1)):
+            with self.subTest(data=data), self.assertRaises(vts.CaptureError) as ctx:
+                capture(b"data: " + data + b"\n\n")
+            self.assertEqual(ctx.exception.line, line)
+
+    def test_lone_surrogate_escapes_are_kept_as_in_fixtures(self):
+        raw = b'data: {"a":"\\ud83d"}\n\n'
+        self.assertEqual(capture(raw)[0]["chunks"], [{"a": "\ud83d"}])
+
+    def test_bom_is_skipped(self):
+        envelope, _ = capture(b"\xef\xbb\xbf" + sse(TURN))
+        self.assertEqual(len(envelope["chunks"]), 4)
+
+    def test_a_second_bom_is_not_skipped(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(b"\xef\xbb\xbf\xef\xbb\xbf" + sse(TURN))
+
+    def test_non_utf8_reports_its_line(self):
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(b'data: {"a":1}\r\n\r\ndata: {"b":"\xff"}\n\n')
+        self.assertEqual(ctx.exception.line, 3)
+
+    def test_unknown_profile_and_non_bytes(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(sse(TURN), "gemini")
+        with self.assertRaises(vts.CaptureError):
+            capture(sse(TURN).decode("utf-8"))
+
+    def test_deep_nesting_is_a_capture_error(self):
+        with self.assertRaises(vts.CaptureError):
+            capture(b"data: " + b'{"a":' * 100000 + b"1" + b"}" * 100000 + b"\n\n")
+
+    def test_envelope_shape_and_strict_round_trip(self):
+        envelope, _ = capture(sse(TURN, "\r\n"))
+        self.assertEqual(list(envelope), ["profile", "tool_schemas", "chunks", "meta"])
+        self.assertEqual(envelope["meta"], {"capture_point": "raw SSE", "done_sentinel": True,
+                                            "sse_comment_lines": 0, "redacted": True})
+        self.assertEqual(vts.check_envelope(envelope), [])
+        text = json.dumps(envelope, ensure_ascii=True).encode("ascii")
+        self.assertEqual(vts.parse_envelope_bytes(text), envelope)
+
+    def test_empty_body(self):
+        envelope, warnings = capture(b"")
+        self.assertEqual(envelope["chunks"], [])
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "not_applicable")
+        self.assertTrue(any("no data events" in w for w in warnings))
+
+    def test_no_schemas_warns(self):
+        envelope, warnings = vts.sse_to_envelope(sse(TURN), "openai", None)
+        self.assertEqual(envelope["tool_schemas"], {})
+        self.assertTrue(any("unknown_tool" in w for w in warnings))
+
+
+class Redaction(unittest.TestCase):
+    def test_chat_text_is_neutralised_and_calls_kept(self):
+        payloads = [
+            chunk({"role": "assistant", "content": "secret plan", "refusal": "", "reasoning": "hmm",
+                   "reasoning_content": "think", "tool_calls": [CALL]}, system_fingerprint="fp_123",
+                  service_tier="default"),
+            chunk({"content": [{"type": "text", "text": "part"}, {"type": "thinking", "thinking": [
+                {"type": "text", "text": "deep"}]}], "tool_calls": [
+                {"index": 0, "function": {"arguments": ' {"a" :'}, "extra_content": {"google": {"thought_signature": "sig"}}}]}),
+            frag("1}\n"),
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls",
+                          "logprobs": {"content": [{"token": "hi", "logprob": -0.5, "bytes": [104, 105]}]},
+                          "message": {"content": "full", "tool_calls": [CALL]}}]},
+        ]
+        out = capture(sse(payloads))[0]["chunks"]
+        first = out[0]["choices"][0]["delta"]
+        self.assertEqual(first["content"], "[redacted]")
+        self.assertEqual(first["refusal"], "")
+        self.assertEqual(first["reasoning"], "[redacted]")
+        self.assertEqual(first["reasoning_content"], "[redacted]")
+        self.assertEqual(first["role"], "assistant")
+        self.assertEqual(first["tool_calls"], [CALL])
+        self.assertEqual(out[0]["system_fingerprint"], "[redacted]")
+        self.assertEqual(out[0]["service_tier"], "default")
+        second = out[1]["choices"][0]["delta"]
+        self.assertEqual(second["content"], [{"type": "text", "text": "[redacted]"}, {"type": "thinking", "thinking": [
+            {"type": "text", "text": "[redacted]"}]}])
+        self.assertEqual(second["tool_calls"][0]["function"]["arguments"], ' {"a" :')
+        self.assertEqual(second["tool_calls"][0]["extra_content"], {"google": {"thought_signature": "[redacted]"}})
+        self.assertEqual(out[2]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "1}\n")
+        last = out[3]["choices"][0]
+        self.assertEqual(last["logprobs"], {"content": [{"token": "[redacted]", "logprob": -0.5, "bytes": []}]})
+        self.assertEqual(last["message"], {"content": "[redacted]", "tool_calls": [CALL]})
+        self.assertEqual(last["finish_reason"], "tool_calls")
+        self.assertNotIn("secret plan", json.dumps(out))
+
+    def test_redaction_off_keeps_everything(self):
+        payloads = [chunk({"content": "hello"}, system_fingerprint="fp_1")]
+        envelope, _ = capture(sse(payloads), redact=False)
+        self.assertEqual(envelope["chunks"], payloads)
+        self.assertFalse(envelope["meta"]["redacted"])
+
+    def test_anthropic_text_thinking_signatures_citations_removed(self):
+        events = [
+            {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "",
+                                                                             "signature": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "ponder"}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB=="}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "EmwK"}},
+            {"type": "content_block_stop", "index": 1},
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": "Hi", "citations": [
+                {"type": "char_location", "cited_text": "quote", "document_index": 0}]}},
+            {"type": "content_block_delta", "index": 2, "delta": {"type": "citations_delta", "citation": {
+                "type": "char_location", "cited_text": "quote", "start_char_index": 3}}},
+            {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "words"}},
+            {"type": "content_block_stop", "index": 2},
+            {"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                             "name": "f", "input": {}}},
+            {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": ""}},
+            {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": '{"q": "x'}},
+            {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": '\\u00e9"}'}},
+            {"type": "content_block_stop", "index": 3},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None,
+                                                "stop_details": {"type": "refusal", "category": "cyber",
+                                                                 "explanation": "because"}}},
+            {"type": "message_stop"},
+        ]
+        envelope, _ = capture(sse(events, names=True, done=False), "anthropic")
+        out = envelope["events"]
+        self.assertEqual(out[0], events[0])
+        self.assertEqual(out[1]["content_block"], {"type": "thinking", "thinking": "", "signature": ""})
+        self.assertEqual(out[2]["delta"], {"type": "thinking_delta", "thinking": "[redacted]"})
+        self.assertEqual(out[3]["delta"], {"type": "signature_delta", "signature": "[redacted]"})
+        self.assertEqual(out[5]["content_block"], {"type": "redacted_thinking", "data": "[redacted]"})
+        self.assertEqual(out[7]["content_block"]["citations"][0],
+                         {"type": "char_location", "cited_text": "[redacted]", "document_index": 0})
+        self.assertEqual(out[8]["delta"]["citation"]["cited_text"], "[redacted]")
+        self.assertEqual(out[9]["delta"]["text"], "[redacted]")
+        self.assertEqual(out[11:16], events[11:16])
+        self.assertEqual(out[16]["delta"]["stop_details"],
+                         {"type": "refusal", "category": "cyber", "explanation": "[redacted]"})
+        for word in ("ponder", "EqQB", "EmwK", "quote", "words", "because"):
+            self.assertNotIn(word, json.dumps(out))
+        report = vts.validate_envelope(envelope)
+        self.assertEqual(report["status"], "pass", report["findings"])
+        self.assertEqual(report["calls"][0]["arguments"], '{"q": "x\\u00e9"}')
+        self.assertFalse(envelope["meta"]["done_sentinel"])
+
+    def test_anthropic_message_start_content_is_redacted_too(self):
+        start = {"type": "message_start", "message": {"id": "msg_1", "content": [
+            {"type": "text", "text": "early"}, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"q": "x"}}]}}
+        [out] = capture(sse([start], names=True, done=False), "anthropic")[0]["events"]
+        self.assertEqual(out["message"]["content"], [{"type": "text", "text": "[redacted]"},
+                                                     start["message"]["content"][1]])
+
+    def test_argument_bytes_survive_exactly(self):
+        pieces = ['{"s":"\\ud83d', '\\ude00 \u00e9\\n"', ', "t" : [1.0e2 ,', ' true]', "}"]
+        payloads = [chunk({"tool_calls": [CALL]})] + [frag(p) for p in pieces] + [chunk(finish="tool_calls")]
+        envelope, _ = capture(sse(payloads))
+        self.assertEqual(vts.validate_envelope(envelope)["calls"][0]["arguments"], "".join(pieces))
+
+
+class Secrets(unittest.TestCase):
+    KEY = "sk-proj-" + "A1b2C3d4" * 4
+
+    def capture_one(self, delta, **top):
+        return capture(sse([chunk(delta, **top)]), redact=False)
+
+    def test_masked_outside_arguments_with_path_and_no_secret_in_warning(self):
+        envelope, warnings = self.capture_one({"content": "use " + self.KEY + " now"})
+        self.assertEqual(envelope["chunks"][0]["choices"][0]["delta"]["content"], "use [masked] now")
+        hits = [w for w in warnings if "masked" in w]
+        self.assertEqual(len(hits), 1)
+        self.assertIn("chunks[0].choices[0].delta.content", hits[0])
+        self.assertIn("line 1", hits[0])
+        self.assertNotIn(self.KEY, "\n".join(warnings))
+
+    def test_each_kind_is_recognised(self):
+        samples = {
+            "sk-ant-api03-abcdefghijKLMNOP": "Anthropic",
+            "sk-" + "x" * 24: "sk-",
+            "Authorization: Bearer abc.DEF-ghi_jkl~mno": "bearer",
+            "AKIAABCDEFGHIJKLMNOP": "AWS",
+            "ghp_" + "a" * 36: "GitHub",
+            "xoxb-1234-5678-abcdefgh": "Slack",
+            'api_key="0123456789abcdefghijXYZ"': "API key",
+            "API-KEY: 0123456789abcdefghijXYZ": "API key",
+        }
+        for text, label in samples.items():
+            with self.subTest(text=text):
+                envelope, warnings = self.capture_one({"content": text})
+                value = envelope["chunks"][0]["choices"][0]["delta"]["content"]
+                self.assertIn("[masked]", value)
+                self.assertTrue(any(label in w for w in warnings), warnings)
+
+    def test_ordinary_text_is_not_a_secret(self):
+        for text in ("task-0123456789abcdefghijklmnop", "call_abcdefghijklmnopqrstuvwxyz", "AKIA123",
+                     "bearer token", "sk-short", "the api key is missing"):
+            with self.subTest(text=text):
+                envelope, warnings = self.capture_one({"content": text})
+                self.assertEqual(envelope["chunks"][0]["choices"][0]["delta"]["content"], text)
+                self.assertEqual(warnings, [])
+
+    def test_credential_named_member_is_masked(self):
+        envelope, warnings = self.capture_one({}, x_debug={"api_key": "0123456789abcdefghijXYZ"})
+        self.assertEqual(envelope["chunks"][0]["x_debug"], {"api_key": "[masked]"})
+        self.assertTrue(any("chunks[0].x_debug.api_key" in w for w in warnings))
+
+    def test_masked_even_in_fields_redaction_keeps(self):
+        envelope, warnings = capture(sse([{"error": {"message": "bad key " + self.KEY}}]))
+        self.assertEqual(envelope["chunks"][0]["error"]["message"], "bad key [masked]")
+        self.assertTrue(warnings)
+
+    def test_arguments_are_never_modified_only_warned(self):
+        args = '{"token":"' + self.KEY + '"}'
+        envelope, warnings = capture(sse([chunk({"tool_calls": [dict(CALL, function={"name": "f", "arguments": args})]},
+                                                finish="tool_calls")]))
+        self.assertEqual(vts.validate_envelope(envelope)["calls"][0]["arguments"], args)
+        hits = [w for w in warnings if "unchanged" in w]
+        self.assertEqual(len(hits), 1)
+        self.assertIn("chunks[0].choices[0].delta.tool_calls[0].function.arguments", hits[0])
+        self.assertNotIn(self.KEY, "\n".join(warnings))
+
+    def test_secret_split_across_fragments_is_found(self):
+        payloads = [chunk({"tool_calls": [CALL]}), frag('{"k":"' + self.KEY[:12]), frag(self.KEY[12:] + '"}'),
+                    chunk(finish="tool_calls")]
+        envelope, warnings = capture(sse(payloads))
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        hits = [w for w in warnings if "split across fragments" in w]
+        self.assertEqual(len(hits), 1)
+        self.assertIn("choice 0 slot 0", hits[0])
+
+    def test_anthropic_partial_json_and_tool_input_only_warned(self):
+        events = [
+            {"type": "message_start", "message": {"id": "m"}},
+            {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_1", "name": "f", "input": {"api_key": "0123456789abcdefghijXYZ"}}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
+                                                                  "partial_json": '{"a":"' + self.KEY[:5]}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
+                                                                  "partial_json": self.KEY[5:] + '"}'}},
+        ]
+        envelope, warnings = capture(sse(events, names=True), "anthropic")
+        self.assertEqual(envelope["events"], events)
+        self.assertTrue(any("content_block.input.api_key" in w and "unchanged" in w for w in warnings))
+        self.assertTrue(any("slot 0" in w and "split across fragments" in w for w in warnings))
+
+
+class Schemas(unittest.TestCase):
+    P = {"type": "object", "properties": {"a": {"type": "integer"}}}
+
+    def test_object_as_is(self):
+        self.assertEqual(vts.schemas_from_doc({"f": self.P, "g": True}), {"f": self.P, "g": True})
+
+    def test_openai_chat_tools(self):
+        doc = [{"type": "function", "function": {"name": "f", "parameters": self.P, "strict": True}},
+               {"type": "function", "function": {"name": "g", "description": "no parameters"}}]
+        self.assertEqual(vts.schemas_from_doc(doc), {"f": self.P, "g": {"type": "object"}})
+
+    def test_responses_flat_tools(self):
+        doc = [{"type": "function", "name": "f", "parameters": self.P}, {"type": "function", "name": "g",
+                                                                         "parameters": None}]
+        self.assertEqual(vts.schemas_from_doc(doc), {"f": self.P, "g": {"type": "object"}})
+
+    def test_anthropic_tools(self):
+        doc = [{"name": "f", "description": "d", "input_schema": self.P}, {"type": "custom", "name": "g",
+                                                                           "input_schema": {"type": "object"}}]
+        self.assertEqual(vts.schemas_from_doc(doc), {"f": self.P, "g": {"type": "object"}})
+
+    def test_empty_tools_array(self):
+        self.assertEqual(vts.schemas_from_doc([]), {})
+
+    def test_refused(self):
+        for doc in ("tools", None, 3, {"f": "not a schema"}, {"tools": [{"name": "f", "input_schema": {}}]},
+                    [{"type": "function", "function": {"name": "f"}}, {"name": "f", "input_schema": {}}],
+                    [{"type": "custom", "custom": {"name": "f"}}], [{"type": "web_search_20250305", "name": "w"}],
+                    [{"type": "function", "function": {"name": "", "parameters": {}}}],
+                    [{"type": "function", "function": {"name": "f", "parameters": "x"}}],
+                    [{"name": "f"}], ["f"]):
+            with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
+                vts.schemas_from_doc(doc)
+
+    def test_duplicate_names_refused(self):
+        with self.assertRaises(vts.CaptureError) as ctx:
+            vts.schemas_from_doc([{"name": "f", "input_schema": {}}, {"name": "f", "input_schema": {}}])
+        self.assertIn("duplicate", str(ctx.exception))
+
+    def test_sse_to_envelope_uses_them(self):
+        doc = [{"type": "function", "function": {"name": "f", "parameters": self.P}}]
+        envelope, _ = vts.sse_to_envelope(sse(TURN), "openai", doc)
+        self.assertEqual(envelope["tool_schemas"], {"f": self.P})
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+
+def stream_fixtures():
+    """(relpath, doc) of every bundled fixture whose stream items are all objects."""
+    for folder in ("openai", "mistral", "anthropic"):
+        for name in sorted(os.listdir(os.path.join(FIXTURES, folder))):
+            with open(os.path.join(FIXTURES, folder, name), "rb") as handle:
+                doc = json.loads(handle.read())
+            if all(isinstance(item, dict) for item in stream_of(doc)):
+                yield f"{folder}/{name}", doc
+
+
+def comparable(report):
+    return {key: value for key, value in report.items() if key != "meta"}
+
+
+class RoundTrip(unittest.TestCase):
+    def round_trip(self, doc, **options):
+        named = doc["profile"] == "anthropic"
+        raw = sse(stream_of(doc), options.pop("eol", "\n"), done=not named, names=named)
+        envelope, _ = vts.sse_to_envelope(raw, doc["profile"], doc["tool_schemas"], **options)
+        return envelope
+
+    def test_openai_fixture_end_to_end(self):
+        with open(os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json"), "rb") as handle:
+            doc = json.loads(handle.read())
+        envelope = self.round_trip(doc, eol="\r\n")
+        original, captured = vts.validate_envelope(doc), vts.validate_envelope(envelope)
+        self.assertEqual(captured["status"], "pass")
+        self.assertEqual(captured["status"], original["status"])
+        self.assertEqual(captured["calls"], original["calls"])
+
+    def test_anthropic_fixture_end_to_end(self):
+        with open(os.path.join(FIXTURES, "anthropic", "pass-thinking-then-tool-use.json"), "rb") as handle:
+            doc = json.loads(handle.read())
+        envelope = self.round_trip(doc)
+        original, captured = vts.validate_envelope(doc), vts.validate_envelope(envelope)
+        self.assertEqual(captured["status"], "pass")
+        self.assertEqual(captured["status"], original["status"])
+        self.assertEqual(captured["calls"], original["calls"])
+        self.assertNotIn("config file", json.dumps(envelope["events"]))
+
+    def test_every_stream_fixture_keeps_its_whole_report(self):
+        count = 0
+        for relpath, doc in stream_fixtures():
+            for redact in (True, False):
+                with self.subTest(fixture=relpath, redact=redact):
+                    envelope = self.round_trip(doc, redact=redact)
+                    self.assertEqual(comparable(vts.validate_envelope(envelope)),
+                                     comparable(vts.validate_envelope(doc)))
+            count += 1
+        self.assertGreater(count, 100)
+
+
+if __name__ == "__main__":
+    unittest.main()
