@@ -191,34 +191,88 @@ def _is_index(value: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------
+# Strict JSON primitives, shared by the envelope, SSE import and arguments
+# ---------------------------------------------------------------------------
+
+
+class JsonProblem(Exception):
+    """Text that fails strict JSON; carries the finding code (and a line when known)."""
+
+    def __init__(self, code: str, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.line = line
+
+
+_JSON_WS = " \t\n\r"
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """Skip RFC 8259 whitespace only (not Python's wider str.isspace set)."""
+    end = len(text)
+    while pos < end and text[pos] in _JSON_WS:
+        pos += 1
+    return pos
+
+
+def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonProblem(DUPLICATE_KEY, f"key {json.dumps(key[:40])} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
+def _strict_constant(name: str) -> Any:
+    raise JsonProblem(NON_FINITE_NUMBER, f"{name} is not a JSON number")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if value in (float("inf"), float("-inf")):
+        raise JsonProblem(NON_FINITE_NUMBER, f"number {token[:24]} overflows a double")
+    return value
+
+
+def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float,
+                    parse_int: Callable[[str], Any] = int, what: str = "the text") -> Any:
+    """Exactly one strict RFC 8259 document, or JsonProblem.
+
+    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
+    last duplicate key and lets raw_decode stop before trailing data; the
+    hooks and checks here refuse each.  Lone surrogate escapes pass: callers
+    decide (fixture strings may hold half a pair, arguments may not).
+    """
+    start = _skip_ws(text, 0)
+    if start == len(text):
+        raise JsonProblem(MALFORMED_JSON, f"{what}: empty" if not text else f"{what}: only whitespace")
+    decoder = json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_float=parse_float, parse_int=parse_int,
+                               parse_constant=_strict_constant)
+    try:
+        value, end = decoder.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(MALFORMED_JSON, f"{exc.msg} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
+    except RecursionError:
+        raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
+    except ValueError as exc:  # integers beyond CPython's digit limit
+        raise JsonProblem(LIMIT_EXCEEDED, f"a number cannot be read: {str(exc)[:80]}") from None
+    if _skip_ws(text, end) != len(text):
+        raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
+                          text.count("\n", 0, end) + 1)
+    return value
+
+
+# ---------------------------------------------------------------------------
 # Envelope loading: strict JSON for the fixture file itself
 # ---------------------------------------------------------------------------
 
 
 class EnvelopeError(Exception):
     """The fixture bytes are not one strict JSON document."""
-
-
-def _envelope_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise EnvelopeError(f"duplicate key {json.dumps(key)} in the envelope")
-            seen.add(key)
-    return obj
-
-
-def _envelope_constant(name: str) -> Any:
-    raise EnvelopeError(f"{name} is not valid JSON")
-
-
-def _envelope_float(token: str) -> float:
-    value = float(token)
-    if value in (float("inf"), float("-inf")):
-        raise EnvelopeError(f"number {token[:24]} overflows a double")
-    return value
 
 
 def parse_envelope_bytes(data: bytes) -> Any:
@@ -233,23 +287,10 @@ def parse_envelope_bytes(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EnvelopeError(f"the file is not UTF-8 (byte {exc.start})") from None
-    decoder = json.JSONDecoder(
-        object_pairs_hook=_envelope_pairs,
-        parse_constant=_envelope_constant,
-        parse_float=_envelope_float,
-    )
     try:
-        start = _skip_ws(text, 0)
-        value, end = decoder.raw_decode(text, start)
-    except json.JSONDecodeError as exc:
-        raise EnvelopeError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise EnvelopeError("the envelope nests too deeply to parse") from None
-    except ValueError as exc:  # integers beyond CPython's digit limit
-        raise EnvelopeError(f"a number cannot be read: {str(exc)[:80]}") from None
-    if _skip_ws(text, end) != len(text):
-        raise EnvelopeError("trailing data after the JSON document")
-    return value
+        return decode_document(text, what="the envelope")
+    except JsonProblem as problem:
+        raise EnvelopeError(f"not strict JSON: {problem.message}") from None
 
 
 def _nesting_exceeds(value: Any, limit: int) -> bool:
@@ -1430,41 +1471,6 @@ def _refusal_message(code: str, action: str, slot: Slot) -> str:
 # ---------------------------------------------------------------------------
 
 
-class JsonProblem(Exception):
-    """Arguments that fail strict JSON; carries the finding code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-_JSON_WS = " \t\n\r"
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    """Skip RFC 8259 whitespace only (not Python's wider str.isspace set)."""
-    end = len(text)
-    while pos < end and text[pos] in _JSON_WS:
-        pos += 1
-    return pos
-
-
-def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise JsonProblem(DUPLICATE_KEY, f"key {json.dumps(key)} appears twice in one object")
-            seen.add(key)
-    return obj
-
-
-def _strict_constant(name: str) -> Any:
-    raise JsonProblem(NON_FINITE_NUMBER, f"{name} is not a JSON number")
-
-
 def _has_surrogate(text: str) -> bool:
     """True when text holds a lone UTF-16 surrogate code point."""
     try:
@@ -1485,10 +1491,7 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
     def parse_float(token: str) -> float:
         if len(token) > max_digits:
             raise JsonProblem(LIMIT_EXCEEDED, f"a number is {len(token)} characters long (limit {max_digits})")
-        value = float(token)
-        if value in (float("inf"), float("-inf")):
-            raise JsonProblem(NON_FINITE_NUMBER, f"number {token[:24]} overflows a double")
-        return value
+        return _finite_float(token)
 
     def parse_int(token: str) -> int:
         if len(token) > max_digits:
@@ -1501,22 +1504,14 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
                 raise JsonProblem(NON_FINITE_NUMBER, f"integer of {len(token)} digits overflows a double") from None
         return value
 
-    decoder = json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_float=parse_float,
-                               parse_int=parse_int, parse_constant=_strict_constant)
-    start = _skip_ws(text, 0)
-    if start == len(text):
-        raise JsonProblem(MALFORMED_JSON, "the arguments are empty" if not text else "the arguments are only whitespace")
     try:
-        value, end = decoder.raw_decode(text, start)
-    except json.JSONDecodeError as exc:
-        raise JsonProblem(MALFORMED_JSON, f"{exc.msg} at character {exc.pos}") from None
-    except RecursionError:
-        raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {limits.max_depth}") from None
-    except ValueError as exc:
-        raise JsonProblem(LIMIT_EXCEEDED, f"a number cannot be read: {str(exc)[:80]}") from None
-    if _skip_ws(text, end) != len(text):
-        raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end} "
-                          "(two calls merged into one slot look like this)")
+        value = decode_document(text, parse_float, parse_int, what="the arguments")
+    except JsonProblem as problem:
+        if problem.code == TRAILING_DATA:
+            problem.message += " (two calls merged into one slot look like this)"
+        elif problem.code == LIMIT_EXCEEDED and "nesting" in problem.message:
+            problem.message = f"nesting deeper than the limit of {limits.max_depth}"
+        raise
     _check_tree(value, limits.max_depth)
     return value
 
@@ -3635,10 +3630,6 @@ class CaptureError(Exception):
         self.line = line
 
 
-class _PayloadProblem(ValueError):
-    """Raised from the JSON hooks; re-raised as CaptureError with the event's line."""
-
-
 @dataclass(frozen=True)
 class _SseEvent:
     """One dispatched SSE event: its name (None when absent) and joined data."""
@@ -3721,42 +3712,13 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
     return events, comments, done, len(events) > before
 
 
-def _payload_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _PayloadProblem(f"duplicate key {json.dumps(key[:40])}")
-            seen.add(key)
-    return obj
-
-
-def _payload_constant(name: str) -> Any:
-    raise _PayloadProblem(f"{name} is not valid JSON")
-
-
-def _payload_float(token: str) -> float:
-    value = float(token)
-    if value in (float("inf"), float("-inf")):
-        raise _PayloadProblem(f"number {token[:24]} overflows a double")
-    return value
-
-
 def _sse_payload(event: _SseEvent) -> dict:
     """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
     try:
-        value = json.loads(event.data, object_pairs_hook=_payload_pairs,
-                           parse_constant=_payload_constant, parse_float=_payload_float)
-    except json.JSONDecodeError as exc:
-        line = event.data_lines[min(exc.lineno, len(event.data_lines)) - 1]
-        raise CaptureError(f"event data is not JSON: {exc.msg} (column {exc.colno})", line) from None
-    except _PayloadProblem as exc:
-        raise CaptureError(f"event data: {exc}", event.data_lines[0]) from None
-    except RecursionError:
-        raise CaptureError("event data nests too deeply", event.data_lines[0]) from None
-    except ValueError as exc:  # integers beyond CPython's digit limit
-        raise CaptureError(f"event data has a number that cannot be read: {str(exc)[:80]}", event.data_lines[0]) from None
+        value = decode_document(event.data, what="event data")
+    except JsonProblem as problem:
+        line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
+        raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
     if not isinstance(value, dict):
         raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
     if event.name is not None and "type" in value and value["type"] != event.name:
