@@ -185,6 +185,11 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+def _wire_str(value: Any) -> str | None:
+    """A wire value used as a table key: strings only (a list or object is unhashable)."""
+    return value if isinstance(value, str) else None
+
+
 def _is_index(value: Any) -> bool:
     """A slot or choice index is a non-negative JSON integer; true is not 0."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -672,7 +677,7 @@ def _anthropic_block_event(pos: int, kind: str, event: dict, state: _AnthropicSt
     if block_type not in _BLOCK_DELTAS:
         return  # the unsupported block was already reported at its start
     delta = event.get("delta")
-    delta_type = delta.get("type") if isinstance(delta, dict) else None
+    delta_type = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
     if delta_type not in _BLOCK_DELTAS[block_type]:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
                           f"{block_type} block ({index})", None, index)
@@ -695,7 +700,7 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
     if index != len(state.blocks):
         yield WireProblem(pos, MISSING_SLOT, f"block {index} started, but block {len(state.blocks)} comes next", None, index)
     block = event.get("content_block")
-    block_type = block.get("type") if isinstance(block, dict) else None
+    block_type = _wire_str(block.get("type")) if isinstance(block, dict) else None
     state.blocks[index] = [block_type, False]
     if block_type not in _BLOCK_DELTAS:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"content block type {_token(block_type)} has no reviewed normalizer", None, index)
@@ -872,7 +877,7 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
         yield WireProblem(pos, MISSING_SLOT, f"output item {index} added, but item {len(state.items)} comes next",
                           None, index)
     body = event.get("item")
-    item_type = body.get("type") if isinstance(body, dict) else None
+    item_type = _wire_str(body.get("type")) if isinstance(body, dict) else None
     state.items[index] = item = _ResponsesItem(None)
     if item_type in _RESPONSES_TEXT_ITEMS:
         item.kind = item_type
@@ -1375,6 +1380,9 @@ class TurnMachine:
             if choice_slots:
                 self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
                            event.position, choice=event.choice)
+            elif event.reason == self.rules.tool_reason:
+                self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
+                           "tool call", event.position, choice=event.choice)
             return
         self.choice_ends[event.choice] = event.reason
         if not choice_slots:
@@ -3291,8 +3299,12 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             find(UNKNOWN_TOOL, f"tool {json.dumps(slot.name)} is not in tool_schemas")
         else:
             if slot.name not in schema_cache:
+                schema = tool_schemas[slot.name]
                 try:
-                    schema_cache[slot.name] = compile_schema(tool_schemas[slot.name], slimits)
+                    if _nesting_exceeds(schema, 4 * limits.max_schema_depth):  # enum/const data nest too
+                        raise SchemaUnsupported(f"the schema document nests deeper than {4 * limits.max_schema_depth} "
+                                                "levels", "#")
+                    schema_cache[slot.name] = compile_schema(schema, slimits)
                 except SchemaUnsupported as exc:
                     schema_cache[slot.name] = exc
             compiled = schema_cache[slot.name]
@@ -3375,6 +3387,8 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     problems = check_envelope(doc, limits)
     profile = doc.get("profile") if isinstance(doc, dict) else None
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
+    if meta is not None and _nesting_exceeds(meta, limits.max_depth):
+        meta = None  # already an invalid_fixture finding; too deep to print safely
     if problems:
         return _report(profile if isinstance(profile, str) else None, [], problems, False, meta)
     gate = StreamGate(profile, doc["tool_schemas"], limits, meta)
@@ -4349,8 +4363,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise UsageError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise UsageError(f"expected a positive integer, got {text!r}")
+    if not 0 < value <= 2 ** 53:
+        raise UsageError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
     return value
 
 
