@@ -10,7 +10,7 @@ Usage
 
     --seed N          seed of the case sequence (default 0); case I of seed N is always the same input
     --seconds S       time budget (default 60); the run stops after the first case past it
-    --corpus DIR      fixtures to mutate (default: the repository's fixtures/, i.e. /work/main/fixtures)
+    --corpus DIR      fixtures to mutate (default: the repository's fixtures/)
     --cli-every N     every Nth case also runs through the real CLI in a subprocess (default 100; 0 = never)
     --max-cases N     stop after N cases even when time is left
     --failures-dir D  where failing inputs are saved (default /tmp/fuzz-failures)

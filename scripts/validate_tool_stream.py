@@ -354,7 +354,7 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
 SlotKey = tuple  # (choice or None, index)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SlotOpen:
     """A slot announced explicitly, with its identity (anthropic tool_use start)."""
 
@@ -365,7 +365,7 @@ class SlotOpen:
     initial_input: Any
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Fragment:
     """A piece of one slot: identity restatement and/or an argument fragment."""
 
@@ -376,7 +376,7 @@ class Fragment:
     arguments: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SlotEnd:
     """The provider's terminal for one slot (anthropic content_block_stop).
 
@@ -389,7 +389,7 @@ class SlotEnd:
     final_arguments: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChoiceEnd:
     """A choice's finish_reason: the terminal of every slot in that choice."""
 
@@ -398,7 +398,7 @@ class ChoiceEnd:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TurnEnd:
     """The turn's stop reason (anthropic message_delta.stop_reason)."""
 
@@ -406,14 +406,14 @@ class TurnEnd:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TurnClose:
     """The stream's own closing event (anthropic message_stop)."""
 
     position: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SnapshotCall:
     """A tool call visible outside the deltas (a choice's `message` snapshot).
 
@@ -425,7 +425,7 @@ class SnapshotCall:
     choice: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WireProblem:
     """Something the normalizer could not translate; always a finding."""
 
@@ -1220,6 +1220,7 @@ class TurnMachine:
         self.by_choice: dict[Any, dict[int, Slot]] = {}  # choice (None: anthropic) -> index -> slot
         self.untracked: set[SlotKey] = set()  # keys past --max-calls: the turn is blocked already
         self.snapshots: dict[int, int] = {}   # choice -> first position of a message snapshot with calls
+        self._handlers: dict[type, Callable[[Any], None]] = {}
         self.ids: dict[str, SlotKey] = {}
         self.choice_ends: dict[int, str] = {}
         self.tool_signal = False      # a tool finish/stop reason was seen
@@ -1304,8 +1305,10 @@ class TurnMachine:
     # -- neutral events ------------------------------------------------------
 
     def feed(self, event: NeutralEvent) -> None:
-        """Consume one neutral event."""
-        handler = getattr(self, "_on_" + type(event).__name__)
+        """Consume one neutral event (dispatch by its type, looked up once per type)."""
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            handler = self._handlers[type(event)] = getattr(self, "_on_" + type(event).__name__)
         handler(event)
 
     def _on_WireProblem(self, event: WireProblem) -> None:
