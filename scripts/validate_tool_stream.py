@@ -21,6 +21,11 @@ Theory of operation (data flows one way, top to bottom of this file):
   terminal validated: strict JSON first, then the tool's schema subset.
 * The gate is atomic: one finding anywhere blocks every call of the turn.
 
+Profiles: openai and mistral (chat-completion chunks), anthropic (Messages
+events), openai-responses (Responses API events), bedrock (ConverseStream).
+Besides validation the file holds a raw-SSE import (`capture`) and an adapter
+differential (`--adapter-output`); both sit after the gate and reuse it.
+
 Standard library only; Python 3.10+.
 """
 
