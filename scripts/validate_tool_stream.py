@@ -2815,30 +2815,6 @@ def _kw_required(value: object, schema: dict, loc: tuple, depth: int,
     return check if names else None
 
 
-def _kw_min_properties(value: object, schema: dict, loc: tuple, depth: int,
-                       comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
-    bound = comp.count(value, loc)
-
-    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
-              quick: bool) -> None:
-        if isinstance(inst, dict) and len(inst) < bound:
-            errs.append((path, f"object has {len(inst)} properties, fewer than "
-                               f"minProperties {bound}"))
-    return check
-
-
-def _kw_max_properties(value: object, schema: dict, loc: tuple, depth: int,
-                       comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
-    bound = comp.count(value, loc)
-
-    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
-              quick: bool) -> None:
-        if isinstance(inst, dict) and len(inst) > bound:
-            errs.append((path, f"object has {len(inst)} properties, more than "
-                               f"maxProperties {bound}"))
-    return check
-
-
 def _sch_items_from(sub: _SchNode, start: int) -> Optional[_SchCheck]:
     """A check applying one schema to every array item from index start on."""
     if sub.trivial():
@@ -2903,28 +2879,6 @@ def _kw_additional_items(value: object, schema: dict, loc: tuple, depth: int,
     return _sch_items_from(sub, len(items))
 
 
-def _kw_min_items(value: object, schema: dict, loc: tuple, depth: int,
-                  comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
-    bound = comp.count(value, loc)
-
-    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
-              quick: bool) -> None:
-        if isinstance(inst, list) and len(inst) < bound:
-            errs.append((path, f"array has {len(inst)} items, fewer than minItems {bound}"))
-    return check
-
-
-def _kw_max_items(value: object, schema: dict, loc: tuple, depth: int,
-                  comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
-    bound = comp.count(value, loc)
-
-    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
-              quick: bool) -> None:
-        if isinstance(inst, list) and len(inst) > bound:
-            errs.append((path, f"array has {len(inst)} items, more than maxItems {bound}"))
-    return check
-
-
 def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
                      comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     if not isinstance(value, bool):
@@ -2949,30 +2903,6 @@ def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
     return check
 
 
-def _kw_min_length(value: object, schema: dict, loc: tuple, depth: int,
-                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
-    bound = comp.count(value, loc)
-
-    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
-              quick: bool) -> None:
-        if isinstance(inst, str) and len(inst) < bound:
-            errs.append((path, f"string has {len(inst)} characters, fewer than "
-                               f"minLength {bound}"))
-    return check
-
-
-def _kw_max_length(value: object, schema: dict, loc: tuple, depth: int,
-                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
-    bound = comp.count(value, loc)
-
-    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
-              quick: bool) -> None:
-        if isinstance(inst, str) and len(inst) > bound:
-            errs.append((path, f"string has {len(inst)} characters, more than "
-                               f"maxLength {bound}"))
-    return check
-
-
 def _kw_pattern(value: object, schema: dict, loc: tuple, depth: int,
                 comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     rx = comp.pattern(value, loc)
@@ -2983,6 +2913,34 @@ def _kw_pattern(value: object, schema: dict, loc: tuple, depth: int,
         if isinstance(inst, str) and not _sch_search(rx, inst, path, run):
             errs.append((path, f"string does not match pattern {shown}"))
     return check
+
+
+def _sch_count(name: str, kind: type, noun: str, unit: str, at_least: bool) -> Callable[..., Optional[_SchCheck]]:
+    """Builder for the six count keywords (min/max Properties, Items, Length).
+
+    len() counts members, items, or code points: the JSON Schema measure for
+    objects, arrays and strings alike.
+    """
+    relation = "fewer than" if at_least else "more than"
+
+    def build(value: object, schema: dict, loc: tuple, depth: int,
+              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+        bound = comp.count(value, loc)
+
+        def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+                  quick: bool) -> None:
+            if isinstance(inst, kind) and (len(inst) < bound if at_least else len(inst) > bound):
+                errs.append((path, f"{noun} has {len(inst)} {unit}, {relation} {name} {bound}"))
+        return check
+    return build
+
+
+_kw_min_properties = _sch_count("minProperties", dict, "object", "properties", True)
+_kw_max_properties = _sch_count("maxProperties", dict, "object", "properties", False)
+_kw_min_items = _sch_count("minItems", list, "array", "items", True)
+_kw_max_items = _sch_count("maxItems", list, "array", "items", False)
+_kw_min_length = _sch_count("minLength", str, "string", "characters", True)
+_kw_max_length = _sch_count("maxLength", str, "string", "characters", False)
 
 
 def _sch_bound(name: str, holds: Callable[[object, object], bool],
