@@ -197,12 +197,33 @@ class AnthropicBlocks(unittest.TestCase):
     def test_ping_is_ignored_everywhere(self):
         ping = {"type": "ping"}
         report = run("anthropic", [ping] + self.events(ping, self.tool(0), ping, self.part(0, "{}"), ping,
-                                                       self.stop(0), ping) + [ping])
+                                                       self.stop(0), ping))
         self.assertEqual(report["status"], "pass", report["findings"])
+        late = run("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [ping])
+        self.assertEqual(codes(late), ["delta_after_terminal"])  # SPEC: anything after message_stop
 
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SecondReviewFindings(unittest.TestCase):
+    def test_legacy_function_call_finish_alone_is_not_an_empty_turn(self):
+        report = run("openai", [chunk(finish="function_call")])
+        self.assertEqual((report["status"], codes(report)), ("blocked", ["unsupported_event"]))
+
+    def test_unknown_tool_shaped_delta_member_is_not_ignored(self):
+        entry = {"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}
+        report = run("openai", [chunk(finish="stop", tool_call=entry)])
+        self.assertEqual((report["status"], codes(report)), ("blocked", ["unsupported_event"]))
+        self.assertEqual(run("openai", [chunk(content="x", finish="stop", tool_call_id=None)])["status"],
+                         "not_applicable")
+
+    def test_message_start_must_hold_an_empty_message(self):
+        for start in ({"type": "message_start", "message": "x"},
+                      {"type": "message_start", "message": {"content": [], "stop_reason": "end_turn"}}):
+            with self.subTest(start=start):
+                self.assertEqual(run("anthropic", [start])["status"], "blocked")
 
 
 class ReviewFindings(unittest.TestCase):
