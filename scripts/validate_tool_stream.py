@@ -40,7 +40,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
 from urllib.parse import unquote
 
 VERSION = "0.1.0"
@@ -226,8 +226,8 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
-def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
+def _strict_pairs(pairs: list[tuple[str, Any]], dict: type = dict, len: Callable = len) -> dict[str, Any]:
+    obj = dict(pairs)  # builtins bound as defaults: this runs once per parsed object
     if len(obj) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
@@ -442,6 +442,7 @@ class WireProblem:
 
 
 NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, WireProblem]
+NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, WireProblem)
 
 
 # ---------------------------------------------------------------------------
@@ -608,7 +609,27 @@ class AnthropicNormalizer:
     def __init__(self) -> None:
         self.state = _AnthropicState()
 
-    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        """The neutral events for one wire event.
+
+        A partial_json delta to a started tool_use block is nearly every event
+        of a long stream; it is answered here, by the same rules, without the
+        generator chain the other events go through.
+        """
+        state = self.state
+        if (type(event) is dict and event.get("type") == "content_block_delta" and state.started
+                and not state.closed and not state.stopped_reason):
+            index = event.get("index")
+            block = state.blocks.get(index) if type(index) is int else None
+            delta = event.get("delta")
+            if block is not None and block[0] == "tool_use" and type(delta) is dict \
+                    and delta.get("type") == "input_json_delta":
+                partial = delta.get("partial_json")
+                if type(partial) is str:
+                    return (Fragment(pos, (None, index), None, None, partial),)
+        return self._translate(pos, event)
+
+    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
@@ -1240,7 +1261,9 @@ class TurnMachine:
         self.by_choice: dict[Any, dict[int, Slot]] = {}  # choice (None: anthropic) -> index -> slot
         self.untracked: set[SlotKey] = set()  # keys past --max-calls: the turn is blocked already
         self.snapshots: dict[int, int] = {}   # choice -> first position of a message snapshot with calls
-        self._handlers: dict[type, Callable[[Any], None]] = {}
+        # One handler per neutral event type, bound once: feed() is called per event.
+        self.handlers: dict[type, Callable[[Any], None]] = {
+            kind: getattr(self, "_on_" + kind.__name__) for kind in NEUTRAL_EVENT_TYPES}
         self.ids: dict[str, SlotKey] = {}
         self.choice_ends: dict[int, str] = {}
         self.tool_signal = False      # a tool finish/stop reason was seen
@@ -1325,11 +1348,8 @@ class TurnMachine:
     # -- neutral events ------------------------------------------------------
 
     def feed(self, event: NeutralEvent) -> None:
-        """Consume one neutral event (dispatch by its type, looked up once per type)."""
-        handler = self._handlers.get(type(event))
-        if handler is None:
-            handler = self._handlers[type(event)] = getattr(self, "_on_" + type(event).__name__)
-        handler(event)
+        """Consume one neutral event (dispatch by its type)."""
+        self.handlers[type(event)](event)
 
     def _on_WireProblem(self, event: WireProblem) -> None:
         key = (event.choice, event.index) if event.index is not None else None
@@ -1344,6 +1364,14 @@ class TurnMachine:
         self._set_identity(slot, "name", event.name, event.position)
 
     def _on_Fragment(self, event: Fragment) -> None:
+        slot = self.slots.get(event.key)
+        if (slot is not None and slot.phase == ACCUMULATING and not event.id and not event.name
+                and event.key[0] not in self.choice_ends):
+            # The common case, decided as the general path below would decide it:
+            # a tracked slot that accepts fragments, no identity to check.
+            if event.arguments:
+                slot.parts.append(event.arguments)
+            return
         if event.key in self.untracked:
             return
         choice = event.key[0]
@@ -1547,17 +1575,25 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
         elif problem.code == LIMIT_EXCEEDED and "nesting" in problem.message:
             problem.message = f"nesting deeper than the limit of {limits.max_depth}"
         raise
-    _check_tree(value, limits.max_depth)
+    # A parsed string can hold a lone surrogate only through a \uD800-\uDFFF escape
+    # or a raw one in text; with neither, the strings need no look.
+    strings = _SURROGATE_ESCAPE.search(text) is not None or _has_surrogate(text)
+    if strings or text.count("{") + text.count("[") > limits.max_depth:
+        _check_tree(value, limits.max_depth, strings)
     return value
 
 
-def _check_tree(value: Any, max_depth: int) -> None:
-    """Depth limit and lone surrogate escapes, walked without recursion."""
+# A \u escape of a UTF-16 surrogate (an escaped backslash before "u" only over-matches).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
+    """Depth limit and (when strings) lone surrogate escapes, walked without recursion."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
-            if _has_surrogate(node):
+            if strings and _has_surrogate(node):
                 raise JsonProblem(INVALID_UNICODE, "a string holds an unpaired UTF-16 surrogate escape")
             continue
         if not isinstance(node, (dict, list)):
@@ -1566,7 +1602,7 @@ def _check_tree(value: Any, max_depth: int) -> None:
             raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
         if isinstance(node, dict):
             for key, item in node.items():
-                if _has_surrogate(key):
+                if strings and _has_surrogate(key):
                     raise JsonProblem(INVALID_UNICODE, "a key holds an unpaired UTF-16 surrogate escape")
                 stack.append((item, depth + 1))
         else:
@@ -3214,9 +3250,11 @@ class _Deadline:
 
 def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
     """Strict-JSON checks of one call's joined arguments: (object or None, problems)."""
-    if _has_surrogate(text):
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
         return None, [(INVALID_UNICODE, "the joined arguments hold an unpaired UTF-16 surrogate")]
-    if len(text) > limits.max_argument_bytes or len(text.encode("utf-8")) > limits.max_argument_bytes:
+    if size > limits.max_argument_bytes:
         return None, [(LIMIT_EXCEEDED, f"the arguments exceed {limits.max_argument_bytes} bytes")]
     try:
         value = parse_strict_json(text, limits)
@@ -3353,6 +3391,18 @@ class StreamGate:
             self._machine.feed(event)
         self._position += 1
 
+    def feed_all(self, items: Iterable[Any]) -> None:
+        """feed() each item in turn; the loop a whole capture takes, with lookups hoisted."""
+        if self._report is not None:
+            raise RuntimeError("finish() was already called for this turn")
+        translate, handlers = self._normalizer.translate, self._machine.handlers
+        position = self._position
+        for item in items:
+            for event in translate(position, item):
+                handlers[type(event)](event)
+            position += 1
+            self._position = position
+
     def finish(self) -> dict[str, Any]:
         """End of stream: terminal checks, validation, the gate. Returns the report."""
         if self._report is None:
@@ -3377,8 +3427,7 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     if problems:
         return _report(profile if isinstance(profile, str) else None, [], problems, False, meta)
     gate = StreamGate(profile, doc["tool_schemas"], limits, meta)
-    for item in doc[STREAM_KEY[profile]]:
-        gate.feed(item)
+    gate.feed_all(doc[STREAM_KEY[profile]])
     return gate.finish()
 
 
