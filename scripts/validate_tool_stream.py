@@ -36,12 +36,8 @@ import json
 import math
 import re
 import sys
-import unicodedata
-from dataclasses import dataclass, field
-from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
-from urllib.parse import unquote
 
 VERSION = "0.1.0"
 TOOL = "validate_tool_stream"
@@ -116,32 +112,72 @@ EXIT_PASS, EXIT_BLOCKED, EXIT_NOT_APPLICABLE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_BY_STATUS = {"pass": EXIT_PASS, "blocked": EXIT_BLOCKED, "not_applicable": EXIT_NOT_APPLICABLE}
 
 
-@dataclass(frozen=True)
-class Limits:
+class _Record:
+    """Equality and repr from __slots__ for the small value classes of this file.
+
+    Written out rather than taken from dataclasses: importing and applying that
+    module cost more than a whole small validation, and start-up time counts
+    when a CI step runs this once per fixture.
+    """
+
+    __slots__ = ()
+    __hash__ = None  # mutable records are not hashable, as with a plain dataclass
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({values})"
+
+
+class _FrozenRecord(_Record):
+    """A read-only _Record: set once through _freeze(), hashable by value."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, name) for name in self.__slots__))
+
+
+def _freeze(record: _FrozenRecord, values: dict[str, Any]) -> None:
+    """Fill a frozen record's slots from its __init__ arguments (locals())."""
+    for name in record.__slots__:
+        object.__setattr__(record, name, values[name])
+
+
+class Limits(_FrozenRecord):
     """Bounds that turn pathological input into limit_exceeded, never a crash."""
 
-    max_input_bytes: int = 256 * 1024 * 1024
-    max_argument_bytes: int = 32 * 1024 * 1024
-    max_depth: int = 64
-    max_number_length: int = 1000
-    max_calls: int = 256
-    max_schema_depth: int = 64
-    max_evaluations: int = 1_000_000
-    max_pattern_subject: int = 1_000
-    max_findings: int = 1000
-    max_schema_seconds: float = 2.0
+    __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
+                 "max_schema_depth", "max_evaluations", "max_pattern_subject", "max_findings",
+                 "max_schema_seconds")
+
+    def __init__(self, max_input_bytes: int = 256 * 1024 * 1024, max_argument_bytes: int = 32 * 1024 * 1024,
+                 max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
+                 max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
+                 max_findings: int = 1000, max_schema_seconds: float = 2.0) -> None:
+        _freeze(self, locals())
 
 
-@dataclass
-class Finding:
+class Finding(_Record):
     """One reason to block, tied to the stream position and slot where it arose."""
 
-    code: str
-    message: str
-    position: int | None = None
-    choice: int | None = None
-    index: int | None = None
-    pointer: str | None = None
+    __slots__ = ("code", "message", "position", "choice", "index", "pointer")
+
+    def __init__(self, code: str, message: str, position: int | None = None, choice: int | None = None,
+                 index: int | None = None, pointer: str | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.position = position
+        self.choice = choice
+        self.index = index
+        self.pointer = pointer
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -216,6 +252,7 @@ class JsonProblem(Exception):
 
 
 _JSON_WS = " \t\n\r"
+_JSON_WS_CHARS = tuple(_JSON_WS)
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -248,6 +285,13 @@ def _finite_float(token: str) -> float:
     return value
 
 
+def _strict_decoder(parse_float: Callable[[str], Any] = _finite_float,
+                    parse_int: Callable[[str], Any] = int) -> json.JSONDecoder:
+    """Python's decoder with the hooks that refuse what RFC 8259 or this tool does not allow."""
+    return json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_float=parse_float, parse_int=parse_int,
+                            parse_constant=_strict_constant)
+
+
 def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float,
                     parse_int: Callable[[str], Any] = int, what: str = "the text") -> Any:
     """Exactly one strict RFC 8259 document, or JsonProblem.
@@ -260,8 +304,7 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     start = _skip_ws(text, 0)
     if start == len(text):
         raise JsonProblem(MALFORMED_JSON, f"{what}: empty" if not text else f"{what}: only whitespace")
-    decoder = json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_float=parse_float, parse_int=parse_int,
-                               parse_constant=_strict_constant)
+    decoder = _strict_decoder(parse_float, parse_int)
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
@@ -291,16 +334,149 @@ def parse_envelope_bytes(data: bytes) -> Any:
     Lone surrogate escapes are allowed here on purpose: a provider may split a
     UTF-16 pair across two fragments, and each fragment is a separate string.
     """
+    return _parse_envelope_text(_envelope_text(data))
+
+
+def _envelope_text(data: bytes) -> str:
+    """The fixture bytes as text: UTF-8 without a byte order mark (EnvelopeError otherwise)."""
     if data.startswith(b"\xef\xbb\xbf"):
         raise EnvelopeError("the file starts with a UTF-8 byte order mark")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EnvelopeError(f"the file is not UTF-8 (byte {exc.start})") from None
+
+
+def _parse_envelope_text(text: str) -> Any:
     try:
         return decode_document(text, what="the envelope")
     except JsonProblem as problem:
         raise EnvelopeError(f"not strict JSON: {problem.message}") from None
+
+
+_WS_RUN = re.compile(r"[ \t\n\r]*")
+_ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+_MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+
+
+class _NotStreamable(Exception):
+    """The streaming reader met something it leaves to the whole-document parse."""
+
+
+# Where one object item of a list may end and the next begin.  Only a candidate: the
+# same characters occur inside strings and nested lists.
+_ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+_BATCH_CHARS = 1 << 15
+
+
+class _ArrayItems:
+    """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
+
+    Iterating yields each item once; afterwards `end` is the position after
+    the closing "]".  Anything unexpected raises _NotStreamable.
+
+    Why batches: one parser call per item costs about a fifth of the parse
+    itself when items are small.  A batch is the text up to a candidate
+    boundary "}, {" some 32 KiB on, parsed as one list "[...]".  A candidate
+    inside a string leaves that string open, and one inside a nested value
+    leaves a bracket open, so the batch is then not one complete list and
+    fails to parse; only then are those items read one at a time.  A batch
+    that parses is exactly the items the whole list holds there.
+    """
+
+    def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> None:
+        self.text, self.start, self.scan = text, start, scan
+        self.end = -1
+
+    def __iter__(self) -> Iterator[Any]:
+        text, scan, item_end, boundary = self.text, self.scan, _ITEM_END.match, _ITEM_BOUNDARY.search
+        pos = _WS_RUN.match(text, self.start + 1).end()
+        if text.startswith("]", pos):
+            self.end = pos + 1
+            return
+        batch_from = pos  # after a failed candidate, items go one by one up to it
+        while True:
+            if pos >= batch_from:
+                cut = boundary(text, pos + _BATCH_CHARS)
+                if cut is not None:
+                    wrapped = "[" + text[pos:cut.start() + 1] + "]"
+                    try:
+                        batch, end = scan(wrapped, 0)
+                    except (JsonProblem, ValueError, RecursionError, StopIteration):
+                        end = -1
+                    if end == len(wrapped):
+                        yield from batch
+                        pos = cut.end() - 1  # the "{" of the next item
+                        continue
+                    batch_from = cut.end()
+                else:
+                    batch_from = len(text)
+            try:
+                item, pos = scan(text, pos)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                raise _NotStreamable from None
+            yield item
+            if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
+                pos += 1  # compact JSON: the next item starts right after the comma
+                continue
+            sep = item_end(text, pos)
+            if sep is None:
+                raise _NotStreamable
+            pos = sep.end()
+            if sep.group(1) == "]":
+                self.end = pos
+                return
+
+
+def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
+    """(report, envelope) validated while reading, or None to take the canonical path.
+
+    A large capture is mostly its stream list.  When "profile" and "tool_schemas"
+    come before that list (the usual layout), each chunk is parsed, fed to the
+    gate and dropped, so memory stays flat and each chunk is handled while it is
+    still in the CPU cache; the envelope returned then holds an empty list in
+    place of the stream.  Other layouts are parsed whole and validated as by
+    validate_envelope().  Any error returns None: the caller then parses the
+    whole document, so verdicts and messages are those of the canonical path.
+    """
+    scan = _strict_decoder().scan_once
+    ws, member_end = _WS_RUN.match, _MEMBER_END.match
+    pos = ws(text, 0).end()
+    if not text.startswith("{", pos):
+        return None
+    pos = ws(text, pos + 1).end()
+    doc: dict[str, Any] = {}
+    gate: StreamGate | None = None
+    try:
+        while True:
+            if not text.startswith('"', pos):
+                return None
+            key, pos = scan(text, pos)
+            pos = ws(text, pos).end()
+            if key in doc or not text.startswith(":", pos):
+                return None
+            pos = ws(text, pos + 1).end()
+            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
+            if (gate is None and isinstance(profile, str) and STREAM_KEY.get(profile) == key
+                    and isinstance(schemas, dict) and text.startswith("[", pos)):
+                gate = StreamGate(profile, schemas, limits)
+                items = _ArrayItems(text, pos, scan)
+                gate.feed_all(items)
+                value, pos = [], items.end
+            else:
+                value, pos = scan(text, pos)
+            doc[key] = value
+            sep = member_end(text, pos)
+            if sep is None:
+                return None
+            pos = sep.end()
+            if sep.group(1) == "}":
+                break
+    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    if pos != len(text):
+        return None
+    return _finish_envelope(doc, limits, gate), doc
 
 
 def _nesting_exceeds(value: Any, limit: int) -> bool:
@@ -359,86 +535,103 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
 SlotKey = tuple  # (choice or None, index)
 
 
-@dataclass(slots=True)
-class SlotOpen:
+class SlotOpen(_Record):
     """A slot announced explicitly, with its identity (anthropic tool_use start)."""
 
-    position: int
-    key: SlotKey
-    id: str | None
-    name: str | None
-    initial_input: Any
+    __slots__ = ("position", "key", "id", "name", "initial_input")
+
+    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, initial_input: Any) -> None:
+        self.position = position
+        self.key = key
+        self.id = id
+        self.name = name
+        self.initial_input = initial_input
 
 
-@dataclass(slots=True)
-class Fragment:
+class Fragment(_Record):
     """A piece of one slot: identity restatement and/or an argument fragment."""
 
-    position: int
-    key: SlotKey
-    id: str | None
-    name: str | None
-    arguments: str | None
+    __slots__ = ("position", "key", "id", "name", "arguments")
+
+    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, arguments: str | None) -> None:
+        self.position = position
+        self.key = key
+        self.id = id
+        self.name = name
+        self.arguments = arguments
 
 
-@dataclass(slots=True)
-class SlotEnd:
+class SlotEnd(_Record):
     """The provider's terminal for one slot (anthropic content_block_stop).
 
     `final_arguments` is set by protocols whose terminal restates the whole
     argument string; it must equal the joined fragments.
     """
 
-    position: int
-    key: SlotKey
-    final_arguments: str | None = None
+    __slots__ = ("position", "key", "final_arguments")
+
+    def __init__(self, position: int, key: SlotKey, final_arguments: str | None = None) -> None:
+        self.position = position
+        self.key = key
+        self.final_arguments = final_arguments
 
 
-@dataclass(slots=True)
-class ChoiceEnd:
+class ChoiceEnd(_Record):
     """A choice's finish_reason: the terminal of every slot in that choice."""
 
-    position: int
-    choice: int
-    reason: str
+    __slots__ = ("position", "choice", "reason")
+
+    def __init__(self, position: int, choice: int, reason: str) -> None:
+        self.position = position
+        self.choice = choice
+        self.reason = reason
 
 
-@dataclass(slots=True)
-class TurnEnd:
+class TurnEnd(_Record):
     """The turn's stop reason (anthropic message_delta.stop_reason)."""
 
-    position: int
-    reason: str
+    __slots__ = ("position", "reason")
+
+    def __init__(self, position: int, reason: str) -> None:
+        self.position = position
+        self.reason = reason
 
 
-@dataclass(slots=True)
-class TurnClose:
+class TurnClose(_Record):
     """The stream's own closing event (anthropic message_stop)."""
 
-    position: int
+    __slots__ = ("position",)
+
+    def __init__(self, position: int) -> None:
+        self.position = position
 
 
-@dataclass(slots=True)
-class SnapshotCall:
+class SnapshotCall(_Record):
     """A tool call visible outside the deltas (a choice's `message` snapshot).
 
     Some gateways repeat such a snapshot next to the deltas; a call that is
     only there was never streamed, so it must not make the turn look empty.
     """
 
-    position: int
-    choice: int
+    __slots__ = ("position", "choice")
+
+    def __init__(self, position: int, choice: int) -> None:
+        self.position = position
+        self.choice = choice
 
 
-@dataclass(slots=True)
-class WireProblem:
+class WireProblem(_Record):
     """Something the normalizer could not translate; always a finding."""
 
-    position: int
-    code: str
-    message: str
-    choice: int | None = None
-    index: int | None = None
+    __slots__ = ("position", "code", "message", "choice", "index")
+
+    def __init__(self, position: int, code: str, message: str, choice: int | None = None,
+                 index: int | None = None) -> None:
+        self.position = position
+        self.code = code
+        self.message = message
+        self.choice = choice
+        self.index = index
 
 
 NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, WireProblem]
@@ -592,15 +785,17 @@ _ANTHROPIC_EVENTS = frozenset({
 })
 
 
-@dataclass
-class _AnthropicState:
+class _AnthropicState(_Record):
     """Translation state: which blocks exist, their types, whether stopped."""
 
-    started: bool = False
-    out_of_order: bool = False
-    stopped_reason: bool = False
-    closed: bool = False
-    blocks: dict[int, list] = field(default_factory=dict)  # index -> [type, stopped]
+    __slots__ = ("started", "out_of_order", "stopped_reason", "closed", "blocks")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.out_of_order = False
+        self.stopped_reason = False
+        self.closed = False
+        self.blocks: dict[int, list] = {}  # index -> [type, stopped]
 
 
 class AnthropicNormalizer:
@@ -609,27 +804,26 @@ class AnthropicNormalizer:
     def __init__(self) -> None:
         self.state = _AnthropicState()
 
-    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
-        """The neutral events for one wire event.
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event only adds partial_json to a started tool_use block.
 
-        A partial_json delta to a started tool_use block is nearly every event
-        of a long stream; it is answered here, by the same rules, without the
-        generator chain the other events go through.
+        Such deltas are nearly every event of a long stream.  This answers the
+        question without building events and changes no state; translate()
+        would emit exactly Fragment(pos, key, None, None, text) for it.  None
+        is always a safe answer: the gate then takes the general path.
         """
-        state = self.state
-        if (type(event) is dict and event.get("type") == "content_block_delta" and state.started
-                and not state.closed and not state.stopped_reason):
-            index = event.get("index")
-            block = state.blocks.get(index) if type(index) is int else None
-            delta = event.get("delta")
-            if block is not None and block[0] == "tool_use" and type(delta) is dict \
-                    and delta.get("type") == "input_json_delta":
-                partial = delta.get("partial_json")
-                if type(partial) is str:
-                    return (Fragment(pos, (None, index), None, None, partial),)
-        return self._translate(pos, event)
+        if type(event) is not dict or event.get("type") != "content_block_delta":
+            return None
+        index, delta, state = event.get("index"), event.get("delta"), self.state
+        if type(index) is not int or type(delta) is not dict or delta.get("type") != "input_json_delta":
+            return None
+        partial, block = delta.get("partial_json"), state.blocks.get(index)
+        if (type(partial) is not str or block is None or block[0] != "tool_use" or not state.started
+                or state.closed or state.stopped_reason):
+            return None
+        return (None, index), partial
 
-    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
@@ -798,27 +992,31 @@ _RESPONSES_EVENTS = (frozenset({
     | frozenset(_RESPONSES_TURN_ENDS))
 
 
-@dataclass
-class _ResponsesItem:
+class _ResponsesItem(_Record):
     """One output item as announced by response.output_item.added."""
 
-    kind: str | None                  # item type; None when untranslatable (already reported)
-    item_id: str | None = None        # item.id, which argument events name as item_id
-    call_id: str | None = None
-    name: str | None = None
-    done_arguments: str | None = None  # what the first function_call_arguments.done restated
-    finished: bool = False            # response.output_item.done seen
+    __slots__ = ("kind", "item_id", "call_id", "name", "done_arguments", "finished")
+
+    def __init__(self, kind: str | None) -> None:
+        self.kind = kind                          # item type; None when untranslatable (already reported)
+        self.item_id: str | None = None           # item.id, which argument events name as item_id
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.done_arguments: str | None = None    # what the first function_call_arguments.done restated
+        self.finished = False                     # response.output_item.done seen
 
 
-@dataclass
-class _ResponsesState:
+class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    started: bool = False
-    out_of_order: bool = False
-    ended: bool = False               # response.completed / incomplete / failed seen
-    items: dict[int, _ResponsesItem] = field(default_factory=dict)
-    item_ids: dict[str, int] = field(default_factory=dict)  # item.id -> output_index
+    __slots__ = ("started", "out_of_order", "ended", "items", "item_ids")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.out_of_order = False
+        self.ended = False                        # response.completed / incomplete / failed seen
+        self.items: dict[int, _ResponsesItem] = {}
+        self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
 
 class ResponsesNormalizer:
@@ -1029,14 +1227,16 @@ _BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BE
                     | _BEDROCK_EXCEPTIONS)
 
 
-@dataclass
-class _BedrockState:
+class _BedrockState(_Record):
     """Translation state: which blocks exist, their kinds, whether stopped."""
 
-    started: bool = False
-    out_of_order: bool = False
-    stopped_reason: bool = False
-    blocks: dict[int, list] = field(default_factory=dict)  # index -> [kind or None, stopped]
+    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.out_of_order = False
+        self.stopped_reason = False
+        self.blocks: dict[int, list] = {}  # index -> [kind or None, stopped]
 
 
 class BedrockNormalizer:
@@ -1207,18 +1407,23 @@ _REFUSED: dict[tuple[str, str], str] = {
 }
 
 
-@dataclass(frozen=True)
-class TurnRules:
-    """How one profile delivers terminal evidence; data, not code paths."""
+class TurnRules(_FrozenRecord):
+    """How one profile delivers terminal evidence; data, not code paths.
 
-    tool_reason: str              # the only reason that may end a tool turn
-    per_choice_terminal: bool     # openai: finish_reason ends the choice's slots
-    contiguous_slots: bool        # slot indices of a choice run 0..n-1
-    implicit_open: bool           # a fragment may open a slot (openai) or not (anthropic)
-    needs_close: bool = True      # per-block profiles: a closing event must follow the stop reason
-    stop_name: str = "stop_reason"
-    close_name: str = "message_stop"
-    slot_end_name: str = "content_block_stop"
+    tool_reason: the only reason that may end a tool turn; per_choice_terminal:
+    finish_reason ends the choice's slots (openai); contiguous_slots: slot
+    indices of a choice run 0..n-1; implicit_open: a fragment may open a slot
+    (openai) or not (anthropic); needs_close: a closing event must follow the
+    stop reason; the *_name fields name the wire events in messages.
+    """
+
+    __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
+                 "stop_name", "close_name", "slot_end_name")
+
+    def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
+                 needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
+                 slot_end_name: str = "content_block_stop") -> None:
+        _freeze(self, locals())
 
 
 RULES = {
@@ -1233,20 +1438,23 @@ RULES = {
 }
 
 
-@dataclass
-class Slot:
+class Slot(_Record):
     """One tool call being reassembled."""
 
-    key: SlotKey
-    phase: str = UNSEEN
-    id: str | None = None
-    name: str | None = None
-    parts: list[str] = field(default_factory=list)
-    initial_input: Any = None
-    terminal_position: int | None = None
-    findings: list[Finding] = field(default_factory=list)
-    arguments: str = ""
-    state: str = BLOCKED
+    __slots__ = ("key", "phase", "id", "name", "parts", "initial_input", "terminal_position", "findings",
+                 "arguments", "state")
+
+    def __init__(self, key: SlotKey) -> None:
+        self.key = key
+        self.phase = UNSEEN
+        self.id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.initial_input: Any = None
+        self.terminal_position: int | None = None
+        self.findings: list[Finding] = []
+        self.arguments = ""
+        self.state = BLOCKED
 
 
 class TurnMachine:
@@ -1363,15 +1571,22 @@ class TurnMachine:
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
 
+    def append_plain(self, key: SlotKey, text: str) -> bool:
+        """Add text to slot key when the general Fragment path would do only that.
+
+        That is: the slot is tracked, accepts fragments, and its choice has not
+        finished.  False changes nothing and leaves the event to _on_Fragment.
+        """
+        slot = self.slots.get(key)
+        if slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends:
+            return False
+        if text:
+            slot.parts.append(text)
+        return True
+
     def _on_Fragment(self, event: Fragment) -> None:
-        slot = self.slots.get(event.key)
-        if (slot is not None and slot.phase == ACCUMULATING and not event.id and not event.name
-                and event.key[0] not in self.choice_ends):
-            # The common case, decided as the general path below would decide it:
-            # a tracked slot that accepts fragments, no identity to check.
-            if event.arguments:
-                slot.parts.append(event.arguments)
-            return
+        if not event.id and not event.name and self.append_plain(event.key, event.arguments or ""):
+            return  # the common case: no identity to check, a slot that accepts text
         if event.key in self.untracked:
             return
         choice = event.key[0]
@@ -1674,13 +1889,14 @@ class SchemaLimitExceeded(Exception):
         self.pointer = pointer
 
 
-@dataclass(frozen=True)
-class SchemaLimits:
+class SchemaLimits(_FrozenRecord):
     """Bounds that keep one validation call finite whatever the input."""
 
-    max_schema_depth: int = 64
-    max_evaluations: int = 1_000_000
-    max_pattern_subject: int = 1_000
+    __slots__ = ("max_schema_depth", "max_evaluations", "max_pattern_subject")
+
+    def __init__(self, max_schema_depth: int = 64, max_evaluations: int = 1_000_000,
+                 max_pattern_subject: int = 1_000) -> None:
+        _freeze(self, locals())
 
 
 # --- constant tables --------------------------------------------------------
@@ -1856,12 +2072,14 @@ def _sch_location(loc: tuple[str, ...]) -> str:
     return "#" + "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in loc)
 
 
-def _sch_fraction(number: object) -> Fraction:
+def _sch_fraction(number: object) -> "Fraction":
     """Exact value of a JSON number as written: floats go through their decimal repr.
 
     Why: 19.99 % 0.01 is not 0 in binary floating point, but 1999/100 is an
-    exact multiple of 1/100.
+    exact multiple of 1/100.  (fractions is imported here: only multipleOf needs it.)
     """
+    from fractions import Fraction
+
     if isinstance(number, int):
         return Fraction(number)
     return Fraction(repr(number))
@@ -1946,6 +2164,8 @@ def _rx_category_runs() -> Mapping[str, tuple[tuple[int, int], ...]]:
     Built on first use only (about 0.2 s) and cached: a pure function of the
     interpreter's Unicode tables.
     """
+    import unicodedata
+
     runs: dict[str, list[tuple[int, int]]] = {}
     category = unicodedata.category
     start, current = 0, category(chr(0))
@@ -2679,6 +2899,8 @@ def _sch_parse_ref(value: object, loc: tuple[str, ...], comp: _SchCompiler) -> t
     fragment = value[1:]
     if re.search(r"%(?![0-9A-Fa-f]{2})", fragment):
         raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has a malformed percent-escape")
+    from urllib.parse import unquote  # only $ref needs it; kept off the start-up path
+
     try:
         pointer = unquote(fragment, errors="strict")
     except UnicodeDecodeError:
@@ -3354,6 +3576,11 @@ NORMALIZERS = {
 }
 
 
+def _no_plain_fragment(item: Any) -> None:
+    """For normalizers without a plain_fragment() fast path."""
+    return None
+
+
 class StreamGate:
     """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
 
@@ -3385,22 +3612,27 @@ class StreamGate:
 
     def feed(self, item: Any) -> None:
         """Consume the next chunk (openai, mistral) or event (anthropic)."""
-        if self._report is not None:
-            raise RuntimeError("finish() was already called for this turn")
-        for event in self._normalizer.translate(self._position, item):
-            self._machine.feed(event)
-        self._position += 1
+        self.feed_all((item,))
 
     def feed_all(self, items: Iterable[Any]) -> None:
-        """feed() each item in turn; the loop a whole capture takes, with lookups hoisted."""
+        """Consume each item in turn (the loop a whole capture takes, lookups hoisted).
+
+        An item the normalizer calls a plain fragment, and the machine can take
+        as one, skips building neutral events; the answer is the same either way.
+        """
         if self._report is not None:
             raise RuntimeError("finish() was already called for this turn")
         translate, handlers = self._normalizer.translate, self._machine.handlers
+        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain
         position = self._position
-        for item in items:
-            for event in translate(position, item):
-                handlers[type(event)](event)
-            position += 1
+        try:
+            for item in items:
+                hit = plain(item)
+                if hit is None or not append(*hit):
+                    for event in translate(position, item):
+                        handlers[type(event)](event)
+                position += 1
+        finally:
             self._position = position
 
     def finish(self) -> dict[str, Any]:
@@ -3418,7 +3650,11 @@ class StreamGate:
 
 def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     """Validate a parsed envelope in memory and return the report as a dict."""
-    limits = limits or Limits()
+    return _finish_envelope(doc, limits or Limits(), None)
+
+
+def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
+    """The envelope checks, then the gate's report; gate is given when the stream was fed already."""
     problems = check_envelope(doc, limits)
     profile = doc.get("profile") if isinstance(doc, dict) else None
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
@@ -3426,8 +3662,11 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
         meta = None  # already an invalid_fixture finding; too deep to print safely
     if problems:
         return _report(profile if isinstance(profile, str) else None, [], problems, False, meta)
-    gate = StreamGate(profile, doc["tool_schemas"], limits, meta)
-    gate.feed_all(doc[STREAM_KEY[profile]])
+    if gate is None:
+        gate = StreamGate(profile, doc["tool_schemas"], limits, meta)
+        gate.feed_all(doc[STREAM_KEY[profile]])
+    else:
+        gate.meta = meta
     return gate.finish()
 
 
@@ -3459,7 +3698,11 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
         finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
         return _report(None, [], [finding], False, None), None
     try:
-        doc = parse_envelope_bytes(data)
+        text = _envelope_text(data)
+        streamed = _stream_envelope(text, limits)
+        if streamed is not None:
+            return streamed
+        doc = _parse_envelope_text(text)
     except EnvelopeError as exc:
         return _report(None, [], [Finding(INVALID_FIXTURE, str(exc))], False, None), None
     return validate_envelope(doc, limits), doc
@@ -3635,7 +3878,7 @@ def render_text(report: dict[str, Any]) -> str:
 # Capture import: a raw Server-Sent-Events body becomes a fixture envelope
 # ---------------------------------------------------------------------------
 
-# Rules of this section (it uses only json, re and dataclass from the imports above):
+# Rules of this section (it uses only json and re from the imports above):
 #   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
 #     or CR; a blank line dispatches; one space after the colon is removed;
 #     data lines join with LF; one leading BOM is skipped), with fail-closed
@@ -3695,14 +3938,17 @@ class CaptureError(Exception):
         self.line = line
 
 
-@dataclass(frozen=True)
-class _SseEvent:
-    """One dispatched SSE event: its name (None when absent) and joined data."""
+class _SseEvent(_FrozenRecord):
+    """One dispatched SSE event: its name (None when absent) and joined data.
 
-    line: int                   # first line of the event
-    data_lines: tuple[int, ...]  # the line of each data field, to place JSON errors
-    name: str | None
-    data: str
+    line: the event's first line; data_lines: the line of each data field, to
+    place JSON errors.
+    """
+
+    __slots__ = ("line", "data_lines", "name", "data")
+
+    def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
+        _freeze(self, locals())
 
 
 def _sse_decode(raw: bytes) -> str:
@@ -4514,7 +4760,7 @@ def run(argv: list[str]) -> int:
     if argv[:1] == ["capture"]:
         return _run_capture(argv[1:])
     args = _parse_args(argv)
-    limits = Limits(**{name: getattr(args, name) for name in Limits.__dataclass_fields__})
+    limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
     paths, many = _expand(args.fixtures)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")

@@ -1,0 +1,258 @@
+"""The fast paths must never change a verdict.
+
+validate_bytes() reads the stream list a batch at a time while validating
+(falling back to the whole-document parse on any surprise), and the gate lets
+a normalizer's plain_fragment() hand the commonest fragment straight to the
+machine.  Each test here compares those paths with the plain, slow ones on the
+same input: every bundled fixture, re-laid-out, and inputs built to land batch
+boundaries inside strings, nested values and broken JSON.
+"""
+
+import json
+import unittest
+from unittest import mock
+
+from support import envelope, fixture_paths, load_fixture, vts
+
+
+def canonical(data: bytes) -> dict:
+    """The slow path: parse the whole document, then validate the parsed envelope."""
+    try:
+        doc = vts.parse_envelope_bytes(data)
+    except vts.EnvelopeError as exc:
+        return vts._report(None, [], [vts.Finding(vts.INVALID_FIXTURE, str(exc))], False, None)
+    return vts.validate_envelope(doc, vts.Limits())
+
+
+def without_plain_fragments(data: bytes) -> dict:
+    """validate_bytes with every plain_fragment() fast path answering None."""
+    with mock.patch.object(vts.AnthropicNormalizer, "plain_fragment", lambda self, event: None):
+        return vts.validate_bytes(data)
+
+
+def layouts(doc: dict):
+    """The same envelope written several ways: compact, pretty, one item per line, keys reordered."""
+    yield "compact", json.dumps(doc, separators=(",", ":"))
+    yield "indented", json.dumps(doc, indent=2)
+    yield "spaced", json.dumps(doc)
+    stream_key = "events" if "events" in doc else "chunks"
+    if isinstance(doc.get(stream_key), list):
+        head = {k: v for k, v in doc.items() if k != stream_key}
+        items = ",\n".join(json.dumps(item, separators=(",", ":")) for item in doc[stream_key])
+        yield "lines", json.dumps(head)[:-1] + (", " if head else "") + f'"{stream_key}": [\n{items}\n]}}'
+    yield "stream-first", json.dumps(dict(reversed(list(doc.items()))))
+
+
+class BundledFixtures(unittest.TestCase):
+    def test_streamed_equals_whole_document_for_every_fixture_and_layout(self):
+        for relpath in fixture_paths():
+            data, doc = load_fixture(relpath)
+            with self.subTest(fixture=relpath, layout="as written"):
+                self.assertEqual(vts.validate_bytes(data), canonical(data))
+            if not isinstance(doc, dict):
+                continue
+            for name, text in layouts(doc):
+                blob = text.encode("utf-8")
+                with self.subTest(fixture=relpath, layout=name):
+                    self.assertEqual(vts.validate_bytes(blob), canonical(blob))
+
+    def test_tiny_batches_agree_too(self):
+        # Batches of a few characters put a candidate boundary after nearly every item.
+        with mock.patch.object(vts, "_BATCH_CHARS", 8):
+            for relpath in fixture_paths():
+                data, _ = load_fixture(relpath)
+                with self.subTest(fixture=relpath):
+                    self.assertEqual(vts.validate_bytes(data), canonical(data))
+
+    def test_plain_fragment_path_changes_nothing(self):
+        for relpath in fixture_paths():
+            data, _ = load_fixture(relpath)
+            with self.subTest(fixture=relpath):
+                self.assertEqual(vts.validate_bytes(data), without_plain_fragments(data))
+
+
+def anthropic_turn(fragments, stop_reason="tool_use", extra_events=()):
+    events = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                     "content": [], "stop_reason": None}},
+              {"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "toolu_1", "name": "save", "input": {}}}]
+    events += [{"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": part}} for part in fragments]
+    events += list(extra_events)
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "message_delta", "delta": {"stop_reason": stop_reason}},
+               {"type": "message_stop"}]
+    return events
+
+
+SAVE_SCHEMA = {"save": {"type": "object", "properties": {"rows": {"type": "array"}}, "required": ["rows"],
+                        "additionalProperties": False}}
+
+
+def rows_fragments(count):
+    """Arguments whose fragments are full of '},{' inside strings: a batch boundary's look-alike."""
+    text = json.dumps({"rows": [{"id": k, "note": "a},{b"} for k in range(count)]}, separators=(",", ":"))
+    return [text[i:i + 7] for i in range(0, len(text), 7)]
+
+
+class BatchBoundaries(unittest.TestCase):
+    def run_both(self, blob: bytes, batch_chars: int):
+        with mock.patch.object(vts, "_BATCH_CHARS", batch_chars):
+            streamed = vts.validate_bytes(blob)
+        return streamed, canonical(blob)
+
+    def test_look_alike_boundaries_inside_strings(self):
+        blob = json.dumps(envelope("anthropic", anthropic_turn(rows_fragments(400)), SAVE_SCHEMA),
+                          separators=(",", ":")).encode()
+        for batch_chars in (1, 10, 97, 1000, 1 << 15):
+            with self.subTest(batch_chars=batch_chars):
+                streamed, whole = self.run_both(blob, batch_chars)
+                self.assertEqual(streamed["status"], "pass")
+                self.assertEqual(streamed, whole)
+
+    def test_batches_are_taken_and_look_alikes_rejected(self):
+        # Record what the reader parses: whole batches ("[...]" at 0) and single items.
+        text = json.dumps(anthropic_turn(rows_fragments(400)), separators=(",", ":"))
+        scan = vts._strict_decoder().scan_once
+        calls = []
+
+        def recording_scan(s, pos):
+            try:
+                result = scan(s, pos)
+            except Exception:
+                calls.append(("batch" if pos == 0 and s is not text else "item", False))
+                raise
+            calls.append(("batch" if pos == 0 and s is not text else "item", True))
+            return result
+
+        with mock.patch.object(vts, "_BATCH_CHARS", 200):
+            reader = vts._ArrayItems(text, 0, recording_scan)
+            self.assertEqual(list(reader), json.loads(text))
+        self.assertEqual(reader.end, len(text))
+        self.assertIn(("batch", True), calls)   # batches were used
+        self.assertIn(("batch", False), calls)  # a "},{" inside partial_json was refused as a boundary
+        self.assertIn(("item", True), calls)    # and those items were then read one by one
+
+    def test_stream_envelope_takes_the_usual_layout_and_declines_others(self):
+        # The usual layout is validated while reading: the stream is not kept.
+        doc = envelope("anthropic", anthropic_turn(['{"rows":[]}']), SAVE_SCHEMA)
+        report, kept = vts._stream_envelope(json.dumps(doc), vts.Limits())
+        self.assertEqual((report["status"], kept["events"]), ("pass", []))
+        # A stream before "profile" cannot be fed yet: it is parsed whole, then validated.
+        stream_first = dict(reversed(list(doc.items())))
+        report, kept = vts._stream_envelope(json.dumps(stream_first), vts.Limits())
+        self.assertEqual((report["status"], kept["events"]), ("pass", doc["events"]))
+        # Broken JSON is left to the whole-document parse and its messages.
+        self.assertIsNone(vts._stream_envelope(json.dumps(doc)[:-1], vts.Limits()))
+
+    def test_look_alike_boundaries_inside_nested_values(self):
+        # Each chunk carries two tool_calls entries: "},{" between them is nested, not an item boundary.
+        chunks = [{"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}]
+        for k in range(300):
+            chunks.append({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, **({"id": "call_a", "type": "function"} if k == 0 else {}),
+                 "function": {"name": "save", "arguments": '{"rows":[' if k == 0 else ("1," if k < 299 else "1]}")}
+                 if k == 0 else {"arguments": "1," if k < 299 else "1]}"}},
+                {"index": 1, **({"id": "call_b", "type": "function"} if k == 0 else {}),
+                 "function": {"name": "save", "arguments": '{"rows":[' if k == 0 else ("2," if k < 299 else "2]}")}
+                 if k == 0 else {"arguments": "2," if k < 299 else "2]}"}}]},
+                "finish_reason": None}]})
+        chunks.append({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        blob = json.dumps(envelope("openai", chunks, SAVE_SCHEMA), separators=(",", ":")).encode()
+        for batch_chars in (1, 50, 5000):
+            with self.subTest(batch_chars=batch_chars):
+                streamed, whole = self.run_both(blob, batch_chars)
+                self.assertEqual(streamed["status"], "pass")
+                self.assertEqual([c["arguments"] for c in streamed["calls"]],
+                                 ['{"rows":[' + "1," * 298 + "1]}", '{"rows":[' + "2," * 298 + "2]}"])
+                self.assertEqual(streamed, whole)
+
+    def test_errors_past_a_batch_boundary_read_as_in_the_whole_document(self):
+        good = json.dumps(envelope("anthropic", anthropic_turn(rows_fragments(200)), SAVE_SCHEMA),
+                          separators=(",", ":"))
+        cut = good.index('"partial_json"', len(good) // 2)
+        broken = {
+            "duplicate key in a late event": good[:cut] + '"type":"input_json_delta",' + good[cut:],
+            "missing comma between late events": good.replace('}},{"type":"content_block_delta"',
+                                                              '}}{"type":"content_block_delta"', 1),
+            "trailing comma in the stream": good.replace(',{"type":"message_stop"}]', ',{"type":"message_stop"},]'),
+            "NaN in a late event": good[:cut] + '"x":NaN,' + good[cut:],
+            "data after the envelope": good + " {}",
+            "unterminated stream": good[:-2],
+            "duplicate top-level key": good[:-1] + ',"profile":"anthropic"}',
+        }
+        for name, text in broken.items():
+            blob = text.encode()
+            for batch_chars in (1, 300, 1 << 15):
+                with self.subTest(case=name, batch_chars=batch_chars):
+                    streamed, whole = self.run_both(blob, batch_chars)
+                    self.assertEqual(streamed["status"], "blocked")
+                    self.assertEqual([f["code"] for f in streamed["findings"]], ["invalid_fixture"])
+                    self.assertEqual(streamed, whole)
+
+    def test_envelope_problems_found_after_the_stream_still_decide(self):
+        events = anthropic_turn(['{"rows":[]}'])
+        late = {
+            "unknown key after the stream": {"profile": "anthropic", "tool_schemas": SAVE_SCHEMA,
+                                             "events": events, "extra": 1},
+            "meta that is not an object": {"profile": "anthropic", "tool_schemas": SAVE_SCHEMA,
+                                           "events": events, "meta": []},
+            "the other stream key too": {"profile": "anthropic", "tool_schemas": SAVE_SCHEMA,
+                                         "events": events, "chunks": []},
+        }
+        for name, doc in late.items():
+            blob = json.dumps(doc).encode()
+            with self.subTest(case=name):
+                streamed = vts.validate_bytes(blob)
+                self.assertEqual(streamed["status"], "blocked")
+                self.assertEqual([f["code"] for f in streamed["findings"]], ["invalid_fixture"])
+                self.assertEqual(streamed["calls"], [])
+                self.assertEqual(streamed, canonical(blob))
+
+    def test_meta_after_the_stream_reaches_the_report(self):
+        doc = {"profile": "anthropic", "tool_schemas": SAVE_SCHEMA, "events": anthropic_turn(['{"rows":[]}']),
+               "meta": {"source": "after the stream"}}
+        report = vts.validate_bytes(json.dumps(doc).encode())
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual(report, canonical(json.dumps(doc).encode()))
+        self.assertIn("after the stream", json.dumps(report))
+
+
+class PlainFragments(unittest.TestCase):
+    """plain_fragment() answers only for a started tool_use block; the machine decides the rest."""
+
+    def test_answers_for_the_plain_delta_only(self):
+        normalizer = vts.AnthropicNormalizer()
+        delta = {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "input_json_delta", "partial_json": "{"}}
+        self.assertIsNone(normalizer.plain_fragment(delta))  # no message_start yet
+        list(normalizer.translate(0, anthropic_turn([])[0]))
+        list(normalizer.translate(1, anthropic_turn([])[1]))
+        self.assertEqual(normalizer.plain_fragment(delta), ((None, 0), "{"))
+        for other in ({**delta, "index": True}, {**delta, "index": 1}, {**delta, "delta": {"type": "text_delta"}},
+                      {**delta, "delta": {"type": "input_json_delta", "partial_json": 5}}, [delta], None,
+                      {**delta, "type": "content_block_stop"}):
+            with self.subTest(event=other):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def test_a_fragment_after_the_block_stopped_is_still_refused(self):
+        events = anthropic_turn(['{"rows":[]}'])
+        late = {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": " "}}
+        events.insert(-2, late)  # after content_block_stop, before message_delta
+        report = vts.validate_envelope(envelope("anthropic", events, SAVE_SCHEMA))
+        self.assertEqual(report["status"], "blocked")
+        self.assertEqual([f["code"] for f in report["findings"]], ["delta_after_terminal"])
+
+    def test_feed_one_by_one_equals_feed_all(self):
+        events = anthropic_turn(rows_fragments(20))
+        one = vts.StreamGate("anthropic", SAVE_SCHEMA)
+        for event in events:
+            one.feed(event)
+        many = vts.StreamGate("anthropic", SAVE_SCHEMA)
+        many.feed_all(events)
+        self.assertEqual(one.finish(), many.finish())
+        self.assertEqual(one.finish()["status"], "pass")
+
+
+if __name__ == "__main__":
+    unittest.main()
