@@ -3895,10 +3895,10 @@ def render_text(report: dict[str, Any]) -> str:
 #     modified.  Credentials are masked everywhere else, with or without
 #     redaction, and are only warned about inside call identity and arguments.
 
-_SSE_LINE_END = re.compile(r"\r\n|\r|\n")  # not str.splitlines: U+2028, \v, \f are not SSE line ends
+_SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
 _SSE_DONE = "[DONE]"
 _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
-_SSE_FIELD_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")  # quoted in errors; anything else might be a secret
+_SSE_FIELD_NAME = r"[A-Za-z0-9_-]{1,40}"  # quoted in errors; anything else might be a secret
 
 REDACTED_TEXT = "[redacted]"
 MASKED_SECRET = "[masked]"
@@ -3915,19 +3915,27 @@ _NEUTRAL_KEEP = frozenset({"type"})
 _ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
 _STOP_DETAILS_KEEP = frozenset({"type", "category"})
 
-# (what it looks like, pattern); group 1 is the secret itself.
+# (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
+# are compiled on first use (_compiled): only `capture` needs them, and every start pays
+# for a compile at import.
 _SECRET_PATTERNS = (
-    ("an Anthropic API key", re.compile(r"(?<![A-Za-z0-9_-])(sk-ant-[A-Za-z0-9_-]{10,})")),
-    ("an API key (sk-...)", re.compile(r"(?<![A-Za-z0-9_-])(sk-(?!ant-)[A-Za-z0-9_-]{20,})")),
-    ("a bearer token", re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)")),
-    ("an AWS access key id", re.compile(r"(?<![A-Z0-9])(AKIA[0-9A-Z]{16})(?![0-9A-Z])")),
-    ("a GitHub token", re.compile(r"(?<![A-Za-z0-9_])((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})")),
-    ("a Slack token", re.compile(r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})")),
-    ("an API key", re.compile(r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})")),
+    ("an Anthropic API key", r"(?<![A-Za-z0-9_-])(sk-ant-[A-Za-z0-9_-]{10,})"),
+    ("an API key (sk-...)", r"(?<![A-Za-z0-9_-])(sk-(?!ant-)[A-Za-z0-9_-]{20,})"),
+    ("a bearer token", r"(?i)(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)"),
+    ("an AWS access key id", r"(?<![A-Z0-9])(AKIA[0-9A-Z]{16})(?![0-9A-Z])"),
+    ("a GitHub token", r"(?<![A-Za-z0-9_])((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})"),
+    ("a Slack token", r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})"),
+    ("an API key", r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
-_SECRET_KEY = re.compile(r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token")
+_SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
 _SECRET_KEY_MIN = 20
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    """re.compile, once per pattern of this section."""
+    return re.compile(pattern)
 
 
 class CaptureError(Exception):
@@ -3958,7 +3966,7 @@ def _sse_decode(raw: bytes) -> str:
     try:
         text = bytes(raw).decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = len(_SSE_LINE_END.split(bytes(raw[:exc.start]).decode("utf-8")))
+        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
         raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
     return text[1:] if text.startswith("\ufeff") else text
 
@@ -3968,7 +3976,7 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
 
     The [DONE] sentinel is not in the returned events.
     """
-    parts = _SSE_LINE_END.split(text)
+    parts = _compiled(_SSE_LINE_END).split(text)
     lines = parts[:-1] if parts[-1] == "" else parts  # a final unterminated line still counts
     events: list[_SseEvent] = []
     comments = 0
@@ -4014,7 +4022,7 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
         elif field_name == "event":
             name = value
         elif field_name not in _SSE_IGNORED_FIELDS:
-            shown = json.dumps(field_name) if _SSE_FIELD_NAME.fullmatch(field_name) else "a line"
+            shown = json.dumps(field_name) if _compiled(_SSE_FIELD_NAME).fullmatch(field_name) else "a line"
             raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
                                "capture the response body only", number)
     before = len(events)
@@ -4126,7 +4134,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, what) of every credential-looking run in text, sorted."""
     spans = []
     for label, pattern in _SECRET_PATTERNS:
-        for match in pattern.finditer(text):
+        for match in _compiled(pattern).finditer(text):
             spans.append((match.start(1), match.end(1), label))
     return sorted(spans)
 
@@ -4217,7 +4225,7 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _SECRET_KEY.fullmatch(key)
+            if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
                     and not _secret_spans(item)):
                 where = _render_path((prefix,) + path + (key,))
                 if keep or path + (key,) in protected:
