@@ -368,6 +368,37 @@ class _NotStreamable(Exception):
 _ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _BATCH_CHARS = 1 << 15
 
+# Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
+# by the text.  Read piece by piece, a value sits shallower than in the whole document,
+# so it could parse here and not there.  Pieces are therefore parsed inside _PAD extra
+# levels of list ("[[...]]" around them): deeper than in the whole document, never
+# shallower.  Where the pad makes a parse fail, the whole-document parse decides.
+_PAD = 32
+_PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
+# A value whose text holds fewer brackets than this nests too shallowly for the
+# interpreter's limit to matter (unless called within that many frames of it).
+_SHALLOW_BRACKETS = 64
+
+
+def _unpad(value: Any) -> Any:
+    """The value inside the _PAD lists a padded parse put around it."""
+    for _ in range(_PAD):
+        value = value[0]
+    return value
+
+
+def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
+    """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
+    value, end = scan(text, pos)
+    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
+        padded = _PAD_OPEN + piece + _PAD_CLOSE
+        value, padded_end = scan(padded, 0)
+        if padded_end != len(padded):
+            raise _NotStreamable
+        value = _unpad(value)
+    return value, end
+
 
 class _ArrayItems:
     """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
@@ -399,20 +430,20 @@ class _ArrayItems:
             if pos >= batch_from:
                 cut = boundary(text, pos + _BATCH_CHARS)
                 if cut is not None:
-                    wrapped = "[" + text[pos:cut.start() + 1] + "]"
+                    wrapped = _PAD_OPEN + "[" + text[pos:cut.start() + 1] + "]" + _PAD_CLOSE
                     try:
                         batch, end = scan(wrapped, 0)
                     except (JsonProblem, ValueError, RecursionError, StopIteration):
                         end = -1
                     if end == len(wrapped):
-                        yield from batch
+                        yield from _unpad(batch)
                         pos = cut.end() - 1  # the "{" of the next item
                         continue
                     batch_from = cut.end()
                 else:
                     batch_from = len(text)
             try:
-                item, pos = scan(text, pos)
+                item, pos = _scan_padded(text, pos, scan)
             except (JsonProblem, ValueError, RecursionError, StopIteration):
                 raise _NotStreamable from None
             yield item
@@ -464,7 +495,7 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
                 gate.feed_all(items)
                 value, pos = [], items.end
             else:
-                value, pos = scan(text, pos)
+                value, pos = _scan_padded(text, pos, scan)
             doc[key] = value
             sep = member_end(text, pos)
             if sep is None:

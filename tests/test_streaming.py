@@ -16,12 +16,10 @@ from support import envelope, fixture_paths, load_fixture, vts
 
 
 def canonical(data: bytes) -> dict:
-    """The slow path: parse the whole document, then validate the parsed envelope."""
-    try:
-        doc = vts.parse_envelope_bytes(data)
-    except vts.EnvelopeError as exc:
-        return vts._report(None, [], [vts.Finding(vts.INVALID_FIXTURE, str(exc))], False, None)
-    return vts.validate_envelope(doc, vts.Limits())
+    """The slow path: validate_bytes with the reader declining, so the whole document is parsed
+    first, from the same call depth (Python's parser gives up at a depth that counts frames)."""
+    with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None):
+        return vts.validate_bytes(data)
 
 
 def without_plain_fragments(data: bytes) -> dict:
@@ -216,6 +214,50 @@ class BatchBoundaries(unittest.TestCase):
         self.assertEqual(report["status"], "pass")
         self.assertEqual(report, canonical(json.dumps(doc).encode()))
         self.assertIn("after the stream", json.dumps(report))
+
+
+class InterpreterDepthLimit(unittest.TestCase):
+    """Python's parser gives up at a depth set by the recursion limit, not by the text.
+
+    Read piece by piece, a value sits shallower than in the whole document; the
+    reader pads its pieces so that it never accepts what the whole-document parse
+    refuses.  Swept across the interpreter's limit, every place agrees.
+    """
+
+    CALL = (b'{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"w",'
+            b'"arguments":"{}"}}]},"finish_reason":"tool_calls"}]')
+
+    def places(self, depth: int):
+        deep = b"[" * depth + b"]" * depth
+        head = b'{"profile":"openai","tool_schemas":{"w":{}},'
+        yield "chunk member", head + b'"chunks":[' + self.CALL + b',"x":' + deep + b"}]}"
+        yield "item of its own", head + b'"chunks":[' + self.CALL + b"}," + deep + b"]}"
+        yield "between batch boundaries", (head + b'"chunks":[' + self.CALL + b'},{"x":' + deep
+                                           + b'},{"choices":[]}]}')
+        yield "expect", head + b'"chunks":[],"expect":{"x":' + deep + b"}}"
+        yield "meta", head + b'"chunks":[' + self.CALL + b'}],"meta":{"x":' + deep + b"}}"
+        yield "schema", (b'{"profile":"openai","tool_schemas":{"w":{"default":' + deep + b'}},"chunks":['
+                         + self.CALL + b"}]}")
+
+    def test_verdicts_agree_across_the_interpreter_limit(self):
+        import sys
+        limit = sys.getrecursionlimit()
+        for depth in range(limit - 40, limit + 5):
+            for place, blob in self.places(depth):
+                for batch_chars in (1 << 15, 1):
+                    with self.subTest(place=place, depth=depth, batch_chars=batch_chars):
+                        # Both calls from this same frame: near the limit, one more frame
+                        # on the stack changes what the whole-document parse accepts.
+                        with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None):
+                            whole = vts.validate_bytes(blob)
+                        with mock.patch.object(vts, "_BATCH_CHARS", batch_chars):
+                            streamed = vts.validate_bytes(blob)
+                        self.assertEqual(streamed, whole)
+
+    def test_a_pass_just_below_the_limit_still_passes(self):
+        blob = dict(self.places(200))["chunk member"]
+        self.assertEqual(vts.validate_bytes(blob)["status"], "pass")
+        self.assertEqual(vts.validate_bytes(blob), canonical(blob))
 
 
 class PlainFragments(unittest.TestCase):
