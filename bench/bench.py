@@ -15,7 +15,9 @@ Every fixture must get status "pass"; the benchmark asserts it.  Per case it pri
 wall time of the whole in-process validation (vts.validate_bytes), the time per chunk, the
 tracemalloc peak (measured in separate runs, so tracing does not distort the timings), and
 both ratios to the floor: json.loads of the same bytes in the same process.  Timings are
-best of --repeat runs, validation and floor taken in turn (so a slow spell of a shared
+best of --repeat runs (more for short cases, up to 100, so each gets about half a second),
+validation and floor taken in turn; the chunks-* cases of a profile are then timed again in
+--rounds rounds that visit every size (T2 compares sizes with each other) (so a slow spell of a shared
 machine hits both), with the garbage collector enabled as in real use.
 
 Targets (reported PASS/FAIL):
@@ -42,6 +44,7 @@ import gc
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import py_compile
 import shutil
@@ -318,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the 1M-chunk and the 10 MB cases")
     parser.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated (default: all)")
     parser.add_argument("--repeat", type=int, default=None, metavar="N",
-                        help="best of N timings (default 3; 2 with --quick)")
+                        help="best of at least N timings (default 3; 2 with --quick; short cases get more)")
+    parser.add_argument("--rounds", type=int, default=2, metavar="N",
+                        help="extra timing rounds over a profile's chunks-* cases, for T2 (default 2)")
     parser.add_argument("--cli-runs", type=int, default=15, metavar="N",
                         help="process runs per startup measurement, median (default 15)")
     parser.add_argument("--cases", default="", help="comma-separated subset of case names")
@@ -327,8 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat is None:
         args.repeat = 2 if args.quick else 3
-    if args.repeat < 1 or args.cli_runs < 1:
-        parser.error("--repeat and --cli-runs must be at least 1")
+    if args.repeat < 1 or args.cli_runs < 1 or args.rounds < 0:
+        parser.error("--repeat and --cli-runs must be at least 1, --rounds at least 0")
     profiles = [p for p in args.profiles.split(",") if p]
     for p in profiles:
         if p not in PROFILES:
@@ -363,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     error = None
     try:
         for profile in profiles:
+            family = []  # the chunks-* cases of this profile, timed again together below
             for case, param in cases(args.quick):
                 if wanted and case not in wanted:
                     continue
@@ -392,7 +398,10 @@ def main(argv: list[str] | None = None) -> int:
                 del report
                 row = {"profile": profile, "case": case + ("*" if raised else ""), "chunks": n,
                        "mib": len(data) / MiB, "status": status}
-                row["t"], row["t0"] = best_times([validate, json.loads], data, args.repeat, first)
+                # Short cases get more runs (at least ~0.5 s in all): a few ms of timing is
+                # at the mercy of a shared machine's short stalls.
+                repeat = max(args.repeat, min(100, math.ceil(0.5 / max(first, 1e-6))))
+                row["t"], row["t0"] = best_times([validate, json.loads], data, repeat, first)
                 mem_start = time.perf_counter()
                 row["m"] = peak_memory(validate, data)
                 row["m0"] = peak_memory(json.loads, data)
@@ -404,12 +413,27 @@ def main(argv: list[str] | None = None) -> int:
                         ([sys.executable, "-m", "validate_tool_stream", str(path)], module_env),
                     ], args.cli_runs)
                 del data
-                if not args.keep:
+                if case.startswith("chunks-"):
+                    family.append((row, path, validate, max(1, min(100, math.ceil(0.5 / max(first, 1e-6))))))
+                elif not args.keep:
                     path.unlink()
                 rows.append(row)
                 print(f"  {profile:9} {case:12} {n:>9} chunks  {row['t'] * 1e3:9.1f} ms  "
                       f"floor {row['t0'] * 1e3:8.1f} ms  peak {row['m'] / MiB:8.1f} MiB  [case {time.perf_counter() - case_start:.1f} s: "
                       f"generate {gen_s:.1f} s, tracemalloc runs {mem_s:.1f} s]", file=sys.stderr, flush=True)
+            # T2 compares the sizes with each other: time them again in rounds that visit every
+            # size, so that a slow spell of a shared machine weighs on all sizes alike.
+            for _ in range(args.rounds):
+                for row, path, validate, repeat in family:
+                    data = path.read_bytes()
+                    t, t0 = best_times([validate, json.loads], data, repeat)
+                    row["t"], row["t0"] = min(row["t"], t), min(row["t0"], t0)
+                    del data
+            if not args.keep:
+                for _, path, _, _ in family:
+                    path.unlink()
+            if family:
+                print(f"  {profile:9} chunks-* timed again in {args.rounds} rounds", file=sys.stderr, flush=True)
     except AssertionError as exc:  # a non-pass verdict or a failed CLI run: report what ran
         error = f"{type(exc).__name__}: {exc}"
     finally:
