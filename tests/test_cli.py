@@ -271,3 +271,21 @@ class CaptureAndAdapterCommands(unittest.TestCase):
             self.assertFalse(report["executable"])
             self.assertEqual(run_cli("-", "--adapter-output", os.path.join(folder, "none.json"),
                                      stdin=dumps(PASS_DOC))[0], 3)
+
+
+class ModuleForm(unittest.TestCase):
+    """README: `PYTHONPATH=scripts python3 -m validate_tool_stream` is the same command."""
+
+    def test_module_form_matches_script_form(self):
+        import subprocess
+        import sys
+
+        from support import ROOT
+        fixture = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=os.path.join(ROOT, "scripts"))
+        proc = subprocess.run([sys.executable, "-m", "validate_tool_stream", fixture], capture_output=True,
+                              env=env, cwd=ROOT, timeout=120)
+        code, out, _ = run_cli(fixture)
+        self.assertEqual((proc.returncode, code), (0, 0))
+        self.assertEqual(proc.stdout.decode("utf-8"), out)
+        self.assertEqual(json.loads(out)["status"], "pass")
