@@ -251,16 +251,13 @@ class JsonProblem(Exception):
         self.line = line
 
 
-_JSON_WS = " \t\n\r"
-_JSON_WS_CHARS = tuple(_JSON_WS)
+_JSON_WS_CHARS = (" ", "\t", "\n", "\r")
+_WS_RUN = re.compile(r"[ \t\n\r]*")  # RFC 8259 whitespace only, not Python's wider str.isspace set
 
 
 def _skip_ws(text: str, pos: int) -> int:
-    """Skip RFC 8259 whitespace only (not Python's wider str.isspace set)."""
-    end = len(text)
-    while pos < end and text[pos] in _JSON_WS:
-        pos += 1
-    return pos
+    """The position after the run of JSON whitespace at pos."""
+    return _WS_RUN.match(text, pos).end()
 
 
 def _strict_pairs(pairs: list[tuple[str, Any]], dict: type = dict, len: Callable = len) -> dict[str, Any]:
@@ -354,7 +351,6 @@ def _parse_envelope_text(text: str) -> Any:
         raise EnvelopeError(f"not strict JSON: {problem.message}") from None
 
 
-_WS_RUN = re.compile(r"[ \t\n\r]*")
 _ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
 
@@ -408,7 +404,8 @@ class _ArrayItems:
 
     Why batches: one parser call per item costs about a fifth of the parse
     itself when items are small.  A batch is the text up to a candidate
-    boundary "}, {" some 32 KiB on, parsed as one list "[...]".  A candidate
+    boundary "}, {" some 32 KiB on, parsed as one list "[...]" (inside the pad,
+    see _PAD).  A candidate
     inside a string leaves that string open, and one inside a nested value
     leaves a bracket open, so the batch is then not one complete list and
     fails to parse; only then are those items read one at a time.  A batch
