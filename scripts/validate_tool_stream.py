@@ -377,8 +377,14 @@ _SHALLOW_BRACKETS = 64
 
 
 def _unpad(value: Any) -> Any:
-    """The value inside the _PAD lists a padded parse put around it."""
+    """The value inside the _PAD lists a padded parse put around it.
+
+    Each pad level must hold exactly one element: stray "]]" and "[[" in the
+    piece could otherwise pair up with pad brackets and parse as another shape.
+    """
     for _ in range(_PAD):
+        if type(value) is not list or len(value) != 1:
+            raise _NotStreamable
         value = value[0]
     return value
 
@@ -430,10 +436,11 @@ class _ArrayItems:
                     wrapped = _PAD_OPEN + "[" + text[pos:cut.start() + 1] + "]" + _PAD_CLOSE
                     try:
                         batch, end = scan(wrapped, 0)
-                    except (JsonProblem, ValueError, RecursionError, StopIteration):
-                        end = -1
-                    if end == len(wrapped):
-                        yield from _unpad(batch)
+                        batch = _unpad(batch) if end == len(wrapped) else None
+                    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+                        batch = None
+                    if batch is not None:
+                        yield from batch
                         pos = cut.end() - 1  # the "{" of the next item
                         continue
                     batch_from = cut.end()

@@ -188,6 +188,26 @@ class BatchBoundaries(unittest.TestCase):
                     self.assertEqual([f["code"] for f in streamed["findings"]], ["invalid_fixture"])
                     self.assertEqual(streamed, whole)
 
+    def test_stray_brackets_cannot_pair_up_with_the_pad(self):
+        # "]],[[" closes the stream list early and reopens it; inside the pad's extra
+        # brackets such a batch would parse as another shape and drop the reopened items.
+        head = b'{"profile":"openai","tool_schemas":{"w":{}},"chunks":['
+        call = InterpreterDepthLimit.CALL + b"}"
+        cases = {
+            "smallest": (b'{"profile":"openai","tool_schemas":{"w":{}},"chunks":[{}]],[[{},{}]}', 1),
+            "would pass": (head + call + b']],[[{"choices":"anything"},{"choices":[]}]}', 1),
+            "default batch": (head + call + b',{"choices":[],"pad":"' + b"A" * 32800
+                              + b'"}]],[[{"choices":"hidden"},{"choices":[]}]}', 1 << 15),
+            "one level": (head + call + b'],[{"choices":"hidden"}]}', 1),
+        }
+        for name, (blob, batch_chars) in cases.items():
+            with self.subTest(case=name):
+                streamed, whole = self.run_both(blob, batch_chars)
+                self.assertEqual(streamed["status"], "blocked")
+                self.assertEqual([f["code"] for f in streamed["findings"]], ["invalid_fixture"])
+                self.assertIn("not strict JSON", streamed["findings"][0]["message"])
+                self.assertEqual(streamed, whole)
+
     def test_envelope_problems_found_after_the_stream_still_decide(self):
         events = anthropic_turn(['{"rows":[]}'])
         late = {
