@@ -3685,7 +3685,16 @@ class StreamGate:
 
 def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     """Validate a parsed envelope in memory and return the report as a dict."""
-    return _finish_envelope(doc, limits or Limits(), None)
+    try:
+        return _finish_envelope(doc, limits or Limits(), None)
+    except RecursionError:
+        return _out_of_stack_report()
+
+
+def _out_of_stack_report() -> dict[str, Any]:
+    """Blocked: the interpreter's stack ran out (a caller already deep in recursion)."""
+    return _report(None, [], [Finding(LIMIT_EXCEEDED, "the interpreter's stack ran out while validating; "
+                                      "call from a shallower stack or raise the recursion limit")], False, None)
 
 
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
@@ -3723,6 +3732,8 @@ def _validate_bytes_keeping_doc(data: bytes, limits: Limits) -> tuple[dict[str, 
     gc.disable()
     try:
         return _validate_bytes_uncollected(data, limits)
+    except RecursionError:
+        return _out_of_stack_report(), None
     finally:
         if was_enabled:
             gc.enable()

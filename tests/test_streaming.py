@@ -318,3 +318,46 @@ class PlainFragments(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CalledFromADeepStack(unittest.TestCase):
+    """Called with little stack left, the verdict is a blocked report, not an exception.
+
+    (With fewer than about ten frames left even building that report fails; the
+    sweep starts above that.)
+    """
+
+    def test_a_shallow_stack_blocks_instead_of_raising(self):
+        import sys
+        data, doc = load_fixture("openai/valid-fragmented-single-call.json")
+        depth, frame = 0, sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        allowed = [("pass", ()), ("blocked", ("limit_exceeded",)), ("blocked", ("invalid_fixture",)),
+                   ("blocked", ("unsupported_schema",))]
+        seen = set()
+
+        def at_depth(remaining, run):
+            return at_depth(remaining - 1, run) if remaining > 0 else run()
+
+        for free in range(20, 70, 2):
+            for name, run in (("validate_bytes", lambda: vts.validate_bytes(data)),
+                              ("validate_envelope", lambda: vts.validate_envelope(doc))):
+                with self.subTest(free_frames=free, api=name):
+                    report = at_depth(sys.getrecursionlimit() - depth - free, run)
+                    outcome = (report["status"], tuple(f["code"] for f in report["findings"]))
+                    self.assertIn(outcome, allowed)
+                    seen.add(outcome)
+        self.assertIn(("pass", ()), seen)  # with room to spare it still passes
+
+    def test_running_out_of_stack_is_limit_exceeded(self):
+        data, doc = load_fixture("openai/valid-fragmented-single-call.json")
+
+        def exhausted(*args, **kwargs):
+            raise RecursionError("maximum recursion depth exceeded")
+
+        with mock.patch.object(vts, "check_envelope", exhausted):
+            for report in (vts.validate_bytes(data), vts.validate_envelope(doc)):
+                self.assertEqual(report["status"], "blocked")
+                self.assertEqual([f["code"] for f in report["findings"]], ["limit_exceeded"])
+                self.assertIn("stack ran out", report["findings"][0]["message"])
