@@ -76,7 +76,7 @@ invalid_fixture unknown_profile unsupported_event unexpected_event stream_error 
 missing_slot identity_collision missing_id missing_name delta_after_terminal duplicate_terminal
 missing_terminal wrong_terminal_reason ambiguous_choice malformed_json trailing_data
 non_finite_number duplicate_key invalid_unicode limit_exceeded non_object_arguments unknown_tool
-unsupported_schema schema_violation
+unsupported_schema schema_violation request_violation
 """.split())
 EXIT_BY_STATUS = {"pass": 0, "blocked": 1, "not_applicable": 2}
 REPORT_KEYS = ("tool", "version", "profile", "status", "applicable", "executable", "calls", "findings", "meta")
@@ -385,7 +385,10 @@ def m_split_fragment(doc, rng, corpus):
         twin = {"type": "content_block_delta", "index": owner.get("index"),
                 "delta": {"type": "input_json_delta", "partial_json": second}}
     else:
-        twin = {"choices": [{"index": choice.get("index"),
+        # the twin chunk keeps the original's top-level members ("object" among them: SDK stream helpers
+        # drop chunks of another object type, so a twin without it would change the meaning)
+        twin = {**{k: v for k, v in stream[pos].items() if k != "choices"},
+                "choices": [{"index": choice.get("index"),
                              "delta": {"tool_calls": [{"index": owner.get("index"), "function": {"arguments": second}}]},
                              "finish_reason": choice.get("finish_reason")}]}
         choice["finish_reason"] = None

@@ -71,6 +71,7 @@ NON_OBJECT_ARGUMENTS = "non_object_arguments"
 UNKNOWN_TOOL = "unknown_tool"
 UNSUPPORTED_SCHEMA = "unsupported_schema"
 SCHEMA_VIOLATION = "schema_violation"
+REQUEST_VIOLATION = "request_violation"
 ADAPTER_MISMATCH = "adapter_mismatch"  # only with --adapter-output (differential testing)
 
 FINDING_CODES: dict[str, str] = {
@@ -99,6 +100,7 @@ FINDING_CODES: dict[str, str] = {
     UNKNOWN_TOOL: "the call names a tool absent from tool_schemas",
     UNSUPPORTED_SCHEMA: "the tool's schema is outside the supported subset",
     SCHEMA_VIOLATION: "the arguments do not satisfy the tool's schema",
+    REQUEST_VIOLATION: "a call the request's tool controls did not allow",
     ADAPTER_MISMATCH: "the application's adapter reassembled different calls",
 }
 
@@ -106,7 +108,7 @@ PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
 CAPTURE_PROFILES = ("openai", "mistral", "anthropic")  # raw SSE import with reviewed redaction
 STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
               "bedrock": "events"}
-ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect"})
+ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
 
 EXIT_PASS, EXIT_BLOCKED, EXIT_NOT_APPLICABLE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_BY_STATUS = {"pass": EXIT_PASS, "blocked": EXIT_BLOCKED, "not_applicable": EXIT_NOT_APPLICABLE}
@@ -492,9 +494,11 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
                 return None
             pos = ws(text, pos + 1).end()
             profile, schemas = doc.get("profile"), doc.get("tool_schemas")
+            if gate is not None and key == "request":
+                return None  # the request shapes the gate: after the stream, read the whole document
             if (gate is None and isinstance(profile, str) and STREAM_KEY.get(profile) == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
-                gate = StreamGate(profile, schemas, limits)
+                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
                 items = _ArrayItems(text, pos, scan)
                 gate.feed_all(items)
                 value, pos = [], items.end
@@ -546,12 +550,16 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
         problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
     elif not isinstance(doc["tool_schemas"], dict):
         problems.append(Finding(INVALID_FIXTURE, f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
-    for key in ("meta", "expect"):
+    for key in ("meta", "expect", "request"):
         if key in doc and not isinstance(doc[key], dict):
             problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
     if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
         problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
     if isinstance(profile, str) and profile in PROFILES:
+        try:
+            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
+        except RequestError as exc:
+            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
         wanted = STREAM_KEY[profile]
         other = "events" if wanted == "chunks" else "chunks"
         if other in doc:
@@ -561,6 +569,193 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
         elif not isinstance(doc[wanted], list):
             problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
     return problems
+
+
+# ---------------------------------------------------------------------------
+# Request context: what the request allowed the model to call
+# ---------------------------------------------------------------------------
+#
+# The optional envelope key "request" holds the request's tool controls, in the
+# provider's own shape: tool_choice, parallel_tool_calls (OpenAI chat and
+# Responses) and tools (the names of the client tools the request offered).
+# One translator per request format turns them into a RequestContext, which
+# the slot machine (the forced "stop" terminal) and the gate read.  A shape a
+# translator does not know is a RequestError, hence invalid_fixture: a typo
+# must not silently drop a constraint.
+
+REQUEST_KEYS = ("tool_choice", "parallel_tool_calls", "tools")
+# tool_choice types of the Responses API that force a hosted (server-side) tool.
+_RESPONSES_HOSTED_CHOICES = frozenset({
+    "file_search", "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+    "computer_use_preview", "computer_use", "code_interpreter", "image_generation", "mcp", "local_shell",
+    "shell", "apply_patch",
+})
+
+
+class RequestError(ValueError):
+    """The envelope's request block has a shape no translator knows."""
+
+
+class RequestContext(_FrozenRecord):
+    """The request's tool controls, provider-neutral.
+
+    none: no call was allowed (tool_choice "none"); allowed: the only names a
+    call may have (a forced or restricted tool_choice), None when any; forced:
+    the one function a named tool_choice forces; single: at most one call
+    (parallel_tool_calls false, Anthropic's disable_parallel_tool_use); tools:
+    the names the request offered, None when not given; choice_text: how
+    messages describe the tool_choice.
+    """
+
+    __slots__ = ("none", "allowed", "forced", "single", "tools", "choice_text")
+
+    def __init__(self, none: bool = False, allowed: frozenset | None = None, forced: str | None = None,
+                 single: bool = False, tools: frozenset | None = None, choice_text: str = "") -> None:
+        _freeze(self, locals())
+
+
+def _request_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"{where} must be a non-empty string, got {_describe(value)}")
+    return value
+
+
+def _request_members(value: Any, where: str, allowed: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict):
+        raise RequestError(f"{where} must be an object, got {_describe(value)}")
+    for key in value:
+        if key not in allowed:
+            raise RequestError(f"{where} has the member {_token(key)}, which is not one of {', '.join(allowed)}")
+    return value
+
+
+def _forced(name: str) -> dict:
+    return {"allowed": frozenset({name}), "forced": name, "choice_text": f"tool_choice forces {json.dumps(name)}"}
+
+
+def _restricted(names: list[str]) -> dict:
+    return {"allowed": frozenset(names), "choice_text": "tool_choice allows only "
+            + (", ".join(json.dumps(n) for n in sorted(names)) or "hosted tools")}
+
+
+def _chat_tool_ref(entry: Any, where: str) -> str:
+    """The name in {"type": "function", "function": {"name"}} (or "custom")."""
+    body = _request_members(entry, where, ("type", "function", "custom"))
+    kind = body.get("type")
+    if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
+        raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
+                           "or the custom equivalent")
+    return _request_name(body[kind].get("name"), f"{where}.{kind}.name")
+
+
+def _choice_chat(choice: Any, mistral: bool = False) -> dict:
+    """OpenAI (and Mistral) chat completions tool_choice."""
+    words = ("none", "auto", "required", "any") if mistral else ("none", "auto", "required")
+    if isinstance(choice, str):
+        if choice not in words:
+            raise RequestError(f"tool_choice {_token(choice)} is not one of {', '.join(words)}")
+        return {"none": choice == "none"}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        body = _request_members(choice, "tool_choice", ("type", "allowed_tools"))
+        inner = _request_members(body.get("allowed_tools"), "tool_choice.allowed_tools", ("mode", "tools"))
+        if inner.get("mode") not in ("auto", "required") or not isinstance(inner.get("tools"), list):
+            raise RequestError("tool_choice.allowed_tools needs mode auto or required and a tools list")
+        return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")
+                            for n, t in enumerate(inner["tools"])])
+    return _forced(_chat_tool_ref(choice, "tool_choice"))
+
+
+def _responses_tool_ref(entry: Any, where: str) -> str | None:
+    """A function or custom tool's name; None for a hosted tool type."""
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    if kind in ("function", "custom"):
+        _request_members(entry, where, ("type", "name"))
+        return _request_name(entry.get("name"), f"{where}.name")
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return None
+    raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
+
+
+def _choice_responses(choice: Any) -> dict:
+    """Responses API tool_choice."""
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            raise RequestError(f"tool_choice {_token(choice)} is not one of none, auto, required")
+        return {"none": choice == "none"}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        body = _request_members(choice, "tool_choice", ("type", "mode", "tools"))
+        if body.get("mode") not in ("auto", "required") or not isinstance(body.get("tools"), list):
+            raise RequestError("tool_choice of type allowed_tools needs mode auto or required and a tools list")
+        names = [_responses_tool_ref(t, f"tool_choice.tools[{n}]") for n, t in enumerate(body["tools"])]
+        return _restricted([name for name in names if name is not None])
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return {"allowed": frozenset(), "choice_text": f"tool_choice forces the hosted tool {json.dumps(kind)}"}
+    return _forced(_responses_tool_ref(choice, "tool_choice"))
+
+
+def _choice_anthropic(choice: Any) -> dict:
+    """Anthropic Messages tool_choice: {"type": auto|any|tool|none, "name", "disable_parallel_tool_use"}."""
+    body = _request_members(choice, "tool_choice", ("type", "name", "disable_parallel_tool_use"))
+    kind, single = body.get("type"), body.get("disable_parallel_tool_use", False)
+    if not isinstance(single, bool):
+        raise RequestError(f"tool_choice.disable_parallel_tool_use must be a boolean, got {_describe(single)}")
+    if kind == "tool":
+        return dict(_forced(_request_name(body.get("name"), "tool_choice.name")), single=single)
+    if kind not in ("auto", "any", "none") or "name" in body:
+        raise RequestError(f"tool_choice type {_token(kind)} is not one of auto, any, tool, none (name only with tool)")
+    return {"none": kind == "none", "single": single}
+
+
+def _choice_bedrock(choice: Any) -> dict:
+    """Bedrock Converse toolConfig.toolChoice: {"auto": {}} | {"any": {}} | {"tool": {"name"}}."""
+    if not isinstance(choice, dict) or len(choice) != 1:
+        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
+    (kind, body), = choice.items()
+    if kind == "tool":
+        return _forced(_request_name(_request_members(body, "tool_choice.tool", ("name",)).get("name"),
+                                     "tool_choice.tool.name"))
+    if kind not in ("auto", "any") or body != {}:
+        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
+    return {}
+
+
+# profile -> (tool_choice translator, whether parallel_tool_calls is a field of that request)
+_REQUEST_FORMATS = {
+    "openai": (_choice_chat, True),
+    "mistral": (functools.partial(_choice_chat, mistral=True), True),
+    "openai-responses": (_choice_responses, True),
+    "anthropic": (_choice_anthropic, False),
+    "bedrock": (_choice_bedrock, False),
+}
+
+
+def request_context(profile: str, request: Any) -> RequestContext | None:
+    """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
+    if request is None:
+        return None
+    body = _request_members(request, "\"request\"", REQUEST_KEYS)
+    translate, has_parallel = _REQUEST_FORMATS[profile]
+    fields: dict[str, Any] = {}
+    if body.get("tool_choice") is not None:
+        fields.update(translate(body["tool_choice"]))
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None:
+        if not has_parallel:
+            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request"
+                               + (" (use tool_choice.disable_parallel_tool_use)" if profile == "anthropic" else ""))
+        if not isinstance(parallel, bool):
+            raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
+        fields["single"] = fields.get("single", False) or not parallel
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise RequestError("\"request\".tools must be a list of tool names (non-empty strings)")
+        if len(set(tools)) != len(tools):
+            raise RequestError("\"request\".tools names a tool twice")
+        fields["tools"] = frozenset(tools)
+    return RequestContext(**fields)
 
 
 # ---------------------------------------------------------------------------
@@ -686,6 +881,26 @@ def _optional_str(entry: dict, key: str) -> tuple[bool, str | None]:
     return False, None
 
 
+_CHUNK_OBJECT = "chat.completion.chunk"
+_ABSENT = object()  # a member that is not there (None is JSON null)
+_UNTYPED_CHUNK = ("a chunk with tool-call data has no \"object\" while others are \"chat.completion.chunk\": "
+                  "openai-python's stream helper drops it and would run the call without its fragments")
+
+
+def _chat_tool_data(choices: list) -> bool:
+    """True when some choice carries tool-call entries, a legacy call, or a tool finish reason."""
+    for choice in choices:
+        if isinstance(choice, dict):
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and (delta.get("tool_calls") or delta.get("function_call") is not None):
+                return True
+            if choice.get("finish_reason") in _TOOL_FINISH_REASONS:
+                return True
+    return False
+
+
+_TOOL_FINISH_REASONS = frozenset({"tool_calls", "function_call"})
+
 # Delta members that are tool-related and handled (or harmless when null); any other member
 # whose name mentions a tool or function is a tool shape this tool cannot read.
 _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
@@ -702,6 +917,8 @@ class ChatNormalizer:
         self.mistral = mistral
         self.next_free: dict[int, int] = {}  # mistral whole calls: next slot per choice
         self.whole: set[SlotKey] = set()     # slots that arrived as one complete call
+        self.typed = False                   # a chunk said "object": "chat.completion.chunk"
+        self.untyped: int | None = None      # first tool chunk without "object", while none was typed
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
@@ -714,8 +931,34 @@ class ChatNormalizer:
         if not isinstance(choices, list):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk has no \"choices\" list (got {_describe(choices)})")
             return
+        yield from self._object(pos, chunk, choices)
         for choice in choices:
             yield from self._choice(pos, choice)
+
+    def _object(self, pos: int, chunk: dict, choices: list) -> Iterator[NeutralEvent]:
+        """openai-python's stream helper drops every chunk whose object is not "chat.completion.chunk".
+
+        A tool chunk it would drop while it keeps others means the application
+        runs other fragments than the ones checked here.  A stream where no chunk
+        says "object" at all loses every call in that helper, so nothing runs.
+        """
+        kind = chunk.get("object", _ABSENT)
+        typed = kind == _CHUNK_OBJECT
+        if typed and not self.typed:
+            self.typed = True
+            if self.untyped is not None:
+                yield WireProblem(self.untyped, UNEXPECTED_EVENT, _UNTYPED_CHUNK)
+        if typed or not _chat_tool_data(choices):
+            return
+        if kind is _ABSENT:
+            if self.typed:
+                yield WireProblem(pos, UNEXPECTED_EVENT, _UNTYPED_CHUNK)
+            elif self.untyped is None:
+                self.untyped = pos
+            return
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"a chunk with tool-call data has \"object\" {_token(kind)}, not "
+                          "\"chat.completion.chunk\": openai-python's stream helper drops it and would run the call "
+                          "without its fragments")
 
     def _choice(self, pos: int, choice: Any) -> Iterator[NeutralEvent]:
         if not isinstance(choice, dict):
@@ -1453,17 +1696,22 @@ class TurnRules(_FrozenRecord):
     """
 
     __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
-                 "stop_name", "close_name", "slot_end_name")
+                 "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate")
 
     def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
                  needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
-                 slot_end_name: str = "content_block_stop") -> None:
+                 slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
+                 names_concatenate: bool = False) -> None:
         _freeze(self, locals())
 
 
+# forced_reason: the reason that ends a turn whose request forced one named tool
+# (OpenAI chat ends such a turn "stop"); names_concatenate: the reference SDK joins
+# name fragments (openai-python's accumulate_delta), so a name restated on a later
+# fragment is read as another tool ("f" + "f" = "ff").
 RULES = {
-    "openai": TurnRules("tool_calls", True, True, True),
-    "mistral": TurnRules("tool_calls", True, True, True),
+    "openai": TurnRules("tool_calls", True, True, True, forced_reason="stop", names_concatenate=True),
+    "mistral": TurnRules("tool_calls", True, True, True, names_concatenate=True),
     "anthropic": TurnRules("tool_use", False, False, False),
     "openai-responses": TurnRules("completed", False, False, False, needs_close=False,
                                   stop_name="response.completed",
@@ -1477,7 +1725,7 @@ class Slot(_Record):
     """One tool call being reassembled."""
 
     __slots__ = ("key", "phase", "id", "name", "parts", "initial_input", "terminal_position", "findings",
-                 "arguments", "state")
+                 "arguments", "state", "name_restated")
 
     def __init__(self, key: SlotKey) -> None:
         self.key = key
@@ -1490,14 +1738,16 @@ class Slot(_Record):
         self.findings: list[Finding] = []
         self.arguments = ""
         self.state = BLOCKED
+        self.name_restated = False
 
 
 class TurnMachine:
     """Consumes neutral events for one turn; records slots and findings."""
 
-    def __init__(self, rules: TurnRules, limits: Limits) -> None:
+    def __init__(self, rules: TurnRules, limits: Limits, forced: str | None = None) -> None:
         self.rules = rules
         self.limits = limits
+        self.forced = forced          # the tool a forcing request named, if any
         self.slots: dict[SlotKey, Slot] = {}
         self.findings: list[Finding] = []
         self.choice_findings: dict[int, list[Finding]] = {}
@@ -1587,6 +1837,10 @@ class TurnMachine:
                        if field_name == "name" else
                        f"id changed from {json.dumps(current)} to {json.dumps(value)}",
                        position, slot.key)
+        elif field_name == "name" and self.rules.names_concatenate and not slot.name_restated:
+            slot.name_restated = True  # once per slot: every later restatement reads the same way
+            self._find(IDENTITY_COLLISION, f"name {json.dumps(value)} restated on a later fragment: an SDK that joins "
+                       f"name fragments (openai-python) would call {json.dumps(current + value)}", position, slot.key)
 
     # -- neutral events ------------------------------------------------------
 
@@ -1695,13 +1949,24 @@ class TurnMachine:
                 self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
                            "tool call", event.position, choice=event.choice)
             return
-        if event.reason != self.rules.tool_reason:
+        if event.reason != self.rules.tool_reason and not self._forced_terminal(event.reason, choice_slots):
+            hint = ""
+            if event.reason == self.rules.forced_reason:
+                hint = (" (a request that forces one named tool ends with it, for exactly one call of that tool; "
+                        + ("no forcing request was given)" if self.forced is None else
+                           f"the request forces {json.dumps(self.forced)})"))
             self._find(WRONG_TERMINAL_REASON, f"choice {event.choice} has tool calls but finished with "
-                       f"{_token(event.reason)}, not {json.dumps(self.rules.tool_reason)}",
+                       f"{_token(event.reason)}, not {json.dumps(self.rules.tool_reason)}{hint}",
                        event.position, choice=event.choice)
             return
+        self.tool_signal = True
         for slot in sorted(choice_slots, key=lambda s: s.key[1]):
             self._end_slot(slot, event.position)
+
+    def _forced_terminal(self, reason: str, choice_slots: list[Slot]) -> bool:
+        """The reason a forcing request ends a turn with, for exactly one call of the forced tool."""
+        return (reason == self.rules.forced_reason and self.forced is not None and len(choice_slots) == 1
+                and choice_slots[0].name == self.forced)
 
     def _on_TurnEnd(self, event: TurnEnd) -> None:
         if event.reason == self.rules.tool_reason:
@@ -1762,6 +2027,11 @@ class TurnMachine:
                 if missing_count > listed:
                     self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
                                None, choice=choice)
+
+
+def slot_order(slot: Slot) -> tuple[int, int]:
+    """Report order: by choice (None first), then by index."""
+    return (-1 if slot.key[0] is None else slot.key[0], slot.key[1])
 
 
 def _slot_label(key: SlotKey) -> str:
@@ -3597,6 +3867,32 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
 
 
+def check_request(machine: TurnMachine, request: RequestContext) -> None:
+    """Each call the request's tool controls did not allow is a request_violation.
+
+    Runs after validation, on every slot with a name (a slot without one has
+    missing_name already).  The finding sits at the call's terminal, or at the
+    end of the stream for a call that never reached one.
+    """
+    count = 0
+    for slot in sorted(machine.slots.values(), key=slot_order):
+        count += 1
+        problems = []
+        if request.none:
+            problems.append("tool_choice is \"none\", yet the turn calls a tool")
+        elif request.allowed is not None and slot.name is not None and slot.name not in request.allowed:
+            problems.append(f"{request.choice_text}, not {json.dumps(slot.name)}")
+        if request.tools is not None and slot.name is not None and slot.name not in request.tools:
+            problems.append(f"tool {json.dumps(slot.name)} is not in the request's tool list")
+        if request.single and count == 2:
+            problems.append(f"the request allows one call (no parallel tool calls), but the turn has {len(machine.slots)}")
+        for text in problems:
+            finding = Finding(REQUEST_VIOLATION, text, slot.terminal_position, slot.key[0], slot.key[1])
+            machine.findings.append(finding)
+            slot.findings.append(finding)
+            slot.state = BLOCKED
+
+
 # ---------------------------------------------------------------------------
 # Gate and report
 # ---------------------------------------------------------------------------
@@ -3627,7 +3923,7 @@ class StreamGate:
     """
 
     def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
-                 meta: dict | None = None) -> None:
+                 meta: dict | None = None, request: dict | None = None) -> None:
         if profile not in NORMALIZERS:
             raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
         if not isinstance(tool_schemas, dict):
@@ -3636,8 +3932,9 @@ class StreamGate:
         self.tool_schemas = tool_schemas
         self.limits = limits or Limits()
         self.meta = meta
+        self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
         self._normalizer = NORMALIZERS[profile]()
-        self._machine = TurnMachine(RULES[profile], self.limits)
+        self._machine = TurnMachine(RULES[profile], self.limits, self.request.forced if self.request else None)
         self._position = 0
         self._report: dict[str, Any] | None = None
 
@@ -3676,7 +3973,9 @@ class StreamGate:
             machine = self._machine
             machine.finish()
             validate_slots(machine, self.tool_schemas, self.limits)
-            slots = sorted(machine.slots.values(), key=lambda s: (-1 if s.key[0] is None else s.key[0], s.key[1]))
+            if self.request is not None:
+                check_request(machine, self.request)
+            slots = sorted(machine.slots.values(), key=slot_order)
             applicable = bool(machine.slots) or machine.tool_signal
             self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
                                    machine.findings_for, self.limits.max_findings)
@@ -3707,7 +4006,7 @@ def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[
     if problems:
         return _report(profile if isinstance(profile, str) else None, [], problems, False, meta)
     if gate is None:
-        gate = StreamGate(profile, doc["tool_schemas"], limits, meta)
+        gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
         gate.feed_all(doc[STREAM_KEY[profile]])
     else:
         gate.meta = meta

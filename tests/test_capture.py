@@ -490,6 +490,8 @@ class RoundTrip(unittest.TestCase):
             for redact in (True, False):
                 with self.subTest(fixture=relpath, redact=redact):
                     envelope = self.round_trip(doc, redact=redact)
+                    if "request" in doc:  # the SSE body does not hold the request (capture --request does)
+                        envelope["request"] = doc["request"]
                     self.assertEqual(comparable(vts.validate_envelope(envelope)),
                                      comparable(vts.validate_envelope(doc)))
             count += 1

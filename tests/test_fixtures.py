@@ -17,6 +17,7 @@ SPEC_CODES = {
     "malformed_json", "trailing_data", "non_finite_number", "duplicate_key", "invalid_unicode",
     "limit_exceeded", "non_object_arguments",
     "unknown_tool", "unsupported_schema", "schema_violation",
+    "request_violation",  # README: the optional request block (tool_choice, parallel_tool_calls, tools)
 }
 
 

@@ -13,7 +13,8 @@ class StreamGateApi(unittest.TestCase):
                 continue
             with self.subTest(fixture=relpath):
                 doc = load_fixture(relpath)[1]
-                gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], meta=doc.get("meta"))
+                gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], meta=doc.get("meta"),
+                                      request=doc.get("request"))
                 for item in doc["chunks" if "chunks" in doc else "events"]:
                     gate.feed(item)
                 self.assertEqual(gate.finish(), vts.validate_envelope(doc))

@@ -663,9 +663,11 @@ def _chat_entries(call, k, rng):
         if rng.random() < 0.7:
             entries[0]["type"] = "function"
     elif how == "repeat":
-        for e in entries:
+        # ids are repeated by real gateways and tolerated; a restated name is not (openai-python
+        # would join "f" + "f"), so later fragments carry only a blank name
+        for j, e in enumerate(entries):
             e["id"] = call.id
-            e.setdefault("function", {})["name"] = call.name
+            e.setdefault("function", {})["name"] = call.name if j == 0 else rng.choice(("", None))
             if rng.random() < 0.5:
                 e["type"] = "function"
     else:   # delayed: identity on any fragment before the terminal, blanks elsewhere

@@ -54,7 +54,7 @@ class OpenAISlots(unittest.TestCase):
     def test_identity_collision_position_and_merged_arguments(self):
         report = run("openai", [
             chunk(call(0, "c1", "f", '{"p":"a"}')),
-            chunk(call(0, "c2", "f", '{"p":"b"}')),
+            chunk(call(0, "c2", None, '{"p":"b"}')),
             chunk(finish="tool_calls"),
         ])
         self.assertEqual(positions(report), [("identity_collision", 1), ("trailing_data", 2)])
