@@ -850,12 +850,22 @@ class SnapshotCall(_Record):
         self.choice = choice
 
 
+class HostedUse(_Record):
+    """A tool the provider ran itself inside the turn (never a call); named by a reviewed constant."""
+
+    __slots__ = ("position", "name")
+
+    def __init__(self, position: int, name: str) -> None:
+        self.position = position
+        self.name = name
+
+
 class WireProblem(_Record):
     """Something the normalizer could not translate; always a finding."""
 
     __slots__ = ("position", "code", "message", "choice", "index")
 
-    def __init__(self, position: int, code: str, message: str, choice: int | None = None,
+    def __init__(self, position: int | None, code: str, message: str, choice: int | None = None,
                  index: int | None = None) -> None:
         self.position = position
         self.code = code
@@ -864,8 +874,8 @@ class WireProblem(_Record):
         self.index = index
 
 
-NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, WireProblem]
-NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, WireProblem)
+NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse, WireProblem]
+NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse, WireProblem)
 
 
 # ---------------------------------------------------------------------------
@@ -1050,12 +1060,38 @@ class ChatNormalizer:
 # Normalizer: Anthropic Messages stream events
 # ---------------------------------------------------------------------------
 
-# Which delta types belong to which non-tool block type.
+# Hosted (server-executed) tools, reviewed: the server runs them inside the turn and
+# streams their use and result as blocks.  They are never slots and never calls.
+# Server tool name -> the result block type that answers it.
+_ANTHROPIC_SERVER_TOOLS = MappingProxyType({
+    "web_search": "web_search_tool_result",
+    "web_fetch": "web_fetch_tool_result",
+    "code_execution": "code_execution_tool_result",
+    "bash_code_execution": "bash_code_execution_tool_result",
+    "text_editor_code_execution": "text_editor_code_execution_tool_result",
+    "tool_search_tool_regex": "tool_search_tool_result",
+    "tool_search_tool_bm25": "tool_search_tool_result",
+    "advisor": "advisor_tool_result",
+})
+_ANTHROPIC_HOSTED_USES = frozenset({"server_tool_use", "mcp_tool_use"})  # input streams like tool_use
+# Result block type -> the use block type whose id its tool_use_id names.  Results arrive
+# whole in content_block_start and take no deltas.
+_ANTHROPIC_RESULTS = MappingProxyType({
+    **{result: "server_tool_use" for result in _ANTHROPIC_SERVER_TOOLS.values()},
+    "mcp_tool_result": "mcp_tool_use",
+})
+# Stop reasons after which a hosted use may still lack its result: the server paused its
+# loop and continues in the next request.
+_ANTHROPIC_PAUSED = frozenset({"pause_turn"})
+
+# Which delta types belong to which block type (every reviewed block type is a key).
 _BLOCK_DELTAS = {
     "tool_use": frozenset({"input_json_delta"}),
     "text": frozenset({"text_delta", "citations_delta"}),
     "thinking": frozenset({"thinking_delta", "signature_delta"}),
     "redacted_thinking": frozenset(),
+    **{use: frozenset({"input_json_delta"}) for use in _ANTHROPIC_HOSTED_USES},
+    **{result: frozenset() for result in _ANTHROPIC_RESULTS},
 }
 _ANTHROPIC_EVENTS = frozenset({
     "message_start", "content_block_start", "content_block_delta", "content_block_stop",
@@ -1066,7 +1102,8 @@ _ANTHROPIC_EVENTS = frozenset({
 class _AnthropicState(_Record):
     """Translation state: which blocks exist, their types, whether stopped."""
 
-    __slots__ = ("started", "out_of_order", "stopped_reason", "closed", "blocks")
+    __slots__ = ("started", "out_of_order", "stopped_reason", "closed", "blocks", "reason", "hosted", "callers",
+                 "leading_results")
 
     def __init__(self) -> None:
         self.started = False
@@ -1074,6 +1111,10 @@ class _AnthropicState(_Record):
         self.stopped_reason = False
         self.closed = False
         self.blocks: dict[int, list] = {}  # index -> [type, stopped]
+        self.reason: str | None = None     # the turn's stop_reason
+        self.hosted: dict[str, list] = {}  # hosted use id -> [block index, result type wanted, answered]
+        self.callers: set[str] = set()     # hosted use ids that client tool_use blocks name as their caller
+        self.leading_results = True        # every block so far is a result (a continued turn may open so)
 
 
 class AnthropicNormalizer:
@@ -1100,6 +1141,23 @@ class AnthropicNormalizer:
                 or state.closed or state.stopped_reason):
             return None
         return (None, index), partial
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """End of stream: every hosted tool use has its result, every hosted block its stop.
+
+        A use may lack its result when the turn paused (pause_turn) or when a client
+        tool_use of this turn names it as its caller (programmatic tool calling: the
+        server waits for the client's result).
+        """
+        state = self.state
+        for use_id, (index, _, answered) in state.hosted.items():
+            if not (answered or state.reason in _ANTHROPIC_PAUSED or use_id in state.callers):
+                yield WireProblem(None, MISSING_TERMINAL, f"hosted tool use in block {index} has no result block "
+                                  f"(stop_reason {_token(state.reason)})", None, index)
+        for index, (block_type, stopped) in sorted(state.blocks.items()):
+            if not stopped and (block_type in _ANTHROPIC_HOSTED_USES or block_type in _ANTHROPIC_RESULTS):
+                yield WireProblem(None, MISSING_TERMINAL, f"{block_type} block {index} has no content_block_stop",
+                                  None, index)
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
@@ -1160,6 +1218,8 @@ def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> I
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"stop_reason is {_describe(reason)}, not a string")
         return
     state.stopped_reason = True
+    if state.reason is None:
+        state.reason = reason
     yield TurnEnd(pos, reason)
 
 
@@ -1216,6 +1276,13 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
     if block_type not in _BLOCK_DELTAS:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"content block type {_token(block_type)} has no reviewed normalizer", None, index)
         return
+    if block_type in _ANTHROPIC_RESULTS:
+        yield from _anthropic_hosted_result(pos, index, block_type, block, state)
+        return
+    state.leading_results = False
+    if block_type in _ANTHROPIC_HOSTED_USES:
+        yield from _anthropic_hosted_use(pos, index, block_type, block, state)
+        return
     if block_type != "tool_use":
         return
     ok_id, call_id = _optional_str(block, "id")
@@ -1225,7 +1292,51 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
         state.blocks[index][0] = None  # untranslatable; later deltas are not re-reported
         yield WireProblem(pos, UNSUPPORTED_EVENT, "tool_use id and name must be strings and input an object", None, index)
         return
+    caller = block.get("caller")
+    if isinstance(caller, dict) and isinstance(caller.get("tool_id"), str):
+        state.callers.add(caller["tool_id"])  # programmatic tool calling: a hosted tool awaits this call
     yield SlotOpen(pos, (None, index), call_id, name, initial)
+
+
+def _anthropic_hosted_use(pos: int, index: int, block_type: str, block: dict,
+                          state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """A server_tool_use or mcp_tool_use block: counted, paired with its result later, never a call."""
+    use_id, name = block.get("id"), block.get("name")
+    wanted = _ANTHROPIC_SERVER_TOOLS.get(name) if block_type == "server_tool_use" else "mcp_tool_result"
+    if not isinstance(use_id, str) or not use_id or wanted is None or not isinstance(block.get("input", {}), dict):
+        state.blocks[index][0] = None
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{block_type} block {index} is not a reviewed hosted tool use "
+                          f"(name {_token(name)}, a string id and an object input)", None, index)
+        return
+    if use_id in state.hosted:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{block_type} block {index} reuses the id of block "
+                          f"{state.hosted[use_id][0]}", None, index)
+        return
+    state.hosted[use_id] = [index, wanted, False]
+    yield HostedUse(pos, name if block_type == "server_tool_use" else block_type)
+
+
+def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
+                             state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """A result block: it must answer a hosted use of this turn, once and with the right type.
+
+    The exception is a result at the very start of the message: a paused or
+    programmatic turn continues with the result of a use sent in the previous one.
+    """
+    use_id = block.get("tool_use_id")
+    use = state.hosted.get(use_id) if isinstance(use_id, str) else None
+    if use is None:
+        if not state.leading_results or not isinstance(use_id, str):
+            yield WireProblem(pos, MISSING_SLOT, f"{block_type} block {index} answers no hosted tool use of this turn",
+                              None, index)
+        return
+    state.leading_results = False
+    if use[1] != block_type:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{block_type} block {index} answers the hosted use in block {use[0]}, "
+                          f"which expects {use[1]}", None, index)
+    elif use[2]:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second result for the hosted use in block {use[0]}", None, index)
+    use[2] = True
 
 
 # ---------------------------------------------------------------------------
@@ -1765,6 +1876,7 @@ class TurnMachine:
         self.first_choice: int | None = None
         self.calls_limit_reported = False
         self.ambiguity_reported = False
+        self.hosted: dict[str, int] = {}  # hosted tool name -> uses in this turn (never calls)
 
     # -- recording -----------------------------------------------------------
 
@@ -1983,6 +2095,9 @@ class TurnMachine:
 
     def _on_TurnClose(self, event: TurnClose) -> None:
         self.closed = True
+
+    def _on_HostedUse(self, event: HostedUse) -> None:
+        self.hosted[event.name] = self.hosted.get(event.name, 0) + 1
 
     def _on_SnapshotCall(self, event: SnapshotCall) -> None:
         self.snapshots.setdefault(event.choice, event.position)
@@ -3912,6 +4027,11 @@ def _no_plain_fragment(item: Any) -> None:
     return None
 
 
+def _no_events() -> tuple:
+    """For normalizers without end-of-stream rules of their own."""
+    return ()
+
+
 class StreamGate:
     """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
 
@@ -3971,6 +4091,8 @@ class StreamGate:
         """End of stream: terminal checks, validation, the gate. Returns the report."""
         if self._report is None:
             machine = self._machine
+            for event in getattr(self._normalizer, "finish", _no_events)():
+                machine.feed(event)
             machine.finish()
             validate_slots(machine, self.tool_schemas, self.limits)
             if self.request is not None:
@@ -3978,7 +4100,7 @@ class StreamGate:
             slots = sorted(machine.slots.values(), key=slot_order)
             applicable = bool(machine.slots) or machine.tool_signal
             self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
-                                   machine.findings_for, self.limits.max_findings)
+                                   machine.findings_for, self.limits.max_findings, machine.hosted)
         return self._report
 
 
@@ -4114,7 +4236,8 @@ def _no_shared(slot: Slot) -> list[Finding]:
 
 
 def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
-            meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000) -> dict[str, Any]:
+            meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000,
+            hosted: dict[str, int] | None = None) -> dict[str, Any]:
     ordered = _bounded(findings, max_findings)
     if ordered:
         status = "blocked"
@@ -4141,6 +4264,7 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
         "applicable": status != "not_applicable",
         "executable": status == "pass",
         "calls": calls,
+        "hosted_tools": dict(sorted((hosted or {}).items())),
         "findings": [f.as_dict() for f in ordered],
         "meta": meta,
     }

@@ -15,6 +15,11 @@ class RealCaptures(unittest.TestCase):
         self.assertGreater(len(results), 30)
         self.assertEqual(conformance.capture_disagreements(results), [])
 
+    def test_forced_tool_choice_capture_passes_with_its_recorded_request(self):
+        report, expect = conformance.forced_choice_with_request(SHARED)
+        self.assertEqual((report["status"], report["findings"]), ("pass", []))
+        self.assertEqual([{k: c[k] for k in ("id", "name", "arguments")} for c in report["calls"]], expect["calls"])
+
 
 @unittest.skipIf(SHARED is None, SKIP)
 class JSONTestSuite(unittest.TestCase):

@@ -1,0 +1,217 @@
+"""Differential test: whenever the validator says `pass`, the real SDKs hand over the same calls.
+
+Every bundled fixture is replayed through the stream accumulators of openai-python,
+anthropic-sdk-python and openai-agents (sdkdiff/drivers.py). When our report's status is
+"pass", each driver for the fixture's profile must return exactly the report's calls: same
+count and order, `name` equal, `arguments` equal byte for byte (Anthropic: equal as JSON
+values, since that SDK hands over parsed objects), and `id` equal. A driver that raises means
+the SDK itself fails on a stream we let through, which is a disagreement too.
+
+Optional: the SDKs are not a dependency of the validator. Each class below is skipped, naming
+the missing package, when that package is not importable, so the README test command passes
+with only the standard library. Install them with
+`python3 -m pip install -r sdkdiff/requirements.txt`.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+from support import FIXTURES, fixture_paths, load_fixture, vts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from sdkdiff import drivers  # noqa: E402  (path set up just above; imports no SDK by itself)
+
+# Drivers whose SDK (openai-python) concatenates a string `id` that a stream repeats in every
+# fragment (accumulate_delta appends str to str). That changes only the id the SDK reports,
+# never which calls run or their arguments, so for these drivers an SDK id equal to our id
+# repeated k >= 1 times is accepted.
+ID_REPEAT_DRIVERS = frozenset({"openai_chat_stream_helper", "openai_chat_state"})
+# Drivers whose `arguments` is json.dumps of an already parsed object: compare as JSON values.
+JSON_VALUE_DRIVERS = frozenset({"anthropic_message_stream"})
+
+
+def _stream_of(doc):
+    if not isinstance(doc, dict):
+        return None
+    profile = doc.get("profile")
+    key = vts.STREAM_KEY.get(profile) if isinstance(profile, str) else None
+    stream = doc.get(key) if key else None
+    return stream if isinstance(stream, list) else None
+
+
+def _same_id(sdk_id, our_id, allow_repeat):
+    if sdk_id == our_id:
+        return True
+    if not (allow_repeat and isinstance(sdk_id, str) and isinstance(our_id, str) and our_id):
+        return False
+    times, rest = divmod(len(sdk_id), len(our_id))
+    return rest == 0 and times >= 1 and sdk_id == our_id * times
+
+
+def _typed(value):
+    """A JSON value with bool kept apart from numbers (Python has True == 1)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", [_typed(item) for item in value])
+    if isinstance(value, dict):
+        return ("object", {key: _typed(item) for key, item in value.items()})
+    return ("other", repr(value))
+
+
+def _same_arguments(sdk_args, our_args, as_json):
+    if not as_json:
+        return sdk_args == our_args  # str == str: code point for code point, i.e. byte for byte
+    try:
+        return _typed(json.loads(sdk_args)) == _typed(json.loads(our_args))
+    except (TypeError, ValueError):
+        return False
+
+
+def _disagreement(driver_name, stream, our_calls):
+    """None when the driver hands over exactly our calls, else a readable description."""
+    ours = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in our_calls]
+    try:
+        sdk = drivers.DRIVERS[driver_name](stream)
+    except drivers.DriverError as exc:
+        where = f" at {exc.where}" if exc.where else ""
+        return f"SDK raised {exc.exc_type}{where}: {exc.message}\n  ours: {ours}"
+    problems = []
+    if len(sdk) != len(ours):
+        problems.append(f"{len(sdk)} calls, ours {len(ours)}")
+    for position, (got, want) in enumerate(zip(sdk, ours)):
+        if got["name"] != want["name"]:
+            problems.append(f"call {position}: name")
+        if not _same_arguments(got["arguments"], want["arguments"], driver_name in JSON_VALUE_DRIVERS):
+            problems.append(f"call {position}: arguments")
+        if not _same_id(got["id"], want["id"], driver_name in ID_REPEAT_DRIVERS):
+            problems.append(f"call {position}: id")
+    if not problems:
+        return None
+    return f"{'; '.join(problems)}\n  ours: {ours}\n  sdk:  {sdk}"
+
+
+def _skip_unless(*packages):
+    have = drivers.available()
+    missing = [name for name in packages if have.get(name) is None]
+    if missing:
+        raise unittest.SkipTest(
+            f"{', '.join(missing)} not importable; install with "
+            f"`python3 -m pip install -r sdkdiff/requirements.txt` to run the SDK differential test")
+
+
+class _Differential(unittest.TestCase):
+    PACKAGES = ()
+    DRIVERS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        _skip_unless(*cls.PACKAGES)
+
+    def _check_all_fixtures(self):
+        checked = 0
+        for relpath in fixture_paths():
+            data, doc = load_fixture(relpath)
+            stream = _stream_of(doc)
+            names = [name for name in drivers.PROFILE_DRIVERS.get(doc.get("profile"), ()) if name in self.DRIVERS] \
+                if stream is not None else []
+            if not names:
+                continue
+            report = vts.validate_bytes(data)
+            if report["status"] != "pass":
+                continue
+            for name in names:
+                with self.subTest(fixture=relpath, driver=name):
+                    checked += 1
+                    problem = _disagreement(name, stream, report["calls"])
+                    if problem is not None:
+                        self.fail(f"fixtures/{relpath} passes our validator but {name} disagrees: {problem}")
+        self.assertGreater(checked, 0, "no passing fixture reached these drivers")
+
+
+class OpenAIDrivers(_Differential):
+    PACKAGES = ("openai",)
+    DRIVERS = ("openai_chat_stream_helper", "openai_chat_state", "openai_responses_stream")
+
+    def test_passing_fixtures_match_openai_python(self):
+        self._check_all_fixtures()
+
+    def test_drivers_see_the_stream_helper_object_filter(self):
+        """A known divergence: .stream() drops a chunk whose `object` is not exactly
+        "chat.completion.chunk", raw ChatCompletionStreamState keeps it."""
+        def chunk(delta, obj="chat.completion.chunk", finish=None):
+            return {"id": "chatcmpl-1", "object": obj, "created": 1, "model": "m",
+                    "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+        def fragment(text):
+            return {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}
+
+        start = {"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}
+        chunks = [chunk(start), chunk(fragment('{"city":'), obj="chat.completion.chunk.x"),
+                  chunk(fragment('"Paris"}')), chunk({}, finish="tool_calls")]
+        helper = drivers.openai_chat_stream_helper(chunks)
+        state = drivers.openai_chat_state(chunks)
+        self.assertEqual([c["arguments"] for c in state], ['{"city":"Paris"}'])
+        self.assertEqual([c["arguments"] for c in helper], ['"Paris"}'])
+        self.assertNotEqual(helper[0]["arguments"], state[0]["arguments"])
+
+
+class AnthropicDriver(_Differential):
+    PACKAGES = ("anthropic",)
+    DRIVERS = ("anthropic_message_stream",)
+
+    def test_passing_fixtures_match_anthropic_sdk(self):
+        self._check_all_fixtures()
+
+
+class AgentsDriver(_Differential):
+    PACKAGES = ("openai-agents",)
+    DRIVERS = ("openai_agents",)
+
+    def test_passing_fixtures_match_openai_agents(self):
+        self._check_all_fixtures()
+
+
+class HarnessIsOptional(unittest.TestCase):
+    """Runs everywhere (standard library only)."""
+
+    def test_validator_never_imports_sdkdiff(self):
+        with open(os.path.join(ROOT, "scripts", "validate_tool_stream.py"), encoding="utf-8") as handle:
+            source = handle.read()
+        self.assertIsNone(re.search(r"^\s*(from|import)\s+sdkdiff\b", source, re.M))
+        # and at run time: validating a fixture in a fresh interpreter loads no sdkdiff module
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import validate_tool_stream as v; "
+                "v.validate_bytes(open(sys.argv[2], 'rb').read()); "
+                "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sdkdiff'))")
+        fixture = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
+        proc = subprocess.run([sys.executable, "-I", "-c", code, os.path.join(ROOT, "scripts"), fixture],
+                              capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.strip(), "[]")
+
+    def test_drivers_import_without_the_sdks(self):
+        # -S: no site-packages, so none of the SDKs is importable; -I: ignore PYTHON* env and user site.
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); from sdkdiff import drivers; "
+                "print(sorted(drivers.available().items())); print(sorted(m for m in sys.modules "
+                "if m.split('.')[0] in ('openai', 'anthropic', 'agents')))")
+        proc = subprocess.run([sys.executable, "-S", "-I", "-c", code, ROOT], capture_output=True,
+                              text=True, timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        lines = proc.stdout.splitlines()
+        self.assertEqual(lines[0], str(sorted((name, None) for name in drivers.PACKAGES)))
+        self.assertEqual(lines[1], "[]")
+
+
+if __name__ == "__main__":
+    unittest.main()
