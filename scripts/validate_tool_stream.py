@@ -4429,7 +4429,13 @@ class _SseEvent(_FrozenRecord):
 
 
 def _sse_decode(raw: bytes) -> str:
-    """UTF-8 text without one leading BOM (the SSE decoder strips it too)."""
+    """UTF-8 text; a leading byte order mark is refused.
+
+    WHATWG parsers (and the Vercel AI SDK) skip one leading BOM, but the
+    decoders of openai-python and the Anthropic SDK keep it, so the first field
+    name no longer reads "data" or "event" and the first event is lost: the
+    SDKs would read different streams from the same bytes.
+    """
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
     try:
@@ -4437,7 +4443,10 @@ def _sse_decode(raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
         raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
-    return text[1:] if text.startswith("\ufeff") else text
+    if text.startswith("\ufeff"):
+        raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
+                           "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
+    return text
 
 
 def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
@@ -4787,6 +4796,11 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                            f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
     events, comments, done, unterminated = _sse_parse(_sse_decode(raw))
+    if profile == "anthropic":
+        for event in events:
+            if event.name is None:  # the Anthropic SDK dispatches on the event name alone
+                raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
+                                   "readers do not, so they would read different streams", event.line)
     try:
         payloads = [_sse_payload(event) for event in events]
         payloads, warnings = _scrub_payloads(profile, payloads, [event.line for event in events], redact)
@@ -4860,6 +4874,80 @@ def schemas_from_doc(doc: object) -> dict:
             raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
         schemas[name] = schema
     return schemas
+
+
+# --- the request: tool schemas and tool controls from a recorded request body ----
+
+def _request_tools(profile: str, body: dict) -> tuple[list, Any]:
+    """(tools array, tool_choice) of a request body in the profile's own shape."""
+    if profile == "bedrock":
+        config = body.get("toolConfig") or {}
+        if not isinstance(config, dict):
+            raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+        tools = config.get("tools") or []
+        out = []
+        for number, tool in enumerate(tools if isinstance(tools, list) else []):
+            spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+            if isinstance(spec, dict):
+                schema = spec.get("inputSchema")
+                out.append({"name": spec.get("name"), "input_schema": schema.get("json") if isinstance(schema, dict)
+                            else None})
+            elif not (isinstance(tool, dict) and "systemTool" in tool):
+                raise CaptureError(f"toolConfig.tools[{number}] is neither a toolSpec nor a systemTool")
+        return out, config.get("toolChoice")
+    tools = body.get("tools")
+    tools = [] if tools is None else tools
+    if not isinstance(tools, list):
+        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
+    return tools, body.get("tool_choice")
+
+
+def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
+    """(tool_schemas, request block, warnings) from a recorded request body; prompts are dropped.
+
+    Reads the tools (client tools only: hosted tools are run by the provider),
+    tool_choice and parallel_tool_calls of an OpenAI chat, Responses, Anthropic
+    Messages or Bedrock Converse request.  A custom tool with a free-text
+    format becomes {"type": "string"}; one with a grammar cannot be checked here
+    and is left out, with a warning (its calls are then unknown_tool).
+    """
+    if not isinstance(body, dict):
+        raise CaptureError(f"the request body must be a JSON object, got {_describe(body)}")
+    tools, choice = _request_tools(profile, body)
+    schemas: dict[str, Any] = {}
+    warnings: list[str] = []
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a tool object")
+        kind = tool.get("type")
+        custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
+        if kind == "custom" and "input_schema" not in tool:
+            name = custom.get("name")
+            fmt = custom.get("format") or {"type": "text"}
+            if not isinstance(name, str) or not name:
+                raise CaptureError(f"tools[{number}] is a custom tool without a name")
+            if isinstance(fmt, dict) and fmt.get("type") == "text":
+                schemas[name] = {"type": "string"}
+            else:
+                warnings.append(f"tools[{number}]: custom tool {json.dumps(name[:60])} takes grammar-constrained "
+                                "input this tool cannot check; it is left out, so its calls are unknown_tool")
+            continue
+        if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
+            continue  # a hosted tool (web search, code execution, MCP...): the provider runs it
+        name, schema = _tool_schema(number, tool)
+        if name in schemas:
+            raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
+        schemas[name] = schema
+    request: dict[str, Any] = {"tools": sorted(schemas)}
+    if choice is not None:
+        request["tool_choice"] = choice
+    if body.get("parallel_tool_calls") is not None and profile in ("openai", "mistral", "openai-responses"):
+        request["parallel_tool_calls"] = body["parallel_tool_calls"]
+    try:
+        request_context(profile, request)
+    except RequestError as exc:
+        raise CaptureError(f"the request's tool controls: {exc}") from None
+    return schemas, request, warnings
 
 
 # ---------------------------------------------------------------------------
@@ -5214,18 +5302,30 @@ def _run_capture(argv: list[str]) -> int:
     parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
     parser.add_argument("--schemas", metavar="FILE",
                         help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
+    parser.add_argument("--request", metavar="FILE",
+                        help="the recorded request body: fills tool_schemas and the request block "
+                             "(tool_choice, parallel_tool_calls, tool names); messages are dropped")
     parser.add_argument("--no-redact", action="store_true",
                         help="keep text, thinking and signatures (secrets are still masked)")
     args = parser.parse_args(argv)
+    if args.schemas and args.request:
+        raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
     limits = Limits()
-    schemas = None
+    schemas = request = None
+    request_warnings: list[str] = []
     try:
         if args.schemas:
             schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
+        if args.request:
+            body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
+            schemas, request, request_warnings = request_from_body(args.profile, body)
         envelope, warnings = sse_to_envelope(_read_input(args.sse, limits.max_input_bytes), args.profile, schemas,
                                              redact=not args.no_redact)
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
+    if request is not None:
+        envelope["request"] = request
+    warnings = request_warnings + warnings
     sys.stdout.write(json.dumps(envelope, indent=2, ensure_ascii=True) + "\n")
     for warning in warnings:
         sys.stderr.write(f"validate_tool_stream capture: warning: {warning}\n")

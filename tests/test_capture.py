@@ -164,13 +164,22 @@ class Framing(unittest.TestCase):
         raw = b'data: {"a":"\\ud83d"}\n\n'
         self.assertEqual(capture(raw)[0]["chunks"], [{"a": "\ud83d"}])
 
-    def test_bom_is_skipped(self):
-        envelope, _ = capture(b"\xef\xbb\xbf" + sse(TURN))
-        self.assertEqual(len(envelope["chunks"]), 4)
+    def test_a_leading_bom_is_refused(self):
+        # WHATWG parsers skip it; openai-python and the Anthropic SDK lose the first event behind it
+        for raw in (b"\xef\xbb\xbf" + sse(TURN), b"\xef\xbb\xbf\xef\xbb\xbf" + sse(TURN)):
+            with self.subTest(raw=raw[:8]), self.assertRaises(vts.CaptureError) as ctx:
+                capture(raw)
+            self.assertEqual(ctx.exception.line, 1)
+            self.assertIn("byte order mark", str(ctx.exception))
 
-    def test_a_second_bom_is_not_skipped(self):
-        with self.assertRaises(vts.CaptureError):
-            capture(b"\xef\xbb\xbf\xef\xbb\xbf" + sse(TURN))
+    def test_anthropic_event_without_event_line_is_refused(self):
+        # the Anthropic SDK dispatches on the event name and skips an unnamed event; others read it
+        raw = b'event: message_start\ndata: {"type":"message_start","message":{}}\n\n' \
+              b'data: {"type":"message_stop"}\n\n'
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(raw, "anthropic")
+        self.assertEqual(ctx.exception.line, 4)
+        self.assertIn("event:", str(ctx.exception))
 
     def test_non_utf8_reports_its_line(self):
         with self.assertRaises(vts.CaptureError) as ctx:
