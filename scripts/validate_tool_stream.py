@@ -765,17 +765,25 @@ def request_context(profile: str, request: Any) -> RequestContext | None:
 SlotKey = tuple  # (choice or None, index)
 
 
+# What the application executes for a call: a JSON function call (arguments are a JSON
+# object), a custom tool call (free-form text input), or an item kind of its own
+# (computer_call, local_shell_call...) that this tool reports but has no check for.
+FUNCTION, CUSTOM = "function", "custom"
+
+
 class SlotOpen(_Record):
     """A slot announced explicitly, with its identity (anthropic tool_use start)."""
 
-    __slots__ = ("position", "key", "id", "name", "initial_input")
+    __slots__ = ("position", "key", "id", "name", "initial_input", "kind")
 
-    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, initial_input: Any) -> None:
+    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, initial_input: Any,
+                 kind: str = FUNCTION) -> None:
         self.position = position
         self.key = key
         self.id = id
         self.name = name
         self.initial_input = initial_input
+        self.kind = kind
 
 
 class Fragment(_Record):
@@ -794,16 +802,28 @@ class Fragment(_Record):
 class SlotEnd(_Record):
     """The provider's terminal for one slot (anthropic content_block_stop).
 
-    `final_arguments` is set by protocols whose terminal restates the whole
-    argument string; it must equal the joined fragments.
+    `restated` holds (where, text) for every place the protocol restated the
+    whole argument string up to the terminal; each must equal the joined fragments.
     """
 
-    __slots__ = ("position", "key", "final_arguments")
+    __slots__ = ("position", "key", "restated")
 
-    def __init__(self, position: int, key: SlotKey, final_arguments: str | None = None) -> None:
+    def __init__(self, position: int, key: SlotKey, restated: tuple = ()) -> None:
         self.position = position
         self.key = key
-        self.final_arguments = final_arguments
+        self.restated = restated
+
+
+class CallRestated(_Record):
+    """A finished call restated later (a final snapshot of the turn); the arguments must agree."""
+
+    __slots__ = ("position", "key", "where", "arguments")
+
+    def __init__(self, position: int, key: SlotKey, where: str, arguments: str) -> None:
+        self.position = position
+        self.key = key
+        self.where = where
+        self.arguments = arguments
 
 
 class ChoiceEnd(_Record):
@@ -874,8 +894,10 @@ class WireProblem(_Record):
         self.index = index
 
 
-NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse, WireProblem]
-NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse, WireProblem)
+NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
+                     WireProblem]
+NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
+                       WireProblem)
 
 
 # ---------------------------------------------------------------------------
@@ -1343,17 +1365,40 @@ def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
 # Normalizer: OpenAI Responses API stream events
 # ---------------------------------------------------------------------------
 #
-# A function_call output item is a slot keyed (None, output_index).  Its id is
-# the item's call_id (what the tool result must echo), not item.id ("fc_..."),
-# which only ties the argument events to their item.  output_index counts every
-# item (messages and reasoning too), so the 0..n-1 check is done here, across
-# item types, as the anthropic normalizer does for blocks.
+# A client call item (function_call, custom_tool_call...) is a slot keyed
+# (None, output_index).  Its id is the item's call_id (what the tool result must
+# echo), not item.id ("fc_..."), which only ties the argument events to their item.
+# output_index counts every item, so the 0..n-1 check is done here, across item
+# types, as the anthropic normalizer does for blocks.
+#
+# What the SDKs execute (read from their stream code): openai-python's
+# get_final_response() and openai-agents take response.completed's output (the
+# output_item.done items when that output is null, or for openai-agents empty); the
+# Vercel AI SDK takes each output_item.done item.  So a call's terminal is its
+# output_item.done, and every place that states its arguments (the added item, the
+# deltas, the .done event, the done item, the final output) must agree.
 
-_RESPONSES_CALL_ITEM = "function_call"
+# Client call item type -> (argument member of the item, delta event, done event).
+_RESPONSES_ARGUMENT_ITEMS = MappingProxyType({
+    "function_call": ("arguments", "response.function_call_arguments.delta", "response.function_call_arguments.done"),
+    "custom_tool_call": ("input", "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"),
+})
+_RESPONSES_KIND = MappingProxyType({"function_call": FUNCTION, "custom_tool_call": CUSTOM})
+# Items the client executes that this tool has no check for: reported as calls of their
+# own kind (the member holding their input), and the turn is blocked.
+_RESPONSES_UNCHECKED_CALLS = MappingProxyType({
+    "computer_call": "action", "local_shell_call": "action", "shell_call": "action",
+    "apply_patch_call": "operation", "mcp_approval_request": "arguments",
+})
 _RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning"})
+# Hosted items: the provider runs the tool inside the turn.  Not slots, never calls.
+_RESPONSES_HOSTED_ITEMS = frozenset({
+    "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
+    "mcp_list_tools", "tool_search_output",
+})
 # Reviewed events that carry no tool data and address no item.
 _RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
-# Reviewed content events of non-tool items -> the item types they may address.
+# Reviewed events of items other than function calls -> the item types they may address.
 _RESPONSES_CONTENT_EVENTS = {
     "response.output_text.delta": frozenset({"message"}),
     "response.output_text.done": frozenset({"message"}),
@@ -1368,30 +1413,52 @@ _RESPONSES_CONTENT_EVENTS = {
     "response.reasoning_summary_text.done": frozenset({"reasoning"}),
     "response.reasoning_text.delta": frozenset({"reasoning"}),
     "response.reasoning_text.done": frozenset({"reasoning"}),
+    **{f"response.web_search_call.{step}": frozenset({"web_search_call"})
+       for step in ("in_progress", "searching", "completed")},
+    **{f"response.file_search_call.{step}": frozenset({"file_search_call"})
+       for step in ("in_progress", "searching", "completed")},
+    **{f"response.code_interpreter_call.{step}": frozenset({"code_interpreter_call"})
+       for step in ("in_progress", "interpreting", "completed")},
+    "response.code_interpreter_call_code.delta": frozenset({"code_interpreter_call"}),
+    "response.code_interpreter_call_code.done": frozenset({"code_interpreter_call"}),
+    **{f"response.image_generation_call.{step}": frozenset({"image_generation_call"})
+       for step in ("in_progress", "generating", "partial_image", "completed")},
+    **{f"response.mcp_call.{step}": frozenset({"mcp_call"}) for step in ("in_progress", "completed", "failed")},
+    "response.mcp_call_arguments.delta": frozenset({"mcp_call"}),
+    "response.mcp_call_arguments.done": frozenset({"mcp_call"}),
+    **{f"response.mcp_list_tools.{step}": frozenset({"mcp_list_tools"})
+       for step in ("in_progress", "completed", "failed")},
+    **{f"response.shell_call_command.{step}": frozenset({"shell_call"}) for step in ("added", "delta", "done")},
+    "response.apply_patch_call_operation_diff.delta": frozenset({"apply_patch_call"}),
+    "response.apply_patch_call_operation_diff.done": frozenset({"apply_patch_call"}),
 }
-_RESPONSES_ARGUMENT_EVENTS = frozenset({
-    "response.function_call_arguments.delta", "response.function_call_arguments.done",
-})
+_RESPONSES_ARGUMENT_EVENTS = MappingProxyType({
+    event: (item_type, event == done) for item_type, (_, delta, done) in _RESPONSES_ARGUMENT_ITEMS.items()
+    for event in (delta, done)})
 # Turn terminals that become a TurnEnd; response.failed is a stream_error instead.
 _RESPONSES_TURN_ENDS = {"response.completed": "completed", "response.incomplete": "incomplete"}
 _RESPONSES_EVENTS = (frozenset({
     "response.created", "response.output_item.added", "response.output_item.done",
     "response.failed", "error",
-}) | _RESPONSES_LIFECYCLE | frozenset(_RESPONSES_CONTENT_EVENTS) | _RESPONSES_ARGUMENT_EVENTS
+}) | _RESPONSES_LIFECYCLE | frozenset(_RESPONSES_CONTENT_EVENTS) | frozenset(_RESPONSES_ARGUMENT_EVENTS)
     | frozenset(_RESPONSES_TURN_ENDS))
 
 
 class _ResponsesItem(_Record):
     """One output item as announced by response.output_item.added."""
 
-    __slots__ = ("kind", "item_id", "call_id", "name", "done_arguments", "finished")
+    __slots__ = ("kind", "item_id", "call_id", "name", "added_arguments", "done_arguments", "streamed",
+                 "arguments_done", "finished")
 
     def __init__(self, kind: str | None) -> None:
         self.kind = kind                          # item type; None when untranslatable (already reported)
         self.item_id: str | None = None           # item.id, which argument events name as item_id
         self.call_id: str | None = None
         self.name: str | None = None
-        self.done_arguments: str | None = None    # what the first function_call_arguments.done restated
+        self.added_arguments = ""                 # the arguments the added item already held
+        self.done_arguments: str | None = None    # what the first arguments .done event restated
+        self.streamed = False                     # an argument delta arrived
+        self.arguments_done = False               # the arguments .done event arrived
         self.finished = False                     # response.output_item.done seen
 
 
@@ -1406,6 +1473,10 @@ class _ResponsesState(_Record):
         self.ended = False                        # response.completed / incomplete / failed seen
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
+
+
+def _is_call_item(item: _ResponsesItem) -> bool:
+    return item.kind in _RESPONSES_ARGUMENT_ITEMS or item.kind in _RESPONSES_UNCHECKED_CALLS
 
 
 class ResponsesNormalizer:
@@ -1446,6 +1517,7 @@ class ResponsesNormalizer:
             yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before response.created")
         if kind in _RESPONSES_TURN_ENDS:
             state.ended = True
+            yield from _responses_final_output(pos, kind, event, state)
             yield from _responses_turn_end(pos, kind, state)
         elif kind in _RESPONSES_LIFECYCLE:
             return
@@ -1463,12 +1535,64 @@ def _responses_after_end(pos: int, kind: str, state: _ResponsesState) -> Iterato
 
 def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
     # There is no tool-specific reason: "completed" is the tool reason only when the turn
-    # holds a function call; a completed text-only turn must stay not_applicable.
+    # holds a client call; a completed turn of text and hosted tools must stay not_applicable.
     reason = _RESPONSES_TURN_ENDS[kind]
-    has_calls = any(item.kind == _RESPONSES_CALL_ITEM for item in state.items.values())
-    if reason == "completed" and not has_calls:
+    if reason == "completed" and not any(_is_call_item(item) for item in state.items.values()):
         return
     yield TurnEnd(pos, reason)
+
+
+def _output_call(entry: Any) -> bool:
+    return isinstance(entry, dict) and (entry.get("type") in _RESPONSES_ARGUMENT_ITEMS
+                                        or entry.get("type") in _RESPONSES_UNCHECKED_CALLS)
+
+
+def _responses_final_output(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """The terminal's response.output must hold exactly the streamed client calls.
+
+    openai-python and openai-agents execute that final output; a call there that
+    was never streamed, one missing there, or one restated with another id, name
+    or arguments means they would run something else than what was checked.  A
+    null or absent output is rebuilt from the done items by both, so it agrees.
+    """
+    response = event.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    if output is None:
+        return
+    if not isinstance(output, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} response.output is {_describe(output)}, not a list")
+        return
+    final = [entry for entry in output if _output_call(entry)]
+    streamed = [(index, item) for index, item in sorted(state.items.items()) if _is_call_item(item)]
+    if len(final) != len(streamed):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} lists {len(final)} client call(s) in response.output, but "
+                          f"{len(streamed)} were streamed: openai-python and openai-agents execute that final output")
+        return
+    for entry, (index, item) in zip(final, streamed):
+        where = f"{kind} response.output"
+        if entry.get("type") != item.kind:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} holds a {_token(entry.get('type'))} where output item "
+                              f"{index} is a {item.kind}", None, index)
+            continue
+        yield from _responses_restated_identity(pos, where, index, entry, item)
+        member = _RESPONSES_ARGUMENT_ITEMS.get(item.kind, (None,))[0]
+        if member is not None:
+            text = entry.get(member)
+            if not isinstance(text, str):
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates item {index} without string {member}",
+                                  None, index)
+            else:
+                yield CallRestated(pos, (None, index), where, text)
+
+
+def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
+                                 item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """id, call_id and name restated by a done item or the final output must be the announced ones."""
+    for key, known in (("id", item.item_id), ("call_id", item.call_id), ("name", item.name)):
+        ok, value = _optional_str(body, key)
+        if not ok or (value and value != known):
+            yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {index} as "
+                              f"{_token(body.get(key))}, not {_token(known)}", None, index)
 
 
 def _responses_item_event(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -1504,39 +1628,54 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
                           None, index)
     body = event.get("item")
     item_type = _wire_str(body.get("type")) if isinstance(body, dict) else None
+    if item_type == "tool_search_call" and isinstance(body, dict):
+        # the server runs a tool search unless the request asked the client to
+        item_type = item_type if body.get("execution") == "client" else "tool_search_output"
     state.items[index] = item = _ResponsesItem(None)
     if item_type in _RESPONSES_TEXT_ITEMS:
         item.kind = item_type
         return
-    if item_type != _RESPONSES_CALL_ITEM:
+    if item_type in _RESPONSES_HOSTED_ITEMS:
+        item.kind = item_type
+        yield HostedUse(pos, "tool_search_call" if body.get("type") == "tool_search_call" else item_type)
+        return
+    if item_type in _RESPONSES_UNCHECKED_CALLS or item_type == "tool_search_call":
+        item.kind = item_type
+        item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
+        item.name = _wire_str(body.get("name")) or item_type
+        yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a {item_type} item: the client executes it, but this tool has no "
+                          "reviewed check for its input, so nothing in the turn may run", None, index)
+        return
+    if item_type not in _RESPONSES_ARGUMENT_ITEMS:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"output item type {_token(item_type)} has no reviewed normalizer",
                           None, index)
         return
-    fields = [_optional_str(body, key) for key in ("id", "call_id", "name", "arguments")]
+    member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
+    fields = [_optional_str(body, key) for key in ("id", "call_id", "name", member)]
     if not all(ok for ok, _ in fields):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "function_call id, call_id, name and arguments must be strings",
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{item_type} id, call_id, name and {member} must be strings",
                           None, index)
         return
     (_, item_id), (_, call_id), (_, name), (_, initial) = fields
-    item.kind, item.item_id, item.call_id, item.name = _RESPONSES_CALL_ITEM, item_id, call_id, name
-    yield SlotOpen(pos, (None, index), call_id, name, None)
+    item.kind, item.item_id, item.call_id, item.name = item_type, item_id, call_id, name
+    item.added_arguments = initial or ""
+    yield SlotOpen(pos, (None, index), call_id, name, None, _RESPONSES_KIND[item_type])
     if item_id:
         other = state.item_ids.setdefault(item_id, index)
         if other != index:
             yield WireProblem(pos, IDENTITY_COLLISION, f"item id {json.dumps(item_id)} is also output item {other}",
                               None, index)
-    if initial:
-        # Arguments must arrive as deltas; a pre-filled item would be a second source.
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"function_call item {index} was added with non-empty arguments",
-                          None, index)
 
 
 def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
-    if item.kind != _RESPONSES_CALL_ITEM:
+    item_type, is_done = _RESPONSES_ARGUMENT_EVENTS[kind]
+    if item.kind != item_type:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a {item.kind} item ({index})", None, index)
         return
-    if item.finished:
-        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after output item {index} was done", None, index)
+    if item.finished or (item.arguments_done and not is_done):
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the arguments of output item {index} were done",
+                          None, index)
         return
     ok, item_id = _optional_str(event, "item_id")
     if not ok or item_id != item.item_id:
@@ -1544,24 +1683,28 @@ def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _Re
                           f"item {index} is {_token(item.item_id)}", None, index)
         return
     key = (None, index)
-    if kind == "response.function_call_arguments.delta":
+    if not is_done:
         delta = event.get("delta")
         if not isinstance(delta, str):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not a string", None, index)
             return
+        item.streamed = True
         yield Fragment(pos, key, None, None, delta)
         return
-    arguments = event.get("arguments")
+    member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
+    arguments = event.get(member)
     ok_name, name = _optional_str(event, "name")
     if not isinstance(arguments, str) or not ok_name:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "arguments must be a string and name a string or null", None, index)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} must be a string and name a string or null", None, index)
         return
+    if item.arguments_done:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second {kind} for output item {index}", None, index)
+        return
+    item.arguments_done = True
+    item.done_arguments = arguments
     if name and name != item.name:
         item.name = item.name or name
         yield Fragment(pos, key, None, name, None)  # the machine judges the restated name
-    if item.done_arguments is None:
-        item.done_arguments = arguments
-    yield SlotEnd(pos, key, arguments)
 
 
 def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
@@ -1572,23 +1715,41 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
     if item.kind is None:
         return
     body = event.get("item")
-    if not isinstance(body, dict) or body.get("type") != item.kind:
+    done_type = body.get("type") if isinstance(body, dict) else None
+    if done_type != item.kind and not (item.kind == "tool_search_output" and done_type == "tool_search_call"):
         yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done for item {index} does not restate a {item.kind} item",
                           None, index)
         return
-    if item.kind != _RESPONSES_CALL_ITEM:
+    if item.kind in _RESPONSES_UNCHECKED_CALLS or item.kind == "tool_search_call":
+        member = _RESPONSES_UNCHECKED_CALLS.get(item.kind, "arguments")
+        value = body.get(member)
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        yield Fragment(pos, (None, index), None, None, text)  # reported, never run
+        yield SlotEnd(pos, (None, index))
+        return
+    if item.kind not in _RESPONSES_ARGUMENT_ITEMS:
         return
     if body.get("status") == "incomplete":
-        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"function_call item {index} is done with status \"incomplete\"",
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{item.kind} item {index} is done with status \"incomplete\"",
                           None, index)
-    for key, known in (("id", item.item_id), ("call_id", item.call_id), ("name", item.name)):
-        ok, value = _optional_str(body, key)
-        if not ok or (value and value != known):
-            yield WireProblem(pos, IDENTITY_COLLISION, f"output_item.done restates {key} of item {index} as "
-                              f"{_token(body.get(key))}, not {_token(known)}", None, index)
-    if "arguments" in body and item.done_arguments is not None and body["arguments"] != item.done_arguments:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done restates arguments of item {index} that differ "
-                          "from function_call_arguments.done", None, index)
+    yield from _responses_restated_identity(pos, "output_item.done", index, body, item)
+    member, _, done_event = _RESPONSES_ARGUMENT_ITEMS[item.kind]
+    restated = []
+    if item.added_arguments:
+        restated.append(("output_item.added", item.added_arguments))
+    if item.done_arguments is not None:
+        restated.append((done_event, item.done_arguments))
+    if member in body:
+        final = body[member]
+        if not isinstance(final, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"output_item.done {member} of item {index} is "
+                              f"{_describe(final)}, not a string", None, index)
+        else:
+            restated.append(("output_item.done", final))
+    if not item.streamed and restated and restated[0][1]:
+        # a whole call (xAI) or done-only arguments (LM Studio, Codex): the first statement is the text
+        yield Fragment(pos, (None, index), None, None, restated[0][1])
+    yield SlotEnd(pos, (None, index), tuple(restated))
 
 
 # ---------------------------------------------------------------------------
@@ -1826,7 +1987,7 @@ RULES = {
     "anthropic": TurnRules("tool_use", False, False, False),
     "openai-responses": TurnRules("completed", False, False, False, needs_close=False,
                                   stop_name="response.completed",
-                                  slot_end_name="response.function_call_arguments.done"),
+                                  slot_end_name="response.output_item.done"),
     "bedrock": TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
                          slot_end_name="contentBlockStop"),
 }
@@ -1836,7 +1997,7 @@ class Slot(_Record):
     """One tool call being reassembled."""
 
     __slots__ = ("key", "phase", "id", "name", "parts", "initial_input", "terminal_position", "findings",
-                 "arguments", "state", "name_restated")
+                 "arguments", "state", "name_restated", "kind")
 
     def __init__(self, key: SlotKey) -> None:
         self.key = key
@@ -1850,6 +2011,7 @@ class Slot(_Record):
         self.arguments = ""
         self.state = BLOCKED
         self.name_restated = False
+        self.kind = FUNCTION
 
 
 class TurnMachine:
@@ -1969,6 +2131,7 @@ class TurnMachine:
         if slot is None or not self._step(slot, "open", event.position):
             return
         slot.initial_input = event.initial_input
+        slot.kind = event.kind
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
 
@@ -2019,11 +2182,21 @@ class TurnMachine:
         if slot is None:
             self._find(MISSING_SLOT, f"end of slot {_slot_label(event.key)}, which was never opened", event.position)
             return
-        if self._end_slot(slot, event.position) and event.final_arguments is not None:
-            joined, _ = join_fragments(slot.parts)
-            if joined != event.final_arguments:
-                self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)}: the terminal restates arguments that "
-                           "differ from the joined fragments", event.position, slot.key)
+        if self._end_slot(slot, event.position):
+            for where, text in event.restated:
+                self._compare_restated(slot, where, text, event.position)
+
+    def _on_CallRestated(self, event: CallRestated) -> None:
+        slot = self.slots.get(event.key)
+        if slot is not None and slot.phase == TERMINAL:
+            self._compare_restated(slot, event.where, event.arguments, event.position)
+
+    def _compare_restated(self, slot: Slot, where: str, text: str, position: int) -> None:
+        joined, _ = join_fragments(slot.parts)
+        if joined != text:
+            self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)}: {where} restates arguments that differ from "
+                       "the joined fragments (an SDK that reads that restatement would run other arguments)",
+                       position, slot.key)
 
     def _end_slot(self, slot: Slot, position: int) -> bool:
         if not self._step(slot, "end", position):
@@ -3907,6 +4080,22 @@ def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str
     return value, []
 
 
+def check_custom_input(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
+    """A custom tool's free-form input is the instance itself (a string), within the size limit."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None, [(INVALID_UNICODE, "the joined input holds an unpaired UTF-16 surrogate")]
+    if size > limits.max_argument_bytes:
+        return None, [(LIMIT_EXCEEDED, f"the input exceeds {limits.max_argument_bytes} bytes")]
+    return text, []
+
+
+def _string_schema(schema: Any) -> bool:
+    """A schema a free-form text input can be checked against: its root type is "string"."""
+    return isinstance(schema, dict) and schema.get("type") == "string"
+
+
 def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tuple[str, str, str | None]]:
     """Schema problems of parsed arguments: [(code, message, pointer)], bounded in time."""
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
@@ -3952,14 +4141,25 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
 
         if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "")):
             find(INVALID_UNICODE, "the call's id or name holds an unpaired UTF-16 surrogate")
+        if slot.kind not in (FUNCTION, CUSTOM):
+            # reported with its kind; the normalizer already blocked the turn (no reviewed check for its input)
+            slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+            continue
         if too_deep:
             value, problems = None, [(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")]
+        elif slot.kind == CUSTOM:
+            value, problems = check_custom_input(text, limits)
         else:
             value, problems = check_arguments(text, limits)
         for code, message in problems:
             find(code, message)
         if slot.name is None:
             pass  # missing_name already says why no schema applies
+        elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(slot.name)):
+            find(UNSUPPORTED_SCHEMA if slot.name in tool_schemas else UNKNOWN_TOOL,
+                 f"custom tool {json.dumps(slot.name)} takes free-form text: its input is checked only against a "
+                 "schema whose root says \"type\": \"string\"" + ("" if slot.name in tool_schemas else
+                                                                       ", and tool_schemas has none"))
         elif slot.name not in tool_schemas:
             find(UNKNOWN_TOOL, f"tool {json.dumps(slot.name)} is not in tool_schemas")
         else:
@@ -4252,6 +4452,7 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
             "index": slot.key[1],
             "id": slot.id,
             "name": slot.name,
+            "kind": slot.kind,
             "arguments": slot.arguments,
             "state": slot.state,
             "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS))],

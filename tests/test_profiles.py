@@ -149,17 +149,18 @@ class ResponsesEdges(unittest.TestCase):
         self.assertEqual(positions(run("openai-responses", stream)), [("identity_collision", 4)])
 
     def test_non_empty_initial_arguments(self):
+        # the added item states arguments that the deltas (and everything after) contradict
         stream = [created(), added(arguments='{"a":1}'), delta("{}"), done("{}"), item_done("{}"), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 1)])
+        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 4)])
 
     def test_absent_call_id_is_missing_id(self):
         report = run("openai-responses", responses_call(call_id=None))
-        self.assertEqual(positions(report), [("missing_id", 3)])
+        self.assertEqual(positions(report), [("missing_id", 4)])
 
     def test_call_id_arriving_only_in_output_item_done(self):
         stream = responses_call(call_id=None)
         stream[4] = item_done('{"a":1}', call_id="call_late")
-        self.assertEqual(positions(run("openai-responses", stream)), [("missing_id", 3), ("identity_collision", 4)])
+        self.assertEqual(positions(run("openai-responses", stream)), [("identity_collision", 4), ("missing_id", 4)])
 
     def test_second_response_completed_is_duplicate_terminal(self):
         report = run("openai-responses", responses_call() + [COMPLETED])
@@ -173,15 +174,29 @@ class ResponsesEdges(unittest.TestCase):
         report = run("openai-responses", [created()] + responses_call())
         self.assertEqual(positions(report), [("unexpected_event", 1)])
 
-    def test_unknown_event_and_custom_tool_item(self):
-        stream = responses_call()[:-1] + [
-            {"type": "response.audio.delta", "delta": "AAAA"},
-            {"type": "response.output_item.added", "output_index": 1,
-             "item": {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "f", "input": ""}},
-            {"type": "response.custom_tool_call_input.delta", "output_index": 1, "item_id": "ctc_1", "delta": "x"},
-            COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)),
-                         [("unsupported_event", 5), ("unsupported_event", 6), ("unsupported_event", 7)])
+    def test_unknown_event(self):
+        stream = responses_call()[:-1] + [{"type": "response.audio.delta", "delta": "AAAA"}, COMPLETED]
+        self.assertEqual(positions(run("openai-responses", stream)), [("unsupported_event", 5)])
+
+    def test_custom_tool_call_is_checked_against_a_string_schema(self):
+        def stream(text):
+            return [created(), {"type": "response.output_item.added", "output_index": 0, "item": {
+                        "type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "note", "input": ""}},
+                    {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "ctc_1",
+                     "delta": text},
+                    {"type": "response.custom_tool_call_input.done", "output_index": 0, "item_id": "ctc_1",
+                     "input": text},
+                    {"type": "response.output_item.done", "output_index": 0, "item": {
+                        "type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "note", "input": text}},
+                    COMPLETED]
+        schemas = {"note": {"type": "string", "maxLength": 5}, "f": {"type": "object"}}
+        report = run("openai-responses", stream("hello"), schemas)
+        self.assertEqual((report["status"], report["calls"][0]["kind"], report["calls"][0]["arguments"]),
+                         ("pass", "custom", "hello"))
+        self.assertEqual(positions(run("openai-responses", stream("hello!"), schemas)), [("schema_violation", 4)])
+        self.assertEqual(positions(run("openai-responses", stream("hi"), {"note": {"type": "object"}})),
+                         [("unsupported_schema", 4)])
+        self.assertEqual(positions(run("openai-responses", stream("hi"), {})), [("unknown_tool", 4)])
 
     def test_text_delta_on_function_call_item(self):
         stream = responses_call()[:2] + [
@@ -198,16 +213,45 @@ class ResponsesEdges(unittest.TestCase):
     def test_missing_output_index(self):
         stream = responses_call()
         del stream[2]["output_index"]
-        # the dropped delta leaves "" behind, which is validated at the terminal too
-        self.assertEqual(codes(run("openai-responses", stream)), {"missing_index", "unexpected_event", "malformed_json"})
+        # the unreadable delta is a finding; the call itself takes the .done restatement
+        self.assertEqual(codes(run("openai-responses", stream)), {"missing_index"})
 
-    def test_done_without_deltas_is_refused(self):
+    def test_done_only_arguments_are_one_complete_call(self):
+        # LM Studio / Codex: no delta; the .done event and the done item state the arguments
         stream = [created(), added(), done('{"a":1}'), item_done('{"a":1}'), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 2), ("malformed_json", 2)])
+        report = run("openai-responses", stream)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+        stream = [created(), added(), done('{"a":1}'), item_done("{}"), COMPLETED]
+        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 3)])
+
+    def test_whole_call_in_the_added_item(self):
+        # xAI: the item arrives complete, with no argument events
+        stream = [created(), added(arguments='{"a":1}'), item_done('{"a":1}'), COMPLETED]
+        report = run("openai-responses", stream)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+
+    def test_a_call_needs_its_output_item_done(self):
+        stream = [created(), added(), delta('{"a":1}'), done('{"a":1}'), COMPLETED]
+        self.assertEqual(positions(run("openai-responses", stream)), [("missing_terminal", None)])
+
+    def test_final_output_must_hold_exactly_the_streamed_calls(self):
+        call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": '{"a":1}'}
+        for output, expected in (([call], []), (None, []),
+                                 ([], [("unexpected_event", 5)]),
+                                 ([call, dict(call, call_id="call_2")], [("unexpected_event", 5)]),
+                                 ([dict(call, arguments='{"a":2}')], [("unexpected_event", 5)]),
+                                 ([dict(call, name="g")], [("identity_collision", 5)])):
+            with self.subTest(output=output):
+                stream = responses_call()[:-1] + [{"type": "response.completed", "response": {"output": output}}]
+                self.assertEqual(positions(run("openai-responses", stream)), expected)
+        text_only = [created(), added(kind="message", fc="msg_1"),
+                     {"type": "response.completed", "response": {"output": [call]}}]
+        report = run("openai-responses", text_only)
+        self.assertEqual((report["status"], positions(report)), ("blocked", [("unexpected_event", 2)]))
 
     def test_empty_arguments_everywhere_is_malformed_json(self):
         stream = [created(), added(), done(""), item_done(""), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("malformed_json", 2)])
+        self.assertEqual(positions(run("openai-responses", stream)), [("malformed_json", 3)])
 
     def test_item_id_reused_across_items(self):
         stream = [created(), added(), delta("{}"), done("{}"), item_done("{}"),
@@ -221,7 +265,7 @@ class ResponsesEdges(unittest.TestCase):
 
     def test_delta_after_output_item_done(self):
         stream = [created(), added(), delta("{}"), item_done("{}"), delta(" "), done("{} "), COMPLETED]
-        self.assertEqual(codes(run("openai-responses", stream)), {"delta_after_terminal", "missing_terminal"})
+        self.assertEqual(codes(run("openai-responses", stream)), {"delta_after_terminal"})
 
     def test_text_only_incomplete_and_completed_are_not_applicable(self):
         for end in ("response.incomplete", "response.completed"):
