@@ -1761,13 +1761,22 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
 # blocks begin with their first delta, so a non-tool delta for a new index opens
 # that block implicitly, while a toolUse delta for a new index is missing_slot.
 
-# Which block kind a delta member belongs to.
+# Which block kinds a delta member belongs to.  "serverToolUse" and "toolResult" are the
+# blocks of a hosted (system) tool: Bedrock runs it inside the turn; never a call.
 _BEDROCK_DELTA_BLOCKS = {
-    "toolUse": "toolUse",
-    "text": "text",
-    "citation": "text",
-    "reasoningContent": "reasoningContent",
+    "toolUse": frozenset({"toolUse", "serverToolUse"}),
+    "text": frozenset({"text"}),
+    "citation": frozenset({"text"}),
+    "reasoningContent": frozenset({"reasoningContent"}),
+    "toolResult": frozenset({"toolResult"}),
 }
+# Reviewed system tools (toolUse.type "server_tool_use") -> the toolResult type that answers them.
+_BEDROCK_SYSTEM_TOOLS = MappingProxyType({
+    "nova_code_interpreter": "nova_code_interpreter_result",
+    "nova_grounding": "nova_grounding_result",
+})
+# toolUse.type values of a client call: absent (the API reference) or "tool_use" (what Nova 2 sends).
+_BEDROCK_CLIENT_TOOL_TYPES = frozenset({None, "tool_use"})
 _BEDROCK_EXCEPTIONS = frozenset({
     "internalServerException", "modelStreamErrorException", "validationException",
     "throttlingException", "serviceUnavailableException",
@@ -1780,13 +1789,14 @@ _BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BE
 class _BedrockState(_Record):
     """Translation state: which blocks exist, their kinds, whether stopped."""
 
-    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks")
+    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks", "hosted")
 
     def __init__(self) -> None:
         self.started = False
         self.out_of_order = False
         self.stopped_reason = False
         self.blocks: dict[int, list] = {}  # index -> [kind or None, stopped]
+        self.hosted: dict[str, list] = {}  # system tool use id -> [block index, result type wanted, answered]
 
 
 class BedrockNormalizer:
@@ -1794,6 +1804,16 @@ class BedrockNormalizer:
 
     def __init__(self) -> None:
         self.state = _BedrockState()
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """End of stream: every system tool use has its result, every hosted block its stop."""
+        for index, _, answered in self.state.hosted.values():
+            if not answered:
+                yield WireProblem(None, MISSING_TERMINAL, f"system tool use in block {index} has no toolResult block",
+                                  None, index)
+        for index, (kind, stopped) in sorted(self.state.blocks.items()):
+            if not stopped and kind in ("serverToolUse", "toolResult"):
+                yield WireProblem(None, MISSING_TERMINAL, f"{kind} block {index} has no contentBlockStop", None, index)
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
@@ -1865,10 +1885,18 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
         return
     yield from _bedrock_new_block(pos, index, None, state)
     start = body.get("start")
-    tool = start.get("toolUse") if isinstance(start, dict) and len(start) == 1 else None
-    if not isinstance(tool, dict) or tool.get("type") is not None:
-        # toolResult, image, server tool use (toolUse.type) ... have no reviewed normalizer.
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a client toolUse start", None, index)
+    member, value = next(iter(start.items())) if isinstance(start, dict) and len(start) == 1 else (None, None)
+    if member == "toolResult" and isinstance(value, dict):
+        yield from _bedrock_system_result(pos, index, value, state)
+        return
+    tool = value if member == "toolUse" else None
+    if isinstance(tool, dict) and tool.get("type") == "server_tool_use":
+        yield from _bedrock_system_use(pos, index, tool, state)
+        return
+    if not isinstance(tool, dict) or tool.get("type") not in _BEDROCK_CLIENT_TOOL_TYPES:
+        # an image start, an unknown toolUse.type ... have no reviewed normalizer.
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a reviewed toolUse or toolResult start",
+                          None, index)
         return
     ok_id, call_id = _optional_str(tool, "toolUseId")
     ok_name, name = _optional_str(tool, "name")
@@ -1878,6 +1906,41 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
     state.blocks[index][0] = "toolUse"
     # A tool without arguments streams input "" (or nothing): the joined "" becomes {}.
     yield SlotOpen(pos, (None, index), call_id, name, {})
+
+
+def _bedrock_system_use(pos: int, index: int, tool: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    """A system tool (toolUse.type server_tool_use): counted and paired with its toolResult, never a call."""
+    use_id, name = tool.get("toolUseId"), tool.get("name")
+    wanted = _BEDROCK_SYSTEM_TOOLS.get(name) if isinstance(name, str) else None
+    if not isinstance(use_id, str) or not use_id or wanted is None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"system tool use in block {index} is not a reviewed system tool "
+                          f"(name {_token(name)}) with a string toolUseId", None, index)
+        return
+    state.blocks[index][0] = "serverToolUse"
+    if use_id in state.hosted:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"system tool use in block {index} reuses the toolUseId of block "
+                          f"{state.hosted[use_id][0]}", None, index)
+        return
+    state.hosted[use_id] = [index, wanted, False]
+    yield HostedUse(pos, name)
+
+
+def _bedrock_system_result(pos: int, index: int, result: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    """A toolResult start: it answers a system tool use of this turn, once and with the right type."""
+    state.blocks[index][0] = "toolResult"
+    use_id = result.get("toolUseId")
+    use = state.hosted.get(use_id) if isinstance(use_id, str) else None
+    if use is None:
+        yield WireProblem(pos, MISSING_SLOT, f"toolResult block {index} answers no system tool use of this turn",
+                          None, index)
+    elif use[1] != result.get("type"):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"toolResult block {index} has type {_token(result.get('type'))}, "
+                          f"but the system tool use in block {use[0]} expects {use[1]}", None, index)
+    elif use[2]:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second toolResult for the system tool use in block {use[0]}",
+                          None, index)
+    if use is not None:
+        use[2] = True
 
 
 def _bedrock_block_delta(pos: int, index: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
@@ -1890,15 +1953,15 @@ def _bedrock_block_delta(pos: int, index: int, body: dict, state: _BedrockState)
     wanted = _BEDROCK_DELTA_BLOCKS[member]
     block = state.blocks.get(index)
     if block is None:
-        if wanted == "toolUse":
-            yield WireProblem(pos, MISSING_SLOT, f"toolUse delta for block {index}, which was never started", None, index)
+        if member in ("toolUse", "toolResult"):
+            yield WireProblem(pos, MISSING_SLOT, f"{member} delta for block {index}, which was never started", None, index)
             return
-        yield from _bedrock_new_block(pos, index, wanted, state)  # text and reasoning begin implicitly
+        yield from _bedrock_new_block(pos, index, member if member != "citation" else "text", state)  # begin implicitly
         block = state.blocks[index]
     kind, stopped = block
     if kind is None:
         return  # the unsupported block was already reported at its start
-    if kind != wanted:
+    if kind not in wanted:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} delta does not belong to a {kind} block ({index})", None, index)
         return
     if kind != "toolUse":

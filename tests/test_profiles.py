@@ -363,11 +363,28 @@ class BedrockEdges(unittest.TestCase):
         self.assertEqual(positions(run("bedrock", bedrock_call(tool_id=None))), [("missing_id", 3)])
 
     def test_tool_result_start_and_server_tool_use(self):
+        # a toolResult answering nothing; a system tool this tool has not reviewed; an image start
         stream = [MSG_START, {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolResult": {}}}},
                   b_stop(0), END_TURN]
-        self.assertEqual(codes(run("bedrock", stream)), {"unsupported_event"})
+        self.assertEqual(positions(run("bedrock", stream)), [("missing_slot", 1)])
         stream = [MSG_START, b_start(type="server_tool_use"), b_delta(0, toolUse={"input": "{}"}), b_stop(), END_TURN]
-        self.assertEqual(codes(run("bedrock", stream)), {"unsupported_event"})
+        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 1)])
+        stream = [MSG_START, {"contentBlockStart": {"contentBlockIndex": 0, "start": {"image": {"format": "png"}}}},
+                  b_stop(0), END_TURN]
+        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 1)])
+
+    def test_system_tool_pairs_with_its_result(self):
+        use = b_start(tool_id="tooluse_s", name="nova_code_interpreter", type="server_tool_use")
+        result = {"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolResult": {
+            "toolUseId": "tooluse_s", "type": "nova_code_interpreter_result", "status": "success"}}}}
+        stream = [MSG_START, use, b_delta(0, toolUse={"input": "{}"}), b_stop(0), result,
+                  b_delta(1, toolResult=[{"json": {"stdOut": "1"}}]), b_stop(1), END_TURN]
+        report = run("bedrock", stream)
+        self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"nova_code_interpreter": 1}))
+        wrong = stream[:5] + [b_delta(1, text="x")] + stream[6:]
+        self.assertEqual(positions(run("bedrock", wrong)), [("unexpected_event", 5)])
+        unstopped = stream[:6] + [END_TURN]
+        self.assertEqual(positions(run("bedrock", unstopped)), [("missing_terminal", None)])
 
     def test_unknown_delta_member(self):
         stream = bedrock_call()
