@@ -789,14 +789,16 @@ class SlotOpen(_Record):
 class Fragment(_Record):
     """A piece of one slot: identity restatement and/or an argument fragment."""
 
-    __slots__ = ("position", "key", "id", "name", "arguments")
+    __slots__ = ("position", "key", "id", "name", "arguments", "kind")
 
-    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, arguments: str | None) -> None:
+    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, arguments: str | None,
+                 kind: str | None = None) -> None:
         self.position = position
         self.key = key
         self.id = id
         self.name = name
         self.arguments = arguments
+        self.kind = kind  # None: the fragment does not say (a function call unless the slot says otherwise)
 
 
 class SlotEnd(_Record):
@@ -1035,27 +1037,29 @@ class ChatNormalizer:
         index = entry.get("index")
         slot = index if _is_index(index) else None
         kind = entry.get("type")
-        if "custom" in entry:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, "custom tool calls (free-text input) are not supported", cidx, slot)
+        # A custom tool (free-form text input: {"type": "custom", "custom": {"name", "input"}}) on the
+        # openai profile; a function call everywhere else.  One entry never carries both shapes.
+        member = "custom" if "custom" in entry or kind == "custom" else "function"
+        if (kind not in (None, member) or (member == "custom" and (self.mistral or "function" in entry))):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_token(kind)} with a {member} member is not a "
+                              "reviewed tool-call shape", cidx, slot)
             return
-        if kind not in (None, "function"):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_token(kind)} is not \"function\"", cidx, slot)
-            return
-        function = entry.get("function")
+        function = entry.get(member)
         if function is not None and not isinstance(function, dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call function is {_describe(function)}, not an object",
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call {member} is {_describe(function)}, not an object",
                               cidx, slot)
             return
         function = function or {}
+        text_key = "arguments" if member == "function" else "input"
         ok_id, call_id = _optional_str(entry, "id")
         ok_name, name = _optional_str(function, "name")
-        ok_args, arguments = _optional_str(function, "arguments")
+        ok_args, arguments = _optional_str(function, text_key)
         if not (ok_id and ok_name):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, "tool call id and function.name must be strings or null", cidx, slot)
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call id and {member}.name must be strings or null", cidx, slot)
             return
         if not ok_args:
-            got = _describe(function.get("arguments"))
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"function.arguments must be a string or null, got {got}",
+            got = _describe(function.get(text_key))
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member}.{text_key} must be a string or null, got {got}",
                               cidx, slot)
             return
         whole = slot is None and index is None and self.mistral and bool(call_id and name) and isinstance(arguments, str)
@@ -1075,7 +1079,9 @@ class ChatNormalizer:
         if whole:
             self.whole.add((cidx, slot))
         self.next_free[cidx] = max(self.next_free.get(cidx, 0), slot + 1)
-        yield Fragment(pos, (cidx, slot), call_id, name, arguments)
+        stated = "function" in entry or kind == "function"
+        yield Fragment(pos, (cidx, slot), call_id, name, arguments,
+                       CUSTOM if member == "custom" else FUNCTION if stated else None)
 
 
 # ---------------------------------------------------------------------------
@@ -2198,21 +2204,23 @@ class TurnMachine:
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
 
-    def append_plain(self, key: SlotKey, text: str) -> bool:
+    def append_plain(self, key: SlotKey, text: str, kind: str | None = None) -> bool:
         """Add text to slot key when the general Fragment path would do only that.
 
-        That is: the slot is tracked, accepts fragments, and its choice has not
-        finished.  False changes nothing and leaves the event to _on_Fragment.
+        That is: the slot is tracked, accepts fragments, its choice has not
+        finished, and the fragment is of the slot's kind (or does not say).
+        False changes nothing and leaves the event to _on_Fragment.
         """
         slot = self.slots.get(key)
-        if slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends:
+        if (slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends
+                or (kind is not None and kind != slot.kind)):
             return False
         if text:
             slot.parts.append(text)
         return True
 
     def _on_Fragment(self, event: Fragment) -> None:
-        if not event.id and not event.name and self.append_plain(event.key, event.arguments or ""):
+        if not event.id and not event.name and self.append_plain(event.key, event.arguments or "", event.kind):
             return  # the common case: no identity to check, a slot that accepts text
         if event.key in self.untracked:
             return
@@ -2231,8 +2239,17 @@ class TurnMachine:
             self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened", event.position)
             return
         slot = self._slot(event.key, event.position)
-        if slot is None or not self._step(slot, "fragment", event.position):
+        if slot is None:
             return
+        opened = slot.phase == UNSEEN
+        if not self._step(slot, "fragment", event.position):
+            return
+        if event.kind is not None and event.kind != slot.kind:
+            if opened:
+                slot.kind = event.kind
+            else:
+                self._find(IDENTITY_COLLISION, f"slot {_slot_label(slot.key)} changed from a {slot.kind} call to a "
+                           f"{event.kind} call", event.position, slot.key)
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
         if event.arguments:
