@@ -39,6 +39,22 @@ class ReadmeIsTrue(unittest.TestCase):
         for keyword in set(vts._SCH_KEYWORDS_2020) | set(vts._SCH_KEYWORDS_07) | set(vts._SCH_ANNOTATIONS):
             self.assertIn(f"`{keyword}`", subset)
 
+    def test_hosted_tools_and_client_items_list_exactly_the_reviewed_tables(self):
+        text = section("Hosted tools and client-executed items")
+        reviewed = (set(vts._ANTHROPIC_SERVER_TOOLS) | set(vts._ANTHROPIC_SERVER_TOOLS.values())
+                    | vts._ANTHROPIC_HOSTED_USES | set(vts._ANTHROPIC_RESULTS) | vts._RESPONSES_HOSTED_ITEMS
+                    | set(vts._RESPONSES_UNCHECKED_CALLS) | set(vts._RESPONSES_ARGUMENT_ITEMS)
+                    | set(vts._BEDROCK_SYSTEM_TOOLS) | set(vts._BEDROCK_SYSTEM_TOOLS.values()) | {"pause_turn"})
+        for name in reviewed:
+            self.assertIn(f"`{name}`", text)
+        listed = set(re.findall(r"`([a-z_]+_tool_result|[a-z_]+_call|nova_[a-z_]+)`", text))
+        self.assertLessEqual(listed, reviewed | {"tool_search_call"}, "README lists a type the code does not review")
+
+    def test_request_section_lists_every_request_member(self):
+        text = section("Request context")
+        for member in vts.REQUEST_KEYS:
+            self.assertIn(f"`{member}`", text)
+
     def test_first_screen_has_the_two_commands_and_they_work(self):
         first_screen = "\n".join(README.splitlines()[:30])
         commands = re.findall(r"^(PYTHONDONTWRITEBYTECODE=1 python3 .*)$", first_screen, re.M)
