@@ -1210,13 +1210,14 @@ class AnthropicNormalizer:
             message = event.get("message")
             if not isinstance(message, dict):
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_start.message is {_describe(message)}, not an object")
-            elif message.get("content") or message.get("stop_reason") is not None:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "message_start already carries content or a stop_reason")
             if state.started:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
-            elif state.out_of_order:
+                return
+            if state.out_of_order:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "message_start is not the first event")
             state.started = True
+            if isinstance(message, dict):
+                yield from _anthropic_prefilled(pos, message, state)
             return
         if not state.started and not state.out_of_order:
             state.out_of_order = True  # report once, then keep translating
@@ -1232,6 +1233,25 @@ class AnthropicNormalizer:
             yield from _anthropic_block_event(pos, kind, event, state)
 
 
+def _anthropic_prefilled(pos: int, message: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """A message_start that already holds whole blocks, and maybe its stop_reason.
+
+    The responses that continue a programmatic tool call arrive so: message_start
+    with content [tool_use {..., "caller": {...}}] and stop_reason "tool_use", then
+    message_stop, and no block events.  The SDKs take that message as it stands,
+    so each block is read as a start directly followed by its stop, in order.
+    """
+    content = message.get("content")
+    if content is not None and not isinstance(content, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_start.message.content is {_describe(content)}, not a list")
+        return
+    for block in content or ():
+        index = len(state.blocks)
+        yield from _anthropic_block_start(pos, index, {"content_block": block}, state)
+        yield from _anthropic_block_event(pos, "content_block_stop", {"index": index}, state)
+    yield from _anthropic_stop_reason(pos, message, state)
+
+
 def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
     delta = event.get("delta")
     if delta is None:
@@ -1239,7 +1259,12 @@ def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> I
     if not isinstance(delta, dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_delta.delta is {_describe(delta)}, not an object")
         return
-    reason = delta.get("stop_reason")
+    yield from _anthropic_stop_reason(pos, delta, state)
+
+
+def _anthropic_stop_reason(pos: int, holder: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """The turn's stop_reason, from message_delta.delta or a prefilled message_start.message."""
+    reason = holder.get("stop_reason")
     if reason is None or reason == "":
         return
     if not isinstance(reason, str):

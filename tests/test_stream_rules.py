@@ -219,11 +219,14 @@ class SecondReviewFindings(unittest.TestCase):
         self.assertEqual(run("openai", [chunk(content="x", finish="stop", tool_call_id=None)])["status"],
                          "not_applicable")
 
-    def test_message_start_must_hold_an_empty_message(self):
+    def test_message_start_must_hold_a_message(self):
         for start in ({"type": "message_start", "message": "x"},
-                      {"type": "message_start", "message": {"content": [], "stop_reason": "end_turn"}}):
+                      {"type": "message_start", "message": {"content": "x"}}):
             with self.subTest(start=start):
-                self.assertEqual(run("anthropic", [start])["status"], "blocked")
+                self.assertEqual(codes(run("anthropic", [start])), ["unsupported_event"])
+        # a stop_reason already in message_start is the turn's stop_reason (no call: not applicable)
+        start = {"type": "message_start", "message": {"content": [], "stop_reason": "end_turn"}}
+        self.assertEqual(run("anthropic", [start, {"type": "message_stop"}])["status"], "not_applicable")
 
 
 class ReviewFindings(unittest.TestCase):
@@ -266,10 +269,21 @@ class ReviewFindings(unittest.TestCase):
         first["choices"][0]["message"] = {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}
         self.assertEqual(run("openai", [first, chunk(finish="tool_calls")])["status"], "pass")
 
-    def test_message_start_with_content_is_unexpected(self):
+    def test_message_start_with_content_is_read_block_by_block(self):
+        # a call hidden in message_start never makes the turn look empty: it is read (here:
+        # without input, untranslatable) and the turn is blocked
         start = {"type": "message_start", "message": {"content": [{"type": "tool_use", "id": "t", "name": "f"}]}}
         report = run("anthropic", [start] + self.END)
-        self.assertIn("unexpected_event", codes(report))
+        self.assertIn("unsupported_event", codes(report))
+        self.assertEqual(report["status"], "blocked")
+        # a whole call with its stop_reason in message_start, then message_stop (programmatic tool calling)
+        whole = {"type": "tool_use", "id": "t", "name": "f", "input": {"a": 1},
+                 "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}}
+        start = {"type": "message_start", "message": {"content": [whole], "stop_reason": "tool_use"}}
+        report = run("anthropic", [start, {"type": "message_stop"}])
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+        late = [start, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
+        self.assertEqual(codes(run("anthropic", late)), ["duplicate_terminal"])
 
     def test_mistral_whole_call_takes_no_later_fragments(self):
         whole = {"id": "c1", "function": {"name": "f", "arguments": '{"city":'}}
