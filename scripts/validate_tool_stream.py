@@ -965,18 +965,19 @@ class ChatNormalizer:
         if not isinstance(choices, list):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk has no \"choices\" list (got {_describe(choices)})")
             return
-        yield from self._object(pos, chunk, choices)
+        kind = chunk.get("object", _ABSENT)
+        if kind != _CHUNK_OBJECT or not self.typed:  # the common chunk needs no look
+            yield from self._object(pos, kind, choices)
         for choice in choices:
             yield from self._choice(pos, choice)
 
-    def _object(self, pos: int, chunk: dict, choices: list) -> Iterator[NeutralEvent]:
+    def _object(self, pos: int, kind: Any, choices: list) -> Iterator[NeutralEvent]:
         """openai-python's stream helper drops every chunk whose object is not "chat.completion.chunk".
 
         A tool chunk it would drop while it keeps others means the application
         runs other fragments than the ones checked here.  A stream where no chunk
         says "object" at all loses every call in that helper, so nothing runs.
         """
-        kind = chunk.get("object", _ABSENT)
         typed = kind == _CHUNK_OBJECT
         if typed and not self.typed:
             self.typed = True
