@@ -1426,7 +1426,7 @@ _RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning"})
 # Hosted items: the provider runs the tool inside the turn.  Not slots, never calls.
 _RESPONSES_HOSTED_ITEMS = frozenset({
     "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
-    "mcp_list_tools", "tool_search_output",
+    "mcp_list_tools", "tool_search_call", "tool_search_output",
 })
 # Reviewed events that carry no tool data and address no item.
 _RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
@@ -1479,11 +1479,12 @@ _RESPONSES_EVENTS = (frozenset({
 class _ResponsesItem(_Record):
     """One output item as announced by response.output_item.added."""
 
-    __slots__ = ("kind", "item_id", "call_id", "name", "added_arguments", "done_arguments", "streamed",
+    __slots__ = ("kind", "client", "item_id", "call_id", "name", "added_arguments", "done_arguments", "streamed",
                  "arguments_done", "finished")
 
     def __init__(self, kind: str | None) -> None:
         self.kind = kind                          # item type; None when untranslatable (already reported)
+        self.client = False                       # the client executes it: a call (a slot)
         self.item_id: str | None = None           # item.id, which argument events name as item_id
         self.call_id: str | None = None
         self.name: str | None = None
@@ -1508,7 +1509,15 @@ class _ResponsesState(_Record):
 
 
 def _is_call_item(item: _ResponsesItem) -> bool:
-    return item.kind in _RESPONSES_ARGUMENT_ITEMS or item.kind in _RESPONSES_UNCHECKED_CALLS
+    return item.client
+
+
+def _client_item(body: Any) -> bool:
+    """An output item the client executes (a call), by its type and, for a tool search, its execution."""
+    kind = _wire_str(body.get("type")) if isinstance(body, dict) else None
+    if kind == "tool_search_call":
+        return body.get("execution") == "client"
+    return kind in _RESPONSES_ARGUMENT_ITEMS or kind in _RESPONSES_UNCHECKED_CALLS
 
 
 class ResponsesNormalizer:
@@ -1574,11 +1583,6 @@ def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator
     yield TurnEnd(pos, reason)
 
 
-def _output_call(entry: Any) -> bool:
-    return isinstance(entry, dict) and (entry.get("type") in _RESPONSES_ARGUMENT_ITEMS
-                                        or entry.get("type") in _RESPONSES_UNCHECKED_CALLS)
-
-
 def _responses_final_output(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
     """The terminal's response.output must hold exactly the streamed client calls.
 
@@ -1594,7 +1598,7 @@ def _responses_final_output(pos: int, kind: str, event: dict, state: _ResponsesS
     if not isinstance(output, list):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} response.output is {_describe(output)}, not a list")
         return
-    final = [entry for entry in output if _output_call(entry)]
+    final = [entry for entry in output if _client_item(entry)]
     streamed = [(index, item) for index, item in sorted(state.items.items()) if _is_call_item(item)]
     if len(final) != len(streamed):
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} lists {len(final)} client call(s) in response.output, but "
@@ -1660,19 +1664,17 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
                           None, index)
     body = event.get("item")
     item_type = _wire_str(body.get("type")) if isinstance(body, dict) else None
-    if item_type == "tool_search_call" and isinstance(body, dict):
-        # the server runs a tool search unless the request asked the client to
-        item_type = item_type if body.get("execution") == "client" else "tool_search_output"
+    client = _client_item(body)
     state.items[index] = item = _ResponsesItem(None)
     if item_type in _RESPONSES_TEXT_ITEMS:
         item.kind = item_type
         return
-    if item_type in _RESPONSES_HOSTED_ITEMS:
+    if item_type in _RESPONSES_HOSTED_ITEMS and not client:
         item.kind = item_type
-        yield HostedUse(pos, "tool_search_call" if body.get("type") == "tool_search_call" else item_type)
+        yield HostedUse(pos, item_type)
         return
-    if item_type in _RESPONSES_UNCHECKED_CALLS or item_type == "tool_search_call":
-        item.kind = item_type
+    if client and item_type not in _RESPONSES_ARGUMENT_ITEMS:
+        item.kind, item.client = item_type, True
         item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
         item.name = _wire_str(body.get("name")) or item_type
         yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
@@ -1691,6 +1693,7 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
         return
     (_, item_id), (_, call_id), (_, name), (_, initial) = fields
     item.kind, item.item_id, item.call_id, item.name = item_type, item_id, call_id, name
+    item.client = True
     item.added_arguments = initial or ""
     yield SlotOpen(pos, (None, index), call_id, name, None, _RESPONSES_KIND[item_type])
     if item_id:
@@ -1748,11 +1751,11 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
         return
     body = event.get("item")
     done_type = body.get("type") if isinstance(body, dict) else None
-    if done_type != item.kind and not (item.kind == "tool_search_output" and done_type == "tool_search_call"):
+    if done_type != item.kind or _client_item(body) != item.client:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done for item {index} does not restate a {item.kind} item",
                           None, index)
         return
-    if item.kind in _RESPONSES_UNCHECKED_CALLS or item.kind == "tool_search_call":
+    if item.client and item.kind not in _RESPONSES_ARGUMENT_ITEMS:
         member = _RESPONSES_UNCHECKED_CALLS.get(item.kind, "arguments")
         value = body.get(member)
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -285,6 +285,16 @@ class ReviewFindings(unittest.TestCase):
         late = [start, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
         self.assertEqual(codes(run("anthropic", late)), ["duplicate_terminal"])
 
+    def test_custom_tool_calls_are_an_openai_shape_only(self):
+        custom = {"index": 0, "id": "c1", "type": "custom", "custom": {"name": "note", "input": "hi"}}
+        schemas = {"note": {"type": "string"}}
+        report = run("openai", [chunk(custom, finish="tool_calls")], schemas)
+        self.assertEqual((report["status"], report["calls"][0]["kind"]), ("pass", "custom"))
+        self.assertEqual(codes(run("mistral", [chunk(custom, finish="tool_calls")], schemas)),
+                         ["unsupported_event", "missing_slot"])
+        both = dict(custom, function={"name": "note", "arguments": "{}"})
+        self.assertIn("unsupported_event", codes(run("openai", [chunk(both, finish="tool_calls")], schemas)))
+
     def test_mistral_whole_call_takes_no_later_fragments(self):
         whole = {"id": "c1", "function": {"name": "f", "arguments": '{"city":'}}
         report = run("mistral", [chunk(whole), chunk(call(0, args='"x"}'), finish="tool_calls")])
