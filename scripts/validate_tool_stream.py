@@ -4172,14 +4172,22 @@ class _Deadline:
             signal.signal(signal.SIGALRM, self.previous)
 
 
-def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
-    """Strict-JSON checks of one call's joined arguments: (object or None, problems)."""
+def _text_problems(text: str, limits: Limits, what: str) -> list[tuple[str, str]]:
+    """A call's joined text must be valid Unicode and within the size limit."""
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        return None, [(INVALID_UNICODE, "the joined arguments hold an unpaired UTF-16 surrogate")]
+        return [(INVALID_UNICODE, f"the joined {what} hold an unpaired UTF-16 surrogate")]
     if size > limits.max_argument_bytes:
-        return None, [(LIMIT_EXCEEDED, f"the arguments exceed {limits.max_argument_bytes} bytes")]
+        return [(LIMIT_EXCEEDED, f"the {what} exceed {limits.max_argument_bytes} bytes")]
+    return []
+
+
+def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
+    """Strict-JSON checks of one call's joined arguments: (object or None, problems)."""
+    problems = _text_problems(text, limits, "arguments")
+    if problems:
+        return None, problems
     try:
         value = parse_strict_json(text, limits)
     except JsonProblem as problem:
@@ -4191,13 +4199,8 @@ def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str
 
 def check_custom_input(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
     """A custom tool's free-form input is the instance itself (a string), within the size limit."""
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return None, [(INVALID_UNICODE, "the joined input holds an unpaired UTF-16 surrogate")]
-    if size > limits.max_argument_bytes:
-        return None, [(LIMIT_EXCEEDED, f"the input exceeds {limits.max_argument_bytes} bytes")]
-    return text, []
+    problems = _text_problems(text, limits, "input characters")
+    return (None, problems) if problems else (text, [])
 
 
 def _string_schema(schema: Any) -> bool:
