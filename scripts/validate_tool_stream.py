@@ -668,7 +668,7 @@ def _choice_chat(choice: Any, mistral: bool = False) -> dict:
 
 def _responses_tool_ref(entry: Any, where: str) -> str | None:
     """A function or custom tool's name; None for a hosted tool type."""
-    kind = entry.get("type") if isinstance(entry, dict) else None
+    kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
     if kind in ("function", "custom"):
         _request_members(entry, where, ("type", "name"))
         return _request_name(entry.get("name"), f"{where}.name")
@@ -683,7 +683,7 @@ def _choice_responses(choice: Any) -> dict:
         if choice not in ("none", "auto", "required"):
             raise RequestError(f"tool_choice {_token(choice)} is not one of none, auto, required")
         return {"none": choice == "none"}
-    kind = choice.get("type") if isinstance(choice, dict) else None
+    kind = _wire_str(choice.get("type")) if isinstance(choice, dict) else None
     if kind == "allowed_tools":
         body = _request_members(choice, "tool_choice", ("type", "mode", "tools"))
         if body.get("mode") not in ("auto", "required") or not isinstance(body.get("tools"), list):
@@ -928,7 +928,7 @@ def _chat_tool_data(choices: list) -> bool:
             delta = choice.get("delta")
             if isinstance(delta, dict) and (delta.get("tool_calls") or delta.get("function_call") is not None):
                 return True
-            if choice.get("finish_reason") in _TOOL_FINISH_REASONS:
+            if _wire_str(choice.get("finish_reason")) in _TOOL_FINISH_REASONS:
                 return True
     return False
 
@@ -1356,7 +1356,7 @@ def _anthropic_hosted_use(pos: int, index: int, block_type: str, block: dict,
                           state: _AnthropicState) -> Iterator[NeutralEvent]:
     """A server_tool_use or mcp_tool_use block: counted, paired with its result later, never a call."""
     use_id, name = block.get("id"), block.get("name")
-    wanted = _ANTHROPIC_SERVER_TOOLS.get(name) if block_type == "server_tool_use" else "mcp_tool_result"
+    wanted = _ANTHROPIC_SERVER_TOOLS.get(_wire_str(name)) if block_type == "server_tool_use" else "mcp_tool_result"
     if not isinstance(use_id, str) or not use_id or wanted is None or not isinstance(block.get("input", {}), dict):
         state.blocks[index][0] = None
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{block_type} block {index} is not a reviewed hosted tool use "
@@ -1811,7 +1811,7 @@ _BEDROCK_SYSTEM_TOOLS = MappingProxyType({
     "nova_grounding": "nova_grounding_result",
 })
 # toolUse.type values of a client call: absent (the API reference) or "tool_use" (what Nova 2 sends).
-_BEDROCK_CLIENT_TOOL_TYPES = frozenset({None, "tool_use"})
+_BEDROCK_CLIENT_TOOL_TYPES = (None, "tool_use")
 _BEDROCK_EXCEPTIONS = frozenset({
     "internalServerException", "modelStreamErrorException", "validationException",
     "throttlingException", "serviceUnavailableException",
@@ -1928,7 +1928,7 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
     if isinstance(tool, dict) and tool.get("type") == "server_tool_use":
         yield from _bedrock_system_use(pos, index, tool, state)
         return
-    if not isinstance(tool, dict) or tool.get("type") not in _BEDROCK_CLIENT_TOOL_TYPES:
+    if not isinstance(tool, dict) or not any(tool.get("type") == kind for kind in _BEDROCK_CLIENT_TOOL_TYPES):
         # an image start, an unknown toolUse.type ... have no reviewed normalizer.
         yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a reviewed toolUse or toolResult start",
                           None, index)

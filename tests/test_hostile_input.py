@@ -549,6 +549,44 @@ class FuzzerFindings(Bounded):
                 report = self.run_doc({"profile": "openai-responses", "tool_schemas": {}, "events": events})
                 self.assertIn("unsupported_event", codes(report))
 
+    def test_unhashable_values_in_every_string_of_every_fixture(self):
+        # Regression (was a bug, found by the fuzzer): wire strings looked up in frozensets or
+        # dicts (a bedrock toolUse.type, an anthropic server tool name, a chat finish_reason)
+        # raised TypeError when the value was an object or array.  Replace each string of each
+        # fixture's stream and request, one at a time, by [] and {}: a verdict every time.
+        from support import fixture_paths, load_fixture
+
+        def sites(value, path=()):
+            if isinstance(value, str):
+                yield path
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    yield from sites(item, path + (key,))
+            elif isinstance(value, list):
+                for number, item in enumerate(value):
+                    yield from sites(item, path + (number,))
+
+        def replaced(doc, path, bad):
+            doc = json.loads(json.dumps(doc))
+            holder = doc
+            for step in path[:-1]:
+                holder = holder[step]
+            holder[path[-1]] = bad
+            return doc
+
+        checked = 0
+        for relpath in fixture_paths():
+            doc = load_fixture(relpath)[1]
+            for key in ("chunks", "events", "request"):
+                if key not in doc:
+                    continue
+                for path in list(sites(doc[key], (key,)))[:400]:
+                    for bad in ([], {}):
+                        report = vts.validate_envelope(replaced(doc, path, bad))
+                        self.assertIn(report["status"], ("pass", "blocked", "not_applicable"))
+                        checked += 1
+        self.assertGreater(checked, 10000)
+
     def test_tool_calls_finish_alone_is_missing_slot(self):
         report = self.run_doc({"profile": "openai", "tool_schemas": SCHEMAS, "chunks": [chat(None, "tool_calls")]})
         self.assert_codes(report, ["missing_slot"])
