@@ -4636,7 +4636,8 @@ def render_text(report: dict[str, Any]) -> str:
     verdict = {"pass": "PASS: the calls may be handed to execution",
                "blocked": "BLOCKED: nothing in this turn may execute",
                "not_applicable": "NOT APPLICABLE: the turn carries no tool call"}[report["status"]]
-    lines = [f"{verdict} (profile {report['profile'] or 'unknown'}, {len(calls)} call(s), {len(findings)} finding(s))"]
+    profile = report["profile"] if report["profile"] in PROFILES else "unknown"  # never echo an unknown string
+    lines = [f"{verdict} (profile {profile}, {len(calls)} call(s), {len(findings)} finding(s))"]
     for call in calls:
         where = f"slot {call['index']}" if call["choice"] is None else f"choice {call['choice']} slot {call['index']}"
         lines.append(f"  call {where}: {call['state']} id={json.dumps(call['id'])} name={json.dumps(call['name'])} "

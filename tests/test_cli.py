@@ -86,6 +86,15 @@ class Reports(unittest.TestCase):
         self.assertTrue(out.startswith("BLOCKED"))
         self.assertIn("missing_terminal at end of stream", out)
 
+    def test_text_report_never_echoes_an_unknown_profile(self):
+        # Regression (found by the fuzzer): a profile string with a lone surrogate was printed
+        # raw, and writing it raised UnicodeEncodeError (exit 3, no verdict)
+        doc = dict(PASS_DOC, profile="op\ude00enai-SECRET")
+        code, out, err = run_cli("-", "--report", "text", stdin=json.dumps(doc).encode("ascii"))
+        self.assertEqual((code, err), (1, ""))
+        self.assertIn("(profile unknown,", out)
+        self.assertNotIn("SECRET", out.splitlines()[0])
+
     def test_json_report_is_deterministic_and_ascii(self):
         doc = json.loads(json.dumps(PASS_DOC))
         doc["chunks"][1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = "ty\":\"Z\u00fcrich \U0001F600\"}"
