@@ -110,6 +110,11 @@ STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "o
               "bedrock": "events"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
 
+# What the application executes for a call: a JSON function call (arguments are a JSON
+# object), a custom tool call (free-form text input), or an item kind of its own
+# (computer_call, local_shell_call...) that this tool reports but has no check for.
+FUNCTION, CUSTOM = "function", "custom"
+
 EXIT_PASS, EXIT_BLOCKED, EXIT_NOT_APPLICABLE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_BY_STATUS = {"pass": EXIT_PASS, "blocked": EXIT_BLOCKED, "not_applicable": EXIT_NOT_APPLICABLE}
 
@@ -601,16 +606,18 @@ class RequestContext(_FrozenRecord):
 
     none: no call was allowed (tool_choice "none"); allowed: the only names a
     call may have (a forced or restricted tool_choice), None when any; forced:
-    the one function a named tool_choice forces; single: at most one call
+    the one tool a named tool_choice forces, and forced_kind its kind (a function or a
+    custom tool); single: at most one call
     (parallel_tool_calls false, Anthropic's disable_parallel_tool_use); tools:
     the names the request offered, None when not given; choice_text: how
     messages describe the tool_choice.
     """
 
-    __slots__ = ("none", "allowed", "forced", "single", "tools", "choice_text")
+    __slots__ = ("none", "allowed", "forced", "forced_kind", "single", "tools", "choice_text")
 
     def __init__(self, none: bool = False, allowed: frozenset | None = None, forced: str | None = None,
-                 single: bool = False, tools: frozenset | None = None, choice_text: str = "") -> None:
+                 forced_kind: str = FUNCTION, single: bool = False, tools: frozenset | None = None,
+                 choice_text: str = "") -> None:
         _freeze(self, locals())
 
 
@@ -629,8 +636,10 @@ def _request_members(value: Any, where: str, allowed: tuple[str, ...]) -> dict:
     return value
 
 
-def _forced(name: str) -> dict:
-    return {"allowed": frozenset({name}), "forced": name, "choice_text": f"tool_choice forces {json.dumps(name)}"}
+def _forced(name: str, kind: str = FUNCTION) -> dict:
+    what = "the custom tool " if kind == CUSTOM else ""
+    return {"allowed": frozenset({name}), "forced": name, "forced_kind": kind,
+            "choice_text": f"tool_choice forces {what}{json.dumps(name)}"}
 
 
 def _restricted(names: list[str]) -> dict:
@@ -638,14 +647,14 @@ def _restricted(names: list[str]) -> dict:
             + (", ".join(json.dumps(n) for n in sorted(names)) or "hosted tools")}
 
 
-def _chat_tool_ref(entry: Any, where: str) -> str:
-    """The name in {"type": "function", "function": {"name"}} (or "custom")."""
+def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
+    """(name, kind) of {"type": "function", "function": {"name"}} (or "custom")."""
     body = _request_members(entry, where, ("type", "function", "custom"))
     kind = body.get("type")
     if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
         raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
                            "or the custom equivalent")
-    return _request_name(body[kind].get("name"), f"{where}.{kind}.name")
+    return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
 
 
 def _choice_chat(choice: Any, mistral: bool = False) -> dict:
@@ -661,17 +670,17 @@ def _choice_chat(choice: Any, mistral: bool = False) -> dict:
         inner = _request_members(body.get("allowed_tools"), "tool_choice.allowed_tools", ("mode", "tools"))
         if inner.get("mode") not in ("auto", "required") or not isinstance(inner.get("tools"), list):
             raise RequestError("tool_choice.allowed_tools needs mode auto or required and a tools list")
-        return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")
+        return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")[0]
                             for n, t in enumerate(inner["tools"])])
-    return _forced(_chat_tool_ref(choice, "tool_choice"))
+    return _forced(*_chat_tool_ref(choice, "tool_choice"))
 
 
-def _responses_tool_ref(entry: Any, where: str) -> str | None:
-    """A function or custom tool's name; None for a hosted tool type."""
+def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
+    """(name, kind) of a function or custom tool; None for a hosted tool type."""
     kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
     if kind in ("function", "custom"):
         _request_members(entry, where, ("type", "name"))
-        return _request_name(entry.get("name"), f"{where}.name")
+        return _request_name(entry.get("name"), f"{where}.name"), kind
     if kind in _RESPONSES_HOSTED_CHOICES:
         return None
     raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
@@ -688,11 +697,11 @@ def _choice_responses(choice: Any) -> dict:
         body = _request_members(choice, "tool_choice", ("type", "mode", "tools"))
         if body.get("mode") not in ("auto", "required") or not isinstance(body.get("tools"), list):
             raise RequestError("tool_choice of type allowed_tools needs mode auto or required and a tools list")
-        names = [_responses_tool_ref(t, f"tool_choice.tools[{n}]") for n, t in enumerate(body["tools"])]
-        return _restricted([name for name in names if name is not None])
+        refs = [_responses_tool_ref(t, f"tool_choice.tools[{n}]") for n, t in enumerate(body["tools"])]
+        return _restricted([ref[0] for ref in refs if ref is not None])
     if kind in _RESPONSES_HOSTED_CHOICES:
         return {"allowed": frozenset(), "choice_text": f"tool_choice forces the hosted tool {json.dumps(kind)}"}
-    return _forced(_responses_tool_ref(choice, "tool_choice"))
+    return _forced(*_responses_tool_ref(choice, "tool_choice"))
 
 
 def _choice_anthropic(choice: Any) -> dict:
@@ -763,12 +772,6 @@ def request_context(profile: str, request: Any) -> RequestContext | None:
 # ---------------------------------------------------------------------------
 
 SlotKey = tuple  # (choice or None, index)
-
-
-# What the application executes for a call: a JSON function call (arguments are a JSON
-# object), a custom tool call (free-form text input), or an item kind of its own
-# (computer_call, local_shell_call...) that this tool reports but has no check for.
-FUNCTION, CUSTOM = "function", "custom"
 
 
 class SlotOpen(_Record):
@@ -1132,7 +1135,7 @@ class _AnthropicState(_Record):
     """Translation state: which blocks exist, their types, whether stopped."""
 
     __slots__ = ("started", "out_of_order", "stopped_reason", "closed", "blocks", "reason", "hosted", "callers",
-                 "leading_results")
+                 "leading_results", "ids")
 
     def __init__(self) -> None:
         self.started = False
@@ -1144,6 +1147,7 @@ class _AnthropicState(_Record):
         self.hosted: dict[str, list] = {}  # hosted use id -> [block index, result type wanted, answered]
         self.callers: set[str] = set()     # hosted use ids that client tool_use blocks name as their caller
         self.leading_results = True        # every block so far is a result (a continued turn may open so)
+        self.ids: dict[str, str] = {}      # every tool id of this turn -> what it names (a result pairs by it)
 
 
 class AnthropicNormalizer:
@@ -1179,8 +1183,9 @@ class AnthropicNormalizer:
         server waits for the client's result).
         """
         state = self.state
-        for use_id, (index, _, answered) in state.hosted.items():
-            if not (answered or state.reason in _ANTHROPIC_PAUSED or use_id in state.callers):
+        for use_id, (index, wanted, answered) in state.hosted.items():
+            awaited = use_id in state.callers and wanted == _ANTHROPIC_SERVER_TOOLS["code_execution"]
+            if not (answered or state.reason in _ANTHROPIC_PAUSED or awaited):
                 yield WireProblem(None, MISSING_TERMINAL, f"hosted tool use in block {index} has no result block "
                                   f"(stop_reason {_token(state.reason)})", None, index)
         for index, (block_type, stopped) in sorted(state.blocks.items()):
@@ -1348,8 +1353,19 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
         return
     caller = block.get("caller")
     if isinstance(caller, dict) and isinstance(caller.get("tool_id"), str):
-        state.callers.add(caller["tool_id"])  # programmatic tool calling: a hosted tool awaits this call
+        state.callers.add(caller["tool_id"])  # programmatic tool calling: code execution awaits this call
+    yield from _anthropic_claim_id(pos, index, call_id, "a client tool_use", state)
     yield SlotOpen(pos, (None, index), call_id, name, initial)
+
+
+def _anthropic_claim_id(pos: int, index: int, tool_id: str | None, what: str,
+                        state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """Hosted uses, client calls and continued results share one id space: a tool result pairs by id."""
+    if not tool_id:
+        return
+    other = state.ids.setdefault(tool_id, what)
+    if other != what:  # the same kind twice is judged where that kind is (two slots, two hosted uses)
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{what} in block {index} has the id of {other}", None, index)
 
 
 def _anthropic_hosted_use(pos: int, index: int, block_type: str, block: dict,
@@ -1366,6 +1382,7 @@ def _anthropic_hosted_use(pos: int, index: int, block_type: str, block: dict,
         yield WireProblem(pos, IDENTITY_COLLISION, f"{block_type} block {index} reuses the id of block "
                           f"{state.hosted[use_id][0]}", None, index)
         return
+    yield from _anthropic_claim_id(pos, index, use_id, "a hosted tool use", state)
     state.hosted[use_id] = [index, wanted, False]
     yield HostedUse(pos, name if block_type == "server_tool_use" else block_type)
 
@@ -1383,6 +1400,8 @@ def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
         if not state.leading_results or not isinstance(use_id, str):
             yield WireProblem(pos, MISSING_SLOT, f"{block_type} block {index} answers no hosted tool use of this turn",
                               None, index)
+        else:
+            yield from _anthropic_claim_id(pos, index, use_id, "a hosted use of the previous response", state)
         return
     state.leading_results = False
     if use[1] != block_type:
@@ -1469,6 +1488,10 @@ _RESPONSES_ARGUMENT_EVENTS = MappingProxyType({
     for event in (delta, done)})
 # Turn terminals that become a TurnEnd; response.failed is a stream_error instead.
 _RESPONSES_TURN_ENDS = {"response.completed": "completed", "response.incomplete": "incomplete"}
+# Events whose `response` is a snapshot of the turn so far.  openai-python's stream state
+# swaps a finished item for the snapshot's entry of the same identity, so a call there
+# must be one that was streamed, stated the same way.
+_RESPONSES_SNAPSHOTS = frozenset({"response.created"}) | _RESPONSES_LIFECYCLE
 _RESPONSES_EVENTS = (frozenset({
     "response.created", "response.output_item.added", "response.output_item.done",
     "response.failed", "error",
@@ -1546,6 +1569,8 @@ class ResponsesNormalizer:
         if state.ended:
             yield from _responses_after_end(pos, kind, state)
             return
+        if kind in _RESPONSES_SNAPSHOTS:
+            yield from _responses_snapshot(pos, kind, event, state)
         if kind == "response.created":
             if state.started:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "a second response.created")
@@ -1610,25 +1635,53 @@ def _responses_final_output(pos: int, kind: str, event: dict, state: _ResponsesS
             yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} holds a {_token(entry.get('type'))} where output item "
                               f"{index} is a {item.kind}", None, index)
             continue
-        yield from _responses_restated_identity(pos, where, index, entry, item)
-        member = _RESPONSES_ARGUMENT_ITEMS.get(item.kind, (None,))[0]
-        if member is not None:
-            text = entry.get(member)
-            if not isinstance(text, str):
-                yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates item {index} without string {member}",
-                                  None, index)
-            else:
-                yield CallRestated(pos, (None, index), where, text)
+        yield from _responses_restated(pos, where, index, entry, item)
+
+
+def _responses_snapshot(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """Client calls in a lifecycle event's response.output must be streamed ones, stated the same."""
+    response = event.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    for entry in output if isinstance(output, list) else ():
+        if not _client_item(entry):
+            continue
+        found = [(index, item) for index, item in sorted(state.items.items())
+                 if item.client and item.kind == entry.get("type") and item.call_id == entry.get("call_id")]
+        if not found:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} response.output holds a client call that was not "
+                              "streamed: openai-python's stream state would take it")
+            continue
+        index, item = found[0]
+        yield from _responses_restated(pos, f"{kind} response.output", index, entry, item)
+
+
+def _responses_restated(pos: int, where: str, index: int, entry: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """A restated call item (a snapshot or the final output): its identity and its arguments."""
+    yield from _responses_restated_identity(pos, where, index, entry, item)
+    member = _RESPONSES_ARGUMENT_ITEMS.get(item.kind, (None,))[0]
+    if member is not None:
+        text = entry.get(member)
+        if not isinstance(text, str):
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates item {index} without string {member}",
+                              None, index)
+        else:
+            yield CallRestated(pos, (None, index), where, text)
 
 
 def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
                                  item: _ResponsesItem) -> Iterator[NeutralEvent]:
-    """id, call_id and name restated by a done item or the final output must be the announced ones."""
-    for key, known in (("id", item.item_id), ("call_id", item.call_id), ("name", item.name)):
-        ok, value = _optional_str(body, key)
-        if not ok or (value and value != known):
+    """call_id and name restated by a done item or the final output must be the announced ones.
+
+    The SDKs run the restated item, so a missing, empty or null call_id or name
+    there is a difference too; the item id only ties events to the item and may
+    be left out.
+    """
+    for key, known, required in (("id", item.item_id, False), ("call_id", item.call_id, True),
+                                 ("name", item.name, item.kind in _RESPONSES_ARGUMENT_ITEMS)):
+        value = body.get(key)
+        if (value != known) if required else (value is not None and value != "" and value != known):
             yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {index} as "
-                              f"{_token(body.get(key))}, not {_token(known)}", None, index)
+                              f"{_token(value) if key in body else 'nothing'}, not {_token(known)}", None, index)
 
 
 def _responses_item_event(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -1774,13 +1827,14 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
         restated.append(("output_item.added", item.added_arguments))
     if item.done_arguments is not None:
         restated.append((done_event, item.done_arguments))
-    if member in body:
-        final = body[member]
-        if not isinstance(final, str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"output_item.done {member} of item {index} is "
-                              f"{_describe(final)}, not a string", None, index)
-        else:
-            restated.append(("output_item.done", final))
+    final = body.get(member)
+    if not isinstance(final, str):
+        # the Vercel AI SDK runs the done item, openai-agents parses a missing one as {}
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done states {member} of item {index} as "
+                          f"{_describe(final) if member in body else 'nothing'}, not a string: an SDK that runs "
+                          "the done item would run other arguments", None, index)
+    else:
+        restated.append(("output_item.done", final))
     if not item.streamed and restated and restated[0][1]:
         # a whole call (xAI) or done-only arguments (LM Studio, Codex): the first statement is the text
         yield Fragment(pos, (None, index), None, None, restated[0][1])
@@ -1824,7 +1878,7 @@ _BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BE
 class _BedrockState(_Record):
     """Translation state: which blocks exist, their kinds, whether stopped."""
 
-    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks", "hosted")
+    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks", "hosted", "client_ids")
 
     def __init__(self) -> None:
         self.started = False
@@ -1832,6 +1886,7 @@ class _BedrockState(_Record):
         self.stopped_reason = False
         self.blocks: dict[int, list] = {}  # index -> [kind or None, stopped]
         self.hosted: dict[str, list] = {}  # system tool use id -> [block index, result type wanted, answered]
+        self.client_ids: set[str] = set()  # toolUseIds of client calls (a system tool may not share one)
 
 
 class BedrockNormalizer:
@@ -1939,6 +1994,11 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
         yield WireProblem(pos, UNSUPPORTED_EVENT, "toolUse toolUseId and name must be strings", None, index)
         return
     state.blocks[index][0] = "toolUse"
+    if call_id in state.hosted:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"client toolUse in block {index} has the toolUseId of a system "
+                          "tool use", None, index)
+    elif call_id:
+        state.client_ids.add(call_id)
     # A tool without arguments streams input "" (or nothing): the joined "" becomes {}.
     yield SlotOpen(pos, (None, index), call_id, name, {})
 
@@ -1952,6 +2012,9 @@ def _bedrock_system_use(pos: int, index: int, tool: dict, state: _BedrockState) 
                           f"(name {_token(name)}) with a string toolUseId", None, index)
         return
     state.blocks[index][0] = "serverToolUse"
+    if use_id in state.client_ids:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"system tool use in block {index} has the toolUseId of a client "
+                          "call", None, index)
     if use_id in state.hosted:
         yield WireProblem(pos, IDENTITY_COLLISION, f"system tool use in block {index} reuses the toolUseId of block "
                           f"{state.hosted[use_id][0]}", None, index)
@@ -2115,10 +2178,10 @@ class Slot(_Record):
 class TurnMachine:
     """Consumes neutral events for one turn; records slots and findings."""
 
-    def __init__(self, rules: TurnRules, limits: Limits, forced: str | None = None) -> None:
+    def __init__(self, rules: TurnRules, limits: Limits, forced: tuple[str, str] | None = None) -> None:
         self.rules = rules
         self.limits = limits
-        self.forced = forced          # the tool a forcing request named, if any
+        self.forced = forced          # (name, kind) of the tool a forcing request named, if any
         self.slots: dict[SlotKey, Slot] = {}
         self.findings: list[Finding] = []
         self.choice_findings: dict[int, list[Finding]] = {}
@@ -2348,7 +2411,7 @@ class TurnMachine:
             if event.reason == self.rules.forced_reason:
                 hint = (" (a request that forces one named tool ends with it, for exactly one call of that tool; "
                         + ("no forcing request was given)" if self.forced is None else
-                           f"the request forces {json.dumps(self.forced)})"))
+                           f"the request forces {self.forced[1]} {json.dumps(self.forced[0])})"))
             self._find(WRONG_TERMINAL_REASON, f"choice {event.choice} has tool calls but finished with "
                        f"{_token(event.reason)}, not {json.dumps(self.rules.tool_reason)}{hint}",
                        event.position, choice=event.choice)
@@ -2360,7 +2423,7 @@ class TurnMachine:
     def _forced_terminal(self, reason: str, choice_slots: list[Slot]) -> bool:
         """The reason a forcing request ends a turn with, for exactly one call of the forced tool."""
         return (reason == self.rules.forced_reason and self.forced is not None and len(choice_slots) == 1
-                and choice_slots[0].name == self.forced)
+                and (choice_slots[0].name, choice_slots[0].kind) == self.forced)
 
     def _on_TurnEnd(self, event: TurnEnd) -> None:
         if event.reason == self.rules.tool_reason:
@@ -4309,6 +4372,8 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
             problems.append("tool_choice is \"none\", yet the turn calls a tool")
         elif request.allowed is not None and slot.name is not None and slot.name not in request.allowed:
             problems.append(f"{request.choice_text}, not {json.dumps(slot.name)}")
+        elif request.forced is not None and slot.name == request.forced and slot.kind != request.forced_kind:
+            problems.append(f"{request.choice_text}, not a {slot.kind} call")
         if request.tools is not None and slot.name is not None and slot.name not in request.tools:
             problems.append(f"tool {json.dumps(slot.name)} is not in the request's tool list")
         if request.single and count == 2:
@@ -4366,7 +4431,8 @@ class StreamGate:
         self.meta = meta
         self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
         self._normalizer = NORMALIZERS[profile]()
-        self._machine = TurnMachine(RULES[profile], self.limits, self.request.forced if self.request else None)
+        forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
+        self._machine = TurnMachine(RULES[profile], self.limits, forced)
         self._position = 0
         self._report: dict[str, Any] | None = None
 
