@@ -938,6 +938,23 @@ def _chat_tool_data(choices: list) -> bool:
 
 _TOOL_FINISH_REASONS = frozenset({"tool_calls", "function_call"})
 
+
+def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
+    """Two entries for one choice index in one chunk: readers disagree on which counts.
+
+    openai-python merges both into its snapshot; the Vercel AI SDK reads only
+    choices[0].  A turn whose calls depend on that must not pass.
+    """
+    seen: set[int] = set()
+    for choice in choices:
+        index = choice.get("index") if isinstance(choice, dict) else None
+        if _is_index(index):
+            if index in seen:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"choice {index} appears twice in one chunk: SDKs read such a "
+                                  "chunk differently (the Vercel AI SDK takes only the first entry)", index)
+                return
+            seen.add(index)
+
 # Delta members that are tool-related and handled (or harmless when null); any other member
 # whose name mentions a tool or function is a tool shape this tool cannot read.
 _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
@@ -971,6 +988,8 @@ class ChatNormalizer:
         kind = chunk.get("object", _ABSENT)
         if kind != _CHUNK_OBJECT or not self.typed:  # the common chunk needs no look
             yield from self._object(pos, kind, choices)
+        if len(choices) > 1:
+            yield from _chat_repeated_choices(pos, choices)
         for choice in choices:
             yield from self._choice(pos, choice)
 
@@ -1043,8 +1062,9 @@ class ChatNormalizer:
         kind = entry.get("type")
         # A custom tool (free-form text input: {"type": "custom", "custom": {"name", "input"}}) on the
         # openai profile; a function call everywhere else.  One entry never carries both shapes.
-        member = "custom" if "custom" in entry or kind == "custom" else "function"
-        if (kind not in (None, member) or (member == "custom" and (self.mistral or "function" in entry))):
+        member = "custom" if entry.get("custom") is not None or kind == "custom" else "function"
+        if (kind not in (None, member)
+                or (member == "custom" and (self.mistral or entry.get("function") is not None))):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_token(kind)} with a {member} member is not a "
                               "reviewed tool-call shape", cidx, slot)
             return
@@ -1083,7 +1103,7 @@ class ChatNormalizer:
         if whole:
             self.whole.add((cidx, slot))
         self.next_free[cidx] = max(self.next_free.get(cidx, 0), slot + 1)
-        stated = "function" in entry or kind == "function"
+        stated = entry.get("function") is not None or kind == "function"
         yield Fragment(pos, (cidx, slot), call_id, name, arguments,
                        CUSTOM if member == "custom" else FUNCTION if stated else None)
 
@@ -1990,8 +2010,10 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
         return
     ok_id, call_id = _optional_str(tool, "toolUseId")
     ok_name, name = _optional_str(tool, "name")
-    if not (ok_id and ok_name):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "toolUse toolUseId and name must be strings", None, index)
+    if not (ok_id and ok_name) or tool.get("input") is not None:
+        # a start that states input would be a second source of arguments (the reference has none)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "toolUse start must carry string toolUseId and name, and no input",
+                          None, index)
         return
     state.blocks[index][0] = "toolUse"
     if call_id in state.hosted:

@@ -285,6 +285,14 @@ class ReviewFindings(unittest.TestCase):
         late = [start, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
         self.assertEqual(codes(run("anthropic", late)), ["duplicate_terminal"])
 
+    def test_one_choice_twice_in_a_chunk(self):
+        first = chunk(call(0, "c1", "f", "{}"))
+        first["choices"].append({"index": 0, "delta": {}, "finish_reason": "tool_calls"})
+        self.assertEqual(positions(run("openai", [first])), [("unexpected_event", 0)])
+        two = chunk(call(0, "c1", "f", "{}"), finish="tool_calls")
+        two["choices"].append({"index": 1, "delta": {"content": "x"}, "finish_reason": "stop"})
+        self.assertEqual(run("openai", [two])["status"], "pass")
+
     def test_custom_tool_calls_are_an_openai_shape_only(self):
         custom = {"index": 0, "id": "c1", "type": "custom", "custom": {"name": "note", "input": "hi"}}
         schemas = {"note": {"type": "string"}}
