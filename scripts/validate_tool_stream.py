@@ -606,11 +606,10 @@ class RequestContext(_FrozenRecord):
 
     none: no call was allowed (tool_choice "none"); allowed: the only names a
     call may have (a forced or restricted tool_choice), None when any; forced:
-    the one tool a named tool_choice forces, and forced_kind its kind (a function or a
-    custom tool); single: at most one call
-    (parallel_tool_calls false, Anthropic's disable_parallel_tool_use); tools:
-    the names the request offered, None when not given; choice_text: how
-    messages describe the tool_choice.
+    the one tool a named tool_choice forces, forced_kind its kind (function or
+    custom); single: at most one call (parallel_tool_calls false, Anthropic's
+    disable_parallel_tool_use); tools: the names the request offered, None
+    when not given; choice_text: how messages describe the tool_choice.
     """
 
     __slots__ = ("none", "allowed", "forced", "forced_kind", "single", "tools", "choice_text")
@@ -919,6 +918,7 @@ def _optional_str(entry: dict, key: str) -> tuple[bool, str | None]:
 
 
 _CHUNK_OBJECT = "chat.completion.chunk"
+_TOOL_FINISH_REASONS = frozenset({"tool_calls", "function_call"})
 _ABSENT = object()  # a member that is not there (None is JSON null)
 _UNTYPED_CHUNK = ("a chunk with tool-call data has no \"object\" while others are \"chat.completion.chunk\": "
                   "openai-python's stream helper drops it and would run the call without its fragments")
@@ -934,9 +934,6 @@ def _chat_tool_data(choices: list) -> bool:
             if _wire_str(choice.get("finish_reason")) in _TOOL_FINISH_REASONS:
                 return True
     return False
-
-
-_TOOL_FINISH_REASONS = frozenset({"tool_calls", "function_call"})
 
 
 def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
@@ -1198,9 +1195,9 @@ class AnthropicNormalizer:
     def finish(self) -> Iterator[NeutralEvent]:
         """End of stream: every hosted tool use has its result, every hosted block its stop.
 
-        A use may lack its result when the turn paused (pause_turn) or when a client
-        tool_use of this turn names it as its caller (programmatic tool calling: the
-        server waits for the client's result).
+        A use may lack its result when the turn paused (pause_turn), or when it is
+        a code_execution use that a client tool_use of this turn names as its caller
+        (programmatic tool calling: the server waits for the client's result).
         """
         state = self.state
         for use_id, (index, wanted, answered) in state.hosted.items():
@@ -1551,10 +1548,6 @@ class _ResponsesState(_Record):
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
 
-def _is_call_item(item: _ResponsesItem) -> bool:
-    return item.client
-
-
 def _client_item(body: Any) -> bool:
     """An output item the client executes (a call), by its type and, for a tool search, its execution."""
     kind = _wire_str(body.get("type")) if isinstance(body, dict) else None
@@ -1623,7 +1616,7 @@ def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator
     # There is no tool-specific reason: "completed" is the tool reason only when the turn
     # holds a client call; a completed turn of text and hosted tools must stay not_applicable.
     reason = _RESPONSES_TURN_ENDS[kind]
-    if reason == "completed" and not any(_is_call_item(item) for item in state.items.values()):
+    if reason == "completed" and not any(item.client for item in state.items.values()):
         return
     yield TurnEnd(pos, reason)
 
@@ -1644,7 +1637,7 @@ def _responses_final_output(pos: int, kind: str, event: dict, state: _ResponsesS
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} response.output is {_describe(output)}, not a list")
         return
     final = [entry for entry in output if _client_item(entry)]
-    streamed = [(index, item) for index, item in sorted(state.items.items()) if _is_call_item(item)]
+    streamed = [(index, item) for index, item in sorted(state.items.items()) if item.client]
     if len(final) != len(streamed):
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} lists {len(final)} client call(s) in response.output, but "
                           f"{len(streamed)} were streamed: openai-python and openai-agents execute that final output")
