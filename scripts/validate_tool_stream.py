@@ -4745,10 +4745,13 @@ def render_text(report: dict[str, Any]) -> str:
 # Rules of this section (it uses only json and re from the imports above):
 #   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
 #     or CR; a blank line dispatches; one space after the colon is removed;
-#     data lines join with LF; one leading BOM is skipped), with fail-closed
-#     changes, because a dropped event could hide a tool fragment:
-#       - an event still pending at end of input is dispatched (and warned),
-#         where WHATWG would discard it;
+#     data lines join with LF), with fail-closed changes, because a dropped
+#     event could hide a tool fragment and the envelope must be the stream
+#     every reader sees:
+#       - a leading BOM is an error (WHATWG skips it; openai-python's and the
+#         Anthropic SDK's decoders lose the first event behind it);
+#       - an event still pending at end of input (no blank line after it) is an
+#         error, where WHATWG and the SDKs silently discard it;
 #       - an unknown field name, or an `event:` with no `data:`, is an error,
 #         where WHATWG would ignore it;
 #       - every data payload is one strict JSON object, `data: [DONE]` ends the
@@ -4844,8 +4847,8 @@ def _sse_decode(raw: bytes) -> str:
     return text
 
 
-def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
-    """(events, comment lines, saw [DONE], last event lacked its blank line).
+def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
+    """(events, comment lines, saw [DONE]).
 
     The [DONE] sentinel is not in the returned events.
     """
@@ -4898,10 +4901,13 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool, bool]:
             shown = json.dumps(field_name) if _compiled(_SSE_FIELD_NAME).fullmatch(field_name) else "a line"
             raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
                                "capture the response body only", number)
-    before = len(events)
     if start is not None:
-        dispatch()
-    return events, comments, done, len(events) > before
+        if data == [_SSE_DONE]:
+            done = True  # a final sentinel without its blank line ends the stream all the same
+        else:
+            raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
+                               "SDKs discard such an event; capture the whole body", start)
+    return events, comments, done
 
 
 def _sse_payload(event: _SseEvent) -> dict:
@@ -5190,7 +5196,7 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         raise CaptureError(f"profile {json.dumps(profile) if isinstance(profile, str) else _describe(profile)} "
                            f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
-    events, comments, done, unterminated = _sse_parse(_sse_decode(raw))
+    events, comments, done = _sse_parse(_sse_decode(raw))
     if profile == "anthropic":
         for event in events:
             if event.name is None:  # the Anthropic SDK dispatches on the event name alone
@@ -5203,8 +5209,6 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         raise CaptureError("an event nests too deeply to process") from None
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if unterminated:
-        warnings.append("the body ends without a blank line after its last event; that event was kept")
     if not done and profile != "anthropic":
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     if not events:
