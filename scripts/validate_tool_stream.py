@@ -105,7 +105,7 @@ FINDING_CODES: dict[str, str] = {
 }
 
 PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
-CAPTURE_PROFILES = ("openai", "mistral", "anthropic")  # raw SSE import with reviewed redaction
+CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses")  # raw SSE import, reviewed redaction
 STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
               "bedrock": "events"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
@@ -5007,6 +5007,50 @@ def _redact_anthropic_event(event: dict) -> dict:
     return out
 
 
+# Responses events whose text is a client call's input, kept byte for byte: event type ->
+# the member holding the fragment or the restated whole.
+_RESPONSES_INPUT_EVENTS = MappingProxyType({
+    "response.function_call_arguments.delta": "delta", "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.delta": "delta", "response.custom_tool_call_input.done": "input",
+    "response.shell_call_command.added": "command", "response.shell_call_command.delta": "delta",
+    "response.shell_call_command.done": "command",
+    "response.apply_patch_call_operation_diff.delta": "delta", "response.apply_patch_call_operation_diff.done": "diff",
+})
+# Structure a non-call Responses item or event keeps through neutralisation.
+_RESPONSES_KEEP = frozenset({"type", "id", "item_id", "status", "call_id", "execution", "object", "role"})
+
+
+def _redact_responses_item(item: Any) -> Any:
+    """A client call item untouched; any other item keeps only its type, ids and status."""
+    if isinstance(item, dict) and _client_item(item):
+        return item
+    return _neutral(item, _RESPONSES_KEEP)
+
+
+def _redact_responses_event(event: dict) -> dict:
+    """Text, reasoning, hosted-tool queries and results, instructions: everything but calls and structure."""
+    kind = event.get("type")
+    if kind in _RESPONSES_INPUT_EVENTS:
+        return event
+    out = {}
+    for key, value in event.items():
+        if key == "item":
+            out[key] = _redact_responses_item(value)
+        elif key == "response" and isinstance(value, dict):
+            out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                            else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
+        elif key in ("type", "item_id", "sequence_number", "output_index", "content_index", "summary_index",
+                     "annotation_index", "command_index", "partial_image_index"):
+            out[key] = value
+        else:
+            out[key] = _neutral(value, _RESPONSES_KEEP)
+    return out
+
+
+_REDACTORS = {"openai": _redact_chat_chunk, "mistral": _redact_chat_chunk, "anthropic": _redact_anthropic_event,
+              "openai-responses": _redact_responses_event}
+
+
 # --- credentials ----------------------------------------------------------------
 
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -5050,6 +5094,19 @@ def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
     split across two fragments is still found.
     """
     paths: dict[tuple, str] = {}
+    if profile == "openai-responses":
+        kind = payload.get("type")
+        if kind in _RESPONSES_INPUT_EVENTS:
+            member = _RESPONSES_INPUT_EVENTS[kind]
+            paths[(member,)] = "fragment" if member == "delta" else "warn"
+        if _client_item(payload.get("item")):
+            paths[("item",)] = "warn"
+        response = payload.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        for number, entry in enumerate(output if isinstance(output, list) else []):
+            if _client_item(entry):
+                paths[("response", "output", number)] = "warn"
+        return paths
     if profile == "anthropic":
         kind = payload.get("type")
         blocks: list[tuple[tuple, Any]] = []
@@ -5134,8 +5191,8 @@ def _value_at(value: Any, path: tuple) -> Any:
 
 def _fragment_key(profile: str, payload: dict, path: tuple) -> tuple | None:
     """The slot an argument fragment belongs to, for the joined scan (None: no usable index)."""
-    if profile == "anthropic":
-        index = payload.get("index")
+    if profile in ("anthropic", "openai-responses"):
+        index = payload.get("index" if profile == "anthropic" else "output_index")
         return (None, index) if _is_index(index) else None
     choice = payload["choices"][path[1]]
     entry = choice[path[2]]["tool_calls"][path[4]]
@@ -5172,7 +5229,7 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[int], redact
     out = []
     for pos, (payload, line) in enumerate(zip(payloads, lines)):
         if redact:
-            payload = _redact_anthropic_event(payload) if profile == "anthropic" else _redact_chat_chunk(payload)
+            payload = _REDACTORS[profile](payload)
         protected = _protected_paths(profile, payload)
         for path, kind in protected.items():
             text = _value_at(payload, path) if kind == "fragment" else None
@@ -5209,7 +5266,7 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         raise CaptureError("an event nests too deeply to process") from None
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not done and profile != "anthropic":
+    if not done and profile in ("openai", "mistral"):
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     if not events:
         warnings.append("the body holds no data events")

@@ -38,7 +38,7 @@ def capture(raw, profile="openai", schemas=None, redact=True):
 
 
 def stream_of(envelope):
-    return envelope["events" if envelope["profile"] == "anthropic" else "chunks"]
+    return envelope[vts.STREAM_KEY[envelope["profile"]]]
 
 
 class Framing(unittest.TestCase):
@@ -458,7 +458,7 @@ class Schemas(unittest.TestCase):
 
 def stream_fixtures():
     """(relpath, doc) of every bundled fixture whose stream items are all objects."""
-    for folder in ("openai", "mistral", "anthropic"):
+    for folder in ("openai", "mistral", "anthropic", "openai-responses"):
         for name in sorted(os.listdir(os.path.join(FIXTURES, folder))):
             with open(os.path.join(FIXTURES, folder, name), "rb") as handle:
                 doc = json.loads(handle.read())
@@ -472,7 +472,7 @@ def comparable(report):
 
 class RoundTrip(unittest.TestCase):
     def round_trip(self, doc, **options):
-        named = doc["profile"] == "anthropic"
+        named = doc["profile"] in ("anthropic", "openai-responses")
         raw = sse(stream_of(doc), options.pop("eol", "\n"), done=not named, names=named)
         envelope, _ = vts.sse_to_envelope(raw, doc["profile"], doc["tool_schemas"], **options)
         return envelope
@@ -495,6 +495,28 @@ class RoundTrip(unittest.TestCase):
         self.assertEqual(captured["status"], original["status"])
         self.assertEqual(captured["calls"], original["calls"])
         self.assertNotIn("config file", json.dumps(envelope["events"]))
+
+    def test_responses_text_hosted_queries_and_instructions_are_redacted(self):
+        events = [{"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": [],
+                                                            "instructions": "SECRET-PROMPT"}},
+                  {"type": "response.output_item.added", "output_index": 0,
+                   "item": {"id": "ws_1", "type": "web_search_call", "status": "completed",
+                            "action": {"type": "search", "query": "SECRET-QUERY"}}},
+                  {"type": "response.output_item.added", "output_index": 1,
+                   "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}},
+                  {"type": "response.output_text.delta", "output_index": 1, "item_id": "msg_1", "content_index": 0,
+                   "delta": "SECRET-TEXT"},
+                  {"type": "response.output_item.added", "output_index": 2, "item": {
+                      "id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "",
+                      "call_id": "call_1", "name": "f"}},
+                  {"type": "response.function_call_arguments.delta", "output_index": 2, "item_id": "fc_1",
+                   "delta": '{"keep": "ARG"}'}]
+        envelope, _ = vts.sse_to_envelope(sse(events, names=True, done=False), "openai-responses", {"f": {}})
+        text = json.dumps(envelope)
+        for secret in ("SECRET-PROMPT", "SECRET-QUERY", "SECRET-TEXT"):
+            self.assertNotIn(secret, text)
+        self.assertIn('{\\"keep\\": \\"ARG\\"}', text)
+        self.assertEqual(envelope["events"][1]["item"]["type"], "web_search_call")
 
     def test_every_stream_fixture_keeps_its_whole_report(self):
         count = 0

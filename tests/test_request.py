@@ -175,6 +175,35 @@ class RequestFromBody(unittest.TestCase):
             code, _, err = run_cli("capture", "--profile", "openai", "--request", req, "--schemas", req, raw)
             self.assertEqual(code, 3)
 
+    def test_capture_responses_stream_with_its_request(self):
+        body = {"model": "gpt-5", "input": "PROMPT-TEXT", "instructions": "PROMPT-TEXT",
+                "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}, {"type": "web_search"}],
+                "tool_choice": {"type": "function", "name": "f"}, "parallel_tool_calls": False}
+        item = {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": '{"a":1}',
+                "call_id": "call_1", "name": "f"}
+        events = [{"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": [],
+                                                            "instructions": "PROMPT-TEXT"}},
+                  {"type": "response.output_item.added", "output_index": 0, "item": dict(item, arguments="")},
+                  {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1",
+                   "delta": '{"a":1}'},
+                  {"type": "response.output_item.done", "output_index": 0, "item": item},
+                  {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": [item]}}]
+        sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        with tempfile.TemporaryDirectory() as folder:
+            req, raw = os.path.join(folder, "req.json"), os.path.join(folder, "raw.sse")
+            with open(req, "w") as handle:
+                json.dump(body, handle)
+            with open(raw, "w") as handle:
+                handle.write(sse)
+            code, out, err = run_cli("capture", "--profile", "openai-responses", "--request", req, raw)
+            self.assertEqual(code, 0, err)
+            self.assertNotIn("PROMPT-TEXT", out)
+            envelope = json.loads(out)
+            self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": body["tool_choice"],
+                                                   "parallel_tool_calls": False})
+            report = vts.validate_envelope(envelope)
+            self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+
 
 if __name__ == "__main__":
     unittest.main()
