@@ -105,7 +105,8 @@ FINDING_CODES: dict[str, str] = {
 }
 
 PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
-CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses")  # raw SSE import, reviewed redaction
+# Profiles with a reviewed raw-body import and redaction (bedrock: the binary AWS event stream).
+CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
 STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
               "bedrock": "events"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
@@ -4925,6 +4926,88 @@ def _sse_payload(event: _SseEvent) -> dict:
     return value
 
 
+# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
+#
+# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
+# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
+# name length (1), name, value type (1), value.  Bedrock's ConverseStream sends
+# ":message-type" "event" with ":event-type" naming the member, or "exception" with
+# ":exception-type"; the payload is the member's JSON object.
+
+# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        name = data[pos + 1:pos + 1 + size]
+        pos += 1 + size
+        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
+            raise CaptureError(f"frame {frame}: a malformed header")
+        kind, pos = data[pos], pos + 1
+        length = _EVENTSTREAM_SIZES[kind]
+        if length is None:
+            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
+        value = data[pos:pos + length]
+        if len(value) != length:
+            raise CaptureError(f"frame {frame}: a header runs past its frame")
+        pos += length
+        try:
+            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
+        except UnicodeDecodeError:
+            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
+    return headers
+
+
+def eventstream_events(raw: bytes) -> list[dict]:
+    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
+
+    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
+    a dropped event.
+    """
+    import zlib
+
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    raw = bytes(raw)
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    events: list[dict] = []
+    pos = 0
+    while pos < len(raw):
+        frame = len(events) + 1
+        prelude = raw[pos:pos + 12]
+        if len(prelude) < 12:
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
+        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+                               "event stream, or a corrupt one")
+        message = raw[pos:pos + total]
+        if total < 16 or header_size > total - 16 or len(message) != total:
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+        headers = _eventstream_headers(message[12:12 + header_size], frame)
+        kind = headers.get(":message-type")
+        member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                             else ":error-code")
+        if not isinstance(member, str) or not member:
+            raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+        try:
+            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
+        except (UnicodeDecodeError, JsonProblem) as exc:
+            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
+        events.append({member: payload})
+        pos += total
+    return events
+
+
 # --- redaction: same structure, no text -------------------------------------------
 
 def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
@@ -5047,8 +5130,29 @@ def _redact_responses_event(event: dict) -> dict:
     return out
 
 
+def _redact_bedrock_event(event: dict) -> dict:
+    """Text, reasoning, citations and system-tool results; client toolUse starts and inputs are kept."""
+    if len(event) != 1:
+        return _neutral(event)
+    (member, body), = event.items()
+    if not isinstance(body, dict):
+        return {member: _neutral(body)}
+    out = {}
+    for key, value in body.items():
+        if key in ("contentBlockIndex", "stopReason", "role"):
+            out[key] = value
+        elif key == "start" and isinstance(value, dict) and isinstance(value.get("toolUse"), dict):
+            out[key] = value
+        elif key == "delta" and isinstance(value, dict) and set(value) == {"toolUse"}:
+            out[key] = value
+        else:
+            out[key] = _neutral(value, _BEDROCK_KEEP)
+    return {member: out}
+
+
+_BEDROCK_KEEP = frozenset({"toolUseId", "type", "status"})
 _REDACTORS = {"openai": _redact_chat_chunk, "mistral": _redact_chat_chunk, "anthropic": _redact_anthropic_event,
-              "openai-responses": _redact_responses_event}
+              "openai-responses": _redact_responses_event, "bedrock": _redact_bedrock_event}
 
 
 # --- credentials ----------------------------------------------------------------
@@ -5094,6 +5198,15 @@ def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
     split across two fragments is still found.
     """
     paths: dict[tuple, str] = {}
+    if profile == "bedrock":
+        start = payload.get("contentBlockStart")
+        if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
+            paths[("contentBlockStart", "start", "toolUse")] = "warn"
+        delta = payload.get("contentBlockDelta")
+        if isinstance(delta, dict) and isinstance(delta.get("delta"), dict) and isinstance(
+                delta["delta"].get("toolUse"), dict):
+            paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
+        return paths
     if profile == "openai-responses":
         kind = payload.get("type")
         if kind in _RESPONSES_INPUT_EVENTS:
@@ -5141,7 +5254,7 @@ def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
 
 
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
-                  prefix: str, line: int, warnings: list[str]) -> Any:
+                  prefix: str, line: str, warnings: list[str]) -> Any:
     """value with credentials masked (unless keep or a protected path); one warning per field."""
     keep = keep or path in protected
     if isinstance(value, str):
@@ -5150,10 +5263,10 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
             return value
         where = _render_path((prefix,) + path)
         if keep:
-            warnings.append(f"{where} (line {line}): looks like it holds {_labels(spans)}; left unchanged "
+            warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
                             "because call identity and arguments are kept byte for byte")
             return value
-        warnings.append(f"{where} (line {line}): {_labels(spans)} masked")
+        warnings.append(f"{where} ({line}): {_labels(spans)} masked")
         return _mask_spans(value, spans)
     if isinstance(value, list):
         return [_mask_secrets(item, path + (n,), protected, keep, prefix, line, warnings)
@@ -5165,11 +5278,11 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
                     and not _secret_spans(item)):
                 where = _render_path((prefix,) + path + (key,))
                 if keep or path + (key,) in protected:
-                    warnings.append(f"{where} (line {line}): a credential-named member; left unchanged "
+                    warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
                                     "because call identity and arguments are kept byte for byte")
                     out[key] = item
                 else:
-                    warnings.append(f"{where} (line {line}): a credential-named member masked")
+                    warnings.append(f"{where} ({line}): a credential-named member masked")
                     out[key] = MASKED_SECRET
                 continue
             out[key] = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
@@ -5191,6 +5304,9 @@ def _value_at(value: Any, path: tuple) -> Any:
 
 def _fragment_key(profile: str, payload: dict, path: tuple) -> tuple | None:
     """The slot an argument fragment belongs to, for the joined scan (None: no usable index)."""
+    if profile == "bedrock":
+        index = payload["contentBlockDelta"].get("contentBlockIndex")
+        return (None, index) if _is_index(index) else None
     if profile in ("anthropic", "openai-responses"):
         index = payload.get("index" if profile == "anthropic" else "output_index")
         return (None, index) if _is_index(index) else None
@@ -5201,7 +5317,7 @@ def _fragment_key(profile: str, payload: dict, path: tuple) -> tuple | None:
     return None
 
 
-def _split_secret_warnings(groups: dict[tuple, list[tuple[str, int]]]) -> list[str]:
+def _split_secret_warnings(groups: dict[tuple, list[tuple[str, str]]]) -> list[str]:
     """Credentials that only appear once a slot's fragments are joined."""
     warnings = []
     for key, parts in groups.items():
@@ -5216,16 +5332,16 @@ def _split_secret_warnings(groups: dict[tuple, list[tuple[str, int]]]) -> list[s
                  if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
         if split:
             slot = f"slot {key[1]}" if key[0] is None else f"choice {key[0]} slot {key[1]}"
-            warnings.append(f"arguments of {slot} (from line {parts[0][1]}): {_labels(split)} split across "
+            warnings.append(f"arguments of {slot} (from {parts[0][1]}): {_labels(split)} split across "
                             "fragments; left unchanged because arguments are kept byte for byte")
     return warnings
 
 
-def _scrub_payloads(profile: str, payloads: list[dict], lines: list[int], redact: bool) -> tuple[list[dict], list[str]]:
+def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool) -> tuple[list[dict], list[str]]:
     """Redacted (if asked) and credential-masked payloads, and the warnings."""
     stream_key = STREAM_KEY[profile]
     warnings: list[str] = []
-    groups: dict[tuple, list[tuple[str, int]]] = {}
+    groups: dict[tuple, list[tuple[str, str]]] = {}
     out = []
     for pos, (payload, line) in enumerate(zip(payloads, lines)):
         if redact:
@@ -5244,6 +5360,7 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                     redact: bool = True) -> tuple[dict, list[str]]:
     """Turn one raw SSE body into a fixture envelope: (envelope, warnings for stderr).
 
+    On the bedrock profile the body is the binary AWS event stream instead.
     Why: hand-copying payloads is where captures lose events or keep secrets.
     Every data payload is kept, in order; `schemas` goes through
     schemas_from_doc (None gives an empty tool_schemas, so every call is
@@ -5253,6 +5370,8 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         raise CaptureError(f"profile {json.dumps(profile) if isinstance(profile, str) else _describe(profile)} "
                            f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    if profile == "bedrock":
+        return _eventstream_envelope(raw, tool_schemas, schemas is None, redact)
     events, comments, done = _sse_parse(_sse_decode(raw))
     if profile == "anthropic":
         for event in events:
@@ -5261,7 +5380,7 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                                    "readers do not, so they would read different streams", event.line)
     try:
         payloads = [_sse_payload(event) for event in events]
-        payloads, warnings = _scrub_payloads(profile, payloads, [event.line for event in events], redact)
+        payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact)
     except RecursionError:
         raise CaptureError("an event nests too deeply to process") from None
     if schemas is None:
@@ -5277,6 +5396,21 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
                  "redacted": bool(redact)},
     }
+    return envelope, warnings
+
+
+def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
+    """The bedrock capture: a binary AWS event stream instead of SSE."""
+    events = eventstream_events(raw)
+    try:
+        payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
+                                             redact)
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": "bedrock", "tool_schemas": tool_schemas, "events": payloads,
+                "meta": {"capture_point": "AWS event stream", "redacted": bool(redact)}}
     return envelope, warnings
 
 
@@ -5753,8 +5887,9 @@ def _run_capture(argv: list[str]) -> int:
             raise UsageError(message)
 
     parser = Parser(prog="validate_tool_stream.py capture",
-                    description="Turn a raw server-sent-events body into a fixture envelope, redacted by default.")
-    parser.add_argument("sse", metavar="RAW.sse", help="the raw SSE body as captured (or - for standard input)")
+                    description="Turn a raw server-sent-events body (bedrock: the binary AWS event stream) into a "
+                                "fixture envelope, redacted by default.")
+    parser.add_argument("sse", metavar="RAW.sse", help="the raw body as captured (or - for standard input)")
     parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
     parser.add_argument("--schemas", metavar="FILE",
                         help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")

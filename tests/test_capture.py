@@ -470,6 +470,78 @@ def comparable(report):
     return {key: value for key, value in report.items() if key != "meta"}
 
 
+def eventstream(events, corrupt=False):
+    """A binary AWS event stream: one frame per {member: payload} event (exception members as exceptions)."""
+    import struct
+    import zlib
+
+    def header(name, value):
+        name, value = name.encode(), value.encode()
+        return bytes([len(name)]) + name + bytes([7]) + struct.pack(">H", len(value)) + value
+
+    out = b""
+    for event in events:
+        (member, payload), = event.items()
+        kind = "exception" if member.endswith("Exception") else "event"
+        headers = header(":message-type", kind) + header(":event-type" if kind == "event" else ":exception-type",
+                                                         member) + header(":content-type", "application/json")
+        body = json.dumps(payload).encode()
+        prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
+        message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+        out += message + struct.pack(">I", zlib.crc32(message) ^ (1 if corrupt else 0))
+    return out
+
+
+class BedrockEventStream(unittest.TestCase):
+    def test_every_bedrock_fixture_keeps_its_whole_report(self):
+        count = 0
+        for name in sorted(os.listdir(os.path.join(FIXTURES, "bedrock"))):
+            with open(os.path.join(FIXTURES, "bedrock", name), "rb") as handle:
+                doc = json.loads(handle.read())
+            if not all(isinstance(e, dict) and len(e) == 1 for e in doc["events"]):
+                continue
+            for redact in (True, False):
+                with self.subTest(fixture=name, redact=redact):
+                    envelope, _ = vts.sse_to_envelope(eventstream(doc["events"]), "bedrock", doc["tool_schemas"],
+                                                      redact)
+                    if "request" in doc:  # the stream does not hold the request (capture --request does)
+                        envelope["request"] = doc["request"]
+                    self.assertEqual(comparable(vts.validate_envelope(envelope)), comparable(vts.validate_envelope(doc)))
+            count += 1
+        self.assertGreater(count, 20)
+
+    def test_text_reasoning_and_system_tool_results_are_redacted(self):
+        events = [{"messageStart": {"role": "assistant"}},
+                  {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "SECRET-TEXT"}}},
+                  {"contentBlockStop": {"contentBlockIndex": 0}},
+                  {"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolResult": {
+                      "toolUseId": "t1", "type": "nova_grounding_result", "status": "success"}}}},
+                  {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolResult": [{"text": "SECRET-RESULT"}]}}},
+                  {"contentBlockStart": {"contentBlockIndex": 2, "start": {"toolUse": {"toolUseId": "t2", "name": "f"}}}},
+                  {"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"toolUse": {"input": '{"keep":1}'}}}}]
+        envelope, _ = vts.sse_to_envelope(eventstream(events), "bedrock", {"f": {}})
+        text = json.dumps(envelope)
+        self.assertNotIn("SECRET", text)
+        self.assertEqual(envelope["events"][6], events[6])
+        self.assertEqual(envelope["events"][3], events[3])
+        self.assertEqual(envelope["meta"]["capture_point"], "AWS event stream")
+
+    def test_exceptions_become_their_member(self):
+        envelope, _ = vts.sse_to_envelope(eventstream([{"messageStart": {"role": "assistant"}},
+                                                       {"throttlingException": {"message": "slow down"}}]), "bedrock", {})
+        self.assertEqual(list(envelope["events"][1]), ["throttlingException"])
+        self.assertEqual([f["code"] for f in vts.validate_envelope(envelope)["findings"]], ["stream_error"])
+
+    def test_corrupt_truncated_and_foreign_bodies_are_errors(self):
+        good = eventstream([{"messageStart": {"role": "assistant"}}, {"messageStop": {"stopReason": "end_turn"}}])
+        for raw, words in ((eventstream([{"messageStart": {}}], corrupt=True), "message checksum"),
+                           (good[:-3], "does not fit"), (good[:7], "prelude"),
+                           (b'data: {"a":1}\n\n', "prelude checksum")):
+            with self.subTest(words=words), self.assertRaises(vts.CaptureError) as ctx:
+                vts.sse_to_envelope(raw, "bedrock", {})
+            self.assertIn(words, str(ctx.exception))
+
+
 class RoundTrip(unittest.TestCase):
     def round_trip(self, doc, **options):
         named = doc["profile"] in ("anthropic", "openai-responses")

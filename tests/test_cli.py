@@ -263,7 +263,10 @@ class CaptureAndAdapterCommands(unittest.TestCase):
         code, out, err = run_cli("capture", "--profile", "openai", "-", stdin=b"data: {\"a\":1}\n\ndata: {nope}\n\n")
         self.assertEqual((code, out), (3, ""))
         self.assertIn("line 3", err)
-        self.assertEqual(run_cli("capture", "--profile", "bedrock", "-", stdin=b"")[0], 3)
+        code, out, err = run_cli("capture", "--profile", "bedrock", "-", stdin=b"")
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("empty", err)
+        self.assertEqual(run_cli("capture", "--profile", "gemini", "-", stdin=b"")[0], 3)
 
     def test_adapter_output_difference_blocks_the_turn(self):
         with tempfile.TemporaryDirectory() as folder:

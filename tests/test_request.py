@@ -175,6 +175,31 @@ class RequestFromBody(unittest.TestCase):
             code, _, err = run_cli("capture", "--profile", "openai", "--request", req, "--schemas", req, raw)
             self.assertEqual(code, 3)
 
+    def test_capture_bedrock_event_stream_with_its_request(self):
+        from test_capture import eventstream
+
+        body = {"modelId": "us.amazon.nova-2-lite-v1:0", "messages": [{"role": "user", "content": [{"text": "PROMPT"}]}],
+                "toolConfig": {"tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}},
+                                         {"systemTool": {"name": "nova_grounding"}}],
+                               "toolChoice": {"tool": {"name": "f"}}}}
+        events = [{"messageStart": {"role": "assistant"}},
+                  {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {
+                      "toolUseId": "tooluse_1", "name": "f", "type": "tool_use"}}}},
+                  {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a":1}'}}}},
+                  {"contentBlockStop": {"contentBlockIndex": 0}}, {"messageStop": {"stopReason": "tool_use"}}]
+        with tempfile.TemporaryDirectory() as folder:
+            req, raw = os.path.join(folder, "req.json"), os.path.join(folder, "raw.bin")
+            with open(req, "w") as handle:
+                json.dump(body, handle)
+            with open(raw, "wb") as handle:
+                handle.write(eventstream(events))
+            code, out, err = run_cli("capture", "--profile", "bedrock", "--request", req, raw)
+            self.assertEqual(code, 0, err)
+            self.assertNotIn("PROMPT", out)
+            envelope = json.loads(out)
+            self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": {"tool": {"name": "f"}}})
+            self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
     def test_capture_responses_stream_with_its_request(self):
         body = {"model": "gpt-5", "input": "PROMPT-TEXT", "instructions": "PROMPT-TEXT",
                 "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}, {"type": "web_search"}],
