@@ -22,6 +22,18 @@ def run(request, *names, profile="openai", finish="tool_calls"):
     return vts.validate_envelope(json.loads(json.dumps(doc)))
 
 
+def capture_cli(profile, body, raw, *extra):
+    """Run `capture --profile P --request BODY RAW` through the real CLI: (exit code, stdout, stderr)."""
+    with tempfile.TemporaryDirectory() as folder:
+        req, path = os.path.join(folder, "req.json"), os.path.join(folder, "raw")
+        with open(req, "w") as handle:
+            json.dump(body, handle)
+        with open(path, "wb") as handle:
+            handle.write(raw)
+        return run_cli("capture", "--profile", profile, "--request", req, *(a.replace("REQ", req) for a in extra),
+                       path)
+
+
 class Translators(unittest.TestCase):
     def test_each_profile_reads_its_own_tool_choice_shape(self):
         cases = [
@@ -160,20 +172,13 @@ class RequestFromBody(unittest.TestCase):
                 "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
                 "tool_choice": {"type": "function", "function": {"name": "f"}}}
         sse = "".join("data: " + json.dumps(c) + "\n\n" for c in chat_turn("f", finish="stop")) + "data: [DONE]\n\n"
-        with tempfile.TemporaryDirectory() as folder:
-            req, raw = os.path.join(folder, "req.json"), os.path.join(folder, "raw.sse")
-            with open(req, "w") as handle:
-                json.dump(body, handle)
-            with open(raw, "w") as handle:
-                handle.write(sse)
-            code, out, err = run_cli("capture", "--profile", "openai", "--request", req, raw)
-            self.assertEqual(code, 0, err)
-            self.assertNotIn("PROMPT-TEXT", out)
-            envelope = json.loads(out)
-            self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": body["tool_choice"]})
-            self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
-            code, _, err = run_cli("capture", "--profile", "openai", "--request", req, "--schemas", req, raw)
-            self.assertEqual(code, 3)
+        code, out, err = capture_cli("openai", body, sse.encode())
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("PROMPT-TEXT", out)
+        envelope = json.loads(out)
+        self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": body["tool_choice"]})
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        self.assertEqual(capture_cli("openai", body, sse.encode(), "--schemas", "REQ")[0], 3)
 
     def test_capture_bedrock_event_stream_with_its_request(self):
         from test_capture import eventstream
@@ -187,18 +192,12 @@ class RequestFromBody(unittest.TestCase):
                       "toolUseId": "tooluse_1", "name": "f", "type": "tool_use"}}}},
                   {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a":1}'}}}},
                   {"contentBlockStop": {"contentBlockIndex": 0}}, {"messageStop": {"stopReason": "tool_use"}}]
-        with tempfile.TemporaryDirectory() as folder:
-            req, raw = os.path.join(folder, "req.json"), os.path.join(folder, "raw.bin")
-            with open(req, "w") as handle:
-                json.dump(body, handle)
-            with open(raw, "wb") as handle:
-                handle.write(eventstream(events))
-            code, out, err = run_cli("capture", "--profile", "bedrock", "--request", req, raw)
-            self.assertEqual(code, 0, err)
-            self.assertNotIn("PROMPT", out)
-            envelope = json.loads(out)
-            self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": {"tool": {"name": "f"}}})
-            self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        code, out, err = capture_cli("bedrock", body, eventstream(events))
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("PROMPT", out)
+        envelope = json.loads(out)
+        self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": {"tool": {"name": "f"}}})
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
     def test_capture_responses_stream_with_its_request(self):
         body = {"model": "gpt-5", "input": "PROMPT-TEXT", "instructions": "PROMPT-TEXT",
@@ -214,20 +213,14 @@ class RequestFromBody(unittest.TestCase):
                   {"type": "response.output_item.done", "output_index": 0, "item": item},
                   {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": [item]}}]
         sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-        with tempfile.TemporaryDirectory() as folder:
-            req, raw = os.path.join(folder, "req.json"), os.path.join(folder, "raw.sse")
-            with open(req, "w") as handle:
-                json.dump(body, handle)
-            with open(raw, "w") as handle:
-                handle.write(sse)
-            code, out, err = run_cli("capture", "--profile", "openai-responses", "--request", req, raw)
-            self.assertEqual(code, 0, err)
-            self.assertNotIn("PROMPT-TEXT", out)
-            envelope = json.loads(out)
-            self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": body["tool_choice"],
-                                                   "parallel_tool_calls": False})
-            report = vts.validate_envelope(envelope)
-            self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+        code, out, err = capture_cli("openai-responses", body, sse.encode())
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("PROMPT-TEXT", out)
+        envelope = json.loads(out)
+        self.assertEqual(envelope["request"], {"tools": ["f"], "tool_choice": body["tool_choice"],
+                                               "parallel_tool_calls": False})
+        report = vts.validate_envelope(envelope)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
 
 
 if __name__ == "__main__":
