@@ -159,8 +159,15 @@ def _freeze(record: _FrozenRecord, values: dict[str, Any]) -> None:
         object.__setattr__(record, name, values[name])
 
 
+MAX_SCHEMA_SECONDS = 1_000_000  # the interval timer refuses much larger budgets
+
+
 class Limits(_FrozenRecord):
-    """Bounds that turn pathological input into limit_exceeded, never a crash."""
+    """Bounds that turn pathological input into limit_exceeded, never a crash.
+
+    Every count is a positive integer and the schema budget a number of seconds in
+    (0, MAX_SCHEMA_SECONDS]; anything else is a ValueError at construction.
+    """
 
     __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
                  "max_schema_depth", "max_evaluations", "max_pattern_subject", "max_findings",
@@ -170,7 +177,18 @@ class Limits(_FrozenRecord):
                  max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
                  max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
                  max_findings: int = 1000, max_schema_seconds: float = 2.0) -> None:
-        _freeze(self, locals())
+        values = dict(locals())
+        for name in self.__slots__:
+            value = values[name]
+            if name == "max_schema_seconds":
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not number or not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
+                    raise ValueError(f"Limits: max_schema_seconds must be a number in (0, {MAX_SCHEMA_SECONDS}], "
+                                     f"got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"Limits: {name} must be a positive integer, got {value!r}")
+        _freeze(self, values)
+
 
 
 class Finding(_Record):
@@ -3132,6 +3150,8 @@ class _RxParser:
                 if self.src.startswith("{,", self.pos):
                     raise _RxError("'{,m}' is not a quantifier in ECMA-262")
                 raise _RxError("a malformed '{...}' quantifier (u flag)")
+            if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
+                raise _RxError(f"repeat counts above {_RX_MAX_COUNT} are not supported")
             low = int(found.group(1))
             high = low if found.group(2) is None else (
                 int(found.group(3)) if found.group(3) else None)
@@ -3626,7 +3646,7 @@ class _SchCompiler:
                 for token in tokens:
                     if isinstance(doc, dict) and token in doc:
                         doc = doc[token]
-                    elif (isinstance(doc, list) and re.fullmatch(r"0|[1-9][0-9]*", token)
+                    elif (isinstance(doc, list) and re.fullmatch(r"0|[1-9][0-9]{0,17}", token)
                           and int(token) < len(doc)):
                         doc = doc[int(token)]
                     else:
@@ -5804,9 +5824,9 @@ def _positive_number(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"expected a positive number, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise UsageError(f"expected a positive number, got {text!r}")
+        raise UsageError(f"expected a positive number, got {text[:30]!r}") from None
+    if not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
+        raise UsageError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
     return value
 
 
@@ -5823,6 +5843,8 @@ def _positive_int(text: str) -> int:
 def _read_input(path: str, limit: int) -> bytes:
     try:
         if path == "-":
+            if sys.stdin is None:
+                raise UsageError("cannot read standard input: it is closed")
             return sys.stdin.buffer.read(limit + 1)
         with open(path, "rb") as handle:
             return handle.read(limit + 1)
@@ -5968,6 +5990,9 @@ def run(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: exit codes 0-3 only, and never a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")  # a narrow terminal encoding never crashes the output
     try:
         return run(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help / --version
@@ -5976,6 +6001,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"validate_tool_stream: {exc}\n")
         return EXIT_CANNOT_RUN
     except BrokenPipeError:
+        return EXIT_CANNOT_RUN
+    except KeyboardInterrupt:
+        sys.stderr.write("validate_tool_stream: interrupted; no verdict\n")
         return EXIT_CANNOT_RUN
     except (KeyboardInterrupt, MemoryError, RecursionError, Exception) as exc:  # noqa: BLE001 - last resort
         sys.stderr.write(f"validate_tool_stream: internal error ({type(exc).__name__}); no verdict\n")

@@ -2,10 +2,12 @@
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
-from support import FIXTURES, envelope, run_cli
+from support import FIXTURES, SCRIPT, codes, envelope, run_cli, vts
 
 PASS_DOC = envelope("openai", [
     {"choices": [{"index": 0, "delta": {"tool_calls": [
@@ -139,10 +141,6 @@ class ExpectFlag(unittest.TestCase):
         name = sorted(os.listdir(path))[0]
         code, _, err = run_cli(os.path.join(path, name), "--expect")
         self.assertEqual(code, 0, err)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class ManyFixtures(unittest.TestCase):
@@ -301,3 +299,65 @@ class ModuleForm(unittest.TestCase):
         self.assertEqual((proc.returncode, code), (0, 0))
         self.assertEqual(proc.stdout.decode("utf-8"), out)
         self.assertEqual(json.loads(out)["status"], "pass")
+
+
+class EscapingExceptions(unittest.TestCase):
+    """Inputs that once ended in "internal error" (issue 11, item 1): each is a verdict or a usage error."""
+
+    CALL = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{\"a\":\"x\"}"}}
+
+    def envelope(self, schema):
+        return {"profile": "openai", "tool_schemas": {"f": schema}, "chunks": [
+            {"choices": [{"index": 0, "delta": {"tool_calls": [self.CALL]}, "finish_reason": "tool_calls"}]}]}
+
+    def test_counts_and_indices_beyond_the_integer_digit_limit_are_unsupported_schemas(self):
+        for schema in ({"type": "object", "properties": {"a": {"pattern": "a{" + "9" * 5000 + "}"}}},
+                       {"type": "object", "properties": {"a": {"pattern": "a{1," + "9" * 5000 + "}"}}},
+                       {"type": "object", "$defs": {"l": [{"type": "string"}]},
+                        "properties": {"a": {"$ref": "#/$defs/l/" + "1" * 5000}}}):
+            with self.subTest(schema=str(schema)[:60]):
+                self.assertEqual(codes(vts.validate_envelope(self.envelope(schema))), ["unsupported_schema"])
+
+    def test_schema_budget_out_of_range_is_refused(self):
+        for bad in ("1e12", "nan", "inf", "0"):
+            with self.subTest(value=bad):
+                code, out, err = run_cli("-", "--max-schema-seconds", bad, stdin=dumps(PASS_DOC))
+                self.assertEqual((code, out), (3, ""))
+                self.assertNotIn("internal error", err)
+        for kwargs in ({"max_schema_seconds": 1e10}, {"max_schema_seconds": float("nan")}, {"max_depth": 0},
+                       {"max_calls": True}, {"max_findings": 1.5}):
+            with self.subTest(limits=kwargs), self.assertRaises(ValueError):
+                vts.Limits(**kwargs)
+
+    def test_closed_standard_input_is_a_usage_error(self):
+        proc = subprocess.run([sys.executable, SCRIPT, "-"], stdin=subprocess.DEVNULL, capture_output=True,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=60,
+                              preexec_fn=lambda: os.close(0))
+        self.assertEqual(proc.returncode, 3)
+        self.assertIn(b"standard input", proc.stderr)
+        self.assertNotIn(b"internal error", proc.stderr)
+
+    def test_a_narrow_output_encoding_never_crashes_the_text_report(self):
+        # a schema_violation message quotes the failing value; an ascii stdout raised UnicodeEncodeError
+        doc = self.envelope({"type": "object", "properties": {"a": {"enum": ["x"]}}})
+        doc["chunks"][0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = '{"a":"caf\u00e9"}'
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="ascii")
+        proc = subprocess.run([sys.executable, SCRIPT, "-", "--report", "text"], input=dumps(doc),
+                              capture_output=True, env=env, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn(b"schema_violation", proc.stdout)
+        self.assertIn(b"caf\\xe9", proc.stdout)
+
+    def test_interrupt_says_interrupted(self):
+        import io
+        from unittest import mock
+
+        err = io.StringIO()
+        with mock.patch.object(vts, "run", side_effect=KeyboardInterrupt), mock.patch.object(sys, "stderr", err):
+            self.assertEqual(vts.main(["x"]), 3)
+        self.assertIn("interrupted", err.getvalue())
+        self.assertNotIn("internal error", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
