@@ -4242,28 +4242,41 @@ class _Deadline:
     Python's re has no timeout and some patterns backtrack polynomially
     (`a*a*a*b`), so evaluation runs under SIGALRM when that is available (the
     main thread on POSIX).  Elsewhere only the static limits apply.
+
+    The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
+    already running, or the SIGALRM handler was installed outside Python (so it
+    could not be put back), no budget is armed; otherwise the caller's handler
+    is restored exactly on the way out, whatever happens inside.
     """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.active = False
+        self.done = False
         self.previous: Any = None
 
     def _expire(self, *_: Any) -> None:
-        raise _DeadlinePassed()
+        if not self.done:  # a late alarm while leaving must not escape
+            raise _DeadlinePassed()
 
     def __enter__(self) -> "_Deadline":
         import signal
         import threading
 
-        if (self.seconds > 0 and hasattr(signal, "setitimer")
+        if not (self.seconds > 0 and hasattr(signal, "setitimer")
                 and threading.current_thread() is threading.main_thread()):
-            self.previous = signal.signal(signal.SIGALRM, self._expire)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-            self.active = True
+            return self
+        previous = signal.getsignal(signal.SIGALRM)
+        if previous is None or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            return self  # a foreign handler, or the caller's own timer is running: leave both alone
+        self.previous = previous
+        signal.signal(signal.SIGALRM, self._expire)
+        self.active = True
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
         return self
 
     def __exit__(self, *_: Any) -> None:
+        self.done = True
         if self.active:
             import signal
 

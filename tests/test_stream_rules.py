@@ -258,6 +258,32 @@ class ReviewFindings(unittest.TestCase):
         report = vts.validate_envelope(doc, vts.Limits(max_schema_seconds=0.3))
         self.assertEqual(codes(report), ["limit_exceeded"])
 
+    def test_the_time_budget_leaves_the_callers_alarm_alone(self):
+        # issue 11 item 5: the budget once cancelled the caller's ITIMER_REAL timer and could leave
+        # its own handler installed
+        import signal
+
+        schemas = {"f": {"type": "object", "properties": {"x": {"type": "string", "pattern": "^x$"}}}}
+        doc = envelope("openai", [chunk(call(0, "c1", "f", '{"x":"x"}'), finish="tool_calls")], schemas)
+        fired = []
+
+        def mine(*_):
+            fired.append(True)
+
+        previous = signal.signal(signal.SIGALRM, mine)
+        try:
+            self.assertEqual(vts.validate_envelope(doc)["status"], "pass")
+            self.assertIs(signal.getsignal(signal.SIGALRM), mine)       # handler put back
+            signal.setitimer(signal.ITIMER_REAL, 30)
+            self.assertEqual(vts.validate_envelope(doc)["status"], "pass")
+            remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+            self.assertGreater(remaining, 25)                            # the caller's timer still runs
+            self.assertIs(signal.getsignal(signal.SIGALRM), mine)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        self.assertEqual(fired, [])
+
     def test_calls_only_in_a_message_snapshot_are_not_an_empty_turn(self):
         snapshot = {"choices": [{"index": 0, "message": {"tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "stop"}]}
