@@ -214,6 +214,26 @@ class RedactArguments(unittest.TestCase):
         _, plain, _ = run_cli("-", stdin=dumps(doc))
         self.assertIn("hunter2", plain)  # the unredacted report does quote it: the flag is what removes it
 
+    def test_expect_and_adapter_output_do_not_leak_arguments(self):
+        # issue 11 item 7: expectation differences, their stderr lines and adapter_mismatch messages
+        # quoted both argument strings under --redact-arguments
+        secret = "hunter2-secret-value"
+        doc = dict(PASS_DOC, expect={"calls": [{"arguments": json.dumps({"city": secret})}]})
+        code, out, err = run_cli("-", "--redact-arguments", "--expect", stdin=dumps(doc))
+        self.assertEqual(code, 1)
+        self.assertNotIn(secret, out + err)
+        self.assertNotIn("Paris", out + err)
+        self.assertIn("calls[0].arguments: ", out)
+        with tempfile.TemporaryDirectory() as folder:
+            adapter = os.path.join(folder, "adapter.json")
+            with open(adapter, "w") as handle:
+                json.dump([{"id": "call_1", "name": "weather", "arguments": json.dumps({"city": secret})}], handle)
+            code, out, err = run_cli("-", "--redact-arguments", "--adapter-output", adapter, stdin=dumps(PASS_DOC))
+            self.assertEqual(code, 1)
+            self.assertNotIn(secret, out + err)
+            self.assertNotIn("Paris", out + err)
+            self.assertIn("adapter_mismatch", out)
+
 
 class ExpectBlockTypos(unittest.TestCase):
     def test_malformed_expect_blocks_never_match(self):
