@@ -2192,7 +2192,7 @@ class Slot(_Record):
     """One tool call being reassembled."""
 
     __slots__ = ("key", "phase", "id", "name", "parts", "initial_input", "terminal_position", "findings",
-                 "arguments", "state", "name_restated", "kind")
+                 "arguments", "state", "name_restated", "kind", "omitted")
 
     def __init__(self, key: SlotKey) -> None:
         self.key = key
@@ -2207,6 +2207,7 @@ class Slot(_Record):
         self.state = BLOCKED
         self.name_restated = False
         self.kind = FUNCTION
+        self.omitted = 0            # findings of this call counted but not kept (see TurnMachine._find)
 
 
 class TurnMachine:
@@ -2234,25 +2235,51 @@ class TurnMachine:
         self.calls_limit_reported = False
         self.ambiguity_reported = False
         self.hosted: dict[str, int] = {}  # hosted tool name -> uses in this turn (never calls)
+        self.keep = 2 * limits.max_findings  # findings kept in full before only new codes are
+        self.codes: set[str] = set()
+        self.omitted = 0
+        self.choice_omitted: dict[int, int] = {}
 
     # -- recording -----------------------------------------------------------
 
     def _find(self, code: str, message: str, position: int | None, key: SlotKey | None = None,
               choice: int | None = None) -> None:
-        """Record a finding on a slot (key), on a whole choice, or on the turn."""
+        """Record a finding on a slot (key), on a whole choice, or on the turn.
+
+        Past twice --max-findings, a finding of a code already recorded is only
+        counted, so a hostile stream of millions of findings costs no memory per
+        finding; the report lists at most --max-findings anyway.
+        """
         slot_choice, index = (key if key is not None else (choice, None))
         finding = Finding(code, message, position, slot_choice, index)
-        self.findings.append(finding)
+        kept = len(self.findings) < self.keep or code not in self.codes
+        if kept:
+            self.codes.add(code)
+            self.findings.append(finding)
+        else:
+            self.omitted += 1
         if key is not None:
-            if key in self.slots:
-                self.slots[key].findings.append(finding)
+            slot = self.slots.get(key)
+            if slot is not None:
+                if kept or len(slot.findings) < self.keep:
+                    slot.findings.append(finding)
+                else:
+                    slot.omitted += 1
         elif choice is not None:
-            self.choice_findings.setdefault(choice, []).append(finding)
+            shared = self.choice_findings.setdefault(choice, [])
+            if kept or len(shared) < self.keep:
+                shared.append(finding)
+            else:
+                self.choice_omitted[choice] = self.choice_omitted.get(choice, 0) + 1
 
     def findings_for(self, slot: Slot) -> list[Finding]:
         """A call's own findings plus those of its choice (finish reason, bad entries...)."""
         shared = self.choice_findings.get(slot.key[0], []) if slot.key[0] is not None else []
         return slot.findings + shared if shared else slot.findings
+
+    def omitted_for(self, slot: Slot) -> int:
+        """How many findings of a call (and its choice) were counted but not kept."""
+        return slot.omitted + (self.choice_omitted.get(slot.key[0], 0) if slot.key[0] is not None else 0)
 
     def _slot(self, key: SlotKey, position: int) -> Slot | None:
         """The slot for key, created on first sight; None past the call limit."""
@@ -4527,7 +4554,8 @@ class StreamGate:
             slots = sorted(machine.slots.values(), key=slot_order)
             applicable = bool(machine.slots) or machine.tool_signal
             self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
-                                   machine.findings_for, self.limits.max_findings, machine.hosted)
+                                   machine.findings_for, self.limits.max_findings, machine.hosted,
+                                   machine.omitted, machine.omitted_for)
         return self._report
 
 
@@ -4642,16 +4670,16 @@ def _finding_order(finding: Finding) -> tuple:
     return (finding.position is None, finding.position or 0)
 
 
-def _bounded(findings: list[Finding], limit: int) -> list[Finding]:
+def _bounded(findings: list[Finding], limit: int, uncounted: int = 0) -> list[Finding]:
     """Stream-ordered findings, at most `limit` listed in full.
 
     Past the limit only the first finding of each code not yet listed is kept,
     so every code that arose still appears; a last limit_exceeded entry says
-    how many were left out.  Keeps a hostile stream from producing a report
-    of gigabytes.
+    how many were left out (uncounted: those the machine counted without
+    keeping).  Keeps a hostile stream from producing a report of gigabytes.
     """
     ordered = sorted(findings, key=_finding_order)  # stable: stream order within a position
-    if len(ordered) <= limit:
+    if len(ordered) <= limit and not uncounted:
         return ordered
     kept = ordered[:limit]
     seen = {f.code for f in kept}
@@ -4659,7 +4687,7 @@ def _bounded(findings: list[Finding], limit: int) -> list[Finding]:
         if finding.code not in seen:
             seen.add(finding.code)
             kept.append(finding)
-    omitted = len(ordered) - len(kept)
+    omitted = len(ordered) - len(kept) + uncounted
     kept.append(Finding(LIMIT_EXCEEDED, f"{omitted} more findings not listed (limit {limit})"))
     return kept
 
@@ -4671,10 +4699,15 @@ def _no_shared(slot: Slot) -> list[Finding]:
     return slot.findings
 
 
+def _none_omitted(slot: Slot) -> int:
+    return 0
+
+
 def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
             meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000,
-            hosted: dict[str, int] | None = None) -> dict[str, Any]:
-    ordered = _bounded(findings, max_findings)
+            hosted: dict[str, int] | None = None, omitted: int = 0,
+            omitted_for: Callable[[Slot], int] = _none_omitted) -> dict[str, Any]:
+    ordered = _bounded(findings, max_findings, omitted)
     if ordered:
         status = "blocked"
     elif not applicable:
@@ -4691,7 +4724,8 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
             "kind": slot.kind,
             "arguments": slot.arguments,
             "state": slot.state,
-            "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS))],
+            "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS),
+                                                       omitted_for(slot))],
         })
     return {
         "tool": TOOL,

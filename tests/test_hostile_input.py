@@ -587,6 +587,27 @@ class FuzzerFindings(Bounded):
                         checked += 1
         self.assertGreater(checked, 10000)
 
+    def test_findings_past_twice_the_limit_are_counted_not_kept(self):
+        # issue 11 item 3: every finding used to be stored (about 270 bytes each for 2 bytes of
+        # input), so 60 MB of non-object chunks ran out of memory; now memory stays flat
+        limits = vts.Limits(max_findings=10)
+        gate = vts.StreamGate("openai", {}, limits)
+        gate.feed_all([1] * 10_000)
+        self.assertLessEqual(len(gate._machine.findings), 20)
+        report = gate.finish()
+        self.assertEqual(len(report["findings"]), 11)
+        self.assertEqual(report["findings"][-1]["message"], "9990 more findings not listed (limit 10)")
+        # one call with thousands of late fragments: its own list keeps the same exact count
+        first = {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}
+        late = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": " "}}]}}]}
+        gate = vts.StreamGate("openai", {"f": {"type": "object"}}, limits)
+        gate.feed_all([first] + [late] * 5000)
+        self.assertLessEqual(len(gate._machine.slots[(0, 0)].findings), 20)
+        report = gate.finish()
+        self.assertEqual(report["calls"][0]["findings"][-1]["message"], "4990 more findings not listed (limit 10)")
+        self.assertEqual(report["findings"][-1]["message"], "4990 more findings not listed (limit 10)")
+
     def test_tool_calls_finish_alone_is_missing_slot(self):
         report = self.run_doc({"profile": "openai", "tool_schemas": SCHEMAS, "chunks": [chat(None, "tool_calls")]})
         self.assert_codes(report, ["missing_slot"])
