@@ -4590,22 +4590,25 @@ def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[
     return gate.finish()
 
 
-def validate_bytes(data: bytes, limits: Limits | None = None) -> dict[str, Any]:
-    """Validate fixture bytes (strictly parsed) and return the report as a dict."""
-    return _validate_bytes_keeping_doc(data, limits or Limits())[0]
+def validate_bytes(data: bytes, limits: Limits | None = None, pause_gc: bool = False) -> dict[str, Any]:
+    """Validate fixture bytes (strictly parsed) and return the report as a dict.
 
-
-def _validate_bytes_keeping_doc(data: bytes, limits: Limits) -> tuple[dict[str, Any], Any]:
-    """The report, plus the parsed envelope (None when unreadable) for --expect.
-
-    The cyclic garbage collector is paused meanwhile: parsed JSON holds no
-    reference cycles, and rescanning a growing envelope made the cost per
-    chunk grow with the stream (about 3x at 100k chunks).
+    pause_gc=True pauses the cyclic garbage collector of the whole process while
+    validating (what the CLI does): parsed JSON holds no reference cycles, and
+    rescanning a growing envelope made the cost per chunk grow with the stream
+    (about 3x at 100k chunks).  It is process-wide state, so a library caller
+    with other threads that rely on the collector should leave it off.
     """
+    return _validate_bytes_keeping_doc(data, limits or Limits(), pause_gc)[0]
+
+
+def _validate_bytes_keeping_doc(data: bytes, limits: Limits, pause_gc: bool) -> tuple[dict[str, Any], Any]:
+    """The report, plus the parsed envelope (None when unreadable) for --expect."""
     import gc
 
-    was_enabled = gc.isenabled()
-    gc.disable()
+    was_enabled = pause_gc and gc.isenabled()
+    if was_enabled:
+        gc.disable()
     try:
         return _validate_bytes_uncollected(data, limits)
     except RecursionError:
@@ -5933,7 +5936,7 @@ def _expand(paths: list[str]) -> tuple[list[str], bool]:
 
 def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
     """Validate one fixture: (report, exit code, expect differences or None)."""
-    report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits)
+    report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits, True)
     if args.adapter_output:
         report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits)))
     code = EXIT_BY_STATUS[report["status"]]

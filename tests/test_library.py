@@ -44,6 +44,28 @@ class StreamGateApi(unittest.TestCase):
             gate.feed(json.loads(json.dumps(event)))
         self.assertEqual(gate.finish()["status"], "pass")
 
+    def test_the_collector_is_paused_only_when_asked(self):
+        # issue 11 item 6: validate_bytes paused the process-wide collector, also from worker threads
+        import gc
+
+        data = load_fixture("openai/valid-fragmented-single-call.json")[0]
+        seen = []
+        real = vts._validate_bytes_uncollected
+
+        def spy(*args):
+            seen.append(gc.isenabled())
+            return real(*args)
+
+        self.assertTrue(gc.isenabled())
+        vts._validate_bytes_uncollected = spy
+        try:
+            vts.validate_bytes(data)
+            vts.validate_bytes(data, pause_gc=True)
+        finally:
+            vts._validate_bytes_uncollected = real
+        self.assertEqual(seen, [True, False])
+        self.assertTrue(gc.isenabled())
+
     def test_bad_construction_is_an_error_not_a_verdict(self):
         with self.assertRaises(ValueError):
             vts.StreamGate("gemini", {})
