@@ -31,6 +31,7 @@ Standard library only; Python 3.10+.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
@@ -2766,6 +2767,8 @@ _SCH_REFUSAL_REASONS: Mapping[str, str] = MappingProxyType({
 _SCH_TYPE_NAMES: frozenset[str] = frozenset(
     {"null", "boolean", "object", "array", "number", "string", "integer"})
 
+SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
+SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern simulator states, all schemas of a turn
 _SCH_BRIEF_LIMIT = 60          # characters of a value quoted in a message
 _SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
 
@@ -2825,13 +2828,14 @@ class _SchNotJson(ValueError):
     """A schema value that is not a JSON value (wrong Python type, NaN, inf)."""
 
 
-def _sch_canonical(value: object) -> object:
+def _sch_canonical(value: object, tally: Optional[list] = None) -> object:
     """A hashable form in which equal JSON values are equal Python values.
 
     Why: Python says 1 == 1.0 == True and {'a': 0} == {'a': False}; JSON says
     only the first equality holds.  Tags keep booleans apart from numbers,
     whole floats become ints, objects become key-sorted pairs.  Iterative so
-    that a deep value cannot exhaust the Python stack.
+    that a deep value cannot exhaust the Python stack.  When tally is given,
+    tally[0] grows by the number of values visited (the work done).
     """
     def scalar(item: object) -> object:
         if item is None:
@@ -2849,6 +2853,8 @@ def _sch_canonical(value: object) -> object:
         raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
 
     if not isinstance(value, (list, dict)):
+        if tally is not None:
+            tally[0] += 1
         return scalar(value)
     # Each frame: (container, iterator over children, finished child forms, keys).
     result: list[object] = []
@@ -2863,6 +2869,8 @@ def _sch_canonical(value: object) -> object:
             stack.append((container, iter([container[k] for k in keys]), [], keys))
         else:
             stack.append((container, iter(container), [], []))  # type: ignore[call-overload]
+        if tally is not None:
+            tally[0] += 1 + len(container)  # type: ignore[arg-type]
 
     push(value)
     while stack:
@@ -2913,9 +2921,10 @@ def _sch_fraction(number: object) -> "Fraction":
 
 # --- ECMA-262 (u flag) regular expressions ----------------------------------
 #
-# A pattern is parsed with the ECMA grammar into a small tuple tree, checked
-# against a ReDoS guard, and emitted as a Python pattern that means the same:
-#   ("lit", cp) | ("set", ranges, negated) | ("assert", python_text)
+# A pattern is parsed with the ECMA grammar into a small tuple tree, then
+# either emitted as a Python pattern that means the same (when a proof bounds
+# re's work) or compiled for the simulator below:
+#   ("lit", cp) | ("set", ranges, negated) | ("assert", "^" | "$" | "b" | "B")
 #   ("look", negated, alt) | ("group", alt) | ("alt", (seq, ...))
 #   ("rep", atom, min, max_or_None, lazy)          seq = tuple of terms
 # Character sets are explicit code point ranges, so \d, \w, \s, \p{..} and
@@ -3113,12 +3122,11 @@ class _RxParser:
         if char == "$":
             self.pos += 1
             self.no_quantifier("'$'")
-            return ("assert", r"\Z")   # Python's '$' also matches before a final newline
+            return ("assert", "$")
         if src.startswith("\\b", pos) or src.startswith("\\B", pos):
             self.pos += 2
             self.no_quantifier("a word boundary")
-            # Spelled out: Python's \B never matches in an empty string, ECMA's does.
-            return ("assert", _RX_NOT_BOUNDARY if src[pos + 1] == "B" else _RX_BOUNDARY)
+            return ("assert", src[pos + 1])
         if char == "(":
             return self.group()
         return self.quantified(self.atom())
@@ -3178,12 +3186,12 @@ class _RxParser:
                     raise _RxError("'{,m}' is not a quantifier in ECMA-262")
                 raise _RxError("a malformed '{...}' quantifier (u flag)")
             if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
-                raise _RxError(f"repeat counts above {_RX_MAX_COUNT} are not supported")
+                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
             low = int(found.group(1))
             high = low if found.group(2) is None else (
                 int(found.group(3)) if found.group(3) else None)
             if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
-                raise _RxError(f"repeat counts above {_RX_MAX_COUNT} are not supported")
+                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
             if high is not None and low > high:
                 raise _RxError("numbers out of order in a '{n,m}' quantifier")
             self.pos = found.end()
@@ -3312,8 +3320,9 @@ class _RxParser:
         negated = self.peek() == "^"
         if negated:
             self.pos += 1
-        if self.peek() == "]":
-            raise _RxError("the empty classes '[]' and '[^]' are not supported")
+        if self.peek() == "]":             # ECMA: [] matches nothing, [^] any code point
+            self.pos += 1
+            return ("set", (), negated)
         parts: list[tuple[int, int]] = []
         while True:
             if self.pos >= len(src):
@@ -3339,70 +3348,17 @@ class _RxParser:
         return ("set", _rx_normalize(parts), negated)
 
 
-def _rx_first(node: tuple) -> tuple[list[tuple[int, int]], bool]:
-    """(code points a match can start with, whether it can match empty)."""
-    kind = node[0]
-    if kind == "lit":
-        return [(node[1], node[1])], False
-    if kind == "set":
-        return list(_rx_complement(node[1]) if node[2] else node[1]), False
-    if kind in ("assert", "look"):
-        return [], True
-    if kind == "group":
-        return _rx_first(node[1])
-    if kind == "rep":
-        first, nullable = _rx_first(node[1])
-        return first, nullable or node[2] == 0
-    # "alt"
-    out: list[tuple[int, int]] = []
-    any_nullable = False
-    for seq in node[1]:
-        first, nullable = _rx_first_seq(seq)
-        out.extend(first)
-        any_nullable = any_nullable or nullable
-    return out, any_nullable
+def _rx_positive(node: tuple) -> tuple[tuple[int, int], ...]:
+    """The code points a "set" node matches, as normalized ranges."""
+    return _rx_complement(node[1]) if node[2] else node[1]
 
 
-def _rx_first_seq(seq: tuple) -> tuple[list[tuple[int, int]], bool]:
-    out: list[tuple[int, int]] = []
-    for term in seq:
-        first, nullable = _rx_first(term)
-        out.extend(first)
-        if not nullable:
-            return out, False
-    return out, True
-
-
-def _rx_guard(node: tuple, under_unbounded: bool) -> None:
-    """Refuse the classic exponential shapes: (a+)+, (a*)*, (a|aa)+.
-
-    Why: Python's re cannot be interrupted.  An unbounded quantifier inside a
-    group that is itself under an unbounded quantifier, or overlapping
-    alternatives under one, can backtrack exponentially.
-    """
-    kind = node[0]
-    if kind == "alt":
-        if under_unbounded and len(node[1]) > 1:
-            firsts = [_rx_normalize(_rx_first_seq(seq)[0]) for seq in node[1]]
-            for i, left in enumerate(firsts):
-                for right in firsts[i + 1:]:
-                    if _rx_overlap(left, right):
-                        raise _RxError("alternatives that can start with the same character "
-                                       "under an unbounded quantifier risk catastrophic "
-                                       "backtracking")
-        for seq in node[1]:
-            for term in seq:
-                _rx_guard(term, under_unbounded)
-    elif kind == "group":
-        _rx_guard(node[1], under_unbounded)
-    elif kind == "look":
-        _rx_guard(node[2], under_unbounded)
-    elif kind == "rep":
-        unbounded = node[3] is None
-        if unbounded and under_unbounded:
-            raise _RxError("nested unbounded quantifiers such as (a+)+ risk catastrophic "
-                           "backtracking")
-        _rx_guard(node[1], under_unbounded or unbounded)
+_RX_ASSERT_TEXT: Mapping[str, str] = MappingProxyType({
+    "^": "^",
+    "$": r"\Z",                      # Python's '$' also matches before a final newline
+    "b": _RX_BOUNDARY,               # spelled out: Python's \B never matches in an
+    "B": _RX_NOT_BOUNDARY,           # empty string, ECMA's does
+})
 
 
 def _rx_emit(node: tuple) -> str:
@@ -3419,7 +3375,7 @@ def _rx_emit(node: tuple) -> str:
                        for lo, hi in ranges)
         return ("[^" if negated else "[") + body + "]"
     if kind == "assert":
-        return node[1]
+        return _RX_ASSERT_TEXT[node[1]]
     if kind == "look":
         return ("(?!" if node[1] else "(?=") + _rx_emit(node[2]) + ")"
     if kind == "group":
@@ -3442,11 +3398,365 @@ def _rx_emit(node: tuple) -> str:
     return "|".join("".join(_rx_emit(term) for term in seq) for seq in node[1])
 
 
-def _rx_translate(source: str) -> str:
-    """ECMA-262 (u flag) pattern -> equivalent Python pattern; raises _RxError."""
+# --- choosing the matcher: a proof for re, or the simulator -----------------
+#
+# Python's re backtracks, cannot be interrupted and holds the interpreter lock
+# for a whole search, in every thread.  So a pattern goes to re only with a
+# proof that its work is small: the pattern is LL(1) -- at every choice (which
+# alternative; one more iteration or stop) the next code point decides, and
+# nothing nullable is repeated or offered twice, so the empty string matches
+# each part one way only.  A backtracking search then follows one viable path
+# and every wrong turn fails on its first code point: its work is at most
+# about starts x subject x pattern size (starts is 1 when the pattern opens
+# with '^', which re tries only at 0).  That product must stay under
+# _RX_FAST_COST for the longest subject allowed (max_pattern_subject).
+#
+# Every other pattern (lookahead, ambiguous repetition such as (a|aa)+ or
+# a*a*b, or too big for the bound) runs on _rx_vm_search: a breadth-first
+# simulation of the pattern's automaton, subject x states steps at most, each
+# charged to the call's evaluation budget.  No pattern is refused for its
+# shape; a simulator automaton above _RX_MAX_STATES is limit_exceeded.
+
+_RX_MAX_LENGTH = 10_000            # code points in one pattern
+_RX_MAX_STATES = 20_000            # simulator states of one pattern
+_RX_FAST_COST = 20_000_000         # starts x subject x pattern nodes, for re
+_RX_PROOF_WORK = 200_000           # range operations the LL(1) proof may spend
+_RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
+
+
+class _RxNotLL1(Exception):
+    """The pattern has a choice the next code point does not decide (or no proof in time)."""
+
+
+class _RxTooBig(Exception):
+    """A size limit: a repeat count above _RX_MAX_COUNT, or simulator code above _RX_MAX_STATES."""
+
+
+class _RxProof:
+    """The LL(1) check: FIRST sets bottom-up, then FOLLOW sets top-down.
+
+    Sets are normalized code point ranges; alternatives are compared with one
+    sort-and-sweep (n log n), never pairwise.
+    """
+
+    def __init__(self) -> None:
+        self.facts: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {}
+        self.work = 0
+        self.nodes = 0
+
+    def spend(self, amount: int) -> None:
+        self.work += amount
+        if self.work > _RX_PROOF_WORK:
+            raise _RxNotLL1()
+
+    def union(self, a: tuple, b: tuple) -> tuple:
+        if not a:
+            return b
+        if not b:
+            return a
+        self.spend(len(a) + len(b))
+        return _rx_normalize(list(a) + list(b))
+
+    def disjoint(self, sets: list[tuple]) -> bool:
+        """No code point is in two of the sets."""
+        items = [(lo, hi, index) for index, ranges in enumerate(sets) for lo, hi in ranges]
+        self.spend(len(items))
+        items.sort()
+        end, owner = -1, -1
+        for lo, hi, index in items:
+            if lo <= end and index != owner:
+                return False
+            if hi > end:
+                end, owner = hi, index
+        return True
+
+    def first(self, node: tuple) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """(code points a match can start with, whether it can match empty)."""
+        known = self.facts.get(id(node))
+        if known is not None:
+            return known
+        self.nodes += 1
+        self.spend(1)
+        kind = node[0]
+        if kind == "lit":
+            out: tuple[tuple[tuple[int, int], ...], bool] = (((node[1], node[1]),), False)
+        elif kind == "set":
+            out = (_rx_positive(node), False)
+        elif kind == "assert":
+            out = ((), True)
+        elif kind == "look":
+            raise _RxNotLL1()
+        elif kind == "group":
+            out = self.first(node[1])
+        elif kind == "rep":
+            if node[3] == 0:
+                self.first(node[1])
+                out = ((), True)
+            else:
+                ranges, nullable = self.first(node[1])
+                out = (ranges, nullable or node[2] == 0)
+        else:
+            ranges: tuple = ()
+            nullable = False
+            for seq in node[1]:
+                seq_ranges, seq_nullable = self.first_seq(seq, 0)
+                ranges = self.union(ranges, seq_ranges)
+                nullable = nullable or seq_nullable
+            out = (ranges, nullable)
+        self.facts[id(node)] = out
+        return out
+
+    def first_seq(self, seq: tuple, start: int) -> tuple[tuple[tuple[int, int], ...], bool]:
+        ranges: tuple = ()
+        for term in seq[start:]:
+            term_ranges, nullable = self.first(term)
+            ranges = self.union(ranges, term_ranges)
+            if not nullable:
+                return ranges, False
+        return ranges, True
+
+    def check(self, node: tuple, follow: tuple) -> None:
+        """Raise _RxNotLL1 unless every choice in node is decided by one code point."""
+        kind = node[0]
+        if kind == "group":
+            self.check(node[1], follow)
+        elif kind == "rep":
+            _, body, low, high, _lazy = node
+            ranges, nullable = self.first(body)
+            if high is None or high > low:
+                if nullable or not self.disjoint([ranges, follow]):
+                    raise _RxNotLL1()
+            inner = self.union(ranges, follow) if high is None or high > 1 else follow
+            self.check(body, inner)
+        elif kind == "alt":
+            options = []
+            nullable_count = 0
+            for seq in node[1]:
+                ranges, nullable = self.first_seq(seq, 0)
+                if nullable:
+                    nullable_count += 1
+                    ranges = self.union(ranges, follow)
+                options.append(ranges)
+            if nullable_count > 1 or (len(options) > 1 and not self.disjoint(options)):
+                raise _RxNotLL1()
+            for seq in node[1]:
+                after = follow
+                for term in reversed(seq):
+                    self.check(term, after)
+                    ranges, nullable = self.first(term)
+                    after = self.union(ranges, after) if nullable else ranges
+
+
+_VM_CHAR, _VM_SPLIT, _VM_JUMP, _VM_ASSERT, _VM_LOOK, _VM_MATCH = range(6)
+_RX_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+
+
+class _RxBuilder:
+    """Turns a pattern tree into simulator code (a Thompson automaton).
+
+    Instructions are tuples: (CHAR, starts, ends) consumes one code point in
+    the ranges; (SPLIT, a, b) and (JUMP, a) move without consuming;
+    (ASSERT, kind) tests ^ $ \\b \\B; (LOOK, negated, code) runs a lookahead's
+    own code from the current position; (MATCH,) ends the pattern.  {n,m}
+    repeats are unrolled, so the size is checked as the code grows.
+    """
+
+    def __init__(self) -> None:
+        self.states = 0
+        self.sets: dict[int, tuple] = {}
+
+    def program(self, node: tuple) -> list:
+        code: list = []
+        self.emit(node, code)
+        code.append((_VM_MATCH,))
+        self.grow(1)
+        return code
+
+    def grow(self, count: int) -> None:
+        self.states += count
+        if self.states > _RX_MAX_STATES:
+            raise _RxTooBig(f"it needs more than {_RX_MAX_STATES} matcher states")
+
+    def emit(self, node: tuple, code: list) -> None:
+        kind = node[0]
+        if kind == "lit":
+            self.grow(1)
+            code.append((_VM_CHAR, (node[1],), (node[1],)))
+        elif kind == "set":
+            self.grow(1)
+            op = self.sets.get(id(node))
+            if op is None:
+                ranges = _rx_positive(node)
+                op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
+                self.sets[id(node)] = op
+            code.append(op)
+        elif kind == "assert":
+            self.grow(1)
+            code.append((_VM_ASSERT, node[1]))
+        elif kind == "look":
+            self.grow(1)
+            code.append((_VM_LOOK, node[1], self.program(node[2])))
+        elif kind == "group":
+            self.emit(node[1], code)
+        elif kind == "rep":
+            self.repeat(node, code)
+        else:
+            seqs = node[1]
+            exits = []
+            for index, seq in enumerate(seqs):
+                last = index == len(seqs) - 1
+                split = len(code)
+                if not last:
+                    self.grow(2)
+                    code.append(None)
+                for term in seq:
+                    self.emit(term, code)
+                if not last:
+                    exits.append(len(code))
+                    code.append(None)
+                    code[split] = (_VM_SPLIT, split + 1, len(code))
+            for at in exits:
+                code[at] = (_VM_JUMP, len(code))
+
+    def repeat(self, node: tuple, code: list) -> None:
+        _, body, low, high, _lazy = node
+        for _ in range(low):
+            self.emit(body, code)
+        if high is None:
+            self.grow(2)
+            loop = len(code)
+            code.append(None)
+            self.emit(body, code)
+            code.append((_VM_JUMP, loop))
+            code[loop] = (_VM_SPLIT, loop + 1, len(code))
+            return
+        splits = []
+        for _ in range(high - low):
+            self.grow(1)
+            splits.append(len(code))
+            code.append(None)
+            self.emit(body, code)
+        for at in splits:
+            code[at] = (_VM_SPLIT, at + 1, len(code))
+
+
+class _RxOverBudget(Exception):
+    """The simulator spent the call's evaluation budget."""
+
+
+def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchRun",
+                  looks: dict) -> bool:
+    """Whether the automaton matches text at some position >= begin (only begin if anchored).
+
+    Breadth-first: the set of live states advances one code point at a time,
+    so the work is at most (len(text) - begin + 1) x len(code) steps, charged
+    to run.count.  A lookahead's answer at a position is computed once (looks).
+    """
+    size = len(code)
+    seen = [-1] * size
+    end = len(text)
+    current: list[int] = []
+    spent = 1 + size // 64
+    for at in range(begin, end + 1):
+        if at == begin or not anchored:
+            current.append(0)
+        elif not current:
+            break
+        live = []
+        stack = current
+        while stack:
+            pc = stack.pop()
+            if seen[pc] == at:
+                continue
+            seen[pc] = at
+            spent += 1
+            op = code[pc]
+            kind = op[0]
+            if kind == _VM_CHAR:
+                live.append(op)
+                live.append(pc + 1)
+            elif kind == _VM_SPLIT:
+                stack.append(op[2])
+                stack.append(op[1])
+            elif kind == _VM_JUMP:
+                stack.append(op[1])
+            elif kind == _VM_MATCH:
+                run.count += spent
+                return True
+            elif kind == _VM_ASSERT:
+                which = op[1]
+                if which == "^":
+                    holds = at == 0
+                elif which == "$":
+                    holds = at == end
+                else:
+                    before = at > 0 and text[at - 1] in _RX_WORD_CHARS
+                    after = at < end and text[at] in _RX_WORD_CHARS
+                    holds = (before != after) == (which == "b")
+                if holds:
+                    stack.append(pc + 1)
+            else:
+                key = (id(op[2]), at)
+                found = looks.get(key)
+                if found is None:
+                    run.count += spent
+                    spent = 0
+                    found = looks[key] = _rx_vm_search(op[2], text, at, True, run, looks)
+                if found != op[1]:
+                    stack.append(pc + 1)
+        run.count += spent
+        spent = 0
+        if run.count > run.max_evaluations:
+            raise _RxOverBudget()
+        if at == end:
+            break
+        point = ord(text[at])
+        current = []
+        for index in range(0, len(live), 2):
+            op = live[index]
+            slot = bisect.bisect_right(op[1], point) - 1
+            if slot >= 0 and point <= op[2][slot]:
+                current.append(live[index + 1])
+    run.count += spent
+    return False
+
+
+class _RxMatcher:
+    """One compiled pattern: a proven-safe re, or simulator code.
+
+    cost is the re work bound per code point of subject (starts x nodes);
+    states is the size of the simulator code.
+    """
+
+    __slots__ = ("regex", "code", "states", "cost")
+
+    def __init__(self, regex: "Optional[re.Pattern[str]]", code: Optional[list],
+                 states: int, cost: int) -> None:
+        self.regex = regex
+        self.code = code
+        self.states = states
+        self.cost = cost
+
+
+def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
+    """ECMA-262 (u flag) pattern -> matcher; raises _RxError (unsupported) or _RxTooBig."""
+    if len(source) > _RX_MAX_LENGTH:
+        raise _RxTooBig(f"it is longer than {_RX_MAX_LENGTH} code points")
     tree = _RxParser(source).parse()
-    _rx_guard(tree, False)
-    return _rx_emit(tree)
+    proof = _RxProof()
+    try:
+        proof.check(tree, ())
+    except _RxNotLL1:
+        pass
+    else:
+        seqs = tree[1]
+        anchored = len(seqs) == 1 and bool(seqs[0]) and seqs[0][0] == ("assert", "^")
+        cost = (1 if anchored else max_subject + 1) * max(proof.nodes, 1)
+        if cost * (max_subject + 1) <= _RX_FAST_COST:
+            return _RxMatcher(re.compile(_rx_emit(tree), re.ASCII), None, 0, cost)
+    builder = _RxBuilder()
+    code = builder.program(tree)
+    return _RxMatcher(None, code, builder.states, 0)
 
 
 # --- compiled form ----------------------------------------------------------
@@ -3485,11 +3795,12 @@ class _SchRefCell:
 class CompiledSchema:
     """A checked schema, ready for many instances; holds no per-call state."""
 
-    __slots__ = ("dialect", "_root")
+    __slots__ = ("dialect", "_root", "size")
 
-    def __init__(self, dialect: str, root: _SchNode) -> None:
+    def __init__(self, dialect: str, root: _SchNode, size: int) -> None:
         self.dialect = dialect
         self._root = root
+        self.size = size            # subschemas + pattern simulator states
 
 
 class _SchRun:
@@ -3511,7 +3822,7 @@ def _sch_evaluate(node: _SchNode, inst: object, path: object, run: _SchRun,
     if run.count > run.max_evaluations:
         raise SchemaLimitExceeded(
             f"validation needed more than max_evaluations ({run.max_evaluations}) "
-            "subschema evaluations", _sch_pointer(path))
+            "units of work", _sch_pointer(path))
     if level > run.max_depth:
         raise SchemaLimitExceeded(
             f"evaluation nested deeper than max_schema_depth ({run.max_depth})",
@@ -3526,13 +3837,30 @@ def _sch_evaluate(node: _SchNode, inst: object, path: object, run: _SchRun,
             return
 
 
-def _sch_search(rx: "re.Pattern[str]", text: str, path: object, run: _SchRun) -> bool:
-    """re.search with the subject-length cap: Python regexes cannot be interrupted."""
+def _sch_charge(run: _SchRun, units: int, path: object) -> None:
+    """Count work that is not a subschema visit (see _RX_RE_STEPS_PER_UNIT, _sch_canonical)."""
+    run.count += units
+    if run.count > run.max_evaluations:
+        raise SchemaLimitExceeded(
+            f"validation needed more than max_evaluations ({run.max_evaluations}) "
+            "units of work", _sch_pointer(path))
+
+
+def _sch_search(rx: _RxMatcher, text: str, path: object, run: _SchRun) -> bool:
+    """A pattern search with the subject-length cap, its work charged to the budget."""
     if len(text) > run.max_subject:
         raise SchemaLimitExceeded(
             f"a string of {len(text)} code points is longer than max_pattern_subject "
             f"({run.max_subject}), so the pattern was not run", _sch_pointer(path))
-    return rx.search(text) is not None
+    if rx.regex is not None:
+        _sch_charge(run, 1 + (len(text) + 1) * rx.cost // _RX_RE_STEPS_PER_UNIT, path)
+        return rx.regex.search(text) is not None
+    try:
+        return _rx_vm_search(rx.code, text, 0, False, run, {})  # type: ignore[arg-type]
+    except _RxOverBudget:
+        raise SchemaLimitExceeded(
+            f"matching a pattern needed more than max_evaluations ({run.max_evaluations}) "
+            "units of work", _sch_pointer(path)) from None
 
 
 def _sch_branch_hints(failures: list[tuple[int, object, str]]) -> str:
@@ -3557,17 +3885,27 @@ class _SchCompiler:
         self.max_depth = limits.max_schema_depth
         self.nodes: dict[tuple[str, ...], _SchNode] = {}
         self.refs: list[tuple[tuple[str, ...], _SchRefCell, tuple[str, ...]]] = []
-        self.regexes: dict[str, "re.Pattern[str]"] = {}
+        self.max_subject = limits.max_pattern_subject
+        self.regexes: dict[str, _RxMatcher] = {}
+        self.subschemas = 0
+        self.states = 0
 
     def refuse(self, loc: tuple[str, ...], text: str) -> SchemaUnsupported:
         """Build the exception; the message names the location."""
         where = _sch_location(loc)
         return SchemaUnsupported(f"{text} (at {where}).", where)
 
+    def exceed(self, loc: tuple[str, ...], text: str) -> SchemaLimitExceeded:
+        """A compile-time limit: the message names the schema location."""
+        return SchemaLimitExceeded(f"{text} (at {_sch_location(loc)}).", "")
+
     def subschema(self, value: object, loc: tuple[str, ...], depth: int) -> _SchNode:
         if depth > self.max_depth:
-            raise self.refuse(loc, f"The schema nests deeper than max_schema_depth "
+            raise self.exceed(loc, f"The schema nests deeper than max_schema_depth "
                                    f"({self.max_depth})")
+        self.subschemas += 1
+        if self.subschemas > SCHEMA_MAX_SUBSCHEMAS:
+            raise self.exceed(loc, f"The schema has more than {SCHEMA_MAX_SUBSCHEMAS} subschemas")
         if isinstance(value, bool):
             node = _SchNode(value, loc)
         elif isinstance(value, dict):
@@ -3643,19 +3981,23 @@ class _SchCompiler:
                                    f"not {_sch_brief(value)}")
         return value
 
-    def pattern(self, source: object, loc: tuple[str, ...]) -> "re.Pattern[str]":
+    def pattern(self, source: object, loc: tuple[str, ...]) -> _RxMatcher:
         if not isinstance(source, str):
             raise self.refuse(loc, "A pattern must be a string")
         if source not in self.regexes:
             try:
-                translated = _rx_translate(source)
-                self.regexes[source] = re.compile(translated, re.ASCII)
+                matcher = _rx_compile(source, self.max_subject)
+            except _RxTooBig as exc:
+                raise self.exceed(loc, f"A pattern of {len(source)} code points is too large: "
+                                       f"{exc}") from None
             except _RxError as exc:
                 raise self.refuse(loc, f"Pattern {_sch_brief(source)} is outside the "
                                        f"supported ECMA-262 regex subset: {exc}") from None
             except (re.error, OverflowError, RecursionError) as exc:
                 raise self.refuse(loc, f"Pattern {_sch_brief(source)} could not be "
                                        f"compiled: {exc}") from None
+            self.states += matcher.states
+            self.regexes[source] = matcher
         return self.regexes[source]
 
     def canonical(self, value: object, loc: tuple[str, ...]) -> object:
@@ -3800,7 +4142,10 @@ def _kw_enum(value: object, schema: dict, loc: tuple, depth: int,
 
     def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
               quick: bool) -> None:
-        if _sch_canonical(inst) not in allowed:
+        tally = [0]
+        form = _sch_canonical(inst, tally)
+        _sch_charge(run, tally[0], path)
+        if form not in allowed:
             errs.append((path, f"{_sch_brief(inst)} is not one of the allowed values [{shown}]"))
     return check
 
@@ -3812,7 +4157,10 @@ def _kw_const(value: object, schema: dict, loc: tuple, depth: int,
 
     def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
               quick: bool) -> None:
-        if _sch_canonical(inst) != expected:
+        tally = [0]
+        form = _sch_canonical(inst, tally)
+        _sch_charge(run, tally[0], path)
+        if form != expected:
             errs.append((path, f"{_sch_brief(inst)} is not the required constant {shown}"))
     return check
 
@@ -3996,8 +4344,12 @@ def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
         if not isinstance(inst, list):
             return
         seen: dict[object, int] = {}
+        tally = [0]
         for index, item in enumerate(inst):
-            form = _sch_canonical(item)
+            form = _sch_canonical(item, tally)
+            if tally[0] >= 4096:
+                _sch_charge(run, tally[0], path)
+                tally[0] = 0
             if form in seen:
                 errs.append(((path, index), f"item {index} equals item {seen[form]}; "
                                             "uniqueItems requires distinct items"))
@@ -4005,6 +4357,7 @@ def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
                     return
             else:
                 seen[form] = index
+        _sch_charge(run, tally[0], path)
     return check
 
 
@@ -4215,7 +4568,9 @@ def compile_schema(schema: object, limits: SchemaLimits) -> CompiledSchema:
     """Judge the whole schema once and return a reusable checker.
 
     Raises SchemaUnsupported for anything outside the subset or invalid, so a
-    schema is either fully understood or not used at all.
+    schema is either fully understood or not used at all, and
+    SchemaLimitExceeded (pointer "") for a schema too large or too deep to
+    judge within the documented limits.
     """
     _sch_check_limits(limits)
     dialect = "2020-12"
@@ -4232,9 +4587,9 @@ def compile_schema(schema: object, limits: SchemaLimits) -> CompiledSchema:
         comp.link_refs()
         comp.refuse_stalled_cycles()
     except RecursionError:
-        raise SchemaUnsupported("The schema is nested too deeply for this interpreter "
-                                "(at #).", "#") from None
-    return CompiledSchema(dialect, root)
+        raise SchemaLimitExceeded("The schema is nested too deeply for this interpreter "
+                                  "(at #).", "") from None
+    return CompiledSchema(dialect, root, comp.subschemas + comp.states)
 
 
 def validate_instance(compiled: CompiledSchema, instance: object,
@@ -4363,6 +4718,31 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tupl
     return [(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer) for pointer, message in errors[:20]]
 
 
+def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
+    """Compile one called tool's schema: CompiledSchema, or the exception that refused it.
+
+    Compilation runs under the same wall-clock budget as evaluation, and the
+    sizes of every schema compiled for the turn (cache) add up to at most
+    SCHEMA_MAX_TURN_SIZE, so memory stays bounded however many tools are called.
+    """
+    slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
+    try:
+        if _nesting_exceeds(schema, 4 * limits.max_schema_depth):  # enum/const data nest too
+            raise SchemaLimitExceeded(f"The schema document nests deeper than {4 * limits.max_schema_depth} "
+                                      "levels (at #).", "")
+        with _Deadline(limits.max_schema_seconds):
+            compiled = compile_schema(schema, slimits)
+    except _DeadlinePassed:
+        return SchemaLimitExceeded(f"Compiling the schema took longer than {limits.max_schema_seconds} s (at #).", "")
+    except (SchemaUnsupported, SchemaLimitExceeded) as exc:
+        return exc
+    used = sum(item.size for item in cache.values() if isinstance(item, CompiledSchema))
+    if used + compiled.size > SCHEMA_MAX_TURN_SIZE:
+        return SchemaLimitExceeded(f"The schemas of this turn's tools add up to more than {SCHEMA_MAX_TURN_SIZE} "
+                                   "subschemas and pattern matcher states (at #).", "")
+    return compiled
+
+
 def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> None:
     """Validate, once, every slot that reached its terminal; set call states.
 
@@ -4371,7 +4751,6 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
     A slot that never reached its terminal is never parsed.
     """
     schema_cache: dict[str, Any] = {}
-    slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     for slot in machine.slots.values():
         text, _ = join_fragments(slot.parts)
         too_deep = False
@@ -4415,18 +4794,13 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             find(UNKNOWN_TOOL, f"tool {json.dumps(slot.name)} is not in tool_schemas")
         else:
             if slot.name not in schema_cache:
-                schema = tool_schemas[slot.name]
-                try:
-                    if _nesting_exceeds(schema, 4 * limits.max_schema_depth):  # enum/const data nest too
-                        raise SchemaUnsupported(f"the schema document nests deeper than {4 * limits.max_schema_depth} "
-                                                "levels", "#")
-                    schema_cache[slot.name] = compile_schema(schema, slimits)
-                except SchemaUnsupported as exc:
-                    schema_cache[slot.name] = exc
+                schema_cache[slot.name] = _compile_for_turn(tool_schemas[slot.name], limits, schema_cache)
             compiled = schema_cache[slot.name]
             if isinstance(compiled, SchemaUnsupported):
                 find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(slot.name)}: {compiled.message} "
                      f"(at {compiled.location})")
+            elif isinstance(compiled, SchemaLimitExceeded):
+                find(LIMIT_EXCEEDED, f"schema of {json.dumps(slot.name)}: {compiled.message}")
             elif value is not None:
                 for code, message, pointer in check_against_schema(compiled, value, limits):
                     find(code, message, pointer)
@@ -5867,10 +6241,11 @@ def _parse_args(argv: list[str]) -> Any:
         ("max_number_length", "longest number token in arguments, in characters"),
         ("max_calls", "most tool calls in one turn"),
         ("max_schema_depth", "deepest schema evaluation"),
-        ("max_evaluations", "most subschema evaluations per call"),
+        ("max_evaluations", "most units of schema work per call (subschema visits, values compared, "
+                            "pattern matcher steps)"),
         ("max_pattern_subject", "longest string a schema pattern is run on, in code points"),
         ("max_findings", "most findings listed in full; past it, only each new code's first"),
-        ("max_schema_seconds", "wall-clock budget for checking one call against its schema"),
+        ("max_schema_seconds", "wall-clock backstop for checking one call against its schema (main thread)"),
     ):
         default = getattr(defaults, name)
         parser.add_argument("--" + name.replace("_", "-"), default=default, metavar="N",

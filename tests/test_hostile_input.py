@@ -111,6 +111,52 @@ class Bounded(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
+# Hostile schemas (issue 11 items 2 and 4): bounded compile, bounded matching
+# ---------------------------------------------------------------------------
+
+
+def pattern_schema(pattern):
+    return {"f": {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}}
+
+
+class HostileSchemas(Bounded):
+    def test_huge_patterns_are_limit_exceeded_quickly(self):
+        for name, pattern in (("a million dots", "." * 1_000_000),
+                              ("20,000 alternatives", "|".join(f"a{i}" for i in range(20_000))),
+                              ("a big unrolled repeat", "(a|aa){0,100000}$"),
+                              ("a huge count", "a{" + "9" * 5000 + "}")):
+            with self.subTest(name=name):
+                report = self.run_doc(one_call('{"x":"a"}', schemas=pattern_schema(pattern)))
+                self.assert_codes(report, ["limit_exceeded"])
+                self.assertIn("#/properties/x/pattern", report["findings"][0]["message"])
+
+    def test_ambiguous_patterns_get_verdicts_not_freezes(self):
+        for pattern in ("^(\\w+\\s?){1,1000}$", "a*a*a*a*a*b", "^(a|aa)+$", "(x+x+)+y"):
+            with self.subTest(pattern=pattern):
+                report = self.run_doc(one_call(json.dumps({"x": "a" * 39 + "!"}), schemas=pattern_schema(pattern)))
+                self.assert_codes(report, ["schema_violation"])
+
+    def test_too_many_subschemas(self):
+        wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(vts.SCHEMA_MAX_SUBSCHEMAS)}}
+        report = self.run_doc(one_call("{}", schemas={"f": wide}))
+        self.assert_codes(report, ["limit_exceeded"])
+        self.assertIn(f"more than {vts.SCHEMA_MAX_SUBSCHEMAS} subschemas", report["findings"][0]["message"])
+        del wide["properties"]["p0"]                                   # the root counts too: exactly at the limit
+        self.assertEqual(self.run_doc(one_call("{}", schemas={"f": wide}))["status"], "pass")
+
+    def test_the_schemas_of_one_turn_share_a_size_budget(self):
+        per_tool = 45_000
+        tools = {f"t{k}": {"type": "object", "properties": {f"p{i}": {} for i in range(per_tool - 1)}}
+                 for k in range(5)}
+        entries = [entry("{}", index=k, id=f"c{k}", name=f"t{k}") for k in range(5)]
+        report = self.run_doc({"profile": "openai", "tool_schemas": tools,
+                               "chunks": [chat(entries), chat(finish="tool_calls")]})
+        self.assertEqual(codes(report), ["limit_exceeded"])           # 4 x 45,000 fit in 200,000; the fifth does not
+        self.assertEqual(report["findings"][0]["index"], 4)
+        self.assertIn(f"more than {vts.SCHEMA_MAX_TURN_SIZE}", report["findings"][0]["message"])
+
+
+# ---------------------------------------------------------------------------
 # Deep nesting
 # ---------------------------------------------------------------------------
 
@@ -163,7 +209,7 @@ class DeepNesting(Bounded):
         for _ in range(self.LEVELS):
             schema = {"items": schema}
         report = self.run_doc(one_call("{}", schemas={"f": schema}))
-        self.assert_codes(report, ["unsupported_schema"])
+        self.assert_codes(report, ["limit_exceeded"])  # issue 11 item 8: deeper than a limit
 
     def test_100k_nested_arrays_and_objects_in_arguments(self):
         n = self.LEVELS

@@ -73,5 +73,46 @@ class StreamGateApi(unittest.TestCase):
             vts.StreamGate("openai", [])
 
 
+def _one_call_with(schema, arguments):
+    return {"profile": "openai", "tool_schemas": {"f": schema}, "chunks": [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]},
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]}
+
+
+class WorkerThreads(unittest.TestCase):
+    """issue 11 item 4: no alarm exists off the main thread, so the work itself must be bounded."""
+
+    def run_in_thread(self, doc):
+        import threading
+
+        out = []
+        worker = threading.Thread(target=lambda: out.append(vts.validate_envelope(doc)), daemon=True)
+        worker.start()
+        worker.join(120)
+        self.assertFalse(worker.is_alive(), "a worker thread was frozen")
+        return out[0]
+
+    def test_patterns_that_froze_a_thread_get_a_verdict(self):
+        subject = "a" * 39 + "!"
+        for pattern, codes in (("^(\\w+\\s?){1,1000}$", ["schema_violation"]),
+                               ("a*a*a*a*a*b", ["schema_violation"]),
+                               ("(a|aa){0,100000}$", ["limit_exceeded"]),     # automaton too large
+                               ("^(a*){1,100000}$", ["limit_exceeded"])):
+            with self.subTest(pattern=pattern):
+                doc = _one_call_with({"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}},
+                                     json.dumps({"x": subject}))
+                report = self.run_in_thread(doc)
+                self.assertEqual(sorted({f["code"] for f in report["findings"]}), codes)
+
+    def test_repeated_unique_items_over_a_large_array_is_bounded_work(self):
+        # 2,000 uniqueItems checks of one 0.7 MB array took 195 s in a thread
+        schema = {"type": "object", "properties": {"x": {"allOf": [{"uniqueItems": True}] * 2000}}}
+        items = json.dumps({"x": [[i, "v" * 30] for i in range(20_000)]})
+        report = self.run_in_thread(_one_call_with(schema, items))
+        self.assertEqual([f["code"] for f in report["findings"]], ["limit_exceeded"])
+        self.assertIn("max_evaluations", report["findings"][0]["message"])
+
+
 if __name__ == "__main__":
     unittest.main()

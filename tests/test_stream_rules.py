@@ -251,12 +251,18 @@ class ReviewFindings(unittest.TestCase):
         block = {"type": "tool_use", "id": "t1", "name": "f"}
         self.assertIn("unsupported_event", codes(run("anthropic", self.anthropic(block))))
 
-    def test_polynomial_regex_is_stopped_by_the_time_budget(self):
-        schemas = {"f": {"type": "object", "properties": {"x": {"type": "string", "pattern": "a*a*a*b"}}}}
-        doc = envelope("openai", [chunk(call(0, "c1", "f", json.dumps({"x": "a" * 1000})), finish="tool_calls")],
+    def test_a_pattern_that_needs_much_work_is_stopped_by_the_budget(self):
+        # issue 11 item 4: the simulator's steps count against --max-evaluations (any thread) ...
+        schemas = {"f": {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(\\w+\\s?){1,1000}$"}}}}
+        doc = envelope("openai", [chunk(call(0, "c1", "f", json.dumps({"x": "a" * 999 + "!"})), finish="tool_calls")],
                        schemas)
-        report = vts.validate_envelope(doc, vts.Limits(max_schema_seconds=0.3))
+        report = vts.validate_envelope(doc)
         self.assertEqual(codes(report), ["limit_exceeded"])
+        self.assertIn("max_evaluations", report["findings"][0]["message"])
+        # ... and the wall-clock budget still stops it on the main thread when that budget is raised
+        report = vts.validate_envelope(doc, vts.Limits(max_evaluations=10 ** 9, max_schema_seconds=0.2))
+        self.assertEqual(codes(report), ["limit_exceeded"])
+        self.assertIn("longer than 0.2 s", report["findings"][0]["message"])
 
     def test_the_time_budget_leaves_the_callers_alarm_alone(self):
         # issue 11 item 5: the budget once cancelled the caller's ITIMER_REAL timer and could leave
