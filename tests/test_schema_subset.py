@@ -355,6 +355,53 @@ class Regex(RefusalMixin):
                 with self.subTest(pattern=pattern[:30], subject=subject):
                     self.assertEqual(not vts.validate_instance(compiled, subject, LIMITS), expected)
 
+    def test_the_two_matchers_agree(self) -> None:
+        # Every pattern can run on the simulator; those proven LL(1) run on re.  Random
+        # patterns over the whole supported syntax, both engines forced, same verdicts.
+        import random
+        import re
+
+        rng = random.Random(11)
+        atoms = ["a", "b", "x", "[ab]", "[^a]", ".", "\\d", "\\w", "\\s", "\\b", "\\B", "^", "$",
+                 "[]", "[^]", "\\n", "\\p{L}"]
+
+        def gen(depth: int = 0) -> str:
+            roll = rng.random()
+            if depth > 3 or roll < 0.35:
+                return rng.choice(atoms)
+            if roll < 0.55:
+                return gen(depth + 1) + gen(depth + 1)
+            if roll < 0.7:
+                return "(?:" + gen(depth + 1) + "|" + gen(depth + 1) + ")"
+            if roll < 0.78:
+                return rng.choice(["(?=", "(?!"]) + gen(depth + 1) + ")"
+            atom = gen(depth + 1)
+            if atom in ("^", "$", "\\b", "\\B") or atom.startswith("(?="[:2]) or atom[-1] in "*+?}":
+                atom = "(?:" + atom + ")"
+            return atom + rng.choice(["*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}", "*?", "+?"])
+
+        class Run:
+            count, max_evaluations = 0, 10 ** 9
+
+        checked = proven = 0
+        for _ in range(1500):
+            source = gen()
+            try:
+                tree = vts._RxParser(source).parse()
+            except vts._RxError:
+                continue
+            python = re.compile(vts._rx_emit(tree), re.ASCII)
+            code = vts._RxBuilder().program(tree)
+            proven += vts._rx_compile(source, 1000).regex is not None
+            for _ in range(6):
+                subject = "".join(rng.choice("abx1 _\n\u00e9") for _ in range(rng.randint(0, 7)))
+                with self.subTest(pattern=source, subject=subject):
+                    self.assertEqual(vts._rx_vm_search(code, subject, 0, False, Run(), {}),
+                                     python.search(subject) is not None)
+                checked += 1
+        self.assertGreater(checked, 5000)
+        self.assertGreater(proven, 300)
+
     def test_pattern_work_is_charged_to_the_budget(self) -> None:
         # issue 11 items 2 and 4: a pattern whose automaton is large hits max_evaluations,
         # deterministically, instead of running unbounded
