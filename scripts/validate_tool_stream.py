@@ -222,13 +222,30 @@ class Finding(_Record):
 _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
-def _token(value: Any) -> str:
-    """Quote a protocol word (a type or a reason) for a message; never free text.
+# A protocol word: "tool_use", "contentBlockDelta", "MAX_TOKENS", "web_search_20250305",
+# "response.output_item.added".  Each piece between _ . - is digits, capitals, or a
+# (camel-case) word; a piece that mixes letters and digits, a long capital run or many
+# case changes looks like a key id or token (sk-..., AKIA..., eyJ...) and is never quoted.
+_WORD_PIECE = re.compile(r"[0-9]{1,8}|[A-Z]{1,12}|[A-Z]?[a-z]+(?:[A-Z][a-z]+){0,3}")
+_WORD_SPLIT = re.compile(r"[_.-]")
+_WORD_MAX = 40
 
-    The report must not carry stream content, so only short identifier-like
-    strings are quoted; anything else is described by its kind.
+
+def _protocol_word(value: Any) -> str | None:
+    """value when it is safe to quote in a message (see _WORD_PIECE), else None."""
+    if (isinstance(value, str) and 0 < len(value) <= _WORD_MAX and _TOKEN_CHARS.issuperset(value)
+            and all(not piece or _WORD_PIECE.fullmatch(piece) for piece in _WORD_SPLIT.split(value))):
+        return value
+    return None
+
+
+def _token(value: Any) -> str:
+    """Quote a wire value that is not call identity or arguments; the one place that does.
+
+    The report and every message must not carry stream content or secrets,
+    so only a protocol word is quoted; anything else is described by its kind.
     """
-    if isinstance(value, str) and 0 < len(value) <= 40 and _TOKEN_CHARS.issuperset(value):
+    if _protocol_word(value) is not None:
         return json.dumps(value)
     if isinstance(value, str):
         return "an unrecognised string" if value else "an empty string"
@@ -293,7 +310,7 @@ def _strict_pairs(pairs: list[tuple[str, Any]], dict: type = dict, len: Callable
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JsonProblem(DUPLICATE_KEY, f"key {json.dumps(key[:40])} appears twice in one object")
+                raise JsonProblem(DUPLICATE_KEY, f"key {_token(key)} appears twice in one object")
             seen.add(key)
     return obj
 
@@ -563,14 +580,14 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     problems: list[Finding] = []
     for key in doc:
         if key not in ENVELOPE_KEYS:
-            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {json.dumps(key)}"))
+            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
     profile = doc.get("profile")
     if "profile" not in doc:
         problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
     elif not isinstance(profile, str):
         problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
     elif profile not in PROFILES:
-        problems.append(Finding(UNKNOWN_PROFILE, f"profile {json.dumps(profile)} is not one of {', '.join(PROFILES)}"))
+        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
     if "tool_schemas" not in doc:
         problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
     elif not isinstance(doc["tool_schemas"], dict):
@@ -4954,8 +4971,8 @@ def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
     if meta is not None and _nesting_exceeds(meta, limits.max_depth):
         meta = None  # already an invalid_fixture finding; too deep to print safely
-    if problems:
-        return _report(profile if isinstance(profile, str) else None, [], problems, False, meta)
+    if problems:  # the report names a profile only when it is one (never echoes an unknown string)
+        return _report(profile if profile in PROFILES else None, [], problems, False, meta)
     if gate is None:
         gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
         gate.feed_all(doc[STREAM_KEY[profile]])
@@ -5219,7 +5236,6 @@ def render_text(report: dict[str, Any]) -> str:
 _SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
 _SSE_DONE = "[DONE]"
 _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
-_SSE_FIELD_NAME = r"[A-Za-z0-9_-]{1,40}"  # quoted in errors; anything else might be a secret
 
 REDACTED_TEXT = "[redacted]"
 MASKED_SECRET = "[masked]"
@@ -5246,6 +5262,7 @@ _SECRET_PATTERNS = (
     ("an AWS access key id", r"(?<![A-Z0-9])(AKIA[0-9A-Z]{16})(?![0-9A-Z])"),
     ("a GitHub token", r"(?<![A-Za-z0-9_])((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})"),
     ("a Slack token", r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})"),
+    ("a JSON Web Token", r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
     ("an API key", r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
@@ -5325,7 +5342,7 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
             else:
                 events.append(_SseEvent(start or 0, tuple(data_lines), name or None, joined))
         elif name:
-            raise CaptureError(f"event {json.dumps(name[:40])} has no data line", start)
+            raise CaptureError(f"event {_token(name)} has no data line", start)
         start, name = None, None
         data.clear()
         data_lines.clear()
@@ -5352,7 +5369,7 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
         elif field_name == "event":
             name = value
         elif field_name not in _SSE_IGNORED_FIELDS:
-            shown = json.dumps(field_name) if _compiled(_SSE_FIELD_NAME).fullmatch(field_name) else "a line"
+            shown = _token(field_name) if _protocol_word(field_name) else "a line"
             raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
                                "capture the response body only", number)
     if start is not None:
@@ -5374,7 +5391,7 @@ def _sse_payload(event: _SseEvent) -> dict:
     if not isinstance(value, dict):
         raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
     if event.name is not None and "type" in value and value["type"] != event.name:
-        raise CaptureError(f"event: {json.dumps(event.name[:40])} does not match the data's type "
+        raise CaptureError(f"event: {_token(event.name)} does not match the data's type "
                            f"{_describe(value['type'])}", event.line)
     return value
 
@@ -5636,11 +5653,12 @@ def _labels(spans: list[tuple[int, int, str]]) -> str:
     return " and ".join(dict.fromkeys(label for _, _, label in spans))
 
 
-def _render_path(path: tuple) -> str:
-    """chunks[3].choices[0].delta.content, for warnings (never the value)."""
-    out = ""
+def _render_path(prefix: str, path: tuple) -> str:
+    """chunks[3].choices[0].delta.content, for warnings (never the value; a member name
+    that is not a protocol word is shown as <member>, since names are wire content too)."""
+    out = prefix
     for key in path:
-        out += f"[{key}]" if isinstance(key, int) else (("." if out else "") + key)
+        out += f"[{key}]" if isinstance(key, int) else (("." if out else "") + (_protocol_word(key) or "<member>"))
     return out
 
 
@@ -5714,7 +5732,7 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
         spans = _secret_spans(value)
         if not spans:
             return value
-        where = _render_path((prefix,) + path)
+        where = _render_path(prefix, path)
         if keep:
             warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
                             "because call identity and arguments are kept byte for byte")
@@ -5729,7 +5747,7 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
         for key, item in value.items():
             if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
                     and not _secret_spans(item)):
-                where = _render_path((prefix,) + path + (key,))
+                where = _render_path(prefix, path + (key,))
                 if keep or path + (key,) in protected:
                     warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
                                     "because call identity and arguments are kept byte for byte")
@@ -5820,7 +5838,7 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     unknown_tool).  Raises CaptureError, with a line number where one applies.
     """
     if profile not in CAPTURE_PROFILES:
-        raise CaptureError(f"profile {json.dumps(profile) if isinstance(profile, str) else _describe(profile)} "
+        raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
     if profile == "bedrock":

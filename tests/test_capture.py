@@ -127,6 +127,21 @@ class Framing(unittest.TestCase):
             capture(b"Authorization: Bearer sk-abcdefghijklmnopqrstuvwxyz\n\n")
         self.assertNotIn("sk-", str(ctx.exception))
 
+    def test_capture_errors_never_quote_a_key_shaped_value(self):
+        # issue 11 item 7: an event: name or a stray line holding a key reached stderr
+        key = "AKIAIOSFODNN7EXAMPLE"
+        for body in (("event: " + key + '\ndata: {"type":"ping"}\n\n').encode(),
+                     ("event: " + key + "\n\n").encode(),
+                     (key + ": 1\n\n").encode(),
+                     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl: 1\n\n").encode()):
+            with self.subTest(body=body[:20]), self.assertRaises(vts.CaptureError) as ctx:
+                capture(body, "anthropic")
+            self.assertNotIn(key, str(ctx.exception))
+            self.assertNotIn("eyJ", str(ctx.exception))
+        with self.assertRaises(vts.CaptureError) as ctx:
+            capture(b'event: ping\ndata: {"type":"message_stop"}\n\n', "anthropic")
+        self.assertIn('"ping"', str(ctx.exception))                      # a protocol word is still named
+
     def test_field_without_colon_is_a_name_with_empty_value(self):
         # "event" alone clears nothing and names nothing; "data" alone adds an empty data line.
         raw = b'event\ndata: {"a":\ndata\ndata: 1}\n\n'
@@ -347,6 +362,7 @@ class Secrets(unittest.TestCase):
             "AKIAABCDEFGHIJKLMNOP": "AWS",
             "ghp_" + "a" * 36: "GitHub",
             "xoxb-1234-5678-abcdefgh": "Slack",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w": "JSON Web Token",
             'api_key="0123456789abcdefghijXYZ"': "API key",
             "API-KEY: 0123456789abcdefghijXYZ": "API key",
         }

@@ -1,0 +1,103 @@
+"""issue 11 item 7: nothing from the stream but call identity and arguments reaches any output.
+
+A secret-shaped string is planted in every string value and every member name of every
+bundled fixture's stream, one position at a time; the JSON and text reports (and the
+redacted ones) must not carry it unless the report's calls carry it as an id, a name or
+arguments -- the only stream data the report is allowed to echo.
+"""
+
+import copy
+import json
+import unittest
+
+from support import fixture_paths, load_fixture, vts
+
+SECRETS = (
+    "sk-proj-AbCdEf0123456789XyZ0123456789abcd",
+    "AKIAIOSFODNN7EXAMPLE",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "ghp_a1B2c3D4e5F6g7H8i9J0",
+    "xK9mQ2vR7tL4wZ8p",            # 16 random characters, the size of a short token
+)
+
+
+def positions(value, path=()):
+    """Every (path, kind) where a string can be planted: ('value', path) or ('key', path)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield "key", path + (key,)
+            yield from positions(item, path + (key,))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            yield from positions(item, path + (n,))
+    elif isinstance(value, str):
+        yield "value", path
+
+
+def planted(doc, kind, path, secret):
+    out = copy.deepcopy(doc)
+    parent = out
+    for key in path[:-1]:
+        parent = parent[key]
+    last = path[-1]
+    if kind == "value":
+        parent[last] = secret
+    else:
+        parent[secret] = parent.pop(last)
+    return out
+
+
+# Members whose values are call identity or arguments (any profile): the report may echo them.
+IDENTITY = frozenset({"id", "name", "call_id", "item_id", "toolUseId", "tool_use_id", "arguments", "partial_json",
+                      "input", "delta", "tool_id"})
+
+
+def identity_position(kind, path):
+    """The planted value is an identity member, or inside an arguments/input container."""
+    last = path[-1] if path else None
+    return kind == "value" and (last in IDENTITY or any(key in ("input", "arguments") for key in path[:-1]))
+
+
+def echoed_as_identity(report, secret):
+    for call in report["calls"]:
+        if secret in (call["id"], call["name"]):
+            return True
+        arguments = call["arguments"]
+        if isinstance(arguments, str) and secret in arguments:
+            return True
+    return False
+
+
+class PlantedSecrets(unittest.TestCase):
+    def test_no_output_echoes_stream_content(self):
+        checked = 0
+        for relpath in fixture_paths():
+            doc = load_fixture(relpath)[1]
+            if not isinstance(doc, dict):
+                continue
+            stream_key = "events" if "events" in doc else "chunks"
+            if not isinstance(doc.get(stream_key), list):
+                continue
+            places = list(positions(doc[stream_key], (stream_key,)))
+            places += [("key", ()), ("value", ("profile",))]           # an unknown top-level key, the profile
+            for number, (kind, path) in enumerate(places):
+                secret = SECRETS[number % len(SECRETS)]
+                if kind == "key" and path == ():
+                    bad = dict(doc, **{secret: 1})
+                else:
+                    bad = planted(doc, kind, path, secret)
+                report = vts.validate_envelope(bad)
+                redacted = vts.redact_arguments(copy.deepcopy(report))
+                outputs = (vts.render_json(report), vts.render_text(report),
+                           vts.render_json(redacted), vts.render_text(redacted))
+                allowed = identity_position(kind, path) or echoed_as_identity(report, secret)
+                for rendered in () if allowed else outputs:
+                    with self.subTest(fixture=relpath, kind=kind, path=path):
+                        self.assertNotIn(secret, rendered)
+                        self.assertNotIn(json.dumps(secret)[1:-1], rendered)
+                checked += 1
+        self.assertGreater(checked, 5000)
+
+
+if __name__ == "__main__":
+    unittest.main()
