@@ -258,6 +258,8 @@ def _describe(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and abs(value) >= 10 ** 24:
+        return "a number of more than 24 digits"   # repr() of a huge int may even raise
     if isinstance(value, (int, float)):
         text = repr(value)
         return text if len(text) <= 24 else text[:21] + "..."
@@ -268,6 +270,15 @@ def _describe(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def _is_json(value: Any) -> bool:
+    """Whether value serialises as strict JSON (what the report must be)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _wire_str(value: Any) -> str | None:
@@ -572,9 +583,18 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+def _limits(limits: Any) -> Limits:
+    """The caller's Limits, or the defaults; anything else is a programming error (TypeError)."""
+    if limits is None:
+        return Limits()
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
+    return limits
+
+
 def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     """Every way the parsed envelope breaks the contract (SPEC section 1)."""
-    limits = limits or Limits()
+    limits = _limits(limits)
     if not isinstance(doc, dict):
         return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
     problems: list[Finding] = []
@@ -597,6 +617,9 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
             problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
     if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
         problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
+    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
+        problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
+                                                 "a Python object of another type)"))
     if isinstance(profile, str) and profile in PROFILES:
         try:
             request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
@@ -4888,13 +4911,15 @@ class StreamGate:
 
     def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
                  meta: dict | None = None, request: dict | None = None) -> None:
-        if profile not in NORMALIZERS:
-            raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
+        if not isinstance(profile, str) or profile not in NORMALIZERS:
+            raise ValueError(f"unknown profile {_token(profile)}; expected one of {', '.join(PROFILES)}")
         if not isinstance(tool_schemas, dict):
             raise TypeError("tool_schemas must be a dict: tool name -> JSON Schema")
+        if meta is not None and not (isinstance(meta, dict) and _is_json(meta)):
+            raise ValueError("meta must be a JSON object (it is echoed in the report)")
         self.profile = profile
         self.tool_schemas = tool_schemas
-        self.limits = limits or Limits()
+        self.limits = _limits(limits)
         self.meta = meta
         self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
         self._normalizer = NORMALIZERS[profile]()
@@ -4952,8 +4977,9 @@ class StreamGate:
 
 def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
     """Validate a parsed envelope in memory and return the report as a dict."""
+    limits = _limits(limits)
     try:
-        return _finish_envelope(doc, limits or Limits(), None)
+        return _finish_envelope(doc, limits, None)
     except RecursionError:
         return _out_of_stack_report()
 
@@ -4969,8 +4995,8 @@ def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[
     problems = check_envelope(doc, limits)
     profile = doc.get("profile") if isinstance(doc, dict) else None
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
-    if meta is not None and _nesting_exceeds(meta, limits.max_depth):
-        meta = None  # already an invalid_fixture finding; too deep to print safely
+    if meta is not None and (_nesting_exceeds(meta, limits.max_depth) or not _is_json(meta)):
+        meta = None  # already an invalid_fixture finding; too deep or not printable
     if problems:  # the report names a profile only when it is one (never echoes an unknown string)
         return _report(profile if profile in PROFILES else None, [], problems, False, meta)
     if gate is None:
@@ -4990,7 +5016,12 @@ def validate_bytes(data: bytes, limits: Limits | None = None, pause_gc: bool = F
     (about 3x at 100k chunks).  It is process-wide state, so a library caller
     with other threads that rely on the collector should leave it off.
     """
-    return _validate_bytes_keeping_doc(data, limits or Limits(), pause_gc)[0]
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise TypeError(f"validate_bytes takes the bytes of a file, not {type(data).__name__}; "
+                        "validate_envelope takes a parsed envelope")
+    return _validate_bytes_keeping_doc(data, _limits(limits), pause_gc)[0]
 
 
 def _validate_bytes_keeping_doc(data: bytes, limits: Limits, pause_gc: bool) -> tuple[dict[str, Any], Any]:

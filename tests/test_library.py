@@ -80,6 +80,57 @@ def _one_call_with(schema, arguments):
         {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]}
 
 
+class OnlyDocumentedExceptions(unittest.TestCase):
+    """issue 11 item 1: any content gives a report; only programming errors raise, as README lists."""
+
+    def test_hostile_python_values_give_reports(self):
+        loop = []
+        loop.append(loop)
+        cycle = {}
+        cycle["x"] = cycle
+
+        class Opaque:
+            pass
+
+        values = [{1}, b"x", (1, 2), float("nan"), float("inf"), Opaque(), 10 ** 5000, -10 ** 5000, loop, cycle,
+                  {1: 2}, {"type": Opaque()}, {"type": 10 ** 5000},
+                  {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": b"x", "function": {
+                      "name": ("f",), "arguments": bytearray(b"{}")}}]}, "finish_reason": 10 ** 5000}]}]
+        for profile in vts.PROFILES:
+            key = "chunks" if profile in ("openai", "mistral") else "events"
+            for value in values:
+                with self.subTest(profile=profile, value=type(value).__name__):
+                    gate = vts.StreamGate(profile, {"f": {"type": "object"}})
+                    gate.feed(value)
+                    gate.feed(value)
+                    for report in (gate.finish(), vts.validate_envelope(
+                            {"profile": profile, "tool_schemas": {"f": {"type": "object"}}, key: [value]})):
+                        self.assertEqual(report["status"], "blocked")
+                        json.loads(vts.render_json(report))
+                        vts.render_text(report)
+        for meta in (loop, {"x": Opaque()}, {"x": float("nan")}):
+            report = vts.validate_envelope({"profile": "openai", "tool_schemas": {}, "chunks": [], "meta": meta})
+            self.assertEqual([f["code"] for f in report["findings"]], ["invalid_fixture"])
+            self.assertIsNone(report["meta"])
+            json.loads(vts.render_json(report))
+        for profile in (["openai"], None, 10 ** 5000):
+            report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, "chunks": []})
+            self.assertIsNone(report["profile"])
+            json.loads(vts.render_json(report))
+
+    def test_programming_errors_raise_the_documented_exceptions(self):
+        for call, error in ((lambda: vts.validate_bytes("{}"), TypeError),
+                            (lambda: vts.validate_bytes(None), TypeError),
+                            (lambda: vts.validate_envelope({}, {"max_depth": 3}), TypeError),
+                            (lambda: vts.StreamGate(["openai"], {}), ValueError),
+                            (lambda: vts.StreamGate("openai", {}, meta={"x": float("nan")}), ValueError),
+                            (lambda: vts.StreamGate("openai", {}, limits=5), TypeError)):
+            with self.assertRaises(error):
+                call()
+        self.assertEqual(vts.validate_bytes(memoryview(b"{}"))["findings"][0]["code"], "invalid_fixture")
+        self.assertEqual(vts.validate_bytes(bytearray(b"{}"))["findings"][0]["code"], "invalid_fixture")
+
+
 class WorkerThreads(unittest.TestCase):
     """issue 11 item 4: no alarm exists off the main thread, so the work itself must be bounded."""
 
