@@ -6,6 +6,7 @@ Usage
     PYTHONDONTWRITEBYTECODE=1 python3 fuzz/fuzz.py [--seed N] [--seconds S] [--corpus DIR]
                                                    [--cli-every N] [--max-cases N]
                                                    [--failures-dir DIR] [--replay I] [--quiet]
+                                                   [--mode stream|schema|thread]
     python3 fuzz/fuzz.py --atheris [atheris/libFuzzer options...]   # only if atheris is installed
 
     --seed N          seed of the case sequence (default 0); case I of seed N is always the same input
@@ -15,6 +16,10 @@ Usage
     --max-cases N     stop after N cases even when time is left
     --failures-dir D  where failing inputs are saved (default /tmp/fuzz-failures)
     --replay I        rebuild case I of --seed, check it once (in-process and CLI) and print it
+    --mode M          stream (default): mutated fixtures; schema: generated schemas and patterns
+                      (every keyword of the subset, ambiguous and proven patterns, huge counts,
+                      adversarial subjects up to --max-pattern-subject) with one call to check;
+                      thread: the cases of both modes validated in a worker thread
     --atheris         hand the same checks to atheris (coverage-guided); ignored with a note when
                       atheris is not importable -- it is never required
 
@@ -48,7 +53,14 @@ Invariants (checked in-process for every case, through the CLI every Nth case)
   whose status matches the exit code, equal to the in-process report; --report text and
   --expect runs exit with a code consistent with it.
 
-tests/test_properties.py runs `run_fuzz()` for a short fixed-seed budget in CI.
+Schema mode adds: compile and evaluation never raise; every pattern of the schema that parses
+gives the same verdict on the automaton simulator and on Python's re (the translation), and a
+pattern proven for re finishes on a worst-case subject of the longest allowed length in under a
+second.  Thread mode adds: the worker thread finishes within --slow-seconds (no pattern or schema
+freezes it) and gives the same report as the main thread (unless the main thread's wall-clock
+backstop decided).
+
+tests/test_properties.py runs `run_fuzz()` for a short fixed-seed budget in CI, in every mode.
 """
 
 
@@ -467,6 +479,174 @@ def make_case(seed, number, corpus):
 
 
 # ---------------------------------------------------------------------------
+# Schema mode: generated schemas, patterns and instances
+# ---------------------------------------------------------------------------
+
+PATTERN_ATOMS = ("a", "b", "x", "-", "\\.", "[a-z]", "[^a]", ".", "\\d", "\\w", "\\s", "\\b", "\\B", "^", "$",
+                 "[]", "[^]", "\\p{L}", "\\u00e9", "(?=a)", "(?!b)")
+QUANTIFIERS = ("*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}", "*?", "+?", "{1,1000}", "{0,100000}", "{100001}",
+               "{" + "9" * 12 + "}")
+
+
+def random_pattern(rng, depth=0):
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice(PATTERN_ATOMS)
+    if roll < 0.5:
+        return random_pattern(rng, depth + 1) + random_pattern(rng, depth + 1)
+    if roll < 0.65:
+        return "(?:" + "|".join(random_pattern(rng, depth + 1) for _ in range(rng.randint(2, 4))) + ")"
+    if roll < 0.7:
+        return "(" + random_pattern(rng, depth + 1) + ")"
+    atom = random_pattern(rng, depth + 1)
+    if atom[-1:] in "*+?}" or atom in ("^", "$", "\\b", "\\B") or atom.startswith(("(?=", "(?!")):
+        atom = "(?:" + atom + ")"
+    return atom + rng.choice(QUANTIFIERS)
+
+
+def random_subject(rng, limit):
+    if rng.random() < 0.3:
+        unit = "".join(rng.choice("ab x-.1\u00e9") for _ in range(rng.randint(1, 3)))
+        return (unit * (limit // len(unit) + 1))[:rng.choice((limit, limit - 1, 40))] + rng.choice(("", "!", "\n"))
+    return "".join(rng.choice("abx -.1_\n\u00e9") for _ in range(rng.randint(0, 12)))
+
+
+def random_schema(rng, depth=0):
+    if depth > 3 or rng.random() < 0.2:
+        return rng.choice(({}, True, False, {"type": "string"}, {"pattern": random_pattern(rng)}))
+    schema = {}
+    for _ in range(rng.randint(1, 4)):
+        key = rng.choice(("type", "pattern", "properties", "items", "anyOf", "oneOf", "allOf", "not", "enum",
+                          "const", "uniqueItems", "patternProperties", "additionalProperties", "propertyNames",
+                          "minLength", "maxLength", "required", "$ref", "multipleOf", "maximum", "prefixItems"))
+        if key == "type":
+            schema[key] = rng.choice(("string", "object", "array", "integer", ["string", "null"]))
+        elif key == "pattern":
+            schema[key] = random_pattern(rng)
+        elif key in ("properties", "patternProperties"):
+            names = [random_pattern(rng) if key == "patternProperties" else rng.choice("xyz") for _ in range(2)]
+            schema[key] = {name: random_schema(rng, depth + 1) for name in names}
+        elif key in ("items", "not", "additionalProperties", "propertyNames"):
+            schema[key] = random_schema(rng, depth + 1)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            schema[key] = [random_schema(rng, depth + 1) for _ in range(rng.randint(1, 3))]
+        elif key in ("enum",):
+            schema[key] = [random_subject(rng, 10), 1, None, [1]]
+        elif key == "const":
+            schema[key] = random_subject(rng, 5)
+        elif key == "uniqueItems":
+            schema[key] = True
+        elif key in ("minLength", "maxLength"):
+            schema[key] = rng.randint(0, 5)
+        elif key == "required":
+            schema[key] = ["x"]
+        elif key == "$ref":
+            schema[key] = "#"
+        elif key == "multipleOf":
+            schema[key] = rng.choice((0.01, 3, 1e-300))
+        else:
+            schema[key] = rng.choice((10, 1e308, 10 ** 40))
+    return schema
+
+
+def random_instance(rng, limit, depth=0):
+    roll = rng.random()
+    if depth > 3 or roll < 0.4:
+        return random_subject(rng, limit)
+    if roll < 0.6:
+        return {rng.choice(("x", "y", "z", random_subject(rng, 20))): random_instance(rng, limit, depth + 1)
+                for _ in range(rng.randint(0, 3))}
+    if roll < 0.8:
+        return [random_instance(rng, limit, depth + 1) for _ in range(rng.randint(0, 4))]
+    return rng.choice((1, 1.5, None, True, 10 ** 30, 0.01))
+
+
+def make_schema_case(seed, number):
+    """An openai envelope with one call of a generated schema and arguments: deterministic."""
+    rng = random.Random("schema:%d:%d" % (seed, number))
+    limit = vts.Limits().max_pattern_subject
+    schema = {"type": "object", "properties": {"x": random_schema(rng)}}
+    arguments = json.dumps({"x": random_instance(rng, limit)})
+    doc = {"profile": "openai", "tool_schemas": {"f": schema}, "chunks": [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]}
+    return json.dumps(doc, ensure_ascii=True).encode("ascii"), "schema"
+
+
+def patterns_in(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "pattern" and isinstance(item, str):
+                yield item
+            if key == "patternProperties" and isinstance(item, dict):
+                yield from item
+            yield from patterns_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from patterns_in(item)
+
+
+class _Unbounded:
+    count, max_evaluations, max_subject = 0, 10 ** 12, 10 ** 6
+
+
+def check_patterns(data, rng_seed):
+    """Simulator and re agree on every parseable pattern; proven patterns are fast on worst cases."""
+    import re
+
+    problems = []
+    doc = json.loads(data)
+    rng = random.Random(rng_seed)
+    limit = vts.Limits().max_pattern_subject
+    for source in set(patterns_in(doc.get("tool_schemas"))):
+        try:
+            tree = vts._RxParser(source).parse()
+            matcher = vts._rx_compile(source, limit)
+            python = re.compile(vts._rx_emit(tree), re.ASCII)
+        except (vts._RxError, vts._RxTooBig, re.error, RecursionError, OverflowError):
+            continue
+        try:
+            code = vts._RxBuilder().program(tree)
+        except vts._RxTooBig:
+            code = None
+        for _ in range(4):
+            subject = random_subject(rng, 12)
+            if code is not None and (vts._rx_vm_search(code, subject, 0, False, _Unbounded(), {})
+                                     != (python.search(subject) is not None)):
+                problems.append("the simulator and re disagree on pattern %r, subject %r" % (source, subject))
+                break
+        if matcher.regex is not None:
+            for subject in ("a" * limit, "ab" * (limit // 2), "a " * (limit // 2), "a-" * (limit // 2),
+                            random_subject(rng, limit)):
+                started = time.monotonic()
+                matcher.regex.search(subject[:limit])
+                if time.monotonic() - started > 1.0:
+                    problems.append("a pattern proven for re took %.1f s: %r" % (time.monotonic() - started, source))
+                    break
+    return problems
+
+
+def check_in_thread(data, report, slow_seconds):
+    """The same bytes in a worker thread: it ends in time and agrees with the main thread."""
+    import threading
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(vts.validate_bytes(data)), daemon=True)
+    worker.start()
+    worker.join(slow_seconds)
+    if worker.is_alive():
+        return ["a worker thread was still running after %.0f s (frozen?)" % slow_seconds]
+    if not out:
+        return ["validate_bytes raised in a worker thread"]
+    wall_clock = any("longer than" in f["message"] and " s " in f["message"] + " "
+                     for r in (report or {"findings": []}, out[0]) for f in r["findings"])
+    if report is not None and not wall_clock and vts.render_json(out[0]) != vts.render_json(report):
+        return ["a worker thread gave another report than the main thread"]
+    return []
+
+
+# ---------------------------------------------------------------------------
 # Invariants
 # ---------------------------------------------------------------------------
 
@@ -708,8 +888,12 @@ def check_metamorphic(data, report, number):
     return []
 
 
-def check_case(data, number, cli_every, slow_seconds, result):
+def check_case(data, number, cli_every, slow_seconds, result, mode="stream"):
     problems, report, _ = check_in_process(data, slow_seconds)
+    if mode == "schema" or (mode == "thread" and number % 2):
+        problems += check_patterns(data, number)
+    if mode == "thread":
+        problems += check_in_thread(data, report, slow_seconds)
     if report is not None and isinstance(report, dict):
         status = report.get("status")
         result.statuses[status] = result.statuses.get(status, 0) + 1
@@ -725,16 +909,22 @@ def check_case(data, number, cli_every, slow_seconds, result):
     return problems
 
 
+def make_mode_case(mode, seed, number, items):
+    if mode == "schema" or (mode == "thread" and number % 2):
+        return make_schema_case(seed, number)
+    return make_case(seed, number, items)
+
+
 def run_fuzz(seed=0, seconds=60.0, corpus=DEFAULT_CORPUS, cli_every=100, max_cases=None,
-             failures_dir=DEFAULT_FAILURES, quiet=False, slow_seconds=10.0):
+             failures_dir=DEFAULT_FAILURES, quiet=False, slow_seconds=10.0, mode="stream"):
     """Run the fuzzer; returns a FuzzResult (the CI test imports this)."""
     items = load_corpus(corpus)
     result = FuzzResult()
     started = time.monotonic()
     number = 0
     while time.monotonic() - started < seconds and (max_cases is None or number < max_cases):
-        data, origin = make_case(seed, number, items)
-        problems = check_case(data, number, cli_every, slow_seconds, result)
+        data, origin = make_mode_case(mode, seed, number, items)
+        problems = check_case(data, number, cli_every, slow_seconds, result, mode)
         if problems:
             path = save_failure(failures_dir, seed, number, data, origin, problems, quiet)
             result.failures.append({"case": number, "origin": origin, "problems": problems, "path": path})
@@ -774,6 +964,7 @@ def main(argv=None):
     parser.add_argument("--slow-seconds", type=float, default=10.0)
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--atheris", action="store_true")
+    parser.add_argument("--mode", choices=("stream", "schema", "thread"), default="stream")
     args, rest = parser.parse_known_args(argv)
     if args.atheris:
         return run_atheris(rest, args.corpus)
@@ -784,16 +975,16 @@ def main(argv=None):
         parser.error("unrecognized arguments: %s" % " ".join(rest))
     if args.replay is not None:
         items = load_corpus(args.corpus)
-        data, origin = make_case(args.seed, args.replay, items)
+        data, origin = make_mode_case(args.mode, args.seed, args.replay, items)
         result = FuzzResult()
-        problems = check_case(data, 0, 1, args.slow_seconds, result)
+        problems = check_case(data, args.replay, 1, args.slow_seconds, result, args.mode)
         print("case %d of seed %d (%s), %d bytes:" % (args.replay, args.seed, origin, len(data)))
         print(repr(data[:4000]))
         for problem in problems:
             print("  - " + problem)
         return 1 if problems else 0
     result = run_fuzz(args.seed, args.seconds, args.corpus, args.cli_every, args.max_cases,
-                      args.failures_dir, args.quiet, args.slow_seconds)
+                      args.failures_dir, args.quiet, args.slow_seconds, args.mode)
     print(result.summary())
     return 1 if result.failures else 0
 

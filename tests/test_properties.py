@@ -1273,5 +1273,17 @@ class FuzzSmoke(unittest.TestCase):
         self.assertEqual(result.failures, [], "fuzz failures: %s" % result.failures[:3])
 
 
+    def test_fuzzer_schema_and_thread_modes(self):
+        # issue 11: generated schemas and patterns (simulator vs re, proven patterns fast), and the
+        # same cases in a worker thread (never frozen, same report); fixed seed, fixed case counts
+        fuzz = load_fuzzer()
+        for mode, cases in (("schema", 300), ("thread", 150)):
+            with self.subTest(mode=mode):
+                result = fuzz.run_fuzz(seed=11, seconds=FUZZ_SECONDS, max_cases=cases, cli_every=0, quiet=True,
+                                       mode=mode)
+                self.assertGreater(result.cases, 50)
+                self.assertEqual(result.failures, [], "fuzz failures: %s" % result.failures[:3])
+
+
 if __name__ == "__main__":
     unittest.main()
