@@ -417,6 +417,10 @@ class _NotStreamable(Exception):
 # Where one object item of a list may end and the next begin.  Only a candidate: the
 # same characters occur inside strings and nested lists.
 _ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+# The same for a list of other items (a hostile stream of numbers or strings): a comma
+# after a character that can end a value (not after an escaped quote).
+_ANY_BOUNDARY = re.compile(r'(?<=[0-9el\]}"])(?<!\\")[ \t\n\r]*,[ \t\n\r]*')
+_LIST_BOUNDARY = re.compile(r"(?<=\])[ \t\n\r]*,[ \t\n\r]*(?=\[)")
 _BATCH_CHARS = 1 << 15
 
 # Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
@@ -465,8 +469,8 @@ class _ArrayItems:
 
     Why batches: one parser call per item costs about a fifth of the parse
     itself when items are small.  A batch is the text up to a candidate
-    boundary "}, {" some 32 KiB on, parsed as one list "[...]" (inside the pad,
-    see _PAD).  A candidate
+    boundary "}, {" some 32 KiB on (any comma when the batch does not start
+    with an object), parsed as one list "[...]" (inside the pad, see _PAD).  A candidate
     inside a string leaves that string open, and one inside a nested value
     leaves a bracket open, so the batch is then not one complete list and
     fails to parse; only then are those items read one at a time.  A batch
@@ -478,7 +482,8 @@ class _ArrayItems:
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, item_end, boundary = self.text, self.scan, _ITEM_END.match, _ITEM_BOUNDARY.search
+        text, scan, item_end = self.text, self.scan, _ITEM_END.match
+        objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -486,9 +491,12 @@ class _ArrayItems:
         batch_from = pos  # after a failed candidate, items go one by one up to it
         while True:
             if pos >= batch_from:
-                cut = boundary(text, pos + _BATCH_CHARS)
+                is_object = text.startswith("{", pos)
+                cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
+                    text, pos + _BATCH_CHARS)
                 if cut is not None:
-                    wrapped = _PAD_OPEN + "[" + text[pos:cut.start() + 1] + "]" + _PAD_CLOSE
+                    piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
+                    wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
                     try:
                         batch, end = scan(wrapped, 0)
                         batch = _unpad(batch) if end == len(wrapped) else None
@@ -496,7 +504,7 @@ class _ArrayItems:
                         batch = None
                     if batch is not None:
                         yield from batch
-                        pos = cut.end() - 1  # the "{" of the next item
+                        pos = next_pos  # the first character of the next item
                         continue
                     batch_from = cut.end()
                 else:
@@ -2280,6 +2288,7 @@ class TurnMachine:
         self.codes: set[str] = set()
         self.omitted = 0
         self.choice_omitted: dict[int, int] = {}
+        self.saturated = False        # past 4x --max-findings: the gate stops examining the stream
 
     # -- recording -----------------------------------------------------------
 
@@ -2289,7 +2298,9 @@ class TurnMachine:
 
         Past twice --max-findings, a finding of a code already recorded is only
         counted, so a hostile stream of millions of findings costs no memory per
-        finding; the report lists at most --max-findings anyway.
+        finding; the report lists at most --max-findings anyway.  Once as many
+        again have been counted, `saturated` tells the gate to stop examining:
+        the turn is blocked whatever follows, and the rest costs no time either.
         """
         slot_choice, index = (key if key is not None else (choice, None))
         finding = Finding(code, message, position, slot_choice, index)
@@ -2299,6 +2310,8 @@ class TurnMachine:
             self.findings.append(finding)
         else:
             self.omitted += 1
+            if self.omitted > self.keep:
+                self.saturated = True
         if key is not None:
             slot = self.slots.get(key)
             if slot is not None:
@@ -4926,6 +4939,7 @@ class StreamGate:
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(RULES[profile], self.limits, forced)
         self._position = 0
+        self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._report: dict[str, Any] | None = None
 
     @property
@@ -4944,16 +4958,24 @@ class StreamGate:
         """
         if self._report is not None:
             raise RuntimeError("finish() was already called for this turn")
-        translate, handlers = self._normalizer.translate, self._machine.handlers
-        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain
+        machine = self._machine
+        translate, handlers = self._normalizer.translate, machine.handlers
+        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
         position = self._position
+        iterator = iter(items)
         try:
-            for item in items:
-                hit = plain(item)
-                if hit is None or not append(*hit):
-                    for event in translate(position, item):
-                        handlers[type(event)](event)
+            if not machine.saturated:
+                for item in iterator:
+                    hit = plain(item)
+                    if hit is None or not append(*hit):
+                        for event in translate(position, item):
+                            handlers[type(event)](event)
+                    position += 1
+                    if machine.saturated:
+                        break
+            for _ in iterator:  # saturated: counted, never examined
                 position += 1
+                self._unexamined += 1
         finally:
             self._position = position
 
@@ -4971,7 +4993,7 @@ class StreamGate:
             applicable = bool(machine.slots) or machine.tool_signal
             self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
                                    machine.findings_for, self.limits.max_findings, machine.hosted,
-                                   machine.omitted, machine.omitted_for)
+                                   machine.omitted, machine.omitted_for, self._unexamined)
         return self._report
 
 
@@ -5095,7 +5117,7 @@ def _finding_order(finding: Finding) -> tuple:
     return (finding.position is None, finding.position or 0)
 
 
-def _bounded(findings: list[Finding], limit: int, uncounted: int = 0) -> list[Finding]:
+def _bounded(findings: list[Finding], limit: int, uncounted: int = 0, unexamined: int = 0) -> list[Finding]:
     """Stream-ordered findings, at most `limit` listed in full.
 
     Past the limit only the first finding of each code not yet listed is kept,
@@ -5113,7 +5135,9 @@ def _bounded(findings: list[Finding], limit: int, uncounted: int = 0) -> list[Fi
             seen.add(finding.code)
             kept.append(finding)
     omitted = len(ordered) - len(kept) + uncounted
-    kept.append(Finding(LIMIT_EXCEEDED, f"{omitted} more findings not listed (limit {limit})"))
+    skipped = (f"; the last {unexamined} stream items were not examined (the turn was already blocked "
+               f"with more than {4 * limit} findings)") if unexamined else ""
+    kept.append(Finding(LIMIT_EXCEEDED, f"{omitted} more findings not listed (limit {limit}){skipped}"))
     return kept
 
 
@@ -5131,8 +5155,8 @@ def _none_omitted(slot: Slot) -> int:
 def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
             meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000,
             hosted: dict[str, int] | None = None, omitted: int = 0,
-            omitted_for: Callable[[Slot], int] = _none_omitted) -> dict[str, Any]:
-    ordered = _bounded(findings, max_findings, omitted)
+            omitted_for: Callable[[Slot], int] = _none_omitted, unexamined: int = 0) -> dict[str, Any]:
+    ordered = _bounded(findings, max_findings, omitted, unexamined)
     if ordered:
         status = "blocked"
     elif not applicable:

@@ -635,14 +635,21 @@ class FuzzerFindings(Bounded):
 
     def test_findings_past_twice_the_limit_are_counted_not_kept(self):
         # issue 11 item 3: every finding used to be stored (about 270 bytes each for 2 bytes of
-        # input), so 60 MB of non-object chunks ran out of memory; now memory stays flat
+        # input), so 60 MB of non-object chunks ran out of memory; now memory stays flat, and
+        # past four times the limit the rest of the stream is not examined (the turn is blocked)
         limits = vts.Limits(max_findings=10)
         gate = vts.StreamGate("openai", {}, limits)
         gate.feed_all([1] * 10_000)
         self.assertLessEqual(len(gate._machine.findings), 20)
         report = gate.finish()
         self.assertEqual(len(report["findings"]), 11)
-        self.assertEqual(report["findings"][-1]["message"], "9990 more findings not listed (limit 10)")
+        self.assertEqual(report["findings"][-1]["message"],
+                         "31 more findings not listed (limit 10); the last 9959 stream items were not examined "
+                         "(the turn was already blocked with more than 40 findings)")
+        one_by_one = vts.StreamGate("openai", {}, limits)
+        for item in [1] * 10_000:
+            one_by_one.feed(item)
+        self.assertEqual(one_by_one.finish(), report)
         # one call with thousands of late fragments: its own list keeps the same exact count
         first = {"choices": [{"index": 0, "delta": {"tool_calls": [
             {"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}
@@ -651,8 +658,19 @@ class FuzzerFindings(Bounded):
         gate.feed_all([first] + [late] * 5000)
         self.assertLessEqual(len(gate._machine.slots[(0, 0)].findings), 20)
         report = gate.finish()
-        self.assertEqual(report["calls"][0]["findings"][-1]["message"], "4990 more findings not listed (limit 10)")
-        self.assertEqual(report["findings"][-1]["message"], "4990 more findings not listed (limit 10)")
+        self.assertEqual(report["calls"][0]["findings"][-1]["message"], "31 more findings not listed (limit 10)")
+        self.assertTrue(report["findings"][-1]["message"].endswith("the last 4959 stream items were not examined "
+                                                                   "(the turn was already blocked with more than 40 "
+                                                                   "findings)"))
+
+    def test_a_flood_of_small_items_of_any_shape(self):
+        # 20 MB of "1," took 23 s: one parser call per item (now batches cut at a comma), and every
+        # item examined (now only until the turn is blocked with four times --max-findings)
+        for item in (b"1", b'"a,b"', b"[1,2]", b"null", b'"x\\",y"'):
+            data = b'{"profile":"openai","tool_schemas":{},"chunks":[' + b", ".join([item] * 200_000) + b"]}"
+            report = self.run_bytes(data)
+            self.assertEqual(sorted(set(codes(report))), ["limit_exceeded", "unsupported_event"])
+            self.assertIn("the last 195999 stream items were not examined", report["findings"][-1]["message"])
 
     def test_tool_calls_finish_alone_is_missing_slot(self):
         report = self.run_doc({"profile": "openai", "tool_schemas": SCHEMAS, "chunks": [chat(None, "tool_calls")]})
