@@ -449,6 +449,54 @@ class Regex(RefusalMixin):
         self.assertTrue(valid({"maxLength": 10 ** 6}, "a" * 100_000))
 
 
+class RealWorldPatterns(unittest.TestCase):
+    """tests/pattern_corpus.json: patterns from real schemas with node's RegExp(p, "u") verdicts.
+
+    Every valid pattern must be accepted (no shape refused) and agree on every case; every
+    pattern node refuses under the u flag must be refused here too.  When node is installed
+    the pinned verdicts are asked again, so the corpus cannot drift from the reference.
+    """
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        import json
+
+        with open(os.path.join(_HERE, "pattern_corpus.json"), encoding="utf-8") as handle:
+            cls.corpus = json.load(handle)
+
+    def test_every_real_pattern_is_accepted_and_agrees_with_node(self) -> None:
+        agreed = 0
+        for entry in self.corpus["patterns"]:
+            compiled = vts.compile_schema({"pattern": entry["pattern"]}, LIMITS)
+            for subject, expected in entry["cases"]:
+                with self.subTest(pattern=entry["pattern"][:60], subject=subject[:40]):
+                    self.assertEqual(not vts.validate_instance(compiled, subject, LIMITS), expected)
+                    agreed += 1
+        self.assertGreater(agreed, 1400)
+
+    def test_patterns_node_refuses_are_refused(self) -> None:
+        for entry in self.corpus["invalid_with_u_flag"]:
+            with self.subTest(pattern=entry["pattern"][:60]), self.assertRaises(vts.SchemaUnsupported):
+                vts.compile_schema({"pattern": entry["pattern"]}, LIMITS)
+
+    def test_pinned_verdicts_are_nodes(self) -> None:
+        import json
+        import shutil
+        import subprocess
+
+        node = shutil.which("node")
+        if node is None:
+            self.skipTest("node is not installed: the pinned verdicts are used as they are")
+        program = ("const c = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+                   "process.stdout.write(JSON.stringify(c.patterns.map(e => e.cases.map("
+                   "([s]) => new RegExp(e.pattern, 'u').test(s)))));")
+        with open(os.path.join(_HERE, "pattern_corpus.json"), "rb") as handle:
+            out = subprocess.run([node, "-e", program], stdin=handle, capture_output=True, timeout=300, check=True)
+        live = json.loads(out.stdout)
+        pinned = [[expected for _, expected in entry["cases"]] for entry in self.corpus["patterns"]]
+        self.assertEqual(live, pinned)
+
+
 class Limits(RefusalMixin):
     def test_deep_schema_refused_at_compile(self) -> None:
         schema: object = {"type": "string"}
