@@ -3472,7 +3472,7 @@ def _rx_emit(node: tuple) -> str:
 
 _RX_MAX_LENGTH = 10_000            # code points in one pattern
 _RX_MAX_STATES = 20_000            # simulator states of one pattern
-_RX_FAST_COST = 20_000_000         # starts x subject x pattern nodes, for re
+_RX_FAST_COST = 20_000_000         # re's work bound (_RxMatcher.work) at the longest subject
 _RX_PROOF_WORK = 200_000           # range operations the LL(1) proof may spend
 _RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
 
@@ -3777,18 +3777,56 @@ def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchR
 class _RxMatcher:
     """One compiled pattern: a proven-safe re, or simulator code.
 
-    cost is the re work bound per code point of subject (starts x nodes);
-    states is the size of the simulator code.
+    For re: nodes (pattern size), width (longest match in code points, None
+    when unbounded) and anchored give the work bound of one search, see work().
+    For the simulator: code and states (its size).
     """
 
-    __slots__ = ("regex", "code", "states", "cost")
+    __slots__ = ("regex", "code", "states", "nodes", "width", "anchored")
 
-    def __init__(self, regex: "Optional[re.Pattern[str]]", code: Optional[list],
-                 states: int, cost: int) -> None:
+    def __init__(self, regex: "Optional[re.Pattern[str]]", code: Optional[list], states: int,
+                 nodes: int = 0, width: Optional[int] = None, anchored: bool = False) -> None:
         self.regex = regex
         self.code = code
         self.states = states
-        self.cost = cost
+        self.nodes = nodes
+        self.width = width
+        self.anchored = anchored
+
+    def work(self, length: int) -> int:
+        """Bound on re's steps for a subject of `length` code points (an LL(1) pattern).
+
+        Each start follows one viable path of at most min(length, width) + 1 code
+        points, at most `nodes` steps per code point; '^' leaves one start.
+        """
+        reach = length + 1 if self.width is None else min(length, self.width) + 1
+        return (1 if self.anchored else length + 1) * reach * self.nodes
+
+
+def _rx_width(node: tuple) -> Optional[int]:
+    """The longest string the pattern can match, in code points (None: unbounded)."""
+    kind = node[0]
+    if kind in ("lit", "set"):
+        return 1
+    if kind in ("assert", "look"):
+        return 0
+    if kind == "group":
+        return _rx_width(node[1])
+    if kind == "rep":
+        if node[3] == 0:
+            return 0
+        body = _rx_width(node[1])
+        return None if body is None or node[3] is None else body * node[3]
+    widest = 0
+    for seq in node[1]:
+        total = 0
+        for term in seq:
+            width = _rx_width(term)
+            if width is None:
+                return None
+            total += width
+        widest = max(widest, total)
+    return widest
 
 
 def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
@@ -3804,12 +3842,13 @@ def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
     else:
         seqs = tree[1]
         anchored = len(seqs) == 1 and bool(seqs[0]) and seqs[0][0] == ("assert", "^")
-        cost = (1 if anchored else max_subject + 1) * max(proof.nodes, 1)
-        if cost * (max_subject + 1) <= _RX_FAST_COST:
-            return _RxMatcher(re.compile(_rx_emit(tree), re.ASCII), None, 0, cost)
+        matcher = _RxMatcher(None, None, 0, max(proof.nodes, 1), _rx_width(tree), anchored)
+        if matcher.work(max_subject) <= _RX_FAST_COST:
+            matcher.regex = re.compile(_rx_emit(tree), re.ASCII)
+            return matcher
     builder = _RxBuilder()
     code = builder.program(tree)
-    return _RxMatcher(None, code, builder.states, 0)
+    return _RxMatcher(None, code, builder.states)
 
 
 # --- compiled form ----------------------------------------------------------
@@ -3906,7 +3945,7 @@ def _sch_search(rx: _RxMatcher, text: str, path: object, run: _SchRun) -> bool:
             f"a string of {len(text)} code points is longer than max_pattern_subject "
             f"({run.max_subject}), so the pattern was not run", _sch_pointer(path))
     if rx.regex is not None:
-        _sch_charge(run, 1 + (len(text) + 1) * rx.cost // _RX_RE_STEPS_PER_UNIT, path)
+        _sch_charge(run, 1 + rx.work(len(text)) // _RX_RE_STEPS_PER_UNIT, path)
         return rx.regex.search(text) is not None
     try:
         return _rx_vm_search(rx.code, text, 0, False, run, {})  # type: ignore[arg-type]
