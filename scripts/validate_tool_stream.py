@@ -3474,6 +3474,7 @@ _RX_MAX_LENGTH = 10_000            # code points in one pattern
 _RX_MAX_STATES = 20_000            # simulator states of one pattern
 _RX_FAST_COST = 20_000_000         # re's work bound (_RxMatcher.work) at the longest subject
 _RX_PROOF_WORK = 200_000           # range operations the LL(1) proof may spend
+_RX_RE_RANGES = 20_000             # class ranges in a pattern handed to re (its compile grows with them)
 _RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
 
 
@@ -3496,6 +3497,7 @@ class _RxProof:
         self.facts: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {}
         self.work = 0
         self.nodes = 0
+        self.ranges = 0
 
     def spend(self, amount: int) -> None:
         self.work += amount
@@ -3534,6 +3536,9 @@ class _RxProof:
         if kind == "lit":
             out: tuple[tuple[tuple[int, int], ...], bool] = (((node[1], node[1]),), False)
         elif kind == "set":
+            self.ranges += len(node[1])
+            if self.ranges > _RX_RE_RANGES:
+                raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
             out = (_rx_positive(node), False)
         elif kind == "assert":
             out = ((), True)
@@ -3576,9 +3581,10 @@ class _RxProof:
         elif kind == "rep":
             _, body, low, high, _lazy = node
             ranges, nullable = self.first(body)
-            if high is None or high > low:
-                if nullable or not self.disjoint([ranges, follow]):
-                    raise _RxNotLL1()
+            if nullable and (high is None or high > 1):
+                raise _RxNotLL1()  # iterations that consume nothing: re would try them all
+            if (high is None or high > low) and (nullable or not self.disjoint([ranges, follow])):
+                raise _RxNotLL1()
             inner = self.union(ranges, follow) if high is None or high > 1 else follow
             self.check(body, inner)
         elif kind == "alt":
@@ -3616,7 +3622,7 @@ class _RxBuilder:
 
     def __init__(self) -> None:
         self.states = 0
-        self.sets: dict[int, tuple] = {}
+        self.sets: dict[tuple, tuple] = {}
 
     def program(self, node: tuple) -> list:
         code: list = []
@@ -3637,11 +3643,14 @@ class _RxBuilder:
             code.append((_VM_CHAR, (node[1],), (node[1],)))
         elif kind == "set":
             self.grow(1)
-            op = self.sets.get(id(node))
+            key = (id(node[1]), node[2])   # \p{..} tables are shared objects: one op per class
+            op = self.sets.get(key)
             if op is None:
                 ranges = _rx_positive(node)
                 op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
-                self.sets[id(node)] = op
+                self.sets[key] = (op, node)  # node kept alive, so its id is not reused
+            else:
+                op = op[0]
             code.append(op)
         elif kind == "assert":
             self.grow(1)

@@ -136,6 +136,18 @@ class HostileSchemas(Bounded):
                 report = self.run_doc(one_call(json.dumps({"x": "a" * 39 + "!"}), schemas=pattern_schema(pattern)))
                 self.assert_codes(report, ["schema_violation"])
 
+    def test_zero_width_repeats_and_huge_classes_stay_off_re(self):
+        # review of issue 11: (?:(?:\b){1000}){1000} looked LL(1) (exact counts) yet re tries each of
+        # its million empty iterations at every start; 1,000 \p{C} classes made re compile for 11 s
+        self.assertIsNone(vts._rx_compile("x(?:\\b){2}", 1000).regex)
+        report = self.run_doc(one_call(json.dumps({"x": "a-" * 500}), schemas=pattern_schema("(?:(?:\\b){1000}){1000}x")))
+        self.assert_codes(report, ["limit_exceeded"])
+        classes = "^" + "\\p{C}" * 1998 + "$"          # hundreds of ranges per class
+        self.assertIsNone(vts._rx_compile(classes, 1000).regex)
+        report = self.run_doc(one_call(json.dumps({"x": "\u0000" * 999}),
+                                       schemas=pattern_schema("^" + "\\p{C}" * 999 + "$")))
+        self.assertEqual(report["status"], "pass")
+
     def test_too_many_subschemas(self):
         wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(vts.SCHEMA_MAX_SUBSCHEMAS)}}
         report = self.run_doc(one_call("{}", schemas={"f": wide}))
