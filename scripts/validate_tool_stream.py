@@ -3682,6 +3682,8 @@ class _RxBuilder:
 
     def repeat(self, node: tuple, code: list) -> None:
         _, body, low, high, _lazy = node
+        if high == 0 or _rx_silent(body):   # (?:){10000} adds nothing, however often
+            return
         for _ in range(low):
             self.emit(body, code)
         if high is None:
@@ -3700,6 +3702,18 @@ class _RxBuilder:
             self.emit(body, code)
         for at in splits:
             code[at] = (_VM_SPLIT, at + 1, len(code))
+
+
+def _rx_silent(node: tuple) -> bool:
+    """Whether node compiles to no simulator code at all (empty groups, {0} repeats)."""
+    kind = node[0]
+    if kind == "group":
+        return _rx_silent(node[1])
+    if kind == "rep":
+        return node[3] == 0 or _rx_silent(node[1])
+    if kind == "alt":
+        return len(node[1]) == 1 and all(_rx_silent(term) for term in node[1][0])
+    return False
 
 
 class _RxOverBudget(Exception):
