@@ -2821,7 +2821,7 @@ _SCH_TYPE_NAMES: frozenset[str] = frozenset(
     {"null", "boolean", "object", "array", "number", "string", "integer"})
 
 SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
-SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern simulator states, all schemas of a turn
+SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states), all schemas of a turn
 _SCH_BRIEF_LIMIT = 60          # characters of a value quoted in a message
 _SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
 
@@ -2875,6 +2875,7 @@ def _sch_brief(value: object) -> str:
 
 
 _SCH_END = object()  # sentinel for exhausted iterators; never mutated
+_SCH_CANONICAL_DEPTH = 10_000  # deeper values are refused (parsed JSON never gets near it)
 
 
 class _SchNotJson(ValueError):
@@ -2914,6 +2915,8 @@ def _sch_canonical(value: object, tally: Optional[list] = None) -> object:
     stack: list[tuple[object, object, list[object], list[str]]] = []
 
     def push(container: object) -> None:
+        if len(stack) >= _SCH_CANONICAL_DEPTH:   # also stops a self-referencing Python list
+            raise _SchNotJson(f"a value nests deeper than {_SCH_CANONICAL_DEPTH} levels")
         if isinstance(container, dict):
             for key in container:
                 if not isinstance(key, str):
@@ -3802,7 +3805,8 @@ class _RxMatcher:
 
     For re: nodes (pattern size), width (longest match in code points, None
     when unbounded) and anchored give the work bound of one search, see work().
-    For the simulator: code and states (its size).
+    For the simulator: code.  states is the pattern's size for the schema size
+    limits: the simulator code's length, or re's compile weight (nodes + class ranges).
     """
 
     __slots__ = ("regex", "code", "states", "nodes", "width", "anchored")
@@ -3868,6 +3872,7 @@ def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
         matcher = _RxMatcher(None, None, 0, max(proof.nodes, 1), _rx_width(tree), anchored)
         if matcher.work(max_subject) <= _RX_FAST_COST:
             matcher.regex = re.compile(_rx_emit(tree), re.ASCII)
+            matcher.states = proof.nodes + proof.ranges   # its compile weight, for the schema size limits
             return matcher
     builder = _RxBuilder()
     code = builder.program(tree)
@@ -3915,7 +3920,7 @@ class CompiledSchema:
     def __init__(self, dialect: str, root: _SchNode, size: int) -> None:
         self.dialect = dialect
         self._root = root
-        self.size = size            # subschemas + pattern simulator states
+        self.size = size            # subschemas + pattern sizes (_RxMatcher.states)
 
 
 class _SchRun:
@@ -4004,6 +4009,7 @@ class _SchCompiler:
         self.regexes: dict[str, _RxMatcher] = {}
         self.subschemas = 0
         self.states = 0
+        self.size_budget = SCHEMA_MAX_TURN_SIZE   # subschemas + pattern sizes this compile may add
 
     def refuse(self, loc: tuple[str, ...], text: str) -> SchemaUnsupported:
         """Build the exception; the message names the location."""
@@ -4021,6 +4027,9 @@ class _SchCompiler:
         self.subschemas += 1
         if self.subschemas > SCHEMA_MAX_SUBSCHEMAS:
             raise self.exceed(loc, f"The schema has more than {SCHEMA_MAX_SUBSCHEMAS} subschemas")
+        if self.subschemas + self.states > self.size_budget:
+            raise self.exceed(loc, f"The subschemas and pattern sizes of this turn's schemas add up to "
+                                   f"more than {SCHEMA_MAX_TURN_SIZE}")
         if isinstance(value, bool):
             node = _SchNode(value, loc)
         elif isinstance(value, dict):
@@ -4112,6 +4121,9 @@ class _SchCompiler:
                 raise self.refuse(loc, f"Pattern {_sch_brief(source)} could not be "
                                        f"compiled: {exc}") from None
             self.states += matcher.states
+            if self.subschemas + self.states > self.size_budget:
+                raise self.exceed(loc, f"The subschemas and pattern sizes of this turn's schemas add up to "
+                                       f"more than {SCHEMA_MAX_TURN_SIZE}")
             self.regexes[source] = matcher
         return self.regexes[source]
 
@@ -4679,7 +4691,7 @@ def _sch_check_limits(limits: SchemaLimits) -> None:
             raise ValueError(f"SchemaLimits.{name} must be a non-negative integer")
 
 
-def compile_schema(schema: object, limits: SchemaLimits) -> CompiledSchema:
+def compile_schema(schema: object, limits: SchemaLimits, size_budget: int = SCHEMA_MAX_TURN_SIZE) -> CompiledSchema:
     """Judge the whole schema once and return a reusable checker.
 
     Raises SchemaUnsupported for anything outside the subset or invalid, so a
@@ -4697,6 +4709,7 @@ def compile_schema(schema: object, limits: SchemaLimits) -> CompiledSchema:
                 "or draft-07 (at #/$schema).", "#/$schema")
         dialect = _SCH_DIALECTS[uri]
     comp = _SchCompiler(schema, dialect, limits)
+    comp.size_budget = size_budget
     try:
         root = comp.subschema(schema, (), 0)
         comp.link_refs()
@@ -4721,6 +4734,8 @@ def validate_instance(compiled: CompiledSchema, instance: object,
     except RecursionError:
         raise SchemaLimitExceeded("evaluation nested too deeply for this interpreter",
                                   "") from None
+    except _SchNotJson as exc:  # a library caller's instance that is not JSON (a cycle, a set...)
+        raise SchemaLimitExceeded(f"the instance cannot be compared as JSON: {exc}", "") from None
     return [(_sch_pointer(path), message) for path, message in errs]
 
 
@@ -4845,16 +4860,16 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
         if _nesting_exceeds(schema, 4 * limits.max_schema_depth):  # enum/const data nest too
             raise SchemaLimitExceeded(f"The schema document nests deeper than {4 * limits.max_schema_depth} "
                                       "levels (at #).", "")
+        used = sum(item.size for item in cache.values() if isinstance(item, CompiledSchema))
         with _Deadline(limits.max_schema_seconds):
-            compiled = compile_schema(schema, slimits)
+            compiled = compile_schema(schema, slimits, SCHEMA_MAX_TURN_SIZE - used)
     except _DeadlinePassed:
         return SchemaLimitExceeded(f"Compiling the schema took longer than {limits.max_schema_seconds} s (at #).", "")
     except (SchemaUnsupported, SchemaLimitExceeded) as exc:
         return exc
-    used = sum(item.size for item in cache.values() if isinstance(item, CompiledSchema))
-    if used + compiled.size > SCHEMA_MAX_TURN_SIZE:
-        return SchemaLimitExceeded(f"The schemas of this turn's tools add up to more than {SCHEMA_MAX_TURN_SIZE} "
-                                   "subschemas and pattern matcher states (at #).", "")
+    if compiled.size > SCHEMA_MAX_TURN_SIZE - used:
+        return SchemaLimitExceeded(f"The subschemas and pattern sizes of this turn's schemas add up to more than "
+                                   f"{SCHEMA_MAX_TURN_SIZE} (at #).", "")
     return compiled
 
 
@@ -5262,13 +5277,13 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
     for key in expect:
         near = difflib.get_close_matches(key, ("status", "codes", "calls"), n=1, cutoff=0.7)
         if key not in ("status", "codes", "calls") and near:
-            differences.append(f"expect key {json.dumps(key)} is not known; did you mean {json.dumps(near[0])}?")
+            differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
     if "status" in expect and expect["status"] not in EXIT_BY_STATUS:
         differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
     if "codes" in expect and not (isinstance(expect["codes"], list) and all(isinstance(c, str) for c in expect["codes"])):
         differences.append("expect codes must be a list of finding codes")
     elif "codes" in expect:
-        differences.extend(f"expect code {json.dumps(c)} is not a finding code" for c in expect["codes"]
+        differences.extend(f"expect code {_token(c)} is not a finding code" for c in expect["codes"]
                            if c not in FINDING_CODES)
     if "calls" in expect and not isinstance(expect["calls"], list):
         differences.append("expect calls must be a list")
@@ -5873,7 +5888,15 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
                     warnings.append(f"{where} ({line}): a credential-named member masked")
                     out[key] = MASKED_SECRET
                 continue
-            out[key] = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
+            masked = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
+            spans = _secret_spans(key) if isinstance(key, str) else []
+            if spans and not keep:   # a credential used as a member name: the name is masked too
+                warnings.append(f"{_render_path(prefix, path + (key,))} ({line}): a member name holding "
+                                f"{_labels(spans)} masked")
+                key = _mask_spans(key, spans)
+                while key in out or key in value:
+                    key += "*"
+            out[key] = masked
         return out
     return value
 

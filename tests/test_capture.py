@@ -373,6 +373,14 @@ class Secrets(unittest.TestCase):
                 self.assertIn("[masked]", value)
                 self.assertTrue(any(label in w for w in warnings), warnings)
 
+    def test_a_credential_used_as_a_member_name_is_masked(self):
+        # review of issue 11: keys were kept even when they held a token
+        jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
+        envelope, warnings = self.capture_one({"content": "x"}, usage={jwt: 1, self.KEY: 2})
+        self.assertEqual(envelope["chunks"][0]["usage"], {"[masked]": 1, "[masked]*": 2})
+        self.assertNotIn(jwt, json.dumps(envelope) + "\n".join(warnings))
+        self.assertEqual(len([w for w in warnings if "member name" in w]), 2)
+
     def test_ordinary_text_is_not_a_secret(self):
         for text in ("task-0123456789abcdefghijklmnop", "call_abcdefghijklmnopqrstuvwxyz", "AKIA123",
                      "bearer token", "sk-short", "the api key is missing"):

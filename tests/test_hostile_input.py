@@ -150,6 +150,21 @@ class HostileSchemas(Bounded):
                                        schemas=pattern_schema("^" + "\\p{C}" * 999 + "$")))
         self.assertEqual(report["status"], "pass")
 
+    def test_many_large_patterns_for_re_share_the_size_budget(self):
+        # review of issue 11: 100 patterns of 28 \p{C} classes each (re compiles every range of every
+        # class) took 12.9 s in a worker thread; their weight now counts against the schema size limit
+        import threading
+
+        props = {f"p{i}": {"type": "string", "pattern": "^" + "\\p{C}" * 28 + f"x{i}$"} for i in range(100)}
+        out = []
+        worker = threading.Thread(target=lambda: out.append(self.run_doc(one_call("{}", schemas={"f": {
+            "type": "object", "properties": props}}))))
+        worker.start()
+        worker.join(60)
+        self.assertFalse(worker.is_alive())
+        self.assert_codes(out[0], ["limit_exceeded"])
+        self.assertIn(f"more than {vts.SCHEMA_MAX_TURN_SIZE}", out[0]["findings"][0]["message"])
+
     def test_too_many_subschemas(self):
         wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(vts.SCHEMA_MAX_SUBSCHEMAS)}}
         report = self.run_doc(one_call("{}", schemas={"f": wide}))

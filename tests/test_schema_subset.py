@@ -541,6 +541,15 @@ class Limits(RefusalMixin):
             vts.validate_instance(compiled, None, LIMITS)
         self.assertIn("max_evaluations", caught.exception.message)
 
+    def test_values_that_are_not_json_never_loop(self) -> None:
+        # review of issue 11: a self-referencing list in enum, or as an instance, grew memory forever
+        loop: list = []
+        loop.append(loop)
+        self.assertRefused({"enum": [loop]}, "#/enum", words="nests deeper than")
+        for schema in ({"const": [1]}, {"uniqueItems": True}, {"enum": [1]}):
+            with self.subTest(schema=schema), self.assertRaises(vts.SchemaLimitExceeded):
+                vts.validate_instance(vts.compile_schema(schema, LIMITS), [loop, loop], LIMITS)
+
     def test_large_instance_is_fast(self) -> None:
         schema = {"type": "object", "properties": {"rows": {"type": "array", "items": {
             "type": "object", "required": ["id"], "additionalProperties": False,
