@@ -5289,6 +5289,11 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
         differences.append("expect calls must be a list")
     if "status" in expect and expect["status"] != report["status"]:
         differences.append(f"status: expected {json.dumps(expect['status'])}, got {json.dumps(report['status'])}")
+    named = expect["codes"] if isinstance(expect.get("codes"), list) else []
+    for code in (INVALID_FIXTURE, UNKNOWN_PROFILE):   # a turn never judged matches only when pinned by name
+        if code not in named and any(f["code"] == code for f in report["findings"]):
+            differences.append(f"the envelope is {code}, so the turn was never judged: an expect block "
+                               f"matches it only when its codes name {json.dumps(code)}")
     if "codes" in expect and isinstance(expect["codes"], list):
         found = {f["code"] for f in report["findings"]}
         for code in expect["codes"]:

@@ -243,6 +243,21 @@ class ExpectBlockTypos(unittest.TestCase):
                 doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1], expect=expect)
                 self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 1)
 
+    def test_a_turn_never_judged_matches_only_when_its_code_is_pinned(self):
+        # issue 12 item 1: a typo in a fixture pinned as {"status": "blocked"} passed CI forever
+        typo = {"profile": "openai", "tool_schemas": {}, "chunk": [], "expect": {"status": "blocked"}}
+        code, out, err = run_cli("-", "--expect", stdin=dumps(typo))
+        self.assertEqual(code, 1)
+        self.assertIn("never judged", err)
+        self.assertFalse(json.loads(out)["expectation"]["matched"])
+        for pinned, want in (({"status": "blocked", "codes": ["invalid_fixture"]}, 0),
+                             ({"codes": ["invalid_fixture"]}, 0), ({"codes": []}, 1), ({}, 1)):
+            with self.subTest(expect=pinned):
+                self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(typo, expect=pinned)))[0], want)
+        gemini = {"profile": "gemini", "tool_schemas": {}, "chunks": [], "expect": {"status": "blocked"}}
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(gemini))[0], 1)
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(gemini, expect={"codes": ["unknown_profile"]})))[0], 0)
+
     def test_free_form_notes_beside_the_pinned_keys_are_allowed(self):
         doc = dict(PASS_DOC, expect={"status": "pass", "note": "recorded 2026-11", "sdk_asserted": True})
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 0)
