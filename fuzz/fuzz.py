@@ -806,9 +806,10 @@ def check_cli(data, report, variant):
     if variant == "text":
         if report is not None and code != EXIT_BY_STATUS[report["status"]]:
             problems.append("CLI text exit %d but status %r" % (code, report["status"]))
-        first = out.decode("utf-8", "replace").split("\n", 1)[0]
-        if not first.startswith(("PASS", "BLOCKED", "NOT APPLICABLE")):
-            problems.append("text report starts with %r" % first[:80])
+        header, _, rest = out.decode("utf-8", "replace").partition("\n")
+        first = rest.split("\n", 1)[0]
+        if header != "== -" or not first.startswith(("PASS", "BLOCKED", "NOT APPLICABLE")):
+            problems.append("text report starts with %r" % (header + "\n" + first)[:80])
         return problems
     try:
         parsed = json.loads(out.decode("utf-8"))
@@ -817,6 +818,8 @@ def check_cli(data, report, variant):
     problems += check_report({k: v for k, v in parsed.items() if k != "expectation"} if isinstance(parsed, dict) else parsed)
     if not isinstance(parsed, dict):
         return problems
+    if parsed.pop("fixture", None) != "-":
+        problems.append("CLI (%s) report does not name its fixture" % variant)
     status = parsed.get("status")
     if variant == "json":
         if code != EXIT_BY_STATUS.get(status):

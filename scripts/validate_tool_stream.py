@@ -5346,6 +5346,155 @@ def render_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# --- CI report formats -----------------------------------------------------------
+
+def envelope_spans(text: str) -> dict[str, Any]:
+    """Where the top-level members of an envelope start in its text (character offsets).
+
+    Returns {key: offset of the key's opening quote}, plus "<stream>": the offsets of
+    the elements of the chunks/events list, "<values>": {key: (start, end) of its value}
+    and "<end>": the offset of the closing brace.  Best effort: text that is not one JSON
+    object gives what was found before the problem (an annotation then points higher up).
+    """
+    decoder = json.JSONDecoder()
+    values: dict[str, tuple[int, int]] = {}
+    out: dict[str, Any] = {"<values>": values}
+    ws = _WS_RUN.match
+    try:
+        pos = ws(text, 0).end()
+        if not text.startswith("{", pos):
+            return out
+        pos = ws(text, pos + 1).end()
+        while text.startswith('"', pos):
+            key, after = decoder.raw_decode(text, pos)
+            out.setdefault(key, pos)
+            pos = ws(text, after).end()
+            if not text.startswith(":", pos):
+                return out
+            pos = ws(text, pos + 1).end()
+            value_start = pos
+            if key in ("chunks", "events") and text.startswith("[", pos) and "<stream>" not in out:
+                starts: list[int] = []
+                out["<stream>"] = starts
+                pos = ws(text, pos + 1).end()
+                while not text.startswith("]", pos):
+                    starts.append(pos)
+                    _, pos = decoder.raw_decode(text, pos)
+                    pos = ws(text, pos).end()
+                    if text.startswith(",", pos):
+                        pos = ws(text, pos + 1).end()
+                    elif not text.startswith("]", pos):
+                        return out
+                pos += 1
+            else:
+                _, pos = decoder.raw_decode(text, pos)
+            values.setdefault(key, (value_start, pos))
+            pos = ws(text, pos).end()
+            if text.startswith("}", pos):
+                out["<end>"] = pos
+                return out
+            if not text.startswith(",", pos):
+                return out
+            pos = ws(text, pos + 1).end()
+        if text.startswith("}", pos):
+            out["<end>"] = pos
+    except (ValueError, RecursionError):
+        pass
+    return out
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset (lines end at LF, CRLF or CR)."""
+    head = text[:offset]
+    line = head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+    start = max(head.rfind("\n"), head.rfind("\r")) + 1
+    return line, offset - start + 1
+
+
+def _github_escape(text: str, property_value: bool = False) -> str:
+    """Escape a workflow-command value (GitHub's rules: % CR LF, and : , in properties)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
+
+
+def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes) -> str:
+    """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
+
+    A finding with a stream position points at that element of chunks/events; one
+    at the end of the stream at the stream key; an envelope finding at the key it
+    names (else line 1).  Expect differences are one annotation each, at line 1.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    spans = envelope_spans(text) if text else {}
+    starts = spans.get("<stream>", [])
+    stream_key = spans.get("chunks", spans.get("events"))
+    name = _github_escape(path, True)
+    lines = []
+    findings = report["findings"] if differences is None else []
+    for finding in findings:
+        offset = None
+        if finding["position"] is not None and finding["position"] < len(starts):
+            offset = starts[finding["position"]]
+        elif finding["code"] in (INVALID_FIXTURE, UNKNOWN_PROFILE):
+            named = [key for key in spans if not key.startswith("<") and f'"{key}"' in finding["message"]]
+            offset = spans[named[0]] if named else None
+        elif stream_key is not None:
+            offset = stream_key
+        line, col = _line_col(text, offset) if offset is not None else (1, 1)
+        message = _github_escape(f"{finding['code']}: {finding['message']}")
+        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+    for difference in differences or ():
+        lines.append(f"::error file={name},line=1,col=1::{_github_escape('expect: ' + difference)}\n")
+    return "".join(lines)
+
+
+_XML_UNSAFE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """Characters XML 1.0 cannot carry (controls, lone surrogates) as \\uXXXX escapes."""
+    return _XML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]], allow_not_applicable: bool) -> str:
+    """One JUnit XML document: a test case per fixture (the schema GitHub, GitLab and Jenkins read).
+
+    A case fails when the fixture does not succeed: blocked, or an expect mismatch
+    under --expect; not_applicable is skipped with --allow-not-applicable, else a failure.
+    """
+    import xml.etree.ElementTree as ET
+
+    failures = sum(1 for _, _, code, _ in cases if code != EXIT_PASS)
+    skipped = sum(1 for _, report, code, differences in cases
+                  if code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
+    suites = ET.Element("testsuites", name=TOOL, tests=str(len(cases)), failures=str(failures), errors="0",
+                        skipped=str(skipped))
+    suite = ET.SubElement(suites, "testsuite", name=TOOL, tests=str(len(cases)), failures=str(failures),
+                          errors="0", skipped=str(skipped))
+    for path, report, code, differences in cases:
+        case = ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path), file=_xml_safe(path))
+        findings = [f"{f['code']}: {f['message']}" for f in report["findings"]]
+        if code != EXIT_PASS:
+            if differences:
+                kind, headline, body = "expect_mismatch", f"expect mismatch: {differences[0]}", differences
+            else:
+                codes = sorted({f["code"] for f in report["findings"]})
+                kind = report["status"]
+                headline = f"{report['status']}: " + (", ".join(codes) or "the turn carries no tool call")
+                body = findings
+            failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
+            failure.text = _xml_safe("\n".join(body))
+        elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
+            ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
+        out = ET.SubElement(case, "system-out")
+        out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
+                             f"{len(report['findings'])} finding(s)")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
 # ---------------------------------------------------------------------------
 # Capture import: a raw Server-Sent-Events body becomes a fixture envelope
 # ---------------------------------------------------------------------------
@@ -6384,10 +6533,23 @@ def _parse_args(argv: list[str]) -> Any:
         prog="validate_tool_stream.py",
         description="Decide whether the tool calls in one captured, streamed assistant turn may be "
                     "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
+        epilog="subcommands (each has its own --help):\n"
+               "  capture   turn a raw SSE body (bedrock: AWS event stream) into a fixture envelope\n"
+               "  pin       write each fixture's current outcome into its expect block",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
                         help="fixture file (JSON envelope), a folder of them, or - for standard input")
-    parser.add_argument("--report", choices=("json", "text"), default="json", help="report format (default json)")
+    parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="json",
+                        help="report format: json (default), text, junit (JUnit XML, one test case per fixture) "
+                             "or github (workflow-command annotations at the chunk's line in the file)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="json/text/github: print only fixtures that fail, then the summary")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip fixtures whose path or file name matches GLOB (folder runs; repeatable)")
+    parser.add_argument("--allow-not-applicable", action="store_true",
+                        help="a turn without tool calls counts as success (exit 0, a skipped JUnit case)")
     parser.add_argument("--expect", action="store_true",
                         help="check the fixture's expect block: exit 0 if the outcome matches, 1 if not")
     parser.add_argument("--adapter-output", metavar="FILE",
@@ -6418,22 +6580,28 @@ def _parse_args(argv: list[str]) -> Any:
 
 
 def _positive_number(text: str) -> float:
+    """argparse type; its error names the option ("argument --max-schema-seconds: ...")."""
+    import argparse
+
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"expected a positive number, got {text[:30]!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text[:30]!r}") from None
     if not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
-        raise UsageError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
     return value
 
 
 def _positive_int(text: str) -> int:
+    """argparse type; its error names the option ("argument --max-depth: ...")."""
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
-        raise UsageError(f"expected a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:30]!r}") from None
     if not 0 < value <= 2 ** 53:
-        raise UsageError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
     return value
 
 
@@ -6449,8 +6617,13 @@ def _read_input(path: str, limit: int) -> bytes:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _expand(paths: list[str]) -> tuple[list[str], bool]:
-    """Fixture paths in order (folders: their *.json files, recursively, sorted); many?"""
+def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]:  # noqa: B006 - read only
+    """Fixture paths in order (folders: their *.json files, recursively, sorted); many?
+
+    Every file is opened once before anything is validated, so an unreadable one
+    is a usage error with no report printed.
+    """
+    import fnmatch
     import os
 
     found: list[str] = []
@@ -6467,17 +6640,31 @@ def _expand(paths: list[str]) -> tuple[list[str], bool]:
             raise UsageError(f"cannot read {path}: no such file")
         else:
             found.append(path)
+    if exclude:
+        found = [path for path in found if path == "-" or not any(
+            fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(os.path.basename(path), glob) for glob in exclude)]
+        if not found:
+            raise UsageError("--exclude left no fixture to validate")
     if found.count("-") > 1 or ("-" in found and many):
         raise UsageError("standard input (-) can only be the single fixture")
+    for path in found:
+        if path != "-":
+            try:
+                open(path, "rb").close()
+            except OSError as exc:
+                raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     return found, many
 
 
-def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
-    """Validate one fixture: (report, exit code, expect differences or None)."""
-    report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits, True)
+def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, bytes]:
+    """Validate one fixture: (report, exit code, expect differences or None, the file's bytes)."""
+    data = _read_input(path, limits.max_input_bytes)
+    report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
         report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits)))
     code = EXIT_BY_STATUS[report["status"]]
+    if code == EXIT_NOT_APPLICABLE and args.allow_not_applicable:
+        code = EXIT_PASS
     differences = None
     if args.expect:
         expect = doc.get("expect") if isinstance(doc, dict) else None
@@ -6488,7 +6675,7 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
         code = EXIT_PASS if not differences else EXIT_BLOCKED
     if args.redact_arguments:
         report = redact_arguments(report)
-    return report, code, differences
+    return report, code, differences, data
 
 
 def _adapter_doc(path: str, limits: Limits) -> list[dict]:
@@ -6507,7 +6694,7 @@ def _run_capture(argv: list[str]) -> int:
         def error(self, message: str) -> Any:
             raise UsageError(message)
 
-    parser = Parser(prog="validate_tool_stream.py capture",
+    parser = Parser(prog="validate_tool_stream.py capture", allow_abbrev=False,
                     description="Turn a raw server-sent-events body (bedrock: the binary AWS event stream) into a "
                                 "fixture envelope, redacted by default.")
     parser.add_argument("sse", metavar="RAW.sse", help="the raw body as captured (or - for standard input)")
@@ -6544,47 +6731,150 @@ def _run_capture(argv: list[str]) -> int:
     return EXIT_PASS
 
 
+def pinned_expect(report: dict[str, Any], old: Any) -> dict[str, Any]:
+    """The expect block that pins a report exactly: status, the set of codes, the calls.
+
+    Other members of an existing block (notes) are kept after the pinned ones.
+    """
+    expect: dict[str, Any] = {
+        "status": report["status"],
+        "codes": sorted({finding["code"] for finding in report["findings"]}),
+        "calls": [{key: call[key] for key in ("id", "name", "arguments")} for call in report["calls"]],
+    }
+    if isinstance(old, dict):
+        expect.update((key, value) for key, value in old.items() if key not in expect)
+    return expect
+
+
+def write_expect(text: str, expect: dict[str, Any]) -> str | None:
+    """text with its top-level expect value replaced (or added last); None when it cannot be placed.
+
+    Only the expect value changes: every other byte of the file stays as it was.
+    """
+    spans = envelope_spans(text)
+    if "<end>" not in spans:
+        return None
+    key_at = spans.get("expect")
+    first = min((at for key, at in spans.items() if not key.startswith("<")), default=None)
+    compact = first is not None and _line_col(text, first)[0] == 1   # a one-line file stays one line
+    indent = 0 if compact else (_line_col(text, first)[1] - 1 if first is not None else 2)
+    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": indent or 2}
+    block = json.dumps(expect, ensure_ascii=False, **layout)
+    try:
+        block.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in an argument: keep it escaped
+        block = json.dumps(expect, ensure_ascii=True, **layout)
+    block = block.replace("\n", "\n" + " " * indent)
+    if key_at is not None:
+        start, end = spans["<values>"]["expect"]
+        return text[:start] + block + text[end:]
+    end = spans["<end>"]
+    body_end = len(text[:end].rstrip(" \t\r\n"))
+    newline = "" if compact else ("\r\n" if "\r\n" in text else "\n")
+    separator = "," if first is not None else ""
+    return (text[:body_end] + separator + newline + " " * indent + '"expect":' + ("" if compact else " ")
+            + block + newline + text[end:])
+
+
+def _run_pin(argv: list[str]) -> int:
+    """`pin`: write each fixture's current outcome into its expect block (like a snapshot update)."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(message)
+
+    parser = Parser(prog="validate_tool_stream.py pin", allow_abbrev=False,
+                    description="Validate each fixture and write its outcome — status, the exact set of finding "
+                                "codes, the exact calls — into its expect block, leaving every other byte of the "
+                                "file as it was. Exit 0 when every fixture was pinned, 3 when one was refused.")
+    parser.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture files or folders")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip fixtures whose path or file name matches GLOB (repeatable)")
+    parser.add_argument("--allow-invalid", action="store_true",
+                        help="also pin envelopes that were never judged (invalid_fixture, unknown_profile)")
+    args = parser.parse_args(argv)
+    if "-" in args.fixtures:
+        raise UsageError("pin rewrites files; standard input (-) cannot be pinned")
+    paths, _ = _expand(args.fixtures, args.exclude)
+    limits = Limits()
+    refused = 0
+    for path in paths:
+        data = _read_input(path, limits.max_input_bytes)
+        report, doc = _validate_bytes_keeping_doc(data, limits, True)
+        codes = {finding["code"] for finding in report["findings"]}
+        never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
+        text = data.decode("utf-8") if isinstance(doc, dict) else None
+        new_text = None
+        if text is not None and (not never_judged or args.allow_invalid):
+            new_text = write_expect(text, pinned_expect(report, doc.get("expect")))
+        if new_text is None:
+            refused += 1
+            why = (f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
+                   if never_judged and text is not None else "it is not a JSON object this tool can rewrite")
+            sys.stderr.write(f"pin: {path}: not pinned: {why}\n")
+            continue
+        if new_text != text:
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(new_text)
+        sys.stdout.write(f"{'pinned' if new_text != text else 'already pinned'} {path}: {report['status']}"
+                         + (f" ({', '.join(sorted(codes))})" if codes else "") + "\n")
+    return EXIT_CANNOT_RUN if refused else EXIT_PASS
+
+
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
     if argv[:1] == ["capture"]:
         return _run_capture(argv[1:])
+    if argv[:1] == ["pin"]:
+        return _run_pin(argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
-    paths, many = _expand(args.fixtures)
+    paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")
-    if not many:
-        report, code, differences = _judge(paths[0], args, limits)
-        sys.stdout.write((render_text(report) if args.report == "text" else render_json(report)) + "\n")
-        if differences is not None:
-            sys.stderr.write("expect: matched\n" if not differences else
-                             "expect: MISMATCH\n" + "".join(f"  {d}\n" for d in differences))
-        return code
     counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
     mismatched: list[str] = []
+    cases: list[tuple[str, dict[str, Any], int, list[str] | None]] = []
     for path in paths:
-        report, _, differences = _judge(path, args, limits)
+        report, code, differences, data = _judge(path, args, limits)
         counts[report["status"]] += 1
         if differences:
             mismatched.append(path)
             sys.stderr.write(f"expect: MISMATCH {path}\n" + "".join(f"  {d}\n" for d in differences))
-        if args.report == "text":
+        elif differences is not None and not many:
+            sys.stderr.write("expect: matched\n")
+        failed = code != EXIT_PASS
+        if args.report == "junit":
+            cases.append((path, report, code, differences))
+        elif args.quiet and not failed:
+            pass
+        elif args.report == "github":
+            sys.stdout.write(render_github(path, report, differences, data))
+        elif args.report == "text":
             sys.stdout.write(f"== {path}\n{render_text(report)}\n")
-        else:
+        elif many:
             sys.stdout.write(json.dumps({"fixture": path, **report}, ensure_ascii=True) + "\n")
+        else:
+            sys.stdout.write(render_json({"fixture": path, **report}) + "\n")
+        del data
         sys.stdout.flush()
-    summary = {"fixtures": len(paths), **counts}
+    summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
-    if args.report == "text":
+    if args.report == "junit":
+        sys.stdout.write(render_junit(cases, args.allow_not_applicable))
+    elif args.report in ("text", "github") and (many or args.quiet):
         sys.stdout.write("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) + "\n")
-    else:
+    elif args.report == "json" and many:
         sys.stdout.write(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) + "\n")
     if args.expect:
         return EXIT_PASS if not mismatched else EXIT_BLOCKED
     if counts["blocked"]:
         return EXIT_BLOCKED
-    return EXIT_NOT_APPLICABLE if counts["not_applicable"] else EXIT_PASS
+    if counts["not_applicable"] and not args.allow_not_applicable:
+        return EXIT_NOT_APPLICABLE
+    return EXIT_PASS
 
 
 def main(argv: list[str] | None = None) -> int:

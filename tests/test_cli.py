@@ -78,14 +78,15 @@ class Reports(unittest.TestCase):
         code, out, _ = run_cli("-", "--report", "text", stdin=dumps(PASS_DOC))
         self.assertEqual(code, 0)
         lines = out.splitlines()
-        self.assertTrue(lines[0].startswith("PASS"))
-        self.assertIn('id="call_1"', lines[1])
+        self.assertEqual(lines[0], "== -")                      # issue 12: output always names the fixture
+        self.assertTrue(lines[1].startswith("PASS"))
+        self.assertIn('id="call_1"', lines[2])
 
     def test_text_report_lists_findings(self):
         doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
         code, out, _ = run_cli("-", "--report", "text", stdin=dumps(doc))
         self.assertEqual(code, 1)
-        self.assertTrue(out.startswith("BLOCKED"))
+        self.assertTrue(out.startswith("== -\nBLOCKED"))
         self.assertIn("missing_terminal at end of stream", out)
 
     def test_text_report_never_echoes_an_unknown_profile(self):

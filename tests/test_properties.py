@@ -1243,7 +1243,8 @@ class Determinism(unittest.TestCase):
                 self.assertEqual(proc.returncode, 1, proc.stderr)
                 outputs.add(proc.stdout)
             self.assertEqual(len(outputs), 1, data[:200])
-            self.assertEqual(json.loads(outputs.pop()), json.loads(vts.render_json(vts.validate_bytes(data))))
+            self.assertEqual(json.loads(outputs.pop()),
+                             {"fixture": "-", **json.loads(vts.render_json(vts.validate_bytes(data)))})
 
 
 # ---------------------------------------------------------------------------

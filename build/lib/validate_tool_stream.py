@@ -1,0 +1,6613 @@
+#!/usr/bin/env python3
+"""validate_tool_stream: a fail-closed gate for streamed LLM tool calls.
+
+Given a redacted capture of one assistant turn, this tool answers one question:
+may the tool calls in it be handed to execution?  It never executes anything and
+never touches the network.
+
+Theory of operation (data flows one way, top to bottom of this file):
+
+    load envelope -> normalize -> reassemble -> validate -> gate -> report
+
+* The envelope loader parses the fixture strictly; a malformed envelope is a
+  finding, never "no tool calls".
+* A normalizer per wire format translates raw chunks/events into a handful of
+  provider-neutral events (open, fragment, end of a slot; end of a choice or of
+  the turn).  A normalizer only reports what it cannot translate; it never
+  decides whether a slot is complete or consistent.
+* One provider-neutral slot machine consumes those events.  Every rule about
+  identity, ordering and terminal evidence lives there, in transition tables.
+* Only after the stream is consumed are slots that reached their provider's
+  terminal validated: strict JSON first, then the tool's schema subset.
+* The gate is atomic: one finding anywhere blocks every call of the turn.
+
+Profiles: openai and mistral (chat-completion chunks), anthropic (Messages
+events), openai-responses (Responses API events), bedrock (ConverseStream).
+Besides validation the file holds a raw-SSE import (`capture`) and an adapter
+differential (`--adapter-output`); both sit after the gate and reuse it.
+
+Standard library only; Python 3.10+.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import json
+import math
+import re
+import sys
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
+
+VERSION = "0.1.0"
+TOOL = "validate_tool_stream"
+
+# ---------------------------------------------------------------------------
+# Finding codes (stable: renaming one is a breaking change)
+# ---------------------------------------------------------------------------
+
+INVALID_FIXTURE = "invalid_fixture"
+UNKNOWN_PROFILE = "unknown_profile"
+UNSUPPORTED_EVENT = "unsupported_event"
+UNEXPECTED_EVENT = "unexpected_event"
+STREAM_ERROR = "stream_error"
+MISSING_INDEX = "missing_index"
+MISSING_SLOT = "missing_slot"
+IDENTITY_COLLISION = "identity_collision"
+MISSING_ID = "missing_id"
+MISSING_NAME = "missing_name"
+DELTA_AFTER_TERMINAL = "delta_after_terminal"
+DUPLICATE_TERMINAL = "duplicate_terminal"
+MISSING_TERMINAL = "missing_terminal"
+WRONG_TERMINAL_REASON = "wrong_terminal_reason"
+AMBIGUOUS_CHOICE = "ambiguous_choice"
+MALFORMED_JSON = "malformed_json"
+TRAILING_DATA = "trailing_data"
+NON_FINITE_NUMBER = "non_finite_number"
+DUPLICATE_KEY = "duplicate_key"
+INVALID_UNICODE = "invalid_unicode"
+LIMIT_EXCEEDED = "limit_exceeded"
+NON_OBJECT_ARGUMENTS = "non_object_arguments"
+UNKNOWN_TOOL = "unknown_tool"
+UNSUPPORTED_SCHEMA = "unsupported_schema"
+SCHEMA_VIOLATION = "schema_violation"
+REQUEST_VIOLATION = "request_violation"
+ADAPTER_MISMATCH = "adapter_mismatch"  # only with --adapter-output (differential testing)
+
+FINDING_CODES: dict[str, str] = {
+    INVALID_FIXTURE: "the envelope is not a valid fixture",
+    UNKNOWN_PROFILE: "the profile is not one this tool knows",
+    UNSUPPORTED_EVENT: "a chunk or event this tool cannot translate",
+    UNEXPECTED_EVENT: "a known event in a place the protocol does not allow",
+    STREAM_ERROR: "the provider reported an error inside the stream",
+    MISSING_INDEX: "a tool-call fragment without a usable slot index",
+    MISSING_SLOT: "a slot index gap, or a tool signal with no slot",
+    IDENTITY_COLLISION: "a slot's id or name changed, or two slots share an id",
+    MISSING_ID: "a slot reached its terminal without an id",
+    MISSING_NAME: "a slot reached its terminal without a name",
+    DELTA_AFTER_TERMINAL: "a fragment or event after its terminal signal",
+    DUPLICATE_TERMINAL: "a terminal signal sent twice",
+    MISSING_TERMINAL: "the stream ended before a required terminal signal",
+    WRONG_TERMINAL_REASON: "the turn ended for a reason other than tool use",
+    AMBIGUOUS_CHOICE: "tool calls in more than one choice",
+    MALFORMED_JSON: "the arguments are not JSON",
+    TRAILING_DATA: "something follows the first JSON document",
+    NON_FINITE_NUMBER: "NaN, Infinity, or a number that overflows a double",
+    DUPLICATE_KEY: "an object repeats a key",
+    INVALID_UNICODE: "an unpaired UTF-16 surrogate",
+    LIMIT_EXCEEDED: "a documented size, depth or count limit was exceeded",
+    NON_OBJECT_ARGUMENTS: "the arguments are JSON but not an object",
+    UNKNOWN_TOOL: "the call names a tool absent from tool_schemas",
+    UNSUPPORTED_SCHEMA: "the tool's schema is outside the supported subset",
+    SCHEMA_VIOLATION: "the arguments do not satisfy the tool's schema",
+    REQUEST_VIOLATION: "a call the request's tool controls did not allow",
+    ADAPTER_MISMATCH: "the application's adapter reassembled different calls",
+}
+
+PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
+# Profiles with a reviewed raw-body import and redaction (bedrock: the binary AWS event stream).
+CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
+STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
+              "bedrock": "events"}
+ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
+
+# What the application executes for a call: a JSON function call (arguments are a JSON
+# object), a custom tool call (free-form text input), or an item kind of its own
+# (computer_call, local_shell_call...) that this tool reports but has no check for.
+FUNCTION, CUSTOM = "function", "custom"
+
+EXIT_PASS, EXIT_BLOCKED, EXIT_NOT_APPLICABLE, EXIT_CANNOT_RUN = 0, 1, 2, 3
+EXIT_BY_STATUS = {"pass": EXIT_PASS, "blocked": EXIT_BLOCKED, "not_applicable": EXIT_NOT_APPLICABLE}
+
+
+class _Record:
+    """Equality and repr from __slots__ for the small value classes of this file.
+
+    Written out rather than taken from dataclasses: importing and applying that
+    module cost more than a whole small validation, and start-up time counts
+    when a CI step runs this once per fixture.
+    """
+
+    __slots__ = ()
+    __hash__ = None  # mutable records are not hashable, as with a plain dataclass
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({values})"
+
+
+class _FrozenRecord(_Record):
+    """A read-only _Record: set once through _freeze(), hashable by value."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, name) for name in self.__slots__))
+
+
+def _freeze(record: _FrozenRecord, values: dict[str, Any]) -> None:
+    """Fill a frozen record's slots from its __init__ arguments (locals())."""
+    for name in record.__slots__:
+        object.__setattr__(record, name, values[name])
+
+
+MAX_SCHEMA_SECONDS = 1_000_000  # the interval timer refuses much larger budgets
+
+
+class Limits(_FrozenRecord):
+    """Bounds that turn pathological input into limit_exceeded, never a crash.
+
+    Every count is a positive integer and the schema budget a number of seconds in
+    (0, MAX_SCHEMA_SECONDS]; anything else is a ValueError at construction.
+    """
+
+    __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
+                 "max_schema_depth", "max_evaluations", "max_pattern_subject", "max_findings",
+                 "max_schema_seconds")
+
+    def __init__(self, max_input_bytes: int = 256 * 1024 * 1024, max_argument_bytes: int = 32 * 1024 * 1024,
+                 max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
+                 max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
+                 max_findings: int = 1000, max_schema_seconds: float = 2.0) -> None:
+        values = dict(locals())
+        for name in self.__slots__:
+            value = values[name]
+            if name == "max_schema_seconds":
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not number or not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
+                    raise ValueError(f"Limits: max_schema_seconds must be a number in (0, {MAX_SCHEMA_SECONDS}], "
+                                     f"got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"Limits: {name} must be a positive integer, got {value!r}")
+        _freeze(self, values)
+
+
+
+class Finding(_Record):
+    """One reason to block, tied to the stream position and slot where it arose."""
+
+    __slots__ = ("code", "message", "position", "choice", "index", "pointer")
+
+    def __init__(self, code: str, message: str, position: int | None = None, choice: int | None = None,
+                 index: int | None = None, pointer: str | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.position = position
+        self.choice = choice
+        self.index = index
+        self.pointer = pointer
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "choice": self.choice,
+            "index": self.index,
+            "position": self.position,
+            "message": self.message,
+        }
+        if self.pointer is not None:
+            out["pointer"] = self.pointer
+        return out
+
+
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+# A protocol word: "tool_use", "contentBlockDelta", "MAX_TOKENS", "web_search_20250305",
+# "response.output_item.added".  Each piece between _ . - is digits, capitals, or a
+# (camel-case) word; a piece that mixes letters and digits, a long capital run or many
+# case changes looks like a key id or token (sk-..., AKIA..., eyJ...) and is never quoted.
+_WORD_PIECE = re.compile(r"[0-9]{1,8}|[A-Z]{1,12}|[A-Z]?[a-z]+(?:[A-Z][a-z]+){0,3}")
+_WORD_SPLIT = re.compile(r"[_.-]")
+_WORD_MAX = 40
+
+
+def _protocol_word(value: Any) -> str | None:
+    """value when it is safe to quote in a message (see _WORD_PIECE), else None."""
+    if (isinstance(value, str) and 0 < len(value) <= _WORD_MAX and _TOKEN_CHARS.issuperset(value)
+            and all(not piece or _WORD_PIECE.fullmatch(piece) for piece in _WORD_SPLIT.split(value))):
+        return value
+    return None
+
+
+def _token(value: Any) -> str:
+    """Quote a wire value that is not call identity or arguments; the one place that does.
+
+    The report and every message must not carry stream content or secrets,
+    so only a protocol word is quoted; anything else is described by its kind.
+    """
+    if _protocol_word(value) is not None:
+        return json.dumps(value)
+    if isinstance(value, str):
+        return "an unrecognised string" if value else "an empty string"
+    return _describe(value)
+
+
+def _describe(value: Any) -> str:
+    """Short, content-free description of a wire value for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and abs(value) >= 10 ** 24:
+        return "a number of more than 24 digits"   # repr() of a huge int may even raise
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return text if len(text) <= 24 else text[:21] + "..."
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _is_json(value: Any) -> bool:
+    """Whether value serialises as strict JSON (what the report must be)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _wire_str(value: Any) -> str | None:
+    """A wire value used as a table key: strings only (a list or object is unhashable)."""
+    return value if isinstance(value, str) else None
+
+
+def _is_index(value: Any) -> bool:
+    """A slot or choice index is a non-negative JSON integer; true is not 0."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# ---------------------------------------------------------------------------
+# Strict JSON primitives, shared by the envelope, SSE import and arguments
+# ---------------------------------------------------------------------------
+
+
+class JsonProblem(Exception):
+    """Text that fails strict JSON; carries the finding code (and a line when known)."""
+
+    def __init__(self, code: str, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.line = line
+
+
+_JSON_WS_CHARS = (" ", "\t", "\n", "\r")
+_WS_RUN = re.compile(r"[ \t\n\r]*")  # RFC 8259 whitespace only, not Python's wider str.isspace set
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """The position after the run of JSON whitespace at pos."""
+    return _WS_RUN.match(text, pos).end()
+
+
+def _strict_pairs(pairs: list[tuple[str, Any]], dict: type = dict, len: Callable = len) -> dict[str, Any]:
+    obj = dict(pairs)  # builtins bound as defaults: this runs once per parsed object
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonProblem(DUPLICATE_KEY, f"key {_token(key)} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
+def _strict_constant(name: str) -> Any:
+    raise JsonProblem(NON_FINITE_NUMBER, f"{name} is not a JSON number")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if value in (float("inf"), float("-inf")):
+        raise JsonProblem(NON_FINITE_NUMBER, f"number {token[:24]} overflows a double")
+    return value
+
+
+def _strict_decoder(parse_float: Callable[[str], Any] = _finite_float,
+                    parse_int: Callable[[str], Any] = int) -> json.JSONDecoder:
+    """Python's decoder with the hooks that refuse what RFC 8259 or this tool does not allow."""
+    return json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_float=parse_float, parse_int=parse_int,
+                            parse_constant=_strict_constant)
+
+
+def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float,
+                    parse_int: Callable[[str], Any] = int, what: str = "the text") -> Any:
+    """Exactly one strict RFC 8259 document, or JsonProblem.
+
+    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
+    last duplicate key and lets raw_decode stop before trailing data; the
+    hooks and checks here refuse each.  Lone surrogate escapes pass: callers
+    decide (fixture strings may hold half a pair, arguments may not).
+    """
+    start = _skip_ws(text, 0)
+    if start == len(text):
+        raise JsonProblem(MALFORMED_JSON, f"{what}: empty" if not text else f"{what}: only whitespace")
+    decoder = _strict_decoder(parse_float, parse_int)
+    try:
+        value, end = decoder.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(MALFORMED_JSON, f"{exc.msg} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
+    except RecursionError:
+        raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
+    except ValueError as exc:  # integers beyond CPython's digit limit
+        raise JsonProblem(LIMIT_EXCEEDED, f"a number cannot be read: {str(exc)[:80]}") from None
+    if _skip_ws(text, end) != len(text):
+        raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
+                          text.count("\n", 0, end) + 1)
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Envelope loading: strict JSON for the fixture file itself
+# ---------------------------------------------------------------------------
+
+
+class EnvelopeError(Exception):
+    """The fixture bytes are not one strict JSON document."""
+
+
+def parse_envelope_bytes(data: bytes) -> Any:
+    """Decode fixture bytes as one strict RFC 8259 document (EnvelopeError otherwise).
+
+    Lone surrogate escapes are allowed here on purpose: a provider may split a
+    UTF-16 pair across two fragments, and each fragment is a separate string.
+    """
+    return _parse_envelope_text(_envelope_text(data))
+
+
+def _envelope_text(data: bytes) -> str:
+    """The fixture bytes as text: UTF-8 without a byte order mark (EnvelopeError otherwise)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise EnvelopeError("the file starts with a UTF-8 byte order mark")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EnvelopeError(f"the file is not UTF-8 (byte {exc.start})") from None
+
+
+def _parse_envelope_text(text: str) -> Any:
+    try:
+        return decode_document(text, what="the envelope")
+    except JsonProblem as problem:
+        raise EnvelopeError(f"not strict JSON: {problem.message}") from None
+
+
+_ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+_MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+
+
+class _NotStreamable(Exception):
+    """The streaming reader met something it leaves to the whole-document parse."""
+
+
+# Where one object item of a list may end and the next begin.  Only a candidate: the
+# same characters occur inside strings and nested lists.
+_ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+# The same for a list of other items (a hostile stream of numbers or strings): a comma
+# after a character that can end a value (not after an escaped quote).
+_ANY_BOUNDARY = re.compile(r'(?<=[0-9el\]}"])(?<!\\")[ \t\n\r]*,[ \t\n\r]*')
+_LIST_BOUNDARY = re.compile(r"(?<=\])[ \t\n\r]*,[ \t\n\r]*(?=\[)")
+_BATCH_CHARS = 1 << 15
+
+# Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
+# by the text.  Read piece by piece, a value sits shallower than in the whole document,
+# so it could parse here and not there.  Pieces are therefore parsed inside _PAD extra
+# levels of list ("[[...]]" around them): deeper than in the whole document, never
+# shallower.  Where the pad makes a parse fail, the whole-document parse decides.
+_PAD = 32
+_PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
+# A value whose text holds fewer brackets than this nests too shallowly for the
+# interpreter's limit to matter (unless called within that many frames of it).
+_SHALLOW_BRACKETS = 64
+
+
+def _unpad(value: Any) -> Any:
+    """The value inside the _PAD lists a padded parse put around it.
+
+    Each pad level must hold exactly one element: stray "]]" and "[[" in the
+    piece could otherwise pair up with pad brackets and parse as another shape.
+    """
+    for _ in range(_PAD):
+        if type(value) is not list or len(value) != 1:
+            raise _NotStreamable
+        value = value[0]
+    return value
+
+
+def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
+    """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
+    value, end = scan(text, pos)
+    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
+        padded = _PAD_OPEN + piece + _PAD_CLOSE
+        value, padded_end = scan(padded, 0)
+        if padded_end != len(padded):
+            raise _NotStreamable
+        value = _unpad(value)
+    return value, end
+
+
+class _ArrayItems:
+    """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
+
+    Iterating yields each item once; afterwards `end` is the position after
+    the closing "]".  Anything unexpected raises _NotStreamable.
+
+    Why batches: one parser call per item costs about a fifth of the parse
+    itself when items are small.  A batch is the text up to a candidate
+    boundary "}, {" some 32 KiB on (any comma when the batch does not start
+    with an object), parsed as one list "[...]" (inside the pad, see _PAD).  A candidate
+    inside a string leaves that string open, and one inside a nested value
+    leaves a bracket open, so the batch is then not one complete list and
+    fails to parse; only then are those items read one at a time.  A batch
+    that parses is exactly the items the whole list holds there.
+    """
+
+    def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> None:
+        self.text, self.start, self.scan = text, start, scan
+        self.end = -1
+
+    def __iter__(self) -> Iterator[Any]:
+        text, scan, item_end = self.text, self.scan, _ITEM_END.match
+        objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
+        pos = _WS_RUN.match(text, self.start + 1).end()
+        if text.startswith("]", pos):
+            self.end = pos + 1
+            return
+        batch_from = pos  # after a failed candidate, items go one by one up to it
+        while True:
+            if pos >= batch_from:
+                is_object = text.startswith("{", pos)
+                cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
+                    text, pos + _BATCH_CHARS)
+                if cut is not None:
+                    piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
+                    wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
+                    try:
+                        batch, end = scan(wrapped, 0)
+                        batch = _unpad(batch) if end == len(wrapped) else None
+                    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+                        batch = None
+                    if batch is not None:
+                        yield from batch
+                        pos = next_pos  # the first character of the next item
+                        continue
+                    batch_from = cut.end()
+                else:
+                    batch_from = len(text)
+            try:
+                item, pos = _scan_padded(text, pos, scan)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                raise _NotStreamable from None
+            yield item
+            if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
+                pos += 1  # compact JSON: the next item starts right after the comma
+                continue
+            sep = item_end(text, pos)
+            if sep is None:
+                raise _NotStreamable
+            pos = sep.end()
+            if sep.group(1) == "]":
+                self.end = pos
+                return
+
+
+def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
+    """(report, envelope) validated while reading, or None to take the canonical path.
+
+    A large capture is mostly its stream list.  When "profile" and "tool_schemas"
+    come before that list (the usual layout), each chunk is parsed, fed to the
+    gate and dropped, so memory stays flat and each chunk is handled while it is
+    still in the CPU cache; the envelope returned then holds an empty list in
+    place of the stream.  Other layouts are parsed whole and validated as by
+    validate_envelope().  Any error returns None: the caller then parses the
+    whole document, so verdicts and messages are those of the canonical path.
+    """
+    scan = _strict_decoder().scan_once
+    ws, member_end = _WS_RUN.match, _MEMBER_END.match
+    pos = ws(text, 0).end()
+    if not text.startswith("{", pos):
+        return None
+    pos = ws(text, pos + 1).end()
+    doc: dict[str, Any] = {}
+    gate: StreamGate | None = None
+    try:
+        while True:
+            if not text.startswith('"', pos):
+                return None
+            key, pos = scan(text, pos)
+            pos = ws(text, pos).end()
+            if key in doc or not text.startswith(":", pos):
+                return None
+            pos = ws(text, pos + 1).end()
+            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
+            if gate is not None and key == "request":
+                return None  # the request shapes the gate: after the stream, read the whole document
+            if (gate is None and isinstance(profile, str) and STREAM_KEY.get(profile) == key
+                    and isinstance(schemas, dict) and text.startswith("[", pos)):
+                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
+                items = _ArrayItems(text, pos, scan)
+                gate.feed_all(items)
+                value, pos = [], items.end
+            else:
+                value, pos = _scan_padded(text, pos, scan)
+            doc[key] = value
+            sep = member_end(text, pos)
+            if sep is None:
+                return None
+            pos = sep.end()
+            if sep.group(1) == "}":
+                break
+    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    if pos != len(text):
+        return None
+    return _finish_envelope(doc, limits, gate), doc
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """True when containers nest deeper than limit (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((item, depth + 1) for item in (node.values() if isinstance(node, dict) else node))
+    return False
+
+
+def _limits(limits: Any) -> Limits:
+    """The caller's Limits, or the defaults; anything else is a programming error (TypeError)."""
+    if limits is None:
+        return Limits()
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
+    return limits
+
+
+def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
+    """Every way the parsed envelope breaks the contract (SPEC section 1)."""
+    limits = _limits(limits)
+    if not isinstance(doc, dict):
+        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
+    problems: list[Finding] = []
+    for key in doc:
+        if key not in ENVELOPE_KEYS:
+            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
+    profile = doc.get("profile")
+    if "profile" not in doc:
+        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
+    elif not isinstance(profile, str):
+        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
+    elif profile not in PROFILES:
+        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
+    if "tool_schemas" not in doc:
+        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
+    elif not isinstance(doc["tool_schemas"], dict):
+        problems.append(Finding(INVALID_FIXTURE, f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
+    for key in ("meta", "expect", "request"):
+        if key in doc and not isinstance(doc[key], dict):
+            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
+    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
+        problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
+    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
+        problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
+                                                 "a Python object of another type)"))
+    if isinstance(profile, str) and profile in PROFILES:
+        try:
+            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
+        except RequestError as exc:
+            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
+        wanted = STREAM_KEY[profile]
+        other = "events" if wanted == "chunks" else "chunks"
+        if other in doc:
+            problems.append(Finding(INVALID_FIXTURE, f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
+        if wanted not in doc:
+            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
+        elif not isinstance(doc[wanted], list):
+            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# Request context: what the request allowed the model to call
+# ---------------------------------------------------------------------------
+#
+# The optional envelope key "request" holds the request's tool controls, in the
+# provider's own shape: tool_choice, parallel_tool_calls (OpenAI chat and
+# Responses) and tools (the names of the client tools the request offered).
+# One translator per request format turns them into a RequestContext, which
+# the slot machine (the forced "stop" terminal) and the gate read.  A shape a
+# translator does not know is a RequestError, hence invalid_fixture: a typo
+# must not silently drop a constraint.
+
+REQUEST_KEYS = ("tool_choice", "parallel_tool_calls", "tools")
+# tool_choice types of the Responses API that force a hosted (server-side) tool.
+_RESPONSES_HOSTED_CHOICES = frozenset({
+    "file_search", "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+    "computer_use_preview", "computer_use", "code_interpreter", "image_generation", "mcp", "local_shell",
+    "shell", "apply_patch",
+})
+
+
+class RequestError(ValueError):
+    """The envelope's request block has a shape no translator knows."""
+
+
+class RequestContext(_FrozenRecord):
+    """The request's tool controls, provider-neutral.
+
+    none: no call was allowed (tool_choice "none"); allowed: the only names a
+    call may have (a forced or restricted tool_choice), None when any; forced:
+    the one tool a named tool_choice forces, forced_kind its kind (function or
+    custom); single: at most one call (parallel_tool_calls false, Anthropic's
+    disable_parallel_tool_use); tools: the names the request offered, None
+    when not given; choice_text: how messages describe the tool_choice.
+    """
+
+    __slots__ = ("none", "allowed", "forced", "forced_kind", "single", "tools", "choice_text")
+
+    def __init__(self, none: bool = False, allowed: frozenset | None = None, forced: str | None = None,
+                 forced_kind: str = FUNCTION, single: bool = False, tools: frozenset | None = None,
+                 choice_text: str = "") -> None:
+        _freeze(self, locals())
+
+
+def _request_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"{where} must be a non-empty string, got {_describe(value)}")
+    return value
+
+
+def _request_members(value: Any, where: str, allowed: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict):
+        raise RequestError(f"{where} must be an object, got {_describe(value)}")
+    for key in value:
+        if key not in allowed:
+            raise RequestError(f"{where} has the member {_token(key)}, which is not one of {', '.join(allowed)}")
+    return value
+
+
+def _forced(name: str, kind: str = FUNCTION) -> dict:
+    what = "the custom tool " if kind == CUSTOM else ""
+    return {"allowed": frozenset({name}), "forced": name, "forced_kind": kind,
+            "choice_text": f"tool_choice forces {what}{json.dumps(name)}"}
+
+
+def _restricted(names: list[str]) -> dict:
+    return {"allowed": frozenset(names), "choice_text": "tool_choice allows only "
+            + (", ".join(json.dumps(n) for n in sorted(names)) or "hosted tools")}
+
+
+def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
+    """(name, kind) of {"type": "function", "function": {"name"}} (or "custom")."""
+    body = _request_members(entry, where, ("type", "function", "custom"))
+    kind = body.get("type")
+    if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
+        raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
+                           "or the custom equivalent")
+    return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
+
+
+def _choice_chat(choice: Any, mistral: bool = False) -> dict:
+    """OpenAI (and Mistral) chat completions tool_choice."""
+    words = ("none", "auto", "required", "any") if mistral else ("none", "auto", "required")
+    if isinstance(choice, str):
+        if choice not in words:
+            raise RequestError(f"tool_choice {_token(choice)} is not one of {', '.join(words)}")
+        return {"none": choice == "none"}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        body = _request_members(choice, "tool_choice", ("type", "allowed_tools"))
+        inner = _request_members(body.get("allowed_tools"), "tool_choice.allowed_tools", ("mode", "tools"))
+        if inner.get("mode") not in ("auto", "required") or not isinstance(inner.get("tools"), list):
+            raise RequestError("tool_choice.allowed_tools needs mode auto or required and a tools list")
+        return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")[0]
+                            for n, t in enumerate(inner["tools"])])
+    return _forced(*_chat_tool_ref(choice, "tool_choice"))
+
+
+def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
+    """(name, kind) of a function or custom tool; None for a hosted tool type."""
+    kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
+    if kind in ("function", "custom"):
+        _request_members(entry, where, ("type", "name"))
+        return _request_name(entry.get("name"), f"{where}.name"), kind
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return None
+    raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
+
+
+def _choice_responses(choice: Any) -> dict:
+    """Responses API tool_choice."""
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            raise RequestError(f"tool_choice {_token(choice)} is not one of none, auto, required")
+        return {"none": choice == "none"}
+    kind = _wire_str(choice.get("type")) if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        body = _request_members(choice, "tool_choice", ("type", "mode", "tools"))
+        if body.get("mode") not in ("auto", "required") or not isinstance(body.get("tools"), list):
+            raise RequestError("tool_choice of type allowed_tools needs mode auto or required and a tools list")
+        refs = [_responses_tool_ref(t, f"tool_choice.tools[{n}]") for n, t in enumerate(body["tools"])]
+        return _restricted([ref[0] for ref in refs if ref is not None])
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return {"allowed": frozenset(), "choice_text": f"tool_choice forces the hosted tool {json.dumps(kind)}"}
+    return _forced(*_responses_tool_ref(choice, "tool_choice"))
+
+
+def _choice_anthropic(choice: Any) -> dict:
+    """Anthropic Messages tool_choice: {"type": auto|any|tool|none, "name", "disable_parallel_tool_use"}."""
+    body = _request_members(choice, "tool_choice", ("type", "name", "disable_parallel_tool_use"))
+    kind, single = body.get("type"), body.get("disable_parallel_tool_use", False)
+    if not isinstance(single, bool):
+        raise RequestError(f"tool_choice.disable_parallel_tool_use must be a boolean, got {_describe(single)}")
+    if kind == "tool":
+        return dict(_forced(_request_name(body.get("name"), "tool_choice.name")), single=single)
+    if kind not in ("auto", "any", "none") or "name" in body:
+        raise RequestError(f"tool_choice type {_token(kind)} is not one of auto, any, tool, none (name only with tool)")
+    return {"none": kind == "none", "single": single}
+
+
+def _choice_bedrock(choice: Any) -> dict:
+    """Bedrock Converse toolConfig.toolChoice: {"auto": {}} | {"any": {}} | {"tool": {"name"}}."""
+    if not isinstance(choice, dict) or len(choice) != 1:
+        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
+    (kind, body), = choice.items()
+    if kind == "tool":
+        return _forced(_request_name(_request_members(body, "tool_choice.tool", ("name",)).get("name"),
+                                     "tool_choice.tool.name"))
+    if kind not in ("auto", "any") or body != {}:
+        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
+    return {}
+
+
+# profile -> (tool_choice translator, whether parallel_tool_calls is a field of that request)
+_REQUEST_FORMATS = {
+    "openai": (_choice_chat, True),
+    "mistral": (functools.partial(_choice_chat, mistral=True), True),
+    "openai-responses": (_choice_responses, True),
+    "anthropic": (_choice_anthropic, False),
+    "bedrock": (_choice_bedrock, False),
+}
+
+
+def request_context(profile: str, request: Any) -> RequestContext | None:
+    """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
+    if request is None:
+        return None
+    body = _request_members(request, "\"request\"", REQUEST_KEYS)
+    translate, has_parallel = _REQUEST_FORMATS[profile]
+    fields: dict[str, Any] = {}
+    if body.get("tool_choice") is not None:
+        fields.update(translate(body["tool_choice"]))
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None:
+        if not has_parallel:
+            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request"
+                               + (" (use tool_choice.disable_parallel_tool_use)" if profile == "anthropic" else ""))
+        if not isinstance(parallel, bool):
+            raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
+        fields["single"] = fields.get("single", False) or not parallel
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise RequestError("\"request\".tools must be a list of tool names (non-empty strings)")
+        if len(set(tools)) != len(tools):
+            raise RequestError("\"request\".tools names a tool twice")
+        fields["tools"] = frozenset(tools)
+    return RequestContext(**fields)
+
+
+# ---------------------------------------------------------------------------
+# Neutral events: what every normalizer emits and the slot machine consumes
+# ---------------------------------------------------------------------------
+
+SlotKey = tuple  # (choice or None, index)
+
+
+class SlotOpen(_Record):
+    """A slot announced explicitly, with its identity (anthropic tool_use start)."""
+
+    __slots__ = ("position", "key", "id", "name", "initial_input", "kind")
+
+    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, initial_input: Any,
+                 kind: str = FUNCTION) -> None:
+        self.position = position
+        self.key = key
+        self.id = id
+        self.name = name
+        self.initial_input = initial_input
+        self.kind = kind
+
+
+class Fragment(_Record):
+    """A piece of one slot: identity restatement and/or an argument fragment."""
+
+    __slots__ = ("position", "key", "id", "name", "arguments", "kind")
+
+    def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, arguments: str | None,
+                 kind: str | None = None) -> None:
+        self.position = position
+        self.key = key
+        self.id = id
+        self.name = name
+        self.arguments = arguments
+        self.kind = kind  # None: the fragment does not say (a function call unless the slot says otherwise)
+
+
+class SlotEnd(_Record):
+    """The provider's terminal for one slot (anthropic content_block_stop).
+
+    `restated` holds (where, text) for every place the protocol restated the
+    whole argument string up to the terminal; each must equal the joined fragments.
+    """
+
+    __slots__ = ("position", "key", "restated")
+
+    def __init__(self, position: int, key: SlotKey, restated: tuple = ()) -> None:
+        self.position = position
+        self.key = key
+        self.restated = restated
+
+
+class CallRestated(_Record):
+    """A finished call restated later (a final snapshot of the turn); the arguments must agree."""
+
+    __slots__ = ("position", "key", "where", "arguments")
+
+    def __init__(self, position: int, key: SlotKey, where: str, arguments: str) -> None:
+        self.position = position
+        self.key = key
+        self.where = where
+        self.arguments = arguments
+
+
+class ChoiceEnd(_Record):
+    """A choice's finish_reason: the terminal of every slot in that choice."""
+
+    __slots__ = ("position", "choice", "reason")
+
+    def __init__(self, position: int, choice: int, reason: str) -> None:
+        self.position = position
+        self.choice = choice
+        self.reason = reason
+
+
+class TurnEnd(_Record):
+    """The turn's stop reason (anthropic message_delta.stop_reason)."""
+
+    __slots__ = ("position", "reason")
+
+    def __init__(self, position: int, reason: str) -> None:
+        self.position = position
+        self.reason = reason
+
+
+class TurnClose(_Record):
+    """The stream's own closing event (anthropic message_stop)."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+
+
+class SnapshotCall(_Record):
+    """A tool call visible outside the deltas (a choice's `message` snapshot).
+
+    Some gateways repeat such a snapshot next to the deltas; a call that is
+    only there was never streamed, so it must not make the turn look empty.
+    """
+
+    __slots__ = ("position", "choice")
+
+    def __init__(self, position: int, choice: int) -> None:
+        self.position = position
+        self.choice = choice
+
+
+class HostedUse(_Record):
+    """A tool the provider ran itself inside the turn (never a call); named by a reviewed constant."""
+
+    __slots__ = ("position", "name")
+
+    def __init__(self, position: int, name: str) -> None:
+        self.position = position
+        self.name = name
+
+
+class WireProblem(_Record):
+    """Something the normalizer could not translate; always a finding."""
+
+    __slots__ = ("position", "code", "message", "choice", "index")
+
+    def __init__(self, position: int | None, code: str, message: str, choice: int | None = None,
+                 index: int | None = None) -> None:
+        self.position = position
+        self.code = code
+        self.message = message
+        self.choice = choice
+        self.index = index
+
+
+NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
+                     WireProblem]
+NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
+                       WireProblem)
+
+
+# ---------------------------------------------------------------------------
+# Normalizer: OpenAI chat-completion chunks (and Mistral, which shares the shape)
+# ---------------------------------------------------------------------------
+
+
+def _optional_str(entry: dict, key: str) -> tuple[bool, str | None]:
+    """(ok, value) for a member that must be a string, null or absent."""
+    value = entry.get(key)
+    if value is None or isinstance(value, str):
+        return True, value
+    return False, None
+
+
+_CHUNK_OBJECT = "chat.completion.chunk"
+_TOOL_FINISH_REASONS = frozenset({"tool_calls", "function_call"})
+_ABSENT = object()  # a member that is not there (None is JSON null)
+_UNTYPED_CHUNK = ("a chunk with tool-call data has no \"object\" while others are \"chat.completion.chunk\": "
+                  "openai-python's stream helper drops it and would run the call without its fragments")
+
+
+def _chat_tool_data(choices: list) -> bool:
+    """True when some choice carries tool-call entries, a legacy call, or a tool finish reason."""
+    for choice in choices:
+        if isinstance(choice, dict):
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and (delta.get("tool_calls") or delta.get("function_call") is not None):
+                return True
+            if _wire_str(choice.get("finish_reason")) in _TOOL_FINISH_REASONS:
+                return True
+    return False
+
+
+def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
+    """Two entries for one choice index in one chunk: readers disagree on which counts.
+
+    openai-python merges both into its snapshot; the Vercel AI SDK reads only
+    choices[0].  A turn whose calls depend on that must not pass.
+    """
+    seen: set[int] = set()
+    for choice in choices:
+        index = choice.get("index") if isinstance(choice, dict) else None
+        if _is_index(index):
+            if index in seen:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"choice {index} appears twice in one chunk: SDKs read such a "
+                                  "chunk differently (the Vercel AI SDK takes only the first entry)", index)
+                return
+            seen.add(index)
+
+# Delta members that are tool-related and handled (or harmless when null); any other member
+# whose name mentions a tool or function is a tool shape this tool cannot read.
+_KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
+
+
+class ChatNormalizer:
+    """Translate chat-completion chunks into neutral events, one chunk at a time.
+
+    Works on the raw wire JSON: SDK objects fill in defaults that would hide
+    exactly the quirks this tool exists to catch.
+    """
+
+    def __init__(self, mistral: bool) -> None:
+        self.mistral = mistral
+        self.next_free: dict[int, int] = {}  # mistral whole calls: next slot per choice
+        self.whole: set[SlotKey] = set()     # slots that arrived as one complete call
+        self.typed = False                   # a chunk said "object": "chat.completion.chunk"
+        self.untyped: int | None = None      # first tool chunk without "object", while none was typed
+
+    def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(chunk, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk is {_describe(chunk)}, not an object")
+            return
+        if "error" in chunk or chunk.get("object") == "error":
+            yield WireProblem(pos, STREAM_ERROR, "the provider sent an error object instead of a chunk")
+            return
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk has no \"choices\" list (got {_describe(choices)})")
+            return
+        kind = chunk.get("object", _ABSENT)
+        if kind != _CHUNK_OBJECT or not self.typed:  # the common chunk needs no look
+            yield from self._object(pos, kind, choices)
+        if len(choices) > 1:
+            yield from _chat_repeated_choices(pos, choices)
+        for choice in choices:
+            yield from self._choice(pos, choice)
+
+    def _object(self, pos: int, kind: Any, choices: list) -> Iterator[NeutralEvent]:
+        """openai-python's stream helper drops every chunk whose object is not "chat.completion.chunk".
+
+        A tool chunk it would drop while it keeps others means the application
+        runs other fragments than the ones checked here.  A stream where no chunk
+        says "object" at all loses every call in that helper, so nothing runs.
+        """
+        typed = kind == _CHUNK_OBJECT
+        if typed and not self.typed:
+            self.typed = True
+            if self.untyped is not None:
+                yield WireProblem(self.untyped, UNEXPECTED_EVENT, _UNTYPED_CHUNK)
+        if typed or not _chat_tool_data(choices):
+            return
+        if kind is _ABSENT:
+            if self.typed:
+                yield WireProblem(pos, UNEXPECTED_EVENT, _UNTYPED_CHUNK)
+            elif self.untyped is None:
+                self.untyped = pos
+            return
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"a chunk with tool-call data has \"object\" {_token(kind)}, not "
+                          "\"chat.completion.chunk\": openai-python's stream helper drops it and would run the call "
+                          "without its fragments")
+
+    def _choice(self, pos: int, choice: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(choice, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"choice is {_describe(choice)}, not an object")
+            return
+        cidx = choice.get("index")
+        if not _is_index(cidx):
+            yield WireProblem(pos, MISSING_INDEX, f"choice index must be a non-negative integer, got {_describe(cidx)}")
+            return
+        delta = choice.get("delta")
+        if delta is not None and not isinstance(delta, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
+        elif isinstance(delta, dict):
+            if delta.get("function_call") is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
+                                  "use tool_calls", cidx)
+            for key in delta:
+                if key not in _KNOWN_TOOL_KEYS and ("tool" in key or "function" in key) and delta[key] is not None:
+                    yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta member {_token(key)} looks like a tool call "
+                                      "in a shape this tool does not translate", cidx)
+            calls = delta.get("tool_calls")
+            if calls is not None and not isinstance(calls, list):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
+            elif calls:
+                for entry in calls:
+                    yield from self._tool_entry(pos, cidx, entry)
+        message = choice.get("message")
+        if isinstance(message, dict) and message.get("tool_calls"):
+            yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
+        reason = choice.get("finish_reason")
+        if reason is None or reason == "":
+            return
+        if not isinstance(reason, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"finish_reason is {_describe(reason)}, not a string", cidx)
+            return
+        yield ChoiceEnd(pos, cidx, reason)
+
+    def _tool_entry(self, pos: int, cidx: int, entry: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(entry, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool_calls entry is {_describe(entry)}, not an object", cidx)
+            return
+        index = entry.get("index")
+        slot = index if _is_index(index) else None
+        kind = entry.get("type")
+        # A custom tool (free-form text input: {"type": "custom", "custom": {"name", "input"}}) on the
+        # openai profile; a function call everywhere else.  One entry never carries both shapes.
+        member = "custom" if entry.get("custom") is not None or kind == "custom" else "function"
+        if (kind not in (None, member)
+                or (member == "custom" and (self.mistral or entry.get("function") is not None))):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_token(kind)} with a {member} member is not a "
+                              "reviewed tool-call shape", cidx, slot)
+            return
+        function = entry.get(member)
+        if function is not None and not isinstance(function, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call {member} is {_describe(function)}, not an object",
+                              cidx, slot)
+            return
+        function = function or {}
+        text_key = "arguments" if member == "function" else "input"
+        ok_id, call_id = _optional_str(entry, "id")
+        ok_name, name = _optional_str(function, "name")
+        ok_args, arguments = _optional_str(function, text_key)
+        if not (ok_id and ok_name):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call id and {member}.name must be strings or null", cidx, slot)
+            return
+        if not ok_args:
+            got = _describe(function.get(text_key))
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member}.{text_key} must be a string or null, got {got}",
+                              cidx, slot)
+            return
+        whole = slot is None and index is None and self.mistral and bool(call_id and name) and isinstance(arguments, str)
+        if whole:
+            slot = self.next_free.get(cidx, 0)
+        if slot is None:
+            if index is None:
+                why = "has no index" + (" and is not a whole call (id, name and arguments)" if self.mistral else "")
+            else:
+                why = f"has index {_describe(index)}, not a non-negative integer"
+            yield WireProblem(pos, MISSING_INDEX, f"tool_calls entry {why}", cidx)
+            return
+        if (cidx, slot) in self.whole:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"a fragment for slot {cidx}/{slot}, which arrived as one "
+                              "complete call", cidx, slot)
+            return
+        if whole:
+            self.whole.add((cidx, slot))
+        self.next_free[cidx] = max(self.next_free.get(cidx, 0), slot + 1)
+        stated = entry.get("function") is not None or kind == "function"
+        yield Fragment(pos, (cidx, slot), call_id, name, arguments,
+                       CUSTOM if member == "custom" else FUNCTION if stated else None)
+
+
+# ---------------------------------------------------------------------------
+# Normalizer: Anthropic Messages stream events
+# ---------------------------------------------------------------------------
+
+# Hosted (server-executed) tools, reviewed: the server runs them inside the turn and
+# streams their use and result as blocks.  They are never slots and never calls.
+# Server tool name -> the result block type that answers it.
+_ANTHROPIC_SERVER_TOOLS = MappingProxyType({
+    "web_search": "web_search_tool_result",
+    "web_fetch": "web_fetch_tool_result",
+    "code_execution": "code_execution_tool_result",
+    "bash_code_execution": "bash_code_execution_tool_result",
+    "text_editor_code_execution": "text_editor_code_execution_tool_result",
+    "tool_search_tool_regex": "tool_search_tool_result",
+    "tool_search_tool_bm25": "tool_search_tool_result",
+    "advisor": "advisor_tool_result",
+})
+_ANTHROPIC_HOSTED_USES = frozenset({"server_tool_use", "mcp_tool_use"})  # input streams like tool_use
+# Result block type -> the use block type whose id its tool_use_id names.  Results arrive
+# whole in content_block_start and take no deltas.
+_ANTHROPIC_RESULTS = MappingProxyType({
+    **{result: "server_tool_use" for result in _ANTHROPIC_SERVER_TOOLS.values()},
+    "mcp_tool_result": "mcp_tool_use",
+})
+# Stop reasons after which a hosted use may still lack its result: the server paused its
+# loop and continues in the next request.
+_ANTHROPIC_PAUSED = frozenset({"pause_turn"})
+
+# Which delta types belong to which block type (every reviewed block type is a key).
+_BLOCK_DELTAS = {
+    "tool_use": frozenset({"input_json_delta"}),
+    "text": frozenset({"text_delta", "citations_delta"}),
+    "thinking": frozenset({"thinking_delta", "signature_delta"}),
+    "redacted_thinking": frozenset(),
+    **{use: frozenset({"input_json_delta"}) for use in _ANTHROPIC_HOSTED_USES},
+    **{result: frozenset() for result in _ANTHROPIC_RESULTS},
+}
+_ANTHROPIC_EVENTS = frozenset({
+    "message_start", "content_block_start", "content_block_delta", "content_block_stop",
+    "message_delta", "message_stop", "ping", "error",
+})
+
+
+class _AnthropicState(_Record):
+    """Translation state: which blocks exist, their types, whether stopped."""
+
+    __slots__ = ("started", "out_of_order", "stopped_reason", "closed", "blocks", "reason", "hosted", "callers",
+                 "leading_results", "ids")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.out_of_order = False
+        self.stopped_reason = False
+        self.closed = False
+        self.blocks: dict[int, list] = {}  # index -> [type, stopped]
+        self.reason: str | None = None     # the turn's stop_reason
+        self.hosted: dict[str, list] = {}  # hosted use id -> [block index, result type wanted, answered]
+        self.callers: set[str] = set()     # hosted use ids that client tool_use blocks name as their caller
+        self.leading_results = True        # every block so far is a result (a continued turn may open so)
+        self.ids: dict[str, str] = {}      # every tool id of this turn -> what it names (a result pairs by it)
+
+
+class AnthropicNormalizer:
+    """Translate Messages-API stream events into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _AnthropicState()
+
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event only adds partial_json to a started tool_use block.
+
+        Such deltas are nearly every event of a long stream.  This answers the
+        question without building events and changes no state; translate()
+        would emit exactly Fragment(pos, key, None, None, text) for it.  None
+        is always a safe answer: the gate then takes the general path.
+        """
+        if type(event) is not dict or event.get("type") != "content_block_delta":
+            return None
+        index, delta, state = event.get("index"), event.get("delta"), self.state
+        if type(index) is not int or type(delta) is not dict or delta.get("type") != "input_json_delta":
+            return None
+        partial, block = delta.get("partial_json"), state.blocks.get(index)
+        if (type(partial) is not str or block is None or block[0] != "tool_use" or not state.started
+                or state.closed or state.stopped_reason):
+            return None
+        return (None, index), partial
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """End of stream: every hosted tool use has its result, every hosted block its stop.
+
+        A use may lack its result when the turn paused (pause_turn), or when it is
+        a code_execution use that a client tool_use of this turn names as its caller
+        (programmatic tool calling: the server waits for the client's result).
+        """
+        state = self.state
+        for use_id, (index, wanted, answered) in state.hosted.items():
+            awaited = use_id in state.callers and wanted == _ANTHROPIC_SERVER_TOOLS["code_execution"]
+            if not (answered or state.reason in _ANTHROPIC_PAUSED or awaited):
+                yield WireProblem(None, MISSING_TERMINAL, f"hosted tool use in block {index} has no result block "
+                                  f"(stop_reason {_token(state.reason)})", None, index)
+        for index, (block_type, stopped) in sorted(state.blocks.items()):
+            if not stopped and (block_type in _ANTHROPIC_HOSTED_USES or block_type in _ANTHROPIC_RESULTS):
+                yield WireProblem(None, MISSING_TERMINAL, f"{block_type} block {index} has no content_block_stop",
+                                  None, index)
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+            return
+        kind = event["type"]
+        if kind == "ping":
+            if state.closed:
+                yield WireProblem(pos, DELTA_AFTER_TERMINAL, "ping after message_stop")
+            return
+        if kind not in _ANTHROPIC_EVENTS:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {_token(kind)}")
+        elif kind == "error":
+            yield WireProblem(pos, STREAM_ERROR, "the provider sent an error event")
+        if state.closed:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{_token(kind)} after message_stop")
+            return
+        if kind not in _ANTHROPIC_EVENTS or kind == "error":
+            return
+        if kind == "message_start":
+            message = event.get("message")
+            if not isinstance(message, dict):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_start.message is {_describe(message)}, not an object")
+            if state.started:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
+                return
+            if state.out_of_order:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "message_start is not the first event")
+            state.started = True
+            if isinstance(message, dict):
+                yield from _anthropic_prefilled(pos, message, state)
+            return
+        if not state.started and not state.out_of_order:
+            state.out_of_order = True  # report once, then keep translating
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before message_start")
+        if kind == "message_stop":
+            state.closed = True
+            yield TurnClose(pos)
+        elif kind == "message_delta":
+            yield from _anthropic_message_delta(pos, event, state)
+        elif state.stopped_reason:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the turn's stop_reason")
+        else:
+            yield from _anthropic_block_event(pos, kind, event, state)
+
+
+def _anthropic_prefilled(pos: int, message: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """A message_start that already holds whole blocks, and maybe its stop_reason.
+
+    The responses that continue a programmatic tool call arrive so: message_start
+    with content [tool_use {..., "caller": {...}}] and stop_reason "tool_use", then
+    message_stop, and no block events.  The SDKs take that message as it stands,
+    so each block is read as a start directly followed by its stop, in order.
+    """
+    content = message.get("content")
+    if content is not None and not isinstance(content, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_start.message.content is {_describe(content)}, not a list")
+        return
+    for block in content or ():
+        index = len(state.blocks)
+        yield from _anthropic_block_start(pos, index, {"content_block": block}, state)
+        yield from _anthropic_block_event(pos, "content_block_stop", {"index": index}, state)
+    yield from _anthropic_stop_reason(pos, message, state)
+
+
+def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    delta = event.get("delta")
+    if delta is None:
+        return
+    if not isinstance(delta, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_delta.delta is {_describe(delta)}, not an object")
+        return
+    yield from _anthropic_stop_reason(pos, delta, state)
+
+
+def _anthropic_stop_reason(pos: int, holder: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """The turn's stop_reason, from message_delta.delta or a prefilled message_start.message."""
+    reason = holder.get("stop_reason")
+    if reason is None or reason == "":
+        return
+    if not isinstance(reason, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"stop_reason is {_describe(reason)}, not a string")
+        return
+    state.stopped_reason = True
+    if state.reason is None:
+        state.reason = reason
+    yield TurnEnd(pos, reason)
+
+
+def _anthropic_block_event(pos: int, kind: str, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    index = event.get("index")
+    if not _is_index(index):
+        yield WireProblem(pos, MISSING_INDEX, f"{kind} index must be a non-negative integer, got {_describe(index)}")
+        return
+    if kind == "content_block_start":
+        yield from _anthropic_block_start(pos, index, event, state)
+        return
+    block = state.blocks.get(index)
+    if block is None:
+        yield WireProblem(pos, MISSING_SLOT, f"{kind} for block {index}, which was never started", None, index)
+        return
+    block_type, stopped = block
+    if kind == "content_block_stop":
+        if block_type == "tool_use":
+            yield SlotEnd(pos, (None, index))
+        elif block_type in _BLOCK_DELTAS:
+            if stopped:
+                yield WireProblem(pos, DUPLICATE_TERMINAL, f"second content_block_stop for block {index}", None, index)
+        block[1] = True
+        return
+    # content_block_delta
+    if block_type not in _BLOCK_DELTAS:
+        return  # the unsupported block was already reported at its start
+    delta = event.get("delta")
+    delta_type = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
+    if delta_type not in _BLOCK_DELTAS[block_type]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
+                          f"{block_type} block ({index})", None, index)
+        return
+    if block_type != "tool_use":
+        if stopped:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{delta_type} after block {index} stopped", None, index)
+        return
+    partial = delta.get("partial_json")
+    if not isinstance(partial, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"partial_json is {_describe(partial)}, not a string", None, index)
+        return
+    yield Fragment(pos, (None, index), None, None, partial)
+
+
+def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    if index in state.blocks:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"block {index} was started twice", None, index)
+        return
+    if index != len(state.blocks):
+        yield WireProblem(pos, MISSING_SLOT, f"block {index} started, but block {len(state.blocks)} comes next", None, index)
+    block = event.get("content_block")
+    block_type = _wire_str(block.get("type")) if isinstance(block, dict) else None
+    state.blocks[index] = [block_type, False]
+    if block_type not in _BLOCK_DELTAS:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"content block type {_token(block_type)} has no reviewed normalizer", None, index)
+        return
+    if block_type in _ANTHROPIC_RESULTS:
+        yield from _anthropic_hosted_result(pos, index, block_type, block, state)
+        return
+    state.leading_results = False
+    if block_type in _ANTHROPIC_HOSTED_USES:
+        yield from _anthropic_hosted_use(pos, index, block_type, block, state)
+        return
+    if block_type != "tool_use":
+        return
+    ok_id, call_id = _optional_str(block, "id")
+    ok_name, name = _optional_str(block, "name")
+    initial = block.get("input")
+    if not (ok_id and ok_name) or not isinstance(initial, dict):
+        state.blocks[index][0] = None  # untranslatable; later deltas are not re-reported
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "tool_use id and name must be strings and input an object", None, index)
+        return
+    caller = block.get("caller")
+    if isinstance(caller, dict) and isinstance(caller.get("tool_id"), str):
+        state.callers.add(caller["tool_id"])  # programmatic tool calling: code execution awaits this call
+    yield from _anthropic_claim_id(pos, index, call_id, "a client tool_use", state)
+    yield SlotOpen(pos, (None, index), call_id, name, initial)
+
+
+def _anthropic_claim_id(pos: int, index: int, tool_id: str | None, what: str,
+                        state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """Hosted uses, client calls and continued results share one id space: a tool result pairs by id."""
+    if not tool_id:
+        return
+    other = state.ids.setdefault(tool_id, what)
+    if other != what:  # the same kind twice is judged where that kind is (two slots, two hosted uses)
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{what} in block {index} has the id of {other}", None, index)
+
+
+def _anthropic_hosted_use(pos: int, index: int, block_type: str, block: dict,
+                          state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """A server_tool_use or mcp_tool_use block: counted, paired with its result later, never a call."""
+    use_id, name = block.get("id"), block.get("name")
+    wanted = _ANTHROPIC_SERVER_TOOLS.get(_wire_str(name)) if block_type == "server_tool_use" else "mcp_tool_result"
+    if not isinstance(use_id, str) or not use_id or wanted is None or not isinstance(block.get("input", {}), dict):
+        state.blocks[index][0] = None
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{block_type} block {index} is not a reviewed hosted tool use "
+                          f"(name {_token(name)}, a string id and an object input)", None, index)
+        return
+    if use_id in state.hosted:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{block_type} block {index} reuses the id of block "
+                          f"{state.hosted[use_id][0]}", None, index)
+        return
+    yield from _anthropic_claim_id(pos, index, use_id, "a hosted tool use", state)
+    state.hosted[use_id] = [index, wanted, False]
+    yield HostedUse(pos, name if block_type == "server_tool_use" else block_type)
+
+
+def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
+                             state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """A result block: it must answer a hosted use of this turn, once and with the right type.
+
+    The exception is a result at the very start of the message: a paused or
+    programmatic turn continues with the result of a use sent in the previous one.
+    """
+    use_id = block.get("tool_use_id")
+    use = state.hosted.get(use_id) if isinstance(use_id, str) else None
+    if use is None:
+        if not state.leading_results or not isinstance(use_id, str):
+            yield WireProblem(pos, MISSING_SLOT, f"{block_type} block {index} answers no hosted tool use of this turn",
+                              None, index)
+        else:
+            yield from _anthropic_claim_id(pos, index, use_id, "a hosted use of the previous response", state)
+        return
+    state.leading_results = False
+    if use[1] != block_type:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{block_type} block {index} answers the hosted use in block {use[0]}, "
+                          f"which expects {use[1]}", None, index)
+    elif use[2]:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second result for the hosted use in block {use[0]}", None, index)
+    use[2] = True
+
+
+# ---------------------------------------------------------------------------
+# Normalizer: OpenAI Responses API stream events
+# ---------------------------------------------------------------------------
+#
+# A client call item (function_call, custom_tool_call...) is a slot keyed
+# (None, output_index).  Its id is the item's call_id (what the tool result must
+# echo), not item.id ("fc_..."), which only ties the argument events to their item.
+# output_index counts every item, so the 0..n-1 check is done here, across item
+# types, as the anthropic normalizer does for blocks.
+#
+# What the SDKs execute (read from their stream code): openai-python's
+# get_final_response() and openai-agents take response.completed's output (the
+# output_item.done items when that output is null, or for openai-agents empty); the
+# Vercel AI SDK takes each output_item.done item.  So a call's terminal is its
+# output_item.done, and every place that states its arguments (the added item, the
+# deltas, the .done event, the done item, the final output) must agree.
+
+# Client call item type -> (argument member of the item, delta event, done event).
+_RESPONSES_ARGUMENT_ITEMS = MappingProxyType({
+    "function_call": ("arguments", "response.function_call_arguments.delta", "response.function_call_arguments.done"),
+    "custom_tool_call": ("input", "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"),
+})
+_RESPONSES_KIND = MappingProxyType({"function_call": FUNCTION, "custom_tool_call": CUSTOM})
+# Items the client executes that this tool has no check for: reported as calls of their
+# own kind (the member holding their input), and the turn is blocked.
+_RESPONSES_UNCHECKED_CALLS = MappingProxyType({
+    "computer_call": "action", "local_shell_call": "action", "shell_call": "action",
+    "apply_patch_call": "operation", "mcp_approval_request": "arguments",
+})
+_RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning"})
+# Hosted items: the provider runs the tool inside the turn.  Not slots, never calls.
+_RESPONSES_HOSTED_ITEMS = frozenset({
+    "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
+    "mcp_list_tools", "tool_search_call", "tool_search_output",
+})
+# Reviewed events that carry no tool data and address no item.
+_RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
+# Reviewed events of items other than function calls -> the item types they may address.
+_RESPONSES_CONTENT_EVENTS = {
+    "response.output_text.delta": frozenset({"message"}),
+    "response.output_text.done": frozenset({"message"}),
+    "response.output_text.annotation.added": frozenset({"message"}),
+    "response.refusal.delta": frozenset({"message"}),
+    "response.refusal.done": frozenset({"message"}),
+    "response.content_part.added": frozenset({"message", "reasoning"}),
+    "response.content_part.done": frozenset({"message", "reasoning"}),
+    "response.reasoning_summary_part.added": frozenset({"reasoning"}),
+    "response.reasoning_summary_part.done": frozenset({"reasoning"}),
+    "response.reasoning_summary_text.delta": frozenset({"reasoning"}),
+    "response.reasoning_summary_text.done": frozenset({"reasoning"}),
+    "response.reasoning_text.delta": frozenset({"reasoning"}),
+    "response.reasoning_text.done": frozenset({"reasoning"}),
+    **{f"response.web_search_call.{step}": frozenset({"web_search_call"})
+       for step in ("in_progress", "searching", "completed")},
+    **{f"response.file_search_call.{step}": frozenset({"file_search_call"})
+       for step in ("in_progress", "searching", "completed")},
+    **{f"response.code_interpreter_call.{step}": frozenset({"code_interpreter_call"})
+       for step in ("in_progress", "interpreting", "completed")},
+    "response.code_interpreter_call_code.delta": frozenset({"code_interpreter_call"}),
+    "response.code_interpreter_call_code.done": frozenset({"code_interpreter_call"}),
+    **{f"response.image_generation_call.{step}": frozenset({"image_generation_call"})
+       for step in ("in_progress", "generating", "partial_image", "completed")},
+    **{f"response.mcp_call.{step}": frozenset({"mcp_call"}) for step in ("in_progress", "completed", "failed")},
+    "response.mcp_call_arguments.delta": frozenset({"mcp_call"}),
+    "response.mcp_call_arguments.done": frozenset({"mcp_call"}),
+    **{f"response.mcp_list_tools.{step}": frozenset({"mcp_list_tools"})
+       for step in ("in_progress", "completed", "failed")},
+    **{f"response.shell_call_command.{step}": frozenset({"shell_call"}) for step in ("added", "delta", "done")},
+    "response.apply_patch_call_operation_diff.delta": frozenset({"apply_patch_call"}),
+    "response.apply_patch_call_operation_diff.done": frozenset({"apply_patch_call"}),
+}
+_RESPONSES_ARGUMENT_EVENTS = MappingProxyType({
+    event: (item_type, event == done) for item_type, (_, delta, done) in _RESPONSES_ARGUMENT_ITEMS.items()
+    for event in (delta, done)})
+# Turn terminals that become a TurnEnd; response.failed is a stream_error instead.
+_RESPONSES_TURN_ENDS = {"response.completed": "completed", "response.incomplete": "incomplete"}
+# Events whose `response` is a snapshot of the turn so far.  openai-python's stream state
+# swaps a finished item for the snapshot's entry of the same identity, so a call there
+# must be one that was streamed, stated the same way.
+_RESPONSES_SNAPSHOTS = frozenset({"response.created"}) | _RESPONSES_LIFECYCLE
+_RESPONSES_EVENTS = (frozenset({
+    "response.created", "response.output_item.added", "response.output_item.done",
+    "response.failed", "error",
+}) | _RESPONSES_LIFECYCLE | frozenset(_RESPONSES_CONTENT_EVENTS) | frozenset(_RESPONSES_ARGUMENT_EVENTS)
+    | frozenset(_RESPONSES_TURN_ENDS))
+
+
+class _ResponsesItem(_Record):
+    """One output item as announced by response.output_item.added."""
+
+    __slots__ = ("kind", "client", "item_id", "call_id", "name", "added_arguments", "done_arguments", "streamed",
+                 "arguments_done", "finished")
+
+    def __init__(self, kind: str | None) -> None:
+        self.kind = kind                          # item type; None when untranslatable (already reported)
+        self.client = False                       # the client executes it: a call (a slot)
+        self.item_id: str | None = None           # item.id, which argument events name as item_id
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.added_arguments = ""                 # the arguments the added item already held
+        self.done_arguments: str | None = None    # what the first arguments .done event restated
+        self.streamed = False                     # an argument delta arrived
+        self.arguments_done = False               # the arguments .done event arrived
+        self.finished = False                     # response.output_item.done seen
+
+
+class _ResponsesState(_Record):
+    """Translation state: the items announced so far and where the turn stands."""
+
+    __slots__ = ("started", "out_of_order", "ended", "items", "item_ids")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.out_of_order = False
+        self.ended = False                        # response.completed / incomplete / failed seen
+        self.items: dict[int, _ResponsesItem] = {}
+        self.item_ids: dict[str, int] = {}        # item.id -> output_index
+
+
+def _client_item(body: Any) -> bool:
+    """An output item the client executes (a call), by its type and, for a tool search, its execution."""
+    kind = _wire_str(body.get("type")) if isinstance(body, dict) else None
+    if kind == "tool_search_call":
+        return body.get("execution") == "client"
+    return kind in _RESPONSES_ARGUMENT_ITEMS or kind in _RESPONSES_UNCHECKED_CALLS
+
+
+class ResponsesNormalizer:
+    """Translate Responses-API stream events into neutral events, one at a time.
+
+    Works on the raw events: the SDK's accumulated `response.output` would hide
+    a restatement that disagrees with the fragments.
+    """
+
+    def __init__(self) -> None:
+        self.state = _ResponsesState()
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+            return
+        kind = event["type"]
+        if kind not in _RESPONSES_EVENTS:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
+            return
+        if kind in ("error", "response.failed"):
+            state.ended = state.ended or kind == "response.failed"
+            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
+            return
+        if state.ended:
+            yield from _responses_after_end(pos, kind, state)
+            return
+        if kind in _RESPONSES_SNAPSHOTS:
+            yield from _responses_snapshot(pos, kind, event, state)
+        if kind == "response.created":
+            if state.started:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "a second response.created")
+            elif state.out_of_order:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "response.created is not the first event")
+            state.started = True
+            return
+        if not state.started and not state.out_of_order:
+            state.out_of_order = True  # report once, then keep translating
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before response.created")
+        if kind in _RESPONSES_TURN_ENDS:
+            state.ended = True
+            yield from _responses_final_output(pos, kind, event, state)
+            yield from _responses_turn_end(pos, kind, state)
+        elif kind in _RESPONSES_LIFECYCLE:
+            return
+        else:
+            yield from _responses_item_event(pos, kind, event, state)
+
+
+def _responses_after_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """After the turn's terminal: a repeated terminal goes to the machine, all else is late."""
+    if kind in _RESPONSES_TURN_ENDS:
+        yield from _responses_turn_end(pos, kind, state)
+    else:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the response's terminal event")
+
+
+def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    # There is no tool-specific reason: "completed" is the tool reason only when the turn
+    # holds a client call; a completed turn of text and hosted tools must stay not_applicable.
+    reason = _RESPONSES_TURN_ENDS[kind]
+    if reason == "completed" and not any(item.client for item in state.items.values()):
+        return
+    yield TurnEnd(pos, reason)
+
+
+def _responses_final_output(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """The terminal's response.output must hold exactly the streamed client calls.
+
+    openai-python and openai-agents execute that final output; a call there that
+    was never streamed, one missing there, or one restated with another id, name
+    or arguments means they would run something else than what was checked.  A
+    null or absent output is rebuilt from the done items by both, so it agrees.
+    """
+    response = event.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    if output is None:
+        return
+    if not isinstance(output, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} response.output is {_describe(output)}, not a list")
+        return
+    final = [entry for entry in output if _client_item(entry)]
+    streamed = [(index, item) for index, item in sorted(state.items.items()) if item.client]
+    if len(final) != len(streamed):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} lists {len(final)} client call(s) in response.output, but "
+                          f"{len(streamed)} were streamed: openai-python and openai-agents execute that final output")
+        return
+    for entry, (index, item) in zip(final, streamed):
+        where = f"{kind} response.output"
+        if entry.get("type") != item.kind:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} holds a {_token(entry.get('type'))} where output item "
+                              f"{index} is a {item.kind}", None, index)
+            continue
+        yield from _responses_restated(pos, where, index, entry, item)
+
+
+def _responses_snapshot(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """Client calls in a lifecycle event's response.output must be streamed ones, stated the same."""
+    response = event.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    for entry in output if isinstance(output, list) else ():
+        if not _client_item(entry):
+            continue
+        found = [(index, item) for index, item in sorted(state.items.items())
+                 if item.client and item.kind == entry.get("type") and item.call_id == entry.get("call_id")]
+        if not found:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} response.output holds a client call that was not "
+                              "streamed: openai-python's stream state would take it")
+            continue
+        index, item = found[0]
+        yield from _responses_restated(pos, f"{kind} response.output", index, entry, item)
+
+
+def _responses_restated(pos: int, where: str, index: int, entry: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """A restated call item (a snapshot or the final output): its identity and its arguments."""
+    yield from _responses_restated_identity(pos, where, index, entry, item)
+    member = _RESPONSES_ARGUMENT_ITEMS.get(item.kind, (None,))[0]
+    if member is not None:
+        text = entry.get(member)
+        if not isinstance(text, str):
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates item {index} without string {member}",
+                              None, index)
+        else:
+            yield CallRestated(pos, (None, index), where, text)
+
+
+def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
+                                 item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """call_id and name restated by a done item or the final output must be the announced ones.
+
+    The SDKs run the restated item, so a missing, empty or null call_id or name
+    there is a difference too; the item id only ties events to the item and may
+    be left out.
+    """
+    for key, known, required in (("id", item.item_id, False), ("call_id", item.call_id, True),
+                                 ("name", item.name, item.kind in _RESPONSES_ARGUMENT_ITEMS)):
+        value = body.get(key)
+        if (value != known) if required else (value is not None and value != "" and value != known):
+            yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {index} as "
+                              f"{_token(value) if key in body else 'nothing'}, not {_token(known)}", None, index)
+
+
+def _responses_item_event(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    index = event.get("output_index")
+    if not _is_index(index):
+        yield WireProblem(pos, MISSING_INDEX, f"{kind} output_index must be a non-negative integer, got {_describe(index)}")
+        return
+    if kind == "response.output_item.added":
+        yield from _responses_item_added(pos, index, event, state)
+        return
+    item = state.items.get(index)
+    if item is None:
+        yield WireProblem(pos, MISSING_SLOT, f"{kind} for output item {index}, which was never added", None, index)
+        return
+    if kind == "response.output_item.done":
+        yield from _responses_item_done(pos, index, event, item)
+    elif item.kind is None:
+        return  # the untranslatable item was already reported when it was added
+    elif kind in _RESPONSES_ARGUMENT_EVENTS:
+        yield from _responses_arguments(pos, index, kind, event, item)
+    elif item.kind not in _RESPONSES_CONTENT_EVENTS[kind]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} does not belong to a {item.kind} item ({index})", None, index)
+    elif item.finished:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after output item {index} was done", None, index)
+
+
+def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    if index in state.items:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"output item {index} was added twice", None, index)
+        return
+    if index != len(state.items):
+        yield WireProblem(pos, MISSING_SLOT, f"output item {index} added, but item {len(state.items)} comes next",
+                          None, index)
+    body = event.get("item")
+    item_type = _wire_str(body.get("type")) if isinstance(body, dict) else None
+    client = _client_item(body)
+    state.items[index] = item = _ResponsesItem(None)
+    if item_type in _RESPONSES_TEXT_ITEMS:
+        item.kind = item_type
+        return
+    if item_type in _RESPONSES_HOSTED_ITEMS and not client:
+        item.kind = item_type
+        yield HostedUse(pos, item_type)
+        return
+    if client and item_type not in _RESPONSES_ARGUMENT_ITEMS:
+        item.kind, item.client = item_type, True
+        item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
+        item.name = _wire_str(body.get("name")) or item_type
+        yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a {item_type} item: the client executes it, but this tool has no "
+                          "reviewed check for its input, so nothing in the turn may run", None, index)
+        return
+    if item_type not in _RESPONSES_ARGUMENT_ITEMS:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"output item type {_token(item_type)} has no reviewed normalizer",
+                          None, index)
+        return
+    member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
+    fields = [_optional_str(body, key) for key in ("id", "call_id", "name", member)]
+    if not all(ok for ok, _ in fields):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{item_type} id, call_id, name and {member} must be strings",
+                          None, index)
+        return
+    (_, item_id), (_, call_id), (_, name), (_, initial) = fields
+    item.kind, item.item_id, item.call_id, item.name = item_type, item_id, call_id, name
+    item.client = True
+    item.added_arguments = initial or ""
+    yield SlotOpen(pos, (None, index), call_id, name, None, _RESPONSES_KIND[item_type])
+    if item_id:
+        other = state.item_ids.setdefault(item_id, index)
+        if other != index:
+            yield WireProblem(pos, IDENTITY_COLLISION, f"item id {json.dumps(item_id)} is also output item {other}",
+                              None, index)
+
+
+def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    item_type, is_done = _RESPONSES_ARGUMENT_EVENTS[kind]
+    if item.kind != item_type:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a {item.kind} item ({index})", None, index)
+        return
+    if item.finished or (item.arguments_done and not is_done):
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the arguments of output item {index} were done",
+                          None, index)
+        return
+    ok, item_id = _optional_str(event, "item_id")
+    if not ok or item_id != item.item_id:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names item {_token(event.get('item_id'))}, but output "
+                          f"item {index} is {_token(item.item_id)}", None, index)
+        return
+    key = (None, index)
+    if not is_done:
+        delta = event.get("delta")
+        if not isinstance(delta, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not a string", None, index)
+            return
+        item.streamed = True
+        yield Fragment(pos, key, None, None, delta)
+        return
+    member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
+    arguments = event.get(member)
+    ok_name, name = _optional_str(event, "name")
+    if not isinstance(arguments, str) or not ok_name:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} must be a string and name a string or null", None, index)
+        return
+    if item.arguments_done:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second {kind} for output item {index}", None, index)
+        return
+    item.arguments_done = True
+    item.done_arguments = arguments
+    if name and name != item.name:
+        item.name = item.name or name
+        yield Fragment(pos, key, None, name, None)  # the machine judges the restated name
+
+
+def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    if item.finished:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"second response.output_item.done for item {index}", None, index)
+        return
+    item.finished = True
+    if item.kind is None:
+        return
+    body = event.get("item")
+    done_type = body.get("type") if isinstance(body, dict) else None
+    if done_type != item.kind or _client_item(body) != item.client:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done for item {index} does not restate a {item.kind} item",
+                          None, index)
+        return
+    if item.client and item.kind not in _RESPONSES_ARGUMENT_ITEMS:
+        member = _RESPONSES_UNCHECKED_CALLS.get(item.kind, "arguments")
+        value = body.get(member)
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        yield Fragment(pos, (None, index), None, None, text)  # reported, never run
+        yield SlotEnd(pos, (None, index))
+        return
+    if item.kind not in _RESPONSES_ARGUMENT_ITEMS:
+        return
+    if body.get("status") == "incomplete":
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{item.kind} item {index} is done with status \"incomplete\"",
+                          None, index)
+    yield from _responses_restated_identity(pos, "output_item.done", index, body, item)
+    member, _, done_event = _RESPONSES_ARGUMENT_ITEMS[item.kind]
+    restated = []
+    if item.added_arguments:
+        restated.append(("output_item.added", item.added_arguments))
+    if item.done_arguments is not None:
+        restated.append((done_event, item.done_arguments))
+    final = body.get(member)
+    if not isinstance(final, str):
+        # the Vercel AI SDK runs the done item, openai-agents parses a missing one as {}
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done states {member} of item {index} as "
+                          f"{_describe(final) if member in body else 'nothing'}, not a string: an SDK that runs "
+                          "the done item would run other arguments", None, index)
+    else:
+        restated.append(("output_item.done", final))
+    if not item.streamed and restated and restated[0][1]:
+        # a whole call (xAI) or done-only arguments (LM Studio, Codex): the first statement is the text
+        yield Fragment(pos, (None, index), None, None, restated[0][1])
+    yield SlotEnd(pos, (None, index), tuple(restated))
+
+
+# ---------------------------------------------------------------------------
+# Normalizer: AWS Bedrock ConverseStream events
+# ---------------------------------------------------------------------------
+#
+# Each event is {"<member>": {...}} with exactly one member (the AWS event-stream
+# :event-type).  Only toolUse blocks have a contentBlockStart; text and reasoning
+# blocks begin with their first delta, so a non-tool delta for a new index opens
+# that block implicitly, while a toolUse delta for a new index is missing_slot.
+
+# Which block kinds a delta member belongs to.  "serverToolUse" and "toolResult" are the
+# blocks of a hosted (system) tool: Bedrock runs it inside the turn; never a call.
+_BEDROCK_DELTA_BLOCKS = {
+    "toolUse": frozenset({"toolUse", "serverToolUse"}),
+    "text": frozenset({"text"}),
+    "citation": frozenset({"text"}),
+    "reasoningContent": frozenset({"reasoningContent"}),
+    "toolResult": frozenset({"toolResult"}),
+}
+# Reviewed system tools (toolUse.type "server_tool_use") -> the toolResult type that answers them.
+_BEDROCK_SYSTEM_TOOLS = MappingProxyType({
+    "nova_code_interpreter": "nova_code_interpreter_result",
+    "nova_grounding": "nova_grounding_result",
+})
+# toolUse.type values of a client call: absent (the API reference) or "tool_use" (what Nova 2 sends).
+_BEDROCK_CLIENT_TOOL_TYPES = (None, "tool_use")
+_BEDROCK_EXCEPTIONS = frozenset({
+    "internalServerException", "modelStreamErrorException", "validationException",
+    "throttlingException", "serviceUnavailableException",
+})
+_BEDROCK_BLOCK_EVENTS = frozenset({"contentBlockStart", "contentBlockDelta", "contentBlockStop"})
+_BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BEDROCK_BLOCK_EVENTS
+                    | _BEDROCK_EXCEPTIONS)
+
+
+class _BedrockState(_Record):
+    """Translation state: which blocks exist, their kinds, whether stopped."""
+
+    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks", "hosted", "client_ids")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.out_of_order = False
+        self.stopped_reason = False
+        self.blocks: dict[int, list] = {}  # index -> [kind or None, stopped]
+        self.hosted: dict[str, list] = {}  # system tool use id -> [block index, result type wanted, answered]
+        self.client_ids: set[str] = set()  # toolUseIds of client calls (a system tool may not share one)
+
+
+class BedrockNormalizer:
+    """Translate ConverseStream events into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _BedrockState()
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """End of stream: every system tool use has its result, every hosted block its stop."""
+        for index, _, answered in self.state.hosted.values():
+            if not answered:
+                yield WireProblem(None, MISSING_TERMINAL, f"system tool use in block {index} has no toolResult block",
+                                  None, index)
+        for index, (kind, stopped) in sorted(self.state.blocks.items()):
+            if not stopped and kind in ("serverToolUse", "toolResult"):
+                yield WireProblem(None, MISSING_TERMINAL, f"{kind} block {index} has no contentBlockStop", None, index)
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        if not isinstance(event, dict) or len(event) != 1:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)}, not an object with exactly one member")
+            return
+        (member, body), = event.items()
+        if member not in _BEDROCK_MEMBERS:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event member {_token(member)} has no reviewed normalizer")
+            return
+        if member in _BEDROCK_EXCEPTIONS:
+            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {member}")
+            return
+        if not isinstance(body, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
+            return
+        if member == "messageStart":
+            if state.started:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "a second messageStart")
+            elif state.out_of_order:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "messageStart is not the first event")
+            state.started = True
+            return
+        if not state.started and not state.out_of_order:
+            state.out_of_order = True  # report once, then keep translating
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} before messageStart")
+        if member == "metadata":
+            return  # usage and metrics; allowed before or after messageStop
+        if member == "messageStop":
+            yield from _bedrock_message_stop(pos, body, state)
+        elif state.stopped_reason:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{member} after messageStop")
+        else:
+            yield from _bedrock_block_event(pos, member, body, state)
+
+
+def _bedrock_message_stop(pos: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    reason = body.get("stopReason")
+    if not isinstance(reason, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"stopReason is {_describe(reason)}, not a string")
+        return
+    state.stopped_reason = True
+    yield TurnEnd(pos, reason)  # a second one is the machine's duplicate_terminal
+
+
+def _bedrock_block_event(pos: int, member: str, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    index = body.get("contentBlockIndex")
+    if not _is_index(index):
+        yield WireProblem(pos, MISSING_INDEX, f"{member} contentBlockIndex must be a non-negative integer, "
+                          f"got {_describe(index)}")
+        return
+    if member == "contentBlockStart":
+        yield from _bedrock_block_start(pos, index, body, state)
+    elif member == "contentBlockDelta":
+        yield from _bedrock_block_delta(pos, index, body, state)
+    else:
+        yield from _bedrock_block_stop(pos, index, state)
+
+
+def _bedrock_new_block(pos: int, index: int, kind: str | None, state: _BedrockState) -> Iterator[NeutralEvent]:
+    if index != len(state.blocks):
+        yield WireProblem(pos, MISSING_SLOT, f"block {index} begins, but block {len(state.blocks)} comes next", None, index)
+    state.blocks[index] = [kind, False]
+
+
+def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    if index in state.blocks:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"block {index} was started twice", None, index)
+        return
+    yield from _bedrock_new_block(pos, index, None, state)
+    start = body.get("start")
+    member, value = next(iter(start.items())) if isinstance(start, dict) and len(start) == 1 else (None, None)
+    if member == "toolResult" and isinstance(value, dict):
+        yield from _bedrock_system_result(pos, index, value, state)
+        return
+    tool = value if member == "toolUse" else None
+    if isinstance(tool, dict) and tool.get("type") == "server_tool_use":
+        yield from _bedrock_system_use(pos, index, tool, state)
+        return
+    if not isinstance(tool, dict) or not any(tool.get("type") == kind for kind in _BEDROCK_CLIENT_TOOL_TYPES):
+        # an image start, an unknown toolUse.type ... have no reviewed normalizer.
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a reviewed toolUse or toolResult start",
+                          None, index)
+        return
+    ok_id, call_id = _optional_str(tool, "toolUseId")
+    ok_name, name = _optional_str(tool, "name")
+    if not (ok_id and ok_name) or tool.get("input") is not None:
+        # a start that states input would be a second source of arguments (the reference has none)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "toolUse start must carry string toolUseId and name, and no input",
+                          None, index)
+        return
+    state.blocks[index][0] = "toolUse"
+    if call_id in state.hosted:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"client toolUse in block {index} has the toolUseId of a system "
+                          "tool use", None, index)
+    elif call_id:
+        state.client_ids.add(call_id)
+    # A tool without arguments streams input "" (or nothing): the joined "" becomes {}.
+    yield SlotOpen(pos, (None, index), call_id, name, {})
+
+
+def _bedrock_system_use(pos: int, index: int, tool: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    """A system tool (toolUse.type server_tool_use): counted and paired with its toolResult, never a call."""
+    use_id, name = tool.get("toolUseId"), tool.get("name")
+    wanted = _BEDROCK_SYSTEM_TOOLS.get(name) if isinstance(name, str) else None
+    if not isinstance(use_id, str) or not use_id or wanted is None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"system tool use in block {index} is not a reviewed system tool "
+                          f"(name {_token(name)}) with a string toolUseId", None, index)
+        return
+    state.blocks[index][0] = "serverToolUse"
+    if use_id in state.client_ids:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"system tool use in block {index} has the toolUseId of a client "
+                          "call", None, index)
+    if use_id in state.hosted:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"system tool use in block {index} reuses the toolUseId of block "
+                          f"{state.hosted[use_id][0]}", None, index)
+        return
+    state.hosted[use_id] = [index, wanted, False]
+    yield HostedUse(pos, name)
+
+
+def _bedrock_system_result(pos: int, index: int, result: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    """A toolResult start: it answers a system tool use of this turn, once and with the right type."""
+    state.blocks[index][0] = "toolResult"
+    use_id = result.get("toolUseId")
+    use = state.hosted.get(use_id) if isinstance(use_id, str) else None
+    if use is None:
+        yield WireProblem(pos, MISSING_SLOT, f"toolResult block {index} answers no system tool use of this turn",
+                          None, index)
+    elif use[1] != result.get("type"):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"toolResult block {index} has type {_token(result.get('type'))}, "
+                          f"but the system tool use in block {use[0]} expects {use[1]}", None, index)
+    elif use[2]:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second toolResult for the system tool use in block {use[0]}",
+                          None, index)
+    if use is not None:
+        use[2] = True
+
+
+def _bedrock_block_delta(pos: int, index: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    delta = body.get("delta")
+    member = next(iter(delta)) if isinstance(delta, dict) and len(delta) == 1 else None
+    if member not in _BEDROCK_DELTA_BLOCKS:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockDelta.delta is not one reviewed member "
+                          f"(got {_token(member)})", None, index)
+        return
+    wanted = _BEDROCK_DELTA_BLOCKS[member]
+    block = state.blocks.get(index)
+    if block is None:
+        if member in ("toolUse", "toolResult"):
+            yield WireProblem(pos, MISSING_SLOT, f"{member} delta for block {index}, which was never started", None, index)
+            return
+        yield from _bedrock_new_block(pos, index, member if member != "citation" else "text", state)  # begin implicitly
+        block = state.blocks[index]
+    kind, stopped = block
+    if kind is None:
+        return  # the unsupported block was already reported at its start
+    if kind not in wanted:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} delta does not belong to a {kind} block ({index})", None, index)
+        return
+    if kind != "toolUse":
+        if stopped:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{member} delta after block {index} stopped", None, index)
+        return
+    tool = delta["toolUse"]
+    text = tool.get("input") if isinstance(tool, dict) else None
+    if not isinstance(text, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"toolUse.input is {_describe(text)}, not a string", None, index)
+        return
+    yield Fragment(pos, (None, index), None, None, text)
+
+
+def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[NeutralEvent]:
+    block = state.blocks.get(index)
+    if block is None:
+        yield WireProblem(pos, MISSING_SLOT, f"contentBlockStop for block {index}, which never began", None, index)
+        return
+    kind, stopped = block
+    if kind == "toolUse":
+        yield SlotEnd(pos, (None, index))
+    elif kind is not None and stopped:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"second contentBlockStop for block {index}", None, index)
+    block[1] = True
+
+
+# ---------------------------------------------------------------------------
+# Slot state machine: provider-neutral reassembly
+# ---------------------------------------------------------------------------
+#
+# Rules:
+#   * Everything that affects a slot's phase lives in _PHASES; an event the
+#     table does not allow is a finding from _REFUSED, nothing is guessed.
+#   * The machine does not know which provider it serves; a small TurnRules
+#     value says how terminal evidence arrives (per choice or per block).
+#   * A finding marks a slot blocked but never stops recording the wire: the
+#     report shows what a naive adapter would have merged.
+
+UNSEEN, ACCUMULATING, TERMINAL = "unseen", "accumulating", "terminal"
+VALIDATED, BLOCKED = "validated", "blocked"
+
+_LEGACY_TOOL_REASONS = frozenset({"function_call"})  # a tool signal that carries no readable slot
+
+_PHASES: dict[str, dict[str, str]] = {
+    UNSEEN: {"open": ACCUMULATING, "fragment": ACCUMULATING},
+    ACCUMULATING: {"fragment": ACCUMULATING, "end": TERMINAL},
+    TERMINAL: {},
+}
+_REFUSED: dict[tuple[str, str], str] = {
+    (ACCUMULATING, "open"): IDENTITY_COLLISION,
+    (TERMINAL, "open"): IDENTITY_COLLISION,
+    (TERMINAL, "fragment"): DELTA_AFTER_TERMINAL,
+    (TERMINAL, "end"): DUPLICATE_TERMINAL,
+    (UNSEEN, "end"): MISSING_SLOT,
+}
+
+
+class TurnRules(_FrozenRecord):
+    """How one profile delivers terminal evidence; data, not code paths.
+
+    tool_reason: the only reason that may end a tool turn; per_choice_terminal:
+    finish_reason ends the choice's slots (openai); contiguous_slots: slot
+    indices of a choice run 0..n-1; implicit_open: a fragment may open a slot
+    (openai) or not (anthropic); needs_close: a closing event must follow the
+    stop reason; the *_name fields name the wire events in messages.
+    """
+
+    __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
+                 "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate")
+
+    def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
+                 needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
+                 slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
+                 names_concatenate: bool = False) -> None:
+        _freeze(self, locals())
+
+
+# forced_reason: the reason that ends a turn whose request forced one named tool
+# (OpenAI chat ends such a turn "stop"); names_concatenate: the reference SDK joins
+# name fragments (openai-python's accumulate_delta), so a name restated on a later
+# fragment is read as another tool ("f" + "f" = "ff").
+RULES = {
+    "openai": TurnRules("tool_calls", True, True, True, forced_reason="stop", names_concatenate=True),
+    "mistral": TurnRules("tool_calls", True, True, True, names_concatenate=True),
+    "anthropic": TurnRules("tool_use", False, False, False),
+    "openai-responses": TurnRules("completed", False, False, False, needs_close=False,
+                                  stop_name="response.completed",
+                                  slot_end_name="response.output_item.done"),
+    "bedrock": TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
+                         slot_end_name="contentBlockStop"),
+}
+
+
+class Slot(_Record):
+    """One tool call being reassembled."""
+
+    __slots__ = ("key", "phase", "id", "name", "parts", "initial_input", "terminal_position", "findings",
+                 "arguments", "state", "name_restated", "kind", "omitted")
+
+    def __init__(self, key: SlotKey) -> None:
+        self.key = key
+        self.phase = UNSEEN
+        self.id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.initial_input: Any = None
+        self.terminal_position: int | None = None
+        self.findings: list[Finding] = []
+        self.arguments = ""
+        self.state = BLOCKED
+        self.name_restated = False
+        self.kind = FUNCTION
+        self.omitted = 0            # findings of this call counted but not kept (see TurnMachine._find)
+
+
+class TurnMachine:
+    """Consumes neutral events for one turn; records slots and findings."""
+
+    def __init__(self, rules: TurnRules, limits: Limits, forced: tuple[str, str] | None = None) -> None:
+        self.rules = rules
+        self.limits = limits
+        self.forced = forced          # (name, kind) of the tool a forcing request named, if any
+        self.slots: dict[SlotKey, Slot] = {}
+        self.findings: list[Finding] = []
+        self.choice_findings: dict[int, list[Finding]] = {}
+        self.by_choice: dict[Any, dict[int, Slot]] = {}  # choice (None: anthropic) -> index -> slot
+        self.untracked: set[SlotKey] = set()  # keys past --max-calls: the turn is blocked already
+        self.snapshots: dict[int, int] = {}   # choice -> first position of a message snapshot with calls
+        # One handler per neutral event type, bound once: feed() is called per event.
+        self.handlers: dict[type, Callable[[Any], None]] = {
+            kind: getattr(self, "_on_" + kind.__name__) for kind in NEUTRAL_EVENT_TYPES}
+        self.ids: dict[str, SlotKey] = {}
+        self.choice_ends: dict[int, str] = {}
+        self.tool_signal = False      # a tool finish/stop reason was seen
+        self.turn_reason: str | None = None
+        self.closed = False
+        self.first_choice: int | None = None
+        self.calls_limit_reported = False
+        self.ambiguity_reported = False
+        self.hosted: dict[str, int] = {}  # hosted tool name -> uses in this turn (never calls)
+        self.keep = 2 * limits.max_findings  # findings kept in full before only new codes are
+        self.codes: set[str] = set()
+        self.omitted = 0
+        self.choice_omitted: dict[int, int] = {}
+        self.saturated = False        # past 4x --max-findings: the gate stops examining the stream
+
+    # -- recording -----------------------------------------------------------
+
+    def _find(self, code: str, message: str, position: int | None, key: SlotKey | None = None,
+              choice: int | None = None) -> None:
+        """Record a finding on a slot (key), on a whole choice, or on the turn.
+
+        Past twice --max-findings, a finding of a code already recorded is only
+        counted, so a hostile stream of millions of findings costs no memory per
+        finding; the report lists at most --max-findings anyway.  Once as many
+        again have been counted, `saturated` tells the gate to stop examining:
+        the turn is blocked whatever follows, and the rest costs no time either.
+        """
+        slot_choice, index = (key if key is not None else (choice, None))
+        finding = Finding(code, message, position, slot_choice, index)
+        kept = len(self.findings) < self.keep or code not in self.codes
+        if kept:
+            self.codes.add(code)
+            self.findings.append(finding)
+        else:
+            self.omitted += 1
+            if self.omitted > self.keep:
+                self.saturated = True
+        if key is not None:
+            slot = self.slots.get(key)
+            if slot is not None:
+                if kept or len(slot.findings) < self.keep:
+                    slot.findings.append(finding)
+                else:
+                    slot.omitted += 1
+        elif choice is not None:
+            shared = self.choice_findings.setdefault(choice, [])
+            if kept or len(shared) < self.keep:
+                shared.append(finding)
+            else:
+                self.choice_omitted[choice] = self.choice_omitted.get(choice, 0) + 1
+
+    def findings_for(self, slot: Slot) -> list[Finding]:
+        """A call's own findings plus those of its choice (finish reason, bad entries...)."""
+        shared = self.choice_findings.get(slot.key[0], []) if slot.key[0] is not None else []
+        return slot.findings + shared if shared else slot.findings
+
+    def omitted_for(self, slot: Slot) -> int:
+        """How many findings of a call (and its choice) were counted but not kept."""
+        return slot.omitted + (self.choice_omitted.get(slot.key[0], 0) if slot.key[0] is not None else 0)
+
+    def _slot(self, key: SlotKey, position: int) -> Slot | None:
+        """The slot for key, created on first sight; None past the call limit."""
+        slot = self.slots.get(key)
+        if slot is None:
+            if len(self.slots) >= self.limits.max_calls:
+                self.untracked.add(key)
+                if not self.calls_limit_reported:
+                    self.calls_limit_reported = True
+                    self._find(LIMIT_EXCEEDED, f"more than {self.limits.max_calls} tool calls in one turn; "
+                               "further calls are not tracked", position)
+                return None
+            slot = self.slots[key] = Slot(key)
+            self.by_choice.setdefault(key[0], {})[key[1]] = slot
+            choice = key[0]
+            if choice is not None:
+                if self.first_choice is None:
+                    self.first_choice = choice
+                elif choice != self.first_choice and not self.ambiguity_reported:
+                    self.ambiguity_reported = True
+                    self._find(AMBIGUOUS_CHOICE, f"tool calls in choice {self.first_choice} and choice {choice}",
+                               position, key)
+        return slot
+
+    def _step(self, slot: Slot, action: str, position: int) -> bool:
+        """Apply one phase transition; False (with a finding) when refused."""
+        new_phase = _PHASES[slot.phase].get(action)
+        if new_phase is None:
+            code = _REFUSED[(slot.phase, action)]
+            self._find(code, _refusal_message(code, action, slot), position, slot.key)
+            return False
+        slot.phase = new_phase
+        return True
+
+    def _set_identity(self, slot: Slot, field_name: str, value: str | None, position: int) -> None:
+        if not value:
+            return
+        current = getattr(slot, field_name)
+        if current is None:
+            setattr(slot, field_name, value)
+            if field_name == "id":
+                other = self.ids.get(value)
+                if other is not None and other != slot.key:
+                    self._find(IDENTITY_COLLISION, f"id {json.dumps(value)} is also used by slot {_slot_label(other)}",
+                               position, slot.key)
+                else:
+                    self.ids[value] = slot.key
+        elif current != value:
+            self._find(IDENTITY_COLLISION,
+                       f"{field_name} changed from {json.dumps(current)} to {json.dumps(value)} (names are not concatenated)"
+                       if field_name == "name" else
+                       f"id changed from {json.dumps(current)} to {json.dumps(value)}",
+                       position, slot.key)
+        elif field_name == "name" and self.rules.names_concatenate and not slot.name_restated:
+            slot.name_restated = True  # once per slot: every later restatement reads the same way
+            self._find(IDENTITY_COLLISION, f"name {json.dumps(value)} restated on a later fragment: an SDK that joins "
+                       f"name fragments (openai-python) would call {json.dumps(current + value)}", position, slot.key)
+
+    # -- neutral events ------------------------------------------------------
+
+    def feed(self, event: NeutralEvent) -> None:
+        """Consume one neutral event (dispatch by its type)."""
+        self.handlers[type(event)](event)
+
+    def _on_WireProblem(self, event: WireProblem) -> None:
+        key = (event.choice, event.index) if event.index is not None else None
+        self._find(event.code, event.message, event.position, key, event.choice)
+
+    def _on_SlotOpen(self, event: SlotOpen) -> None:
+        slot = self._slot(event.key, event.position)
+        if slot is None or not self._step(slot, "open", event.position):
+            return
+        slot.initial_input = event.initial_input
+        slot.kind = event.kind
+        self._set_identity(slot, "id", event.id, event.position)
+        self._set_identity(slot, "name", event.name, event.position)
+
+    def append_plain(self, key: SlotKey, text: str, kind: str | None = None) -> bool:
+        """Add text to slot key when the general Fragment path would do only that.
+
+        That is: the slot is tracked, accepts fragments, its choice has not
+        finished, and the fragment is of the slot's kind (or does not say).
+        False changes nothing and leaves the event to _on_Fragment.
+        """
+        slot = self.slots.get(key)
+        if (slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends
+                or (kind is not None and kind != slot.kind)):
+            return False
+        if text:
+            slot.parts.append(text)
+        return True
+
+    def _on_Fragment(self, event: Fragment) -> None:
+        if not event.id and not event.name and self.append_plain(event.key, event.arguments or "", event.kind):
+            return  # the common case: no identity to check, a slot that accepts text
+        if event.key in self.untracked:
+            return
+        choice = event.key[0]
+        if choice in self.choice_ends:
+            slot = self._slot(event.key, event.position)
+            if slot is None:
+                return
+            if slot.phase == UNSEEN:
+                self._set_identity(slot, "id", event.id, event.position)
+                self._set_identity(slot, "name", event.name, event.position)
+            self._find(DELTA_AFTER_TERMINAL, f"tool-call fragment after choice {choice} finished "
+                       f"({_token(self.choice_ends[choice])})", event.position, event.key)
+            return
+        if not self.rules.implicit_open and event.key not in self.slots:
+            self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened", event.position)
+            return
+        slot = self._slot(event.key, event.position)
+        if slot is None:
+            return
+        opened = slot.phase == UNSEEN
+        if not self._step(slot, "fragment", event.position):
+            return
+        if event.kind is not None and event.kind != slot.kind:
+            if opened:
+                slot.kind = event.kind
+            else:
+                self._find(IDENTITY_COLLISION, f"slot {_slot_label(slot.key)} changed from a {slot.kind} call to a "
+                           f"{event.kind} call", event.position, slot.key)
+        self._set_identity(slot, "id", event.id, event.position)
+        self._set_identity(slot, "name", event.name, event.position)
+        if event.arguments:
+            slot.parts.append(event.arguments)
+
+    def _on_SlotEnd(self, event: SlotEnd) -> None:
+        if event.key in self.untracked:
+            return
+        slot = self.slots.get(event.key)
+        if slot is None:
+            self._find(MISSING_SLOT, f"end of slot {_slot_label(event.key)}, which was never opened", event.position)
+            return
+        if self._end_slot(slot, event.position):
+            for where, text in event.restated:
+                self._compare_restated(slot, where, text, event.position)
+
+    def _on_CallRestated(self, event: CallRestated) -> None:
+        slot = self.slots.get(event.key)
+        if slot is not None and slot.phase == TERMINAL:
+            self._compare_restated(slot, event.where, event.arguments, event.position)
+
+    def _compare_restated(self, slot: Slot, where: str, text: str, position: int) -> None:
+        joined, _ = join_fragments(slot.parts)
+        if joined != text:
+            self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)}: {where} restates arguments that differ from "
+                       "the joined fragments (an SDK that reads that restatement would run other arguments)",
+                       position, slot.key)
+
+    def _end_slot(self, slot: Slot, position: int) -> bool:
+        if not self._step(slot, "end", position):
+            return False
+        slot.terminal_position = position
+        if not slot.id:
+            self._find(MISSING_ID, f"slot {_slot_label(slot.key)} reached its terminal without an id", position, slot.key)
+        if not slot.name:
+            self._find(MISSING_NAME, f"slot {_slot_label(slot.key)} reached its terminal without a name", position, slot.key)
+        joined_empty = not slot.parts
+        if slot.initial_input and not joined_empty:
+            self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)} has both a non-empty start input and "
+                       "argument fragments", position, slot.key)
+        return True
+
+    def _on_ChoiceEnd(self, event: ChoiceEnd) -> None:
+        choice_slots = list(self.by_choice.get(event.choice, {}).values())
+        if event.reason == self.rules.tool_reason:
+            self.tool_signal = True
+        if event.choice in self.choice_ends:
+            if choice_slots:
+                self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
+                           event.position, choice=event.choice)
+            elif event.reason == self.rules.tool_reason:
+                self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
+                           "tool call", event.position, choice=event.choice)
+            return
+        self.choice_ends[event.choice] = event.reason
+        if not choice_slots:
+            if event.reason in _LEGACY_TOOL_REASONS:
+                self.tool_signal = True
+                self._find(UNSUPPORTED_EVENT, f"legacy finish_reason {_token(event.reason)}: a tool call in the "
+                           "deprecated shape, which this tool does not read", event.position, choice=event.choice)
+            elif event.reason == self.rules.tool_reason:
+                self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
+                           "tool call", event.position, choice=event.choice)
+            return
+        if event.reason != self.rules.tool_reason and not self._forced_terminal(event.reason, choice_slots):
+            hint = ""
+            if event.reason == self.rules.forced_reason:
+                hint = (" (a request that forces one named tool ends with it, for exactly one call of that tool; "
+                        + ("no forcing request was given)" if self.forced is None else
+                           f"the request forces {self.forced[1]} {json.dumps(self.forced[0])})"))
+            self._find(WRONG_TERMINAL_REASON, f"choice {event.choice} has tool calls but finished with "
+                       f"{_token(event.reason)}, not {json.dumps(self.rules.tool_reason)}{hint}",
+                       event.position, choice=event.choice)
+            return
+        self.tool_signal = True
+        for slot in sorted(choice_slots, key=lambda s: s.key[1]):
+            self._end_slot(slot, event.position)
+
+    def _forced_terminal(self, reason: str, choice_slots: list[Slot]) -> bool:
+        """The reason a forcing request ends a turn with, for exactly one call of the forced tool."""
+        return (reason == self.rules.forced_reason and self.forced is not None and len(choice_slots) == 1
+                and (choice_slots[0].name, choice_slots[0].kind) == self.forced)
+
+    def _on_TurnEnd(self, event: TurnEnd) -> None:
+        if event.reason == self.rules.tool_reason:
+            self.tool_signal = True
+        if self.turn_reason is not None:
+            self._find(DUPLICATE_TERMINAL, f"second stop_reason {_token(event.reason)}", event.position)
+            return
+        self.turn_reason = event.reason
+        if self.slots and event.reason != self.rules.tool_reason:
+            self._find(WRONG_TERMINAL_REASON, f"the turn has tool calls but stopped with {_token(event.reason)}, "
+                       f"not {json.dumps(self.rules.tool_reason)}", event.position)
+        elif not self.slots and event.reason == self.rules.tool_reason:
+            self._find(MISSING_SLOT, f"stop_reason {_token(event.reason)} but the turn has no tool call", event.position)
+
+    def _on_TurnClose(self, event: TurnClose) -> None:
+        self.closed = True
+
+    def _on_HostedUse(self, event: HostedUse) -> None:
+        self.hosted[event.name] = self.hosted.get(event.name, 0) + 1
+
+    def _on_SnapshotCall(self, event: SnapshotCall) -> None:
+        self.snapshots.setdefault(event.choice, event.position)
+
+    # -- end of stream -------------------------------------------------------
+
+    def finish(self) -> None:
+        """End-of-stream checks: every required terminal arrived, no gaps."""
+        for choice, position in sorted(self.snapshots.items()):
+            if choice not in self.by_choice:
+                self.tool_signal = True
+                self._find(UNSUPPORTED_EVENT, f"choice {choice} shows tool calls only in a message snapshot, "
+                           "never in delta.tool_calls", position, choice=choice)
+        if self.rules.per_choice_terminal:
+            for choice in sorted(self.by_choice):
+                if choice not in self.choice_ends:
+                    self._find(MISSING_TERMINAL, f"choice {choice} has tool calls but the stream ended without a "
+                               "finish_reason", None, choice=choice)
+        else:
+            for key in sorted(self.slots, key=lambda k: k[1]):
+                if self.slots[key].phase != TERMINAL:
+                    self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal "
+                               f"({self.rules.slot_end_name})", None, key)
+            if self.slots and self.turn_reason is None:
+                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.stop_name}", None)
+            if self.slots and self.rules.needs_close and not self.closed:
+                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
+        if self.rules.contiguous_slots:
+            for choice in sorted(self.by_choice):
+                present = self.by_choice[choice]
+                highest = max(present)
+                missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
+                listed = 0
+                index = 0
+                while listed < min(missing_count, 16):
+                    if index not in present:
+                        listed += 1
+                        self._find(MISSING_SLOT, f"choice {choice} has slot {highest} but no slot {index}",
+                                   None, choice=choice)
+                        self.findings[-1].index = index  # names the missing slot; still concerns the choice
+                    index += 1
+                if missing_count > listed:
+                    self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
+                               None, choice=choice)
+
+
+def slot_order(slot: Slot) -> tuple[int, int]:
+    """Report order: by choice (None first), then by index."""
+    return (-1 if slot.key[0] is None else slot.key[0], slot.key[1])
+
+
+def _slot_label(key: SlotKey) -> str:
+    choice, index = key
+    return f"{index}" if choice is None else f"{choice}/{index}"
+
+
+def _refusal_message(code: str, action: str, slot: Slot) -> str:
+    label = _slot_label(slot.key)
+    return {
+        IDENTITY_COLLISION: f"slot {label} was opened twice",
+        DELTA_AFTER_TERMINAL: f"fragment for slot {label} after its terminal",
+        DUPLICATE_TERMINAL: f"second terminal for slot {label}",
+        MISSING_SLOT: f"terminal for slot {label}, which was never opened",
+    }.get(code, f"{action} not allowed for slot {label} in phase {slot.phase}")
+
+
+# ---------------------------------------------------------------------------
+# Strict JSON for arguments (RFC 8259, with the checks Python's json skips)
+# ---------------------------------------------------------------------------
+
+
+def _has_surrogate(text: str) -> bool:
+    """True when text holds a lone UTF-16 surrogate code point."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def parse_strict_json(text: str, limits: Limits) -> Any:
+    """Parse text as exactly one strict JSON document or raise JsonProblem.
+
+    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
+    last duplicate key and accepts lone surrogate escapes; each is caught here.
+    """
+    max_digits = limits.max_number_length
+
+    def parse_float(token: str) -> float:
+        if len(token) > max_digits:
+            raise JsonProblem(LIMIT_EXCEEDED, f"a number is {len(token)} characters long (limit {max_digits})")
+        return _finite_float(token)
+
+    def parse_int(token: str) -> int:
+        if len(token) > max_digits:
+            raise JsonProblem(LIMIT_EXCEEDED, f"a number is {len(token)} characters long (limit {max_digits})")
+        value = int(token)
+        if len(token) > 308:  # only such long integers can exceed the largest double
+            try:
+                float(value)
+            except OverflowError:
+                raise JsonProblem(NON_FINITE_NUMBER, f"integer of {len(token)} digits overflows a double") from None
+        return value
+
+    try:
+        value = decode_document(text, parse_float, parse_int, what="the arguments")
+    except JsonProblem as problem:
+        if problem.code == TRAILING_DATA:
+            problem.message += " (two calls merged into one slot look like this)"
+        elif problem.code == LIMIT_EXCEEDED and "nesting" in problem.message:
+            problem.message = f"nesting deeper than the limit of {limits.max_depth}"
+        raise
+    # A parsed string can hold a lone surrogate only through a \uD800-\uDFFF escape
+    # or a raw one in text; with neither, the strings need no look.
+    strings = _SURROGATE_ESCAPE.search(text) is not None or _has_surrogate(text)
+    if strings or text.count("{") + text.count("[") > limits.max_depth:
+        _check_tree(value, limits.max_depth, strings)
+    return value
+
+
+# A \u escape of a UTF-16 surrogate (an escaped backslash before "u" only over-matches).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
+    """Depth limit and (when strings) lone surrogate escapes, walked without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if strings and _has_surrogate(node):
+                raise JsonProblem(INVALID_UNICODE, "a string holds an unpaired UTF-16 surrogate escape")
+            continue
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth > max_depth:
+            raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if strings and _has_surrogate(key):
+                    raise JsonProblem(INVALID_UNICODE, "a key holds an unpaired UTF-16 surrogate escape")
+                stack.append((item, depth + 1))
+        else:
+            stack.extend((item, depth + 1) for item in node)
+
+
+def join_fragments(parts: list[str]) -> tuple[str, bool]:
+    """Join argument fragments as UTF-16 code units.
+
+    A high surrogate ending one fragment and a low surrogate starting the next
+    form one character.  Returns (text, ok); ok is False when a surrogate stays
+    unpaired, and text is then the plain concatenation.
+    """
+    text = "".join(parts)
+    if not _has_surrogate(text):
+        return text, True
+    try:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le"), True
+    except UnicodeDecodeError:
+        return text, False
+
+
+# ---------------------------------------------------------------------------
+# Schema subset
+# ---------------------------------------------------------------------------
+
+#
+# Rules of this section:
+#   * Every key of every schema object is in exactly one of three places:
+#     the dialect's keyword table (_SCH_KEYWORDS_2020 / _SCH_KEYWORDS_07: it is
+#     validated), _SCH_ANNOTATIONS (accepted, never enforced), or nowhere
+#     (SchemaUnsupported).  Nothing is silently ignored.
+#   * The whole schema is judged before any instance is seen: every subschema,
+#     every $defs entry (referenced or not), every keyword value, every $ref
+#     target and every regex.  A compiled schema is immutable and reusable.
+#   * Evaluation is bounded: a nesting cap, an evaluation budget and a cap on
+#     the length of strings handed to a regex.  Hitting one raises
+#     SchemaLimitExceeded; a Python RecursionError never escapes.
+#   * JSON semantics, not Python semantics: True is not 1, 1.0 is an integer,
+#     numbers compare exactly, multipleOf uses exact decimal fractions, string
+#     length is counted in code points, regexes are ECMA-262 (u flag).
+#
+# Theory of operation: compile_schema() walks the document once and turns each
+# schema location into a _SchNode holding a tuple of closures, one per keyword
+# (the "check").  $ref becomes a cell filled in after the walk, so recursive
+# schemas compile to a finite graph; a $ref cycle that never moves along the
+# instance is refused at compile time.  validate_instance() runs the closures;
+# anyOf/oneOf/not branches run in "quick" mode, which stops at a branch's first
+# error.  Instance locations travel as linked (parent, key) pairs and become
+# RFC 6901 pointers only when an error is reported.
+
+
+
+class SchemaUnsupported(Exception):
+    """The schema uses something outside the subset, or is itself invalid."""
+
+    def __init__(self, message: str, location: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+
+class SchemaLimitExceeded(Exception):
+    """Evaluation hit a configured limit (budget, depth, regex subject length)."""
+
+    def __init__(self, message: str, pointer: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+
+
+class SchemaLimits(_FrozenRecord):
+    """Bounds that keep one validation call finite whatever the input."""
+
+    __slots__ = ("max_schema_depth", "max_evaluations", "max_pattern_subject")
+
+    def __init__(self, max_schema_depth: int = 64, max_evaluations: int = 1_000_000,
+                 max_pattern_subject: int = 1_000) -> None:
+        _freeze(self, locals())
+
+
+# --- constant tables --------------------------------------------------------
+
+_SCH_DIALECTS: Mapping[str, str] = MappingProxyType({
+    "https://json-schema.org/draft/2020-12/schema": "2020-12",
+    "https://json-schema.org/draft/2020-12/schema#": "2020-12",
+    "http://json-schema.org/draft-07/schema": "draft-07",
+    "http://json-schema.org/draft-07/schema#": "draft-07",
+    "https://json-schema.org/draft-07/schema": "draft-07",
+    "https://json-schema.org/draft-07/schema#": "draft-07",
+})
+
+# Keys that never change a verdict under the accepted dialects.
+_SCH_ANNOTATIONS: frozenset[str] = frozenset({
+    "title", "description", "$comment", "default", "examples", "example",
+    "deprecated", "readOnly", "writeOnly", "format", "contentEncoding",
+    "contentMediaType", "contentSchema", "discriminator", "propertyOrdering",
+    "errorMessage", "markdownDescription",
+})
+
+# Why a well-known keyword is refused; anything else unknown gets a generic reason.
+_SCH_REFUSAL_REASONS: Mapping[str, str] = MappingProxyType({
+    **dict.fromkeys(("if", "then", "else"), "conditional schemas are outside the subset"),
+    **dict.fromkeys(("dependentRequired", "dependentSchemas", "dependencies"),
+                    "dependency keywords are outside the subset"),
+    **dict.fromkeys(("contains", "minContains", "maxContains"),
+                    "contains-style array keywords are outside the subset"),
+    **dict.fromkeys(("unevaluatedProperties", "unevaluatedItems"),
+                    "it needs annotation collection, which this checker does not do"),
+    **dict.fromkeys(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"),
+                    "dynamic references are outside the subset"),
+    "$anchor": "anchors are outside the subset; use a '#/...' JSON Pointer $ref",
+    "$vocabulary": "custom vocabularies are outside the subset",
+    "nullable": "it is OpenAPI, not JSON Schema, and would change meaning; "
+                "use a type array with \"null\" or anyOf instead",
+    "$schema": "$schema is only allowed at the root",
+    "$id": "$id below the root changes the base URI, which is outside the subset",
+})
+
+_SCH_TYPE_NAMES: frozenset[str] = frozenset(
+    {"null", "boolean", "object", "array", "number", "string", "integer"})
+
+SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
+SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states), all schemas of a turn
+_SCH_BRIEF_LIMIT = 60          # characters of a value quoted in a message
+_SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
+
+
+# --- JSON value helpers -----------------------------------------------------
+
+def _sch_is_number(value: object) -> bool:
+    """JSON numbers; bool is excluded because Python makes it an int."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _sch_type_of(value: object) -> str:
+    """The narrowest JSON type name; whole floats are integers, as the spec says."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "non-JSON value"
+
+
+def _sch_type_label(value: object) -> str:
+    """The type name as a reader expects it in a message (1.0 reads as number)."""
+    return "number" if isinstance(value, float) else _sch_type_of(value)
+
+
+def _sch_brief(value: object) -> str:
+    """A short rendering for messages; never dumps a large argument."""
+    if isinstance(value, str):
+        text = value if len(value) <= _SCH_BRIEF_LIMIT else value[:_SCH_BRIEF_LIMIT] + "..."
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    if isinstance(value, dict):
+        return f"an object with {len(value)} members"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= _SCH_BRIEF_LIMIT else text[:_SCH_BRIEF_LIMIT] + "..."
+
+
+_SCH_END = object()  # sentinel for exhausted iterators; never mutated
+_SCH_CANONICAL_DEPTH = 10_000  # deeper values are refused (parsed JSON never gets near it)
+
+
+class _SchNotJson(ValueError):
+    """A schema value that is not a JSON value (wrong Python type, NaN, inf)."""
+
+
+def _sch_canonical(value: object, tally: Optional[list] = None) -> object:
+    """A hashable form in which equal JSON values are equal Python values.
+
+    Why: Python says 1 == 1.0 == True and {'a': 0} == {'a': False}; JSON says
+    only the first equality holds.  Tags keep booleans apart from numbers,
+    whole floats become ints, objects become key-sorted pairs.  Iterative so
+    that a deep value cannot exhaust the Python stack.  When tally is given,
+    tally[0] grows by the number of values visited (the work done).
+    """
+    def scalar(item: object) -> object:
+        if item is None:
+            return (0,)
+        if isinstance(item, bool):
+            return (1, item)
+        if isinstance(item, int):
+            return (2, item)
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise _SchNotJson("non-finite number")
+            return (2, int(item)) if item.is_integer() else (2, item)
+        if isinstance(item, str):
+            return (3, item)
+        raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
+
+    if not isinstance(value, (list, dict)):
+        if tally is not None:
+            tally[0] += 1
+        return scalar(value)
+    # Each frame: (container, iterator over children, finished child forms, keys).
+    result: list[object] = []
+    stack: list[tuple[object, object, list[object], list[str]]] = []
+
+    def push(container: object) -> None:
+        if len(stack) >= _SCH_CANONICAL_DEPTH:   # also stops a self-referencing Python list
+            raise _SchNotJson(f"a value nests deeper than {_SCH_CANONICAL_DEPTH} levels")
+        if isinstance(container, dict):
+            for key in container:
+                if not isinstance(key, str):
+                    raise _SchNotJson("object keys must be strings")
+            keys = sorted(container)
+            stack.append((container, iter([container[k] for k in keys]), [], keys))
+        else:
+            stack.append((container, iter(container), [], []))  # type: ignore[call-overload]
+        if tally is not None:
+            tally[0] += 1 + len(container)  # type: ignore[arg-type]
+
+    push(value)
+    while stack:
+        container, children, done, keys = stack[-1]
+        child = next(children, _SCH_END)  # type: ignore[call-overload]
+        if child is _SCH_END:
+            stack.pop()
+            if isinstance(container, dict):
+                form: object = (5, tuple(zip(keys, done)))
+            else:
+                form = (4, tuple(done))
+            (stack[-1][2] if stack else result).append(form)
+        elif isinstance(child, (list, dict)):
+            push(child)
+        else:
+            done.append(scalar(child))
+    return result[0]
+
+
+def _sch_pointer(path: object) -> str:
+    """Render a linked (parent, key) path as an RFC 6901 pointer ('' is the root)."""
+    keys: list[str] = []
+    while path is not None:
+        path, key = path  # type: ignore[misc]
+        keys.append(str(key) if isinstance(key, int)
+                    else key.replace("~", "~0").replace("/", "~1"))
+    keys.reverse()
+    return "".join("/" + key for key in keys)
+
+
+def _sch_location(loc: tuple[str, ...]) -> str:
+    """Render a schema location as '#/a/b' for SchemaUnsupported.location."""
+    return "#" + "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in loc)
+
+
+def _sch_fraction(number: object) -> "Fraction":
+    """Exact value of a JSON number as written: floats go through their decimal repr.
+
+    Why: 19.99 % 0.01 is not 0 in binary floating point, but 1999/100 is an
+    exact multiple of 1/100.  (fractions is imported here: only multipleOf needs it.)
+    """
+    from fractions import Fraction
+
+    if isinstance(number, int):
+        return Fraction(number)
+    return Fraction(repr(number))
+
+
+# --- ECMA-262 (u flag) regular expressions ----------------------------------
+#
+# A pattern is parsed with the ECMA grammar into a small tuple tree, then
+# either emitted as a Python pattern that means the same (when a proof bounds
+# re's work) or compiled for the simulator below:
+#   ("lit", cp) | ("set", ranges, negated) | ("assert", "^" | "$" | "b" | "B")
+#   ("look", negated, alt) | ("group", alt) | ("alt", (seq, ...))
+#   ("rep", atom, min, max_or_None, lazy)          seq = tuple of terms
+# Character sets are explicit code point ranges, so \d, \w, \s, \p{..} and
+# their negations mean exactly the ECMA sets, inside classes as well.
+
+_RX_MAX_CP = 0x10FFFF
+_RX_MAX_NESTING = 50           # group nesting in one pattern
+_RX_MAX_COUNT = 100_000        # largest {n,m} bound accepted
+_RX_SYNTAX = frozenset("^$\\.*+?()[]{}|")
+_RX_CONTROL = MappingProxyType({"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B})
+_RX_DIGIT: tuple[tuple[int, int], ...] = ((0x30, 0x39),)
+_RX_WORD: tuple[tuple[int, int], ...] = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+_RX_SPACE: tuple[tuple[int, int], ...] = (
+    (0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+    (0xFEFF, 0xFEFF))
+_RX_LINE_TERMINATORS: tuple[tuple[int, int], ...] = (
+    (0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+_RX_WORD_CLASS = "[0-9A-Z_a-z]"
+_RX_BOUNDARY = (f"(?:(?<={_RX_WORD_CLASS})(?!{_RX_WORD_CLASS})"
+                f"|(?<!{_RX_WORD_CLASS})(?={_RX_WORD_CLASS}))")
+_RX_NOT_BOUNDARY = (f"(?:(?<={_RX_WORD_CLASS})(?={_RX_WORD_CLASS})"
+                    f"|(?<!{_RX_WORD_CLASS})(?!{_RX_WORD_CLASS}))")
+_RX_CLASS_ESCAPES: Mapping[str, tuple[tuple[tuple[int, int], ...], bool]] = MappingProxyType({
+    "d": (_RX_DIGIT, False), "D": (_RX_DIGIT, True),
+    "w": (_RX_WORD, False), "W": (_RX_WORD, True),
+    "s": (_RX_SPACE, False), "S": (_RX_SPACE, True),
+})
+
+
+def _rx_gc_alias_table() -> Mapping[str, tuple[str, ...]]:
+    """Every ECMA spelling of a General_Category value -> its two-letter members."""
+    groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+        (("C", "Other"), ("Cc", "Cf", "Cs", "Co", "Cn")),
+        (("Cc", "Control", "cntrl"), ("Cc",)), (("Cf", "Format"), ("Cf",)),
+        (("Cn", "Unassigned"), ("Cn",)), (("Co", "Private_Use"), ("Co",)),
+        (("Cs", "Surrogate"), ("Cs",)),
+        (("L", "Letter"), ("Lu", "Ll", "Lt", "Lm", "Lo")),
+        (("LC", "Cased_Letter"), ("Lu", "Ll", "Lt")),
+        (("Ll", "Lowercase_Letter"), ("Ll",)), (("Lm", "Modifier_Letter"), ("Lm",)),
+        (("Lo", "Other_Letter"), ("Lo",)), (("Lt", "Titlecase_Letter"), ("Lt",)),
+        (("Lu", "Uppercase_Letter"), ("Lu",)),
+        (("M", "Mark", "Combining_Mark"), ("Mn", "Mc", "Me")),
+        (("Mc", "Spacing_Mark"), ("Mc",)), (("Me", "Enclosing_Mark"), ("Me",)),
+        (("Mn", "Nonspacing_Mark"), ("Mn",)),
+        (("N", "Number"), ("Nd", "Nl", "No")),
+        (("Nd", "Decimal_Number", "digit"), ("Nd",)), (("Nl", "Letter_Number"), ("Nl",)),
+        (("No", "Other_Number"), ("No",)),
+        (("P", "Punctuation", "punct"), ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po")),
+        (("Pc", "Connector_Punctuation"), ("Pc",)), (("Pd", "Dash_Punctuation"), ("Pd",)),
+        (("Pe", "Close_Punctuation"), ("Pe",)), (("Pf", "Final_Punctuation"), ("Pf",)),
+        (("Pi", "Initial_Punctuation"), ("Pi",)), (("Po", "Other_Punctuation"), ("Po",)),
+        (("Ps", "Open_Punctuation"), ("Ps",)),
+        (("S", "Symbol"), ("Sm", "Sc", "Sk", "So")),
+        (("Sc", "Currency_Symbol"), ("Sc",)), (("Sk", "Modifier_Symbol"), ("Sk",)),
+        (("Sm", "Math_Symbol"), ("Sm",)), (("So", "Other_Symbol"), ("So",)),
+        (("Z", "Separator"), ("Zs", "Zl", "Zp")),
+        (("Zl", "Line_Separator"), ("Zl",)), (("Zp", "Paragraph_Separator"), ("Zp",)),
+        (("Zs", "Space_Separator"), ("Zs",)),
+    )
+    return MappingProxyType({name: members for names, members in groups for name in names})
+
+
+_RX_GC_ALIASES: Mapping[str, tuple[str, ...]] = _rx_gc_alias_table()
+_RX_SCRIPT_KEYS = frozenset({"Script", "sc", "Script_Extensions", "scx"})
+
+
+@functools.lru_cache(maxsize=1)
+def _rx_category_runs() -> Mapping[str, tuple[tuple[int, int], ...]]:
+    """Two-letter General_Category -> code point ranges, from this Python's unicodedata.
+
+    Built on first use only (about 0.2 s) and cached: a pure function of the
+    interpreter's Unicode tables.
+    """
+    import unicodedata
+
+    runs: dict[str, list[tuple[int, int]]] = {}
+    category = unicodedata.category
+    start, current = 0, category(chr(0))
+    for cp in range(1, _RX_MAX_CP + 1):
+        cat = category(chr(cp))
+        if cat != current:
+            runs.setdefault(current, []).append((start, cp - 1))
+            start, current = cp, cat
+    runs.setdefault(current, []).append((start, _RX_MAX_CP))
+    return MappingProxyType({cat: tuple(ranges) for cat, ranges in runs.items()})
+
+
+@functools.lru_cache(maxsize=64)
+def _rx_category_ranges(members: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """Merged ranges of a union of General_Category values."""
+    table = _rx_category_runs()
+    return _rx_normalize([r for cat in members for r in table.get(cat, ())])
+
+
+def _rx_normalize(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sort and merge overlapping or adjacent ranges."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)
+
+
+def _rx_complement(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """All code points not in the (normalized) ranges."""
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= _RX_MAX_CP:
+        out.append((nxt, _RX_MAX_CP))
+    return tuple(out)
+
+
+def _rx_overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    """Whether two normalized range lists share a code point (linear merge)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
+class _RxError(ValueError):
+    """The pattern is outside the ECMA-262 (u flag) subset this checker runs."""
+
+
+class _RxParser:
+    """Recursive-descent parser for ECMA-262 patterns with the u flag (subset).
+
+    Why a parser and not re.compile: Python and ECMA disagree on \\d, \\w, \\s,
+    '.', '$', \\p{..} and on what is a syntax error, and those differences
+    decide verdicts.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.src = source
+        self.pos = 0
+        self.nesting = 0
+
+    def peek(self) -> str:
+        return self.src[self.pos] if self.pos < len(self.src) else ""
+
+    def parse(self) -> tuple:
+        tree = self.disjunction()
+        if self.pos < len(self.src):
+            raise _RxError("unmatched ')'")
+        return tree
+
+    def disjunction(self) -> tuple:
+        seqs = [self.alternative()]
+        while self.peek() == "|":
+            self.pos += 1
+            seqs.append(self.alternative())
+        return ("alt", tuple(seqs))
+
+    def alternative(self) -> tuple:
+        terms = []
+        while self.pos < len(self.src) and self.src[self.pos] not in "|)":
+            terms.append(self.term())
+        return tuple(terms)
+
+    def nested(self) -> tuple:
+        self.nesting += 1
+        if self.nesting > _RX_MAX_NESTING:
+            raise _RxError(f"groups are nested more than {_RX_MAX_NESTING} deep")
+        body = self.disjunction()
+        if self.peek() != ")":
+            raise _RxError("a group is not closed")
+        self.pos += 1
+        self.nesting -= 1
+        return body
+
+    def no_quantifier(self, what: str) -> None:
+        if self.peek() and self.peek() in "*+?{":
+            raise _RxError(f"a quantifier cannot follow {what} (u flag)")
+
+    def term(self) -> tuple:
+        src, pos = self.src, self.pos
+        char = src[pos]
+        if char == "^":
+            self.pos += 1
+            self.no_quantifier("'^'")
+            return ("assert", "^")
+        if char == "$":
+            self.pos += 1
+            self.no_quantifier("'$'")
+            return ("assert", "$")
+        if src.startswith("\\b", pos) or src.startswith("\\B", pos):
+            self.pos += 2
+            self.no_quantifier("a word boundary")
+            return ("assert", src[pos + 1])
+        if char == "(":
+            return self.group()
+        return self.quantified(self.atom())
+
+    def group(self) -> tuple:
+        src, pos = self.src, self.pos
+        if src.startswith("(?=", pos) or src.startswith("(?!", pos):
+            self.pos += 3
+            body = self.nested()
+            self.no_quantifier("a lookahead")
+            return ("look", src[pos + 2] == "!", body)
+        if src.startswith("(?<=", pos) or src.startswith("(?<!", pos):
+            raise _RxError("lookbehind is not supported")
+        if src.startswith("(?<", pos):
+            raise _RxError("named groups are not supported")
+        if src.startswith("(?P", pos) or src.startswith("(?#", pos):
+            raise _RxError("Python-only group syntax is not ECMA-262")
+        if src.startswith("(?:", pos):
+            self.pos += 3
+            return self.quantified(("group", self.nested()))
+        if src.startswith("(?", pos):
+            raise _RxError("inline flags and modifiers are not supported")
+        self.pos += 1
+        return self.quantified(("group", self.nested()))
+
+    def atom(self) -> tuple:
+        char = self.src[self.pos]
+        if char == ".":
+            self.pos += 1
+            return ("set", _RX_LINE_TERMINATORS, True)
+        if char == "[":
+            return self.char_class()
+        if char == "\\":
+            return self.atom_escape()
+        if char in "*+?":
+            raise _RxError(f"'{char}' has nothing to repeat")
+        if char in "{}]":
+            raise _RxError(f"a lone '{char}' is a syntax error with the u flag")
+        self.pos += 1
+        return ("lit", ord(char))
+
+    def quantified(self, atom: tuple) -> tuple:
+        char = self.peek()
+        if char == "*":
+            low, high = 0, None
+            self.pos += 1
+        elif char == "+":
+            low, high = 1, None
+            self.pos += 1
+        elif char == "?":
+            low, high = 0, 1
+            self.pos += 1
+        elif char == "{":
+            found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
+            if found is None:
+                if self.src.startswith("{,", self.pos):
+                    raise _RxError("'{,m}' is not a quantifier in ECMA-262")
+                raise _RxError("a malformed '{...}' quantifier (u flag)")
+            if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
+                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
+            low = int(found.group(1))
+            high = low if found.group(2) is None else (
+                int(found.group(3)) if found.group(3) else None)
+            if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
+                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
+            if high is not None and low > high:
+                raise _RxError("numbers out of order in a '{n,m}' quantifier")
+            self.pos = found.end()
+        else:
+            return atom
+        lazy = self.peek() == "?"
+        if lazy:
+            self.pos += 1
+        if self.peek() and self.peek() in "*+?{":
+            raise _RxError("a quantifier cannot follow a quantifier")
+        return ("rep", atom, low, high, lazy)
+
+    def atom_escape(self) -> tuple:
+        nxt = self.src[self.pos + 1] if self.pos + 1 < len(self.src) else ""
+        if nxt in _RX_CLASS_ESCAPES and nxt:
+            self.pos += 2
+            ranges, negated = _RX_CLASS_ESCAPES[nxt]
+            return ("set", ranges, negated)
+        if nxt and nxt in "pP":
+            return ("set", self.property_escape(), nxt == "P")
+        return ("lit", self.character_escape(in_class=False))
+
+    def character_escape(self, in_class: bool) -> int:
+        """One escaped code point; self.pos is at the backslash."""
+        src = self.src
+        self.pos += 1
+        if self.pos >= len(src):
+            raise _RxError("the pattern ends with a lone backslash")
+        char = src[self.pos]
+        self.pos += 1
+        if char in _RX_CONTROL:
+            return _RX_CONTROL[char]
+        if char == "c":
+            letter = self.peek()
+            if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
+                raise _RxError("'\\c' must be followed by an ASCII letter")
+            self.pos += 1
+            return ord(letter) % 32
+        if char == "0":
+            if self.peek().isdigit():
+                raise _RxError("'\\0' followed by a digit (octal) is not allowed")
+            return 0
+        if char in "123456789":
+            raise _RxError("backreferences are not supported")
+        if char == "k":
+            raise _RxError("named backreferences are not supported")
+        if char == "x":
+            digits = src[self.pos:self.pos + 2]
+            if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
+                raise _RxError("'\\x' must be followed by two hex digits")
+            self.pos += 2
+            return int(digits, 16)
+        if char == "u":
+            return self.unicode_escape()
+        if char in _RX_SYNTAX or char == "/" or (in_class and char == "-"):
+            return ord(char)
+        if char in "AZ":
+            raise _RxError(f"'\\{char}' is Python-only syntax, not ECMA-262")
+        raise _RxError(f"'\\{char}' is not a valid escape with the u flag")
+
+    def unicode_escape(self) -> int:
+        """\\uXXXX, joining an escaped surrogate pair into one code point."""
+        src = self.src
+        if self.peek() == "{":
+            raise _RxError("'\\u{...}' escapes are not supported")
+        digits = src[self.pos:self.pos + 4]
+        if not re.fullmatch(r"[0-9A-Fa-f]{4}", digits):
+            raise _RxError("'\\u' must be followed by four hex digits")
+        self.pos += 4
+        value = int(digits, 16)
+        if 0xD800 <= value <= 0xDBFF and src.startswith("\\u", self.pos):
+            trail = src[self.pos + 2:self.pos + 6]
+            if re.fullmatch(r"[0-9A-Fa-f]{4}", trail) and 0xDC00 <= int(trail, 16) <= 0xDFFF:
+                self.pos += 6
+                return 0x10000 + ((value - 0xD800) << 10) + (int(trail, 16) - 0xDC00)
+        return value
+
+    def property_escape(self) -> tuple[tuple[int, int], ...]:
+        """\\p{..}/\\P{..}: General_Category only; self.pos is at the backslash."""
+        src = self.src
+        if not src.startswith("{", self.pos + 2):
+            raise _RxError("'\\p' must be followed by '{...}'")
+        end = src.find("}", self.pos + 3)
+        if end < 0:
+            raise _RxError("'\\p{' is not closed")
+        name = src[self.pos + 3:end]
+        self.pos = end + 1
+        key, sep, value = name.partition("=")
+        if sep:
+            if key in _RX_SCRIPT_KEYS:
+                raise _RxError(f"Script properties such as \\p{{{name}}} are not supported")
+            if key not in ("General_Category", "gc") or value not in _RX_GC_ALIASES:
+                raise _RxError(f"\\p{{{name}}} is not a supported General_Category property")
+            members = _RX_GC_ALIASES[value]
+        elif name in _RX_GC_ALIASES:
+            members = _RX_GC_ALIASES[name]
+        else:
+            raise _RxError(f"\\p{{{name}}} is a binary or unknown property; "
+                           "only General_Category values are supported")
+        return _rx_category_ranges(members)
+
+    def class_atom(self) -> object:
+        """A code point (int) or a set of ranges (tuple) inside [...]."""
+        char = self.src[self.pos]
+        if char != "\\":
+            self.pos += 1
+            return ord(char)
+        nxt = self.src[self.pos + 1] if self.pos + 1 < len(self.src) else ""
+        if nxt and nxt in _RX_CLASS_ESCAPES:
+            self.pos += 2
+            ranges, negated = _RX_CLASS_ESCAPES[nxt]
+            return _rx_complement(ranges) if negated else ranges
+        if nxt and nxt in "pP":
+            ranges = self.property_escape()
+            return _rx_complement(ranges) if nxt == "P" else ranges
+        if nxt == "b":
+            self.pos += 2
+            return 0x08
+        if nxt == "B":
+            raise _RxError("'\\B' is not allowed in a character class")
+        return self.character_escape(in_class=True)
+
+    def char_class(self) -> tuple:
+        src = self.src
+        self.pos += 1
+        negated = self.peek() == "^"
+        if negated:
+            self.pos += 1
+        if self.peek() == "]":             # ECMA: [] matches nothing, [^] any code point
+            self.pos += 1
+            return ("set", (), negated)
+        parts: list[tuple[int, int]] = []
+        while True:
+            if self.pos >= len(src):
+                raise _RxError("a character class is not closed")
+            if src[self.pos] == "]":
+                self.pos += 1
+                break
+            first = self.class_atom()
+            if self.peek() == "-" and self.pos + 1 < len(src) and src[self.pos + 1] != "]":
+                self.pos += 1
+                if self.pos >= len(src):
+                    raise _RxError("a character class is not closed")
+                last = self.class_atom()
+                if not isinstance(first, int) or not isinstance(last, int):
+                    raise _RxError("a class escape cannot bound a range (u flag)")
+                if first > last:
+                    raise _RxError("a character class range is out of order")
+                parts.append((first, last))
+            elif isinstance(first, int):
+                parts.append((first, first))
+            else:
+                parts.extend(first)  # type: ignore[arg-type]
+        return ("set", _rx_normalize(parts), negated)
+
+
+def _rx_positive(node: tuple) -> tuple[tuple[int, int], ...]:
+    """The code points a "set" node matches, as normalized ranges."""
+    return _rx_complement(node[1]) if node[2] else node[1]
+
+
+_RX_ASSERT_TEXT: Mapping[str, str] = MappingProxyType({
+    "^": "^",
+    "$": r"\Z",                      # Python's '$' also matches before a final newline
+    "b": _RX_BOUNDARY,               # spelled out: Python's \B never matches in an
+    "B": _RX_NOT_BOUNDARY,           # empty string, ECMA's does
+})
+
+
+def _rx_emit(node: tuple) -> str:
+    """Python re text with the same meaning (compile it with re.ASCII)."""
+    kind = node[0]
+    if kind == "lit":
+        char = chr(node[1])
+        return char if char.isascii() and char.isalnum() else f"\\U{node[1]:08x}"
+    if kind == "set":
+        ranges, negated = node[1], node[2]
+        if not ranges:
+            return "[\\U00000000-\\U0010ffff]" if negated else "(?!)"
+        body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+                       for lo, hi in ranges)
+        return ("[^" if negated else "[") + body + "]"
+    if kind == "assert":
+        return _RX_ASSERT_TEXT[node[1]]
+    if kind == "look":
+        return ("(?!" if node[1] else "(?=") + _rx_emit(node[2]) + ")"
+    if kind == "group":
+        return "(?:" + _rx_emit(node[1]) + ")"
+    if kind == "rep":
+        _, atom, low, high, lazy = node
+        if (low, high) == (0, None):
+            quant = "*"
+        elif (low, high) == (1, None):
+            quant = "+"
+        elif (low, high) == (0, 1):
+            quant = "?"
+        elif high is None:
+            quant = f"{{{low},}}"
+        elif low == high:
+            quant = f"{{{low}}}"
+        else:
+            quant = f"{{{low},{high}}}"
+        return _rx_emit(atom) + quant + ("?" if lazy else "")
+    return "|".join("".join(_rx_emit(term) for term in seq) for seq in node[1])
+
+
+# --- choosing the matcher: a proof for re, or the simulator -----------------
+#
+# Python's re backtracks, cannot be interrupted and holds the interpreter lock
+# for a whole search, in every thread.  So a pattern goes to re only with a
+# proof that its work is small: the pattern is LL(1) -- at every choice (which
+# alternative; one more iteration or stop) the next code point decides, and
+# nothing nullable is repeated or offered twice, so the empty string matches
+# each part one way only.  A backtracking search then follows one viable path
+# and every wrong turn fails on its first code point: its work is at most
+# about starts x subject x pattern size (starts is 1 when the pattern opens
+# with '^', which re tries only at 0).  That product must stay under
+# _RX_FAST_COST for the longest subject allowed (max_pattern_subject).
+#
+# Every other pattern (lookahead, ambiguous repetition such as (a|aa)+ or
+# a*a*b, or too big for the bound) runs on _rx_vm_search: a breadth-first
+# simulation of the pattern's automaton, subject x states steps at most, each
+# charged to the call's evaluation budget.  No pattern is refused for its
+# shape; a simulator automaton above _RX_MAX_STATES is limit_exceeded.
+
+_RX_MAX_LENGTH = 10_000            # code points in one pattern
+_RX_MAX_STATES = 20_000            # simulator states of one pattern
+_RX_FAST_COST = 20_000_000         # re's work bound (_RxMatcher.work) at the longest subject
+_RX_PROOF_WORK = 200_000           # range operations the LL(1) proof may spend
+_RX_RE_RANGES = 20_000             # class ranges in a pattern handed to re (its compile grows with them)
+_RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
+
+
+class _RxNotLL1(Exception):
+    """The pattern has a choice the next code point does not decide (or no proof in time)."""
+
+
+class _RxTooBig(Exception):
+    """A size limit: a repeat count above _RX_MAX_COUNT, or simulator code above _RX_MAX_STATES."""
+
+
+class _RxProof:
+    """The LL(1) check: FIRST sets bottom-up, then FOLLOW sets top-down.
+
+    Sets are normalized code point ranges; alternatives are compared with one
+    sort-and-sweep (n log n), never pairwise.
+    """
+
+    def __init__(self) -> None:
+        self.facts: dict[int, tuple[tuple[tuple[int, int], ...], bool]] = {}
+        self.work = 0
+        self.nodes = 0
+        self.ranges = 0
+
+    def spend(self, amount: int) -> None:
+        self.work += amount
+        if self.work > _RX_PROOF_WORK:
+            raise _RxNotLL1()
+
+    def union(self, a: tuple, b: tuple) -> tuple:
+        if not a:
+            return b
+        if not b:
+            return a
+        self.spend(len(a) + len(b))
+        return _rx_normalize(list(a) + list(b))
+
+    def disjoint(self, sets: list[tuple]) -> bool:
+        """No code point is in two of the sets."""
+        items = [(lo, hi, index) for index, ranges in enumerate(sets) for lo, hi in ranges]
+        self.spend(len(items))
+        items.sort()
+        end, owner = -1, -1
+        for lo, hi, index in items:
+            if lo <= end and index != owner:
+                return False
+            if hi > end:
+                end, owner = hi, index
+        return True
+
+    def first(self, node: tuple) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """(code points a match can start with, whether it can match empty)."""
+        known = self.facts.get(id(node))
+        if known is not None:
+            return known
+        self.nodes += 1
+        self.spend(1)
+        kind = node[0]
+        if kind == "lit":
+            out: tuple[tuple[tuple[int, int], ...], bool] = (((node[1], node[1]),), False)
+        elif kind == "set":
+            self.ranges += len(node[1])
+            if self.ranges > _RX_RE_RANGES:
+                raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
+            out = (_rx_positive(node), False)
+        elif kind == "assert":
+            out = ((), True)
+        elif kind == "look":
+            raise _RxNotLL1()
+        elif kind == "group":
+            out = self.first(node[1])
+        elif kind == "rep":
+            if node[3] == 0:
+                self.first(node[1])
+                out = ((), True)
+            else:
+                ranges, nullable = self.first(node[1])
+                out = (ranges, nullable or node[2] == 0)
+        else:
+            ranges: tuple = ()
+            nullable = False
+            for seq in node[1]:
+                seq_ranges, seq_nullable = self.first_seq(seq, 0)
+                ranges = self.union(ranges, seq_ranges)
+                nullable = nullable or seq_nullable
+            out = (ranges, nullable)
+        self.facts[id(node)] = out
+        return out
+
+    def first_seq(self, seq: tuple, start: int) -> tuple[tuple[tuple[int, int], ...], bool]:
+        ranges: tuple = ()
+        for term in seq[start:]:
+            term_ranges, nullable = self.first(term)
+            ranges = self.union(ranges, term_ranges)
+            if not nullable:
+                return ranges, False
+        return ranges, True
+
+    def check(self, node: tuple, follow: tuple) -> None:
+        """Raise _RxNotLL1 unless every choice in node is decided by one code point."""
+        kind = node[0]
+        if kind == "group":
+            self.check(node[1], follow)
+        elif kind == "rep":
+            _, body, low, high, _lazy = node
+            ranges, nullable = self.first(body)
+            if nullable and (high is None or high > 1):
+                raise _RxNotLL1()  # iterations that consume nothing: re would try them all
+            if (high is None or high > low) and (nullable or not self.disjoint([ranges, follow])):
+                raise _RxNotLL1()
+            inner = self.union(ranges, follow) if high is None or high > 1 else follow
+            self.check(body, inner)
+        elif kind == "alt":
+            options = []
+            nullable_count = 0
+            for seq in node[1]:
+                ranges, nullable = self.first_seq(seq, 0)
+                if nullable:
+                    nullable_count += 1
+                    ranges = self.union(ranges, follow)
+                options.append(ranges)
+            if nullable_count > 1 or (len(options) > 1 and not self.disjoint(options)):
+                raise _RxNotLL1()
+            for seq in node[1]:
+                after = follow
+                for term in reversed(seq):
+                    self.check(term, after)
+                    ranges, nullable = self.first(term)
+                    after = self.union(ranges, after) if nullable else ranges
+
+
+_VM_CHAR, _VM_SPLIT, _VM_JUMP, _VM_ASSERT, _VM_LOOK, _VM_MATCH = range(6)
+_RX_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+
+
+class _RxBuilder:
+    """Turns a pattern tree into simulator code (a Thompson automaton).
+
+    Instructions are tuples: (CHAR, starts, ends) consumes one code point in
+    the ranges; (SPLIT, a, b) and (JUMP, a) move without consuming;
+    (ASSERT, kind) tests ^ $ \\b \\B; (LOOK, negated, code) runs a lookahead's
+    own code from the current position; (MATCH,) ends the pattern.  {n,m}
+    repeats are unrolled, so the size is checked as the code grows.
+    """
+
+    def __init__(self) -> None:
+        self.states = 0
+        self.sets: dict[tuple, tuple] = {}
+
+    def program(self, node: tuple) -> list:
+        code: list = []
+        self.emit(node, code)
+        code.append((_VM_MATCH,))
+        self.grow(1)
+        return code
+
+    def grow(self, count: int) -> None:
+        self.states += count
+        if self.states > _RX_MAX_STATES:
+            raise _RxTooBig(f"it needs more than {_RX_MAX_STATES} matcher states")
+
+    def emit(self, node: tuple, code: list) -> None:
+        kind = node[0]
+        if kind == "lit":
+            self.grow(1)
+            code.append((_VM_CHAR, (node[1],), (node[1],)))
+        elif kind == "set":
+            self.grow(1)
+            key = (id(node[1]), node[2])   # \p{..} tables are shared objects: one op per class
+            op = self.sets.get(key)
+            if op is None:
+                ranges = _rx_positive(node)
+                op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
+                self.sets[key] = (op, node)  # node kept alive, so its id is not reused
+            else:
+                op = op[0]
+            code.append(op)
+        elif kind == "assert":
+            self.grow(1)
+            code.append((_VM_ASSERT, node[1]))
+        elif kind == "look":
+            self.grow(1)
+            code.append((_VM_LOOK, node[1], self.program(node[2])))
+        elif kind == "group":
+            self.emit(node[1], code)
+        elif kind == "rep":
+            self.repeat(node, code)
+        else:
+            seqs = node[1]
+            exits = []
+            for index, seq in enumerate(seqs):
+                last = index == len(seqs) - 1
+                split = len(code)
+                if not last:
+                    self.grow(2)
+                    code.append(None)
+                for term in seq:
+                    self.emit(term, code)
+                if not last:
+                    exits.append(len(code))
+                    code.append(None)
+                    code[split] = (_VM_SPLIT, split + 1, len(code))
+            for at in exits:
+                code[at] = (_VM_JUMP, len(code))
+
+    def repeat(self, node: tuple, code: list) -> None:
+        _, body, low, high, _lazy = node
+        if high == 0 or _rx_silent(body):   # (?:){10000} adds nothing, however often
+            return
+        for _ in range(low):
+            self.emit(body, code)
+        if high is None:
+            self.grow(2)
+            loop = len(code)
+            code.append(None)
+            self.emit(body, code)
+            code.append((_VM_JUMP, loop))
+            code[loop] = (_VM_SPLIT, loop + 1, len(code))
+            return
+        splits = []
+        for _ in range(high - low):
+            self.grow(1)
+            splits.append(len(code))
+            code.append(None)
+            self.emit(body, code)
+        for at in splits:
+            code[at] = (_VM_SPLIT, at + 1, len(code))
+
+
+def _rx_silent(node: tuple) -> bool:
+    """Whether node compiles to no simulator code at all (empty groups, {0} repeats)."""
+    kind = node[0]
+    if kind == "group":
+        return _rx_silent(node[1])
+    if kind == "rep":
+        return node[3] == 0 or _rx_silent(node[1])
+    if kind == "alt":
+        return len(node[1]) == 1 and all(_rx_silent(term) for term in node[1][0])
+    return False
+
+
+class _RxOverBudget(Exception):
+    """The simulator spent the call's evaluation budget."""
+
+
+def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchRun",
+                  looks: dict) -> bool:
+    """Whether the automaton matches text at some position >= begin (only begin if anchored).
+
+    Breadth-first: the set of live states advances one code point at a time,
+    so the work is at most (len(text) - begin + 1) x len(code) steps, charged
+    to run.count.  A lookahead's answer at a position is computed once (looks).
+    """
+    size = len(code)
+    seen = [-1] * size
+    end = len(text)
+    current: list[int] = []
+    spent = 1 + size // 64
+    for at in range(begin, end + 1):
+        if at == begin or not anchored:
+            current.append(0)
+        elif not current:
+            break
+        live = []
+        stack = current
+        while stack:
+            pc = stack.pop()
+            if seen[pc] == at:
+                continue
+            seen[pc] = at
+            spent += 1
+            op = code[pc]
+            kind = op[0]
+            if kind == _VM_CHAR:
+                live.append(op)
+                live.append(pc + 1)
+            elif kind == _VM_SPLIT:
+                stack.append(op[2])
+                stack.append(op[1])
+            elif kind == _VM_JUMP:
+                stack.append(op[1])
+            elif kind == _VM_MATCH:
+                run.count += spent
+                return True
+            elif kind == _VM_ASSERT:
+                which = op[1]
+                if which == "^":
+                    holds = at == 0
+                elif which == "$":
+                    holds = at == end
+                else:
+                    before = at > 0 and text[at - 1] in _RX_WORD_CHARS
+                    after = at < end and text[at] in _RX_WORD_CHARS
+                    holds = (before != after) == (which == "b")
+                if holds:
+                    stack.append(pc + 1)
+            else:
+                key = (id(op[2]), at)
+                found = looks.get(key)
+                if found is None:
+                    run.count += spent
+                    spent = 0
+                    found = looks[key] = _rx_vm_search(op[2], text, at, True, run, looks)
+                if found != op[1]:
+                    stack.append(pc + 1)
+        run.count += spent
+        spent = 0
+        if run.count > run.max_evaluations:
+            raise _RxOverBudget()
+        if at == end:
+            break
+        point = ord(text[at])
+        current = []
+        for index in range(0, len(live), 2):
+            op = live[index]
+            slot = bisect.bisect_right(op[1], point) - 1
+            if slot >= 0 and point <= op[2][slot]:
+                current.append(live[index + 1])
+    run.count += spent
+    return False
+
+
+class _RxMatcher:
+    """One compiled pattern: a proven-safe re, or simulator code.
+
+    For re: nodes (pattern size), width (longest match in code points, None
+    when unbounded) and anchored give the work bound of one search, see work().
+    For the simulator: code.  states is the pattern's size for the schema size
+    limits: the simulator code's length, or re's compile weight (nodes + class ranges).
+    """
+
+    __slots__ = ("regex", "code", "states", "nodes", "width", "anchored")
+
+    def __init__(self, regex: "Optional[re.Pattern[str]]", code: Optional[list], states: int,
+                 nodes: int = 0, width: Optional[int] = None, anchored: bool = False) -> None:
+        self.regex = regex
+        self.code = code
+        self.states = states
+        self.nodes = nodes
+        self.width = width
+        self.anchored = anchored
+
+    def work(self, length: int) -> int:
+        """Bound on re's steps for a subject of `length` code points (an LL(1) pattern).
+
+        Each start follows one viable path of at most min(length, width) + 1 code
+        points, at most `nodes` steps per code point; '^' leaves one start.
+        """
+        reach = length + 1 if self.width is None else min(length, self.width) + 1
+        return (1 if self.anchored else length + 1) * reach * self.nodes
+
+
+def _rx_width(node: tuple) -> Optional[int]:
+    """The longest string the pattern can match, in code points (None: unbounded)."""
+    kind = node[0]
+    if kind in ("lit", "set"):
+        return 1
+    if kind in ("assert", "look"):
+        return 0
+    if kind == "group":
+        return _rx_width(node[1])
+    if kind == "rep":
+        if node[3] == 0:
+            return 0
+        body = _rx_width(node[1])
+        return None if body is None or node[3] is None else body * node[3]
+    widest = 0
+    for seq in node[1]:
+        total = 0
+        for term in seq:
+            width = _rx_width(term)
+            if width is None:
+                return None
+            total += width
+        widest = max(widest, total)
+    return widest
+
+
+def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
+    """ECMA-262 (u flag) pattern -> matcher; raises _RxError (unsupported) or _RxTooBig."""
+    if len(source) > _RX_MAX_LENGTH:
+        raise _RxTooBig(f"it is longer than {_RX_MAX_LENGTH} code points")
+    tree = _RxParser(source).parse()
+    proof = _RxProof()
+    try:
+        proof.check(tree, ())
+    except _RxNotLL1:
+        pass
+    else:
+        seqs = tree[1]
+        anchored = len(seqs) == 1 and bool(seqs[0]) and seqs[0][0] == ("assert", "^")
+        matcher = _RxMatcher(None, None, 0, max(proof.nodes, 1), _rx_width(tree), anchored)
+        if matcher.work(max_subject) <= _RX_FAST_COST:
+            matcher.regex = re.compile(_rx_emit(tree), re.ASCII)
+            matcher.states = proof.nodes + proof.ranges   # its compile weight, for the schema size limits
+            return matcher
+    builder = _RxBuilder()
+    code = builder.program(tree)
+    return _RxMatcher(None, code, builder.states)
+
+
+# --- compiled form ----------------------------------------------------------
+
+# A check runs one keyword: (instance, path, run, level, errors, quick) -> None.
+_SchCheck = Callable[[object, object, "_SchRun", int, list, bool], None]
+
+
+class _SchNode:
+    """One schema location: a boolean verdict, or the checks of its keywords."""
+
+    __slots__ = ("verdict", "checks", "location", "inplace")
+
+    def __init__(self, verdict: Optional[bool], location: tuple[str, ...]) -> None:
+        self.verdict = verdict
+        self.checks: tuple[_SchCheck, ...] = ()
+        self.location = location
+        # Subschemas applied to the same instance location (compile-time only):
+        # the edges of the no-progress cycle check.
+        self.inplace: list[object] = []
+
+    def trivial(self) -> bool:
+        """Accepts everything, so callers may skip it ({} or true)."""
+        return self.verdict is True or (self.verdict is None and not self.checks)
+
+
+class _SchRefCell:
+    """A $ref target, filled in once the whole document has been walked."""
+
+    __slots__ = ("node",)
+
+    def __init__(self) -> None:
+        self.node: Optional[_SchNode] = None
+
+
+class CompiledSchema:
+    """A checked schema, ready for many instances; holds no per-call state."""
+
+    __slots__ = ("dialect", "_root", "size")
+
+    def __init__(self, dialect: str, root: _SchNode, size: int) -> None:
+        self.dialect = dialect
+        self._root = root
+        self.size = size            # subschemas + pattern sizes (_RxMatcher.states)
+
+
+class _SchRun:
+    """Counters of one validate_instance call."""
+
+    __slots__ = ("count", "max_evaluations", "max_depth", "max_subject")
+
+    def __init__(self, limits: SchemaLimits) -> None:
+        self.count = 0
+        self.max_evaluations = limits.max_evaluations
+        self.max_depth = limits.max_schema_depth
+        self.max_subject = limits.max_pattern_subject
+
+
+def _sch_evaluate(node: _SchNode, inst: object, path: object, run: _SchRun,
+                  level: int, errs: list, quick: bool) -> None:
+    """Apply one subschema, appending (path, message) pairs to errs."""
+    run.count += 1
+    if run.count > run.max_evaluations:
+        raise SchemaLimitExceeded(
+            f"validation needed more than max_evaluations ({run.max_evaluations}) "
+            "units of work", _sch_pointer(path))
+    if level > run.max_depth:
+        raise SchemaLimitExceeded(
+            f"evaluation nested deeper than max_schema_depth ({run.max_depth})",
+            _sch_pointer(path))
+    if node.verdict is not None:
+        if not node.verdict:
+            errs.append((path, "no value is allowed here (the schema is false)"))
+        return
+    for check in node.checks:
+        check(inst, path, run, level, errs, quick)
+        if quick and errs:
+            return
+
+
+def _sch_charge(run: _SchRun, units: int, path: object) -> None:
+    """Count work that is not a subschema visit (see _RX_RE_STEPS_PER_UNIT, _sch_canonical)."""
+    run.count += units
+    if run.count > run.max_evaluations:
+        raise SchemaLimitExceeded(
+            f"validation needed more than max_evaluations ({run.max_evaluations}) "
+            "units of work", _sch_pointer(path))
+
+
+def _sch_search(rx: _RxMatcher, text: str, path: object, run: _SchRun) -> bool:
+    """A pattern search with the subject-length cap, its work charged to the budget."""
+    if len(text) > run.max_subject:
+        raise SchemaLimitExceeded(
+            f"a string of {len(text)} code points is longer than max_pattern_subject "
+            f"({run.max_subject}), so the pattern was not run", _sch_pointer(path))
+    if rx.regex is not None:
+        _sch_charge(run, 1 + rx.work(len(text)) // _RX_RE_STEPS_PER_UNIT, path)
+        return rx.regex.search(text) is not None
+    try:
+        return _rx_vm_search(rx.code, text, 0, False, run, {})  # type: ignore[arg-type]
+    except _RxOverBudget:
+        raise SchemaLimitExceeded(
+            f"matching a pattern needed more than max_evaluations ({run.max_evaluations}) "
+            "units of work", _sch_pointer(path)) from None
+
+
+def _sch_branch_hints(failures: list[tuple[int, object, str]]) -> str:
+    """' (branch 0: ...; branch 1: ...)' from each failed branch's first error."""
+    parts = []
+    for index, path, message in failures[:_SCH_BRANCH_HINTS]:
+        where = _sch_pointer(path)
+        parts.append(f"branch {index}: {message}" + (f" at {where!r}" if where else ""))
+    more = "; ..." if len(failures) > _SCH_BRANCH_HINTS else ""
+    return " (" + "; ".join(parts) + more + ")" if parts else ""
+
+
+# --- the compiler -------------------------------------------------------------
+
+class _SchCompiler:
+    """Walks one schema document once; holds only per-compile state."""
+
+    def __init__(self, root: object, dialect: str, limits: SchemaLimits) -> None:
+        self.root = root
+        self.dialect = dialect
+        self.keywords = _SCH_KEYWORDS_2020 if dialect == "2020-12" else _SCH_KEYWORDS_07
+        self.max_depth = limits.max_schema_depth
+        self.nodes: dict[tuple[str, ...], _SchNode] = {}
+        self.refs: list[tuple[tuple[str, ...], _SchRefCell, tuple[str, ...]]] = []
+        self.max_subject = limits.max_pattern_subject
+        self.regexes: dict[str, _RxMatcher] = {}
+        self.subschemas = 0
+        self.states = 0
+        self.size_budget = SCHEMA_MAX_TURN_SIZE   # subschemas + pattern sizes this compile may add
+
+    def refuse(self, loc: tuple[str, ...], text: str) -> SchemaUnsupported:
+        """Build the exception; the message names the location."""
+        where = _sch_location(loc)
+        return SchemaUnsupported(f"{text} (at {where}).", where)
+
+    def exceed(self, loc: tuple[str, ...], text: str) -> SchemaLimitExceeded:
+        """A compile-time limit: the message names the schema location."""
+        return SchemaLimitExceeded(f"{text} (at {_sch_location(loc)}).", "")
+
+    def subschema(self, value: object, loc: tuple[str, ...], depth: int) -> _SchNode:
+        if depth > self.max_depth:
+            raise self.exceed(loc, f"The schema nests deeper than max_schema_depth "
+                                   f"({self.max_depth})")
+        self.subschemas += 1
+        if self.subschemas > SCHEMA_MAX_SUBSCHEMAS:
+            raise self.exceed(loc, f"The schema has more than {SCHEMA_MAX_SUBSCHEMAS} subschemas")
+        if self.subschemas + self.states > self.size_budget:
+            raise self.exceed(loc, f"The subschemas and pattern sizes of this turn's schemas add up to "
+                                   f"more than {SCHEMA_MAX_TURN_SIZE}")
+        if isinstance(value, bool):
+            node = _SchNode(value, loc)
+        elif isinstance(value, dict):
+            node = self.object_schema(value, loc, depth)
+        else:
+            raise self.refuse(loc, f"A schema must be an object or a boolean, "
+                                   f"not {_sch_type_label(value)}")
+        self.nodes[loc] = node
+        return node
+
+    def object_schema(self, schema: dict, loc: tuple[str, ...], depth: int) -> _SchNode:
+        for key in schema:
+            if not isinstance(key, str):
+                raise self.refuse(loc, "Schema object keys must be strings")
+            if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
+                continue
+            if key in ("$schema", "$id") and not loc:
+                if not isinstance(schema[key], str):
+                    raise self.refuse(loc + (key,), f"'{key}' must be a string")
+                continue
+            other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
+            if key in other:
+                why = f"it belongs to the other dialect, not {self.dialect}"
+            else:
+                why = _SCH_REFUSAL_REASONS.get(
+                    key, "it is not in the supported subset (a typo, or a keyword this "
+                         "checker does not implement)")
+            raise self.refuse(loc + (key,), f"Keyword '{key}' is refused: {why}")
+        if self.dialect == "draft-07" and "$ref" in schema:
+            siblings = [k for k in schema
+                        if k in self.keywords and k not in ("$ref", "$defs", "definitions")]
+            if siblings:
+                raise self.refuse(loc, f"Under draft-07, '$ref' ignores its sibling "
+                                       f"validation keywords ({', '.join(siblings)}), so "
+                                       "the schema is ambiguous and refused")
+        node = _SchNode(None, loc)
+        checks = []
+        for keyword, build in self.keywords.items():
+            if keyword in schema:
+                check = build(schema[keyword], schema, loc + (keyword,), depth, self, node)
+                if check is not None:
+                    checks.append(check)
+        node.checks = tuple(checks)
+        return node
+
+    def schema_map(self, value: object, loc: tuple[str, ...], depth: int) -> dict:
+        """An object whose values are schemas (properties, $defs, ...)."""
+        if not isinstance(value, dict):
+            raise self.refuse(loc, f"'{loc[-1]}' must be an object of schemas")
+        return {name: self.subschema(sub, loc + (name,), depth + 1)
+                for name, sub in value.items()}
+
+    def schema_list(self, value: object, loc: tuple[str, ...], depth: int) -> list:
+        """A non-empty array of schemas (allOf, prefixItems, ...)."""
+        if not isinstance(value, list) or not value:
+            raise self.refuse(loc, f"'{loc[-1]}' must be a non-empty array of schemas")
+        return [self.subschema(sub, loc + (str(i),), depth + 1) for i, sub in enumerate(value)]
+
+    def count(self, value: object, loc: tuple[str, ...]) -> int:
+        """A non-negative integer; 5.0 is accepted as 5, true is not a number."""
+        if _sch_is_number(value) and (isinstance(value, int) or (
+                math.isfinite(value) and value.is_integer())) and value >= 0:  # type: ignore
+            return int(value)  # type: ignore[arg-type]
+        raise self.refuse(loc, f"'{loc[-1]}' must be a non-negative integer, "
+                               f"not {_sch_brief(value)}")
+
+    def number(self, value: object, loc: tuple[str, ...]) -> object:
+        if isinstance(value, bool) and loc[-1].startswith("exclusive"):
+            raise self.refuse(loc, f"'{loc[-1]}' must be a number; the draft-04 boolean "
+                                   "form is not supported")
+        if not _sch_is_number(value) or (isinstance(value, float) and not math.isfinite(value)):
+            raise self.refuse(loc, f"'{loc[-1]}' must be a finite number, "
+                                   f"not {_sch_brief(value)}")
+        return value
+
+    def pattern(self, source: object, loc: tuple[str, ...]) -> _RxMatcher:
+        if not isinstance(source, str):
+            raise self.refuse(loc, "A pattern must be a string")
+        if source not in self.regexes:
+            try:
+                matcher = _rx_compile(source, self.max_subject)
+            except _RxTooBig as exc:
+                raise self.exceed(loc, f"A pattern of {len(source)} code points is too large: "
+                                       f"{exc}") from None
+            except _RxError as exc:
+                raise self.refuse(loc, f"Pattern {_sch_brief(source)} is outside the "
+                                       f"supported ECMA-262 regex subset: {exc}") from None
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise self.refuse(loc, f"Pattern {_sch_brief(source)} could not be "
+                                       f"compiled: {exc}") from None
+            self.states += matcher.states
+            if self.subschemas + self.states > self.size_budget:
+                raise self.exceed(loc, f"The subschemas and pattern sizes of this turn's schemas add up to "
+                                       f"more than {SCHEMA_MAX_TURN_SIZE}")
+            self.regexes[source] = matcher
+        return self.regexes[source]
+
+    def canonical(self, value: object, loc: tuple[str, ...]) -> object:
+        try:
+            return _sch_canonical(value)
+        except _SchNotJson as exc:
+            raise self.refuse(loc, f"'{loc[-1]}' holds a value that is not JSON: {exc}") from None
+
+    def link_refs(self) -> None:
+        """Fill every $ref cell; a target must be a schema location of this document."""
+        for loc, cell, tokens in self.refs:
+            target = self.nodes.get(tokens)
+            if target is None:
+                found, doc = True, self.root
+                for token in tokens:
+                    if isinstance(doc, dict) and token in doc:
+                        doc = doc[token]
+                    elif (isinstance(doc, list) and re.fullmatch(r"0|[1-9][0-9]{0,17}", token)
+                          and int(token) < len(doc)):
+                        doc = doc[int(token)]
+                    else:
+                        found = False
+                        break
+                why = ("points to a value that is not a schema position" if found
+                       else "points to nothing in this document")
+                if tokens == ("",):
+                    why += " ('#/' names the member \"\" per RFC 6901; '#' is the root)"
+                raise self.refuse(loc, f"'$ref' {_sch_location(tokens)!r} {why}")
+            cell.node = target
+
+    def refuse_stalled_cycles(self) -> None:
+        """Refuse a $ref cycle along which the instance location never changes.
+
+        Why: such a cycle recurses forever on some instance; refusing it at
+        compile time keeps evaluation total and the verdict independent of input.
+        """
+        state: dict[int, int] = {}   # id(node) -> 1 on the DFS path, 2 finished
+        for start in list(self.nodes.values()):
+            if state.get(id(start)):
+                continue
+            stack: list[tuple[_SchNode, int]] = [(start, 0)]
+            state[id(start)] = 1
+            while stack:
+                node, index = stack[-1]
+                if index < len(node.inplace):
+                    stack[-1] = (node, index + 1)
+                    edge = node.inplace[index]
+                    child = edge.node if isinstance(edge, _SchRefCell) else edge
+                    mark = state.get(id(child))
+                    if mark == 1:
+                        raise self.refuse(child.location,  # type: ignore[union-attr]
+                                          "$ref cycle makes no progress: this schema reaches "
+                                          "itself without moving into the instance")
+                    if not mark:
+                        state[id(child)] = 1
+                        stack.append((child, 0))  # type: ignore[arg-type]
+                else:
+                    state[id(node)] = 2
+                    stack.pop()
+
+
+def _sch_parse_ref(value: object, loc: tuple[str, ...], comp: _SchCompiler) -> tuple[str, ...]:
+    """'#' or '#/...' -> pointer tokens; everything else is refused."""
+    if not isinstance(value, str):
+        raise comp.refuse(loc, "'$ref' must be a string")
+    if not value.startswith("#"):
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} is not a same-document fragment; "
+                               "remote and relative references are not supported")
+    fragment = value[1:]
+    if re.search(r"%(?![0-9A-Fa-f]{2})", fragment):
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has a malformed percent-escape")
+    from urllib.parse import unquote  # only $ref needs it; kept off the start-up path
+
+    try:
+        pointer = unquote(fragment, errors="strict")
+    except UnicodeDecodeError:
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} percent-decodes to invalid "
+                               "UTF-8") from None
+    if pointer == "":
+        return ()
+    if not pointer.startswith("/"):
+        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} is an anchor or relative pointer; "
+                               "only '#' and '#/...' JSON Pointers are supported")
+    tokens = []
+    for raw in pointer[1:].split("/"):
+        if re.search(r"~(?![01])", raw):
+            raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has an invalid '~' escape")
+        tokens.append(raw.replace("~1", "/").replace("~0", "~"))
+    return tuple(tokens)
+
+
+# --- keywords: one builder per keyword ---------------------------------------
+# Each builder checks the keyword's value and returns the runtime check, or
+# None when the keyword needs no run-time work.  Signature:
+#   (value, schema, loc, depth, compiler, node) -> _SchCheck | None
+
+def _kw_ref(value: object, schema: dict, loc: tuple, depth: int,
+            comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    cell = _SchRefCell()
+    comp.refs.append((loc, cell, _sch_parse_ref(value, loc, comp)))
+    node.inplace.append(cell)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        _sch_evaluate(cell.node, inst, path, run, level + 1, errs, quick)  # type: ignore
+    return check
+
+
+def _kw_defs(value: object, schema: dict, loc: tuple, depth: int,
+             comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    comp.schema_map(value, loc, depth)   # compiled for checking and as $ref targets
+    return None
+
+
+def _kw_type(value: object, schema: dict, loc: tuple, depth: int,
+             comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    names = [value] if isinstance(value, str) else value
+    if (not isinstance(names, list) or not names
+            or any(not isinstance(n, str) or n not in _SCH_TYPE_NAMES for n in names)
+            or len(set(names)) != len(names)):
+        raise comp.refuse(loc, "'type' must be a type name or a non-empty array of unique "
+                               "names among " + ", ".join(sorted(_SCH_TYPE_NAMES)))
+    allowed = set(names)
+    if "number" in allowed:
+        allowed.add("integer")
+    accepted = frozenset(allowed)
+    label = " or ".join(names)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if _sch_type_of(inst) not in accepted:
+            errs.append((path, f"expected {label}, got {_sch_type_label(inst)}"))
+    return check
+
+
+def _kw_enum(value: object, schema: dict, loc: tuple, depth: int,
+             comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if not isinstance(value, list):
+        raise comp.refuse(loc, "'enum' must be an array")
+    allowed = frozenset(comp.canonical(item, loc) for item in value)
+    shown = ", ".join(_sch_brief(item) for item in value[:5]) + (", ..." if len(value) > 5 else "")
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        tally = [0]
+        form = _sch_canonical(inst, tally)
+        _sch_charge(run, tally[0], path)
+        if form not in allowed:
+            errs.append((path, f"{_sch_brief(inst)} is not one of the allowed values [{shown}]"))
+    return check
+
+
+def _kw_const(value: object, schema: dict, loc: tuple, depth: int,
+              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    expected = comp.canonical(value, loc)
+    shown = _sch_brief(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        tally = [0]
+        form = _sch_canonical(inst, tally)
+        _sch_charge(run, tally[0], path)
+        if form != expected:
+            errs.append((path, f"{_sch_brief(inst)} is not the required constant {shown}"))
+    return check
+
+
+def _kw_properties(value: object, schema: dict, loc: tuple, depth: int,
+                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    children = tuple((name, sub) for name, sub in comp.schema_map(value, loc, depth).items()
+                     if not sub.trivial())
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for name, sub in children:
+            if name in inst:
+                _sch_evaluate(sub, inst[name], (path, name), run, level + 1, errs, quick)
+                if quick and errs:
+                    return
+    return check if children else None
+
+
+def _kw_pattern_properties(value: object, schema: dict, loc: tuple, depth: int,
+                           comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_map(value, loc, depth)
+    rules = tuple((comp.pattern(src, loc + (src,)), sub) for src, sub in subs.items())
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for key, item in inst.items():
+            for rx, sub in rules:
+                if _sch_search(rx, key, (path, key), run):
+                    _sch_evaluate(sub, item, (path, key), run, level + 1, errs, quick)
+                    if quick and errs:
+                        return
+    return check
+
+
+def _kw_additional_properties(value: object, schema: dict, loc: tuple, depth: int,
+                              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    props = schema.get("properties")
+    names = frozenset(props) if isinstance(props, dict) else frozenset()
+    pats = schema.get("patternProperties")
+    regexes = tuple(comp.pattern(src, loc[:-1] + ("patternProperties", src))
+                    for src in (pats if isinstance(pats, dict) else ()))
+    if sub.trivial():
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for key, item in inst.items():
+            if key in names or any(_sch_search(rx, key, (path, key), run) for rx in regexes):
+                continue
+            if sub.verdict is False:
+                errs.append(((path, key), f"property {_sch_brief(key)} is not allowed "
+                                          "(additionalProperties is false)"))
+            else:
+                _sch_evaluate(sub, item, (path, key), run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _kw_property_names(value: object, schema: dict, loc: tuple, depth: int,
+                       comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    if sub.trivial():
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for key in inst:
+            found: list = []
+            _sch_evaluate(sub, key, (path, key), run, level + 1, found, True)
+            if found:
+                errs.append(((path, key), f"property name {_sch_brief(key)} is not allowed "
+                                          f"by propertyNames: {found[0][1]}"))
+                if quick:
+                    return
+    return check
+
+
+def _kw_required(value: object, schema: dict, loc: tuple, depth: int,
+                 comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if (not isinstance(value, list) or any(not isinstance(n, str) for n in value)
+            or len(set(value)) != len(value)):
+        raise comp.refuse(loc, "'required' must be an array of unique strings")
+    names = tuple(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, dict):
+            return
+        for name in names:
+            if name not in inst:
+                errs.append((path, f"required property {_sch_brief(name)} is missing"))
+                if quick:
+                    return
+    return check if names else None
+
+
+def _sch_items_from(sub: _SchNode, start: int) -> Optional[_SchCheck]:
+    """A check applying one schema to every array item from index start on."""
+    if sub.trivial():
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, list) or len(inst) <= start:
+            return
+        if sub.verdict is False:
+            errs.append(((path, start), f"array has {len(inst)} items; only {start} "
+                                        "are allowed here"))
+            return
+        for index in range(start, len(inst)):
+            _sch_evaluate(sub, inst[index], (path, index), run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _sch_items_tuple(subs: list) -> Optional[_SchCheck]:
+    """A check applying schema i to array item i (prefixItems, draft-07 tuple items)."""
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, list):
+            return
+        for index, sub in enumerate(subs[:len(inst)]):
+            _sch_evaluate(sub, inst[index], (path, index), run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _kw_prefix_items(value: object, schema: dict, loc: tuple, depth: int,
+                     comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    return _sch_items_tuple(comp.schema_list(value, loc, depth))
+
+
+def _kw_items_2020(value: object, schema: dict, loc: tuple, depth: int,
+                   comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if isinstance(value, list):
+        raise comp.refuse(loc, "In 2020-12 'items' must be one schema; use 'prefixItems' "
+                               "for tuples")
+    prefix = schema.get("prefixItems")
+    start = len(prefix) if isinstance(prefix, list) else 0
+    return _sch_items_from(comp.subschema(value, loc, depth + 1), start)
+
+
+def _kw_items_07(value: object, schema: dict, loc: tuple, depth: int,
+                 comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if isinstance(value, list):
+        return _sch_items_tuple(comp.schema_list(value, loc, depth))
+    return _sch_items_from(comp.subschema(value, loc, depth + 1), 0)
+
+
+def _kw_additional_items(value: object, schema: dict, loc: tuple, depth: int,
+                         comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    items = schema.get("items")
+    if not isinstance(items, list):
+        return None   # the spec ignores additionalItems unless items is an array
+    return _sch_items_from(sub, len(items))
+
+
+def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
+                     comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    if not isinstance(value, bool):
+        raise comp.refuse(loc, f"'uniqueItems' must be a boolean, not {_sch_brief(value)}")
+    if not value:
+        return None
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not isinstance(inst, list):
+            return
+        seen: dict[object, int] = {}
+        tally = [0]
+        for index, item in enumerate(inst):
+            form = _sch_canonical(item, tally)
+            if tally[0] >= 4096:
+                _sch_charge(run, tally[0], path)
+                tally[0] = 0
+            if form in seen:
+                errs.append(((path, index), f"item {index} equals item {seen[form]}; "
+                                            "uniqueItems requires distinct items"))
+                if quick:
+                    return
+            else:
+                seen[form] = index
+        _sch_charge(run, tally[0], path)
+    return check
+
+
+def _kw_pattern(value: object, schema: dict, loc: tuple, depth: int,
+                comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    rx = comp.pattern(value, loc)
+    shown = _sch_brief(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if isinstance(inst, str) and not _sch_search(rx, inst, path, run):
+            errs.append((path, f"string does not match pattern {shown}"))
+    return check
+
+
+def _sch_count(name: str, kind: type, noun: str, unit: str, at_least: bool) -> Callable[..., Optional[_SchCheck]]:
+    """Builder for the six count keywords (min/max Properties, Items, Length).
+
+    len() counts members, items, or code points: the JSON Schema measure for
+    objects, arrays and strings alike.
+    """
+    relation = "fewer than" if at_least else "more than"
+
+    def build(value: object, schema: dict, loc: tuple, depth: int,
+              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+        bound = comp.count(value, loc)
+
+        def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+                  quick: bool) -> None:
+            if isinstance(inst, kind) and (len(inst) < bound if at_least else len(inst) > bound):
+                errs.append((path, f"{noun} has {len(inst)} {unit}, {relation} {name} {bound}"))
+        return check
+    return build
+
+
+_kw_min_properties = _sch_count("minProperties", dict, "object", "properties", True)
+_kw_max_properties = _sch_count("maxProperties", dict, "object", "properties", False)
+_kw_min_items = _sch_count("minItems", list, "array", "items", True)
+_kw_max_items = _sch_count("maxItems", list, "array", "items", False)
+_kw_min_length = _sch_count("minLength", str, "string", "characters", True)
+_kw_max_length = _sch_count("maxLength", str, "string", "characters", False)
+
+
+def _sch_bound(name: str, holds: Callable[[object, object], bool],
+               relation: str) -> Callable[..., Optional[_SchCheck]]:
+    """Builder for the four numeric bounds; Python compares int and float exactly."""
+    def build(value: object, schema: dict, loc: tuple, depth: int,
+              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+        bound = comp.number(value, loc)
+
+        def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+                  quick: bool) -> None:
+            if _sch_is_number(inst) and not holds(inst, bound):
+                errs.append((path, f"{_sch_brief(inst)} is not {relation} {bound!r} ({name})"))
+        return check
+    build.__name__ = f"_kw_{name}"
+    build.__doc__ = f"Builder for '{name}'."
+    return build
+
+
+_kw_minimum = _sch_bound("minimum", lambda x, b: x >= b, "greater than or equal to")
+_kw_maximum = _sch_bound("maximum", lambda x, b: x <= b, "less than or equal to")
+_kw_exclusive_minimum = _sch_bound("exclusiveMinimum", lambda x, b: x > b, "greater than")
+_kw_exclusive_maximum = _sch_bound("exclusiveMaximum", lambda x, b: x < b, "less than")
+
+
+def _kw_multiple_of(value: object, schema: dict, loc: tuple, depth: int,
+                    comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    comp.number(value, loc)
+    if value <= 0:  # type: ignore[operator]
+        raise comp.refuse(loc, "'multipleOf' must be greater than 0")
+    divisor = _sch_fraction(value)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        if not _sch_is_number(inst):
+            return
+        if isinstance(inst, float) and not math.isfinite(inst):
+            errs.append((path, "a non-finite number cannot be checked against multipleOf"))
+        elif _sch_fraction(inst) % divisor != 0:
+            errs.append((path, f"{_sch_brief(inst)} is not a multiple of {value!r}"))
+    return check
+
+
+def _kw_all_of(value: object, schema: dict, loc: tuple, depth: int,
+               comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_list(value, loc, depth)
+    node.inplace.extend(subs)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        for sub in subs:
+            _sch_evaluate(sub, inst, path, run, level + 1, errs, quick)
+            if quick and errs:
+                return
+    return check
+
+
+def _kw_any_of(value: object, schema: dict, loc: tuple, depth: int,
+               comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_list(value, loc, depth)
+    node.inplace.extend(subs)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        failures = []
+        for index, sub in enumerate(subs):
+            found: list = []
+            _sch_evaluate(sub, inst, path, run, level + 1, found, True)
+            if not found:
+                return
+            failures.append((index, found[0][0], found[0][1]))
+        errs.append((path, f"value matches none of the {len(subs)} anyOf branches"
+                           + _sch_branch_hints(failures)))
+    return check
+
+
+def _kw_one_of(value: object, schema: dict, loc: tuple, depth: int,
+               comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    subs = comp.schema_list(value, loc, depth)
+    node.inplace.extend(subs)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        matched = []
+        failures = []
+        for index, sub in enumerate(subs):
+            found: list = []
+            _sch_evaluate(sub, inst, path, run, level + 1, found, True)
+            if found:
+                failures.append((index, found[0][0], found[0][1]))
+            else:
+                matched.append(index)
+        if not matched:
+            errs.append((path, f"oneOf matched 0 of {len(subs)} branches; exactly one must "
+                               "match" + _sch_branch_hints(failures)))
+        elif len(matched) > 1:
+            errs.append((path, f"oneOf matched {len(matched)} branches "
+                               f"({', '.join(map(str, matched))}); exactly one must match"))
+    return check
+
+
+def _kw_not(value: object, schema: dict, loc: tuple, depth: int,
+            comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
+    sub = comp.subschema(value, loc, depth + 1)
+    node.inplace.append(sub)
+
+    def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
+              quick: bool) -> None:
+        found: list = []
+        _sch_evaluate(sub, inst, path, run, level + 1, found, True)
+        if not found:
+            errs.append((path, "value matches the schema under 'not'"))
+    return check
+
+
+# The dispatch tables.  Order is evaluation order, hence the order of errors;
+# properties/patternProperties come before additionalProperties and
+# prefixItems/items before additionalItems only for readability (each builder
+# reads its siblings directly).
+_SCH_KEYWORDS_COMMON: Mapping[str, Callable[..., Optional[_SchCheck]]] = MappingProxyType({
+    "$ref": _kw_ref,
+    "$defs": _kw_defs,
+    "definitions": _kw_defs,
+    "type": _kw_type,
+    "enum": _kw_enum,
+    "const": _kw_const,
+    "required": _kw_required,
+    "properties": _kw_properties,
+    "patternProperties": _kw_pattern_properties,
+    "additionalProperties": _kw_additional_properties,
+    "propertyNames": _kw_property_names,
+    "minProperties": _kw_min_properties,
+    "maxProperties": _kw_max_properties,
+    "minItems": _kw_min_items,
+    "maxItems": _kw_max_items,
+    "uniqueItems": _kw_unique_items,
+    "minLength": _kw_min_length,
+    "maxLength": _kw_max_length,
+    "pattern": _kw_pattern,
+    "minimum": _kw_minimum,
+    "maximum": _kw_maximum,
+    "exclusiveMinimum": _kw_exclusive_minimum,
+    "exclusiveMaximum": _kw_exclusive_maximum,
+    "multipleOf": _kw_multiple_of,
+    "allOf": _kw_all_of,
+    "anyOf": _kw_any_of,
+    "oneOf": _kw_one_of,
+    "not": _kw_not,
+})
+_SCH_KEYWORDS_2020: Mapping[str, Callable[..., Optional[_SchCheck]]] = MappingProxyType({
+    **_SCH_KEYWORDS_COMMON, "prefixItems": _kw_prefix_items, "items": _kw_items_2020})
+_SCH_KEYWORDS_07: Mapping[str, Callable[..., Optional[_SchCheck]]] = MappingProxyType({
+    **_SCH_KEYWORDS_COMMON, "items": _kw_items_07, "additionalItems": _kw_additional_items})
+
+
+# --- public entry points ------------------------------------------------------
+
+def _sch_check_limits(limits: SchemaLimits) -> None:
+    """Limits are programmer input; a nonsense value is a bug, not a schema problem."""
+    for name in ("max_schema_depth", "max_evaluations", "max_pattern_subject"):
+        value = getattr(limits, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"SchemaLimits.{name} must be a non-negative integer")
+
+
+def compile_schema(schema: object, limits: SchemaLimits, size_budget: int = SCHEMA_MAX_TURN_SIZE) -> CompiledSchema:
+    """Judge the whole schema once and return a reusable checker.
+
+    Raises SchemaUnsupported for anything outside the subset or invalid, so a
+    schema is either fully understood or not used at all, and
+    SchemaLimitExceeded (pointer "") for a schema too large or too deep to
+    judge within the documented limits.
+    """
+    _sch_check_limits(limits)
+    dialect = "2020-12"
+    if isinstance(schema, dict) and "$schema" in schema:
+        uri = schema["$schema"]
+        if not isinstance(uri, str) or uri not in _SCH_DIALECTS:
+            raise SchemaUnsupported(
+                f"'$schema' {_sch_brief(uri)} is not a supported dialect; use 2020-12 "
+                "or draft-07 (at #/$schema).", "#/$schema")
+        dialect = _SCH_DIALECTS[uri]
+    comp = _SchCompiler(schema, dialect, limits)
+    comp.size_budget = size_budget
+    try:
+        root = comp.subschema(schema, (), 0)
+        comp.link_refs()
+        comp.refuse_stalled_cycles()
+    except RecursionError:
+        raise SchemaLimitExceeded("The schema is nested too deeply for this interpreter "
+                                  "(at #).", "") from None
+    return CompiledSchema(dialect, root, comp.subschemas + comp.states)
+
+
+def validate_instance(compiled: CompiledSchema, instance: object,
+                      limits: SchemaLimits) -> list[tuple[str, str]]:
+    """Validate one JSON value; [] when valid, else (instance pointer, message) pairs.
+
+    May raise SchemaLimitExceeded; the caller must treat that as a failure.
+    """
+    _sch_check_limits(limits)
+    run = _SchRun(limits)
+    errs: list = []
+    try:
+        _sch_evaluate(compiled._root, instance, None, run, 0, errs, False)
+    except RecursionError:
+        raise SchemaLimitExceeded("evaluation nested too deeply for this interpreter",
+                                  "") from None
+    except _SchNotJson as exc:  # a library caller's instance that is not JSON (a cycle, a set...)
+        raise SchemaLimitExceeded(f"the instance cannot be compared as JSON: {exc}", "") from None
+    return [(_sch_pointer(path), message) for path, message in errs]
+
+
+# ---------------------------------------------------------------------------
+# Validation: once per call, only after terminal
+# ---------------------------------------------------------------------------
+
+
+class _DeadlinePassed(Exception):
+    """Schema evaluation ran out of its wall-clock budget."""
+
+
+class _Deadline:
+    """A wall-clock budget around schema evaluation.
+
+    Python's re has no timeout and some patterns backtrack polynomially
+    (`a*a*a*b`), so evaluation runs under SIGALRM when that is available (the
+    main thread on POSIX).  Elsewhere only the static limits apply.
+
+    The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
+    already running, or the SIGALRM handler was installed outside Python (so it
+    could not be put back), no budget is armed; otherwise the caller's handler
+    is restored exactly on the way out, whatever happens inside.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.active = False
+        self.done = False
+        self.previous: Any = None
+
+    def _expire(self, *_: Any) -> None:
+        if not self.done:  # a late alarm while leaving must not escape
+            raise _DeadlinePassed()
+
+    def __enter__(self) -> "_Deadline":
+        import signal
+        import threading
+
+        if not (self.seconds > 0 and hasattr(signal, "setitimer")
+                and threading.current_thread() is threading.main_thread()):
+            return self
+        previous = signal.getsignal(signal.SIGALRM)
+        if previous is None or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            return self  # a foreign handler, or the caller's own timer is running: leave both alone
+        self.previous = previous
+        signal.signal(signal.SIGALRM, self._expire)
+        self.active = True
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.done = True
+        if self.active:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+def _text_problems(text: str, limits: Limits, what: str) -> list[tuple[str, str]]:
+    """A call's joined text must be valid Unicode and within the size limit."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return [(INVALID_UNICODE, f"the joined {what} hold an unpaired UTF-16 surrogate")]
+    if size > limits.max_argument_bytes:
+        return [(LIMIT_EXCEEDED, f"the {what} exceed {limits.max_argument_bytes} bytes")]
+    return []
+
+
+def check_arguments(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
+    """Strict-JSON checks of one call's joined arguments: (object or None, problems)."""
+    problems = _text_problems(text, limits, "arguments")
+    if problems:
+        return None, problems
+    try:
+        value = parse_strict_json(text, limits)
+    except JsonProblem as problem:
+        return None, [(problem.code, problem.message)]
+    if not isinstance(value, dict):
+        return None, [(NON_OBJECT_ARGUMENTS, f"the arguments are {_describe(value)}, not a JSON object")]
+    return value, []
+
+
+def check_custom_input(text: str, limits: Limits) -> tuple[Any, list[tuple[str, str]]]:
+    """A custom tool's free-form input is the instance itself (a string), within the size limit."""
+    problems = _text_problems(text, limits, "input characters")
+    return (None, problems) if problems else (text, [])
+
+
+def _string_schema(schema: Any) -> bool:
+    """A schema a free-form text input can be checked against: its root type is "string"."""
+    return isinstance(schema, dict) and schema.get("type") == "string"
+
+
+def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tuple[str, str, str | None]]:
+    """Schema problems of parsed arguments: [(code, message, pointer)], bounded in time."""
+    slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
+    try:
+        with _Deadline(limits.max_schema_seconds):
+            errors = validate_instance(compiled, value, slimits)
+    except _DeadlinePassed:
+        return [(LIMIT_EXCEEDED, f"schema evaluation took longer than {limits.max_schema_seconds} s "
+                 "(a pattern that backtracks?)", None)]
+    except SchemaLimitExceeded as exc:
+        return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
+    except SchemaUnsupported as exc:
+        return [(UNSUPPORTED_SCHEMA, f"{exc.message} (at {exc.location})", None)]
+    return [(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer) for pointer, message in errors[:20]]
+
+
+def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
+    """Compile one called tool's schema: CompiledSchema, or the exception that refused it.
+
+    Compilation runs under the same wall-clock budget as evaluation, and the
+    sizes of every schema compiled for the turn (cache) add up to at most
+    SCHEMA_MAX_TURN_SIZE, so memory stays bounded however many tools are called.
+    """
+    slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
+    try:
+        if _nesting_exceeds(schema, 4 * limits.max_schema_depth):  # enum/const data nest too
+            raise SchemaLimitExceeded(f"The schema document nests deeper than {4 * limits.max_schema_depth} "
+                                      "levels (at #).", "")
+        used = sum(item.size for item in cache.values() if isinstance(item, CompiledSchema))
+        with _Deadline(limits.max_schema_seconds):
+            compiled = compile_schema(schema, slimits, SCHEMA_MAX_TURN_SIZE - used)
+    except _DeadlinePassed:
+        return SchemaLimitExceeded(f"Compiling the schema took longer than {limits.max_schema_seconds} s (at #).", "")
+    except (SchemaUnsupported, SchemaLimitExceeded) as exc:
+        return exc
+    if compiled.size > SCHEMA_MAX_TURN_SIZE - used:
+        return SchemaLimitExceeded(f"The subschemas and pattern sizes of this turn's schemas add up to more than "
+                                   f"{SCHEMA_MAX_TURN_SIZE} (at #).", "")
+    return compiled
+
+
+def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> None:
+    """Validate, once, every slot that reached its terminal; set call states.
+
+    A slot with stream findings is still validated when it reached its
+    terminal: findings only add (a reused index shows trailing_data too).
+    A slot that never reached its terminal is never parsed.
+    """
+    schema_cache: dict[str, Any] = {}
+    for slot in machine.slots.values():
+        text, _ = join_fragments(slot.parts)
+        too_deep = False
+        if text == "" and slot.initial_input is not None:
+            too_deep = _nesting_exceeds(slot.initial_input, limits.max_depth)
+            if not too_deep:
+                text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
+        slot.arguments = text
+        if slot.phase != TERMINAL:
+            slot.state = BLOCKED
+            continue
+        position = slot.terminal_position
+
+        def find(code: str, message: str, pointer: str | None = None) -> None:
+            finding = Finding(code, message, position, slot.key[0], slot.key[1], pointer)
+            machine.findings.append(finding)
+            slot.findings.append(finding)
+
+        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "")):
+            find(INVALID_UNICODE, "the call's id or name holds an unpaired UTF-16 surrogate")
+        if slot.kind not in (FUNCTION, CUSTOM):
+            # reported with its kind; the normalizer already blocked the turn (no reviewed check for its input)
+            slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+            continue
+        if too_deep:
+            value, problems = None, [(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")]
+        elif slot.kind == CUSTOM:
+            value, problems = check_custom_input(text, limits)
+        else:
+            value, problems = check_arguments(text, limits)
+        for code, message in problems:
+            find(code, message)
+        if slot.name is None:
+            pass  # missing_name already says why no schema applies
+        elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(slot.name)):
+            find(UNSUPPORTED_SCHEMA if slot.name in tool_schemas else UNKNOWN_TOOL,
+                 f"custom tool {json.dumps(slot.name)} takes free-form text: its input is checked only against a "
+                 "schema whose root says \"type\": \"string\"" + ("" if slot.name in tool_schemas else
+                                                                       ", and tool_schemas has none"))
+        elif slot.name not in tool_schemas:
+            find(UNKNOWN_TOOL, f"tool {json.dumps(slot.name)} is not in tool_schemas")
+        else:
+            if slot.name not in schema_cache:
+                schema_cache[slot.name] = _compile_for_turn(tool_schemas[slot.name], limits, schema_cache)
+            compiled = schema_cache[slot.name]
+            if isinstance(compiled, SchemaUnsupported):
+                find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(slot.name)}: {compiled.message} "
+                     f"(at {compiled.location})")
+            elif isinstance(compiled, SchemaLimitExceeded):
+                find(LIMIT_EXCEEDED, f"schema of {json.dumps(slot.name)}: {compiled.message}")
+            elif value is not None:
+                for code, message, pointer in check_against_schema(compiled, value, limits):
+                    find(code, message, pointer)
+        slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+
+
+def check_request(machine: TurnMachine, request: RequestContext) -> None:
+    """Each call the request's tool controls did not allow is a request_violation.
+
+    Runs after validation, on every slot with a name (a slot without one has
+    missing_name already).  The finding sits at the call's terminal, or at the
+    end of the stream for a call that never reached one.
+    """
+    count = 0
+    for slot in sorted(machine.slots.values(), key=slot_order):
+        count += 1
+        problems = []
+        if request.none:
+            problems.append("tool_choice is \"none\", yet the turn calls a tool")
+        elif request.allowed is not None and slot.name is not None and slot.name not in request.allowed:
+            problems.append(f"{request.choice_text}, not {json.dumps(slot.name)}")
+        elif request.forced is not None and slot.name == request.forced and slot.kind != request.forced_kind:
+            problems.append(f"{request.choice_text}, not a {slot.kind} call")
+        if request.tools is not None and slot.name is not None and slot.name not in request.tools:
+            problems.append(f"tool {json.dumps(slot.name)} is not in the request's tool list")
+        if request.single and count == 2:
+            problems.append(f"the request allows one call (no parallel tool calls), but the turn has {len(machine.slots)}")
+        for text in problems:
+            finding = Finding(REQUEST_VIOLATION, text, slot.terminal_position, slot.key[0], slot.key[1])
+            machine.findings.append(finding)
+            slot.findings.append(finding)
+            slot.state = BLOCKED
+
+
+# ---------------------------------------------------------------------------
+# Gate and report
+# ---------------------------------------------------------------------------
+
+
+NORMALIZERS = {
+    "openai": lambda: ChatNormalizer(mistral=False),
+    "mistral": lambda: ChatNormalizer(mistral=True),
+    "anthropic": AnthropicNormalizer,
+    "openai-responses": ResponsesNormalizer,
+    "bedrock": BedrockNormalizer,
+}
+
+
+def _no_plain_fragment(item: Any) -> None:
+    """For normalizers without a plain_fragment() fast path."""
+    return None
+
+
+def _no_events() -> tuple:
+    """For normalizers without end-of-stream rules of their own."""
+    return ()
+
+
+class StreamGate:
+    """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
+
+    This is the library API an adapter calls, and what the CLI uses.  feed()
+    takes one parsed wire object (a chat-completion chunk, or a Messages
+    event); finish() runs every end-of-stream rule and the validation, and
+    returns the report dict.  `blocked` turns true as soon as any finding has
+    arisen, so an adapter may stop early; it never turns a turn into a pass.
+    """
+
+    def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
+                 meta: dict | None = None, request: dict | None = None) -> None:
+        if not isinstance(profile, str) or profile not in NORMALIZERS:
+            raise ValueError(f"unknown profile {_token(profile)}; expected one of {', '.join(PROFILES)}")
+        if not isinstance(tool_schemas, dict):
+            raise TypeError("tool_schemas must be a dict: tool name -> JSON Schema")
+        if meta is not None and not (isinstance(meta, dict) and _is_json(meta)):
+            raise ValueError("meta must be a JSON object (it is echoed in the report)")
+        self.profile = profile
+        self.tool_schemas = tool_schemas
+        self.limits = _limits(limits)
+        self.meta = meta
+        self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
+        self._normalizer = NORMALIZERS[profile]()
+        forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
+        self._machine = TurnMachine(RULES[profile], self.limits, forced)
+        self._position = 0
+        self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
+        self._report: dict[str, Any] | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self._machine.findings)
+
+    def feed(self, item: Any) -> None:
+        """Consume the next chunk (openai, mistral) or event (anthropic)."""
+        self.feed_all((item,))
+
+    def feed_all(self, items: Iterable[Any]) -> None:
+        """Consume each item in turn (the loop a whole capture takes, lookups hoisted).
+
+        An item the normalizer calls a plain fragment, and the machine can take
+        as one, skips building neutral events; the answer is the same either way.
+        """
+        if self._report is not None:
+            raise RuntimeError("finish() was already called for this turn")
+        machine = self._machine
+        translate, handlers = self._normalizer.translate, machine.handlers
+        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
+        position = self._position
+        iterator = iter(items)
+        try:
+            if not machine.saturated:
+                for item in iterator:
+                    hit = plain(item)
+                    if hit is None or not append(*hit):
+                        for event in translate(position, item):
+                            handlers[type(event)](event)
+                    position += 1
+                    if machine.saturated:
+                        break
+            for _ in iterator:  # saturated: counted, never examined
+                position += 1
+                self._unexamined += 1
+        finally:
+            self._position = position
+
+    def finish(self) -> dict[str, Any]:
+        """End of stream: terminal checks, validation, the gate. Returns the report."""
+        if self._report is None:
+            machine = self._machine
+            for event in getattr(self._normalizer, "finish", _no_events)():
+                machine.feed(event)
+            machine.finish()
+            validate_slots(machine, self.tool_schemas, self.limits)
+            if self.request is not None:
+                check_request(machine, self.request)
+            slots = sorted(machine.slots.values(), key=slot_order)
+            applicable = bool(machine.slots) or machine.tool_signal
+            self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
+                                   machine.findings_for, self.limits.max_findings, machine.hosted,
+                                   machine.omitted, machine.omitted_for, self._unexamined)
+        return self._report
+
+
+def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
+    """Validate a parsed envelope in memory and return the report as a dict."""
+    limits = _limits(limits)
+    try:
+        return _finish_envelope(doc, limits, None)
+    except RecursionError:
+        return _out_of_stack_report()
+
+
+def _out_of_stack_report() -> dict[str, Any]:
+    """Blocked: the interpreter's stack ran out (a caller already deep in recursion)."""
+    return _report(None, [], [Finding(LIMIT_EXCEEDED, "the interpreter's stack ran out while validating; "
+                                      "call from a shallower stack or raise the recursion limit")], False, None)
+
+
+def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
+    """The envelope checks, then the gate's report; gate is given when the stream was fed already."""
+    problems = check_envelope(doc, limits)
+    profile = doc.get("profile") if isinstance(doc, dict) else None
+    meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
+    if meta is not None and (_nesting_exceeds(meta, limits.max_depth) or not _is_json(meta)):
+        meta = None  # already an invalid_fixture finding; too deep or not printable
+    if problems:  # the report names a profile only when it is one (never echoes an unknown string)
+        return _report(profile if profile in PROFILES else None, [], problems, False, meta)
+    if gate is None:
+        gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
+        gate.feed_all(doc[STREAM_KEY[profile]])
+    else:
+        gate.meta = meta
+    return gate.finish()
+
+
+def validate_bytes(data: bytes, limits: Limits | None = None, pause_gc: bool = False) -> dict[str, Any]:
+    """Validate fixture bytes (strictly parsed) and return the report as a dict.
+
+    pause_gc=True pauses the cyclic garbage collector of the whole process while
+    validating (what the CLI does): parsed JSON holds no reference cycles, and
+    rescanning a growing envelope made the cost per chunk grow with the stream
+    (about 3x at 100k chunks).  It is process-wide state, so a library caller
+    with other threads that rely on the collector should leave it off.
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise TypeError(f"validate_bytes takes the bytes of a file, not {type(data).__name__}; "
+                        "validate_envelope takes a parsed envelope")
+    return _validate_bytes_keeping_doc(data, _limits(limits), pause_gc)[0]
+
+
+def _validate_bytes_keeping_doc(data: bytes, limits: Limits, pause_gc: bool) -> tuple[dict[str, Any], Any]:
+    """The report, plus the parsed envelope (None when unreadable) for --expect."""
+    import gc
+
+    was_enabled = pause_gc and gc.isenabled()
+    if was_enabled:
+        gc.disable()
+    try:
+        return _validate_bytes_uncollected(data, limits)
+    except RecursionError:
+        return _out_of_stack_report(), None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, Any], Any]:
+    if len(data) > limits.max_input_bytes:
+        finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
+        return _report(None, [], [finding], False, None), None
+    try:
+        text = _envelope_text(data)
+        streamed = _stream_envelope(text, limits)
+        if streamed is not None:
+            return streamed
+        doc = _parse_envelope_text(text)
+    except EnvelopeError as exc:
+        return _report(None, [], [Finding(INVALID_FIXTURE, str(exc))], False, None), None
+    return validate_envelope(doc, limits), doc
+
+
+# Codes whose messages may quote argument content (keys, values); --redact-arguments
+# replaces their messages with the code's generic meaning.
+_ARGUMENT_CODES = frozenset({MALFORMED_JSON, TRAILING_DATA, NON_FINITE_NUMBER, DUPLICATE_KEY, INVALID_UNICODE,
+                             NON_OBJECT_ARGUMENTS, SCHEMA_VIOLATION, LIMIT_EXCEEDED})
+
+
+def redact_arguments(report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the report safe for logs: arguments become their size and SHA-256.
+
+    Messages of argument-level findings are replaced by the code's meaning, since
+    they may quote keys or values; JSON pointers (structure only) are kept.
+    """
+    import hashlib
+
+    def finding(item: dict[str, Any]) -> dict[str, Any]:
+        if (item["code"] in _ARGUMENT_CODES and item["position"] is not None) or item["code"] == ADAPTER_MISMATCH:
+            return dict(item, message=FINDING_CODES[item["code"]])  # adapter_mismatch may quote both arguments
+        return item
+
+    calls = []
+    for call in report["calls"]:
+        raw = call["arguments"].encode("utf-8", "surrogatepass")
+        calls.append(dict(call, arguments={"utf8_bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()},
+                          findings=[finding(f) for f in call["findings"]]))
+    return dict(report, calls=calls, findings=[finding(f) for f in report["findings"]], arguments_redacted=True)
+
+
+def redact_differences(differences: list[str]) -> list[str]:
+    """--expect differences safe for logs: an arguments difference says only that they differ."""
+    out = []
+    for text in differences:
+        found = re.match(r"calls\[\d+\]\.arguments: ", text)
+        out.append(found.group(0) + "the expected and the reported arguments differ (redacted)" if found else text)
+    return out
+
+
+def _finding_order(finding: Finding) -> tuple:
+    return (finding.position is None, finding.position or 0)
+
+
+def _bounded(findings: list[Finding], limit: int, uncounted: int = 0, unexamined: int = 0) -> list[Finding]:
+    """Stream-ordered findings, at most `limit` listed in full.
+
+    Past the limit only the first finding of each code not yet listed is kept,
+    so every code that arose still appears; a last limit_exceeded entry says
+    how many were left out (uncounted: those the machine counted without
+    keeping).  Keeps a hostile stream from producing a report of gigabytes.
+    """
+    ordered = sorted(findings, key=_finding_order)  # stable: stream order within a position
+    if len(ordered) <= limit and not uncounted:
+        return ordered
+    kept = ordered[:limit]
+    seen = {f.code for f in kept}
+    for finding in ordered[limit:]:
+        if finding.code not in seen:
+            seen.add(finding.code)
+            kept.append(finding)
+    omitted = len(ordered) - len(kept) + uncounted
+    skipped = (f"; the last {unexamined} stream items were not examined (the turn was already blocked "
+               f"with more than {4 * limit} findings)") if unexamined else ""
+    kept.append(Finding(LIMIT_EXCEEDED, f"{omitted} more findings not listed (limit {limit}){skipped}"))
+    return kept
+
+
+PER_CALL_FINDINGS = 50  # a call's own list is a convenience; the top-level list is the record
+
+
+def _no_shared(slot: Slot) -> list[Finding]:
+    return slot.findings
+
+
+def _none_omitted(slot: Slot) -> int:
+    return 0
+
+
+def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
+            meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000,
+            hosted: dict[str, int] | None = None, omitted: int = 0,
+            omitted_for: Callable[[Slot], int] = _none_omitted, unexamined: int = 0) -> dict[str, Any]:
+    ordered = _bounded(findings, max_findings, omitted, unexamined)
+    if ordered:
+        status = "blocked"
+    elif not applicable:
+        status = "not_applicable"
+    else:
+        status = "pass"
+    calls = []
+    for slot in slots:
+        calls.append({
+            "choice": slot.key[0],
+            "index": slot.key[1],
+            "id": slot.id,
+            "name": slot.name,
+            "kind": slot.kind,
+            "arguments": slot.arguments,
+            "state": slot.state,
+            "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS),
+                                                       omitted_for(slot))],
+        })
+    return {
+        "tool": TOOL,
+        "version": VERSION,
+        "profile": profile,
+        "status": status,
+        "applicable": status != "not_applicable",
+        "executable": status == "pass",
+        "calls": calls,
+        "hosted_tools": dict(sorted((hosted or {}).items())),
+        "findings": [f.as_dict() for f in ordered],
+        "meta": meta,
+    }
+
+
+def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
+    """Differences between a report and a pinned `expect` block (SPEC section 6)."""
+    if not isinstance(expect, dict):
+        return ["the fixture has no usable \"expect\" object"]
+    import difflib
+
+    differences = []
+    for key in expect:
+        near = difflib.get_close_matches(key, ("status", "codes", "calls"), n=1, cutoff=0.7)
+        if key not in ("status", "codes", "calls") and near:
+            differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
+    if "status" in expect and expect["status"] not in EXIT_BY_STATUS:
+        differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
+    if "codes" in expect and not (isinstance(expect["codes"], list) and all(isinstance(c, str) for c in expect["codes"])):
+        differences.append("expect codes must be a list of finding codes")
+    elif "codes" in expect:
+        differences.extend(f"expect code {_token(c)} is not a finding code" for c in expect["codes"]
+                           if c not in FINDING_CODES)
+    if "calls" in expect and not isinstance(expect["calls"], list):
+        differences.append("expect calls must be a list")
+    if "status" in expect and expect["status"] != report["status"]:
+        differences.append(f"status: expected {json.dumps(expect['status'])}, got {json.dumps(report['status'])}")
+    named = expect["codes"] if isinstance(expect.get("codes"), list) else []
+    for code in (INVALID_FIXTURE, UNKNOWN_PROFILE):   # a turn never judged matches only when pinned by name
+        if code not in named and any(f["code"] == code for f in report["findings"]):
+            differences.append(f"the envelope is {code}, so the turn was never judged: an expect block "
+                               f"matches it only when its codes name {json.dumps(code)}")
+    if "codes" in expect and isinstance(expect["codes"], list):
+        found = {f["code"] for f in report["findings"]}
+        for code in expect["codes"]:
+            if code not in found:
+                differences.append(f"codes: expected {json.dumps(code)}, not reported")
+    if "calls" in expect:
+        wanted_calls = expect["calls"] if isinstance(expect["calls"], list) else []
+        if len(wanted_calls) != len(report["calls"]):
+            differences.append(f"calls: expected {len(wanted_calls)}, got {len(report['calls'])}")
+        for number, (want, got) in enumerate(zip(wanted_calls, report["calls"])):
+            if not isinstance(want, dict):
+                differences.append(f"calls[{number}]: expected entry is not an object")
+                continue
+            for key in ("id", "name", "arguments"):
+                if key in want and want[key] != got[key]:
+                    differences.append(f"calls[{number}].{key}: expected {json.dumps(want[key])}, "
+                                       f"got {json.dumps(got[key])}")
+    return differences
+
+
+def render_json(report: dict[str, Any]) -> str:
+    """Deterministic, ASCII-only JSON (safe for any terminal or log encoding)."""
+    return json.dumps(report, indent=2, ensure_ascii=True)
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """A short verdict for people: status first, then one line per call and finding."""
+    calls, findings = report["calls"], report["findings"]
+    verdict = {"pass": "PASS: the calls may be handed to execution",
+               "blocked": "BLOCKED: nothing in this turn may execute",
+               "not_applicable": "NOT APPLICABLE: the turn carries no tool call"}[report["status"]]
+    profile = report["profile"] if report["profile"] in PROFILES else "unknown"  # never echo an unknown string
+    lines = [f"{verdict} (profile {profile}, {len(calls)} call(s), {len(findings)} finding(s))"]
+    for call in calls:
+        where = f"slot {call['index']}" if call["choice"] is None else f"choice {call['choice']} slot {call['index']}"
+        lines.append(f"  call {where}: {call['state']} id={json.dumps(call['id'])} name={json.dumps(call['name'])} "
+                     f"arguments={json.dumps(call['arguments'], ensure_ascii=True)}")
+    for item in findings:
+        if item["position"] is not None:
+            at = f"position {item['position']}"
+        else:
+            at = "the envelope" if item["code"] in (INVALID_FIXTURE, UNKNOWN_PROFILE) else "end of stream"
+        where = ""
+        if item["index"] is not None or item["choice"] is not None:
+            parts = [] if item["choice"] is None else [f"choice {item['choice']}"]
+            if item["index"] is not None:
+                parts.append(f"slot {item['index']}")
+            where = ", " + " ".join(parts)
+        lines.append(f"  {item['code']} at {at}{where}: {item['message']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Capture import: a raw Server-Sent-Events body becomes a fixture envelope
+# ---------------------------------------------------------------------------
+
+# Rules of this section (it uses only json and re from the imports above):
+#   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
+#     or CR; a blank line dispatches; one space after the colon is removed;
+#     data lines join with LF), with fail-closed changes, because a dropped
+#     event could hide a tool fragment and the envelope must be the stream
+#     every reader sees:
+#       - a leading BOM is an error (WHATWG skips it; openai-python's and the
+#         Anthropic SDK's decoders lose the first event behind it);
+#       - an event still pending at end of input (no blank line after it) is an
+#         error, where WHATWG and the SDKs silently discard it;
+#       - an unknown field name, or an `event:` with no `data:`, is an error,
+#         where WHATWG would ignore it;
+#       - every data payload is one strict JSON object, `data: [DONE]` ends the
+#         stream and only blank lines may follow it.
+#   * Nothing is dropped or reordered: payload N is chunks[N] / events[N].
+#   * Redaction keeps every key, every type and every empty string, so the
+#     verdict cannot change; call ids, names and argument fragments are never
+#     modified.  Credentials are masked everywhere else, with or without
+#     redaction, and are only warned about inside call identity and arguments.
+
+_SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
+_SSE_DONE = "[DONE]"
+_SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
+
+REDACTED_TEXT = "[redacted]"
+MASKED_SECRET = "[masked]"
+
+# Chat deltas and messages: every member but these is text-like and neutralised.
+_CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
+# Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
+# with its thought signature) are neutralised.
+_CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
+_CHAT_CHOICE_TEXT = frozenset({"text", "logprobs"})
+_CHAT_TOP_TEXT = frozenset({"system_fingerprint"})
+# Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
+_NEUTRAL_KEEP = frozenset({"type"})
+_ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
+_STOP_DETAILS_KEEP = frozenset({"type", "category"})
+
+# (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
+# are compiled on first use (_compiled): only `capture` needs them, and every start pays
+# for a compile at import.
+_SECRET_PATTERNS = (
+    ("an Anthropic API key", r"(?<![A-Za-z0-9_-])(sk-ant-[A-Za-z0-9_-]{10,})"),
+    ("an API key (sk-...)", r"(?<![A-Za-z0-9_-])(sk-(?!ant-)[A-Za-z0-9_-]{20,})"),
+    ("a bearer token", r"(?i)(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9._~+/-]{16,}=*)"),
+    ("an AWS access key id", r"(?<![A-Z0-9])(AKIA[0-9A-Z]{16})(?![0-9A-Z])"),
+    ("a GitHub token", r"(?<![A-Za-z0-9_])((?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,})"),
+    ("a Slack token", r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})"),
+    ("a JSON Web Token", r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
+    ("an API key", r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})"),
+)
+# An object member named like a credential holds one when its value is a long string.
+_SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
+_SECRET_KEY_MIN = 20
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    """re.compile, once per pattern of this section."""
+    return re.compile(pattern)
+
+
+class CaptureError(Exception):
+    """Input that cannot become a faithful envelope; `line` is its 1-based line when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+
+
+class _SseEvent(_FrozenRecord):
+    """One dispatched SSE event: its name (None when absent) and joined data.
+
+    line: the event's first line; data_lines: the line of each data field, to
+    place JSON errors.
+    """
+
+    __slots__ = ("line", "data_lines", "name", "data")
+
+    def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
+        _freeze(self, locals())
+
+
+def _sse_decode(raw: bytes) -> str:
+    """UTF-8 text; a leading byte order mark is refused.
+
+    WHATWG parsers (and the Vercel AI SDK) skip one leading BOM, but the
+    decoders of openai-python and the Anthropic SDK keep it, so the first field
+    name no longer reads "data" or "event" and the first event is lost: the
+    SDKs would read different streams from the same bytes.
+    """
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
+        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
+    if text.startswith("\ufeff"):
+        raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
+                           "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
+    return text
+
+
+def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
+    """(events, comment lines, saw [DONE]).
+
+    The [DONE] sentinel is not in the returned events.
+    """
+    parts = _compiled(_SSE_LINE_END).split(text)
+    lines = parts[:-1] if parts[-1] == "" else parts  # a final unterminated line still counts
+    events: list[_SseEvent] = []
+    comments = 0
+    done = False
+    start: int | None = None
+    name: str | None = None
+    data: list[str] = []
+    data_lines: list[int] = []
+
+    def dispatch() -> None:
+        nonlocal start, name, done
+        if data:
+            joined = "\n".join(data)
+            if joined == _SSE_DONE:
+                done = True
+            else:
+                events.append(_SseEvent(start or 0, tuple(data_lines), name or None, joined))
+        elif name:
+            raise CaptureError(f"event {_token(name)} has no data line", start)
+        start, name = None, None
+        data.clear()
+        data_lines.clear()
+
+    for number, line in enumerate(lines, 1):
+        if done:
+            if line.strip(" \t"):
+                raise CaptureError("content after the data: [DONE] sentinel", number)
+            continue
+        if line == "":
+            dispatch()
+            continue
+        if line.startswith(":"):
+            comments += 1
+            continue
+        field_name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if start is None:
+            start = number
+        if field_name == "data":
+            data.append(value)
+            data_lines.append(number)
+        elif field_name == "event":
+            name = value
+        elif field_name not in _SSE_IGNORED_FIELDS:
+            shown = _token(field_name) if _protocol_word(field_name) else "a line"
+            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
+                               "capture the response body only", number)
+    if start is not None:
+        if data == [_SSE_DONE]:
+            done = True  # a final sentinel without its blank line ends the stream all the same
+        else:
+            raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
+                               "SDKs discard such an event; capture the whole body", start)
+    return events, comments, done
+
+
+def _sse_payload(event: _SseEvent) -> dict:
+    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
+    try:
+        value = decode_document(event.data, what="event data")
+    except JsonProblem as problem:
+        line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
+        raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
+    if not isinstance(value, dict):
+        raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
+    if event.name is not None and "type" in value and value["type"] != event.name:
+        raise CaptureError(f"event: {_token(event.name)} does not match the data's type "
+                           f"{_describe(value['type'])}", event.line)
+    return value
+
+
+# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
+#
+# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
+# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
+# name length (1), name, value type (1), value.  Bedrock's ConverseStream sends
+# ":message-type" "event" with ":event-type" naming the member, or "exception" with
+# ":exception-type"; the payload is the member's JSON object.
+
+# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        name = data[pos + 1:pos + 1 + size]
+        pos += 1 + size
+        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
+            raise CaptureError(f"frame {frame}: a malformed header")
+        kind, pos = data[pos], pos + 1
+        length = _EVENTSTREAM_SIZES[kind]
+        if length is None:
+            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
+        value = data[pos:pos + length]
+        if len(value) != length:
+            raise CaptureError(f"frame {frame}: a header runs past its frame")
+        pos += length
+        try:
+            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
+        except UnicodeDecodeError:
+            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
+    return headers
+
+
+def eventstream_events(raw: bytes) -> list[dict]:
+    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
+
+    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
+    a dropped event.
+    """
+    import zlib
+
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    raw = bytes(raw)
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    events: list[dict] = []
+    pos = 0
+    while pos < len(raw):
+        frame = len(events) + 1
+        prelude = raw[pos:pos + 12]
+        if len(prelude) < 12:
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
+        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+                               "event stream, or a corrupt one")
+        message = raw[pos:pos + total]
+        if total < 16 or header_size > total - 16 or len(message) != total:
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+        headers = _eventstream_headers(message[12:12 + header_size], frame)
+        kind = headers.get(":message-type")
+        member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                             else ":error-code")
+        if not isinstance(member, str) or not member:
+            raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+        try:
+            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
+        except (UnicodeDecodeError, JsonProblem) as exc:
+            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
+        events.append({member: payload})
+        pos += total
+    return events
+
+
+# --- redaction: same structure, no text -------------------------------------------
+
+def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
+    """The same JSON shape without text: non-empty strings become REDACTED_TEXT.
+
+    Why: the validator reads only structure and types outside call identity and
+    arguments, so keeping every key, type and empty string keeps the verdict.
+    String members named in `keep` (block and part types) stay; logprob `bytes`
+    lists (text as numbers) are emptied.
+    """
+    if isinstance(value, str):
+        return REDACTED_TEXT if value else ""
+    if isinstance(value, list):
+        return [_neutral(item, keep) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in keep and isinstance(item, str):
+                out[key] = item
+            elif key == "bytes" and isinstance(item, list):
+                out[key] = []
+            else:
+                out[key] = _neutral(item, keep)
+        return out
+    return value
+
+
+def _redact_chat_body(body: Any) -> Any:
+    """A delta or message: everything but role and tool calls is text-like."""
+    if not isinstance(body, dict):
+        return body
+    out = {}
+    for key, item in body.items():
+        if key == "tool_calls" and isinstance(item, list):
+            out[key] = [{k: (v if k in _CHAT_CALL_KEEP else _neutral(v)) for k, v in entry.items()}
+                        if isinstance(entry, dict) else entry for entry in item]
+        else:
+            out[key] = item if key in _CHAT_DELTA_KEEP else _neutral(item)
+    return out
+
+
+def _redact_chat_chunk(chunk: dict) -> dict:
+    """Content, reasoning, refusal, logprobs and system_fingerprint of a chat chunk."""
+    out = {key: (_neutral(item) if key in _CHAT_TOP_TEXT else item) for key, item in chunk.items()}
+    if isinstance(out.get("choices"), list):
+        choices = []
+        for choice in out["choices"]:
+            if isinstance(choice, dict):
+                choice = {key: (_redact_chat_body(item) if key in ("delta", "message")
+                                else _neutral(item) if key in _CHAT_CHOICE_TEXT else item)
+                          for key, item in choice.items()}
+            choices.append(choice)
+        out["choices"] = choices
+    return out
+
+
+def _redact_anthropic_block(block: Any) -> Any:
+    """A content block: tool_use untouched, any other block keeps only type and identity."""
+    if not isinstance(block, dict) or block.get("type") == "tool_use":
+        return block
+    return _neutral(block, _ANTHROPIC_BLOCK_KEEP)
+
+
+def _redact_anthropic_event(event: dict) -> dict:
+    """Text, thinking, signatures, citations, redacted_thinking data and refusal details."""
+    kind = event.get("type")
+    out = dict(event)
+    if kind == "message_start" and isinstance(out.get("message"), dict):
+        message = dict(out["message"])
+        if isinstance(message.get("content"), list):
+            message["content"] = [_redact_anthropic_block(block) for block in message["content"]]
+        out["message"] = message
+    elif kind == "content_block_start" and "content_block" in out:
+        out["content_block"] = _redact_anthropic_block(out["content_block"])
+    elif kind == "content_block_delta" and isinstance(out.get("delta"), dict):
+        if out["delta"].get("type") != "input_json_delta":
+            out["delta"] = _neutral(out["delta"])
+    elif kind == "message_delta" and isinstance(out.get("delta"), dict) and "stop_details" in out["delta"]:
+        out["delta"] = dict(out["delta"], stop_details=_neutral(out["delta"]["stop_details"], _STOP_DETAILS_KEEP))
+    return out
+
+
+# Responses events whose text is a client call's input, kept byte for byte: event type ->
+# the member holding the fragment or the restated whole.
+_RESPONSES_INPUT_EVENTS = MappingProxyType({
+    "response.function_call_arguments.delta": "delta", "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.delta": "delta", "response.custom_tool_call_input.done": "input",
+    "response.shell_call_command.added": "command", "response.shell_call_command.delta": "delta",
+    "response.shell_call_command.done": "command",
+    "response.apply_patch_call_operation_diff.delta": "delta", "response.apply_patch_call_operation_diff.done": "diff",
+})
+# Structure a non-call Responses item or event keeps through neutralisation.
+_RESPONSES_KEEP = frozenset({"type", "id", "item_id", "status", "call_id", "execution", "object", "role"})
+
+
+def _redact_responses_item(item: Any) -> Any:
+    """A client call item untouched; any other item keeps only its type, ids and status."""
+    if isinstance(item, dict) and _client_item(item):
+        return item
+    return _neutral(item, _RESPONSES_KEEP)
+
+
+def _redact_responses_event(event: dict) -> dict:
+    """Text, reasoning, hosted-tool queries and results, instructions: everything but calls and structure."""
+    kind = event.get("type")
+    if kind in _RESPONSES_INPUT_EVENTS:
+        return event
+    out = {}
+    for key, value in event.items():
+        if key == "item":
+            out[key] = _redact_responses_item(value)
+        elif key == "response" and isinstance(value, dict):
+            out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                            else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
+        elif key in ("type", "item_id", "sequence_number", "output_index", "content_index", "summary_index",
+                     "annotation_index", "command_index", "partial_image_index"):
+            out[key] = value
+        else:
+            out[key] = _neutral(value, _RESPONSES_KEEP)
+    return out
+
+
+def _redact_bedrock_event(event: dict) -> dict:
+    """Text, reasoning, citations and system-tool results; client toolUse starts and inputs are kept."""
+    if len(event) != 1:
+        return _neutral(event)
+    (member, body), = event.items()
+    if not isinstance(body, dict):
+        return {member: _neutral(body)}
+    out = {}
+    for key, value in body.items():
+        if key in ("contentBlockIndex", "stopReason", "role"):
+            out[key] = value
+        elif key == "start" and isinstance(value, dict) and isinstance(value.get("toolUse"), dict):
+            out[key] = value
+        elif key == "delta" and isinstance(value, dict) and set(value) == {"toolUse"}:
+            out[key] = value
+        else:
+            out[key] = _neutral(value, _BEDROCK_KEEP)
+    return {member: out}
+
+
+_BEDROCK_KEEP = frozenset({"toolUseId", "type", "status"})
+_REDACTORS = {"openai": _redact_chat_chunk, "mistral": _redact_chat_chunk, "anthropic": _redact_anthropic_event,
+              "openai-responses": _redact_responses_event, "bedrock": _redact_bedrock_event}
+
+
+# --- credentials ----------------------------------------------------------------
+
+def _secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, what) of every credential-looking run in text, sorted."""
+    spans = []
+    for label, pattern in _SECRET_PATTERNS:
+        for match in _compiled(pattern).finditer(text):
+            spans.append((match.start(1), match.end(1), label))
+    return sorted(spans)
+
+
+def _mask_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """text with every (possibly overlapping) span replaced by MASKED_SECRET."""
+    merged: list[list[int]] = []
+    for start, end, _ in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
+        text = text[:start] + MASKED_SECRET + text[end:]
+    return text
+
+
+def _labels(spans: list[tuple[int, int, str]]) -> str:
+    return " and ".join(dict.fromkeys(label for _, _, label in spans))
+
+
+def _render_path(prefix: str, path: tuple) -> str:
+    """chunks[3].choices[0].delta.content, for warnings (never the value; a member name
+    that is not a protocol word is shown as <member>, since names are wire content too)."""
+    out = prefix
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (("." if out else "") + (_protocol_word(key) or "<member>"))
+    return out
+
+
+def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
+    """Paths inside one payload that are never modified: 'warn' (scan, keep) or 'fragment'.
+
+    Fragments are scanned on their own and again joined per slot, so a secret
+    split across two fragments is still found.
+    """
+    paths: dict[tuple, str] = {}
+    if profile == "bedrock":
+        start = payload.get("contentBlockStart")
+        if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
+            paths[("contentBlockStart", "start", "toolUse")] = "warn"
+        delta = payload.get("contentBlockDelta")
+        if isinstance(delta, dict) and isinstance(delta.get("delta"), dict) and isinstance(
+                delta["delta"].get("toolUse"), dict):
+            paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
+        return paths
+    if profile == "openai-responses":
+        kind = payload.get("type")
+        if kind in _RESPONSES_INPUT_EVENTS:
+            member = _RESPONSES_INPUT_EVENTS[kind]
+            paths[(member,)] = "fragment" if member == "delta" else "warn"
+        if _client_item(payload.get("item")):
+            paths[("item",)] = "warn"
+        response = payload.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        for number, entry in enumerate(output if isinstance(output, list) else []):
+            if _client_item(entry):
+                paths[("response", "output", number)] = "warn"
+        return paths
+    if profile == "anthropic":
+        kind = payload.get("type")
+        blocks: list[tuple[tuple, Any]] = []
+        if kind == "content_block_start":
+            blocks.append((("content_block",), payload.get("content_block")))
+        message = payload.get("message")
+        if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
+            blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
+        for where, block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                for key in ("id", "name", "input"):
+                    paths[where + (key,)] = "warn"
+        delta = payload.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+            paths[("delta", "partial_json")] = "fragment"
+        return paths
+    choices = payload.get("choices")
+    for c, choice in enumerate(choices if isinstance(choices, list) else []):
+        for body_key in ("delta", "message"):
+            body = choice.get(body_key) if isinstance(choice, dict) else None
+            if not isinstance(body, dict):
+                continue
+            calls = body.get("tool_calls")
+            for n, entry in enumerate(calls if isinstance(calls, list) else []):
+                where = ("choices", c, body_key, "tool_calls", n)
+                paths[where + ("id",)] = "warn"
+                paths[where + ("function",)] = "warn"
+                paths[where + ("custom",)] = "warn"
+                paths[where + ("function", "arguments")] = "fragment"
+            paths[("choices", c, body_key, "function_call")] = "warn"
+    return paths
+
+
+def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
+                  prefix: str, line: str, warnings: list[str]) -> Any:
+    """value with credentials masked (unless keep or a protected path); one warning per field."""
+    keep = keep or path in protected
+    if isinstance(value, str):
+        spans = _secret_spans(value)
+        if not spans:
+            return value
+        where = _render_path(prefix, path)
+        if keep:
+            warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
+                            "because call identity and arguments are kept byte for byte")
+            return value
+        warnings.append(f"{where} ({line}): {_labels(spans)} masked")
+        return _mask_spans(value, spans)
+    if isinstance(value, list):
+        return [_mask_secrets(item, path + (n,), protected, keep, prefix, line, warnings)
+                for n, item in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
+                    and not _secret_spans(item)):
+                where = _render_path(prefix, path + (key,))
+                if keep or path + (key,) in protected:
+                    warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
+                                    "because call identity and arguments are kept byte for byte")
+                    out[key] = item
+                else:
+                    warnings.append(f"{where} ({line}): a credential-named member masked")
+                    out[key] = MASKED_SECRET
+                continue
+            masked = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
+            spans = _secret_spans(key) if isinstance(key, str) else []
+            if spans and not keep:   # a credential used as a member name: the name is masked too
+                warnings.append(f"{_render_path(prefix, path + (key,))} ({line}): a member name holding "
+                                f"{_labels(spans)} masked")
+                key = _mask_spans(key, spans)
+                while key in out or key in value:
+                    key += "*"
+            out[key] = masked
+        return out
+    return value
+
+
+def _value_at(value: Any, path: tuple) -> Any:
+    """The member at path, or None when any step is missing."""
+    for key in path:
+        if isinstance(key, int) and isinstance(value, list) and key < len(value):
+            value = value[key]
+        elif isinstance(key, str) and isinstance(value, dict):
+            value = value.get(key)
+        else:
+            return None
+    return value
+
+
+def _fragment_key(profile: str, payload: dict, path: tuple) -> tuple | None:
+    """The slot an argument fragment belongs to, for the joined scan (None: no usable index)."""
+    if profile == "bedrock":
+        index = payload["contentBlockDelta"].get("contentBlockIndex")
+        return (None, index) if _is_index(index) else None
+    if profile in ("anthropic", "openai-responses"):
+        index = payload.get("index" if profile == "anthropic" else "output_index")
+        return (None, index) if _is_index(index) else None
+    choice = payload["choices"][path[1]]
+    entry = choice[path[2]]["tool_calls"][path[4]]
+    if _is_index(choice.get("index")) and _is_index(entry.get("index")):
+        return (choice["index"], entry["index"])
+    return None
+
+
+def _split_secret_warnings(groups: dict[tuple, list[tuple[str, str]]]) -> list[str]:
+    """Credentials that only appear once a slot's fragments are joined."""
+    warnings = []
+    for key, parts in groups.items():
+        if len(parts) < 2:
+            continue
+        bounds, offset = [], 0
+        for text, _ in parts:
+            bounds.append((offset, offset + len(text)))
+            offset += len(text)
+        joined = "".join(text for text, _ in parts)
+        split = [span for span in _secret_spans(joined)
+                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
+        if split:
+            slot = f"slot {key[1]}" if key[0] is None else f"choice {key[0]} slot {key[1]}"
+            warnings.append(f"arguments of {slot} (from {parts[0][1]}): {_labels(split)} split across "
+                            "fragments; left unchanged because arguments are kept byte for byte")
+    return warnings
+
+
+def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool) -> tuple[list[dict], list[str]]:
+    """Redacted (if asked) and credential-masked payloads, and the warnings."""
+    stream_key = STREAM_KEY[profile]
+    warnings: list[str] = []
+    groups: dict[tuple, list[tuple[str, str]]] = {}
+    out = []
+    for pos, (payload, line) in enumerate(zip(payloads, lines)):
+        if redact:
+            payload = _REDACTORS[profile](payload)
+        protected = _protected_paths(profile, payload)
+        for path, kind in protected.items():
+            text = _value_at(payload, path) if kind == "fragment" else None
+            group = _fragment_key(profile, payload, path) if isinstance(text, str) else None
+            if group is not None:
+                groups.setdefault(group, []).append((text, line))
+        out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings))
+    return out, warnings + _split_secret_warnings(groups)
+
+
+def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
+                    redact: bool = True) -> tuple[dict, list[str]]:
+    """Turn one raw SSE body into a fixture envelope: (envelope, warnings for stderr).
+
+    On the bedrock profile the body is the binary AWS event stream instead.
+    Why: hand-copying payloads is where captures lose events or keep secrets.
+    Every data payload is kept, in order; `schemas` goes through
+    schemas_from_doc (None gives an empty tool_schemas, so every call is
+    unknown_tool).  Raises CaptureError, with a line number where one applies.
+    """
+    if profile not in CAPTURE_PROFILES:
+        raise CaptureError(f"profile {_token(profile)} "
+                           f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
+    tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    if profile == "bedrock":
+        return _eventstream_envelope(raw, tool_schemas, schemas is None, redact)
+    events, comments, done = _sse_parse(_sse_decode(raw))
+    if profile == "anthropic":
+        for event in events:
+            if event.name is None:  # the Anthropic SDK dispatches on the event name alone
+                raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
+                                   "readers do not, so they would read different streams", event.line)
+    try:
+        payloads = [_sse_payload(event) for event in events]
+        payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact)
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if schemas is None:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    if not done and profile in ("openai", "mistral"):
+        warnings.append("no data: [DONE] sentinel: the capture may be cut short")
+    if not events:
+        warnings.append("the body holds no data events")
+    envelope = {
+        "profile": profile,
+        "tool_schemas": tool_schemas,
+        STREAM_KEY[profile]: payloads,
+        "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
+                 "redacted": bool(redact)},
+    }
+    return envelope, warnings
+
+
+def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
+    """The bedrock capture: a binary AWS event stream instead of SSE."""
+    events = eventstream_events(raw)
+    try:
+        payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
+                                             redact)
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": "bedrock", "tool_schemas": tool_schemas, "events": payloads,
+                "meta": {"capture_point": "AWS event stream", "redacted": bool(redact)}}
+    return envelope, warnings
+
+
+# --- tool schemas from the request's tools -----------------------------------------
+
+def _tool_schema(number: int, tool: Any) -> tuple[str, Any]:
+    """(name, schema) of one entry of an OpenAI or Anthropic `tools` array."""
+    where = f"tools[{number}]"
+    if not isinstance(tool, dict):
+        raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
+    kind = tool.get("type")
+    if kind == "function" and isinstance(tool.get("function"), dict):   # chat completions
+        source, schema_key, where = tool["function"], "parameters", where + ".function"
+    elif kind == "function" and "function" not in tool:                 # Responses API (flat)
+        source, schema_key = tool, "parameters"
+    elif "input_schema" in tool and kind in (None, "custom"):           # Anthropic
+        source, schema_key = tool, "input_schema"
+    else:
+        raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
+                           f"input_schema (type {_describe(kind)})")
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    schema = source.get(schema_key)
+    if schema_key == "parameters" and schema is None:  # absent (or null in the Responses API): no declared parameters
+        schema = {"type": "object"}
+    if not isinstance(schema, (dict, bool)):
+        raise CaptureError(f"{where}.{schema_key} must be a JSON Schema object, got {_describe(schema)}")
+    return name, schema
+
+
+def schemas_from_doc(doc: object) -> dict:
+    """tool name -> schema, from an object of that shape or a provider `tools` array.
+
+    Why: the schemas the application validates against are usually kept as the
+    request's tools array.  An OpenAI function without `parameters` takes no
+    arguments but any object; its schema is {"type": "object"}.
+    """
+    if isinstance(doc, dict):
+        for name, schema in doc.items():
+            if not isinstance(schema, (dict, bool)):
+                raise CaptureError(f"tool {json.dumps(name[:60])}: a schema must be an object or boolean, got "
+                                   f"{_describe(schema)} (give name -> schema, or the tools array itself)")
+        return dict(doc)
+    if not isinstance(doc, list):
+        raise CaptureError(f"tool schemas must be an object (name -> schema) or a tools array, got {_describe(doc)}")
+    schemas: dict[str, Any] = {}
+    for number, tool in enumerate(doc):
+        name, schema = _tool_schema(number, tool)
+        if name in schemas:
+            raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
+        schemas[name] = schema
+    return schemas
+
+
+# --- the request: tool schemas and tool controls from a recorded request body ----
+
+def _request_tools(profile: str, body: dict) -> tuple[list, Any]:
+    """(tools array, tool_choice) of a request body in the profile's own shape."""
+    if profile == "bedrock":
+        config = body.get("toolConfig") or {}
+        if not isinstance(config, dict):
+            raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+        tools = config.get("tools") or []
+        out = []
+        for number, tool in enumerate(tools if isinstance(tools, list) else []):
+            spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+            if isinstance(spec, dict):
+                schema = spec.get("inputSchema")
+                out.append({"name": spec.get("name"), "input_schema": schema.get("json") if isinstance(schema, dict)
+                            else None})
+            elif not (isinstance(tool, dict) and "systemTool" in tool):
+                raise CaptureError(f"toolConfig.tools[{number}] is neither a toolSpec nor a systemTool")
+        return out, config.get("toolChoice")
+    tools = body.get("tools")
+    tools = [] if tools is None else tools
+    if not isinstance(tools, list):
+        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
+    return tools, body.get("tool_choice")
+
+
+def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
+    """(tool_schemas, request block, warnings) from a recorded request body; prompts are dropped.
+
+    Reads the tools (client tools only: hosted tools are run by the provider),
+    tool_choice and parallel_tool_calls of an OpenAI chat, Responses, Anthropic
+    Messages or Bedrock Converse request.  A custom tool with a free-text
+    format becomes {"type": "string"}; one with a grammar cannot be checked here
+    and is left out, with a warning (its calls are then unknown_tool).
+    """
+    if not isinstance(body, dict):
+        raise CaptureError(f"the request body must be a JSON object, got {_describe(body)}")
+    tools, choice = _request_tools(profile, body)
+    schemas: dict[str, Any] = {}
+    warnings: list[str] = []
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a tool object")
+        kind = tool.get("type")
+        custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
+        if kind == "custom" and "input_schema" not in tool:
+            name = custom.get("name")
+            fmt = custom.get("format") or {"type": "text"}
+            if not isinstance(name, str) or not name:
+                raise CaptureError(f"tools[{number}] is a custom tool without a name")
+            if isinstance(fmt, dict) and fmt.get("type") == "text":
+                schemas[name] = {"type": "string"}
+            else:
+                warnings.append(f"tools[{number}]: custom tool {json.dumps(name[:60])} takes grammar-constrained "
+                                "input this tool cannot check; it is left out, so its calls are unknown_tool")
+            continue
+        if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
+            continue  # a hosted tool (web search, code execution, MCP...): the provider runs it
+        name, schema = _tool_schema(number, tool)
+        if name in schemas:
+            raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
+        schemas[name] = schema
+    request: dict[str, Any] = {"tools": sorted(schemas)}
+    if choice is not None:
+        request["tool_choice"] = choice
+    if body.get("parallel_tool_calls") is not None and profile in ("openai", "mistral", "openai-responses"):
+        request["parallel_tool_calls"] = body["parallel_tool_calls"]
+    try:
+        request_context(profile, request)
+    except RequestError as exc:
+        raise CaptureError(f"the request's tool controls: {exc}") from None
+    return schemas, request, warnings
+
+
+# ---------------------------------------------------------------------------
+# Adapter differential: what an adapter made of the same turn
+# ---------------------------------------------------------------------------
+
+_CLIP = 200                     # characters of a value quoted in a difference
+_CLIP_CONTEXT = 40              # characters shown before the first differing one
+
+
+def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
+    """One normalised adapter call; an object argument is compared parsed."""
+    for label, value in (("id", call_id), ("name", name)):
+        if value is not None and not isinstance(value, str):
+            raise CaptureError(f"{where}: {label} must be a string or null, got {_describe(value)}")
+    if arguments is None or isinstance(arguments, str):
+        return {"id": call_id, "name": name, "arguments": arguments, "compare_parsed": False}
+    if isinstance(arguments, dict):
+        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        return {"id": call_id, "name": name, "arguments": text, "compare_parsed": True, "input": arguments}
+    raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
+
+
+def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
+    """tool_calls of one OpenAI assistant message."""
+    if message.get("function_call") is not None:
+        raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
+    calls = message.get("tool_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise CaptureError(f"{where}.tool_calls is {_describe(calls)}, not a list")
+    out = []
+    for n, entry in enumerate(calls):
+        at = f"{where}.tool_calls[{n}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
+            raise CaptureError(f"{at} is not a function tool call ({{id, function: {{name, arguments}}}})")
+        if entry.get("type") not in (None, "function"):
+            raise CaptureError(f"{at}: type {_describe(entry.get('type'))} is not compared; only function calls")
+        function = entry["function"]
+        out.append(_adapter_call(at, entry.get("id"), function.get("name"), function.get("arguments")))
+    return out
+
+
+def _adapter_completion(doc: dict) -> list[dict]:
+    """The tool calls of a final chat completion: the one choice that carries any."""
+    choices = doc["choices"]
+    if not isinstance(choices, list):
+        raise CaptureError(f"choices is {_describe(choices)}, not a list")
+    found: list[list[dict]] = []
+    for n, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise CaptureError(f"choices[{n}] has no message object")
+        calls = _adapter_openai_calls(f"choices[{n}].message", message)
+        if calls:
+            found.append(calls)
+    if len(found) > 1:
+        raise CaptureError("tool calls in more than one choice; compare one choice at a time")
+    return found[0] if found else []
+
+
+def _adapter_anthropic(doc: dict) -> list[dict]:
+    """tool_use blocks of a final Anthropic message; input was kept only as an object."""
+    out = []
+    for n, block in enumerate(doc["content"]):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking", "redacted_thinking"):
+            continue
+        if kind != "tool_use":
+            raise CaptureError(f"content[{n}] is a {_describe(kind)} block; only tool_use blocks are compared")
+        if not isinstance(block.get("input"), dict):
+            raise CaptureError(f"content[{n}].input is {_describe(block.get('input'))}, not an object")
+        out.append(_adapter_call(f"content[{n}]", block.get("id"), block.get("name"), block["input"]))
+    return out
+
+
+def adapter_calls_from_doc(doc: object) -> list[dict]:
+    """An adapter's final calls as [{id, name, arguments, compare_parsed[, input]}].
+
+    Accepts a list of {id, name, arguments} (arguments a string, or an object
+    when the adapter kept only the parsed value), an OpenAI chat completion or
+    assistant message, or an Anthropic message.  `compare_parsed` entries hold
+    the adapter's object in `input`; their `arguments` is its compact form,
+    for display only.
+    """
+    if isinstance(doc, list):
+        out = []
+        for n, item in enumerate(doc):
+            if not isinstance(item, dict):
+                raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
+            extra = sorted(set(item) - {"id", "name", "arguments"})
+            missing = [key for key in ("id", "name", "arguments") if key not in item]
+            if extra or missing:
+                raise CaptureError(f"calls[{n}] must have exactly id, name and arguments"
+                                   + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
+                                   + (f"; missing {', '.join(missing)}" if missing else ""))
+            out.append(_adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"]))
+        return out
+    if not isinstance(doc, dict):
+        raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
+    if "choices" in doc:
+        return _adapter_completion(doc)
+    if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
+        return _adapter_openai_calls("message", doc)
+    if isinstance(doc.get("content"), list):
+        return _adapter_anthropic(doc)
+    raise CaptureError("adapter output is neither a list of calls, an OpenAI completion or assistant message, "
+                       "nor an Anthropic message")
+
+
+def _clip(text: str, start: int = 0) -> str:
+    """At most about _CLIP characters of text, from a little before `start`."""
+    begin = max(0, start - _CLIP_CONTEXT)
+    head = "..." if begin else ""
+    body = text[begin:]
+    return head + (body if len(body) <= _CLIP else body[:_CLIP] + "...")
+
+
+def _shown(value: Any, start: int = 0) -> str:
+    """A JSON-quoted, clipped value for a one-line message."""
+    if isinstance(value, str):
+        return json.dumps(_clip(value, start), ensure_ascii=False)
+    return "null" if value is None else _describe(value)
+
+
+def _first_difference(a: str, b: str) -> int:
+    for n, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return n
+    return min(len(a), len(b))
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return _describe(value)
+
+
+def _parsed_difference(ours: Any, theirs: Any) -> str | None:
+    """Our argument string, parsed, against the adapter's object (JSON equality)."""
+    value, parsed = None, False
+    if isinstance(ours, str):
+        try:
+            value, parsed = json.loads(ours, object_pairs_hook=dict), True  # order kept, last duplicate wins
+        except (ValueError, RecursionError):
+            pass
+    if not parsed:
+        return (f"arguments are not JSON here ({_shown(ours)}) but the adapter holds the object "
+                f"{_clip(_compact(theirs))}")
+    try:
+        if _sch_canonical(value) == _sch_canonical(theirs):
+            return None
+    except (_SchNotJson, RecursionError):
+        pass
+    a, b = _compact(value), _compact(theirs)
+    at = _first_difference(a, b)
+    return f"arguments differ as JSON: this tool has {_clip(a, at)}, the adapter has {_clip(b, at)}"
+
+
+def compare_calls(report_calls: list[dict], adapter_calls: list[dict]) -> list[tuple[int | None, str]]:
+    """Every way the adapter's calls differ from ours: (call number or None, message).
+
+    Why: an adapter that merged, split, renamed or re-serialised a call runs
+    something other than what the provider sent.  Calls pair by position
+    (ours sorted by choice and slot, theirs in message order); arguments must
+    match byte for byte, except where the adapter kept only the parsed object.
+    """
+    differences: list[tuple[int | None, str]] = []
+    if len(report_calls) != len(adapter_calls):
+        ours = _clip(", ".join(_shown(call.get("id")) for call in report_calls))
+        theirs = _clip(", ".join(_shown(call.get("id")) for call in adapter_calls))
+        differences.append((None, f"this tool reassembled {len(report_calls)} call(s) (ids {ours}) but the "
+                                  f"adapter produced {len(adapter_calls)} (ids {theirs})"))
+    for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
+        for key in ("id", "name"):
+            if ours.get(key) != theirs.get(key):
+                differences.append((number, f"call {number}: {key} differs: this tool has {_shown(ours.get(key))}, "
+                                            f"the adapter has {_shown(theirs.get(key))}"))
+        if theirs.get("compare_parsed"):
+            problem = _parsed_difference(ours.get("arguments"), theirs.get("input"))
+            if problem:
+                differences.append((number, f"call {number}: {problem}"))
+        elif ours.get("arguments") != theirs.get("arguments"):
+            a, b = ours.get("arguments"), theirs.get("arguments")
+            at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
+            differences.append((number, f"call {number}: arguments differ from character {at}: this tool has "
+                                        f"{_shown(a, at)}, the adapter has {_shown(b, at)}"))
+    return differences
+
+
+def adapter_findings(report_calls: list[dict], differences: list[tuple[int | None, str]]) -> list[Finding]:
+    """compare_calls output as blocking adapter_mismatch findings, tied to our call's slot."""
+    findings = []
+    for number, message in differences:
+        call = report_calls[number] if number is not None else None
+        findings.append(Finding(ADAPTER_MISMATCH, message, None,
+                                call["choice"] if call else None, call["index"] if call else None))
+    return findings
+
+
+def apply_adapter_differences(report: dict[str, Any], differences: list[tuple[int | None, str]]) -> dict[str, Any]:
+    """The report with each adapter difference added as a blocking adapter_mismatch finding."""
+    if not differences:
+        return report
+    extra = [f.as_dict() for f in adapter_findings(report["calls"], differences)]
+    return dict(report, status="blocked", applicable=True, executable=False, findings=report["findings"] + extra)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: exit 3, a message on stderr, no report."""
+
+
+def _parse_args(argv: list[str]) -> Any:
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # argparse's own exit 2 means not_applicable here
+            raise UsageError(message)
+
+    parser = Parser(
+        prog="validate_tool_stream.py",
+        description="Decide whether the tool calls in one captured, streamed assistant turn may be "
+                    "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
+    )
+    parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
+                        help="fixture file (JSON envelope), a folder of them, or - for standard input")
+    parser.add_argument("--report", choices=("json", "text"), default="json", help="report format (default json)")
+    parser.add_argument("--expect", action="store_true",
+                        help="check the fixture's expect block: exit 0 if the outcome matches, 1 if not")
+    parser.add_argument("--adapter-output", metavar="FILE",
+                        help="calls your adapter reassembled from the same stream (JSON list of {id, name, arguments}, "
+                             "or an OpenAI/Anthropic final message); any difference is adapter_mismatch")
+    parser.add_argument("--redact-arguments", action="store_true",
+                        help="replace each call's arguments with their UTF-8 size and SHA-256 (for logs)")
+    parser.add_argument("--version", action="version", version=f"{TOOL} {VERSION}")
+    defaults = Limits()
+    for name, help_text in (
+        ("max_input_bytes", "largest fixture file in bytes"),
+        ("max_argument_bytes", "largest joined arguments of one call, in UTF-8 bytes"),
+        ("max_depth", "deepest nesting of arrays/objects in arguments"),
+        ("max_number_length", "longest number token in arguments, in characters"),
+        ("max_calls", "most tool calls in one turn"),
+        ("max_schema_depth", "deepest schema evaluation"),
+        ("max_evaluations", "most units of schema work per call (subschema visits, values compared, "
+                            "pattern matcher steps)"),
+        ("max_pattern_subject", "longest string a schema pattern is run on, in code points"),
+        ("max_findings", "most findings listed in full; past it, only each new code's first"),
+        ("max_schema_seconds", "wall-clock backstop for checking one call against its schema (main thread)"),
+    ):
+        default = getattr(defaults, name)
+        parser.add_argument("--" + name.replace("_", "-"), default=default, metavar="N",
+                            type=_positive_number if isinstance(default, float) else _positive_int,
+                            help=f"{help_text} (default {default})")
+    return parser.parse_args(argv)
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"expected a positive number, got {text[:30]!r}") from None
+    if not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
+        raise UsageError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"expected a positive integer, got {text!r}") from None
+    if not 0 < value <= 2 ** 53:
+        raise UsageError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
+    return value
+
+
+def _read_input(path: str, limit: int) -> bytes:
+    try:
+        if path == "-":
+            if sys.stdin is None:
+                raise UsageError("cannot read standard input: it is closed")
+            return sys.stdin.buffer.read(limit + 1)
+        with open(path, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _expand(paths: list[str]) -> tuple[list[str], bool]:
+    """Fixture paths in order (folders: their *.json files, recursively, sorted); many?"""
+    import os
+
+    found: list[str] = []
+    many = len(paths) > 1
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            many = True
+            inside = sorted(os.path.join(folder, name) for folder, _, names in os.walk(path)
+                            for name in names if name.endswith(".json"))
+            if not inside:
+                raise UsageError(f"no *.json fixtures in folder {path}")
+            found.extend(inside)
+        elif path != "-" and not os.path.isfile(path):
+            raise UsageError(f"cannot read {path}: no such file")
+        else:
+            found.append(path)
+    if found.count("-") > 1 or ("-" in found and many):
+        raise UsageError("standard input (-) can only be the single fixture")
+    return found, many
+
+
+def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
+    """Validate one fixture: (report, exit code, expect differences or None)."""
+    report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits, True)
+    if args.adapter_output:
+        report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits)))
+    code = EXIT_BY_STATUS[report["status"]]
+    differences = None
+    if args.expect:
+        expect = doc.get("expect") if isinstance(doc, dict) else None
+        differences = check_expect(report, expect)
+        if args.redact_arguments:
+            differences = redact_differences(differences)
+        report["expectation"] = {"matched": not differences, "differences": differences}
+        code = EXIT_PASS if not differences else EXIT_BLOCKED
+    if args.redact_arguments:
+        report = redact_arguments(report)
+    return report, code, differences
+
+
+def _adapter_doc(path: str, limits: Limits) -> list[dict]:
+    """The adapter's calls from --adapter-output (unreadable or malformed: usage error)."""
+    try:
+        return adapter_calls_from_doc(parse_envelope_bytes(_read_input(path, limits.max_input_bytes)))
+    except (EnvelopeError, CaptureError) as exc:
+        raise UsageError(f"--adapter-output {path}: {exc}") from None
+
+
+def _run_capture(argv: list[str]) -> int:
+    """`capture`: raw SSE body -> fixture envelope on stdout, warnings on stderr."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(message)
+
+    parser = Parser(prog="validate_tool_stream.py capture",
+                    description="Turn a raw server-sent-events body (bedrock: the binary AWS event stream) into a "
+                                "fixture envelope, redacted by default.")
+    parser.add_argument("sse", metavar="RAW.sse", help="the raw body as captured (or - for standard input)")
+    parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
+    parser.add_argument("--schemas", metavar="FILE",
+                        help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
+    parser.add_argument("--request", metavar="FILE",
+                        help="the recorded request body: fills tool_schemas and the request block "
+                             "(tool_choice, parallel_tool_calls, tool names); messages are dropped")
+    parser.add_argument("--no-redact", action="store_true",
+                        help="keep text, thinking and signatures (secrets are still masked)")
+    args = parser.parse_args(argv)
+    if args.schemas and args.request:
+        raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
+    limits = Limits()
+    schemas = request = None
+    request_warnings: list[str] = []
+    try:
+        if args.schemas:
+            schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
+        if args.request:
+            body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
+            schemas, request, request_warnings = request_from_body(args.profile, body)
+        envelope, warnings = sse_to_envelope(_read_input(args.sse, limits.max_input_bytes), args.profile, schemas,
+                                             redact=not args.no_redact)
+    except (EnvelopeError, CaptureError) as exc:
+        raise UsageError(str(exc)) from None
+    if request is not None:
+        envelope["request"] = request
+    warnings = request_warnings + warnings
+    sys.stdout.write(json.dumps(envelope, indent=2, ensure_ascii=True) + "\n")
+    for warning in warnings:
+        sys.stderr.write(f"validate_tool_stream capture: warning: {warning}\n")
+    return EXIT_PASS
+
+
+def run(argv: list[str]) -> int:
+    """The CLI without process concerns: returns the exit code."""
+    if argv[:1] == ["capture"]:
+        return _run_capture(argv[1:])
+    args = _parse_args(argv)
+    limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
+    paths, many = _expand(args.fixtures)
+    if many and args.adapter_output:
+        raise UsageError("--adapter-output compares one fixture; give exactly one")
+    if not many:
+        report, code, differences = _judge(paths[0], args, limits)
+        sys.stdout.write((render_text(report) if args.report == "text" else render_json(report)) + "\n")
+        if differences is not None:
+            sys.stderr.write("expect: matched\n" if not differences else
+                             "expect: MISMATCH\n" + "".join(f"  {d}\n" for d in differences))
+        return code
+    counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
+    mismatched: list[str] = []
+    for path in paths:
+        report, _, differences = _judge(path, args, limits)
+        counts[report["status"]] += 1
+        if differences:
+            mismatched.append(path)
+            sys.stderr.write(f"expect: MISMATCH {path}\n" + "".join(f"  {d}\n" for d in differences))
+        if args.report == "text":
+            sys.stdout.write(f"== {path}\n{render_text(report)}\n")
+        else:
+            sys.stdout.write(json.dumps({"fixture": path, **report}, ensure_ascii=True) + "\n")
+        sys.stdout.flush()
+    summary = {"fixtures": len(paths), **counts}
+    if args.expect:
+        summary["expect_mismatches"] = len(mismatched)
+    if args.report == "text":
+        sys.stdout.write("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) + "\n")
+    else:
+        sys.stdout.write(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) + "\n")
+    if args.expect:
+        return EXIT_PASS if not mismatched else EXIT_BLOCKED
+    if counts["blocked"]:
+        return EXIT_BLOCKED
+    return EXIT_NOT_APPLICABLE if counts["not_applicable"] else EXIT_PASS
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: exit codes 0-3 only, and never a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")  # a narrow terminal encoding never crashes the output
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:  # --help / --version
+        return exc.code if isinstance(exc.code, int) and exc.code == 0 else EXIT_CANNOT_RUN
+    except UsageError as exc:
+        sys.stderr.write(f"validate_tool_stream: {exc}\n")
+        return EXIT_CANNOT_RUN
+    except BrokenPipeError:
+        return EXIT_CANNOT_RUN
+    except KeyboardInterrupt:
+        sys.stderr.write("validate_tool_stream: interrupted; no verdict\n")
+        return EXIT_CANNOT_RUN
+    except (KeyboardInterrupt, MemoryError, RecursionError, Exception) as exc:  # noqa: BLE001 - last resort
+        sys.stderr.write(f"validate_tool_stream: internal error ({type(exc).__name__}); no verdict\n")
+        return EXIT_CANNOT_RUN
+
+
+if __name__ == "__main__":
+    sys.exit(main())
