@@ -5319,6 +5319,24 @@ def render_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, ensure_ascii=True)
 
 
+_TEXT_ARGUMENT_WIDTH = 200   # characters of a call's arguments shown by --report text
+_TEXT_ID_WIDTH = 100         # ... of an id or a name
+
+
+def _text_value(value: Any, width: int) -> str:
+    """A JSON-quoted value for the text report: characters as they are (escapes only for
+    control characters), elided past `width` with its UTF-8 size and SHA-256 prefix."""
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)   # null, or the redacted {utf8_bytes, sha256}
+    if len(value) <= width:
+        return json.dumps(value, ensure_ascii=False)
+    import hashlib
+
+    raw = value.encode("utf-8", "surrogatepass")
+    head = json.dumps(value[:width], ensure_ascii=False)[:-1]
+    return f"{head}...\" ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})"
+
+
 def render_text(report: dict[str, Any]) -> str:
     """A short verdict for people: status first, then one line per call and finding."""
     calls, findings = report["calls"], report["findings"]
@@ -5329,8 +5347,9 @@ def render_text(report: dict[str, Any]) -> str:
     lines = [f"{verdict} (profile {profile}, {len(calls)} call(s), {len(findings)} finding(s))"]
     for call in calls:
         where = f"slot {call['index']}" if call["choice"] is None else f"choice {call['choice']} slot {call['index']}"
-        lines.append(f"  call {where}: {call['state']} id={json.dumps(call['id'])} name={json.dumps(call['name'])} "
-                     f"arguments={json.dumps(call['arguments'], ensure_ascii=True)}")
+        lines.append(f"  call {where}: {call['state']} id={_text_value(call['id'], _TEXT_ID_WIDTH)} "
+                     f"name={_text_value(call['name'], _TEXT_ID_WIDTH)} "
+                     f"arguments={_text_value(call['arguments'], _TEXT_ARGUMENT_WIDTH)}")
     for item in findings:
         if item["position"] is not None:
             at = f"position {item['position']}"

@@ -199,6 +199,28 @@ class ReportFormats(unittest.TestCase):
             self.assertIn("b.json", err)
 
 
+class TextReport(unittest.TestCase):
+    def test_characters_as_they_are_and_long_arguments_elided(self):
+        args = json.dumps({"city": "K\u00f8benhavn \u2603", "note": "x" * 400}, ensure_ascii=False)
+        doc = envelope("openai", [{"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_\u00e9", "type": "function", "function": {"name": "weather", "arguments": args}}]},
+            "finish_reason": "tool_calls"}]}], {"weather": {"type": "object"}})
+        code, out, _ = run_cli("-", "--report", "text", stdin=json.dumps(doc).encode("utf-8"))
+        self.assertEqual(code, 0)
+        call = out.splitlines()[2]
+        self.assertIn('id="call_\u00e9"', call)
+        self.assertIn("K\u00f8benhavn \u2603", call)
+        raw = args.encode("utf-8")
+        import hashlib
+        self.assertTrue(call.endswith(f'..." ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})'), call)
+        self.assertLess(len(call), 400)
+        proc = subprocess.run([sys.executable, SCRIPT, "-", "--report", "text"], input=json.dumps(doc).encode("utf-8"),
+                              capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii",
+                                                            PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(proc.returncode, 0)                           # an ASCII terminal gets escapes, no crash
+        self.assertIn(b"K\\xf8benhavn", proc.stdout)
+
+
 class Pin(unittest.TestCase):
     def test_pin_writes_the_outcome_and_keeps_every_other_byte(self):
         text = one_chunk_per_line(PASS_DOC)

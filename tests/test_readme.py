@@ -7,7 +7,7 @@ import subprocess
 import sys
 import unittest
 
-from support import ROOT, vts
+from support import ROOT, SCRIPT, vts
 
 with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
     README = handle.read()
@@ -30,7 +30,8 @@ class ReadmeIsTrue(unittest.TestCase):
         with open(os.path.join(ROOT, "scripts", "validate_tool_stream.py"), encoding="utf-8") as handle:
             options = set(re.findall(r"--[a-z][a-z-]+", handle.read()))
         options &= {"--" + name.replace("_", "-") for name in vts.Limits.__slots__} | {
-            "--report", "--expect", "--version", "--help"}
+            "--report", "--expect", "--version", "--help", "--quiet", "--exclude", "--allow-not-applicable",
+            "--adapter-output", "--redact-arguments", "--allow-invalid", "--no-redact", "--schemas", "--request"}
         for option in options | {"--report", "--expect"}:
             self.assertIn(f"`{option}", README)
 
@@ -67,6 +68,59 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertTrue(proc.stdout.startswith(b"== fixtures/") and b"\nPASS" in proc.stdout, proc.stdout[:200])
 
+
+
+class SkillIsTrue(unittest.TestCase):
+    """issue 12: SKILL.md is a valid Agent Skill whose commands run as written."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(ROOT, "SKILL.md"), encoding="utf-8") as handle:
+            cls.text = handle.read()
+
+    def front_matter(self):
+        match = re.match(r"---\n(.*?)\n---\n", self.text, re.S)
+        self.assertIsNotNone(match, "SKILL.md must start with YAML front matter")
+        fields, key = {}, None
+        for line in match.group(1).splitlines():
+            top = re.match(r"([a-z-]+):\s*(.*)$", line)
+            if top:
+                key, value = top.groups()
+                fields[key] = "" if value in (">-", ">", "|") else value
+            elif key is not None:
+                fields[key] = (fields[key] + " " + line.strip()).strip()
+        return fields
+
+    def test_front_matter_follows_the_agent_skills_specification(self):
+        fields = self.front_matter()
+        self.assertEqual(set(fields) - {"name", "description", "license", "compatibility", "metadata",
+                                        "allowed-tools"}, set())
+        name = fields["name"]
+        self.assertEqual(name, "validate-tool-stream")
+        self.assertRegex(name, r"^[a-z0-9]+(-[a-z0-9]+)*$")
+        self.assertLessEqual(len(name), 64)
+        self.assertTrue(0 < len(fields["description"]) <= 1024)
+        self.assertLessEqual(len(fields.get("compatibility", "")), 500)
+
+    def test_every_command_runs_as_written_from_the_repository_root(self):
+        commands = re.findall(r"`(PYTHONDONTWRITEBYTECODE=1 python3 scripts/validate_tool_stream\.py [^`]+)`", self.text)
+        self.assertGreaterEqual(len(commands), 3)
+        for command in commands:
+            with self.subTest(command=command):
+                argv = shlex.split(command)[1:]
+                proc = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, timeout=300,
+                                      env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+                self.assertIn(proc.returncode, (0, 1, 2), proc.stderr[-500:])
+                self.assertNotIn(b"Traceback", proc.stderr)
+
+    def test_every_option_and_code_it_names_exists(self):
+        help_text = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True).stdout
+        capture_help = subprocess.run([sys.executable, SCRIPT, "capture", "--help"], capture_output=True, text=True).stdout
+        for option in set(re.findall(r"`[^`]*?(--[a-z][a-z-]+)", self.text)):
+            with self.subTest(option=option):
+                self.assertTrue(option in help_text or option in capture_help, option)
+        table_codes = set(re.findall(r"^\| `([a-z_]+)`", self.text, re.M))
+        self.assertTrue(table_codes <= set(vts.FINDING_CODES), table_codes - set(vts.FINDING_CODES))
 
 if __name__ == "__main__":
     unittest.main()
