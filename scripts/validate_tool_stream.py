@@ -403,7 +403,17 @@ def _parse_envelope_text(text: str) -> Any:
     try:
         return decode_document(text, what="the envelope")
     except JsonProblem as problem:
-        raise EnvelopeError(f"not strict JSON: {problem.message}") from None
+        raise EnvelopeError(f"not strict JSON: {problem.message}{_raw_body_hint(text)}") from None
+
+
+def _raw_body_hint(text: str) -> str:
+    """A pointer to `capture` when the file looks like a raw stream rather than an envelope."""
+    start = text.lstrip(" \t\r\n")[:200]
+    if start.startswith(("data:", "event:", ": ", "id:", "retry:")):
+        return " (this looks like a raw SSE body: turn it into an envelope with the capture subcommand)"
+    if start.startswith("{") and "\n{" in text[:1 << 16]:
+        return " (this looks like JSON Lines of stream payloads: turn them into an envelope with capture)"
+    return ""
 
 
 _ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
@@ -6140,30 +6150,88 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
     return out, warnings + _split_secret_warnings(groups)
 
 
+def har_entry(har: Any, selector: str) -> tuple[Any, bytes]:
+    """(request body as JSON or None, response body bytes) of one HAR entry.
+
+    selector: a 0-based index, or text that the URL of exactly one entry contains.
+    A base64 response body (content.encoding) is decoded, so a binary Bedrock
+    event stream survives the archive.
+    """
+    import base64
+
+    entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
+    if not isinstance(entries, list):
+        raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
+    if selector.isdigit():
+        if int(selector) >= len(entries):
+            raise CaptureError(f"--entry {selector}: the archive has {len(entries)} entries (0-based)")
+        entry = entries[int(selector)]
+    else:
+        found = [e for e in entries if isinstance(e, dict) and isinstance(e.get("request"), dict)
+                 and isinstance(e["request"].get("url"), str) and selector in e["request"]["url"]]
+        if len(found) != 1:
+            raise CaptureError(f"--entry: {len(found)} entries have a URL containing that text; "
+                               "give a longer text or the entry's index")
+        entry = found[0]
+    request = entry.get("request") if isinstance(entry, dict) else None
+    response = entry.get("response") if isinstance(entry, dict) else None
+    content = response.get("content") if isinstance(response, dict) else None
+    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
+        raise CaptureError("the entry has no response body (export the HAR with content)")
+    if content.get("encoding") == "base64":
+        try:
+            body = base64.b64decode(content["text"], validate=True)
+        except ValueError:
+            raise CaptureError("the entry's base64 response body does not decode") from None
+    else:
+        body = content["text"].encode("utf-8", "surrogatepass")
+    post = request.get("postData") if isinstance(request, dict) else None
+    request_body = None
+    if isinstance(post, dict) and isinstance(post.get("text"), str) and post["text"].strip():
+        try:
+            request_body = decode_document(post["text"], what="the request body")
+        except JsonProblem as problem:
+            raise CaptureError(f"the entry's request body is not strict JSON: {problem.message}") from None
+    return request_body, body
+
+
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                     redact: bool = True) -> tuple[dict, list[str]]:
-    """Turn one raw SSE body into a fixture envelope: (envelope, warnings for stderr).
+    """Turn one captured body into a fixture envelope: (envelope, warnings for stderr).
 
-    On the bedrock profile the body is the binary AWS event stream instead.
+    The body is a raw SSE stream (bedrock: the binary AWS event stream), or, for
+    every profile, the payloads as JSON: a JSON list of chunks/events, or JSON
+    Lines (one per line, as SDK `model_dump_json()` or boto3 dumps write them; a
+    `{"data": {...}}` wrapper such as mistralai's CompletionEvent is unwrapped).
     Why: hand-copying payloads is where captures lose events or keep secrets.
-    Every data payload is kept, in order; `schemas` goes through
-    schemas_from_doc (None gives an empty tool_schemas, so every call is
-    unknown_tool).  Raises CaptureError, with a line number where one applies.
+    Every payload is kept, in order; `schemas` goes through schemas_from_doc
+    (None gives an empty tool_schemas, so every call is unknown_tool).  Raises
+    CaptureError, with a line number where one applies.
     """
     if profile not in CAPTURE_PROFILES:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
+    head = bytes(raw[:4096]).lstrip(b" \t\r\n")
+    if not head and not raw.strip(b" \t\r\n"):
+        raise CaptureError("the body is empty: nothing was captured")
+    if head[:1] in (b"[", b"{"):
+        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
     if profile == "bedrock":
         return _eventstream_envelope(raw, tool_schemas, schemas is None, redact)
     events, comments, done = _sse_parse(_sse_decode(raw))
-    if profile == "anthropic":
-        for event in events:
-            if event.name is None:  # the Anthropic SDK dispatches on the event name alone
-                raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
-                                   "readers do not, so they would read different streams", event.line)
+    if not events and not done:
+        raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
     try:
         payloads = [_sse_payload(event) for event in events]
+        _check_profile_shape(profile, payloads, [event.line for event in events])
+        if profile == "anthropic":
+            for event in events:
+                if event.name is None:  # the Anthropic SDK dispatches on the event name alone
+                    raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
+                                       "readers do not, so they would read different streams", event.line)
         payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact)
     except RecursionError:
         raise CaptureError("an event nests too deeply to process") from None
@@ -6171,8 +6239,6 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
     if not done and profile in ("openai", "mistral"):
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
-    if not events:
-        warnings.append("the body holds no data events")
     envelope = {
         "profile": profile,
         "tool_schemas": tool_schemas,
@@ -6180,6 +6246,100 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
                  "redacted": bool(redact)},
     }
+    return envelope, warnings
+
+
+def _profile_of(payload: Any) -> str | None:
+    """The profile family a payload's shape belongs to (None: cannot tell)."""
+    if not isinstance(payload, dict):
+        return None
+    kind = payload.get("type")
+    if isinstance(kind, str):
+        if kind.startswith("response.") or kind == "error" and "code" in payload:
+            return "openai-responses"
+        if kind.startswith(("message_", "content_block_")) or kind == "ping":
+            return "anthropic"
+    if "choices" in payload:
+        return "chat"
+    if len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
+                                                     "contentBlockStop", "messageStop", "metadata"):
+        return "bedrock"
+    return None
+
+
+def _check_profile_shape(profile: str, payloads: list, lines: list[int]) -> None:
+    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings."""
+    want = "chat" if profile in ("openai", "mistral") else profile
+    for payload, line in zip(payloads, lines):
+        seen = _profile_of(payload)
+        if seen is not None and seen != want:
+            names = {"chat": "--profile openai or --profile mistral", "anthropic": "--profile anthropic",
+                     "openai-responses": "--profile openai-responses", "bedrock": "--profile bedrock"}
+            raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {names[seen]}", line)
+        if seen == want:
+            return
+
+
+def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
+                            redact: bool) -> tuple[dict, list[str]]:
+    """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
+    text = _sse_decode(raw)
+    stripped = text.lstrip(" \t\r\n")
+    payloads: list = []
+    lines: list[int] = []
+    if stripped.startswith("["):
+        try:
+            value = decode_document(text, what="the body")
+        except JsonProblem as problem:
+            raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
+                               problem.line) from None
+        if not isinstance(value, list):
+            raise CaptureError("the body must be a JSON list of payloads")
+        payloads, lines, point = value, [1] * len(value), "JSON list"
+    else:
+        try:
+            whole = decode_document(text, what="the body")
+        except JsonProblem:
+            whole = None   # several documents: JSON Lines
+        if isinstance(whole, dict) and isinstance(whole.get("log"), dict):
+            raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
+        if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
+            raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip(" \t"):
+                continue
+            try:
+                value = decode_document(line, what=f"line {number}")
+            except JsonProblem as problem:
+                hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
+                        if number == 1 else "")
+                raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
+                                   number) from None
+            payloads.append(value)
+            lines.append(number)
+        point = "JSON Lines"
+    unwrapped = []
+    for number, (payload, line) in enumerate(zip(payloads, lines)):
+        if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
+            payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
+        if not isinstance(payload, dict):
+            raise CaptureError(f"payload {number} is {_describe(payload)}, not a JSON object", line)
+        unwrapped.append(payload)
+    if not unwrapped:
+        raise CaptureError("the body holds no payloads")
+    if "profile" in unwrapped[0] and ("chunks" in unwrapped[0] or "events" in unwrapped[0]):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    _check_profile_shape(profile, unwrapped, lines)
+    try:
+        payloads, warnings = _scrub_payloads(profile, unwrapped, [f"line {line}" if point == "JSON Lines"
+                                                                  else f"item {n}" for n, line in
+                                                                  enumerate(lines)], redact)
+    except RecursionError:
+        raise CaptureError("a payload nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": profile, "tool_schemas": tool_schemas, STREAM_KEY[profile]: payloads,
+                "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
 
@@ -6714,9 +6874,12 @@ def _run_capture(argv: list[str]) -> int:
             raise UsageError(message)
 
     parser = Parser(prog="validate_tool_stream.py capture", allow_abbrev=False,
-                    description="Turn a raw server-sent-events body (bedrock: the binary AWS event stream) into a "
-                                "fixture envelope, redacted by default.")
-    parser.add_argument("sse", metavar="RAW.sse", help="the raw body as captured (or - for standard input)")
+                    description="Turn a captured stream into a fixture envelope, redacted by default: a raw "
+                                "server-sent-events body (bedrock: the binary AWS event stream), a JSON list of "
+                                "payloads, JSON Lines of SDK dumps (model_dump_json() per line), or one entry of an "
+                                "HTTP Archive (--entry).")
+    parser.add_argument("sse", metavar="RAW", help="the body as captured, or a .har file with --entry "
+                                                    "(- for standard input)")
     parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
     parser.add_argument("--schemas", metavar="FILE",
                         help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
@@ -6725,6 +6888,10 @@ def _run_capture(argv: list[str]) -> int:
                              "(tool_choice, parallel_tool_calls, tool names); messages are dropped")
     parser.add_argument("--no-redact", action="store_true",
                         help="keep text, thinking and signatures (secrets are still masked)")
+    parser.add_argument("--entry", metavar="N|TEXT",
+                        help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
+                             "contains TEXT; its request body fills tool_schemas and request, its response "
+                             "body is the stream")
     args = parser.parse_args(argv)
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
@@ -6732,13 +6899,17 @@ def _run_capture(argv: list[str]) -> int:
     schemas = request = None
     request_warnings: list[str] = []
     try:
+        raw = _read_input(args.sse, limits.max_input_bytes)
+        request_body = None
+        if args.entry is not None:
+            request_body, raw = har_entry(parse_envelope_bytes(raw), args.entry)
         if args.schemas:
             schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
         if args.request:
-            body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
-            schemas, request, request_warnings = request_from_body(args.profile, body)
-        envelope, warnings = sse_to_envelope(_read_input(args.sse, limits.max_input_bytes), args.profile, schemas,
-                                             redact=not args.no_redact)
+            request_body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
+        if request_body is not None and not args.schemas:
+            schemas, request, request_warnings = request_from_body(args.profile, request_body)
+        envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
     if request is not None:

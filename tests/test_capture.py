@@ -1,10 +1,11 @@
 """SSE capture import: framing, strict payloads, redaction, credentials, tool schemas, round trip."""
 
 import json
+import tempfile
 import os
 import unittest
 
-from support import FIXTURES, vts
+from support import FIXTURES, run_cli, vts
 
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
@@ -224,10 +225,10 @@ class Framing(unittest.TestCase):
         self.assertEqual(vts.parse_envelope_bytes(text), envelope)
 
     def test_empty_body(self):
-        envelope, warnings = capture(b"")
-        self.assertEqual(envelope["chunks"], [])
-        self.assertEqual(vts.validate_envelope(envelope)["status"], "not_applicable")
-        self.assertTrue(any("no data events" in w for w in warnings))
+        # issue 12: an empty body is an error, not an empty (not_applicable) fixture
+        for body in (b"", b" \n\n", b": keep-alive\n\n"):
+            with self.subTest(body=body), self.assertRaises(vts.CaptureError):
+                capture(body)
 
     def test_no_schemas_warns(self):
         envelope, warnings = vts.sse_to_envelope(sse(TURN), "openai", None)
@@ -617,6 +618,10 @@ class RoundTrip(unittest.TestCase):
     def test_every_stream_fixture_keeps_its_whole_report(self):
         count = 0
         for relpath, doc in stream_fixtures():
+            if not doc.get("events", True):   # nothing was captured: capture refuses an empty body
+                with self.assertRaises(vts.CaptureError):
+                    self.round_trip(doc, redact=True)
+                continue
             for redact in (True, False):
                 with self.subTest(fixture=relpath, redact=redact):
                     envelope = self.round_trip(doc, redact=redact)
@@ -626,6 +631,110 @@ class RoundTrip(unittest.TestCase):
                                      comparable(vts.validate_envelope(doc)))
             count += 1
         self.assertGreater(count, 100)
+
+
+class WhatUsersHave(unittest.TestCase):
+    """issue 12 item 5: JSON lists, JSON Lines of SDK dumps, HAR entries, pointed hints."""
+
+    FIXTURE = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
+
+    def fixture(self, path=None):
+        with open(path or self.FIXTURE, encoding="utf-8") as handle:
+            return json.load(handle)
+
+    def assert_same_calls(self, envelope, doc):
+        self.assertEqual(vts.validate_envelope(envelope)["calls"], vts.validate_envelope(doc)["calls"])
+        self.assertEqual(vts.validate_envelope(envelope)["status"], vts.validate_envelope(doc)["status"])
+
+    def test_a_json_list_and_json_lines_with_null_members(self):
+        doc = self.fixture()
+        envelope, _ = capture(json.dumps(doc["chunks"]).encode(), schemas=doc["tool_schemas"])
+        self.assertEqual(envelope["meta"]["capture_point"], "JSON list")
+        self.assert_same_calls(envelope, doc)
+        def with_nulls(chunk):  # what a pydantic model_dump_json() writes: every optional member, null
+            out = dict(chunk, usage=None, system_fingerprint=None, service_tier=None)
+            out["choices"] = [dict(c, logprobs=None, delta=dict(c["delta"], content=None, refusal=None,
+                                                                   function_call=None)) for c in chunk["choices"]]
+            return out
+        lines = "\n".join(json.dumps(with_nulls(c)) for c in doc["chunks"]) + "\n"
+        envelope, _ = capture(lines.encode(), schemas=doc["tool_schemas"])
+        self.assertEqual(envelope["meta"]["capture_point"], "JSON Lines")
+        self.assert_same_calls(envelope, doc)
+        wrapped = "\n".join(json.dumps({"data": c}) for c in doc["chunks"])  # mistralai CompletionEvent dumps
+        self.assert_same_calls(capture(wrapped.encode(), schemas=doc["tool_schemas"])[0], doc)
+
+    def test_real_sdk_dumps_when_the_sdks_are_installed(self):
+        try:
+            from openai.types.chat import ChatCompletionChunk
+            from anthropic.types import RawMessageStreamEvent
+            from pydantic import TypeAdapter
+        except ImportError:
+            self.skipTest("openai and anthropic are not installed: their model_dump_json() output is not checked")
+        doc = self.fixture()
+        base = {"id": "chatcmpl-1", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+        lines = [ChatCompletionChunk.model_validate(dict(base, **c)).model_dump_json() for c in doc["chunks"]]
+        self.assertIn('"function_call":null', lines[0])
+        self.assert_same_calls(capture(("\n".join(lines) + "\n").encode(), schemas=doc["tool_schemas"])[0], doc)
+        anthropic_doc = self.fixture(os.path.join(FIXTURES, "anthropic", "pass-text-then-tool-use-fragmented-escapes.json"))
+        adapter = TypeAdapter(RawMessageStreamEvent)
+
+        def complete(event):  # the members a real stream carries and our synthetic fixture leaves out
+            if event["type"] == "message_start":
+                return dict(event, message={"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                                            "content": [], "stop_reason": None, "stop_sequence": None,
+                                            "usage": {"input_tokens": 1, "output_tokens": 1}, **event["message"]})
+            if event["type"] == "message_delta":
+                return dict(event, usage=event.get("usage", {"output_tokens": 1}))
+            return event
+        lines = [adapter.dump_json(adapter.validate_python(complete(e))).decode() for e in anthropic_doc["events"]
+                 if e["type"] != "ping"]
+        envelope, _ = capture("\n".join(lines).encode(), "anthropic", anthropic_doc["tool_schemas"])
+        self.assert_same_calls(envelope, anthropic_doc)
+
+    def har(self, sse_text, request_text, base64_body=True):
+        import base64
+        body = ({"text": base64.b64encode(sse_text.encode()).decode(), "encoding": "base64"} if base64_body
+                else {"text": sse_text})
+        return json.dumps({"log": {"version": "1.2", "entries": [
+            {"request": {"method": "GET", "url": "https://api.example.test/v1/models"},
+             "response": {"status": 200, "content": {"size": 0}}},
+            {"request": {"method": "POST", "url": "https://api.example.test/v1/chat/completions",
+                         "postData": {"mimeType": "application/json", "text": request_text}},
+             "response": {"status": 200, "content": dict(body, mimeType="text/event-stream")}}]}}).encode()
+
+    def test_an_http_archive_entry(self):
+        with open(os.path.join(FIXTURES, "capture", "openai-weather.sse"), encoding="utf-8") as handle:
+            sse_text = handle.read()
+        with open(os.path.join(FIXTURES, "capture", "openai-weather.request"), encoding="utf-8") as handle:
+            request_text = handle.read()
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "capture.har")
+            for base64_body in (True, False):
+                with open(path, "wb") as handle:
+                    handle.write(self.har(sse_text, request_text, base64_body))
+                for entry in ("1", "chat/completions"):
+                    code, out, err = run_cli("capture", "--profile", "openai", "--entry", entry, path)
+                    self.assertEqual(code, 0, err)
+                    envelope = json.loads(out)
+                    self.assertEqual(envelope["request"]["tools"], ["get_weather"])
+                    self.assert_same_calls(envelope, self.fixture())
+            for args, words in ((["--entry", "example.test"], "2 entries"), (["--entry", "7"], "2 entries"),
+                                ([], "HTTP Archive"), (["--entry", "0"], "no response body")):
+                code, out, err = run_cli("capture", "--profile", "openai", *args, path)
+                self.assertEqual((code, out), (3, ""), err)
+                self.assertIn(words, err)
+
+    def test_pointed_hints_for_the_wrong_input(self):
+        doc = self.fixture()
+        with self.assertRaises(vts.CaptureError) as caught:          # an OpenAI body under --profile anthropic
+            capture(sse(doc["chunks"]), "anthropic")
+        self.assertIn("--profile openai", str(caught.exception))
+        with self.assertRaises(vts.CaptureError) as caught:
+            capture(json.dumps(doc).encode())
+        self.assertIn("already a fixture envelope", str(caught.exception))
+        report = vts.validate_bytes(sse(doc["chunks"]))            # raw SSE where an envelope belongs
+        self.assertEqual([f["code"] for f in report["findings"]], ["invalid_fixture"])
+        self.assertIn("capture subcommand", report["findings"][0]["message"])
 
 
 if __name__ == "__main__":
