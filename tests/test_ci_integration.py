@@ -125,6 +125,7 @@ class ReportFormats(unittest.TestCase):
             root = ET.fromstring(out)
             self.assertEqual(root.tag, "testsuites")
             suite = root.find("testsuite")
+            self.assertEqual((root.get("tests"), root.get("failures")), ("3", "2"))
             cases = {os.path.basename(case.get("name")): case for case in suite.findall("testcase")}
             self.assertEqual(sorted(cases), ["a.json", "b.json", "c.json"])
             self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("skipped")), ("3", "2", "0"))
@@ -137,6 +138,21 @@ class ReportFormats(unittest.TestCase):
             self.assertEqual(code, 0)
             suite = ET.fromstring(out).find("testsuite")
             self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("skipped")), ("2", "0", "1"))
+
+    def test_junit_uses_only_the_common_schema(self):
+        # the elements and attributes of Jenkins' junit-10.xsd, which GitHub and GitLab readers accept
+        allowed = {"testsuites": {"name", "time", "tests", "failures", "disabled", "errors"},
+                   "testsuite": {"name", "tests", "failures", "errors", "time", "disabled", "skipped", "timestamp",
+                                 "hostname", "id", "package", "file", "log", "url", "version"},
+                   "testcase": {"name", "assertions", "time", "classname", "status"},
+                   "failure": {"message", "type"}, "skipped": {"message"}, "system-out": set()}
+        with Folder({"a.json": PASS_DOC, "b.json": BLOCKED_DOC, "c.json": EMPTY_DOC}) as folder:
+            _, out, _ = run_cli(folder.path, "--report", "junit", "--allow-not-applicable")
+        self.assertTrue(out.startswith('<?xml version="1.0" encoding="UTF-8"?>'))
+        for element in ET.fromstring(out).iter():
+            self.assertIn(element.tag, allowed)
+            self.assertLessEqual(set(element.attrib), allowed[element.tag], element.tag)
+        self.assertEqual({"name", "tests"} - set(ET.fromstring(out).find("testsuite").attrib), set())
 
     def test_junit_carries_expect_mismatches_and_odd_characters_safely(self):
         doc = dict(BLOCKED_DOC, expect={"status": "pass"})
