@@ -7057,7 +7057,7 @@ def run(argv: list[str]) -> int:
         sys.stdout.write(render_junit(cases, args.allow_not_applicable))
     elif args.report in ("text", "github") and (many or args.quiet):
         sys.stdout.write("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) + "\n")
-    elif args.report == "json" and many:
+    elif args.report == "json" and (many or args.quiet):
         sys.stdout.write(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) + "\n")
     if args.expect:
         return EXIT_PASS if not mismatched else EXIT_BLOCKED
