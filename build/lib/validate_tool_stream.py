@@ -403,7 +403,17 @@ def _parse_envelope_text(text: str) -> Any:
     try:
         return decode_document(text, what="the envelope")
     except JsonProblem as problem:
-        raise EnvelopeError(f"not strict JSON: {problem.message}") from None
+        raise EnvelopeError(f"not strict JSON: {problem.message}{_raw_body_hint(text)}") from None
+
+
+def _raw_body_hint(text: str) -> str:
+    """A pointer to `capture` when the file looks like a raw stream rather than an envelope."""
+    start = text.lstrip(" \t\r\n")[:200]
+    if start.startswith(("data:", "event:", ": ", "id:", "retry:")):
+        return " (this looks like a raw SSE body: turn it into an envelope with the capture subcommand)"
+    if start.startswith("{") and "\n{" in text[:1 << 16]:
+        return " (this looks like JSON Lines of stream payloads: turn them into an envelope with capture)"
+    return ""
 
 
 _ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
@@ -5319,6 +5329,24 @@ def render_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, ensure_ascii=True)
 
 
+_TEXT_ARGUMENT_WIDTH = 200   # characters of a call's arguments shown by --report text
+_TEXT_ID_WIDTH = 100         # ... of an id or a name
+
+
+def _text_value(value: Any, width: int) -> str:
+    """A JSON-quoted value for the text report: characters as they are (escapes only for
+    control characters), elided past `width` with its UTF-8 size and SHA-256 prefix."""
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)   # null, or the redacted {utf8_bytes, sha256}
+    if len(value) <= width:
+        return json.dumps(value, ensure_ascii=False)
+    import hashlib
+
+    raw = value.encode("utf-8", "surrogatepass")
+    head = json.dumps(value[:width], ensure_ascii=False)[:-1]
+    return f"{head}...\" ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})"
+
+
 def render_text(report: dict[str, Any]) -> str:
     """A short verdict for people: status first, then one line per call and finding."""
     calls, findings = report["calls"], report["findings"]
@@ -5329,8 +5357,9 @@ def render_text(report: dict[str, Any]) -> str:
     lines = [f"{verdict} (profile {profile}, {len(calls)} call(s), {len(findings)} finding(s))"]
     for call in calls:
         where = f"slot {call['index']}" if call["choice"] is None else f"choice {call['choice']} slot {call['index']}"
-        lines.append(f"  call {where}: {call['state']} id={json.dumps(call['id'])} name={json.dumps(call['name'])} "
-                     f"arguments={json.dumps(call['arguments'], ensure_ascii=True)}")
+        lines.append(f"  call {where}: {call['state']} id={_text_value(call['id'], _TEXT_ID_WIDTH)} "
+                     f"name={_text_value(call['name'], _TEXT_ID_WIDTH)} "
+                     f"arguments={_text_value(call['arguments'], _TEXT_ARGUMENT_WIDTH)}")
     for item in findings:
         if item["position"] is not None:
             at = f"position {item['position']}"
@@ -5344,6 +5373,156 @@ def render_text(report: dict[str, Any]) -> str:
             where = ", " + " ".join(parts)
         lines.append(f"  {item['code']} at {at}{where}: {item['message']}")
     return "\n".join(lines)
+
+
+# --- CI report formats -----------------------------------------------------------
+
+def envelope_spans(text: str) -> dict[str, Any]:
+    """Where the top-level members of an envelope start in its text (character offsets).
+
+    Returns {key: offset of the key's opening quote}, plus "<stream>": the offsets of
+    the elements of the chunks/events list, "<values>": {key: (start, end) of its value}
+    and "<end>": the offset of the closing brace.  Best effort: text that is not one JSON
+    object gives what was found before the problem (an annotation then points higher up).
+    """
+    decoder = json.JSONDecoder()
+    values: dict[str, tuple[int, int]] = {}
+    out: dict[str, Any] = {"<values>": values}
+    ws = _WS_RUN.match
+    try:
+        pos = ws(text, 0).end()
+        if not text.startswith("{", pos):
+            return out
+        pos = ws(text, pos + 1).end()
+        while text.startswith('"', pos):
+            key, after = decoder.raw_decode(text, pos)
+            out.setdefault(key, pos)
+            pos = ws(text, after).end()
+            if not text.startswith(":", pos):
+                return out
+            pos = ws(text, pos + 1).end()
+            value_start = pos
+            if key in ("chunks", "events") and text.startswith("[", pos) and "<stream>" not in out:
+                starts: list[int] = []
+                out["<stream>"] = starts
+                pos = ws(text, pos + 1).end()
+                while not text.startswith("]", pos):
+                    starts.append(pos)
+                    _, pos = decoder.raw_decode(text, pos)
+                    pos = ws(text, pos).end()
+                    if text.startswith(",", pos):
+                        pos = ws(text, pos + 1).end()
+                    elif not text.startswith("]", pos):
+                        return out
+                pos += 1
+            else:
+                _, pos = decoder.raw_decode(text, pos)
+            values.setdefault(key, (value_start, pos))
+            pos = ws(text, pos).end()
+            if text.startswith("}", pos):
+                out["<end>"] = pos
+                return out
+            if not text.startswith(",", pos):
+                return out
+            pos = ws(text, pos + 1).end()
+        if text.startswith("}", pos):
+            out["<end>"] = pos
+    except (ValueError, RecursionError):
+        pass
+    return out
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset (lines end at LF, CRLF or CR)."""
+    head = text[:offset]
+    line = head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+    start = max(head.rfind("\n"), head.rfind("\r")) + 1
+    return line, offset - start + 1
+
+
+def _github_escape(text: str, property_value: bool = False) -> str:
+    """Escape a workflow-command value (GitHub's rules: % CR LF, and : , in properties)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
+
+
+def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes) -> str:
+    """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
+
+    A finding with a stream position points at that element of chunks/events; one
+    at the end of the stream at the stream key; an envelope finding at the key it
+    names (else line 1).  Expect differences are one annotation each, at line 1.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    spans = envelope_spans(text) if text else {}
+    starts = spans.get("<stream>", [])
+    stream_key = spans.get("chunks", spans.get("events"))
+    name = _github_escape(path, True)
+    lines = []
+    findings = report["findings"] if differences is None else []
+    for finding in findings:
+        offset = None
+        if finding["position"] is not None and finding["position"] < len(starts):
+            offset = starts[finding["position"]]
+        elif finding["code"] in (INVALID_FIXTURE, UNKNOWN_PROFILE):
+            named = [key for key in spans if not key.startswith("<") and f'"{key}"' in finding["message"]]
+            offset = spans[named[0]] if named else None
+        elif stream_key is not None:
+            offset = stream_key
+        line, col = _line_col(text, offset) if offset is not None else (1, 1)
+        message = _github_escape(f"{finding['code']}: {finding['message']}")
+        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+    for difference in differences or ():
+        lines.append(f"::error file={name},line=1,col=1::{_github_escape('expect: ' + difference)}\n")
+    return "".join(lines)
+
+
+_XML_UNSAFE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """Characters XML 1.0 cannot carry (controls, lone surrogates) as \\uXXXX escapes."""
+    return _XML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]], allow_not_applicable: bool) -> str:
+    """One JUnit XML document: a test case per fixture (the schema GitHub, GitLab and Jenkins read).
+
+    Only elements and attributes of the common schema (Jenkins' junit-10.xsd) are used.
+
+    A case fails when the fixture does not succeed: blocked, or an expect mismatch
+    under --expect; not_applicable is skipped with --allow-not-applicable, else a failure.
+    """
+    import xml.etree.ElementTree as ET
+
+    failures = sum(1 for _, _, code, _ in cases if code != EXIT_PASS)
+    skipped = sum(1 for _, report, code, differences in cases
+                  if code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
+    suites = ET.Element("testsuites", name=TOOL, tests=str(len(cases)), failures=str(failures), errors="0")
+    suite = ET.SubElement(suites, "testsuite", name=TOOL, tests=str(len(cases)), failures=str(failures),
+                          errors="0", skipped=str(skipped))
+    for path, report, code, differences in cases:
+        case = ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path))
+        findings = [f"{f['code']}: {f['message']}" for f in report["findings"]]
+        if code != EXIT_PASS:
+            if differences:
+                kind, headline, body = "expect_mismatch", f"expect mismatch: {differences[0]}", differences
+            else:
+                codes = sorted({f["code"] for f in report["findings"]})
+                kind = report["status"]
+                headline = f"{report['status']}: " + (", ".join(codes) or "the turn carries no tool call")
+                body = findings
+            failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
+            failure.text = _xml_safe("\n".join(body))
+        elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
+            ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
+        out = ET.SubElement(case, "system-out")
+        out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
+                             f"{len(report['findings'])} finding(s)")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -5972,30 +6151,88 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
     return out, warnings + _split_secret_warnings(groups)
 
 
+def har_entry(har: Any, selector: str) -> tuple[Any, bytes]:
+    """(request body as JSON or None, response body bytes) of one HAR entry.
+
+    selector: a 0-based index, or text that the URL of exactly one entry contains.
+    A base64 response body (content.encoding) is decoded, so a binary Bedrock
+    event stream survives the archive.
+    """
+    import base64
+
+    entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
+    if not isinstance(entries, list):
+        raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
+    if selector.isdigit():
+        if int(selector) >= len(entries):
+            raise CaptureError(f"--entry {selector}: the archive has {len(entries)} entries (0-based)")
+        entry = entries[int(selector)]
+    else:
+        found = [e for e in entries if isinstance(e, dict) and isinstance(e.get("request"), dict)
+                 and isinstance(e["request"].get("url"), str) and selector in e["request"]["url"]]
+        if len(found) != 1:
+            raise CaptureError(f"--entry: {len(found)} entries have a URL containing that text; "
+                               "give a longer text or the entry's index")
+        entry = found[0]
+    request = entry.get("request") if isinstance(entry, dict) else None
+    response = entry.get("response") if isinstance(entry, dict) else None
+    content = response.get("content") if isinstance(response, dict) else None
+    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
+        raise CaptureError("the entry has no response body (export the HAR with content)")
+    if content.get("encoding") == "base64":
+        try:
+            body = base64.b64decode(content["text"], validate=True)
+        except ValueError:
+            raise CaptureError("the entry's base64 response body does not decode") from None
+    else:
+        body = content["text"].encode("utf-8", "surrogatepass")
+    post = request.get("postData") if isinstance(request, dict) else None
+    request_body = None
+    if isinstance(post, dict) and isinstance(post.get("text"), str) and post["text"].strip():
+        try:
+            request_body = decode_document(post["text"], what="the request body")
+        except JsonProblem as problem:
+            raise CaptureError(f"the entry's request body is not strict JSON: {problem.message}") from None
+    return request_body, body
+
+
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                     redact: bool = True) -> tuple[dict, list[str]]:
-    """Turn one raw SSE body into a fixture envelope: (envelope, warnings for stderr).
+    """Turn one captured body into a fixture envelope: (envelope, warnings for stderr).
 
-    On the bedrock profile the body is the binary AWS event stream instead.
+    The body is a raw SSE stream (bedrock: the binary AWS event stream), or, for
+    every profile, the payloads as JSON: a JSON list of chunks/events, or JSON
+    Lines (one per line, as SDK `model_dump_json()` or boto3 dumps write them; a
+    `{"data": {...}}` wrapper such as mistralai's CompletionEvent is unwrapped).
     Why: hand-copying payloads is where captures lose events or keep secrets.
-    Every data payload is kept, in order; `schemas` goes through
-    schemas_from_doc (None gives an empty tool_schemas, so every call is
-    unknown_tool).  Raises CaptureError, with a line number where one applies.
+    Every payload is kept, in order; `schemas` goes through schemas_from_doc
+    (None gives an empty tool_schemas, so every call is unknown_tool).  Raises
+    CaptureError, with a line number where one applies.
     """
     if profile not in CAPTURE_PROFILES:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
+    head = bytes(raw[:4096]).lstrip(b" \t\r\n")
+    if not head and not raw.strip(b" \t\r\n"):
+        raise CaptureError("the body is empty: nothing was captured")
+    if head[:1] in (b"[", b"{"):
+        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
     if profile == "bedrock":
         return _eventstream_envelope(raw, tool_schemas, schemas is None, redact)
     events, comments, done = _sse_parse(_sse_decode(raw))
-    if profile == "anthropic":
-        for event in events:
-            if event.name is None:  # the Anthropic SDK dispatches on the event name alone
-                raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
-                                   "readers do not, so they would read different streams", event.line)
+    if not events and not done:
+        raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
     try:
         payloads = [_sse_payload(event) for event in events]
+        _check_profile_shape(profile, payloads, [event.line for event in events])
+        if profile == "anthropic":
+            for event in events:
+                if event.name is None:  # the Anthropic SDK dispatches on the event name alone
+                    raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
+                                       "readers do not, so they would read different streams", event.line)
         payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact)
     except RecursionError:
         raise CaptureError("an event nests too deeply to process") from None
@@ -6003,8 +6240,6 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
     if not done and profile in ("openai", "mistral"):
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
-    if not events:
-        warnings.append("the body holds no data events")
     envelope = {
         "profile": profile,
         "tool_schemas": tool_schemas,
@@ -6012,6 +6247,100 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
                  "redacted": bool(redact)},
     }
+    return envelope, warnings
+
+
+def _profile_of(payload: Any) -> str | None:
+    """The profile family a payload's shape belongs to (None: cannot tell)."""
+    if not isinstance(payload, dict):
+        return None
+    kind = payload.get("type")
+    if isinstance(kind, str):
+        if kind.startswith("response.") or kind == "error" and "code" in payload:
+            return "openai-responses"
+        if kind.startswith(("message_", "content_block_")) or kind == "ping":
+            return "anthropic"
+    if "choices" in payload:
+        return "chat"
+    if len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
+                                                     "contentBlockStop", "messageStop", "metadata"):
+        return "bedrock"
+    return None
+
+
+def _check_profile_shape(profile: str, payloads: list, lines: list[int]) -> None:
+    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings."""
+    want = "chat" if profile in ("openai", "mistral") else profile
+    for payload, line in zip(payloads, lines):
+        seen = _profile_of(payload)
+        if seen is not None and seen != want:
+            names = {"chat": "--profile openai or --profile mistral", "anthropic": "--profile anthropic",
+                     "openai-responses": "--profile openai-responses", "bedrock": "--profile bedrock"}
+            raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {names[seen]}", line)
+        if seen == want:
+            return
+
+
+def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
+                            redact: bool) -> tuple[dict, list[str]]:
+    """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
+    text = _sse_decode(raw)
+    stripped = text.lstrip(" \t\r\n")
+    payloads: list = []
+    lines: list[int] = []
+    if stripped.startswith("["):
+        try:
+            value = decode_document(text, what="the body")
+        except JsonProblem as problem:
+            raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
+                               problem.line) from None
+        if not isinstance(value, list):
+            raise CaptureError("the body must be a JSON list of payloads")
+        payloads, lines, point = value, [1] * len(value), "JSON list"
+    else:
+        try:
+            whole = decode_document(text, what="the body")
+        except JsonProblem:
+            whole = None   # several documents: JSON Lines
+        if isinstance(whole, dict) and isinstance(whole.get("log"), dict):
+            raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
+        if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
+            raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip(" \t"):
+                continue
+            try:
+                value = decode_document(line, what=f"line {number}")
+            except JsonProblem as problem:
+                hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
+                        if number == 1 else "")
+                raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
+                                   number) from None
+            payloads.append(value)
+            lines.append(number)
+        point = "JSON Lines"
+    unwrapped = []
+    for number, (payload, line) in enumerate(zip(payloads, lines)):
+        if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
+            payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
+        if not isinstance(payload, dict):
+            raise CaptureError(f"payload {number} is {_describe(payload)}, not a JSON object", line)
+        unwrapped.append(payload)
+    if not unwrapped:
+        raise CaptureError("the body holds no payloads")
+    if "profile" in unwrapped[0] and ("chunks" in unwrapped[0] or "events" in unwrapped[0]):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    _check_profile_shape(profile, unwrapped, lines)
+    try:
+        payloads, warnings = _scrub_payloads(profile, unwrapped, [f"line {line}" if point == "JSON Lines"
+                                                                  else f"item {n}" for n, line in
+                                                                  enumerate(lines)], redact)
+    except RecursionError:
+        raise CaptureError("a payload nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": profile, "tool_schemas": tool_schemas, STREAM_KEY[profile]: payloads,
+                "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
 
@@ -6384,10 +6713,23 @@ def _parse_args(argv: list[str]) -> Any:
         prog="validate_tool_stream.py",
         description="Decide whether the tool calls in one captured, streamed assistant turn may be "
                     "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
+        epilog="subcommands (each has its own --help):\n"
+               "  capture   turn a raw SSE body (bedrock: AWS event stream) into a fixture envelope\n"
+               "  pin       write each fixture's current outcome into its expect block",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
                         help="fixture file (JSON envelope), a folder of them, or - for standard input")
-    parser.add_argument("--report", choices=("json", "text"), default="json", help="report format (default json)")
+    parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="json",
+                        help="report format: json (default), text, junit (JUnit XML, one test case per fixture) "
+                             "or github (workflow-command annotations at the chunk's line in the file)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="json/text/github: print only fixtures that fail, then the summary")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip fixtures whose path or file name matches GLOB (folder runs; repeatable)")
+    parser.add_argument("--allow-not-applicable", action="store_true",
+                        help="a turn without tool calls counts as success (exit 0, a skipped JUnit case)")
     parser.add_argument("--expect", action="store_true",
                         help="check the fixture's expect block: exit 0 if the outcome matches, 1 if not")
     parser.add_argument("--adapter-output", metavar="FILE",
@@ -6418,22 +6760,28 @@ def _parse_args(argv: list[str]) -> Any:
 
 
 def _positive_number(text: str) -> float:
+    """argparse type; its error names the option ("argument --max-schema-seconds: ...")."""
+    import argparse
+
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"expected a positive number, got {text[:30]!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text[:30]!r}") from None
     if not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
-        raise UsageError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
     return value
 
 
 def _positive_int(text: str) -> int:
+    """argparse type; its error names the option ("argument --max-depth: ...")."""
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
-        raise UsageError(f"expected a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:30]!r}") from None
     if not 0 < value <= 2 ** 53:
-        raise UsageError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
     return value
 
 
@@ -6449,8 +6797,13 @@ def _read_input(path: str, limit: int) -> bytes:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _expand(paths: list[str]) -> tuple[list[str], bool]:
-    """Fixture paths in order (folders: their *.json files, recursively, sorted); many?"""
+def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]:  # noqa: B006 - read only
+    """Fixture paths in order (folders: their *.json files, recursively, sorted); many?
+
+    Every file is opened once before anything is validated, so an unreadable one
+    is a usage error with no report printed.
+    """
+    import fnmatch
     import os
 
     found: list[str] = []
@@ -6467,17 +6820,31 @@ def _expand(paths: list[str]) -> tuple[list[str], bool]:
             raise UsageError(f"cannot read {path}: no such file")
         else:
             found.append(path)
+    if exclude:
+        found = [path for path in found if path == "-" or not any(
+            fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(os.path.basename(path), glob) for glob in exclude)]
+        if not found:
+            raise UsageError("--exclude left no fixture to validate")
     if found.count("-") > 1 or ("-" in found and many):
         raise UsageError("standard input (-) can only be the single fixture")
+    for path in found:
+        if path != "-":
+            try:
+                open(path, "rb").close()
+            except OSError as exc:
+                raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     return found, many
 
 
-def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
-    """Validate one fixture: (report, exit code, expect differences or None)."""
-    report, doc = _validate_bytes_keeping_doc(_read_input(path, limits.max_input_bytes), limits, True)
+def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, bytes]:
+    """Validate one fixture: (report, exit code, expect differences or None, the file's bytes)."""
+    data = _read_input(path, limits.max_input_bytes)
+    report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
         report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits)))
     code = EXIT_BY_STATUS[report["status"]]
+    if code == EXIT_NOT_APPLICABLE and args.allow_not_applicable:
+        code = EXIT_PASS
     differences = None
     if args.expect:
         expect = doc.get("expect") if isinstance(doc, dict) else None
@@ -6488,7 +6855,7 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
         code = EXIT_PASS if not differences else EXIT_BLOCKED
     if args.redact_arguments:
         report = redact_arguments(report)
-    return report, code, differences
+    return report, code, differences, data
 
 
 def _adapter_doc(path: str, limits: Limits) -> list[dict]:
@@ -6507,10 +6874,13 @@ def _run_capture(argv: list[str]) -> int:
         def error(self, message: str) -> Any:
             raise UsageError(message)
 
-    parser = Parser(prog="validate_tool_stream.py capture",
-                    description="Turn a raw server-sent-events body (bedrock: the binary AWS event stream) into a "
-                                "fixture envelope, redacted by default.")
-    parser.add_argument("sse", metavar="RAW.sse", help="the raw body as captured (or - for standard input)")
+    parser = Parser(prog="validate_tool_stream.py capture", allow_abbrev=False,
+                    description="Turn a captured stream into a fixture envelope, redacted by default: a raw "
+                                "server-sent-events body (bedrock: the binary AWS event stream), a JSON list of "
+                                "payloads, JSON Lines of SDK dumps (model_dump_json() per line), or one entry of an "
+                                "HTTP Archive (--entry).")
+    parser.add_argument("sse", metavar="RAW", help="the body as captured, or a .har file with --entry "
+                                                    "(- for standard input)")
     parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
     parser.add_argument("--schemas", metavar="FILE",
                         help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
@@ -6519,6 +6889,10 @@ def _run_capture(argv: list[str]) -> int:
                              "(tool_choice, parallel_tool_calls, tool names); messages are dropped")
     parser.add_argument("--no-redact", action="store_true",
                         help="keep text, thinking and signatures (secrets are still masked)")
+    parser.add_argument("--entry", metavar="N|TEXT",
+                        help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
+                             "contains TEXT; its request body fills tool_schemas and request, its response "
+                             "body is the stream")
     args = parser.parse_args(argv)
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
@@ -6526,13 +6900,17 @@ def _run_capture(argv: list[str]) -> int:
     schemas = request = None
     request_warnings: list[str] = []
     try:
+        raw = _read_input(args.sse, limits.max_input_bytes)
+        request_body = None
+        if args.entry is not None:
+            request_body, raw = har_entry(parse_envelope_bytes(raw), args.entry)
         if args.schemas:
             schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
         if args.request:
-            body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
-            schemas, request, request_warnings = request_from_body(args.profile, body)
-        envelope, warnings = sse_to_envelope(_read_input(args.sse, limits.max_input_bytes), args.profile, schemas,
-                                             redact=not args.no_redact)
+            request_body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
+        if request_body is not None and not args.schemas:
+            schemas, request, request_warnings = request_from_body(args.profile, request_body)
+        envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
     if request is not None:
@@ -6544,47 +6922,150 @@ def _run_capture(argv: list[str]) -> int:
     return EXIT_PASS
 
 
+def pinned_expect(report: dict[str, Any], old: Any) -> dict[str, Any]:
+    """The expect block that pins a report exactly: status, the set of codes, the calls.
+
+    Other members of an existing block (notes) are kept after the pinned ones.
+    """
+    expect: dict[str, Any] = {
+        "status": report["status"],
+        "codes": sorted({finding["code"] for finding in report["findings"]}),
+        "calls": [{key: call[key] for key in ("id", "name", "arguments")} for call in report["calls"]],
+    }
+    if isinstance(old, dict):
+        expect.update((key, value) for key, value in old.items() if key not in expect)
+    return expect
+
+
+def write_expect(text: str, expect: dict[str, Any]) -> str | None:
+    """text with its top-level expect value replaced (or added last); None when it cannot be placed.
+
+    Only the expect value changes: every other byte of the file stays as it was.
+    """
+    spans = envelope_spans(text)
+    if "<end>" not in spans:
+        return None
+    key_at = spans.get("expect")
+    first = min((at for key, at in spans.items() if not key.startswith("<")), default=None)
+    compact = first is not None and _line_col(text, first)[0] == 1   # a one-line file stays one line
+    indent = 0 if compact else (_line_col(text, first)[1] - 1 if first is not None else 2)
+    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": indent or 2}
+    block = json.dumps(expect, ensure_ascii=False, **layout)
+    try:
+        block.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in an argument: keep it escaped
+        block = json.dumps(expect, ensure_ascii=True, **layout)
+    block = block.replace("\n", "\n" + " " * indent)
+    if key_at is not None:
+        start, end = spans["<values>"]["expect"]
+        return text[:start] + block + text[end:]
+    end = spans["<end>"]
+    body_end = len(text[:end].rstrip(" \t\r\n"))
+    newline = "" if compact else ("\r\n" if "\r\n" in text else "\n")
+    separator = "," if first is not None else ""
+    return (text[:body_end] + separator + newline + " " * indent + '"expect":' + ("" if compact else " ")
+            + block + newline + text[end:])
+
+
+def _run_pin(argv: list[str]) -> int:
+    """`pin`: write each fixture's current outcome into its expect block (like a snapshot update)."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(message)
+
+    parser = Parser(prog="validate_tool_stream.py pin", allow_abbrev=False,
+                    description="Validate each fixture and write its outcome — status, the exact set of finding "
+                                "codes, the exact calls — into its expect block, leaving every other byte of the "
+                                "file as it was. Exit 0 when every fixture was pinned, 3 when one was refused.")
+    parser.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture files or folders")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip fixtures whose path or file name matches GLOB (repeatable)")
+    parser.add_argument("--allow-invalid", action="store_true",
+                        help="also pin envelopes that were never judged (invalid_fixture, unknown_profile)")
+    args = parser.parse_args(argv)
+    if "-" in args.fixtures:
+        raise UsageError("pin rewrites files; standard input (-) cannot be pinned")
+    paths, _ = _expand(args.fixtures, args.exclude)
+    limits = Limits()
+    refused = 0
+    for path in paths:
+        data = _read_input(path, limits.max_input_bytes)
+        report, doc = _validate_bytes_keeping_doc(data, limits, True)
+        codes = {finding["code"] for finding in report["findings"]}
+        never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
+        text = data.decode("utf-8") if isinstance(doc, dict) else None
+        new_text = None
+        if text is not None and (not never_judged or args.allow_invalid):
+            new_text = write_expect(text, pinned_expect(report, doc.get("expect")))
+        if new_text is None:
+            refused += 1
+            why = (f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
+                   if never_judged and text is not None else "it is not a JSON object this tool can rewrite")
+            sys.stderr.write(f"pin: {path}: not pinned: {why}\n")
+            continue
+        if new_text != text:
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(new_text)
+        sys.stdout.write(f"{'pinned' if new_text != text else 'already pinned'} {path}: {report['status']}"
+                         + (f" ({', '.join(sorted(codes))})" if codes else "") + "\n")
+    return EXIT_CANNOT_RUN if refused else EXIT_PASS
+
+
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
     if argv[:1] == ["capture"]:
         return _run_capture(argv[1:])
+    if argv[:1] == ["pin"]:
+        return _run_pin(argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
-    paths, many = _expand(args.fixtures)
+    paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")
-    if not many:
-        report, code, differences = _judge(paths[0], args, limits)
-        sys.stdout.write((render_text(report) if args.report == "text" else render_json(report)) + "\n")
-        if differences is not None:
-            sys.stderr.write("expect: matched\n" if not differences else
-                             "expect: MISMATCH\n" + "".join(f"  {d}\n" for d in differences))
-        return code
     counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
     mismatched: list[str] = []
+    cases: list[tuple[str, dict[str, Any], int, list[str] | None]] = []
     for path in paths:
-        report, _, differences = _judge(path, args, limits)
+        report, code, differences, data = _judge(path, args, limits)
         counts[report["status"]] += 1
         if differences:
             mismatched.append(path)
             sys.stderr.write(f"expect: MISMATCH {path}\n" + "".join(f"  {d}\n" for d in differences))
-        if args.report == "text":
+        elif differences is not None and not many:
+            sys.stderr.write("expect: matched\n")
+        failed = code != EXIT_PASS
+        if args.report == "junit":
+            cases.append((path, report, code, differences))
+        elif args.quiet and not failed:
+            pass
+        elif args.report == "github":
+            sys.stdout.write(render_github(path, report, differences, data))
+        elif args.report == "text":
             sys.stdout.write(f"== {path}\n{render_text(report)}\n")
-        else:
+        elif many:
             sys.stdout.write(json.dumps({"fixture": path, **report}, ensure_ascii=True) + "\n")
+        else:
+            sys.stdout.write(render_json({"fixture": path, **report}) + "\n")
+        del data
         sys.stdout.flush()
-    summary = {"fixtures": len(paths), **counts}
+    summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
-    if args.report == "text":
+    if args.report == "junit":
+        sys.stdout.write(render_junit(cases, args.allow_not_applicable))
+    elif args.report in ("text", "github") and (many or args.quiet):
         sys.stdout.write("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) + "\n")
-    else:
+    elif args.report == "json" and (many or args.quiet):
         sys.stdout.write(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) + "\n")
     if args.expect:
         return EXIT_PASS if not mismatched else EXIT_BLOCKED
     if counts["blocked"]:
         return EXIT_BLOCKED
-    return EXIT_NOT_APPLICABLE if counts["not_applicable"] else EXIT_PASS
+    if counts["not_applicable"] and not args.allow_not_applicable:
+        return EXIT_NOT_APPLICABLE
+    return EXIT_PASS
 
 
 def main(argv: list[str] | None = None) -> int:
