@@ -360,7 +360,8 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        raise JsonProblem(MALFORMED_JSON, f"{exc.msg} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
+        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg   # "...string starting at" + " at line"
+        raise JsonProblem(MALFORMED_JSON, f"{reason} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
     except RecursionError:
         raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
     except ValueError as exc:  # integers beyond CPython's digit limit
@@ -5446,7 +5447,8 @@ def _github_escape(text: str, property_value: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
 
 
-def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes) -> str:
+def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes,
+                  allow_not_applicable: bool = False) -> str:
     """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
 
     A finding with a stream position points at that element of chunks/events; one
@@ -5467,16 +5469,22 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
         offset = None
         if finding["position"] is not None and finding["position"] < len(starts):
             offset = starts[finding["position"]]
-        elif finding["code"] in (INVALID_FIXTURE, UNKNOWN_PROFILE):
-            named = [key for key in spans if not key.startswith("<") and f'"{key}"' in finding["message"]]
-            offset = spans[named[0]] if named else None
+        elif finding["code"] == UNKNOWN_PROFILE:
+            offset = spans.get("profile")
+        elif finding["code"] == INVALID_FIXTURE:   # the key the message names first
+            named = sorted((finding["message"].find(f'"{key}"'), key) for key in spans
+                           if not key.startswith("<") and f'"{key}"' in finding["message"])
+            offset = spans[named[0][1]] if named else None
         elif stream_key is not None:
             offset = stream_key
         line, col = _line_col(text, offset) if offset is not None else (1, 1)
         message = _github_escape(f"{finding['code']}: {finding['message']}")
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+    line, col = _line_col(text, spans["expect"]) if "expect" in spans else (1, 1)
     for difference in differences or ():
-        lines.append(f"::error file={name},line=1,col=1::{_github_escape('expect: ' + difference)}\n")
+        lines.append(f"::error file={name},line={line},col={col}::{_github_escape('expect: ' + difference)}\n")
+    if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
+        lines.append(f"::warning file={name},line=1,col=1::not_applicable: the turn carries no tool call\n")
     return "".join(lines)
 
 
@@ -5522,7 +5530,9 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
         out = ET.SubElement(case, "system-out")
         out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
                              f"{len(report['findings'])} finding(s)")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    document = ET.tostring(suites, encoding="unicode")
+    # ASCII with character references: well-formed whatever encoding stdout writes
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document.encode("ascii", "xmlcharrefreplace").decode() + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -6151,8 +6161,8 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
     return out, warnings + _split_secret_warnings(groups)
 
 
-def har_entry(har: Any, selector: str) -> tuple[Any, bytes]:
-    """(request body as JSON or None, response body bytes) of one HAR entry.
+def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
+    """(request body as JSON or None, response body bytes, why the request body is unusable) of one HAR entry.
 
     selector: a 0-based index, or text that the URL of exactly one entry contains.
     A base64 response body (content.encoding) is decoded, so a binary Bedrock
@@ -6163,7 +6173,7 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes]:
     entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
     if not isinstance(entries, list):
         raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
-    if selector.isdigit():
+    if selector.isascii() and selector.isdigit():
         if int(selector) >= len(entries):
             raise CaptureError(f"--entry {selector}: the archive has {len(entries)} entries (0-based)")
         entry = entries[int(selector)]
@@ -6187,13 +6197,13 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes]:
     else:
         body = content["text"].encode("utf-8", "surrogatepass")
     post = request.get("postData") if isinstance(request, dict) else None
-    request_body = None
+    request_body, problem = None, None
     if isinstance(post, dict) and isinstance(post.get("text"), str) and post["text"].strip():
         try:
             request_body = decode_document(post["text"], what="the request body")
-        except JsonProblem as problem:
-            raise CaptureError(f"the entry's request body is not strict JSON: {problem.message}") from None
-    return request_body, body
+        except JsonProblem as exc:
+            problem = f"the entry's request body is not strict JSON ({exc.message})"
+    return request_body, body, problem
 
 
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
@@ -6306,7 +6316,7 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
             raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
         if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
             raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text
             if not line.strip(" \t"):
                 continue
             try:
@@ -6797,6 +6807,25 @@ def _read_input(path: str, limit: int) -> bytes:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _walk_json(top: str) -> list[str]:
+    """Every *.json file under top, following folder links once each; an unreadable folder
+    is a usage error (skipping it would let CI pass without checking what it holds)."""
+    import os
+
+    def refuse(exc: OSError) -> None:
+        raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
+
+    found, seen = [], set()
+    for folder, folders, names in os.walk(top, onerror=refuse, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:             # a link back up the tree: each folder once
+            folders[:] = []
+            continue
+        seen.add(real)
+        found.extend(os.path.join(folder, name) for name in names if name.endswith(".json"))
+    return found
+
+
 def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]:  # noqa: B006 - read only
     """Fixture paths in order (folders: their *.json files, recursively, sorted); many?
 
@@ -6811,8 +6840,7 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
     for path in paths:
         if path != "-" and os.path.isdir(path):
             many = True
-            inside = sorted(os.path.join(folder, name) for folder, _, names in os.walk(path)
-                            for name in names if name.endswith(".json"))
+            inside = sorted(_walk_json(path))
             if not inside:
                 raise UsageError(f"no *.json fixtures in folder {path}")
             found.extend(inside)
@@ -6903,13 +6931,17 @@ def _run_capture(argv: list[str]) -> int:
         raw = _read_input(args.sse, limits.max_input_bytes)
         request_body = None
         if args.entry is not None:
-            request_body, raw = har_entry(parse_envelope_bytes(raw), args.entry)
-        if args.schemas:
-            schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
+            request_body, raw, problem = har_entry(parse_envelope_bytes(raw), args.entry)
+            if problem and not args.schemas:
+                raise CaptureError(problem)
+            if problem:
+                request_warnings.append(f"{problem}; tool_schemas come from --schemas and there is no request block")
         if args.request:
             request_body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
-        if request_body is not None and not args.schemas:
+        if request_body is not None:
             schemas, request, request_warnings = request_from_body(args.profile, request_body)
+        if args.schemas:   # overrides the request's tools; tool_choice and the rest stay
+            schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
         envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
@@ -6940,31 +6972,61 @@ def pinned_expect(report: dict[str, Any], old: Any) -> dict[str, Any]:
 def write_expect(text: str, expect: dict[str, Any]) -> str | None:
     """text with its top-level expect value replaced (or added last); None when it cannot be placed.
 
-    Only the expect value changes: every other byte of the file stays as it was.
+    Only the expect value changes: every other byte of the file stays as it was.  The
+    block follows the file's style: one line for a one-line file, else the indentation
+    (spaces or tabs) of the first member and the file's line ending.
     """
     spans = envelope_spans(text)
     if "<end>" not in spans:
         return None
-    key_at = spans.get("expect")
     first = min((at for key, at in spans.items() if not key.startswith("<")), default=None)
-    compact = first is not None and _line_col(text, first)[0] == 1   # a one-line file stays one line
-    indent = 0 if compact else (_line_col(text, first)[1] - 1 if first is not None else 2)
-    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": indent or 2}
+    newline = "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
+    compact = "\n" not in text.strip() and "\r" not in text.strip()
+    unit = "  "
+    if first is not None and not compact:
+        line_start = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
+        lead = text[line_start:first]
+        if lead and not lead.strip(" \t"):
+            unit = lead
+    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": unit}
     block = json.dumps(expect, ensure_ascii=False, **layout)
     try:
         block.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate in an argument: keep it escaped
         block = json.dumps(expect, ensure_ascii=True, **layout)
-    block = block.replace("\n", "\n" + " " * indent)
-    if key_at is not None:
+    if not compact:
+        block = block.replace("\n", newline + unit)
+    if "expect" in spans:
         start, end = spans["<values>"]["expect"]
         return text[:start] + block + text[end:]
     end = spans["<end>"]
     body_end = len(text[:end].rstrip(" \t\r\n"))
-    newline = "" if compact else ("\r\n" if "\r\n" in text else "\n")
-    separator = "," if first is not None else ""
-    return (text[:body_end] + separator + newline + " " * indent + '"expect":' + ("" if compact else " ")
-            + block + newline + text[end:])
+    gap = text[body_end:end]
+    member = '"expect":' + ("" if compact else " ") + block
+    if first is None:
+        return text[:body_end] + ("" if compact else newline + unit) + member + gap + text[end:]
+    return text[:body_end] + "," + ("" if compact else newline + unit) + member + gap + text[end:]
+
+
+def _pinned_text(text: str, report: dict[str, Any], old: Any,
+                 limits: Limits) -> tuple[str | None, str, dict[str, Any]]:
+    """(the file with its outcome pinned, "", its report) or (None, why, report): it must match itself.
+
+    Writing the block can change the outcome (an expect that was not an object made
+    the envelope invalid), so the outcome is taken again from the rewritten file, and
+    the final file must pass --expect; notes that --expect rejects (a typo of a pinned
+    key) refuse the pin instead of writing a fixture that would fail.
+    """
+    candidate = write_expect(text, pinned_expect(report, old))
+    for _ in range(2):
+        if candidate is None:
+            return None, "its top level could not be located to write the expect block", report
+        again, doc = _validate_bytes_keeping_doc(candidate.encode("utf-8", "surrogatepass"), limits, True)
+        differences = check_expect(again, doc.get("expect") if isinstance(doc, dict) else None)
+        if not differences:
+            return candidate, "", again
+        candidate = write_expect(text, pinned_expect(again, old))
+    return None, f"the pinned block would not match: {differences[0]}", report
 
 
 def _run_pin(argv: list[str]) -> int:
@@ -6996,13 +7058,14 @@ def _run_pin(argv: list[str]) -> int:
         codes = {finding["code"] for finding in report["findings"]}
         never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
         text = data.decode("utf-8") if isinstance(doc, dict) else None
-        new_text = None
-        if text is not None and (not never_judged or args.allow_invalid):
-            new_text = write_expect(text, pinned_expect(report, doc.get("expect")))
+        new_text, why = None, "it is not a JSON object this tool can rewrite"
+        if never_judged and not args.allow_invalid:
+            why = f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
+        elif text is not None:
+            new_text, why, report = _pinned_text(text, report, doc.get("expect"), limits)
+            codes = {finding["code"] for finding in report["findings"]}
         if new_text is None:
             refused += 1
-            why = (f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
-                   if never_judged and text is not None else "it is not a JSON object this tool can rewrite")
             sys.stderr.write(f"pin: {path}: not pinned: {why}\n")
             continue
         if new_text != text:
@@ -7041,10 +7104,10 @@ def run(argv: list[str]) -> int:
         elif args.quiet and not failed:
             pass
         elif args.report == "github":
-            sys.stdout.write(render_github(path, report, differences, data))
+            sys.stdout.write(render_github(path, report, differences, data, args.allow_not_applicable))
         elif args.report == "text":
             sys.stdout.write(f"== {path}\n{render_text(report)}\n")
-        elif many:
+        elif many or args.quiet:   # JSON Lines, ended by the summary line
             sys.stdout.write(json.dumps({"fixture": path, **report}, ensure_ascii=True) + "\n")
         else:
             sys.stdout.write(render_json({"fixture": path, **report}) + "\n")

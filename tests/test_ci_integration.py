@@ -215,6 +215,89 @@ class ReportFormats(unittest.TestCase):
             self.assertIn("b.json", err)
 
 
+class ReviewFindings(unittest.TestCase):
+    """The review of issue 12, one regression each."""
+
+    def test_linked_folders_are_followed_once_and_unreadable_ones_refused(self):
+        with Folder({"a/x.json": PASS_DOC, "b/y.json": BLOCKED_DOC}) as folder:
+            os.symlink(folder.file("b"), folder.file("a/linked"))          # a linked folder is checked
+            os.symlink(folder.file("a"), folder.file("a/loop"))            # a loop is walked once
+            code, out, _ = run_cli(folder.file("a"))
+            self.assertEqual(code, 1)
+            self.assertEqual(json.loads(out.splitlines()[-1])["summary"]["fixtures"], 2)
+        with self.assertRaises(vts.UsageError):       # a folder that cannot be listed (root reads everything here)
+            def failing(*_args, **_kwargs):
+                raise PermissionError(13, "Permission denied", "/x")
+            original = os.scandir
+            os.scandir = failing
+            try:
+                vts._walk_json(ROOT)
+            finally:
+                os.scandir = original
+
+    def test_json_lines_keep_unicode_line_separators_inside_strings(self):
+        doc = json.loads(json.dumps(PASS_DOC))
+        doc["chunks"][0]["choices"][0]["delta"]["content"] = "a\u2028b\u2029c\u0085d"
+        body = "\n".join(json.dumps(c, ensure_ascii=False) for c in doc["chunks"]).encode("utf-8")
+        envelope, _ = vts.sse_to_envelope(body, "openai", doc["tool_schemas"], redact=False)
+        self.assertEqual(len(envelope["chunks"]), 2)
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+    def test_junit_is_ascii_and_quiet_json_is_json_lines(self):
+        with Folder({"caf\u00e9.json": BLOCKED_DOC}) as folder:
+            proc = subprocess.run([sys.executable, SCRIPT, folder.path, "--report", "junit"], capture_output=True,
+                                  env=dict(os.environ, PYTHONIOENCODING="cp1252", PYTHONDONTWRITEBYTECODE="1"))
+            proc.stdout.decode("ascii")
+            self.assertTrue(ET.fromstring(proc.stdout).find("testsuite/testcase").get("name").endswith("caf\u00e9.json"))
+            code, out, _ = run_cli(folder.file("caf\u00e9.json"), "--quiet")
+            self.assertEqual(code, 1)
+            lines = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual((lines[0]["status"], lines[1]["summary"]["blocked"]), ("blocked", 1))
+
+    def test_pin_keeps_crlf_tabs_and_stays_stable(self):
+        plain = {k: v for k, v in PASS_DOC.items()}
+        with Folder({"crlf.json": json.dumps(plain, indent=2).replace("\n", "\r\n") + "\r\n",
+                     "tabs.json": json.dumps(plain, indent="\t") + "\n",
+                     "notobj.json": json.dumps(dict(plain, expect="x"), indent=2),
+                     "typo.json": json.dumps(dict(plain, expect={"code": []}), indent=2)}) as folder:
+            code, _, err = run_cli("pin", folder.path, "--allow-invalid")
+            self.assertEqual(code, 3)
+            self.assertIn("typo.json: not pinned", err)
+            with open(folder.file("crlf.json"), "rb") as handle:
+                data = handle.read()
+            self.assertEqual(data.count(b"\n"), data.count(b"\r\n"))
+            with open(folder.file("tabs.json"), encoding="utf-8") as handle:
+                self.assertIn('\n\t"expect": {\n\t\t"status": "pass"', handle.read())
+            self.assertEqual(run_cli(folder.path, "--expect", "--exclude", "typo.json")[0], 0)
+
+    def test_har_entry_with_schemas_keeps_the_request_block(self):
+        request = {"model": "m", "tools": [{"type": "function", "function": {"name": "weather", "parameters": {}}}],
+                   "tool_choice": "required", "parallel_tool_calls": False}
+        sse = "".join(f"data: {json.dumps(c)}\n\n" for c in PASS_DOC["chunks"]) + "data: [DONE]\n\n"
+        har = {"log": {"entries": [{"request": {"url": "https://x.test/v1/chat/completions",
+                                                "postData": {"text": json.dumps(request)}},
+                                    "response": {"content": {"text": sse}}}]}}
+        with Folder({"s.har": har, "tools.json": {"weather": {"type": "object"}}}) as folder:
+            code, out, err = run_cli("capture", "--profile", "openai", "--entry", "0", "--schemas",
+                                     folder.file("tools.json"), folder.file("s.har"))
+            self.assertEqual(code, 0, err)
+            envelope = json.loads(out)
+            self.assertEqual(envelope["request"]["tool_choice"], "required")
+            self.assertEqual(envelope["tool_schemas"], {"weather": {"type": "object"}})
+            self.assertEqual(run_cli("capture", "--profile", "openai", "--entry", "\u00b2", folder.file("s.har"))[0], 3)
+
+    def test_github_points_at_the_profile_and_the_expect_block(self):
+        text = json.dumps(dict(PASS_DOC, profile="gemini", expect={"status": "pass"}), indent=2)
+        lines = text.splitlines()
+        with Folder({"g.json": text}) as folder:
+            _, out, _ = run_cli(folder.file("g.json"), "--report", "github")
+            profile_line = [n for n, line in enumerate(lines, 1) if line.startswith('  "profile"')][0]
+            self.assertIn(f",line={profile_line},col=3::unknown_profile", out)
+            _, out, _ = run_cli(folder.file("g.json"), "--report", "github", "--expect")
+            expect_line = [n for n, line in enumerate(lines, 1) if line.startswith('  "expect"')][0]
+            self.assertIn(f",line={expect_line},col=3::expect: ", out)
+
+
 class TextReport(unittest.TestCase):
     def test_characters_as_they_are_and_long_arguments_elided(self):
         args = json.dumps({"city": "K\u00f8benhavn \u2603", "note": "x" * 400}, ensure_ascii=False)
