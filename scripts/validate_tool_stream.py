@@ -6712,6 +6712,18 @@ class UsageError(Exception):
     """Bad usage or unreadable input: exit 3, a message on stderr, no report."""
 
 
+def _strict_parse(parser: Any, argv: list[str]) -> Any:
+    """parser.parse_args, but an unknown --option is named first, before any other complaint
+    (argparse would report a missing FIXTURE for `--hel`, and never abbreviates here)."""
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and name not in parser._option_string_actions:
+            raise UsageError(f"unknown option {name[:60]} (see --help; options are never abbreviated)")
+    return parser.parse_args(argv)
+
+
 def _parse_args(argv: list[str]) -> Any:
     import argparse
 
@@ -6766,7 +6778,7 @@ def _parse_args(argv: list[str]) -> Any:
         parser.add_argument("--" + name.replace("_", "-"), default=default, metavar="N",
                             type=_positive_number if isinstance(default, float) else _positive_int,
                             help=f"{help_text} (default {default})")
-    return parser.parse_args(argv)
+    return _strict_parse(parser, argv)
 
 
 def _positive_number(text: str) -> float:
@@ -6921,7 +6933,7 @@ def _run_capture(argv: list[str]) -> int:
                         help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
                              "contains TEXT; its request body fills tool_schemas and request, its response "
                              "body is the stream")
-    args = parser.parse_args(argv)
+    args = _strict_parse(parser, argv)
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
     limits = Limits()
@@ -7046,7 +7058,7 @@ def _run_pin(argv: list[str]) -> int:
                         help="skip fixtures whose path or file name matches GLOB (repeatable)")
     parser.add_argument("--allow-invalid", action="store_true",
                         help="also pin envelopes that were never judged (invalid_fixture, unknown_profile)")
-    args = parser.parse_args(argv)
+    args = _strict_parse(parser, argv)
     if "-" in args.fixtures:
         raise UsageError("pin rewrites files; standard input (-) cannot be pinned")
     paths, _ = _expand(args.fixtures, args.exclude)

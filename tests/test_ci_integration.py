@@ -107,7 +107,11 @@ class Installable(unittest.TestCase):
         code, _, err = run_cli("-", "--max-depth", "x", stdin=b"{}")
         self.assertEqual(code, 3)
         self.assertIn("argument --max-depth", err)
-        self.assertEqual(run_cli("capture", "--prof", "openai", "-", stdin=b"")[0], 3)
+        for argv, bad in ((["--hel"], "--hel"), (["capture", "--prof", "openai", "-"], "--prof"),
+                          (["pin", "--allow", "x.json"], "--allow")):
+            code, out, err = run_cli(*argv, stdin=b"")
+            self.assertEqual((code, out), (3, ""))
+            self.assertIn(f"unknown option {bad} ", err)
 
 
 class ReportFormats(unittest.TestCase):
