@@ -6724,22 +6724,29 @@ def _strict_parse(parser: Any, argv: list[str]) -> Any:
     return parser.parse_args(argv)
 
 
-def _parse_args(argv: list[str]) -> Any:
+def _new_parser(prog: str, description: str, **extra: Any) -> Any:
+    """An argparse parser whose errors are UsageError (argparse's own exit 2 means
+    not_applicable here) and which never accepts an abbreviated option."""
     import argparse
 
     class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> Any:  # argparse's own exit 2 means not_applicable here
+        def error(self, message: str) -> Any:
             raise UsageError(message)
 
-    parser = Parser(
-        prog="validate_tool_stream.py",
-        description="Decide whether the tool calls in one captured, streamed assistant turn may be "
-                    "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
+    return Parser(prog=prog, description=description, allow_abbrev=False, **extra)
+
+
+def _parse_args(argv: list[str]) -> Any:
+    import argparse
+
+    parser = _new_parser(
+        "validate_tool_stream.py",
+        "Decide whether the tool calls in one captured, streamed assistant turn may be "
+        "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
         epilog="subcommands (each has its own --help):\n"
                "  capture   turn a raw SSE body (bedrock: AWS event stream) into a fixture envelope\n"
                "  pin       write each fixture's current outcome into its expect block",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
                         help="fixture file (JSON envelope), a folder of them, or - for standard input")
@@ -6908,17 +6915,11 @@ def _adapter_doc(path: str, limits: Limits) -> list[dict]:
 
 def _run_capture(argv: list[str]) -> int:
     """`capture`: raw SSE body -> fixture envelope on stdout, warnings on stderr."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> Any:
-            raise UsageError(message)
-
-    parser = Parser(prog="validate_tool_stream.py capture", allow_abbrev=False,
-                    description="Turn a captured stream into a fixture envelope, redacted by default: a raw "
-                                "server-sent-events body (bedrock: the binary AWS event stream), a JSON list of "
-                                "payloads, JSON Lines of SDK dumps (model_dump_json() per line), or one entry of an "
-                                "HTTP Archive (--entry).")
+    parser = _new_parser("validate_tool_stream.py capture",
+                         "Turn a captured stream into a fixture envelope, redacted by default: a raw "
+                         "server-sent-events body (bedrock: the binary AWS event stream), a JSON list of "
+                         "payloads, JSON Lines of SDK dumps (model_dump_json() per line), or one entry of an "
+                         "HTTP Archive (--entry).")
     parser.add_argument("sse", metavar="RAW", help="the body as captured, or a .har file with --entry "
                                                     "(- for standard input)")
     parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
@@ -7043,16 +7044,10 @@ def _pinned_text(text: str, report: dict[str, Any], old: Any,
 
 def _run_pin(argv: list[str]) -> int:
     """`pin`: write each fixture's current outcome into its expect block (like a snapshot update)."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> Any:
-            raise UsageError(message)
-
-    parser = Parser(prog="validate_tool_stream.py pin", allow_abbrev=False,
-                    description="Validate each fixture and write its outcome — status, the exact set of finding "
-                                "codes, the exact calls — into its expect block, leaving every other byte of the "
-                                "file as it was. Exit 0 when every fixture was pinned, 3 when one was refused.")
+    parser = _new_parser("validate_tool_stream.py pin",
+                         "Validate each fixture and write its outcome — status, the exact set of finding "
+                         "codes, the exact calls — into its expect block, leaving every other byte of the "
+                         "file as it was. Exit 0 when every fixture was pinned, 3 when one was refused.")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture files or folders")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip fixtures whose path or file name matches GLOB (repeatable)")
