@@ -105,11 +105,11 @@ FINDING_CODES: dict[str, str] = {
     ADAPTER_MISMATCH: "the application's adapter reassembled different calls",
 }
 
-PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
+PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
 # Profiles with a reviewed raw-body import and redaction (bedrock: the binary AWS event stream).
-CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock")
+CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
 STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
-              "bedrock": "events"}
+              "bedrock": "events", "gemini": "chunks"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
 
 # What the application executes for a call: a JSON function call (arguments are a JSON
@@ -808,6 +808,25 @@ def _choice_bedrock(choice: Any) -> dict:
     return {}
 
 
+_GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
+
+
+def _choice_gemini(choice: Any) -> dict:
+    """Gemini toolConfig.functionCallingConfig: {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}."""
+    body = _request_members(choice, "tool_choice", ("mode", "allowedFunctionNames", "streamFunctionCallArguments"))
+    mode = body.get("mode", "AUTO")
+    if mode not in _GEMINI_MODES:
+        raise RequestError(f"tool_choice.mode {_token(mode)} is not one of {', '.join(_GEMINI_MODES)}")
+    if not isinstance(body.get("streamFunctionCallArguments", False), bool):
+        raise RequestError("tool_choice.streamFunctionCallArguments must be a boolean")
+    names = body.get("allowedFunctionNames")
+    if names is None:
+        return {"none": mode == "NONE"}
+    if mode not in ("ANY", "VALIDATED") or not isinstance(names, list):
+        raise RequestError("tool_choice.allowedFunctionNames is a list, and only with mode ANY or VALIDATED")
+    return _restricted([_request_name(n, f"tool_choice.allowedFunctionNames[{k}]") for k, n in enumerate(names)])
+
+
 # profile -> (tool_choice translator, whether parallel_tool_calls is a field of that request)
 _REQUEST_FORMATS = {
     "openai": (_choice_chat, True),
@@ -815,6 +834,7 @@ _REQUEST_FORMATS = {
     "openai-responses": (_choice_responses, True),
     "anthropic": (_choice_anthropic, False),
     "bedrock": (_choice_bedrock, False),
+    "gemini": (_choice_gemini, False),
 }
 
 
@@ -2182,6 +2202,511 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
 
 
 # ---------------------------------------------------------------------------
+# Normalizer: Gemini streamGenerateContent (Gemini API and Vertex AI)
+# ---------------------------------------------------------------------------
+#
+# Each chunk is one GenerateContentResponse.  A call is a functionCall part in a
+# candidate's content; its slot is (candidate index, its ordinal among that
+# candidate's calls), so the report's `choice` is the candidate and `index` the
+# call's order.  Vertex omits `index` (proto3 JSON leaves out a zero), so an
+# absent index is candidate 0.  A functionCall usually arrives whole, with an
+# `args` object (absent args: no arguments, {}), and becomes a slot opened with
+# that object as its start input: the report's arguments are its compact JSON
+# serialisation (the same as for an Anthropic start input).  With Vertex's
+# streamed arguments a call opens with {name, willContinue: true}, then parts
+# carry partialArgs (one JSON path and one typed value each; string values for
+# one path concatenate while willContinue says more follows), and the first
+# functionCall part of that call without willContinue is its final part.  The
+# pieces are put together here, by path, into one object whose serialisation
+# is the call's single fragment; a path that cannot be placed is a finding and
+# nothing is guessed.
+#
+# Gemini has no tool-specific finish reason: a turn with calls ends "STOP", the
+# same reason as a text turn, and a STOP may come before more parts of the same
+# candidate (recorded with code execution).  So a candidate's finish is taken at
+# the end of the stream: any other reason it gave is its finish (blocked when it
+# has calls), else its last STOP, which must come after its last call part.  A
+# candidate without calls never emits a finish: STOP there is a text turn.
+
+_GEMINI_STOP = "STOP"
+# Reasons that say the model tried to call a function and failed: a tool signal even with no call.
+_GEMINI_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"})
+# A part holds exactly one of these data members, and any of the metadata members.
+_GEMINI_PART_DATA = frozenset({"text", "inlineData", "fileData", "functionCall", "executableCode",
+                               "codeExecutionResult"})
+_GEMINI_PART_META = frozenset({"thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution"})
+_GEMINI_CALL_KEYS = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
+# A chunk carries at least one of these; other members beside them (SDK additions) are ignored.
+_GEMINI_CHUNK_KEYS = frozenset({"candidates", "usageMetadata", "promptFeedback", "modelVersion", "responseId",
+                                "createTime", "modelStatus", "error"})
+_GEMINI_VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
+_GEMINI_ARG_KEYS = frozenset(_GEMINI_VALUE_KEYS) | {"jsonPath", "willContinue"}
+_GEMINI_CODE_OUTCOMES = frozenset({"OUTCOME_OK", "OUTCOME_FAILED", "OUTCOME_DEADLINE_EXCEEDED",
+                                   "OUTCOME_UNSPECIFIED"})
+# Candidate members that report a hosted tool (the provider ran it): member -> hosted tool name.
+_GEMINI_HOSTED_METADATA = MappingProxyType({"groundingMetadata": "grounding", "urlContextMetadata": "url_context"})
+# One segment of a JSON path (RFC 9535): .name (member-name-shorthand), ['name'] or [index].
+_GEMINI_PATH_SEGMENT = re.compile(
+    r"\.([A-Za-z_\u0080-\ud7ff\ue000-\U0010ffff][0-9A-Za-z_\u0080-\ud7ff\ue000-\U0010ffff]*)"
+    r"|\[(0|[1-9][0-9]{0,15})\]"
+    r"|\['((?:[^'\\\x00-\x1f]|\\[bfnrt'\\/]|\\u[0-9a-fA-F]{4})*)'\]")
+_GEMINI_PATH_ESCAPES = MappingProxyType({"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "'": "'",
+                                         "\\": "\\", "/": "/"})
+
+
+def _gemini_path(text: Any) -> tuple | None:
+    """A jsonPath as a tuple of member names (str) and array indices (int); None when not one we read."""
+    if not isinstance(text, str) or not text.startswith("$") or text == "$":
+        return None
+    segments: list = []
+    pos = 1
+    while pos < len(text):
+        match = _GEMINI_PATH_SEGMENT.match(text, pos)
+        if match is None:
+            return None
+        name, index, quoted = match.groups()
+        if name is not None:
+            segments.append(name)
+        elif index is not None:
+            segments.append(int(index))
+        else:
+            segments.append(re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m.group(1)[1:], 16))
+                                   if len(m.group(1)) == 5 else _GEMINI_PATH_ESCAPES[m.group(1)], quoted))
+        pos = match.end()
+    return tuple(segments)
+
+
+def _gemini_path_text(path: tuple) -> str:
+    """A path as the report writes it ($.a[0]...), names quoted when they are not plain words."""
+    out = ["$"]
+    for segment in path:
+        if isinstance(segment, int):
+            out.append(f"[{segment}]")
+        elif _protocol_word(segment) == segment and segment[:1].isalpha():
+            out.append("." + segment)
+        else:
+            out.append("[<member>]")
+    return "".join(out)
+
+
+_GEMINI_NOTHING = object()   # a serialiser stack entry that only writes its text
+
+
+class _GeminiString(_Record):
+    """A string value still being assembled from pieces (joined once, when serialised)."""
+
+    __slots__ = ("pieces", "open")
+
+    def __init__(self, piece: str, more: bool) -> None:
+        self.pieces = [piece]
+        self.open = more
+
+
+class _GeminiCall(_Record):
+    """A call whose arguments stream as partialArgs: its key, id and the object assembled so far."""
+
+    __slots__ = ("key", "id", "tree", "broken")
+
+    def __init__(self, key: SlotKey, call_id: str | None) -> None:
+        self.key = key
+        self.id = call_id
+        self.tree: dict = {}
+        self.broken = False   # a piece could not be placed: later pieces are not re-reported
+
+
+class _GeminiCandidate(_Record):
+    """What one candidate has shown so far."""
+
+    __slots__ = ("calls", "open", "last_key", "reason", "other_reason", "after_reason", "code", "hosted")
+
+    def __init__(self) -> None:
+        self.calls = 0                   # function calls opened (the next call's ordinal)
+        self.open: _GeminiCall | None = None
+        self.last_key: SlotKey | None = None
+        self.reason: tuple | None = None          # (position, reason) of the last finishReason
+        self.other_reason: tuple | None = None    # the first reason that is not STOP
+        self.after_reason = False                 # a call part came after the last finishReason
+        self.code: list = []                      # positions of executableCode parts awaiting their result
+        self.hosted: set = set()                  # hosted tool names already counted for this candidate
+
+
+class GeminiNormalizer:
+    """Translate GenerateContentResponse chunks into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.candidates: dict[int, _GeminiCandidate] = {}
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """End of stream: unfinished calls and code runs, then each calling candidate's finish."""
+        for index, cand in sorted(self.candidates.items()):
+            if cand.open is not None:
+                call = cand.open
+                cand.open = None
+                yield Fragment(None, call.key, None, None, _gemini_serialise(call.tree))
+                yield WireProblem(None, MISSING_TERMINAL, f"call {call.key[1]} of candidate {index} never got its "
+                                  "final part (every functionCall part said willContinue)", index, call.key[1])
+            for _ in cand.code:
+                yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: executableCode without its "
+                                  "codeExecutionResult", index)
+            if cand.calls == 0:
+                if cand.other_reason is not None and cand.other_reason[1] in _GEMINI_TOOL_FAILURES:
+                    yield WireProblem(cand.other_reason[0], WRONG_TERMINAL_REASON, f"candidate {index} finished "
+                                      f"{cand.other_reason[1]}: the model's function call failed and none was "
+                                      "delivered", index)
+                continue
+            if cand.other_reason is not None:
+                yield ChoiceEnd(cand.other_reason[0], index, cand.other_reason[1])
+            elif cand.reason is not None and cand.after_reason:
+                yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its last "
+                                  "finishReason", index)
+            elif cand.reason is not None:
+                yield ChoiceEnd(cand.reason[0], index, cand.reason[1])
+
+    def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk is {_describe(chunk)}, not a GenerateContentResponse "
+                              "(none of candidates, usageMetadata, promptFeedback, modelVersion, responseId)")
+            return
+        if "error" in chunk:
+            yield WireProblem(pos, STREAM_ERROR, "the chunk is an error object: " + _gemini_error(chunk["error"]))
+            return
+        feedback = chunk.get("promptFeedback")
+        if feedback is not None:
+            if not isinstance(feedback, dict):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"promptFeedback is {_describe(feedback)}, not an object")
+            elif feedback.get("blockReason") is not None:
+                yield WireProblem(pos, STREAM_ERROR, f"the prompt was blocked (promptFeedback.blockReason "
+                                  f"{_token(feedback['blockReason'])})")
+        candidates = chunk.get("candidates")
+        if candidates is None:
+            return   # usage, prompt feedback or model version only
+        if not isinstance(candidates, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidates is {_describe(candidates)}, not a list")
+            return
+        seen: set[int] = set()
+        for candidate in candidates:
+            if not isinstance(candidate, dict):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"a candidate is {_describe(candidate)}, not an object")
+                continue
+            index = candidate.get("index", 0)
+            if not _is_index(index):
+                yield WireProblem(pos, MISSING_INDEX, f"candidate index must be a non-negative integer, got "
+                                  f"{_describe(index)}")
+                continue
+            if index in seen:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} appears twice in one chunk", index)
+                continue
+            seen.add(index)
+            cand = self.candidates.get(index)
+            if cand is None:
+                cand = self.candidates[index] = _GeminiCandidate()
+            yield from _gemini_candidate(pos, index, candidate, cand)
+
+
+def _gemini_error(error: Any) -> str:
+    """The error's status or code, as protocol words only (its message is never echoed)."""
+    if not isinstance(error, dict):
+        return _describe(error)
+    status, code = error.get("status"), error.get("code")
+    return f"status {_token(status)}, code {_token(code)}"
+
+
+def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    content = candidate.get("content")
+    if content is not None:
+        if not isinstance(content, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
+                              "not an object", index)
+        else:
+            role = content.get("role")
+            parts = content.get("parts")
+            if role is not None and role != "model":
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
+                                  "not model", index)
+            elif parts is not None and not isinstance(parts, list):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
+                                  "not a list", index)
+            else:
+                for part in parts or ():
+                    yield from _gemini_part(pos, index, part, cand)
+    for member, hosted in _GEMINI_HOSTED_METADATA.items():
+        value = candidate.get(member)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} {member} is {_describe(value)}, "
+                              "not an object", index)
+        elif value and hosted not in cand.hosted:
+            cand.hosted.add(hosted)
+            yield HostedUse(pos, hosted)
+    reason = candidate.get("finishReason")
+    if reason is not None:
+        if not isinstance(reason, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} finishReason is {_describe(reason)}, "
+                              "not a string", index)
+            return
+        cand.reason = (pos, reason)
+        cand.after_reason = False
+        if reason != _GEMINI_STOP and cand.other_reason is None:
+            cand.other_reason = (pos, reason)
+
+
+def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    if not isinstance(part, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} is {_describe(part)}, "
+                          "not an object", index)
+        return
+    data = [key for key in part if key in _GEMINI_PART_DATA]
+    unknown = [key for key in part if key not in _GEMINI_PART_DATA and key not in _GEMINI_PART_META]
+    if unknown:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} has the member "
+                          f"{_token(unknown[0])}, which has no reviewed normalizer", index)
+        return
+    if len(data) > 1:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} holds both {data[0]} and "
+                          f"{data[1]}", index)
+        return
+    kind = data[0] if data else None
+    thought, signature = part.get("thought"), part.get("thoughtSignature")
+    if thought is not None and not isinstance(thought, bool) or signature is not None and not isinstance(signature, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} has a thought flag that is not a "
+                          "boolean or a thoughtSignature that is not a string", index)
+        return
+    if kind == "functionCall":
+        yield from _gemini_function_call(pos, index, part["functionCall"], cand)
+    elif kind == "text":
+        if not isinstance(part["text"], str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"text of candidate {index} is {_describe(part['text'])}, "
+                              "not a string", index)
+    elif kind == "executableCode":
+        code = part["executableCode"]
+        if not isinstance(code, dict) or not isinstance(code.get("code"), str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} has no code string",
+                              index)
+            return
+        cand.code.append(pos)
+        yield HostedUse(pos, "code_execution")
+    elif kind == "codeExecutionResult":
+        result = part["codeExecutionResult"]
+        if not isinstance(result, dict) or result.get("outcome") not in _GEMINI_CODE_OUTCOMES:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
+                              "outcome", index)
+        elif not cand.code:
+            yield WireProblem(pos, MISSING_SLOT, f"codeExecutionResult of candidate {index} answers no "
+                              "executableCode", index)
+        else:
+            cand.code.pop(0)
+    elif kind in ("inlineData", "fileData"):
+        if not isinstance(part[kind], dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is {_describe(part[kind])}, "
+                              "not an object", index)
+
+
+def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    where = f"candidate {index}"
+    if not isinstance(call, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"functionCall of {where} is {_describe(call)}, not an object", index)
+        return
+    unknown = [key for key in call if key not in _GEMINI_CALL_KEYS]
+    ok_id, call_id = _optional_str(call, "id")
+    ok_name, name = _optional_str(call, "name")
+    more = call.get("willContinue")
+    partial = call.get("partialArgs")
+    if unknown or not (ok_id and ok_name) or more is not None and not isinstance(more, bool) \
+            or partial is not None and not isinstance(partial, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"functionCall of {where} is not a reviewed shape (id and name "
+                          "strings, args an object, partialArgs a list, willContinue a boolean"
+                          + (f"; unknown member {_token(unknown[0])})" if unknown else ")"), index)
+        return
+    more = bool(more)
+    cand.after_reason = cand.reason is not None
+    if cand.open is not None and name is None:
+        yield from _gemini_continue(pos, index, call, call_id, partial, more, cand)
+        return
+    if cand.open is not None:   # a new call while the previous one still streams
+        previous = cand.open
+        cand.open = None
+        yield Fragment(pos, previous.key, None, None, _gemini_serialise(previous.tree))
+        yield WireProblem(pos, MISSING_TERMINAL, f"call {previous.key[1]} of {where} never got its final part "
+                          "before the next call began", index, previous.key[1])
+    elif name is None and "args" not in call and not call_id:
+        # only partialArgs / willContinue: a continuation, but no call is streaming
+        if cand.last_key is not None:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"functionCall piece after the final part of call "
+                              f"{cand.last_key[1]} of {where}", index, cand.last_key[1])
+        else:
+            yield WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index)
+        return
+    key = (index, cand.calls)
+    cand.calls += 1
+    cand.last_key = key
+    args = call.get("args")
+    if partial is None and not more:
+        yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
+        return
+    yield SlotOpen(pos, key, call_id or None, name or None, None)
+    if args is not None:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} gives args and also streams "
+                          "partialArgs or willContinue", index, key[1])
+    streaming = cand.open = _GeminiCall(key, call_id or None)
+    yield from _gemini_pieces(pos, index, partial or (), streaming)
+    if not more:
+        cand.open = None
+        yield from _gemini_close(pos, index, streaming)
+
+
+def _gemini_continue(pos: int, index: int, call: dict, call_id: str | None, partial: list | None, more: bool,
+                     cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A later part of the call that is streaming (no name): pieces, and maybe its final part."""
+    streaming = cand.open
+    if call_id and streaming.id and call_id != streaming.id:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"call {streaming.key[1]} of candidate {index} changed its id "
+                          "between parts", index, streaming.key[1])
+    if "args" in call:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {streaming.key[1]} of candidate {index} streams "
+                          "partialArgs but a later part gives args", index, streaming.key[1])
+    yield from _gemini_pieces(pos, index, partial or (), streaming)
+    if not more:
+        cand.open = None
+        yield from _gemini_close(pos, index, streaming)
+
+
+def _gemini_close(pos: int, index: int, call: _GeminiCall) -> Iterator[NeutralEvent]:
+    """The call's final part: strings still continuing are cut short; the object becomes the fragment."""
+    stack = [((), call.tree)]
+    while stack:
+        path, node = stack.pop()
+        for key, value in (node.items() if isinstance(node, dict) else enumerate(node)):
+            if isinstance(value, (dict, list)):
+                stack.append((path + (key,), value))
+            elif isinstance(value, _GeminiString) and value.open:
+                value.open = False
+                yield WireProblem(pos, MISSING_TERMINAL, f"call {call.key[1]} of candidate {index} ended while the "
+                                  f"string at {_gemini_path_text(path + (key,))} still said willContinue",
+                                  index, call.key[1])
+    yield Fragment(pos, call.key, None, None, _gemini_serialise(call.tree))
+
+
+def _gemini_pieces(pos: int, index: int, pieces: Iterable, call: _GeminiCall) -> Iterator[NeutralEvent]:
+    where = f"call {call.key[1]} of candidate {index}"
+    for piece in pieces:
+        problem = _gemini_place(piece, call.tree)
+        if problem is not None and not call.broken:
+            code, text = problem
+            call.broken = call.broken or code != UNSUPPORTED_EVENT
+            yield WireProblem(pos, code, f"{where}: {text}", index, call.key[1])
+
+
+def _gemini_place(piece: Any, tree: dict) -> tuple[str, str] | None:
+    """Put one partialArgs entry into the object; (code, message) when it cannot be placed."""
+    if not isinstance(piece, dict) or any(key not in _GEMINI_ARG_KEYS for key in piece):
+        return UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and willContinue"
+    path = _gemini_path(piece.get("jsonPath"))
+    if path is None:
+        return MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"
+    kinds = [key for key in _GEMINI_VALUE_KEYS if key in piece]
+    more = piece.get("willContinue", False)
+    if len(kinds) != 1 or not isinstance(more, bool):
+        return UNSUPPORTED_EVENT, f"the partialArgs entry for {_gemini_path_text(path)} must hold exactly one value"
+    kind = kinds[0]
+    value = piece[kind]
+    if kind == "stringValue":
+        ok = isinstance(value, str)
+    elif kind == "numberValue":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif kind == "boolValue":
+        ok = isinstance(value, bool)
+    else:
+        ok = value is None or value == "NULL_VALUE"
+        value = None
+    if ok and isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 10_000:
+        return LIMIT_EXCEEDED, f"the numberValue for {_gemini_path_text(path)} has too many digits"
+    if not ok:
+        return UNSUPPORTED_EVENT, f"the {kind} for {_gemini_path_text(path)} is {_describe(piece[kind])}"
+    if more and kind != "stringValue":
+        return UNEXPECTED_EVENT, f"the {kind} for {_gemini_path_text(path)} says willContinue (only strings continue)"
+    parent: Any = tree
+    if isinstance(path[0], int):
+        return MALFORMED_JSON, f"{_gemini_path_text(path)} indexes the arguments as an array (they are an object)"
+    for depth, segment in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(segment, int) != isinstance(parent, list):
+            return DUPLICATE_KEY, (f"{_gemini_path_text(path)} treats {_gemini_path_text(path[:depth])} as "
+                                   f"{'an array' if isinstance(segment, int) else 'an object'}, but it is not one")
+        if isinstance(parent, list) and segment > len(parent):
+            return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
+                                    f"{_gemini_path_text(path[:depth] + (len(parent),))}")
+        present = segment < len(parent) if isinstance(parent, list) else segment in parent
+        if last:
+            if present:
+                current = parent[segment]
+                if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
+                    current.pieces.append(value)
+                    current.open = more
+                    return None
+                what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
+                        else "a second value for")
+                return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
+            leaf = _GeminiString(value, more) if kind == "stringValue" else value
+            if isinstance(parent, list):
+                parent.append(leaf)
+            else:
+                parent[segment] = leaf
+            return None
+        if present:
+            child = parent[segment]
+            if not isinstance(child, (dict, list)):
+                return DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
+                                       f"{_gemini_path_text(path[:depth + 1])}")
+        else:
+            child = [] if isinstance(path[depth + 1], int) else {}
+            if isinstance(parent, list):
+                parent.append(child)
+            else:
+                parent[segment] = child
+        parent = child
+    return None
+
+
+def _gemini_serialise(tree: dict) -> str:
+    """Compact JSON of an assembled object, without recursion (a path may be long).
+
+    The same form as a whole call's args: separators "," and ":", characters as
+    they are, numbers as Python writes them; a UTF-16 pair split between two
+    string pieces is one character again.
+    """
+    out: list[str] = []
+    stack: list = [(None, tree)]   # (text written before the value, value); value None with text: text only
+    while stack:
+        before, item = stack.pop()
+        if before is not None:
+            out.append(before)
+        if isinstance(item, dict):
+            out.append("{")
+            stack.append(("}", _GEMINI_NOTHING))
+            members = list(item.items())
+            for number in range(len(members) - 1, -1, -1):
+                name = json.dumps(members[number][0], ensure_ascii=False) + ":"
+                stack.append(("," + name if number else name, members[number][1]))
+        elif isinstance(item, list):
+            out.append("[")
+            stack.append(("]", _GEMINI_NOTHING))
+            for number in range(len(item) - 1, -1, -1):
+                stack.append(("," if number else None, item[number]))
+        elif isinstance(item, _GeminiString):
+            text = "".join(item.pieces)
+            if any("\ud800" <= ch <= "\udfff" for ch in text):
+                try:
+                    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+                except UnicodeDecodeError:
+                    pass   # an unpaired half stays, and the arguments are invalid_unicode
+            out.append(json.dumps(text, ensure_ascii=False))
+        elif item is not _GEMINI_NOTHING:
+            out.append(json.dumps(item))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
 # Slot state machine: provider-neutral reassembly
 # ---------------------------------------------------------------------------
 #
@@ -2223,28 +2748,33 @@ class TurnRules(_FrozenRecord):
     """
 
     __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
-                 "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate")
+                 "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate", "requires_id")
 
     def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
                  needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
                  slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
-                 names_concatenate: bool = False) -> None:
+                 names_concatenate: bool = False, requires_id: bool = True) -> None:
         _freeze(self, locals())
 
 
 # forced_reason: the reason that ends a turn whose request forced one named tool
 # (OpenAI chat ends such a turn "stop"); names_concatenate: the reference SDK joins
 # name fragments (openai-python's accumulate_delta), so a name restated on a later
-# fragment is read as another tool ("f" + "f" = "ff").
+# fragment is read as another tool ("f" + "f" = "ff"); requires_id: a call must carry
+# an id (Gemini's calls usually have none: the function response pairs by name and order).
+# Gemini's normalizer emits a candidate's finish only for a candidate with calls, at
+# the end of the stream (see its section), so "STOP" there is the tool reason.
 RULES = {
-    "openai": TurnRules("tool_calls", True, True, True, forced_reason="stop", names_concatenate=True),
-    "mistral": TurnRules("tool_calls", True, True, True, names_concatenate=True),
+    "openai": TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
+                        names_concatenate=True),
+    "mistral": TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
     "anthropic": TurnRules("tool_use", False, False, False),
     "openai-responses": TurnRules("completed", False, False, False, needs_close=False,
                                   stop_name="response.completed",
                                   slot_end_name="response.output_item.done"),
     "bedrock": TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
                          slot_end_name="contentBlockStop"),
+    "gemini": TurnRules("STOP", True, False, False, stop_name="finishReason", requires_id=False),
 }
 
 
@@ -2500,7 +3030,7 @@ class TurnMachine:
         if not self._step(slot, "end", position):
             return False
         slot.terminal_position = position
-        if not slot.id:
+        if not slot.id and self.rules.requires_id:
             self._find(MISSING_ID, f"slot {_slot_label(slot.key)} reached its terminal without an id", position, slot.key)
         if not slot.name:
             self._find(MISSING_NAME, f"slot {_slot_label(slot.key)} reached its terminal without a name", position, slot.key)
@@ -2586,7 +3116,7 @@ class TurnMachine:
             for choice in sorted(self.by_choice):
                 if choice not in self.choice_ends:
                     self._find(MISSING_TERMINAL, f"choice {choice} has tool calls but the stream ended without a "
-                               "finish_reason", None, choice=choice)
+                               f"{self.rules.stop_name}", None, choice=choice)
         else:
             for key in sorted(self.slots, key=lambda k: k[1]):
                 if self.slots[key].phase != TERMINAL:
@@ -4256,8 +4786,11 @@ def _kw_type(value: object, schema: dict, loc: tuple, depth: int,
     if (not isinstance(names, list) or not names
             or any(not isinstance(n, str) or n not in _SCH_TYPE_NAMES for n in names)
             or len(set(names)) != len(names)):
+        upper = isinstance(names, list) and any(isinstance(n, str) and n.lower() in _SCH_TYPE_NAMES for n in names)
         raise comp.refuse(loc, "'type' must be a type name or a non-empty array of unique "
-                               "names among " + ", ".join(sorted(_SCH_TYPE_NAMES)))
+                               "names among " + ", ".join(sorted(_SCH_TYPE_NAMES))
+                          + (" (upper-case names are Gemini's OpenAPI-style Schema: `capture --request` "
+                             "converts a declaration's parameters)" if upper else ""))
     allowed = set(names)
     if "number" in allowed:
         allowed.add("integer")
@@ -4894,11 +5427,19 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
     schema_cache: dict[str, Any] = {}
     for slot in machine.slots.values():
         text, _ = join_fragments(slot.parts)
-        too_deep = False
+        too_deep = unreadable = None
         if text == "" and slot.initial_input is not None:
+            # A start input (Anthropic) or a whole args object (Gemini) is reported and parsed as its
+            # compact serialisation.  StreamGate may be fed objects JSON cannot hold: refused, never raised.
             too_deep = _nesting_exceeds(slot.initial_input, limits.max_depth)
             if not too_deep:
-                text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
+                try:
+                    text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
+                except (TypeError, ValueError) as exc:
+                    unreadable = ((LIMIT_EXCEEDED, "the start input holds a number with too many digits")
+                                  if isinstance(exc, ValueError) and "digits" in str(exc) else
+                                  (MALFORMED_JSON, "the start input holds a value JSON cannot hold (a Python "
+                                   "object of another type)"))
         slot.arguments = text
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
@@ -4918,6 +5459,8 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             continue
         if too_deep:
             value, problems = None, [(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")]
+        elif unreadable:
+            value, problems = None, [unreadable]
         elif slot.kind == CUSTOM:
             value, problems = check_custom_input(text, limits)
         else:
@@ -4987,6 +5530,7 @@ NORMALIZERS = {
     "anthropic": AnthropicNormalizer,
     "openai-responses": ResponsesNormalizer,
     "bedrock": BedrockNormalizer,
+    "gemini": GeminiNormalizer,
 }
 
 
@@ -5947,8 +6491,40 @@ def _redact_bedrock_event(event: dict) -> dict:
 
 
 _BEDROCK_KEEP = frozenset({"toolUseId", "type", "status"})
+# Gemini members whose string values are protocol words the validator reads.
+_GEMINI_KEEP = frozenset({"role", "finishReason", "outcome", "blockReason"})
+
+
+def _redact_gemini_chunk(chunk: dict) -> dict:
+    """Text, thoughts, code, grounding and feedback of a Gemini chunk; functionCall parts are kept whole."""
+    out = {}
+    for key, value in chunk.items():
+        if key == "candidates" and isinstance(value, list):
+            out[key] = [_redact_gemini_candidate(candidate) for candidate in value]
+        else:
+            out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]
+    return out
+
+
+def _redact_gemini_candidate(candidate: Any) -> Any:
+    if not isinstance(candidate, dict):
+        return _neutral(candidate, _GEMINI_KEEP)
+    out = {}
+    for key, value in candidate.items():
+        parts = value.get("parts") if key == "content" and isinstance(value, dict) else None
+        if isinstance(parts, list):
+            out[key] = {k: (v if k == "role" else [
+                {m: (x if m == "functionCall" else _neutral(x, _GEMINI_KEEP)) for m, x in part.items()}
+                if isinstance(part, dict) else _neutral(part) for part in parts] if k == "parts" else
+                _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        else:
+            out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]   # finishReason is kept
+    return out
+
+
 _REDACTORS = {"openai": _redact_chat_chunk, "mistral": _redact_chat_chunk, "anthropic": _redact_anthropic_event,
-              "openai-responses": _redact_responses_event, "bedrock": _redact_bedrock_event}
+              "openai-responses": _redact_responses_event, "bedrock": _redact_bedrock_event,
+              "gemini": _redact_gemini_chunk}
 
 
 # --- credentials ----------------------------------------------------------------
@@ -5995,6 +6571,15 @@ def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
     split across two fragments is still found.
     """
     paths: dict[tuple, str] = {}
+    if profile == "gemini":
+        candidates = payload.get("candidates")
+        for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for n, part in enumerate(parts if isinstance(parts, list) else []):
+                if isinstance(part, dict) and "functionCall" in part:
+                    paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
+        return paths
     if profile == "bedrock":
         start = payload.get("contentBlockStart")
         if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
@@ -6272,6 +6857,8 @@ def _profile_of(payload: Any) -> str | None:
             return "anthropic"
     if "choices" in payload:
         return "chat"
+    if "candidates" in payload or "promptFeedback" in payload:
+        return "gemini"
     if len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
                                                      "contentBlockStop", "messageStop", "metadata"):
         return "bedrock"
@@ -6285,7 +6872,8 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int]) -> None
         seen = _profile_of(payload)
         if seen is not None and seen != want:
             names = {"chat": "--profile openai or --profile mistral", "anthropic": "--profile anthropic",
-                     "openai-responses": "--profile openai-responses", "bedrock": "--profile bedrock"}
+                     "openai-responses": "--profile openai-responses", "bedrock": "--profile bedrock",
+                     "gemini": "--profile gemini"}
             raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {names[seen]}", line)
         if seen == want:
             return
@@ -6414,17 +7002,151 @@ def schemas_from_doc(doc: object) -> dict:
         raise CaptureError(f"tool schemas must be an object (name -> schema) or a tools array, got {_describe(doc)}")
     schemas: dict[str, Any] = {}
     for number, tool in enumerate(doc):
-        name, schema = _tool_schema(number, tool)
-        if name in schemas:
-            raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
-        schemas[name] = schema
+        pairs = (_gemini_tool(tool, f"tools[{number}]") if _is_gemini_tool(tool)
+                 else [_tool_schema(number, tool)])
+        for name, schema in pairs:
+            if name in schemas:
+                raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
+            schemas[name] = schema
     return schemas
+
+
+# --- Gemini function declarations -----------------------------------------------------
+#
+# A Gemini request's tools are Tool objects: functionDeclarations (client
+# functions) and hosted tools the provider runs (googleSearch, codeExecution...).
+# A declaration's parametersJsonSchema is JSON Schema, used as it is.  Its
+# `parameters` is Gemini's Schema object, an OpenAPI 3.0 subset, converted here:
+# type names are lower-cased (STRING -> string), `nullable: true` adds "null" to
+# the type (to anyOf when there is no type, and null to an enum), int64 counts
+# sent as strings ("minItems": "1") become numbers, and every other member is
+# kept as it is for the validator to judge (format, propertyOrdering and example
+# are annotations there; anything outside the subset is unsupported_schema).  A
+# declaration with neither takes no arguments but any object: {"type": "object"}.
+# The SDKs accept snake_case spellings (function_declarations...), so both are read.
+
+_GEMINI_SCHEMA_TYPES = MappingProxyType({"STRING": "string", "NUMBER": "number", "INTEGER": "integer",
+                                         "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object",
+                                         "NULL": "null"})
+_GEMINI_SCHEMA_COUNTS = frozenset({"minItems", "maxItems", "minLength", "maxLength", "minProperties",
+                                   "maxProperties"})
+_GEMINI_HOSTED_TOOLS = frozenset({
+    "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "googleMaps", "enterpriseWebSearch",
+    "fileSearch", "computerUse", "retrieval", "mcpServers", "google_search", "google_search_retrieval",
+    "code_execution", "url_context", "google_maps", "enterprise_web_search", "file_search", "computer_use",
+    "mcp_servers",
+})
+_GEMINI_DECLARATIONS = ("functionDeclarations", "function_declarations")
+
+
+def _is_gemini_tool(tool: Any) -> bool:
+    """A Gemini Tool object (or a bare FunctionDeclaration), not an OpenAI or Anthropic tool."""
+    if not isinstance(tool, dict) or "type" in tool or "input_schema" in tool or "function" in tool:
+        return False
+    return (any(key in tool for key in _GEMINI_DECLARATIONS) or any(key in _GEMINI_HOSTED_TOOLS for key in tool)
+            or "name" in tool and any(k in tool for k in ("parameters", "parametersJsonSchema",
+                                                          "parameters_json_schema")))
+
+
+def _gemini_tool(tool: dict, where: str) -> list[tuple[str, Any]]:
+    """(name, JSON Schema) of each function a Gemini Tool declares; hosted tools declare none."""
+    if "name" in tool and not any(key in tool for key in _GEMINI_DECLARATIONS):
+        return [_gemini_declaration(tool, where)]   # a bare FunctionDeclaration
+    declarations: Any = []
+    for key, value in tool.items():
+        if key in _GEMINI_DECLARATIONS:
+            declarations = value
+        elif key not in _GEMINI_HOSTED_TOOLS:
+            raise CaptureError(f"{where} has the member {_token(key)}, which is neither functionDeclarations nor "
+                               "a reviewed hosted tool")
+    if not isinstance(declarations, list):
+        raise CaptureError(f"{where}.functionDeclarations is {_describe(declarations)}, not a list")
+    return [_gemini_declaration(d, f"{where}.functionDeclarations[{n}]") for n, d in enumerate(declarations)]
+
+
+def _gemini_declaration(declaration: Any, where: str) -> tuple[str, Any]:
+    if not isinstance(declaration, dict):
+        raise CaptureError(f"{where} is {_describe(declaration)}, not a function declaration")
+    name = declaration.get("name")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    plain = declaration.get("parametersJsonSchema", declaration.get("parameters_json_schema"))
+    openapi = declaration.get("parameters")
+    if plain is not None and openapi is not None:
+        raise CaptureError(f"{where} gives both parameters and parametersJsonSchema (Gemini takes one)")
+    if plain is not None:
+        if not isinstance(plain, (dict, bool)):
+            raise CaptureError(f"{where}.parametersJsonSchema must be a JSON Schema, got {_describe(plain)}")
+        return name, plain
+    if openapi is None:
+        return name, {"type": "object"}
+    try:
+        return name, gemini_schema(openapi, where + ".parameters")
+    except RecursionError:
+        raise CaptureError(f"{where}.parameters nests too deeply to convert") from None
+
+
+def gemini_schema(schema: Any, where: str = "parameters") -> dict:
+    """Gemini's OpenAPI-style Schema object as JSON Schema (the rules above); CaptureError when it cannot be."""
+    if not isinstance(schema, dict):
+        raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type":
+            kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
+            if kind is None:
+                raise CaptureError(f"{where}.type {_token(value)} is not one of "
+                                   f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
+            out[key] = kind
+        elif key == "nullable":
+            if not isinstance(value, bool):
+                raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
+        elif key == "properties":
+            if not isinstance(value, dict):
+                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
+            out[key] = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
+        elif key == "items":
+            out[key] = gemini_schema(value, where + ".items")
+        elif key == "anyOf":
+            if not isinstance(value, list):
+                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
+            out[key] = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
+        elif key in _GEMINI_SCHEMA_COUNTS and isinstance(value, str) and value.isascii() and value.isdigit():
+            out[key] = int(value)   # an int64, which proto3 JSON writes as a string
+        else:
+            out[key] = value
+    if schema.get("nullable") is True:
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+        elif "anyOf" in out:
+            out["anyOf"] = out["anyOf"] + [{"type": "null"}]
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = out["enum"] + [None]
+    return out
 
 
 # --- the request: tool schemas and tool controls from a recorded request body ----
 
 def _request_tools(profile: str, body: dict) -> tuple[list, Any]:
     """(tools array, tool_choice) of a request body in the profile's own shape."""
+    if profile == "gemini":
+        tools = body.get("tools") or []
+        if not isinstance(tools, list):
+            raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
+        out = []
+        for number, tool in enumerate(tools):
+            if not isinstance(tool, dict):
+                raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a Tool object")
+            out.extend({"name": name, "input_schema": schema} for name, schema in _gemini_tool(tool, f"tools[{number}]"))
+        config = body.get("toolConfig", body.get("tool_config")) or {}
+        if not isinstance(config, dict):
+            raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+        choice = config.get("functionCallingConfig", config.get("function_calling_config"))
+        if isinstance(choice, dict):
+            snake = {"allowed_function_names": "allowedFunctionNames",
+                     "stream_function_call_arguments": "streamFunctionCallArguments"}
+            choice = {snake.get(key, key): value for key, value in choice.items()}
+        return out, choice
     if profile == "bedrock":
         config = body.get("toolConfig") or {}
         if not isinstance(config, dict):

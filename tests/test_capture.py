@@ -207,7 +207,7 @@ class Framing(unittest.TestCase):
 
     def test_unknown_profile_and_non_bytes(self):
         with self.assertRaises(vts.CaptureError):
-            capture(sse(TURN), "gemini")
+            capture(sse(TURN), "cohere")
         with self.assertRaises(vts.CaptureError):
             capture(sse(TURN).decode("utf-8"))
 

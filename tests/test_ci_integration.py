@@ -291,7 +291,7 @@ class ReviewFindings(unittest.TestCase):
             self.assertEqual(run_cli("capture", "--profile", "openai", "--entry", "\u00b2", folder.file("s.har"))[0], 3)
 
     def test_github_points_at_the_profile_and_the_expect_block(self):
-        text = json.dumps(dict(PASS_DOC, profile="gemini", expect={"status": "pass"}), indent=2)
+        text = json.dumps(dict(PASS_DOC, profile="cohere", expect={"status": "pass"}), indent=2)
         lines = text.splitlines()
         with Folder({"g.json": text}) as folder:
             _, out, _ = run_cli(folder.file("g.json"), "--report", "github")
@@ -328,7 +328,7 @@ class Pin(unittest.TestCase):
     def test_pin_writes_the_outcome_and_keeps_every_other_byte(self):
         text = one_chunk_per_line(PASS_DOC)
         with Folder({"a.json": text, "b.json": json.dumps(dict(BLOCKED_DOC, expect={"note": "keep"})),
-                     "bad.json": {"profile": "gemini", "tool_schemas": {}, "chunks": []}}) as folder:
+                     "bad.json": {"profile": "cohere", "tool_schemas": {}, "chunks": []}}) as folder:
             code, out, err = run_cli("pin", folder.path)
             self.assertEqual(code, 3)                                  # bad.json refused
             self.assertIn("unknown_profile", err)

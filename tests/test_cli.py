@@ -255,9 +255,9 @@ class ExpectBlockTypos(unittest.TestCase):
                              ({"codes": ["invalid_fixture"]}, 0), ({"codes": []}, 1), ({}, 1)):
             with self.subTest(expect=pinned):
                 self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(typo, expect=pinned)))[0], want)
-        gemini = {"profile": "gemini", "tool_schemas": {}, "chunks": [], "expect": {"status": "blocked"}}
-        self.assertEqual(run_cli("-", "--expect", stdin=dumps(gemini))[0], 1)
-        self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(gemini, expect={"codes": ["unknown_profile"]})))[0], 0)
+        cohere = {"profile": "cohere", "tool_schemas": {}, "chunks": [], "expect": {"status": "blocked"}}
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(cohere))[0], 1)
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(cohere, expect={"codes": ["unknown_profile"]})))[0], 0)
 
     def test_free_form_notes_beside_the_pinned_keys_are_allowed(self):
         doc = dict(PASS_DOC, expect={"status": "pass", "note": "recorded 2026-11", "sdk_asserted": True})
@@ -300,7 +300,7 @@ class CaptureAndAdapterCommands(unittest.TestCase):
         code, out, err = run_cli("capture", "--profile", "bedrock", "-", stdin=b"")
         self.assertEqual((code, out), (3, ""))
         self.assertIn("empty", err)
-        self.assertEqual(run_cli("capture", "--profile", "gemini", "-", stdin=b"")[0], 3)
+        self.assertEqual(run_cli("capture", "--profile", "cohere", "-", stdin=b"")[0], 3)
 
     def test_adapter_output_difference_blocks_the_turn(self):
         with tempfile.TemporaryDirectory() as folder:

@@ -68,7 +68,7 @@ class StreamGateApi(unittest.TestCase):
 
     def test_bad_construction_is_an_error_not_a_verdict(self):
         with self.assertRaises(ValueError):
-            vts.StreamGate("gemini", {})
+            vts.StreamGate("cohere", {})
         with self.assertRaises(TypeError):
             vts.StreamGate("openai", [])
 
