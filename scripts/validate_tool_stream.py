@@ -22,7 +22,8 @@ Theory of operation (data flows one way, top to bottom of this file):
 * The gate is atomic: one finding anywhere blocks every call of the turn.
 
 Profiles: openai and mistral (chat-completion chunks), anthropic (Messages
-events), openai-responses (Responses API events), bedrock (ConverseStream).
+events), openai-responses (Responses API events), bedrock (ConverseStream),
+gemini (streamGenerateContent chunks, Gemini API and Vertex AI).
 Besides validation the file holds a raw-SSE import (`capture`) and an adapter
 differential (`--adapter-output`); both sit after the gate and reuse it.
 
@@ -2221,12 +2222,13 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
 # is the call's single fragment; a path that cannot be placed is a finding and
 # nothing is guessed.
 #
-# Gemini has no tool-specific finish reason: a turn with calls ends "STOP", the
-# same reason as a text turn, and a STOP may come before more parts of the same
-# candidate (recorded with code execution).  So a candidate's finish is taken at
-# the end of the stream: any other reason it gave is its finish (blocked when it
-# has calls), else its last STOP, which must come after its last call part.  A
-# candidate without calls never emits a finish: STOP there is a text turn.
+# A whole call ends where it arrives; a streamed call at its final part.  Gemini
+# has no tool-specific finish reason: a turn with calls ends "STOP", the same
+# reason as a text turn, and a STOP may come before more parts of the same
+# candidate (recorded with code execution).  So the finish of the candidate with
+# calls is the turn's stop reason, emitted at the end of the stream: any other
+# reason it gave (blocked), else its last STOP, which must come after its last
+# call part.  A candidate without calls emits no finish: STOP there is a text turn.
 
 _GEMINI_STOP = "STOP"
 # Reasons that say the model tried to call a function and failed: a tool signal even with no call.
@@ -2337,30 +2339,42 @@ class GeminiNormalizer:
         self.candidates: dict[int, _GeminiCandidate] = {}
 
     def finish(self) -> Iterator[NeutralEvent]:
-        """End of stream: unfinished calls and code runs, then each calling candidate's finish."""
+        """End of stream: unfinished calls and code runs, then the finish of the candidate with calls.
+
+        A call still streaming gets its object so far as its fragment but no end, so the
+        machine reports it missing_terminal and never parses it.  The turn's stop reason is
+        the finish of the first candidate with calls (a second one is ambiguous_choice).
+        """
+        stopped = False
         for index, cand in sorted(self.candidates.items()):
             if cand.open is not None:
-                call = cand.open
+                yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
                 cand.open = None
-                yield Fragment(None, call.key, None, None, _gemini_serialise(call.tree))
-                yield WireProblem(None, MISSING_TERMINAL, f"call {call.key[1]} of candidate {index} never got its "
-                                  "final part (every functionCall part said willContinue)", index, call.key[1])
             for _ in cand.code:
                 yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: executableCode without its "
                                   "codeExecutionResult", index)
+            other = cand.other_reason
             if cand.calls == 0:
-                if cand.other_reason is not None and cand.other_reason[1] in _GEMINI_TOOL_FAILURES:
-                    yield WireProblem(cand.other_reason[0], WRONG_TERMINAL_REASON, f"candidate {index} finished "
-                                      f"{cand.other_reason[1]}: the model's function call failed and none was "
-                                      "delivered", index)
+                if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
+                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}: "
+                                      "the model's function call failed and none was delivered", index)
                 continue
-            if cand.other_reason is not None:
-                yield ChoiceEnd(cand.other_reason[0], index, cand.other_reason[1])
-            elif cand.reason is not None and cand.after_reason:
-                yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its last "
-                                  "finishReason", index)
+            if stopped:   # another candidate with calls: already ambiguous_choice
+                if other is not None:
+                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} has calls but finished "
+                                      f"{_token(other[1])}, not \"STOP\"", index)
+                elif cand.reason is None or cand.after_reason:
+                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has calls but no finishReason "
+                                      "after its last one", index)
+                continue
+            stopped = True
+            if other is not None:
+                yield TurnEnd(other[0], other[1])
             elif cand.reason is not None:
-                yield ChoiceEnd(cand.reason[0], index, cand.reason[1])
+                if cand.after_reason:
+                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its "
+                                      "last finishReason STOP, and no finishReason follows it", index)
+                yield TurnEnd(cand.reason[0], cand.reason[1])
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
@@ -2488,7 +2502,7 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
         yield HostedUse(pos, "code_execution")
     elif kind == "codeExecutionResult":
         result = part["codeExecutionResult"]
-        if not isinstance(result, dict) or result.get("outcome") not in _GEMINI_CODE_OUTCOMES:
+        if not isinstance(result, dict) or _wire_str(result.get("outcome")) not in _GEMINI_CODE_OUTCOMES:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
                               "outcome", index)
         elif not cand.code:
@@ -2523,12 +2537,10 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
     if cand.open is not None and name is None:
         yield from _gemini_continue(pos, index, call, call_id, partial, more, cand)
         return
-    if cand.open is not None:   # a new call while the previous one still streams
+    if cand.open is not None:   # a new call while the previous one still streams: that one never ends
         previous = cand.open
         cand.open = None
         yield Fragment(pos, previous.key, None, None, _gemini_serialise(previous.tree))
-        yield WireProblem(pos, MISSING_TERMINAL, f"call {previous.key[1]} of {where} never got its final part "
-                          "before the next call began", index, previous.key[1])
     elif name is None and "args" not in call and not call_id:
         # only partialArgs / willContinue: a continuation, but no call is streaming
         if cand.last_key is not None:
@@ -2543,6 +2555,7 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
     args = call.get("args")
     if partial is None and not more:
         yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
+        yield SlotEnd(pos, key)
         return
     yield SlotOpen(pos, key, call_id or None, name or None, None)
     if args is not None:
@@ -2585,6 +2598,7 @@ def _gemini_close(pos: int, index: int, call: _GeminiCall) -> Iterator[NeutralEv
                                   f"string at {_gemini_path_text(path + (key,))} still said willContinue",
                                   index, call.key[1])
     yield Fragment(pos, call.key, None, None, _gemini_serialise(call.tree))
+    yield SlotEnd(pos, call.key)
 
 
 def _gemini_pieces(pos: int, index: int, pieces: Iterable, call: _GeminiCall) -> Iterator[NeutralEvent]:
@@ -2762,8 +2776,9 @@ class TurnRules(_FrozenRecord):
 # name fragments (openai-python's accumulate_delta), so a name restated on a later
 # fragment is read as another tool ("f" + "f" = "ff"); requires_id: a call must carry
 # an id (Gemini's calls usually have none: the function response pairs by name and order).
-# Gemini's normalizer emits a candidate's finish only for a candidate with calls, at
-# the end of the stream (see its section), so "STOP" there is the tool reason.
+# Gemini's normalizer ends each call at its final part and emits the finish of the
+# candidate with calls as the turn's stop reason, at the end of the stream (see its
+# section), so "STOP" there is the tool reason; a text turn's STOP never reaches the machine.
 RULES = {
     "openai": TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
                         names_concatenate=True),
@@ -2774,7 +2789,8 @@ RULES = {
                                   slot_end_name="response.output_item.done"),
     "bedrock": TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
                          slot_end_name="contentBlockStop"),
-    "gemini": TurnRules("STOP", True, False, False, stop_name="finishReason", requires_id=False),
+    "gemini": TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
+                        slot_end_name="its final functionCall part", requires_id=False),
 }
 
 
@@ -5417,6 +5433,9 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
     return compiled
 
 
+_SHOWN_NESTING = 500   # an input object nested deeper is not written into the report (json.dumps recurses)
+
+
 def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> None:
     """Validate, once, every slot that reached its terminal; set call states.
 
@@ -5432,14 +5451,16 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             # A start input (Anthropic) or a whole args object (Gemini) is reported and parsed as its
             # compact serialisation.  StreamGate may be fed objects JSON cannot hold: refused, never raised.
             too_deep = _nesting_exceeds(slot.initial_input, limits.max_depth)
-            if not too_deep:
+            if not _nesting_exceeds(slot.initial_input, _SHOWN_NESTING):   # shown even when too deep to check
                 try:
                     text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
                 except (TypeError, ValueError) as exc:
-                    unreadable = ((LIMIT_EXCEEDED, "the start input holds a number with too many digits")
+                    unreadable = ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
                                   if isinstance(exc, ValueError) and "digits" in str(exc) else
-                                  (MALFORMED_JSON, "the start input holds a value JSON cannot hold (a Python "
+                                  (MALFORMED_JSON, "the input object holds a value JSON cannot hold (a Python "
                                    "object of another type)"))
+                except RecursionError:
+                    text = ""
         slot.arguments = text
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
@@ -5458,7 +5479,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
             continue
         if too_deep:
-            value, problems = None, [(LIMIT_EXCEEDED, f"the start input nests deeper than the limit of {limits.max_depth}")]
+            value, problems = None, [(LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {limits.max_depth}")]
         elif unreadable:
             value, problems = None, [unreadable]
         elif slot.kind == CUSTOM:
@@ -5548,8 +5569,8 @@ class StreamGate:
     """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
 
     This is the library API an adapter calls, and what the CLI uses.  feed()
-    takes one parsed wire object (a chat-completion chunk, or a Messages
-    event); finish() runs every end-of-stream rule and the validation, and
+    takes one parsed wire object (a chunk or an event of the profile's
+    stream); finish() runs every end-of-stream rule and the validation, and
     returns the report dict.  `blocked` turns true as soon as any finding has
     arisen, so an adapter may stop early; it never turns a turn into a pass.
     """
@@ -5579,7 +5600,7 @@ class StreamGate:
         return bool(self._machine.findings)
 
     def feed(self, item: Any) -> None:
-        """Consume the next chunk (openai, mistral) or event (anthropic)."""
+        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles)."""
         self.feed_all((item,))
 
     def feed_all(self, items: Iterable[Any]) -> None:
@@ -6492,7 +6513,10 @@ def _redact_bedrock_event(event: dict) -> dict:
 
 _BEDROCK_KEEP = frozenset({"toolUseId", "type", "status"})
 # Gemini members whose string values are protocol words the validator reads.
-_GEMINI_KEEP = frozenset({"role", "finishReason", "outcome", "blockReason"})
+_GEMINI_KEEP = frozenset({"role", "finishReason", "outcome", "blockReason", "createTime", "modelVersion"})
+# Base64 members (google-genai refuses a payload whose thoughtSignature is not base64): a base64 stand-in.
+_GEMINI_BASE64 = frozenset({"thoughtSignature", "data"})
+_GEMINI_REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted"
 
 
 def _redact_gemini_chunk(chunk: dict) -> dict:
@@ -6513,12 +6537,28 @@ def _redact_gemini_candidate(candidate: Any) -> Any:
     for key, value in candidate.items():
         parts = value.get("parts") if key == "content" and isinstance(value, dict) else None
         if isinstance(parts, list):
-            out[key] = {k: (v if k == "role" else [
-                {m: (x if m == "functionCall" else _neutral(x, _GEMINI_KEEP)) for m, x in part.items()}
-                if isinstance(part, dict) else _neutral(part) for part in parts] if k == "parts" else
-                _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+            out[key] = {k: (v if k == "role" else [_redact_gemini_part(part) for part in parts] if k == "parts"
+                            else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
         else:
             out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]   # finishReason is kept
+    return out
+
+
+def _redact_gemini_part(part: Any) -> Any:
+    """A part: functionCall kept whole; base64 members get a base64 stand-in; other strings neutralised."""
+    if not isinstance(part, dict):
+        return _neutral(part, _GEMINI_KEEP)
+    out = {}
+    for key, value in part.items():
+        if key == "functionCall":
+            out[key] = value
+        elif key == "thoughtSignature" and isinstance(value, str) and value:
+            out[key] = _GEMINI_REDACTED_BASE64
+        elif key == "inlineData" and isinstance(value, dict):
+            out[key] = {k: (_GEMINI_REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+                            else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        else:
+            out[key] = _neutral(value, _GEMINI_KEEP)
     return out
 
 

@@ -39,11 +39,12 @@ __all__ = [
     "anthropic_message_stream",
     "openai_responses_stream",
     "openai_agents",
+    "google_genai_chunks",
     "DRIVERS",
 ]
 
 # distribution name -> importable top-level module
-PACKAGES = {"openai": "openai", "anthropic": "anthropic", "openai-agents": "agents"}
+PACKAGES = {"openai": "openai", "anthropic": "anthropic", "openai-agents": "agents", "google-genai": "google.genai"}
 
 # driver name -> distribution it needs (openai-agents also needs openai, which it depends on)
 DRIVER_PACKAGE = {
@@ -52,6 +53,7 @@ DRIVER_PACKAGE = {
     "anthropic_message_stream": "anthropic",
     "openai_responses_stream": "openai",
     "openai_agents": "openai-agents",
+    "google_genai_chunks": "google-genai",
 }
 
 # validator profile -> drivers that consume that wire format
@@ -61,6 +63,7 @@ PROFILE_DRIVERS = {
     "anthropic": ("anthropic_message_stream",),
     "openai-responses": ("openai_responses_stream", "openai_agents"),
     "bedrock": (),
+    "gemini": ("google_genai_chunks",),
 }
 
 Call = dict  # {"id": str | None, "name": str | None, "arguments": str | None, "kind": "function" | "custom"}
@@ -87,7 +90,7 @@ def _where(exc: BaseException) -> str:
 
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         parts = frame.filename.replace(os.sep, "/").split("/")
-        for top in ("openai", "anthropic", "agents"):
+        for top in ("openai", "anthropic", "agents", "genai"):
             if top in parts:
                 rel = "/".join(parts[len(parts) - 1 - parts[::-1].index(top):])
                 return f"{rel}:{frame.lineno}" + (f" `{frame.line}`" if frame.line else "")
@@ -411,10 +414,48 @@ def openai_agents(events: list) -> list[Call]:
     return _run("openai_agents", lambda: _agents_calls(events))
 
 
+# --------------------------------------------------------------------------------------
+# google-genai (python-genai): Models.generate_content_stream (google/genai/models.py)
+# --------------------------------------------------------------------------------------
+
+
+class NotAssembled(DriverError):
+    """The SDK hands over the pieces of a streamed call (partialArgs) as they come, unassembled."""
+
+
+def _genai_calls(chunks: list) -> list[Call]:
+    from google.genai import models, types
+
+    # generate_content_stream converts each payload with the backend's converter (Vertex when the
+    # payloads carry createTime, which only Vertex sends), then builds GenerateContentResponse.
+    vertex = any(isinstance(c, dict) and "createTime" in c for c in chunks)
+    convert = models._GenerateContentResponse_from_vertex if vertex else models._GenerateContentResponse_from_mldev
+    calls: list[Call] = []
+    for chunk in chunks:
+        if isinstance(chunk, dict) and "error" in chunk:   # the API client raises APIError on an error payload
+            raise DriverError("google_genai_chunks", "APIError", "error payload in the stream")
+        response = types.GenerateContentResponse._from_response(response=convert(chunk), kwargs={})
+        # What an application collects: chunk.function_calls of every chunk (candidate 0 only).
+        for call in response.function_calls or ():
+            if call.partial_args is not None or call.will_continue:
+                raise NotAssembled("google_genai_chunks", "NotAssembled",
+                                   "function_calls holds partialArgs pieces; the application must assemble them")
+            calls.append({"id": call.id, "name": call.name, "kind": "function",
+                          "arguments": json.dumps(call.args if call.args is not None else {},
+                                                  separators=(",", ":"), ensure_ascii=False)})
+    return calls
+
+
+def google_genai_chunks(chunks: list) -> list[Call]:
+    """The calls an application gathers from ``chunk.function_calls`` of generate_content_stream."""
+    return _run("google_genai_chunks", lambda: _genai_calls(chunks))
+
+
 DRIVERS: dict[str, Callable[[list], list[Call]]] = {
     "openai_chat_stream_helper": openai_chat_stream_helper,
     "openai_chat_state": openai_chat_state,
     "anthropic_message_stream": anthropic_message_stream,
     "openai_responses_stream": openai_responses_stream,
     "openai_agents": openai_agents,
+    "google_genai_chunks": google_genai_chunks,
 }

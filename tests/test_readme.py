@@ -51,6 +51,25 @@ class ReadmeIsTrue(unittest.TestCase):
         listed = set(re.findall(r"`([a-z_]+_tool_result|[a-z_]+_call|nova_[a-z_]+)`", text))
         self.assertLessEqual(listed, reviewed | {"tool_search_call"}, "README lists a type the code does not review")
 
+    def test_gemini_parts_and_hosted_members_are_documented(self):
+        hosted = section("Hosted tools and client-executed items")
+        for name in set(vts._GEMINI_HOSTED_METADATA) | set(vts._GEMINI_HOSTED_METADATA.values()) | {
+                "executableCode", "codeExecutionResult", "code_execution"} | vts._GEMINI_CODE_OUTCOMES:
+            self.assertIn(f"`{name}`", hosted)
+        details = section("How a turn is reassembled")   # holds "Provider details"
+        for name in vts._GEMINI_PART_DATA | vts._GEMINI_PART_META | vts._GEMINI_CHUNK_KEYS | set(vts._GEMINI_VALUE_KEYS):
+            self.assertIn(f"`{name}`", details)
+        for reason in vts._GEMINI_TOOL_FAILURES:
+            self.assertIn(f"`{reason}`", details)
+
+    def test_every_profile_is_in_the_envelope_table_and_the_skill(self):
+        envelope = section("The fixture envelope")
+        with open(os.path.join(ROOT, "SKILL.md"), encoding="utf-8") as handle:
+            skill = handle.read()
+        for profile in vts.PROFILES:
+            self.assertIn(f"`{profile}`", envelope)
+            self.assertIn(f"`{profile}`", skill)
+
     def test_request_section_lists_every_request_member(self):
         text = section("Request context")
         for member in vts.REQUEST_KEYS:
