@@ -2307,13 +2307,14 @@ class _GeminiString(_Record):
 class _GeminiCall(_Record):
     """A call whose arguments stream as partialArgs: its key, id and the object assembled so far."""
 
-    __slots__ = ("key", "id", "tree", "broken")
+    __slots__ = ("key", "id", "tree", "broken", "open_strings")
 
     def __init__(self, key: SlotKey, call_id: str | None) -> None:
         self.key = key
         self.id = call_id
         self.tree: dict = {}
-        self.broken = False   # a piece could not be placed: later pieces are not re-reported
+        self.broken = False   # a piece could not be placed: later problems of the call are not reported
+        self.open_strings: dict[tuple, _GeminiString] = {}   # path -> a string whose last piece said willContinue
 
 
 class _GeminiCandidate(_Record):
@@ -2586,17 +2587,13 @@ def _gemini_continue(pos: int, index: int, call: dict, call_id: str | None, part
 
 def _gemini_close(pos: int, index: int, call: _GeminiCall) -> Iterator[NeutralEvent]:
     """The call's final part: strings still continuing are cut short; the object becomes the fragment."""
-    stack = [((), call.tree)]
-    while stack:
-        path, node = stack.pop()
-        for key, value in (node.items() if isinstance(node, dict) else enumerate(node)):
-            if isinstance(value, (dict, list)):
-                stack.append((path + (key,), value))
-            elif isinstance(value, _GeminiString) and value.open:
-                value.open = False
-                yield WireProblem(pos, MISSING_TERMINAL, f"call {call.key[1]} of candidate {index} ended while the "
-                                  f"string at {_gemini_path_text(path + (key,))} still said willContinue",
-                                  index, call.key[1])
+    for path, leaf in call.open_strings.items():
+        leaf.open = False
+        if not call.broken:
+            call.broken = True   # one finding per broken call
+            yield WireProblem(pos, MISSING_TERMINAL, f"call {call.key[1]} of candidate {index} ended while the "
+                              f"string at {_gemini_path_text(path)} still said willContinue", index, call.key[1])
+    call.open_strings.clear()
     yield Fragment(pos, call.key, None, None, _gemini_serialise(call.tree))
     yield SlotEnd(pos, call.key)
 
@@ -2604,20 +2601,25 @@ def _gemini_close(pos: int, index: int, call: _GeminiCall) -> Iterator[NeutralEv
 def _gemini_pieces(pos: int, index: int, pieces: Iterable, call: _GeminiCall) -> Iterator[NeutralEvent]:
     where = f"call {call.key[1]} of candidate {index}"
     for piece in pieces:
-        problem = _gemini_place(piece, call.tree)
+        problem = _gemini_place(piece, call)
         if problem is not None and not call.broken:
             code, text = problem
             call.broken = call.broken or code != UNSUPPORTED_EVENT
             yield WireProblem(pos, code, f"{where}: {text}", index, call.key[1])
 
 
-def _gemini_place(piece: Any, tree: dict) -> tuple[str, str] | None:
+def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
     """Put one partialArgs entry into the object; (code, message) when it cannot be placed."""
     if not isinstance(piece, dict) or any(key not in _GEMINI_ARG_KEYS for key in piece):
         return UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and willContinue"
     path = _gemini_path(piece.get("jsonPath"))
     if path is None:
         return MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"
+    if "['" in piece["jsonPath"]:
+        # RFC 9535 allows it, but the Vercel AI SDK splits a path on "." and "[n]" only, and would
+        # build another object from it: a pass must mean every reader runs the same call.
+        return UNEXPECTED_EVENT, (f"the jsonPath for {_gemini_path_text(path)} quotes a member name (['...']), "
+                                  "which the Vercel AI SDK's reader does not understand")
     kinds = [key for key in _GEMINI_VALUE_KEYS if key in piece]
     more = piece.get("willContinue", False)
     if len(kinds) != 1 or not isinstance(more, bool):
@@ -2639,11 +2641,13 @@ def _gemini_place(piece: Any, tree: dict) -> tuple[str, str] | None:
         return UNSUPPORTED_EVENT, f"the {kind} for {_gemini_path_text(path)} is {_describe(piece[kind])}"
     if more and kind != "stringValue":
         return UNEXPECTED_EVENT, f"the {kind} for {_gemini_path_text(path)} says willContinue (only strings continue)"
-    parent: Any = tree
     if isinstance(path[0], int):
         return MALFORMED_JSON, f"{_gemini_path_text(path)} indexes the arguments as an array (they are an object)"
-    for depth, segment in enumerate(path):
-        last = depth == len(path) - 1
+    # Walk what exists first, then check the rest, so a refused path leaves the object unchanged.
+    parent: Any = call.tree
+    depth, last = 0, len(path) - 1
+    while True:
+        segment = path[depth]
         if isinstance(segment, int) != isinstance(parent, list):
             return DUPLICATE_KEY, (f"{_gemini_path_text(path)} treats {_gemini_path_text(path[:depth])} as "
                                    f"{'an array' if isinstance(segment, int) else 'an object'}, but it is not one")
@@ -2651,34 +2655,42 @@ def _gemini_place(piece: Any, tree: dict) -> tuple[str, str] | None:
             return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
                                     f"{_gemini_path_text(path[:depth] + (len(parent),))}")
         present = segment < len(parent) if isinstance(parent, list) else segment in parent
-        if last:
-            if present:
-                current = parent[segment]
-                if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
-                    current.pieces.append(value)
-                    current.open = more
-                    return None
-                what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
-                        else "a second value for")
-                return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
-            leaf = _GeminiString(value, more) if kind == "stringValue" else value
-            if isinstance(parent, list):
-                parent.append(leaf)
-            else:
-                parent[segment] = leaf
+        if depth == last or not present:
+            break
+        child = parent[segment]
+        if not isinstance(child, (dict, list)):
+            return DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
+                                   f"{_gemini_path_text(path[:depth + 1])}")
+        parent, depth = child, depth + 1
+    if depth == last and present:
+        current = parent[segment]
+        if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
+            current.pieces.append(value)
+            current.open = more
+            if not more:
+                call.open_strings.pop(path, None)
             return None
-        if present:
-            child = parent[segment]
-            if not isinstance(child, (dict, list)):
-                return DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
-                                       f"{_gemini_path_text(path[:depth + 1])}")
+        what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
+                else "a second value for")
+        return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
+    for later in range(depth + 1, len(path)):   # containers created below are new: their first element is 0
+        if isinstance(path[later], int) and path[later] != 0:
+            return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
+                                    f"{_gemini_path_text(path[:later] + (0,))}")
+    for later in range(depth, last):
+        child = [] if isinstance(path[later + 1], int) else {}
+        if isinstance(parent, list):
+            parent.append(child)
         else:
-            child = [] if isinstance(path[depth + 1], int) else {}
-            if isinstance(parent, list):
-                parent.append(child)
-            else:
-                parent[segment] = child
+            parent[path[later]] = child
         parent = child
+    leaf = _GeminiString(value, more) if kind == "stringValue" else value
+    if isinstance(parent, list):
+        parent.append(leaf)
+    else:
+        parent[path[last]] = leaf
+    if more:
+        call.open_strings[path] = leaf
     return None
 
 

@@ -1,0 +1,281 @@
+"""One logical turn in all six profiles: the same calls pass, the same defects block with the same code.
+
+The turn: some text, then get_weather {"city":"Paris","days":3} and get_time {"tz":"Europe/Paris"}.
+Each profile gets it in its own wire shape, fragmenting the arguments its own way.
+
+Run: cd tests && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_cross_profile
+"""
+
+import json
+import unittest
+
+from support import vts
+
+PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
+SCHEMAS = {
+    "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                    "required": ["city", "days"], "additionalProperties": False},
+    "get_time": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"],
+                 "additionalProperties": False},
+}
+TURN = [("get_weather", {"city": "Paris", "days": 3}), ("get_time", {"tz": "Europe/Paris"})]
+TEXT = "Let me check the weather and the time."
+
+# How each profile ends a turn normally, and on max tokens
+TOOL_END = "tool"
+MAX_TOKENS = "max_tokens"
+CUT = "cut"          # the stream stops before the turn's terminal
+
+
+class Call:
+    """One logical call: its name, its JSON text (string-fragment profiles) and its gemini partialArgs entries."""
+
+    def __init__(self, name, value=None, text=None, entries=None):
+        self.name = name
+        self.text = json.dumps(value) if text is None else text
+        self.entries = entries if entries is not None else gemini_entries(value)
+
+
+def gemini_entries(value, path="$"):
+    out = []
+    for key, item in value.items():
+        sub = f"{path}.{key}"
+        if isinstance(item, dict):
+            out.extend(gemini_entries(item, sub))
+        elif isinstance(item, str):
+            half = max(1, len(item) // 2)
+            out.append({"jsonPath": sub, "stringValue": item[:half], "willContinue": True})
+            out.append({"jsonPath": sub, "stringValue": item[half:], "willContinue": True})
+            out.append({"jsonPath": sub, "stringValue": ""})
+        elif isinstance(item, bool):
+            out.append({"jsonPath": sub, "boolValue": item})
+        elif item is None:
+            out.append({"jsonPath": sub, "nullValue": None})
+        else:
+            out.append({"jsonPath": sub, "numberValue": item})
+    return out
+
+
+def pieces(text, size):
+    return [text[k:k + size] for k in range(0, len(text), size)] or [""]
+
+
+# --- per-profile builders: (calls, end) -> the stream ---------------------------------------
+
+def build_openai(calls, end, mistral=False):
+    def chunk(delta, finish=None):
+        return {"object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    stream = [chunk({"role": "assistant", "content": ""}), chunk({"content": TEXT})]
+    if mistral:   # Mistral sends every call whole, in one delta, without index
+        stream.append(chunk({"tool_calls": [{"id": f"c{k}abcdef", "function": {"name": c.name, "arguments": c.text}}
+                                            for k, c in enumerate(calls)]}))
+    else:         # OpenAI: id and name first, then the arguments in 5-character fragments
+        for k, c in enumerate(calls):
+            stream.append(chunk({"tool_calls": [{"index": k, "id": f"call_{k}", "type": "function",
+                                                 "function": {"name": c.name, "arguments": ""}}]}))
+            stream += [chunk({"tool_calls": [{"index": k, "function": {"arguments": p}}]}) for p in pieces(c.text, 5)]
+    if end != CUT:
+        stream.append(chunk({}, {TOOL_END: "tool_calls", MAX_TOKENS: "length"}[end]))
+    return stream
+
+
+def build_mistral(calls, end):
+    return build_openai(calls, end, mistral=True)
+
+
+def build_anthropic(calls, end):
+    stream = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                    "model": "m", "content": [], "stop_reason": None}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": TEXT}},
+              {"type": "content_block_stop", "index": 0}]
+    for k, c in enumerate(calls, 1):
+        stream.append({"type": "content_block_start", "index": k, "content_block": {
+            "type": "tool_use", "id": f"toolu_{k}", "name": c.name, "input": {}}})
+        stream += [{"type": "content_block_delta", "index": k, "delta": {"type": "input_json_delta", "partial_json": p}}
+                   for p in [""] + pieces(c.text, 7)]
+        stream.append({"type": "content_block_stop", "index": k})
+    if end != CUT:
+        stream += [{"type": "message_delta", "delta": {"stop_reason": {TOOL_END: "tool_use", MAX_TOKENS: "max_tokens"}[
+                       end], "stop_sequence": None}, "usage": {"output_tokens": 40}},
+                   {"type": "message_stop"}]
+    return stream
+
+
+def build_responses(calls, end):
+    stream = [{"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+              {"type": "response.output_item.added", "output_index": 0, "item": {
+                  "type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []}},
+              {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "delta": TEXT},
+              {"type": "response.output_item.done", "output_index": 0, "item": {
+                  "type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": []}}]
+    output = []
+    for k, c in enumerate(calls, 1):
+        item = {"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}", "name": c.name}
+        stream.append({"type": "response.output_item.added", "output_index": k,
+                       "item": dict(item, arguments="", status="in_progress")})
+        stream += [{"type": "response.function_call_arguments.delta", "item_id": f"fc_{k}", "output_index": k,
+                    "delta": p} for p in pieces(c.text, 4)]
+        stream.append({"type": "response.function_call_arguments.done", "item_id": f"fc_{k}", "output_index": k,
+                       "arguments": c.text})
+        done = dict(item, arguments=c.text, status="completed")
+        stream.append({"type": "response.output_item.done", "output_index": k, "item": done})
+        output.append(done)
+    if end == TOOL_END:
+        stream.append({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+                                                                  "output": output}})
+    elif end == MAX_TOKENS:
+        stream.append({"type": "response.incomplete", "response": {
+            "id": "resp_1", "status": "incomplete", "output": output,
+            "incomplete_details": {"reason": "max_output_tokens"}}})
+    return stream
+
+
+def build_bedrock(calls, end):
+    stream = [{"messageStart": {"role": "assistant"}},
+              {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": TEXT}}},
+              {"contentBlockStop": {"contentBlockIndex": 0}}]
+    for k, c in enumerate(calls, 1):
+        stream.append({"contentBlockStart": {"contentBlockIndex": k, "start": {
+            "toolUse": {"toolUseId": f"tooluse_{k}", "name": c.name}}}})
+        stream += [{"contentBlockDelta": {"contentBlockIndex": k, "delta": {"toolUse": {"input": p}}}}
+                   for p in pieces(c.text, 6)]
+        stream.append({"contentBlockStop": {"contentBlockIndex": k}})
+    if end != CUT:
+        stream += [{"messageStop": {"stopReason": {TOOL_END: "tool_use", MAX_TOKENS: "max_tokens"}[end]}},
+                   {"metadata": {"usage": {"inputTokens": 10, "outputTokens": 40, "totalTokens": 50},
+                                 "metrics": {"latencyMs": 100}}}]
+    return stream
+
+
+def build_gemini(calls, end):
+    def chunk(*parts, finish=None):
+        candidate = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+        if finish is not None:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "modelVersion": "gemini-x", "responseId": "r1"}
+    stream = [chunk({"text": TEXT})]
+    for k, c in enumerate(calls):
+        if k % 2 == 0:   # the first call streams its arguments as partialArgs (Vertex)
+            stream.append(chunk({"functionCall": {"name": c.name, "willContinue": True}, "thoughtSignature": "c2ln"}))
+            stream += [chunk({"functionCall": {"partialArgs": [e], "willContinue": True}}) for e in c.entries]
+            stream.append(chunk({"functionCall": {}}))
+        else:            # the second arrives whole, with an args object
+            stream.append(chunk({"functionCall": {"name": c.name, "args": json.loads(c.text)}}))
+    if end != CUT:
+        stream.append(chunk({"text": ""}, finish={TOOL_END: "STOP", MAX_TOKENS: "MAX_TOKENS"}[end]))
+    return stream
+
+
+BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
+            "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini}
+
+
+def run(profile, calls, end=TOOL_END):
+    stream = BUILDERS[profile](calls, end)
+    doc = {"profile": profile, "tool_schemas": SCHEMAS, vts.STREAM_KEY[profile]: stream}
+    return vts.validate_envelope(json.loads(json.dumps(doc)))
+
+
+def logical(calls):
+    return [Call(name, value) for name, value in calls]
+
+
+class SameTurnEverywhere(unittest.TestCase):
+    def test_every_profile_passes_with_the_same_calls(self):
+        expected = [(name, value) for name, value in TURN]
+        for profile in PROFILES:
+            with self.subTest(profile=profile):
+                report = run(profile, logical(TURN))
+                self.assertEqual(report["findings"], [])
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual(report["profile"], profile)
+                self.assertEqual([(c["name"], json.loads(c["arguments"])) for c in report["calls"]], expected)
+                self.assertEqual([c["state"] for c in report["calls"]], ["validated", "validated"])
+
+    def test_the_builders_fragment_the_arguments(self):
+        counts = {}
+        for profile in PROFILES:
+            stream = BUILDERS[profile](logical(TURN), TOOL_END)
+            if profile in ("openai", "mistral"):
+                found = [e["function"]["arguments"] for c in stream for ch in c["choices"]
+                         for e in ch["delta"].get("tool_calls", []) if e["function"].get("arguments")]
+            elif profile == "anthropic":
+                found = [e["delta"]["partial_json"] for e in stream if e["type"] == "content_block_delta"
+                         and e["delta"]["type"] == "input_json_delta" and e["delta"]["partial_json"]]
+            elif profile == "openai-responses":
+                found = [e["delta"] for e in stream if e["type"] == "response.function_call_arguments.delta"]
+            elif profile == "bedrock":
+                found = [e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in stream
+                         if "toolUse" in e.get("contentBlockDelta", {}).get("delta", {})]
+            else:
+                found = [p["functionCall"] for c in stream for p in c["candidates"][0]["content"]["parts"]
+                         if "partialArgs" in p.get("functionCall", {}) or "args" in p.get("functionCall", {})]
+            counts[profile] = len(found)
+        # mistral sends both calls whole; gemini streams one call in partialArgs entries and sends one whole
+        self.assertEqual(counts["mistral"], 2)
+        self.assertEqual(counts["gemini"], 1 + 3 + 1)
+        for profile in ("openai", "anthropic", "openai-responses", "bedrock"):
+            self.assertGreaterEqual(counts[profile], 8, profile)
+
+    def test_ids_come_from_each_profile_and_gemini_has_none(self):
+        ids = {profile: [c["id"] for c in run(profile, logical(TURN))["calls"]] for profile in PROFILES}
+        self.assertEqual(ids["gemini"], [None, None])
+        for profile in PROFILES[:-1]:
+            self.assertTrue(all(isinstance(i, str) and i for i in ids[profile]), profile)
+
+
+class SameDefectEverywhere(unittest.TestCase):
+    def assert_only(self, code, make, profiles=PROFILES):
+        for profile in profiles:
+            with self.subTest(profile=profile):
+                report = make(profile)
+                self.assertEqual(report["status"], "blocked")
+                self.assertEqual({f["code"] for f in report["findings"]}, {code}, report["findings"])
+                self.assertEqual(report["executable"], False)
+
+    def test_stream_cut_before_the_terminal(self):
+        self.assert_only("missing_terminal", lambda profile: run(profile, logical(TURN), CUT))
+
+    def test_turn_ending_on_max_tokens(self):
+        self.assert_only("wrong_terminal_reason", lambda profile: run(profile, logical(TURN), MAX_TOKENS))
+        reasons = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
+                   "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS"}
+        for profile, reason in reasons.items():
+            with self.subTest(profile=profile):
+                stream = json.dumps(BUILDERS[profile](logical(TURN), MAX_TOKENS))
+                self.assertIn(json.dumps(reason), stream)
+
+    def test_arguments_violating_the_schema(self):
+        calls = logical([("get_weather", {"city": "Paris", "days": "3"}), TURN[1]])
+        self.assert_only("schema_violation", lambda profile: run(profile, calls))
+        calls = logical([TURN[0], ("get_time", {"tz": "Europe/Paris", "extra": True})])
+        self.assert_only("schema_violation", lambda profile: run(profile, calls))
+
+    def test_unknown_tool(self):
+        calls = logical([TURN[0], ("get_stock_price", {"tz": "Europe/Paris"})])
+        self.assert_only("unknown_tool", lambda profile: run(profile, calls))
+
+    def test_duplicate_key_in_arguments(self):
+        twice = Call("get_time", text='{"tz":"Europe/Paris","tz":"UTC"}',
+                     entries=[{"jsonPath": "$.tz", "stringValue": "Europe/Paris"},
+                              {"jsonPath": "$.tz", "stringValue": "UTC"}])
+        self.assert_only("duplicate_key", lambda profile: run(profile, [twice, Call(*TURN[0])]))
+        nested = Call("get_weather", text='{"city":"Paris","days":3,"days":4}',
+                      entries=[{"jsonPath": "$.city", "stringValue": "Paris"}, {"jsonPath": "$.days", "numberValue": 3},
+                               {"jsonPath": "$.days", "numberValue": 4}])
+        self.assert_only("duplicate_key", lambda profile: run(profile, [nested, Call(*TURN[1])]))
+
+    def test_each_defect_names_the_call_it_belongs_to(self):
+        calls = logical([TURN[0], ("get_stock_price", {"tz": "Europe/Paris"})])
+        for profile in PROFILES:
+            with self.subTest(profile=profile):
+                report = run(profile, calls)
+                self.assertEqual([(c["name"], c["state"]) for c in report["calls"]],
+                                 [("get_weather", "validated"), ("get_stock_price", "blocked")])
+
+
+if __name__ == "__main__":
+    unittest.main()
