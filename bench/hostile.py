@@ -72,6 +72,19 @@ def million_chunks() -> bytes:
             + b",".join([fragment] * 1_000_000) + b"," + last + b"]}")
 
 
+def gemini_streamed(entries: list) -> bytes:
+    """One gemini call whose partialArgs entries are given, one entry per chunk, ending STOP."""
+    def chunk(call: dict, finish: str | None = None) -> dict:
+        candidate = {"content": {"role": "model", "parts": [{"functionCall": call}]}}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate]}
+    chunks = [chunk({"name": "f", "willContinue": True})]
+    chunks += [chunk({"partialArgs": [entry], "willContinue": True}) for entry in entries]
+    chunks.append(chunk({}, "STOP"))
+    return json.dumps({"profile": "gemini", "tool_schemas": {"f": {"type": "object"}}, "chunks": chunks}).encode()
+
+
 CASES = {
     # name: (what, builder, mode)
     "count-digits": ("pattern with a 5,000-digit {n} count", lambda: pattern_case("a{" + "9" * 5000 + "}", "a"), "cli"),
@@ -105,6 +118,13 @@ CASES = {
     "string-100MB": ("a 100 MB argument string", lambda: one_call(
         {"type": "object"}, '{"a":"' + "x" * 100_000_000 + '"}'), "cli"),
     "million-chunks": ("1,000,000 one-character argument chunks", million_chunks, "cli"),
+    "gemini-deep-path": ("gemini: a jsonPath of 100,000 segments", lambda: gemini_streamed(
+        [{"jsonPath": "$" + ".a" * 100_000, "numberValue": 1}]), "cli"),
+    "gemini-pieces": ("gemini: 200,000 one-character partialArgs pieces of one string", lambda: gemini_streamed(
+        [{"jsonPath": "$.s", "stringValue": "x", "willContinue": True}] * 200_000
+        + [{"jsonPath": "$.s", "stringValue": ""}]), "cli"),
+    "gemini-paths": ("gemini: 100,000 partialArgs entries, each a new array element", lambda: gemini_streamed(
+        [{"jsonPath": f"$.a[{i}]", "numberValue": i} for i in range(100_000)]), "cli"),
 }
 
 
