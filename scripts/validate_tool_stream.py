@@ -2235,7 +2235,7 @@ _GEMINI_STOP = "STOP"
 _GEMINI_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"})
 # A part holds exactly one of these data members, and any of the metadata members.
 _GEMINI_PART_DATA = frozenset({"text", "inlineData", "fileData", "functionCall", "executableCode",
-                               "codeExecutionResult"})
+                               "codeExecutionResult", "toolCall", "toolResponse"})
 _GEMINI_PART_META = frozenset({"thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution"})
 _GEMINI_CALL_KEYS = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
 # A chunk carries at least one of these; other members beside them (SDK additions) are ignored.
@@ -2245,6 +2245,37 @@ _GEMINI_VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
 _GEMINI_ARG_KEYS = frozenset(_GEMINI_VALUE_KEYS) | {"jsonPath", "willContinue"}
 _GEMINI_CODE_OUTCOMES = frozenset({"OUTCOME_OK", "OUTCOME_FAILED", "OUTCOME_DEADLINE_EXCEEDED",
                                    "OUTCOME_UNSPECIFIED"})
+# Server-side tool invocations (toolCall / toolResponse parts, "tool combination"): toolType -> hosted name.
+_GEMINI_SERVER_TOOLS = MappingProxyType({
+    "GOOGLE_SEARCH_WEB": "google_search", "GOOGLE_SEARCH_IMAGE": "google_search_image", "URL_CONTEXT": "url_context",
+    "GOOGLE_MAPS": "google_maps", "FILE_SEARCH": "file_search",
+})
+# A finish reason that is not a finish: google-genai continues the turn in another request
+# (continuationToken) and clears it; the turn's real finish comes later in the stitched stream.
+_GEMINI_CONTINUATION = "CONTINUATION"
+# Integers beyond this are not held exactly by a double: JavaScript readers (the Vercel AI SDK,
+# js-genai) parse the chunk and would run a rounded number.
+_GEMINI_SAFE_INTEGER = 2 ** 53
+# The JSON type each reader-parsed member must have (google-genai validates every chunk with
+# its models and raises mid-stream; the Vercel AI SDK drops a chunk its schema refuses).
+# Absent or null is always fine.  Checked on every chunk; the presence rules of the Vercel
+# schema (_gemini_dropped_by_vercel) only matter, and are only checked, on chunks with calls.
+# (content, promptFeedback and the hosted metadata have checks of their own.)
+_GEMINI_CHUNK_TYPES = MappingProxyType({"responseId": str, "modelVersion": str, "createTime": str,
+                                        "usageMetadata": dict, "modelStatus": dict})
+_GEMINI_CANDIDATE_TYPES = MappingProxyType({
+    "finishMessage": str, "continuationToken": str, "avgLogprobs": float, "tokenCount": int,
+    "safetyRatings": list, "citationMetadata": dict, "logprobsResult": dict,
+})
+_GEMINI_USAGE_TYPES = MappingProxyType({
+    **dict.fromkeys(("cachedContentTokenCount", "thoughtsTokenCount", "promptTokenCount", "candidatesTokenCount",
+                     "toolUsePromptTokenCount", "totalTokenCount"), int),
+    **dict.fromkeys(("promptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails",
+                     "toolUsePromptTokensDetails"), list),
+    "trafficType": str, "serviceTier": str,
+})
+_GEMINI_RATING_TYPES = MappingProxyType({"category": str, "probability": str, "probabilityScore": float,
+                                         "severity": str, "severityScore": float, "blocked": bool})
 # Candidate members that report a hosted tool (the provider ran it): member -> hosted tool name.
 _GEMINI_HOSTED_METADATA = MappingProxyType({"groundingMetadata": "grounding", "urlContextMetadata": "url_context"})
 # One segment of a JSON path (RFC 9535): .name (member-name-shorthand), ['name'] or [index].
@@ -2320,7 +2351,8 @@ class _GeminiCall(_Record):
 class _GeminiCandidate(_Record):
     """What one candidate has shown so far."""
 
-    __slots__ = ("calls", "open", "last_key", "reason", "other_reason", "after_reason", "code", "hosted")
+    __slots__ = ("calls", "open", "last_key", "reason", "other_reason", "after_reason", "code", "hosted",
+                 "server_calls")
 
     def __init__(self) -> None:
         self.calls = 0                   # function calls opened (the next call's ordinal)
@@ -2329,8 +2361,9 @@ class _GeminiCandidate(_Record):
         self.reason: tuple | None = None          # (position, reason) of the last finishReason
         self.other_reason: tuple | None = None    # the first reason that is not STOP
         self.after_reason = False                 # a call part came after the last finishReason
-        self.code: list = []                      # positions of executableCode parts awaiting their result
+        self.code = 0                             # executableCode parts awaiting their result
         self.hosted: set = set()                  # hosted tool names already counted for this candidate
+        self.server_calls: dict = {}              # toolCall id -> [toolType, answered]
 
 
 class GeminiNormalizer:
@@ -2351,9 +2384,13 @@ class GeminiNormalizer:
             if cand.open is not None:
                 yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
                 cand.open = None
-            for _ in cand.code:
+            for _ in range(cand.code):
                 yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: executableCode without its "
                                   "codeExecutionResult", index)
+            for tool_type, answered in cand.server_calls.values():
+                if not answered:
+                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: a {tool_type} toolCall without "
+                                      "its toolResponse", index)
             other = cand.other_reason
             if cand.calls == 0:
                 if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
@@ -2398,8 +2435,12 @@ class GeminiNormalizer:
         if not isinstance(candidates, list):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidates is {_describe(candidates)}, not a list")
             return
+        carries = any(_gemini_has_call(candidate) for candidate in candidates)
+        problem = _gemini_shape_problem(chunk, carries)
+        if problem is not None:
+            yield WireProblem(pos, *problem)
         seen: set[int] = set()
-        for candidate in candidates:
+        for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"a candidate is {_describe(candidate)}, not an object")
                 continue
@@ -2412,10 +2453,108 @@ class GeminiNormalizer:
                 yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} appears twice in one chunk", index)
                 continue
             seen.add(index)
+            if position and _gemini_has_call(candidate):
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"a functionCall part in candidate {index}, which is not the "
+                                  "first of its chunk: google-genai, js-genai, LangChain and the Vercel AI SDK read "
+                                  "candidates[0] only", index)
             cand = self.candidates.get(index)
             if cand is None:
                 cand = self.candidates[index] = _GeminiCandidate()
             yield from _gemini_candidate(pos, index, candidate, cand)
+
+
+def _gemini_has_call(candidate: Any) -> bool:
+    """Whether a candidate of a chunk holds a functionCall part."""
+    content = candidate.get("content") if isinstance(candidate, dict) else None
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return isinstance(parts, list) and any(isinstance(part, dict) and "functionCall" in part for part in parts)
+
+
+def _gemini_typed(value: Any, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _gemini_members(holder: Any, types: Mapping[str, type], where: str) -> str | None:
+    """The first member of holder whose JSON type a reader refuses, as a message; None when all fit."""
+    if not isinstance(holder, dict):
+        return None
+    for key, kind in types.items():
+        value = holder.get(key)
+        if value is not None and not _gemini_typed(value, kind):
+            return f"{where}{key} is {_describe(value)}"
+    return None
+
+
+def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
+    """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
+    problem = _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
+    usage = chunk.get("usageMetadata")
+    problem = problem or _gemini_members(usage, _GEMINI_USAGE_TYPES, "usageMetadata.")
+    candidates = chunk.get("candidates")
+    for candidate in candidates if isinstance(candidates, list) else ():
+        problem = problem or _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+        ratings = candidate.get("safetyRatings") if isinstance(candidate, dict) else None
+        for rating in ratings if isinstance(ratings, list) else ():
+            problem = problem or (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
+                                  if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+    if problem is not None:
+        return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
+    if carries:
+        dropped = _gemini_dropped_by_vercel(chunk)
+        if dropped is not None:
+            return UNEXPECTED_EVENT, (f"a chunk with a functionCall part that the Vercel AI SDK drops ({dropped}), "
+                                      "so it would run other calls")
+    return None
+
+
+def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
+    """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None."""
+    usage = chunk.get("usageMetadata")
+    for key in ("promptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails", "toolUsePromptTokensDetails"):
+        details = usage.get(key) if isinstance(usage, dict) else None
+        for entry in details if isinstance(details, list) else ():
+            if not (isinstance(entry, dict) and isinstance(entry.get("modality"), str)
+                    and _gemini_typed(entry.get("tokenCount"), float)):
+                return f"a usageMetadata.{key} entry without modality and tokenCount"
+    for candidate in chunk.get("candidates") or ():
+        context = candidate.get("urlContextMetadata") if isinstance(candidate, dict) else None
+        urls = context.get("urlMetadata") if isinstance(context, dict) else None
+        for entry in urls if isinstance(urls, list) else ():
+            if not (isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str)
+                    and isinstance(entry.get("urlRetrievalStatus"), str)):
+                return "a urlContextMetadata.urlMetadata entry without retrievedUrl and urlRetrievalStatus"
+    stack: list = [chunk]
+    while stack:   # secure-json-parse refuses __proto__ and constructor.prototype members
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "__proto__" in node or isinstance(node.get("constructor"), dict) and "prototype" in node["constructor"]:
+                return "a __proto__ or constructor.prototype member"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def _gemini_rounded(value: Any) -> bool:
+    """Whether value holds an integer a double cannot hold exactly (walked without recursion)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool) and abs(node) > _GEMINI_SAFE_INTEGER:
+            try:
+                if int(float(node)) != node:
+                    return True
+            except OverflowError:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _gemini_error(error: Any) -> str:
@@ -2460,6 +2599,8 @@ def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandid
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} finishReason is {_describe(reason)}, "
                               "not a string", index)
             return
+        if reason == _GEMINI_CONTINUATION:
+            return   # the turn goes on in the next hop of a stitched stream; not a finish
         cand.reason = (pos, reason)
         cand.after_reason = False
         if reason != _GEMINI_STOP and cand.other_reason is None:
@@ -2495,26 +2636,58 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
                               "not a string", index)
     elif kind == "executableCode":
         code = part["executableCode"]
-        if not isinstance(code, dict) or not isinstance(code.get("code"), str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} has no code string",
-                              index)
+        if not isinstance(code, dict) or not isinstance(code.get("code"), str) \
+                or not isinstance(code.get("language"), str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} needs code and language "
+                              "strings", index)
             return
-        cand.code.append(pos)
+        cand.code += 1
         yield HostedUse(pos, "code_execution")
     elif kind == "codeExecutionResult":
         result = part["codeExecutionResult"]
         if not isinstance(result, dict) or _wire_str(result.get("outcome")) not in _GEMINI_CODE_OUTCOMES:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
                               "outcome", index)
-        elif not cand.code:
+        elif cand.code == 0:
             yield WireProblem(pos, MISSING_SLOT, f"codeExecutionResult of candidate {index} answers no "
                               "executableCode", index)
         else:
-            cand.code.pop(0)
+            cand.code -= 1
+    elif kind in ("toolCall", "toolResponse"):
+        yield from _gemini_server_tool(pos, index, kind, part[kind], cand)
     elif kind in ("inlineData", "fileData"):
         if not isinstance(part[kind], dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is {_describe(part[kind])}, "
                               "not an object", index)
+
+
+def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A server-side tool invocation (toolCall) or its result (toolResponse): hosted, paired by id."""
+    tool_type = _wire_str(body.get("toolType")) if isinstance(body, dict) else None
+    tool_id = _wire_str(body.get("id")) if isinstance(body, dict) else None
+    if tool_type not in _GEMINI_SERVER_TOOLS or not tool_id:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is not a reviewed server-side tool "
+                          f"(toolType {_token(tool_type)}) with a string id", index)
+        return
+    if kind == "toolCall":
+        if tool_id in cand.server_calls:
+            yield WireProblem(pos, IDENTITY_COLLISION, f"two toolCall parts of candidate {index} share an id", index)
+            return
+        cand.server_calls[tool_id] = [tool_type, False]
+        yield HostedUse(pos, _GEMINI_SERVER_TOOLS[tool_type])
+        return
+    call = cand.server_calls.get(tool_id)
+    if call is None:
+        yield WireProblem(pos, MISSING_SLOT, f"toolResponse of candidate {index} answers no toolCall of this turn",
+                          index)
+    elif call[0] != tool_type:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"toolResponse of candidate {index} has toolType {tool_type}, but "
+                          f"its toolCall is {call[0]}", index)
+    elif call[1]:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second toolResponse for one toolCall of candidate {index}",
+                          index)
+    if call is not None:
+        call[1] = True
 
 
 def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
@@ -2532,6 +2705,11 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"functionCall of {where} is not a reviewed shape (id and name "
                           "strings, args an object, partialArgs a list, willContinue a boolean"
                           + (f"; unknown member {_token(unknown[0])})" if unknown else ")"), index)
+        return
+    if more is False:
+        # proto3 JSON never writes false; the Vercel AI SDK ends a call only when willContinue is absent
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"functionCall of {where} says willContinue false: readers disagree "
+                          "whether that part ends the call", index, cand.open.key[1] if cand.open else None)
         return
     more = bool(more)
     cand.after_reason = cand.reason is not None
@@ -2556,6 +2734,9 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
     args = call.get("args")
     if partial is None and not more:
         yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
+        if _gemini_rounded(args):
+            yield WireProblem(pos, LIMIT_EXCEEDED, f"call {key[1]} of {where}: an integer a double cannot hold "
+                              "(beyond 2^53): JavaScript readers would run a rounded number", index, key[1])
         yield SlotEnd(pos, key)
         return
     yield SlotOpen(pos, key, call_id or None, name or None, None)
@@ -2573,9 +2754,10 @@ def _gemini_continue(pos: int, index: int, call: dict, call_id: str | None, part
                      cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
     """A later part of the call that is streaming (no name): pieces, and maybe its final part."""
     streaming = cand.open
-    if call_id and streaming.id and call_id != streaming.id:
-        yield WireProblem(pos, IDENTITY_COLLISION, f"call {streaming.key[1]} of candidate {index} changed its id "
-                          "between parts", index, streaming.key[1])
+    if call_id and call_id != streaming.id:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"call {streaming.key[1]} of candidate {index} "
+                          + ("changed its id between parts" if streaming.id else "gets an id only on a later part "
+                             "(readers take the id of the first part)"), index, streaming.key[1])
     if "args" in call:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"call {streaming.key[1]} of candidate {index} streams "
                           "partialArgs but a later part gives args", index, streaming.key[1])
@@ -2635,8 +2817,9 @@ def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
     else:
         ok = value is None or value == "NULL_VALUE"
         value = None
-    if ok and isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 10_000:
-        return LIMIT_EXCEEDED, f"the numberValue for {_gemini_path_text(path)} has too many digits"
+    if ok and kind == "numberValue" and _gemini_rounded(value):
+        return LIMIT_EXCEEDED, (f"the numberValue for {_gemini_path_text(path)} is an integer a double cannot hold "
+                                "(beyond 2^53): JavaScript readers would run a rounded number")
     if not ok:
         return UNSUPPORTED_EVENT, f"the {kind} for {_gemini_path_text(path)} is {_describe(piece[kind])}"
     if more and kind != "stringValue":
@@ -6869,6 +7052,15 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
     if profile == "bedrock":
         return _eventstream_envelope(raw, tool_schemas, schemas is None, redact)
+    if profile == "gemini":
+        # google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
+        # a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
+        # breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
+        for number, line in enumerate(re.split(_SSE_LINE_END, _sse_decode(raw)), 1):
+            if line and not line.startswith("data: "):
+                raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
+                                   "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
+                                   "other readers skip it", number)
     events, comments, done = _sse_parse(_sse_decode(raw))
     if not events and not done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
@@ -7428,13 +7620,15 @@ def _parsed_difference(ours: Any, theirs: Any) -> str | None:
     return f"arguments differ as JSON: this tool has {_clip(a, at)}, the adapter has {_clip(b, at)}"
 
 
-def compare_calls(report_calls: list[dict], adapter_calls: list[dict]) -> list[tuple[int | None, str]]:
+def compare_calls(report_calls: list[dict], adapter_calls: list[dict],
+                  ids_optional: bool = False) -> list[tuple[int | None, str]]:
     """Every way the adapter's calls differ from ours: (call number or None, message).
 
     Why: an adapter that merged, split, renamed or re-serialised a call runs
     something other than what the provider sent.  Calls pair by position
     (ours sorted by choice and slot, theirs in message order); arguments must
     match byte for byte, except where the adapter kept only the parsed object.
+    ids_optional (gemini): a call the wire gave no id may carry the adapter's own.
     """
     differences: list[tuple[int | None, str]] = []
     if len(report_calls) != len(adapter_calls):
@@ -7444,6 +7638,8 @@ def compare_calls(report_calls: list[dict], adapter_calls: list[dict]) -> list[t
                                   f"adapter produced {len(adapter_calls)} (ids {theirs})"))
     for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
         for key in ("id", "name"):
+            if key == "id" and ours.get("id") is None and ids_optional:
+                continue   # the wire had no id (gemini): adapters make up their own
             if ours.get(key) != theirs.get(key):
                 differences.append((number, f"call {number}: {key} differs: this tool has {_shown(ours.get(key))}, "
                                             f"the adapter has {_shown(theirs.get(key))}"))
@@ -7662,7 +7858,9 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     data = _read_input(path, limits.max_input_bytes)
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
-        report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits)))
+        ids_optional = report["profile"] in RULES and not RULES[report["profile"]].requires_id
+        report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits),
+                                                                 ids_optional))
     code = EXIT_BY_STATUS[report["status"]]
     if code == EXIT_NOT_APPLICABLE and args.allow_not_applicable:
         code = EXIT_PASS

@@ -231,10 +231,10 @@ class Identity(Checks):
 
 class WholeArgs(Checks):
     def test_canonical_serialisation_from_the_wire_bytes(self):
-        args = ('{"z":1.0,"a":1E2,"m":10,"e":-0.0,"x":1.5e-7,"big":12345678901234567890,"neg":-5,'
+        args = ('{"z":1.0,"a":1E2,"m":10,"e":-0.0,"x":1.5e-7,"big":9007199254740992,"neg":-5,'
                 '"s":"\\u00e9\u00e9\\ud83d\\ude00 \\"q\\" \\\\ \\n\\/","arr":[true,false,null],"o":{},"l":[]}')
         report = vts.validate_bytes(envelope_bytes("[" + raw_call_chunk(args) + "]"))
-        expected = ('{"z":1.0,"a":100.0,"m":10,"e":-0.0,"x":1.5e-07,"big":12345678901234567890,"neg":-5,'
+        expected = ('{"z":1.0,"a":100.0,"m":10,"e":-0.0,"x":1.5e-07,"big":9007199254740992,"neg":-5,'
                     '"s":"\u00e9\u00e9\U0001F600 \\"q\\" \\\\ \\n/","arr":[true,false,null],"o":{},"l":[]}')
         self.assertReport(report, [], [(0, 0, None, "f", expected)], "pass")
 
@@ -728,7 +728,7 @@ class Parts(Checks):
                      {"text": "", "thought": False, "thoughtSignature": "s", "videoMetadata": {}, "partMetadata": {},
                       "mediaResolution": {}},
                      {"inlineData": {"mimeType": "image/png", "data": "AA=="}}, {"fileData": {"fileUri": "gs://x"}},
-                     {"executableCode": {"code": "1"}, "thought": True}, {"text": "y", "partMetadata": {"k": 1}},
+                     {"executableCode": {"code": "1", "language": "PYTHON"}, "thought": True}, {"text": "y", "partMetadata": {"k": 1}},
                      {"functionCall": {"name": "g"}, "thoughtSignature": "sig"}):
             with self.subTest(part=part):
                 report = run([chunk(part), chunk(self.CALL, finish="STOP")])
@@ -932,7 +932,7 @@ class Library(Checks):
             ([chunk(whole("f", {"a": {1, 2}}), finish="STOP")], [("malformed_json", 0)]),
             ([chunk(whole("f", {1, 2}), finish="STOP")], [("malformed_json", 0)]),
             ([chunk(whole("f", {"a": [object()]}), finish="STOP")], [("malformed_json", 0)]),
-            ([chunk(whole("f", {"a": 10 ** 5000}), finish="STOP")], [("limit_exceeded", 0)]),
+            ([chunk(whole("f", {"a": 10 ** 5000}), finish="STOP")], [("limit_exceeded", 0)] * 2),
             ([chunk(whole("f", {"a": float("nan")}), finish="STOP")], [("non_finite_number", 0)]),
             ([chunk(whole("f", {"a": float("-inf")}), finish="STOP")], [("non_finite_number", 0)]),
             ([chunk(whole("f", float("nan")), finish="STOP")], [("non_finite_number", 0)]),
@@ -1302,7 +1302,7 @@ def gen_scalar(rng):
     if kind <= 1:
         return gen_string(rng)
     if kind == 2:
-        return rng.choice((0, 1, -1, 7, 2 ** 53 + 1, -(10 ** 18), rng.randint(-10 ** 6, 10 ** 6)))
+        return rng.choice((0, 1, -1, 7, 2 ** 53, -(2 ** 53), 2 ** 60, rng.randint(-10 ** 6, 10 ** 6)))
     if kind == 3:
         value = rng.choice((0.0, -0.0, 1.0, 0.1, -2.5, 1e300, 5e-324, rng.uniform(-1e6, 1e6),
                             rng.random() * 10 ** rng.randint(-30, 30)))
@@ -1643,10 +1643,11 @@ class Hostile(Checks):
         digits = "7" * 1_000_000
         report = vts.validate_bytes(envelope_bytes("[" + raw_call_chunk('{"a":' + digits + "}") + "]"))
         self.assertReport(report, [("invalid_fixture", None)], [], "blocked")   # the envelope cannot hold it
+        # two findings: a double cannot hold it (JavaScript readers round it), and it is too long
         report = vts.validate_bytes(envelope_bytes("[" + raw_call_chunk('{"a":' + digits[:1001] + "}") + "]"))
-        self.assertReport(report, [("limit_exceeded", 0)], status="blocked")
+        self.assertReport(report, [("limit_exceeded", 0)] * 2, status="blocked")
         big = 10 ** 1_000_000
-        self.assertReport(run([chunk(whole("f", {"a": big}), finish="STOP")]), [("limit_exceeded", 0)])
+        self.assertReport(run([chunk(whole("f", {"a": big}), finish="STOP")]), [("limit_exceeded", 0)] * 2)
         self.assertReport(run([chunk(start("f", n("$.a", big))), chunk(FINAL, finish="STOP")]),
                           [("limit_exceeded", 0)], [(0, 0, None, "f", "{}")])
 
@@ -1656,6 +1657,134 @@ class Hostile(Checks):
         self.assertReport(run(stream), [("unsupported_event", k) for k in range(8)], [(0, 0, None, "f", "{}")],
                           "blocked")
         self.assertReport(run([{"candidates": "x" * 100_000}]), [("unsupported_event", 0)], [], "blocked")
+
+
+
+# --- what every reader reads the same way (second review) ------------------------------------
+
+class ReadersAgree(Checks):
+    """Streams that google-genai, js-genai, LangChain or the Vercel AI SDK read differently block."""
+
+    def test_a_call_outside_the_first_candidate_of_its_chunk(self):
+        both = {"candidates": [cand(TEXT, index=1), cand(whole("f"), index=0)]}
+        self.assertReport(run([both, STOP]), [("unexpected_event", 0)], [(0, 0, None, "f", "{}")], "blocked")
+        # first in its own chunk: fine, whatever its index
+        self.assertReport(run([chunk(whole("f"), index=1), chunk(TEXT, finish="STOP", index=1)]), [],
+                          [(1, 0, None, "f", "{}")], "pass")
+
+    def test_will_continue_false(self):
+        stream = [chunk(start("f")), chunk(piece(n("$.a", 1))), chunk(call_part(willContinue=False)), STOP]
+        report = run(stream)
+        self.assertEqual([f["code"] for f in report["findings"]], ["unexpected_event", "missing_terminal"])
+
+    def test_integers_a_double_cannot_hold(self):
+        for value, findings in ((2 ** 53, []), (-(2 ** 53), []), (2 ** 60, []), (2 ** 53 + 1, [("limit_exceeded", 0)]),
+                                (-(2 ** 53) - 1, [("limit_exceeded", 0)]), (10 ** 17 + 1, [("limit_exceeded", 0)])):
+            with self.subTest(value=value):
+                self.assertReport(run([chunk(whole("f", {"a": [value]}), finish="STOP")]), findings)
+                self.assertReport(run([chunk(start("f", n("$.a", value))), chunk(FINAL, finish="STOP")]),
+                                  [(f[0], 0) for f in findings])
+
+    def test_member_types_google_genai_refuses(self):
+        for extra in ({"avgLogprobs": "high"}, {"tokenCount": 1.5}, {"finishMessage": 3}, {"safetyRatings": {}},
+                      {"safetyRatings": [{"blocked": "yes"}]}, {"safetyRatings": [1]}, {"citationMetadata": []}):
+            with self.subTest(extra=extra):
+                self.assertReport(run([chunk(whole("f"), finish="STOP", **extra)]), [("unsupported_event", 0)],
+                                  [(0, 0, None, "f", "{}")], "blocked")
+        for top in ({"responseId": 1}, {"usageMetadata": {"totalTokenCount": "3"}}, {"usageMetadata": []},
+                    {"modelVersion": None, "createTime": 5}):
+            with self.subTest(top=top):
+                bad = dict(chunk(TEXT), **top)
+                self.assertReport(run([bad]), [("unsupported_event", 0)], [], "blocked")
+        fine = dict(chunk(whole("f"), finish="STOP", avgLogprobs=-0.5, tokenCount=3, safetyRatings=[
+            {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE", "blocked": False}]),
+                    usageMetadata={"totalTokenCount": 9, "trafficType": "ON_DEMAND",
+                                   "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 4}]},
+                    modelVersion="gemini-2.5-flash", responseId="r", createTime="2026-01-01T00:00:00Z")
+        self.assertReport(run([fine]), [], [(0, 0, None, "f", "{}")], "pass")
+
+    def test_chunks_with_calls_the_vercel_sdk_drops(self):
+        for top in ({"usageMetadata": {"promptTokensDetails": [{"modality": "TEXT"}]}},
+                    {"usageMetadata": {"candidatesTokensDetails": [{"tokenCount": 1}]}},
+                    {"__proto__": {}}, {"usageMetadata": {"x": {"constructor": {"prototype": {}}}}}):
+            with self.subTest(top=top):
+                bad = dict(chunk(whole("f"), finish="STOP"), **top)
+                self.assertReport(run([bad]), [("unexpected_event", 0)], [(0, 0, None, "f", "{}")], "blocked")
+                text_only = dict(chunk(TEXT, finish="STOP"), **top)   # no call in it: nothing changes
+                self.assertEqual(run([text_only])["status"], "not_applicable")
+        url = chunk(whole("f", {"__proto__": 1}), finish="STOP")
+        self.assertReport(run([url]), [("unexpected_event", 0)], [(0, 0, None, "f", '{"__proto__":1}')], "blocked")
+        bad_url = chunk(whole("f"), finish="STOP", urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u"}]})
+        self.assertEqual(positions(run([bad_url])), [("unexpected_event", 0)])
+
+    def test_executable_code_needs_a_language(self):
+        report = run([chunk({"executableCode": {"code": "print(1)"}}), chunk(whole("f"), finish="STOP")])
+        self.assertEqual(positions(report), [("unsupported_event", 0)])
+
+    def test_an_id_only_on_a_later_part(self):
+        stream = [chunk(start("f")), chunk(piece(n("$.a", 1), id="call-abc")), chunk(FINAL), STOP]
+        self.assertReport(run(stream), [("identity_collision", 1)], [(0, 0, None, "f", '{"a":1}')], "blocked")
+        same = [chunk(start("f", id="call-abc")), chunk(piece(n("$.a", 1), id="call-abc")), chunk(FINAL), STOP]
+        self.assertReport(run(same), [], [(0, 0, "call-abc", "f", '{"a":1}')], "pass")
+
+
+class ServerSideTools(Checks):
+    CALL = {"toolCall": {"toolType": "GOOGLE_SEARCH_WEB", "args": {"queries": ["q"]}, "id": "t1"}}
+    ANSWER = {"toolResponse": {"toolType": "GOOGLE_SEARCH_WEB", "response": {"x": "y"}, "id": "t1"}}
+
+    def test_a_tool_call_and_its_response_are_hosted(self):
+        report = run([chunk(self.CALL), chunk(self.ANSWER), chunk(whole("f"), finish="STOP")])
+        self.assertReport(report, [], [(0, 0, None, "f", "{}")], "pass")
+        self.assertEqual(report["hosted_tools"], {"google_search": 1})
+        self.assertEqual(run([chunk(self.CALL), chunk(self.ANSWER), STOP])["status"], "not_applicable")
+
+    def test_pairing_rules(self):
+        other = {"toolResponse": dict(self.ANSWER["toolResponse"], toolType="URL_CONTEXT")}
+        cases = (([chunk(self.CALL), STOP], [("missing_terminal", None)]),
+                 ([chunk(self.ANSWER), STOP], [("missing_slot", 0)]),
+                 ([chunk(self.CALL), chunk(other), STOP], [("unexpected_event", 1)]),
+                 ([chunk(self.CALL), chunk(self.ANSWER), chunk(self.ANSWER), STOP], [("duplicate_terminal", 2)]),
+                 ([chunk(self.CALL), chunk(self.CALL), chunk(self.ANSWER), STOP], [("identity_collision", 1)]),
+                 ([chunk({"toolCall": {"toolType": "MEDIA_PROCESSING", "id": "t"}}), STOP], [("unsupported_event", 0)]),
+                 ([chunk({"toolCall": {"toolType": "GOOGLE_MAPS"}}), STOP], [("unsupported_event", 0)]))
+        for stream, findings in cases:
+            with self.subTest(stream=stream):
+                self.assertReport(run(stream), findings, status="blocked")
+
+
+class Continuation(Checks):
+    def test_continuation_is_not_a_finish(self):
+        hop = chunk(TEXT, finish="CONTINUATION", continuationToken="dG9rZW4=")
+        stitched = [chunk(whole("f", {"a": 1})), hop, chunk(whole("f", {"a": 2})), STOP]
+        self.assertReport(run(stitched), [], [(0, 0, None, "f", '{"a":1}'), (0, 1, None, "f", '{"a":2}')], "pass")
+        self.assertReport(run([chunk(whole("f")), hop]), [("missing_terminal", None)], status="blocked")
+        self.assertEqual(run([chunk(TEXT), hop])["status"], "not_applicable")
+
+
+class CaptureFraming(Checks):
+    def test_lines_google_genai_reads_as_raw_json_are_refused(self):
+        good = sse_body([chunk(whole("f"), finish="STOP")])
+        self.assertEqual(vts.sse_to_envelope(good, "gemini", SCHEMAS)[0]["chunks"][0]["candidates"][0]
+                         ["finishReason"], "STOP")
+        for extra in (b": keep-alive\r\n\r\n", b"event: message\r\n", b"id: 7\r\n", b"retry: 10\r\n"):
+            with self.subTest(extra=extra):
+                with self.assertRaises(vts.CaptureError) as caught:
+                    vts.sse_to_envelope(extra + good, "gemini", SCHEMAS)
+                self.assertEqual(caught.exception.line, 1)
+        with self.assertRaises(vts.CaptureError):
+            vts.sse_to_envelope(good.replace(b"data: ", b"data:"), "gemini", SCHEMAS)
+        # the same lines stay accepted on the profiles whose SDKs read them as SSE
+        chat = b": keep-alive\n\n" + b'data: {"choices":[]}\n\n'
+        self.assertEqual(vts.sse_to_envelope(chat, "openai", {})[0]["chunks"], [{"choices": []}])
+
+
+class AdapterIds(Checks):
+    def test_adapters_may_invent_ids_for_id_less_gemini_calls(self):
+        ours = [{"id": None, "name": "f", "arguments": "{}"}]
+        theirs = [{"id": "generated-1", "name": "f", "arguments": "{}"}]
+        self.assertEqual(vts.compare_calls(ours, theirs, ids_optional=True), [])
+        self.assertEqual(len(vts.compare_calls(ours, theirs)), 1)   # other profiles: an id is required
+        self.assertEqual(len(vts.compare_calls([dict(ours[0], id="a")], theirs, ids_optional=True)), 1)
 
 
 if __name__ == "__main__":

@@ -54,13 +54,18 @@ class ReadmeIsTrue(unittest.TestCase):
     def test_gemini_parts_and_hosted_members_are_documented(self):
         hosted = section("Hosted tools and client-executed items")
         for name in set(vts._GEMINI_HOSTED_METADATA) | set(vts._GEMINI_HOSTED_METADATA.values()) | {
-                "executableCode", "codeExecutionResult", "code_execution"} | vts._GEMINI_CODE_OUTCOMES:
+                "executableCode", "codeExecutionResult", "code_execution", "toolCall", "toolResponse"} \
+                | vts._GEMINI_CODE_OUTCOMES | set(vts._GEMINI_SERVER_TOOLS) | set(vts._GEMINI_SERVER_TOOLS.values()):
             self.assertIn(f"`{name}`", hosted)
         details = section("How a turn is reassembled")   # holds "Provider details"
         for name in vts._GEMINI_PART_DATA | vts._GEMINI_PART_META | vts._GEMINI_CHUNK_KEYS | set(vts._GEMINI_VALUE_KEYS):
             self.assertIn(f"`{name}`", details)
-        for reason in vts._GEMINI_TOOL_FAILURES:
+        for reason in vts._GEMINI_TOOL_FAILURES | {vts._GEMINI_CONTINUATION}:
             self.assertIn(f"`{reason}`", details)
+        for table in (vts._GEMINI_CHUNK_TYPES, vts._GEMINI_CANDIDATE_TYPES, vts._GEMINI_USAGE_TYPES,
+                      vts._GEMINI_RATING_TYPES):
+            for member in table:
+                self.assertIn(member, details)
 
     def test_every_profile_is_in_the_envelope_table_and_the_skill(self):
         envelope = section("The fixture envelope")
