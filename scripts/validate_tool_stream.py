@@ -5786,17 +5786,66 @@ class StreamGate:
         self._normalizer = NORMALIZERS[profile]()
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(RULES[profile], self.limits, forced)
-        self._position = 0
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._report: dict[str, Any] | None = None
+        self.feed = self._feeder()
 
     @property
     def blocked(self) -> bool:
         return bool(self._machine.findings)
 
     def feed(self, item: Any) -> None:
-        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles)."""
+        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles).
+
+        One turn of feed_all's loop.  An adapter calls this for every chunk it
+        receives, so each gate replaces this method with a closure that holds every
+        lookup (see _feeder); this body only serves a call through the class.
+        """
         self.feed_all((item,))
+
+    def _feeder(self) -> Callable[[Any], None]:
+        """feed() with its lookups bound once, so feeding item by item costs what feed_all's loop does.
+
+        The stream position lives in this closure (feed_all and finish read and move
+        it through _at and _move), and so does one flag, set by _stop once the turn is
+        finished or saturated: then feed_all handles the item (an error, or a count).
+        Only a translated item can record findings, so saturation is looked at after those.
+        """
+        machine = self._machine
+        translate, handlers = self._normalizer.translate, machine.handlers
+        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
+        feed_all = self.feed_all
+        position = 0
+        stopped = False
+
+        def feed(item: Any) -> None:
+            nonlocal position, stopped
+            if stopped:
+                feed_all((item,))
+                return
+            at = position
+            position = at + 1   # taken first: an exception from the item shifts no later position
+            hit = plain(item)
+            if hit is None or not append(*hit):
+                for event in translate(at, item):
+                    handlers[type(event)](event)
+                if machine.saturated:
+                    stopped = True
+
+        def at() -> int:
+            return position
+
+        def move(to: int) -> None:
+            nonlocal position
+            position = to
+
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
+
+        self._at, self._move, self._stop = at, move, stop
+        feed.__doc__ = StreamGate.feed.__doc__
+        return feed
 
     def feed_all(self, items: Iterable[Any]) -> None:
         """Consume each item in turn (the loop a whole capture takes, lookups hoisted).
@@ -5809,7 +5858,7 @@ class StreamGate:
         machine = self._machine
         translate, handlers = self._normalizer.translate, machine.handlers
         plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
-        position = self._position
+        position = self._at()
         iterator = iter(items)
         try:
             if not machine.saturated:
@@ -5825,11 +5874,14 @@ class StreamGate:
                 position += 1
                 self._unexamined += 1
         finally:
-            self._position = position
+            self._move(position)
+            if machine.saturated:
+                self._stop()
 
     def finish(self) -> dict[str, Any]:
         """End of stream: terminal checks, validation, the gate. Returns the report."""
         if self._report is None:
+            self._stop()   # feeding a finished turn is an error
             machine = self._machine
             for event in getattr(self._normalizer, "finish", _no_events)():
                 machine.feed(event)

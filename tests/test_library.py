@@ -19,6 +19,31 @@ class StreamGateApi(unittest.TestCase):
                     gate.feed(item)
                 self.assertEqual(gate.finish(), vts.validate_envelope(doc))
 
+    def test_feeding_one_by_one_past_saturation_counts_like_feed_all(self):
+        limits = vts.Limits(max_findings=5)
+        stream = [1] * 200 + [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        whole = vts.StreamGate("openai", {}, limits)
+        whole.feed_all(stream)
+        single = vts.StreamGate("openai", {}, limits)
+        feed = single.feed                 # kept before the first call, as adapters do
+        for item in stream:
+            feed(item)
+        self.assertEqual(single.finish(), whole.finish())
+        self.assertIn("not examined", single.finish()["findings"][-1]["message"])
+        with self.assertRaises(RuntimeError):
+            feed({})                       # the kept function too: the turn is finished
+
+    def test_mixing_feed_and_feed_all_keeps_positions(self):
+        doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
+        gate = vts.StreamGate("openai", doc["tool_schemas"])
+        chunks = doc["chunks"] + [{"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": "x"}}]}}]}]
+        gate.feed(chunks[0])
+        gate.feed_all(chunks[1:-1])
+        gate.feed(chunks[-1])
+        late = [f for f in gate.finish()["findings"] if f["code"] == "delta_after_terminal"]
+        self.assertEqual([f["position"] for f in late], [len(chunks) - 1])
+
     def test_blocked_turns_true_early_and_finish_is_final(self):
         gate = vts.StreamGate("openai", {"f": {"type": "object"}})
         gate.feed({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {
