@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""Replay fixtures through real stream adapters and compare what they would execute with our verdict.
+
+    python3 adapters/run.py --adapter NAME [--adapter NAME2 ...|--all] PATH...
+
+PATH is a fixture file or a folder of them (searched recursively for *.json). For each
+fixture this prints one JSON line: the fixture, its profile, our status and finding codes,
+and per adapter the calls it would execute (or the error it raised) with a verdict:
+
+  agree             we pass, and it executes exactly our calls (same count and order, same
+                    names, arguments equal as JSON values, ids compared when both have one)
+  differs-on-pass   we pass, and it executes something else
+  executes-blocked  we block (or find no call at all), and it would execute at least one call
+  refuses           it raises, or executes nothing, on a turn that has calls
+  not-applicable    the adapter does not read this profile (or the fixture cannot be fed to
+                    it), or we find no call and it executes nothing
+
+Then a summary per adapter (text, or Markdown with --markdown). Exit status: 1 when an
+adapter would execute a call of a turn we block, else 0; 3 on a usage error.
+
+When adapters/.venv exists (see adapters/setup.py) and this interpreter lacks a package
+that a selected adapter needs, the script re-runs itself with that environment's Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VENV = os.path.join(HERE, ".venv")
+NO_REEXEC = "VTS_ADAPTERS_NO_REEXEC"  # set in the re-run (and by tests) to never re-exec again
+
+EXIT_OK, EXIT_EXECUTES_BLOCKED, EXIT_USAGE = 0, 1, 3
+
+VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-applicable")
+
+
+def _imports():
+    """The validator and the drivers (standard library only at import time)."""
+    for path in (ROOT, os.path.join(ROOT, "scripts")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    import validate_tool_stream as vts
+    from adapters import drivers
+
+    return vts, drivers
+
+
+# --------------------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors exit 3, like the validator's
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _parser(adapter_names) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="adapters/run.py", allow_abbrev=False,
+        description="Replay fixtures through real stream adapters (openai-python, anthropic, openai-agents, "
+                    "google-genai, litellm, langchain-core, vercel-ai-sdk) and compare the calls each would "
+                    "execute with the validator's verdict.",
+        epilog="Verdicts: agree, differs-on-pass, executes-blocked, refuses, not-applicable. Exit status: 1 when "
+               "an adapter would execute a call of a turn the validator blocks, 0 otherwise, 3 on usage errors.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="fixture files or folders of fixtures (*.json)")
+    parser.add_argument("--adapter", action="append", default=[], choices=adapter_names, metavar="NAME",
+                        help="an adapter to run (repeatable): " + ", ".join(adapter_names))
+    parser.add_argument("--all", action="store_true", help="every adapter that is available here")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the summary as a Markdown table (for the README) instead of text")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary, not one line per fixture")
+    return parser
+
+
+def _fixture_files(paths) -> list[str]:
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = []
+            for folder, dirs, names in os.walk(path):
+                dirs.sort()
+                found.extend(os.path.join(folder, name) for name in names if name.endswith(".json"))
+            files.extend(sorted(found))
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise FileNotFoundError(path)
+    seen, unique = set(), []
+    for path in files:
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
+
+
+def _maybe_reexec(argv, adapters, drivers) -> None:
+    """Re-run inside adapters/.venv when this interpreter lacks a selected adapter's packages."""
+    if os.environ.get(NO_REEXEC):
+        return
+    python = os.path.join(VENV, "Scripts", "python.exe") if os.name == "nt" else os.path.join(VENV, "bin", "python")
+    if not os.path.isfile(python):
+        return
+    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
+        return
+    if not any(drivers.missing_modules(name) for name in adapters):
+        return
+    env = dict(os.environ, **{NO_REEXEC: "1"})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(python, [python, os.path.abspath(__file__), *argv], env)
+
+
+# --------------------------------------------------------------------------------------
+# comparison
+# --------------------------------------------------------------------------------------
+
+def _typed(value):
+    """A JSON value with bool kept apart from numbers (Python has True == 1)."""
+    if isinstance(value, str):
+        # as UTF-16 code units: a surrogate pair split across fragments is one character in our
+        # report and two halves in some libraries' strings, the same text to any JSON reader
+        return ("str", _utf16(value))
+    if isinstance(value, bool) or value is None:
+        return (type(value).__name__, value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", [_typed(item) for item in value])
+    if isinstance(value, dict):
+        return ("object", {key: _typed(item) for key, item in value.items()})
+    return ("other", repr(value))
+
+
+def _utf16(text):
+    return text.encode("utf-16-le", "surrogatepass") if isinstance(text, str) else text
+
+
+def same_arguments(theirs, ours, custom=False) -> bool:
+    """Equal as JSON values; as text (UTF-16 code units) when either side is not JSON.
+
+    ``custom``: our call is a free-text custom tool call; an adapter that hands its input over
+    as a parsed value (a JSON string literal in its ``arguments``) has the same text."""
+    if custom and isinstance(theirs, str) and isinstance(ours, str):
+        if _utf16(theirs) == _utf16(ours):
+            return True
+        try:
+            value = json.loads(theirs)
+        except ValueError:
+            return False
+        return isinstance(value, str) and _utf16(value) == _utf16(ours)
+    if isinstance(theirs, str) and isinstance(ours, str):
+        try:
+            return _typed(json.loads(theirs)) == _typed(json.loads(ours))
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python can walk
+            pass
+    return _utf16(theirs) == _utf16(ours)
+
+
+def _call_problems(position, got, want) -> list[str]:
+    problems = []
+    if got.get("name") != want.get("name"):
+        problems.append(f"call {position}: name")
+    if not same_arguments(got.get("arguments"), want.get("arguments"), custom=want.get("kind") == "custom"):
+        problems.append(f"call {position}: arguments")
+    theirs, ours = got.get("id"), want.get("id")
+    if theirs and ours and theirs != ours:
+        times, rest = divmod(len(theirs), len(ours)) if isinstance(theirs, str) and isinstance(ours, str) else (0, 1)
+        if not rest and times > 1 and theirs == ours * times:
+            problems.append(f"call {position}: id (ours repeated {times} times)")
+        else:
+            problems.append(f"call {position}: id")
+    return problems
+
+
+def differences(theirs: list, ours: list) -> list[str]:
+    """What differs between the adapter's calls and ours (empty: the same calls)."""
+    problems = [] if len(theirs) == len(ours) else [f"{len(theirs)} calls, ours {len(ours)}"]
+    for position, (got, want) in enumerate(zip(theirs, ours)):
+        problems.extend(_call_problems(position, got, want))
+    if problems and len(theirs) == len(ours):
+        # the same calls in another order is worth saying
+        rest = list(ours)
+        for got in theirs:
+            match = next((want for want in rest if not _call_problems(0, got, want)), None)
+            if match is None:
+                break
+            rest.remove(match)
+        else:
+            problems = ["same calls in another order"]
+    return problems
+
+
+# Findings about the fixture file rather than the stream: an adapter never sees the envelope.
+ENVELOPE_CODES = frozenset({"invalid_fixture", "unknown_profile"})
+
+
+def verdict(status: str, calls, refused: bool, unsupported: bool, ours: list,
+            codes=()) -> tuple[str, list[str]]:
+    """(verdict, differences) for one adapter on one fixture."""
+    if unsupported or ENVELOPE_CODES.intersection(codes):
+        return "not-applicable", []
+    if status == "pass":
+        if refused or not calls:
+            return "refuses", []
+        problems = differences(calls, ours)
+        return ("differs-on-pass", problems) if problems else ("agree", [])
+    if calls:  # blocked, or no call found by us: anything it runs was not checked
+        return "executes-blocked", []
+    if status == "not_applicable" and not refused:
+        return "not-applicable", []
+    return "refuses", []
+
+
+def _our_calls(report) -> list[dict]:
+    return [{key: call.get(key) for key in ("id", "name", "arguments", "kind")} for call in report.get("calls") or []]
+
+
+def _codes(report) -> list[str]:
+    return sorted({finding["code"] for finding in report.get("findings") or []})
+
+
+def evaluate(path, adapters, vts, drivers) -> dict:
+    """The JSON line for one fixture."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    report = vts.validate_bytes(data)
+    line = {"fixture": path, "profile": report.get("profile"), "status": report["status"],
+            "codes": _codes(report), "calls": _our_calls(report), "adapters": {}}
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    profile = doc.get("profile") if isinstance(doc, dict) else None
+    key = vts.STREAM_KEY.get(profile) if isinstance(profile, str) else None
+    stream = doc.get(key) if key else None
+    for name in adapters:
+        entry: dict = {}
+        calls, refused, unsupported = [], False, False
+        if not isinstance(stream, list):
+            unsupported = True
+            entry["note"] = "no stream this adapter could be fed (not JSON, unknown profile or stream key)"
+        else:
+            try:
+                calls = drivers.run(name, profile, stream, doc.get("tool_schemas"), doc.get("request"))
+                entry["calls"] = list(calls)
+                if getattr(calls, "not_executed", None):
+                    entry["not_executed"] = calls.not_executed
+            except drivers.Unsupported as exc:
+                unsupported = True
+                entry["note"] = str(exc)
+            except drivers.DriverError as exc:
+                refused = True
+                entry["error"] = {"type": exc.exc_type, "message": exc.message}
+                if exc.where:
+                    entry["error"]["where"] = exc.where
+        if ENVELOPE_CODES.intersection(line["codes"]) and "note" not in entry:
+            entry["note"] = "our verdict is about the envelope (" + ", ".join(
+                sorted(ENVELOPE_CODES.intersection(line["codes"]))) + "), which no adapter reads"
+        result, problems = verdict(report["status"], calls, refused, unsupported, line["calls"], line["codes"])
+        entry["verdict"] = result
+        if problems:
+            entry["differences"] = problems
+        line["adapters"][name] = entry
+    return line
+
+
+# --------------------------------------------------------------------------------------
+# summary
+# --------------------------------------------------------------------------------------
+
+class Tally:
+    def __init__(self, name, version):
+        self.name = name
+        self.version = version
+        self.counts = Counter()
+        self.blocked_codes = Counter()   # finding code -> fixtures we block that it would execute
+        self.refused_passes = []          # passing fixtures on which it runs nothing
+        self.differing = []              # fixtures where it differs on a pass
+        self.executing = []              # fixtures we block that it would execute
+        self.not_applicable = Counter()  # why a fixture was not-applicable
+
+    def add(self, line):
+        entry = line["adapters"][self.name]
+        result = entry["verdict"]
+        self.counts[result] += 1
+        if result == "executes-blocked":
+            self.executing.append(line["fixture"])
+            for code in line["codes"] or ["(no call found: " + line["status"] + ")"]:
+                self.blocked_codes[code] += 1
+        elif result == "refuses" and line["status"] == "pass":
+            self.refused_passes.append(line["fixture"])
+        elif result == "differs-on-pass":
+            self.differing.append(line["fixture"])
+        elif result == "not-applicable":
+            note = entry.get("note") or ""
+            self.not_applicable["profile not read" if "does not read" in note
+                                else "envelope finding" if "envelope" in note
+                                else "partialArgs not assembled" if "partialArgs" in note
+                                else "no stream to feed" if "no stream" in note
+                                else "no call, runs nothing"] += 1
+
+    @property
+    def seen(self):
+        return sum(self.counts.values()) - self.counts["not-applicable"]
+
+    def breakdown(self, sep=", "):
+        return sep.join(f"{code} {count}" for code, count in sorted(self.blocked_codes.items(),
+                                                                      key=lambda item: (-item[1], item[0])))
+
+
+def text_summary(tallies, unavailable) -> str:
+    header = ("adapter", "version", "seen", "agree", "differs-on-pass", "executes-blocked", "refuses",
+              "not-applicable")
+    rows = [header]
+    for tally in tallies:
+        refuses = str(tally.counts["refuses"]) + (f" ({len(tally.refused_passes)} on passes)" if tally.refused_passes else "")
+        rows.append((tally.name, tally.version, str(tally.seen), str(tally.counts["agree"]),
+                     str(tally.counts["differs-on-pass"]), str(tally.counts["executes-blocked"]), refuses,
+                     str(tally.counts["not-applicable"])))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    out = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    out.insert(1, "  ".join("-" * width for width in widths))
+    out.append("")
+    out.append("seen: fixtures the adapter was fed (not-applicable excluded); a fixture with several codes counts")
+    out.append("under each of them below.")
+    for tally in tallies:
+        if tally.blocked_codes:
+            out.append(f"{tally.name}: executes blocked turns, by our finding code: {tally.breakdown()}")
+    for tally in tallies:
+        if tally.differing:
+            out.append(f"{tally.name}: differs on passes: " + ", ".join(tally.differing))
+    for tally in tallies:
+        if tally.refused_passes:
+            out.append(f"{tally.name}: runs nothing on passes: " + ", ".join(tally.refused_passes))
+    for tally in tallies:
+        if tally.not_applicable:
+            out.append(f"{tally.name}: not-applicable: " + ", ".join(
+                f"{reason} {count}" for reason, count in sorted(tally.not_applicable.items(),
+                                                                key=lambda item: (-item[1], item[0]))))
+    for name, reason in unavailable:
+        out.append(f"{name}: unavailable ({reason})")
+    return "\n".join(out)
+
+
+def markdown_summary(tallies, unavailable) -> str:
+    out = ["| adapter | version | fixtures we block that it would execute (by finding code) | "
+           "disagreements on passes |",
+           "|---|---|---|---|"]
+    for tally in tallies:
+        executes = str(tally.counts["executes-blocked"])
+        if tally.blocked_codes:
+            executes += " (" + ", ".join(f"`{code}` {count}" for code, count in sorted(
+                tally.blocked_codes.items(), key=lambda item: (-item[1], item[0]))) + ")"
+        passes = []
+        if tally.counts["differs-on-pass"]:
+            passes.append(f"{tally.counts['differs-on-pass']} run other calls")
+        if tally.refused_passes:
+            passes.append(f"{len(tally.refused_passes)} refused (run nothing)")
+        agreed = f"{tally.counts['agree']} agree"
+        out.append(f"| {tally.name} | {tally.version} | {executes} | "
+                   f"{'; '.join(passes) if passes else 'none'} ({agreed}) |")
+    for name, reason in unavailable:
+        out.append(f"| {name} | unavailable | — | — |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))  # deeply nested arguments in fixtures
+    vts, drivers = _imports()
+    args = _parser(list(drivers.ADAPTERS)).parse_args(argv)
+    if args.all and args.adapter:
+        _parser(list(drivers.ADAPTERS)).error("give --adapter NAME or --all, not both")
+    if not args.all and not args.adapter:
+        _parser(list(drivers.ADAPTERS)).error("no adapter: give --adapter NAME (repeatable) or --all")
+    selected = list(drivers.ADAPTERS) if args.all else list(dict.fromkeys(args.adapter))
+    try:
+        files = _fixture_files(args.paths)
+    except FileNotFoundError as exc:
+        _parser(list(drivers.ADAPTERS)).error(f"no such file or folder: {exc.args[0]}")
+    if not files:
+        _parser(list(drivers.ADAPTERS)).error("no *.json fixture under the given paths")
+    _maybe_reexec(argv, selected, drivers)
+
+    adapters, unavailable = [], []
+    for name in selected:
+        ok, info = drivers.availability(name)
+        (adapters if ok else unavailable).append(name if ok else (name, info))
+    for name, reason in unavailable:
+        print(f"adapters/run.py: {name} is unavailable: {reason}", file=sys.stderr)
+    if not adapters:
+        print("adapters/run.py: none of the selected adapters is available "
+              "(python3 adapters/setup.py installs them into adapters/.venv)", file=sys.stderr)
+        return EXIT_USAGE
+
+    tallies = [Tally(name, drivers.version(name)) for name in adapters]
+    for path in files:
+        line = evaluate(path, adapters, vts, drivers)
+        for tally in tallies:
+            tally.add(line)
+        if not args.quiet:
+            print(json.dumps(line), flush=True)
+    if not args.quiet:
+        print()
+    print(markdown_summary(tallies, unavailable) if args.markdown else text_summary(tallies, unavailable))
+    return EXIT_EXECUTES_BLOCKED if any(t.counts["executes-blocked"] for t in tallies) else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

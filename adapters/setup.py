@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Set up the optional adapter harness: adapters/.venv with the pinned adapter packages.
+
+    python3 adapters/setup.py [--recreate] [--skip-npm] [--venv PATH] [--python PYTHON]
+
+Creates the virtual environment (unless it exists), installs adapters/requirements.txt
+into it, and, when adapters/vercel/package.json exists, runs `npm ci` there (`npm install`
+without a package-lock.json) for the Vercel AI SDK driver. adapters/run.py re-runs itself
+with adapters/.venv's Python when the current interpreter lacks the packages.
+
+This is a plain script, not a setuptools file: nothing in it is a package build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REQUIREMENTS = os.path.join(HERE, "requirements.txt")
+VERCEL = os.path.join(HERE, "vercel")
+
+
+def _venv_python(venv: str) -> str:
+    return os.path.join(venv, "Scripts", "python.exe") if os.name == "nt" else os.path.join(venv, "bin", "python")
+
+
+def _run(command: list[str], cwd: str | None = None) -> None:
+    print("+ " + " ".join(command) + (f"   (in {cwd})" if cwd else ""), flush=True)
+    subprocess.run(command, cwd=cwd, check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="adapters/setup.py", allow_abbrev=False,
+                                     description="Create adapters/.venv with the pinned adapter packages and install "
+                                                 "the Vercel AI SDK driver's node_modules.")
+    parser.add_argument("--venv", default=os.path.join(HERE, ".venv"),
+                        help="where to create the environment (default: adapters/.venv, the one run.py uses)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter the environment is created from (default: this one)")
+    parser.add_argument("--recreate", action="store_true", help="delete the environment first")
+    parser.add_argument("--skip-npm", action="store_true", help="do not run npm in adapters/vercel/")
+    args = parser.parse_args(argv)
+
+    venv = os.path.abspath(args.venv)
+    try:
+        if args.recreate and os.path.isdir(venv):
+            print(f"removing {venv}", flush=True)
+            shutil.rmtree(venv)
+        python = _venv_python(venv)
+        if not os.path.isfile(python):
+            _run([args.python, "-m", "venv", venv])
+        _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-r", REQUIREMENTS])
+
+        package_json = os.path.join(VERCEL, "package.json")
+        if args.skip_npm:
+            print("skipping npm (--skip-npm)")
+        elif os.path.isfile(package_json):
+            npm = shutil.which("npm")
+            if npm is None:
+                print("npm not found on PATH: the vercel-ai-sdk adapter stays unavailable "
+                      f"(install Node.js, then run `npm ci` in {VERCEL})", file=sys.stderr)
+            else:
+                lock = os.path.isfile(os.path.join(VERCEL, "package-lock.json"))
+                _run([npm, "ci" if lock else "install", "--no-audit", "--no-fund"], cwd=VERCEL)
+        else:
+            print(f"no {package_json}: the vercel-ai-sdk adapter is not set up")
+    except subprocess.CalledProcessError as exc:
+        print(f"adapters/setup.py: command failed with exit status {exc.returncode}: {' '.join(exc.cmd)}",
+              file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"adapters/setup.py: {exc}", file=sys.stderr)
+        return 1
+
+    if os.path.realpath(venv) == os.path.realpath(os.path.join(HERE, ".venv")):
+        print("\nready: python3 adapters/run.py --all fixtures/   (re-runs itself with adapters/.venv)")
+    else:
+        print(f"\nready: {python} adapters/run.py --all fixtures/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
