@@ -821,11 +821,14 @@ def _choice_gemini(choice: Any) -> dict:
     if not isinstance(body.get("streamFunctionCallArguments", False), bool):
         raise RequestError("tool_choice.streamFunctionCallArguments must be a boolean")
     names = body.get("allowedFunctionNames")
-    if names is None:
+    if names is not None and not isinstance(names, list):
+        raise RequestError("tool_choice.allowedFunctionNames must be a list of names")
+    allowed = [_request_name(n, f"tool_choice.allowedFunctionNames[{k}]") for k, n in enumerate(names or ())]
+    if mode not in ("ANY", "VALIDATED") or names is None:
+        # the reference applies the names with ANY and VALIDATED only; the API accepts them
+        # beside AUTO (a recorded request does), where they restrict nothing here
         return {"none": mode == "NONE"}
-    if mode not in ("ANY", "VALIDATED") or not isinstance(names, list):
-        raise RequestError("tool_choice.allowedFunctionNames is a list, and only with mode ANY or VALIDATED")
-    return _restricted([_request_name(n, f"tool_choice.allowedFunctionNames[{k}]") for k, n in enumerate(names)])
+    return _restricted(allowed)
 
 
 # profile -> (tool_choice translator, whether parallel_tool_calls is a field of that request)
@@ -2274,6 +2277,12 @@ _GEMINI_USAGE_TYPES = MappingProxyType({
                      "toolUsePromptTokensDetails"), list),
     "trafficType": str, "serviceTier": str,
 })
+# google-genai reads these as bytes: base64 in either alphabet, padding optional.
+_GEMINI_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+_GEMINI_BASE64_DIGITS = MappingProxyType({ch: n for n, ch in enumerate(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")} | {"-": 62, "_": 63})
+_GEMINI_PART_META_TYPES = MappingProxyType({"thought": bool, "thoughtSignature": str, "videoMetadata": dict,
+                                            "partMetadata": dict, "mediaResolution": dict})
 _GEMINI_RATING_TYPES = MappingProxyType({"category": str, "probability": str, "probabilityScore": float,
                                          "severity": str, "severityScore": float, "blocked": bool})
 # Candidate members that report a hosted tool (the provider ran it): member -> hosted tool name.
@@ -2384,9 +2393,6 @@ class GeminiNormalizer:
             if cand.open is not None:
                 yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
                 cand.open = None
-            for _ in range(cand.code):
-                yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: executableCode without its "
-                                  "codeExecutionResult", index)
             for tool_type, answered in cand.server_calls.values():
                 if not answered:
                     yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: a {tool_type} toolCall without "
@@ -2478,6 +2484,20 @@ def _gemini_typed(value: Any, kind: type) -> bool:
     return isinstance(value, kind)
 
 
+def _gemini_is_base64(text: str) -> bool:
+    """Whether google-genai's bytes fields accept text: one base64 alphabet, "=" only where
+    bits are missing (one or two after 2 spare characters, one after 3), the bits past the last whole
+    byte zero."""
+    if _GEMINI_BASE64_TEXT.fullmatch(text) is None or ("+" in text or "/" in text) and ("-" in text or "_" in text):
+        return False   # one alphabet or the other, not both
+    body = text.rstrip("=")
+    pad = len(text) - len(body)
+    if len(body) % 4 == 1 or pad and (len(body) % 4 not in (2, 3) or len(body) % 4 == 3 and pad > 1):
+        return False
+    spare = {0: 0, 2: 4, 3: 2}[len(body) % 4]   # bits of the last character past the last whole byte
+    return not spare or _GEMINI_BASE64_DIGITS[body[-1]] % (1 << spare) == 0   # strict decoders want them zero
+
+
 def _gemini_members(holder: Any, types: Mapping[str, type], where: str) -> str | None:
     """The first member of holder whose JSON type a reader refuses, as a message; None when all fit."""
     if not isinstance(holder, dict):
@@ -2495,8 +2515,24 @@ def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
     usage = chunk.get("usageMetadata")
     problem = problem or _gemini_members(usage, _GEMINI_USAGE_TYPES, "usageMetadata.")
     candidates = chunk.get("candidates")
-    for candidate in candidates if isinstance(candidates, list) else ():
-        problem = problem or _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+    feedback = chunk.get("promptFeedback")
+    holders = list(candidates) if isinstance(candidates, list) else []
+    if isinstance(feedback, dict):
+        holders.append(feedback)
+        problem = problem or (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
+                              "promptFeedback.safetyRatings is not a list")
+    for candidate in holders:
+        if candidate is not feedback:
+            problem = problem or _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+            token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
+            if problem is None and isinstance(token, str) and not _gemini_is_base64(token):
+                problem = "a candidate's continuationToken is not base64"
+        grounding = candidate.get("groundingMetadata") if isinstance(candidate, dict) else None
+        for key in ("webSearchQueries", "imageSearchQueries", "retrievalQueries", "groundingChunks",
+                    "groundingSupports"):
+            if problem is None and isinstance(grounding, dict) and grounding.get(key) is not None \
+                    and not isinstance(grounding[key], list):
+                problem = f"groundingMetadata.{key} is {_describe(grounding[key])}"
         ratings = candidate.get("safetyRatings") if isinstance(candidate, dict) else None
         for rating in ratings if isinstance(ratings, list) else ():
             problem = problem or (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
@@ -2523,10 +2559,26 @@ def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
     for candidate in chunk.get("candidates") or ():
         context = candidate.get("urlContextMetadata") if isinstance(candidate, dict) else None
         urls = context.get("urlMetadata") if isinstance(context, dict) else None
-        for entry in urls if isinstance(urls, list) else ():
+        if urls is not None and not isinstance(urls, list):
+            return "urlContextMetadata.urlMetadata that is not a list"
+        for entry in urls or ():
             if not (isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str)
                     and isinstance(entry.get("urlRetrievalStatus"), str)):
                 return "a urlContextMetadata.urlMetadata entry without retrievedUrl and urlRetrievalStatus"
+        grounding = candidate.get("groundingMetadata") if isinstance(candidate, dict) else None
+        if isinstance(grounding, dict):
+            entry_point = grounding.get("searchEntryPoint")
+            if entry_point is not None and not (isinstance(entry_point, dict)
+                                                and isinstance(entry_point.get("renderedContent"), str)):
+                return "groundingMetadata.searchEntryPoint without renderedContent"
+            for source in grounding.get("groundingChunks") or ():
+                web = source.get("web") if isinstance(source, dict) else None
+                image = source.get("image") if isinstance(source, dict) else None
+                if not isinstance(source, dict) or web is not None and not (
+                        isinstance(web, dict) and isinstance(web.get("uri"), str)) or image is not None and not (
+                        isinstance(image, dict) and isinstance(image.get("sourceUri"), str)
+                        and isinstance(image.get("imageUri"), str)):
+                    return "a groundingMetadata.groundingChunks entry without the uri its source needs"
     stack: list = [chunk]
     while stack:   # secure-json-parse refuses __proto__ and constructor.prototype members
         node = stack.pop()
@@ -2623,10 +2675,12 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
                           f"{data[1]}", index)
         return
     kind = data[0] if data else None
-    thought, signature = part.get("thought"), part.get("thoughtSignature")
-    if thought is not None and not isinstance(thought, bool) or signature is not None and not isinstance(signature, str):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} has a thought flag that is not a "
-                          "boolean or a thoughtSignature that is not a string", index)
+    problem = _gemini_members(part, _GEMINI_PART_META_TYPES, f"a part of candidate {index}: ")
+    signature = part.get("thoughtSignature")
+    if problem is None and isinstance(signature, str) and not _gemini_is_base64(signature):
+        problem = f"a part of candidate {index}: thoughtSignature is not base64"
+    if problem is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{problem} (google-genai refuses the chunk)", index)
         return
     if kind == "functionCall":
         yield from _gemini_function_call(pos, index, part["functionCall"], cand)
@@ -2732,6 +2786,12 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
     cand.calls += 1
     cand.last_key = key
     args = call.get("args")
+    if "args" in call and args is None:
+        yield SlotOpen(pos, key, call_id or None, name or None, {})
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} says args null: LiteLLM and js-genai hand "
+                          "over null where others run {}", index, key[1])
+        yield SlotEnd(pos, key)
+        return
     if partial is None and not more:
         yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
         if _gemini_rounded(args):
@@ -2797,6 +2857,9 @@ def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
     path = _gemini_path(piece.get("jsonPath"))
     if path is None:
         return MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"
+    if "__proto__" in path or any(a == "constructor" and b == "prototype" for a, b in zip(path, path[1:])):
+        return UNEXPECTED_EVENT, ("a jsonPath through __proto__ or constructor.prototype: the Vercel AI SDK builds "
+                                  "an object it then refuses")
     if "['" in piece["jsonPath"]:
         # RFC 9535 allows it, but the Vercel AI SDK splits a path on "." and "[n]" only, and would
         # build another object from it: a pass must mean every reader runs the same call.
@@ -6372,6 +6435,8 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
 #     redaction, and are only warned about inside call identity and arguments.
 
 _SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
+# The events of a gemini body as every reader splits them (see sse_to_envelope).
+_GEMINI_SSE_EVENT = re.compile(r"(?:data: [^\r\n]*(?:\r\n\r\n|\n\n|\r\r))*")
 _SSE_DONE = "[DONE]"
 _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 
@@ -6800,7 +6865,8 @@ def _redact_gemini_part(part: Any) -> Any:
         if key == "functionCall":
             out[key] = value
         elif key == "thoughtSignature" and isinstance(value, str) and value:
-            out[key] = _GEMINI_REDACTED_BASE64
+            # base64 stays base64 (google-genai reads it) and anything else stays refused: the verdict holds
+            out[key] = _GEMINI_REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
         elif key == "inlineData" and isinstance(value, dict):
             out[key] = {k: (_GEMINI_REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
                             else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
@@ -7108,11 +7174,19 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         # google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
         # a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
         # breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
-        for number, line in enumerate(re.split(_SSE_LINE_END, _sse_decode(raw)), 1):
+        # js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
+        # each event must be one data line ended by one of those.
+        text = _sse_decode(raw)
+        for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
             if line and not line.startswith("data: "):
                 raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
                                    "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
                                    "other readers skip it", number)
+        framing = _GEMINI_SSE_EVENT.match(text)
+        if framing.end() != len(text):
+            raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
+                               "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
+                               text.count("\n", 0, framing.end()) + 1)
     events, comments, done = _sse_parse(_sse_decode(raw))
     if not events and not done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")

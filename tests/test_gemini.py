@@ -244,10 +244,13 @@ class WholeArgs(Checks):
                           [(0, 0, None, "f", '{"\u65e5\u672c":"\u20ac","b":{"y":1,"x":[2.5,"\U0001D49C"]},'
                                              '"a":null,"ctl":"\\u0001\\t"}')], "pass")
 
-    def test_absent_and_null_args_are_an_empty_object(self):
-        for part in (whole("f"), whole("f", None), whole("f", {})):
+    def test_absent_args_are_an_empty_object_and_null_args_block(self):
+        for part in (whole("f"), whole("f", {})):
             with self.subTest(part=part):
                 self.assertReport(run([chunk(part), STOP]), [], [(0, 0, None, "f", "{}")], "pass")
+        # LiteLLM hands over "null" and js-genai null where the others run {}
+        self.assertReport(run([chunk(whole("f", None)), STOP]), [("unexpected_event", 0)], [(0, 0, None, "f", "{}")],
+                          "blocked")
 
     def test_non_object_args(self):
         for args, text in (([1], "[1]"), ("{}", '"{}"'), (3, "3"), (True, "true")):
@@ -724,16 +727,15 @@ class Parts(Checks):
                           [(0, 0, None, "f", '{"a":1}')])
 
     def test_accepted_parts(self):
-        for part in ({"text": "x"}, {"text": "x", "thought": True}, {"thoughtSignature": "sig"}, {},
-                     {"text": "", "thought": False, "thoughtSignature": "s", "videoMetadata": {}, "partMetadata": {},
+        for part in ({"text": "x"}, {"text": "x", "thought": True}, {"thoughtSignature": "c2ln"}, {},
+                     {"text": "", "thought": False, "thoughtSignature": "c2ln", "videoMetadata": {}, "partMetadata": {},
                       "mediaResolution": {}},
                      {"inlineData": {"mimeType": "image/png", "data": "AA=="}}, {"fileData": {"fileUri": "gs://x"}},
                      {"executableCode": {"code": "1", "language": "PYTHON"}, "thought": True}, {"text": "y", "partMetadata": {"k": 1}},
-                     {"functionCall": {"name": "g"}, "thoughtSignature": "sig"}):
+                     {"functionCall": {"name": "g"}, "thoughtSignature": "c2ln"}):
             with self.subTest(part=part):
                 report = run([chunk(part), chunk(self.CALL, finish="STOP")])
-                unanswered = [("missing_terminal", None)] if "executableCode" in part else []
-                self.assertEqual(positions(report), unanswered)
+                self.assertEqual(positions(report), [])   # code may stay without a result
 
     def test_refused_parts(self):
         for part in ({"functionResponse": {"name": "f", "response": {}}}, {"toolCall": {}}, {"whatever": 1},
@@ -780,9 +782,10 @@ class Hosted(Checks):
                 self.assertReport(report, [], [], "not_applicable")
                 self.assertEqual(report["hosted_tools"], {"code_execution": 2})
 
-    def test_code_without_result(self):
+    def test_code_without_result_is_fine(self):
+        # a real gemini-2.5-pro File Search stream (pydantic-ai cassette) sends executableCode with no result
         report = run([chunk(CODE), chunk(CODE, result()), STOP])
-        self.assertReport(report, [("missing_terminal", None)], [], "blocked")
+        self.assertReport(report, [], [], "not_applicable")
         self.assertEqual(report["hosted_tools"], {"code_execution": 2})
 
     def test_result_answering_nothing(self):
@@ -790,13 +793,12 @@ class Hosted(Checks):
         self.assertReport(run([chunk(CODE, result(), result()), STOP]), [("missing_slot", 0)], [], "blocked")
         # a result of another candidate does not answer
         report = run([chunk(CODE, index=0), chunk(result(), index=1), STOP])
-        self.assertReport(report, [("missing_slot", 1), ("missing_terminal", None)], [], "blocked")
+        self.assertReport(report, [("missing_slot", 1)], [], "blocked")
 
     def test_unreviewed_outcome_and_code_shape(self):
-        self.assertReport(run([chunk(CODE), chunk(result("OK")), STOP]),
-                          [("unsupported_event", 1), ("missing_terminal", None)], [], "blocked")
-        self.assertReport(run([chunk(CODE), chunk({"codeExecutionResult": {}}), STOP]),
-                          [("unsupported_event", 1), ("missing_terminal", None)], [], "blocked")
+        self.assertReport(run([chunk(CODE), chunk(result("OK")), STOP]), [("unsupported_event", 1)], [], "blocked")
+        self.assertReport(run([chunk(CODE), chunk({"codeExecutionResult": {}}), STOP]), [("unsupported_event", 1)],
+                          [], "blocked")
         for bad in ({"executableCode": {"language": "PYTHON"}}, {"executableCode": {"code": 1}},
                     {"executableCode": "print(1)"}):
             with self.subTest(bad=bad):
@@ -863,9 +865,6 @@ class Request(Checks):
 
     def test_refused_request_shapes_are_invalid_fixture(self):
         for request in ({"parallel_tool_calls": False}, {"parallel_tool_calls": True},
-                        {"tool_choice": {"mode": "AUTO", "allowedFunctionNames": ["f"]}},
-                        {"tool_choice": {"allowedFunctionNames": ["f"]}},
-                        {"tool_choice": {"mode": "NONE", "allowedFunctionNames": ["f"]}},
                         {"tool_choice": {"mode": "none"}}, {"tool_choice": {"mode": "REQUIRED"}},
                         {"tool_choice": {"mode": "ANY", "allowedFunctionNames": "f"}},
                         {"tool_choice": {"mode": "ANY", "allowedFunctionNames": [1]}},
@@ -969,7 +968,7 @@ class Library(Checks):
 
 CAPTURED = [
     {"candidates": [{"content": {"role": "model", "parts": [
-        {"text": "SECRET-THOUGHT", "thought": True, "thoughtSignature": "SECRET-SIG"}]}, "index": 0}],
+        {"text": "SECRET-THOUGHT", "thought": True, "thoughtSignature": "U0VDUkVULVNJRy1CWVRFUw=="}]}, "index": 0}],
      "usageMetadata": {"promptTokenCount": 3}, "modelVersion": "gemini-x", "responseId": "SECRET-ID"},
     {"candidates": [{"content": {"role": "model", "parts": [
         {"executableCode": {"language": "PYTHON", "code": "SECRET-CODE"}}]}, "index": 0}]},
@@ -978,7 +977,7 @@ CAPTURED = [
     {"candidates": [{"content": {"role": "model", "parts": [
         {"text": "SECRET-TEXT"},
         {"functionCall": {"name": "f", "args": {"city": "Z\u00fcrich \U0001F600", "n": 1.0, "k": [1, None]},
-                          "id": "call_1"}, "thoughtSignature": "SECRET-SIG2"}]},
+                          "id": "call_1"}, "thoughtSignature": "U0VDUkVULVNJRzItQllURQ=="}]},
                      "groundingMetadata": {"webSearchQueries": ["SECRET-QUERY"]}}]},
     {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "g", "willContinue": True}}]}}]},
     {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
@@ -1039,7 +1038,7 @@ class Capture(Checks):
         redacted, _ = vts.sse_to_envelope(sse_body(CAPTURED), "gemini", SCHEMAS)
         kept, _ = vts.sse_to_envelope(sse_body(CAPTURED), "gemini", SCHEMAS, redact=False)
         text = json.dumps(redacted, ensure_ascii=False)
-        for secret in ("SECRET-THOUGHT", "SECRET-SIG", "SECRET-CODE", "SECRET-OUTPUT", "SECRET-TEXT", "SECRET-QUERY",
+        for secret in ("SECRET-THOUGHT", "U0VDUkVULVNJRy1CWVRFUw==", "U0VDUkVULVNJRzItQllURQ==", "SECRET-CODE", "SECRET-OUTPUT", "SECRET-TEXT", "SECRET-QUERY",
                        "SECRET-END", "SECRET-ID"):
             self.assertNotIn(secret, text)
             self.assertIn(secret, json.dumps(kept, ensure_ascii=False))
@@ -1205,10 +1204,10 @@ class RequestFromBody(Checks):
                 body = {"tools": [{"functionDeclarations": [{"name": "a"}]}],
                         "toolConfig": {"functionCallingConfig": config}}
                 self.assertEqual(vts.request_from_body("gemini", body)[1], {"tools": ["a"], "tool_choice": config})
-        body = {"tools": [{"functionDeclarations": [{"name": "a"}]}],
-                "toolConfig": {"functionCallingConfig": {"mode": "AUTO", "allowedFunctionNames": ["a"]}}}
-        with self.assertRaises(vts.CaptureError):
-            vts.request_from_body("gemini", body)
+        # names beside AUTO: the API accepts them (a recorded pydantic-ai request); they restrict nothing
+        config = {"mode": "AUTO", "allowedFunctionNames": ["a"]}
+        body = {"tools": [{"functionDeclarations": [{"name": "a"}]}], "toolConfig": {"functionCallingConfig": config}}
+        self.assertEqual(vts.request_from_body("gemini", body)[1], {"tools": ["a"], "tool_choice": config})
         self.assertEqual(vts.request_from_body("gemini", {"contents": []}), ({}, {"tools": []}, []))
 
     def test_schemas_from_doc_reads_gemini_tool_objects(self):
@@ -1242,7 +1241,7 @@ class CaptureCli(Checks):
         turn = [{"candidates": [{"content": {"role": "model", "parts": [{"text": "SECRET-TEXT"}]}, "index": 0}]},
                 {"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": {"name": "get_weather", "args": {"city": "Paris", "days": 3}},
-                     "thoughtSignature": "SECRET-SIG"}]}, "index": 0}]},
+                     "thoughtSignature": "U0VDUkVULVNJRy1CWVRFUw=="}]}, "index": 0}]},
                 {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
                     "name": "ping", "willContinue": True}}]}, "index": 0}]},
                 {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]},
@@ -1726,6 +1725,69 @@ class ReadersAgree(Checks):
         self.assertReport(run(stream), [("identity_collision", 1)], [(0, 0, None, "f", '{"a":1}')], "blocked")
         same = [chunk(start("f", id="call-abc")), chunk(piece(n("$.a", 1), id="call-abc")), chunk(FINAL), STOP]
         self.assertReport(run(same), [], [(0, 0, "call-abc", "f", '{"a":1}')], "pass")
+
+
+class ReadersAgreeSecondReview(Checks):
+    """Found by the second adversarial review, each with a reader run on the same bytes."""
+
+    def test_base64_and_object_members_google_genai_refuses(self):
+        for part in ({"text": "x", "thoughtSignature": "<redacted>"}, {"text": "x", "thoughtSignature": "c2l"},
+                     {"text": "x", "videoMetadata": "x"}, {"text": "x", "partMetadata": []},
+                     {"text": "x", "mediaResolution": 1}, {"text": "x", "thought": "yes"}):
+            with self.subTest(part=part):
+                self.assertReport(run([chunk(part), chunk(whole("f"), finish="STOP")]), [("unsupported_event", 0)],
+                                  [(0, 0, None, "f", "{}")], "blocked")
+        for good in ("c2ln", "c2lnAA", "c2ln-_A=", "c2ln+/A", ""):
+            with self.subTest(good=good):
+                self.assertEqual(run([chunk(whole("f"), finish="STOP", **{})] if not good else
+                                     [chunk(dict(whole("f"), thoughtSignature=good), finish="STOP")])["status"], "pass")
+        bad_token = chunk(whole("f"), finish="STOP", continuationToken="not base64!")
+        self.assertEqual(positions(run([bad_token])), [("unsupported_event", 0)])
+        lists = chunk(whole("f"), finish="STOP", groundingMetadata={"webSearchQueries": "q"})
+        self.assertEqual(positions(run([lists])), [("unsupported_event", 0)])
+        feedback = dict(chunk(whole("f"), finish="STOP"), promptFeedback={"safetyRatings": {}})
+        self.assertEqual(positions(run([feedback])), [("unsupported_event", 0)])
+
+    def test_grounding_shapes_the_vercel_sdk_drops(self):
+        for grounding in ({"searchEntryPoint": {}}, {"searchEntryPoint": "x"}, {"groundingChunks": [{"web": {}}]},
+                          {"groundingChunks": [{"image": {"sourceUri": "u"}}]}, {"groundingChunks": [1]}):
+            with self.subTest(grounding=grounding):
+                with_call = chunk(whole("f"), finish="STOP", groundingMetadata=grounding)
+                self.assertEqual(positions(run([with_call])), [("unexpected_event", 0)])
+                text_only = chunk(TEXT, finish="STOP", groundingMetadata=grounding)
+                self.assertEqual(run([text_only])["status"], "not_applicable")
+        fine = chunk(whole("f"), finish="STOP", groundingMetadata={
+            "searchEntryPoint": {"renderedContent": "<div/>"}, "webSearchQueries": ["q"],
+            "groundingChunks": [{"web": {"uri": "https://example.org", "title": "t"}}]})
+        self.assertEqual(run([fine])["status"], "pass")
+        self.assertEqual(positions(run([chunk(whole("f"), finish="STOP", urlContextMetadata={"urlMetadata": {}})])),
+                         [("unexpected_event", 0)])
+
+    def test_paths_through_proto_members(self):
+        for path in ("$.__proto__", "$.__proto__.x", "$.constructor.prototype", "$.a.constructor.prototype.b"):
+            with self.subTest(path=path):
+                self.assertReport(run(streamed(n(path, 1))), [("unexpected_event", 1)], status="blocked")
+        self.assertEqual(run(streamed(n("$.constructor.x", 1), n("$.prototype", 2)))["status"], "pass")
+
+    def test_capture_needs_one_data_line_per_event(self):
+        one = chunk(whole("f"), finish="STOP")
+        for body in (b"data: " + json.dumps(one).encode() + b"\ndata: {}\n\n",
+                     b"data: " + json.dumps(one).encode() + b"\n\r\n"):
+            with self.subTest(body=body[-12:]):
+                with self.assertRaises(vts.CaptureError):
+                    vts.sse_to_envelope(body, "gemini", SCHEMAS)
+        for eol in (b"\n\n", b"\r\r", b"\r\n\r\n"):
+            with self.subTest(eol=eol):
+                body = b"data: " + json.dumps(one).encode() + eol
+                self.assertEqual(len(vts.sse_to_envelope(body, "gemini", SCHEMAS)[0]["chunks"]), 1)
+
+    def test_allowed_names_beside_auto_restrict_nothing(self):
+        for mode in ("AUTO", "NONE", "MODE_UNSPECIFIED"):
+            with self.subTest(mode=mode):
+                report = run([chunk(whole("g"), finish="STOP")],
+                             request={"tool_choice": {"mode": mode, "allowedFunctionNames": ["f"]}})
+                self.assertEqual([f["code"] for f in report["findings"]],
+                                 ["request_violation"] if mode == "NONE" else [])
 
 
 class ServerSideTools(Checks):
