@@ -226,15 +226,32 @@ def openai_chat_state(chunks: list) -> list[Call]:
 # anthropic-sdk-python (src/anthropic/_streaming.py + lib/streaming/_messages.py)
 # --------------------------------------------------------------------------------------
 
-def _anthropic_calls(events: list) -> list[Call]:
-    import httpx2
-    from anthropic._models import construct_type
+def anthropic_snapshot(events: Any) -> Any:
+    """MessageStream's accumulation over RawMessageStreamEvent objects: the final message snapshot.
+
+    Shared with adapters/speed.py, which times it over events constructed beforehand.
+    """
     from anthropic._types import not_given
-    from anthropic.types import RawMessageStreamEvent
     from anthropic.lib.streaming._messages import accumulate_event, build_events
 
     snapshot = None
     json_bufs: dict[int, bytes] = {}
+    for event in events:
+        # MessageStream.__stream__: events before message_start are passed through unaccumulated
+        if snapshot is None and event.type != "message_start":
+            continue
+        snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs,
+                                    output_format=not_given)
+        build_events(event=event, message_snapshot=snapshot)
+    return snapshot
+
+
+def _anthropic_events(events: list) -> Any:
+    """What anthropic's Stream.__stream__ yields for these payloads (an error payload raises)."""
+    import httpx2
+    from anthropic._models import construct_type
+    from anthropic.types import RawMessageStreamEvent
+
     for data in events:
         # anthropic's Stream.__stream__ dispatches on the SSE `event:` name; the API always
         # sends it equal to the payload's "type", so that is what we use (None if absent).
@@ -250,13 +267,11 @@ def _anthropic_calls(events: list) -> list[Call]:
             response = httpx2.Response(200, request=httpx2.Request("POST", "https://api.anthropic.invalid/v1/messages"))
             raise make_status_error(f"{data}", body=data, response=response)
         # `if not sse.data: continue` cannot trigger: a stored payload is never empty text
-        event = construct_type(type_=RawMessageStreamEvent, value=data)  # _process_response_data
-        # MessageStream.__stream__: events before message_start are passed through unaccumulated
-        if snapshot is None and event.type != "message_start":
-            continue
-        snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs,
-                                    output_format=not_given)
-        build_events(event=event, message_snapshot=snapshot)
+        yield construct_type(type_=RawMessageStreamEvent, value=data)  # _process_response_data
+
+
+def _anthropic_calls(events: list) -> list[Call]:
+    snapshot = anthropic_snapshot(_anthropic_events(events))
     # MessageStream.get_final_message(): `assert self.__final_message_snapshot is not None`
     assert snapshot is not None
     calls = []
