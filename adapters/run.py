@@ -123,24 +123,14 @@ def _maybe_reexec(argv, adapters, drivers) -> None:
 # --------------------------------------------------------------------------------------
 
 def _typed(value):
-    """A JSON value with bool kept apart from numbers (Python has True == 1)."""
-    if isinstance(value, str):
-        # as UTF-16 code units: a surrogate pair split across fragments is one character in our
-        # report and two halves in some libraries' strings, the same text to any JSON reader
-        return ("str", _utf16(value))
-    if isinstance(value, bool) or value is None:
-        return (type(value).__name__, value)
-    if isinstance(value, (int, float)):
-        return ("number", value)
-    if isinstance(value, list):
-        return ("array", [_typed(item) for item in value])
-    if isinstance(value, dict):
-        return ("object", {key: _typed(item) for key, item in value.items()})
-    return ("other", repr(value))
+    """sdkdiff's comparison form of a JSON value (bool apart from numbers, strings as UTF-16)."""
+    from sdkdiff.drivers import typed_json
+    return typed_json(value)
 
 
 def _utf16(text):
-    return text.encode("utf-16-le", "surrogatepass") if isinstance(text, str) else text
+    from sdkdiff.drivers import utf16
+    return utf16(text)
 
 
 def same_arguments(theirs, ours, custom=False) -> bool:

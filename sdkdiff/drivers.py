@@ -41,6 +41,8 @@ __all__ = [
     "openai_agents",
     "google_genai_chunks",
     "DRIVERS",
+    "typed_json",
+    "utf16",
 ]
 
 # distribution name -> importable top-level module
@@ -67,6 +69,26 @@ PROFILE_DRIVERS = {
 }
 
 Call = dict  # {"id": str | None, "name": str | None, "arguments": str | None, "kind": "function" | "custom"}
+
+
+def utf16(text: Any) -> Any:
+    """A string as UTF-16 code units (a surrogate pair and its two halves are the same text)."""
+    return text.encode("utf-16-le", "surrogatepass") if isinstance(text, str) else text
+
+
+def typed_json(value: Any) -> Any:
+    """A JSON value for comparison: bool kept apart from numbers (Python has True == 1), strings as UTF-16."""
+    if isinstance(value, str):
+        return ("str", utf16(value))
+    if isinstance(value, bool) or value is None:
+        return (type(value).__name__, value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", [typed_json(item) for item in value])
+    if isinstance(value, dict):
+        return ("object", {key: typed_json(item) for key, item in value.items()})
+    return ("other", repr(value))
 
 
 class DriverError(Exception):

@@ -62,21 +62,7 @@ def _same_id(sdk_id, our_id, allow_repeat):
     return rest == 0 and times >= 1 and sdk_id == our_id * times
 
 
-def _typed(value):
-    """A JSON value with bool kept apart from numbers (Python has True == 1)."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return (type(value).__name__, value)
-    if isinstance(value, (int, float)):
-        return ("number", value)
-    if isinstance(value, list):
-        return ("array", [_typed(item) for item in value])
-    if isinstance(value, dict):
-        return ("object", {key: _typed(item) for key, item in value.items()})
-    return ("other", repr(value))
-
-
-def _utf16(text):
-    return text.encode("utf-16-le", "surrogatepass") if isinstance(text, str) else text
+_typed, _utf16 = drivers.typed_json, drivers.utf16
 
 
 def _same_arguments(sdk_args, our_args, as_json):
