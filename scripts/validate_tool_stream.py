@@ -1284,12 +1284,19 @@ class AnthropicNormalizer:
         would emit exactly Fragment(pos, key, None, None, text) for it.  None
         is always a safe answer: the gate then takes the general path.
         """
-        if type(event) is not dict or event.get("type") != "content_block_delta":
+        if type(event) is not dict:
             return None
-        index, delta, state = event.get("index"), event.get("delta"), self.state
-        if type(index) is not int or type(delta) is not dict or delta.get("type") != "input_json_delta":
+        try:  # subscripts, not get(): this runs for nearly every event
+            if event["type"] != "content_block_delta":
+                return None
+            index, delta = event["index"], event["delta"]
+            if type(index) is not int or type(delta) is not dict or delta["type"] != "input_json_delta":
+                return None
+            partial = delta["partial_json"]
+        except KeyError:
             return None
-        partial, block = delta.get("partial_json"), state.blocks.get(index)
+        state = self.state
+        block = state.blocks.get(index)
         if (type(partial) is not str or block is None or block[0] != "tool_use" or not state.started
                 or state.closed or state.stopped_reason):
             return None
@@ -3499,6 +3506,17 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
     """Depth limit and (when strings) lone surrogate escapes, walked without recursion."""
+    if not strings:  # depth alone: visit containers level by level, leaves only to pass them by
+        level, depth, containers = [value] if isinstance(value, (dict, list)) else [], 1, (dict, list)
+        while level:
+            if depth > max_depth:
+                raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
+            deeper: list[Any] = []
+            for node in level:
+                deeper += [item for item in (node.values() if isinstance(node, dict) else node)
+                           if isinstance(item, containers)]
+            level, depth = deeper, depth + 1
+        return
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -5889,7 +5907,7 @@ class StreamGate:
             at = position
             position = at + 1   # taken first: an exception from the item shifts no later position
             hit = plain(item)
-            if hit is None or not append(*hit):
+            if hit is None or not append(hit[0], hit[1]):
                 for event in translate(at, item):
                     handlers[type(event)](event)
                 if machine.saturated:
@@ -5927,7 +5945,7 @@ class StreamGate:
             if not machine.saturated:
                 for item in iterator:
                     hit = plain(item)
-                    if hit is None or not append(*hit):
+                    if hit is None or not append(hit[0], hit[1]):
                         for event in translate(position, item):
                             handlers[type(event)](event)
                     position += 1

@@ -262,6 +262,18 @@ class DeepNesting(Bounded):
         report = self.run_doc(one_call(too_deep), vts.Limits(max_depth=65))
         self.assertEqual(report["status"], "pass")
 
+    def test_depth_limit_boundary_in_a_wide_value(self):
+        # Many shallow siblings (more brackets than the limit) beside one branch of objects and
+        # lists in turn: the depth walk must find the deep branch wherever it sits.
+        def args(levels: int) -> str:
+            branch = "1"
+            for k in range(levels - 1):
+                branch = ('{"k":%s}' if k % 2 else "[%s]") % branch
+            wide = "[" + ",".join(['{"x":[1]}'] * 100) + "]"
+            return '{"w":%s,"deep":%s,"v":%s}' % (wide, branch, wide)
+        self.assertEqual(self.run_doc(one_call(args(64)))["status"], "pass")
+        self.assert_codes(self.run_doc(one_call(args(65))), ["limit_exceeded"])
+
     def test_100k_nested_anthropic_start_input(self):
         events = anthropic_events([], start_input={"a": deep_list(self.LEVELS)})
         report = self.run_doc({"profile": "anthropic", "tool_schemas": SCHEMAS, "events": events})
