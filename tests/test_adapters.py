@@ -110,6 +110,93 @@ for _name in drivers.ADAPTERS:
 del _name, _class
 
 
+class VercelBatches(unittest.TestCase):
+    """run.py's one node start per group of fixtures (prefetch), with node replaced by a fake."""
+
+    def setUp(self):
+        self.module = drivers._vercel_module()
+        if self.module is None or not hasattr(self.module, "prefetch"):
+            self.fail("adapters/vercel/driver.py has no prefetch()")
+        self.batches = []
+        self.real_batch = self.module.vercel_batch
+
+        def fake_batch(jobs, timeout=None):
+            self.batches.append([job["stream"][0]["n"] for job in jobs])
+            return [{"calls": [{"id": "c", "name": "f", "input": {"n": job["stream"][0]["n"]}, "invalid": False}],
+                     "executable": True} for job in jobs]
+        self.module.vercel_batch = fake_batch
+        self.addCleanup(setattr, self.module, "vercel_batch", self.real_batch)
+        self.addCleanup(self.module._PREFETCHED.clear)
+
+    def turn(self, n, profile="anthropic"):
+        return (profile, [{"n": n}], {"f": {"type": "object"}}, None)
+
+    def test_prefetched_turns_start_no_node(self):
+        taken = drivers.prefetch("vercel-ai-sdk", [self.turn(1), self.turn(2), self.turn(3, "mistral")])
+        self.assertEqual(taken, 2)                       # mistral: a profile the driver does not read
+        self.assertEqual(self.batches, [[1, 2]])         # one process for the group
+        calls = drivers.run("vercel-ai-sdk", *self.turn(2))
+        self.assertEqual([c["arguments"] for c in calls], ['{"n":2}'])
+        self.assertEqual(self.batches, [[1, 2]])         # read from the stored result
+        drivers.run("vercel-ai-sdk", *self.turn(2))      # handed out once: now replayed on its own
+        self.assertEqual(self.batches, [[1, 2], [2]])
+        drivers.run("vercel-ai-sdk", "anthropic", [{"n": 1}], {"f": {"type": "object"}}, {"tools": ["f"]})
+        self.assertEqual(self.batches[-1], [1])          # another request is another turn
+
+    def test_a_failed_batch_stores_nothing(self):
+        def broken(jobs, timeout=None):
+            raise self.module.VercelError("driver exited 1")
+        self.module.vercel_batch = broken
+        self.assertEqual(drivers.prefetch("vercel-ai-sdk", [self.turn(1)]), 0)
+        self.assertEqual(self.module._PREFETCHED, {})
+
+    def test_other_adapters_take_no_prefetch(self):
+        self.assertEqual(drivers.prefetch("litellm", [self.turn(1, "openai")]), 0)
+        self.assertEqual(self.batches, [])
+
+
+class SpeedHarness(unittest.TestCase):
+    """adapters/speed.py's measurement loop, with a runner that times itself (the node rows)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_vts_speed", os.path.join(ROOT, "adapters", "speed.py"))
+        cls.speed = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.speed)
+
+    def test_a_self_timed_run_counts_its_own_figure(self):
+        runs = []
+
+        def runner(progress):
+            runs.append(1)
+            return self.speed.Timed(["result"], 0.25 + len(runs))   # slower each time: the first is best
+        checked = []
+        timing = self.speed.measure(runner, 3, 60, checked.append)
+        self.assertEqual(timing.best, 1.25)
+        self.assertEqual(timing.runs, 3)
+        self.assertEqual(checked, [["result"]] * 3)   # the check sees the result, not the Timed
+
+
+class VercelTimingMode(unittest.TestCase):
+    """driver.mjs's time_runs mode, with node (skipped without adapters/vercel/node_modules)."""
+
+    def test_time_runs(self):
+        ok, info = drivers.availability("vercel-ai-sdk")
+        if not ok:
+            self.skipTest(f"vercel-ai-sdk unavailable: {info}")
+        module = drivers._vercel_module()
+        with open(os.path.join(FIXTURES, "anthropic", "pass-three-parallel-tool-uses.json"), encoding="utf-8") as fh:
+            doc = json.load(fh)
+        job = {"profile": "anthropic", "tool_schemas": doc["tool_schemas"], "stream": doc["events"]}
+        plain, timed = module.vercel_batch([job, dict(job, time_runs=3)])
+        self.assertEqual(len(timed["timings_ms"]), 3)
+        self.assertTrue(all(isinstance(t, (int, float)) and t > 0 for t in timed["timings_ms"]))
+        self.assertNotIn("timings_ms", plain)
+        self.assertEqual(timed["calls"], plain["calls"])
+        self.assertEqual(len(plain["calls"]), 3)
+
+
 def _call(call_id="c1", name="f", arguments='{"a":1}', kind="function"):
     return {"id": call_id, "name": name, "arguments": arguments, "kind": kind}
 

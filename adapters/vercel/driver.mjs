@@ -2,11 +2,15 @@
 // (`streamText`) and report the tool calls it would hand to execution.
 //
 // stdin:  JSON list of jobs [{"profile", "tool_schemas", "stream": [payload, ...],
-//         "request"?: {...}, "model"?: "...", "timeout_ms"?: n, "hold_open"?: bool}]
+//         "request"?: {...}, "model"?: "...", "timeout_ms"?: n, "hold_open"?: bool,
+//         "time_runs"?: n}]
 // stdout: one JSON line per job, in job order:
 //         {"calls": [{"id", "name", "input", "invalid", "error"?}], "errors": [...],
 //          "finish": ..., "raw_finish": ..., "executable": bool, "requests": n}
 //         or {"error": "..."} when the job cannot be replayed.
+// time_runs (1-100, for adapters/speed.py): the SSE body is built once, untimed, then
+//         streamText reads it that many times in this process (fewer when timeout_ms runs
+//         out); "timings_ms" lists each run's wall time, the result is the last run's.
 //
 // Safety: tools are declared with `tool({inputSchema: jsonSchema(schema)})` and no
 // `execute`, so the SDK runs nothing; the provider gets a custom `fetch` that serves the
@@ -162,9 +166,8 @@ function jsonSafe(value) {
   return value === undefined ? null : value;
 }
 
-async function replay(job, signal) {
+async function replay(job, signal, body) {
   const spec = PROFILES[job.profile];
-  const body = sseBody(spec, job.stream);
   let requests = 0;
   // Serve the recorded body to the first request only.  Any later request (Gemini
   // re-requests after a CONTINUATION finish) gets an empty 200 event stream.
@@ -262,8 +265,25 @@ export async function runJob(job, defaultTimeout = DEFAULT_TIMEOUT_MS) {
     }, timeoutMs);
   });
   try {
-    const out = await Promise.race([replay(job, controller.signal), timeout]);
-    if (controller.signal.aborted && !out.error) return { error: `timeout after ${timeoutMs} ms` };
+    const body = sseBody(PROFILES[job.profile], job.stream);
+    const runs = Number.isInteger(job.time_runs) ? Math.min(Math.max(job.time_runs, 1), 100) : 0;
+    if (runs === 0) {
+      const out = await Promise.race([replay(job, controller.signal, body), timeout]);
+      if (controller.signal.aborted && !out.error) return { error: `timeout after ${timeoutMs} ms` };
+      return out;
+    }
+    const timings = [];
+    const began = performance.now();
+    let out;
+    while (timings.length < runs) {
+      const start = performance.now();
+      out = await Promise.race([replay(job, controller.signal, body), timeout]);
+      if (controller.signal.aborted || out.error) return out.error ? out : { error: `timeout after ${timeoutMs} ms` };
+      const took = performance.now() - start;
+      timings.push(took);
+      if (performance.now() - began + took > timeoutMs) break;  // the next run would pass the limit
+    }
+    out.timings_ms = timings;
     return out;
   } catch (error) {
     return { error: describe(error) };

@@ -4,7 +4,9 @@
 through ``streamText`` of the Vercel AI SDK (pinned in package.json beside this file) and
 returns the tool calls it would hand to execution, as ``[{"id", "name", "arguments"}]``
 with ``arguments`` the compact JSON of the SDK's parsed input.  ``vercel_batch(jobs)``
-replays many turns with one Node.js process.  Nothing here imports a third-party Python
+replays many turns with one Node.js process; ``prefetch(turns)`` does that ahead of the
+``vercel_calls`` that will ask for them (adapters/run.py: one node start per group of
+fixtures instead of one per fixture).  Nothing here imports a third-party Python
 package; Node.js and ``npm ci`` in this folder are needed for the SDK itself.
 """
 
@@ -16,7 +18,8 @@ import shutil
 import subprocess
 from typing import Any, Iterable, Optional
 
-__all__ = ["VercelError", "available", "vercel_calls", "vercel_batch", "HERE", "DRIVER", "SUPPORTED_PROFILES"]
+__all__ = ["VercelError", "available", "vercel_calls", "vercel_batch", "prefetch", "HERE", "DRIVER",
+           "SUPPORTED_PROFILES"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "driver.mjs")
@@ -110,6 +113,45 @@ def _as_call(call: dict) -> dict:
     }
 
 
+def _job(profile: str, stream: list, tool_schemas: dict, request: Optional[dict] = None,
+         model: Optional[str] = None) -> dict[str, Any]:
+    job: dict[str, Any] = {"profile": profile, "tool_schemas": tool_schemas, "stream": stream}
+    if request is not None:
+        job["request"] = request
+    if model is not None:
+        job["model"] = model
+    return job
+
+
+# Results replayed ahead of time, by the job's exact JSON text; each is handed out once.
+_PREFETCHED: dict[str, dict] = {}
+
+
+def prefetch(turns: Iterable[tuple]) -> int:
+    """Replay the turns (profile, stream, tool_schemas[, request]) in one node process ahead of
+    vercel_calls for the same arguments, which then reads the stored result instead of
+    starting node.  Returns how many were stored; a batch that fails stores nothing (each
+    vercel_calls then replays its own turn), and a job that is not strict JSON is left to it."""
+    jobs, keys = [], []
+    for turn in turns:
+        job = _job(*turn)
+        try:
+            key = _encode_job(job)
+        except (TypeError, ValueError):
+            continue
+        jobs.append(job)
+        keys.append(key)
+    if not jobs:
+        return 0
+    try:
+        results = vercel_batch(jobs)
+    except VercelError:
+        return 0
+    for key, result in zip(keys, results):
+        _PREFETCHED[key] = result
+    return len(jobs)
+
+
 def vercel_calls(profile: str, stream: list, tool_schemas: dict, request: Optional[dict] = None,
                  model: Optional[str] = None, honor_finish: bool = True) -> list[dict]:
     """The calls the Vercel AI SDK would hand to execution for this turn, in order, as
@@ -120,12 +162,15 @@ def vercel_calls(profile: str, stream: list, tool_schemas: dict, request: Option
     replay the stream.
     The SDK's own errors on a replayed stream are not raised: they are in vercel_batch's
     "errors"."""
-    job: dict[str, Any] = {"profile": profile, "tool_schemas": tool_schemas, "stream": stream}
-    if request is not None:
-        job["request"] = request
-    if model is not None:
-        job["model"] = model
-    (result,) = vercel_batch([job])
+    job = _job(profile, stream, tool_schemas, request, model)
+    result = None
+    if _PREFETCHED:
+        try:
+            result = _PREFETCHED.pop(_encode_job(job), None)
+        except (TypeError, ValueError):
+            result = None
+    if result is None:
+        (result,) = vercel_batch([job])
     if "error" in result:
         raise VercelError(result["error"])
     if honor_finish and not result.get("executable"):
