@@ -737,6 +737,20 @@ def growth(rows: list[Row]) -> list[tuple[str, ...]]:
 GROWTH_HEADERS = ("shape", "profile", "adapter", "adapter 2x/1x", "validate_envelope 2x/1x", "StreamGate.feed 2x/1x")
 
 
+def summary(rows: list[Row], limit: float) -> list[tuple[str, ...]]:
+    """The 1x rows with the adapter's growth to 2x (the table in the project README)."""
+    grew = {(shape, profile, adapter): adapter_growth for shape, profile, adapter, adapter_growth, _, _ in growth(rows)}
+    short = {"a": "a: 1 MB / 10k deltas", "b": "b: 100k items", "c": "c: 64 x 250 deltas"}
+    return [(short[r.shape], r.profile, with_version(r.adapter, r.version), fmt_timing(r.adapter_t),
+             fmt_timing(r.validate_t), fmt_timing(r.gate_t), ratio(r.adapter_t, r.validate_t, limit),
+             grew.get((r.shape, r.profile, r.adapter), "-"))
+            for r in rows if r.scale == 1]
+
+
+SUMMARY_HEADERS = ("shape (1x)", "profile", "adapter", "adapter ms", "validate_envelope ms", "StreamGate.feed ms",
+                   "adapter / validate", "adapter growth 2x/1x")
+
+
 def plain_table(headers, cells) -> str:
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)),
@@ -778,7 +792,8 @@ def render(rows: list[Row], notes: list[str], timed: list[str], args, argv: list
     out += ["", "Shapes: " + "; ".join(f"{k} = {v}" for k, v in SHAPES.items())
             + ". validate_envelope and StreamGate.feed (feed per item, then finish) are the same measurement "
             "on every row of one stream.", ""]
-    out += [table(HEADERS, table_cells(rows, args.limit)), ""]
+    out += ["Summary, 1x sizes:", "", table(SUMMARY_HEADERS, summary(rows, args.limit)), ""]
+    out += ["All rows:", "", table(HEADERS, table_cells(rows, args.limit)), ""]
     out += ["Growth from 1x to 2x (about 2 = linear, about 4 = quadratic):", ""]
     out += [table(GROWTH_HEADERS, growth(rows)), ""]
     out += ["What the adapter column times (objects built before timing):", ""]
