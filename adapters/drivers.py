@@ -511,17 +511,24 @@ def vercel_ai_sdk(profile, stream, tool_schemas=None, request=None) -> Calls:
     return Calls(_call(c.get("id"), c.get("name"), c.get("arguments"), c.get("kind", "function")) for c in calls)
 
 
+PREFETCHING = frozenset({"vercel-ai-sdk"})   # adapters that replay many turns at once (see prefetch)
+
+
 def prefetch(adapter: str, turns: list[tuple]) -> int:
     """Let an adapter replay many turns ahead of run() (profile, stream, tool_schemas, request);
-    only the Vercel AI SDK driver does (one node process for all). Returns how many it took."""
-    if adapter != "vercel-ai-sdk":
+    only the Vercel AI SDK driver does (one node process for all). Returns how many it took;
+    a failure takes none (run() then replays each turn on its own)."""
+    if adapter not in PREFETCHING:
         return 0
-    module = _vercel_module()
-    if module is None or not hasattr(module, "prefetch"):
+    try:
+        module = _vercel_module()
+        if module is None or not hasattr(module, "prefetch"):
+            return 0
+        supported = getattr(module, "SUPPORTED_PROFILES", ())
+        return module.prefetch([(profile, stream, tool_schemas if isinstance(tool_schemas, dict) else {}, request)
+                                for profile, stream, tool_schemas, request in turns if profile in supported])
+    except Exception:
         return 0
-    supported = getattr(module, "SUPPORTED_PROFILES", ())
-    return module.prefetch([(profile, stream, tool_schemas if isinstance(tool_schemas, dict) else {}, request)
-                            for profile, stream, tool_schemas, request in turns if profile in supported])
 
 
 DRIVERS: dict[str, Callable[..., Calls]] = {

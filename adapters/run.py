@@ -415,8 +415,11 @@ def main(argv=None) -> int:
     tallies = [Tally(name, drivers.version(name)) for name in adapters]
     for start in range(0, len(files), PREFETCH_GROUP):
         group = files[start:start + PREFETCH_GROUP]
-        for name in adapters:   # one node start for the group, not one per fixture
-            drivers.prefetch(name, [turn for turn in (_turn(path, vts.STREAM_KEY) for path in group) if turn])
+        prefetching = [name for name in adapters if name in drivers.PREFETCHING]
+        if prefetching:   # one node start for the group, not one per fixture
+            turns = [turn for turn in (_turn(path, vts.STREAM_KEY) for path in group) if turn]
+            for name in prefetching:
+                drivers.prefetch(name, turns)
         for path in group:
             line = evaluate(path, adapters, vts, drivers)
             for tally in tallies:

@@ -8,9 +8,11 @@
 //         {"calls": [{"id", "name", "input", "invalid", "error"?}], "errors": [...],
 //          "finish": ..., "raw_finish": ..., "executable": bool, "requests": n}
 //         or {"error": "..."} when the job cannot be replayed.
-// time_runs (1-100, for adapters/speed.py): the SSE body is built once, untimed, then
-//         streamText reads it that many times in this process (fewer when timeout_ms runs
-//         out); "timings_ms" lists each run's wall time, the result is the last run's.
+// time_runs (for adapters/speed.py; an integer, clamped to 1-100): the SSE body is built once,
+//         untimed, then streamText reads it that many times in this process (fewer when
+//         timeout_ms runs out: a run that would pass it is not started, one cut by it is
+//         dropped); "timings_ms" lists each completed run's wall time, the result is the last
+//         completed run's.
 //
 // Safety: tools are declared with `tool({inputSchema: jsonSchema(schema)})` and no
 // `execute`, so the SDK runs nothing; the provider gets a custom `fetch` that serves the
@@ -277,8 +279,12 @@ export async function runJob(job, defaultTimeout = DEFAULT_TIMEOUT_MS) {
     let out;
     while (timings.length < runs) {
       const start = performance.now();
-      out = await Promise.race([replay(job, controller.signal, body), timeout]);
-      if (controller.signal.aborted || out.error) return out.error ? out : { error: `timeout after ${timeoutMs} ms` };
+      const run = await Promise.race([replay(job, controller.signal, body), timeout]);
+      if (controller.signal.aborted || run.error) {
+        if (timings.length) break;  // a later run ran out of time: the runs already timed stand
+        return run.error ? run : { error: `timeout after ${timeoutMs} ms` };
+      }
+      out = run;
       const took = performance.now() - start;
       timings.push(took);
       if (performance.now() - began + took > timeoutMs) break;  // the next run would pass the limit

@@ -145,7 +145,7 @@ def prefetch(turns: Iterable[tuple]) -> int:
         return 0
     try:
         results = vercel_batch(jobs)
-    except VercelError:
+    except Exception:  # VercelError, or output that is not JSON: each call replays its own turn
         return 0
     for key, result in zip(keys, results):
         _PREFETCHED[key] = result
