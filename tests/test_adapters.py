@@ -150,6 +150,25 @@ class VercelBatches(unittest.TestCase):
         self.assertEqual(drivers.prefetch("vercel-ai-sdk", [self.turn(1)]), 0)
         self.assertEqual(self.module._PREFETCHED, {})
 
+    def test_a_batch_that_prints_no_json_stores_nothing(self):
+        def garbled(jobs, timeout=None):
+            return json.loads("node printed this")   # what vercel_batch raises on a non-JSON line
+        self.module.vercel_batch = garbled
+        self.assertEqual(drivers.prefetch("vercel-ai-sdk", [self.turn(1)]), 0)
+        self.assertEqual(self.module._PREFETCHED, {})
+
+    def test_run_py_survives_a_failing_prefetch(self):
+        def garbled(jobs, timeout=None):
+            if len(jobs) > 1:
+                raise ValueError("not JSON")
+            return [{"calls": [], "executable": True, "errors": []}]
+        self.module.vercel_batch = garbled
+        path = os.path.join(FIXTURES, "anthropic", "pass-three-parallel-tool-uses.json")
+        turn = harness._turn(path, vts.STREAM_KEY)
+        self.assertEqual(drivers.prefetch("vercel-ai-sdk", [turn, turn]), 0)
+        line = harness.evaluate(path, ["vercel-ai-sdk"], vts, drivers)   # replayed on its own
+        self.assertEqual(line["adapters"]["vercel-ai-sdk"]["verdict"], "refuses")
+
     def test_other_adapters_take_no_prefetch(self):
         self.assertEqual(drivers.prefetch("litellm", [self.turn(1, "openai")]), 0)
         self.assertEqual(self.batches, [])
@@ -176,6 +195,18 @@ class SpeedHarness(unittest.TestCase):
         self.assertEqual(timing.best, 1.25)
         self.assertEqual(timing.runs, 3)
         self.assertEqual(checked, [["result"]] * 3)   # the check sees the result, not the Timed
+
+    def test_the_allowance_covers_what_lies_outside_a_self_timed_figure(self):
+        import signal
+        import time
+        if not hasattr(signal, "setitimer"):
+            self.skipTest("no interval timer here: speed.py sets no limit")
+
+        def slow_start(progress):
+            time.sleep(0.4)                              # node start: outside its own figure
+            return self.speed.Timed(["result"], 0.01)
+        self.assertIsNone(self.speed.measure(slow_start, 1, 0.2).best)            # no allowance: cut
+        self.assertEqual(self.speed.measure(slow_start, 1, 0.2, None, 1.0).best, 0.01)
 
 
 class VercelTimingMode(unittest.TestCase):
