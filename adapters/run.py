@@ -220,43 +220,41 @@ def _codes(report) -> list[str]:
 PREFETCH_GROUP = 32   # fixtures whose turns an adapter may replay together ahead of evaluate()
 
 
-def _turn(path, stream_key):
-    """(profile, stream, tool_schemas, request) of a fixture, as evaluate() hands them to a driver."""
-    try:
-        with open(path, "rb") as handle:
-            doc = json.loads(handle.read())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("profile"), str):
-        return None
-    key = stream_key.get(doc["profile"])
-    stream = doc.get(key) if key else None
-    return (doc["profile"], stream, doc.get("tool_schemas"), doc.get("request")) if isinstance(stream, list) else None
-
-
-def evaluate(path, adapters, vts, drivers) -> dict:
-    """The JSON line for one fixture."""
+def _load(path) -> tuple[bytes, object]:
+    """The fixture's bytes, and its JSON value (None when it is not JSON)."""
     with open(path, "rb") as handle:
         data = handle.read()
+    try:
+        return data, json.loads(data)
+    except (ValueError, RecursionError):
+        return data, None
+
+
+def _turn(doc, stream_key):
+    """(profile, stream, tool_schemas, request): what a driver is handed, or None when the
+    envelope has no stream an adapter could be fed."""
+    profile = doc.get("profile") if isinstance(doc, dict) else None
+    key = stream_key.get(profile) if isinstance(profile, str) else None
+    stream = doc.get(key) if key else None
+    return (profile, stream, doc.get("tool_schemas"), doc.get("request")) if isinstance(stream, list) else None
+
+
+def evaluate(path, adapters, vts, drivers, loaded=None) -> dict:
+    """The JSON line for one fixture (loaded: what _load(path) returns, when already read)."""
+    data, doc = loaded if loaded is not None else _load(path)
     report = vts.validate_bytes(data)
     line = {"fixture": path, "profile": report.get("profile"), "status": report["status"],
             "codes": _codes(report), "calls": _our_calls(report), "adapters": {}}
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        doc = None
-    profile = doc.get("profile") if isinstance(doc, dict) else None
-    key = vts.STREAM_KEY.get(profile) if isinstance(profile, str) else None
-    stream = doc.get(key) if key else None
+    turn = _turn(doc, vts.STREAM_KEY)
     for name in adapters:
         entry: dict = {}
         calls, refused, unsupported = [], False, False
-        if not isinstance(stream, list):
+        if turn is None:
             unsupported = True
             entry["note"] = "no stream this adapter could be fed (not JSON, unknown profile or stream key)"
         else:
             try:
-                calls = drivers.run(name, profile, stream, doc.get("tool_schemas"), doc.get("request"))
+                calls = drivers.run(name, *turn)
                 entry["calls"] = list(calls)
                 if getattr(calls, "not_executed", None):
                     entry["not_executed"] = calls.not_executed
@@ -413,15 +411,15 @@ def main(argv=None) -> int:
         return EXIT_USAGE
 
     tallies = [Tally(name, drivers.version(name)) for name in adapters]
+    prefetching = [name for name in adapters if name in drivers.PREFETCHING]
     for start in range(0, len(files), PREFETCH_GROUP):
-        group = files[start:start + PREFETCH_GROUP]
-        prefetching = [name for name in adapters if name in drivers.PREFETCHING]
+        group = [(path, _load(path)) for path in files[start:start + PREFETCH_GROUP]]
         if prefetching:   # one node start for the group, not one per fixture
-            turns = [turn for turn in (_turn(path, vts.STREAM_KEY) for path in group) if turn]
+            turns = [turn for turn in (_turn(doc, vts.STREAM_KEY) for _, (_, doc) in group) if turn]
             for name in prefetching:
                 drivers.prefetch(name, turns)
-        for path in group:
-            line = evaluate(path, adapters, vts, drivers)
+        for path, loaded in group:
+            line = evaluate(path, adapters, vts, drivers, loaded)
             for tally in tallies:
                 tally.add(line)
             if not args.quiet:

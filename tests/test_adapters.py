@@ -164,7 +164,7 @@ class VercelBatches(unittest.TestCase):
             return [{"calls": [], "executable": True, "errors": []}]
         self.module.vercel_batch = garbled
         path = os.path.join(FIXTURES, "anthropic", "pass-three-parallel-tool-uses.json")
-        turn = harness._turn(path, vts.STREAM_KEY)
+        turn = harness._turn(harness._load(path)[1], vts.STREAM_KEY)
         self.assertEqual(drivers.prefetch("vercel-ai-sdk", [turn, turn]), 0)
         line = harness.evaluate(path, ["vercel-ai-sdk"], vts, drivers)   # replayed on its own
         self.assertEqual(line["adapters"]["vercel-ai-sdk"]["verdict"], "refuses")
