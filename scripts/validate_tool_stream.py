@@ -434,6 +434,10 @@ _ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _ANY_BOUNDARY = re.compile(r'(?<=[0-9el\]}"])(?<!\\")[ \t\n\r]*,[ \t\n\r]*')
 _LIST_BOUNDARY = re.compile(r"(?<=\])[ \t\n\r]*,[ \t\n\r]*(?=\[)")
 _BATCH_CHARS = 1 << 15
+# See _ArrayItems: a recognised run shorter than _SHORT_RUN_CHARS turns runs off for a batch;
+# where no run starts, batches start at _RUN_BATCH_CHARS, so that one is looked for again soon.
+_SHORT_RUN_CHARS = 1 << 10
+_RUN_BATCH_CHARS = 1 << 10
 
 # Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
 # by the text.  Read piece by piece, a value sits shallower than in the whole document,
@@ -487,25 +491,60 @@ class _ArrayItems:
     leaves a bracket open, so the batch is then not one complete list and
     fails to parse; only then are those items read one at a time.  A batch
     that parses is exactly the items the whole list holds there.
+
+    runs(text, pos), when given, is asked first wherever a batch or an item
+    would start.  It may answer (run, end): one object standing for the items
+    of text[pos:end] (the caller knows what it stands for; see FragmentRun),
+    which is yielded in their place.  Where runs declines, the batch is
+    short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
+    by item; each further decline doubles that length, up to a full batch,
+    and a run brings it back.  A run shorter than _SHORT_RUN_CHARS costs more
+    than it saves, so after one, runs rest for a full batch.
     """
 
-    def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> None:
-        self.text, self.start, self.scan = text, start, scan
+    def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
+                 runs: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
+        self.text, self.start, self.scan, self.runs = text, start, scan, runs
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, item_end = self.text, self.scan, _ITEM_END.match
+        text, scan, item_end, runs = self.text, self.scan, _ITEM_END.match, self.runs
         objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
             return
         batch_from = pos  # after a failed candidate, items go one by one up to it
+        runs_from = pos if runs is not None else len(text) + 1  # where runs(text, pos) is next asked (past the end: never)
+        run_batch = _RUN_BATCH_CHARS  # the length of the next batch while runs are looked for
         while True:
+            length = _BATCH_CHARS
+            if pos >= runs_from:
+                hit = runs(text, pos)
+                if hit is None:
+                    length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
+                else:
+                    run, end = hit
+                    run_batch = _RUN_BATCH_CHARS
+                    if end - pos < _SHORT_RUN_CHARS:  # the run did not pay: batches again for a while
+                        runs_from = end + _BATCH_CHARS
+                    yield run
+                    pos = end
+                    if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
+                        pos += 1
+                        continue
+                    sep = item_end(text, pos)
+                    if sep is None:
+                        raise _NotStreamable
+                    pos = sep.end()
+                    if sep.group(1) == "]":
+                        self.end = pos
+                        return
+                    continue
             if pos >= batch_from:
                 is_object = text.startswith("{", pos)
                 cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
-                    text, pos + _BATCH_CHARS)
+                    text, pos + length)
                 if cut is not None:
                     piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
                     wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
@@ -572,7 +611,7 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
             if (gate is None and isinstance(profile, str) and STREAM_KEY.get(profile) == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
                 gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
-                items = _ArrayItems(text, pos, scan)
+                items = _ArrayItems(text, pos, scan, gate._fragment_runs)
                 gate.feed_all(items)
                 value, pos = [], items.end
             else:
@@ -1001,6 +1040,24 @@ class WireProblem(_Record):
         self.index = index
 
 
+class FragmentRun(_Record):
+    """Consecutive wire items, each of which only adds text to slot `key`, read from text at once.
+
+    A normalizer's fragment_run() recognises them in a capture's text (see
+    _ArrayItems).  `pieces` holds each item's text in stream order, empty ones
+    too (len(pieces) is the number of items), and item(piece) rebuilds the wire
+    item, for the gate to translate one by one when the machine cannot take
+    the pieces at once.  Not a neutral event: the gate handles it in their place.
+    """
+
+    __slots__ = ("key", "pieces", "item")
+
+    def __init__(self, key: SlotKey, pieces: list[str], item: Callable[[str], Any]) -> None:
+        self.key = key
+        self.pieces = pieces
+        self.item = item
+
+
 NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
                      WireProblem]
 NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
@@ -1270,11 +1327,76 @@ class _AnthropicState(_Record):
         self.ids: dict[str, str] = {}      # every tool id of this turn -> what it names (a result pairs by it)
 
 
+# An input_json_delta event as the API writes it: compact, members in this order.  A run of
+# them for one block, separated by commas and JSON whitespace, is read at once (fragment_run).
+_ANTHROPIC_DELTA_OPEN = '{"type":"content_block_delta","index":'
+_ANTHROPIC_DELTA_MID = ',"delta":{"type":"input_json_delta","partial_json":"'
+# The inside of a JSON string, exactly as RFC 8259 has it: no quote, backslash or control
+# character unescaped, and only the escapes it lists.
+_JSON_STRING_BODY = r'[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+'
+_RUN_ITEMS = 4096  # events read at once at most: the pieces of one run are held twice while it is read
+
+
+@functools.lru_cache(maxsize=1)
+def _anthropic_run_patterns() -> tuple[re.Pattern, re.Pattern]:
+    """(a run of input_json_delta events for one index, one such event with its string body as the group).
+
+    Compiled on first use: a short capture never needs them.
+    """
+    def event(index: str, body: str) -> str:
+        return re.escape(_ANTHROPIC_DELTA_OPEN) + index + re.escape(_ANTHROPIC_DELTA_MID) + body + re.escape('"}}')
+
+    run = (event(r"(?P<i>0|[1-9][0-9]{0,17})", _JSON_STRING_BODY)
+           + r"(?:[ \t\n\r]*+,[ \t\n\r]*+" + event(r"(?P=i)", _JSON_STRING_BODY) + ")"
+           + "{0,%d}+" % (_RUN_ITEMS - 1))
+    one = event(r"(?:0|[1-9][0-9]{0,17})", "(" + _JSON_STRING_BODY + ")")
+    return re.compile(run), re.compile(one)
+
+
+def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
+    """The event an input_json_delta of block index with that text parses to."""
+    def event(partial: str) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": partial}}
+    return event
+
+
 class AnthropicNormalizer:
     """Translate Messages-API stream events into neutral events, one at a time."""
 
     def __init__(self) -> None:
         self.state = _AnthropicState()
+
+    def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int] | None:
+        """The input_json_delta events for one block that start at text[pos], read at once, and their end.
+
+        A long stream is nearly all such events, and each is a plain fragment
+        (see plain_fragment).  Only what the strict parser reads as exactly those
+        objects is recognised: the compact text of the API's member order (so no
+        member repeats), an index in JSON's integer grammar, and string bodies in
+        RFC 8259's grammar, decoded by json itself.  The block must be one
+        plain_fragment() would answer for; the machine decides the rest (see
+        StreamGate._feed_run).  None (anything else, even valid) leaves the text
+        to the parser.
+        """
+        if not text.startswith(_ANTHROPIC_DELTA_OPEN, pos):
+            return None
+        at = pos + len(_ANTHROPIC_DELTA_OPEN)
+        comma = text.find(",", at, at + 19)
+        digits = text[at:comma] if comma > at else ""
+        if not (digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0")):
+            return None
+        index, state = int(digits), self.state
+        block = state.blocks.get(index)
+        if block is None or block[0] != "tool_use" or not state.started or state.closed or state.stopped_reason:
+            return None
+        run, one = _anthropic_run_patterns()
+        found = run.match(text, pos)
+        if found is None:
+            return None
+        end = found.end()
+        pieces = json.loads('["' + '","'.join(one.findall(text, pos, end)) + '"]')
+        return FragmentRun((None, index), pieces, _anthropic_delta_event(index)), end
 
     def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
         """(slot key, text) when event only adds partial_json to a started tool_use block.
@@ -3249,6 +3371,14 @@ class TurnMachine:
             return False
         if text:
             slot.parts.append(text)
+        return True
+
+    def append_run(self, key: SlotKey, texts: list[str]) -> bool:
+        """append_plain() for several texts at once: all are added, or none (False)."""
+        slot = self.slots.get(key)
+        if slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends:
+            return False
+        slot.parts.extend(filter(None, texts))
         return True
 
     def _on_Fragment(self, event: Fragment) -> None:
@@ -5873,6 +6003,8 @@ class StreamGate:
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._report: dict[str, Any] | None = None
         self.feed = self._feeder()
+        # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
+        self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
 
     @property
     def blocked(self) -> bool:
@@ -5949,6 +6081,11 @@ class StreamGate:
                 for item in iterator:
                     hit = plain(item)
                     if hit is None or not append(hit[0], hit[1]):
+                        if type(item) is FragmentRun:
+                            position = self._feed_run(item, position)
+                            if machine.saturated:
+                                break
+                            continue
                         for event in translate(position, item):
                             handlers[type(event)](event)
                     position += 1
@@ -5961,6 +6098,31 @@ class StreamGate:
             self._move(position)
             if machine.saturated:
                 self._stop()
+
+    def _feed_run(self, run: FragmentRun, position: int) -> int:
+        """Consume the items a FragmentRun stands for; returns the position after them.
+
+        At once when the machine takes every piece as a plain fragment, which is
+        what it would do with each item in turn; otherwise item by item, as
+        feed_all would (past saturation the rest is counted, never examined).
+        """
+        machine = self._machine
+        count = len(run.pieces)
+        if machine.append_run(run.key, run.pieces):
+            return position + count
+        translate, handlers = self._normalizer.translate, machine.handlers
+        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
+        for done, piece in enumerate(run.pieces):
+            if machine.saturated:
+                self._unexamined += count - done
+                return position + count - done
+            item = run.item(piece)
+            hit = plain(item)
+            if hit is None or not append(hit[0], hit[1]):
+                for event in translate(position, item):
+                    handlers[type(event)](event)
+            position += 1
+        return position
 
     def finish(self) -> dict[str, Any]:
         """End of stream: terminal checks, validation, the gate. Returns the report."""

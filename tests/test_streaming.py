@@ -177,8 +177,11 @@ class BatchBoundaries(unittest.TestCase):
             "NaN in a late event": good[:cut] + '"x":NaN,' + good[cut:],
             "data after the envelope": good + " {}",
             "unterminated stream": good[:-2],
+            "cut after a comma between items": good[:good.index('{"type":"message_stop"}')],
             "duplicate top-level key": good[:-1] + ',"profile":"anthropic"}',
         }
+        chunks = json.dumps(envelope("openai", [{"choices": []}] * 3, SAVE_SCHEMA), separators=(",", ":"))
+        broken["cut after a comma between chunks"] = chunks[:chunks.rindex("{")]  # a profile without runs
         for name, text in broken.items():
             blob = text.encode()
             for batch_chars in (1, 300, 1 << 15):
@@ -314,6 +317,216 @@ class PlainFragments(unittest.TestCase):
         many.feed_all(events)
         self.assertEqual(one.finish(), many.finish())
         self.assertEqual(one.finish()["status"], "pass")
+
+
+def without_runs(data: bytes, limits=None) -> dict:
+    """validate_bytes with the Anthropic reader of fragment runs declining everywhere."""
+    with mock.patch.object(vts.AnthropicNormalizer, "fragment_run", lambda self, text, pos: None):
+        return vts.validate_bytes(data, limits)
+
+
+def with_runs_counted(data: bytes, limits=None) -> tuple[dict, list[int]]:
+    """validate_bytes, and the number of events in each run the reader recognised."""
+    taken = []
+    real = vts.AnthropicNormalizer.fragment_run
+
+    def spy(self, text, pos):
+        hit = real(self, text, pos)
+        if hit is not None:
+            taken.append(len(hit[0].pieces))
+        return hit
+
+    with mock.patch.object(vts.AnthropicNormalizer, "fragment_run", spy):
+        return vts.validate_bytes(data, limits), taken
+
+
+def compact(events, schemas=None, separator=","):
+    head = json.dumps({"profile": "anthropic", "tool_schemas": schemas or SAVE_SCHEMA}, separators=(",", ":"))
+    items = separator.join(json.dumps(event, separators=(",", ":")) for event in events)
+    return (head[:-1] + ',"events":[' + items + "]}").encode()
+
+
+def delta(index, text):
+    return {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}}
+
+
+class FragmentRuns(unittest.TestCase):
+    """A run of compact input_json_delta events is read at once: the verdict is that of the parser's path."""
+
+    def agree(self, blob: bytes, limits=None) -> tuple[dict, list[int]]:
+        report, taken = with_runs_counted(blob, limits)
+        self.assertEqual(report, without_runs(blob, limits))
+        with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None):
+            self.assertEqual(report, vts.validate_bytes(blob, limits))
+        return report, taken
+
+    def test_a_long_stream_is_read_in_runs_and_passes_byte_for_byte(self):
+        fragments = rows_fragments(3000)
+        report, taken = self.agree(compact(anthropic_turn(fragments)))
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
+        self.assertGreater(sum(taken), len(fragments) - 20)  # all but the first few deltas
+        self.assertEqual(max(taken), vts._RUN_ITEMS)         # a run stops at _RUN_ITEMS events
+        self.assertGreater(len(fragments), 2 * vts._RUN_ITEMS)
+
+    def test_every_string_escape_and_split_surrogate_pairs(self):
+        value = 'é \"}},{\"type\":\"content_block_delta\" \\ / \b\f\n\r\t \u2028 \U0001f600 \x7f'
+        text = json.dumps({"rows": [value, "}},{"]}, ensure_ascii=True)
+        escapes = compact(anthropic_turn([text[i:i + 3] for i in range(0, len(text), 3)]))
+        # Half of a surrogate pair at the end of one piece, the other half at the start of the next.
+        halves = compact(anthropic_turn(['{"rows":["\ud83d', '\ude00"]}']))
+        self.assertIn(rb'"partial_json":"{\"rows\":[\"\ud83d"}}', halves)
+        for name, data, rows in (("escapes", escapes, [value, "}},{"]), ("surrogate halves", halves, ["\U0001f600"])):
+            with self.subTest(case=name):
+                report, taken = self.agree(data)
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual(json.loads(report["calls"][0]["arguments"]), {"rows": rows})
+                self.assertTrue(taken)
+
+    def test_text_that_is_not_strict_json_is_the_parser_s_verdict(self):
+        good = compact(anthropic_turn(rows_fragments(50))).decode()
+        first = good.index('"partial_json":"', good.index("content_block_delta")) + len('"partial_json":"')
+        broken = {
+            "raw control character": good[:first] + "\x01" + good[first:],
+            "unknown escape": good[:first] + "\\x41" + good[first:],
+            "short unicode escape": good[:first] + "\\u12" + good[first:],
+            "string left open by a backslash": good.replace('"}},{"type":"content_block_stop"', '\\"}},{"type":'
+                                                            '"content_block_stop"', 1),
+            "index with a leading zero": good.replace('"index":0,"delta"', '"index":00,"delta"'),
+            "missing comma between deltas": good.replace('"}},{"type":"content_block_delta"',
+                                                         '"}}{"type":"content_block_delta"', 1),
+            "trailing comma after the last item": good.replace('{"type":"message_stop"}]', '{"type":"message_stop"},]'),
+        }
+        for name, text in broken.items():
+            with self.subTest(case=name):
+                report, _ = self.agree(text.encode())
+                self.assertEqual(report["status"], "blocked")
+                self.assertEqual([f["code"] for f in report["findings"]], ["invalid_fixture"])
+
+    def test_valid_look_alikes_are_parsed_and_agree(self):
+        fragments = rows_fragments(300)
+        events = anthropic_turn(fragments)
+        reordered = [{"index": e["index"], "type": e["type"], "delta": e["delta"]} if e["type"] == "content_block_delta"
+                     else e for e in events]
+        extra = [{**e, "delta": {**e["delta"], "note": 1}} if e["type"] == "content_block_delta" else e for e in events]
+        cases = {"members reordered": compact(reordered), "a member beside partial_json": compact(extra),
+                 "spaced": json.dumps(envelope("anthropic", events, SAVE_SCHEMA)).encode()}
+        for name, blob in cases.items():
+            with self.subTest(case=name):
+                report, taken = self.agree(blob)
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
+                self.assertEqual(taken, [])
+
+    def test_separators_between_items(self):
+        fragments = rows_fragments(300)
+        for separator in (",\n", "\n,", ", ", "\r\n,\t", " , "):
+            with self.subTest(separator=separator):
+                report, taken = self.agree(compact(anthropic_turn(fragments), separator=separator))
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
+                self.assertTrue(taken)
+
+    def test_runs_the_machine_refuses_go_item_by_item(self):
+        fragments = rows_fragments(100)
+        after_stop = anthropic_turn(fragments)
+        stop = after_stop.index({"type": "content_block_stop", "index": 0})
+        after_stop[stop + 1:stop + 1] = [delta(0, " ")] * 300   # a run after the block's stop
+        after_reason = anthropic_turn(fragments)
+        after_reason[-3:-3] = [{"type": "message_delta", "delta": {"stop_reason": "tool_use"}}] + [delta(0, " ")] * 300
+        del after_reason[-2]  # the turn's stop_reason came early, deltas of the open block follow it
+        cases = {
+            "deltas after the block stopped": (after_stop, ["delta_after_terminal"] * 300),
+            "deltas after the turn's stop_reason": (after_reason,  # then its content_block_stop is late too
+                                                    ["delta_after_terminal"] * 301 + ["missing_terminal"]),
+            "the stream cut after the deltas": (anthropic_turn(fragments)[:-3], ["missing_terminal"] * 3),
+        }
+        for name, (events, codes) in cases.items():
+            with self.subTest(case=name):
+                report, taken = self.agree(compact(events))
+                self.assertEqual(report["status"], "blocked")
+                self.assertEqual([f["code"] for f in report["findings"]], codes)
+                self.assertTrue(taken)
+        # Saturated in the middle of a run: the rest of it is counted, never examined.
+        report, taken = self.agree(compact(after_stop), vts.Limits(max_findings=5))
+        self.assertEqual(report["status"], "blocked")
+        # (the turn's own terminals were never examined, so the stream reads as cut short)
+        self.assertEqual([f["code"] for f in report["findings"]],
+                         ["delta_after_terminal"] * 5 + ["missing_terminal", "limit_exceeded"])
+        self.assertTrue(taken)
+
+    def test_blocks_the_reader_does_not_answer_for(self):
+        fragments = rows_fragments(100)
+        text_block = anthropic_turn(fragments)
+        text_block[2:2] = [{"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}]
+        text_block[3:3] = [delta(1, "x")] * 50
+        unstarted = anthropic_turn(fragments)
+        unstarted[2:2] = [delta(7, "x")] * 50
+        before_start = anthropic_turn(fragments)
+        before_start[0:0] = [delta(0, "x")] * 50
+        huge_index = anthropic_turn(fragments)
+        huge_index[2:2] = [delta(10 ** 19, "x")] * 50
+        cases = {"input_json_delta on a text block": (text_block, "unexpected_event"),
+                 "a block never started": (unstarted, "missing_slot"),
+                 "before message_start": (before_start, "unexpected_event"),
+                 "an index past 18 digits": (huge_index, "missing_slot")}
+        for name, (events, code) in cases.items():
+            with self.subTest(case=name):
+                report, _ = self.agree(compact(events))
+                self.assertEqual(report["status"], "blocked")
+                self.assertIn(code, {f["code"] for f in report["findings"]})
+
+    def test_interleaved_blocks_give_short_runs_that_rest(self):
+        # Deltas of 16 blocks in turn: each run is one event; after one, runs rest for a full batch.
+        events = anthropic_turn([])[:1]
+        blocks = 16
+        schemas = {"save": {"type": "object"}}
+        for index in range(blocks):
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "tool_use", "id": f"toolu_{index}", "name": "save", "input": {}}})
+        for k in range(400):
+            for index in range(blocks):
+                events.append(delta(index, '{"a":[' if k == 0 else ("1," if k < 399 else "1]}")))
+        events += [{"type": "content_block_stop", "index": index} for index in range(blocks)]
+        events += anthropic_turn([])[-2:]
+        blob = compact(events, schemas)
+        report, taken = self.agree(blob, None)
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual(len(report["calls"]), blocks)
+        self.assertEqual(set(taken), {1})
+        self.assertLessEqual(len(taken), len(blob) // vts._BATCH_CHARS + 2)
+
+    def test_several_blocks_in_sequence(self):
+        fragments = rows_fragments(300)
+        first, second = anthropic_turn(fragments), anthropic_turn(fragments)
+        for event in second[1:-2]:
+            if "index" in event:
+                event["index"] = 1
+        second[1]["content_block"]["id"] = "toolu_2"
+        events = first[:-2] + second[1:]
+        report, taken = self.agree(compact(events))
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual([c["arguments"] for c in report["calls"]], ["".join(fragments)] * 2)
+        self.assertGreaterEqual(len(taken), 2)
+
+    def test_empty_pieces_add_nothing(self):
+        report, taken = self.agree(compact(anthropic_turn([""] * 100 + ['{"rows":[]}'] + [""] * 100)))
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual(report["calls"][0]["arguments"], '{"rows":[]}')
+        self.assertTrue(taken)
+        # Empty pieces after a start that holds the input: still no fragment beside it.
+        events = anthropic_turn([""] * 100)
+        events[1]["content_block"]["input"] = {"rows": []}
+        report, taken = self.agree(compact(events))
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"rows":[]}'))
+        self.assertTrue(taken)
+        # Only empty pieces: the call has no arguments at all, as with no delta.
+        report, taken = self.agree(compact(anthropic_turn([""] * 200)))
+        none = vts.validate_bytes(compact(anthropic_turn([])))
+        self.assertEqual([c["arguments"] for c in report["calls"]], ["{}"])
+        self.assertEqual([c["arguments"] for c in none["calls"]], ["{}"])
+        self.assertEqual([f["code"] for f in report["findings"]], [f["code"] for f in none["findings"]])
+        self.assertTrue(taken)
 
 
 if __name__ == "__main__":
