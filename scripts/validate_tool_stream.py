@@ -438,6 +438,7 @@ _BATCH_CHARS = 1 << 15
 # where no run starts, batches start at _RUN_BATCH_CHARS, so that one is looked for again soon.
 _SHORT_RUN_CHARS = 1 << 10
 _RUN_BATCH_CHARS = 1 << 10
+_RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
 # Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
 # by the text.  Read piece by piece, a value sits shallower than in the whole document,
@@ -492,8 +493,8 @@ class _ArrayItems:
     fails to parse; only then are those items read one at a time.  A batch
     that parses is exactly the items the whole list holds there.
 
-    runs(text, pos), when given, is asked first wherever a batch or an item
-    would start.  It may answer (run, end): one object standing for the items
+    runs(text, pos), when given and more than _RUNS_MIN_CHARS of text are
+    left, is asked first wherever a batch or an item would start.  It may answer (run, end): one object standing for the items
     of text[pos:end] (the caller knows what it stands for; see FragmentRun),
     which is yielded in their place.  Where runs declines, the batch is
     short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
@@ -515,7 +516,8 @@ class _ArrayItems:
             self.end = pos + 1
             return
         batch_from = pos  # after a failed candidate, items go one by one up to it
-        runs_from = pos if runs is not None else len(text) + 1  # where runs(text, pos) is next asked (past the end: never)
+        # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
+        runs_from = pos if runs is not None and len(text) - pos > _RUNS_MIN_CHARS else len(text) + 1
         run_batch = _RUN_BATCH_CHARS  # the length of the next batch while runs are looked for
         while True:
             length = _BATCH_CHARS
@@ -1327,30 +1329,51 @@ class _AnthropicState(_Record):
         self.ids: dict[str, str] = {}      # every tool id of this turn -> what it names (a result pairs by it)
 
 
-# An input_json_delta event as the API writes it: compact, members in this order.  A run of
-# them for one block, separated by commas and JSON whitespace, is read at once (fragment_run).
-_ANTHROPIC_DELTA_OPEN = '{"type":"content_block_delta","index":'
-_ANTHROPIC_DELTA_MID = ',"delta":{"type":"input_json_delta","partial_json":"'
+# An input_json_delta event: its tokens in the API's member order, the index and the string
+# left open (None).  A run of them for one block is read at once (fragment_run), whatever
+# JSON whitespace separates the tokens (capture writes the envelope indented).
+_ANTHROPIC_DELTA_TOKENS = ("{", '"type"', ":", '"content_block_delta"', ",", '"index"', ":", None, ",", '"delta"', ":",
+                           "{", '"type"', ":", '"input_json_delta"', ",", '"partial_json"', ":", None, "}", "}")
 # The inside of a JSON string, exactly as RFC 8259 has it: no quote, backslash or control
 # character unescaped, and only the escapes it lists.
 _JSON_STRING_BODY = r'[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+'
+_JSON_WS = r"[ \t\n\r]*+"
 _RUN_ITEMS = 4096  # events read at once at most: the pieces of one run are held twice while it is read
+# The layout of a delta event is the text around its index and its string: runs are read in
+# at most _RUN_LAYOUTS layouts per stream, each at most _RUN_LAYOUT_CHARS long.
+_RUN_LAYOUTS = 4
+_RUN_LAYOUT_CHARS = 512
 
 
 @functools.lru_cache(maxsize=1)
-def _anthropic_run_patterns() -> tuple[re.Pattern, re.Pattern]:
-    """(a run of input_json_delta events for one index, one such event with its string body as the group).
+def _anthropic_delta_patterns() -> tuple[re.Pattern, re.Pattern]:
+    """(the event up to the comma after its index, index as group 1; the whole event, index as
+    group 1 and string body as group 2), any JSON whitespace between tokens.
 
     Compiled on first use: a short capture never needs them.
     """
-    def event(index: str, body: str) -> str:
-        return re.escape(_ANTHROPIC_DELTA_OPEN) + index + re.escape(_ANTHROPIC_DELTA_MID) + body + re.escape('"}}')
+    index = "(0|[1-9][0-9]{0,17})"
+    gaps = _JSON_WS
+    head = gaps.join(re.escape(t) if t is not None else index for t in _ANTHROPIC_DELTA_TOKENS[:9])
+    holes = iter((index, f'"({_JSON_STRING_BODY})"'))
+    event = gaps.join(re.escape(t) if t is not None else next(holes) for t in _ANTHROPIC_DELTA_TOKENS)
+    return re.compile(head), re.compile(event)
 
-    run = (event(r"(?P<i>0|[1-9][0-9]{0,17})", _JSON_STRING_BODY)
-           + r"(?:[ \t\n\r]*+,[ \t\n\r]*+" + event(r"(?P=i)", _JSON_STRING_BODY) + ")"
-           + "{0,%d}+" % (_RUN_ITEMS - 1))
-    one = event(r"(?:0|[1-9][0-9]{0,17})", "(" + _JSON_STRING_BODY + ")")
-    return re.compile(run), re.compile(one)
+
+@functools.lru_cache(maxsize=2 * _RUN_LAYOUTS)
+def _anthropic_run_patterns(before: str, between: str, after: str) -> tuple[re.Pattern, re.Pattern]:
+    """(a run of events of one index, one event with its string body as group 1) for one layout.
+
+    An envelope writes every delta event alike, so the text around the index and
+    the string (before, between, after) of the first event is the text of all;
+    as literals they match several times faster than whitespace patterns.
+    """
+    def event(index: str, body: str) -> str:
+        return re.escape(before) + index + re.escape(between) + body + re.escape(after)
+
+    run = (event("(?P<i>0|[1-9][0-9]{0,17})", _JSON_STRING_BODY)
+           + f"(?:{_JSON_WS},{_JSON_WS}{event('(?P=i)', _JSON_STRING_BODY)}){{0,{_RUN_ITEMS - 1}}}+")
+    return re.compile(run), re.compile(event("(?:0|[1-9][0-9]{0,17})", f"({_JSON_STRING_BODY})"))
 
 
 def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
@@ -1366,31 +1389,42 @@ class AnthropicNormalizer:
 
     def __init__(self) -> None:
         self.state = _AnthropicState()
+        self.layouts: set[tuple[str, str, str]] = set()  # of the runs read so far (see fragment_run)
 
     def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int] | None:
         """The input_json_delta events for one block that start at text[pos], read at once, and their end.
 
         A long stream is nearly all such events, and each is a plain fragment
         (see plain_fragment).  Only what the strict parser reads as exactly those
-        objects is recognised: the compact text of the API's member order (so no
-        member repeats), an index in JSON's integer grammar, and string bodies in
-        RFC 8259's grammar, decoded by json itself.  The block must be one
+        objects is recognised: the API's member order (so no member repeats), any
+        JSON whitespace between tokens, an index in JSON's integer grammar, and
+        string bodies in RFC 8259's grammar, decoded by json itself.  A run is
+        the events laid out exactly as its first (see _anthropic_run_patterns);
+        a stream gets at most _RUN_LAYOUTS layouts.  The block must be one
         plain_fragment() would answer for; the machine decides the rest (see
         StreamGate._feed_run).  None (anything else, even valid) leaves the text
         to the parser.
         """
-        if not text.startswith(_ANTHROPIC_DELTA_OPEN, pos):
+        if not text.startswith("{", pos):
             return None
-        at = pos + len(_ANTHROPIC_DELTA_OPEN)
-        comma = text.find(",", at, at + 19)
-        digits = text[at:comma] if comma > at else ""
-        if not (digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0")):
+        head, event = _anthropic_delta_patterns()
+        found = head.match(text, pos)
+        if found is None:
             return None
-        index, state = int(digits), self.state
+        index, state = int(found.group(1)), self.state
         block = state.blocks.get(index)
         if block is None or block[0] != "tool_use" or not state.started or state.closed or state.stopped_reason:
             return None
-        run, one = _anthropic_run_patterns()
+        found = event.match(text, pos)
+        if found is None:
+            return None
+        (digits, digits_end), (body, body_end) = found.span(1), found.span(2)
+        layout = (text[pos:digits], text[digits_end:body], text[body_end:found.end()])
+        if layout not in self.layouts:
+            if len(self.layouts) == _RUN_LAYOUTS or sum(map(len, layout)) > _RUN_LAYOUT_CHARS:
+                return None  # not how an envelope is written: each layout costs a compilation
+            self.layouts.add(layout)
+        run, one = _anthropic_run_patterns(*layout)
         found = run.match(text, pos)
         if found is None:
             return None

@@ -351,7 +351,15 @@ def delta(index, text):
 
 
 class FragmentRuns(unittest.TestCase):
-    """A run of compact input_json_delta events is read at once: the verdict is that of the parser's path."""
+    """A run of input_json_delta events is read at once: the verdict is that of the parser's path.
+
+    Runs are looked for in any stream here, however short (_RUNS_MIN_CHARS is 0).
+    """
+
+    def setUp(self):
+        patcher = mock.patch.object(vts, "_RUNS_MIN_CHARS", 0)
+        patcher.start()
+        self.addCleanup(patcher.stop)
 
     def agree(self, blob: bytes, limits=None) -> tuple[dict, list[int]]:
         report, taken = with_runs_counted(blob, limits)
@@ -409,14 +417,57 @@ class FragmentRuns(unittest.TestCase):
         reordered = [{"index": e["index"], "type": e["type"], "delta": e["delta"]} if e["type"] == "content_block_delta"
                      else e for e in events]
         extra = [{**e, "delta": {**e["delta"], "note": 1}} if e["type"] == "content_block_delta" else e for e in events]
-        cases = {"members reordered": compact(reordered), "a member beside partial_json": compact(extra),
-                 "spaced": json.dumps(envelope("anthropic", events, SAVE_SCHEMA)).encode()}
+        cases = {"members reordered": compact(reordered), "a member beside partial_json": compact(extra)}
         for name, blob in cases.items():
             with self.subTest(case=name):
                 report, taken = self.agree(blob)
                 self.assertEqual(report["status"], "pass")
                 self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
                 self.assertEqual(taken, [])
+
+    def test_any_json_whitespace_between_tokens(self):
+        fragments = rows_fragments(300)
+        doc = envelope("anthropic", anthropic_turn(fragments), SAVE_SCHEMA)
+        for name, text in (("indented, as capture writes it", json.dumps(doc, indent=2)),
+                           ("spaced", json.dumps(doc)), ("tabs and CRLF", json.dumps(doc, indent="\t").replace("\n", "\r\n"))):
+            with self.subTest(layout=name):
+                report, taken = self.agree(text.encode())
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
+                self.assertGreater(sum(taken), len(fragments) - 20)
+
+    def test_layouts_are_bounded(self):
+        # Blocks written in turn in ever other layouts: runs are read in the first _RUN_LAYOUTS only.
+        events, fragments = anthropic_turn([])[:1], rows_fragments(30)
+        for index in range(8):
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "tool_use", "id": f"toolu_{index}", "name": "save", "input": {}}})
+            events += [delta(index, text) for text in fragments] + [{"type": "content_block_stop", "index": index}]
+        events += anthropic_turn([])[-2:]
+        items = []
+        for event in events:
+            item = json.dumps(event, separators=(",", ":"))
+            if event["type"] == "content_block_delta":
+                item = item.replace('"delta":', '"delta":' + " " * event["index"])  # the layout of block index
+            items.append(item)
+        head = json.dumps({"profile": "anthropic", "tool_schemas": SAVE_SCHEMA}, separators=(",", ":"))
+        blob = (head[:-1] + ',"events":[' + ",".join(items) + "]}").encode()
+        report, taken = self.agree(blob)
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual([c["arguments"] for c in report["calls"]], ["".join(fragments)] * 8)
+        self.assertEqual(len(taken), vts._RUN_LAYOUTS)
+        # A layout longer than _RUN_LAYOUT_CHARS is not read in runs.
+        wide = compact(anthropic_turn(fragments)).replace(b'"delta":{', b'"delta":' + b" " * 600 + b"{")
+        report, taken = self.agree(wide)
+        self.assertEqual((report["status"], taken), ("pass", []))
+
+    def test_only_a_long_stream_is_looked_at(self):
+        with mock.patch.object(vts, "_RUNS_MIN_CHARS", 1 << 15):
+            short = compact(anthropic_turn(rows_fragments(10)))
+            long = compact(anthropic_turn(rows_fragments(400)))
+            self.assertLess(len(short), 1 << 15)
+            self.assertEqual(with_runs_counted(short)[1], [])
+            self.assertTrue(with_runs_counted(long)[1])
 
     def test_separators_between_items(self):
         fragments = rows_fragments(300)
