@@ -46,7 +46,8 @@ Invariants (checked in-process for every case, through the CLI every Nth case)
 * findings are in stream order (null positions last); calls are sorted by choice then index;
   every finding listed under a call is also in the report's findings;
 * determinism and path independence: the same bytes give an identical report a second time,
-  through the whole-document parse or through tiny read batches (alternately);
+  through the whole-document parse or through tiny read batches with runs of Anthropic deltas
+  looked for in any stream, however short (alternately);
 * metamorphic: a passing input still passes, with the same calls, after re-serialisation (other
   whitespace and key order), a split of one argument fragment and an ignorable noise element;
 * CLI: exit code in {0,1,2,3}; never "Traceback" on stderr; for 0-2 stdout is one JSON report
@@ -792,24 +793,25 @@ def check_in_process(data, slow_seconds):
         problems.append("rendering failed: %s: %s" % (type(exc).__name__, str(exc)[:200]))
         rendered = None
     # The second run takes another path: the whole-document parse (the reader declining) or
-    # tiny read batches.  Any difference is nondeterminism or a fast path changing a verdict.
+    # tiny read batches with runs of deltas looked for in any stream, however short.  Any
+    # difference is nondeterminism or a fast path changing a verdict.
     whole = len(data) % 2 == 0
-    saved = vts._stream_envelope, vts._BATCH_CHARS
+    saved = vts._stream_envelope, vts._BATCH_CHARS, vts._RUNS_MIN_CHARS
     if whole:
         vts._stream_envelope = lambda text, limits: None
     else:
-        vts._BATCH_CHARS = 7
+        vts._BATCH_CHARS, vts._RUNS_MIN_CHARS = 7, 0
     try:
         again = vts.validate_bytes(data)
         if vts.render_json(again) != rendered:
             problems.append("a second run (%s) gave a different report"
-                            % ("whole-document parse" if whole else "7-character read batches"))
+                            % ("whole-document parse" if whole else "7-character read batches, runs everywhere"))
     except BaseException as exc:  # noqa: BLE001
         if isinstance(exc, KeyboardInterrupt):
             raise
         problems.append("second run raised %s" % type(exc).__name__)
     finally:
-        vts._stream_envelope, vts._BATCH_CHARS = saved
+        vts._stream_envelope, vts._BATCH_CHARS, vts._RUNS_MIN_CHARS = saved
     return problems, report, rendered
 
 

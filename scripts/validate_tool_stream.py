@@ -434,9 +434,9 @@ _ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _ANY_BOUNDARY = re.compile(r'(?<=[0-9el\]}"])(?<!\\")[ \t\n\r]*,[ \t\n\r]*')
 _LIST_BOUNDARY = re.compile(r"(?<=\])[ \t\n\r]*,[ \t\n\r]*(?=\[)")
 _BATCH_CHARS = 1 << 15
-# See _ArrayItems: a recognised run shorter than _SHORT_RUN_CHARS turns runs off for a batch;
-# where no run starts, batches start at _RUN_BATCH_CHARS, so that one is looked for again soon.
-_SHORT_RUN_CHARS = 1 << 10
+# See _ArrayItems: a recognised run of fewer than _SHORT_RUN_ITEMS items turns runs off for a
+# batch; where no run starts, batches start at _RUN_BATCH_CHARS, so that one is looked for again soon.
+_SHORT_RUN_ITEMS = 16
 _RUN_BATCH_CHARS = 1 << 10
 _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
@@ -494,17 +494,19 @@ class _ArrayItems:
     that parses is exactly the items the whole list holds there.
 
     runs(text, pos), when given and more than _RUNS_MIN_CHARS of text are
-    left, is asked first wherever a batch or an item would start.  It may answer (run, end): one object standing for the items
-    of text[pos:end] (the caller knows what it stands for; see FragmentRun),
+    left, is asked first wherever a batch or an item would start.  It may
+    answer (run, end, count): one object standing for the count items of
+    text[pos:end] (the caller knows what it stands for; see FragmentRun),
     which is yielded in their place.  Where runs declines, the batch is
     short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
     by item; each further decline doubles that length, up to a full batch,
-    and a run brings it back.  A run shorter than _SHORT_RUN_CHARS costs more
-    than it saves, so after one, runs rest for a full batch.
+    and a run brings it back.  A run of fewer than _SHORT_RUN_ITEMS items
+    (interleaved blocks) costs more than it saves, so after one, runs rest
+    for a full batch.
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
-                 runs: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
         self.text, self.start, self.scan, self.runs = text, start, scan, runs
         self.end = -1
 
@@ -526,9 +528,9 @@ class _ArrayItems:
                 if hit is None:
                     length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
                 else:
-                    run, end = hit
+                    run, end, count = hit
                     run_batch = _RUN_BATCH_CHARS
-                    if end - pos < _SHORT_RUN_CHARS:  # the run did not pay: batches again for a while
+                    if count < _SHORT_RUN_ITEMS:  # the run did not pay: batches again for a while
                         runs_from = end + _BATCH_CHARS
                     yield run
                     pos = end
@@ -1334,46 +1336,26 @@ class _AnthropicState(_Record):
 # JSON whitespace separates the tokens (capture writes the envelope indented).
 _ANTHROPIC_DELTA_TOKENS = ("{", '"type"', ":", '"content_block_delta"', ",", '"index"', ":", None, ",", '"delta"', ":",
                            "{", '"type"', ":", '"input_json_delta"', ",", '"partial_json"', ":", None, "}", "}")
-# The inside of a JSON string, exactly as RFC 8259 has it: no quote, backslash or control
-# character unescaped, and only the escapes it lists.
-_JSON_STRING_BODY = r'[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+'
-_JSON_WS = r"[ \t\n\r]*+"
-_RUN_ITEMS = 4096  # events read at once at most: the pieces of one run are held twice while it is read
-# The layout of a delta event is the text around its index and its string: runs are read in
-# at most _RUN_LAYOUTS layouts per stream, each at most _RUN_LAYOUT_CHARS long.
-_RUN_LAYOUTS = 4
-_RUN_LAYOUT_CHARS = 512
+_RUN_ITEMS = 4096  # events read at once at most
 
 
 @functools.lru_cache(maxsize=1)
-def _anthropic_delta_patterns() -> tuple[re.Pattern, re.Pattern]:
-    """(the event up to the comma after its index, index as group 1; the whole event, index as
-    group 1 and string body as group 2), any JSON whitespace between tokens.
+def _anthropic_delta_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """Patterns of an input_json_delta event's text, any JSON whitespace between tokens:
+    (from its start to its string's opening quote, with the index as group 1; from the
+    string's closing quote to the event's end; a comma between two items).
 
     Compiled on first use: a short capture never needs them.
     """
-    index = "(0|[1-9][0-9]{0,17})"
-    gaps = _JSON_WS
-    head = gaps.join(re.escape(t) if t is not None else index for t in _ANTHROPIC_DELTA_TOKENS[:9])
-    holes = iter((index, f'"({_JSON_STRING_BODY})"'))
-    event = gaps.join(re.escape(t) if t is not None else next(holes) for t in _ANTHROPIC_DELTA_TOKENS)
-    return re.compile(head), re.compile(event)
+    gap = r"[ \t\n\r]*"
+    cut = _ANTHROPIC_DELTA_TOKENS.index(None, 8)
+    head = gap.join(re.escape(token) if token is not None else "(0|[1-9][0-9]{0,17})"
+                    for token in _ANTHROPIC_DELTA_TOKENS[:cut]) + gap + '"'
+    tail = '"' + gap + gap.join(map(re.escape, _ANTHROPIC_DELTA_TOKENS[cut + 1:]))
+    return re.compile(head), re.compile(tail), re.compile(gap + "," + gap)
 
 
-@functools.lru_cache(maxsize=2 * _RUN_LAYOUTS)
-def _anthropic_run_patterns(before: str, between: str, after: str) -> tuple[re.Pattern, re.Pattern]:
-    """(a run of events of one index, one event with its string body as group 1) for one layout.
-
-    An envelope writes every delta event alike, so the text around the index and
-    the string (before, between, after) of the first event is the text of all;
-    as literals they match several times faster than whitespace patterns.
-    """
-    def event(index: str, body: str) -> str:
-        return re.escape(before) + index + re.escape(between) + body + re.escape(after)
-
-    run = (event("(?P<i>0|[1-9][0-9]{0,17})", _JSON_STRING_BODY)
-           + f"(?:{_JSON_WS},{_JSON_WS}{event('(?P=i)', _JSON_STRING_BODY)}){{0,{_RUN_ITEMS - 1}}}+")
-    return re.compile(run), re.compile(event("(?:0|[1-9][0-9]{0,17})", f"({_JSON_STRING_BODY})"))
+_json_string = json.decoder.scanstring  # the strict parser's own string reader
 
 
 def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
@@ -1389,25 +1371,25 @@ class AnthropicNormalizer:
 
     def __init__(self) -> None:
         self.state = _AnthropicState()
-        self.layouts: set[tuple[str, str, str]] = set()  # of the runs read so far (see fragment_run)
 
-    def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int] | None:
-        """The input_json_delta events for one block that start at text[pos], read at once, and their end.
+    def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
+        """The input_json_delta events for one block that start at text[pos], read at once: (the run,
+        its end, how many events).
 
         A long stream is nearly all such events, and each is a plain fragment
         (see plain_fragment).  Only what the strict parser reads as exactly those
         objects is recognised: the API's member order (so no member repeats), any
         JSON whitespace between tokens, an index in JSON's integer grammar, and
-        string bodies in RFC 8259's grammar, decoded by json itself.  A run is
-        the events laid out exactly as its first (see _anthropic_run_patterns);
-        a stream gets at most _RUN_LAYOUTS layouts.  The block must be one
-        plain_fragment() would answer for; the machine decides the rest (see
-        StreamGate._feed_run).  None (anything else, even valid) leaves the text
-        to the parser.
+        strings read by the parser's own string reader.  The run goes on while
+        the events are laid out exactly as its first, up to _RUN_ITEMS.  The
+        block must be one plain_fragment() would answer for; the machine decides
+        the rest (see StreamGate._feed_run).  None (anything else, even valid)
+        leaves the text to the parser.
         """
         if not text.startswith("{", pos):
             return None
-        head, event = _anthropic_delta_patterns()
+        head, tail, comma = _anthropic_delta_patterns()
+        comma_at = comma.match
         found = head.match(text, pos)
         if found is None:
             return None
@@ -1415,22 +1397,34 @@ class AnthropicNormalizer:
         block = state.blocks.get(index)
         if block is None or block[0] != "tool_use" or not state.started or state.closed or state.stopped_reason:
             return None
-        found = event.match(text, pos)
-        if found is None:
+        try:
+            piece, closing = _json_string(text, found.end())
+        except ValueError:  # not a strict JSON string: the parser says why
             return None
-        (digits, digits_end), (body, body_end) = found.span(1), found.span(2)
-        layout = (text[pos:digits], text[digits_end:body], text[body_end:found.end()])
-        if layout not in self.layouts:
-            if len(self.layouts) == _RUN_LAYOUTS or sum(map(len, layout)) > _RUN_LAYOUT_CHARS:
-                return None  # not how an envelope is written: each layout costs a compilation
-            self.layouts.add(layout)
-        run, one = _anthropic_run_patterns(*layout)
-        found = run.match(text, pos)
-        if found is None:
+        closed = tail.match(text, closing - 1)
+        if closed is None:
             return None
-        end = found.end()
-        pieces = json.loads('["' + '","'.join(one.findall(text, pos, end)) + '"]')
-        return FragmentRun((None, index), pieces, _anthropic_delta_event(index)), end
+        # Every event of the run is laid out as this one: the same text before the string
+        # (index included) and after it.  Only the strings and the commas between may differ.
+        before, after, end = text[pos:found.end()], closed.group(), closed.end()
+        skip, pieces, separator = len(before), [piece], ","
+        append, starts = pieces.append, text.startswith
+        while len(pieces) < _RUN_ITEMS:
+            at = end + len(separator)
+            if not (starts(separator, end) and starts(before, at)):
+                between = comma_at(text, end)
+                if between is None or not starts(before, between.end()):
+                    break
+                separator, at = between.group(), between.end()
+            try:
+                piece, closing = _json_string(text, at + skip)
+            except ValueError:
+                break
+            if not starts(after, closing - 1):
+                break
+            append(piece)
+            end = closing - 1 + len(after)
+        return FragmentRun((None, index), pieces, _anthropic_delta_event(index)), end, len(pieces)
 
     def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
         """(slot key, text) when event only adds partial_json to a started tool_use block.
@@ -6125,9 +6119,10 @@ class StreamGate:
                     position += 1
                     if machine.saturated:
                         break
-            for _ in iterator:  # saturated: counted, never examined
-                position += 1
-                self._unexamined += 1
+            for item in iterator:  # saturated: counted, never examined
+                count = len(item.pieces) if type(item) is FragmentRun else 1
+                position += count
+                self._unexamined += count
         finally:
             self._move(position)
             if machine.saturated:

@@ -333,7 +333,8 @@ def with_runs_counted(data: bytes, limits=None) -> tuple[dict, list[int]]:
     def spy(self, text, pos):
         hit = real(self, text, pos)
         if hit is not None:
-            taken.append(len(hit[0].pieces))
+            assert hit[2] == len(hit[0].pieces), "the count a run reports is its number of events"
+            taken.append(hit[2])
         return hit
 
     with mock.patch.object(vts.AnthropicNormalizer, "fragment_run", spy):
@@ -436,30 +437,36 @@ class FragmentRuns(unittest.TestCase):
                 self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
                 self.assertGreater(sum(taken), len(fragments) - 20)
 
-    def test_layouts_are_bounded(self):
-        # Blocks written in turn in ever other layouts: runs are read in the first _RUN_LAYOUTS only.
+    def test_a_run_is_one_layout(self):
+        # Blocks written in turn in other layouts, then events that change layout one by one.
         events, fragments = anthropic_turn([])[:1], rows_fragments(30)
         for index in range(8):
             events.append({"type": "content_block_start", "index": index,
                            "content_block": {"type": "tool_use", "id": f"toolu_{index}", "name": "save", "input": {}}})
             events += [delta(index, text) for text in fragments] + [{"type": "content_block_stop", "index": index}]
         events += anthropic_turn([])[-2:]
-        items = []
-        for event in events:
-            item = json.dumps(event, separators=(",", ":"))
-            if event["type"] == "content_block_delta":
-                item = item.replace('"delta":', '"delta":' + " " * event["index"])  # the layout of block index
-            items.append(item)
-        head = json.dumps({"profile": "anthropic", "tool_schemas": SAVE_SCHEMA}, separators=(",", ":"))
-        blob = (head[:-1] + ',"events":[' + ",".join(items) + "]}").encode()
-        report, taken = self.agree(blob)
-        self.assertEqual(report["status"], "pass")
-        self.assertEqual([c["arguments"] for c in report["calls"]], ["".join(fragments)] * 8)
-        self.assertEqual(len(taken), vts._RUN_LAYOUTS)
-        # A layout longer than _RUN_LAYOUT_CHARS is not read in runs.
-        wide = compact(anthropic_turn(fragments)).replace(b'"delta":{', b'"delta":' + b" " * 600 + b"{")
-        report, taken = self.agree(wide)
-        self.assertEqual((report["status"], taken), ("pass", []))
+
+        def written(spaces):
+            items = []
+            for k, event in enumerate(events):
+                item = json.dumps(event, separators=(",", ":"))
+                if event["type"] == "content_block_delta":
+                    item = item.replace('"delta":', '"delta":' + " " * spaces(k, event["index"]))
+                items.append(item)
+            head = json.dumps({"profile": "anthropic", "tool_schemas": SAVE_SCHEMA}, separators=(",", ":"))
+            return (head[:-1] + ',"events":[' + ",".join(items) + "]}").encode()
+
+        for name, spaces, runs in (("by block", lambda k, index: 100 * index, 8),
+                                   ("by event", lambda k, index: k % 3, None)):
+            with self.subTest(layout=name):
+                report, taken = self.agree(written(spaces))
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual([c["arguments"] for c in report["calls"]], ["".join(fragments)] * 8)
+                if runs is not None:  # (the first few deltas of a block may go in a batch)
+                    self.assertEqual(len(taken), runs)
+                    self.assertGreater(sum(taken), runs * (len(fragments) - 10))
+                else:
+                    self.assertEqual(set(taken), {1})
 
     def test_only_a_long_stream_is_looked_at(self):
         with mock.patch.object(vts, "_RUNS_MIN_CHARS", 1 << 15):
@@ -498,6 +505,14 @@ class FragmentRuns(unittest.TestCase):
                 self.assertEqual(report["status"], "blocked")
                 self.assertEqual([f["code"] for f in report["findings"]], codes)
                 self.assertTrue(taken)
+        # Saturated before a run: its events are counted one by one, never examined.
+        early = anthropic_turn(fragments)
+        early[2:2] = [{"type": "no_such_event"}] * 5
+        report, taken = self.agree(compact(early), vts.Limits(max_findings=1))
+        self.assertEqual([f["code"] for f in report["findings"]],
+                         ["unsupported_event", "missing_terminal", "limit_exceeded"])
+        self.assertIn("stream items were not examined", report["findings"][-1]["message"])
+        self.assertTrue(taken)
         # Saturated in the middle of a run: the rest of it is counted, never examined.
         report, taken = self.agree(compact(after_stop), vts.Limits(max_findings=5))
         self.assertEqual(report["status"], "blocked")
