@@ -500,9 +500,10 @@ class _ArrayItems:
     which is yielded in their place.  Where runs declines, the batch is
     short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
     by item; each further decline doubles that length, up to a full batch,
-    and a run brings it back.  A run of fewer than _SHORT_RUN_ITEMS items
-    (interleaved blocks) costs more than it saves, so after one, runs rest
-    for a full batch.
+    and a run brings it back.  The item after a run is where the run
+    stopped, so it is not asked about: it starts a short batch.  A run of
+    fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
+    it saves, so after one, runs rest for a full batch.
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
@@ -520,35 +521,42 @@ class _ArrayItems:
         batch_from = pos  # after a failed candidate, items go one by one up to it
         # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
         runs_from = pos if runs is not None and len(text) - pos > _RUNS_MIN_CHARS else len(text) + 1
-        run_batch = _RUN_BATCH_CHARS  # the length of the next batch while runs are looked for
+        short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
+        run_batch = short_batch  # the length of the batch after the next decline
+        length = _BATCH_CHARS    # the length of the next batch
         while True:
-            length = _BATCH_CHARS
             if pos >= runs_from:
                 hit = runs(text, pos)
                 if hit is None:
                     length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
                 else:
                     run, end, count = hit
-                    run_batch = _RUN_BATCH_CHARS
-                    if count < _SHORT_RUN_ITEMS:  # the run did not pay: batches again for a while
-                        runs_from = end + _BATCH_CHARS
                     yield run
                     pos = end
                     if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
                         pos += 1
-                        continue
-                    sep = item_end(text, pos)
-                    if sep is None:
-                        raise _NotStreamable
-                    pos = sep.end()
-                    if sep.group(1) == "]":
-                        self.end = pos
-                        return
+                    else:
+                        sep = item_end(text, pos)
+                        if sep is None:
+                            raise _NotStreamable
+                        pos = sep.end()
+                        if sep.group(1) == "]":
+                            self.end = pos
+                            return
+                    # The item after a run is where the run stopped: not asked again.  After a
+                    # short run (it did not pay), runs rest for a full batch; else that item
+                    # starts a short batch.
+                    run_batch = short_batch
+                    if count < _SHORT_RUN_ITEMS:
+                        runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
+                    else:
+                        runs_from, length = pos + 1, short_batch
                     continue
             if pos >= batch_from:
                 is_object = text.startswith("{", pos)
                 cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
                     text, pos + length)
+                length = _BATCH_CHARS
                 if cut is not None:
                     piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
                     wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
