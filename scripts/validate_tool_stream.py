@@ -525,68 +525,60 @@ class _ArrayItems:
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
         while True:
+            count = 0  # the items of a run read at pos, if any
             if pos >= runs_from:
                 hit = runs(text, pos)
                 if hit is None:
                     length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
                 else:
-                    run, end, count = hit
+                    run, pos, count = hit
                     yield run
-                    pos = end
-                    if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
-                        pos += 1
+            if not count:
+                if pos >= batch_from:
+                    is_object = text.startswith("{", pos)
+                    cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
+                        text, pos + length)
+                    length = _BATCH_CHARS
+                    if cut is not None:
+                        piece_end, next_pos = ((cut.start() + 1, cut.end() - 1) if is_object
+                                               else (cut.start(), cut.end()))
+                        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
+                        try:
+                            batch, end = scan(wrapped, 0)
+                            batch = _unpad(batch) if end == len(wrapped) else None
+                        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+                            batch = None
+                        if batch is not None:
+                            yield from batch
+                            pos = next_pos  # the first character of the next item
+                            continue
+                        batch_from = cut.end()
                     else:
-                        sep = item_end(text, pos)
-                        if sep is None:
-                            raise _NotStreamable
-                        pos = sep.end()
-                        if sep.group(1) == "]":
-                            self.end = pos
-                            return
-                    # The item after a run is where the run stopped: not asked again.  After a
-                    # short run (it did not pay), runs rest for a full batch; else that item
-                    # starts a short batch.
-                    run_batch = short_batch
-                    if count < _SHORT_RUN_ITEMS:
-                        runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
-                    else:
-                        runs_from, length = pos + 1, short_batch
-                    continue
-            if pos >= batch_from:
-                is_object = text.startswith("{", pos)
-                cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
-                    text, pos + length)
-                length = _BATCH_CHARS
-                if cut is not None:
-                    piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
-                    wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
-                    try:
-                        batch, end = scan(wrapped, 0)
-                        batch = _unpad(batch) if end == len(wrapped) else None
-                    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
-                        batch = None
-                    if batch is not None:
-                        yield from batch
-                        pos = next_pos  # the first character of the next item
-                        continue
-                    batch_from = cut.end()
-                else:
-                    batch_from = len(text)
-            try:
-                item, pos = _scan_padded(text, pos, scan)
-            except (JsonProblem, ValueError, RecursionError, StopIteration):
-                raise _NotStreamable from None
-            yield item
+                        batch_from = len(text)
+                try:
+                    item, pos = _scan_padded(text, pos, scan)
+                except (JsonProblem, ValueError, RecursionError, StopIteration):
+                    raise _NotStreamable from None
+                yield item
             if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
                 pos += 1  # compact JSON: the next item starts right after the comma
-                continue
-            sep = item_end(text, pos)
-            if sep is None:
-                raise _NotStreamable
-            pos = sep.end()
-            if sep.group(1) == "]":
-                self.end = pos
-                return
+            else:
+                sep = item_end(text, pos)
+                if sep is None:
+                    raise _NotStreamable
+                pos = sep.end()
+                if sep.group(1) == "]":
+                    self.end = pos
+                    return
+            if count:
+                # The item after a run is where the run stopped: not asked again.  After a
+                # short run (it did not pay), runs rest for a full batch; else that item
+                # starts a short batch.
+                run_batch = short_batch
+                if count < _SHORT_RUN_ITEMS:
+                    runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
+                else:
+                    runs_from, length = pos + 1, short_batch
 
 
 def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
@@ -6140,26 +6132,14 @@ class StreamGate:
         """Consume the items a FragmentRun stands for; returns the position after them.
 
         At once when the machine takes every piece as a plain fragment, which is
-        what it would do with each item in turn; otherwise item by item, as
-        feed_all would (past saturation the rest is counted, never examined).
+        what it would do with each item in turn; otherwise the rebuilt items go
+        through feed_all, one by one.
         """
-        machine = self._machine
-        count = len(run.pieces)
-        if machine.append_run(run.key, run.pieces):
-            return position + count
-        translate, handlers = self._normalizer.translate, machine.handlers
-        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
-        for done, piece in enumerate(run.pieces):
-            if machine.saturated:
-                self._unexamined += count - done
-                return position + count - done
-            item = run.item(piece)
-            hit = plain(item)
-            if hit is None or not append(hit[0], hit[1]):
-                for event in translate(position, item):
-                    handlers[type(event)](event)
-            position += 1
-        return position
+        if self._machine.append_run(run.key, run.pieces):
+            return position + len(run.pieces)
+        self._move(position)
+        self.feed_all(map(run.item, run.pieces))
+        return self._at()
 
     def finish(self) -> dict[str, Any]:
         """End of stream: terminal checks, validation, the gate. Returns the report."""
