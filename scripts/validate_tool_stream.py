@@ -920,18 +920,23 @@ SlotKey = tuple  # (choice or None, index)
 
 
 class SlotOpen(_Record):
-    """A slot announced explicitly, with its identity (anthropic tool_use start)."""
+    """A slot announced explicitly, with its identity (anthropic tool_use start).
 
-    __slots__ = ("position", "key", "id", "name", "initial_input", "kind")
+    namespace: the namespace the wire names the tool in (Responses), part of the
+    call's identity: the tool is looked up as "namespace.name" (see tool_key).
+    """
+
+    __slots__ = ("position", "key", "id", "name", "initial_input", "kind", "namespace")
 
     def __init__(self, position: int, key: SlotKey, id: str | None, name: str | None, initial_input: Any,
-                 kind: str = FUNCTION) -> None:
+                 kind: str = FUNCTION, namespace: str | None = None) -> None:
         self.position = position
         self.key = key
         self.id = id
         self.name = name
         self.initial_input = initial_input
         self.kind = kind
+        self.namespace = namespace
 
 
 class Fragment(_Record):
@@ -977,14 +982,21 @@ class CallRestated(_Record):
 
 
 class ChoiceEnd(_Record):
-    """A choice's finish_reason: the terminal of every slot in that choice."""
+    """A choice's finish_reason: the terminal of every slot in that choice.
 
-    __slots__ = ("position", "choice", "reason")
+    bare: the wire item carries this finish and nothing of the turn besides (no
+    content, no tool data), and nothing of the choice came since its first
+    finish; the machine reads a bare repetition of the same reason, once, as a
+    restatement of that finish rather than a second terminal.
+    """
 
-    def __init__(self, position: int, choice: int, reason: str) -> None:
+    __slots__ = ("position", "choice", "reason", "bare")
+
+    def __init__(self, position: int, choice: int, reason: str, bare: bool = False) -> None:
         self.position = position
         self.choice = choice
         self.reason = reason
+        self.bare = bare
 
 
 class TurnEnd(_Record):
@@ -1021,13 +1033,18 @@ class SnapshotCall(_Record):
 
 
 class HostedUse(_Record):
-    """A tool the provider ran itself inside the turn (never a call); named by a reviewed constant."""
+    """A tool the provider ran itself inside the turn (never a call); named by a reviewed constant.
 
-    __slots__ = ("position", "name")
+    by_name: the wire tells this use from a client call by its name alone, so a reader
+    that dispatches by name runs it as the client tool of that name, if one is declared.
+    """
 
-    def __init__(self, position: int, name: str) -> None:
+    __slots__ = ("position", "name", "by_name")
+
+    def __init__(self, position: int, name: str, by_name: bool = False) -> None:
         self.position = position
         self.name = name
+        self.by_name = by_name
 
 
 class WireProblem(_Record):
@@ -1118,7 +1135,29 @@ def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
 
 # Delta members that are tool-related and handled (or harmless when null); any other member
 # whose name mentions a tool or function is a tool shape this tool cannot read.
-_KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
+_KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id", "executed_tools"})
+# Groq's hosted tools (groq/compound): delta.executed_tools entries {index, type, arguments,
+# output, search_results...}.  Groq ran them; each is sent twice with one index (when it starts,
+# then with its output) and counted once.  Reviewed `type` -> hosted name; other types, which no
+# recording shows yet, stay unsupported_event.
+_GROQ_EXECUTED_TOOLS = MappingProxyType({"search": "web_search"})
+_GROQ_EXECUTED_MEMBERS = MappingProxyType({"index": int, "type": str, "arguments": str, "output": str,
+                                           "search_results": dict, "code_results": list, "browser_results": list})
+# A restated finish (OpenRouter, and resellers of its format, send the finish chunk again with
+# usage and native_finish_reason): the choice members such a chunk may hold.  Its delta may hold
+# a role and members that say nothing (null, "", [] or {}); logprobs must be null.
+_RESTATED_FINISH_MEMBERS = frozenset({"index", "delta", "finish_reason", "native_finish_reason", "logprobs"})
+_NOTHING = (None, "", [], {})
+
+
+def _chat_choice_says_nothing(choice: dict) -> bool:
+    """A choice entry that carries no content, no tool data and no snapshot: only its finish and metadata."""
+    if not _RESTATED_FINISH_MEMBERS.issuperset(choice) or choice.get("logprobs") is not None:
+        return False
+    delta = choice.get("delta")
+    if delta is None:
+        return True
+    return isinstance(delta, dict) and all(key == "role" or value in _NOTHING for key, value in delta.items())
 
 
 class ChatNormalizer:
@@ -1134,6 +1173,11 @@ class ChatNormalizer:
         self.whole: set[SlotKey] = set()     # slots that arrived as one complete call
         self.typed = False                   # a chunk said "object": "chat.completion.chunk"
         self.untyped: int | None = None      # first tool chunk without "object", while none was typed
+        self.finished: set[int] = set()      # choices whose finish_reason arrived
+        self.stirred: set[int] = set()       # ... and that carried something after it
+        self.restated: set[int] = set()      # ... and whose finish a bare usage chunk restated
+        self.restated_at = -1                # position of the latest such chunk
+        self.executed: dict[SlotKey, str] = {}   # (choice, index) of a Groq executed tool -> its type
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
@@ -1151,8 +1195,10 @@ class ChatNormalizer:
             yield from self._object(pos, kind, choices)
         if len(choices) > 1:
             yield from _chat_repeated_choices(pos, choices)
+        # a restated finish comes alone in its chunk, with the usage it adds
+        restating = len(choices) == 1 and isinstance(chunk.get("usage"), dict)
         for choice in choices:
-            yield from self._choice(pos, choice)
+            yield from self._choice(pos, choice, restating)
 
     def _object(self, pos: int, kind: Any, choices: list) -> Iterator[NeutralEvent]:
         """openai-python's stream helper drops every chunk whose object is not "chat.completion.chunk".
@@ -1178,7 +1224,7 @@ class ChatNormalizer:
                           "\"chat.completion.chunk\": openai-python's stream helper drops it and would run the call "
                           "without its fragments")
 
-    def _choice(self, pos: int, choice: Any) -> Iterator[NeutralEvent]:
+    def _choice(self, pos: int, choice: Any, restating: bool = False) -> Iterator[NeutralEvent]:
         if not isinstance(choice, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"choice is {_describe(choice)}, not an object")
             return
@@ -1197,6 +1243,8 @@ class ChatNormalizer:
                 if key not in _KNOWN_TOOL_KEYS and ("tool" in key or "function" in key) and delta[key] is not None:
                     yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta member {_token(key)} looks like a tool call "
                                       "in a shape this tool does not translate", cidx)
+            if delta.get("executed_tools") is not None:
+                yield from self._executed_tools(pos, cidx, delta["executed_tools"])
             calls = delta.get("tool_calls")
             if calls is not None and not isinstance(calls, list):
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
@@ -1207,12 +1255,61 @@ class ChatNormalizer:
         if isinstance(message, dict) and message.get("tool_calls"):
             yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
         reason = choice.get("finish_reason")
-        if reason is None or reason == "":
+        finished = reason is not None and reason != ""
+        if cidx in self.finished:
+            yield from self._after_finish(pos, cidx, choice, finished and restating)
+        if not finished:
             return
         if not isinstance(reason, str):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"finish_reason is {_describe(reason)}, not a string", cidx)
             return
-        yield ChoiceEnd(pos, cidx, reason)
+        bare = cidx in self.restated and pos == self.restated_at
+        self.finished.add(cidx)
+        yield ChoiceEnd(pos, cidx, reason, bare)
+
+    def _after_finish(self, pos: int, cidx: int, choice: dict, restating: bool) -> Iterator[NeutralEvent]:
+        """A choice entry after the choice's finish: nothing, a restated finish, or something late.
+
+        A finish restated once by a chunk that only adds usage, with nothing of the
+        choice between, is marked bare (the machine accepts it when the reason is the
+        same).  Content after a restated finish is late; tool data after any finish is
+        the machine's delta_after_terminal.
+        """
+        if _chat_choice_says_nothing(choice):
+            if restating and cidx not in self.stirred and cidx not in self.restated:
+                self.restated.add(cidx)
+                self.restated_at = pos
+            return
+        self.stirred.add(cidx)
+        delta = choice.get("delta")
+        if cidx in self.restated and not (isinstance(delta, dict) and delta.get("tool_calls")):
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"choice {cidx} carries content after it restated its "
+                              "finish_reason (only usage chunks may follow)", cidx)
+
+    def _executed_tools(self, pos: int, cidx: int, entries: Any) -> Iterator[NeutralEvent]:
+        """Groq's executed_tools: hosted uses, counted once per index; never calls."""
+        if not isinstance(entries, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.executed_tools is {_describe(entries)}, not a list", cidx)
+            return
+        for entry in entries:
+            shape_ok = isinstance(entry, dict) and all(
+                value is None or (isinstance(value, _GROQ_EXECUTED_MEMBERS[key]) and not isinstance(value, bool))
+                for key, value in entry.items() if key in _GROQ_EXECUTED_MEMBERS)
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            if not shape_ok or not _is_index(entry.get("index")) or not isinstance(kind, str) \
+                    or kind not in _GROQ_EXECUTED_TOOLS or set(entry) - set(_GROQ_EXECUTED_MEMBERS):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, "an executed_tools entry is not a reviewed hosted tool "
+                                  f"(type {_token(kind)}; reviewed: {', '.join(_GROQ_EXECUTED_TOOLS)}) with an "
+                                  "integer index", cidx)
+                continue
+            key = (cidx, entry["index"])
+            seen = self.executed.get(key)
+            if seen is None:
+                self.executed[key] = kind
+                yield HostedUse(pos, _GROQ_EXECUTED_TOOLS[kind])
+            elif seen != kind:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"executed tool {entry['index']} of choice {cidx} was a "
+                                  f"{_token(seen)} and is now a {_token(kind)}", cidx)
 
     def _tool_entry(self, pos: int, cidx: int, entry: Any) -> Iterator[NeutralEvent]:
         if not isinstance(entry, dict):
@@ -1780,7 +1877,7 @@ class _ResponsesItem(_Record):
     """One output item as announced by response.output_item.added."""
 
     __slots__ = ("kind", "client", "item_id", "call_id", "name", "added_arguments", "done_arguments", "streamed",
-                 "arguments_done", "finished")
+                 "arguments_done", "finished", "namespace")
 
     def __init__(self, kind: str | None) -> None:
         self.kind = kind                          # item type; None when untranslatable (already reported)
@@ -1788,6 +1885,7 @@ class _ResponsesItem(_Record):
         self.item_id: str | None = None           # item.id, which argument events name as item_id
         self.call_id: str | None = None
         self.name: str | None = None
+        self.namespace: str | None = None         # absent and null both mean none
         self.added_arguments = ""                 # the arguments the added item already held
         self.done_arguments: str | None = None    # what the first arguments .done event restated
         self.streamed = False                     # an argument delta arrived
@@ -1955,6 +2053,12 @@ def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
         if (value != known) if required else (value is not None and value != "" and value != known):
             yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {index} as "
                               f"{_token(value) if key in body else 'nothing'}, not {_token(known)}", None, index)
+    if item.kind in _RESPONSES_ARGUMENT_ITEMS and body.get("namespace") != item.namespace:
+        # openai-agents routes a call by (namespace, name): a restatement in another namespace is another tool
+        said = body.get("namespace")
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates namespace of item {index} as "
+                          f"{_token(said) if said is not None else 'none'}, not "
+                          f"{_token(item.namespace) if item.namespace is not None else 'none'}", None, index)
 
 
 def _responses_item_event(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -2012,16 +2116,17 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
                           None, index)
         return
     member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
-    fields = [_optional_str(body, key) for key in ("id", "call_id", "name", member)]
-    if not all(ok for ok, _ in fields):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{item_type} id, call_id, name and {member} must be strings",
-                          None, index)
+    fields = [_optional_str(body, key) for key in ("id", "call_id", "name", member, "namespace")]
+    if not all(ok for ok, _ in fields) or body.get("namespace") == "":
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{item_type} id, call_id, name and {member} must be strings, "
+                          "and namespace a non-empty string or null", None, index)
         return
-    (_, item_id), (_, call_id), (_, name), (_, initial) = fields
+    (_, item_id), (_, call_id), (_, name), (_, initial), (_, namespace) = fields
     item.kind, item.item_id, item.call_id, item.name = item_type, item_id, call_id, name
+    item.namespace = namespace
     item.client = True
     item.added_arguments = initial or ""
-    yield SlotOpen(pos, (None, index), call_id, name, None, _RESPONSES_KIND[item_type])
+    yield SlotOpen(pos, (None, index), call_id, name, None, _RESPONSES_KIND[item_type], namespace)
     if item_id:
         other = state.item_ids.setdefault(item_id, index)
         if other != index:
@@ -2295,7 +2400,8 @@ def _bedrock_system_use(pos: int, index: int, tool: dict, state: _BedrockState) 
                           f"{state.hosted[use_id][0]}", None, index)
         return
     state.hosted[use_id] = [index, wanted, False]
-    yield HostedUse(pos, name)
+    # only toolUse.type tells it from a client call: the Vercel AI SDK reads the name alone
+    yield HostedUse(pos, name, by_name=True)
 
 
 def _bedrock_system_result(pos: int, index: int, result: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
@@ -2392,7 +2498,30 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
 
 _GEMINI_STOP = "STOP"
 # Reasons that say the model tried to call a function and failed: a tool signal even with no call.
-_GEMINI_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"})
+_GEMINI_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS",
+                                   "FINISH_REASON_9", "FINISH_REASON_10", "FINISH_REASON_12", "FINISH_REASON_13"})
+# Enums as proto numbers: the GAPIC REST clients (python-aiplatform, google-ai-generativelanguage,
+# the Node and Go REST transports) ask for "$alt=json;enum-encoding=int" and get every enum as its
+# number.  FinishReason 0-5 are the same in the Gemini API and Vertex AI and read as their names.
+# From 6 on the two APIs number differently (MALFORMED_FUNCTION_CALL is 10 in the Gemini API and
+# 9 in Vertex AI, where 10 is MODEL_ARMOR) and a body does not say which API sent it, so such a
+# number reads as FINISH_REASON_<n>: never STOP, and a tool failure when either API says so
+# (9, 10, 12, 13 above).  Outcome and the enums only type-checked (language, modality, safety
+# ratings, URL status, traffic type) number alike in both.
+_GEMINI_FINISH_NUMBERS = MappingProxyType({0: "FINISH_REASON_UNSPECIFIED", 1: "STOP", 2: "MAX_TOKENS", 3: "SAFETY",
+                                           4: "RECITATION", 5: "OTHER"})
+_GEMINI_OUTCOME_NUMBERS = MappingProxyType({0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED",
+                                            3: "OUTCOME_DEADLINE_EXCEEDED"})
+_GEMINI_ENUM = "enum"   # a member type: an enum's name (a string) or its proto number (an integer)
+
+
+def _gemini_enum_name(value: Any, numbers: Mapping[int, str], prefix: str) -> Any:
+    """An enum member as its name: a string as it is, a proto number by the table (else PREFIX_<n>)."""
+    if type(value) is not int:
+        return value
+    if value in numbers:
+        return numbers[value]
+    return f"{prefix}_{value}" if 0 <= value <= 2 ** 31 else f"{prefix}_OUT_OF_RANGE"
 # A part holds exactly one of these data members, and any of the metadata members.
 _GEMINI_PART_DATA = frozenset({"text", "inlineData", "fileData", "functionCall", "executableCode",
                                "codeExecutionResult", "toolCall", "toolResponse"})
@@ -2413,9 +2542,6 @@ _GEMINI_SERVER_TOOLS = MappingProxyType({
 # A finish reason that is not a finish: google-genai continues the turn in another request
 # (continuationToken) and clears it; the turn's real finish comes later in the stitched stream.
 _GEMINI_CONTINUATION = "CONTINUATION"
-# Integers beyond this are not held exactly by a double: JavaScript readers (the Vercel AI SDK,
-# js-genai) parse the chunk and would run a rounded number.
-_GEMINI_SAFE_INTEGER = 2 ** 53
 # The JSON type each reader-parsed member must have (google-genai validates every chunk with
 # its models and raises mid-stream; the Vercel AI SDK drops a chunk its schema refuses).
 # Absent or null is always fine.  Checked on every chunk; the presence rules of the Vercel
@@ -2432,7 +2558,7 @@ _GEMINI_USAGE_TYPES = MappingProxyType({
                      "toolUsePromptTokenCount", "totalTokenCount"), int),
     **dict.fromkeys(("promptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails",
                      "toolUsePromptTokensDetails"), list),
-    "trafficType": str, "serviceTier": str,
+    "trafficType": _GEMINI_ENUM, "serviceTier": _GEMINI_ENUM,
 })
 # google-genai reads these as bytes: base64 in either alphabet, padding optional.
 _GEMINI_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
@@ -2440,8 +2566,9 @@ _GEMINI_BASE64_DIGITS = MappingProxyType({ch: n for n, ch in enumerate(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")} | {"-": 62, "_": 63})
 _GEMINI_PART_META_TYPES = MappingProxyType({"thought": bool, "thoughtSignature": str, "videoMetadata": dict,
                                             "partMetadata": dict, "mediaResolution": dict})
-_GEMINI_RATING_TYPES = MappingProxyType({"category": str, "probability": str, "probabilityScore": float,
-                                         "severity": str, "severityScore": float, "blocked": bool})
+_GEMINI_RATING_TYPES = MappingProxyType({"category": _GEMINI_ENUM, "probability": _GEMINI_ENUM,
+                                         "probabilityScore": float, "severity": _GEMINI_ENUM,
+                                         "severityScore": float, "blocked": bool})
 # Candidate members that report a hosted tool (the provider ran it): member -> hosted tool name.
 _GEMINI_HOSTED_METADATA = MappingProxyType({"groundingMetadata": "grounding", "urlContextMetadata": "url_context"})
 # One segment of a JSON path (RFC 9535): .name (member-name-shorthand), ['name'] or [index].
@@ -2560,8 +2687,11 @@ class GeminiNormalizer:
             other = cand.other_reason
             if cand.calls == 0:
                 if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
-                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}: "
-                                      "the model's function call failed and none was delivered", index)
+                    numbered = (" (an enum number that names a failed function call in the Gemini API or in "
+                                "Vertex AI, which number their reasons differently)"
+                                if other[1].startswith("FINISH_REASON_") else "")
+                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}"
+                                      f"{numbered}: the model's function call failed and none was delivered", index)
                 continue
             if stopped:   # another candidate with calls: already ambiguous_choice
                 if other is not None:
@@ -2636,7 +2766,9 @@ def _gemini_has_call(candidate: Any) -> bool:
     return isinstance(parts, list) and any(isinstance(part, dict) and "functionCall" in part for part in parts)
 
 
-def _gemini_typed(value: Any, kind: type) -> bool:
+def _gemini_typed(value: Any, kind: Any) -> bool:
+    if kind is _GEMINI_ENUM:
+        return isinstance(value, str) or type(value) is int
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
@@ -2713,7 +2845,7 @@ def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
     for key in ("promptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails", "toolUsePromptTokensDetails"):
         details = usage.get(key) if isinstance(usage, dict) else None
         for entry in details if isinstance(details, list) else ():
-            if not (isinstance(entry, dict) and isinstance(entry.get("modality"), str)
+            if not (isinstance(entry, dict) and _gemini_typed(entry.get("modality"), _GEMINI_ENUM)
                     and _gemini_typed(entry.get("tokenCount"), float)):
                 return f"a usageMetadata.{key} entry without modality and tokenCount"
     for candidate in chunk.get("candidates") or ():
@@ -2723,7 +2855,7 @@ def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
             return "urlContextMetadata.urlMetadata that is not a list"
         for entry in urls or ():
             if not (isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str)
-                    and isinstance(entry.get("urlRetrievalStatus"), str)):
+                    and _gemini_typed(entry.get("urlRetrievalStatus"), _GEMINI_ENUM)):
                 return "a urlContextMetadata.urlMetadata entry without retrievedUrl and urlRetrievalStatus"
         grounding = candidate.get("groundingMetadata") if isinstance(candidate, dict) else None
         if isinstance(grounding, dict):
@@ -2749,24 +2881,6 @@ def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
         elif isinstance(node, list):
             stack.extend(node)
     return None
-
-
-def _gemini_rounded(value: Any) -> bool:
-    """Whether value holds an integer a double cannot hold exactly (walked without recursion)."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, int) and not isinstance(node, bool) and abs(node) > _GEMINI_SAFE_INTEGER:
-            try:
-                if int(float(node)) != node:
-                    return True
-            except OverflowError:
-                return True
-        elif isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
 
 
 def _gemini_error(error: Any) -> str:
@@ -2805,11 +2919,11 @@ def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandid
         elif value and hosted not in cand.hosted:
             cand.hosted.add(hosted)
             yield HostedUse(pos, hosted)
-    reason = candidate.get("finishReason")
+    reason = _gemini_enum_name(candidate.get("finishReason"), _GEMINI_FINISH_NUMBERS, "FINISH_REASON")
     if reason is not None:
         if not isinstance(reason, str):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} finishReason is {_describe(reason)}, "
-                              "not a string", index)
+                              "not a string or an enum number", index)
             return
         if reason == _GEMINI_CONTINUATION:
             return   # the turn goes on in the next hop of a stitched stream; not a finish
@@ -2851,7 +2965,7 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
     elif kind == "executableCode":
         code = part["executableCode"]
         if not isinstance(code, dict) or not isinstance(code.get("code"), str) \
-                or not isinstance(code.get("language"), str):
+                or not _gemini_typed(code.get("language"), _GEMINI_ENUM):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} needs code and language "
                               "strings", index)
             return
@@ -2859,7 +2973,9 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
         yield HostedUse(pos, "code_execution")
     elif kind == "codeExecutionResult":
         result = part["codeExecutionResult"]
-        if not isinstance(result, dict) or _wire_str(result.get("outcome")) not in _GEMINI_CODE_OUTCOMES:
+        outcome = _gemini_enum_name(result.get("outcome"), _GEMINI_OUTCOME_NUMBERS, "OUTCOME") \
+            if isinstance(result, dict) else None
+        if _wire_str(outcome) not in _GEMINI_CODE_OUTCOMES:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
                               "outcome", index)
         elif cand.code == 0:
@@ -2954,10 +3070,7 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
         return
     if partial is None and not more:
         yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
-        if _gemini_rounded(args):
-            yield WireProblem(pos, LIMIT_EXCEEDED, f"call {key[1]} of {where}: an integer a double cannot hold "
-                              "(beyond 2^53): JavaScript readers would run a rounded number", index, key[1])
-        yield SlotEnd(pos, key)
+        yield SlotEnd(pos, key)   # an unsafe integer in args is found where every profile's are (parse_strict_json)
         return
     yield SlotOpen(pos, key, call_id or None, name or None, None)
     if args is not None:
@@ -3038,11 +3151,11 @@ def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
     elif kind == "boolValue":
         ok = isinstance(value, bool)
     else:
-        ok = value is None or value == "NULL_VALUE"
+        ok = value is None or value == "NULL_VALUE" or (type(value) is int and value == 0)   # 0: its proto number
         value = None
-    if ok and kind == "numberValue" and _gemini_rounded(value):
-        return LIMIT_EXCEEDED, (f"the numberValue for {_gemini_path_text(path)} is an integer a double cannot hold "
-                                "(beyond 2^53): JavaScript readers would run a rounded number")
+    if ok and kind == "numberValue" and _unsafe_integer(value):
+        # refused here, before the tree holds a number its serialisation might not even write
+        return LIMIT_EXCEEDED, f"the numberValue for {_gemini_path_text(path)} is {UNSAFE_INTEGER_MESSAGE}"
     if not ok:
         return UNSUPPORTED_EVENT, f"the {kind} for {_gemini_path_text(path)} is {_describe(piece[kind])}"
     if more and kind != "stringValue":
@@ -3216,7 +3329,7 @@ class Slot(_Record):
     """One tool call being reassembled."""
 
     __slots__ = ("key", "phase", "id", "name", "parts", "initial_input", "terminal_position", "findings",
-                 "arguments", "state", "name_restated", "kind", "omitted")
+                 "arguments", "state", "name_restated", "kind", "omitted", "namespace")
 
     def __init__(self, key: SlotKey) -> None:
         self.key = key
@@ -3232,6 +3345,19 @@ class Slot(_Record):
         self.name_restated = False
         self.kind = FUNCTION
         self.omitted = 0            # findings of this call counted but not kept (see TurnMachine._find)
+        self.namespace: str | None = None   # set once, by the slot's SlotOpen
+
+    @property
+    def tool_key(self) -> str | None:
+        """The name tool_schemas and request.tools know this call's tool by.
+
+        A namespaced call is "namespace.name" (openai-agents' qualified name); a
+        namespace equal to the name is the Responses API's mark of a deferred
+        top-level function, which is the plain name.
+        """
+        if self.name is None or self.namespace is None or self.namespace == self.name:
+            return self.name
+        return f"{self.namespace}.{self.name}"
 
 
 class TurnMachine:
@@ -3252,6 +3378,7 @@ class TurnMachine:
             kind: getattr(self, "_on_" + kind.__name__) for kind in NEUTRAL_EVENT_TYPES}
         self.ids: dict[str, SlotKey] = {}
         self.choice_ends: dict[int, str] = {}
+        self.restated_finishes: dict[int, int] = {}  # choice -> position of its one accepted restatement
         self.tool_signal = False      # a tool finish/stop reason was seen
         self.turn_reason: str | None = None
         self.closed = False
@@ -3259,6 +3386,7 @@ class TurnMachine:
         self.calls_limit_reported = False
         self.ambiguity_reported = False
         self.hosted: dict[str, int] = {}  # hosted tool name -> uses in this turn (never calls)
+        self.hosted_by_name: dict[str, int] = {}  # name -> first position of a use told apart by name alone
         self.keep = 2 * limits.max_findings  # findings kept in full before only new codes are
         self.codes: set[str] = set()
         self.omitted = 0
@@ -3383,6 +3511,7 @@ class TurnMachine:
             return
         slot.initial_input = event.initial_input
         slot.kind = event.kind
+        slot.namespace = event.namespace
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
 
@@ -3487,6 +3616,10 @@ class TurnMachine:
         if event.reason == self.rules.tool_reason:
             self.tool_signal = True
         if event.choice in self.choice_ends:
+            if (event.bare and event.reason == self.choice_ends[event.choice]
+                    and event.choice not in self.restated_finishes):
+                self.restated_finishes[event.choice] = event.position   # reported, never a terminal
+                return
             if choice_slots:
                 self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
                            event.position, choice=event.choice)
@@ -3541,6 +3674,12 @@ class TurnMachine:
 
     def _on_HostedUse(self, event: HostedUse) -> None:
         self.hosted[event.name] = self.hosted.get(event.name, 0) + 1
+        if event.by_name:
+            self.hosted_by_name.setdefault(event.name, event.position)
+
+    def record(self, code: str, message: str, position: int | None, key: SlotKey | None = None) -> None:
+        """A finding from a later stage (validation, the request): the same door as the machine's own."""
+        self._find(code, message, position, key)
 
     def _on_SnapshotCall(self, event: SnapshotCall) -> None:
         self.snapshots.setdefault(event.choice, event.position)
@@ -3621,11 +3760,27 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
+# JavaScript's Number.MAX_SAFE_INTEGER.  Readers that hold every JSON number as a double (the
+# Vercel AI SDK, js-genai) cannot tell an integer beyond it from its neighbours and may run
+# another number than the Python SDKs, which keep it exact: an argument integer beyond it is
+# limit_exceeded on every profile.  Only integer tokens count: a fraction or an exponent is a
+# double in every reader alike.
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+UNSAFE_INTEGER_MESSAGE = ("an integer beyond +/-(2^53 - 1), JavaScript's safe range: readers that hold numbers as "
+                          "doubles (the Vercel AI SDK) may run another number")
+
+
+def _unsafe_integer(value: Any) -> bool:
+    """An int (not a bool) outside +/-MAX_SAFE_INTEGER."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER
+
+
 def parse_strict_json(text: str, limits: Limits) -> Any:
     """Parse text as exactly one strict JSON document or raise JsonProblem.
 
     Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
-    last duplicate key and accepts lone surrogate escapes; each is caught here.
+    last duplicate key and accepts lone surrogate escapes; each is caught here,
+    and so is an integer outside JavaScript's safe range (MAX_SAFE_INTEGER).
     """
     max_digits = limits.max_number_length
 
@@ -3638,11 +3793,14 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
         if len(token) > max_digits:
             raise JsonProblem(LIMIT_EXCEEDED, f"a number is {len(token)} characters long (limit {max_digits})")
         value = int(token)
-        if len(token) > 308:  # only such long integers can exceed the largest double
-            try:
-                float(value)
-            except OverflowError:
-                raise JsonProblem(NON_FINITE_NUMBER, f"integer of {len(token)} digits overflows a double") from None
+        if len(token) > 15:   # 16 digits at least (2^53 - 1 has 16)
+            if len(token) > 308:  # only such long integers can exceed the largest double
+                try:
+                    float(value)
+                except OverflowError:
+                    raise JsonProblem(NON_FINITE_NUMBER, f"integer of {len(token)} digits overflows a double") from None
+            if abs(value) > MAX_SAFE_INTEGER:
+                raise JsonProblem(LIMIT_EXCEEDED, UNSAFE_INTEGER_MESSAGE[0].upper() + UNSAFE_INTEGER_MESSAGE[1:])
         return value
 
     try:
@@ -5038,6 +5196,9 @@ class _SchCompiler:
         for key in schema:
             if not isinstance(key, str):
                 raise self.refuse(loc, "Schema object keys must be strings")
+            if key == UNREVIEWED_TOOL_KEYWORD:
+                raise self.refuse(loc, f"the provider-defined tool type {_token(schema[key])} is not a version this "
+                                       "tool has reviewed, so it has no input schema to check the call against")
             if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
                 continue
             if key in ("$schema", "$id") and not loc:
@@ -5925,28 +6086,43 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             value, problems = check_arguments(text, limits)
         for code, message in problems:
             find(code, message)
-        if slot.name is None:
+        tool = slot.tool_key
+        if tool is None:
             pass  # missing_name already says why no schema applies
-        elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(slot.name)):
-            find(UNSUPPORTED_SCHEMA if slot.name in tool_schemas else UNKNOWN_TOOL,
-                 f"custom tool {json.dumps(slot.name)} takes free-form text: its input is checked only against a "
-                 "schema whose root says \"type\": \"string\"" + ("" if slot.name in tool_schemas else
+        elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
+            find(UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
+                 f"custom tool {json.dumps(tool)} takes free-form text: its input is checked only against a "
+                 "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
                                                                        ", and tool_schemas has none"))
-        elif slot.name not in tool_schemas:
-            find(UNKNOWN_TOOL, f"tool {json.dumps(slot.name)} is not in tool_schemas")
+        elif tool not in tool_schemas:
+            find(UNKNOWN_TOOL, f"tool {json.dumps(tool)} is not in tool_schemas")
         else:
-            if slot.name not in schema_cache:
-                schema_cache[slot.name] = _compile_for_turn(tool_schemas[slot.name], limits, schema_cache)
-            compiled = schema_cache[slot.name]
+            if tool not in schema_cache:
+                schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
+            compiled = schema_cache[tool]
             if isinstance(compiled, SchemaUnsupported):
-                find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(slot.name)}: {compiled.message} "
+                find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(tool)}: {compiled.message} "
                      f"(at {compiled.location})")
             elif isinstance(compiled, SchemaLimitExceeded):
-                find(LIMIT_EXCEEDED, f"schema of {json.dumps(slot.name)}: {compiled.message}")
+                find(LIMIT_EXCEEDED, f"schema of {json.dumps(tool)}: {compiled.message}")
             elif value is not None:
                 for code, message, pointer in check_against_schema(compiled, value, limits):
                     find(code, message, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+
+
+def check_hosted_names(machine: TurnMachine, tool_schemas: dict, request: RequestContext | None) -> None:
+    """A hosted use told apart from a client call by its name alone must not share a declared tool's name.
+
+    A reader that dispatches by name (the Vercel AI SDK on Bedrock) would run the
+    provider's own tool use as the application's tool of that name.
+    """
+    declared = set(tool_schemas) | (set(request.tools) if request is not None and request.tools else set())
+    for name, position in sorted(machine.hosted_by_name.items(), key=lambda item: item[1]):
+        if name in declared:
+            machine.record(IDENTITY_COLLISION, f"the provider's own tool use {json.dumps(name)} has the name of a "
+                           "client tool this turn declares: a reader that dispatches by name (the Vercel AI SDK) "
+                           "would run it as that client tool", position)
 
 
 def check_request(machine: TurnMachine, request: RequestContext) -> None:
@@ -5960,14 +6136,15 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
     for slot in sorted(machine.slots.values(), key=slot_order):
         count += 1
         problems = []
+        tool = slot.tool_key
         if request.none:
             problems.append("tool_choice is \"none\", yet the turn calls a tool")
-        elif request.allowed is not None and slot.name is not None and slot.name not in request.allowed:
-            problems.append(f"{request.choice_text}, not {json.dumps(slot.name)}")
-        elif request.forced is not None and slot.name == request.forced and slot.kind != request.forced_kind:
+        elif request.allowed is not None and tool is not None and tool not in request.allowed:
+            problems.append(f"{request.choice_text}, not {json.dumps(tool)}")
+        elif request.forced is not None and tool == request.forced and slot.kind != request.forced_kind:
             problems.append(f"{request.choice_text}, not a {slot.kind} call")
-        if request.tools is not None and slot.name is not None and slot.name not in request.tools:
-            problems.append(f"tool {json.dumps(slot.name)} is not in the request's tool list")
+        if request.tools is not None and tool is not None and tool not in request.tools:
+            problems.append(f"tool {json.dumps(tool)} is not in the request's tool list")
         if request.single and count == 2:
             problems.append(f"the request allows one call (no parallel tool calls), but the turn has {len(machine.slots)}")
         for text in problems:
@@ -6150,13 +6327,16 @@ class StreamGate:
                 machine.feed(event)
             machine.finish()
             validate_slots(machine, self.tool_schemas, self.limits)
+            check_hosted_names(machine, self.tool_schemas, self.request)
             if self.request is not None:
                 check_request(machine, self.request)
             slots = sorted(machine.slots.values(), key=slot_order)
             applicable = bool(machine.slots) or machine.tool_signal
             self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
                                    machine.findings_for, self.limits.max_findings, machine.hosted,
-                                   machine.omitted, machine.omitted_for, self._unexamined)
+                                   machine.omitted, machine.omitted_for, self._unexamined,
+                                   [{"choice": choice, "reason": machine.choice_ends[choice], "position": position}
+                                    for choice, position in sorted(machine.restated_finishes.items())])
         return self._report
 
 
@@ -6318,7 +6498,8 @@ def _none_omitted(slot: Slot) -> int:
 def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
             meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000,
             hosted: dict[str, int] | None = None, omitted: int = 0,
-            omitted_for: Callable[[Slot], int] = _none_omitted, unexamined: int = 0) -> dict[str, Any]:
+            omitted_for: Callable[[Slot], int] = _none_omitted, unexamined: int = 0,
+            restated: list[dict] | None = None) -> dict[str, Any]:
     ordered = _bounded(findings, max_findings, omitted, unexamined)
     if ordered:
         status = "blocked"
@@ -6339,7 +6520,9 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
             "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS),
                                                        omitted_for(slot))],
         })
-    return {
+        if slot.namespace is not None:   # only where the wire names one, so other reports keep their shape
+            calls[-1]["namespace"] = slot.namespace
+    report = {
         "tool": TOOL,
         "version": VERSION,
         "profile": profile,
@@ -6351,6 +6534,9 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
         "findings": [f.as_dict() for f in ordered],
         "meta": meta,
     }
+    if restated:   # only when a turn has one, so every other report keeps its shape
+        report["restated_finishes"] = restated
+    return report
 
 
 def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
@@ -6433,8 +6619,9 @@ def render_text(report: dict[str, Any]) -> str:
     lines = [f"{verdict} (profile {profile}, {len(calls)} call(s), {len(findings)} finding(s))"]
     for call in calls:
         where = f"slot {call['index']}" if call["choice"] is None else f"choice {call['choice']} slot {call['index']}"
+        namespace = (f"namespace={_text_value(call['namespace'], _TEXT_ID_WIDTH)} " if "namespace" in call else "")
         lines.append(f"  call {where}: {call['state']} id={_text_value(call['id'], _TEXT_ID_WIDTH)} "
-                     f"name={_text_value(call['name'], _TEXT_ID_WIDTH)} "
+                     f"{namespace}name={_text_value(call['name'], _TEXT_ID_WIDTH)} "
                      f"arguments={_text_value(call['arguments'], _TEXT_ARGUMENT_WIDTH)}")
     for item in findings:
         if item["position"] is not None:
@@ -6448,6 +6635,9 @@ def render_text(report: dict[str, Any]) -> str:
                 parts.append(f"slot {item['index']}")
             where = ", " + " ".join(parts)
         lines.append(f"  {item['code']} at {at}{where}: {item['message']}")
+    for item in report.get("restated_finishes", ()):
+        lines.append(f"  note: choice {item['choice']} restated its finish_reason {_token(item['reason'])} at position "
+                     f"{item['position']} on a usage chunk; read once, as the SDKs read it")
     return "\n".join(lines)
 
 
@@ -7436,10 +7626,59 @@ def _profile_of(payload: Any) -> str | None:
     return None
 
 
-def _check_profile_shape(profile: str, payloads: list, lines: list[int]) -> None:
+# Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
+# that name, instead of becoming an envelope that can only block with unsupported_event.
+_COHERE_V2_EVENTS = frozenset({
+    "message-start", "content-start", "content-delta", "content-end", "tool-plan-delta", "tool-call-start",
+    "tool-call-delta", "tool-call-end", "citation-start", "citation-end", "message-end", "debug",
+})
+_COHERE_V1_EVENTS = frozenset({
+    "stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "stream-end",
+    "search-queries-generation", "search-results", "citation-generation",
+})
+
+
+def _foreign_shape(payload: Any) -> str | None:
+    """What a payload of an API without a profile looks like (None: not one of those)."""
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("type") in _COHERE_V2_EVENTS:
+        return "a Cohere v2 chat stream (message-start, content-delta, tool-call-delta... events)"
+    if payload.get("event_type") in _COHERE_V1_EVENTS:
+        return "a Cohere v1 chat stream (stream-start, text-generation... events)"
+    if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
+        return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
+                "not ConverseStream")
+    if "done" in payload and "model" in payload and ("message" in payload or "response" in payload):
+        return "an Ollama native stream (/api/chat or /api/generate lines)"
+    return None
+
+
+def _non_stream_shape(payload: dict) -> str:
+    """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
+    kind, obj = payload.get("type"), payload.get("object")
+    if obj == "chat.completion":
+        return "a non-streaming chat completion (\"object\": \"chat.completion\"); capture the stream=true response"
+    if kind == "message" and "content" in payload:
+        return "a non-streaming Anthropic message (\"type\": \"message\"); capture the stream=true response"
+    if obj == "response" and "output" in payload:
+        return "a non-streaming Responses API object (\"object\": \"response\"); capture the stream=true response"
+    if isinstance(payload.get("output"), dict) and "stopReason" in payload:
+        return "a non-streaming Bedrock Converse response; capture ConverseStream"
+    if "error" in payload:
+        return "an error response, not a stream"
+    members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
+    return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
+
+
+def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> None:
     """Refuse a body of another provider's shape with a hint, instead of a report of identical findings."""
     want = "chat" if profile in ("openai", "mistral") else profile
     for payload, line in zip(payloads, lines):
+        foreign = _foreign_shape(payload)
+        if foreign is not None:
+            raise CaptureError(f"this body looks like {foreign}: no profile reads it, so it cannot become an "
+                               "envelope", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
             names = {"chat": "--profile openai or --profile mistral", "anthropic": "--profile anthropic",
@@ -7475,6 +7714,9 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
             raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
         if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
             raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+        if (isinstance(whole, dict) and _foreign_shape(whole) is None
+                and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
+            raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
         for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text
             if not line.strip(" \t"):
                 continue
@@ -7516,6 +7758,7 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
 def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
     events = eventstream_events(raw)
+    _check_profile_shape("bedrock", events, [None] * len(events))   # frames, not lines
     try:
         payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
                                              redact)
@@ -7528,11 +7771,125 @@ def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, reda
     return envelope, warnings
 
 
+# --- Anthropic-defined client tools ----------------------------------------------------
+#
+# A request may offer tools whose schema Anthropic defines: the entry names a dated type
+# (computer_20250124, bash_20250124, text_editor_20250728, memory_20250818...) and a fixed name
+# instead of an input_schema.  The client runs them; the model calls them with ordinary tool_use
+# blocks under that name.  Each reviewed version has the input schema below, written from
+# Anthropic's tool reference pages, the SDKs' typed commands (anthropic-sdk-python
+# BetaMemoryTool20250818*Command), the reference implementation (anthropics/claude-quickstarts
+# computer-use-demo) and the Vercel AI SDK's input schemas (packages/anthropic/src/tool): what the
+# documentation requires is required, members it does not name are tolerated.  A dated version of
+# these families that is not reviewed keeps its name, with a schema that is always
+# unsupported_schema and says so (UNREVIEWED_TOOL_KEYWORD).
+
+UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
+_ANTHROPIC_CLIENT_TOOL_TYPE = re.compile(r"(computer|bash|text_editor|memory)_[0-9]{8}")
+_XY = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+
+
+def _by_value(member: str, free: list[str], needs: dict[str, list]) -> list[dict]:
+    """anyOf branches: the values of `member` that need nothing more, then one branch per value with its needs.
+
+    A need is a member name, or a list of names of which one is needed.
+    """
+    branches: list[dict] = [{"properties": {member: {"enum": free}}}] if free else []
+    for value, wanted in needs.items():
+        plain = [name for name in wanted if isinstance(name, str)]
+        branch: dict[str, Any] = {"properties": {member: {"const": value}}, "required": plain}
+        for choice in (name for name in wanted if isinstance(name, list)):
+            branch["anyOf"] = [{"required": [name]} for name in choice]
+        branches.append(branch)
+    return branches
+
+
+def _computer_schema(version: int) -> dict:
+    needs: dict[str, list] = {"key": ["text"], "type": ["text"], "mouse_move": ["coordinate"],
+                              "left_click_drag": ["coordinate"] if version == 1 else ["start_coordinate", "coordinate"]}
+    free = ["left_click", "right_click", "middle_click", "double_click", "screenshot", "cursor_position"]
+    properties: dict[str, Any] = {"coordinate": _XY, "text": {"type": "string"}}
+    if version >= 2:
+        needs.update({"hold_key": ["text", "duration"], "scroll": ["scroll_direction", "scroll_amount"]})
+        free += ["triple_click", "left_mouse_down", "left_mouse_up", "wait"]
+        properties.update({"start_coordinate": _XY,
+                           "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+                           "scroll_amount": {"type": "integer", "minimum": 0},
+                           "duration": {"type": "number", "minimum": 0}})
+    if version >= 3:
+        needs["zoom"] = ["region"]
+        properties["region"] = {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4}
+    actions = sorted(free + list(needs))
+    return {"type": "object", "properties": {"action": {"type": "string", "enum": actions}, **properties},
+            "required": ["action"], "anyOf": _by_value("action", sorted(free), needs)}
+
+
+def _editor_schema(undo: bool, insert: list) -> dict:
+    text = {"type": "string"}
+    commands = ["view", "create", "str_replace", "insert"] + (["undo_edit"] if undo else [])
+    return {"type": "object",
+            "properties": {"command": {"type": "string", "enum": commands}, "path": text, "file_text": text,
+                           "old_str": text, "new_str": text, "insert_text": text,
+                           "insert_line": {"type": "integer", "minimum": 0},
+                           "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                                          "maxItems": 2}},
+            "required": ["command", "path"],
+            "anyOf": _by_value("command", ["view"] + (["undo_edit"] if undo else []),
+                               {"create": ["file_text"], "str_replace": ["old_str"], "insert": ["insert_line", insert]})}
+
+
+def _memory_schema() -> dict:
+    text = {"type": "string"}
+    return {"type": "object",
+            "properties": {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "delete",
+                                                                  "rename"]},
+                           "path": text, "file_text": text, "old_str": text, "new_str": text, "insert_text": text,
+                           "insert_line": {"type": "integer", "minimum": 0}, "old_path": text, "new_path": text,
+                           "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                                          "maxItems": 2}},
+            "required": ["command"],
+            "anyOf": _by_value("command", [], {"view": ["path"], "create": ["path", "file_text"],
+                                               "str_replace": ["path", "old_str", "new_str"],
+                                               "insert": ["path", "insert_line", "insert_text"],
+                                               "delete": ["path"], "rename": ["old_path", "new_path"]})}
+
+
+_BASH_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}, "restart": {"type": "boolean"}},
+                "anyOf": [{"required": ["command"]}, {"required": ["restart"], "properties": {"restart": {"const": True}}}]}
+# Reviewed type -> (the name the API requires, the input schema).
+ANTHROPIC_CLIENT_TOOLS: Mapping[str, tuple[str, dict]] = MappingProxyType({
+    "computer_20241022": ("computer", _computer_schema(1)),
+    "computer_20250124": ("computer", _computer_schema(2)),
+    "computer_20251124": ("computer", _computer_schema(3)),
+    "bash_20241022": ("bash", _BASH_SCHEMA),
+    "bash_20250124": ("bash", _BASH_SCHEMA),
+    "text_editor_20241022": ("str_replace_editor", _editor_schema(True, ["new_str"])),
+    "text_editor_20250124": ("str_replace_editor", _editor_schema(True, ["new_str"])),
+    "text_editor_20250429": ("str_replace_based_edit_tool", _editor_schema(False, ["new_str", "insert_text"])),
+    "text_editor_20250728": ("str_replace_based_edit_tool", _editor_schema(False, ["insert_text", "new_str"])),
+    "memory_20250818": ("memory", _memory_schema()),
+})
+
+
+def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
+    """(name, schema) of an Anthropic-defined client tool entry; None for any other entry."""
+    kind = tool.get("type")
+    if not isinstance(kind, str) or not _ANTHROPIC_CLIENT_TOOL_TYPE.fullmatch(kind):
+        return None
+    name = tool.get("name")
+    reviewed = ANTHROPIC_CLIENT_TOOLS.get(kind)
+    if reviewed is not None and name != reviewed[0]:
+        raise CaptureError(f"{where} is a {kind} tool, which the API requires to be named {json.dumps(reviewed[0])}, "
+                           f"not {_token(name) if isinstance(name, str) else _describe(name)}")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    return name, (reviewed[1] if reviewed is not None else {UNREVIEWED_TOOL_KEYWORD: kind})
+
+
 # --- tool schemas from the request's tools -----------------------------------------
 
-def _tool_schema(number: int, tool: Any) -> tuple[str, Any]:
-    """(name, schema) of one entry of an OpenAI or Anthropic `tools` array."""
-    where = f"tools[{number}]"
+def _tool_schema(where: str, tool: Any) -> tuple[str, Any]:
+    """(name, schema) of one entry (at `where`) of an OpenAI or Anthropic `tools` array."""
     if not isinstance(tool, dict):
         raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
     kind = tool.get("type")
@@ -7542,6 +7899,8 @@ def _tool_schema(number: int, tool: Any) -> tuple[str, Any]:
         source, schema_key = tool, "parameters"
     elif "input_schema" in tool and kind in (None, "custom"):           # Anthropic
         source, schema_key = tool, "input_schema"
+    elif _anthropic_defined_tool(where, tool) is not None:             # Anthropic-defined client tool
+        return _anthropic_defined_tool(where, tool)
     else:
         raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
                            f"input_schema (type {_describe(kind)})")
@@ -7574,7 +7933,7 @@ def schemas_from_doc(doc: object) -> dict:
     schemas: dict[str, Any] = {}
     for number, tool in enumerate(doc):
         pairs = (_gemini_tool(tool, f"tools[{number}]") if _is_gemini_tool(tool)
-                 else [_tool_schema(number, tool)])
+                 else [_tool_schema(f"tools[{number}]", tool)])
         for name, schema in pairs:
             if name in schemas:
                 raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
@@ -7740,6 +8099,30 @@ def _request_tools(profile: str, body: dict) -> tuple[list, Any]:
     return tools, body.get("tool_choice")
 
 
+def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
+    """The functions of a Responses `namespace` tool, each named "namespace.name" in tool_schemas.
+
+    That is the name openai-agents gives a namespaced tool (tool_choice included), and the
+    key a namespaced call is looked up by (Slot.tool_key).  A function named like its own
+    namespace would be read as a deferred top-level function (the API marks those calls
+    with namespace == name), so it is refused.
+    """
+    name, inner = tool.get("name"), tool.get("tools")
+    if not isinstance(name, str) or not name or "." in name:
+        raise CaptureError(f"{where} is a namespace tool whose name is not a non-empty string without \".\"")
+    if not isinstance(inner, list):
+        raise CaptureError(f"{where}.tools is {_describe(inner)}, not a list")
+    out = []
+    for number, entry in enumerate(inner):
+        if isinstance(entry, dict) and entry.get("name") == name:
+            raise CaptureError(f"{where}.tools[{number}] has the name of its namespace: the Responses API marks a "
+                               "deferred top-level function's calls that way, so its calls could not be told apart")
+        if not (isinstance(entry, dict) and entry.get("type") in ("function", "custom")):
+            raise CaptureError(f"{where}.tools[{number}] is not a function or custom tool")
+        out.append((f"{where}.tools[{number}]", entry, name + "."))
+    return out
+
+
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
     """(tool_schemas, request block, warnings) from a recorded request body; prompts are dropped.
 
@@ -7754,28 +8137,40 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     tools, choice = _request_tools(profile, body)
     schemas: dict[str, Any] = {}
     warnings: list[str] = []
+    entries: list[tuple[str, Any, str]] = []   # (where, tool entry, the namespace prefix of its name)
     for number, tool in enumerate(tools):
+        if profile == "openai-responses" and isinstance(tool, dict) and tool.get("type") == "namespace":
+            entries.extend(_responses_namespace(f"tools[{number}]", tool))
+        else:
+            entries.append((f"tools[{number}]", tool, ""))
+    for where, tool, prefix in entries:
         if not isinstance(tool, dict):
-            raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a tool object")
+            raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
         kind = tool.get("type")
         custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
         if kind == "custom" and "input_schema" not in tool:
             name = custom.get("name")
             fmt = custom.get("format") or {"type": "text"}
             if not isinstance(name, str) or not name:
-                raise CaptureError(f"tools[{number}] is a custom tool without a name")
+                raise CaptureError(f"{where} is a custom tool without a name")
             if isinstance(fmt, dict) and fmt.get("type") == "text":
-                schemas[name] = {"type": "string"}
+                schemas[prefix + name] = {"type": "string"}
             else:
-                warnings.append(f"tools[{number}]: custom tool {json.dumps(name[:60])} takes grammar-constrained "
+                warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
                                 "input this tool cannot check; it is left out, so its calls are unknown_tool")
+            continue
+        defined = _anthropic_defined_tool(where, tool) if profile == "anthropic" else None
+        if defined is not None:
+            if defined[0] in schemas:
+                raise CaptureError(f"{where}: duplicate tool name {json.dumps(defined[0][:60])}")
+            schemas[defined[0]] = defined[1]
             continue
         if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
             continue  # a hosted tool (web search, code execution, MCP...): the provider runs it
-        name, schema = _tool_schema(number, tool)
-        if name in schemas:
-            raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
-        schemas[name] = schema
+        name, schema = _tool_schema(where, tool)
+        if prefix + name in schemas:
+            raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
+        schemas[prefix + name] = schema
     request: dict[str, Any] = {"tools": sorted(schemas)}
     if choice is not None:
         request["tool_choice"] = choice

@@ -351,7 +351,8 @@ class HugeNumbers(Bounded):
         # 1000 characters is within --max-number-length but overflows a double.
         self.assert_codes(self.run_doc(one_call('{"n":1' + "0" * 999 + "}")), ["non_finite_number"])
         self.assert_codes(self.run_doc(one_call('{"n":1' + "0" * 1000 + "}")), ["limit_exceeded"])
-        self.assertEqual(self.run_doc(one_call('{"n":1' + "0" * 300 + "}"))["status"], "pass")
+        self.assertEqual(self.run_doc(one_call('{"n":1' + "0" * 300 + ".0}"))["status"], "pass")
+        self.assert_codes(self.run_doc(one_call('{"n":1' + "0" * 300 + "}")), ["limit_exceeded"])   # unsafe integer
         self.assert_codes(self.run_doc(one_call('{"n":1e400}')), ["non_finite_number"])
         self.assertEqual(self.run_doc(one_call('{"n":1e-400}'))["status"], "pass")   # underflow is 0.0
 

@@ -49,7 +49,7 @@ def planted(doc, kind, path, secret):
 
 # Members whose values are call identity or arguments (any profile): the report may echo them.
 IDENTITY = frozenset({"id", "name", "call_id", "item_id", "toolUseId", "tool_use_id", "arguments", "partial_json",
-                      "input", "delta", "tool_id"})
+                      "input", "delta", "tool_id", "namespace"})   # a Responses call's namespace is identity
 
 
 def identity_position(kind, path):
@@ -60,7 +60,7 @@ def identity_position(kind, path):
 
 def echoed_as_identity(report, secret):
     for call in report["calls"]:
-        if secret in (call["id"], call["name"]):
+        if secret in (call["id"], call["name"], call.get("namespace")):
             return True
         arguments = call["arguments"]
         if isinstance(arguments, str) and secret in arguments:

@@ -92,8 +92,20 @@ KNOWN_REFUSALS = {
     ("openai/valid-function-and-custom-tool-call-in-parallel.json", "openai_chat_stream_helper"):
         "AttributeError: openai-python's chat stream helper has no custom tool calls (openai-node has)",
     ("openai/valid-function-and-custom-tool-call-in-parallel.json", "openai_chat_state"): "as above",
+    ("gemini/pass-vertex-integer-enums-two-calls.json", "google_genai_chunks"):
+        "AttributeError: google-genai reads enums as names only ('int' object has no attribute 'upper'); it never "
+        "asks for enum numbers (alt=sse), only the proto-generated REST clients do",
     ("openai/valid-no-object-member-anywhere.json", "openai_chat_stream_helper"):
         "AssertionError: the .stream() helper drops every chunk without \"object\", then has no snapshot",
+}
+
+
+# Passing fixtures on which an SDK hands over other calls without raising: (fixture, driver)
+# -> the cause found in its source.  Pinned like the refusals, so that a change shows.
+KNOWN_DIFFERENCES = {
+    ("openai/valid-function-and-custom-tool-call-in-parallel.json", "openai_agents_chat"):
+        "openai-agents' ChatCmplStreamHandler reads only function tool calls: the chat custom tool call is "
+        "dropped and the function call alone runs (a subset of the checked calls)",
 }
 
 
@@ -103,7 +115,7 @@ class _Refused(Exception):
 
 def _disagreement(driver_name, stream, our_calls):
     """None when the driver hands over exactly our calls, else a readable description."""
-    ours = [{key: c[key] for key in ("id", "name", "arguments", "kind") if key in c} for c in our_calls]
+    ours = [{key: c[key] for key in ("id", "name", "arguments", "kind", "namespace") if key in c} for c in our_calls]
     try:
         sdk = drivers.DRIVERS[driver_name](stream)
     except drivers.NotAssembled:
@@ -117,6 +129,8 @@ def _disagreement(driver_name, stream, our_calls):
     for position, (got, want) in enumerate(zip(sdk, ours)):
         if got["name"] != want["name"]:
             problems.append(f"call {position}: name")
+        if got.get("namespace") != want.get("namespace"):   # part of the call's identity (openai-agents)
+            problems.append(f"call {position}: namespace")
         if "kind" in got and "kind" in want and got["kind"] != want["kind"]:  # function / custom
             problems.append(f"call {position}: kind")
         if not _same_arguments(got["arguments"], want["arguments"], driver_name in JSON_VALUE_DRIVERS):
@@ -148,6 +162,7 @@ class _Differential(unittest.TestCase):
     def _check_all_fixtures(self):
         checked = 0
         refused = {}
+        differing: set = set()
         for relpath in fixture_paths():
             try:
                 data, doc = load_fixture(relpath)
@@ -178,11 +193,15 @@ class _Differential(unittest.TestCase):
                         checked -= 1
                         continue
                     if problem is not None:
-                        self.fail(f"fixtures/{relpath} passes our validator but {name} disagrees: {problem}")
+                        differing.add((relpath, name))
+                        if (relpath, name) not in KNOWN_DIFFERENCES:
+                            self.fail(f"fixtures/{relpath} passes our validator but {name} disagrees: {problem}")
         self.assertGreater(checked, 0, "no passing fixture reached these drivers")
         known = {key for key in KNOWN_REFUSALS if key[1] in self.DRIVERS}
         self.assertEqual(set(refused) - known, set(), f"new SDK refusals: {refused}")
         self.assertEqual(known - set(refused), set(), "pinned SDK refusals that no longer happen")
+        pinned = {key for key in KNOWN_DIFFERENCES if key[1] in self.DRIVERS}
+        self.assertEqual(pinned - differing, set(), "pinned SDK differences that no longer happen")
 
 
 class OpenAIDrivers(_Differential):
@@ -223,7 +242,7 @@ class AnthropicDriver(_Differential):
 
 class AgentsDriver(_Differential):
     PACKAGES = ("openai-agents",)
-    DRIVERS = ("openai_agents",)
+    DRIVERS = ("openai_agents", "openai_agents_chat")
 
     def test_passing_fixtures_match_openai_agents(self):
         self._check_all_fixtures()

@@ -55,7 +55,15 @@ class Rejects(unittest.TestCase):
             '{"a":1e400}': "non_finite_number",
             '{"a":-1.5e309}': "non_finite_number",
             '{"a":' + "9" * 400 + "}": "non_finite_number",
-            '{"a":' + "1" + "0" * 307 + "}": None,
+            '{"a":' + "1" + "0" * 307 + "}": "limit_exceeded",    # an integer beyond +/-(2^53 - 1)
+            '{"a":' + "1" + "0" * 307 + ".0}": None,              # the same number as a double
+            '{"a":9007199254740991}': None,
+            '{"a":-9007199254740991}': None,
+            '{"a":9007199254740992}': "limit_exceeded",
+            '{"a":-9007199254740992}': "limit_exceeded",
+            '{"a":[1,{"b":12345678901234567890}]}': "limit_exceeded",
+            '{"a":9007199254740993.0}': None,
+            '{"a":9.007199254740993e15}': None,
             '{"a":1,"a":2}': "duplicate_key",
             '{"o":{"b":1,"b":1}}': "duplicate_key",
             '{"a":1,"\\u0061":2}': "duplicate_key",
