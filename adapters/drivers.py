@@ -69,7 +69,7 @@ ADAPTERS = ("openai-python", "anthropic", "openai-agents", "google-genai", "lite
 PROFILES: dict[str, tuple[str, ...]] = {
     "openai-python": ("openai", "mistral", "openai-responses"),
     "anthropic": ("anthropic",),
-    "openai-agents": ("openai-responses",),
+    "openai-agents": ("openai", "openai-responses"),
     "google-genai": ("gemini",),
     "litellm": ("openai", "mistral"),
     "langchain-core": ("openai", "mistral", "anthropic"),
@@ -110,8 +110,11 @@ class Calls(list):
         self.not_executed = list(not_executed)
 
 
-def _call(call_id, name, arguments, kind="function") -> dict:
-    return {"id": call_id, "name": name, "arguments": arguments, "kind": kind}
+def _call(call_id, name, arguments, kind="function", namespace=None) -> dict:
+    call = {"id": call_id, "name": name, "arguments": arguments, "kind": kind}
+    if namespace is not None:   # a Responses call's namespace (openai-agents routes by it)
+        call["namespace"] = namespace
+    return call
 
 
 def _compact(value: Any) -> str:
@@ -333,7 +336,8 @@ def _custom_tools(tool_schemas) -> list[str]:
 def _from_sdkdiff(driver: Callable[[list], list], stream: list) -> Calls:
     with _quiet():  # e.g. google-genai logs a warning for a chunk with several candidates
         calls = driver(stream)
-    return Calls(_call(c["id"], c["name"], c["arguments"], c.get("kind", "function")) for c in calls)
+    return Calls(_call(c["id"], c["name"], c["arguments"], c.get("kind", "function"), c.get("namespace"))
+                 for c in calls)
 
 
 def openai_python(profile, stream, tool_schemas=None, request=None) -> Calls:
@@ -357,6 +361,8 @@ def anthropic(profile, stream, tool_schemas=None, request=None) -> Calls:
 
 def openai_agents(profile, stream, tool_schemas=None, request=None) -> Calls:
     """openai-agents: what ``Runner.run_streamed`` executes (sdkdiff ``openai_agents``)."""
+    if profile == "openai":
+        return _from_sdkdiff(sdk.openai_agents_chat, stream)
     if profile != "openai-responses":
         raise Unsupported(f"openai-agents does not read the {profile} profile")
     return _from_sdkdiff(sdk.openai_agents, stream)

@@ -158,6 +158,8 @@ def _call_problems(position, got, want) -> list[str]:
     problems = []
     if got.get("name") != want.get("name"):
         problems.append(f"call {position}: name")
+    if got.get("namespace") != want.get("namespace"):   # part of a Responses call's identity
+        problems.append(f"call {position}: namespace")
     if not same_arguments(got.get("arguments"), want.get("arguments"), custom=want.get("kind") == "custom"):
         problems.append(f"call {position}: arguments")
     theirs, ours = got.get("id"), want.get("id")
@@ -210,7 +212,8 @@ def verdict(status: str, calls, refused: bool, unsupported: bool, ours: list,
 
 
 def _our_calls(report) -> list[dict]:
-    return [{key: call.get(key) for key in ("id", "name", "arguments", "kind")} for call in report.get("calls") or []]
+    return [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
+            for call in report.get("calls") or []]
 
 
 def _codes(report) -> list[str]:

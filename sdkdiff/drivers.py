@@ -39,6 +39,7 @@ __all__ = [
     "anthropic_message_stream",
     "openai_responses_stream",
     "openai_agents",
+    "openai_agents_chat",
     "google_genai_chunks",
     "DRIVERS",
     "typed_json",
@@ -55,12 +56,13 @@ DRIVER_PACKAGE = {
     "anthropic_message_stream": "anthropic",
     "openai_responses_stream": "openai",
     "openai_agents": "openai-agents",
+    "openai_agents_chat": "openai-agents",
     "google_genai_chunks": "google-genai",
 }
 
 # validator profile -> drivers that consume that wire format
 PROFILE_DRIVERS = {
-    "openai": ("openai_chat_stream_helper", "openai_chat_state"),
+    "openai": ("openai_chat_stream_helper", "openai_chat_state", "openai_agents_chat"),
     "mistral": ("openai_chat_stream_helper", "openai_chat_state"),
     "anthropic": ("anthropic_message_stream",),
     "openai-responses": ("openai_responses_stream", "openai_agents"),
@@ -338,8 +340,13 @@ def _responses_calls(events: list) -> list[Call]:
 
 def _responses_call(item: Any) -> Call:
     if item.type == "custom_tool_call":  # free-form text input
-        return {"id": item.call_id, "name": item.name, "arguments": item.input, "kind": "custom"}
-    return {"id": item.call_id, "name": item.name, "arguments": item.arguments, "kind": "function"}
+        call = {"id": item.call_id, "name": item.name, "arguments": item.input, "kind": "custom"}
+    else:
+        call = {"id": item.call_id, "name": item.name, "arguments": item.arguments, "kind": "function"}
+    namespace = getattr(item, "namespace", None)   # openai-agents routes a call by (namespace, name)
+    if namespace is not None:
+        call["namespace"] = namespace
+    return call
 
 
 def openai_responses_stream(events: list) -> list[Call]:
@@ -451,6 +458,41 @@ def openai_agents(events: list) -> list[Call]:
     return _run("openai_agents", lambda: _agents_calls(events))
 
 
+def _agents_chat_calls(chunks: list) -> list[Call]:
+    import asyncio
+    import time
+
+    from agents.models.chatcmpl_stream_handler import ChatCmplStreamHandler
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import Response
+
+    # OpenAIChatCompletionsModel.stream_response: the chunks of the Stream layer go through
+    # ChatCmplStreamHandler.handle_stream, whose response.completed carries the function calls.
+    items = _openai_stream_items(chunks, ChatCompletionChunk)
+
+    async def stream():
+        for item in items:
+            yield item
+
+    async def run() -> list[Call]:
+        response = Response(id="resp_replay", created_at=time.time(), model="replay", object="response", output=[],
+                            tool_choice="auto", tools=[], parallel_tool_calls=True, top_p=None, temperature=None)
+        final = None
+        async for event in ChatCmplStreamHandler.handle_stream(response, stream()):
+            if event.type == "response.completed":
+                final = event.response
+        if final is None:
+            raise RuntimeError("the stream handler sent no response.completed")
+        return [_responses_call(item) for item in final.output if item.type in ("function_call", "custom_tool_call")]
+
+    return asyncio.run(run())
+
+
+def openai_agents_chat(chunks: list) -> list[Call]:
+    """The function calls openai-agents' Chat Completions model (OpenAIChatCompletionsModel) hands over."""
+    return _run("openai_agents_chat", lambda: _agents_chat_calls(chunks))
+
+
 # --------------------------------------------------------------------------------------
 # google-genai (python-genai): Models.generate_content_stream (google/genai/models.py)
 # --------------------------------------------------------------------------------------
@@ -494,5 +536,6 @@ DRIVERS: dict[str, Callable[[list], list[Call]]] = {
     "anthropic_message_stream": anthropic_message_stream,
     "openai_responses_stream": openai_responses_stream,
     "openai_agents": openai_agents,
+    "openai_agents_chat": openai_agents_chat,
     "google_genai_chunks": google_genai_chunks,
 }
