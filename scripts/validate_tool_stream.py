@@ -7654,6 +7654,12 @@ def _foreign_shape(payload: Any) -> str | None:
     return None
 
 
+def _error_payload(payload: dict) -> bool:
+    """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
+    return "error" in payload or payload.get("object") == "error" or payload.get("type") == "error" or (
+        len(payload) == 1 and next(iter(payload)) in _BEDROCK_EXCEPTIONS)
+
+
 def _non_stream_shape(payload: dict) -> str:
     """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
     kind, obj = payload.get("type"), payload.get("object")
@@ -7665,8 +7671,6 @@ def _non_stream_shape(payload: dict) -> str:
         return "a non-streaming Responses API object (\"object\": \"response\"); capture the stream=true response"
     if isinstance(payload.get("output"), dict) and "stopReason" in payload:
         return "a non-streaming Bedrock Converse response; capture ConverseStream"
-    if "error" in payload:
-        return "an error response, not a stream"
     members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
@@ -7714,7 +7718,7 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
             raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
         if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
             raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-        if (isinstance(whole, dict) and _foreign_shape(whole) is None
+        if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
                 and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
             raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
         for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text

@@ -637,7 +637,6 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
                   "non-streaming Anthropic message"),
                  ({"id": "resp_1", "object": "response", "output": []}, "openai-responses", "non-streaming Responses"),
                  ({"output": {"message": {}}, "stopReason": "end_turn"}, "bedrock", "non-streaming Bedrock Converse"),
-                 ({"error": {"message": "x", "type": "invalid_request_error"}}, "openai", "an error response"),
                  ({"status": "ok", "received": 3}, "openai", "members: \"status\", \"received\""),
                  ({"ok": True, "sk-proj-AbCdEf0123456789XyZ0123456789abcd": 1}, "gemini", "members: \"ok\", a member")]
         for doc, profile, words in cases:
@@ -646,6 +645,17 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
         with self.assertRaises(vts.CaptureError) as caught:
             vts.sse_to_envelope(json.dumps(cases[-1][0]).encode(), "gemini", None)
         self.assertNotIn("sk-proj", str(caught.exception))
+
+    def test_an_error_object_still_imports_as_a_stream_error(self):
+        for doc, profile in (({"error": {"message": "x", "type": "invalid_request_error"}}, "openai"),
+                             ({"object": "error", "message": "x", "code": 400}, "openai"),
+                             ({"type": "error", "error": {"type": "overloaded_error"}}, "anthropic"),
+                             ({"internalServerException": {"message": "x"}}, "bedrock"),
+                             ({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}}, "gemini")):
+            with self.subTest(doc=doc):
+                envelope, _ = vts.sse_to_envelope(json.dumps(doc).encode(), profile, None)
+                report = vts.validate_envelope(envelope)
+                self.assertEqual((report["status"], codes(report)), ("blocked", ["stream_error"]))
 
     def test_stream_bodies_of_one_payload_still_import(self):
         chunk = {"id": "c", "object": "chat.completion.chunk", "choices": []}
