@@ -51,6 +51,18 @@ class ReadmeIsTrue(unittest.TestCase):
         listed = set(re.findall(r"`([a-z_]+_tool_result|[a-z_]+_call|nova_[a-z_]+)`", text))
         self.assertLessEqual(listed, reviewed | {"tool_search_call"}, "README lists a type the code does not review")
 
+    def test_provider_defined_tools_and_groq_types_list_exactly_the_reviewed_tables(self):
+        capture = section("Capturing and redacting a stream")
+        rows = re.findall(r"^  \| (`[a-z_0-9]+`(?:, `[a-z_0-9]+`)*) \| `([a-z_]+)` \|", capture, re.M)
+        listed = {kind: name for kinds, name in rows for kind in re.findall(r"`([a-z_0-9]+)`", kinds)}
+        self.assertEqual(listed, {kind: name for kind, (name, _) in vts.ANTHROPIC_CLIENT_TOOLS.items()})
+        self.assertIn(f"`{vts.UNREVIEWED_TOOL_KEYWORD}`", section("Schema subset"))
+        hosted = section("Hosted tools and client-executed items")
+        for kind, name in vts._GROQ_EXECUTED_TOOLS.items():
+            self.assertIn(f"`type` `{kind}`", hosted)
+            self.assertIn(f"counted as `{name}`", hosted)
+        self.assertIn(str(vts.MAX_SAFE_INTEGER), section("Limits"))
+
     def test_gemini_parts_and_hosted_members_are_documented(self):
         hosted = section("Hosted tools and client-executed items")
         for name in set(vts._GEMINI_HOSTED_METADATA) | set(vts._GEMINI_HOSTED_METADATA.values()) | {
