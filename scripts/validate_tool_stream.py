@@ -1141,7 +1141,7 @@ _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id", "ex
 # then with its output) and counted once.  Reviewed `type` -> hosted name; other types, which no
 # recording shows yet, stay unsupported_event.
 _GROQ_EXECUTED_TOOLS = MappingProxyType({"search": "web_search"})
-_GROQ_EXECUTED_MEMBERS = MappingProxyType({"index": int, "type": str, "arguments": str, "output": str,
+_GROQ_EXECUTED_MEMBERS = MappingProxyType({"index": int, "type": str, "name": str, "arguments": str, "output": str,
                                            "search_results": dict, "code_results": list, "browser_results": list})
 # A restated finish (OpenRouter, and resellers of its format, send the finish chunk again with
 # usage and native_finish_reason): the choice members such a chunk may hold.  Its delta may hold
@@ -1158,6 +1158,25 @@ def _chat_choice_says_nothing(choice: dict) -> bool:
     if delta is None:
         return True
     return isinstance(delta, dict) and all(key == "role" or value in _NOTHING for key, value in delta.items())
+
+
+def _groq_entry_problem(entry: Any) -> str | None:
+    """Why an executed_tools entry is not a reviewed hosted tool use; None when it is one."""
+    if not isinstance(entry, dict):
+        return f"is {_describe(entry)}, not an object"
+    unknown = [key for key in entry if key not in _GROQ_EXECUTED_MEMBERS]
+    if unknown:
+        return f"has the member {_token(unknown[0])}, which is not reviewed"
+    for key, value in entry.items():
+        kind = _GROQ_EXECUTED_MEMBERS[key]
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"has {key} {_describe(value)}, not {kind.__name__}"
+    if not _is_index(entry.get("index")):
+        return f"has index {_describe(entry.get('index'))}, not a non-negative integer"
+    if entry.get("type") not in _GROQ_EXECUTED_TOOLS:
+        return (f"has type {_token(entry.get('type'))}, which is not a reviewed hosted tool "
+                f"(reviewed: {', '.join(_GROQ_EXECUTED_TOOLS)})")
+    return None
 
 
 class ChatNormalizer:
@@ -1292,16 +1311,11 @@ class ChatNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.executed_tools is {_describe(entries)}, not a list", cidx)
             return
         for entry in entries:
-            shape_ok = isinstance(entry, dict) and all(
-                value is None or (isinstance(value, _GROQ_EXECUTED_MEMBERS[key]) and not isinstance(value, bool))
-                for key, value in entry.items() if key in _GROQ_EXECUTED_MEMBERS)
-            kind = entry.get("type") if isinstance(entry, dict) else None
-            if not shape_ok or not _is_index(entry.get("index")) or not isinstance(kind, str) \
-                    or kind not in _GROQ_EXECUTED_TOOLS or set(entry) - set(_GROQ_EXECUTED_MEMBERS):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, "an executed_tools entry is not a reviewed hosted tool "
-                                  f"(type {_token(kind)}; reviewed: {', '.join(_GROQ_EXECUTED_TOOLS)}) with an "
-                                  "integer index", cidx)
+            problem = _groq_entry_problem(entry)
+            if problem is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"an executed_tools entry {problem}", cidx)
                 continue
+            kind = entry["type"]
             key = (cidx, entry["index"])
             seen = self.executed.get(key)
             if seen is None:
@@ -2127,6 +2141,10 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
     item.client = True
     item.added_arguments = initial or ""
     yield SlotOpen(pos, (None, index), call_id, name, None, _RESPONSES_KIND[item_type], namespace)
+    if "." in (name or "") or "." in (namespace or ""):
+        # the API's names hold letters, digits, _ and -: a "." would make the key namespace.name ambiguous
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"the {item_type} name or namespace of item {index} holds a \".\", "
+                          "which the Responses API never sends: its tool could not be told apart", None, index)
     if item_id:
         other = state.item_ids.setdefault(item_id, index)
         if other != index:
@@ -2499,14 +2517,16 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
 _GEMINI_STOP = "STOP"
 # Reasons that say the model tried to call a function and failed: a tool signal even with no call.
 _GEMINI_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS",
-                                   "FINISH_REASON_9", "FINISH_REASON_10", "FINISH_REASON_12", "FINISH_REASON_13"})
+                                   "FINISH_REASON_9", "FINISH_REASON_10", "FINISH_REASON_12", "FINISH_REASON_13",
+                                   "FINISH_REASON_14", "FINISH_REASON_15"})
 # Enums as proto numbers: the GAPIC REST clients (python-aiplatform, google-ai-generativelanguage,
 # the Node and Go REST transports) ask for "$alt=json;enum-encoding=int" and get every enum as its
 # number.  FinishReason 0-5 are the same in the Gemini API and Vertex AI and read as their names.
 # From 6 on the two APIs number differently (MALFORMED_FUNCTION_CALL is 10 in the Gemini API and
 # 9 in Vertex AI, where 10 is MODEL_ARMOR) and a body does not say which API sent it, so such a
 # number reads as FINISH_REASON_<n>: never STOP, and a tool failure when either API says so
-# (9, 10, 12, 13 above).  Outcome and the enums only type-checked (language, modality, safety
+# (above: the Gemini API's 10, 12, 13; Vertex AI's 9, and UNEXPECTED_TOOL_CALL, 15 in the
+# current aiplatform protos and 14 in the older @google-cloud/vertexai enum).  Outcome and the enums only type-checked (language, modality, safety
 # ratings, URL status, traffic type) number alike in both.
 _GEMINI_FINISH_NUMBERS = MappingProxyType({0: "FINISH_REASON_UNSPECIFIED", 1: "STOP", 2: "MAX_TOKENS", 3: "SAFETY",
                                            4: "RECITATION", 5: "OTHER"})
@@ -2996,8 +3016,9 @@ def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _Gemin
     tool_type = _wire_str(body.get("toolType")) if isinstance(body, dict) else None
     tool_id = _wire_str(body.get("id")) if isinstance(body, dict) else None
     if tool_type not in _GEMINI_SERVER_TOOLS or not tool_id:
+        said = body.get("toolType") if isinstance(body, dict) else None
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is not a reviewed server-side tool "
-                          f"(toolType {_token(tool_type)}) with a string id", index)
+                          f"(toolType {_token(said)}) with a string id", index)
         return
     if kind == "toolCall":
         if tool_id in cand.server_calls:
@@ -6070,8 +6091,8 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             machine.findings.append(finding)
             slot.findings.append(finding)
 
-        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "")):
-            find(INVALID_UNICODE, "the call's id or name holds an unpaired UTF-16 surrogate")
+        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+            find(INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate")
         if slot.kind not in (FUNCTION, CUSTOM):
             # reported with its kind; the normalizer already blocked the turn (no reviewed check for its input)
             slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
@@ -6087,6 +6108,10 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         for code, message in problems:
             find(code, message)
         tool = slot.tool_key
+        if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
+            # openai-agents finds a custom tool by its name alone: it would run the bare tool
+            find(IDENTITY_COLLISION, f"custom call {json.dumps(slot.name)} in namespace {json.dumps(slot.namespace)}: "
+                 f"a bare tool of that name is declared too, and openai-agents looks custom tools up by name alone")
         if tool is None:
             pass  # missing_name already says why no schema applies
         elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
@@ -6583,6 +6608,10 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
                 if key in want and want[key] != got[key]:
                     differences.append(f"calls[{number}].{key}: expected {json.dumps(want[key])}, "
                                        f"got {json.dumps(got[key])}")
+            if want.get("namespace") != got.get("namespace") and ("namespace" in want or "name" in want):
+                # part of the call's identity: a pinned call without one must have none
+                differences.append(f"calls[{number}].namespace: expected {json.dumps(want.get('namespace'))}, "
+                                   f"got {json.dumps(got.get('namespace'))}")
     return differences
 
 
@@ -7718,6 +7747,8 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
             raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
         if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
             raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+        if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
+            whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
         if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
                 and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
             raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
@@ -8118,6 +8149,8 @@ def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
         raise CaptureError(f"{where}.tools is {_describe(inner)}, not a list")
     out = []
     for number, entry in enumerate(inner):
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "." in entry["name"]:
+            raise CaptureError(f"{where}.tools[{number}] has a name with a \".\": {name}.<name> would be ambiguous")
         if isinstance(entry, dict) and entry.get("name") == name:
             raise CaptureError(f"{where}.tools[{number}] has the name of its namespace: the Responses API marks a "
                                "deferred top-level function's calls that way, so its calls could not be told apart")
@@ -8276,13 +8309,19 @@ def adapter_calls_from_doc(doc: object) -> list[dict]:
         for n, item in enumerate(doc):
             if not isinstance(item, dict):
                 raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
-            extra = sorted(set(item) - {"id", "name", "arguments"})
+            extra = sorted(set(item) - {"id", "name", "arguments", "namespace"})
             missing = [key for key in ("id", "name", "arguments") if key not in item]
             if extra or missing:
-                raise CaptureError(f"calls[{n}] must have exactly id, name and arguments"
+                raise CaptureError(f"calls[{n}] must have exactly id, name and arguments (and optionally namespace)"
                                    + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
                                    + (f"; missing {', '.join(missing)}" if missing else ""))
-            out.append(_adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"]))
+            call = _adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"])
+            if "namespace" in item:   # compared only when given (null: the call has none)
+                if item["namespace"] is not None and not isinstance(item["namespace"], str):
+                    raise CaptureError(f"calls[{n}]: namespace must be a string or null, got "
+                                       f"{_describe(item['namespace'])}")
+                call["namespace"] = item["namespace"]
+            out.append(call)
         return out
     if not isinstance(doc, dict):
         raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
@@ -8363,9 +8402,11 @@ def compare_calls(report_calls: list[dict], adapter_calls: list[dict],
         differences.append((None, f"this tool reassembled {len(report_calls)} call(s) (ids {ours}) but the "
                                   f"adapter produced {len(adapter_calls)} (ids {theirs})"))
     for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
-        for key in ("id", "name"):
+        for key in ("id", "name", "namespace"):
             if key == "id" and ours.get("id") is None and ids_optional:
                 continue   # the wire had no id (gemini): adapters make up their own
+            if key == "namespace" and "namespace" not in theirs:
+                continue   # only a list of calls can say it; a message shape has no namespace
             if ours.get(key) != theirs.get(key):
                 differences.append((number, f"call {number}: {key} differs: this tool has {_shown(ours.get(key))}, "
                                             f"the adapter has {_shown(theirs.get(key))}"))
@@ -8673,7 +8714,8 @@ def pinned_expect(report: dict[str, Any], old: Any) -> dict[str, Any]:
     expect: dict[str, Any] = {
         "status": report["status"],
         "codes": sorted({finding["code"] for finding in report["findings"]}),
-        "calls": [{key: call[key] for key in ("id", "name", "arguments")} for call in report["calls"]],
+        "calls": [{key: call[key] for key in ("id", "name", "namespace", "arguments") if key in call}
+                  for call in report["calls"]],
     }
     if isinstance(old, dict):
         expect.update((key, value) for key, value in old.items() if key not in expect)

@@ -153,6 +153,15 @@ class GroqExecutedTools(unittest.TestCase):
                                  ("blocked", ["unsupported_event"], {}))
         self.assertEqual(chat([gq({"executed_tools": None}), gq({}, "stop")], schemas={})["status"], "not_applicable")
 
+    def test_messages_say_what_is_wrong_and_a_name_member_is_read(self):
+        for entry, words in ((dict(SEARCH, extra=1), 'the member "extra"'), (dict(SEARCH, type="python"), 'type "python"'),
+                             (dict(SEARCH, output=7), "output 7, not str"), (dict(SEARCH, index=-1), "index -1")):
+            with self.subTest(entry=entry):
+                report = chat([gq({"executed_tools": [entry]}), gq({}, "stop")], schemas={})
+                self.assertIn(words, report["findings"][0]["message"])
+        report = chat([gq({"executed_tools": [dict(SEARCH, name="search")]}), gq({}, "stop")], schemas={})
+        self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"web_search": 1}))
+
     def test_one_index_two_types(self):
         report = chat([gq({"executed_tools": [SEARCH]}), gq({"executed_tools": [dict(SEARCH, type="search")]}),
                        gq({}, "stop")], schemas={})
@@ -477,9 +486,64 @@ class Namespaces(unittest.TestCase):
         for bad in ({"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "crm"}]},
                     {"type": "namespace", "name": "a.b", "tools": []}, {"type": "namespace", "name": "", "tools": []},
                     {"type": "namespace", "name": "crm", "tools": {}},
+                    {"type": "namespace", "name": "a", "tools": [{"type": "function", "name": "b.get"}]},
                     {"type": "namespace", "name": "crm", "tools": [{"type": "web_search"}]}):
             with self.subTest(tool=bad), self.assertRaises(vts.CaptureError):
                 vts.request_from_body("openai-responses", {"tools": [bad]})
+
+    def test_a_dot_in_a_streamed_name_or_namespace_is_refused(self):
+        schemas = dict(NS_SCHEMAS, **{"crm.get": {"type": "object"}, "a.b.weather": {"type": "object"}})
+        dotted = ns_turn([(None, '{"x":true}')])
+        for event in dotted:
+            for holder in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                if isinstance(holder, dict) and holder.get("type") == "function_call":
+                    holder["name"] = "crm.get"
+        self.assertEqual(codes(responses(dotted, schemas=schemas)), ["unsupported_event"])
+        self.assertEqual(codes(responses(ns_turn([("a.b", '{"x":true}')]), schemas=schemas)), ["unsupported_event"])
+
+    def test_a_lone_surrogate_in_a_namespace_is_invalid_unicode(self):
+        report = responses(ns_turn([("crm\ud800", '{"c":"x"}')]), schemas={"crm\ud800.weather": NS_SCHEMAS["crm.weather"]})
+        self.assertEqual(codes(report), ["invalid_unicode"])
+
+    def test_a_namespaced_custom_call_beside_a_bare_custom_tool_of_its_name(self):
+        def custom_turn(namespace):
+            events = ns_turn([(namespace, "")])
+            for event in events:
+                for holder in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                    if isinstance(holder, dict) and holder.get("type") == "function_call":
+                        holder.update(type="custom_tool_call", input="abc")
+                        holder.pop("arguments")
+            events[2] = {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "fc_0",
+                         "delta": "abc"}
+            return events
+        string = {"type": "string"}
+        self.assertEqual(responses(custom_turn("crm"), schemas={"crm.weather": string})["status"], "pass")
+        # openai-agents finds custom tools by name alone: with a bare "weather" declared it would run that one
+        report = responses(custom_turn("crm"), schemas={"crm.weather": string, "weather": string})
+        self.assertEqual(codes(report), ["identity_collision"])
+        self.assertEqual(responses(custom_turn(None), schemas={"crm.weather": string, "weather": string})["status"],
+                         "pass")
+
+    def test_pin_expect_and_adapter_output_bind_the_namespace(self):
+        doc = {"profile": "openai-responses", "tool_schemas": NS_SCHEMAS, "events": ns_turn([("crm", '{"c":"x"}')])}
+        report = vts.validate_envelope(doc)
+        expect = vts.pinned_expect(report, None)
+        self.assertEqual(expect["calls"], [{"id": "call_0", "name": "weather", "namespace": "crm",
+                                            "arguments": '{"c":"x"}'}])
+        self.assertEqual(vts.check_expect(report, expect), [])
+        moved = vts.validate_envelope(dict(doc, events=ns_turn([("billing", '{"c":"x"}')]),
+                                           tool_schemas=dict(NS_SCHEMAS, **{"billing.weather": NS_SCHEMAS["crm.weather"]})))
+        self.assertEqual(vts.check_expect(moved, expect), ['calls[0].namespace: expected "crm", got "billing"'])
+        bare = {"status": "pass", "calls": [{"id": "call_0", "name": "weather", "arguments": '{"c":"x"}'}]}
+        self.assertEqual(vts.check_expect(report, bare), ['calls[0].namespace: expected null, got "crm"'])
+        theirs = vts.adapter_calls_from_doc([{"id": "call_0", "name": "weather", "namespace": "billing",
+                                               "arguments": '{"c":"x"}'}])
+        self.assertEqual([n for n, _ in vts.compare_calls(report["calls"], theirs)], [0])
+        theirs = vts.adapter_calls_from_doc([{"id": "call_0", "name": "weather", "namespace": "crm",
+                                               "arguments": '{"c":"x"}'}])
+        self.assertEqual(vts.compare_calls(report["calls"], theirs), [])
+        with self.assertRaises(vts.CaptureError):
+            vts.adapter_calls_from_doc([{"id": "c", "name": "f", "namespace": 1, "arguments": "{}"}])
 
     def test_tool_key(self):
         slot = vts.Slot((None, 0))
@@ -559,10 +623,13 @@ class GeminiEnumNumbers(unittest.TestCase):
         self.assertIn('"FINISH_REASON_9"', gemini([gem([WHOLE], 9)])["findings"][0]["message"])
 
     def test_finish_reason_numbers_on_a_text_turn(self):
-        for number in (0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 14, 15, 16, 17, 99):
+        for number in (0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 99):
             with self.subTest(number=number):
                 self.assertEqual(gemini([gem([{"text": "t"}], number)])["status"], "not_applicable")
-        for number in (9, 10, 12, 13):   # a failed function call in one API or the other
+        # a failed function call in one API or the other: the Gemini API's MALFORMED_FUNCTION_CALL (10),
+        # UNEXPECTED_TOOL_CALL (12), TOO_MANY_TOOL_CALLS (13); Vertex AI's MALFORMED_FUNCTION_CALL (9) and
+        # UNEXPECTED_TOOL_CALL (15 in the current protos, 14 in the older @google-cloud/vertexai enum)
+        for number in (9, 10, 12, 13, 14, 15):
             with self.subTest(number=number):
                 report = gemini([gem([{"text": "t"}], number)])
                 self.assertEqual(codes(report), ["wrong_terminal_reason"])
@@ -590,6 +657,12 @@ class GeminiEnumNumbers(unittest.TestCase):
         for bad_usage in ({"promptTokensDetails": [{"modality": True, "tokenCount": 5}]}, {"trafficType": 1.5}):
             with self.subTest(usage=bad_usage):
                 self.assertNotEqual(gemini([dict(gem([WHOLE], 1), usageMetadata=bad_usage)])["status"], "pass")
+
+    def test_a_numbered_tool_type_is_refused_and_named(self):
+        stream = [gem([{"toolCall": {"toolType": 1, "id": "t1"}}, WHOLE], 1)]
+        report = gemini(stream)
+        self.assertEqual(codes(report), ["unsupported_event"])
+        self.assertIn("toolType 1)", report["findings"][0]["message"])
 
     def test_null_value_zero(self):
         stream = [gem([{"functionCall": {"name": "f", "willContinue": True}}]),
@@ -638,6 +711,7 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
                  ({"id": "resp_1", "object": "response", "output": []}, "openai-responses", "non-streaming Responses"),
                  ({"output": {"message": {}}, "stopReason": "end_turn"}, "bedrock", "non-streaming Bedrock Converse"),
                  ({"status": "ok", "received": 3}, "openai", "members: \"status\", \"received\""),
+                 ({"data": {"status": "ok"}}, "mistral", "members: \"status\""),
                  ({"ok": True, "sk-proj-AbCdEf0123456789XyZ0123456789abcd": 1}, "gemini", "members: \"ok\", a member")]
         for doc, profile, words in cases:
             with self.subTest(doc=doc):
@@ -660,6 +734,8 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
     def test_stream_bodies_of_one_payload_still_import(self):
         chunk = {"id": "c", "object": "chat.completion.chunk", "choices": []}
         self.assertEqual(vts.sse_to_envelope(json.dumps(chunk).encode(), "openai", None)[0]["chunks"], [chunk])
+        wrapped = json.dumps({"data": chunk}).encode()   # mistralai's CompletionEvent, one line
+        self.assertEqual(vts.sse_to_envelope(wrapped, "mistral", None)[0]["chunks"], [chunk])
         gemini_chunk = gem([{"text": "t"}], "STOP")
         self.assertEqual(vts.sse_to_envelope(json.dumps(gemini_chunk).encode(), "gemini", None, redact=False)[0]["chunks"],
                          [gemini_chunk])
