@@ -32,12 +32,20 @@ Standard library only; Python 3.10+.
 
 from __future__ import annotations
 
+import sys
+
+if sys.version_info < (3, 10):   # before any newer code runs: exit 3 ("could not run"), never 1 ("blocked")
+    _NEEDS = f"validate_tool_stream: needs Python 3.10 or newer, this is {sys.version_info[0]}.{sys.version_info[1]}"
+    if __name__ == "__main__":
+        sys.stderr.write(_NEEDS + "; no verdict\n")
+        raise SystemExit(3)
+    raise ImportError(_NEEDS)
+
 import bisect
 import functools
 import json
 import math
 import re
-import sys
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
 
@@ -273,6 +281,17 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+_QUOTED_MAX = 120   # characters of a name a message quotes
+
+
+def _quoted(name: str) -> str:
+    """A tool or call name as a message quotes it: JSON-quoted, at most _QUOTED_MAX characters
+    (the report's calls hold the whole name; a message repeated per call must stay small)."""
+    if len(name) <= _QUOTED_MAX:
+        return json.dumps(name)
+    return json.dumps(name[:_QUOTED_MAX])[:-1] + f'..." ({len(name)} characters)'
+
+
 def _is_json(value: Any) -> bool:
     """Whether value serialises as strict JSON (what the report must be)."""
     try:
@@ -345,6 +364,9 @@ def _strict_decoder(parse_float: Callable[[str], Any] = _finite_float,
                             parse_constant=_strict_constant)
 
 
+_DEFAULT_DECODER = _strict_decoder()   # stateless: one serves every document parsed with the default hooks
+
+
 def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float,
                     parse_int: Callable[[str], Any] = int, what: str = "the text") -> Any:
     """Exactly one strict RFC 8259 document, or JsonProblem.
@@ -357,7 +379,8 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     start = _skip_ws(text, 0)
     if start == len(text):
         raise JsonProblem(MALFORMED_JSON, f"{what}: empty" if not text else f"{what}: only whitespace")
-    decoder = _strict_decoder(parse_float, parse_int)
+    default = parse_float is _finite_float and parse_int is int
+    decoder = _DEFAULT_DECODER if default else _strict_decoder(parse_float, parse_int)
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
@@ -761,12 +784,17 @@ def _request_members(value: Any, where: str, allowed: tuple[str, ...]) -> dict:
 def _forced(name: str, kind: str = FUNCTION) -> dict:
     what = "the custom tool " if kind == CUSTOM else ""
     return {"allowed": frozenset({name}), "forced": name, "forced_kind": kind,
-            "choice_text": f"tool_choice forces {what}{json.dumps(name)}"}
+            "choice_text": f"tool_choice forces {what}{_quoted(name)}"}
+
+
+_NAMES_SHOWN = 5   # names of an allowed list that a message writes out
 
 
 def _restricted(names: list[str]) -> dict:
-    return {"allowed": frozenset(names), "choice_text": "tool_choice allows only "
-            + (", ".join(json.dumps(n) for n in sorted(names)) or "hosted tools")}
+    """An allowed_tools restriction; its message names at most _NAMES_SHOWN tools, then how many more."""
+    shown = ", ".join(_quoted(n) for n in sorted(names)[:_NAMES_SHOWN])
+    more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    return {"allowed": frozenset(names), "choice_text": "tool_choice allows only " + ((shown + more) or "hosted tools")}
 
 
 def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
@@ -2307,11 +2335,12 @@ class BedrockNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)}, not an object with exactly one member")
             return
         (member, body), = event.items()
+        if member in _BEDROCK_EXCEPTIONS or isinstance(member, str) and member.endswith("Exception"):
+            # botocore and the JavaScript SDK raise on every exception frame, whatever it is called
+            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {_token(member)}")
+            return
         if member not in _BEDROCK_MEMBERS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event member {_token(member)} has no reviewed normalizer")
-            return
-        if member in _BEDROCK_EXCEPTIONS:
-            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {member}")
             return
         if not isinstance(body, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
@@ -2603,13 +2632,22 @@ _GEMINI_PATH_ESCAPES = MappingProxyType({"b": "\b", "f": "\f", "n": "\n", "r": "
                                          "\\": "\\", "/": "/"})
 
 
-def _gemini_path(text: Any) -> tuple | None:
-    """A jsonPath as a tuple of member names (str) and array indices (int); None when not one we read."""
+_GEMINI_TOO_DEEP = ()   # a path with more segments than asked for (see _gemini_path)
+
+
+def _gemini_path(text: Any, max_segments: int = 1 << 62) -> tuple | None:
+    """A jsonPath as a tuple of member names (str) and array indices (int); None when not one we read.
+
+    _GEMINI_TOO_DEEP (the empty tuple) when it has more than max_segments segments: it
+    is not read further, so its size costs no memory.
+    """
     if not isinstance(text, str) or not text.startswith("$") or text == "$":
         return None
     segments: list = []
     pos = 1
     while pos < len(text):
+        if len(segments) >= max_segments:
+            return _GEMINI_TOO_DEEP
         match = _GEMINI_PATH_SEGMENT.match(text, pos)
         if match is None:
             return None
@@ -2625,16 +2663,24 @@ def _gemini_path(text: Any) -> tuple | None:
     return tuple(segments)
 
 
+_GEMINI_PATH_SHOWN = 12   # segments of a path a message writes out
+
+
 def _gemini_path_text(path: tuple) -> str:
-    """A path as the report writes it ($.a[0]...), names quoted when they are not plain words."""
+    """A path as the report writes it ($.a[0]...), names quoted when they are not plain words.
+
+    At most _GEMINI_PATH_SHOWN segments are written, then how many more there are.
+    """
     out = ["$"]
-    for segment in path:
+    for segment in path[:_GEMINI_PATH_SHOWN]:
         if isinstance(segment, int):
             out.append(f"[{segment}]")
         elif _protocol_word(segment) == segment and segment[:1].isalpha():
             out.append("." + segment)
         else:
             out.append("[<member>]")
+    if len(path) > _GEMINI_PATH_SHOWN:
+        out.append(f"... ({len(path) - _GEMINI_PATH_SHOWN} more segments)")
     return "".join(out)
 
 
@@ -2654,9 +2700,10 @@ class _GeminiString(_Record):
 class _GeminiCall(_Record):
     """A call whose arguments stream as partialArgs: its key, id and the object assembled so far."""
 
-    __slots__ = ("key", "id", "tree", "broken", "open_strings")
+    __slots__ = ("key", "id", "tree", "broken", "open_strings", "max_depth")
 
-    def __init__(self, key: SlotKey, call_id: str | None) -> None:
+    def __init__(self, key: SlotKey, call_id: str | None, max_depth: int = 64) -> None:
+        self.max_depth = max_depth
         self.key = key
         self.id = call_id
         self.tree: dict = {}
@@ -2668,9 +2715,10 @@ class _GeminiCandidate(_Record):
     """What one candidate has shown so far."""
 
     __slots__ = ("calls", "open", "last_key", "reason", "other_reason", "after_reason", "code", "hosted",
-                 "server_calls")
+                 "server_calls", "max_depth")
 
-    def __init__(self) -> None:
+    def __init__(self, max_depth: int = 64) -> None:
+        self.max_depth = max_depth
         self.calls = 0                   # function calls opened (the next call's ordinal)
         self.open: _GeminiCall | None = None
         self.last_key: SlotKey | None = None
@@ -2683,10 +2731,15 @@ class _GeminiCandidate(_Record):
 
 
 class GeminiNormalizer:
-    """Translate GenerateContentResponse chunks into neutral events, one at a time."""
+    """Translate GenerateContentResponse chunks into neutral events, one at a time.
 
-    def __init__(self) -> None:
+    max_depth: a partialArgs path deeper than the arguments may nest is refused as it
+    arrives, before anything of it is built (a path of a million segments costs nothing).
+    """
+
+    def __init__(self, max_depth: int = 64) -> None:
         self.candidates: dict[int, _GeminiCandidate] = {}
+        self.max_depth = max_depth
 
     def finish(self) -> Iterator[NeutralEvent]:
         """End of stream: unfinished calls and code runs, then the finish of the candidate with calls.
@@ -2775,7 +2828,7 @@ class GeminiNormalizer:
                                   "candidates[0] only", index)
             cand = self.candidates.get(index)
             if cand is None:
-                cand = self.candidates[index] = _GeminiCandidate()
+                cand = self.candidates[index] = _GeminiCandidate(self.max_depth)
             yield from _gemini_candidate(pos, index, candidate, cand)
 
 
@@ -3097,7 +3150,7 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
     if args is not None:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} gives args and also streams "
                           "partialArgs or willContinue", index, key[1])
-    streaming = cand.open = _GeminiCall(key, call_id or None)
+    streaming = cand.open = _GeminiCall(key, call_id or None, cand.max_depth)
     yield from _gemini_pieces(pos, index, partial or (), streaming)
     if not more:
         cand.open = None
@@ -3148,7 +3201,9 @@ def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
     """Put one partialArgs entry into the object; (code, message) when it cannot be placed."""
     if not isinstance(piece, dict) or any(key not in _GEMINI_ARG_KEYS for key in piece):
         return UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and willContinue"
-    path = _gemini_path(piece.get("jsonPath"))
+    path = _gemini_path(piece.get("jsonPath"), call.max_depth)
+    if path is _GEMINI_TOO_DEEP:   # each segment is a level of nesting of the arguments
+        return LIMIT_EXCEEDED, f"a partialArgs jsonPath nests deeper than the limit of {call.max_depth}"
     if path is None:
         return MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"
     if "__proto__" in path or any(a == "constructor" and b == "prototype" for a, b in zip(path, path[1:])):
@@ -3501,20 +3556,20 @@ class TurnMachine:
             if field_name == "id":
                 other = self.ids.get(value)
                 if other is not None and other != slot.key:
-                    self._find(IDENTITY_COLLISION, f"id {json.dumps(value)} is also used by slot {_slot_label(other)}",
+                    self._find(IDENTITY_COLLISION, f"id {_quoted(value)} is also used by slot {_slot_label(other)}",
                                position, slot.key)
                 else:
                     self.ids[value] = slot.key
         elif current != value:
             self._find(IDENTITY_COLLISION,
-                       f"{field_name} changed from {json.dumps(current)} to {json.dumps(value)} (names are not concatenated)"
+                       f"{field_name} changed from {_quoted(current)} to {_quoted(value)} (names are not concatenated)"
                        if field_name == "name" else
-                       f"id changed from {json.dumps(current)} to {json.dumps(value)}",
+                       f"id changed from {_quoted(current)} to {_quoted(value)}",
                        position, slot.key)
         elif field_name == "name" and self.rules.names_concatenate and not slot.name_restated:
             slot.name_restated = True  # once per slot: every later restatement reads the same way
-            self._find(IDENTITY_COLLISION, f"name {json.dumps(value)} restated on a later fragment: an SDK that joins "
-                       f"name fragments (openai-python) would call {json.dumps(current + value)}", position, slot.key)
+            self._find(IDENTITY_COLLISION, f"name {_quoted(value)} restated on a later fragment: an SDK that joins "
+                       f"name fragments (openai-python) would call {_quoted(current + value)}", position, slot.key)
 
     # -- neutral events ------------------------------------------------------
 
@@ -6110,26 +6165,26 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         tool = slot.tool_key
         if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
             # openai-agents finds a custom tool by its name alone: it would run the bare tool
-            find(IDENTITY_COLLISION, f"custom call {json.dumps(slot.name)} in namespace {json.dumps(slot.namespace)}: "
+            find(IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
                  f"a bare tool of that name is declared too, and openai-agents looks custom tools up by name alone")
         if tool is None:
             pass  # missing_name already says why no schema applies
         elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
             find(UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
-                 f"custom tool {json.dumps(tool)} takes free-form text: its input is checked only against a "
+                 f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
                  "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
                                                                        ", and tool_schemas has none"))
         elif tool not in tool_schemas:
-            find(UNKNOWN_TOOL, f"tool {json.dumps(tool)} is not in tool_schemas")
+            find(UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas")
         else:
             if tool not in schema_cache:
                 schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
             compiled = schema_cache[tool]
             if isinstance(compiled, SchemaUnsupported):
-                find(UNSUPPORTED_SCHEMA, f"schema of {json.dumps(tool)}: {compiled.message} "
+                find(UNSUPPORTED_SCHEMA, f"schema of {_quoted(tool)}: {compiled.message} "
                      f"(at {compiled.location})")
             elif isinstance(compiled, SchemaLimitExceeded):
-                find(LIMIT_EXCEEDED, f"schema of {json.dumps(tool)}: {compiled.message}")
+                find(LIMIT_EXCEEDED, f"schema of {_quoted(tool)}: {compiled.message}")
             elif value is not None:
                 for code, message, pointer in check_against_schema(compiled, value, limits):
                     find(code, message, pointer)
@@ -6145,7 +6200,7 @@ def check_hosted_names(machine: TurnMachine, tool_schemas: dict, request: Reques
     declared = set(tool_schemas) | (set(request.tools) if request is not None and request.tools else set())
     for name, position in sorted(machine.hosted_by_name.items(), key=lambda item: item[1]):
         if name in declared:
-            machine.record(IDENTITY_COLLISION, f"the provider's own tool use {json.dumps(name)} has the name of a "
+            machine.record(IDENTITY_COLLISION, f"the provider's own tool use {_quoted(name)} has the name of a "
                            "client tool this turn declares: a reader that dispatches by name (the Vercel AI SDK) "
                            "would run it as that client tool", position)
 
@@ -6165,11 +6220,11 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
         if request.none:
             problems.append("tool_choice is \"none\", yet the turn calls a tool")
         elif request.allowed is not None and tool is not None and tool not in request.allowed:
-            problems.append(f"{request.choice_text}, not {json.dumps(tool)}")
+            problems.append(f"{request.choice_text}, not {_quoted(tool)}")
         elif request.forced is not None and tool == request.forced and slot.kind != request.forced_kind:
             problems.append(f"{request.choice_text}, not a {slot.kind} call")
         if request.tools is not None and tool is not None and tool not in request.tools:
-            problems.append(f"tool {json.dumps(tool)} is not in the request's tool list")
+            problems.append(f"tool {_quoted(tool)} is not in the request's tool list")
         if request.single and count == 2:
             problems.append(f"the request allows one call (no parallel tool calls), but the turn has {len(machine.slots)}")
         for text in problems:
@@ -6184,13 +6239,14 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
 # ---------------------------------------------------------------------------
 
 
-NORMALIZERS = {
-    "openai": lambda: ChatNormalizer(mistral=False),
-    "mistral": lambda: ChatNormalizer(mistral=True),
-    "anthropic": AnthropicNormalizer,
-    "openai-responses": ResponsesNormalizer,
-    "bedrock": BedrockNormalizer,
-    "gemini": GeminiNormalizer,
+# profile -> a normalizer for one turn, given the gate's limits (those it bounds where data enters)
+NORMALIZERS: dict[str, Callable[[Limits], Any]] = {
+    "openai": lambda limits: ChatNormalizer(mistral=False),
+    "mistral": lambda limits: ChatNormalizer(mistral=True),
+    "anthropic": lambda limits: AnthropicNormalizer(),
+    "openai-responses": lambda limits: ResponsesNormalizer(),
+    "bedrock": lambda limits: BedrockNormalizer(),
+    "gemini": lambda limits: GeminiNormalizer(limits.max_depth),
 }
 
 
@@ -6227,7 +6283,7 @@ class StreamGate:
         self.limits = _limits(limits)
         self.meta = meta
         self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
-        self._normalizer = NORMALIZERS[profile]()
+        self._normalizer = NORMALIZERS[profile](self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(RULES[profile], self.limits, forced)
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -6615,6 +6671,56 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
     return differences
 
 
+# --- output: the one door to standard output and standard error ------------------------
+#
+# Every byte the tool prints goes through _out or _err, and every value from the input
+# (a path, an id, a message quoting an argument) is passed through _printable where it is
+# put into a line.  One rule for every mode:
+#   * a character that can act on a terminal or a log reader — C0 and C1 controls, DEL, the
+#     line and paragraph separators, bidirectional overrides, a lone surrogate — is written
+#     as \uXXXX (JSON writes its own \u escapes; JUnit keeps its \uXXXX text);
+#   * "##[", the GitHub Actions runner's legacy command prefix (recognised anywhere in a
+#     line), is written "#\u0023[" (JUnit: "#&#35;[");
+#   * no line starts with "::" (the runner's workflow commands) unless it is one of the
+#     tool's own annotations in --report github.
+
+_ACTING = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNPRINTABLE_IN_LINE = re.compile(f"[\t\n{_ACTING}]")   # inside one value: line ends and tabs too
+_UNPRINTABLE = re.compile(f"[\t{_ACTING}]")              # in a whole output text: all but its own LF
+_OWN_COMMANDS = ("::error file=", "::warning file=", "::notice file=")
+
+
+def _escape_char(match: re.Match) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _printable(value: Any) -> str:
+    """A value from the input as it may stand inside one output line (see the rule above)."""
+    return _UNPRINTABLE_IN_LINE.sub(_escape_char, value if isinstance(value, str) else str(value))
+
+
+def _guarded(text: str, commands: tuple[str, ...] = ()) -> str:
+    """A whole output text under the rule above; `commands` are the line starts the caller means."""
+    text = _UNPRINTABLE.sub(_escape_char, text).replace("##[", "#\\u0023[")
+    if "::" in text:
+        lines = text.split("\n")
+        for number, line in enumerate(lines):
+            if line.lstrip().startswith("::") and not (commands and line.startswith(commands)):
+                lines[number] = line.replace("::", ":\\u003a", 1)
+        text = "\n".join(lines)
+    return text
+
+
+def _out(text: str, commands: tuple[str, ...] = ()) -> None:
+    """Print text (one or more lines) on standard output, then a line end."""
+    sys.stdout.write(_guarded(text, commands) + "\n")
+
+
+def _err(text: str) -> None:
+    """Print text (one or more lines) on standard error, then a line end."""
+    sys.stderr.write(_guarded(text) + "\n")
+
+
 def render_json(report: dict[str, Any]) -> str:
     """Deterministic, ASCII-only JSON (safe for any terminal or log encoding)."""
     return json.dumps(report, indent=2, ensure_ascii=True)
@@ -6630,11 +6736,11 @@ def _text_value(value: Any, width: int) -> str:
     if not isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)   # null, or the redacted {utf8_bytes, sha256}
     if len(value) <= width:
-        return json.dumps(value, ensure_ascii=False)
+        return _printable(json.dumps(value, ensure_ascii=False))
     import hashlib
 
     raw = value.encode("utf-8", "surrogatepass")
-    head = json.dumps(value[:width], ensure_ascii=False)[:-1]
+    head = _printable(json.dumps(value[:width], ensure_ascii=False))[:-1]
     return f"{head}...\" ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})"
 
 
@@ -6663,7 +6769,8 @@ def render_text(report: dict[str, Any]) -> str:
             if item["index"] is not None:
                 parts.append(f"slot {item['index']}")
             where = ", " + " ".join(parts)
-        lines.append(f"  {item['code']} at {at}{where}: {item['message']}")
+        pointer = f" (at {_printable(item['pointer'])})" if "pointer" in item and report.get("arguments_redacted") else ""
+        lines.append(f"  {item['code']} at {at}{where}: {_printable(item['message'])}{pointer}")
     for item in report.get("restated_finishes", ()):
         lines.append(f"  note: choice {item['choice']} restated its finish_reason {_token(item['reason'])} at position "
                      f"{item['position']} on a usage chunk; read once, as the SDKs read it")
@@ -6741,6 +6848,9 @@ def _github_escape(text: str, property_value: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
 
 
+_JSON_ERROR_AT = re.compile(r"at line ([0-9]{1,9}) column ([0-9]{1,9})")   # where the strict parser stopped
+
+
 def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes,
                   allow_not_applicable: bool = False) -> str:
     """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
@@ -6756,7 +6866,7 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     spans = envelope_spans(text) if text else {}
     starts = spans.get("<stream>", [])
     stream_key = spans.get("chunks", spans.get("events"))
-    name = _github_escape(path, True)
+    name = _github_escape(_printable(path), True)
     lines = []
     findings = report["findings"] if differences is None else []
     for finding in findings:
@@ -6772,18 +6882,23 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
         elif stream_key is not None:
             offset = stream_key
         line, col = _line_col(text, offset) if offset is not None else (1, 1)
-        message = _github_escape(f"{finding['code']}: {finding['message']}")
+        at = _JSON_ERROR_AT.search(finding["message"]) if finding["code"] == INVALID_FIXTURE else None
+        if at is not None and offset is None:   # a syntax error: where the parser says it is
+            line, col = int(at.group(1)), int(at.group(2))
+        message = _github_escape(f"{finding['code']}: {_printable(finding['message'])}")
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
     line, col = _line_col(text, spans["expect"]) if "expect" in spans else (1, 1)
     for difference in differences or ():
-        lines.append(f"::error file={name},line={line},col={col}::{_github_escape('expect: ' + difference)}\n")
+        lines.append(f"::error file={name},line={line},col={col}::{_github_escape('expect: ' + _printable(difference))}\n")
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
-        lines.append(f"::warning file={name},line=1,col=1::not_applicable: the turn carries no tool call\n")
+        # it fails the step (exit 2), so it is an error, and says how to let it pass
+        lines.append(f"::error file={name},line=1,col=1::not_applicable: the turn carries no tool call, so the step "
+                     "fails (exit 2); --allow-not-applicable lets such a turn pass\n")
     return "".join(lines)
 
 
 # What XML 1.0 cannot carry: controls but tab, LF and CR; surrogates; U+FFFE and U+FFFF.
-_XML_UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_XML_UNSAFE = re.compile(f"[\t\n\r{_ACTING}\ufffe\uffff]")
 
 
 def _xml_safe(text: str) -> str:
@@ -6819,7 +6934,7 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
                 headline = f"{report['status']}: " + (", ".join(codes) or "the turn carries no tool call")
                 body = findings
             failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
-            failure.text = _xml_safe("\n".join(body))
+            failure.text = "\n".join(_xml_safe(line) for line in body)
         elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
             ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
         out = ET.SubElement(case, "system-out")
@@ -6827,7 +6942,8 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
                              f"{len(report['findings'])} finding(s)")
     document = ET.tostring(suites, encoding="unicode")
     # ASCII with character references: well-formed whatever encoding stdout writes
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document.encode("ascii", "xmlcharrefreplace").decode() + "\n"
+    document = document.encode("ascii", "xmlcharrefreplace").decode().replace("##[", "#&#35;[")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -7055,6 +7171,20 @@ def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
     return headers
 
 
+def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
+    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
+    kind = headers.get(":message-type")
+    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                         else ":error-code")
+    if not isinstance(member, str) or not member:
+        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+    if kind != "event" and not member.endswith("Exception"):
+        # an exception or error frame is a stream error whatever its code says (botocore raises):
+        # named so, it can never read as the data event its code may name (contentBlockDelta...)
+        member += "Exception"
+    return member
+
+
 def eventstream_events(raw: bytes) -> list[dict]:
     """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
 
@@ -7069,6 +7199,7 @@ def eventstream_events(raw: bytes) -> list[dict]:
     if not raw:
         raise CaptureError("the body is empty: no AWS event stream to import")
     events: list[dict] = []
+    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
     pos = 0
     while pos < len(raw):
         frame = len(events) + 1
@@ -7084,12 +7215,10 @@ def eventstream_events(raw: bytes) -> list[dict]:
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
         if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        headers = _eventstream_headers(message[12:12 + header_size], frame)
-        kind = headers.get(":message-type")
-        member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
-                             else ":error-code")
-        if not isinstance(member, str) or not member:
-            raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+        block = message[12:12 + header_size]
+        member = members.get(block)
+        if member is None:
+            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
         try:
             payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
         except (UnicodeDecodeError, JsonProblem) as exc:
@@ -7205,7 +7334,7 @@ def _redact_responses_item(item: Any) -> Any:
 
 def _redact_responses_event(event: dict) -> dict:
     """Text, reasoning, hosted-tool queries and results, instructions: everything but calls and structure."""
-    kind = event.get("type")
+    kind = _wire_str(event.get("type"))   # an object or a list there is no event type (the gate says so)
     if kind in _RESPONSES_INPUT_EVENTS:
         return event
     out = {}
@@ -7302,8 +7431,19 @@ _REDACTORS = {"openai": _redact_chat_chunk, "mistral": _redact_chat_chunk, "anth
 
 # --- credentials ----------------------------------------------------------------
 
+# Every pattern above starts with one of these literals, and no match is shorter than 15
+# characters: a string without any of them needs no look by the eight patterns.
+_SECRET_HINT = r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|(?i:bearer|api[_-]?key)"
+_SECRET_SHORTEST = 15
+# The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them.
+_SECRET_LITERALS = (b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox", b"eyj",
+                    b"bearer", b"api", b"authorization", b"access", b"\\u")
+
+
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, what) of every credential-looking run in text, sorted."""
+    if len(text) < _SECRET_SHORTEST or _compiled(_SECRET_HINT).search(text) is None:
+        return []
     spans = []
     for label, pattern in _SECRET_PATTERNS:
         for match in _compiled(pattern).finditer(text):
@@ -7363,7 +7503,7 @@ def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
             paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
         return paths
     if profile == "openai-responses":
-        kind = payload.get("type")
+        kind = _wire_str(payload.get("type"))
         if kind in _RESPONSES_INPUT_EVENTS:
             member = _RESPONSES_INPUT_EVENTS[kind]
             paths[(member,)] = "fragment" if member == "delta" else "warn"
@@ -7500,8 +7640,20 @@ def _split_secret_warnings(groups: dict[tuple, list[tuple[str, str]]]) -> list[s
     return warnings
 
 
-def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool) -> tuple[list[dict], list[str]]:
-    """Redacted (if asked) and credential-masked payloads, and the warnings."""
+def _may_hold_secrets(raw: bytes) -> bool:
+    """Whether a body can hold a credential a payload walk would find (False: the walk is skipped).
+
+    Every secret pattern starts with a literal of _SECRET_HINT, and a credential-named member
+    matches _SECRET_KEY; a \\u escape could spell either, so a body with one is always walked.
+    The scan of a slot's joined fragments runs whatever this says.
+    """
+    lowered = raw.lower()   # every literal below, lower-cased: a few scans in C instead of a regex
+    return any(hint in lowered for hint in _SECRET_LITERALS)
+
+
+def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool,
+                    walk: bool = True) -> tuple[list[dict], list[str]]:
+    """Redacted (if asked) and credential-masked payloads, and the warnings (walk: look for credentials)."""
     stream_key = STREAM_KEY[profile]
     warnings: list[str] = []
     groups: dict[tuple, list[tuple[str, str]]] = {}
@@ -7515,7 +7667,9 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
             group = _fragment_key(profile, payload, path) if isinstance(text, str) else None
             if group is not None:
                 groups.setdefault(group, []).append((text, line))
-        out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings))
+        out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings)
+                   if walk else payload)
+        payloads[pos] = None   # the original is not needed again: its memory goes as the copy grows
     return out, warnings + _split_secret_warnings(groups)
 
 
@@ -7532,8 +7686,8 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
     if not isinstance(entries, list):
         raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
     if selector.isascii() and selector.isdigit():
-        if int(selector) >= len(entries):
-            raise CaptureError(f"--entry {selector}: the archive has {len(entries)} entries (0-based)")
+        if len(selector) > 18 or int(selector) >= len(entries):
+            raise CaptureError(f"--entry {selector[:20]}: the archive has {len(entries)} entries (0-based)")
         entry = entries[int(selector)]
     else:
         found = [e for e in entries if isinstance(e, dict) and isinstance(e.get("request"), dict)
@@ -7618,7 +7772,8 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                 if event.name is None:  # the Anthropic SDK dispatches on the event name alone
                     raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
                                        "readers do not, so they would read different streams", event.line)
-        payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact)
+        payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact,
+                                             _may_hold_secrets(bytes(raw)))
     except RecursionError:
         raise CaptureError("an event nests too deeply to process") from None
     if schemas is None:
@@ -7671,9 +7826,9 @@ def _foreign_shape(payload: Any) -> str | None:
     """What a payload of an API without a profile looks like (None: not one of those)."""
     if not isinstance(payload, dict):
         return None
-    if payload.get("type") in _COHERE_V2_EVENTS:
+    if _wire_str(payload.get("type")) in _COHERE_V2_EVENTS:
         return "a Cohere v2 chat stream (message-start, content-delta, tool-call-delta... events)"
-    if payload.get("event_type") in _COHERE_V1_EVENTS:
+    if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
         return "a Cohere v1 chat stream (stream-start, text-generation... events)"
     if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
         return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
@@ -7780,7 +7935,8 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
     try:
         payloads, warnings = _scrub_payloads(profile, unwrapped, [f"line {line}" if point == "JSON Lines"
                                                                   else f"item {n}" for n, line in
-                                                                  enumerate(lines)], redact)
+                                                                  enumerate(lines)], redact,
+                                             _may_hold_secrets(bytes(raw)))
     except RecursionError:
         raise CaptureError("a payload nests too deeply to process") from None
     if no_schemas:
@@ -7796,7 +7952,7 @@ def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, reda
     _check_profile_shape("bedrock", events, [None] * len(events))   # frames, not lines
     try:
         payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
-                                             redact)
+                                             redact, _may_hold_secrets(bytes(raw)))
     except RecursionError:
         raise CaptureError("an event nests too deeply to process") from None
     if no_schemas:
@@ -8077,6 +8233,8 @@ def gemini_schema(schema: Any, where: str = "parameters") -> dict:
                 raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
             out[key] = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
         elif key in _GEMINI_SCHEMA_COUNTS and isinstance(value, str) and value.isascii() and value.isdigit():
+            if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
+                raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
             out[key] = int(value)   # an int64, which proto3 JSON writes as a string
         else:
             out[key] = value
@@ -8468,7 +8626,7 @@ def _new_parser(prog: str, description: str, **extra: Any) -> Any:
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:
-            raise UsageError(message)
+            raise UsageError(f"{message} (see --help)")
 
     return Parser(prog=prog, description=description, allow_abbrev=False, **extra)
 
@@ -8477,7 +8635,7 @@ def _parse_args(argv: list[str]) -> Any:
     import argparse
 
     parser = _new_parser(
-        "validate_tool_stream.py",
+        _prog(),
         "Decide whether the tool calls in one captured, streamed assistant turn may be "
         "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
         epilog="subcommands (each has its own --help):\n"
@@ -8503,7 +8661,8 @@ def _parse_args(argv: list[str]) -> Any:
                              "or an OpenAI/Anthropic final message); any difference is adapter_mismatch")
     parser.add_argument("--redact-arguments", action="store_true",
                         help="replace each call's arguments with their UTF-8 size and SHA-256 (for logs)")
-    parser.add_argument("--version", action="version", version=f"{TOOL} {VERSION}")
+    installed = _prog() != "validate_tool_stream.py"
+    parser.add_argument("--version", action="version", version=f"{_prog() if installed else TOOL} {VERSION}")
     defaults = Limits()
     for name, help_text in (
         ("max_input_bytes", "largest fixture file in bytes"),
@@ -8582,6 +8741,14 @@ def _walk_json(top: str) -> list[str]:
     return found
 
 
+def _excluded(path: str, exclude: list[str]) -> bool:
+    """The path, or its file name, matches one of the --exclude globs."""
+    import fnmatch
+    import os
+
+    return any(fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(os.path.basename(path), glob) for glob in exclude)
+
+
 def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]:  # noqa: B006 - read only
     """Fixture paths in order (folders: their *.json files, recursively, sorted); many?
 
@@ -8605,8 +8772,7 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
         else:
             found.append(path)
     if exclude:
-        found = [path for path in found if path == "-" or not any(
-            fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(os.path.basename(path), glob) for glob in exclude)]
+        found = [path for path in found if path == "-" or not _excluded(path, exclude)]
         if not found:
             raise UsageError("--exclude left no fixture to validate")
     if found.count("-") > 1 or ("-" in found and many):
@@ -8652,9 +8818,35 @@ def _adapter_doc(path: str, limits: Limits) -> list[dict]:
         raise UsageError(f"--adapter-output {path}: {exc}") from None
 
 
+def _json_file(option: str, path: str, limits: Limits) -> Any:
+    """The strict JSON in the file an option names; a parse error names the option and the file."""
+    try:
+        return parse_envelope_bytes(_read_input(path, limits.max_input_bytes))
+    except EnvelopeError as exc:
+        raise CaptureError(f"{option} {_printable(path)}: {exc}") from None
+
+
+def capture_text(envelope: dict) -> str:
+    """An envelope as capture writes it: indented members, one stream payload per line (ASCII JSON).
+
+    Each payload is written by the C encoder (json.dumps with an indent falls back to the
+    pure-Python one, several times slower on a large capture).
+    """
+    stream_key = STREAM_KEY.get(envelope.get("profile"), "chunks")
+    parts = []
+    for key, value in envelope.items():
+        if key == stream_key and isinstance(value, list) and value:
+            items = ",\n".join("    " + json.dumps(item, ensure_ascii=True) for item in value)
+            text = "[\n" + items + "\n  ]"
+        else:
+            text = json.dumps(value, indent=2, ensure_ascii=True).replace("\n", "\n  ")
+        parts.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}"
+
+
 def _run_capture(argv: list[str]) -> int:
     """`capture`: raw SSE body -> fixture envelope on stdout, warnings on stderr."""
-    parser = _new_parser("validate_tool_stream.py capture",
+    parser = _new_parser(f"{_prog()} capture",
                          "Turn a captured stream into a fixture envelope, redacted by default: a raw "
                          "server-sent-events body (bedrock: the binary AWS event stream), a JSON list of "
                          "payloads, JSON Lines of SDK dumps (model_dump_json() per line), or one entry of an "
@@ -8689,20 +8881,20 @@ def _run_capture(argv: list[str]) -> int:
             if problem:
                 request_warnings.append(f"{problem}; tool_schemas come from --schemas and there is no request block")
         if args.request:
-            request_body = parse_envelope_bytes(_read_input(args.request, limits.max_input_bytes))
+            request_body = _json_file("--request", args.request, limits)
         if request_body is not None:
             schemas, request, request_warnings = request_from_body(args.profile, request_body)
         if args.schemas:   # overrides the request's tools; tool_choice and the rest stay
-            schemas = parse_envelope_bytes(_read_input(args.schemas, limits.max_input_bytes))
+            schemas = _json_file("--schemas", args.schemas, limits)
         envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
     if request is not None:
         envelope["request"] = request
     warnings = request_warnings + warnings
-    sys.stdout.write(json.dumps(envelope, indent=2, ensure_ascii=True) + "\n")
+    _out(capture_text(envelope))
     for warning in warnings:
-        sys.stderr.write(f"validate_tool_stream capture: warning: {warning}\n")
+        _err(f"{TOOL} capture: warning: {_printable(warning)}")
     return EXIT_PASS
 
 
@@ -8782,12 +8974,70 @@ def _pinned_text(text: str, report: dict[str, Any], old: Any,
     return None, f"the pinned block would not match: {differences[0]}", report
 
 
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace the file at path with data so that it always holds its old or its new bytes.
+
+    The bytes go to a temporary file in the same folder (hidden, ending in .tmp, so never
+    read as a fixture), flushed and synced to disk, given the file's permission bits,
+    then renamed over it.  A failure (a full disk, a file-size limit, an interruption)
+    removes the temporary file and leaves the original untouched; OSError reaches the caller.
+    """
+    import os
+    import tempfile
+
+    folder, name = os.path.split(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    handle, temporary = tempfile.mkstemp(prefix=f".{name[:80]}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(fixture path, real file to rewrite) pairs, and messages for the paths skipped.
+
+    pin never writes through a link out of the folder it was given (for a file given
+    by name: out of that file's folder), nor into a read-only file.
+    """
+    import os
+
+    targets: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    for top in paths:
+        folder = os.path.isdir(top)
+        home = os.path.realpath(top if folder else os.path.dirname(os.path.abspath(top)))
+        files = sorted(_walk_json(top)) if folder else [top]
+        for path in files:
+            if _excluded(path, exclude):
+                continue
+            real = os.path.realpath(path)
+            if os.path.commonpath([home, real]) != home:
+                skipped.append(f"{_printable(path)}: skipped: a link out of {_printable(top)}")
+            elif not os.access(real, os.W_OK) or not os.stat(real).st_mode & 0o222:
+                skipped.append(f"{_printable(path)}: not written: the file is read-only")
+            else:
+                targets.append((path, real))
+    return targets, skipped
+
+
 def _run_pin(argv: list[str]) -> int:
     """`pin`: write each fixture's current outcome into its expect block (like a snapshot update)."""
-    parser = _new_parser("validate_tool_stream.py pin",
+    parser = _new_parser(f"{_prog()} pin",
                          "Validate each fixture and write its outcome — status, the exact set of finding "
                          "codes, the exact calls — into its expect block, leaving every other byte of the "
-                         "file as it was. Exit 0 when every fixture was pinned, 3 when one was refused.")
+                         "file as it was. Each file is replaced whole (a temporary file renamed over it), so it "
+                         "always holds its old or its new bytes. Exit 0 when every fixture was pinned, 3 when "
+                         "one was refused, skipped or could not be written (the others are still pinned).")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture files or folders")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip fixtures whose path or file name matches GLOB (repeatable)")
@@ -8796,30 +9046,44 @@ def _run_pin(argv: list[str]) -> int:
     args = _strict_parse(parser, argv)
     if "-" in args.fixtures:
         raise UsageError("pin rewrites files; standard input (-) cannot be pinned")
-    paths, _ = _expand(args.fixtures, args.exclude)
+    _expand(args.fixtures, args.exclude)   # every path readable, else a usage error before anything is written
+    targets, skipped = _pin_targets(args.fixtures, args.exclude)
+    for message in skipped:
+        _err(f"pin: {message}")
     limits = Limits()
-    refused = 0
-    for path in paths:
-        data = _read_input(path, limits.max_input_bytes)
+    refused = len(skipped)
+    for path, real in targets:
+        try:
+            data = _read_input(real, limits.max_input_bytes)
+        except UsageError as exc:
+            refused += 1
+            _err(f"pin: {_printable(path)}: not pinned: {_printable(exc)}")
+            continue
         report, doc = _validate_bytes_keeping_doc(data, limits, True)
         codes = {finding["code"] for finding in report["findings"]}
         never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
         text = data.decode("utf-8") if isinstance(doc, dict) else None
         new_text, why = None, "it is not a JSON object this tool can rewrite"
-        if never_judged and not args.allow_invalid:
+        if isinstance(doc, dict) and not ({"profile", "chunks", "events"} & set(doc)):
+            why = "it is not a fixture envelope (no profile, chunks or events member)"
+        elif never_judged and not args.allow_invalid:
             why = f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
         elif text is not None:
             new_text, why, report = _pinned_text(text, report, doc.get("expect"), limits)
             codes = {finding["code"] for finding in report["findings"]}
         if new_text is None:
             refused += 1
-            sys.stderr.write(f"pin: {path}: not pinned: {why}\n")
+            _err(f"pin: {_printable(path)}: not pinned: {_printable(why)}")
             continue
         if new_text != text:
-            with open(path, "w", encoding="utf-8", newline="") as handle:
-                handle.write(new_text)
-        sys.stdout.write(f"{'pinned' if new_text != text else 'already pinned'} {path}: {report['status']}"
-                         + (f" ({', '.join(sorted(codes))})" if codes else "") + "\n")
+            try:
+                write_atomically(real, new_text.encode("utf-8", "surrogatepass"))
+            except OSError as exc:
+                refused += 1
+                _err(f"pin: {_printable(path)}: not written: {exc.strerror or type(exc).__name__}; the file is unchanged")
+                continue
+        _out(f"{'pinned' if new_text != text else 'already pinned'} {_printable(path)}: {report['status']}"
+             + (f" ({', '.join(sorted(codes))})" if codes else ""))
     return EXIT_CANNOT_RUN if refused else EXIT_PASS
 
 
@@ -8842,33 +9106,35 @@ def run(argv: list[str]) -> int:
         counts[report["status"]] += 1
         if differences:
             mismatched.append(path)
-            sys.stderr.write(f"expect: MISMATCH {path}\n" + "".join(f"  {d}\n" for d in differences))
+            _err(f"expect: MISMATCH {_printable(path)}\n" + "\n".join(f"  {_printable(d)}" for d in differences))
         elif differences is not None and not many:
-            sys.stderr.write("expect: matched\n")
+            _err("expect: matched")
         failed = code != EXIT_PASS
         if args.report == "junit":
             cases.append((path, report, code, differences))
         elif args.quiet and not failed:
             pass
         elif args.report == "github":
-            sys.stdout.write(render_github(path, report, differences, data, args.allow_not_applicable))
+            annotations = render_github(path, report, differences, data, args.allow_not_applicable)
+            if annotations:
+                _out(annotations.rstrip("\n"), _OWN_COMMANDS)
         elif args.report == "text":
-            sys.stdout.write(f"== {path}\n{render_text(report)}\n")
+            _out(f"== {_printable(path)}\n{render_text(report)}")
         elif many or args.quiet:   # JSON Lines, ended by the summary line
-            sys.stdout.write(json.dumps({"fixture": path, **report}, ensure_ascii=True) + "\n")
+            _out(json.dumps({"fixture": path, **report}, ensure_ascii=True))
         else:
-            sys.stdout.write(render_json({"fixture": path, **report}) + "\n")
+            _out(render_json({"fixture": path, **report}))
         del data
         sys.stdout.flush()
     summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
     if args.report == "junit":
-        sys.stdout.write(render_junit(cases, args.allow_not_applicable))
+        _out(render_junit(cases, args.allow_not_applicable).rstrip("\n"))
     elif args.report in ("text", "github") and (many or args.quiet):
-        sys.stdout.write("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) + "\n")
+        _out("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
     elif args.report == "json" and (many or args.quiet):
-        sys.stdout.write(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) + "\n")
+        _out(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}))
     if args.expect:
         return EXIT_PASS if not mismatched else EXIT_BLOCKED
     if counts["blocked"]:
@@ -8876,6 +9142,14 @@ def run(argv: list[str]) -> int:
     if counts["not_applicable"] and not args.allow_not_applicable:
         return EXIT_NOT_APPLICABLE
     return EXIT_PASS
+
+
+def _prog() -> str:
+    """The command's name as the user ran it: the installed command, or the script."""
+    import os
+
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "validate-tool-stream" if name.startswith("validate-tool-stream") else "validate_tool_stream.py"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -8888,15 +9162,15 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) and exc.code == 0 else EXIT_CANNOT_RUN
     except UsageError as exc:
-        sys.stderr.write(f"validate_tool_stream: {exc}\n")
+        _err(f"{TOOL}: {_printable(exc)}")
         return EXIT_CANNOT_RUN
     except BrokenPipeError:
         return EXIT_CANNOT_RUN
     except KeyboardInterrupt:
-        sys.stderr.write("validate_tool_stream: interrupted; no verdict\n")
+        _err(f"{TOOL}: interrupted; no verdict")
         return EXIT_CANNOT_RUN
     except (KeyboardInterrupt, MemoryError, RecursionError, Exception) as exc:  # noqa: BLE001 - last resort
-        sys.stderr.write(f"validate_tool_stream: internal error ({type(exc).__name__}); no verdict\n")
+        _err(f"{TOOL}: internal error ({type(exc).__name__}); no verdict")
         return EXIT_CANNOT_RUN
 
 

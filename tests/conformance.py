@@ -203,8 +203,8 @@ def schema_suite_summary(results):
 def main():
     shared = shared_dir()
     if shared is None:
-        print("no shared reference folder found (set VTS_SHARED); nothing to measure")
-        return 0
+        print("no shared reference folder found (set VTS_SHARED); nothing measured")
+        return 3   # measured nothing: never a success a CI step could mistake for agreement
     captures = capture_results(shared)
     capture_problems = capture_disagreements(captures)
     by_status = {}

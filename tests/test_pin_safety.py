@@ -1,0 +1,488 @@
+"""`pin` rewrites fixtures in place: it must never damage one, whatever happens to the run.
+
+`validate_tool_stream.py pin FIXTURE_OR_FOLDER...` writes each fixture's outcome into its
+`expect` block.  The fixtures are a project's test data, often under review in a working tree,
+so a pin that is killed, interrupted, runs out of disk, meets a link or a file that is not a
+fixture must leave every file either exactly as it was or exactly as a clean pin would write it.
+These tests are the specification for that; every one runs the real CLI in a subprocess, on
+copies in temporary folders (never the bundled fixtures/).
+
+What is checked, and why:
+
+* Atomic replacement.  Each file is written to a hidden temporary file in the same folder (a
+  name starting with "." and ending in ".tmp", never in ".json", so a later `pin FOLDER` or
+  `validate FOLDER` never mistakes it for a fixture), flushed and fsynced, given the original
+  file's permission bits, then renamed over the original.  Observable as: the pinned path is a
+  new inode, its mode is the old mode, and a clean run leaves nothing else in the folder.
+* SIGKILL at random moments.  Six ~3 MB fixtures are pinned by a run that is killed after a
+  seeded random delay (spread over the length of a clean run that was measured first), and in
+  more rounds a few milliseconds after the run was seen to start changing the folder (a file's
+  inode/size/mtime or a new entry), which is where a non-atomic write would be caught mid-way.
+  After each kill every fixture must be byte-identical to its old bytes or to the bytes a clean
+  pin writes; leftover temporary files are allowed but must be hidden ".tmp" names.
+* SIGINT.  The same run interrupted with Ctrl-C ends with exit 3, says it was interrupted, prints
+  no traceback and removes its temporary file; the fixtures are old or new, never cut.
+* A full disk (simulated with RLIMIT_FSIZE smaller than the rewritten file).  The files that
+  cannot be written keep their old bytes, each is named on stderr, the fixtures that fit are still
+  pinned in the same run, the exit code is 3 and nothing is reported as an internal error.
+* Links.  `pin F` does not follow a file link or a folder link that leads outside F (it would
+  rewrite files the caller never named): those files are untouched, the links are named on stderr
+  as skipped and the exit code is 3.  A link inside F stays a link.
+* Not a fixture.  A JSON object that is not a fixture envelope (a package.json in the same
+  folder) never gets an "expect" member, even with --allow-invalid.
+* Read-only files.  A fixture with mode 0o444 is not replaced (a rename would succeed even so, so
+  the tool must check the mode itself, also when running as root); the others are pinned; exit 3.
+* Permission bits.  A pinned 0o640 file is still 0o640 (a temporary file is created 0o600).
+* Concurrent pins.  Two pins of one folder at once, while a third process keeps reading and
+  parsing every fixture: every read parses, both runs succeed, nothing is left behind.
+"""
+
+import json
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from support import SCRIPT
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on POSIX
+    resource = None
+
+ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+TIMEOUT = 120
+SEED = 20240611
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def pin_command(*args):
+    return [sys.executable, SCRIPT, "pin", *args]
+
+
+def run_pin(*args, preexec_fn=None):
+    """Run `pin` to the end; returns (exit code, stdout, stderr)."""
+    proc = subprocess.run(pin_command(*args), capture_output=True, env=ENV, timeout=TIMEOUT,
+                          preexec_fn=preexec_fn)
+    return (proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+
+
+def fixture(call_id, text_size=40, fragment=4096):
+    """An openai fixture (no expect block, so pin must write one): one call `note` whose
+    arguments {"text": "..."} of about text_size characters arrive in fragments."""
+    arguments = json.dumps({"text": ("abcdefghij" * (text_size // 10 + 1))[:text_size]})
+    pieces = [arguments[at:at + fragment] for at in range(0, len(arguments), fragment)]
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": call_id, "type": "function", "function": {"name": "note", "arguments": ""}}]}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}]}
+               for piece in pieces]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    doc = {"profile": "openai",
+           "tool_schemas": {"note": {"type": "object", "properties": {"text": {"type": "string"}}}},
+           "chunks": chunks}
+    return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+
+def real_tempdir():
+    """A TemporaryDirectory and its real path (no link in it, so "outside" is unambiguous)."""
+    holder = tempfile.TemporaryDirectory(prefix="pin-safety-")
+    return holder, os.path.realpath(holder.name)
+
+
+def write_files(folder, files):
+    for name, data in files.items():
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.write(data)
+
+
+def read_bytes(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def reset_folder(folder, files):
+    """Empty folder (leftover temporary files included) and write files into it again."""
+    for entry in os.listdir(folder):
+        os.unlink(os.path.join(folder, entry))
+    write_files(folder, files)
+
+
+def clean_pin(testcase, files):
+    """What a clean `pin` writes for each of files ({name: bytes}), and how long it took."""
+    holder, folder = real_tempdir()
+    with holder:
+        write_files(folder, files)
+        started = time.monotonic()
+        code, _, err = run_pin(folder)
+        took = time.monotonic() - started
+        testcase.assertEqual(code, 0, f"a clean pin of the reference copy failed: {err}")
+        pinned = {name: read_bytes(os.path.join(folder, name)) for name in files}
+    for name, data in pinned.items():
+        testcase.assertNotEqual(data, files[name], f"the reference pin did not rewrite {name}")
+        testcase.assertIn("expect", json.loads(data))
+    return pinned, took
+
+
+def folder_state(folder, names):
+    """(entries, {name: (inode, size, mtime)}) -- what a watcher can see of a run's progress."""
+    entries = frozenset(os.listdir(folder))
+    stats = {}
+    for name in names:
+        try:
+            info = os.stat(os.path.join(folder, name))
+            stats[name] = (info.st_ino, info.st_size, info.st_mtime_ns)
+        except OSError:
+            stats[name] = None
+    return entries, stats
+
+
+def changes(first, now):
+    """How many things changed from state first to state now (new entries + changed files)."""
+    entries, stats = now
+    return len(entries - first[0]) + sum(1 for name, value in stats.items() if value != first[1][name])
+
+
+def symlinks_work(folder):
+    if not hasattr(os, "symlink"):
+        return False
+    probe = os.path.join(folder, ".probe-link")
+    try:
+        os.symlink(folder, probe)
+    except (OSError, NotImplementedError):
+        return False
+    os.unlink(probe)
+    return True
+
+
+class PinSafetyCase(unittest.TestCase):
+    def assert_old_or_new(self, folder, old, new, context):
+        for name in sorted(old):
+            data = read_bytes(os.path.join(folder, name))
+            if data != old[name] and data != new[name]:
+                self.fail(f"{context}: {name} is neither its old bytes ({len(old[name])}) nor its pinned bytes "
+                          f"({len(new[name])}) but {len(data)} bytes" + (" (empty)" if not data else ""))
+
+    def assert_no_strays(self, folder, names, temps_allowed, context):
+        """Only the fixtures are left, or (after SIGKILL) also hidden '.*.tmp' temporary files."""
+        for entry in sorted(os.listdir(folder)):
+            if entry in names:
+                continue
+            self.assertFalse(entry.endswith(".json"), f"{context}: stray file {entry!r} would be taken for a fixture")
+            if not temps_allowed:
+                self.fail(f"{context}: leftover file {entry!r}")
+            self.assertTrue(entry.startswith(".") and entry.endswith(".tmp"),
+                            f"{context}: leftover {entry!r} is not a hidden '.*.tmp' temporary file")
+
+    def assert_clean_stderr(self, err):
+        self.assertNotIn("Traceback", err)
+        self.assertNotIn("internal error", err)
+
+
+# --------------------------------------------------------------------------- atomic replace, modes
+
+
+class AtomicReplace(PinSafetyCase):
+    def test_a_pinned_file_is_replaced_by_rename_and_nothing_is_left_behind(self):
+        files = {"a.json": fixture("call_a", 3000), "b.json": fixture("call_b", 200)}
+        new, _ = clean_pin(self, files)
+        holder, folder = real_tempdir()
+        with holder:
+            write_files(folder, files)
+            inodes = {name: os.stat(os.path.join(folder, name)).st_ino for name in files}
+            code, out, err = run_pin(folder)
+            self.assertEqual(code, 0, err)
+            self.assert_clean_stderr(err)
+            for name in files:
+                path = os.path.join(folder, name)
+                self.assertEqual(read_bytes(path), new[name])
+                self.assertNotEqual(os.stat(path).st_ino, inodes[name],
+                                    f"{name} was rewritten in place, not replaced by renaming a temporary file")
+            self.assert_no_strays(folder, set(files), temps_allowed=False, context="clean pin")
+
+    def test_permission_bits_are_kept(self):
+        files = {"group.json": fixture("call_g", 500), "shared.json": fixture("call_s", 500)}
+        wanted = {"group.json": 0o640, "shared.json": 0o664}
+        new, _ = clean_pin(self, files)
+        holder, folder = real_tempdir()
+        with holder:
+            write_files(folder, files)
+            for name, mode in wanted.items():
+                os.chmod(os.path.join(folder, name), mode)
+            code, _, err = run_pin(folder)
+            self.assertEqual(code, 0, err)
+            for name, mode in wanted.items():
+                path = os.path.join(folder, name)
+                self.assertEqual(read_bytes(path), new[name], f"{name} was not pinned")
+                self.assertEqual(oct(stat.S_IMODE(os.stat(path).st_mode)), oct(mode), f"{name} lost its mode")
+
+    def test_a_read_only_fixture_is_not_rewritten(self):
+        files = {"a-ok.json": fixture("call_a", 300), "b-read-only.json": fixture("call_b", 300),
+                 "c-ok.json": fixture("call_c", 300)}
+        new, _ = clean_pin(self, files)
+        holder, folder = real_tempdir()
+        with holder:
+            write_files(folder, files)
+            locked = os.path.join(folder, "b-read-only.json")
+            os.chmod(locked, 0o444)
+            try:
+                code, _, err = run_pin(folder)
+                self.assertEqual(read_bytes(locked), files["b-read-only.json"], "a read-only fixture was rewritten")
+                self.assertEqual(stat.S_IMODE(os.stat(locked).st_mode), 0o444)
+                self.assertIn(locked, err, "stderr does not name the read-only fixture")
+                for name in ("a-ok.json", "c-ok.json"):
+                    self.assertEqual(read_bytes(os.path.join(folder, name)), new[name], f"{name} was not pinned")
+                self.assertEqual(code, 3, err)
+                self.assert_clean_stderr(err)
+                self.assert_no_strays(folder, set(files), temps_allowed=False, context="read-only")
+            finally:
+                os.chmod(locked, 0o644)
+
+    def test_a_json_object_that_is_not_an_envelope_never_gets_an_expect_block(self):
+        package = (json.dumps({"name": "x", "version": "1.0.0"}, indent=2) + "\n").encode("utf-8")
+        files = {"package.json": package, "real.json": fixture("call_r", 200)}
+        new, _ = clean_pin(self, {"real.json": files["real.json"]})
+        for flags in ([], ["--allow-invalid"]):
+            with self.subTest(flags=flags):
+                holder, folder = real_tempdir()
+                with holder:
+                    write_files(folder, files)
+                    code, _, err = run_pin(folder, *flags)
+                    self.assertEqual(read_bytes(os.path.join(folder, "package.json")), package,
+                                     "a package.json was given an expect block")
+                    self.assertIn(os.path.join(folder, "package.json"), err, "stderr does not name package.json")
+                    self.assertEqual(read_bytes(os.path.join(folder, "real.json")), new["real.json"])
+                    self.assertEqual(code, 3, err)
+                    self.assert_clean_stderr(err)
+
+
+# --------------------------------------------------------------------------- full disk
+
+
+@unittest.skipIf(resource is None or not hasattr(resource, "RLIMIT_FSIZE"), "no resource.RLIMIT_FSIZE here")
+class FullDisk(PinSafetyCase):
+    def test_a_write_that_does_not_fit_keeps_the_old_file_and_the_run_goes_on(self):
+        files = {"a-big.json": fixture("call_a", 40_000), "b-small.json": fixture("call_b", 50),
+                 "c-big.json": fixture("call_c", 40_000), "d-small.json": fixture("call_d", 60)}
+        new, _ = clean_pin(self, files)
+        limit = max(len(new["b-small.json"]), len(new["d-small.json"])) + 4096
+        self.assertLess(limit, min(len(new["a-big.json"]), len(new["c-big.json"])), "test setup: limit too large")
+
+        def small_files_only():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        holder, folder = real_tempdir()
+        with holder:
+            write_files(folder, files)
+            code, _, err = run_pin(folder, preexec_fn=small_files_only)
+            for name in ("a-big.json", "c-big.json"):
+                path = os.path.join(folder, name)
+                self.assertEqual(read_bytes(path), files[name], f"{name} was damaged by a write that did not fit")
+                self.assertIn(path, err, f"stderr does not name {name}, which could not be written")
+            for name in ("b-small.json", "d-small.json"):
+                self.assertEqual(read_bytes(os.path.join(folder, name)), new[name],
+                                 f"{name} fits under the limit but was not pinned (the run stopped?)")
+            self.assertEqual(code, 3, err)
+            self.assert_clean_stderr(err)
+            self.assert_no_strays(folder, set(files), temps_allowed=False, context="file-size limit")
+
+
+# --------------------------------------------------------------------------- links
+
+
+class Links(PinSafetyCase):
+    def test_links_leading_outside_the_folder_are_skipped(self):
+        holder, root = real_tempdir()
+        with holder:
+            if not symlinks_work(root):
+                self.skipTest("symbolic links are not available here")
+            outside = os.path.join(root, "outside")
+            os.makedirs(os.path.join(outside, "dir"))
+            outside_files = {os.path.join(outside, "target.json"): fixture("call_t", 200),
+                             os.path.join(outside, "dir", "deep.json"): fixture("call_d", 200)}
+            for path, data in outside_files.items():
+                with open(path, "wb") as handle:
+                    handle.write(data)
+            folder = os.path.join(root, "F")
+            os.mkdir(folder)
+            inside = {"real.json": fixture("call_r", 200)}
+            new, _ = clean_pin(self, inside)
+            write_files(folder, inside)
+            file_link = os.path.join(folder, "link.json")
+            folder_link = os.path.join(folder, "sub")
+            inner_link = os.path.join(folder, "inner-link.json")
+            os.symlink(os.path.join(outside, "target.json"), file_link)
+            os.symlink(os.path.join(outside, "dir"), folder_link)
+            os.symlink("real.json", inner_link)
+
+            code, _, err = run_pin(folder)
+            for path, data in outside_files.items():
+                self.assertEqual(read_bytes(path), data, f"pin F rewrote {path}, outside F, through a link")
+            self.assertIn(file_link, err, "stderr does not say the file link was skipped")
+            self.assertIn(folder_link, err, "stderr does not say the folder link was skipped")
+            self.assertEqual(read_bytes(os.path.join(folder, "real.json")), new["real.json"],
+                             "the real fixture inside F was not pinned")
+            self.assertTrue(os.path.islink(inner_link), "a link inside F was replaced by a regular file")
+            self.assertTrue(os.path.islink(file_link) and os.path.islink(folder_link))
+            self.assertEqual(code, 3, err)
+            self.assert_clean_stderr(err)
+
+
+# --------------------------------------------------------------------------- killed and interrupted runs
+
+
+class KilledRun(PinSafetyCase):
+    """Six ~3 MB fixtures; runs killed at random moments must leave each file old or new."""
+
+    COPIES = 6
+    RANDOM_ROUNDS = 8        # SIGKILL after a delay spread over a clean run's duration
+    WATCHED_ROUNDS = 8       # SIGKILL a few ms after the run was seen changing the folder
+
+    @classmethod
+    def setUpClass(cls):
+        cls.holder, cls.folder = real_tempdir()
+        # distinct call ids, so a temporary file renamed over the wrong fixture is caught too
+        cls.old = {f"big-{n}.json": fixture(f"call_{n}", 2_900_000) for n in range(cls.COPIES)}
+        cls.names = set(cls.old)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.holder.cleanup()
+
+    def setUp(self):
+        if not hasattr(type(self), "new"):
+            type(self).new, type(self).duration = clean_pin(self, self.old)
+        reset_folder(self.folder, self.old)
+
+    def start(self):
+        return subprocess.Popen(pin_command(self.folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=ENV)
+
+    def watch_until(self, proc, wanted):
+        """Poll the folder until `wanted` things changed; True if the run was still going then."""
+        first = folder_state(self.folder, self.names)
+        deadline = time.monotonic() + TIMEOUT
+        while proc.poll() is None and time.monotonic() < deadline:
+            if changes(first, folder_state(self.folder, self.names)) >= wanted:
+                return True
+        return False
+
+    def finish(self, proc):
+        _, err = proc.communicate(timeout=TIMEOUT)
+        return proc.returncode, err.decode("utf-8", "replace")
+
+    def test_sigkill_at_any_moment_leaves_each_file_old_or_new(self):
+        rng = random.Random(SEED)
+        self.assertGreater(min(len(data) for data in self.old.values()), 2_500_000)   # about 3 MB each
+        rounds = []
+        for n in range(self.RANDOM_ROUNDS):
+            rounds.append(("after", self.duration * (n + rng.random()) / self.RANDOM_ROUNDS))
+        for _ in range(self.WATCHED_ROUNDS):
+            rounds.append(("watched", (rng.randint(1, 2 * self.COPIES), rng.uniform(0.0, 0.008))))
+        rng.shuffle(rounds)
+        for kind, when in rounds:
+            reset_folder(self.folder, self.old)
+            proc = self.start()
+            if kind == "after":
+                time.sleep(when)
+                context = f"SIGKILL after {when:.3f}s of a {self.duration:.3f}s run"
+            else:
+                wanted, extra = when
+                self.watch_until(proc, wanted)
+                time.sleep(extra)
+                context = f"SIGKILL {extra * 1000:.1f}ms after {wanted} changes in the folder"
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+            self.finish(proc)
+            self.assert_old_or_new(self.folder, self.old, self.new, context)
+            self.assert_no_strays(self.folder, self.names, temps_allowed=True, context=context)
+
+    def test_sigint_stops_cleanly_with_exit_3(self):
+        rng = random.Random(SEED + 1)
+        proc = self.start()
+        running = self.watch_until(proc, 1)                  # the first temporary file is being written
+        time.sleep(rng.uniform(0.0, 0.002))
+        self.assertTrue(running and proc.poll() is None, "test timing: the run ended before it could be interrupted")
+        proc.send_signal(signal.SIGINT)
+        code, err = self.finish(proc)
+        self.assertEqual(code, 3, err)
+        self.assertIn("interrupted", err.lower())
+        self.assertNotIn("Traceback", err)
+        self.assert_old_or_new(self.folder, self.old, self.new, "SIGINT")
+        self.assert_no_strays(self.folder, self.names, temps_allowed=False, context="SIGINT")
+
+
+# --------------------------------------------------------------------------- concurrent pins
+
+READER = r"""
+import json, os, sys
+stop, paths = sys.argv[1], sys.argv[2:]
+reads, failures = 0, []
+print("ready", flush=True)
+while not os.path.exists(stop):
+    for path in paths:
+        data = b""
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            json.loads(data)
+        except (OSError, ValueError) as exc:
+            failures.append([os.path.basename(path), len(data), type(exc).__name__])
+        reads += 1
+print(json.dumps({"reads": reads, "failures": len(failures), "first": failures[:5]}), flush=True)
+"""
+
+
+class ConcurrentPins(PinSafetyCase):
+    ROUNDS = 4
+
+    def test_two_pins_at_once_never_show_a_reader_a_half_written_file(self):
+        files = {f"c-{n}.json": fixture(f"call_{n}", 150_000) for n in range(6)}
+        new, _ = clean_pin(self, files)
+        holder, folder = real_tempdir()
+        control_holder, control = real_tempdir()
+        with holder, control_holder:
+            write_files(folder, files)
+            stop = os.path.join(control, "stop")
+            paths = [os.path.join(folder, name) for name in sorted(files)]
+            reader = subprocess.Popen([sys.executable, "-c", READER, stop, *paths], stdout=subprocess.PIPE,
+                                      env=ENV, text=True)
+            try:
+                self.assertEqual(reader.stdout.readline().strip(), "ready")
+                for n in range(self.ROUNDS):
+                    if n:   # back to the old bytes, atomically, while the reader keeps reading
+                        for name, data in files.items():
+                            spare = os.path.join(control, name)
+                            with open(spare, "wb") as handle:
+                                handle.write(data)
+                            os.replace(spare, os.path.join(folder, name))
+                    first = subprocess.Popen(pin_command(folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                             env=ENV)
+                    second = subprocess.Popen(pin_command(folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                              env=ENV)
+                    for proc in (first, second):
+                        _, err = proc.communicate(timeout=TIMEOUT)
+                        self.assertEqual(proc.returncode, 0, f"round {n}: a concurrent pin failed: {err!r}")
+                        self.assertNotIn(b"Traceback", err)
+                    for name in files:
+                        self.assertEqual(read_bytes(os.path.join(folder, name)), new[name], f"round {n}: {name}")
+                    self.assert_no_strays(folder, set(files), temps_allowed=False, context=f"round {n}")
+            finally:
+                with open(stop, "w"):
+                    pass
+                out, _ = reader.communicate(timeout=TIMEOUT)
+            result = json.loads(out.strip().splitlines()[-1])
+            self.assertGreater(result["reads"], len(files) * self.ROUNDS, "the reader hardly ran")
+            self.assertEqual(result["failures"], 0,
+                             f"a reader saw a file that does not parse ({result['failures']} of {result['reads']} "
+                             f"reads; first: {result['first']})")
+
+
+if __name__ == "__main__":
+    unittest.main()
