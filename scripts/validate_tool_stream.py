@@ -6677,14 +6677,14 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
 # (a path, an id, a message quoting an argument) is passed through _printable where it is
 # put into a line.  One rule for every mode:
 #   * a character that can act on a terminal or a log reader — C0 and C1 controls, DEL, the
-#     line and paragraph separators, bidirectional overrides, a lone surrogate — is written
+#     line and paragraph separators, bidirectional marks and overrides, a lone surrogate — is written
 #     as \uXXXX (JSON writes its own \u escapes; JUnit keeps its \uXXXX text);
 #   * "##[", the GitHub Actions runner's legacy command prefix (recognised anywhere in a
 #     line), is written "#\u0023[" (JUnit: "#&#35;[");
 #   * no line starts with "::" (the runner's workflow commands) unless it is one of the
 #     tool's own annotations in --report github.
 
-_ACTING = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_ACTING = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 _UNPRINTABLE_IN_LINE = re.compile(f"[\t\n{_ACTING}]")   # inside one value: line ends and tabs too
 _UNPRINTABLE = re.compile(f"[\t{_ACTING}]")              # in a whole output text: all but its own LF
 _OWN_COMMANDS = ("::error file=", "::warning file=", "::notice file=")
