@@ -6631,7 +6631,7 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
         near = difflib.get_close_matches(key, ("status", "codes", "calls"), n=1, cutoff=0.7)
         if key not in ("status", "codes", "calls") and near:
             differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
-    if "status" in expect and expect["status"] not in EXIT_BY_STATUS:
+    if "status" in expect and not (isinstance(expect["status"], str) and expect["status"] in EXIT_BY_STATUS):
         differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
     if "codes" in expect and not (isinstance(expect["codes"], list) and all(isinstance(c, str) for c in expect["codes"])):
         differences.append("expect codes must be a list of finding codes")
@@ -6650,7 +6650,7 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
     if "codes" in expect and isinstance(expect["codes"], list):
         found = {f["code"] for f in report["findings"]}
         for code in expect["codes"]:
-            if code not in found:
+            if isinstance(code, str) and code not in found:
                 differences.append(f"codes: expected {json.dumps(code)}, not reported")
     if "calls" in expect:
         wanted_calls = expect["calls"] if isinstance(expect["calls"], list) else []
@@ -6711,14 +6711,30 @@ def _guarded(text: str, commands: tuple[str, ...] = ()) -> str:
     return text
 
 
+class OutputError(Exception):
+    """Standard output cannot be written (closed, a full disk); main says so and exits 3."""
+
+
 def _out(text: str, commands: tuple[str, ...] = ()) -> None:
     """Print text (one or more lines) on standard output, then a line end."""
-    sys.stdout.write(_guarded(text, commands) + "\n")
+    if sys.stdout is None:
+        raise OutputError("it is closed")
+    try:
+        sys.stdout.write(_guarded(text, commands) + "\n")
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:   # ValueError: a closed file object
+        raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
 
 
 def _err(text: str) -> None:
-    """Print text (one or more lines) on standard error, then a line end."""
-    sys.stderr.write(_guarded(text) + "\n")
+    """Print text (one or more lines) on standard error, then a line end (dropped if it cannot be)."""
+    if sys.stderr is None:
+        return
+    try:
+        sys.stderr.write(_guarded(text) + "\n")
+    except (OSError, ValueError):
+        pass
 
 
 def render_json(report: dict[str, Any]) -> str:
@@ -6834,12 +6850,22 @@ def envelope_spans(text: str) -> dict[str, Any]:
     return out
 
 
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of a character offset (lines end at LF, CRLF or CR)."""
-    head = text[:offset]
-    line = head.count("\n") + head.count("\r") - head.count("\r\n") + 1
-    start = max(head.rfind("\n"), head.rfind("\r")) + 1
-    return line, offset - start + 1
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
+class _Lines:
+    """1-based line and column of character offsets in one text (lines end at LF, CRLF or CR).
+
+    The line starts are found once, so each lookup is a binary search: a report with
+    a thousand annotations on a large file costs one pass over it, not one per annotation.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [match.end() for match in _LINE_END.finditer(text)]
+
+    def at(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
 
 
 def _github_escape(text: str, property_value: bool = False) -> str:
@@ -6869,6 +6895,7 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     name = _github_escape(_printable(path), True)
     lines = []
     findings = report["findings"] if differences is None else []
+    where = _Lines(text) if findings or differences else None
     for finding in findings:
         offset = None
         if finding["position"] is not None and finding["position"] < len(starts):
@@ -6881,13 +6908,13 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
             offset = spans[named[0][1]] if named else None
         elif stream_key is not None:
             offset = stream_key
-        line, col = _line_col(text, offset) if offset is not None else (1, 1)
+        line, col = where.at(offset) if offset is not None else (1, 1)
         at = _JSON_ERROR_AT.search(finding["message"]) if finding["code"] == INVALID_FIXTURE else None
         if at is not None and offset is None:   # a syntax error: where the parser says it is
             line, col = int(at.group(1)), int(at.group(2))
         message = _github_escape(f"{finding['code']}: {_printable(finding['message'])}")
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
-    line, col = _line_col(text, spans["expect"]) if "expect" in spans else (1, 1)
+    line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
     for difference in differences or ():
         lines.append(f"::error file={name},line={line},col={col}::{_github_escape('expect: ' + _printable(difference))}\n")
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
@@ -8737,8 +8764,25 @@ def _walk_json(top: str) -> list[str]:
             folders[:] = []
             continue
         seen.add(real)
-        found.extend(os.path.join(folder, name) for name in names if name.endswith(".json"))
+        for name in names:
+            if name.endswith(".json"):
+                path = os.path.join(folder, name)
+                if _special_file(path):   # a pipe or a device would block or never end
+                    raise UsageError(f"{path} is not a regular file (a fixture folder holds files)")
+                found.append(path)
     return found
+
+
+def _special_file(path: str) -> bool:
+    """The path exists and is neither a regular file nor a folder (a pipe, a device, a socket)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _excluded(path: str, exclude: list[str]) -> bool:
@@ -8767,7 +8811,7 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
             if not inside:
                 raise UsageError(f"no *.json fixtures in folder {path}")
             found.extend(inside)
-        elif path != "-" and not os.path.isfile(path):
+        elif path != "-" and not os.path.isfile(path) and not _special_file(path):
             raise UsageError(f"cannot read {path}: no such file")
         else:
             found.append(path)
@@ -8778,7 +8822,7 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
     if found.count("-") > 1 or ("-" in found and many):
         raise UsageError("standard input (-) can only be the single fixture")
     for path in found:
-        if path != "-":
+        if path != "-" and not _special_file(path):   # a pipe given by name is read once, when validated
             try:
                 open(path, "rb").close()
             except OSError as exc:
@@ -8974,44 +9018,131 @@ def _pinned_text(text: str, report: dict[str, Any], old: Any,
     return None, f"the pinned block would not match: {differences[0]}", report
 
 
-def write_atomically(path: str, data: bytes) -> None:
+_TEMPORARY_PREFIX_BYTES = 100   # of the file's name kept in its temporary file's name (NAME_MAX is 255)
+
+
+def _temporary_name(name: str) -> str:
+    """A fresh hidden name ending in .tmp beside `name` (never read as a fixture), within NAME_MAX."""
+    import os
+    import secrets
+
+    prefix = name
+    while len(os.fsencode(prefix)) > _TEMPORARY_PREFIX_BYTES:
+        prefix = prefix[:-1]
+    return f".{prefix}.{secrets.token_hex(6)}.tmp"
+
+
+def _folder_descriptor(home: str, folder: str) -> int:
+    """A descriptor of `folder`, opened from `home` one folder at a time without following a link.
+
+    `folder` is a real path inside `home`; if one of its folders has been swapped for a link
+    since (to lead the write elsewhere), this raises OSError instead of following it.
+    """
+    import os
+
+    handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    relative = os.path.relpath(folder, home)
+    try:
+        for part in [] if relative == os.curdir else relative.split(os.sep):
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=handle)
+            os.close(handle)
+            handle = inner
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def _by_descriptor() -> bool:
+    """Can files be reached through folder descriptors here (POSIX), or only by path (Windows)?"""
+    import os
+
+    return hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
+
+
+def _read_regular(name: str, folder_fd: int, limit: int) -> tuple[bytes, int]:
+    """(up to limit + 1 bytes, permission bits) of the regular file `name` in an open folder;
+    never through a link, never blocking on a pipe."""
+    import os
+    import stat
+
+    handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=folder_fd)
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(0, "not a regular file")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(handle, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), stat.S_IMODE(status.st_mode)
+    finally:
+        os.close(handle)
+
+
+def write_atomically(path: str, data: bytes, folder_fd: int | None = None) -> None:
     """Replace the file at path with data so that it always holds its old or its new bytes.
 
     The bytes go to a temporary file in the same folder (hidden, ending in .tmp, so never
     read as a fixture), flushed and synced to disk, given the file's permission bits,
-    then renamed over it.  A failure (a full disk, a file-size limit, an interruption)
-    removes the temporary file and leaves the original untouched; OSError reaches the caller.
+    then renamed over it.  With `folder_fd` (an open descriptor of the file's folder; path
+    is then its name in it) every step goes through that descriptor, so a folder swapped
+    for a link meanwhile is never followed; the file itself is replaced, never written
+    through.  A failure (a full disk, a file-size limit, an interruption) removes the
+    temporary file and leaves the original untouched; OSError reaches the caller.
     """
     import os
-    import tempfile
 
-    folder, name = os.path.split(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(prefix=f".{name[:80]}.", suffix=".tmp", dir=folder)
+    if folder_fd is None and _by_descriptor():
+        folder, name = os.path.split(os.path.abspath(path))
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return write_atomically(name, data, handle)
+        finally:
+            os.close(handle)
+    at = {} if folder_fd is None else {"dir_fd": folder_fd}
+    folder, name = (os.path.split(os.path.abspath(path)) if folder_fd is None else ("", path))
+    mode = os.stat(name if folder_fd is not None else path, follow_symlinks=folder_fd is None, **at).st_mode & 0o7777
+    temporary = _temporary_name(name)
+    target = os.path.join(folder, temporary)
+    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0), 0o600, **at)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
+            if hasattr(os, "fchmod"):
+                os.fchmod(out.fileno(), mode)
+        if not hasattr(os, "fchmod"):
+            os.chmod(target, mode)
+        if folder_fd is None:
+            os.replace(target, path)
+        else:
+            os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            os.fsync(folder_fd)   # the rename itself reaches the disk
     except BaseException:
         try:
-            os.unlink(temporary)
+            os.unlink(target, **at)
         except OSError:
             pass
         raise
 
 
-def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
-    """(fixture path, real file to rewrite) pairs, and messages for the paths skipped.
+def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """(fixture path, real file to rewrite, the folder it must stay in) triples, and messages
+    for the paths skipped.
 
     pin never writes through a link out of the folder it was given (for a file given
-    by name: out of that file's folder), nor into a read-only file.
+    by name: out of that file's folder), nor into a read-only file or anything but a regular file.
     """
     import os
+    import stat
 
-    targets: list[tuple[str, str]] = []
+    targets: list[tuple[str, str, str]] = []
     skipped: list[str] = []
     for top in paths:
         folder = os.path.isdir(top)
@@ -9023,11 +9154,22 @@ def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, 
             real = os.path.realpath(path)
             if os.path.commonpath([home, real]) != home:
                 skipped.append(f"{_printable(path)}: skipped: a link out of {_printable(top)}")
+            elif not stat.S_ISREG(os.stat(real).st_mode):
+                skipped.append(f"{_printable(path)}: skipped: not a regular file")
             elif not os.access(real, os.W_OK) or not os.stat(real).st_mode & 0o222:
                 skipped.append(f"{_printable(path)}: not written: the file is read-only")
             else:
-                targets.append((path, real))
+                targets.append((path, real, home))
     return targets, skipped
+
+
+def _pin_site(real: str, home: str) -> tuple[int | None, str]:
+    """(folder descriptor or None, the name to read and write through it) for one pin target."""
+    import os
+
+    if not _by_descriptor():
+        return None, real
+    return _folder_descriptor(home, os.path.dirname(real)), os.path.basename(real)
 
 
 def _run_pin(argv: list[str]) -> int:
@@ -9052,39 +9194,62 @@ def _run_pin(argv: list[str]) -> int:
         _err(f"pin: {message}")
     limits = Limits()
     refused = len(skipped)
-    for path, real in targets:
+    for path, real, home in targets:
+        folder_fd = None
         try:
-            data = _read_input(real, limits.max_input_bytes)
-        except UsageError as exc:
+            folder_fd, name = _pin_site(real, home)
+            if folder_fd is None:
+                data = _read_input(real, limits.max_input_bytes)
+            else:
+                data, _ = _read_regular(name, folder_fd, limits.max_input_bytes)
+            refused += not _pin_one(path, name, folder_fd, data, limits, args.allow_invalid)
+        except (OSError, UsageError) as exc:
             refused += 1
-            _err(f"pin: {_printable(path)}: not pinned: {_printable(exc)}")
-            continue
-        report, doc = _validate_bytes_keeping_doc(data, limits, True)
-        codes = {finding["code"] for finding in report["findings"]}
-        never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
-        text = data.decode("utf-8") if isinstance(doc, dict) else None
-        new_text, why = None, "it is not a JSON object this tool can rewrite"
-        if isinstance(doc, dict) and not ({"profile", "chunks", "events"} & set(doc)):
-            why = "it is not a fixture envelope (no profile, chunks or events member)"
-        elif never_judged and not args.allow_invalid:
-            why = f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
-        elif text is not None:
-            new_text, why, report = _pinned_text(text, report, doc.get("expect"), limits)
-            codes = {finding["code"] for finding in report["findings"]}
-        if new_text is None:
-            refused += 1
-            _err(f"pin: {_printable(path)}: not pinned: {_printable(why)}")
-            continue
-        if new_text != text:
-            try:
-                write_atomically(real, new_text.encode("utf-8", "surrogatepass"))
-            except OSError as exc:
-                refused += 1
-                _err(f"pin: {_printable(path)}: not written: {exc.strerror or type(exc).__name__}; the file is unchanged")
-                continue
-        _out(f"{'pinned' if new_text != text else 'already pinned'} {_printable(path)}: {report['status']}"
-             + (f" ({', '.join(sorted(codes))})" if codes else ""))
+            why = _printable(exc) if isinstance(exc, UsageError) else _moved(exc)
+            _err(f"pin: {_printable(path)}: not pinned: {why}; the file is unchanged")
+        finally:
+            if folder_fd is not None:
+                import os
+
+                os.close(folder_fd)
     return EXIT_CANNOT_RUN if refused else EXIT_PASS
+
+
+def _moved(exc: OSError) -> str:
+    """Why a pin target could not be reached again: a link put in its way, or the OS's reason."""
+    import errno
+
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+        return "it or a folder on its path was moved or replaced by a link while pinning"
+    return exc.strerror or type(exc).__name__
+
+
+def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: Limits, allow_invalid: bool) -> bool:
+    """Pin one fixture whose bytes were read; False (said on stderr) when it is not pinned."""
+    report, doc = _validate_bytes_keeping_doc(data, limits, True)
+    codes = {finding["code"] for finding in report["findings"]}
+    never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
+    text = data.decode("utf-8") if isinstance(doc, dict) else None
+    new_text, why = None, "it is not a JSON object this tool can rewrite"
+    if isinstance(doc, dict) and not ({"profile", "chunks", "events"} & set(doc)):
+        why = "it is not a fixture envelope (no profile, chunks or events member)"
+    elif never_judged and not allow_invalid:
+        why = f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
+    elif text is not None:
+        new_text, why, report = _pinned_text(text, report, doc.get("expect"), limits)
+        codes = {finding["code"] for finding in report["findings"]}
+    if new_text is None:
+        _err(f"pin: {_printable(path)}: not pinned: {_printable(why)}")
+        return False
+    if new_text != text:
+        try:
+            write_atomically(name, new_text.encode("utf-8", "surrogatepass"), folder_fd)
+        except OSError as exc:
+            _err(f"pin: {_printable(path)}: not written: {_moved(exc)}; the file is unchanged")
+            return False
+    _out(f"{'pinned' if new_text != text else 'already pinned'} {_printable(path)}: {report['status']}"
+         + (f" ({', '.join(sorted(codes))})" if codes else ""))
+    return True
 
 
 def run(argv: list[str]) -> int:
@@ -9125,7 +9290,7 @@ def run(argv: list[str]) -> int:
         else:
             _out(render_json({"fixture": path, **report}))
         del data
-        sys.stdout.flush()
+        _flush_stdout()
     summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
@@ -9152,19 +9317,51 @@ def _prog() -> str:
     return "validate-tool-stream" if name.startswith("validate-tool-stream") else "validate_tool_stream.py"
 
 
+def _flush_stdout() -> None:
+    """Flush standard output now, so a write that fails is reported, not lost at exit."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def _silence_stdout() -> None:
+    """After a failed write, point standard output at the null device so the interpreter's
+    own flush at exit has nothing left to fail on (and prints nothing)."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: exit codes 0-3 only, and never a traceback."""
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")  # a narrow terminal encoding never crashes the output
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        code = run(sys.argv[1:] if argv is None else argv)
+        _flush_stdout()
+        return code
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) and exc.code == 0 else EXIT_CANNOT_RUN
     except UsageError as exc:
         _err(f"{TOOL}: {_printable(exc)}")
         return EXIT_CANNOT_RUN
+    except OutputError as exc:
+        _silence_stdout()
+        _err(f"{TOOL}: cannot write standard output: {_printable(exc)}; no verdict")
+        return EXIT_CANNOT_RUN
     except BrokenPipeError:
+        _silence_stdout()
         return EXIT_CANNOT_RUN
     except KeyboardInterrupt:
         _err(f"{TOOL}: interrupted; no verdict")

@@ -268,3 +268,87 @@ class WhatCiSees(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExpectBlocksOfAnyShape(unittest.TestCase):
+    def test_a_status_or_code_that_is_not_a_string_is_a_difference(self):
+        source = os.path.join(ROOT, "fixtures", "openai", "valid-fragmented-single-call.json")
+        with open(source, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        for expect, said in (({"status": ["pass"]}, "expect status a list is not pass, blocked or not_applicable"),
+                             ({"status": {"a": 1}}, "is not pass, blocked or not_applicable"),
+                             ({"status": "pass", "codes": [["x"]]}, "expect codes must be a list of finding codes"),
+                             ({"status": "pass", "codes": [{}, 1]}, "expect codes must be a list of finding codes")):
+            doc["expect"] = expect
+            with tempfile.TemporaryDirectory() as folder:
+                path = write(folder, "f.json", json.dumps(doc))
+                for mode in ("json", "text", "junit", "github"):
+                    code, out, err = run_cli(path, "--expect", "--report", mode)
+                    self.assertEqual(code, 1, f"{expect} {mode}: {err}")
+                    self.assertNotIn("internal error", err)
+                    self.assertIn(said, out + err, mode)
+
+
+class GithubLineNumbers(unittest.TestCase):
+    def test_line_and_column_match_a_plain_count_for_every_line_end(self):
+        rng = random.Random(22)
+        for _ in range(200):
+            text = "".join(rng.choice(["a", "b", "\n", "\r", "\r\n", "\u2028"]) for _ in range(rng.randrange(0, 40)))
+            where = vts._Lines(text)
+            for offset in range(len(text) + 1):
+                if text[offset - 1:offset + 1] == "\r\n":   # inside one line end: no token starts there
+                    continue
+                head = text[:offset]
+                line = head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+                start = max(head.rfind("\n"), head.rfind("\r")) + 1
+                self.assertEqual(where.at(offset), (line, offset - start + 1), repr(text))
+
+
+class UnwritableOutput(unittest.TestCase):
+    FIXTURE = os.path.join(ROOT, "fixtures", "openai", "valid-fragmented-single-call.json")
+
+    def run_with_stdout(self, stdout, *args):
+        proc = subprocess.run([sys.executable, SCRIPT, *args], stdout=stdout, stderr=subprocess.PIPE,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        return proc.returncode, proc.stderr.decode("utf-8")
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
+    def test_a_full_output_says_so(self):
+        with open(self.FIXTURE, encoding="utf-8") as handle:
+            chunks = json.load(handle)["chunks"]
+        with tempfile.TemporaryDirectory() as folder, open("/dev/full", "wb") as full:
+            body = write(folder, "body.sse", "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n")
+            for args in ((self.FIXTURE,), ("capture", "--profile", "openai", body)):
+                code, err = self.run_with_stdout(full, *args)
+                self.assertEqual(code, 3)
+                self.assertIn("cannot write standard output: No space left on device", err)
+                self.assertNotIn("internal error", err)
+                self.assertNotIn("Exception ignored", err)
+
+    def test_a_closed_output_says_so(self):
+        proc = subprocess.run([sys.executable, "-c", "import os, runpy, sys; os.close(1); sys.stdout = None; "
+                               f"sys.argv = ['x', {self.FIXTURE!r}]; "
+                               f"sys.exit(runpy.run_path({SCRIPT!r}, run_name='vts')['main']())"],
+                              stderr=subprocess.PIPE, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        err = proc.stderr.decode("utf-8")
+        self.assertEqual(proc.returncode, 3, err)
+        self.assertIn("cannot write standard output: it is closed", err)
+
+
+class SpecialFiles(unittest.TestCase):
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "no named pipes here")
+    def test_a_pipe_in_a_fixture_folder_is_refused_not_waited_on(self):
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(UnwritableOutput.FIXTURE, os.path.join(folder, "a.json"))
+            os.mkfifo(os.path.join(folder, "b.json"))
+            code, out, err = run_cli(folder)
+            self.assertEqual((code, out), (3, ""))
+            self.assertIn("b.json is not a regular file", err)
+
+    @unittest.skipUnless(os.path.exists("/dev/fd/0"), "no /dev/fd here")
+    def test_a_pipe_given_by_name_is_read(self):
+        with open(UnwritableOutput.FIXTURE, "rb") as handle:
+            data = handle.read()
+        proc = subprocess.run([sys.executable, SCRIPT, "--quiet", "/dev/fd/0"], input=data, capture_output=True,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)

@@ -33,6 +33,13 @@ What is checked, and why:
 * Read-only files.  A fixture with mode 0o444 is not replaced (a rename would succeed even so, so
   the tool must check the mode itself, also when running as root); the others are pinned; exit 3.
 * Permission bits.  A pinned 0o640 file is still 0o640 (a temporary file is created 0o600).
+* A folder swapped for a link while pin runs.  The files are checked before any is validated;
+  a folder on a file's path replaced afterwards by a link out of F must not be followed (each
+  file is reached again from F one folder at a time, refusing links): the file outside keeps its
+  bytes, the one in the moved folder too, and the run says so and exits 3.
+* Names.  A legal file name of 245 bytes (60 four-byte characters) is pinned: the temporary
+  file's name stays within the 255-byte limit.  A pipe named *.json given to pin is skipped as
+  not a regular file (reading it would block).
 * Concurrent pins.  Two pins of one folder at once, while a third process keeps reading and
   parsing every fixture: every read parses, both runs succeed, nothing is left behind.
 """
@@ -48,7 +55,11 @@ import tempfile
 import time
 import unittest
 
-from support import SCRIPT
+import contextlib
+import io
+from unittest import mock
+
+from support import SCRIPT, vts
 
 try:
     import resource
@@ -331,6 +342,66 @@ class Links(PinSafetyCase):
             self.assertTrue(os.path.islink(inner_link), "a link inside F was replaced by a regular file")
             self.assertTrue(os.path.islink(file_link) and os.path.islink(folder_link))
             self.assertEqual(code, 3, err)
+            self.assert_clean_stderr(err)
+
+
+class SwappedFolder(PinSafetyCase):
+    def test_a_folder_replaced_by_a_link_after_the_check_is_not_followed(self):
+        holder, root = real_tempdir()
+        with holder:
+            if not symlinks_work(root):
+                self.skipTest("symbolic links are not available here")
+            folder, outside = os.path.join(root, "F"), os.path.join(root, "outside")
+            os.makedirs(os.path.join(folder, "z"))
+            os.mkdir(outside)
+            data = fixture("call_z", 200)
+            write_files(os.path.join(folder, "z"), {"b.json": data})
+            write_files(outside, {"b.json": data})
+            checked = vts._pin_targets
+
+            def check_then_swap(paths, exclude):   # the race, made certain: after the check, before the write
+                targets = checked(paths, exclude)
+                os.rename(os.path.join(folder, "z"), os.path.join(folder, "z.orig"))
+                os.symlink(outside, os.path.join(folder, "z"))
+                return targets
+
+            err = io.StringIO()
+            with mock.patch.object(vts, "_pin_targets", check_then_swap), \
+                    contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                code = vts.main(["pin", folder])
+            self.assertEqual(read_bytes(os.path.join(outside, "b.json")), data, "pin wrote through the swapped link")
+            self.assertEqual(read_bytes(os.path.join(folder, "z.orig", "b.json")), data)
+            self.assertEqual(code, 3)
+            self.assertIn("replaced by a link while pinning", err.getvalue())
+            self.assert_clean_stderr(err.getvalue())
+
+
+class Names(PinSafetyCase):
+    def test_a_long_utf8_file_name_can_be_pinned(self):
+        holder, folder = real_tempdir()
+        with holder:
+            name = "\U0001F600" * 60 + ".json"
+            self.assertEqual(len(name.encode("utf-8")), 245)
+            try:
+                write_files(folder, {name: fixture("call_long", 200)})
+            except OSError:
+                self.skipTest("this file system does not take a 245-byte name")
+            code, out, err = run_pin(folder)
+            self.assertEqual(code, 0, err)
+            self.assertIn("expect", json.loads(read_bytes(os.path.join(folder, name))))
+            self.assert_no_strays(folder, {name}, False, "long name")
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "no named pipes here")
+    def test_a_pipe_is_not_read_or_pinned(self):
+        holder, folder = real_tempdir()
+        with holder:
+            os.mkfifo(os.path.join(folder, "pipe.json"))
+            code, _, err = run_pin(os.path.join(folder, "pipe.json"))
+            self.assertEqual(code, 3)
+            self.assertIn("pipe.json: skipped: not a regular file", err)
+            code, _, err = run_pin(folder)   # in a folder: refused before anything is read
+            self.assertEqual(code, 3)
+            self.assertIn("pipe.json is not a regular file", err)
             self.assert_clean_stderr(err)
 
 
