@@ -638,9 +638,7 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
             if (gate is None and isinstance(profile, str) and STREAM_KEY.get(profile) == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
                 gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
-                items = _ArrayItems(text, pos, scan, gate._fragment_runs)
-                gate.feed_all(items)
-                value, pos = [], items.end
+                value, pos = [], gate.feed_text(text, pos, scan)
             else:
                 value, pos = _scan_padded(text, pos, scan)
             doc[key] = value
@@ -3472,7 +3470,7 @@ class TurnMachine:
     # -- recording -----------------------------------------------------------
 
     def _find(self, code: str, message: str, position: int | None, key: SlotKey | None = None,
-              choice: int | None = None) -> None:
+              choice: int | None = None, pointer: str | None = None) -> None:
         """Record a finding on a slot (key), on a whole choice, or on the turn.
 
         Past twice --max-findings, a finding of a code already recorded is only
@@ -3482,7 +3480,7 @@ class TurnMachine:
         the turn is blocked whatever follows, and the rest costs no time either.
         """
         slot_choice, index = (key if key is not None else (choice, None))
-        finding = Finding(code, message, position, slot_choice, index)
+        finding = Finding(code, message, position, slot_choice, index, pointer)
         kept = len(self.findings) < self.keep or code not in self.codes
         if kept:
             self.codes.add(code)
@@ -3753,9 +3751,11 @@ class TurnMachine:
         if event.by_name:
             self.hosted_by_name.setdefault(event.name, event.position)
 
-    def record(self, code: str, message: str, position: int | None, key: SlotKey | None = None) -> None:
-        """A finding from a later stage (validation, the request): the same door as the machine's own."""
-        self._find(code, message, position, key)
+    def record(self, code: str, message: str, position: int | None, key: SlotKey | None = None,
+               pointer: str | None = None) -> None:
+        """A finding from a later stage (validation, the request): the same door as the machine's own,
+        so every bound on findings holds for every code."""
+        self._find(code, message, position, key, None, pointer)
 
     def _on_SnapshotCall(self, event: SnapshotCall) -> None:
         self.snapshots.setdefault(event.choice, event.position)
@@ -6142,9 +6142,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         position = slot.terminal_position
 
         def find(code: str, message: str, pointer: str | None = None) -> None:
-            finding = Finding(code, message, position, slot.key[0], slot.key[1], pointer)
-            machine.findings.append(finding)
-            slot.findings.append(finding)
+            machine.record(code, message, position, slot.key, pointer)
 
         if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
             find(INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate")
@@ -6228,9 +6226,7 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
         if request.single and count == 2:
             problems.append(f"the request allows one call (no parallel tool calls), but the turn has {len(machine.slots)}")
         for text in problems:
-            finding = Finding(REQUEST_VIOLATION, text, slot.terminal_position, slot.key[0], slot.key[1])
-            machine.findings.append(finding)
-            slot.findings.append(finding)
+            machine.record(REQUEST_VIOLATION, text, slot.terminal_position, slot.key)
             slot.state = BLOCKED
 
 
@@ -6286,95 +6282,48 @@ class StreamGate:
         self._normalizer = NORMALIZERS[profile](self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(RULES[profile], self.limits, forced)
-        self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
-        self._report: dict[str, Any] | None = None
-        self.feed = self._feeder()
+        # what the feed loop looks up, bound once (feed() runs the loop for every item)
+        self._loop = (self._machine, self._normalizer.translate, self._machine.handlers,
+                      getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain)
         # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
         self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
+        self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
+        self._position = 0     # of the next item in the stream
+        self._report: dict[str, Any] | None = None
 
     @property
     def blocked(self) -> bool:
         return bool(self._machine.findings)
 
     def feed(self, item: Any) -> None:
-        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles).
-
-        One turn of feed_all's loop.  An adapter calls this for every chunk it
-        receives, so each gate replaces this method with a closure that holds every
-        lookup (see _feeder); this body only serves a call through the class.
-        """
+        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles)."""
         self.feed_all((item,))
 
-    def _feeder(self) -> Callable[[Any], None]:
-        """feed() with its lookups bound once, so feeding item by item costs what feed_all's loop does.
-
-        The stream position lives in this closure (feed_all and finish read and move
-        it through _at and _move), and so does one flag, set by _stop once the turn is
-        finished or saturated: then feed_all handles the item (an error, or a count).
-        Only a translated item can record findings, so saturation is looked at after those.
-        """
-        machine = self._machine
-        translate, handlers = self._normalizer.translate, machine.handlers
-        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
-        feed_all = self.feed_all
-        position = 0
-        stopped = False
-
-        def feed(item: Any) -> None:
-            nonlocal position, stopped
-            if stopped:
-                feed_all((item,))
-                return
-            at = position
-            position = at + 1   # taken first: an exception from the item shifts no later position
-            hit = plain(item)
-            if hit is None or not append(hit[0], hit[1]):
-                for event in translate(at, item):
-                    handlers[type(event)](event)
-                if machine.saturated:
-                    stopped = True
-
-        def at() -> int:
-            return position
-
-        def move(to: int) -> None:
-            nonlocal position
-            position = to
-
-        def stop() -> None:
-            nonlocal stopped
-            stopped = True
-
-        self._at, self._move, self._stop = at, move, stop
-        feed.__doc__ = StreamGate.feed.__doc__
-        return feed
-
     def feed_all(self, items: Iterable[Any]) -> None:
-        """Consume each item in turn (the loop a whole capture takes, lookups hoisted).
+        """Consume each item in turn: the gate's one feed loop (feed() is this loop over one item).
 
         An item the normalizer calls a plain fragment, and the machine can take
         as one, skips building neutral events; the answer is the same either way.
+        Each item's position is taken before it is read, so an exception from one
+        item shifts no later position.  Once the machine is saturated (see
+        TurnMachine._find) the rest is only counted.
         """
         if self._report is not None:
             raise RuntimeError("finish() was already called for this turn")
-        machine = self._machine
-        translate, handlers = self._normalizer.translate, machine.handlers
-        plain, append = getattr(self._normalizer, "plain_fragment", _no_plain_fragment), machine.append_plain
-        position = self._at()
+        machine, translate, handlers, plain, append = self._loop
+        position = self._position
         iterator = iter(items)
         try:
             if not machine.saturated:
                 for item in iterator:
+                    at, position = position, position + 1
                     hit = plain(item)
                     if hit is None or not append(hit[0], hit[1]):
                         if type(item) is FragmentRun:
-                            position = self._feed_run(item, position)
-                            if machine.saturated:
-                                break
-                            continue
-                        for event in translate(position, item):
-                            handlers[type(event)](event)
-                    position += 1
+                            position = self._feed_run(item, at)
+                        else:
+                            for event in translate(at, item):
+                                handlers[type(event)](event)
                     if machine.saturated:
                         break
             for item in iterator:  # saturated: counted, never examined
@@ -6382,27 +6331,32 @@ class StreamGate:
                 position += count
                 self._unexamined += count
         finally:
-            self._move(position)
-            if machine.saturated:
-                self._stop()
+            self._position = position
+
+    def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> int:
+        """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
+        position after its "]".  _NotStreamable when the text is not read here (the caller then
+        parses the whole document).  The normalizer may read runs of plain fragments at once."""
+        items = _ArrayItems(text, start, scan, self._fragment_runs)
+        self.feed_all(items)
+        return items.end
 
     def _feed_run(self, run: FragmentRun, position: int) -> int:
         """Consume the items a FragmentRun stands for; returns the position after them.
 
         At once when the machine takes every piece as a plain fragment, which is
         what it would do with each item in turn; otherwise the rebuilt items go
-        through feed_all, one by one.
+        through the feed loop, one by one.
         """
         if self._machine.append_run(run.key, run.pieces):
             return position + len(run.pieces)
-        self._move(position)
+        self._position = position
         self.feed_all(map(run.item, run.pieces))
-        return self._at()
+        return self._position
 
     def finish(self) -> dict[str, Any]:
         """End of stream: terminal checks, validation, the gate. Returns the report."""
         if self._report is None:
-            self._stop()   # feeding a finished turn is an error
             machine = self._machine
             for event in getattr(self._normalizer, "finish", _no_events)():
                 machine.feed(event)
