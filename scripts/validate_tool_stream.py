@@ -114,11 +114,6 @@ FINDING_CODES: dict[str, str] = {
     ADAPTER_MISMATCH: "the application's adapter reassembled different calls",
 }
 
-PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
-# Profiles with a reviewed raw-body import and redaction (bedrock: the binary AWS event stream).
-CAPTURE_PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
-STREAM_KEY = {"openai": "chunks", "mistral": "chunks", "anthropic": "events", "openai-responses": "events",
-              "bedrock": "events", "gemini": "chunks"}
 ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
 
 # What the application executes for a call: a JSON function call (arguments are a JSON
@@ -635,7 +630,8 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
             profile, schemas = doc.get("profile"), doc.get("tool_schemas")
             if gate is not None and key == "request":
                 return None  # the request shapes the gate: after the stream, read the whole document
-            if (gate is None and isinstance(profile, str) and STREAM_KEY.get(profile) == key
+            if (gate is None and isinstance(profile, str) and profile in PROFILES
+                    and PROFILES[profile].stream_key == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
                 gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
                 value, pos = [], gate.feed_text(text, pos, scan)
@@ -709,7 +705,7 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
             request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
         except RequestError as exc:
             problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
-        wanted = STREAM_KEY[profile]
+        wanted = PROFILES[profile].stream_key
         other = "events" if wanted == "chunks" else "chunks"
         if other in doc:
             problems.append(Finding(INVALID_FIXTURE, f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
@@ -900,31 +896,19 @@ def _choice_gemini(choice: Any) -> dict:
     return _restricted(allowed)
 
 
-# profile -> (tool_choice translator, whether parallel_tool_calls is a field of that request)
-_REQUEST_FORMATS = {
-    "openai": (_choice_chat, True),
-    "mistral": (functools.partial(_choice_chat, mistral=True), True),
-    "openai-responses": (_choice_responses, True),
-    "anthropic": (_choice_anthropic, False),
-    "bedrock": (_choice_bedrock, False),
-    "gemini": (_choice_gemini, False),
-}
-
-
 def request_context(profile: str, request: Any) -> RequestContext | None:
     """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
     if request is None:
         return None
     body = _request_members(request, "\"request\"", REQUEST_KEYS)
-    translate, has_parallel = _REQUEST_FORMATS[profile]
+    row = PROFILES[profile]
     fields: dict[str, Any] = {}
     if body.get("tool_choice") is not None:
-        fields.update(translate(body["tool_choice"]))
+        fields.update(row.choice(body["tool_choice"]))
     parallel = body.get("parallel_tool_calls")
     if parallel is not None:
-        if not has_parallel:
-            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request"
-                               + (" (use tool_choice.disable_parallel_tool_use)" if profile == "anthropic" else ""))
+        if not row.parallel_field:
+            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request{row.parallel_instead}")
         if not isinstance(parallel, bool):
             raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
         fields["single"] = fields.get("single", False) or not parallel
@@ -3374,29 +3358,6 @@ class TurnRules(_FrozenRecord):
                  slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
                  names_concatenate: bool = False, requires_id: bool = True) -> None:
         _freeze(self, locals())
-
-
-# forced_reason: the reason that ends a turn whose request forced one named tool
-# (OpenAI chat ends such a turn "stop"); names_concatenate: the reference SDK joins
-# name fragments (openai-python's accumulate_delta), so a name restated on a later
-# fragment is read as another tool ("f" + "f" = "ff"); requires_id: a call must carry
-# an id (Gemini's calls usually have none: the function response pairs by name and order).
-# Gemini's normalizer ends each call at its final part and emits the finish of the
-# candidate with calls as the turn's stop reason, at the end of the stream (see its
-# section), so "STOP" there is the tool reason; a text turn's STOP never reaches the machine.
-RULES = {
-    "openai": TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
-                        names_concatenate=True),
-    "mistral": TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
-    "anthropic": TurnRules("tool_use", False, False, False),
-    "openai-responses": TurnRules("completed", False, False, False, needs_close=False,
-                                  stop_name="response.completed",
-                                  slot_end_name="response.output_item.done"),
-    "bedrock": TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
-                         slot_end_name="contentBlockStop"),
-    "gemini": TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
-                        slot_end_name="its final functionCall part", requires_id=False),
-}
 
 
 class Slot(_Record):
@@ -6235,17 +6196,6 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
 # ---------------------------------------------------------------------------
 
 
-# profile -> a normalizer for one turn, given the gate's limits (those it bounds where data enters)
-NORMALIZERS: dict[str, Callable[[Limits], Any]] = {
-    "openai": lambda limits: ChatNormalizer(mistral=False),
-    "mistral": lambda limits: ChatNormalizer(mistral=True),
-    "anthropic": lambda limits: AnthropicNormalizer(),
-    "openai-responses": lambda limits: ResponsesNormalizer(),
-    "bedrock": lambda limits: BedrockNormalizer(),
-    "gemini": lambda limits: GeminiNormalizer(limits.max_depth),
-}
-
-
 def _no_plain_fragment(item: Any) -> None:
     """For normalizers without a plain_fragment() fast path."""
     return None
@@ -6268,7 +6218,7 @@ class StreamGate:
 
     def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
                  meta: dict | None = None, request: dict | None = None) -> None:
-        if not isinstance(profile, str) or profile not in NORMALIZERS:
+        if not isinstance(profile, str) or profile not in PROFILES:
             raise ValueError(f"unknown profile {_token(profile)}; expected one of {', '.join(PROFILES)}")
         if not isinstance(tool_schemas, dict):
             raise TypeError("tool_schemas must be a dict: tool name -> JSON Schema")
@@ -6279,9 +6229,10 @@ class StreamGate:
         self.limits = _limits(limits)
         self.meta = meta
         self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
-        self._normalizer = NORMALIZERS[profile](self.limits)
+        row = PROFILES[profile]
+        self._normalizer = row.normalizer(self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
-        self._machine = TurnMachine(RULES[profile], self.limits, forced)
+        self._machine = TurnMachine(row.rules, self.limits, forced)
         # what the feed loop looks up, bound once (feed() runs the loop for every item)
         self._loop = (self._machine, self._normalizer.translate, self._machine.handlers,
                       getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain)
@@ -6398,10 +6349,10 @@ def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[
     if meta is not None and (_nesting_exceeds(meta, limits.max_depth) or not _is_json(meta)):
         meta = None  # already an invalid_fixture finding; too deep or not printable
     if problems:  # the report names a profile only when it is one (never echoes an unknown string)
-        return _report(profile if profile in PROFILES else None, [], problems, False, meta)
+        return _report(profile if isinstance(profile, str) and profile in PROFILES else None, [], problems, False, meta)
     if gate is None:
         gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
-        gate.feed_all(doc[STREAM_KEY[profile]])
+        gate.feed_all(doc[PROFILES[profile].stream_key])
     else:
         gate.meta = meta
     return gate.finish()
@@ -7405,10 +7356,6 @@ def _redact_gemini_part(part: Any) -> Any:
     return out
 
 
-_REDACTORS = {"openai": _redact_chat_chunk, "mistral": _redact_chat_chunk, "anthropic": _redact_anthropic_event,
-              "openai-responses": _redact_responses_event, "bedrock": _redact_bedrock_event,
-              "gemini": _redact_gemini_chunk}
-
 
 # --- credentials ----------------------------------------------------------------
 
@@ -7458,60 +7405,87 @@ def _render_path(prefix: str, path: tuple) -> str:
     return out
 
 
-def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
-    """Paths inside one payload that are never modified: 'warn' (scan, keep) or 'fragment'.
-
-    Fragments are scanned on their own and again joined per slot, so a secret
-    split across two fragments is still found.
-    """
+def _gemini_protected(payload: dict) -> dict[tuple, str]:
+    """Gemini: a functionCall part is call identity and arguments (kept, scanned)."""
     paths: dict[tuple, str] = {}
-    if profile == "gemini":
-        candidates = payload.get("candidates")
-        for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
-            content = candidate.get("content") if isinstance(candidate, dict) else None
-            parts = content.get("parts") if isinstance(content, dict) else None
-            for n, part in enumerate(parts if isinstance(parts, list) else []):
-                if isinstance(part, dict) and "functionCall" in part:
-                    paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
-        return paths
-    if profile == "bedrock":
-        start = payload.get("contentBlockStart")
-        if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
-            paths[("contentBlockStart", "start", "toolUse")] = "warn"
-        delta = payload.get("contentBlockDelta")
-        if isinstance(delta, dict) and isinstance(delta.get("delta"), dict) and isinstance(
-                delta["delta"].get("toolUse"), dict):
-            paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
-        return paths
-    if profile == "openai-responses":
-        kind = _wire_str(payload.get("type"))
-        if kind in _RESPONSES_INPUT_EVENTS:
-            member = _RESPONSES_INPUT_EVENTS[kind]
-            paths[(member,)] = "fragment" if member == "delta" else "warn"
-        if _client_item(payload.get("item")):
-            paths[("item",)] = "warn"
-        response = payload.get("response")
-        output = response.get("output") if isinstance(response, dict) else None
-        for number, entry in enumerate(output if isinstance(output, list) else []):
-            if _client_item(entry):
-                paths[("response", "output", number)] = "warn"
-        return paths
-    if profile == "anthropic":
-        kind = payload.get("type")
-        blocks: list[tuple[tuple, Any]] = []
-        if kind == "content_block_start":
-            blocks.append((("content_block",), payload.get("content_block")))
-        message = payload.get("message")
-        if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
-            blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
-        for where, block in blocks:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                for key in ("id", "name", "input"):
-                    paths[where + (key,)] = "warn"
-        delta = payload.get("delta")
-        if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
-            paths[("delta", "partial_json")] = "fragment"
-        return paths
+    candidates = payload.get("candidates")
+    for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for n, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict) and "functionCall" in part:
+                paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
+    return paths
+
+
+def _bedrock_protected(payload: dict) -> dict[tuple, str]:
+    """Bedrock: a toolUse start is call identity; its input deltas are argument fragments."""
+    paths: dict[tuple, str] = {}
+    start = payload.get("contentBlockStart")
+    if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
+        paths[("contentBlockStart", "start", "toolUse")] = "warn"
+    delta = payload.get("contentBlockDelta")
+    if isinstance(delta, dict) and isinstance(delta.get("delta"), dict) and isinstance(
+            delta["delta"].get("toolUse"), dict):
+        paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
+    return paths
+
+
+def _bedrock_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    index = payload["contentBlockDelta"].get("contentBlockIndex")
+    return (None, index) if _is_index(index) else None
+
+
+def _responses_protected(payload: dict) -> dict[tuple, str]:
+    """Responses: argument deltas are fragments; a client call item is identity and arguments."""
+    paths: dict[tuple, str] = {}
+    kind = _wire_str(payload.get("type"))
+    if kind in _RESPONSES_INPUT_EVENTS:
+        member = _RESPONSES_INPUT_EVENTS[kind]
+        paths[(member,)] = "fragment" if member == "delta" else "warn"
+    if _client_item(payload.get("item")):
+        paths[("item",)] = "warn"
+    response = payload.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    for number, entry in enumerate(output if isinstance(output, list) else []):
+        if _client_item(entry):
+            paths[("response", "output", number)] = "warn"
+    return paths
+
+
+def _responses_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    index = payload.get("output_index")
+    return (None, index) if _is_index(index) else None
+
+
+def _anthropic_protected(payload: dict) -> dict[tuple, str]:
+    """Anthropic: a tool_use block's id, name and input are kept; partial_json deltas are fragments."""
+    paths: dict[tuple, str] = {}
+    kind = payload.get("type")
+    blocks: list[tuple[tuple, Any]] = []
+    if kind == "content_block_start":
+        blocks.append((("content_block",), payload.get("content_block")))
+    message = payload.get("message")
+    if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
+        blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
+    for where, block in blocks:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            for key in ("id", "name", "input"):
+                paths[where + (key,)] = "warn"
+    delta = payload.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+        paths[("delta", "partial_json")] = "fragment"
+    return paths
+
+
+def _anthropic_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    index = payload.get("index")
+    return (None, index) if _is_index(index) else None
+
+
+def _chat_protected(payload: dict) -> dict[tuple, str]:
+    """Chat completions: a tool call entry's id and function are kept; its arguments are fragments."""
+    paths: dict[tuple, str] = {}
     choices = payload.get("choices")
     for c, choice in enumerate(choices if isinstance(choices, list) else []):
         for body_key in ("delta", "message"):
@@ -7527,6 +7501,19 @@ def _protected_paths(profile: str, payload: dict) -> dict[tuple, str]:
                 paths[where + ("function", "arguments")] = "fragment"
             paths[("choices", c, body_key, "function_call")] = "warn"
     return paths
+
+
+def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    choice = payload["choices"][path[1]]
+    entry = choice[path[2]]["tool_calls"][path[4]]
+    if _is_index(choice.get("index")) and _is_index(entry.get("index")):
+        return (choice["index"], entry["index"])
+    return None
+
+
+def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    """For a profile whose protected paths hold no argument fragment."""
+    return None
 
 
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
@@ -7586,21 +7573,6 @@ def _value_at(value: Any, path: tuple) -> Any:
     return value
 
 
-def _fragment_key(profile: str, payload: dict, path: tuple) -> tuple | None:
-    """The slot an argument fragment belongs to, for the joined scan (None: no usable index)."""
-    if profile == "bedrock":
-        index = payload["contentBlockDelta"].get("contentBlockIndex")
-        return (None, index) if _is_index(index) else None
-    if profile in ("anthropic", "openai-responses"):
-        index = payload.get("index" if profile == "anthropic" else "output_index")
-        return (None, index) if _is_index(index) else None
-    choice = payload["choices"][path[1]]
-    entry = choice[path[2]]["tool_calls"][path[4]]
-    if _is_index(choice.get("index")) and _is_index(entry.get("index")):
-        return (choice["index"], entry["index"])
-    return None
-
-
 def _split_secret_warnings(groups: dict[tuple, list[tuple[str, str]]]) -> list[str]:
     """Credentials that only appear once a slot's fragments are joined."""
     warnings = []
@@ -7635,17 +7607,18 @@ def _may_hold_secrets(raw: bytes) -> bool:
 def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool,
                     walk: bool = True) -> tuple[list[dict], list[str]]:
     """Redacted (if asked) and credential-masked payloads, and the warnings (walk: look for credentials)."""
-    stream_key = STREAM_KEY[profile]
+    row = PROFILES[profile]
+    stream_key = row.stream_key
     warnings: list[str] = []
     groups: dict[tuple, list[tuple[str, str]]] = {}
     out = []
     for pos, (payload, line) in enumerate(zip(payloads, lines)):
         if redact:
-            payload = _REDACTORS[profile](payload)
-        protected = _protected_paths(profile, payload)
+            payload = row.redact(payload)
+        protected = row.protected_paths(payload)
         for path, kind in protected.items():
             text = _value_at(payload, path) if kind == "fragment" else None
-            group = _fragment_key(profile, payload, path) if isinstance(text, str) else None
+            group = row.fragment_key(payload, path) if isinstance(text, str) else None
             if group is not None:
                 groups.setdefault(group, []).append((text, line))
         out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings)
@@ -7712,9 +7685,9 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     (None gives an empty tool_schemas, so every call is unknown_tool).  Raises
     CaptureError, with a line number where one applies.
     """
-    if profile not in CAPTURE_PROFILES:
+    if not isinstance(profile, str) or profile not in PROFILES:
         raise CaptureError(f"profile {_token(profile)} "
-                           f"is not one of {', '.join(CAPTURE_PROFILES)} (the profiles with a reviewed SSE import)")
+                           f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
@@ -7723,72 +7696,102 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
         raise CaptureError("the body is empty: nothing was captured")
     if head[:1] in (b"[", b"{"):
         return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
-    if profile == "bedrock":
-        return _eventstream_envelope(raw, tool_schemas, schemas is None, redact)
-    if profile == "gemini":
-        # google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
-        # a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
-        # breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
-        # js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
-        # each event must be one data line ended by one of those.
-        text = _sse_decode(raw)
-        for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
-            if line and not line.startswith("data: "):
-                raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
-                                   "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
-                                   "other readers skip it", number)
-        framing = _GEMINI_SSE_EVENT.match(text)
-        if framing.end() != len(text):
-            raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
-                               "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
-                               text.count("\n", 0, framing.end()) + 1)
+    row = PROFILES[profile]
+    if row.binary_body is not None:   # a body that is no SSE text (Bedrock: the AWS event stream)
+        return row.binary_body(raw, tool_schemas, schemas is None, redact)
+    if row.check_sse_text is not None:
+        row.check_sse_text(_sse_decode(raw))
     events, comments, done = _sse_parse(_sse_decode(raw))
     if not events and not done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
     try:
         payloads = [_sse_payload(event) for event in events]
         _check_profile_shape(profile, payloads, [event.line for event in events])
-        if profile == "anthropic":
-            for event in events:
-                if event.name is None:  # the Anthropic SDK dispatches on the event name alone
-                    raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
-                                       "readers do not, so they would read different streams", event.line)
+        if row.check_sse_events is not None:
+            row.check_sse_events(events)
         payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact,
                                              _may_hold_secrets(bytes(raw)))
     except RecursionError:
         raise CaptureError("an event nests too deeply to process") from None
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not done and profile in ("openai", "mistral"):
+    if not done and row.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
         "profile": profile,
         "tool_schemas": tool_schemas,
-        STREAM_KEY[profile]: payloads,
+        row.stream_key: payloads,
         "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
                  "redacted": bool(redact)},
     }
     return envelope, warnings
 
 
+def _gemini_check_sse(text: str) -> None:
+    """Gemini SSE framing that every reader reads alike (CaptureError otherwise).
+
+    google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
+    a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
+    breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
+    js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
+    each event must be one data line ended by one of those.
+    """
+    for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
+        if line and not line.startswith("data: "):
+            raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
+                               "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
+                               "other readers skip it", number)
+    framing = _GEMINI_SSE_EVENT.match(text)
+    if framing.end() != len(text):
+        raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
+                           "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
+                           text.count("\n", 0, framing.end()) + 1)
+
+
+def _anthropic_check_sse(events: list) -> None:
+    """Every Anthropic SSE event names itself (CaptureError otherwise)."""
+    for event in events:
+        if event.name is None:  # the Anthropic SDK dispatches on the event name alone
+            raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
+                               "readers do not, so they would read different streams", event.line)
+
+
+def _responses_claims(payload: dict) -> bool:
+    kind = payload.get("type")
+    return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
+
+
+def _anthropic_claims(payload: dict) -> bool:
+    kind = payload.get("type")
+    return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
+
+
+def _chat_claims(payload: dict) -> bool:
+    return "choices" in payload
+
+
+def _gemini_claims(payload: dict) -> bool:
+    return "candidates" in payload or "promptFeedback" in payload
+
+
+def _bedrock_claims(payload: dict) -> bool:
+    return len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
+                                                         "contentBlockStop", "messageStop", "metadata")
+
+
 def _profile_of(payload: Any) -> str | None:
-    """The profile family a payload's shape belongs to (None: cannot tell)."""
+    """The profile family a payload's shape belongs to (None: cannot tell); families are asked
+    in their rows' claim_rank order (a typed event before a member test)."""
     if not isinstance(payload, dict):
         return None
-    kind = payload.get("type")
-    if isinstance(kind, str):
-        if kind.startswith("response.") or kind == "error" and "code" in payload:
-            return "openai-responses"
-        if kind.startswith(("message_", "content_block_")) or kind == "ping":
-            return "anthropic"
-    if "choices" in payload:
-        return "chat"
-    if "candidates" in payload or "promptFeedback" in payload:
-        return "gemini"
-    if len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
-                                                     "contentBlockStop", "messageStop", "metadata"):
-        return "bedrock"
+    for row in sorted(PROFILES.values(), key=_claim_rank):
+        if row.claims(payload):
+            return row.family
     return None
+
+
+def _claim_rank(row: Profile) -> int:
+    return row.claim_rank
 
 
 # Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
@@ -7842,7 +7845,7 @@ def _non_stream_shape(payload: dict) -> str:
 
 def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> None:
     """Refuse a body of another provider's shape with a hint, instead of a report of identical findings."""
-    want = "chat" if profile in ("openai", "mistral") else profile
+    want = PROFILES[profile].family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
         if foreign is not None:
@@ -7850,10 +7853,8 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
                                "envelope", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
-            names = {"chat": "--profile openai or --profile mistral", "anthropic": "--profile anthropic",
-                     "openai-responses": "--profile openai-responses", "bedrock": "--profile bedrock",
-                     "gemini": "--profile gemini"}
-            raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {names[seen]}", line)
+            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
+            raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
         if seen == want:
             return
 
@@ -7922,7 +7923,7 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
         raise CaptureError("a payload nests too deeply to process") from None
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, STREAM_KEY[profile]: payloads,
+    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
                 "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
@@ -8231,46 +8232,69 @@ def gemini_schema(schema: Any, where: str = "parameters") -> dict:
 
 # --- the request: tool schemas and tool controls from a recorded request body ----
 
-def _request_tools(profile: str, body: dict) -> tuple[list, Any]:
-    """(tools array, tool_choice) of a request body in the profile's own shape."""
-    if profile == "gemini":
-        tools = body.get("tools") or []
-        if not isinstance(tools, list):
-            raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
-        out = []
-        for number, tool in enumerate(tools):
-            if not isinstance(tool, dict):
-                raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a Tool object")
-            out.extend({"name": name, "input_schema": schema} for name, schema in _gemini_tool(tool, f"tools[{number}]"))
-        config = body.get("toolConfig", body.get("tool_config")) or {}
-        if not isinstance(config, dict):
-            raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
-        choice = config.get("functionCallingConfig", config.get("function_calling_config"))
-        if isinstance(choice, dict):
-            snake = {"allowed_function_names": "allowedFunctionNames",
-                     "stream_function_call_arguments": "streamFunctionCallArguments"}
-            choice = {snake.get(key, key): value for key, value in choice.items()}
-        return out, choice
-    if profile == "bedrock":
-        config = body.get("toolConfig") or {}
-        if not isinstance(config, dict):
-            raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
-        tools = config.get("tools") or []
-        out = []
-        for number, tool in enumerate(tools if isinstance(tools, list) else []):
-            spec = tool.get("toolSpec") if isinstance(tool, dict) else None
-            if isinstance(spec, dict):
-                schema = spec.get("inputSchema")
-                out.append({"name": spec.get("name"), "input_schema": schema.get("json") if isinstance(schema, dict)
-                            else None})
-            elif not (isinstance(tool, dict) and "systemTool" in tool):
-                raise CaptureError(f"toolConfig.tools[{number}] is neither a toolSpec nor a systemTool")
-        return out, config.get("toolChoice")
+def _gemini_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a generateContent request: functionDeclarations and toolConfig."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
+    out = []
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a Tool object")
+        out.extend({"name": name, "input_schema": schema} for name, schema in _gemini_tool(tool, f"tools[{number}]"))
+    config = body.get("toolConfig", body.get("tool_config")) or {}
+    if not isinstance(config, dict):
+        raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+    choice = config.get("functionCallingConfig", config.get("function_calling_config"))
+    if isinstance(choice, dict):
+        snake = {"allowed_function_names": "allowedFunctionNames",
+                 "stream_function_call_arguments": "streamFunctionCallArguments"}
+        choice = {snake.get(key, key): value for key, value in choice.items()}
+    return out, choice
+
+
+def _bedrock_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a Converse request: toolConfig.tools' toolSpecs and toolChoice."""
+    config = body.get("toolConfig") or {}
+    if not isinstance(config, dict):
+        raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+    tools = config.get("tools") or []
+    out = []
+    for number, tool in enumerate(tools if isinstance(tools, list) else []):
+        spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+        if isinstance(spec, dict):
+            schema = spec.get("inputSchema")
+            out.append({"name": spec.get("name"), "input_schema": schema.get("json") if isinstance(schema, dict)
+                        else None})
+        elif not (isinstance(tool, dict) and "systemTool" in tool):
+            raise CaptureError(f"toolConfig.tools[{number}] is neither a toolSpec nor a systemTool")
+    return out, config.get("toolChoice")
+
+
+def _listed_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a request with a top-level tools list (chat, Responses, Messages)."""
     tools = body.get("tools")
     tools = [] if tools is None else tools
     if not isinstance(tools, list):
         raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
     return tools, body.get("tool_choice")
+
+
+def _one_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
+    """A request tool entry as itself (no namespace)."""
+    return [(where, tool, "")]
+
+
+def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
+    """A Responses tool entry: a namespace tool stands for its functions."""
+    if isinstance(tool, dict) and tool.get("type") == "namespace":
+        return _responses_namespace(where, tool)
+    return [(where, tool, "")]
+
+
+def _no_defined_tool(where: str, tool: dict) -> None:
+    """For a provider without client tools of its own definition."""
+    return None
 
 
 def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
@@ -8310,15 +8334,13 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     """
     if not isinstance(body, dict):
         raise CaptureError(f"the request body must be a JSON object, got {_describe(body)}")
-    tools, choice = _request_tools(profile, body)
+    row = PROFILES[profile]
+    tools, choice = row.request_tools(body)
     schemas: dict[str, Any] = {}
     warnings: list[str] = []
     entries: list[tuple[str, Any, str]] = []   # (where, tool entry, the namespace prefix of its name)
     for number, tool in enumerate(tools):
-        if profile == "openai-responses" and isinstance(tool, dict) and tool.get("type") == "namespace":
-            entries.extend(_responses_namespace(f"tools[{number}]", tool))
-        else:
-            entries.append((f"tools[{number}]", tool, ""))
+        entries.extend(row.expand_tool(f"tools[{number}]", tool))
     for where, tool, prefix in entries:
         if not isinstance(tool, dict):
             raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
@@ -8335,7 +8357,7 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
                 warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
                                 "input this tool cannot check; it is left out, so its calls are unknown_tool")
             continue
-        defined = _anthropic_defined_tool(where, tool) if profile == "anthropic" else None
+        defined = row.defined_tool(where, tool)
         if defined is not None:
             if defined[0] in schemas:
                 raise CaptureError(f"{where}: duplicate tool name {json.dumps(defined[0][:60])}")
@@ -8350,13 +8372,102 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     request: dict[str, Any] = {"tools": sorted(schemas)}
     if choice is not None:
         request["tool_choice"] = choice
-    if body.get("parallel_tool_calls") is not None and profile in ("openai", "mistral", "openai-responses"):
+    if body.get("parallel_tool_calls") is not None and row.parallel_field:
         request["parallel_tool_calls"] = body["parallel_tool_calls"]
     try:
         request_context(profile, request)
     except RequestError as exc:
         raise CaptureError(f"the request's tool controls: {exc}") from None
     return schemas, request, warnings
+
+
+class Profile(_FrozenRecord):
+    """One wire format, whole: the row through which every generic section reads a provider.
+
+    Nothing outside a provider's own sub-section branches on its name; what differs is here.
+      name, stream_key   the envelope's "profile" value and its stream list ("chunks"/"events")
+      rules              its TurnRules (the slot machine's terminal evidence)
+      normalizer         Limits -> a fresh normalizer for one turn
+      choice             a request's tool_choice -> RequestContext fields
+      parallel_field     parallel_tool_calls is a field of its request; parallel_instead: else what to say
+      request_tools      a recorded request body -> (tools list, tool_choice)
+      expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
+      defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
+      redact             one payload -> the same structure without content
+      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments)
+      fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
+      family, claims     the shape family capture names, and whether a payload has that shape;
+      claim_rank         families are asked in this order
+      binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
+                         not SSE text, or None
+      check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
+      warn_without_done  capture warns when its SSE body has no "data: [DONE]"
+    """
+
+    __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
+                 "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
+                 "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
+                 "warn_without_done")
+
+    def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
+                 choice: Callable[[Any], dict], redact: Callable[[dict], dict],
+                 protected_paths: Callable[[dict], dict], fragment_key: Callable[[dict, tuple], Any],
+                 family: str, claims: Callable[[dict], bool], claim_rank: int, *,
+                 parallel_field: bool = False, parallel_instead: str = "",
+                 request_tools: Callable[[dict], tuple] = _listed_request_tools,
+                 expand_tool: Callable[[str, Any], list] = _one_tool,
+                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
+                 binary_body: Callable[..., tuple] | None = None,
+                 check_sse_text: Callable[[str], None] | None = None,
+                 check_sse_events: Callable[[list], None] | None = None,
+                 warn_without_done: bool = False) -> None:
+        _freeze(self, locals())
+
+
+OPENAI = Profile("openai", "chunks",
+                 TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
+                           names_concatenate=True),
+                 lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
+                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True)
+
+MISTRAL = Profile("mistral", "chunks",
+                  TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
+                  lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
+                  _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
+                  parallel_field=True, warn_without_done=True)
+
+ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
+                    lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
+                    _anthropic_protected, _anthropic_fragment_key, "anthropic", _anthropic_claims, 1,
+                    parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
+                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse)
+
+OPENAI_RESPONSES = Profile("openai-responses", "events",
+                           TurnRules("completed", False, False, False, needs_close=False,
+                                     stop_name="response.completed", slot_end_name="response.output_item.done"),
+                           lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
+                           _responses_protected, _responses_fragment_key, "openai-responses", _responses_claims, 0,
+                           parallel_field=True, expand_tool=_responses_expand_tool)
+
+BEDROCK = Profile("bedrock", "events",
+                  TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
+                            slot_end_name="contentBlockStop"),
+                  lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
+                  _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
+                  binary_body=_eventstream_envelope)
+
+GEMINI = Profile("gemini", "chunks",
+                 TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
+                           slot_end_name="its final functionCall part", requires_id=False),
+                 lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
+                 _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
+                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse)
+
+# Every profile, in the order the documentation lists them: name -> its row.
+PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
+    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI)})
+# profile -> its stream list's key (a view of the rows, for library callers)
+STREAM_KEY: Mapping[str, str] = MappingProxyType({name: row.stream_key for name, row in PROFILES.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -8789,7 +8900,7 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     data = _read_input(path, limits.max_input_bytes)
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
-        ids_optional = report["profile"] in RULES and not RULES[report["profile"]].requires_id
+        ids_optional = report["profile"] in PROFILES and not PROFILES[report["profile"]].rules.requires_id
         report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits),
                                                                  ids_optional))
     code = EXIT_BY_STATUS[report["status"]]
@@ -8851,7 +8962,7 @@ def _run_capture(argv: list[str]) -> int:
                          "HTTP Archive (--entry).")
     parser.add_argument("sse", metavar="RAW", help="the body as captured, or a .har file with --entry "
                                                     "(- for standard input)")
-    parser.add_argument("--profile", required=True, choices=CAPTURE_PROFILES)
+    parser.add_argument("--profile", required=True, choices=tuple(PROFILES))
     parser.add_argument("--schemas", metavar="FILE",
                         help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
     parser.add_argument("--request", metavar="FILE",
