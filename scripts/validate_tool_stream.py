@@ -24,8 +24,31 @@ Theory of operation (data flows one way, top to bottom of this file):
 Profiles: openai and mistral (chat-completion chunks), anthropic (Messages
 events), openai-responses (Responses API events), bedrock (ConverseStream),
 gemini (streamGenerateContent chunks, Gemini API and Vertex AI).
-Besides validation the file holds a raw-SSE import (`capture`) and an adapter
+Besides validation the file holds a raw-body import (`capture`) and an adapter
 differential (`--adapter-output`); both sit after the gate and reuse it.
+
+Sections, in data-flow order, each with its one door (what the sections after it call):
+
+  Finding codes, records, limits ... FINDING_CODES, Finding, Limits
+  Strict JSON primitives ........... decode_document()
+  Envelope loading ................. check_envelope(); the stream list is read by StreamGate.feed_text()
+  Request context .................. request_context() -> RequestContext
+  Neutral events ................... the event records, TurnRules, Profile
+  Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
+                                     redactor, protected paths, capture rules (openai and mistral,
+                                     anthropic, openai-responses, bedrock, gemini)
+  Profiles ......................... PROFILES: name -> row (nothing else branches on a name)
+  Slot state machine ............... TurnMachine.feed() for events, TurnMachine.record() for
+                                     every later finding (validation, the request check)
+  Strict JSON for arguments ........ check_arguments()
+  Schema subset .................... compile_schema(), validate_instance()
+  Validation ....................... validate_slots(), check_hosted_names(), check_request()
+  Gate and report .................. StreamGate (feed, feed_all, finish), validate_envelope(),
+                                     validate_bytes(), check_expect()
+  Output ........................... _out() and _err(); render_json/text/github/junit()
+  Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
+  Adapter differential ............. compare_calls()
+  Command line ..................... main()
 
 Standard library only; Python 3.10+.
 """
@@ -193,7 +216,6 @@ class Limits(_FrozenRecord):
             elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"Limits: {name} must be a positive integer, got {value!r}")
         _freeze(self, values)
-
 
 
 class Finding(_Record):
@@ -691,7 +713,8 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     if "tool_schemas" not in doc:
         problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
     elif not isinstance(doc["tool_schemas"], dict):
-        problems.append(Finding(INVALID_FIXTURE, f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
+        problems.append(Finding(INVALID_FIXTURE,
+                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
     for key in ("meta", "expect", "request"):
         if key in doc and not isinstance(doc[key], dict):
             problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
@@ -708,7 +731,8 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
         wanted = PROFILES[profile].stream_key
         other = "events" if wanted == "chunks" else "chunks"
         if other in doc:
-            problems.append(Finding(INVALID_FIXTURE, f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
+            problems.append(Finding(INVALID_FIXTURE,
+                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
         if wanted not in doc:
             problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
         elif not isinstance(doc[wanted], list):
@@ -801,24 +825,6 @@ def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
     return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
 
 
-def _choice_chat(choice: Any, mistral: bool = False) -> dict:
-    """OpenAI (and Mistral) chat completions tool_choice."""
-    words = ("none", "auto", "required", "any") if mistral else ("none", "auto", "required")
-    if isinstance(choice, str):
-        if choice not in words:
-            raise RequestError(f"tool_choice {_token(choice)} is not one of {', '.join(words)}")
-        return {"none": choice == "none"}
-    kind = choice.get("type") if isinstance(choice, dict) else None
-    if kind == "allowed_tools":
-        body = _request_members(choice, "tool_choice", ("type", "allowed_tools"))
-        inner = _request_members(body.get("allowed_tools"), "tool_choice.allowed_tools", ("mode", "tools"))
-        if inner.get("mode") not in ("auto", "required") or not isinstance(inner.get("tools"), list):
-            raise RequestError("tool_choice.allowed_tools needs mode auto or required and a tools list")
-        return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")[0]
-                            for n, t in enumerate(inner["tools"])])
-    return _forced(*_chat_tool_ref(choice, "tool_choice"))
-
-
 def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
     """(name, kind) of a function or custom tool; None for a hosted tool type."""
     kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
@@ -830,70 +836,7 @@ def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
     raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
 
 
-def _choice_responses(choice: Any) -> dict:
-    """Responses API tool_choice."""
-    if isinstance(choice, str):
-        if choice not in ("none", "auto", "required"):
-            raise RequestError(f"tool_choice {_token(choice)} is not one of none, auto, required")
-        return {"none": choice == "none"}
-    kind = _wire_str(choice.get("type")) if isinstance(choice, dict) else None
-    if kind == "allowed_tools":
-        body = _request_members(choice, "tool_choice", ("type", "mode", "tools"))
-        if body.get("mode") not in ("auto", "required") or not isinstance(body.get("tools"), list):
-            raise RequestError("tool_choice of type allowed_tools needs mode auto or required and a tools list")
-        refs = [_responses_tool_ref(t, f"tool_choice.tools[{n}]") for n, t in enumerate(body["tools"])]
-        return _restricted([ref[0] for ref in refs if ref is not None])
-    if kind in _RESPONSES_HOSTED_CHOICES:
-        return {"allowed": frozenset(), "choice_text": f"tool_choice forces the hosted tool {json.dumps(kind)}"}
-    return _forced(*_responses_tool_ref(choice, "tool_choice"))
-
-
-def _choice_anthropic(choice: Any) -> dict:
-    """Anthropic Messages tool_choice: {"type": auto|any|tool|none, "name", "disable_parallel_tool_use"}."""
-    body = _request_members(choice, "tool_choice", ("type", "name", "disable_parallel_tool_use"))
-    kind, single = body.get("type"), body.get("disable_parallel_tool_use", False)
-    if not isinstance(single, bool):
-        raise RequestError(f"tool_choice.disable_parallel_tool_use must be a boolean, got {_describe(single)}")
-    if kind == "tool":
-        return dict(_forced(_request_name(body.get("name"), "tool_choice.name")), single=single)
-    if kind not in ("auto", "any", "none") or "name" in body:
-        raise RequestError(f"tool_choice type {_token(kind)} is not one of auto, any, tool, none (name only with tool)")
-    return {"none": kind == "none", "single": single}
-
-
-def _choice_bedrock(choice: Any) -> dict:
-    """Bedrock Converse toolConfig.toolChoice: {"auto": {}} | {"any": {}} | {"tool": {"name"}}."""
-    if not isinstance(choice, dict) or len(choice) != 1:
-        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
-    (kind, body), = choice.items()
-    if kind == "tool":
-        return _forced(_request_name(_request_members(body, "tool_choice.tool", ("name",)).get("name"),
-                                     "tool_choice.tool.name"))
-    if kind not in ("auto", "any") or body != {}:
-        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
-    return {}
-
-
 _GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
-
-
-def _choice_gemini(choice: Any) -> dict:
-    """Gemini toolConfig.functionCallingConfig: {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}."""
-    body = _request_members(choice, "tool_choice", ("mode", "allowedFunctionNames", "streamFunctionCallArguments"))
-    mode = body.get("mode", "AUTO")
-    if mode not in _GEMINI_MODES:
-        raise RequestError(f"tool_choice.mode {_token(mode)} is not one of {', '.join(_GEMINI_MODES)}")
-    if not isinstance(body.get("streamFunctionCallArguments", False), bool):
-        raise RequestError("tool_choice.streamFunctionCallArguments must be a boolean")
-    names = body.get("allowedFunctionNames")
-    if names is not None and not isinstance(names, list):
-        raise RequestError("tool_choice.allowedFunctionNames must be a list of names")
-    allowed = [_request_name(n, f"tool_choice.allowedFunctionNames[{k}]") for k, n in enumerate(names or ())]
-    if mode not in ("ANY", "VALIDATED") or names is None:
-        # the reference applies the names with ANY and VALIDATED only; the API accepts them
-        # beside AUTO (a recorded request does), where they restrict nothing here
-        return {"none": mode == "NONE"}
-    return _restricted(allowed)
 
 
 def request_context(profile: str, request: Any) -> RequestContext | None:
@@ -920,6 +863,25 @@ def request_context(profile: str, request: Any) -> RequestContext | None:
             raise RequestError("\"request\".tools names a tool twice")
         fields["tools"] = frozenset(tools)
     return RequestContext(**fields)
+
+
+def _listed_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a request with a top-level tools list (chat, Responses, Messages)."""
+    tools = body.get("tools")
+    tools = [] if tools is None else tools
+    if not isinstance(tools, list):
+        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
+    return tools, body.get("tool_choice")
+
+
+def _one_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
+    """A request tool entry as itself (no namespace)."""
+    return [(where, tool, "")]
+
+
+def _no_defined_tool(where: str, tool: dict) -> None:
+    """For a provider without client tools of its own definition."""
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -1091,12 +1053,87 @@ class FragmentRun(_Record):
 
 NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
                      WireProblem]
-NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
+NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall,
+                       HostedUse,
                        WireProblem)
 
 
+def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    """For a profile whose protected paths hold no argument fragment."""
+    return None
+
+
+class TurnRules(_FrozenRecord):
+    """How one profile delivers terminal evidence; data, not code paths.
+
+    tool_reason: the only reason that may end a tool turn; per_choice_terminal:
+    finish_reason ends the choice's slots (openai); contiguous_slots: slot
+    indices of a choice run 0..n-1; implicit_open: a fragment may open a slot
+    (openai) or not (anthropic); needs_close: a closing event must follow the
+    stop reason; the *_name fields name the wire events in messages.
+    forced_reason: the reason that ends a turn whose request forced one named tool
+    (OpenAI chat ends such a turn "stop"); names_concatenate: the reference SDK joins
+    name fragments (openai-python's accumulate_delta), so a name restated on a later
+    fragment is read as another tool ("f" + "f" = "ff"); requires_id: a call must carry
+    an id (Gemini's calls usually have none: the function response pairs by name and order).
+    Each provider's rules are in its Profile row.
+    """
+
+    __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
+                 "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate", "requires_id")
+
+    def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
+                 needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
+                 slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
+                 names_concatenate: bool = False, requires_id: bool = True) -> None:
+        _freeze(self, locals())
+
+
+class Profile(_FrozenRecord):
+    """One wire format, whole: the row through which every generic section reads a provider.
+
+    Nothing outside a provider's own sub-section branches on its name; what differs is here.
+      name, stream_key   the envelope's "profile" value and its stream list ("chunks"/"events")
+      rules              its TurnRules (the slot machine's terminal evidence)
+      normalizer         Limits -> a fresh normalizer for one turn
+      choice             a request's tool_choice -> RequestContext fields
+      parallel_field     parallel_tool_calls is a field of its request; parallel_instead: else what to say
+      request_tools      a recorded request body -> (tools list, tool_choice)
+      expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
+      defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
+      redact             one payload -> the same structure without content
+      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments)
+      fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
+      family, claims     the shape family capture names, and whether a payload has that shape;
+      claim_rank         families are asked in this order
+      binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
+                         not SSE text, or None
+      check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
+      warn_without_done  capture warns when its SSE body has no "data: [DONE]"
+    """
+
+    __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
+                 "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
+                 "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
+                 "warn_without_done")
+
+    def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
+                 choice: Callable[[Any], dict], redact: Callable[[dict], dict],
+                 protected_paths: Callable[[dict], dict], fragment_key: Callable[[dict, tuple], Any],
+                 family: str, claims: Callable[[dict], bool], claim_rank: int, *,
+                 parallel_field: bool = False, parallel_instead: str = "",
+                 request_tools: Callable[[dict], tuple] = _listed_request_tools,
+                 expand_tool: Callable[[str, Any], list] = _one_tool,
+                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
+                 binary_body: Callable[..., tuple] | None = None,
+                 check_sse_text: Callable[[str], None] | None = None,
+                 check_sse_events: Callable[[list], None] | None = None,
+                 warn_without_done: bool = False) -> None:
+        _freeze(self, locals())
+
+
 # ---------------------------------------------------------------------------
-# Normalizer: OpenAI chat-completion chunks (and Mistral, which shares the shape)
+# Provider: OpenAI chat completions, and Mistral's (profiles openai and mistral)
 # ---------------------------------------------------------------------------
 
 
@@ -1361,14 +1398,16 @@ class ChatNormalizer:
         ok_name, name = _optional_str(function, "name")
         ok_args, arguments = _optional_str(function, text_key)
         if not (ok_id and ok_name):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call id and {member}.name must be strings or null", cidx, slot)
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call id and {member}.name must be strings or null", cidx,
+                              slot)
             return
         if not ok_args:
             got = _describe(function.get(text_key))
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member}.{text_key} must be a string or null, got {got}",
                               cidx, slot)
             return
-        whole = slot is None and index is None and self.mistral and bool(call_id and name) and isinstance(arguments, str)
+        whole = (slot is None and index is None and self.mistral and bool(call_id and name)
+                 and isinstance(arguments, str))
         if whole:
             slot = self.next_free.get(cidx, 0)
         if slot is None:
@@ -1390,8 +1429,104 @@ class ChatNormalizer:
                        CUSTOM if member == "custom" else FUNCTION if stated else None)
 
 
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_chat(choice: Any, mistral: bool = False) -> dict:
+    """OpenAI (and Mistral) chat completions tool_choice."""
+    words = ("none", "auto", "required", "any") if mistral else ("none", "auto", "required")
+    if isinstance(choice, str):
+        if choice not in words:
+            raise RequestError(f"tool_choice {_token(choice)} is not one of {', '.join(words)}")
+        return {"none": choice == "none"}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        body = _request_members(choice, "tool_choice", ("type", "allowed_tools"))
+        inner = _request_members(body.get("allowed_tools"), "tool_choice.allowed_tools", ("mode", "tools"))
+        if inner.get("mode") not in ("auto", "required") or not isinstance(inner.get("tools"), list):
+            raise RequestError("tool_choice.allowed_tools needs mode auto or required and a tools list")
+        return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")[0]
+                            for n, t in enumerate(inner["tools"])])
+    return _forced(*_chat_tool_ref(choice, "tool_choice"))
+
+
+def _redact_chat_body(body: Any) -> Any:
+    """A delta or message: everything but role and tool calls is text-like."""
+    if not isinstance(body, dict):
+        return body
+    out = {}
+    for key, item in body.items():
+        if key == "tool_calls" and isinstance(item, list):
+            out[key] = [{k: (v if k in _CHAT_CALL_KEEP else _neutral(v)) for k, v in entry.items()}
+                        if isinstance(entry, dict) else entry for entry in item]
+        else:
+            out[key] = item if key in _CHAT_DELTA_KEEP else _neutral(item)
+    return out
+
+
+def _redact_chat_chunk(chunk: dict) -> dict:
+    """Content, reasoning, refusal, logprobs and system_fingerprint of a chat chunk."""
+    out = {key: (_neutral(item) if key in _CHAT_TOP_TEXT else item) for key, item in chunk.items()}
+    if isinstance(out.get("choices"), list):
+        choices = []
+        for choice in out["choices"]:
+            if isinstance(choice, dict):
+                choice = {key: (_redact_chat_body(item) if key in ("delta", "message")
+                                else _neutral(item) if key in _CHAT_CHOICE_TEXT else item)
+                          for key, item in choice.items()}
+            choices.append(choice)
+        out["choices"] = choices
+    return out
+
+
+def _chat_protected(payload: dict) -> dict[tuple, str]:
+    """Chat completions: a tool call entry's id and function are kept; its arguments are fragments."""
+    paths: dict[tuple, str] = {}
+    choices = payload.get("choices")
+    for c, choice in enumerate(choices if isinstance(choices, list) else []):
+        for body_key in ("delta", "message"):
+            body = choice.get(body_key) if isinstance(choice, dict) else None
+            if not isinstance(body, dict):
+                continue
+            calls = body.get("tool_calls")
+            for n, entry in enumerate(calls if isinstance(calls, list) else []):
+                where = ("choices", c, body_key, "tool_calls", n)
+                paths[where + ("id",)] = "warn"
+                paths[where + ("function",)] = "warn"
+                paths[where + ("custom",)] = "warn"
+                paths[where + ("function", "arguments")] = "fragment"
+            paths[("choices", c, body_key, "function_call")] = "warn"
+    return paths
+
+
+def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    choice = payload["choices"][path[1]]
+    entry = choice[path[2]]["tool_calls"][path[4]]
+    if _is_index(choice.get("index")) and _is_index(entry.get("index")):
+        return (choice["index"], entry["index"])
+    return None
+
+
+def _chat_claims(payload: dict) -> bool:
+    return "choices" in payload
+
+
+OPENAI = Profile("openai", "chunks",
+                 TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
+                           names_concatenate=True),
+                 lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
+                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True)
+
+
+MISTRAL = Profile("mistral", "chunks",
+                  TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
+                  lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
+                  _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
+                  parallel_field=True, warn_without_done=True)
+
+
 # ---------------------------------------------------------------------------
-# Normalizer: Anthropic Messages stream events
+# Provider: Anthropic Messages stream events (profile anthropic)
 # ---------------------------------------------------------------------------
 
 # Hosted (server-executed) tools, reviewed: the server runs them inside the turn and
@@ -1613,7 +1748,8 @@ class AnthropicNormalizer:
         if kind == "message_start":
             message = event.get("message")
             if not isinstance(message, dict):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"message_start.message is {_describe(message)}, not an object")
+                yield WireProblem(pos, UNSUPPORTED_EVENT,
+                                  f"message_start.message is {_describe(message)}, not an object")
             if state.started:
                 yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
                 return
@@ -1726,12 +1862,14 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
         yield WireProblem(pos, IDENTITY_COLLISION, f"block {index} was started twice", None, index)
         return
     if index != len(state.blocks):
-        yield WireProblem(pos, MISSING_SLOT, f"block {index} started, but block {len(state.blocks)} comes next", None, index)
+        yield WireProblem(pos, MISSING_SLOT, f"block {index} started, but block {len(state.blocks)} comes next", None,
+                          index)
     block = event.get("content_block")
     block_type = _wire_str(block.get("type")) if isinstance(block, dict) else None
     state.blocks[index] = [block_type, False]
     if block_type not in _BLOCK_DELTAS:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"content block type {_token(block_type)} has no reviewed normalizer", None, index)
+        yield WireProblem(pos, UNSUPPORTED_EVENT,
+                          f"content block type {_token(block_type)} has no reviewed normalizer", None, index)
         return
     if block_type in _ANTHROPIC_RESULTS:
         yield from _anthropic_hosted_result(pos, index, block_type, block, state)
@@ -1747,7 +1885,8 @@ def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicS
     initial = block.get("input")
     if not (ok_id and ok_name) or not isinstance(initial, dict):
         state.blocks[index][0] = None  # untranslatable; later deltas are not re-reported
-        yield WireProblem(pos, UNSUPPORTED_EVENT, "tool_use id and name must be strings and input an object", None, index)
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "tool_use id and name must be strings and input an object", None,
+                          index)
         return
     caller = block.get("caller")
     if isinstance(caller, dict) and isinstance(caller.get("tool_id"), str):
@@ -1803,15 +1942,213 @@ def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
         return
     state.leading_results = False
     if use[1] != block_type:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"{block_type} block {index} answers the hosted use in block {use[0]}, "
+        yield WireProblem(pos, UNEXPECTED_EVENT,
+                          f"{block_type} block {index} answers the hosted use in block {use[0]}, "
                           f"which expects {use[1]}", None, index)
     elif use[2]:
         yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second result for the hosted use in block {use[0]}", None, index)
     use[2] = True
 
 
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_anthropic(choice: Any) -> dict:
+    """Anthropic Messages tool_choice: {"type": auto|any|tool|none, "name", "disable_parallel_tool_use"}."""
+    body = _request_members(choice, "tool_choice", ("type", "name", "disable_parallel_tool_use"))
+    kind, single = body.get("type"), body.get("disable_parallel_tool_use", False)
+    if not isinstance(single, bool):
+        raise RequestError(f"tool_choice.disable_parallel_tool_use must be a boolean, got {_describe(single)}")
+    if kind == "tool":
+        return dict(_forced(_request_name(body.get("name"), "tool_choice.name")), single=single)
+    if kind not in ("auto", "any", "none") or "name" in body:
+        raise RequestError(f"tool_choice type {_token(kind)} is not one of auto, any, tool, none (name only with tool)")
+    return {"none": kind == "none", "single": single}
+
+
+def _redact_anthropic_block(block: Any) -> Any:
+    """A content block: tool_use untouched, any other block keeps only type and identity."""
+    if not isinstance(block, dict) or block.get("type") == "tool_use":
+        return block
+    return _neutral(block, _ANTHROPIC_BLOCK_KEEP)
+
+
+def _redact_anthropic_event(event: dict) -> dict:
+    """Text, thinking, signatures, citations, redacted_thinking data and refusal details."""
+    kind = event.get("type")
+    out = dict(event)
+    if kind == "message_start" and isinstance(out.get("message"), dict):
+        message = dict(out["message"])
+        if isinstance(message.get("content"), list):
+            message["content"] = [_redact_anthropic_block(block) for block in message["content"]]
+        out["message"] = message
+    elif kind == "content_block_start" and "content_block" in out:
+        out["content_block"] = _redact_anthropic_block(out["content_block"])
+    elif kind == "content_block_delta" and isinstance(out.get("delta"), dict):
+        if out["delta"].get("type") != "input_json_delta":
+            out["delta"] = _neutral(out["delta"])
+    elif kind == "message_delta" and isinstance(out.get("delta"), dict) and "stop_details" in out["delta"]:
+        out["delta"] = dict(out["delta"], stop_details=_neutral(out["delta"]["stop_details"], _STOP_DETAILS_KEEP))
+    return out
+
+
+def _anthropic_protected(payload: dict) -> dict[tuple, str]:
+    """Anthropic: a tool_use block's id, name and input are kept; partial_json deltas are fragments."""
+    paths: dict[tuple, str] = {}
+    kind = payload.get("type")
+    blocks: list[tuple[tuple, Any]] = []
+    if kind == "content_block_start":
+        blocks.append((("content_block",), payload.get("content_block")))
+    message = payload.get("message")
+    if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
+        blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
+    for where, block in blocks:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            for key in ("id", "name", "input"):
+                paths[where + (key,)] = "warn"
+    delta = payload.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+        paths[("delta", "partial_json")] = "fragment"
+    return paths
+
+
+def _anthropic_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    index = payload.get("index")
+    return (None, index) if _is_index(index) else None
+
+
+def _anthropic_claims(payload: dict) -> bool:
+    kind = payload.get("type")
+    return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
+
+
+def _anthropic_check_sse(events: list) -> None:
+    """Every Anthropic SSE event names itself (CaptureError otherwise)."""
+    for event in events:
+        if event.name is None:  # the Anthropic SDK dispatches on the event name alone
+            raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
+                               "readers do not, so they would read different streams", event.line)
+
+
+UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
+
+
+_ANTHROPIC_CLIENT_TOOL_TYPE = re.compile(r"(computer|bash|text_editor|memory)_[0-9]{8}")
+
+
+_XY = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+
+
+def _by_value(member: str, free: list[str], needs: dict[str, list]) -> list[dict]:
+    """anyOf branches: the values of `member` that need nothing more, then one branch per value with its needs.
+
+    A need is a member name, or a list of names of which one is needed.
+    """
+    branches: list[dict] = [{"properties": {member: {"enum": free}}}] if free else []
+    for value, wanted in needs.items():
+        plain = [name for name in wanted if isinstance(name, str)]
+        branch: dict[str, Any] = {"properties": {member: {"const": value}}, "required": plain}
+        for choice in (name for name in wanted if isinstance(name, list)):
+            branch["anyOf"] = [{"required": [name]} for name in choice]
+        branches.append(branch)
+    return branches
+
+
+def _computer_schema(version: int) -> dict:
+    needs: dict[str, list] = {"key": ["text"], "type": ["text"], "mouse_move": ["coordinate"],
+                              "left_click_drag": ["coordinate"] if version == 1 else ["start_coordinate", "coordinate"]}
+    free = ["left_click", "right_click", "middle_click", "double_click", "screenshot", "cursor_position"]
+    properties: dict[str, Any] = {"coordinate": _XY, "text": {"type": "string"}}
+    if version >= 2:
+        needs.update({"hold_key": ["text", "duration"], "scroll": ["scroll_direction", "scroll_amount"]})
+        free += ["triple_click", "left_mouse_down", "left_mouse_up", "wait"]
+        properties.update({"start_coordinate": _XY,
+                           "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+                           "scroll_amount": {"type": "integer", "minimum": 0},
+                           "duration": {"type": "number", "minimum": 0}})
+    if version >= 3:
+        needs["zoom"] = ["region"]
+        properties["region"] = {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4}
+    actions = sorted(free + list(needs))
+    return {"type": "object", "properties": {"action": {"type": "string", "enum": actions}, **properties},
+            "required": ["action"], "anyOf": _by_value("action", sorted(free), needs)}
+
+
+def _editor_schema(undo: bool, insert: list) -> dict:
+    text = {"type": "string"}
+    commands = ["view", "create", "str_replace", "insert"] + (["undo_edit"] if undo else [])
+    return {"type": "object",
+            "properties": {"command": {"type": "string", "enum": commands}, "path": text, "file_text": text,
+                           "old_str": text, "new_str": text, "insert_text": text,
+                           "insert_line": {"type": "integer", "minimum": 0},
+                           "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                                          "maxItems": 2}},
+            "required": ["command", "path"],
+            "anyOf": _by_value("command", ["view"] + (["undo_edit"] if undo else []),
+                               {"create": ["file_text"], "str_replace": ["old_str"], "insert": ["insert_line",
+                                                                                                insert]})}
+
+
+def _memory_schema() -> dict:
+    text = {"type": "string"}
+    return {"type": "object",
+            "properties": {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "delete",
+                                                                  "rename"]},
+                           "path": text, "file_text": text, "old_str": text, "new_str": text, "insert_text": text,
+                           "insert_line": {"type": "integer", "minimum": 0}, "old_path": text, "new_path": text,
+                           "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                                          "maxItems": 2}},
+            "required": ["command"],
+            "anyOf": _by_value("command", [], {"view": ["path"], "create": ["path", "file_text"],
+                                               "str_replace": ["path", "old_str", "new_str"],
+                                               "insert": ["path", "insert_line", "insert_text"],
+                                               "delete": ["path"], "rename": ["old_path", "new_path"]})}
+
+
+_BASH_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}, "restart": {"type": "boolean"}},
+                "anyOf": [{"required": ["command"]}, {"required": ["restart"],
+                                                      "properties": {"restart": {"const": True}}}]}
+
+
+# Reviewed type -> (the name the API requires, the input schema).
+ANTHROPIC_CLIENT_TOOLS: Mapping[str, tuple[str, dict]] = MappingProxyType({
+    "computer_20241022": ("computer", _computer_schema(1)),
+    "computer_20250124": ("computer", _computer_schema(2)),
+    "computer_20251124": ("computer", _computer_schema(3)),
+    "bash_20241022": ("bash", _BASH_SCHEMA),
+    "bash_20250124": ("bash", _BASH_SCHEMA),
+    "text_editor_20241022": ("str_replace_editor", _editor_schema(True, ["new_str"])),
+    "text_editor_20250124": ("str_replace_editor", _editor_schema(True, ["new_str"])),
+    "text_editor_20250429": ("str_replace_based_edit_tool", _editor_schema(False, ["new_str", "insert_text"])),
+    "text_editor_20250728": ("str_replace_based_edit_tool", _editor_schema(False, ["insert_text", "new_str"])),
+    "memory_20250818": ("memory", _memory_schema()),
+})
+
+
+def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
+    """(name, schema) of an Anthropic-defined client tool entry; None for any other entry."""
+    kind = tool.get("type")
+    if not isinstance(kind, str) or not _ANTHROPIC_CLIENT_TOOL_TYPE.fullmatch(kind):
+        return None
+    name = tool.get("name")
+    reviewed = ANTHROPIC_CLIENT_TOOLS.get(kind)
+    if reviewed is not None and name != reviewed[0]:
+        raise CaptureError(f"{where} is a {kind} tool, which the API requires to be named {json.dumps(reviewed[0])}, "
+                           f"not {_token(name) if isinstance(name, str) else _describe(name)}")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    return name, (reviewed[1] if reviewed is not None else {UNREVIEWED_TOOL_KEYWORD: kind})
+
+
+ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
+                    lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
+                    _anthropic_protected, _anthropic_fragment_key, "anthropic", _anthropic_claims, 1,
+                    parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
+                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse)
+
+
 # ---------------------------------------------------------------------------
-# Normalizer: OpenAI Responses API stream events
+# Provider: OpenAI Responses API stream events (profile openai-responses)
 # ---------------------------------------------------------------------------
 #
 # A client call item (function_call, custom_tool_call...) is a slot keyed
@@ -2088,7 +2425,8 @@ def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
 def _responses_item_event(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
     index = event.get("output_index")
     if not _is_index(index):
-        yield WireProblem(pos, MISSING_INDEX, f"{kind} output_index must be a non-negative integer, got {_describe(index)}")
+        yield WireProblem(pos, MISSING_INDEX,
+                          f"{kind} output_index must be a non-negative integer, got {_describe(index)}")
         return
     if kind == "response.output_item.added":
         yield from _responses_item_added(pos, index, event, state)
@@ -2211,7 +2549,8 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
     body = event.get("item")
     done_type = body.get("type") if isinstance(body, dict) else None
     if done_type != item.kind or _client_item(body) != item.client:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done for item {index} does not restate a {item.kind} item",
+        yield WireProblem(pos, UNEXPECTED_EVENT,
+                          f"output_item.done for item {index} does not restate a {item.kind} item",
                           None, index)
         return
     if item.client and item.kind not in _RESPONSES_ARGUMENT_ITEMS:
@@ -2247,8 +2586,139 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
     yield SlotEnd(pos, (None, index), tuple(restated))
 
 
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_responses(choice: Any) -> dict:
+    """Responses API tool_choice."""
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            raise RequestError(f"tool_choice {_token(choice)} is not one of none, auto, required")
+        return {"none": choice == "none"}
+    kind = _wire_str(choice.get("type")) if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        body = _request_members(choice, "tool_choice", ("type", "mode", "tools"))
+        if body.get("mode") not in ("auto", "required") or not isinstance(body.get("tools"), list):
+            raise RequestError("tool_choice of type allowed_tools needs mode auto or required and a tools list")
+        refs = [_responses_tool_ref(t, f"tool_choice.tools[{n}]") for n, t in enumerate(body["tools"])]
+        return _restricted([ref[0] for ref in refs if ref is not None])
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return {"allowed": frozenset(), "choice_text": f"tool_choice forces the hosted tool {json.dumps(kind)}"}
+    return _forced(*_responses_tool_ref(choice, "tool_choice"))
+
+
+# Responses events whose text is a client call's input, kept byte for byte: event type ->
+# the member holding the fragment or the restated whole.
+_RESPONSES_INPUT_EVENTS = MappingProxyType({
+    "response.function_call_arguments.delta": "delta", "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.delta": "delta", "response.custom_tool_call_input.done": "input",
+    "response.shell_call_command.added": "command", "response.shell_call_command.delta": "delta",
+    "response.shell_call_command.done": "command",
+    "response.apply_patch_call_operation_diff.delta": "delta", "response.apply_patch_call_operation_diff.done": "diff",
+})
+
+
+# Structure a non-call Responses item or event keeps through neutralisation.
+_RESPONSES_KEEP = frozenset({"type", "id", "item_id", "status", "call_id", "execution", "object", "role"})
+
+
+def _redact_responses_item(item: Any) -> Any:
+    """A client call item untouched; any other item keeps only its type, ids and status."""
+    if isinstance(item, dict) and _client_item(item):
+        return item
+    return _neutral(item, _RESPONSES_KEEP)
+
+
+def _redact_responses_event(event: dict) -> dict:
+    """Text, reasoning, hosted-tool queries and results, instructions: everything but calls and structure."""
+    kind = _wire_str(event.get("type"))   # an object or a list there is no event type (the gate says so)
+    if kind in _RESPONSES_INPUT_EVENTS:
+        return event
+    out = {}
+    for key, value in event.items():
+        if key == "item":
+            out[key] = _redact_responses_item(value)
+        elif key == "response" and isinstance(value, dict):
+            out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                            else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
+        elif key in ("type", "item_id", "sequence_number", "output_index", "content_index", "summary_index",
+                     "annotation_index", "command_index", "partial_image_index"):
+            out[key] = value
+        else:
+            out[key] = _neutral(value, _RESPONSES_KEEP)
+    return out
+
+
+def _responses_protected(payload: dict) -> dict[tuple, str]:
+    """Responses: argument deltas are fragments; a client call item is identity and arguments."""
+    paths: dict[tuple, str] = {}
+    kind = _wire_str(payload.get("type"))
+    if kind in _RESPONSES_INPUT_EVENTS:
+        member = _RESPONSES_INPUT_EVENTS[kind]
+        paths[(member,)] = "fragment" if member == "delta" else "warn"
+    if _client_item(payload.get("item")):
+        paths[("item",)] = "warn"
+    response = payload.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    for number, entry in enumerate(output if isinstance(output, list) else []):
+        if _client_item(entry):
+            paths[("response", "output", number)] = "warn"
+    return paths
+
+
+def _responses_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    index = payload.get("output_index")
+    return (None, index) if _is_index(index) else None
+
+
+def _responses_claims(payload: dict) -> bool:
+    kind = payload.get("type")
+    return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
+
+
+def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
+    """The functions of a Responses `namespace` tool, each named "namespace.name" in tool_schemas.
+
+    That is the name openai-agents gives a namespaced tool (tool_choice included), and the
+    key a namespaced call is looked up by (Slot.tool_key).  A function named like its own
+    namespace would be read as a deferred top-level function (the API marks those calls
+    with namespace == name), so it is refused.
+    """
+    name, inner = tool.get("name"), tool.get("tools")
+    if not isinstance(name, str) or not name or "." in name:
+        raise CaptureError(f"{where} is a namespace tool whose name is not a non-empty string without \".\"")
+    if not isinstance(inner, list):
+        raise CaptureError(f"{where}.tools is {_describe(inner)}, not a list")
+    out = []
+    for number, entry in enumerate(inner):
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "." in entry["name"]:
+            raise CaptureError(f"{where}.tools[{number}] has a name with a \".\": {name}.<name> would be ambiguous")
+        if isinstance(entry, dict) and entry.get("name") == name:
+            raise CaptureError(f"{where}.tools[{number}] has the name of its namespace: the Responses API marks a "
+                               "deferred top-level function's calls that way, so its calls could not be told apart")
+        if not (isinstance(entry, dict) and entry.get("type") in ("function", "custom")):
+            raise CaptureError(f"{where}.tools[{number}] is not a function or custom tool")
+        out.append((f"{where}.tools[{number}]", entry, name + "."))
+    return out
+
+
+def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
+    """A Responses tool entry: a namespace tool stands for its functions."""
+    if isinstance(tool, dict) and tool.get("type") == "namespace":
+        return _responses_namespace(where, tool)
+    return [(where, tool, "")]
+
+
+OPENAI_RESPONSES = Profile("openai-responses", "events",
+                           TurnRules("completed", False, False, False, needs_close=False,
+                                     stop_name="response.completed", slot_end_name="response.output_item.done"),
+                           lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
+                           _responses_protected, _responses_fragment_key, "openai-responses", _responses_claims, 0,
+                           parallel_field=True, expand_tool=_responses_expand_tool)
+
+
 # ---------------------------------------------------------------------------
-# Normalizer: AWS Bedrock ConverseStream events
+# Provider: AWS Bedrock ConverseStream events (profile bedrock)
 # ---------------------------------------------------------------------------
 #
 # Each event is {"<member>": {...}} with exactly one member (the AWS event-stream
@@ -2314,7 +2784,8 @@ class BedrockNormalizer:
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         if not isinstance(event, dict) or len(event) != 1:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)}, not an object with exactly one member")
+            yield WireProblem(pos, UNSUPPORTED_EVENT,
+                              f"event is {_describe(event)}, not an object with exactly one member")
             return
         (member, body), = event.items()
         if member in _BEDROCK_EXCEPTIONS or isinstance(member, str) and member.endswith("Exception"):
@@ -2372,7 +2843,8 @@ def _bedrock_block_event(pos: int, member: str, body: dict, state: _BedrockState
 
 def _bedrock_new_block(pos: int, index: int, kind: str | None, state: _BedrockState) -> Iterator[NeutralEvent]:
     if index != len(state.blocks):
-        yield WireProblem(pos, MISSING_SLOT, f"block {index} begins, but block {len(state.blocks)} comes next", None, index)
+        yield WireProblem(pos, MISSING_SLOT, f"block {index} begins, but block {len(state.blocks)} comes next", None,
+                          index)
     state.blocks[index] = [kind, False]
 
 
@@ -2462,7 +2934,8 @@ def _bedrock_block_delta(pos: int, index: int, body: dict, state: _BedrockState)
     block = state.blocks.get(index)
     if block is None:
         if member in ("toolUse", "toolResult"):
-            yield WireProblem(pos, MISSING_SLOT, f"{member} delta for block {index}, which was never started", None, index)
+            yield WireProblem(pos, MISSING_SLOT, f"{member} delta for block {index}, which was never started", None,
+                              index)
             return
         yield from _bedrock_new_block(pos, index, member if member != "citation" else "text", state)  # begin implicitly
         block = state.blocks[index]
@@ -2470,7 +2943,8 @@ def _bedrock_block_delta(pos: int, index: int, body: dict, state: _BedrockState)
     if kind is None:
         return  # the unsupported block was already reported at its start
     if kind not in wanted:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} delta does not belong to a {kind} block ({index})", None, index)
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} delta does not belong to a {kind} block ({index})", None,
+                          index)
         return
     if kind != "toolUse":
         if stopped:
@@ -2497,8 +2971,199 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
     block[1] = True
 
 
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_bedrock(choice: Any) -> dict:
+    """Bedrock Converse toolConfig.toolChoice: {"auto": {}} | {"any": {}} | {"tool": {"name"}}."""
+    if not isinstance(choice, dict) or len(choice) != 1:
+        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
+    (kind, body), = choice.items()
+    if kind == "tool":
+        return _forced(_request_name(_request_members(body, "tool_choice.tool", ("name",)).get("name"),
+                                     "tool_choice.tool.name"))
+    if kind not in ("auto", "any") or body != {}:
+        raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
+    return {}
+
+
+# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        name = data[pos + 1:pos + 1 + size]
+        pos += 1 + size
+        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
+            raise CaptureError(f"frame {frame}: a malformed header")
+        kind, pos = data[pos], pos + 1
+        length = _EVENTSTREAM_SIZES[kind]
+        if length is None:
+            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
+        value = data[pos:pos + length]
+        if len(value) != length:
+            raise CaptureError(f"frame {frame}: a header runs past its frame")
+        pos += length
+        try:
+            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
+        except UnicodeDecodeError:
+            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
+    return headers
+
+
+def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
+    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
+    kind = headers.get(":message-type")
+    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                         else ":error-code")
+    if not isinstance(member, str) or not member:
+        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+    if kind != "event" and not member.endswith("Exception"):
+        # an exception or error frame is a stream error whatever its code says (botocore raises):
+        # named so, it can never read as the data event its code may name (contentBlockDelta...)
+        member += "Exception"
+    return member
+
+
+def eventstream_events(raw: bytes) -> list[dict]:
+    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
+
+    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
+    a dropped event.
+    """
+    import zlib
+
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    raw = bytes(raw)
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    events: list[dict] = []
+    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
+    pos = 0
+    while pos < len(raw):
+        frame = len(events) + 1
+        prelude = raw[pos:pos + 12]
+        if len(prelude) < 12:
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
+        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+                               "event stream, or a corrupt one")
+        message = raw[pos:pos + total]
+        if total < 16 or header_size > total - 16 or len(message) != total:
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+        block = message[12:12 + header_size]
+        member = members.get(block)
+        if member is None:
+            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
+        try:
+            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
+        except (UnicodeDecodeError, JsonProblem) as exc:
+            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
+        events.append({member: payload})
+        pos += total
+    return events
+
+
+def _redact_bedrock_event(event: dict) -> dict:
+    """Text, reasoning, citations and system-tool results; client toolUse starts and inputs are kept."""
+    if len(event) != 1:
+        return _neutral(event)
+    (member, body), = event.items()
+    if not isinstance(body, dict):
+        return {member: _neutral(body)}
+    out = {}
+    for key, value in body.items():
+        if key in ("contentBlockIndex", "stopReason", "role"):
+            out[key] = value
+        elif key == "start" and isinstance(value, dict) and isinstance(value.get("toolUse"), dict):
+            out[key] = value
+        elif key == "delta" and isinstance(value, dict) and set(value) == {"toolUse"}:
+            out[key] = value
+        else:
+            out[key] = _neutral(value, _BEDROCK_KEEP)
+    return {member: out}
+
+
+_BEDROCK_KEEP = frozenset({"toolUseId", "type", "status"})
+
+
+def _bedrock_protected(payload: dict) -> dict[tuple, str]:
+    """Bedrock: a toolUse start is call identity; its input deltas are argument fragments."""
+    paths: dict[tuple, str] = {}
+    start = payload.get("contentBlockStart")
+    if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
+        paths[("contentBlockStart", "start", "toolUse")] = "warn"
+    delta = payload.get("contentBlockDelta")
+    if isinstance(delta, dict) and isinstance(delta.get("delta"), dict) and isinstance(
+            delta["delta"].get("toolUse"), dict):
+        paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
+    return paths
+
+
+def _bedrock_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    index = payload["contentBlockDelta"].get("contentBlockIndex")
+    return (None, index) if _is_index(index) else None
+
+
+def _bedrock_claims(payload: dict) -> bool:
+    return len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
+                                                         "contentBlockStop", "messageStop", "metadata")
+
+
+def _bedrock_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a Converse request: toolConfig.tools' toolSpecs and toolChoice."""
+    config = body.get("toolConfig") or {}
+    if not isinstance(config, dict):
+        raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+    tools = config.get("tools") or []
+    out = []
+    for number, tool in enumerate(tools if isinstance(tools, list) else []):
+        spec = tool.get("toolSpec") if isinstance(tool, dict) else None
+        if isinstance(spec, dict):
+            schema = spec.get("inputSchema")
+            out.append({"name": spec.get("name"), "input_schema": schema.get("json") if isinstance(schema, dict)
+                        else None})
+        elif not (isinstance(tool, dict) and "systemTool" in tool):
+            raise CaptureError(f"toolConfig.tools[{number}] is neither a toolSpec nor a systemTool")
+    return out, config.get("toolChoice")
+
+
+def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
+    """The bedrock capture: a binary AWS event stream instead of SSE."""
+    events = eventstream_events(raw)
+    _check_profile_shape("bedrock", events, [None] * len(events))   # frames, not lines
+    try:
+        payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
+                                             redact, _may_hold_secrets(bytes(raw)))
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": "bedrock", "tool_schemas": tool_schemas, "events": payloads,
+                "meta": {"capture_point": "AWS event stream", "redacted": bool(redact)}}
+    return envelope, warnings
+
+
+BEDROCK = Profile("bedrock", "events",
+                  TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
+                            slot_end_name="contentBlockStop"),
+                  lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
+                  _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
+                  binary_body=_eventstream_envelope)
+
+
 # ---------------------------------------------------------------------------
-# Normalizer: Gemini streamGenerateContent (Gemini API and Vertex AI)
+# Provider: Gemini streamGenerateContent, Gemini API and Vertex AI (profile gemini)
 # ---------------------------------------------------------------------------
 #
 # Each chunk is one GenerateContentResponse.  A call is a functionCall part in a
@@ -2537,8 +3202,9 @@ _GEMINI_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_C
 # 9 in Vertex AI, where 10 is MODEL_ARMOR) and a body does not say which API sent it, so such a
 # number reads as FINISH_REASON_<n>: never STOP, and a tool failure when either API says so
 # (above: the Gemini API's 10, 12, 13; Vertex AI's 9, and UNEXPECTED_TOOL_CALL, 15 in the
-# current aiplatform protos and 14 in the older @google-cloud/vertexai enum).  Outcome and the enums only type-checked (language, modality, safety
-# ratings, URL status, traffic type) number alike in both.
+# current aiplatform protos and 14 in the older @google-cloud/vertexai enum).  Outcome and
+# the enums only type-checked (language, modality, safety ratings, URL status, traffic type)
+# number alike in both.
 _GEMINI_FINISH_NUMBERS = MappingProxyType({0: "FINISH_REASON_UNSPECIFIED", 1: "STOP", 2: "MAX_TOKENS", 3: "SAFETY",
                                            4: "RECITATION", 5: "OTHER"})
 _GEMINI_OUTCOME_NUMBERS = MappingProxyType({0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED",
@@ -3309,6 +3975,280 @@ def _gemini_serialise(tree: dict) -> str:
     return "".join(out)
 
 
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_gemini(choice: Any) -> dict:
+    """Gemini toolConfig.functionCallingConfig: {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}."""
+    body = _request_members(choice, "tool_choice", ("mode", "allowedFunctionNames", "streamFunctionCallArguments"))
+    mode = body.get("mode", "AUTO")
+    if mode not in _GEMINI_MODES:
+        raise RequestError(f"tool_choice.mode {_token(mode)} is not one of {', '.join(_GEMINI_MODES)}")
+    if not isinstance(body.get("streamFunctionCallArguments", False), bool):
+        raise RequestError("tool_choice.streamFunctionCallArguments must be a boolean")
+    names = body.get("allowedFunctionNames")
+    if names is not None and not isinstance(names, list):
+        raise RequestError("tool_choice.allowedFunctionNames must be a list of names")
+    allowed = [_request_name(n, f"tool_choice.allowedFunctionNames[{k}]") for k, n in enumerate(names or ())]
+    if mode not in ("ANY", "VALIDATED") or names is None:
+        # the reference applies the names with ANY and VALIDATED only; the API accepts them
+        # beside AUTO (a recorded request does), where they restrict nothing here
+        return {"none": mode == "NONE"}
+    return _restricted(allowed)
+
+
+# Gemini members whose string values are protocol words the validator reads.
+_GEMINI_KEEP = frozenset({"role", "finishReason", "outcome", "blockReason", "createTime", "modelVersion"})
+
+
+# Base64 members (google-genai refuses a payload whose thoughtSignature is not base64): a base64 stand-in.
+_GEMINI_BASE64 = frozenset({"thoughtSignature", "data"})
+
+
+_GEMINI_REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted"
+
+
+def _redact_gemini_chunk(chunk: dict) -> dict:
+    """Text, thoughts, code, grounding and feedback of a Gemini chunk; functionCall parts are kept whole."""
+    out = {}
+    for key, value in chunk.items():
+        if key == "candidates" and isinstance(value, list):
+            out[key] = [_redact_gemini_candidate(candidate) for candidate in value]
+        else:
+            out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]
+    return out
+
+
+def _redact_gemini_candidate(candidate: Any) -> Any:
+    if not isinstance(candidate, dict):
+        return _neutral(candidate, _GEMINI_KEEP)
+    out = {}
+    for key, value in candidate.items():
+        parts = value.get("parts") if key == "content" and isinstance(value, dict) else None
+        if isinstance(parts, list):
+            out[key] = {k: (v if k == "role" else [_redact_gemini_part(part) for part in parts] if k == "parts"
+                            else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        else:
+            out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]   # finishReason is kept
+    return out
+
+
+def _redact_gemini_part(part: Any) -> Any:
+    """A part: functionCall kept whole; base64 members get a base64 stand-in; other strings neutralised."""
+    if not isinstance(part, dict):
+        return _neutral(part, _GEMINI_KEEP)
+    out = {}
+    for key, value in part.items():
+        if key == "functionCall":
+            out[key] = value
+        elif key == "thoughtSignature" and isinstance(value, str) and value:
+            # base64 stays base64 (google-genai reads it) and anything else stays refused: the verdict holds
+            out[key] = _GEMINI_REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
+        elif key == "inlineData" and isinstance(value, dict):
+            out[key] = {k: (_GEMINI_REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+                            else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        else:
+            out[key] = _neutral(value, _GEMINI_KEEP)
+    return out
+
+
+def _gemini_protected(payload: dict) -> dict[tuple, str]:
+    """Gemini: a functionCall part is call identity and arguments (kept, scanned)."""
+    paths: dict[tuple, str] = {}
+    candidates = payload.get("candidates")
+    for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for n, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict) and "functionCall" in part:
+                paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
+    return paths
+
+
+def _gemini_claims(payload: dict) -> bool:
+    return "candidates" in payload or "promptFeedback" in payload
+
+
+def _gemini_check_sse(text: str) -> None:
+    """Gemini SSE framing that every reader reads alike (CaptureError otherwise).
+
+    google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
+    a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
+    breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
+    js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
+    each event must be one data line ended by one of those.
+    """
+    for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
+        if line and not line.startswith("data: "):
+            raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
+                               "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
+                               "other readers skip it", number)
+    framing = _GEMINI_SSE_EVENT.match(text)
+    if framing.end() != len(text):
+        raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
+                           "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
+                           text.count("\n", 0, framing.end()) + 1)
+
+
+# The events of a gemini body as every reader splits them (see sse_to_envelope).
+_GEMINI_SSE_EVENT = re.compile(r"(?:data: [^\r\n]*(?:\r\n\r\n|\n\n|\r\r))*")
+
+
+_GEMINI_SCHEMA_TYPES = MappingProxyType({"STRING": "string", "NUMBER": "number", "INTEGER": "integer",
+                                         "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object",
+                                         "NULL": "null"})
+
+
+_GEMINI_SCHEMA_COUNTS = frozenset({"minItems", "maxItems", "minLength", "maxLength", "minProperties",
+                                   "maxProperties"})
+
+
+_GEMINI_HOSTED_TOOLS = frozenset({
+    "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "googleMaps", "enterpriseWebSearch",
+    "fileSearch", "computerUse", "retrieval", "mcpServers", "google_search", "google_search_retrieval",
+    "code_execution", "url_context", "google_maps", "enterprise_web_search", "file_search", "computer_use",
+    "mcp_servers",
+})
+
+
+_GEMINI_DECLARATIONS = ("functionDeclarations", "function_declarations")
+
+
+def _is_gemini_tool(tool: Any) -> bool:
+    """A Gemini Tool object (or a bare FunctionDeclaration), not an OpenAI or Anthropic tool."""
+    if not isinstance(tool, dict) or "type" in tool or "input_schema" in tool or "function" in tool:
+        return False
+    return (any(key in tool for key in _GEMINI_DECLARATIONS) or any(key in _GEMINI_HOSTED_TOOLS for key in tool)
+            or "name" in tool and any(k in tool for k in ("parameters", "parametersJsonSchema",
+                                                          "parameters_json_schema")))
+
+
+def _gemini_tool(tool: dict, where: str) -> list[tuple[str, Any]]:
+    """(name, JSON Schema) of each function a Gemini Tool declares; hosted tools declare none."""
+    if "name" in tool and not any(key in tool for key in _GEMINI_DECLARATIONS):
+        return [_gemini_declaration(tool, where)]   # a bare FunctionDeclaration
+    declarations: Any = []
+    for key, value in tool.items():
+        if key in _GEMINI_DECLARATIONS:
+            declarations = value
+        elif key not in _GEMINI_HOSTED_TOOLS:
+            raise CaptureError(f"{where} has the member {_token(key)}, which is neither functionDeclarations nor "
+                               "a reviewed hosted tool")
+    if not isinstance(declarations, list):
+        raise CaptureError(f"{where}.functionDeclarations is {_describe(declarations)}, not a list")
+    return [_gemini_declaration(d, f"{where}.functionDeclarations[{n}]") for n, d in enumerate(declarations)]
+
+
+def _gemini_declaration(declaration: Any, where: str) -> tuple[str, Any]:
+    if not isinstance(declaration, dict):
+        raise CaptureError(f"{where} is {_describe(declaration)}, not a function declaration")
+    name = declaration.get("name")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    plain = declaration.get("parametersJsonSchema", declaration.get("parameters_json_schema"))
+    openapi = declaration.get("parameters")
+    if plain is not None and openapi is not None:
+        raise CaptureError(f"{where} gives both parameters and parametersJsonSchema (Gemini takes one)")
+    if plain is not None:
+        if not isinstance(plain, (dict, bool)):
+            raise CaptureError(f"{where}.parametersJsonSchema must be a JSON Schema, got {_describe(plain)}")
+        return name, plain
+    if openapi is None:
+        return name, {"type": "object"}
+    try:
+        return name, gemini_schema(openapi, where + ".parameters")
+    except RecursionError:
+        raise CaptureError(f"{where}.parameters nests too deeply to convert") from None
+
+
+def gemini_schema(schema: Any, where: str = "parameters") -> dict:
+    """Gemini's OpenAPI-style Schema object as JSON Schema (the rules above); CaptureError when it cannot be."""
+    if not isinstance(schema, dict):
+        raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type":
+            kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
+            if kind is None:
+                raise CaptureError(f"{where}.type {_token(value)} is not one of "
+                                   f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
+            out[key] = kind
+        elif key == "nullable":
+            if not isinstance(value, bool):
+                raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
+        elif key == "properties":
+            if not isinstance(value, dict):
+                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
+            out[key] = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
+        elif key == "items":
+            out[key] = gemini_schema(value, where + ".items")
+        elif key == "anyOf":
+            if not isinstance(value, list):
+                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
+            out[key] = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
+        elif key in _GEMINI_SCHEMA_COUNTS and isinstance(value, str) and value.isascii() and value.isdigit():
+            if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
+                raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
+            out[key] = int(value)   # an int64, which proto3 JSON writes as a string
+        else:
+            out[key] = value
+    if schema.get("nullable") is True:
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+        elif "anyOf" in out:
+            out["anyOf"] = out["anyOf"] + [{"type": "null"}]
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = out["enum"] + [None]
+    return out
+
+
+def _gemini_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a generateContent request: functionDeclarations and toolConfig."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
+    out = []
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a Tool object")
+        out.extend({"name": name, "input_schema": schema} for name, schema in _gemini_tool(tool, f"tools[{number}]"))
+    config = body.get("toolConfig", body.get("tool_config")) or {}
+    if not isinstance(config, dict):
+        raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
+    choice = config.get("functionCallingConfig", config.get("function_calling_config"))
+    if isinstance(choice, dict):
+        snake = {"allowed_function_names": "allowedFunctionNames",
+                 "stream_function_call_arguments": "streamFunctionCallArguments"}
+        choice = {snake.get(key, key): value for key, value in choice.items()}
+    return out, choice
+
+
+# The normalizer ends each call at its final part and emits the finish of the candidate
+# with calls as the turn's stop reason, at the end of the stream, so "STOP" is the tool
+# reason here; a text turn's STOP never reaches the machine.
+GEMINI = Profile("gemini", "chunks",
+                 TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
+                           slot_end_name="its final functionCall part", requires_id=False),
+                 lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
+                 _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
+                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse)
+
+
+# ---------------------------------------------------------------------------
+# Profiles: the rows, one per wire format
+# ---------------------------------------------------------------------------
+
+# Every profile, in the order the documentation lists them: name -> its row.  A new provider
+# is a sub-section like those above (normalizer, tables, request, redaction, capture rules,
+# its Profile row) and one name in this list.
+PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
+    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI)})
+
+
+# profile -> its stream list's key (a view of the rows, for library callers)
+STREAM_KEY: Mapping[str, str] = MappingProxyType({name: row.stream_key for name, row in PROFILES.items()})
+
+
 # ---------------------------------------------------------------------------
 # Slot state machine: provider-neutral reassembly
 # ---------------------------------------------------------------------------
@@ -3338,26 +4278,6 @@ _REFUSED: dict[tuple[str, str], str] = {
     (TERMINAL, "end"): DUPLICATE_TERMINAL,
     (UNSEEN, "end"): MISSING_SLOT,
 }
-
-
-class TurnRules(_FrozenRecord):
-    """How one profile delivers terminal evidence; data, not code paths.
-
-    tool_reason: the only reason that may end a tool turn; per_choice_terminal:
-    finish_reason ends the choice's slots (openai); contiguous_slots: slot
-    indices of a choice run 0..n-1; implicit_open: a fragment may open a slot
-    (openai) or not (anthropic); needs_close: a closing event must follow the
-    stop reason; the *_name fields name the wire events in messages.
-    """
-
-    __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
-                 "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate", "requires_id")
-
-    def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
-                 needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
-                 slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
-                 names_concatenate: bool = False, requires_id: bool = True) -> None:
-        _freeze(self, locals())
 
 
 class Slot(_Record):
@@ -3590,7 +4510,8 @@ class TurnMachine:
                        f"({_token(self.choice_ends[choice])})", event.position, event.key)
             return
         if not self.rules.implicit_open and event.key not in self.slots:
-            self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened", event.position)
+            self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened",
+                       event.position)
             return
         slot = self._slot(event.key, event.position)
         if slot is None:
@@ -3637,9 +4558,11 @@ class TurnMachine:
             return False
         slot.terminal_position = position
         if not slot.id and self.rules.requires_id:
-            self._find(MISSING_ID, f"slot {_slot_label(slot.key)} reached its terminal without an id", position, slot.key)
+            self._find(MISSING_ID, f"slot {_slot_label(slot.key)} reached its terminal without an id", position,
+                       slot.key)
         if not slot.name:
-            self._find(MISSING_NAME, f"slot {_slot_label(slot.key)} reached its terminal without a name", position, slot.key)
+            self._find(MISSING_NAME, f"slot {_slot_label(slot.key)} reached its terminal without a name", position,
+                       slot.key)
         joined_empty = not slot.parts
         if slot.initial_input and not joined_empty:
             self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)} has both a non-empty start input and "
@@ -3702,7 +4625,8 @@ class TurnMachine:
             self._find(WRONG_TERMINAL_REASON, f"the turn has tool calls but stopped with {_token(event.reason)}, "
                        f"not {json.dumps(self.rules.tool_reason)}", event.position)
         elif not self.slots and event.reason == self.rules.tool_reason:
-            self._find(MISSING_SLOT, f"stop_reason {_token(event.reason)} but the turn has no tool call", event.position)
+            self._find(MISSING_SLOT, f"stop_reason {_token(event.reason)} but the turn has no tool call",
+                       event.position)
 
     def _on_TurnClose(self, event: TurnClose) -> None:
         self.closed = True
@@ -3937,7 +4861,6 @@ def join_fragments(parts: list[str]) -> tuple[str, bool]:
 # anyOf/oneOf/not branches run in "quick" mode, which stops at a branch's first
 # error.  Instance locations travel as linked (parent, key) pairs and become
 # RFC 6901 pointers only when an error is reported.
-
 
 
 class SchemaUnsupported(Exception):
@@ -6112,7 +7035,8 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
             slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
             continue
         if too_deep:
-            value, problems = None, [(LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {limits.max_depth}")]
+            value, problems = None, [(LIMIT_EXCEEDED,
+                                      f"the input object nests deeper than the limit of {limits.max_depth}")]
         elif unreadable:
             value, problems = None, [unreadable]
         elif slot.kind == CUSTOM:
@@ -6185,7 +7109,8 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
         if request.tools is not None and tool is not None and tool not in request.tools:
             problems.append(f"tool {_quoted(tool)} is not in the request's tool list")
         if request.single and count == 2:
-            problems.append(f"the request allows one call (no parallel tool calls), but the turn has {len(machine.slots)}")
+            problems.append("the request allows one call (no parallel tool calls), "
+                            f"but the turn has {len(machine.slots)}")
         for text in problems:
             machine.record(REQUEST_VIOLATION, text, slot.terminal_position, slot.key)
             slot.state = BLOCKED
@@ -6538,7 +7463,8 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
             differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
     if "status" in expect and not (isinstance(expect["status"], str) and expect["status"] in EXIT_BY_STATUS):
         differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
-    if "codes" in expect and not (isinstance(expect["codes"], list) and all(isinstance(c, str) for c in expect["codes"])):
+    if "codes" in expect and not (isinstance(expect["codes"],
+                                             list) and all(isinstance(c, str) for c in expect["codes"])):
         differences.append("expect codes must be a list of finding codes")
     elif "codes" in expect:
         differences.extend(f"expect code {_token(c)} is not a finding code" for c in expect["codes"]
@@ -6576,7 +7502,9 @@ def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
     return differences
 
 
-# --- output: the one door to standard output and standard error ------------------------
+# ---------------------------------------------------------------------------
+# Output: the one door to standard output and standard error, and the report formats
+# ---------------------------------------------------------------------------
 #
 # Every byte the tool prints goes through _out or _err, and every value from the input
 # (a path, an id, a message quoting an argument) is passed through _printable where it is
@@ -6690,7 +7618,8 @@ def render_text(report: dict[str, Any]) -> str:
             if item["index"] is not None:
                 parts.append(f"slot {item['index']}")
             where = ", " + " ".join(parts)
-        pointer = f" (at {_printable(item['pointer'])})" if "pointer" in item and report.get("arguments_redacted") else ""
+        redacted_pointer = "pointer" in item and report.get("arguments_redacted")
+        pointer = f" (at {_printable(item['pointer'])})" if redacted_pointer else ""
         lines.append(f"  {item['code']} at {at}{where}: {_printable(item['message'])}{pointer}")
     for item in report.get("restated_finishes", ()):
         lines.append(f"  note: choice {item['choice']} restated its finish_reason {_token(item['reason'])} at position "
@@ -6821,7 +7750,8 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
     line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
     for difference in differences or ():
-        lines.append(f"::error file={name},line={line},col={col}::{_github_escape('expect: ' + _printable(difference))}\n")
+        message = _github_escape("expect: " + _printable(difference))
+        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
         # it fails the step (exit 2), so it is an error, and says how to let it pass
         lines.append(f"::error file={name},line=1,col=1::not_applicable: the turn carries no tool call, so the step "
@@ -6903,8 +7833,6 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
 #     redaction, and are only warned about inside call identity and arguments.
 
 _SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
-# The events of a gemini body as every reader splits them (see sse_to_envelope).
-_GEMINI_SSE_EVENT = re.compile(r"(?:data: [^\r\n]*(?:\r\n\r\n|\n\n|\r\r))*")
 _SSE_DONE = "[DONE]"
 _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 
@@ -7075,92 +8003,6 @@ def _sse_payload(event: _SseEvent) -> dict:
 # ":message-type" "event" with ":event-type" naming the member, or "exception" with
 # ":exception-type"; the payload is the member's JSON object.
 
-# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
-_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
-
-
-def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
-    headers: dict[str, Any] = {}
-    pos = 0
-    while pos < len(data):
-        size = data[pos]
-        name = data[pos + 1:pos + 1 + size]
-        pos += 1 + size
-        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
-            raise CaptureError(f"frame {frame}: a malformed header")
-        kind, pos = data[pos], pos + 1
-        length = _EVENTSTREAM_SIZES[kind]
-        if length is None:
-            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
-        value = data[pos:pos + length]
-        if len(value) != length:
-            raise CaptureError(f"frame {frame}: a header runs past its frame")
-        pos += length
-        try:
-            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
-        except UnicodeDecodeError:
-            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
-    return headers
-
-
-def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
-    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
-    kind = headers.get(":message-type")
-    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
-                         else ":error-code")
-    if not isinstance(member, str) or not member:
-        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
-    if kind != "event" and not member.endswith("Exception"):
-        # an exception or error frame is a stream error whatever its code says (botocore raises):
-        # named so, it can never read as the data event its code may name (contentBlockDelta...)
-        member += "Exception"
-    return member
-
-
-def eventstream_events(raw: bytes) -> list[dict]:
-    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
-
-    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
-    a dropped event.
-    """
-    import zlib
-
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    raw = bytes(raw)
-    if not raw:
-        raise CaptureError("the body is empty: no AWS event stream to import")
-    events: list[dict] = []
-    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    pos = 0
-    while pos < len(raw):
-        frame = len(events) + 1
-        prelude = raw[pos:pos + 12]
-        if len(prelude) < 12:
-            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
-        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
-                               "event stream, or a corrupt one")
-        message = raw[pos:pos + total]
-        if total < 16 or header_size > total - 16 or len(message) != total:
-            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
-        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
-            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = message[12:12 + header_size]
-        member = members.get(block)
-        if member is None:
-            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
-        try:
-            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
-        except (UnicodeDecodeError, JsonProblem) as exc:
-            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
-        if not isinstance(payload, dict):
-            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        events.append({member: payload})
-        pos += total
-    return events
-
 
 # --- redaction: same structure, no text -------------------------------------------
 
@@ -7187,174 +8029,6 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
                 out[key] = _neutral(item, keep)
         return out
     return value
-
-
-def _redact_chat_body(body: Any) -> Any:
-    """A delta or message: everything but role and tool calls is text-like."""
-    if not isinstance(body, dict):
-        return body
-    out = {}
-    for key, item in body.items():
-        if key == "tool_calls" and isinstance(item, list):
-            out[key] = [{k: (v if k in _CHAT_CALL_KEEP else _neutral(v)) for k, v in entry.items()}
-                        if isinstance(entry, dict) else entry for entry in item]
-        else:
-            out[key] = item if key in _CHAT_DELTA_KEEP else _neutral(item)
-    return out
-
-
-def _redact_chat_chunk(chunk: dict) -> dict:
-    """Content, reasoning, refusal, logprobs and system_fingerprint of a chat chunk."""
-    out = {key: (_neutral(item) if key in _CHAT_TOP_TEXT else item) for key, item in chunk.items()}
-    if isinstance(out.get("choices"), list):
-        choices = []
-        for choice in out["choices"]:
-            if isinstance(choice, dict):
-                choice = {key: (_redact_chat_body(item) if key in ("delta", "message")
-                                else _neutral(item) if key in _CHAT_CHOICE_TEXT else item)
-                          for key, item in choice.items()}
-            choices.append(choice)
-        out["choices"] = choices
-    return out
-
-
-def _redact_anthropic_block(block: Any) -> Any:
-    """A content block: tool_use untouched, any other block keeps only type and identity."""
-    if not isinstance(block, dict) or block.get("type") == "tool_use":
-        return block
-    return _neutral(block, _ANTHROPIC_BLOCK_KEEP)
-
-
-def _redact_anthropic_event(event: dict) -> dict:
-    """Text, thinking, signatures, citations, redacted_thinking data and refusal details."""
-    kind = event.get("type")
-    out = dict(event)
-    if kind == "message_start" and isinstance(out.get("message"), dict):
-        message = dict(out["message"])
-        if isinstance(message.get("content"), list):
-            message["content"] = [_redact_anthropic_block(block) for block in message["content"]]
-        out["message"] = message
-    elif kind == "content_block_start" and "content_block" in out:
-        out["content_block"] = _redact_anthropic_block(out["content_block"])
-    elif kind == "content_block_delta" and isinstance(out.get("delta"), dict):
-        if out["delta"].get("type") != "input_json_delta":
-            out["delta"] = _neutral(out["delta"])
-    elif kind == "message_delta" and isinstance(out.get("delta"), dict) and "stop_details" in out["delta"]:
-        out["delta"] = dict(out["delta"], stop_details=_neutral(out["delta"]["stop_details"], _STOP_DETAILS_KEEP))
-    return out
-
-
-# Responses events whose text is a client call's input, kept byte for byte: event type ->
-# the member holding the fragment or the restated whole.
-_RESPONSES_INPUT_EVENTS = MappingProxyType({
-    "response.function_call_arguments.delta": "delta", "response.function_call_arguments.done": "arguments",
-    "response.custom_tool_call_input.delta": "delta", "response.custom_tool_call_input.done": "input",
-    "response.shell_call_command.added": "command", "response.shell_call_command.delta": "delta",
-    "response.shell_call_command.done": "command",
-    "response.apply_patch_call_operation_diff.delta": "delta", "response.apply_patch_call_operation_diff.done": "diff",
-})
-# Structure a non-call Responses item or event keeps through neutralisation.
-_RESPONSES_KEEP = frozenset({"type", "id", "item_id", "status", "call_id", "execution", "object", "role"})
-
-
-def _redact_responses_item(item: Any) -> Any:
-    """A client call item untouched; any other item keeps only its type, ids and status."""
-    if isinstance(item, dict) and _client_item(item):
-        return item
-    return _neutral(item, _RESPONSES_KEEP)
-
-
-def _redact_responses_event(event: dict) -> dict:
-    """Text, reasoning, hosted-tool queries and results, instructions: everything but calls and structure."""
-    kind = _wire_str(event.get("type"))   # an object or a list there is no event type (the gate says so)
-    if kind in _RESPONSES_INPUT_EVENTS:
-        return event
-    out = {}
-    for key, value in event.items():
-        if key == "item":
-            out[key] = _redact_responses_item(value)
-        elif key == "response" and isinstance(value, dict):
-            out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                            else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
-        elif key in ("type", "item_id", "sequence_number", "output_index", "content_index", "summary_index",
-                     "annotation_index", "command_index", "partial_image_index"):
-            out[key] = value
-        else:
-            out[key] = _neutral(value, _RESPONSES_KEEP)
-    return out
-
-
-def _redact_bedrock_event(event: dict) -> dict:
-    """Text, reasoning, citations and system-tool results; client toolUse starts and inputs are kept."""
-    if len(event) != 1:
-        return _neutral(event)
-    (member, body), = event.items()
-    if not isinstance(body, dict):
-        return {member: _neutral(body)}
-    out = {}
-    for key, value in body.items():
-        if key in ("contentBlockIndex", "stopReason", "role"):
-            out[key] = value
-        elif key == "start" and isinstance(value, dict) and isinstance(value.get("toolUse"), dict):
-            out[key] = value
-        elif key == "delta" and isinstance(value, dict) and set(value) == {"toolUse"}:
-            out[key] = value
-        else:
-            out[key] = _neutral(value, _BEDROCK_KEEP)
-    return {member: out}
-
-
-_BEDROCK_KEEP = frozenset({"toolUseId", "type", "status"})
-# Gemini members whose string values are protocol words the validator reads.
-_GEMINI_KEEP = frozenset({"role", "finishReason", "outcome", "blockReason", "createTime", "modelVersion"})
-# Base64 members (google-genai refuses a payload whose thoughtSignature is not base64): a base64 stand-in.
-_GEMINI_BASE64 = frozenset({"thoughtSignature", "data"})
-_GEMINI_REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted"
-
-
-def _redact_gemini_chunk(chunk: dict) -> dict:
-    """Text, thoughts, code, grounding and feedback of a Gemini chunk; functionCall parts are kept whole."""
-    out = {}
-    for key, value in chunk.items():
-        if key == "candidates" and isinstance(value, list):
-            out[key] = [_redact_gemini_candidate(candidate) for candidate in value]
-        else:
-            out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]
-    return out
-
-
-def _redact_gemini_candidate(candidate: Any) -> Any:
-    if not isinstance(candidate, dict):
-        return _neutral(candidate, _GEMINI_KEEP)
-    out = {}
-    for key, value in candidate.items():
-        parts = value.get("parts") if key == "content" and isinstance(value, dict) else None
-        if isinstance(parts, list):
-            out[key] = {k: (v if k == "role" else [_redact_gemini_part(part) for part in parts] if k == "parts"
-                            else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
-        else:
-            out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]   # finishReason is kept
-    return out
-
-
-def _redact_gemini_part(part: Any) -> Any:
-    """A part: functionCall kept whole; base64 members get a base64 stand-in; other strings neutralised."""
-    if not isinstance(part, dict):
-        return _neutral(part, _GEMINI_KEEP)
-    out = {}
-    for key, value in part.items():
-        if key == "functionCall":
-            out[key] = value
-        elif key == "thoughtSignature" and isinstance(value, str) and value:
-            # base64 stays base64 (google-genai reads it) and anything else stays refused: the verdict holds
-            out[key] = _GEMINI_REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
-        elif key == "inlineData" and isinstance(value, dict):
-            out[key] = {k: (_GEMINI_REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
-                            else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
-        else:
-            out[key] = _neutral(value, _GEMINI_KEEP)
-    return out
-
 
 
 # --- credentials ----------------------------------------------------------------
@@ -7403,117 +8077,6 @@ def _render_path(prefix: str, path: tuple) -> str:
     for key in path:
         out += f"[{key}]" if isinstance(key, int) else (("." if out else "") + (_protocol_word(key) or "<member>"))
     return out
-
-
-def _gemini_protected(payload: dict) -> dict[tuple, str]:
-    """Gemini: a functionCall part is call identity and arguments (kept, scanned)."""
-    paths: dict[tuple, str] = {}
-    candidates = payload.get("candidates")
-    for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
-        content = candidate.get("content") if isinstance(candidate, dict) else None
-        parts = content.get("parts") if isinstance(content, dict) else None
-        for n, part in enumerate(parts if isinstance(parts, list) else []):
-            if isinstance(part, dict) and "functionCall" in part:
-                paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
-    return paths
-
-
-def _bedrock_protected(payload: dict) -> dict[tuple, str]:
-    """Bedrock: a toolUse start is call identity; its input deltas are argument fragments."""
-    paths: dict[tuple, str] = {}
-    start = payload.get("contentBlockStart")
-    if isinstance(start, dict) and isinstance(start.get("start"), dict) and "toolUse" in start["start"]:
-        paths[("contentBlockStart", "start", "toolUse")] = "warn"
-    delta = payload.get("contentBlockDelta")
-    if isinstance(delta, dict) and isinstance(delta.get("delta"), dict) and isinstance(
-            delta["delta"].get("toolUse"), dict):
-        paths[("contentBlockDelta", "delta", "toolUse", "input")] = "fragment"
-    return paths
-
-
-def _bedrock_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    index = payload["contentBlockDelta"].get("contentBlockIndex")
-    return (None, index) if _is_index(index) else None
-
-
-def _responses_protected(payload: dict) -> dict[tuple, str]:
-    """Responses: argument deltas are fragments; a client call item is identity and arguments."""
-    paths: dict[tuple, str] = {}
-    kind = _wire_str(payload.get("type"))
-    if kind in _RESPONSES_INPUT_EVENTS:
-        member = _RESPONSES_INPUT_EVENTS[kind]
-        paths[(member,)] = "fragment" if member == "delta" else "warn"
-    if _client_item(payload.get("item")):
-        paths[("item",)] = "warn"
-    response = payload.get("response")
-    output = response.get("output") if isinstance(response, dict) else None
-    for number, entry in enumerate(output if isinstance(output, list) else []):
-        if _client_item(entry):
-            paths[("response", "output", number)] = "warn"
-    return paths
-
-
-def _responses_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    index = payload.get("output_index")
-    return (None, index) if _is_index(index) else None
-
-
-def _anthropic_protected(payload: dict) -> dict[tuple, str]:
-    """Anthropic: a tool_use block's id, name and input are kept; partial_json deltas are fragments."""
-    paths: dict[tuple, str] = {}
-    kind = payload.get("type")
-    blocks: list[tuple[tuple, Any]] = []
-    if kind == "content_block_start":
-        blocks.append((("content_block",), payload.get("content_block")))
-    message = payload.get("message")
-    if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
-        blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
-    for where, block in blocks:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            for key in ("id", "name", "input"):
-                paths[where + (key,)] = "warn"
-    delta = payload.get("delta")
-    if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
-        paths[("delta", "partial_json")] = "fragment"
-    return paths
-
-
-def _anthropic_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    index = payload.get("index")
-    return (None, index) if _is_index(index) else None
-
-
-def _chat_protected(payload: dict) -> dict[tuple, str]:
-    """Chat completions: a tool call entry's id and function are kept; its arguments are fragments."""
-    paths: dict[tuple, str] = {}
-    choices = payload.get("choices")
-    for c, choice in enumerate(choices if isinstance(choices, list) else []):
-        for body_key in ("delta", "message"):
-            body = choice.get(body_key) if isinstance(choice, dict) else None
-            if not isinstance(body, dict):
-                continue
-            calls = body.get("tool_calls")
-            for n, entry in enumerate(calls if isinstance(calls, list) else []):
-                where = ("choices", c, body_key, "tool_calls", n)
-                paths[where + ("id",)] = "warn"
-                paths[where + ("function",)] = "warn"
-                paths[where + ("custom",)] = "warn"
-                paths[where + ("function", "arguments")] = "fragment"
-            paths[("choices", c, body_key, "function_call")] = "warn"
-    return paths
-
-
-def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    choice = payload["choices"][path[1]]
-    entry = choice[path[2]]["tool_calls"][path[4]]
-    if _is_index(choice.get("index")) and _is_index(entry.get("index")):
-        return (choice["index"], entry["index"])
-    return None
-
-
-def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    """For a profile whose protected paths hold no argument fragment."""
-    return None
 
 
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
@@ -7727,58 +8290,6 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     return envelope, warnings
 
 
-def _gemini_check_sse(text: str) -> None:
-    """Gemini SSE framing that every reader reads alike (CaptureError otherwise).
-
-    google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
-    a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
-    breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
-    js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
-    each event must be one data line ended by one of those.
-    """
-    for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
-        if line and not line.startswith("data: "):
-            raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
-                               "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
-                               "other readers skip it", number)
-    framing = _GEMINI_SSE_EVENT.match(text)
-    if framing.end() != len(text):
-        raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
-                           "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
-                           text.count("\n", 0, framing.end()) + 1)
-
-
-def _anthropic_check_sse(events: list) -> None:
-    """Every Anthropic SSE event names itself (CaptureError otherwise)."""
-    for event in events:
-        if event.name is None:  # the Anthropic SDK dispatches on the event name alone
-            raise CaptureError("an event without an \"event:\" line: the Anthropic SDK skips it while other "
-                               "readers do not, so they would read different streams", event.line)
-
-
-def _responses_claims(payload: dict) -> bool:
-    kind = payload.get("type")
-    return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
-
-
-def _anthropic_claims(payload: dict) -> bool:
-    kind = payload.get("type")
-    return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
-
-
-def _chat_claims(payload: dict) -> bool:
-    return "choices" in payload
-
-
-def _gemini_claims(payload: dict) -> bool:
-    return "candidates" in payload or "promptFeedback" in payload
-
-
-def _bedrock_claims(payload: dict) -> bool:
-    return len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
-                                                         "contentBlockStop", "messageStop", "metadata")
-
-
 def _profile_of(payload: Any) -> str | None:
     """The profile family a payload's shape belongs to (None: cannot tell); families are asked
     in their rows' claim_rank order (a typed event before a member test)."""
@@ -7928,22 +8439,6 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
     return envelope, warnings
 
 
-def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
-    """The bedrock capture: a binary AWS event stream instead of SSE."""
-    events = eventstream_events(raw)
-    _check_profile_shape("bedrock", events, [None] * len(events))   # frames, not lines
-    try:
-        payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
-                                             redact, _may_hold_secrets(bytes(raw)))
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
-    if no_schemas:
-        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": "bedrock", "tool_schemas": tool_schemas, "events": payloads,
-                "meta": {"capture_point": "AWS event stream", "redacted": bool(redact)}}
-    return envelope, warnings
-
-
 # --- Anthropic-defined client tools ----------------------------------------------------
 #
 # A request may offer tools whose schema Anthropic defines: the entry names a dated type
@@ -7956,107 +8451,6 @@ def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, reda
 # documentation requires is required, members it does not name are tolerated.  A dated version of
 # these families that is not reviewed keeps its name, with a schema that is always
 # unsupported_schema and says so (UNREVIEWED_TOOL_KEYWORD).
-
-UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
-_ANTHROPIC_CLIENT_TOOL_TYPE = re.compile(r"(computer|bash|text_editor|memory)_[0-9]{8}")
-_XY = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
-
-
-def _by_value(member: str, free: list[str], needs: dict[str, list]) -> list[dict]:
-    """anyOf branches: the values of `member` that need nothing more, then one branch per value with its needs.
-
-    A need is a member name, or a list of names of which one is needed.
-    """
-    branches: list[dict] = [{"properties": {member: {"enum": free}}}] if free else []
-    for value, wanted in needs.items():
-        plain = [name for name in wanted if isinstance(name, str)]
-        branch: dict[str, Any] = {"properties": {member: {"const": value}}, "required": plain}
-        for choice in (name for name in wanted if isinstance(name, list)):
-            branch["anyOf"] = [{"required": [name]} for name in choice]
-        branches.append(branch)
-    return branches
-
-
-def _computer_schema(version: int) -> dict:
-    needs: dict[str, list] = {"key": ["text"], "type": ["text"], "mouse_move": ["coordinate"],
-                              "left_click_drag": ["coordinate"] if version == 1 else ["start_coordinate", "coordinate"]}
-    free = ["left_click", "right_click", "middle_click", "double_click", "screenshot", "cursor_position"]
-    properties: dict[str, Any] = {"coordinate": _XY, "text": {"type": "string"}}
-    if version >= 2:
-        needs.update({"hold_key": ["text", "duration"], "scroll": ["scroll_direction", "scroll_amount"]})
-        free += ["triple_click", "left_mouse_down", "left_mouse_up", "wait"]
-        properties.update({"start_coordinate": _XY,
-                           "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
-                           "scroll_amount": {"type": "integer", "minimum": 0},
-                           "duration": {"type": "number", "minimum": 0}})
-    if version >= 3:
-        needs["zoom"] = ["region"]
-        properties["region"] = {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4}
-    actions = sorted(free + list(needs))
-    return {"type": "object", "properties": {"action": {"type": "string", "enum": actions}, **properties},
-            "required": ["action"], "anyOf": _by_value("action", sorted(free), needs)}
-
-
-def _editor_schema(undo: bool, insert: list) -> dict:
-    text = {"type": "string"}
-    commands = ["view", "create", "str_replace", "insert"] + (["undo_edit"] if undo else [])
-    return {"type": "object",
-            "properties": {"command": {"type": "string", "enum": commands}, "path": text, "file_text": text,
-                           "old_str": text, "new_str": text, "insert_text": text,
-                           "insert_line": {"type": "integer", "minimum": 0},
-                           "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
-                                          "maxItems": 2}},
-            "required": ["command", "path"],
-            "anyOf": _by_value("command", ["view"] + (["undo_edit"] if undo else []),
-                               {"create": ["file_text"], "str_replace": ["old_str"], "insert": ["insert_line", insert]})}
-
-
-def _memory_schema() -> dict:
-    text = {"type": "string"}
-    return {"type": "object",
-            "properties": {"command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "delete",
-                                                                  "rename"]},
-                           "path": text, "file_text": text, "old_str": text, "new_str": text, "insert_text": text,
-                           "insert_line": {"type": "integer", "minimum": 0}, "old_path": text, "new_path": text,
-                           "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
-                                          "maxItems": 2}},
-            "required": ["command"],
-            "anyOf": _by_value("command", [], {"view": ["path"], "create": ["path", "file_text"],
-                                               "str_replace": ["path", "old_str", "new_str"],
-                                               "insert": ["path", "insert_line", "insert_text"],
-                                               "delete": ["path"], "rename": ["old_path", "new_path"]})}
-
-
-_BASH_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}, "restart": {"type": "boolean"}},
-                "anyOf": [{"required": ["command"]}, {"required": ["restart"], "properties": {"restart": {"const": True}}}]}
-# Reviewed type -> (the name the API requires, the input schema).
-ANTHROPIC_CLIENT_TOOLS: Mapping[str, tuple[str, dict]] = MappingProxyType({
-    "computer_20241022": ("computer", _computer_schema(1)),
-    "computer_20250124": ("computer", _computer_schema(2)),
-    "computer_20251124": ("computer", _computer_schema(3)),
-    "bash_20241022": ("bash", _BASH_SCHEMA),
-    "bash_20250124": ("bash", _BASH_SCHEMA),
-    "text_editor_20241022": ("str_replace_editor", _editor_schema(True, ["new_str"])),
-    "text_editor_20250124": ("str_replace_editor", _editor_schema(True, ["new_str"])),
-    "text_editor_20250429": ("str_replace_based_edit_tool", _editor_schema(False, ["new_str", "insert_text"])),
-    "text_editor_20250728": ("str_replace_based_edit_tool", _editor_schema(False, ["insert_text", "new_str"])),
-    "memory_20250818": ("memory", _memory_schema()),
-})
-
-
-def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
-    """(name, schema) of an Anthropic-defined client tool entry; None for any other entry."""
-    kind = tool.get("type")
-    if not isinstance(kind, str) or not _ANTHROPIC_CLIENT_TOOL_TYPE.fullmatch(kind):
-        return None
-    name = tool.get("name")
-    reviewed = ANTHROPIC_CLIENT_TOOLS.get(kind)
-    if reviewed is not None and name != reviewed[0]:
-        raise CaptureError(f"{where} is a {kind} tool, which the API requires to be named {json.dumps(reviewed[0])}, "
-                           f"not {_token(name) if isinstance(name, str) else _describe(name)}")
-    if not isinstance(name, str) or not name:
-        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
-    return name, (reviewed[1] if reviewed is not None else {UNREVIEWED_TOOL_KEYWORD: kind})
 
 
 # --- tool schemas from the request's tools -----------------------------------------
@@ -8128,199 +8522,8 @@ def schemas_from_doc(doc: object) -> dict:
 # declaration with neither takes no arguments but any object: {"type": "object"}.
 # The SDKs accept snake_case spellings (function_declarations...), so both are read.
 
-_GEMINI_SCHEMA_TYPES = MappingProxyType({"STRING": "string", "NUMBER": "number", "INTEGER": "integer",
-                                         "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object",
-                                         "NULL": "null"})
-_GEMINI_SCHEMA_COUNTS = frozenset({"minItems", "maxItems", "minLength", "maxLength", "minProperties",
-                                   "maxProperties"})
-_GEMINI_HOSTED_TOOLS = frozenset({
-    "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "googleMaps", "enterpriseWebSearch",
-    "fileSearch", "computerUse", "retrieval", "mcpServers", "google_search", "google_search_retrieval",
-    "code_execution", "url_context", "google_maps", "enterprise_web_search", "file_search", "computer_use",
-    "mcp_servers",
-})
-_GEMINI_DECLARATIONS = ("functionDeclarations", "function_declarations")
-
-
-def _is_gemini_tool(tool: Any) -> bool:
-    """A Gemini Tool object (or a bare FunctionDeclaration), not an OpenAI or Anthropic tool."""
-    if not isinstance(tool, dict) or "type" in tool or "input_schema" in tool or "function" in tool:
-        return False
-    return (any(key in tool for key in _GEMINI_DECLARATIONS) or any(key in _GEMINI_HOSTED_TOOLS for key in tool)
-            or "name" in tool and any(k in tool for k in ("parameters", "parametersJsonSchema",
-                                                          "parameters_json_schema")))
-
-
-def _gemini_tool(tool: dict, where: str) -> list[tuple[str, Any]]:
-    """(name, JSON Schema) of each function a Gemini Tool declares; hosted tools declare none."""
-    if "name" in tool and not any(key in tool for key in _GEMINI_DECLARATIONS):
-        return [_gemini_declaration(tool, where)]   # a bare FunctionDeclaration
-    declarations: Any = []
-    for key, value in tool.items():
-        if key in _GEMINI_DECLARATIONS:
-            declarations = value
-        elif key not in _GEMINI_HOSTED_TOOLS:
-            raise CaptureError(f"{where} has the member {_token(key)}, which is neither functionDeclarations nor "
-                               "a reviewed hosted tool")
-    if not isinstance(declarations, list):
-        raise CaptureError(f"{where}.functionDeclarations is {_describe(declarations)}, not a list")
-    return [_gemini_declaration(d, f"{where}.functionDeclarations[{n}]") for n, d in enumerate(declarations)]
-
-
-def _gemini_declaration(declaration: Any, where: str) -> tuple[str, Any]:
-    if not isinstance(declaration, dict):
-        raise CaptureError(f"{where} is {_describe(declaration)}, not a function declaration")
-    name = declaration.get("name")
-    if not isinstance(name, str) or not name:
-        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
-    plain = declaration.get("parametersJsonSchema", declaration.get("parameters_json_schema"))
-    openapi = declaration.get("parameters")
-    if plain is not None and openapi is not None:
-        raise CaptureError(f"{where} gives both parameters and parametersJsonSchema (Gemini takes one)")
-    if plain is not None:
-        if not isinstance(plain, (dict, bool)):
-            raise CaptureError(f"{where}.parametersJsonSchema must be a JSON Schema, got {_describe(plain)}")
-        return name, plain
-    if openapi is None:
-        return name, {"type": "object"}
-    try:
-        return name, gemini_schema(openapi, where + ".parameters")
-    except RecursionError:
-        raise CaptureError(f"{where}.parameters nests too deeply to convert") from None
-
-
-def gemini_schema(schema: Any, where: str = "parameters") -> dict:
-    """Gemini's OpenAPI-style Schema object as JSON Schema (the rules above); CaptureError when it cannot be."""
-    if not isinstance(schema, dict):
-        raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type":
-            kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
-            if kind is None:
-                raise CaptureError(f"{where}.type {_token(value)} is not one of "
-                                   f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
-            out[key] = kind
-        elif key == "nullable":
-            if not isinstance(value, bool):
-                raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
-        elif key == "properties":
-            if not isinstance(value, dict):
-                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
-            out[key] = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
-        elif key == "items":
-            out[key] = gemini_schema(value, where + ".items")
-        elif key == "anyOf":
-            if not isinstance(value, list):
-                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
-            out[key] = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
-        elif key in _GEMINI_SCHEMA_COUNTS and isinstance(value, str) and value.isascii() and value.isdigit():
-            if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
-                raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
-            out[key] = int(value)   # an int64, which proto3 JSON writes as a string
-        else:
-            out[key] = value
-    if schema.get("nullable") is True:
-        if "type" in out:
-            out["type"] = [out["type"], "null"]
-        elif "anyOf" in out:
-            out["anyOf"] = out["anyOf"] + [{"type": "null"}]
-        if isinstance(out.get("enum"), list) and None not in out["enum"]:
-            out["enum"] = out["enum"] + [None]
-    return out
-
 
 # --- the request: tool schemas and tool controls from a recorded request body ----
-
-def _gemini_request_tools(body: dict) -> tuple[list, Any]:
-    """(tools, tool_choice) of a generateContent request: functionDeclarations and toolConfig."""
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
-    out = []
-    for number, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            raise CaptureError(f"tools[{number}] is {_describe(tool)}, not a Tool object")
-        out.extend({"name": name, "input_schema": schema} for name, schema in _gemini_tool(tool, f"tools[{number}]"))
-    config = body.get("toolConfig", body.get("tool_config")) or {}
-    if not isinstance(config, dict):
-        raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
-    choice = config.get("functionCallingConfig", config.get("function_calling_config"))
-    if isinstance(choice, dict):
-        snake = {"allowed_function_names": "allowedFunctionNames",
-                 "stream_function_call_arguments": "streamFunctionCallArguments"}
-        choice = {snake.get(key, key): value for key, value in choice.items()}
-    return out, choice
-
-
-def _bedrock_request_tools(body: dict) -> tuple[list, Any]:
-    """(tools, tool_choice) of a Converse request: toolConfig.tools' toolSpecs and toolChoice."""
-    config = body.get("toolConfig") or {}
-    if not isinstance(config, dict):
-        raise CaptureError(f"toolConfig is {_describe(config)}, not an object")
-    tools = config.get("tools") or []
-    out = []
-    for number, tool in enumerate(tools if isinstance(tools, list) else []):
-        spec = tool.get("toolSpec") if isinstance(tool, dict) else None
-        if isinstance(spec, dict):
-            schema = spec.get("inputSchema")
-            out.append({"name": spec.get("name"), "input_schema": schema.get("json") if isinstance(schema, dict)
-                        else None})
-        elif not (isinstance(tool, dict) and "systemTool" in tool):
-            raise CaptureError(f"toolConfig.tools[{number}] is neither a toolSpec nor a systemTool")
-    return out, config.get("toolChoice")
-
-
-def _listed_request_tools(body: dict) -> tuple[list, Any]:
-    """(tools, tool_choice) of a request with a top-level tools list (chat, Responses, Messages)."""
-    tools = body.get("tools")
-    tools = [] if tools is None else tools
-    if not isinstance(tools, list):
-        raise CaptureError(f"the request's tools is {_describe(tools)}, not a list")
-    return tools, body.get("tool_choice")
-
-
-def _one_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
-    """A request tool entry as itself (no namespace)."""
-    return [(where, tool, "")]
-
-
-def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
-    """A Responses tool entry: a namespace tool stands for its functions."""
-    if isinstance(tool, dict) and tool.get("type") == "namespace":
-        return _responses_namespace(where, tool)
-    return [(where, tool, "")]
-
-
-def _no_defined_tool(where: str, tool: dict) -> None:
-    """For a provider without client tools of its own definition."""
-    return None
-
-
-def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
-    """The functions of a Responses `namespace` tool, each named "namespace.name" in tool_schemas.
-
-    That is the name openai-agents gives a namespaced tool (tool_choice included), and the
-    key a namespaced call is looked up by (Slot.tool_key).  A function named like its own
-    namespace would be read as a deferred top-level function (the API marks those calls
-    with namespace == name), so it is refused.
-    """
-    name, inner = tool.get("name"), tool.get("tools")
-    if not isinstance(name, str) or not name or "." in name:
-        raise CaptureError(f"{where} is a namespace tool whose name is not a non-empty string without \".\"")
-    if not isinstance(inner, list):
-        raise CaptureError(f"{where}.tools is {_describe(inner)}, not a list")
-    out = []
-    for number, entry in enumerate(inner):
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "." in entry["name"]:
-            raise CaptureError(f"{where}.tools[{number}] has a name with a \".\": {name}.<name> would be ambiguous")
-        if isinstance(entry, dict) and entry.get("name") == name:
-            raise CaptureError(f"{where}.tools[{number}] has the name of its namespace: the Responses API marks a "
-                               "deferred top-level function's calls that way, so its calls could not be told apart")
-        if not (isinstance(entry, dict) and entry.get("type") in ("function", "custom")):
-            raise CaptureError(f"{where}.tools[{number}] is not a function or custom tool")
-        out.append((f"{where}.tools[{number}]", entry, name + "."))
-    return out
 
 
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
@@ -8379,95 +8582,6 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     except RequestError as exc:
         raise CaptureError(f"the request's tool controls: {exc}") from None
     return schemas, request, warnings
-
-
-class Profile(_FrozenRecord):
-    """One wire format, whole: the row through which every generic section reads a provider.
-
-    Nothing outside a provider's own sub-section branches on its name; what differs is here.
-      name, stream_key   the envelope's "profile" value and its stream list ("chunks"/"events")
-      rules              its TurnRules (the slot machine's terminal evidence)
-      normalizer         Limits -> a fresh normalizer for one turn
-      choice             a request's tool_choice -> RequestContext fields
-      parallel_field     parallel_tool_calls is a field of its request; parallel_instead: else what to say
-      request_tools      a recorded request body -> (tools list, tool_choice)
-      expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
-      defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
-      redact             one payload -> the same structure without content
-      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments)
-      fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
-      family, claims     the shape family capture names, and whether a payload has that shape;
-      claim_rank         families are asked in this order
-      binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
-                         not SSE text, or None
-      check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
-      warn_without_done  capture warns when its SSE body has no "data: [DONE]"
-    """
-
-    __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
-                 "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
-                 "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
-                 "warn_without_done")
-
-    def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
-                 choice: Callable[[Any], dict], redact: Callable[[dict], dict],
-                 protected_paths: Callable[[dict], dict], fragment_key: Callable[[dict, tuple], Any],
-                 family: str, claims: Callable[[dict], bool], claim_rank: int, *,
-                 parallel_field: bool = False, parallel_instead: str = "",
-                 request_tools: Callable[[dict], tuple] = _listed_request_tools,
-                 expand_tool: Callable[[str, Any], list] = _one_tool,
-                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
-                 binary_body: Callable[..., tuple] | None = None,
-                 check_sse_text: Callable[[str], None] | None = None,
-                 check_sse_events: Callable[[list], None] | None = None,
-                 warn_without_done: bool = False) -> None:
-        _freeze(self, locals())
-
-
-OPENAI = Profile("openai", "chunks",
-                 TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
-                           names_concatenate=True),
-                 lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
-                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True)
-
-MISTRAL = Profile("mistral", "chunks",
-                  TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
-                  lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
-                  _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
-                  parallel_field=True, warn_without_done=True)
-
-ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
-                    lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
-                    _anthropic_protected, _anthropic_fragment_key, "anthropic", _anthropic_claims, 1,
-                    parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
-                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse)
-
-OPENAI_RESPONSES = Profile("openai-responses", "events",
-                           TurnRules("completed", False, False, False, needs_close=False,
-                                     stop_name="response.completed", slot_end_name="response.output_item.done"),
-                           lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
-                           _responses_protected, _responses_fragment_key, "openai-responses", _responses_claims, 0,
-                           parallel_field=True, expand_tool=_responses_expand_tool)
-
-BEDROCK = Profile("bedrock", "events",
-                  TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
-                            slot_end_name="contentBlockStop"),
-                  lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
-                  _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
-                  binary_body=_eventstream_envelope)
-
-GEMINI = Profile("gemini", "chunks",
-                 TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
-                           slot_end_name="its final functionCall part", requires_id=False),
-                 lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
-                 _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
-                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse)
-
-# Every profile, in the order the documentation lists them: name -> its row.
-PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
-    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI)})
-# profile -> its stream list's key (a view of the rows, for library callers)
-STREAM_KEY: Mapping[str, str] = MappingProxyType({name: row.stream_key for name, row in PROFILES.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -8901,7 +9015,8 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
         ids_optional = report["profile"] in PROFILES and not PROFILES[report["profile"]].rules.requires_id
-        report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output, limits),
+        report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output,
+                                                                                               limits),
                                                                  ids_optional))
     code = EXIT_BY_STATUS[report["status"]]
     if code == EXIT_NOT_APPLICABLE and args.allow_not_applicable:
