@@ -6962,7 +6962,7 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tupl
     except SchemaLimitExceeded as exc:
         return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
     except SchemaUnsupported as exc:
-        return [(UNSUPPORTED_SCHEMA, f"{exc.message} (at {exc.location})", None)]
+        return [(UNSUPPORTED_SCHEMA, exc.message, None)]   # the message names its location
     return [(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer) for pointer, message in errors[:20]]
 
 
@@ -7064,8 +7064,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
                 schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
             compiled = schema_cache[tool]
             if isinstance(compiled, SchemaUnsupported):
-                find(UNSUPPORTED_SCHEMA, f"schema of {_quoted(tool)}: {compiled.message} "
-                     f"(at {compiled.location})")
+                find(UNSUPPORTED_SCHEMA, f"schema of {_quoted(tool)}: {compiled.message}")   # names its location
             elif isinstance(compiled, SchemaLimitExceeded):
                 find(LIMIT_EXCEEDED, f"schema of {_quoted(tool)}: {compiled.message}")
             elif value is not None:
