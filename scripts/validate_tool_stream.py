@@ -7242,11 +7242,11 @@ class StreamGate:
                 check_request(machine, self.request)
             slots = sorted(machine.slots.values(), key=slot_order)
             applicable = bool(machine.slots) or machine.tool_signal
-            self._report = _report(self.profile, slots, machine.findings, applicable, self.meta,
-                                   machine.findings_for, self.limits.max_findings, machine.hosted,
-                                   machine.omitted, machine.omitted_for, self._unexamined,
-                                   [{"choice": choice, "reason": machine.choice_ends[choice], "position": position}
-                                    for choice, position in sorted(machine.restated_finishes.items())])
+            self._report = _report(Outcome(
+                machine.findings, self.profile, self.meta, slots, applicable, machine.findings_for,
+                machine.omitted_for, self.limits.max_findings, machine.hosted, machine.omitted, self._unexamined,
+                [{"choice": choice, "reason": machine.choice_ends[choice], "position": position}
+                 for choice, position in sorted(machine.restated_finishes.items())]))
         return self._report
 
 
@@ -7261,8 +7261,8 @@ def validate_envelope(doc: Any, limits: Limits | None = None) -> dict[str, Any]:
 
 def _out_of_stack_report() -> dict[str, Any]:
     """Blocked: the interpreter's stack ran out (a caller already deep in recursion)."""
-    return _report(None, [], [Finding(LIMIT_EXCEEDED, "the interpreter's stack ran out while validating; "
-                                      "call from a shallower stack or raise the recursion limit")], False, None)
+    return _report(Outcome([Finding(LIMIT_EXCEEDED, "the interpreter's stack ran out while validating; "
+                                            "call from a shallower stack or raise the recursion limit")]))
 
 
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
@@ -7273,7 +7273,7 @@ def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[
     if meta is not None and (_nesting_exceeds(meta, limits.max_depth) or not _is_json(meta)):
         meta = None  # already an invalid_fixture finding; too deep or not printable
     if problems:  # the report names a profile only when it is one (never echoes an unknown string)
-        return _report(profile if isinstance(profile, str) and profile in PROFILES else None, [], problems, False, meta)
+        return _report(Outcome(problems, profile if isinstance(profile, str) and profile in PROFILES else None, meta))
     if gate is None:
         gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
         gate.feed_all(doc[PROFILES[profile].stream_key])
@@ -7318,7 +7318,7 @@ def _validate_bytes_keeping_doc(data: bytes, limits: Limits, pause_gc: bool) -> 
 def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, Any], Any]:
     if len(data) > limits.max_input_bytes:
         finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
-        return _report(None, [], [finding], False, None), None
+        return _report(Outcome([finding])), None
     try:
         text = _envelope_text(data)
         streamed = _stream_envelope(text, limits)
@@ -7326,7 +7326,7 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
             return streamed
         doc = _parse_envelope_text(text)
     except EnvelopeError as exc:
-        return _report(None, [], [Finding(INVALID_FIXTURE, str(exc))], False, None), None
+        return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
     return validate_envelope(doc, limits), doc
 
 
@@ -7397,6 +7397,32 @@ def _bounded(findings: list[Finding], limit: int, uncounted: int = 0, unexamined
 PER_CALL_FINDINGS = 50  # a call's own list is a convenience; the top-level list is the record
 
 
+class Outcome(_Record):
+    """What one turn came to: everything its report is written from (see _report).
+
+    A turn the gate judged fills every member from its TurnMachine (StreamGate.finish);
+    an envelope that was never judged has only findings, and the profile and meta when known.
+    findings_for and omitted_for give a call's own findings (with its choice's) and how many
+    of them were counted without being kept.
+    """
+
+    __slots__ = ("findings", "profile", "meta", "slots", "applicable", "findings_for", "omitted_for",
+                 "max_findings", "hosted", "omitted", "unexamined", "restated")
+
+    def __init__(self, findings: list[Finding], profile: str | None = None, meta: dict | None = None,
+                 slots: list[Slot] | None = None, applicable: bool = False,
+                 findings_for: Callable[[Slot], list[Finding]] | None = None,
+                 omitted_for: Callable[[Slot], int] | None = None, max_findings: int = 1000,
+                 hosted: dict[str, int] | None = None, omitted: int = 0, unexamined: int = 0,
+                 restated: list[dict] | None = None) -> None:
+        self.findings, self.profile, self.meta = findings, profile, meta
+        self.slots, self.applicable = slots or [], applicable
+        self.findings_for = findings_for or _no_shared
+        self.omitted_for = omitted_for or _none_omitted
+        self.max_findings, self.hosted, self.omitted = max_findings, hosted or {}, omitted
+        self.unexamined, self.restated = unexamined, restated
+
+
 def _no_shared(slot: Slot) -> list[Finding]:
     return slot.findings
 
@@ -7405,12 +7431,11 @@ def _none_omitted(slot: Slot) -> int:
     return 0
 
 
-def _report(profile: str | None, slots: list[Slot], findings: list[Finding], applicable: bool,
-            meta: dict | None, findings_for: Any = _no_shared, max_findings: int = 1000,
-            hosted: dict[str, int] | None = None, omitted: int = 0,
-            omitted_for: Callable[[Slot], int] = _none_omitted, unexamined: int = 0,
-            restated: list[dict] | None = None) -> dict[str, Any]:
-    ordered = _bounded(findings, max_findings, omitted, unexamined)
+def _report(outcome: Outcome) -> dict[str, Any]:
+    """The report (SPEC section 5) of one outcome: the gate's decision, with bounded finding lists."""
+    findings, max_findings, slots = outcome.findings, outcome.max_findings, outcome.slots
+    findings_for, omitted_for, applicable = outcome.findings_for, outcome.omitted_for, outcome.applicable
+    ordered = _bounded(findings, max_findings, outcome.omitted, outcome.unexamined)
     if ordered:
         status = "blocked"
     elif not applicable:
@@ -7435,69 +7460,88 @@ def _report(profile: str | None, slots: list[Slot], findings: list[Finding], app
     report = {
         "tool": TOOL,
         "version": VERSION,
-        "profile": profile,
+        "profile": outcome.profile,
         "status": status,
         "applicable": status != "not_applicable",
         "executable": status == "pass",
         "calls": calls,
-        "hosted_tools": dict(sorted((hosted or {}).items())),
+        "hosted_tools": dict(sorted(outcome.hosted.items())),
         "findings": [f.as_dict() for f in ordered],
-        "meta": meta,
+        "meta": outcome.meta,
     }
-    if restated:   # only when a turn has one, so every other report keeps its shape
-        report["restated_finishes"] = restated
+    if outcome.restated:   # only when a turn has one, so every other report keeps its shape
+        report["restated_finishes"] = outcome.restated
     return report
 
 
 def check_expect(report: dict[str, Any], expect: Any) -> list[str]:
-    """Differences between a report and a pinned `expect` block (SPEC section 6)."""
+    """Differences between a report and a pinned `expect` block (SPEC section 6): the block's
+    own shape first, then the status and codes, then the calls."""
     if not isinstance(expect, dict):
         return ["the fixture has no usable \"expect\" object"]
+    return _expect_shape(expect) + _expect_outcome(report, expect) + _expect_calls(report, expect)
+
+
+_EXPECT_KEYS = ("status", "codes", "calls")
+
+
+def _expect_shape(expect: dict) -> list[str]:
+    """What is wrong with the expect block itself (a near-miss key, a value of the wrong type)."""
     import difflib
 
     differences = []
     for key in expect:
-        near = difflib.get_close_matches(key, ("status", "codes", "calls"), n=1, cutoff=0.7)
-        if key not in ("status", "codes", "calls") and near:
+        near = difflib.get_close_matches(key, _EXPECT_KEYS, n=1, cutoff=0.7)
+        if key not in _EXPECT_KEYS and near:
             differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
     if "status" in expect and not (isinstance(expect["status"], str) and expect["status"] in EXIT_BY_STATUS):
         differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
-    if "codes" in expect and not (isinstance(expect["codes"],
-                                             list) and all(isinstance(c, str) for c in expect["codes"])):
+    codes = expect.get("codes")
+    if "codes" in expect and not (isinstance(codes, list) and all(isinstance(c, str) for c in codes)):
         differences.append("expect codes must be a list of finding codes")
     elif "codes" in expect:
-        differences.extend(f"expect code {_token(c)} is not a finding code" for c in expect["codes"]
-                           if c not in FINDING_CODES)
+        differences.extend(f"expect code {_token(c)} is not a finding code" for c in codes if c not in FINDING_CODES)
     if "calls" in expect and not isinstance(expect["calls"], list):
         differences.append("expect calls must be a list")
+    return differences
+
+
+def _expect_outcome(report: dict[str, Any], expect: dict) -> list[str]:
+    """The status and every pinned code; a turn never judged matches only when pinned by name."""
+    differences = []
     if "status" in expect and expect["status"] != report["status"]:
         differences.append(f"status: expected {json.dumps(expect['status'])}, got {json.dumps(report['status'])}")
     named = expect["codes"] if isinstance(expect.get("codes"), list) else []
-    for code in (INVALID_FIXTURE, UNKNOWN_PROFILE):   # a turn never judged matches only when pinned by name
+    for code in (INVALID_FIXTURE, UNKNOWN_PROFILE):
         if code not in named and any(f["code"] == code for f in report["findings"]):
             differences.append(f"the envelope is {code}, so the turn was never judged: an expect block "
                                f"matches it only when its codes name {json.dumps(code)}")
-    if "codes" in expect and isinstance(expect["codes"], list):
-        found = {f["code"] for f in report["findings"]}
-        for code in expect["codes"]:
-            if isinstance(code, str) and code not in found:
-                differences.append(f"codes: expected {json.dumps(code)}, not reported")
-    if "calls" in expect:
-        wanted_calls = expect["calls"] if isinstance(expect["calls"], list) else []
-        if len(wanted_calls) != len(report["calls"]):
-            differences.append(f"calls: expected {len(wanted_calls)}, got {len(report['calls'])}")
-        for number, (want, got) in enumerate(zip(wanted_calls, report["calls"])):
-            if not isinstance(want, dict):
-                differences.append(f"calls[{number}]: expected entry is not an object")
-                continue
-            for key in ("id", "name", "arguments"):
-                if key in want and want[key] != got[key]:
-                    differences.append(f"calls[{number}].{key}: expected {json.dumps(want[key])}, "
-                                       f"got {json.dumps(got[key])}")
-            if want.get("namespace") != got.get("namespace") and ("namespace" in want or "name" in want):
-                # part of the call's identity: a pinned call without one must have none
-                differences.append(f"calls[{number}].namespace: expected {json.dumps(want.get('namespace'))}, "
-                                   f"got {json.dumps(got.get('namespace'))}")
+    found = {f["code"] for f in report["findings"]}
+    differences.extend(f"codes: expected {json.dumps(code)}, not reported" for code in named
+                       if isinstance(code, str) and code not in found)
+    return differences
+
+
+def _expect_calls(report: dict[str, Any], expect: dict) -> list[str]:
+    """Each pinned call against the reported one: count, id, name, arguments and namespace."""
+    if "calls" not in expect:
+        return []
+    differences = []
+    wanted_calls = expect["calls"] if isinstance(expect["calls"], list) else []
+    if len(wanted_calls) != len(report["calls"]):
+        differences.append(f"calls: expected {len(wanted_calls)}, got {len(report['calls'])}")
+    for number, (want, got) in enumerate(zip(wanted_calls, report["calls"])):
+        if not isinstance(want, dict):
+            differences.append(f"calls[{number}]: expected entry is not an object")
+            continue
+        for key in ("id", "name", "arguments"):
+            if key in want and want[key] != got[key]:
+                differences.append(f"calls[{number}].{key}: expected {json.dumps(want[key])}, "
+                                   f"got {json.dumps(got[key])}")
+        if want.get("namespace") != got.get("namespace") and ("namespace" in want or "name" in want):
+            # part of the call's identity: a pinned call without one must have none
+            differences.append(f"calls[{number}].namespace: expected {json.dumps(want.get('namespace'))}, "
+                               f"got {json.dumps(got.get('namespace'))}")
     return differences
 
 
@@ -9431,6 +9475,59 @@ def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: L
     return True
 
 
+class _ReportFormat(_FrozenRecord):
+    """One --report format: what it prints for each fixture, and once at the end of the run.
+
+    each(path, report, differences, data, args, many) -> text or None; end(summary, cases,
+    args, many) -> text or None; collects: the fixtures are kept as cases for end (JUnit writes
+    one document); commands: the line starts of its own workflow commands (see _guarded).
+    """
+
+    __slots__ = ("each", "end", "collects", "commands")
+
+    def __init__(self, each: Callable[..., str | None], end: Callable[..., str | None], collects: bool = False,
+                 commands: tuple[str, ...] = ()) -> None:
+        _freeze(self, locals())
+
+
+def _each_json(path: str, report: dict, differences: Any, data: bytes, args: Any, many: bool) -> str:
+    if many or args.quiet:   # JSON Lines, ended by the summary line
+        return json.dumps({"fixture": path, **report}, ensure_ascii=True)
+    return render_json({"fixture": path, **report})
+
+
+def _each_text(path: str, report: dict, differences: Any, data: bytes, args: Any, many: bool) -> str:
+    return f"== {_printable(path)}\n{render_text(report)}"
+
+
+def _each_github(path: str, report: dict, differences: Any, data: bytes, args: Any, many: bool) -> str:
+    return render_github(path, report, differences, data, args.allow_not_applicable).rstrip("\n")
+
+
+def _each_none(path: str, report: dict, differences: Any, data: bytes, args: Any, many: bool) -> None:
+    return None
+
+
+def _end_json(summary: dict, cases: list, args: Any, many: bool) -> str | None:
+    return json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}) if many or args.quiet else None
+
+
+def _end_summary_line(summary: dict, cases: list, args: Any, many: bool) -> str | None:
+    return "summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) if many or args.quiet else None
+
+
+def _end_junit(summary: dict, cases: list, args: Any, many: bool) -> str:
+    return render_junit(cases, args.allow_not_applicable).rstrip("\n")
+
+
+_REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
+    "json": _ReportFormat(_each_json, _end_json),
+    "text": _ReportFormat(_each_text, _end_summary_line),
+    "github": _ReportFormat(_each_github, _end_summary_line, commands=_OWN_COMMANDS),
+    "junit": _ReportFormat(_each_none, _end_junit, collects=True),
+})
+
+
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
     if argv[:1] == ["capture"]:
@@ -9442,6 +9539,7 @@ def run(argv: list[str]) -> int:
     paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")
+    form = _REPORT_FORMATS[args.report]
     counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
     mismatched: list[str] = []
     cases: list[tuple[str, dict[str, Any], int, list[str] | None]] = []
@@ -9453,32 +9551,20 @@ def run(argv: list[str]) -> int:
             _err(f"expect: MISMATCH {_printable(path)}\n" + "\n".join(f"  {_printable(d)}" for d in differences))
         elif differences is not None and not many:
             _err("expect: matched")
-        failed = code != EXIT_PASS
-        if args.report == "junit":
+        if form.collects:
             cases.append((path, report, code, differences))
-        elif args.quiet and not failed:
-            pass
-        elif args.report == "github":
-            annotations = render_github(path, report, differences, data, args.allow_not_applicable)
-            if annotations:
-                _out(annotations.rstrip("\n"), _OWN_COMMANDS)
-        elif args.report == "text":
-            _out(f"== {_printable(path)}\n{render_text(report)}")
-        elif many or args.quiet:   # JSON Lines, ended by the summary line
-            _out(json.dumps({"fixture": path, **report}, ensure_ascii=True))
-        else:
-            _out(render_json({"fixture": path, **report}))
+        elif not (args.quiet and code == EXIT_PASS):
+            text = form.each(path, report, differences, data, args, many)
+            if text:
+                _out(text, form.commands)
         del data
         _flush_stdout()
     summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
-    if args.report == "junit":
-        _out(render_junit(cases, args.allow_not_applicable).rstrip("\n"))
-    elif args.report in ("text", "github") and (many or args.quiet):
-        _out("summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
-    elif args.report == "json" and (many or args.quiet):
-        _out(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}))
+    text = form.end(summary, cases, args, many)
+    if text:
+        _out(text)
     if args.expect:
         return EXIT_PASS if not mismatched else EXIT_BLOCKED
     if counts["blocked"]:
