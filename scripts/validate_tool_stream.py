@@ -3560,38 +3560,72 @@ def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
     return None
 
 
+# Where the Vercel AI SDK's chunk schema is stricter than google-genai's types above: it drops a
+# chunk that breaks one of these whole, calls included.  One row each, checked in this order:
+# (from the chunk or each candidate, the path to the value, how it is read, the members it needs
+# and their types, what the message says is missing).  How a value is read:
+#   "entries"  a list of objects with those members (a value that is not a list: the types above decide)
+#   "list"     the same, and a value that is not a list is refused too
+#   "object"   one object with those members, when present
+#   "sources"  a list of objects whose members, when present, are objects with the members given per member
+_VERCEL_GEMINI_NEEDS: tuple[tuple[str, tuple[str, ...], str, Mapping, str], ...] = (
+    *(("chunk", ("usageMetadata", key), "entries", {"modality": _GEMINI_ENUM, "tokenCount": float},
+       f"a usageMetadata.{key} entry without modality and tokenCount")
+      for key in ("promptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails",
+                  "toolUsePromptTokensDetails")),
+    ("candidate", ("urlContextMetadata", "urlMetadata"), "list",
+     {"retrievedUrl": str, "urlRetrievalStatus": _GEMINI_ENUM},
+     "a urlContextMetadata.urlMetadata entry without retrievedUrl and urlRetrievalStatus"),
+    ("candidate", ("groundingMetadata", "searchEntryPoint"), "object", {"renderedContent": str},
+     "groundingMetadata.searchEntryPoint without renderedContent"),
+    ("candidate", ("groundingMetadata", "groundingChunks"), "sources",
+     {"web": {"uri": str}, "image": {"sourceUri": str, "imageUri": str}},
+     "a groundingMetadata.groundingChunks entry without the uri its source needs"),
+)
+
+
+def _gemini_member_at(value: Any, path: tuple[str, ...]) -> Any:
+    """The value at a path of member names, None where an object is missing on the way."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _gemini_has(entry: Any, needs: Mapping) -> bool:
+    return isinstance(entry, dict) and all(_gemini_typed(entry.get(key), kind) for key, kind in needs.items())
+
+
+def _vercel_refuses(value: Any, path: tuple[str, ...], how: str, needs: Mapping, lacks: str) -> str | None:
+    """One row of _VERCEL_GEMINI_NEEDS applied to the value at its path: the message, or None."""
+    if how == "object":
+        return None if value is None or _gemini_has(value, needs) else lacks
+    if how == "list" and value is not None and not isinstance(value, list):
+        return f"{'.'.join(path)} that is not a list"
+    if how == "sources":
+        for source in value or ():
+            if not isinstance(source, dict) or any(source.get(key) is not None and not _gemini_has(source[key], inner)
+                                                    for key, inner in needs.items()):
+                return lacks
+        return None
+    for entry in value if isinstance(value, list) else ():
+        if not _gemini_has(entry, needs):
+            return lacks
+    return None
+
+
 def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
     """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None."""
-    usage = chunk.get("usageMetadata")
-    for key in ("promptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails", "toolUsePromptTokensDetails"):
-        details = usage.get(key) if isinstance(usage, dict) else None
-        for entry in details if isinstance(details, list) else ():
-            if not (isinstance(entry, dict) and _gemini_typed(entry.get("modality"), _GEMINI_ENUM)
-                    and _gemini_typed(entry.get("tokenCount"), float)):
-                return f"a usageMetadata.{key} entry without modality and tokenCount"
+    for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS:
+        if where == "chunk":
+            refused = _vercel_refuses(_gemini_member_at(chunk, path), path, how, needs, lacks)
+            if refused is not None:
+                return refused
     for candidate in chunk.get("candidates") or ():
-        context = candidate.get("urlContextMetadata") if isinstance(candidate, dict) else None
-        urls = context.get("urlMetadata") if isinstance(context, dict) else None
-        if urls is not None and not isinstance(urls, list):
-            return "urlContextMetadata.urlMetadata that is not a list"
-        for entry in urls or ():
-            if not (isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str)
-                    and _gemini_typed(entry.get("urlRetrievalStatus"), _GEMINI_ENUM)):
-                return "a urlContextMetadata.urlMetadata entry without retrievedUrl and urlRetrievalStatus"
-        grounding = candidate.get("groundingMetadata") if isinstance(candidate, dict) else None
-        if isinstance(grounding, dict):
-            entry_point = grounding.get("searchEntryPoint")
-            if entry_point is not None and not (isinstance(entry_point, dict)
-                                                and isinstance(entry_point.get("renderedContent"), str)):
-                return "groundingMetadata.searchEntryPoint without renderedContent"
-            for source in grounding.get("groundingChunks") or ():
-                web = source.get("web") if isinstance(source, dict) else None
-                image = source.get("image") if isinstance(source, dict) else None
-                if not isinstance(source, dict) or web is not None and not (
-                        isinstance(web, dict) and isinstance(web.get("uri"), str)) or image is not None and not (
-                        isinstance(image, dict) and isinstance(image.get("sourceUri"), str)
-                        and isinstance(image.get("imageUri"), str)):
-                    return "a groundingMetadata.groundingChunks entry without the uri its source needs"
+        for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS:
+            if where == "candidate":
+                refused = _vercel_refuses(_gemini_member_at(candidate, path), path, how, needs, lacks)
+                if refused is not None:
+                    return refused
     stack: list = [chunk]
     while stack:   # secure-json-parse refuses __proto__ and constructor.prototype members
         node = stack.pop()
@@ -3845,47 +3879,65 @@ def _gemini_pieces(pos: int, index: int, pieces: Iterable, call: _GeminiCall) ->
             yield WireProblem(pos, code, f"{where}: {text}", index, call.key[1])
 
 
+# What each value member of a partialArgs entry may hold (nullValue: null, its enum name or its
+# proto number 0; it stands for null).
+_GEMINI_VALUE_OK: Mapping[str, Callable[[Any], bool]] = MappingProxyType({
+    "stringValue": lambda value: isinstance(value, str),
+    "numberValue": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+    "boolValue": lambda value: isinstance(value, bool),
+    "nullValue": lambda value: value is None or value == "NULL_VALUE" or (type(value) is int and value == 0),
+})
+
+
 def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
     """Put one partialArgs entry into the object; (code, message) when it cannot be placed."""
+    problem, read = _gemini_read_piece(piece, call.max_depth)
+    return problem if read is None else _gemini_insert(call, *read)
+
+
+def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
+    """Check one partialArgs entry on its own: ((code, message), None), or (None, (path, kind,
+    value, willContinue)) for _gemini_insert."""
     if not isinstance(piece, dict) or any(key not in _GEMINI_ARG_KEYS for key in piece):
-        return UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and willContinue"
-    path = _gemini_path(piece.get("jsonPath"), call.max_depth)
+        return (UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and "
+                "willContinue"), None
+    path = _gemini_path(piece.get("jsonPath"), max_depth)
     if path is _GEMINI_TOO_DEEP:   # each segment is a level of nesting of the arguments
-        return LIMIT_EXCEEDED, f"a partialArgs jsonPath nests deeper than the limit of {call.max_depth}"
+        return (LIMIT_EXCEEDED, f"a partialArgs jsonPath nests deeper than the limit of {max_depth}"), None
     if path is None:
-        return MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"
+        return (MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"), None
     if "__proto__" in path or any(a == "constructor" and b == "prototype" for a, b in zip(path, path[1:])):
-        return UNEXPECTED_EVENT, ("a jsonPath through __proto__ or constructor.prototype: the Vercel AI SDK builds "
-                                  "an object it then refuses")
+        return (UNEXPECTED_EVENT, ("a jsonPath through __proto__ or constructor.prototype: the Vercel AI SDK builds "
+                                   "an object it then refuses")), None
     if "['" in piece["jsonPath"]:
         # RFC 9535 allows it, but the Vercel AI SDK splits a path on "." and "[n]" only, and would
         # build another object from it: a pass must mean every reader runs the same call.
-        return UNEXPECTED_EVENT, (f"the jsonPath for {_gemini_path_text(path)} quotes a member name (['...']), "
-                                  "which the Vercel AI SDK's reader does not understand")
+        return (UNEXPECTED_EVENT, (f"the jsonPath for {_gemini_path_text(path)} quotes a member name (['...']), "
+                                   "which the Vercel AI SDK's reader does not understand")), None
     kinds = [key for key in _GEMINI_VALUE_KEYS if key in piece]
     more = piece.get("willContinue", False)
     if len(kinds) != 1 or not isinstance(more, bool):
-        return UNSUPPORTED_EVENT, f"the partialArgs entry for {_gemini_path_text(path)} must hold exactly one value"
+        return (UNSUPPORTED_EVENT, f"the partialArgs entry for {_gemini_path_text(path)} must hold exactly "
+                "one value"), None
     kind = kinds[0]
     value = piece[kind]
-    if kind == "stringValue":
-        ok = isinstance(value, str)
-    elif kind == "numberValue":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif kind == "boolValue":
-        ok = isinstance(value, bool)
-    else:
-        ok = value is None or value == "NULL_VALUE" or (type(value) is int and value == 0)   # 0: its proto number
-        value = None
+    ok = _GEMINI_VALUE_OK[kind](value)
     if ok and kind == "numberValue" and _unsafe_integer(value):
         # refused here, before the tree holds a number its serialisation might not even write
-        return LIMIT_EXCEEDED, f"the numberValue for {_gemini_path_text(path)} is {UNSAFE_INTEGER_MESSAGE}"
+        return (LIMIT_EXCEEDED, f"the numberValue for {_gemini_path_text(path)} is {UNSAFE_INTEGER_MESSAGE}"), None
     if not ok:
-        return UNSUPPORTED_EVENT, f"the {kind} for {_gemini_path_text(path)} is {_describe(piece[kind])}"
+        return (UNSUPPORTED_EVENT, f"the {kind} for {_gemini_path_text(path)} is {_describe(value)}"), None
     if more and kind != "stringValue":
-        return UNEXPECTED_EVENT, f"the {kind} for {_gemini_path_text(path)} says willContinue (only strings continue)"
+        return (UNEXPECTED_EVENT, f"the {kind} for {_gemini_path_text(path)} says willContinue "
+                "(only strings continue)"), None
     if isinstance(path[0], int):
-        return MALFORMED_JSON, f"{_gemini_path_text(path)} indexes the arguments as an array (they are an object)"
+        return (MALFORMED_JSON, f"{_gemini_path_text(path)} indexes the arguments as an array "
+                "(they are an object)"), None
+    return None, (path, kind, None if kind == "nullValue" else value, more)
+
+
+def _gemini_insert(call: _GeminiCall, path: tuple, kind: str, value: Any, more: bool) -> tuple[str, str] | None:
+    """Put a checked piece into the call's object; (code, message) when the object refuses it."""
     # Walk what exists first, then check the rest, so a refused path leaves the object unchanged.
     parent: Any = call.tree
     depth, last = 0, len(path) - 1
