@@ -3905,7 +3905,8 @@ def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | No
     if path is _GEMINI_TOO_DEEP:   # each segment is a level of nesting of the arguments
         return (LIMIT_EXCEEDED, f"a partialArgs jsonPath nests deeper than the limit of {max_depth}"), None
     if path is None:
-        return (MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and indices"), None
+        return (MALFORMED_JSON, "a partialArgs jsonPath is not a normalized JSON path of member names and "
+                "indices"), None
     if "__proto__" in path or any(a == "constructor" and b == "prototype" for a, b in zip(path, path[1:])):
         return (UNEXPECTED_EVENT, ("a jsonPath through __proto__ or constructor.prototype: the Vercel AI SDK builds "
                                    "an object it then refuses")), None
