@@ -7056,23 +7056,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
     """
     schema_cache: dict[str, Any] = {}
     for slot in machine.slots.values():
-        text, _ = join_fragments(slot.parts)
-        too_deep = unreadable = None
-        if text == "" and slot.initial_input is not None:
-            # A start input (Anthropic) or a whole args object (Gemini) is reported and parsed as its
-            # compact serialisation.  StreamGate may be fed objects JSON cannot hold: refused, never raised.
-            too_deep = _nesting_exceeds(slot.initial_input, limits.max_depth)
-            if not _nesting_exceeds(slot.initial_input, _SHOWN_NESTING):   # shown even when too deep to check
-                try:
-                    text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
-                except (TypeError, ValueError) as exc:
-                    unreadable = ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
-                                  if isinstance(exc, ValueError) and "digits" in str(exc) else
-                                  (MALFORMED_JSON, "the input object holds a value JSON cannot hold (a Python "
-                                   "object of another type)"))
-                except RecursionError:
-                    text = ""
-        slot.arguments = text
+        slot.arguments, unreadable = _slot_text(slot, limits)
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
@@ -7083,47 +7067,74 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
 
         if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
             find(INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate")
-        if slot.kind not in (FUNCTION, CUSTOM):
-            # reported with its kind; the normalizer already blocked the turn (no reviewed check for its input)
-            slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
-            continue
-        if too_deep:
-            value, problems = None, [(LIMIT_EXCEEDED,
-                                      f"the input object nests deeper than the limit of {limits.max_depth}")]
-        elif unreadable:
-            value, problems = None, [unreadable]
-        elif slot.kind == CUSTOM:
-            value, problems = check_custom_input(text, limits)
-        else:
-            value, problems = check_arguments(text, limits)
-        for code, message in problems:
-            find(code, message)
-        tool = slot.tool_key
-        if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
-            # openai-agents finds a custom tool by its name alone: it would run the bare tool
-            find(IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
-                 f"a bare tool of that name is declared too, and openai-agents looks custom tools up by name alone")
-        if tool is None:
-            pass  # missing_name already says why no schema applies
-        elif slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
-            find(UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
-                 f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
-                 "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
-                                                                       ", and tool_schemas has none"))
-        elif tool not in tool_schemas:
-            find(UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas")
-        else:
-            if tool not in schema_cache:
-                schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
-            compiled = schema_cache[tool]
-            if isinstance(compiled, SchemaUnsupported):
-                find(UNSUPPORTED_SCHEMA, f"schema of {_quoted(tool)}: {compiled.message}")   # names its location
-            elif isinstance(compiled, SchemaLimitExceeded):
-                find(LIMIT_EXCEEDED, f"schema of {_quoted(tool)}: {compiled.message}")
-            elif value is not None:
-                for code, message, pointer in check_against_schema(compiled, value, limits):
-                    find(code, message, pointer)
+        if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
+            if unreadable is not None:
+                value, problems = None, [unreadable]
+            elif slot.kind == CUSTOM:
+                value, problems = check_custom_input(slot.arguments, limits)
+            else:
+                value, problems = check_arguments(slot.arguments, limits)
+            for code, message in problems:
+                find(code, message)
+            for code, message, pointer in _tool_problems(slot, value, tool_schemas, limits, schema_cache):
+                find(code, message, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+
+
+def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]:
+    """(the call's arguments as reported, why they cannot be checked or None).
+
+    Joined fragments; or a start input (Anthropic) or a whole args object (Gemini) as its compact
+    serialisation.  StreamGate may be fed objects JSON cannot hold: refused, never raised.
+    """
+    text, _ = join_fragments(slot.parts)
+    if text != "" or slot.initial_input is None:
+        return text, None
+    unreadable = None
+    if _nesting_exceeds(slot.initial_input, limits.max_depth):
+        unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {limits.max_depth}")
+    if not _nesting_exceeds(slot.initial_input, _SHOWN_NESTING):   # shown even when too deep to check
+        try:
+            text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            unreadable = unreadable or ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
+                                        if isinstance(exc, ValueError) and "digits" in str(exc) else
+                                        (MALFORMED_JSON, "the input object holds a value JSON cannot hold (a Python "
+                                         "object of another type)"))
+        except RecursionError:
+            text = ""
+    return text, unreadable
+
+
+def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
+                   schema_cache: dict) -> Iterator[tuple[str, str, str | None]]:
+    """The call against its tool: known, of the right kind, its schema usable and satisfied."""
+    tool = slot.tool_key
+    if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
+        # openai-agents finds a custom tool by its name alone: it would run the bare tool
+        yield (IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
+               "a bare tool of that name is declared too, and openai-agents looks custom tools up by name alone",
+               None)
+    if tool is None:
+        return   # missing_name already says why no schema applies
+    if slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
+        yield (UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
+               f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
+               "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
+                                                                    ", and tool_schemas has none"), None)
+        return
+    if tool not in tool_schemas:
+        yield UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None
+        return
+    if tool not in schema_cache:
+        schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
+    compiled = schema_cache[tool]
+    if isinstance(compiled, SchemaUnsupported):
+        yield UNSUPPORTED_SCHEMA, f"schema of {_quoted(tool)}: {compiled.message}", None   # it names its location
+    elif isinstance(compiled, SchemaLimitExceeded):
+        yield LIMIT_EXCEEDED, f"schema of {_quoted(tool)}: {compiled.message}", None
+    elif value is not None:
+        yield from check_against_schema(compiled, value, limits)
 
 
 def check_hosted_names(machine: TurnMachine, tool_schemas: dict, request: RequestContext | None) -> None:
