@@ -2030,6 +2030,18 @@ def _anthropic_check_sse(events: list) -> None:
                                "readers do not, so they would read different streams", event.line)
 
 
+# --- Anthropic-defined client tools ----------------------------------------------------
+#
+# A request may offer tools whose schema Anthropic defines: the entry names a dated type
+# (computer_20250124, bash_20250124, text_editor_20250728, memory_20250818...) and a fixed name
+# instead of an input_schema.  The client runs them; the model calls them with ordinary tool_use
+# blocks under that name.  Each reviewed version has the input schema below, written from
+# Anthropic's tool reference pages, the SDKs' typed commands (anthropic-sdk-python
+# BetaMemoryTool20250818*Command), the reference implementation (anthropics/claude-quickstarts
+# computer-use-demo) and the Vercel AI SDK's input schemas (packages/anthropic/src/tool): what the
+# documentation requires is required, members it does not name are tolerated.  A dated version of
+# these families that is not reviewed keeps its name, with a schema that is always
+# unsupported_schema and says so (UNREVIEWED_TOOL_KEYWORD).
 UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
 
 
@@ -2988,6 +3000,13 @@ def _choice_bedrock(choice: Any) -> dict:
 
 
 # Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
+#
+# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
+# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
+# name length (1), name, value type (1), value.  Bedrock's ConverseStream sends
+# ":message-type" "event" with ":event-type" naming the member, or "exception" with
+# ":exception-type"; the payload is the member's JSON object.
 _EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
 
 
@@ -4147,6 +4166,19 @@ def _gemini_check_sse(text: str) -> None:
 _GEMINI_SSE_EVENT = re.compile(r"(?:data: [^\r\n]*(?:\r\n\r\n|\n\n|\r\r))*")
 
 
+# --- Gemini function declarations -----------------------------------------------------
+#
+# A Gemini request's tools are Tool objects: functionDeclarations (client
+# functions) and hosted tools the provider runs (googleSearch, codeExecution...).
+# A declaration's parametersJsonSchema is JSON Schema, used as it is.  Its
+# `parameters` is Gemini's Schema object, an OpenAPI 3.0 subset, converted here:
+# type names are lower-cased (STRING -> string), `nullable: true` adds "null" to
+# the type (to anyOf when there is no type, and null to an enum), int64 counts
+# sent as strings ("minItems": "1") become numbers, and every other member is
+# kept as it is for the validator to judge (format, propertyOrdering and example
+# are annotations there; anything outside the subset is unsupported_schema).  A
+# declaration with neither takes no arguments but any object: {"type": "object"}.
+# The SDKs accept snake_case spellings (function_declarations...), so both are read.
 _GEMINI_SCHEMA_TYPES = MappingProxyType({"STRING": "string", "NUMBER": "number", "INTEGER": "integer",
                                          "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object",
                                          "NULL": "null"})
@@ -8102,15 +8134,6 @@ def _sse_payload(event: _SseEvent) -> dict:
     return value
 
 
-# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
-#
-# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
-# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
-# name length (1), name, value type (1), value.  Bedrock's ConverseStream sends
-# ":message-type" "event" with ":event-type" naming the member, or "exception" with
-# ":exception-type"; the payload is the member's JSON object.
-
-
 # --- redaction: same structure, no text -------------------------------------------
 
 def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
@@ -8477,49 +8500,64 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
             return
 
 
+def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
+    """The payloads of a body that is one JSON list."""
+    try:
+        value = decode_document(text, what="the body")
+    except JsonProblem as problem:
+        raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
+                           problem.line) from None
+    if not isinstance(value, list):
+        raise CaptureError("the body must be a JSON list of payloads")
+    return value, [1] * len(value), "JSON list"
+
+
+def _refuse_whole_document(text: str, profile: str) -> None:
+    """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
+    response or another API's object is refused with what it looks like."""
+    try:
+        whole = decode_document(text, what="the body")
+    except JsonProblem:
+        return   # several documents: JSON Lines
+    if isinstance(whole, dict) and isinstance(whole.get("log"), dict):
+        raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
+    if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
+        whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
+    if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
+            and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
+        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
+
+
+def _json_lines_payloads(text: str) -> tuple[list, list[int], str]:
+    """The payloads of a body of JSON Lines, with their line numbers."""
+    payloads: list = []
+    lines: list[int] = []
+    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text
+        if not line.strip(" \t"):
+            continue
+        try:
+            value = decode_document(line, what=f"line {number}")
+        except JsonProblem as problem:
+            hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
+                    if number == 1 else "")
+            raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
+                               number) from None
+        payloads.append(value)
+        lines.append(number)
+    return payloads, lines, "JSON Lines"
+
+
 def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
                             redact: bool) -> tuple[dict, list[str]]:
     """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
     text = _sse_decode(raw)
-    stripped = text.lstrip(" \t\r\n")
-    payloads: list = []
-    lines: list[int] = []
-    if stripped.startswith("["):
-        try:
-            value = decode_document(text, what="the body")
-        except JsonProblem as problem:
-            raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
-                               problem.line) from None
-        if not isinstance(value, list):
-            raise CaptureError("the body must be a JSON list of payloads")
-        payloads, lines, point = value, [1] * len(value), "JSON list"
+    if text.lstrip(" \t\r\n").startswith("["):
+        payloads, lines, point = _json_list_payloads(text)
     else:
-        try:
-            whole = decode_document(text, what="the body")
-        except JsonProblem:
-            whole = None   # several documents: JSON Lines
-        if isinstance(whole, dict) and isinstance(whole.get("log"), dict):
-            raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
-        if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
-            raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-        if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
-            whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
-        if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
-                and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
-            raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
-        for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text
-            if not line.strip(" \t"):
-                continue
-            try:
-                value = decode_document(line, what=f"line {number}")
-            except JsonProblem as problem:
-                hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
-                        if number == 1 else "")
-                raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
-                                   number) from None
-            payloads.append(value)
-            lines.append(number)
-        point = "JSON Lines"
+        _refuse_whole_document(text, profile)
+        payloads, lines, point = _json_lines_payloads(text)
     unwrapped = []
     for number, (payload, line) in enumerate(zip(payloads, lines)):
         if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
@@ -8544,20 +8582,6 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
     envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
                 "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
-
-
-# --- Anthropic-defined client tools ----------------------------------------------------
-#
-# A request may offer tools whose schema Anthropic defines: the entry names a dated type
-# (computer_20250124, bash_20250124, text_editor_20250728, memory_20250818...) and a fixed name
-# instead of an input_schema.  The client runs them; the model calls them with ordinary tool_use
-# blocks under that name.  Each reviewed version has the input schema below, written from
-# Anthropic's tool reference pages, the SDKs' typed commands (anthropic-sdk-python
-# BetaMemoryTool20250818*Command), the reference implementation (anthropics/claude-quickstarts
-# computer-use-demo) and the Vercel AI SDK's input schemas (packages/anthropic/src/tool): what the
-# documentation requires is required, members it does not name are tolerated.  A dated version of
-# these families that is not reviewed keeps its name, with a schema that is always
-# unsupported_schema and says so (UNREVIEWED_TOOL_KEYWORD).
 
 
 # --- tool schemas from the request's tools -----------------------------------------
@@ -8613,21 +8637,6 @@ def schemas_from_doc(doc: object) -> dict:
                 raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
             schemas[name] = schema
     return schemas
-
-
-# --- Gemini function declarations -----------------------------------------------------
-#
-# A Gemini request's tools are Tool objects: functionDeclarations (client
-# functions) and hosted tools the provider runs (googleSearch, codeExecution...).
-# A declaration's parametersJsonSchema is JSON Schema, used as it is.  Its
-# `parameters` is Gemini's Schema object, an OpenAPI 3.0 subset, converted here:
-# type names are lower-cased (STRING -> string), `nullable: true` adds "null" to
-# the type (to anyOf when there is no type, and null to an enum), int64 counts
-# sent as strings ("minItems": "1") become numbers, and every other member is
-# kept as it is for the validator to judge (format, propertyOrdering and example
-# are annotations there; anything outside the subset is unsupported_schema).  A
-# declaration with neither takes no arguments but any object: {"type": "object"}.
-# The SDKs accept snake_case spellings (function_declarations...), so both are read.
 
 
 # --- the request: tool schemas and tool controls from a recorded request body ----
