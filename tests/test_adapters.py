@@ -1,13 +1,13 @@
-"""The adapter comparison harness (adapters/): real stream adapters next to our verdict.
+"""The adapter comparison harness (tests/adapters/): real stream adapters next to our verdict.
 
 For each adapter whose packages are importable here, one fixture we pass must be executed
 exactly as we report it (`agree`), and one fixture we block must be one the adapter would
 execute anyway (`executes-blocked`) — the reason the gate exists. Each class is skipped,
 naming the missing package, when it is not importable (the README's test command runs with
 the standard library only). The rest is standard library only: the harness's comparison
-rules, its command line, and that the validator never imports adapters/.
+rules, its command line, and that the validator never imports tests/adapters/.
 
-Install the adapters with `python3 adapters/setup.py` (adapters/.venv) and run this file
+Install the adapters with `python3 tests/adapters/setup.py` (tests/adapters/.venv) and run this file
 with that environment's Python to exercise them.
 """
 
@@ -20,13 +20,10 @@ import unittest
 
 from support import FIXTURES, ROOT, SCRIPT, vts
 
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from adapters import drivers  # tests/adapters/ (imports no third-party package by itself)
+from adapters import run as harness
 
-from adapters import drivers  # noqa: E402  (imports no third-party package by itself)
-from adapters import run as harness  # noqa: E402
-
-RUN = os.path.join(ROOT, "adapters", "run.py")
+RUN = os.path.join(ROOT, "tests", "adapters", "run.py")
 
 # adapter -> ((fixture, expected verdict), ...): one pass it must agree on, one blocked turn it
 # would execute (what the fixture shows about the library is in the comment).
@@ -83,11 +80,11 @@ class _AdapterCase:
     def setUpClass(cls):
         missing = drivers.missing_modules(cls.ADAPTER)
         if missing:
-            raise unittest.SkipTest(f"{', '.join(missing)} not importable; install with `python3 adapters/setup.py` "
-                                    f"and run with adapters/.venv/bin/python")
+            raise unittest.SkipTest(f"{', '.join(missing)} not importable; install with `python3 tests/adapters/setup.py` "
+                                    f"and run with tests/adapters/.venv/bin/python")
         ok, info = drivers.availability(cls.ADAPTER)
         if not ok:
-            if cls.ADAPTER == "vercel-ai-sdk":  # Node.js and adapters/vercel/node_modules
+            if cls.ADAPTER == "vercel-ai-sdk":  # Node.js and tests/adapters/vercel/node_modules
                 raise unittest.SkipTest(f"vercel-ai-sdk unavailable: {info}")
             raise AssertionError(f"{cls.ADAPTER}: packages found but unusable: {info}")
 
@@ -116,7 +113,7 @@ class VercelBatches(unittest.TestCase):
     def setUp(self):
         self.module = drivers._vercel_module()
         if self.module is None or not hasattr(self.module, "prefetch"):
-            self.fail("adapters/vercel/driver.py has no prefetch()")
+            self.fail("tests/adapters/vercel/driver.py has no prefetch()")
         self.batches = []
         self.real_batch = self.module.vercel_batch
 
@@ -175,12 +172,12 @@ class VercelBatches(unittest.TestCase):
 
 
 class SpeedHarness(unittest.TestCase):
-    """adapters/speed.py's measurement loop, with a runner that times itself (the node rows)."""
+    """tests/adapters/speed.py's measurement loop, with a runner that times itself (the node rows)."""
 
     @classmethod
     def setUpClass(cls):
         import importlib.util
-        spec = importlib.util.spec_from_file_location("_vts_speed", os.path.join(ROOT, "adapters", "speed.py"))
+        spec = importlib.util.spec_from_file_location("_vts_speed", os.path.join(ROOT, "tests", "adapters", "speed.py"))
         cls.speed = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(cls.speed)
 
@@ -210,7 +207,7 @@ class SpeedHarness(unittest.TestCase):
 
 
 class VercelTimingMode(unittest.TestCase):
-    """driver.mjs's time_runs mode, with node (skipped without adapters/vercel/node_modules)."""
+    """driver.mjs's time_runs mode, with node (skipped without tests/adapters/vercel/node_modules)."""
 
     def test_time_runs(self):
         ok, info = drivers.availability("vercel-ai-sdk")
@@ -319,7 +316,7 @@ class CommandLine(unittest.TestCase):
 
 
 class Isolation(unittest.TestCase):
-    """The validator stays standard-library only and never imports adapters/ (or sdkdiff/)."""
+    """The validator stays standard-library only and never imports tests/adapters/ (or the old sdkdiff/)."""
 
     def test_validator_source_imports_neither(self):
         with open(SCRIPT, encoding="utf-8") as handle:
@@ -351,7 +348,7 @@ class Isolation(unittest.TestCase):
 
     def test_harness_imports_no_third_party_package_by_itself(self):
         code = ("import sys\n"
-                f"sys.path.insert(0, {ROOT!r})\n"
+                f"sys.path.insert(0, {os.path.join(ROOT, 'tests')!r})\n"
                 "import adapters.drivers, adapters.run\n"
                 "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'litellm', "
                 "'langchain_core', 'langchain_openai', 'langchain_anthropic', 'agents', 'google', 'httpx', "

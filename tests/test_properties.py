@@ -1255,7 +1255,7 @@ class Determinism(unittest.TestCase):
 
 
 def load_fuzzer():
-    path = os.path.join(ROOT, "fuzz", "fuzz.py")
+    path = os.path.join(ROOT, "tests", "fuzz", "fuzz.py")
     spec = importlib.util.spec_from_file_location("vts_fuzz", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -34,6 +34,9 @@ class ReadmeIsTrue(unittest.TestCase):
             "--adapter-output", "--redact-arguments", "--allow-invalid", "--no-redact", "--schemas", "--request"}
         for option in options | {"--report", "--expect"}:
             self.assertIn(f"`{option}", README)
+        limits = section("Limits")   # each limit option's default and meaning live in that table
+        for name in vts.Limits.__slots__:
+            self.assertIn(f"`--{name.replace('_', '-')} N`", limits)
 
     def test_schema_subset_lists_exactly_the_implemented_keywords(self):
         subset = section("Schema subset")

@@ -1,7 +1,7 @@
 """Differential test: whenever the validator says `pass`, the real SDKs hand over the same calls.
 
 Every bundled fixture is replayed through the stream accumulators of openai-python,
-anthropic-sdk-python and openai-agents (sdkdiff/drivers.py). When our report's status is
+anthropic-sdk-python and openai-agents (tests/adapters/drivers.py). When our report's status is
 "pass", each driver for the fixture's profile must return exactly the report's calls: same
 count and order, `name` equal, `arguments` equal byte for byte (Anthropic: equal as JSON
 values, since that SDK hands over parsed objects), `id` equal, and the same `kind` (function,
@@ -17,7 +17,7 @@ pinned in KNOWN_REFUSALS with its cause, so a new one (or one that went away) fa
 Optional: the SDKs are not a dependency of the validator. Each class below is skipped, naming
 the missing package, when that package is not importable, so the README test command passes
 with only the standard library. Install them with
-`python3 -m pip install -r sdkdiff/requirements.txt`.
+`python3 -m pip install -r tests/adapters/requirements.txt`.
 """
 
 import json
@@ -30,10 +30,8 @@ import unittest
 from support import FIXTURES, fixture_paths, load_fixture, vts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
-from sdkdiff import drivers  # noqa: E402  (path set up just above; imports no SDK by itself)
+from adapters import drivers  # tests/adapters/ (imports no SDK by itself)
 
 # Drivers whose SDK (openai-python) concatenates a string `id` that a stream repeats in every
 # fragment (accumulate_delta appends str to str). That changes only the id the SDK reports,
@@ -148,7 +146,7 @@ def _skip_unless(*packages):
     if missing:
         raise unittest.SkipTest(
             f"{', '.join(missing)} not importable; install with "
-            f"`python3 -m pip install -r sdkdiff/requirements.txt` to run the SDK differential test")
+            f"`python3 -m pip install -r tests/adapters/requirements.txt` to run the SDK differential test")
 
 
 class _Differential(unittest.TestCase):
@@ -269,11 +267,11 @@ class HarnessIsOptional(unittest.TestCase):
     def test_validator_never_imports_sdkdiff(self):
         with open(os.path.join(ROOT, "scripts", "validate_tool_stream.py"), encoding="utf-8") as handle:
             source = handle.read()
-        self.assertIsNone(re.search(r"^\s*(from|import)\s+sdkdiff\b", source, re.M))
-        # and at run time: validating a fixture in a fresh interpreter loads no sdkdiff module
+        self.assertIsNone(re.search(r"^\s*(from|import)\s+(sdkdiff|adapters)\b", source, re.M))
+        # and at run time: validating a fixture in a fresh interpreter loads no driver module
         code = ("import sys; sys.path.insert(0, sys.argv[1]); import validate_tool_stream as v; "
                 "v.validate_bytes(open(sys.argv[2], 'rb').read()); "
-                "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sdkdiff'))")
+                "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sdkdiff', 'adapters')))")
         fixture = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
         proc = subprocess.run([sys.executable, "-I", "-c", code, os.path.join(ROOT, "scripts"), fixture],
                               capture_output=True, text=True, timeout=60,
@@ -283,11 +281,12 @@ class HarnessIsOptional(unittest.TestCase):
 
     def test_drivers_import_without_the_sdks(self):
         # -S: no site-packages, so none of the SDKs is importable; -I: ignore PYTHON* env and user site.
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from sdkdiff import drivers; "
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); from adapters import drivers; "
                 "print(sorted(drivers.available().items())); print(sorted(m for m in sys.modules "
                 "if m.split('.')[0] in ('openai', 'anthropic', 'agents')))")
-        proc = subprocess.run([sys.executable, "-S", "-I", "-c", code, ROOT], capture_output=True,
-                              text=True, timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        proc = subprocess.run([sys.executable, "-S", "-I", "-c", code, os.path.join(ROOT, "tests")],
+                              capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         lines = proc.stdout.splitlines()
         self.assertEqual(lines[0], str(sorted((name, None) for name in drivers.PACKAGES)))

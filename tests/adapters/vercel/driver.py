@@ -5,7 +5,7 @@ through ``streamText`` of the Vercel AI SDK (pinned in package.json beside this 
 returns the tool calls it would hand to execution, as ``[{"id", "name", "arguments"}]``
 with ``arguments`` the compact JSON of the SDK's parsed input.  ``vercel_batch(jobs)``
 replays many turns with one Node.js process; ``prefetch(turns)`` does that ahead of the
-``vercel_calls`` that will ask for them (adapters/run.py: one node start per group of
+``vercel_calls`` that will ask for them (tests/adapters/run.py: one node start per group of
 fixtures instead of one per fixture).  Nothing here imports a third-party Python
 package; Node.js and ``npm ci`` in this folder are needed for the SDK itself.
 """

@@ -34,10 +34,10 @@ Targets (reported PASS/FAIL):
       envelope (best of --feed-runs runs each, taken in turn, the collector enabled)
 
 Usage:
-  python3 bench/bench.py                # full run (several minutes; needs ~6 GB RAM)
-  python3 bench/bench.py --quick        # no 1M-chunk and no 10 MB case, best of 2 (about a minute)
-  python3 bench/bench.py --profiles openai --repeat 5
-  python3 bench/bench.py --script /tmp/copy/validate_tool_stream.py   # benchmark a copy
+  python3 tests/bench/bench.py                # full run (several minutes; needs ~6 GB RAM)
+  python3 tests/bench/bench.py --quick        # no 1M-chunk and no 10 MB case, best of 2 (about a minute)
+  python3 tests/bench/bench.py --profiles openai --repeat 5
+  python3 tests/bench/bench.py --script /tmp/copy/validate_tool_stream.py   # benchmark a copy
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # never leave __pycache__ beside the script under test
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # tests/bench/ -> the repository
 DEFAULT_SCRIPT = ROOT / "scripts" / "validate_tool_stream.py"
 PROFILES = ("openai", "mistral", "anthropic")
 MiB = 1024 * 1024
@@ -235,7 +235,7 @@ def write_fixture(path: Path, profile: str, calls: list[tuple[str, list[str]]], 
     count = 0
     with open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as out:
         out.write('{"profile":' + js(profile) + ',"tool_schemas":' + js(TOOL_SCHEMAS)
-                  + ',"meta":{"source":"bench/bench.py","case":' + js(case) + '},"' + key + '":[\n')
+                  + ',"meta":{"source":"tests/bench/bench.py","case":' + js(case) + '},"' + key + '":[\n')
         for item in stream:
             out.write(("," if count else "") + item + "\n")
             count += 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replay fixtures through real stream adapters and compare what they would execute with our verdict.
 
-    python3 adapters/run.py --adapter NAME [--adapter NAME2 ...|--all] PATH...
+    python3 tests/adapters/run.py --adapter NAME [--adapter NAME2 ...|--all] PATH...
 
 PATH is a fixture file or a folder of them (searched recursively for *.json). For each
 fixture this prints one JSON line: the fixture, its profile, our status and finding codes,
@@ -18,8 +18,8 @@ and per adapter the calls it would execute (or the error it raised) with a verdi
 Then a summary per adapter (text, or Markdown with --markdown). Exit status: 1 when an
 adapter would execute a call of a turn we block, else 0; 3 on a usage error.
 
-When adapters/.venv exists (see adapters/setup.py) and this interpreter lacks a package
-that a selected adapter needs, the script re-runs itself with that environment's Python.
+When tests/adapters/.venv exists (see tests/adapters/setup.py) and this interpreter lacks a
+package that a selected adapter needs, the script re-runs itself with that environment's Python.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import sys
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+TESTS = os.path.dirname(HERE)   # imported from there as the package ``adapters``
 VENV = os.path.join(HERE, ".venv")
 NO_REEXEC = "VTS_ADAPTERS_NO_REEXEC"  # set in the re-run (and by tests) to never re-exec again
 
@@ -42,13 +42,11 @@ VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-appl
 
 def _imports():
     """The validator and the drivers (standard library only at import time)."""
-    for path in (ROOT, os.path.join(ROOT, "scripts")):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    import validate_tool_stream as vts
-    from adapters import drivers
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
+    from adapters import drivers, validator
 
-    return vts, drivers
+    return validator(), drivers
 
 
 # --------------------------------------------------------------------------------------
@@ -63,7 +61,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(adapter_names) -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="adapters/run.py", allow_abbrev=False,
+        prog="tests/adapters/run.py", allow_abbrev=False,
         description="Replay fixtures through real stream adapters (openai-python, anthropic, openai-agents, "
                     "google-genai, litellm, langchain-core, vercel-ai-sdk) and compare the calls each would "
                     "execute with the validator's verdict.",
@@ -102,7 +100,7 @@ def _fixture_files(paths) -> list[str]:
 
 
 def _maybe_reexec(argv, adapters, drivers) -> None:
-    """Re-run inside adapters/.venv when this interpreter lacks a selected adapter's packages."""
+    """Re-run inside tests/adapters/.venv when this interpreter lacks a selected adapter's packages."""
     if os.environ.get(NO_REEXEC):
         return
     python = os.path.join(VENV, "Scripts", "python.exe") if os.name == "nt" else os.path.join(VENV, "bin", "python")
@@ -123,13 +121,13 @@ def _maybe_reexec(argv, adapters, drivers) -> None:
 # --------------------------------------------------------------------------------------
 
 def _typed(value):
-    """sdkdiff's comparison form of a JSON value (bool apart from numbers, strings as UTF-16)."""
-    from sdkdiff.drivers import typed_json
+    """The drivers' comparison form of a JSON value (bool apart from numbers, strings as UTF-16)."""
+    from adapters.drivers import typed_json
     return typed_json(value)
 
 
 def _utf16(text):
-    from sdkdiff.drivers import utf16
+    from adapters.drivers import utf16
     return utf16(text)
 
 
@@ -407,10 +405,10 @@ def main(argv=None) -> int:
         ok, info = drivers.availability(name)
         (adapters if ok else unavailable).append(name if ok else (name, info))
     for name, reason in unavailable:
-        print(f"adapters/run.py: {name} is unavailable: {reason}", file=sys.stderr)
+        print(f"tests/adapters/run.py: {name} is unavailable: {reason}", file=sys.stderr)
     if not adapters:
-        print("adapters/run.py: none of the selected adapters is available "
-              "(python3 adapters/setup.py installs them into adapters/.venv)", file=sys.stderr)
+        print("tests/adapters/run.py: none of the selected adapters is available "
+              "(python3 tests/adapters/setup.py installs them into tests/adapters/.venv)", file=sys.stderr)
         return EXIT_USAGE
 
     tallies = [Tally(name, drivers.version(name)) for name in adapters]

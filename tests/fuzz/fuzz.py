@@ -3,11 +3,11 @@
 
 Usage
 -----
-    PYTHONDONTWRITEBYTECODE=1 python3 fuzz/fuzz.py [--seed N] [--seconds S] [--corpus DIR]
+    PYTHONDONTWRITEBYTECODE=1 python3 tests/fuzz/fuzz.py [--seed N] [--seconds S] [--corpus DIR]
                                                    [--cli-every N] [--max-cases N]
                                                    [--failures-dir DIR] [--replay I] [--quiet]
                                                    [--mode stream|schema|thread]
-    python3 fuzz/fuzz.py --atheris [atheris/libFuzzer options...]   # only if atheris is installed
+    python3 tests/fuzz/fuzz.py --atheris [atheris/libFuzzer options...]   # only if atheris is installed
 
     --seed N          seed of the case sequence (default 0); case I of seed N is always the same input
     --seconds S       time budget (default 60); the run stops after the first case past it
@@ -75,7 +75,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# tests/fuzz/ -> the repository
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "validate_tool_stream.py")
 DEFAULT_CORPUS = os.path.join(ROOT, "fixtures")
 DEFAULT_FAILURES = "/tmp/fuzz-failures"

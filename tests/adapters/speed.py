@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How long the adapters' own accumulation takes, next to the validator, on the same streams.
 
-    python3 adapters/speed.py [--quick] [--adapters a,b] [--markdown] [--limit S]
+    python3 tests/adapters/speed.py [--quick] [--adapters a,b] [--markdown] [--limit S]
 
-Run it with a Python that has the adapter packages (adapters/requirements.txt; a missing
+Run it with a Python that has the adapter packages (tests/adapters/requirements.txt; a missing
 package only skips its adapter). Not a test, and not part of the validator.
 
 Streams (Python dicts built once, before any timing), each at 1x and 2x size:
@@ -65,20 +65,18 @@ import time
 from typing import Any, Callable, NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, os.path.join(ROOT, "scripts")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+TESTS = os.path.dirname(HERE)   # imported from there as the package ``adapters``
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
 
-import validate_tool_stream as vts  # noqa: E402
+from adapters import drivers, validator  # noqa: E402  (standard library only at import time)
 
-from adapters import drivers  # noqa: E402  (standard library only at import time)
-from sdkdiff import drivers as sdk  # noqa: E402
+vts = validator()
 
 
 def _load_bench():
-    """bench/bench.py as a module: its invented argument texts and tool schemas."""
-    spec = importlib.util.spec_from_file_location("_vts_bench", os.path.join(ROOT, "bench", "bench.py"))
+    """tests/bench/bench.py as a module: its invented argument texts and tool schemas."""
+    spec = importlib.util.spec_from_file_location("_vts_bench", os.path.join(TESTS, "bench", "bench.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -124,9 +122,9 @@ def size_label(shape: str, scale: int) -> str:
 
 
 def openai_chunks(calls: list[tuple[str, list[str]]], interleave: bool) -> list[dict]:
-    """Chat Completions chunks (the shape of bench/bench.py's chat_stream): role, then per call a
-    header and its deltas (all headers first, then the deltas round-robin, when interleaving),
-    finish_reason tool_calls, usage."""
+    """Chat Completions chunks (the shape of tests/bench/bench.py's chat_stream): role, then per
+    call a header and its deltas (all headers first, then the deltas round-robin, when
+    interleaving), finish_reason tool_calls, usage."""
     def chunk(delta: dict, finish: str | None = None) -> dict:
         return {"id": "chatcmpl-Bx7QeN4r2Lk9sVd1TzWmA8pYcHu3F", "object": "chat.completion.chunk",
                 "created": 1767225600, "model": "gpt-4o-2024-08-06", "system_fingerprint": "fp_5e1c3b9a7d",
@@ -247,7 +245,7 @@ class Progress:
 
 
 class Adapter(NamedTuple):
-    key: str                 # name for --adapters (as in adapters/drivers.py ADAPTERS)
+    key: str                 # name for --adapters (as in drivers.py ADAPTERS)
     label: str
     profile: str
     prepare: Callable[[list], Any] | None     # items -> what accumulate consumes (untimed); None: the dicts
@@ -265,15 +263,15 @@ def _construct(items: list, cast_to) -> list:
 
 @contextlib.contextmanager
 def _prebuilt_items():
-    """sdkdiff's openai drivers construct the Stream layer's objects themselves
+    """the SDK drivers for openai construct the Stream layer's objects themselves
     (_openai_stream_items); while this is active they take the pre-built objects as they are,
-    so the timed code is sdkdiff's own driver body minus that construction."""
-    original = sdk._openai_stream_items
-    sdk._openai_stream_items = lambda payloads, cast_to: payloads
+    so the timed code is the SDK driver's own body minus that construction."""
+    original = drivers._openai_stream_items
+    drivers._openai_stream_items = lambda payloads, cast_to: payloads
     try:
         yield
     finally:
-        sdk._openai_stream_items = original
+        drivers._openai_stream_items = original
 
 
 def _calls_as_pairs(calls: list[dict]) -> list:
@@ -289,8 +287,8 @@ def openai_chat_prepare(items):
 
 
 def openai_chat_accumulate(chunks, progress):
-    with _prebuilt_items():  # sdkdiff _chat_calls: handle_chunk per chunk, get_final_completion()
-        return _calls_as_pairs(sdk._chat_calls(progress.over(chunks), weak_object_filter=False))
+    with _prebuilt_items():  # SDK driver _chat_calls: handle_chunk per chunk, get_final_completion()
+        return _calls_as_pairs(drivers._chat_calls(progress.over(chunks), weak_object_filter=False))
 
 
 # openai-python, Responses: ResponseStreamEvent objects -> ResponseStreamState
@@ -302,13 +300,13 @@ def responses_prepare(items):
 
 
 def openai_responses_accumulate(events, progress):
-    with _prebuilt_items():  # sdkdiff _responses_calls: handle_event per event, the completed response
-        return _calls_as_pairs(sdk._responses_calls(progress.over(events)))
+    with _prebuilt_items():  # SDK driver _responses_calls: handle_event per event, the completed response
+        return _calls_as_pairs(drivers._responses_calls(progress.over(events)))
 
 
 def openai_agents_accumulate(events, progress):
-    with _prebuilt_items():  # sdkdiff _agents_calls: the run loop over the raw events, ModelResponse, dedupe
-        return _calls_as_pairs(sdk._agents_calls(progress.over(events)))
+    with _prebuilt_items():  # SDK driver _agents_calls: the run loop over the raw events, ModelResponse, dedupe
+        return _calls_as_pairs(drivers._agents_calls(progress.over(events)))
 
 
 # anthropic: RawMessageStreamEvent objects -> accumulate_event (MessageStream.__stream__)
@@ -323,9 +321,9 @@ def anthropic_prepare(items):
 
 
 def anthropic_accumulate(events, progress):
-    """sdkdiff _anthropic_calls over pre-built events: accumulate_event and build_events per
+    """SDK driver _anthropic_calls over pre-built events: accumulate_event and build_events per
     event, as MessageStream.__stream__ does, then get_final_message()'s tool_use blocks."""
-    from sdkdiff.drivers import anthropic_snapshot
+    from adapters.drivers import anthropic_snapshot
 
     snapshot = anthropic_snapshot(progress.over(events))
     assert snapshot is not None
@@ -335,7 +333,7 @@ def anthropic_accumulate(events, progress):
 # litellm: ModelResponseStream objects -> stream_chunk_builder
 
 def litellm_prepare(items):
-    """ModelResponseStream(**chunk) per chunk. adapters/drivers.py gets its chunks from
+    """ModelResponseStream(**chunk) per chunk. drivers.py gets its chunks from
     litellm.completion(stream=True)'s CustomStreamWrapper instead; that wrapper spends about
     2 ms a chunk here (10,000 chunks: about 20 s), too long to build 200,000 of them. Its
     chunks differ from these only in created/model/cost fields, and stream_chunk_builder
@@ -363,7 +361,7 @@ def _openai_tools() -> list[dict]:
 
 
 def langchain_prepare(items):
-    """adapters/drivers.py's langchain-core path up to the chunks: ChatOpenAI (with tools bound)
+    """drivers.py's langchain-core path up to the chunks: ChatOpenAI (with tools bound)
     .stream() over the stream served as SSE in memory; the AIMessageChunks it yields are kept."""
     drivers._prepare_environment("langchain-core")
     import httpx2
@@ -425,7 +423,7 @@ def adapter_table(limit: float) -> list[Adapter]:
                 openai_responses_accumulate,
                 "ResponseStreamState.handle_event per ResponseStreamEvent, the completed response's calls"),
         Adapter("openai-agents", "openai-agents", "openai-responses", responses_prepare, openai_agents_accumulate,
-                "the run loop over ResponseStreamEvents (sdkdiff _agents_calls): takes response.completed's "
+                "the run loop over ResponseStreamEvents (SDK driver _agents_calls): takes response.completed's "
                 "output, concatenates no deltas"),
         Adapter("google-genai", "google-genai", "gemini", None, None,
                 "skipped: hands every chunk's function_calls over as they come, accumulates nothing"),
@@ -784,7 +782,7 @@ def machine() -> str:
 
 def render(rows: list[Row], notes: list[str], timed: list[str], args, argv: list[str], elapsed: float) -> str:
     repeat = 3 if args.quick else 5
-    command = " ".join(["python3 adapters/speed.py", *argv])
+    command = " ".join(["python3 tests/adapters/speed.py", *argv])
     table = markdown_table if args.markdown else plain_table
     bullet = "- " if args.markdown else "  "
     out = []
@@ -812,7 +810,7 @@ def render(rows: list[Row], notes: list[str], timed: list[str], args, argv: list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="adapters/speed.py", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="tests/adapters/speed.py", description=__doc__.split("\n\n")[0],
                                      allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="best of 3 runs instead of 5")
     parser.add_argument("--adapters", default="", metavar="A,B",

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Set up the optional adapter harness: adapters/.venv with the pinned adapter packages.
+"""Set up the optional adapter harness: tests/adapters/.venv with the pinned adapter packages.
 
-    python3 adapters/setup.py [--recreate] [--skip-npm] [--venv PATH] [--python PYTHON]
+    python3 tests/adapters/setup.py [--recreate] [--skip-npm] [--venv PATH] [--python PYTHON]
 
-Creates the virtual environment (unless it exists), installs adapters/requirements.txt
-into it, and, when adapters/vercel/package.json exists, runs `npm ci` there (`npm install`
-without a package-lock.json) for the Vercel AI SDK driver. adapters/run.py re-runs itself
-with adapters/.venv's Python when the current interpreter lacks the packages.
+Creates the virtual environment (unless it exists), installs tests/adapters/requirements.txt
+into it, and, when tests/adapters/vercel/package.json exists, runs `npm ci` there (`npm install`
+without a package-lock.json) for the Vercel AI SDK driver. tests/adapters/run.py re-runs itself
+with tests/adapters/.venv's Python when the current interpreter lacks the packages.
 
 This is a plain script, not a setuptools file: nothing in it is a package build.
 """
@@ -34,15 +34,15 @@ def _run(command: list[str], cwd: str | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="adapters/setup.py", allow_abbrev=False,
-                                     description="Create adapters/.venv with the pinned adapter packages and install "
-                                                 "the Vercel AI SDK driver's node_modules.")
+    parser = argparse.ArgumentParser(prog="tests/adapters/setup.py", allow_abbrev=False,
+                                     description="Create tests/adapters/.venv with the pinned adapter packages and "
+                                                 "install the Vercel AI SDK driver's node_modules.")
     parser.add_argument("--venv", default=os.path.join(HERE, ".venv"),
-                        help="where to create the environment (default: adapters/.venv, the one run.py uses)")
+                        help="where to create the environment (default: tests/adapters/.venv, the one run.py uses)")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter the environment is created from (default: this one)")
     parser.add_argument("--recreate", action="store_true", help="delete the environment first")
-    parser.add_argument("--skip-npm", action="store_true", help="do not run npm in adapters/vercel/")
+    parser.add_argument("--skip-npm", action="store_true", help="do not run npm in tests/adapters/vercel/")
     args = parser.parse_args(argv)
 
     venv = os.path.abspath(args.venv)
@@ -69,17 +69,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"no {package_json}: the vercel-ai-sdk adapter is not set up")
     except subprocess.CalledProcessError as exc:
-        print(f"adapters/setup.py: command failed with exit status {exc.returncode}: {' '.join(exc.cmd)}",
+        print(f"tests/adapters/setup.py: command failed with exit status {exc.returncode}: {' '.join(exc.cmd)}",
               file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"adapters/setup.py: {exc}", file=sys.stderr)
+        print(f"tests/adapters/setup.py: {exc}", file=sys.stderr)
         return 1
 
     if os.path.realpath(venv) == os.path.realpath(os.path.join(HERE, ".venv")):
-        print("\nready: python3 adapters/run.py --all fixtures/   (re-runs itself with adapters/.venv)")
+        print("\nready: python3 tests/adapters/run.py --all fixtures/   (re-runs itself with tests/adapters/.venv)")
     else:
-        print(f"\nready: {python} adapters/run.py --all fixtures/")
+        print(f"\nready: {python} tests/adapters/run.py --all fixtures/")
     return 0
 
 

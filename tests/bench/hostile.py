@@ -13,8 +13,8 @@ memory of that process (the interpreter alone is about 10 MiB), the status and t
 A case fails when its run takes longer than --max-seconds or a traceback is printed.
 
 Usage:
-  python3 bench/hostile.py                 # every case (about a minute)
-  python3 bench/hostile.py --cases dots,findings-20MB
+  python3 tests/bench/hostile.py                 # every case (about a minute)
+  python3 tests/bench/hostile.py --cases dots,findings-20MB
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # tests/bench/ -> the repository
 SCRIPT = ROOT / "scripts" / "validate_tool_stream.py"
 
 THREAD_RUNNER = """

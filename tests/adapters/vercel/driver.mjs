@@ -8,7 +8,7 @@
 //         {"calls": [{"id", "name", "input", "invalid", "error"?}], "errors": [...],
 //          "finish": ..., "raw_finish": ..., "executable": bool, "requests": n}
 //         or {"error": "..."} when the job cannot be replayed.
-// time_runs (for adapters/speed.py; an integer, clamped to 1-100): the SSE body is built once,
+// time_runs (for tests/adapters/speed.py; an integer, clamped to 1-100): the SSE body is built once,
 //         untimed, then streamText reads it that many times in this process (fewer when
 //         timeout_ms runs out: a run that would pass it is not started, one cut by it is
 //         dropped); "timings_ms" lists each completed run's wall time, the result is the last

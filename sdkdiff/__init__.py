@@ -1,4 +1,0 @@
-"""Differential harness: replay bundled fixtures through the real SDK stream accumulators.
-
-Optional and test-only: nothing in scripts/ may import this package.
-"""
