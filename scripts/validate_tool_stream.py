@@ -458,27 +458,12 @@ def _raw_body_hint(text: str) -> str:
     return ""
 
 
-_ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
 
 
 class _NotStreamable(Exception):
     """The streaming reader met something it leaves to the whole-document parse."""
 
-
-# Where one object item of a list may end and the next begin.  Only a candidate: the
-# same characters occur inside strings and nested lists.
-_ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
-# The same for a list of other items (a hostile stream of numbers or strings): a comma
-# after a character that can end a value (not after an escaped quote).
-_ANY_BOUNDARY = re.compile(r'(?<=[0-9el\]}"])(?<!\\")[ \t\n\r]*,[ \t\n\r]*')
-_LIST_BOUNDARY = re.compile(r"(?<=\])[ \t\n\r]*,[ \t\n\r]*(?=\[)")
-_BATCH_CHARS = 1 << 15
-# See _ArrayItems: a recognised run of fewer than _SHORT_RUN_ITEMS items turns runs off for a
-# batch; where no run starts, batches start at _RUN_BATCH_CHARS, so that one is looked for again soon.
-_SHORT_RUN_ITEMS = 16
-_RUN_BATCH_CHARS = 1 << 10
-_RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
 # Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
 # by the text.  Read piece by piece, a value sits shallower than in the whole document,
@@ -516,109 +501,6 @@ def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]
             raise _NotStreamable
         value = _unpad(value)
     return value, end
-
-
-class _ArrayItems:
-    """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
-
-    Iterating yields each item once; afterwards `end` is the position after
-    the closing "]".  Anything unexpected raises _NotStreamable.
-
-    Why batches: one parser call per item costs about a fifth of the parse
-    itself when items are small.  A batch is the text up to a candidate
-    boundary "}, {" some 32 KiB on (any comma when the batch does not start
-    with an object), parsed as one list "[...]" (inside the pad, see _PAD).  A candidate
-    inside a string leaves that string open, and one inside a nested value
-    leaves a bracket open, so the batch is then not one complete list and
-    fails to parse; only then are those items read one at a time.  A batch
-    that parses is exactly the items the whole list holds there.
-
-    runs(text, pos), when given and more than _RUNS_MIN_CHARS of text are
-    left, is asked first wherever a batch or an item would start.  It may
-    answer (run, end, count): one object standing for the count items of
-    text[pos:end] (the caller knows what it stands for; see FragmentRun),
-    which is yielded in their place.  Where runs declines, the batch is
-    short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
-    by item; each further decline doubles that length, up to a full batch,
-    and a run brings it back.  The item after a run is where the run
-    stopped, so it is not asked about: it starts a short batch.  A run of
-    fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
-    it saves, so after one, runs rest for a full batch.
-    """
-
-    def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
-                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
-        self.text, self.start, self.scan, self.runs = text, start, scan, runs
-        self.end = -1
-
-    def __iter__(self) -> Iterator[Any]:
-        text, scan, item_end, runs = self.text, self.scan, _ITEM_END.match, self.runs
-        objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
-        pos = _WS_RUN.match(text, self.start + 1).end()
-        if text.startswith("]", pos):
-            self.end = pos + 1
-            return
-        batch_from = pos  # after a failed candidate, items go one by one up to it
-        # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
-        runs_from = pos if runs is not None and len(text) - pos > _RUNS_MIN_CHARS else len(text) + 1
-        short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
-        run_batch = short_batch  # the length of the batch after the next decline
-        length = _BATCH_CHARS    # the length of the next batch
-        while True:
-            count = 0  # the items of a run read at pos, if any
-            if pos >= runs_from:
-                hit = runs(text, pos)
-                if hit is None:
-                    length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
-                else:
-                    run, pos, count = hit
-                    yield run
-            if not count:
-                if pos >= batch_from:
-                    is_object = text.startswith("{", pos)
-                    cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
-                        text, pos + length)
-                    length = _BATCH_CHARS
-                    if cut is not None:
-                        piece_end, next_pos = ((cut.start() + 1, cut.end() - 1) if is_object
-                                               else (cut.start(), cut.end()))
-                        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
-                        try:
-                            batch, end = scan(wrapped, 0)
-                            batch = _unpad(batch) if end == len(wrapped) else None
-                        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
-                            batch = None
-                        if batch is not None:
-                            yield from batch
-                            pos = next_pos  # the first character of the next item
-                            continue
-                        batch_from = cut.end()
-                    else:
-                        batch_from = len(text)
-                try:
-                    item, pos = _scan_padded(text, pos, scan)
-                except (JsonProblem, ValueError, RecursionError, StopIteration):
-                    raise _NotStreamable from None
-                yield item
-            if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
-                pos += 1  # compact JSON: the next item starts right after the comma
-            else:
-                sep = item_end(text, pos)
-                if sep is None:
-                    raise _NotStreamable
-                pos = sep.end()
-                if sep.group(1) == "]":
-                    self.end = pos
-                    return
-            if count:
-                # The item after a run is where the run stopped: not asked again.  After a
-                # short run (it did not pay), runs rest for a full batch; else that item
-                # starts a short batch.
-                run_batch = short_batch
-                if count < _SHORT_RUN_ITEMS:
-                    runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
-                else:
-                    runs_from, length = pos + 1, short_batch
 
 
 def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
@@ -7214,6 +7096,139 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
 # ---------------------------------------------------------------------------
 # Gate and report
 # ---------------------------------------------------------------------------
+
+
+# --- the streaming reader: a stream list validated while it is read (StreamGate.feed_text) ----
+
+_ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+# Where one object item of a list may end and the next begin.  Only a candidate: the
+# same characters occur inside strings and nested lists.
+_ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+
+
+# The same for a list of other items (a hostile stream of numbers or strings): a comma
+# after a character that can end a value (not after an escaped quote).
+_ANY_BOUNDARY = re.compile(r'(?<=[0-9el\]}"])(?<!\\")[ \t\n\r]*,[ \t\n\r]*')
+
+
+_LIST_BOUNDARY = re.compile(r"(?<=\])[ \t\n\r]*,[ \t\n\r]*(?=\[)")
+
+
+_BATCH_CHARS = 1 << 15
+
+
+# See _ArrayItems: a recognised run of fewer than _SHORT_RUN_ITEMS items turns runs off for a
+# batch; where no run starts, batches start at _RUN_BATCH_CHARS, so that one is looked for again soon.
+_SHORT_RUN_ITEMS = 16
+
+
+_RUN_BATCH_CHARS = 1 << 10
+
+
+_RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
+
+
+class _ArrayItems:
+    """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
+
+    Iterating yields each item once; afterwards `end` is the position after
+    the closing "]".  Anything unexpected raises _NotStreamable.
+
+    Why batches: one parser call per item costs about a fifth of the parse
+    itself when items are small.  A batch is the text up to a candidate
+    boundary "}, {" some 32 KiB on (any comma when the batch does not start
+    with an object), parsed as one list "[...]" (inside the pad, see _PAD).  A candidate
+    inside a string leaves that string open, and one inside a nested value
+    leaves a bracket open, so the batch is then not one complete list and
+    fails to parse; only then are those items read one at a time.  A batch
+    that parses is exactly the items the whole list holds there.
+
+    runs(text, pos), when given and more than _RUNS_MIN_CHARS of text are
+    left, is asked first wherever a batch or an item would start.  It may
+    answer (run, end, count): one object standing for the count items of
+    text[pos:end] (the caller knows what it stands for; see FragmentRun),
+    which is yielded in their place.  Where runs declines, the batch is
+    short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
+    by item; each further decline doubles that length, up to a full batch,
+    and a run brings it back.  The item after a run is where the run
+    stopped, so it is not asked about: it starts a short batch.  A run of
+    fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
+    it saves, so after one, runs rest for a full batch.
+    """
+
+    def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
+        self.text, self.start, self.scan, self.runs = text, start, scan, runs
+        self.end = -1
+
+    def __iter__(self) -> Iterator[Any]:
+        text, scan, item_end, runs = self.text, self.scan, _ITEM_END.match, self.runs
+        objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
+        pos = _WS_RUN.match(text, self.start + 1).end()
+        if text.startswith("]", pos):
+            self.end = pos + 1
+            return
+        batch_from = pos  # after a failed candidate, items go one by one up to it
+        # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
+        runs_from = pos if runs is not None and len(text) - pos > _RUNS_MIN_CHARS else len(text) + 1
+        short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
+        run_batch = short_batch  # the length of the batch after the next decline
+        length = _BATCH_CHARS    # the length of the next batch
+        while True:
+            count = 0  # the items of a run read at pos, if any
+            if pos >= runs_from:
+                hit = runs(text, pos)
+                if hit is None:
+                    length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
+                else:
+                    run, pos, count = hit
+                    yield run
+            if not count:
+                if pos >= batch_from:
+                    is_object = text.startswith("{", pos)
+                    cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
+                        text, pos + length)
+                    length = _BATCH_CHARS
+                    if cut is not None:
+                        piece_end, next_pos = ((cut.start() + 1, cut.end() - 1) if is_object
+                                               else (cut.start(), cut.end()))
+                        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
+                        try:
+                            batch, end = scan(wrapped, 0)
+                            batch = _unpad(batch) if end == len(wrapped) else None
+                        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+                            batch = None
+                        if batch is not None:
+                            yield from batch
+                            pos = next_pos  # the first character of the next item
+                            continue
+                        batch_from = cut.end()
+                    else:
+                        batch_from = len(text)
+                try:
+                    item, pos = _scan_padded(text, pos, scan)
+                except (JsonProblem, ValueError, RecursionError, StopIteration):
+                    raise _NotStreamable from None
+                yield item
+            if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
+                pos += 1  # compact JSON: the next item starts right after the comma
+            else:
+                sep = item_end(text, pos)
+                if sep is None:
+                    raise _NotStreamable
+                pos = sep.end()
+                if sep.group(1) == "]":
+                    self.end = pos
+                    return
+            if count:
+                # The item after a run is where the run stopped: not asked again.  After a
+                # short run (it did not pay), runs rest for a full batch; else that item
+                # starts a short batch.
+                run_batch = short_batch
+                if count < _SHORT_RUN_ITEMS:
+                    runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
+                else:
+                    runs_from, length = pos + 1, short_batch
 
 
 def _no_plain_fragment(item: Any) -> None:
