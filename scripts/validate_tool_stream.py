@@ -8951,7 +8951,7 @@ def _strict_parse(parser: Any, argv: list[str]) -> Any:
         if token == "--":
             break
         name = token.split("=", 1)[0]
-        if name.startswith("--") and name not in parser._option_string_actions:
+        if name.startswith("--") and name not in parser.known_options:
             raise UsageError(f"unknown option {name[:60]} (see --help; options are never abbreviated)")
     return parser.parse_args(argv)
 
@@ -8962,6 +8962,14 @@ def _new_parser(prog: str, description: str, **extra: Any) -> Any:
     import argparse
 
     class Parser(argparse.ArgumentParser):
+        def __init__(self, **options: Any) -> None:
+            self.known_options: set[str] = set()   # every option string, for _strict_parse
+            super().__init__(**options)
+
+        def add_argument(self, *names: str, **options: Any) -> Any:
+            self.known_options.update(name for name in names if name.startswith("-"))
+            return super().add_argument(*names, **options)
+
         def error(self, message: str) -> Any:
             raise UsageError(f"{message} (see --help)")
 
