@@ -945,6 +945,25 @@ def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
+# The opening of a message stream (Anthropic message_start, Responses response.created, Bedrock
+# messageStart) as a transition table: (phase, whether the event is the opening one) -> (next
+# phase, what is wrong or None).  "early": an event came before the opening (said once).
+_OPENING: Mapping[tuple[str, bool], tuple[str, str | None]] = MappingProxyType({
+    ("new", True): ("open", None),
+    ("new", False): ("early", "{event} before {start}"),
+    ("early", True): ("open", "{start} is not the first event"),
+    ("early", False): ("early", None),
+    ("open", True): ("open", "a second {start}"),
+    ("open", False): ("open", None),
+})
+
+
+def _opening(pos: int, phase: str, event: str, start: str) -> tuple[str, list[WireProblem]]:
+    """The next opening phase after `event`, and the finding it makes (a list of none or one)."""
+    phase, wrong = _OPENING[(phase, event == start)]
+    return phase, [] if wrong is None else [WireProblem(pos, UNEXPECTED_EVENT, wrong.format(event=event, start=start))]
+
+
 class TurnRules(_FrozenRecord):
     """How one profile delivers terminal evidence; data, not code paths.
 
@@ -1453,12 +1472,11 @@ _ANTHROPIC_EVENTS = frozenset({
 class _AnthropicState(_Record):
     """Translation state: which blocks exist, their types, whether stopped."""
 
-    __slots__ = ("started", "out_of_order", "stopped_reason", "closed", "blocks", "reason", "hosted", "callers",
+    __slots__ = ("opening", "stopped_reason", "closed", "blocks", "reason", "hosted", "callers",
                  "leading_results", "ids")
 
     def __init__(self) -> None:
-        self.started = False
-        self.out_of_order = False
+        self.opening = "new"   # see _OPENING
         self.stopped_reason = False
         self.closed = False
         self.blocks: dict[int, list] = {}  # index -> [type, stopped]
@@ -1533,7 +1551,8 @@ class AnthropicNormalizer:
             return None
         index, state = int(found.group(1)), self.state
         block = state.blocks.get(index)
-        if block is None or block[0] != "tool_use" or not state.started or state.closed or state.stopped_reason:
+        if (block is None or block[0] != "tool_use" or state.opening != "open" or state.closed
+                or state.stopped_reason):
             return None
         try:
             piece, closing = _json_string(text, found.end())
@@ -1585,7 +1604,7 @@ class AnthropicNormalizer:
             return None
         state = self.state
         block = state.blocks.get(index)
-        if (type(partial) is not str or block is None or block[0] != "tool_use" or not state.started
+        if (type(partial) is not str or block is None or block[0] != "tool_use" or state.opening != "open"
                 or state.closed or state.stopped_reason):
             return None
         return (None, index), partial
@@ -1632,18 +1651,14 @@ class AnthropicNormalizer:
             if not isinstance(message, dict):
                 yield WireProblem(pos, UNSUPPORTED_EVENT,
                                   f"message_start.message is {_describe(message)}, not an object")
-            if state.started:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "a second message_start")
-                return
-            if state.out_of_order:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "message_start is not the first event")
-            state.started = True
-            if isinstance(message, dict):
+            again = state.opening == "open"
+            state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
+            yield from wrong
+            if isinstance(message, dict) and not again:
                 yield from _anthropic_prefilled(pos, message, state)
             return
-        if not state.started and not state.out_of_order:
-            state.out_of_order = True  # report once, then keep translating
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before message_start")
+        state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
+        yield from wrong   # an event before message_start: said once, then translated
         if kind == "message_stop":
             state.closed = True
             yield TurnClose(pos)
@@ -2151,11 +2166,10 @@ class _ResponsesItem(_Record):
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("started", "out_of_order", "ended", "items", "item_ids")
+    __slots__ = ("opening", "ended", "items", "item_ids")
 
     def __init__(self) -> None:
-        self.started = False
-        self.out_of_order = False
+        self.opening = "new"                      # see _OPENING
         self.ended = False                        # response.completed / incomplete / failed seen
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
@@ -2197,16 +2211,10 @@ class ResponsesNormalizer:
             return
         if kind in _RESPONSES_SNAPSHOTS:
             yield from _responses_snapshot(pos, kind, event, state)
+        state.opening, wrong = _opening(pos, state.opening, kind, "response.created")
+        yield from wrong   # an event before response.created: said once, then translated
         if kind == "response.created":
-            if state.started:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "a second response.created")
-            elif state.out_of_order:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "response.created is not the first event")
-            state.started = True
             return
-        if not state.started and not state.out_of_order:
-            state.out_of_order = True  # report once, then keep translating
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} before response.created")
         if kind in _RESPONSES_TURN_ENDS:
             state.ended = True
             yield from _responses_final_output(pos, kind, event, state)
@@ -2648,11 +2656,10 @@ _BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BE
 class _BedrockState(_Record):
     """Translation state: which blocks exist, their kinds, whether stopped."""
 
-    __slots__ = ("started", "out_of_order", "stopped_reason", "blocks", "hosted", "client_ids")
+    __slots__ = ("opening", "stopped_reason", "blocks", "hosted", "client_ids")
 
     def __init__(self) -> None:
-        self.started = False
-        self.out_of_order = False
+        self.opening = "new"   # see _OPENING
         self.stopped_reason = False
         self.blocks: dict[int, list] = {}  # index -> [kind or None, stopped]
         self.hosted: dict[str, list] = {}  # system tool use id -> [block index, result type wanted, answered]
@@ -2692,16 +2699,10 @@ class BedrockNormalizer:
         if not isinstance(body, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
             return
+        state.opening, wrong = _opening(pos, state.opening, member, "messageStart")
+        yield from wrong   # an event before messageStart: said once, then translated
         if member == "messageStart":
-            if state.started:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "a second messageStart")
-            elif state.out_of_order:
-                yield WireProblem(pos, UNEXPECTED_EVENT, "messageStart is not the first event")
-            state.started = True
             return
-        if not state.started and not state.out_of_order:
-            state.out_of_order = True  # report once, then keep translating
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{member} before messageStart")
         if member == "metadata":
             return  # usage and metrics; allowed before or after messageStop
         if member == "messageStop":
