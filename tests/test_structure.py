@@ -1,0 +1,151 @@
+"""The validator's shape, as the module docstring and README promise it.
+
+One file, sections in data-flow order listed with their doors in the docstring; one provider is
+one room (no code outside a provider's sub-section compares a value with a profile's name); every
+finding enters through the slot machine's one door; no standard-library private member; lines of
+at most 120 characters; and at the top of the repository only what the design card names.
+"""
+
+import ast
+import os
+import re
+import subprocess
+import unittest
+
+from support import ROOT, SCRIPT, vts
+
+BANNER = "# " + "-" * 75
+
+
+def source():
+    with open(SCRIPT, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def sections(text):
+    """[(title, first line, last line)] of the file's banner sections (1-based lines)."""
+    lines = text.split("\n")
+    starts = [(n + 2, lines[n + 1][2:]) for n in range(len(lines) - 2)
+              if lines[n] == BANNER and lines[n + 2] == BANNER and lines[n + 1].startswith("# ")]
+    return [(title, start, (starts[k + 1][0] - 2) if k + 1 < len(starts) else len(lines))
+            for k, (start, title) in enumerate(starts)]
+
+
+class Sections(unittest.TestCase):
+    def test_the_docstring_names_every_section_in_order(self):
+        text = source()
+        titles = [title for title, _, _ in sections(text)]
+        listed = re.findall(r"^  (\S[^.\n]*?) \.{3,}", vts.__doc__, re.M)
+        self.assertGreater(len(titles), 15)
+        wanted = []
+        for title in titles:
+            head = "Provider: one sub-section each" if title.startswith("Provider:") else title
+            if not wanted or wanted[-1] != head:
+                wanted.append(head)
+        for title, entry in zip(wanted, listed):
+            first = entry.split()[0].rstrip(",")
+            self.assertTrue(title.startswith(first), f"docstring entry {entry!r} for section {title!r}")
+        self.assertEqual(len(wanted), len(listed), (wanted, listed))
+
+    def test_every_provider_section_ends_in_its_profile_row(self):
+        text = source()
+        lines = text.split("\n")
+        rows = {name: row for name, row in vts.PROFILES.items()}
+        found = {}
+        for title, start, end in sections(text):
+            if title.startswith("Provider:"):
+                body = "\n".join(lines[start:end])
+                for match in re.finditer(r"^([A-Z_]+) = Profile\(\"([a-z-]+)\"", body, re.M):
+                    found[match.group(2)] = title
+        self.assertEqual(sorted(found), sorted(rows))
+
+    def test_lines_are_at_most_120_characters(self):
+        long = [n for n, line in enumerate(source().split("\n"), 1) if len(line) > 120]
+        self.assertEqual(long, [])
+
+
+class OneRoomPerProvider(unittest.TestCase):
+    def test_no_code_outside_a_provider_section_compares_with_a_profile_name(self):
+        text = source()
+        rooms = [(start, end) for title, start, end in sections(text) if title.startswith("Provider:")]
+        names = set(vts.PROFILES)
+        offenders = []
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Compare):
+                continue
+            constants = [c for c in [node.left, *node.comparators] for c in ast.walk(c)
+                         if isinstance(c, ast.Constant) and c.value in names]
+            if constants and not any(start <= node.lineno <= end for start, end in rooms):
+                offenders.append((node.lineno, ast.get_source_segment(text, node)))
+        self.assertEqual(offenders, [])
+
+    def test_the_guard_sees_a_branch_on_a_name(self):
+        planted = 'if profile == "gemini":\n    pass\n'
+        node = ast.parse(planted).body[0].test
+        self.assertIn("gemini", [c.value for c in ast.walk(node) if isinstance(c, ast.Constant)])
+
+
+class OneDoorForFindings(unittest.TestCase):
+    def test_findings_are_appended_only_by_the_machine(self):
+        text = source()
+        tree = ast.parse(text)
+        places = []
+        for outer in ast.walk(tree):
+            if isinstance(outer, (ast.FunctionDef, ast.ClassDef)):
+                for node in ast.walk(outer):
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                            and node.func.attr in ("append", "extend")
+                            and isinstance(node.func.value, ast.Attribute)
+                            and node.func.value.attr == "findings"):
+                        places.append(outer.name)
+        self.assertTrue(places)
+        self.assertEqual(set(places) - {"TurnMachine", "_find"}, set(), "findings appended outside TurnMachine._find")
+
+    def test_the_findings_cap_holds_for_validation_findings(self):
+        schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+        limits = vts.Limits(max_findings=2)
+        stream = [{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": {"tool_calls": [
+                       {"index": i, "id": f"call_{i}", "type": "function",
+                        "function": {"name": "f", "arguments": '{"a": 1}'}} for i in range(12)]},
+                       "finish_reason": None}]},
+                  {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+        gate = vts.StreamGate("openai", {"f": schema}, limits)
+        gate.feed_all(stream)
+        machine = gate._machine
+        report = gate.finish()
+        self.assertEqual(len(machine.findings), 2 * 2)   # kept in full up to twice the limit, then counted
+        self.assertEqual(machine.omitted, 12 - 4)
+        self.assertEqual(report["findings"][-1]["code"], "limit_exceeded")
+
+
+class NoPrivateStandardLibrary(unittest.TestCase):
+    def test_no_private_member_of_a_standard_module(self):
+        modules = ("argparse", "json", "re", "sys", "os", "gc", "signal", "threading", "functools", "difflib",
+                   "tempfile", "io", "struct", "zlib", "base64", "hashlib", "itertools", "math", "types", "typing",
+                   "bisect", "secrets", "stat", "errno", "fnmatch", "tokenize", "unicodedata", "collections")
+        pattern = re.compile(r"\b(?:%s)(?:\.[a-z]+)*\._[A-Za-z]" % "|".join(modules))
+        self.assertEqual([m.group(0) for m in pattern.finditer(source())], [])
+        self.assertFalse("_option_string_actions" in source(), "argparse's private option table is read")
+
+
+class TopLevel(unittest.TestCase):
+    ALLOWED = {"scripts", "tests", "fixtures", "SKILL.md", "LICENSE", "README.md", "pyproject.toml",
+               ".pre-commit-hooks.yaml", ".ci", ".gitignore"}
+
+    def test_the_repository_top_holds_only_what_the_design_card_names(self):
+        try:
+            listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            self.skipTest("git is not available here")
+        if listed.returncode != 0 or not listed.stdout:
+            self.skipTest("not a git checkout")
+        top = {path.split("/", 1)[0] for path in listed.stdout.splitlines()}
+        self.assertEqual(top - self.ALLOWED, set())
+        for folder in ("tests/adapters", "tests/bench", "tests/fuzz"):
+            self.assertTrue(os.path.isfile(os.path.join(ROOT, folder, "README.md")), folder)
+
+
+if __name__ == "__main__":
+    unittest.main()
