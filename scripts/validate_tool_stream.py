@@ -7283,42 +7283,37 @@ class StreamGate:
         return bool(self._machine.findings)
 
     def feed(self, item: Any) -> None:
-        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles)."""
-        self.feed_all((item,))
+        """Consume the next chunk (openai, mistral, gemini) or event (the other profiles).
 
-    def feed_all(self, items: Iterable[Any]) -> None:
-        """Consume each item in turn: the gate's one feed loop (feed() is this loop over one item).
-
-        An item the normalizer calls a plain fragment, and the machine can take
-        as one, skips building neutral events; the answer is the same either way.
-        Each item's position is taken before it is read, so an exception from one
-        item shifts no later position.  Once the machine is saturated (see
-        TurnMachine._find) the rest is only counted.
+        The only place an item is read (feed_all and the streaming reader come here for each).
+        An item the normalizer calls a plain fragment, and the machine can take as one, skips
+        building neutral events; the answer is the same either way.  The item's position is
+        taken before it is read, so an exception from one item shifts no later position.  Once
+        the machine is saturated (see TurnMachine._find) the rest is only counted.
         """
         if self._report is not None:
             raise RuntimeError("finish() was already called for this turn")
         machine, translate, handlers, plain, append = self._loop
-        position = self._position
-        iterator = iter(items)
-        try:
-            if not machine.saturated:
-                for item in iterator:
-                    at, position = position, position + 1
-                    hit = plain(item)
-                    if hit is None or not append(hit[0], hit[1]):
-                        if type(item) is FragmentRun:
-                            position = self._feed_run(item, at)
-                        else:
-                            for event in translate(at, item):
-                                handlers[type(event)](event)
-                    if machine.saturated:
-                        break
-            for item in iterator:  # saturated: counted, never examined
-                count = len(item.pieces) if type(item) is FragmentRun else 1
-                position += count
-                self._unexamined += count
-        finally:
-            self._position = position
+        at = self._position
+        if machine.saturated:   # counted, never examined
+            count = len(item.pieces) if type(item) is FragmentRun else 1
+            self._position = at + count
+            self._unexamined += count
+            return
+        self._position = at + 1   # taken first: an exception from the item shifts no later position
+        hit = plain(item)
+        if hit is None or not append(hit[0], hit[1]):
+            if type(item) is FragmentRun:
+                self._position = self._feed_run(item, at)
+            else:
+                for event in translate(at, item):
+                    handlers[type(event)](event)
+
+    def feed_all(self, items: Iterable[Any]) -> None:
+        """Consume each item in turn: feed() for each."""
+        feed = self.feed
+        for item in items:
+            feed(item)
 
     def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> int:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
