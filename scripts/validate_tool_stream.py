@@ -7861,6 +7861,20 @@ def _github_escape(text: str, property_value: bool = False) -> str:
 _JSON_ERROR_AT = re.compile(r"at line ([0-9]{1,9}) column ([0-9]{1,9})")   # where the strict parser stopped
 
 
+def _annotation_offset(finding: dict, spans: dict, starts: list[int], stream_key: int | None) -> int | None:
+    """Where in the file a finding points: its stream element, the profile key, the envelope key
+    its message names first, else the stream key (None: nowhere, line 1)."""
+    if finding["position"] is not None and finding["position"] < len(starts):
+        return starts[finding["position"]]
+    if finding["code"] == UNKNOWN_PROFILE:
+        return spans.get("profile")
+    if finding["code"] == INVALID_FIXTURE:   # the key the message names first
+        named = sorted((finding["message"].find(f'"{key}"'), key) for key in spans
+                       if not key.startswith("<") and f'"{key}"' in finding["message"])
+        return spans[named[0][1]] if named else None
+    return stream_key
+
+
 def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes,
                   allow_not_applicable: bool = False) -> str:
     """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
@@ -7881,17 +7895,7 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     findings = report["findings"] if differences is None else []
     where = _Lines(text) if findings or differences else None
     for finding in findings:
-        offset = None
-        if finding["position"] is not None and finding["position"] < len(starts):
-            offset = starts[finding["position"]]
-        elif finding["code"] == UNKNOWN_PROFILE:
-            offset = spans.get("profile")
-        elif finding["code"] == INVALID_FIXTURE:   # the key the message names first
-            named = sorted((finding["message"].find(f'"{key}"'), key) for key in spans
-                           if not key.startswith("<") and f'"{key}"' in finding["message"])
-            offset = spans[named[0][1]] if named else None
-        elif stream_key is not None:
-            offset = stream_key
+        offset = _annotation_offset(finding, spans, starts, stream_key)
         line, col = where.at(offset) if offset is not None else (1, 1)
         at = _JSON_ERROR_AT.search(finding["message"]) if finding["code"] == INVALID_FIXTURE else None
         if at is not None and offset is None:   # a syntax error: where the parser says it is
@@ -8653,6 +8657,37 @@ def schemas_from_doc(doc: object) -> dict:
 # --- the request: tool schemas and tool controls from a recorded request body ----
 
 
+def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: dict, warnings: list[str]) -> None:
+    """One client tool of a request into schemas (hosted tools are left out; grammar tools warned)."""
+    if not isinstance(tool, dict):
+        raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
+    kind = tool.get("type")
+    custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
+    if kind == "custom" and "input_schema" not in tool:
+        name = custom.get("name")
+        fmt = custom.get("format") or {"type": "text"}
+        if not isinstance(name, str) or not name:
+            raise CaptureError(f"{where} is a custom tool without a name")
+        if isinstance(fmt, dict) and fmt.get("type") == "text":
+            schemas[prefix + name] = {"type": "string"}
+        else:
+            warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
+                            "input this tool cannot check; it is left out, so its calls are unknown_tool")
+        return
+    defined = row.defined_tool(where, tool)
+    if defined is not None:
+        if defined[0] in schemas:
+            raise CaptureError(f"{where}: duplicate tool name {json.dumps(defined[0][:60])}")
+        schemas[defined[0]] = defined[1]
+        return
+    if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
+        return  # a hosted tool (web search, code execution, MCP...): the provider runs it
+    name, schema = _tool_schema(where, tool)
+    if prefix + name in schemas:
+        raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
+    schemas[prefix + name] = schema
+
+
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
     """(tool_schemas, request block, warnings) from a recorded request body; prompts are dropped.
 
@@ -8672,33 +8707,7 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     for number, tool in enumerate(tools):
         entries.extend(row.expand_tool(f"tools[{number}]", tool))
     for where, tool, prefix in entries:
-        if not isinstance(tool, dict):
-            raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
-        kind = tool.get("type")
-        custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
-        if kind == "custom" and "input_schema" not in tool:
-            name = custom.get("name")
-            fmt = custom.get("format") or {"type": "text"}
-            if not isinstance(name, str) or not name:
-                raise CaptureError(f"{where} is a custom tool without a name")
-            if isinstance(fmt, dict) and fmt.get("type") == "text":
-                schemas[prefix + name] = {"type": "string"}
-            else:
-                warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
-                                "input this tool cannot check; it is left out, so its calls are unknown_tool")
-            continue
-        defined = row.defined_tool(where, tool)
-        if defined is not None:
-            if defined[0] in schemas:
-                raise CaptureError(f"{where}: duplicate tool name {json.dumps(defined[0][:60])}")
-            schemas[defined[0]] = defined[1]
-            continue
-        if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
-            continue  # a hosted tool (web search, code execution, MCP...): the provider runs it
-        name, schema = _tool_schema(where, tool)
-        if prefix + name in schemas:
-            raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
-        schemas[prefix + name] = schema
+        _request_entry(where, tool, prefix, row, schemas, warnings)
     request: dict[str, Any] = {"tools": sorted(schemas)}
     if choice is not None:
         request["tool_choice"] = choice
