@@ -1,9 +1,29 @@
-"""Shared helpers for the test suite: import the single-file tool and run its CLI."""
+"""Shared helpers for the test suite: import the single-file tool and run its CLI.
 
+Full suite (what CI runs):
+
+    PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -p 'test_*.py'
+
+Quick run of the in-memory tests only (no subprocess, no fuzzing budget, no SDK, no big inputs):
+
+    VTS_QUICK=1 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -p 'test_*.py'
+
+Under VTS_QUICK=1 every test marked @slow (it starts a process, fuzzes, or feeds megabytes) is
+skipped with the reason "slow: ...". Nothing else changes: the quick run is a subset of the full run.
+
+run_cli() runs the command line in this process (vts.main with its standard streams swapped), which
+costs no interpreter start and no new compile of the 9,000-line script; run_process() starts the
+real script in a subprocess and is kept for what only a process shows (exit at interpreter level,
+signals, closed or full standard streams, resource limits, the installed command).
+"""
+
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "validate_tool_stream.py")
@@ -11,6 +31,14 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import validate_tool_stream as vts  # noqa: E402  (path set up just above)
+
+QUICK = os.environ.get("VTS_QUICK", "") not in ("", "0")
+ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")   # for every subprocess the tests start
+
+
+def slow(reason):
+    """Mark a test (or a whole class) that the quick run skips; `reason` says why it is slow."""
+    return unittest.skipIf(QUICK, f"slow: {reason} (VTS_QUICK=1)")
 
 
 def fixture_paths():
@@ -23,16 +51,69 @@ def fixture_paths():
     return sorted(found)
 
 
+_FIXTURE_CACHE = {}
+
+
 def load_fixture(relpath):
-    with open(os.path.join(FIXTURES, relpath), "rb") as handle:
-        data = handle.read()
+    """(bytes, parsed JSON) of one bundled fixture; read and parsed once per run, a fresh copy each call."""
+    if relpath not in _FIXTURE_CACHE:
+        with open(os.path.join(FIXTURES, relpath), "rb") as handle:
+            _FIXTURE_CACHE[relpath] = handle.read()
+    data = _FIXTURE_CACHE[relpath]
     return data, json.loads(data)
 
 
+def write(folder, name, data):
+    """Write bytes or text (UTF-8) to folder/name, making parent folders; returns the path."""
+    path = os.path.join(folder, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+class _Stdin:
+    """Standard input as the CLI reads it: text with a binary .buffer beneath."""
+
+    def __init__(self, data):
+        self.buffer = io.BytesIO(data or b"")
+
+    def read(self, *args):
+        return self.buffer.read(*args).decode("utf-8")
+
+
 def run_cli(*args, stdin=None):
-    """Run the real CLI in a subprocess; returns (exit code, stdout, stderr)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=env, timeout=120)
+    """Run the CLI in this process; returns (exit code, stdout, stderr) as the real command would.
+
+    vts.main() is the script's whole entry point (`sys.exit(main())`), so the exit code, the bytes on
+    standard output and on standard error are the ones a subprocess would give; the streams are
+    UTF-8 text over bytes (what the command has under the test environment's C.UTF-8 locale)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline=None)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline=None)
+    saved_argv = sys.argv
+    saved_columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = saved_columns or "80"   # argparse wraps --help as for a pipe (80 columns)
+    sys.argv = [SCRIPT, *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            saved_stdin, sys.stdin = sys.stdin, _Stdin(stdin)
+            try:
+                code = vts.main(list(args))
+            finally:
+                sys.stdin = saved_stdin
+    finally:
+        sys.argv = saved_argv
+        if saved_columns is None:
+            del os.environ["COLUMNS"]
+    out.flush()
+    err.flush()
+    return code, out.buffer.getvalue().decode("utf-8"), err.buffer.getvalue().decode("utf-8")
+
+
+def run_process(*args, stdin=None, timeout=120, **popen):
+    """Run the real script in a subprocess; returns (exit code, stdout, stderr) as text."""
+    proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=ENV,
+                          timeout=timeout, **popen)
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
