@@ -82,12 +82,13 @@ class _Stdin:
         return self.buffer.read(*args).decode("utf-8")
 
 
-def run_cli(*args, stdin=None):
+def run_cli(*args, stdin=None, decode="strict"):
     """Run the CLI in this process; returns (exit code, stdout, stderr) as the real command would.
 
     vts.main() is the script's whole entry point (`sys.exit(main())`), so the exit code, the bytes on
     standard output and on standard error are the ones a subprocess would give; the streams are
-    UTF-8 text over bytes (what the command has under the test environment's C.UTF-8 locale)."""
+    UTF-8 text over bytes (what the command has under the test environment's C.UTF-8 locale).
+    `decode` is how the captured bytes are decoded ("surrogateescape" keeps a stray byte visible)."""
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline=None)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline=None)
     saved_argv = sys.argv
@@ -107,14 +108,14 @@ def run_cli(*args, stdin=None):
             del os.environ["COLUMNS"]
     out.flush()
     err.flush()
-    return code, out.buffer.getvalue().decode("utf-8"), err.buffer.getvalue().decode("utf-8")
+    return code, out.buffer.getvalue().decode("utf-8", decode), err.buffer.getvalue().decode("utf-8", decode)
 
 
-def run_process(*args, stdin=None, timeout=120, **popen):
+def run_process(*args, stdin=None, timeout=120, decode="strict", **popen):
     """Run the real script in a subprocess; returns (exit code, stdout, stderr) as text."""
     proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=ENV,
                           timeout=timeout, **popen)
-    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    return proc.returncode, proc.stdout.decode("utf-8", decode), proc.stderr.decode("utf-8", decode)
 
 
 def envelope(profile="openai", stream=None, schemas=None, **extra):

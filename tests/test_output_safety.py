@@ -44,13 +44,12 @@ contract: only "0..3, and no Traceback".
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from support import SCRIPT
+from support import run_cli, run_process, slow
 
 # --- the contract ------------------------------------------------------------------------------
 
@@ -115,16 +114,14 @@ def json_documents(testcase, text, label="stdout"):
         testcase.fail(f"{label} is neither one JSON document nor JSON Lines: {exc}")
 
 
-def run_tool(*args, stdin=None):
-    """Run the real CLI (as support.run_cli does) -> (exit code, stdout, stderr).
+def run_tool(*args, stdin=None, process=False):
+    """Run the CLI (in this process, or as a real process) -> (exit code, stdout, stderr).
 
-    The streams are decoded with surrogateescape instead of run_cli's strict UTF-8, so a byte
-    that is not UTF-8 becomes a lone surrogate that rule 1 reports, not an error in this test.
+    The streams are decoded with surrogateescape instead of strict UTF-8, so a byte that is not
+    UTF-8 becomes a lone surrogate that rule 1 reports, not an error in this test.
     """
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=env, timeout=120)
-    return (proc.returncode, proc.stdout.decode("utf-8", "surrogateescape"),
-            proc.stderr.decode("utf-8", "surrogateescape"))
+    run = run_process if process else run_cli
+    return run(*args, stdin=stdin, decode="surrogateescape")
 
 
 # How the tool starts its own lines, per mode (see assert_own_lines).
@@ -137,9 +134,10 @@ MESSAGE_LINES = ("validate_tool_stream", "validate-tool-stream")   # errors and 
 class SafeRuns(unittest.TestCase):
     """A TestCase whose run_safe() checks both streams of a CLI run against the contract."""
 
-    def run_safe(self, *args, stdin=None, github=False, out_lines=None, err_lines=None):
-        """Run the CLI; check rules 1-3 on stdout and stderr, and optionally how each line starts."""
-        code, out, err = run_tool(*args, stdin=stdin)
+    def run_safe(self, *args, stdin=None, github=False, out_lines=None, err_lines=None, process=False):
+        """Run the CLI; check rules 1-3 on stdout and stderr, and optionally how each line starts.
+        process=True runs the real script in a subprocess (every byte the process writes)."""
+        code, out, err = run_tool(*args, stdin=stdin, process=process)
         self.assertIn(code, (0, 1, 2, 3), f"exit code {code}; stderr: {err[-600:]!r}")
         for name, text, starts in (("stdout", out, out_lines), ("stderr", err, err_lines)):
             with self.subTest(stream=name):
@@ -295,11 +293,12 @@ class Planted(SafeRuns):
     def tearDownClass(cls):
         cls._tmp.cleanup()
 
-    def run_report(self, *args, stdin=None):
+    def run_report(self, *args, stdin=None, process=False):
         """run_safe, plus the shape of the --report given in args (json when none) and of --expect's stderr."""
         report = args[args.index("--report") + 1] if "--report" in args else "json"
         code, out, err = self.run_safe(*args, stdin=stdin, github=report == "github", out_lines=REPORT_LINES[report],
-                                       err_lines=EXPECT_LINES if "--expect" in args else MESSAGE_LINES)
+                                       err_lines=EXPECT_LINES if "--expect" in args else MESSAGE_LINES,
+                                       process=process)
         with self.subTest(check=f"--report {report} is well-formed"):
             if report == "json":
                 json_documents(self, out)
@@ -369,8 +368,9 @@ class ReportModes(Planted):
     def test_redact_arguments(self):
         self.run_report(self.folder, "--report", "text", "--redact-arguments")
 
+    @slow("a real process: every byte the interpreter itself writes")
     def test_standard_input(self):
-        self.run_report("-", "--report", "text", stdin=self.stdin_bytes())
+        self.run_report("-", "--report", "text", stdin=self.stdin_bytes(), process=True)
 
 
 class Expect(Planted):
