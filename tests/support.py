@@ -63,6 +63,17 @@ def load_fixture(relpath):
     return data, json.loads(data)
 
 
+def one_per_shape(places, rng, path=lambda place: place, kind=lambda place: ()):
+    """One of `places` per class, chosen with rng (a seeded random.Random).  A class is a place's
+    kind and its path with every list index replaced by "*": every member name at every depth is
+    kept, and of the places that differ only by which list item they are in, one is taken."""
+    classes = {}
+    for place in places:
+        shape = tuple(kind(place)) + tuple("*" if isinstance(key, int) else key for key in path(place))
+        classes.setdefault(shape, []).append(place)
+    return [rng.choice(members) for members in classes.values()]
+
+
 def write(folder, name, data):
     """Write bytes or text (UTF-8) to folder/name, making parent folders; returns the path."""
     path = os.path.join(folder, name)

@@ -16,7 +16,7 @@ import json
 import random
 import unittest
 
-from support import fixture_paths, load_fixture, slow, vts
+from support import fixture_paths, load_fixture, one_per_shape, slow, vts
 
 SECRETS = (
     "sk-proj-AbCdEf0123456789XyZ0123456789abcd",
@@ -57,15 +57,6 @@ def planted(doc, kind, path, secret):
     return out
 
 
-def one_per_class(places, rng):
-    """One (kind, path) per (kind, path with list indices wildcarded), chosen with rng."""
-    classes = {}
-    for kind, path in places:
-        shape = (kind,) + tuple("*" if isinstance(key, int) else key for key in path)
-        classes.setdefault(shape, []).append((kind, path))
-    return [rng.choice(members) for members in classes.values()]
-
-
 # Members whose values are call identity or arguments (any profile): the report may echo them.
 IDENTITY = frozenset({"id", "name", "call_id", "item_id", "toolUseId", "tool_use_id", "arguments", "partial_json",
                       "input", "delta", "tool_id", "namespace"})   # a Responses call's namespace is identity
@@ -99,7 +90,8 @@ class PlantedSecrets(unittest.TestCase):
             stream_key = "events" if "events" in doc else "chunks"
             if not isinstance(doc.get(stream_key), list):
                 continue
-            places = one_per_class(positions(doc[stream_key], (stream_key,)), rng)
+            places = one_per_shape(positions(doc[stream_key], (stream_key,)), rng,
+                                   path=lambda place: place[1], kind=lambda place: place[:1])
             places += [("key", ()), ("value", ("profile",))]           # an unknown top-level key, the profile
             for number, (kind, path) in enumerate(places):
                 secret = SECRETS[number % len(SECRETS)]
