@@ -59,14 +59,13 @@ import contextlib
 import io
 from unittest import mock
 
-from support import SCRIPT, vts
+from support import ENV, SCRIPT, run_cli, slow, vts
 
 try:
     import resource
 except ImportError:  # pragma: no cover - not on POSIX
     resource = None
 
-ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
 TIMEOUT = 120
 SEED = 20240611
 
@@ -78,8 +77,11 @@ def pin_command(*args):
     return [sys.executable, SCRIPT, "pin", *args]
 
 
-def run_pin(*args, preexec_fn=None):
-    """Run `pin` to the end; returns (exit code, stdout, stderr)."""
+def run_pin(*args, preexec_fn=None, process=False):
+    """Run `pin` to the end; returns (exit code, stdout, stderr).  In this process (support.run_cli)
+    unless process=True or a preexec_fn (a resource limit) asks for a real process."""
+    if preexec_fn is None and not process:
+        return run_cli("pin", *args, decode="replace")
     proc = subprocess.run(pin_command(*args), capture_output=True, env=ENV, timeout=TIMEOUT,
                           preexec_fn=preexec_fn)
     return (proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
@@ -131,7 +133,7 @@ def clean_pin(testcase, files):
     with holder:
         write_files(folder, files)
         started = time.monotonic()
-        code, _, err = run_pin(folder)
+        code, _, err = run_pin(folder, process=True)     # a real process: its duration spreads the kills
         took = time.monotonic() - started
         testcase.assertEqual(code, 0, f"a clean pin of the reference copy failed: {err}")
         pinned = {name: read_bytes(os.path.join(folder, name)) for name in files}
@@ -278,6 +280,7 @@ class AtomicReplace(PinSafetyCase):
 
 @unittest.skipIf(resource is None or not hasattr(resource, "RLIMIT_FSIZE"), "no resource.RLIMIT_FSIZE here")
 class FullDisk(PinSafetyCase):
+    @slow("a real process under a file-size limit")
     def test_a_write_that_does_not_fit_keeps_the_old_file_and_the_run_goes_on(self):
         files = {"a-big.json": fixture("call_a", 40_000), "b-small.json": fixture("call_b", 50),
                  "c-big.json": fixture("call_c", 40_000), "d-small.json": fixture("call_d", 60)}
@@ -392,14 +395,15 @@ class Names(PinSafetyCase):
             self.assert_no_strays(folder, {name}, False, "long name")
 
     @unittest.skipUnless(hasattr(os, "mkfifo"), "no named pipes here")
+    @slow("real processes: a pipe read would hang")
     def test_a_pipe_is_not_read_or_pinned(self):
         holder, folder = real_tempdir()
         with holder:
             os.mkfifo(os.path.join(folder, "pipe.json"))
-            code, _, err = run_pin(os.path.join(folder, "pipe.json"))
+            code, _, err = run_pin(os.path.join(folder, "pipe.json"), process=True)   # a hang would time out
             self.assertEqual(code, 3)
             self.assertIn("pipe.json: skipped: not a regular file", err)
-            code, _, err = run_pin(folder)   # in a folder: refused before anything is read
+            code, _, err = run_pin(folder, process=True)   # in a folder: refused before anything is read
             self.assertEqual(code, 3)
             self.assertIn("pipe.json is not a regular file", err)
             self.assert_clean_stderr(err)
@@ -408,6 +412,7 @@ class Names(PinSafetyCase):
 # --------------------------------------------------------------------------- killed and interrupted runs
 
 
+@slow("real processes killed at random moments")
 class KilledRun(PinSafetyCase):
     """Six ~3 MB fixtures; runs killed at random moments must leave each file old or new."""
 
@@ -510,6 +515,7 @@ print(json.dumps({"reads": reads, "failures": len(failures), "first": failures[:
 """
 
 
+@slow("real processes racing")
 class ConcurrentPins(PinSafetyCase):
     ROUNDS = 4
 
