@@ -93,15 +93,16 @@ class _Stdin:
         return self.buffer.read(*args).decode("utf-8")
 
 
-def run_cli(*args, stdin=None, decode="strict"):
+def run_cli(*args, stdin=None, decode="strict", encoding="utf-8"):
     """Run the CLI in this process; returns (exit code, stdout, stderr) as the real command would.
 
     vts.main() is the script's whole entry point (`sys.exit(main())`), so the exit code, the bytes on
     standard output and on standard error are the ones a subprocess would give; the streams are
     UTF-8 text over bytes (what the command has under the test environment's C.UTF-8 locale).
-    `decode` is how the captured bytes are decoded ("surrogateescape" keeps a stray byte visible)."""
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline=None)
-    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline=None)
+    `decode` is how the captured bytes are decoded ("surrogateescape" keeps a stray byte visible);
+    `encoding` is the streams' encoding, as PYTHONIOENCODING would set it for a process."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", newline=None)
+    err = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="backslashreplace", newline=None)
     saved_argv = sys.argv
     saved_columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = saved_columns or "80"   # argparse wraps --help as for a pipe (80 columns)
@@ -119,7 +120,7 @@ def run_cli(*args, stdin=None, decode="strict"):
             del os.environ["COLUMNS"]
     out.flush()
     err.flush()
-    return code, out.buffer.getvalue().decode("utf-8", decode), err.buffer.getvalue().decode("utf-8", decode)
+    return code, out.buffer.getvalue().decode(encoding, decode), err.buffer.getvalue().decode(encoding, decode)
 
 
 def run_process(*args, stdin=None, timeout=120, decode="strict", **popen):

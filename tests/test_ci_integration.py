@@ -10,7 +10,7 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from support import FIXTURES, ROOT, SCRIPT, envelope, run_cli, vts
+from support import FIXTURES, ROOT, SCRIPT, envelope, run_cli, slow, vts
 
 PASS_DOC = envelope("openai", [
     {"choices": [{"index": 0, "delta": {"tool_calls": [
@@ -53,6 +53,7 @@ class Folder:
 
 
 class Installable(unittest.TestCase):
+    @slow("a real process: the script run by its shebang")
     def test_the_script_is_executable_with_its_shebang(self):
         with open(SCRIPT, "rb") as handle:
             self.assertEqual(handle.readline(), b"#!/usr/bin/env python3\n")
@@ -249,10 +250,9 @@ class ReviewFindings(unittest.TestCase):
 
     def test_junit_is_ascii_and_quiet_json_is_json_lines(self):
         with Folder({"caf\u00e9.json": BLOCKED_DOC}) as folder:
-            proc = subprocess.run([sys.executable, SCRIPT, folder.path, "--report", "junit"], capture_output=True,
-                                  env=dict(os.environ, PYTHONIOENCODING="cp1252", PYTHONDONTWRITEBYTECODE="1"))
-            proc.stdout.decode("ascii")
-            self.assertTrue(ET.fromstring(proc.stdout).find("testsuite/testcase").get("name").endswith("caf\u00e9.json"))
+            _, junit, _ = run_cli(folder.path, "--report", "junit", encoding="cp1252")   # PYTHONIOENCODING=cp1252
+            junit.encode("ascii")
+            self.assertTrue(ET.fromstring(junit).find("testsuite/testcase").get("name").endswith("caf\u00e9.json"))
             code, out, _ = run_cli(folder.file("caf\u00e9.json"), "--quiet")
             self.assertEqual(code, 1)
             lines = [json.loads(line) for line in out.splitlines()]
@@ -317,11 +317,9 @@ class TextReport(unittest.TestCase):
         import hashlib
         self.assertTrue(call.endswith(f'..." ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})'), call)
         self.assertLess(len(call), 400)
-        proc = subprocess.run([sys.executable, SCRIPT, "-", "--report", "text"], input=json.dumps(doc).encode("utf-8"),
-                              capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii",
-                                                            PYTHONDONTWRITEBYTECODE="1"))
-        self.assertEqual(proc.returncode, 0)                           # an ASCII terminal gets escapes, no crash
-        self.assertIn(b"K\\xf8benhavn", proc.stdout)
+        code, out, _ = run_cli("-", "--report", "text", stdin=json.dumps(doc).encode("utf-8"), encoding="ascii")
+        self.assertEqual(code, 0)                                      # an ASCII terminal gets escapes, no crash
+        self.assertIn("K\\xf8benhavn", out)
 
 
 class Pin(unittest.TestCase):

@@ -20,7 +20,7 @@ import tracemalloc
 import unittest
 import zlib
 
-from support import ROOT, SCRIPT, codes, run_cli, vts
+from support import ROOT, SCRIPT, codes, run_cli, slow, vts
 
 
 def write(folder, name, data):
@@ -197,6 +197,7 @@ class WhatCiSees(unittest.TestCase):
         code, out, _ = run_cli(path, "--report", "github", "--allow-not-applicable")
         self.assertEqual((code, out), (0, ""))
 
+    @slow("real processes: the installed command's own name")
     def test_the_installed_command_names_itself(self):
         with tempfile.TemporaryDirectory() as folder:
             link = os.path.join(folder, "validate-tool-stream")
@@ -220,6 +221,7 @@ class WhatCiSees(unittest.TestCase):
                 self.assertEqual((code, out), (3, ""))
                 self.assertTrue(err.rstrip().endswith("(see --help)"), err)
 
+    @slow("real processes: the interpreter version check")
     def test_an_old_python_says_so_and_exits_3(self):
         found = 0
         for version in ("3.9", "3.8", "3.7"):
@@ -257,6 +259,7 @@ class WhatCiSees(unittest.TestCase):
                     self.assertEqual(code, 3)
                     self.assertIn(f"{option} {broken}: not strict JSON", err)
 
+    @slow("a real process: conformance.py's exit code")
     def test_the_reference_check_fails_when_it_measured_nothing(self):
         with tempfile.TemporaryDirectory() as folder:
             env = dict(os.environ, VTS_SHARED=folder)
@@ -313,6 +316,7 @@ class UnwritableOutput(unittest.TestCase):
         return proc.returncode, proc.stderr.decode("utf-8")
 
     @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
+    @slow("real processes writing to /dev/full")
     def test_a_full_output_says_so(self):
         with open(self.FIXTURE, encoding="utf-8") as handle:
             chunks = json.load(handle)["chunks"]
@@ -325,6 +329,7 @@ class UnwritableOutput(unittest.TestCase):
                 self.assertNotIn("internal error", err)
                 self.assertNotIn("Exception ignored", err)
 
+    @slow("a real process with standard output closed")
     def test_a_closed_output_says_so(self):
         proc = subprocess.run([sys.executable, "-c", "import os, runpy, sys; os.close(1); sys.stdout = None; "
                                f"sys.argv = ['x', {self.FIXTURE!r}]; "
@@ -346,6 +351,7 @@ class SpecialFiles(unittest.TestCase):
             self.assertIn("b.json is not a regular file", err)
 
     @unittest.skipUnless(os.path.exists("/dev/fd/0"), "no /dev/fd here")
+    @slow("a real process reading a pipe")
     def test_a_pipe_given_by_name_is_read(self):
         with open(UnwritableOutput.FIXTURE, "rb") as handle:
             data = handle.read()

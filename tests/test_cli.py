@@ -7,7 +7,7 @@ import sys
 import tempfile
 import unittest
 
-from support import FIXTURES, SCRIPT, codes, envelope, run_cli, vts
+from support import FIXTURES, SCRIPT, codes, envelope, run_cli, slow, vts
 
 PASS_DOC = envelope("openai", [
     {"choices": [{"index": 0, "delta": {"tool_calls": [
@@ -322,6 +322,7 @@ class CaptureAndAdapterCommands(unittest.TestCase):
 class ModuleForm(unittest.TestCase):
     """README: `PYTHONPATH=scripts python3 -m validate_tool_stream` is the same command."""
 
+    @slow("a real process: the module form")
     def test_module_form_matches_script_form(self):
         import subprocess
         import sys
@@ -367,6 +368,7 @@ class EscapingExceptions(unittest.TestCase):
             with self.subTest(limits=kwargs), self.assertRaises(ValueError):
                 vts.Limits(**kwargs)
 
+    @slow("a real process whose standard input is closed")
     def test_closed_standard_input_is_a_usage_error(self):
         proc = subprocess.run([sys.executable, SCRIPT, "-"], stdin=subprocess.DEVNULL, capture_output=True,
                               env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=60,
@@ -379,12 +381,10 @@ class EscapingExceptions(unittest.TestCase):
         # a schema_violation message quotes the failing value; an ascii stdout raised UnicodeEncodeError
         doc = self.envelope({"type": "object", "properties": {"a": {"enum": ["x"]}}})
         doc["chunks"][0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = '{"a":"caf\u00e9"}'
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="ascii")
-        proc = subprocess.run([sys.executable, SCRIPT, "-", "--report", "text"], input=dumps(doc),
-                              capture_output=True, env=env, timeout=60)
-        self.assertEqual(proc.returncode, 1, proc.stderr)
-        self.assertIn(b"schema_violation", proc.stdout)
-        self.assertIn(b"caf\\xe9", proc.stdout)
+        code, out, err = run_cli("-", "--report", "text", stdin=dumps(doc), encoding="ascii")  # PYTHONIOENCODING=ascii
+        self.assertEqual(code, 1, err)
+        self.assertIn("schema_violation", out)
+        self.assertIn("caf\\xe9", out)
 
     def test_interrupt_says_interrupted(self):
         import io

@@ -16,7 +16,7 @@ import sys
 import time
 import unittest
 
-from support import SCRIPT, codes, run_cli, vts
+from support import SCRIPT, codes, run_cli, slow, vts
 
 try:
     import resource
@@ -280,6 +280,7 @@ class DeepNesting(Bounded):
         report = self.run_doc({"profile": "anthropic", "tool_schemas": SCHEMAS, "events": events})
         self.assert_codes(report, ["limit_exceeded"])
 
+    @slow("a real process that must not crash")
     def test_100k_nested_enum_value_in_memory_does_not_crash_the_process(self):
         # Regression (was a bug): a 100k-deep value inside `enum` (in-memory envelope) crashes CPython with a
         # segmentation fault: _kw_enum builds frozenset(canonical(item)), and hashing the
@@ -363,6 +364,7 @@ class HugeNumbers(Bounded):
 # ---------------------------------------------------------------------------
 
 
+@slow("100 MB inputs")
 class HundredMegabytes(Bounded):
     SIZE = 100 * 1000 * 1000
     data = None
@@ -391,6 +393,7 @@ class HundredMegabytes(Bounded):
         self.assert_codes(report, ["limit_exceeded"])
         self.assertEqual(report["calls"], [])
 
+    @slow("100 MB through a real process under a memory limit")
     def test_100mb_through_the_cli_under_a_memory_limit(self):
         code, out, err = run_limited(["-"], self.data, memory=3 << 30)
         self.assertEqual(code, 1, err[-300:])
@@ -570,6 +573,7 @@ class Shapes(Bounded):
 # ---------------------------------------------------------------------------
 
 
+@slow("a million chunks")
 class MillionChunks(Bounded):
     N = 10 ** 6
 
@@ -778,6 +782,7 @@ class CommandLine(unittest.TestCase):
             with self.subTest(name=name):
                 self.check(name, data, code, finding)
 
+    @slow("real processes under a memory limit")
     def test_under_a_memory_limit(self):
         for name in ("deep envelope", "million-digit number", "deep arguments"):
             data, code, finding = self.CASES[name]

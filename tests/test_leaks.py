@@ -100,15 +100,16 @@ class PlantedSecrets(unittest.TestCase):
                 else:
                     bad = planted(doc, kind, path, secret)
                 report = vts.validate_envelope(bad)
+                checked += 1
+                if identity_position(kind, path) or echoed_as_identity(report, secret):
+                    continue              # the report may echo it: nothing to check (so nothing rendered)
                 redacted = vts.redact_arguments(copy.deepcopy(report))
                 outputs = (vts.render_json(report), vts.render_text(report),
                            vts.render_json(redacted), vts.render_text(redacted))
-                allowed = identity_position(kind, path) or echoed_as_identity(report, secret)
-                for rendered in () if allowed else outputs:
+                for rendered in outputs:
                     with self.subTest(fixture=relpath, kind=kind, path=path):
                         self.assertNotIn(secret, rendered)
                         self.assertNotIn(json.dumps(secret)[1:-1], rendered)
-                checked += 1
             self.assertEqual(doc, load_fixture(relpath)[1], f"{relpath}: the validator changed its input")
         self.assertGreater(checked, 5000)
 
