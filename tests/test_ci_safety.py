@@ -20,14 +20,7 @@ import tracemalloc
 import unittest
 import zlib
 
-from support import ROOT, SCRIPT, codes, run_cli, slow, vts
-
-
-def write(folder, name, data):
-    path = os.path.join(folder, name)
-    with open(path, "wb" if isinstance(data, bytes) else "w") as handle:
-        handle.write(data)
-    return path
+from support import ROOT, SCRIPT, codes, run_cli, slow, vts, write
 
 
 def frame(message_type, type_header, name, payload):

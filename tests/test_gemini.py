@@ -16,7 +16,7 @@ import re
 import tempfile
 import unittest
 
-from support import vts
+from support import run_cli, vts
 
 SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 ABSENT = object()
@@ -1230,13 +1230,6 @@ class RequestFromBody(Checks):
         self.assertReport(run([chunk(whole("f", {"a": "x"})), STOP], schemas), [("unsupported_schema", 0)])
 
 
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = vts.main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 class CaptureCli(Checks):
     def test_capture_with_request_then_validate(self):
         body = RequestFromBody.BODY
@@ -1254,7 +1247,7 @@ class CaptureCli(Checks):
                 json.dump(body, handle)
             with open(raw, "wb") as handle:
                 handle.write(sse_body(turn))
-            code, out, err = cli("capture", "--profile", "gemini", "--request", req, raw)
+            code, out, err = run_cli("capture", "--profile", "gemini", "--request", req, raw)
             self.assertEqual((code, err), (0, ""))
             envelope = json.loads(out)
             self.assertNotIn("SECRET", out)
@@ -1266,7 +1259,7 @@ class CaptureCli(Checks):
                               "pass")
             with open(env, "w", encoding="utf-8") as handle:
                 handle.write(out)
-            code, out, err = cli(env)
+            code, out, err = run_cli(env)
             self.assertEqual(code, 0, err)
             self.assertEqual(json.loads(out)["status"], "pass")
 
@@ -1278,7 +1271,7 @@ class CaptureCli(Checks):
                                                                 "parametersJsonSchema": {}}]}]}, handle)
             with open(raw, "wb") as handle:
                 handle.write(sse_body([chunk(whole("x"), finish="STOP")]))
-            code, out, err = cli("capture", "--profile", "gemini", "--request", req, raw)
+            code, out, err = run_cli("capture", "--profile", "gemini", "--request", req, raw)
             self.assertNotEqual(code, 0)
             self.assertEqual(out, "")
             self.assertIn("parametersJsonSchema", err)

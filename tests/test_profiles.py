@@ -16,7 +16,7 @@ SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 NEW_PROFILES = ("openai-responses", "bedrock")
 
 
-def fixture_paths():
+def new_profile_fixtures():
     found = []
     for profile in NEW_PROFILES:
         folder = os.path.join(FIXTURES, profile)
@@ -28,7 +28,7 @@ def run(profile, events, schemas=SCHEMAS):
     return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
 
 
-def codes(report):
+def code_set(report):
     return {f["code"] for f in report["findings"]}
 
 
@@ -42,7 +42,7 @@ def positions(report):
 class FixtureSet(unittest.TestCase):
     def test_each_profile_has_every_kind_and_enough_fixtures(self):
         for profile in NEW_PROFILES:
-            paths = [p for p in fixture_paths() if p.startswith(profile + "/")]
+            paths = [p for p in new_profile_fixtures() if p.startswith(profile + "/")]
             self.assertGreaterEqual(len(paths), 15, profile)
             docs = []
             for path in paths:
@@ -65,7 +65,7 @@ class FixtureSet(unittest.TestCase):
             code = vts.main([os.path.join(FIXTURES, p) for p in NEW_PROFILES] + ["--expect"])
         self.assertEqual(code, 0, err.getvalue())
         summary = json.loads(out.getvalue().splitlines()[-1])["summary"]
-        self.assertEqual(summary["fixtures"], len(fixture_paths()))
+        self.assertEqual(summary["fixtures"], len(new_profile_fixtures()))
         self.assertEqual(summary.get("expect_mismatches", 0), 0)
 
 
@@ -73,11 +73,11 @@ class Envelope(unittest.TestCase):
     def test_chunks_key_is_invalid_on_new_profiles(self):
         for profile in NEW_PROFILES:
             report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, "chunks": []})
-            self.assertEqual(codes(report), {"invalid_fixture"})
+            self.assertEqual(code_set(report), {"invalid_fixture"})
 
     def test_events_must_be_a_list(self):
         report = vts.validate_envelope({"profile": "bedrock", "tool_schemas": {}, "events": {}})
-        self.assertEqual(codes(report), {"invalid_fixture"})
+        self.assertEqual(code_set(report), {"invalid_fixture"})
 
     def test_empty_streams_are_not_applicable(self):
         for profile in NEW_PROFILES:
@@ -214,7 +214,7 @@ class ResponsesEdges(unittest.TestCase):
         stream = responses_call()
         del stream[2]["output_index"]
         # the unreadable delta is a finding; the call itself takes the .done restatement
-        self.assertEqual(codes(run("openai-responses", stream)), {"missing_index"})
+        self.assertEqual(code_set(run("openai-responses", stream)), {"missing_index"})
 
     def test_done_only_arguments_are_one_complete_call(self):
         # LM Studio / Codex: no delta; the .done event and the done item state the arguments
@@ -265,7 +265,7 @@ class ResponsesEdges(unittest.TestCase):
 
     def test_delta_after_output_item_done(self):
         stream = [created(), added(), delta("{}"), item_done("{}"), delta(" "), done("{} "), COMPLETED]
-        self.assertEqual(codes(run("openai-responses", stream)), {"delta_after_terminal"})
+        self.assertEqual(code_set(run("openai-responses", stream)), {"delta_after_terminal"})
 
     def test_text_only_incomplete_and_completed_are_not_applicable(self):
         for end in ("response.incomplete", "response.completed"):
@@ -279,7 +279,7 @@ class ResponsesEdges(unittest.TestCase):
         self.assertEqual(positions(report), [("stream_error", 1)])
 
     def test_non_object_event(self):
-        self.assertEqual(codes(run("openai-responses", [created(), "data"])), {"unsupported_event"})
+        self.assertEqual(code_set(run("openai-responses", [created(), "data"])), {"unsupported_event"})
 
     def test_report_never_echoes_text_content(self):
         stream = [created(), added(kind="message", fc="msg_1"),
@@ -330,7 +330,7 @@ class BedrockEdges(unittest.TestCase):
 
     def test_delta_with_several_members(self):
         stream = [MSG_START, b_delta(0, text="a", citation={}), MSG_STOP]
-        self.assertEqual(codes(run("bedrock", stream)), {"unsupported_event", "missing_slot"})
+        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event", "missing_slot"})
 
     def test_second_message_stop_is_duplicate_terminal(self):
         self.assertEqual(positions(run("bedrock", bedrock_call() + [MSG_STOP])), [("duplicate_terminal", 6)])
@@ -398,15 +398,15 @@ class BedrockEdges(unittest.TestCase):
     def test_missing_block_index(self):
         stream = bedrock_call()
         stream[2] = {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"a":1}'}}}}
-        self.assertEqual(codes(run("bedrock", stream)), {"missing_index"})
+        self.assertEqual(code_set(run("bedrock", stream)), {"missing_index"})
 
     def test_non_string_input_and_stop_reason(self):
         stream = bedrock_call()
         stream[2] = b_delta(0, toolUse={"input": {"a": 1}})
-        self.assertEqual(codes(run("bedrock", stream)), {"unsupported_event"})
+        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event"})
         stream = bedrock_call()
         stream[4] = {"messageStop": {}}
-        self.assertEqual(codes(run("bedrock", stream)), {"unsupported_event", "missing_terminal"})
+        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event", "missing_terminal"})
 
     def test_citation_belongs_to_text_not_reasoning(self):
         stream = [MSG_START, b_delta(0, reasoningContent={"text": "x"}), b_delta(0, citation={"title": "t"}),
@@ -427,7 +427,7 @@ class OldProfilesUnchanged(unittest.TestCase):
                 "finish_reason": "tool_calls"}]}]})
         self.assertEqual(report["status"], "pass")
         unknown = vts.validate_envelope({"profile": "cohere", "tool_schemas": {}, "events": []})
-        self.assertEqual(codes(unknown), {"unknown_profile"})
+        self.assertEqual(code_set(unknown), {"unknown_profile"})
 
 
 if __name__ == "__main__":
