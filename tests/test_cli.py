@@ -1,5 +1,9 @@
 """The command line: exit codes 0-3 only, a message on stderr for 3, no traceback."""
 
+import shutil
+import xml.etree.ElementTree as ET
+import stat
+import re
 import json
 import os
 import subprocess
@@ -7,7 +11,7 @@ import sys
 import tempfile
 import unittest
 
-from support import FIXTURES, SCRIPT, codes, envelope, run_cli, slow, vts
+from support import FIXTURES, ROOT, SCRIPT, codes, envelope, run_cli, slow, vts, write
 
 PASS_DOC = envelope("openai", [
     {"choices": [{"index": 0, "delta": {"tool_calls": [
@@ -395,6 +399,367 @@ class EscapingExceptions(unittest.TestCase):
             self.assertEqual(vts.main(["x"]), 3)
         self.assertIn("interrupted", err.getvalue())
         self.assertNotIn("internal error", err.getvalue())
+
+# ---------------------------------------------------------------------------------------------------
+# The seed's release criteria, checked through the real command line (was test_objective_verification.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+def cli(relpath):
+    code, out, err = run_cli(os.path.join(FIXTURES, relpath))
+    return code, json.loads(out), err
+
+
+class ReleaseCriteria(unittest.TestCase):
+    def test_valid_fragmented_call_exits_0_with_its_exact_call(self):
+        code, report, _ = cli("openai/valid-fragmented-single-call.json")
+        self.assertEqual(code, 0)
+        self.assertEqual((report["status"], report["applicable"], report["executable"]), ("pass", True, True))
+        call = report["calls"][0]
+        self.assertEqual((call["id"], call["name"], call["arguments"]),
+                         ("call_Wq8rT2mZkP4vN6xY1bC3dE5f", "get_weather", '{"city":"Paris","unit":"celsius"}'))
+
+    def test_reused_slot_exits_1_with_identity_collision_and_nothing_executable(self):
+        code, report, _ = cli("openai/identity-collision-reused-index-ollama-batch.json")
+        self.assertEqual(code, 1)
+        self.assertIn("identity_collision", [f["code"] for f in report["findings"]])
+        self.assertFalse(report["executable"])
+
+    def test_text_only_exits_2(self):
+        code, report, _ = cli("openai/not-applicable-text-only-stop.json")
+        self.assertEqual(code, 2)
+        self.assertEqual((report["status"], report["applicable"], report["executable"]),
+                         ("not_applicable", False, False))
+
+    def test_bad_turns_fail_closed_with_their_codes(self):
+        for relpath, code_name in (
+            ("openai/malformed-json-truncated-object-closed-by-finish.json", "malformed_json"),
+            ("openai/missing-terminal-cut-mid-arguments.json", "missing_terminal"),
+            ("anthropic/wrong-terminal-reason-max-tokens-mid-tool-input.json", "wrong_terminal_reason"),
+            ("openai/duplicate-terminal-second-finish-reason.json", "duplicate_terminal"),
+            ("openai/non-finite-number-nan.json", "non_finite_number"),
+            ("openai/unknown-tool-name-not-declared.json", "unknown_tool"),
+            ("openai/unsupported-schema-if-then.json", "unsupported_schema"),
+            ("openai/schema-violation-missing-required.json", "schema_violation"),
+        ):
+            with self.subTest(fixture=relpath):
+                code, report, err = cli(relpath)
+                self.assertEqual(code, 1, err)
+                self.assertEqual(report["status"], "blocked")
+                self.assertIn(code_name, [f["code"] for f in report["findings"]])
+                self.assertFalse(report["executable"])
+
+# ---------------------------------------------------------------------------------------------------
+# Installable, folders and JSON Lines (was test_ci_integration.py, issue 12).
+# ---------------------------------------------------------------------------------------------------
+
+
+PASS_DOC_ci = envelope("openai", [
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
+], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
+
+
+BLOCKED_DOC = dict(PASS_DOC_ci, chunks=PASS_DOC_ci["chunks"][:1])
+
+
+class Folder:
+    def __init__(self, files):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = self.tmp.name
+        for name, content in files.items():
+            full = os.path.join(self.path, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as handle:
+                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.tmp.cleanup()
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+class Installable(unittest.TestCase):
+    @slow("a real process: the script run by its shebang")
+    def test_the_script_is_executable_with_its_shebang(self):
+        with open(SCRIPT, "rb") as handle:
+            self.assertEqual(handle.readline(), b"#!/usr/bin/env python3\n")
+        self.assertTrue(os.stat(SCRIPT).st_mode & stat.S_IXUSR)
+        listed = subprocess.run(["git", "ls-files", "-s", "scripts/validate_tool_stream.py"], cwd=ROOT,
+                                capture_output=True, text=True)
+        if listed.returncode == 0 and listed.stdout:
+            self.assertTrue(listed.stdout.startswith("100755"), listed.stdout)   # the mode git checks out
+        proc = subprocess.run([SCRIPT, "--version"], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, f"{vts.TOOL} {vts.VERSION}"))
+
+    def test_pyproject_declares_the_single_module_and_its_command(self):
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            self.skipTest("tomllib needs Python 3.11")
+        with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
+            project = tomllib.load(handle)
+        self.assertEqual(project["project"]["dependencies"], [])
+        self.assertEqual(project["project"]["version"], vts.VERSION)
+        self.assertEqual(project["project"]["scripts"], {"validate-tool-stream": "validate_tool_stream:main"})
+        self.assertEqual(project["tool"]["setuptools"]["py-modules"], ["validate_tool_stream"])
+        self.assertEqual(project["tool"]["setuptools"]["package-dir"], {"": "scripts"})
+        self.assertTrue(callable(vts.main))
+
+    def test_pre_commit_hook_runs_the_real_command(self):
+        with open(os.path.join(ROOT, ".pre-commit-hooks.yaml"), encoding="utf-8") as handle:
+            text = handle.read()
+        self.assertIn("- id: validate-tool-stream", text)
+        self.assertIn("language: python", text)
+        entry = re.search(r"^\s*entry: (.+)$", text, re.M).group(1).split()
+        self.assertEqual(entry[0], "validate-tool-stream")       # the console script of pyproject.toml
+        with Folder({"fixtures/a.json": dict(PASS_DOC_ci, expect={"status": "pass"}),
+                     "fixtures/b.json": dict(BLOCKED_DOC, expect={"status": "pass"})}) as folder:
+            code, out, err = run_cli(*entry[1:], folder.file("fixtures/a.json"), folder.file("fixtures/b.json"))
+            self.assertEqual(code, 1)
+            self.assertNotIn("a.json", out)                       # --quiet: only the failing fixture
+            self.assertIn("b.json", out)
+            files = re.search(r"^\s*files: (.+)$", text, re.M).group(1)
+            self.assertTrue(re.search(files, "fixtures/openai/x.json"))
+            self.assertFalse(re.search(files, "package.json"))
+
+    def test_help_lists_the_subcommands_and_options_are_never_abbreviated(self):
+        code, out, _ = run_cli("--help")
+        self.assertEqual(code, 0)
+        for word in ("capture", "pin", "--report", "junit", "github", "--quiet", "--exclude", "--allow-not-applicable"):
+            self.assertIn(word, out)
+        code, out, err = run_cli(os.path.join(FIXTURES, "openai"), "--max-dept", "3")
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("--max-dept", err)
+        code, _, err = run_cli("-", "--max-depth", "x", stdin=b"{}")
+        self.assertEqual(code, 3)
+        self.assertIn("argument --max-depth", err)
+        for argv, bad in ((["--hel"], "--hel"), (["capture", "--prof", "openai", "-"], "--prof"),
+                          (["pin", "--allow", "x.json"], "--allow")):
+            code, out, err = run_cli(*argv, stdin=b"")
+            self.assertEqual((code, out), (3, ""))
+            self.assertIn(f"unknown option {bad} ", err)
+
+
+class ReviewFindings(unittest.TestCase):
+    """The review of issue 12, one regression each."""
+
+    def test_linked_folders_are_followed_once_and_unreadable_ones_refused(self):
+        with Folder({"a/x.json": PASS_DOC_ci, "b/y.json": BLOCKED_DOC}) as folder:
+            os.symlink(folder.file("b"), folder.file("a/linked"))          # a linked folder is checked
+            os.symlink(folder.file("a"), folder.file("a/loop"))            # a loop is walked once
+            code, out, _ = run_cli(folder.file("a"))
+            self.assertEqual(code, 1)
+            self.assertEqual(json.loads(out.splitlines()[-1])["summary"]["fixtures"], 2)
+        with self.assertRaises(vts.UsageError):       # a folder that cannot be listed (root reads everything here)
+            def failing(*_args, **_kwargs):
+                raise PermissionError(13, "Permission denied", "/x")
+            original = os.scandir
+            os.scandir = failing
+            try:
+                vts._walk_json(ROOT)
+            finally:
+                os.scandir = original
+
+    def test_json_lines_keep_unicode_line_separators_inside_strings(self):
+        doc = json.loads(json.dumps(PASS_DOC_ci))
+        doc["chunks"][0]["choices"][0]["delta"]["content"] = "a\u2028b\u2029c\u0085d"
+        body = "\n".join(json.dumps(c, ensure_ascii=False) for c in doc["chunks"]).encode("utf-8")
+        envelope, _ = vts.sse_to_envelope(body, "openai", doc["tool_schemas"], redact=False)
+        self.assertEqual(len(envelope["chunks"]), 2)
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+    def test_junit_is_ascii_and_quiet_json_is_json_lines(self):
+        with Folder({"caf\u00e9.json": BLOCKED_DOC}) as folder:
+            _, junit, _ = run_cli(folder.path, "--report", "junit", encoding="cp1252")   # PYTHONIOENCODING=cp1252
+            junit.encode("ascii")
+            self.assertTrue(ET.fromstring(junit).find("testsuite/testcase").get("name").endswith("caf\u00e9.json"))
+            code, out, _ = run_cli(folder.file("caf\u00e9.json"), "--quiet")
+            self.assertEqual(code, 1)
+            lines = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual((lines[0]["status"], lines[1]["summary"]["blocked"]), ("blocked", 1))
+
+    def test_pin_keeps_crlf_tabs_and_stays_stable(self):
+        plain = {k: v for k, v in PASS_DOC_ci.items()}
+        with Folder({"crlf.json": json.dumps(plain, indent=2).replace("\n", "\r\n") + "\r\n",
+                     "tabs.json": json.dumps(plain, indent="\t") + "\n",
+                     "notobj.json": json.dumps(dict(plain, expect="x"), indent=2),
+                     "typo.json": json.dumps(dict(plain, expect={"code": []}), indent=2)}) as folder:
+            code, _, err = run_cli("pin", folder.path, "--allow-invalid")
+            self.assertEqual(code, 3)
+            self.assertIn("typo.json: not pinned", err)
+            with open(folder.file("crlf.json"), "rb") as handle:
+                data = handle.read()
+            self.assertEqual(data.count(b"\n"), data.count(b"\r\n"))
+            with open(folder.file("tabs.json"), encoding="utf-8") as handle:
+                self.assertIn('\n\t"expect": {\n\t\t"status": "pass"', handle.read())
+            self.assertEqual(run_cli(folder.path, "--expect", "--exclude", "typo.json")[0], 0)
+
+    def test_har_entry_with_schemas_keeps_the_request_block(self):
+        request = {"model": "m", "tools": [{"type": "function", "function": {"name": "weather", "parameters": {}}}],
+                   "tool_choice": "required", "parallel_tool_calls": False}
+        sse = "".join(f"data: {json.dumps(c)}\n\n" for c in PASS_DOC_ci["chunks"]) + "data: [DONE]\n\n"
+        har = {"log": {"entries": [{"request": {"url": "https://x.test/v1/chat/completions",
+                                                "postData": {"text": json.dumps(request)}},
+                                    "response": {"content": {"text": sse}}}]}}
+        with Folder({"s.har": har, "tools.json": {"weather": {"type": "object"}}}) as folder:
+            code, out, err = run_cli("capture", "--profile", "openai", "--entry", "0", "--schemas",
+                                     folder.file("tools.json"), folder.file("s.har"))
+            self.assertEqual(code, 0, err)
+            envelope = json.loads(out)
+            self.assertEqual(envelope["request"]["tool_choice"], "required")
+            self.assertEqual(envelope["tool_schemas"], {"weather": {"type": "object"}})
+            self.assertEqual(run_cli("capture", "--profile", "openai", "--entry", "\u00b2", folder.file("s.har"))[0], 3)
+
+    def test_github_points_at_the_profile_and_the_expect_block(self):
+        text = json.dumps(dict(PASS_DOC_ci, profile="cohere", expect={"status": "pass"}), indent=2)
+        lines = text.splitlines()
+        with Folder({"g.json": text}) as folder:
+            _, out, _ = run_cli(folder.file("g.json"), "--report", "github")
+            profile_line = [n for n, line in enumerate(lines, 1) if line.startswith('  "profile"')][0]
+            self.assertIn(f",line={profile_line},col=3::unknown_profile", out)
+            _, out, _ = run_cli(folder.file("g.json"), "--report", "github", "--expect")
+            expect_line = [n for n, line in enumerate(lines, 1) if line.startswith('  "expect"')][0]
+            self.assertIn(f",line={expect_line},col=3::expect: ", out)
+
+# ---------------------------------------------------------------------------------------------------
+# What CI sees of the command line (was test_ci_safety.py, issue 22).
+# ---------------------------------------------------------------------------------------------------
+
+
+class WhatCiSees(unittest.TestCase):
+    def test_github_puts_a_syntax_error_where_the_parser_stopped(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = write(folder, "bad.json", '{\n "profile": "openai",\n "chunks": [1 2]\n}\n')
+            _, out, _ = run_cli(path, "--report", "github")
+        self.assertIn(",line=3,col=15::invalid_fixture:", out)
+
+    def test_a_not_applicable_fixture_says_why_the_step_fails(self):
+        path = os.path.join(ROOT, "fixtures", "openai", "not-applicable-text-only-stop.json")
+        code, out, _ = run_cli(path, "--report", "github")
+        self.assertEqual(code, 2)
+        self.assertRegex(out, r"^::error file=[^\n]*::not_applicable: .*fails \(exit 2\).*--allow-not-applicable")
+        code, out, _ = run_cli(path, "--report", "github", "--allow-not-applicable")
+        self.assertEqual((code, out), (0, ""))
+
+    @slow("real processes: the installed command's own name")
+    def test_the_installed_command_names_itself(self):
+        with tempfile.TemporaryDirectory() as folder:
+            link = os.path.join(folder, "validate-tool-stream")
+            shutil.copy(SCRIPT, link)
+            for args, stream in ((["--version"], "stdout"), (["--help"], "stdout"), (["pin", "--help"], "stdout"),
+                                 (["capture", "--help"], "stdout")):
+                with self.subTest(args=args):
+                    proc = subprocess.run([sys.executable, link, *args], capture_output=True, text=True, timeout=60)
+                    text = getattr(proc, stream)
+                    self.assertIn("validate-tool-stream", text)
+                    self.assertNotIn("validate_tool_stream.py", text)
+        code, out, _ = run_cli("--version")
+        self.assertEqual((code, out.strip()), (0, f"validate_tool_stream {vts.VERSION}"))
+        code, out, _ = run_cli("--help")
+        self.assertTrue(out.startswith("usage: validate_tool_stream.py"))
+
+    def test_usage_errors_point_to_help(self):
+        for args in (["-q", "x"], ["--report", "xml", "x"], []):
+            with self.subTest(args=args):
+                code, out, err = run_cli(*args)
+                self.assertEqual((code, out), (3, ""))
+                self.assertTrue(err.rstrip().endswith("(see --help)"), err)
+
+    @slow("real processes: the interpreter version check")
+    def test_an_old_python_says_so_and_exits_3(self):
+        found = 0
+        for version in ("3.9", "3.8", "3.7"):
+            python = shutil.which(f"python{version}")
+            if python is None:
+                continue
+            found += 1
+            with self.subTest(version=version):
+                proc = subprocess.run([python, SCRIPT, "x"], capture_output=True, text=True, timeout=60)
+                if "No module named" in proc.stderr or proc.returncode == 127 or "not installed" in proc.stderr:
+                    continue   # a pyenv shim without that version
+                self.assertEqual(proc.returncode, 3, proc.stderr)
+                self.assertIn(f"needs Python 3.10 or newer, this is {version}", proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
+        # whatever is installed: the check itself, with an older version pretended
+        code = ("import sys, runpy; sys.version_info = (3, 8, 18, 'final', 0); sys.argv = ['x', 'y']; "
+                f"runpy.run_path({SCRIPT!r}, run_name='__main__')")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 3)
+        self.assertEqual(proc.stderr, "validate_tool_stream: needs Python 3.10 or newer, this is 3.8; no verdict\n")
+
+    def test_redacted_text_reports_keep_the_json_pointer(self):
+        path = os.path.join(ROOT, "fixtures", "openai", "schema-violation-additional-property.json")
+        _, out, _ = run_cli(path, "--report", "text", "--redact-arguments")
+        self.assertRegex(out, r"schema_violation at position \d+.*: the arguments do not satisfy the tool's schema "
+                              r"\(at /[^)]*\)")
+
+    def test_schemas_and_request_parse_errors_name_the_file(self):
+        with tempfile.TemporaryDirectory() as folder:
+            broken = write(folder, "tools.json", '{"a": ')
+            body = os.path.join(ROOT, "fixtures", "capture", "openai-weather.sse")
+            for option in ("--schemas", "--request"):
+                with self.subTest(option=option):
+                    code, _, err = run_cli("capture", "--profile", "openai", option, broken, body)
+                    self.assertEqual(code, 3)
+                    self.assertIn(f"{option} {broken}: not strict JSON", err)
+
+    @slow("a real process: conformance.py's exit code")
+    def test_the_reference_check_fails_when_it_measured_nothing(self):
+        with tempfile.TemporaryDirectory() as folder:
+            env = dict(os.environ, VTS_SHARED=folder)
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "conformance.py")], env=env,
+                                  capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 3)
+        self.assertIn("nothing measured", proc.stdout)
+
+
+class ExpectBlocksOfAnyShape(unittest.TestCase):
+    def test_a_status_or_code_that_is_not_a_string_is_a_difference(self):
+        source = os.path.join(ROOT, "fixtures", "openai", "valid-fragmented-single-call.json")
+        with open(source, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        for expect, said in (({"status": ["pass"]}, "expect status a list is not pass, blocked or not_applicable"),
+                             ({"status": {"a": 1}}, "is not pass, blocked or not_applicable"),
+                             ({"status": "pass", "codes": [["x"]]}, "expect codes must be a list of finding codes"),
+                             ({"status": "pass", "codes": [{}, 1]}, "expect codes must be a list of finding codes")):
+            doc["expect"] = expect
+            with tempfile.TemporaryDirectory() as folder:
+                path = write(folder, "f.json", json.dumps(doc))
+                for mode in ("json", "text", "junit", "github"):
+                    code, out, err = run_cli(path, "--expect", "--report", mode)
+                    self.assertEqual(code, 1, f"{expect} {mode}: {err}")
+                    self.assertNotIn("internal error", err)
+                    self.assertIn(said, out + err, mode)
+
+
+class SpecialFiles(unittest.TestCase):
+    FIXTURE = os.path.join(ROOT, "fixtures", "openai", "valid-fragmented-single-call.json")
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "no named pipes here")
+    def test_a_pipe_in_a_fixture_folder_is_refused_not_waited_on(self):
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(SpecialFiles.FIXTURE, os.path.join(folder, "a.json"))
+            os.mkfifo(os.path.join(folder, "b.json"))
+            code, out, err = run_cli(folder)
+            self.assertEqual((code, out), (3, ""))
+            self.assertIn("b.json is not a regular file", err)
+
+    @unittest.skipUnless(os.path.exists("/dev/fd/0"), "no /dev/fd here")
+    @slow("a real process reading a pipe")
+    def test_a_pipe_given_by_name_is_read(self):
+        with open(SpecialFiles.FIXTURE, "rb") as handle:
+            data = handle.read()
+        proc = subprocess.run([sys.executable, SCRIPT, "--quiet", "/dev/fd/0"], input=data, capture_output=True,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import re
 import tempfile
 import unittest
 
-from support import run_cli, vts
+from support import codes, run_cli, vts
 
 SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 ABSENT = object()
@@ -1654,7 +1654,6 @@ class Hostile(Checks):
         self.assertReport(run([{"candidates": "x" * 100_000}]), [("unsupported_event", 0)], [], "blocked")
 
 
-
 # --- what every reader reads the same way (second review) ------------------------------------
 
 class ReadersAgree(Checks):
@@ -1846,6 +1845,84 @@ class AdapterIds(Checks):
         self.assertEqual(vts.compare_calls(ours, theirs, ids_optional=True), [])
         self.assertEqual(len(vts.compare_calls(ours, theirs)), 1)   # other profiles: an id is required
         self.assertEqual(len(vts.compare_calls([dict(ours[0], id="a")], theirs, ids_optional=True)), 1)
+
+# ---------------------------------------------------------------------------------------------------
+# Gemini enum numbers, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+def gem(parts, finish=None, **candidate):
+    body = {"content": {"role": "model", "parts": parts}, **candidate}
+    if finish is not None:
+        body["finishReason"] = finish
+    return {"candidates": [body]}
+
+
+WHOLE = {"functionCall": {"name": "f", "args": {"a": 1}}}
+
+
+def gemini(chunks, schemas=None):
+    return vts.validate_envelope({"profile": "gemini", "tool_schemas": schemas or {"f": {"type": "object"}},
+                                  "chunks": chunks})
+
+
+class GeminiEnumNumbers(unittest.TestCase):
+    def test_finish_reason_numbers_with_a_call(self):
+        self.assertEqual(gemini([gem([WHOLE], 1)])["status"], "pass")
+        for number in (0, 2, 3, 4, 5, 6, 9, 10, 11, 15, 2 ** 40, -1):
+            with self.subTest(number=number):
+                self.assertEqual(codes(gemini([gem([WHOLE], number)])), ["wrong_terminal_reason"])
+        self.assertIn('"MAX_TOKENS"', gemini([gem([WHOLE], 2)])["findings"][0]["message"])
+        self.assertIn('"FINISH_REASON_9"', gemini([gem([WHOLE], 9)])["findings"][0]["message"])
+
+    def test_finish_reason_numbers_on_a_text_turn(self):
+        for number in (0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 99):
+            with self.subTest(number=number):
+                self.assertEqual(gemini([gem([{"text": "t"}], number)])["status"], "not_applicable")
+        # a failed function call in one API or the other: the Gemini API's MALFORMED_FUNCTION_CALL (10),
+        # UNEXPECTED_TOOL_CALL (12), TOO_MANY_TOOL_CALLS (13); Vertex AI's MALFORMED_FUNCTION_CALL (9) and
+        # UNEXPECTED_TOOL_CALL (15 in the current protos, 14 in the older @google-cloud/vertexai enum)
+        for number in (9, 10, 12, 13, 14, 15):
+            with self.subTest(number=number):
+                report = gemini([gem([{"text": "t"}], number)])
+                self.assertEqual(codes(report), ["wrong_terminal_reason"])
+                self.assertIn("which number their reasons differently", report["findings"][0]["message"])
+        for bad in (True, 1.0, [1]):
+            with self.subTest(bad=bad):
+                self.assertEqual(codes(gemini([gem([{"text": "t"}], bad)])), ["unsupported_event"])
+
+    def test_other_enum_members_as_numbers(self):
+        usage = {"usageMetadata": {"promptTokensDetails": [{"modality": 1, "tokenCount": 5}], "trafficType": 1,
+                                   "serviceTier": 2}}
+        ratings = [{"category": 3, "probability": 1, "severity": 1, "probabilityScore": 0.1, "blocked": False}]
+        chunk = dict(gem([WHOLE], 1, safetyRatings=ratings,
+                         urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u", "urlRetrievalStatus": 1}]}), **usage)
+        self.assertEqual((gemini([chunk])["status"], codes(gemini([chunk]))), ("pass", []))
+        code = gem([{"executableCode": {"language": 1, "code": "print(1)"}},
+                    {"codeExecutionResult": {"outcome": 1, "output": "1"}}, WHOLE], 1)
+        report = gemini([code])
+        self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {"code_execution": 1}))
+        for outcome in (4, -1, True, 1.5):
+            with self.subTest(outcome=outcome):
+                bad = gem([{"executableCode": {"language": 1, "code": "x"}},
+                           {"codeExecutionResult": {"outcome": outcome}}, WHOLE], 1)
+                self.assertEqual(codes(gemini([bad])), ["unsupported_event"])
+        for bad_usage in ({"promptTokensDetails": [{"modality": True, "tokenCount": 5}]}, {"trafficType": 1.5}):
+            with self.subTest(usage=bad_usage):
+                self.assertNotEqual(gemini([dict(gem([WHOLE], 1), usageMetadata=bad_usage)])["status"], "pass")
+
+    def test_a_numbered_tool_type_is_refused_and_named(self):
+        stream = [gem([{"toolCall": {"toolType": 1, "id": "t1"}}, WHOLE], 1)]
+        report = gemini(stream)
+        self.assertEqual(codes(report), ["unsupported_event"])
+        self.assertIn("toolType 1)", report["findings"][0]["message"])
+
+    def test_null_value_zero(self):
+        stream = [gem([{"functionCall": {"name": "f", "willContinue": True}}]),
+                  gem([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "nullValue": 0}], "willContinue": True}}]),
+                  gem([{"functionCall": {}}], 1)]
+        report = gemini(stream)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":null}'))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ never "Traceback" on stderr; some of them under an address-space limit).
 Tests marked `# Regression` pin bugs that fuzzing found and that are now fixed.
 """
 
+import tracemalloc
+import tempfile
+import re
 import json
 import os
 import random
@@ -16,7 +19,7 @@ import sys
 import time
 import unittest
 
-from support import SCRIPT, codes, run_cli, slow, vts
+from support import SCRIPT, codes, run_cli, slow, vts, write
 
 try:
     import resource
@@ -814,6 +817,124 @@ class CommandLine(unittest.TestCase):
                 self.assertEqual(out, "")
                 self.assertNotIn("Traceback", err)
                 self.assertTrue(err.strip())
+
+# ---------------------------------------------------------------------------------------------------
+# No internal error, bounded where data enters (was test_ci_safety.py, issue 22).
+# ---------------------------------------------------------------------------------------------------
+
+
+class NoInternalError(unittest.TestCase):
+    def test_responses_event_types_that_are_objects_or_lists(self):
+        with tempfile.TemporaryDirectory() as folder:
+            body = write(folder, "r.sse", 'data: {"type": {"a": 1}}\n\ndata: {"type": ["response.created"]}\n\n')
+            code, out, err = run_cli("capture", "--profile", "openai-responses", body)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("internal error", err)
+        report = vts.validate_envelope(json.loads(out))
+        self.assertEqual((report["status"], set(codes(report))), ("blocked", {"unsupported_event"}))
+
+    def test_gemini_counts_of_thousands_of_digits(self):
+        schema = {"type": "ARRAY", "minItems": "1" * 5000}
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.gemini_schema(schema)
+        self.assertIn("5000 digits", str(caught.exception))
+        self.assertEqual(vts.gemini_schema({"type": "ARRAY", "minItems": "9223372036854775807"}),
+                         {"type": "array", "minItems": 9223372036854775807})
+        request = {"tools": [{"functionDeclarations": [{"name": "f", "parameters": {
+            "type": "OBJECT", "properties": {"a": schema}}}]}]}
+        with tempfile.TemporaryDirectory() as folder:
+            body = write(folder, "b.sse", 'data: {"candidates": [{"content": {"role": "model", "parts": '
+                                          '[{"text": "t"}]}, "finishReason": "STOP"}]}\r\n\r\n')
+            for option in ("--request", "--schemas"):
+                with self.subTest(option=option):
+                    doc = request if option == "--request" else request["tools"]
+                    code, _, err = run_cli("capture", "--profile", "gemini", option,
+                                           write(folder, "r.json", json.dumps(doc)), body)
+                    self.assertEqual(code, 3)
+                    self.assertNotIn("internal error", err)
+                    self.assertIn("digits", err)
+
+    def test_entry_selectors_of_thousands_of_digits(self):
+        with tempfile.TemporaryDirectory() as folder:
+            har = write(folder, "s.har", json.dumps({"log": {"entries": []}}))
+            code, _, err = run_cli("capture", "--profile", "openai", "--entry", "1" * 5000, har)
+        self.assertEqual(code, 3)
+        self.assertNotIn("internal error", err)
+        self.assertIn("the archive has 0 entries", err)
+        self.assertLess(len(err), 300)
+
+
+class BoundedWhereDataEnters(unittest.TestCase):
+    def test_a_deep_gemini_json_path_is_refused_before_it_is_built(self):
+        path = "$" + ".a" * 500_000   # 1 MB
+        chunks = [{"candidates": [{"content": {"role": "model", "parts": [
+                      {"functionCall": {"name": "f", "willContinue": True}}]}}]},
+                  {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+                      "partialArgs": [{"jsonPath": path, "numberValue": 1}], "willContinue": True}}]}}]},
+                  {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]},
+                                   "finishReason": "STOP"}]}]
+        tracemalloc.start()
+        report = vts.validate_envelope({"profile": "gemini", "tool_schemas": {"f": {}}, "chunks": chunks})
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        self.assertEqual((codes(report), report["calls"][0]["arguments"]), (["limit_exceeded"], "{}"))
+        self.assertIn("deeper than the limit of 64", report["findings"][0]["message"])
+        self.assertLess(peak, 4 * len(path), "the path was built before the depth limit applied")
+        # the limit follows --max-depth, and a path at it is placed
+        at_limit = {"jsonPath": "$" + ".a" * 70, "numberValue": 1}
+        chunks[1]["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"] = [at_limit]
+        report = vts.validate_envelope({"profile": "gemini", "tool_schemas": {"f": {}}, "chunks": chunks},
+                                       vts.Limits(max_depth=70))
+        self.assertEqual(report["status"], "pass")
+
+    def test_path_text_in_messages_is_clipped(self):
+        text = vts._gemini_path_text(tuple(["a"] * 1000) + (3,))
+        self.assertTrue(text.startswith("$" + ".a" * 12 + "..."))
+        self.assertLess(len(text), 80)
+        self.assertEqual(vts._gemini_path_text(("a", 0, "b")), "$.a[0].b")
+
+    def test_request_violation_messages_do_not_repeat_the_allowed_list(self):
+        names = [f"tool_{n:05d}" for n in range(10_000)]
+        calls = [{"index": k, "id": f"call_{k}", "type": "function", "function": {"name": "other", "arguments": "{}"}}
+                 for k in range(200)]
+        chunks = [{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": calls}}]},
+                  {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+        choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
+            {"type": "function", "function": {"name": n}} for n in names]}}
+        doc = {"profile": "openai", "tool_schemas": {"other": {}}, "chunks": chunks, "request": {"tool_choice": choice}}
+        report = vts.validate_envelope(doc)
+        self.assertEqual(set(codes(report)), {"request_violation"})
+        message = report["findings"][0]["message"]
+        self.assertIn('"tool_00000", "tool_00001", "tool_00002", "tool_00003", "tool_00004" and 9995 more', message)
+        self.assertLess(len(message), 300)
+        self.assertLess(len(vts.render_json(report)), 3 * len(json.dumps(doc)))
+
+    def test_long_names_are_quoted_clipped_in_messages(self):
+        name = "n" * 100_000
+        chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [
+                      {"index": 0, "id": "c", "type": "function", "function": {"name": name, "arguments": "{}"}}]}}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+        report = vts.validate_envelope({"profile": "openai", "tool_schemas": {}, "chunks": chunks})
+        self.assertEqual(codes(report), ["unknown_tool"])
+        self.assertIn("(100000 characters)", report["findings"][0]["message"])
+        self.assertLess(len(report["findings"][0]["message"]), 300)
+        self.assertEqual(report["calls"][0]["name"], name)   # the call itself keeps it whole
+
+    def test_secret_hint_prefilter_finds_what_the_patterns_find(self):
+        rng = random.Random(22)
+        planted = ["sk-ant-" + "a" * 12, "sk-" + "B" * 24, "Bearer " + "t" * 20, "BEARER " + "t" * 20,
+                   "AKIA" + "Q" * 16, "ghp_" + "x" * 24, "github_pat_" + "y" * 24, "xoxb-" + "1" * 12,
+                   "eyJhbGciOi.eyJzdWIiOi.sig", "API_KEY=" + "k" * 24, "Api-Key: " + "k" * 24]
+        pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=: "
+        slow = vts._SECRET_PATTERNS
+        for _ in range(3000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 60)))
+            if rng.random() < 0.5:
+                cut = rng.randint(0, len(text))
+                text = text[:cut] + rng.choice(planted) + text[cut:]
+            expected = sorted((m.start(1), m.end(1), label) for label, pattern in slow
+                              for m in re.finditer(pattern, text))
+            self.assertEqual(vts._secret_spans(text), expected, text)
 
 
 if __name__ == "__main__":

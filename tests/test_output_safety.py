@@ -41,6 +41,7 @@ unknown_profile) and every expect block but one is wrong.  Exit codes are not pa
 contract: only "0..3, and no Traceback".
 """
 
+import subprocess
 import json
 import os
 import re
@@ -49,7 +50,7 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from support import run_cli, run_process, slow
+from support import ROOT, SCRIPT, run_cli, run_process, slow, write
 
 # --- the contract ------------------------------------------------------------------------------
 
@@ -482,6 +483,43 @@ class Pin(SafeRuns):
     def test_pin_a_copy_of_the_planted_folder(self):
         folder = plant(os.path.join(self.dir, "fixtures\n::endgroup::##[x]"), PLANTED)
         self.run_safe("pin", folder, out_lines=PIN_OUT, err_lines=PIN_ERR)
+
+# ---------------------------------------------------------------------------------------------------
+# An unwritable standard output (was test_ci_safety.py, issue 22).
+# ---------------------------------------------------------------------------------------------------
+
+
+class UnwritableOutput(unittest.TestCase):
+    FIXTURE = os.path.join(ROOT, "fixtures", "openai", "valid-fragmented-single-call.json")
+
+    def run_with_stdout(self, stdout, *args):
+        proc = subprocess.run([sys.executable, SCRIPT, *args], stdout=stdout, stderr=subprocess.PIPE,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        return proc.returncode, proc.stderr.decode("utf-8")
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
+    @slow("real processes writing to /dev/full")
+    def test_a_full_output_says_so(self):
+        with open(self.FIXTURE, encoding="utf-8") as handle:
+            chunks = json.load(handle)["chunks"]
+        with tempfile.TemporaryDirectory() as folder, open("/dev/full", "wb") as full:
+            body = write(folder, "body.sse", "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n")
+            for args in ((self.FIXTURE,), ("capture", "--profile", "openai", body)):
+                code, err = self.run_with_stdout(full, *args)
+                self.assertEqual(code, 3)
+                self.assertIn("cannot write standard output: No space left on device", err)
+                self.assertNotIn("internal error", err)
+                self.assertNotIn("Exception ignored", err)
+
+    @slow("a real process with standard output closed")
+    def test_a_closed_output_says_so(self):
+        proc = subprocess.run([sys.executable, "-c", "import os, runpy, sys; os.close(1); sys.stdout = None; "
+                               f"sys.argv = ['x', {self.FIXTURE!r}]; "
+                               f"sys.exit(runpy.run_path({SCRIPT!r}, run_name='vts')['main']())"],
+                              stderr=subprocess.PIPE, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        err = proc.stderr.decode("utf-8")
+        self.assertEqual(proc.returncode, 3, err)
+        self.assertIn("cannot write standard output: it is closed", err)
 
 
 if __name__ == "__main__":

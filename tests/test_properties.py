@@ -1292,7 +1292,6 @@ class FuzzSmoke(unittest.TestCase):
         self.assertEqual(result.failures, [], "fuzz failures: %s" % result.failures[:3])
         self.assertEqual(used, kinds)
 
-
     def test_fuzzer_schema_and_thread_modes(self):
         # issue 11: generated schemas and patterns (simulator vs re, proven patterns fast), and the
         # same cases in a worker thread (never frozen, same report); fixed seed, fixed case counts

@@ -1,27 +1,15 @@
-"""The openai-responses and bedrock profiles, end to end through the real script.
+"""OpenAI Responses edge cases (was test_profiles.py)."""
 
-Run: cd /tmp/vts_profiles && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_profiles
-"""
-
-import contextlib
-import io
 import json
-import os
 import unittest
+from support import codes, vts
 
-from support import FIXTURES, vts
+# ---------------------------------------------------------------------------------------------------
+# OpenAI Responses edge cases (was test_profiles.py).
+# ---------------------------------------------------------------------------------------------------
 
 
 SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
-NEW_PROFILES = ("openai-responses", "bedrock")
-
-
-def new_profile_fixtures():
-    found = []
-    for profile in NEW_PROFILES:
-        folder = os.path.join(FIXTURES, profile)
-        found += [f"{profile}/{name}" for name in sorted(os.listdir(folder)) if name.endswith(".json")]
-    return found
 
 
 def run(profile, events, schemas=SCHEMAS):
@@ -35,62 +23,6 @@ def code_set(report):
 def positions(report):
     return [(f["code"], f["position"]) for f in report["findings"]]
 
-
-# Each fixture's exact outcome is checked by test_fixtures.py, which walks every profile folder.
-
-
-class FixtureSet(unittest.TestCase):
-    def test_each_profile_has_every_kind_and_enough_fixtures(self):
-        for profile in NEW_PROFILES:
-            paths = [p for p in new_profile_fixtures() if p.startswith(profile + "/")]
-            self.assertGreaterEqual(len(paths), 15, profile)
-            docs = []
-            for path in paths:
-                with open(os.path.join(FIXTURES, path), encoding="utf-8") as handle:
-                    docs.append(json.load(handle))
-            self.assertEqual({d["expect"]["status"] for d in docs}, {"pass", "blocked", "not_applicable"})
-            pinned = set().union(*(d["expect"]["codes"] for d in docs))
-            self.assertLessEqual(pinned, set(vts.FINDING_CODES))
-            for code in ("missing_terminal", "wrong_terminal_reason", "duplicate_terminal", "delta_after_terminal",
-                         "identity_collision", "missing_slot", "unexpected_event", "stream_error",
-                         "unsupported_event", "malformed_json", "schema_violation"):
-                self.assertIn(code, pinned, profile)
-            for d in docs:
-                self.assertEqual(d["profile"], profile)
-                self.assertEqual(d["meta"]["adapter"], "synthetic")
-
-    def test_cli_in_process_with_expect(self):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = vts.main([os.path.join(FIXTURES, p) for p in NEW_PROFILES] + ["--expect"])
-        self.assertEqual(code, 0, err.getvalue())
-        summary = json.loads(out.getvalue().splitlines()[-1])["summary"]
-        self.assertEqual(summary["fixtures"], len(new_profile_fixtures()))
-        self.assertEqual(summary.get("expect_mismatches", 0), 0)
-
-
-class Envelope(unittest.TestCase):
-    def test_chunks_key_is_invalid_on_new_profiles(self):
-        for profile in NEW_PROFILES:
-            report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, "chunks": []})
-            self.assertEqual(code_set(report), {"invalid_fixture"})
-
-    def test_events_must_be_a_list(self):
-        report = vts.validate_envelope({"profile": "bedrock", "tool_schemas": {}, "events": {}})
-        self.assertEqual(code_set(report), {"invalid_fixture"})
-
-    def test_empty_streams_are_not_applicable(self):
-        for profile in NEW_PROFILES:
-            self.assertEqual(run(profile, [])["status"], "not_applicable")
-
-    def test_stream_gate_library_api(self):
-        gate = vts.StreamGate("bedrock", SCHEMAS)
-        for event in bedrock_call():
-            gate.feed(event)
-        self.assertEqual(gate.finish()["status"], "pass")
-
-
-# --- openai-responses in memory ------------------------------------------------
 
 def created():
     return {"type": "response.created", "response": {"id": "resp_x", "status": "in_progress"}}
@@ -288,146 +220,182 @@ class ResponsesEdges(unittest.TestCase):
                   {"type": "response.output_text.delta", "item_id": "fc_9", "output_index": 5, "delta": "SECRET-TEXT"}]
         self.assertNotIn("SECRET-TEXT", json.dumps(run("openai-responses", stream)))
 
-
-# --- bedrock in memory ------------------------------------------------------------
-
-def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
-    tool = {"toolUseId": tool_id, "name": name, **extra}
-    if tool_id is None:
-        del tool["toolUseId"]
-    return {"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": tool}}}
+# ---------------------------------------------------------------------------------------------------
+# Responses namespaces, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
 
 
-def b_delta(index, **member):
-    return {"contentBlockDelta": {"contentBlockIndex": index, "delta": member}}
+NS_SCHEMAS = {"crm.weather": {"type": "object", "properties": {"c": {"type": "string"}}, "required": ["c"],
+                              "additionalProperties": False},
+              "billing.weather": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+                                  "additionalProperties": False},
+              "weather": {"type": "object", "properties": {"x": {"type": "boolean"}}, "additionalProperties": False}}
 
 
-def b_stop(index=0):
-    return {"contentBlockStop": {"contentBlockIndex": index}}
+def ns_item(index, namespace, arguments, **extra):
+    item = {"id": f"fc_{index}", "type": "function_call", "call_id": f"call_{index}", "name": "weather",
+            "arguments": arguments}
+    if namespace is not None:
+        item["namespace"] = namespace
+    return dict(item, **extra)
 
 
-MSG_START = {"messageStart": {"role": "assistant"}}
-MSG_STOP = {"messageStop": {"stopReason": "tool_use"}}
-END_TURN = {"messageStop": {"stopReason": "end_turn"}}
-META = {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}}
+def ns_turn(calls, final="same", done=None, snapshot=None):
+    """calls: [(namespace, arguments)]; final: output namespaces for response.completed (or 'same')."""
+    events = [{"type": "response.created", "response": {"output": snapshot or []}}]
+    for index, (namespace, arguments) in enumerate(calls):
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": ns_item(index, namespace, "")})
+        events.append({"type": "response.function_call_arguments.delta", "output_index": index,
+                       "item_id": f"fc_{index}", "delta": arguments})
+        done_namespace = namespace if done is None else done[index]
+        events.append({"type": "response.output_item.done", "output_index": index,
+                       "item": ns_item(index, done_namespace, arguments)})
+    spaces = [c[0] for c in calls] if final == "same" else final
+    output = [ns_item(i, spaces[i], c[1]) for i, c in enumerate(calls)]
+    return events + [{"type": "response.completed", "response": {"output": output}}]
 
 
-def bedrock_call(args='{"a":1}', **kw):
-    return [MSG_START, b_start(**kw), b_delta(0, toolUse={"input": args}), b_stop(), MSG_STOP, META]
+def responses(events, schemas=NS_SCHEMAS, **extra):
+    return vts.validate_envelope({"profile": "openai-responses", "tool_schemas": schemas, "events": events, **extra})
 
 
-class BedrockEdges(unittest.TestCase):
-    def test_minimal_pass_and_no_delta_tool(self):
-        self.assertEqual(run("bedrock", bedrock_call())["status"], "pass")
-        report = run("bedrock", [MSG_START, b_start(), b_stop(), MSG_STOP])
-        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", "{}"))
+class Namespaces(unittest.TestCase):
+    def test_one_name_in_two_namespaces_is_two_tools(self):
+        report = responses(ns_turn([("crm", '{"c":"x"}'), ("billing", '{"n":1}'), (None, '{"x":true}')]))
+        self.assertEqual((report["status"], codes(report)), ("pass", []))
+        self.assertEqual([c.get("namespace") for c in report["calls"]], ["crm", "billing", None])
+        self.assertNotIn("namespace", report["calls"][2])
+        swapped = responses(ns_turn([("crm", '{"n":1}'), ("billing", '{"c":"x"}')]))
+        self.assertEqual({(f["index"], f["code"]) for f in swapped["findings"]},
+                         {(0, "schema_violation"), (1, "schema_violation")})
 
-    def test_zero_or_several_members(self):
-        for bad in ({}, {"contentBlockStop": {"contentBlockIndex": 0}, "metadata": {}}, ["messageStart"]):
-            stream = bedrock_call()
-            stream.insert(4, bad)
-            self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 4)], bad)
+    def test_a_namespace_equal_to_the_name_is_the_deferred_top_level_function(self):
+        report = responses(ns_turn([("weather", '{"x":true}')]))
+        self.assertEqual((report["status"], report["calls"][0]["namespace"]), ("pass", "weather"))
 
-    def test_delta_with_several_members(self):
-        stream = [MSG_START, b_delta(0, text="a", citation={}), MSG_STOP]
-        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event", "missing_slot"})
+    def test_a_namespaced_call_never_takes_a_bare_schema(self):
+        report = responses(ns_turn([("crm", '{"x":true}')]), schemas={"weather": NS_SCHEMAS["weather"]})
+        self.assertEqual(codes(report), ["unknown_tool"])
+        self.assertIn('"crm.weather"', report["findings"][0]["message"])
 
-    def test_second_message_stop_is_duplicate_terminal(self):
-        self.assertEqual(positions(run("bedrock", bedrock_call() + [MSG_STOP])), [("duplicate_terminal", 6)])
+    def test_restatements_must_agree(self):
+        cases = [
+            (dict(final=["billing"]), ["identity_collision"]),      # the final output moves it
+            (dict(final=[None]), ["identity_collision"]),           # the final output drops it
+            (dict(done=[None]), ["identity_collision"]),            # the done item drops it
+            (dict(done=["billing"]), ["identity_collision"]),
+        ]
+        for change, found in cases:
+            with self.subTest(change=change):
+                self.assertEqual(sorted(set(codes(responses(ns_turn([("crm", '{"c":"x"}')], **change))))), found)
+        # a namespace that only the final output names
+        self.assertEqual(codes(responses(ns_turn([(None, '{"x":true}')], final=["crm"]))), ["identity_collision"])
+        # a snapshot that restates the streamed call in another namespace
+        events = ns_turn([("crm", '{"c":"x"}')])
+        events.insert(2, {"type": "response.in_progress", "response": {"output": [ns_item(0, "billing", "")]}})
+        self.assertEqual(codes(responses(events)), ["identity_collision"])
+        # null and absent both mean none
+        events = ns_turn([(None, '{"x":true}')])
+        events[-1]["response"]["output"][0]["namespace"] = None
+        self.assertEqual(responses(events)["status"], "pass")
 
-    def test_metadata_after_stop_fine_other_events_late(self):
-        self.assertEqual(run("bedrock", bedrock_call() + [META])["status"], "pass")
-        late = run("bedrock", bedrock_call() + [b_delta(1, text="x")])
-        self.assertEqual(positions(late), [("delta_after_terminal", 6)])
+    def test_namespace_shapes(self):
+        for bad in ("", 7, ["crm"], {"n": 1}, True):
+            with self.subTest(namespace=bad):
+                self.assertIn("unsupported_event", codes(responses(ns_turn([(bad, '{"c":"x"}')]))))
 
-    def test_exception_after_stop_is_stream_error(self):
-        stream = bedrock_call() + [{"throttlingException": {"message": "x"}}]
-        self.assertEqual(positions(run("bedrock", stream)), [("stream_error", 6)])
+    def test_request_tools_and_tool_choice_use_the_qualified_name(self):
+        turn = ns_turn([("crm", '{"c":"x"}')])
+        self.assertEqual(responses(turn, request={"tools": ["crm.weather"]})["status"], "pass")
+        self.assertEqual(codes(responses(turn, request={"tools": ["weather"]})), ["request_violation"])
+        forced = {"tool_choice": {"type": "function", "name": "crm.weather"}}
+        self.assertEqual(responses(turn, request=forced)["status"], "pass")
+        forced = {"tool_choice": {"type": "function", "name": "billing.weather"}}
+        self.assertEqual(codes(responses(turn, request=forced)), ["request_violation"])
 
-    def test_tool_delta_on_text_block(self):
-        stream = [MSG_START, b_delta(0, text="x"), b_delta(0, toolUse={"input": "{}"}), b_stop(0),
-                  b_start(1), b_stop(1), MSG_STOP]
-        self.assertEqual(positions(run("bedrock", stream)), [("unexpected_event", 2)])
+    def test_capture_request_reads_namespace_tools(self):
+        body = {"model": "gpt-5.4", "tool_choice": {"type": "function", "name": "crm.weather"}, "tools": [
+            {"type": "namespace", "name": "crm", "description": "d", "tools": [
+                {"type": "function", "name": "weather", "parameters": NS_SCHEMAS["crm.weather"]},
+                {"type": "custom", "name": "note", "format": {"type": "text"}}]},
+            {"type": "function", "name": "weather", "parameters": NS_SCHEMAS["weather"], "defer_loading": True},
+            {"type": "web_search"}]}
+        schemas, request, _ = vts.request_from_body("openai-responses", body)
+        self.assertEqual(schemas, {"crm.weather": NS_SCHEMAS["crm.weather"], "crm.note": {"type": "string"},
+                                   "weather": NS_SCHEMAS["weather"]})
+        self.assertEqual(request["tools"], ["crm.note", "crm.weather", "weather"])
+        for bad in ({"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "crm"}]},
+                    {"type": "namespace", "name": "a.b", "tools": []}, {"type": "namespace", "name": "", "tools": []},
+                    {"type": "namespace", "name": "crm", "tools": {}},
+                    {"type": "namespace", "name": "a", "tools": [{"type": "function", "name": "b.get"}]},
+                    {"type": "namespace", "name": "crm", "tools": [{"type": "web_search"}]}):
+            with self.subTest(tool=bad), self.assertRaises(vts.CaptureError):
+                vts.request_from_body("openai-responses", {"tools": [bad]})
 
-    def test_text_block_stopped_twice_and_late_text(self):
-        stream = [MSG_START, b_delta(0, text="x"), b_stop(0), b_stop(0), b_delta(0, text="y"),
-                  b_start(1), b_stop(1), MSG_STOP]
-        self.assertEqual(positions(run("bedrock", stream)), [("duplicate_terminal", 3), ("delta_after_terminal", 4)])
+    def test_a_dot_in_a_streamed_name_or_namespace_is_refused(self):
+        schemas = dict(NS_SCHEMAS, **{"crm.get": {"type": "object"}, "a.b.weather": {"type": "object"}})
+        dotted = ns_turn([(None, '{"x":true}')])
+        for event in dotted:
+            for holder in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                if isinstance(holder, dict) and holder.get("type") == "function_call":
+                    holder["name"] = "crm.get"
+        self.assertEqual(codes(responses(dotted, schemas=schemas)), ["unsupported_event"])
+        self.assertEqual(codes(responses(ns_turn([("a.b", '{"x":true}')]), schemas=schemas)), ["unsupported_event"])
 
-    def test_stop_for_unknown_block(self):
-        stream = bedrock_call()
-        stream.insert(4, b_stop(3))
-        self.assertEqual(positions(run("bedrock", stream)), [("missing_slot", 4)])
+    def test_a_lone_surrogate_in_a_namespace_is_invalid_unicode(self):
+        report = responses(ns_turn([("crm\ud800", '{"c":"x"}')]), schemas={"crm\ud800.weather": NS_SCHEMAS["crm.weather"]})
+        self.assertEqual(codes(report), ["invalid_unicode"])
 
-    def test_absent_tool_use_id_is_missing_id(self):
-        self.assertEqual(positions(run("bedrock", bedrock_call(tool_id=None))), [("missing_id", 3)])
+    def test_a_namespaced_custom_call_beside_a_bare_custom_tool_of_its_name(self):
+        def custom_turn(namespace):
+            events = ns_turn([(namespace, "")])
+            for event in events:
+                for holder in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                    if isinstance(holder, dict) and holder.get("type") == "function_call":
+                        holder.update(type="custom_tool_call", input="abc")
+                        holder.pop("arguments")
+            events[2] = {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "fc_0",
+                         "delta": "abc"}
+            return events
+        string = {"type": "string"}
+        self.assertEqual(responses(custom_turn("crm"), schemas={"crm.weather": string})["status"], "pass")
+        # openai-agents finds custom tools by name alone: with a bare "weather" declared it would run that one
+        report = responses(custom_turn("crm"), schemas={"crm.weather": string, "weather": string})
+        self.assertEqual(codes(report), ["identity_collision"])
+        self.assertEqual(responses(custom_turn(None), schemas={"crm.weather": string, "weather": string})["status"],
+                         "pass")
 
-    def test_tool_result_start_and_server_tool_use(self):
-        # a toolResult answering nothing; a system tool this tool has not reviewed; an image start
-        stream = [MSG_START, {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolResult": {}}}},
-                  b_stop(0), END_TURN]
-        self.assertEqual(positions(run("bedrock", stream)), [("missing_slot", 1)])
-        stream = [MSG_START, b_start(type="server_tool_use"), b_delta(0, toolUse={"input": "{}"}), b_stop(), END_TURN]
-        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 1)])
-        stream = [MSG_START, {"contentBlockStart": {"contentBlockIndex": 0, "start": {"image": {"format": "png"}}}},
-                  b_stop(0), END_TURN]
-        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 1)])
+    def test_pin_expect_and_adapter_output_bind_the_namespace(self):
+        doc = {"profile": "openai-responses", "tool_schemas": NS_SCHEMAS, "events": ns_turn([("crm", '{"c":"x"}')])}
+        report = vts.validate_envelope(doc)
+        expect = vts.pinned_expect(report, None)
+        self.assertEqual(expect["calls"], [{"id": "call_0", "name": "weather", "namespace": "crm",
+                                            "arguments": '{"c":"x"}'}])
+        self.assertEqual(vts.check_expect(report, expect), [])
+        moved = vts.validate_envelope(dict(doc, events=ns_turn([("billing", '{"c":"x"}')]),
+                                           tool_schemas=dict(NS_SCHEMAS, **{"billing.weather": NS_SCHEMAS["crm.weather"]})))
+        self.assertEqual(vts.check_expect(moved, expect), ['calls[0].namespace: expected "crm", got "billing"'])
+        bare = {"status": "pass", "calls": [{"id": "call_0", "name": "weather", "arguments": '{"c":"x"}'}]}
+        self.assertEqual(vts.check_expect(report, bare), ['calls[0].namespace: expected null, got "crm"'])
+        theirs = vts.adapter_calls_from_doc([{"id": "call_0", "name": "weather", "namespace": "billing",
+                                               "arguments": '{"c":"x"}'}])
+        self.assertEqual([n for n, _ in vts.compare_calls(report["calls"], theirs)], [0])
+        theirs = vts.adapter_calls_from_doc([{"id": "call_0", "name": "weather", "namespace": "crm",
+                                               "arguments": '{"c":"x"}'}])
+        self.assertEqual(vts.compare_calls(report["calls"], theirs), [])
+        with self.assertRaises(vts.CaptureError):
+            vts.adapter_calls_from_doc([{"id": "c", "name": "f", "namespace": 1, "arguments": "{}"}])
 
-    def test_system_tool_pairs_with_its_result(self):
-        use = b_start(tool_id="tooluse_s", name="nova_code_interpreter", type="server_tool_use")
-        result = {"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolResult": {
-            "toolUseId": "tooluse_s", "type": "nova_code_interpreter_result", "status": "success"}}}}
-        stream = [MSG_START, use, b_delta(0, toolUse={"input": "{}"}), b_stop(0), result,
-                  b_delta(1, toolResult=[{"json": {"stdOut": "1"}}]), b_stop(1), END_TURN]
-        report = run("bedrock", stream)
-        self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"nova_code_interpreter": 1}))
-        wrong = stream[:5] + [b_delta(1, text="x")] + stream[6:]
-        self.assertEqual(positions(run("bedrock", wrong)), [("unexpected_event", 5)])
-        unstopped = stream[:6] + [END_TURN]
-        self.assertEqual(positions(run("bedrock", unstopped)), [("missing_terminal", None)])
-
-    def test_unknown_delta_member(self):
-        stream = bedrock_call()
-        stream.insert(3, b_delta(0, image={"format": "png"}))
-        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 3)])
-
-    def test_tool_use_stop_reason_without_tool(self):
-        report = run("bedrock", [MSG_START, b_delta(0, text="x"), b_stop(0), MSG_STOP])
-        self.assertEqual(positions(report), [("missing_slot", 3)])
-
-    def test_missing_block_index(self):
-        stream = bedrock_call()
-        stream[2] = {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"a":1}'}}}}
-        self.assertEqual(code_set(run("bedrock", stream)), {"missing_index"})
-
-    def test_non_string_input_and_stop_reason(self):
-        stream = bedrock_call()
-        stream[2] = b_delta(0, toolUse={"input": {"a": 1}})
-        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event"})
-        stream = bedrock_call()
-        stream[4] = {"messageStop": {}}
-        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event", "missing_terminal"})
-
-    def test_citation_belongs_to_text_not_reasoning(self):
-        stream = [MSG_START, b_delta(0, reasoningContent={"text": "x"}), b_delta(0, citation={"title": "t"}),
-                  b_stop(0), MSG_STOP]
-        self.assertEqual(positions(run("bedrock", stream)), [("unexpected_event", 2), ("missing_slot", 4)])
-
-    def test_report_never_echoes_text_content(self):
-        stream = [MSG_START, b_delta(0, text="SECRET-TEXT"), b_delta(0, toolUse={"input": "SECRET-TEXT"}),
-                  b_delta(1, reasoningContent={"text": "SECRET-TEXT"}), b_stop(0), MSG_STOP]
-        self.assertNotIn("SECRET-TEXT", json.dumps(run("bedrock", stream)))
-
-
-class OldProfilesUnchanged(unittest.TestCase):
-    def test_existing_profiles_still_work(self):
-        report = vts.validate_envelope({"profile": "openai", "tool_schemas": SCHEMAS, "chunks": [
-            {"choices": [{"index": 0, "delta": {"tool_calls": [
-                {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                "finish_reason": "tool_calls"}]}]})
-        self.assertEqual(report["status"], "pass")
-        unknown = vts.validate_envelope({"profile": "cohere", "tool_schemas": {}, "events": []})
-        self.assertEqual(code_set(unknown), {"unknown_profile"})
+    def test_tool_key(self):
+        slot = vts.Slot((None, 0))
+        self.assertIsNone(slot.tool_key)
+        slot.name = "f"
+        self.assertEqual(slot.tool_key, "f")
+        slot.namespace = "ns"
+        self.assertEqual(slot.tool_key, "ns.f")
+        slot.namespace = "f"
+        self.assertEqual(slot.tool_key, "f")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ import contextlib
 import io
 from unittest import mock
 
-from support import ENV, SCRIPT, run_cli, slow, vts
+from support import ENV, SCRIPT, envelope, run_cli, slow, vts
 
 try:
     import resource
@@ -559,6 +559,80 @@ class ConcurrentPins(PinSafetyCase):
             self.assertEqual(result["failures"], 0,
                              f"a reader saw a file that does not parse ({result['failures']} of {result['reads']} "
                              f"reads; first: {result['first']})")
+
+# ---------------------------------------------------------------------------------------------------
+# pin writes the outcome (was test_ci_integration.py, issue 12).
+# ---------------------------------------------------------------------------------------------------
+
+
+PASS_DOC = envelope("openai", [
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
+], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
+
+
+BLOCKED_DOC = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+
+
+def one_chunk_per_line(doc):
+    """An envelope written with each chunk on its own line (so chunk N starts on a known line)."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "chunks"})[:-1]
+    lines = [head + ',\n "chunks": [']
+    for n, item in enumerate(doc["chunks"]):
+        lines.append("  " + json.dumps(item) + ("," if n < len(doc["chunks"]) - 1 else ""))
+    lines.append(" ]\n}\n")
+    return "\n".join(lines)
+
+
+class Folder:
+    def __init__(self, files):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = self.tmp.name
+        for name, content in files.items():
+            full = os.path.join(self.path, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as handle:
+                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.tmp.cleanup()
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+class Pin(unittest.TestCase):
+    def test_pin_writes_the_outcome_and_keeps_every_other_byte(self):
+        text = one_chunk_per_line(PASS_DOC)
+        with Folder({"a.json": text, "b.json": json.dumps(dict(BLOCKED_DOC, expect={"note": "keep"})),
+                     "bad.json": {"profile": "cohere", "tool_schemas": {}, "chunks": []}}) as folder:
+            code, out, err = run_cli("pin", folder.path)
+            self.assertEqual(code, 3)                                  # bad.json refused
+            self.assertIn("unknown_profile", err)
+            with open(folder.file("a.json"), encoding="utf-8") as handle:
+                pinned = handle.read()
+            self.assertTrue(pinned.startswith(text.rstrip()[:-1].rstrip()))   # everything before is unchanged
+            self.assertEqual(json.loads(pinned)["expect"], {
+                "status": "pass", "codes": [],
+                "calls": [{"id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'}]})
+            with open(folder.file("b.json"), encoding="utf-8") as handle:
+                self.assertEqual(json.loads(handle.read())["expect"], {
+                    "status": "blocked", "codes": ["missing_terminal"],
+                    "calls": [{"id": "call_1", "name": "weather", "arguments": '{"ci'}], "note": "keep"})
+            with open(folder.file("bad.json"), encoding="utf-8") as handle:
+                self.assertNotIn("expect", handle.read())
+            code, out, _ = run_cli("pin", folder.path, "--exclude", "bad.json")
+            self.assertEqual(code, 0)
+            self.assertEqual(out.count("already pinned"), 2)
+            self.assertEqual(run_cli(folder.path, "--expect", "--exclude", "bad.json")[0], 0)
+            self.assertEqual(run_cli("pin", folder.file("bad.json"), "--allow-invalid")[0], 0)
+            self.assertEqual(run_cli(folder.file("bad.json"), "--expect")[0], 0)
+            self.assertEqual(run_cli("pin", "-", stdin=b"{}")[0], 3)
 
 
 if __name__ == "__main__":

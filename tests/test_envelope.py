@@ -594,6 +594,73 @@ class FragmentRuns(unittest.TestCase):
         self.assertEqual([f["code"] for f in report["findings"]], [f["code"] for f in none["findings"]])
         self.assertTrue(taken)
 
+# ---------------------------------------------------------------------------------------------------
+# Envelope loading for the event profiles (was test_profiles.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
+
+
+NEW_PROFILES = ("openai-responses", "bedrock")
+
+
+def run(profile, events, schemas=SCHEMAS):
+    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
+
+
+def code_set(report):
+    return {f["code"] for f in report["findings"]}
+
+
+def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
+    tool = {"toolUseId": tool_id, "name": name, **extra}
+    if tool_id is None:
+        del tool["toolUseId"]
+    return {"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": tool}}}
+
+
+def b_delta(index, **member):
+    return {"contentBlockDelta": {"contentBlockIndex": index, "delta": member}}
+
+
+def b_stop(index=0):
+    return {"contentBlockStop": {"contentBlockIndex": index}}
+
+
+MSG_START = {"messageStart": {"role": "assistant"}}
+
+
+MSG_STOP = {"messageStop": {"stopReason": "tool_use"}}
+
+
+META = {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}}
+
+
+def bedrock_call(args='{"a":1}', **kw):
+    return [MSG_START, b_start(**kw), b_delta(0, toolUse={"input": args}), b_stop(), MSG_STOP, META]
+
+
+class Envelope(unittest.TestCase):
+    def test_chunks_key_is_invalid_on_new_profiles(self):
+        for profile in NEW_PROFILES:
+            report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, "chunks": []})
+            self.assertEqual(code_set(report), {"invalid_fixture"})
+
+    def test_events_must_be_a_list(self):
+        report = vts.validate_envelope({"profile": "bedrock", "tool_schemas": {}, "events": {}})
+        self.assertEqual(code_set(report), {"invalid_fixture"})
+
+    def test_empty_streams_are_not_applicable(self):
+        for profile in NEW_PROFILES:
+            self.assertEqual(run(profile, [])["status"], "not_applicable")
+
+    def test_stream_gate_library_api(self):
+        gate = vts.StreamGate("bedrock", SCHEMAS)
+        for event in bedrock_call():
+            gate.feed(event)
+        self.assertEqual(gate.finish()["status"], "pass")
+
 
 if __name__ == "__main__":
     unittest.main()

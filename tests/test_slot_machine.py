@@ -1,9 +1,13 @@
-"""Slot rules of SPEC section 2, checked in memory with exact codes and positions."""
+"""Review findings on the slot machine (was test_stream_rules.py)."""
 
 import json
 import unittest
-
 from support import codes, envelope, vts
+
+# ---------------------------------------------------------------------------------------------------
+# Review findings on the slot machine (was test_stream_rules.py).
+# ---------------------------------------------------------------------------------------------------
+
 
 SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 
@@ -33,178 +37,6 @@ def run(profile, stream, schemas=SCHEMAS):
 
 def positions(report):
     return [(f["code"], f["position"]) for f in report["findings"]]
-
-
-class OpenAISlots(unittest.TestCase):
-    def test_delayed_identity_and_empty_fragments(self):
-        report = run("openai", [
-            chunk(call(0, args='{"a"')),
-            chunk(call(0, args="")),
-            chunk(call(0, id="c1", args=":1")),
-            chunk(call(0, name="f", id="", args="}")),
-            chunk(finish="tool_calls"),
-        ])
-        self.assertEqual(report["status"], "pass", report["findings"])
-        self.assertEqual(report["calls"][0]["arguments"], '{"a":1}')
-
-    def test_delta_applies_before_finish_in_the_same_chunk(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), finish="tool_calls")])
-        self.assertEqual(report["status"], "pass")
-
-    def test_identity_collision_position_and_merged_arguments(self):
-        report = run("openai", [
-            chunk(call(0, "c1", "f", '{"p":"a"}')),
-            chunk(call(0, "c2", None, '{"p":"b"}')),
-            chunk(finish="tool_calls"),
-        ])
-        self.assertEqual(positions(report), [("identity_collision", 1), ("trailing_data", 2)])
-        self.assertEqual(report["calls"][0]["arguments"], '{"p":"a"}{"p":"b"}')
-        self.assertEqual(report["calls"][0]["id"], "c1")
-        self.assertFalse(report["executable"])
-
-    def test_name_in_pieces_is_a_collision_not_a_concatenation(self):
-        report = run("openai", [chunk(call(0, "c1", "ge", "{}")), chunk(call(0, name="t")),
-                                chunk(finish="tool_calls")])
-        self.assertEqual(codes(report), ["identity_collision", "unknown_tool"])
-        self.assertEqual(report["calls"][0]["name"], "ge")
-
-    def test_same_id_on_two_slots(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), call(1, "c1", "g", "{}")), chunk(finish="tool_calls")])
-        self.assertEqual(positions(report), [("identity_collision", 0)])
-        self.assertEqual(report["findings"][0]["index"], 1)
-
-    def test_parseable_prefix_is_not_terminal_evidence(self):
-        report = run("openai", [chunk(call(0, "c1", "f", '{"q":"test"}'))])
-        self.assertEqual(positions(report), [("missing_terminal", None)])
-        self.assertEqual(report["calls"][0]["state"], "blocked")
-
-    def test_indices_must_be_non_negative_integers(self):
-        for bad in (True, 0.0, "0", -1, None):
-            with self.subTest(index=bad):
-                entry = call(0, "c1", "f", "{}")
-                entry["index"] = bad
-                report = run("openai", [chunk(entry, finish="tool_calls")])
-                self.assertIn("missing_index", codes(report))
-                self.assertEqual(report["status"], "blocked")
-
-    def test_huge_index_is_a_gap_not_a_crash(self):
-        report = run("openai", [chunk(call(10 ** 18, "c1", "f", "{}"), finish="tool_calls")])
-        self.assertEqual(report["status"], "blocked")
-        self.assertIn("missing_slot", codes(report))
-
-    def test_gap_reports_the_missing_index(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), call(2, "c3", "f", "{}"), finish="tool_calls")])
-        self.assertEqual([(f["code"], f["index"]) for f in report["findings"]], [("missing_slot", 1)])
-
-    def test_choice_level_findings_block_that_choices_calls(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), finish="length")])
-        self.assertEqual(codes(report), ["wrong_terminal_reason"])
-        self.assertEqual([f["code"] for f in report["calls"][0]["findings"]], ["wrong_terminal_reason"])
-
-    def test_second_finish_on_text_only_choice_is_harmless(self):
-        report = run("openai", [chunk(content="hi", finish="stop"), chunk(finish="stop")])
-        self.assertEqual(report["status"], "not_applicable")
-
-    def test_ambiguous_choice_is_reported_once(self):
-        report = run("openai", [chunk(call(0, "a", "f", "{}"), choice=0), chunk(call(0, "b", "f", "{}"), choice=1),
-                                chunk(call(0, "c", "f", "{}"), choice=2),
-                                chunk(finish="tool_calls", choice=0), chunk(finish="tool_calls", choice=1),
-                                chunk(finish="tool_calls", choice=2)])
-        self.assertEqual(positions(report), [("ambiguous_choice", 1)])
-
-    def test_too_many_calls_is_a_limit(self):
-        entries = [call(i, f"c{i}", "f", "{}") for i in range(5)]
-        doc = envelope("openai", [chunk(*entries, finish="tool_calls")], SCHEMAS)
-        report = vts.validate_envelope(doc, vts.Limits(max_calls=4))
-        self.assertEqual(codes(report), ["limit_exceeded"])
-
-    def test_argument_size_limit(self):
-        doc = envelope("openai", [chunk(call(0, "c1", "f", '{"a":"' + "x" * 100 + '"}'), finish="tool_calls")],
-                       SCHEMAS)
-        self.assertEqual(codes(vts.validate_envelope(doc, vts.Limits(max_argument_bytes=50))), ["limit_exceeded"])
-
-    def test_no_text_content_reaches_the_report(self):
-        secret = "SECRET-CONTENT-7f3a"
-        report = run("openai", [chunk(content=secret, reasoning_content=secret),
-                                chunk(call(0, "c1", "f", "{}"), refusal=secret), chunk(finish="tool_calls")])
-        self.assertEqual(report["status"], "pass")
-        self.assertNotIn(secret, json.dumps(report))
-
-
-class MistralWholeCalls(unittest.TestCase):
-    def test_index_less_whole_calls_take_the_next_slots_in_order(self):
-        whole = [{"id": "a1", "function": {"name": "f", "arguments": "{}"}},
-                 {"id": "b2", "function": {"name": "g", "arguments": '{"x":1}'}}]
-        report = run("mistral", [chunk(*whole, finish="tool_calls")])
-        self.assertEqual(report["status"], "pass", report["findings"])
-        self.assertEqual([(c["index"], c["id"]) for c in report["calls"]], [(0, "a1"), (1, "b2")])
-
-    def test_index_less_fragment_is_missing_index_on_both_profiles(self):
-        fragment = {"function": {"arguments": "{}"}}
-        for profile in ("openai", "mistral"):
-            with self.subTest(profile=profile):
-                self.assertEqual(codes(run(profile, [chunk(fragment, finish="stop")])), ["missing_index"])
-
-    def test_whole_call_without_index_is_missing_index_on_openai(self):
-        whole = {"id": "a1", "function": {"name": "f", "arguments": "{}"}}
-        self.assertIn("missing_index", codes(run("openai", [chunk(whole, finish="tool_calls")])))
-
-
-class AnthropicBlocks(unittest.TestCase):
-    START = {"type": "message_start", "message": {"id": "msg_1", "content": []}}
-
-    def events(self, *middle, reason="tool_use", stop=True):
-        out = [self.START, *middle]
-        if reason is not None:
-            out.append({"type": "message_delta", "delta": {"stop_reason": reason}})
-        if stop:
-            out.append({"type": "message_stop"})
-        return out
-
-    @staticmethod
-    def tool(index, id="toolu_1", name="f", input=None):
-        return {"type": "content_block_start", "index": index,
-                "content_block": {"type": "tool_use", "id": id, "name": name, "input": input or {}}}
-
-    @staticmethod
-    def part(index, text):
-        return {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}}
-
-    @staticmethod
-    def stop(index):
-        return {"type": "content_block_stop", "index": index}
-
-    def test_empty_input_tool_uses_start_input(self):
-        for middle in ([], [self.part(0, "")], [self.part(0, ""), self.part(0, "")]):
-            with self.subTest(deltas=len(middle)):
-                report = run("anthropic", self.events(self.tool(0), *middle, self.stop(0)))
-                self.assertEqual(report["status"], "pass", report["findings"])
-                self.assertEqual(report["calls"][0]["arguments"], "{}")
-                self.assertIsNone(report["calls"][0]["choice"])
-
-    def test_start_input_used_when_no_fragments(self):
-        report = run("anthropic", self.events(self.tool(0, input={"k": "\u00e9"}), self.stop(0)))
-        self.assertEqual(report["calls"][0]["arguments"], '{"k":"\u00e9"}')
-
-    def test_truncated_by_max_tokens(self):
-        report = run("anthropic", self.events(self.tool(0), self.part(0, '{"a":'), reason="max_tokens"))
-        self.assertEqual(positions(report), [("wrong_terminal_reason", 3), ("missing_terminal", None)])
-
-    def test_events_after_message_stop(self):
-        report = run("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [self.part(0, "x")])
-        self.assertEqual(positions(report), [("delta_after_terminal", 6)])
-
-    def test_ping_is_ignored_everywhere(self):
-        ping = {"type": "ping"}
-        report = run("anthropic", [ping] + self.events(ping, self.tool(0), ping, self.part(0, "{}"), ping,
-                                                       self.stop(0), ping))
-        self.assertEqual(report["status"], "pass", report["findings"])
-        late = run("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [ping])
-        self.assertEqual(codes(late), ["delta_after_terminal"])  # SPEC: anything after message_stop
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class SecondReviewFindings(unittest.TestCase):
@@ -369,3 +201,7 @@ class ReviewFindings(unittest.TestCase):
         report = vts.validate_envelope(doc, vts.Limits(max_calls=10))
         self.assertEqual(len(report["calls"]), 10)
         self.assertEqual(codes(report), ["limit_exceeded"])
+
+
+if __name__ == "__main__":
+    unittest.main()
