@@ -1597,6 +1597,7 @@ class Properties(Checks):
 
 # --- hostile input -----------------------------------------------------------------------------
 
+@slow("100,000-entry and 200,000-piece inputs")
 class Hostile(Checks):
     def test_json_path_of_100k_segments(self):
         stream = [chunk(start("f")), chunk(piece(n("$" + ".a" * 100_000, 1))), chunk(FINAL), STOP]

@@ -5,10 +5,12 @@ bundled fixture's stream, one position at a time; the JSON and text reports (and
 redacted ones) must not carry it unless the report's calls carry it as an id, a name or
 arguments -- the only stream data the report is allowed to echo.
 
-Positions are taken one per class: a class is (fixture, key or value, the path with its list
-indices wildcarded), so every member name at every depth of every fixture's stream is planted,
-and where a list repeats the same shape (chunk 3, chunk 4, ...) one index is chosen with a fixed
-seed.  (Planting at every index of every list was 45,000 runs for the same classes: 14,000.)
+Positions are taken one per class, with a fixed seed: a class is the fixture's scenario (its
+folder, profile, expected status and codes), key or value, and the path with list indices
+wildcarded -- so every member name at every depth of every scenario's streams is planted; where
+fixtures of one scenario, or list items (chunk 3, chunk 4, ...), share a shape, one is chosen.
+Every fixture also gets an unknown top-level key and a planted profile.  (Planting at every
+index of every list of every fixture was 45,000 runs.)
 """
 
 import copy
@@ -79,19 +81,30 @@ def echoed_as_identity(report, secret):
 
 
 class PlantedSecrets(unittest.TestCase):
-    @slow("14,000 validations")
+    @slow("thousands of validations")
     def test_no_output_echoes_stream_content(self):
         checked = 0
         rng = random.Random(11)
+        docs, found = {}, []
         for relpath in fixture_paths():
-            data, doc = load_fixture(relpath)
+            doc = load_fixture(relpath)[1]
             if not isinstance(doc, dict):
                 continue
             stream_key = "events" if "events" in doc else "chunks"
             if not isinstance(doc.get(stream_key), list):
                 continue
-            places = one_per_shape(positions(doc[stream_key], (stream_key,)), rng,
-                                   path=lambda place: place[1], kind=lambda place: place[:1])
+            docs[relpath] = doc
+            expect = doc.get("expect") if isinstance(doc.get("expect"), dict) else {}
+            scenario = (relpath.split("/")[0], json.dumps(doc.get("profile")), json.dumps(expect.get("status")),
+                        json.dumps(sorted(map(str, expect.get("codes") or []))))
+            found += [(scenario, relpath, kind, path) for kind, path in positions(doc[stream_key], (stream_key,))]
+        # one position per (folder, profile, expected status and codes, key/value, path shape), fixed seed
+        chosen = one_per_shape(found, rng, path=lambda place: place[3], kind=lambda place: place[0] + place[2:3])
+        by_fixture = {}
+        for _, relpath, kind, path in chosen:
+            by_fixture.setdefault(relpath, []).append((kind, path))
+        for relpath, doc in docs.items():
+            places = by_fixture.get(relpath, [])
             places += [("key", ()), ("value", ("profile",))]           # an unknown top-level key, the profile
             for number, (kind, path) in enumerate(places):
                 secret = SECRETS[number % len(SECRETS)]
