@@ -16,7 +16,7 @@ import re
 import tempfile
 import unittest
 
-from support import codes, run_cli, vts
+from support import codes, run_cli, slow, vts
 
 SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 ABSENT = object()
