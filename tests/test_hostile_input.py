@@ -648,6 +648,7 @@ class FuzzerFindings(Bounded):
                 report = self.run_doc({"profile": "openai-responses", "tool_schemas": {}, "events": events})
                 self.assertIn("unsupported_event", codes(report))
 
+    @slow("9,000 validations over every fixture")
     def test_unhashable_values_in_every_string_of_every_fixture(self):
         # Regression (was a bug, found by the fuzzer): wire strings looked up in frozensets or
         # dicts (a bedrock toolUse.type, an anthropic server tool name, a chat finish_reason)
@@ -719,6 +720,7 @@ class FuzzerFindings(Bounded):
                                                                    "(the turn was already blocked with more than 40 "
                                                                    "findings)"))
 
+    @slow("a million items")
     def test_a_flood_of_small_items_of_any_shape(self):
         # 20 MB of "1," took 23 s: one parser call per item (now batches cut at a comma), and every
         # item examined (now only until the turn is blocked with four times --max-findings)

@@ -873,6 +873,7 @@ def _codes(report):
     return [f["code"] for f in report["findings"]]
 
 
+@slow("1,200 random turns")
 class ValidTurnsPass(unittest.TestCase):
     def check_pass(self, report, m, label):
         self.assertEqual(report["status"], "pass", "%s: %s" % (label, report["findings"][:5]))
@@ -1161,6 +1162,7 @@ MUTATIONS = ("missing_terminal", "duplicate_terminal", "identity_collision", "de
              "non_finite_number", "schema_violation", "unknown_tool")
 
 
+@slow("1,760 random mutations")
 class MutationsBlock(unittest.TestCase):
     def run_kind(self, kind):
         for mode in MODES:
