@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -140,3 +141,169 @@ def envelope(profile="openai", stream=None, schemas=None, **extra):
 
 def codes(report):
     return [finding["code"] for finding in report["findings"]]
+
+
+# --- stream builders and checks shared by several modules ----------------------------------------
+
+
+SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
+
+
+def positions(report):
+    return [(f["code"], f["position"]) for f in report["findings"]]
+
+
+def code_set(report):
+    return {f["code"] for f in report["findings"]}
+
+
+def judge(profile, stream, schemas=SCHEMAS):
+    return vts.validate_envelope(json.loads(json.dumps(envelope(profile, stream, schemas))))
+
+
+def judge_events(profile, events, schemas=SCHEMAS):
+    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
+
+
+def chat_chunk(*entries, finish=None, choice=0, **delta):
+    body = dict(delta)
+    if entries:
+        body["tool_calls"] = list(entries)
+    return {"choices": [{"index": choice, "delta": body, "finish_reason": finish}]}
+
+
+def chat_call(index=0, id=None, name=None, args=None, **extra):
+    entry = {"index": index, "function": {}}
+    if id is not None:
+        entry["id"] = id
+    if name is not None:
+        entry["function"]["name"] = name
+    if args is not None:
+        entry["function"]["arguments"] = args
+    entry.update(extra)
+    return entry
+
+
+INT_SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+
+
+def orc(delta, finish=None, native=None, choice=0, **top):
+    body = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "provider": "P",
+            "choices": [{"index": choice, "delta": delta, "finish_reason": finish, "native_finish_reason": native}]}
+    body.update(top)
+    return body
+
+
+def chat(stream, profile="openai", schemas=INT_SCHEMAS, **extra):
+    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "chunks": stream, **extra})
+
+
+def anthropic_turn(pieces=(), start_input=None):
+    events = [{"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+              {"type": "content_block_start", "index": 0, "content_block": {
+                  "type": "tool_use", "id": "toolu_1", "name": "f", "input": start_input or {}}}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+               for p in pieces]
+    return events + [{"type": "content_block_stop", "index": 0},
+                     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
+
+
+def gem(parts, finish=None, **candidate):
+    body = {"content": {"role": "model", "parts": parts}, **candidate}
+    if finish is not None:
+        body["finishReason"] = finish
+    return {"candidates": [body]}
+
+
+NEW_PROFILES = ("openai-responses", "bedrock")
+
+
+def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
+    tool = {"toolUseId": tool_id, "name": name, **extra}
+    if tool_id is None:
+        del tool["toolUseId"]
+    return {"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": tool}}}
+
+
+def b_delta(index, **member):
+    return {"contentBlockDelta": {"contentBlockIndex": index, "delta": member}}
+
+
+def b_stop(index=0):
+    return {"contentBlockStop": {"contentBlockIndex": index}}
+
+
+MSG_START = {"messageStart": {"role": "assistant"}}
+
+
+MSG_STOP = {"messageStop": {"stopReason": "tool_use"}}
+
+
+META = {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}}
+
+
+def bedrock_call(args='{"a":1}', **kw):
+    return [MSG_START, b_start(**kw), b_delta(0, toolUse={"input": args}), b_stop(), MSG_STOP, META]
+
+
+class Folder:
+    def __init__(self, files):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = self.tmp.name
+        for name, content in files.items():
+            full = os.path.join(self.path, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as handle:
+                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.tmp.cleanup()
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+PASS_DOC = envelope("openai", [
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
+], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
+
+
+BLOCKED_DOC = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+
+
+def one_chunk_per_line(doc):
+    """An envelope written with each chunk on its own line (so chunk N starts on a known line)."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "chunks"})[:-1]
+    lines = [head + ',\n "chunks": [']
+    for n, item in enumerate(doc["chunks"]):
+        lines.append("  " + json.dumps(item) + ("," if n < len(doc["chunks"]) - 1 else ""))
+    lines.append(" ]\n}\n")
+    return "\n".join(lines)
+
+
+def eventstream(events, corrupt=False):
+    """A binary AWS event stream: one frame per {member: payload} event (exception members as exceptions)."""
+    import struct
+    import zlib
+
+    def header(name, value):
+        name, value = name.encode(), value.encode()
+        return bytes([len(name)]) + name + bytes([7]) + struct.pack(">H", len(value)) + value
+
+    out = b""
+    for event in events:
+        (member, payload), = event.items()
+        kind = "exception" if member.endswith("Exception") else "event"
+        headers = header(":message-type", kind) + header(":event-type" if kind == "event" else ":exception-type",
+                                                         member) + header(":content-type", "application/json")
+        body = json.dumps(payload).encode()
+        prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
+        message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+        out += message + struct.pack(">I", zlib.crc32(message) ^ (1 if corrupt else 0))
+    return out

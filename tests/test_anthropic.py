@@ -1,25 +1,16 @@
-"""Anthropic content blocks (was test_stream_rules.py)."""
+"""The Anthropic Messages profile: content blocks and their slots, Anthropic-defined tools."""
 
-import tempfile
-import os
 import json
+import os
+import tempfile
 import unittest
-from support import codes, envelope, run_cli, vts
+
+from support import anthropic_turn, codes, envelope, judge, positions, run_cli, vts
+
 
 # ---------------------------------------------------------------------------------------------------
 # Anthropic content blocks (was test_stream_rules.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
-
-
-def run(profile, stream, schemas=SCHEMAS):
-    return vts.validate_envelope(json.loads(json.dumps(envelope(profile, stream, schemas))))
-
-
-def positions(report):
-    return [(f["code"], f["position"]) for f in report["findings"]]
 
 
 class AnthropicBlocks(unittest.TestCase):
@@ -49,44 +40,34 @@ class AnthropicBlocks(unittest.TestCase):
     def test_empty_input_tool_uses_start_input(self):
         for middle in ([], [self.part(0, "")], [self.part(0, ""), self.part(0, "")]):
             with self.subTest(deltas=len(middle)):
-                report = run("anthropic", self.events(self.tool(0), *middle, self.stop(0)))
+                report = judge("anthropic", self.events(self.tool(0), *middle, self.stop(0)))
                 self.assertEqual(report["status"], "pass", report["findings"])
                 self.assertEqual(report["calls"][0]["arguments"], "{}")
                 self.assertIsNone(report["calls"][0]["choice"])
 
     def test_start_input_used_when_no_fragments(self):
-        report = run("anthropic", self.events(self.tool(0, input={"k": "\u00e9"}), self.stop(0)))
+        report = judge("anthropic", self.events(self.tool(0, input={"k": "\u00e9"}), self.stop(0)))
         self.assertEqual(report["calls"][0]["arguments"], '{"k":"\u00e9"}')
 
     def test_truncated_by_max_tokens(self):
-        report = run("anthropic", self.events(self.tool(0), self.part(0, '{"a":'), reason="max_tokens"))
+        report = judge("anthropic", self.events(self.tool(0), self.part(0, '{"a":'), reason="max_tokens"))
         self.assertEqual(positions(report), [("wrong_terminal_reason", 3), ("missing_terminal", None)])
 
     def test_events_after_message_stop(self):
-        report = run("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [self.part(0, "x")])
+        report = judge("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [self.part(0, "x")])
         self.assertEqual(positions(report), [("delta_after_terminal", 6)])
 
     def test_ping_is_ignored_everywhere(self):
         ping = {"type": "ping"}
-        report = run("anthropic", [ping] + self.events(ping, self.tool(0), ping, self.part(0, "{}"), ping,
+        report = judge("anthropic", [ping] + self.events(ping, self.tool(0), ping, self.part(0, "{}"), ping,
                                                        self.stop(0), ping))
         self.assertEqual(report["status"], "pass", report["findings"])
-        late = run("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [ping])
+        late = judge("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [ping])
         self.assertEqual(codes(late), ["delta_after_terminal"])  # SPEC: anything after message_stop
 
 # ---------------------------------------------------------------------------------------------------
 # Anthropic defined tools, issue 21 (was test_fidelity.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-def anthropic_turn(pieces=(), start_input=None):
-    events = [{"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
-              {"type": "content_block_start", "index": 0, "content_block": {
-                  "type": "tool_use", "id": "toolu_1", "name": "f", "input": start_input or {}}}]
-    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
-               for p in pieces]
-    return events + [{"type": "content_block_stop", "index": 0},
-                     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
 
 
 EXAMPLES = {   # (type, input, valid?): the documented and recorded inputs, and what the documentation rules out

@@ -1,10 +1,15 @@
-"""Bedrock exception and error frames (was test_ci_safety.py, issue 22)."""
+"""The Bedrock ConverseStream profile: its edge cases, exception and error frames, system tool names."""
 
-import zlib
-import struct
 import json
+import struct
 import unittest
-from support import codes, vts
+import zlib
+
+from support import (
+    b_delta, b_start, b_stop, bedrock_call, code_set, codes, judge_events, META, MSG_START,
+    MSG_STOP, positions, vts,
+)
+
 
 # ---------------------------------------------------------------------------------------------------
 # Bedrock exception and error frames (was test_ci_safety.py, issue 22).
@@ -53,108 +58,65 @@ class BedrockExceptionFrames(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 
 
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
-
-
-def run(profile, events, schemas=SCHEMAS):
-    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
-
-
-def code_set(report):
-    return {f["code"] for f in report["findings"]}
-
-
-def positions(report):
-    return [(f["code"], f["position"]) for f in report["findings"]]
-
-
-def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
-    tool = {"toolUseId": tool_id, "name": name, **extra}
-    if tool_id is None:
-        del tool["toolUseId"]
-    return {"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": tool}}}
-
-
-def b_delta(index, **member):
-    return {"contentBlockDelta": {"contentBlockIndex": index, "delta": member}}
-
-
-def b_stop(index=0):
-    return {"contentBlockStop": {"contentBlockIndex": index}}
-
-
-MSG_START = {"messageStart": {"role": "assistant"}}
-
-
-MSG_STOP = {"messageStop": {"stopReason": "tool_use"}}
-
-
 END_TURN = {"messageStop": {"stopReason": "end_turn"}}
-
-
-META = {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}}
-
-
-def bedrock_call(args='{"a":1}', **kw):
-    return [MSG_START, b_start(**kw), b_delta(0, toolUse={"input": args}), b_stop(), MSG_STOP, META]
 
 
 class BedrockEdges(unittest.TestCase):
     def test_minimal_pass_and_no_delta_tool(self):
-        self.assertEqual(run("bedrock", bedrock_call())["status"], "pass")
-        report = run("bedrock", [MSG_START, b_start(), b_stop(), MSG_STOP])
+        self.assertEqual(judge_events("bedrock", bedrock_call())["status"], "pass")
+        report = judge_events("bedrock", [MSG_START, b_start(), b_stop(), MSG_STOP])
         self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", "{}"))
 
     def test_zero_or_several_members(self):
         for bad in ({}, {"contentBlockStop": {"contentBlockIndex": 0}, "metadata": {}}, ["messageStart"]):
             stream = bedrock_call()
             stream.insert(4, bad)
-            self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 4)], bad)
+            self.assertEqual(positions(judge_events("bedrock", stream)), [("unsupported_event", 4)], bad)
 
     def test_delta_with_several_members(self):
         stream = [MSG_START, b_delta(0, text="a", citation={}), MSG_STOP]
-        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event", "missing_slot"})
+        self.assertEqual(code_set(judge_events("bedrock", stream)), {"unsupported_event", "missing_slot"})
 
     def test_second_message_stop_is_duplicate_terminal(self):
-        self.assertEqual(positions(run("bedrock", bedrock_call() + [MSG_STOP])), [("duplicate_terminal", 6)])
+        self.assertEqual(positions(judge_events("bedrock", bedrock_call() + [MSG_STOP])), [("duplicate_terminal", 6)])
 
     def test_metadata_after_stop_fine_other_events_late(self):
-        self.assertEqual(run("bedrock", bedrock_call() + [META])["status"], "pass")
-        late = run("bedrock", bedrock_call() + [b_delta(1, text="x")])
+        self.assertEqual(judge_events("bedrock", bedrock_call() + [META])["status"], "pass")
+        late = judge_events("bedrock", bedrock_call() + [b_delta(1, text="x")])
         self.assertEqual(positions(late), [("delta_after_terminal", 6)])
 
     def test_exception_after_stop_is_stream_error(self):
         stream = bedrock_call() + [{"throttlingException": {"message": "x"}}]
-        self.assertEqual(positions(run("bedrock", stream)), [("stream_error", 6)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("stream_error", 6)])
 
     def test_tool_delta_on_text_block(self):
         stream = [MSG_START, b_delta(0, text="x"), b_delta(0, toolUse={"input": "{}"}), b_stop(0),
                   b_start(1), b_stop(1), MSG_STOP]
-        self.assertEqual(positions(run("bedrock", stream)), [("unexpected_event", 2)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("unexpected_event", 2)])
 
     def test_text_block_stopped_twice_and_late_text(self):
         stream = [MSG_START, b_delta(0, text="x"), b_stop(0), b_stop(0), b_delta(0, text="y"),
                   b_start(1), b_stop(1), MSG_STOP]
-        self.assertEqual(positions(run("bedrock", stream)), [("duplicate_terminal", 3), ("delta_after_terminal", 4)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("duplicate_terminal", 3), ("delta_after_terminal", 4)])
 
     def test_stop_for_unknown_block(self):
         stream = bedrock_call()
         stream.insert(4, b_stop(3))
-        self.assertEqual(positions(run("bedrock", stream)), [("missing_slot", 4)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("missing_slot", 4)])
 
     def test_absent_tool_use_id_is_missing_id(self):
-        self.assertEqual(positions(run("bedrock", bedrock_call(tool_id=None))), [("missing_id", 3)])
+        self.assertEqual(positions(judge_events("bedrock", bedrock_call(tool_id=None))), [("missing_id", 3)])
 
     def test_tool_result_start_and_server_tool_use(self):
         # a toolResult answering nothing; a system tool this tool has not reviewed; an image start
         stream = [MSG_START, {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolResult": {}}}},
                   b_stop(0), END_TURN]
-        self.assertEqual(positions(run("bedrock", stream)), [("missing_slot", 1)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("missing_slot", 1)])
         stream = [MSG_START, b_start(type="server_tool_use"), b_delta(0, toolUse={"input": "{}"}), b_stop(), END_TURN]
-        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 1)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("unsupported_event", 1)])
         stream = [MSG_START, {"contentBlockStart": {"contentBlockIndex": 0, "start": {"image": {"format": "png"}}}},
                   b_stop(0), END_TURN]
-        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 1)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("unsupported_event", 1)])
 
     def test_system_tool_pairs_with_its_result(self):
         use = b_start(tool_id="tooluse_s", name="nova_code_interpreter", type="server_tool_use")
@@ -162,44 +124,44 @@ class BedrockEdges(unittest.TestCase):
             "toolUseId": "tooluse_s", "type": "nova_code_interpreter_result", "status": "success"}}}}
         stream = [MSG_START, use, b_delta(0, toolUse={"input": "{}"}), b_stop(0), result,
                   b_delta(1, toolResult=[{"json": {"stdOut": "1"}}]), b_stop(1), END_TURN]
-        report = run("bedrock", stream)
+        report = judge_events("bedrock", stream)
         self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"nova_code_interpreter": 1}))
         wrong = stream[:5] + [b_delta(1, text="x")] + stream[6:]
-        self.assertEqual(positions(run("bedrock", wrong)), [("unexpected_event", 5)])
+        self.assertEqual(positions(judge_events("bedrock", wrong)), [("unexpected_event", 5)])
         unstopped = stream[:6] + [END_TURN]
-        self.assertEqual(positions(run("bedrock", unstopped)), [("missing_terminal", None)])
+        self.assertEqual(positions(judge_events("bedrock", unstopped)), [("missing_terminal", None)])
 
     def test_unknown_delta_member(self):
         stream = bedrock_call()
         stream.insert(3, b_delta(0, image={"format": "png"}))
-        self.assertEqual(positions(run("bedrock", stream)), [("unsupported_event", 3)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("unsupported_event", 3)])
 
     def test_tool_use_stop_reason_without_tool(self):
-        report = run("bedrock", [MSG_START, b_delta(0, text="x"), b_stop(0), MSG_STOP])
+        report = judge_events("bedrock", [MSG_START, b_delta(0, text="x"), b_stop(0), MSG_STOP])
         self.assertEqual(positions(report), [("missing_slot", 3)])
 
     def test_missing_block_index(self):
         stream = bedrock_call()
         stream[2] = {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"a":1}'}}}}
-        self.assertEqual(code_set(run("bedrock", stream)), {"missing_index"})
+        self.assertEqual(code_set(judge_events("bedrock", stream)), {"missing_index"})
 
     def test_non_string_input_and_stop_reason(self):
         stream = bedrock_call()
         stream[2] = b_delta(0, toolUse={"input": {"a": 1}})
-        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event"})
+        self.assertEqual(code_set(judge_events("bedrock", stream)), {"unsupported_event"})
         stream = bedrock_call()
         stream[4] = {"messageStop": {}}
-        self.assertEqual(code_set(run("bedrock", stream)), {"unsupported_event", "missing_terminal"})
+        self.assertEqual(code_set(judge_events("bedrock", stream)), {"unsupported_event", "missing_terminal"})
 
     def test_citation_belongs_to_text_not_reasoning(self):
         stream = [MSG_START, b_delta(0, reasoningContent={"text": "x"}), b_delta(0, citation={"title": "t"}),
                   b_stop(0), MSG_STOP]
-        self.assertEqual(positions(run("bedrock", stream)), [("unexpected_event", 2), ("missing_slot", 4)])
+        self.assertEqual(positions(judge_events("bedrock", stream)), [("unexpected_event", 2), ("missing_slot", 4)])
 
     def test_report_never_echoes_text_content(self):
         stream = [MSG_START, b_delta(0, text="SECRET-TEXT"), b_delta(0, toolUse={"input": "SECRET-TEXT"}),
                   b_delta(1, reasoningContent={"text": "SECRET-TEXT"}), b_stop(0), MSG_STOP]
-        self.assertNotIn("SECRET-TEXT", json.dumps(run("bedrock", stream)))
+        self.assertNotIn("SECRET-TEXT", json.dumps(judge_events("bedrock", stream)))
 
 # ---------------------------------------------------------------------------------------------------
 # Bedrock system tool names, issue 21 (was test_fidelity.py).

@@ -5,7 +5,7 @@ import tempfile
 import os
 import unittest
 
-from support import FIXTURES, codes, run_cli, vts
+from support import codes, eventstream, FIXTURES, gem, run_cli, vts
 
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
@@ -495,28 +495,6 @@ def comparable(report):
     return {key: value for key, value in report.items() if key != "meta"}
 
 
-def eventstream(events, corrupt=False):
-    """A binary AWS event stream: one frame per {member: payload} event (exception members as exceptions)."""
-    import struct
-    import zlib
-
-    def header(name, value):
-        name, value = name.encode(), value.encode()
-        return bytes([len(name)]) + name + bytes([7]) + struct.pack(">H", len(value)) + value
-
-    out = b""
-    for event in events:
-        (member, payload), = event.items()
-        kind = "exception" if member.endswith("Exception") else "event"
-        headers = header(":message-type", kind) + header(":event-type" if kind == "event" else ":exception-type",
-                                                         member) + header(":content-type", "application/json")
-        body = json.dumps(payload).encode()
-        prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
-        message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
-        out += message + struct.pack(">I", zlib.crc32(message) ^ (1 if corrupt else 0))
-    return out
-
-
 class BedrockEventStream(unittest.TestCase):
     def test_every_bedrock_fixture_keeps_its_whole_report(self):
         count = 0
@@ -739,13 +717,6 @@ class WhatUsersHave(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 # Capture refuses foreign bodies, issue 21 (was test_fidelity.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-def gem(parts, finish=None, **candidate):
-    body = {"content": {"role": "model", "parts": parts}, **candidate}
-    if finish is not None:
-        body["finishReason"] = finish
-    return {"candidates": [body]}
 
 
 class CaptureRefusesForeignBodies(unittest.TestCase):

@@ -11,9 +11,12 @@ import sys
 import tempfile
 import unittest
 
-from support import FIXTURES, ROOT, SCRIPT, codes, envelope, run_cli, slow, vts, write
+from support import (
+    BLOCKED_DOC, codes, envelope, FIXTURES, Folder, PASS_DOC, ROOT, run_cli, SCRIPT, slow, vts,
+    write,
+)
 
-PASS_DOC = envelope("openai", [
+STRICT_PASS_DOC = envelope("openai", [
     {"choices": [{"index": 0, "delta": {"tool_calls": [
         {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
     {"choices": [{"index": 0, "delta": {"tool_calls": [
@@ -28,7 +31,7 @@ def dumps(doc):
 
 class ExitCodes(unittest.TestCase):
     def test_pass_from_stdin_reports_the_exact_call(self):
-        code, out, err = run_cli("-", stdin=dumps(PASS_DOC))
+        code, out, err = run_cli("-", stdin=dumps(STRICT_PASS_DOC))
         self.assertEqual(code, 0, err)
         report = json.loads(out)
         self.assertEqual((report["status"], report["applicable"], report["executable"]), ("pass", True, True))
@@ -38,7 +41,7 @@ class ExitCodes(unittest.TestCase):
         self.assertEqual(err, "")
 
     def test_blocked_is_one(self):
-        doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+        doc = dict(STRICT_PASS_DOC, chunks=STRICT_PASS_DOC["chunks"][:1])
         code, out, _ = run_cli("-", stdin=dumps(doc))
         self.assertEqual(code, 1)
         self.assertEqual([f["code"] for f in json.loads(out)["findings"]], ["missing_terminal"])
@@ -79,7 +82,7 @@ class ExitCodes(unittest.TestCase):
 
 class Reports(unittest.TestCase):
     def test_text_report_puts_the_status_first(self):
-        code, out, _ = run_cli("-", "--report", "text", stdin=dumps(PASS_DOC))
+        code, out, _ = run_cli("-", "--report", "text", stdin=dumps(STRICT_PASS_DOC))
         self.assertEqual(code, 0)
         lines = out.splitlines()
         self.assertEqual(lines[0], "== -")                      # issue 12: output always names the fixture
@@ -87,7 +90,7 @@ class Reports(unittest.TestCase):
         self.assertIn('id="call_1"', lines[2])
 
     def test_text_report_lists_findings(self):
-        doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+        doc = dict(STRICT_PASS_DOC, chunks=STRICT_PASS_DOC["chunks"][:1])
         code, out, _ = run_cli("-", "--report", "text", stdin=dumps(doc))
         self.assertEqual(code, 1)
         self.assertTrue(out.startswith("== -\nBLOCKED"))
@@ -96,14 +99,14 @@ class Reports(unittest.TestCase):
     def test_text_report_never_echoes_an_unknown_profile(self):
         # Regression (found by the fuzzer): a profile string with a lone surrogate was printed
         # raw, and writing it raised UnicodeEncodeError (exit 3, no verdict)
-        doc = dict(PASS_DOC, profile="op\ude00enai-SECRET")
+        doc = dict(STRICT_PASS_DOC, profile="op\ude00enai-SECRET")
         code, out, err = run_cli("-", "--report", "text", stdin=json.dumps(doc).encode("ascii"))
         self.assertEqual((code, err), (1, ""))
         self.assertIn("(profile unknown,", out)
         self.assertNotIn("SECRET", out.splitlines()[0])
 
     def test_json_report_is_deterministic_and_ascii(self):
-        doc = json.loads(json.dumps(PASS_DOC))
+        doc = json.loads(json.dumps(STRICT_PASS_DOC))
         doc["chunks"][1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = "ty\":\"Z\u00fcrich \U0001F600\"}"
         first = run_cli("-", stdin=dumps(doc))
         second = run_cli("-", stdin=dumps(doc))
@@ -112,21 +115,21 @@ class Reports(unittest.TestCase):
         self.assertEqual(json.loads(first[1])["calls"][0]["arguments"], '{"city":"Z\u00fcrich \U0001F600"}')
 
     def test_meta_is_echoed(self):
-        doc = dict(PASS_DOC, meta={"provider": "test", "adapter_version": "1.2.3"})
+        doc = dict(STRICT_PASS_DOC, meta={"provider": "test", "adapter_version": "1.2.3"})
         _, out, _ = run_cli("-", stdin=dumps(doc))
         self.assertEqual(json.loads(out)["meta"], {"provider": "test", "adapter_version": "1.2.3"})
 
 
 class ExpectFlag(unittest.TestCase):
     def test_match_exits_zero_even_for_a_blocked_turn(self):
-        doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1],
+        doc = dict(STRICT_PASS_DOC, chunks=STRICT_PASS_DOC["chunks"][:1],
                    expect={"status": "blocked", "codes": ["missing_terminal"]})
         code, out, err = run_cli("-", "--expect", stdin=dumps(doc))
         self.assertEqual(code, 0, err)
         self.assertEqual(json.loads(out)["expectation"], {"matched": True, "differences": []})
 
     def test_mismatch_exits_one_and_prints_the_difference(self):
-        doc = dict(PASS_DOC, expect={"status": "pass", "codes": [],
+        doc = dict(STRICT_PASS_DOC, expect={"status": "pass", "codes": [],
                                      "calls": [{"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Rome\"}"}]})
         code, out, err = run_cli("-", "--expect", stdin=dumps(doc))
         self.assertEqual(code, 1)
@@ -135,9 +138,9 @@ class ExpectFlag(unittest.TestCase):
         self.assertFalse(json.loads(out)["expectation"]["matched"])
 
     def test_missing_code_and_missing_expect_block_are_mismatches(self):
-        doc = dict(PASS_DOC, expect={"codes": ["identity_collision"]})
+        doc = dict(STRICT_PASS_DOC, expect={"codes": ["identity_collision"]})
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 1)
-        self.assertEqual(run_cli("-", "--expect", stdin=dumps(PASS_DOC))[0], 1)
+        self.assertEqual(run_cli("-", "--expect", stdin=dumps(STRICT_PASS_DOC))[0], 1)
 
     def test_expect_on_a_bundled_fixture_file(self):
         path = os.path.join(FIXTURES, "openai")
@@ -159,9 +162,9 @@ class ManyFixtures(unittest.TestCase):
 
     def test_json_lines_summary_and_exit_priority(self):
         text_only = envelope("openai", [{"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}])
-        blocked = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+        blocked = dict(STRICT_PASS_DOC, chunks=STRICT_PASS_DOC["chunks"][:1])
         with tempfile.TemporaryDirectory() as folder:
-            ok = self.write(folder, "a.json", PASS_DOC)
+            ok = self.write(folder, "a.json", STRICT_PASS_DOC)
             na = self.write(folder, "b.json", text_only)
             bad = self.write(folder, "c.json", blocked)
             code, out, _ = run_cli(ok, na)
@@ -177,9 +180,9 @@ class ManyFixtures(unittest.TestCase):
 
     def test_expect_over_a_folder_needs_every_fixture_to_match(self):
         with tempfile.TemporaryDirectory() as folder:
-            self.write(folder, "a.json", dict(PASS_DOC, expect={"status": "pass"}))
+            self.write(folder, "a.json", dict(STRICT_PASS_DOC, expect={"status": "pass"}))
             self.assertEqual(run_cli(folder, "--expect")[0], 0)
-            self.write(folder, "b.json", dict(PASS_DOC, expect={"status": "blocked"}))
+            self.write(folder, "b.json", dict(STRICT_PASS_DOC, expect={"status": "blocked"}))
             code, out, err = run_cli(folder, "--expect")
             self.assertEqual(code, 1)
             self.assertIn("b.json", err)
@@ -193,7 +196,7 @@ class ManyFixtures(unittest.TestCase):
     def test_empty_folder_and_stdin_among_many_are_usage_errors(self):
         with tempfile.TemporaryDirectory() as folder:
             self.assertEqual(run_cli(folder)[0], 3)
-            path = self.write(folder, "a.json", PASS_DOC)
+            path = self.write(folder, "a.json", STRICT_PASS_DOC)
             self.assertEqual(run_cli(path, "-", stdin=b"{}")[0], 3)
 
 
@@ -223,7 +226,7 @@ class RedactArguments(unittest.TestCase):
         # issue 11 item 7: expectation differences, their stderr lines and adapter_mismatch messages
         # quoted both argument strings under --redact-arguments
         secret = "hunter2-secret-value"
-        doc = dict(PASS_DOC, expect={"calls": [{"arguments": json.dumps({"city": secret})}]})
+        doc = dict(STRICT_PASS_DOC, expect={"calls": [{"arguments": json.dumps({"city": secret})}]})
         code, out, err = run_cli("-", "--redact-arguments", "--expect", stdin=dumps(doc))
         self.assertEqual(code, 1)
         self.assertNotIn(secret, out + err)
@@ -233,7 +236,7 @@ class RedactArguments(unittest.TestCase):
             adapter = os.path.join(folder, "adapter.json")
             with open(adapter, "w") as handle:
                 json.dump([{"id": "call_1", "name": "weather", "arguments": json.dumps({"city": secret})}], handle)
-            code, out, err = run_cli("-", "--redact-arguments", "--adapter-output", adapter, stdin=dumps(PASS_DOC))
+            code, out, err = run_cli("-", "--redact-arguments", "--adapter-output", adapter, stdin=dumps(STRICT_PASS_DOC))
             self.assertEqual(code, 1)
             self.assertNotIn(secret, out + err)
             self.assertNotIn("Paris", out + err)
@@ -245,7 +248,7 @@ class ExpectBlockTypos(unittest.TestCase):
         for expect in ({"stauts": "blocked"}, {"codes": "missing_terminal"}, {"status": "ok"},
                        {"codes": ["missing_terminall"]}, {"calls": {}}):
             with self.subTest(expect=expect):
-                doc = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1], expect=expect)
+                doc = dict(STRICT_PASS_DOC, chunks=STRICT_PASS_DOC["chunks"][:1], expect=expect)
                 self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 1)
 
     def test_a_turn_never_judged_matches_only_when_its_code_is_pinned(self):
@@ -264,7 +267,7 @@ class ExpectBlockTypos(unittest.TestCase):
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(cohere, expect={"codes": ["unknown_profile"]})))[0], 0)
 
     def test_free_form_notes_beside_the_pinned_keys_are_allowed(self):
-        doc = dict(PASS_DOC, expect={"status": "pass", "note": "recorded 2026-11", "sdk_asserted": True})
+        doc = dict(STRICT_PASS_DOC, expect={"status": "pass", "note": "recorded 2026-11", "sdk_asserted": True})
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(doc))[0], 0)
 
 
@@ -273,7 +276,7 @@ class CaptureAndAdapterCommands(unittest.TestCase):
 
     def sse_body(self):
         lines = [": keep-alive", ""]
-        for chunk_obj in PASS_DOC["chunks"]:
+        for chunk_obj in STRICT_PASS_DOC["chunks"]:
             lines += ["data: " + json.dumps(dict(chunk_obj, system_fingerprint="fp_x")), ""]
         lines += ["data: [DONE]", ""]
         return "\r\n".join(lines).encode()
@@ -286,7 +289,7 @@ class CaptureAndAdapterCommands(unittest.TestCase):
             tools = os.path.join(folder, "tools.json")
             with open(tools, "w") as handle:
                 json.dump([{"type": "function", "function": {"name": "weather",
-                                                             "parameters": PASS_DOC["tool_schemas"]["weather"]}}], handle)
+                                                             "parameters": STRICT_PASS_DOC["tool_schemas"]["weather"]}}], handle)
             code, out, err = run_cli("capture", "--profile", "openai", "--schemas", tools, raw)
             self.assertEqual(code, 0, err)
             envelope_doc = json.loads(out)
@@ -311,16 +314,16 @@ class CaptureAndAdapterCommands(unittest.TestCase):
             adapter = os.path.join(folder, "adapter.json")
             with open(adapter, "w") as handle:
                 json.dump([{"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Paris\"}"}], handle)
-            self.assertEqual(run_cli("-", "--adapter-output", adapter, stdin=dumps(PASS_DOC))[0], 0)
+            self.assertEqual(run_cli("-", "--adapter-output", adapter, stdin=dumps(STRICT_PASS_DOC))[0], 0)
             with open(adapter, "w") as handle:
                 json.dump([{"id": "call_1", "name": "weather", "arguments": "{\"city\":\"Par\"}"}], handle)
-            code, out, _ = run_cli("-", "--adapter-output", adapter, stdin=dumps(PASS_DOC))
+            code, out, _ = run_cli("-", "--adapter-output", adapter, stdin=dumps(STRICT_PASS_DOC))
             self.assertEqual(code, 1)
             report = json.loads(out)
             self.assertEqual([f["code"] for f in report["findings"]], ["adapter_mismatch"])
             self.assertFalse(report["executable"])
             self.assertEqual(run_cli("-", "--adapter-output", os.path.join(folder, "none.json"),
-                                     stdin=dumps(PASS_DOC))[0], 3)
+                                     stdin=dumps(STRICT_PASS_DOC))[0], 3)
 
 
 class ModuleForm(unittest.TestCase):
@@ -364,7 +367,7 @@ class EscapingExceptions(unittest.TestCase):
     def test_schema_budget_out_of_range_is_refused(self):
         for bad in ("1e12", "nan", "inf", "0"):
             with self.subTest(value=bad):
-                code, out, err = run_cli("-", "--max-schema-seconds", bad, stdin=dumps(PASS_DOC))
+                code, out, err = run_cli("-", "--max-schema-seconds", bad, stdin=dumps(STRICT_PASS_DOC))
                 self.assertEqual((code, out), (3, ""))
                 self.assertNotIn("internal error", err)
         for kwargs in ({"max_schema_seconds": 1e10}, {"max_schema_seconds": float("nan")}, {"max_depth": 0},
@@ -454,37 +457,6 @@ class ReleaseCriteria(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 
 
-PASS_DOC_ci = envelope("openai", [
-    {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
-    {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
-], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
-
-
-BLOCKED_DOC = dict(PASS_DOC_ci, chunks=PASS_DOC_ci["chunks"][:1])
-
-
-class Folder:
-    def __init__(self, files):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.path = self.tmp.name
-        for name, content in files.items():
-            full = os.path.join(self.path, name)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w", encoding="utf-8") as handle:
-                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        self.tmp.cleanup()
-
-    def file(self, name):
-        return os.path.join(self.path, name)
-
-
 class Installable(unittest.TestCase):
     @slow("a real process: the script run by its shebang")
     def test_the_script_is_executable_with_its_shebang(self):
@@ -520,7 +492,7 @@ class Installable(unittest.TestCase):
         self.assertIn("language: python", text)
         entry = re.search(r"^\s*entry: (.+)$", text, re.M).group(1).split()
         self.assertEqual(entry[0], "validate-tool-stream")       # the console script of pyproject.toml
-        with Folder({"fixtures/a.json": dict(PASS_DOC_ci, expect={"status": "pass"}),
+        with Folder({"fixtures/a.json": dict(PASS_DOC, expect={"status": "pass"}),
                      "fixtures/b.json": dict(BLOCKED_DOC, expect={"status": "pass"})}) as folder:
             code, out, err = run_cli(*entry[1:], folder.file("fixtures/a.json"), folder.file("fixtures/b.json"))
             self.assertEqual(code, 1)
@@ -552,7 +524,7 @@ class ReviewFindings(unittest.TestCase):
     """The review of issue 12, one regression each."""
 
     def test_linked_folders_are_followed_once_and_unreadable_ones_refused(self):
-        with Folder({"a/x.json": PASS_DOC_ci, "b/y.json": BLOCKED_DOC}) as folder:
+        with Folder({"a/x.json": PASS_DOC, "b/y.json": BLOCKED_DOC}) as folder:
             os.symlink(folder.file("b"), folder.file("a/linked"))          # a linked folder is checked
             os.symlink(folder.file("a"), folder.file("a/loop"))            # a loop is walked once
             code, out, _ = run_cli(folder.file("a"))
@@ -569,7 +541,7 @@ class ReviewFindings(unittest.TestCase):
                 os.scandir = original
 
     def test_json_lines_keep_unicode_line_separators_inside_strings(self):
-        doc = json.loads(json.dumps(PASS_DOC_ci))
+        doc = json.loads(json.dumps(PASS_DOC))
         doc["chunks"][0]["choices"][0]["delta"]["content"] = "a\u2028b\u2029c\u0085d"
         body = "\n".join(json.dumps(c, ensure_ascii=False) for c in doc["chunks"]).encode("utf-8")
         envelope, _ = vts.sse_to_envelope(body, "openai", doc["tool_schemas"], redact=False)
@@ -587,7 +559,7 @@ class ReviewFindings(unittest.TestCase):
             self.assertEqual((lines[0]["status"], lines[1]["summary"]["blocked"]), ("blocked", 1))
 
     def test_pin_keeps_crlf_tabs_and_stays_stable(self):
-        plain = {k: v for k, v in PASS_DOC_ci.items()}
+        plain = {k: v for k, v in PASS_DOC.items()}
         with Folder({"crlf.json": json.dumps(plain, indent=2).replace("\n", "\r\n") + "\r\n",
                      "tabs.json": json.dumps(plain, indent="\t") + "\n",
                      "notobj.json": json.dumps(dict(plain, expect="x"), indent=2),
@@ -605,7 +577,7 @@ class ReviewFindings(unittest.TestCase):
     def test_har_entry_with_schemas_keeps_the_request_block(self):
         request = {"model": "m", "tools": [{"type": "function", "function": {"name": "weather", "parameters": {}}}],
                    "tool_choice": "required", "parallel_tool_calls": False}
-        sse = "".join(f"data: {json.dumps(c)}\n\n" for c in PASS_DOC_ci["chunks"]) + "data: [DONE]\n\n"
+        sse = "".join(f"data: {json.dumps(c)}\n\n" for c in PASS_DOC["chunks"]) + "data: [DONE]\n\n"
         har = {"log": {"entries": [{"request": {"url": "https://x.test/v1/chat/completions",
                                                 "postData": {"text": json.dumps(request)}},
                                     "response": {"content": {"text": sse}}}]}}
@@ -619,7 +591,7 @@ class ReviewFindings(unittest.TestCase):
             self.assertEqual(run_cli("capture", "--profile", "openai", "--entry", "\u00b2", folder.file("s.har"))[0], 3)
 
     def test_github_points_at_the_profile_and_the_expect_block(self):
-        text = json.dumps(dict(PASS_DOC_ci, profile="cohere", expect={"status": "pass"}), indent=2)
+        text = json.dumps(dict(PASS_DOC, profile="cohere", expect={"status": "pass"}), indent=2)
         lines = text.splitlines()
         with Folder({"g.json": text}) as folder:
             _, out, _ = run_cli(folder.file("g.json"), "--report", "github")

@@ -9,7 +9,7 @@ Run: cd tests && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_cross_pro
 import json
 import unittest
 
-from support import codes, vts
+from support import anthropic_turn, chat, code_set, codes, orc, vts
 
 PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
 SCHEMAS = {
@@ -284,10 +284,6 @@ class SameDefectEverywhere(unittest.TestCase):
 SCHEMAS_pr = {"f": {"type": "object"}, "g": {"type": "object"}}
 
 
-def code_set(report):
-    return {f["code"] for f in report["findings"]}
-
-
 class OldProfilesUnchanged(unittest.TestCase):
     def test_existing_profiles_still_work(self):
         report = vts.validate_envelope({"profile": "openai", "tool_schemas": SCHEMAS_pr, "chunks": [
@@ -301,30 +297,6 @@ class OldProfilesUnchanged(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 # Unsafe integers in every profile, issue 21 (was test_fidelity.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-def orc(delta, finish=None, native=None, choice=0, **top):
-    body = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "provider": "P",
-            "choices": [{"index": choice, "delta": delta, "finish_reason": finish, "native_finish_reason": native}]}
-    body.update(top)
-    return body
-
-
-SCHEMAS_fi = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}}}
-
-
-def chat(stream, profile="openai", schemas=SCHEMAS_fi, **extra):
-    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "chunks": stream, **extra})
-
-
-def anthropic_turn(pieces=(), start_input=None):
-    events = [{"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
-              {"type": "content_block_start", "index": 0, "content_block": {
-                  "type": "tool_use", "id": "toolu_1", "name": "f", "input": start_input or {}}}]
-    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
-               for p in pieces]
-    return events + [{"type": "content_block_stop", "index": 0},
-                     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
 
 
 def responses_turn(arguments):

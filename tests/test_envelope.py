@@ -12,7 +12,10 @@ import json
 import unittest
 from unittest import mock
 
-from support import envelope, fixture_paths, load_fixture, vts
+from support import (
+    bedrock_call, code_set, envelope, fixture_paths, judge_events, load_fixture, NEW_PROFILES,
+    SCHEMAS, vts,
+)
 
 
 def canonical(data: bytes) -> dict:
@@ -599,48 +602,6 @@ class FragmentRuns(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 
 
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
-
-
-NEW_PROFILES = ("openai-responses", "bedrock")
-
-
-def run(profile, events, schemas=SCHEMAS):
-    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
-
-
-def code_set(report):
-    return {f["code"] for f in report["findings"]}
-
-
-def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
-    tool = {"toolUseId": tool_id, "name": name, **extra}
-    if tool_id is None:
-        del tool["toolUseId"]
-    return {"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": tool}}}
-
-
-def b_delta(index, **member):
-    return {"contentBlockDelta": {"contentBlockIndex": index, "delta": member}}
-
-
-def b_stop(index=0):
-    return {"contentBlockStop": {"contentBlockIndex": index}}
-
-
-MSG_START = {"messageStart": {"role": "assistant"}}
-
-
-MSG_STOP = {"messageStop": {"stopReason": "tool_use"}}
-
-
-META = {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}}
-
-
-def bedrock_call(args='{"a":1}', **kw):
-    return [MSG_START, b_start(**kw), b_delta(0, toolUse={"input": args}), b_stop(), MSG_STOP, META]
-
-
 class Envelope(unittest.TestCase):
     def test_chunks_key_is_invalid_on_new_profiles(self):
         for profile in NEW_PROFILES:
@@ -653,7 +614,7 @@ class Envelope(unittest.TestCase):
 
     def test_empty_streams_are_not_applicable(self):
         for profile in NEW_PROFILES:
-            self.assertEqual(run(profile, [])["status"], "not_applicable")
+            self.assertEqual(judge_events(profile, [])["status"], "not_applicable")
 
     def test_stream_gate_library_api(self):
         gate = vts.StreamGate("bedrock", SCHEMAS)
@@ -683,14 +644,14 @@ class CalledFromADeepStack(unittest.TestCase):
                    ("blocked", ("unsupported_schema",))]
         seen = set()
 
-        def at_depth(remaining, run):
-            return at_depth(remaining - 1, run) if remaining > 0 else run()
+        def at_depth(remaining, judge_events):
+            return at_depth(remaining - 1, judge_events) if remaining > 0 else judge_events()
 
         for free in range(20, 70, 2):
-            for name, run in (("validate_bytes", lambda: vts.validate_bytes(data)),
+            for name, judge_events in (("validate_bytes", lambda: vts.validate_bytes(data)),
                               ("validate_envelope", lambda: vts.validate_envelope(doc))):
                 with self.subTest(free_frames=free, api=name):
-                    report = at_depth(sys.getrecursionlimit() - depth - free, run)
+                    report = at_depth(sys.getrecursionlimit() - depth - free, judge_events)
                     outcome = (report["status"], tuple(f["code"] for f in report["findings"]))
                     self.assertIn(outcome, allowed)
                     seen.add(outcome)

@@ -10,7 +10,7 @@ import contextlib
 import json
 import unittest
 
-from support import FIXTURES, codes, fixture_paths, load_fixture, run_cli, vts
+from support import codes, fixture_paths, FIXTURES, load_fixture, NEW_PROFILES, run_cli, vts
 
 SPEC_CODES = {
     "invalid_fixture", "unknown_profile",
@@ -105,9 +105,6 @@ class FixturesThroughTheRealCli(unittest.TestCase):
 # ---------------------------------------------------------------------------------------------------
 # The Responses and Bedrock fixture sets (was test_profiles.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-NEW_PROFILES = ("openai-responses", "bedrock")
 
 
 def new_profile_fixtures():

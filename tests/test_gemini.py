@@ -6,9 +6,7 @@ index, id, name, arguments byte for byte).  The contract is the profile's rules 
 Run: cd tests && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_gemini
 """
 
-import contextlib
 import copy
-import io
 import json
 import os
 import random
@@ -16,9 +14,8 @@ import re
 import tempfile
 import unittest
 
-from support import codes, run_cli, slow, vts
+from support import codes, gem, positions, run_cli, SCHEMAS, slow, vts
 
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 ABSENT = object()
 
 
@@ -112,10 +109,6 @@ def run(chunks, schemas=SCHEMAS, request=None):
     if request is not None:
         doc["request"] = request
     return vts.validate_envelope(doc)
-
-
-def positions(report):
-    return [(f["code"], f["position"]) for f in report["findings"]]
 
 
 def calls(report):
@@ -1850,13 +1843,6 @@ class AdapterIds(Checks):
 # ---------------------------------------------------------------------------------------------------
 # Gemini enum numbers, issue 21 (was test_fidelity.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-def gem(parts, finish=None, **candidate):
-    body = {"content": {"role": "model", "parts": parts}, **candidate}
-    if finish is not None:
-        body["finishReason"] = finish
-    return {"candidates": [body]}
 
 
 WHOLE = {"functionCall": {"name": "f", "args": {"a": 1}}}

@@ -1,65 +1,39 @@
-"""OpenAI chat and Mistral slots (was test_stream_rules.py)."""
+"""The OpenAI chat and Mistral profiles: slots, whole Mistral calls, restated finishes, Groq's executed tools."""
 
 import json
 import unittest
-from support import codes, envelope, vts
+
+from support import (
+    chat, chat_call, chat_chunk, codes, envelope, INT_SCHEMAS, judge, orc, positions, SCHEMAS, vts,
+)
+
 
 # ---------------------------------------------------------------------------------------------------
 # OpenAI chat and Mistral slots (was test_stream_rules.py).
 # ---------------------------------------------------------------------------------------------------
 
 
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
-
-
-def chunk(*entries, finish=None, choice=0, **delta):
-    body = dict(delta)
-    if entries:
-        body["tool_calls"] = list(entries)
-    return {"choices": [{"index": choice, "delta": body, "finish_reason": finish}]}
-
-
-def call(index=0, id=None, name=None, args=None, **extra):
-    entry = {"index": index, "function": {}}
-    if id is not None:
-        entry["id"] = id
-    if name is not None:
-        entry["function"]["name"] = name
-    if args is not None:
-        entry["function"]["arguments"] = args
-    entry.update(extra)
-    return entry
-
-
-def run(profile, stream, schemas=SCHEMAS):
-    return vts.validate_envelope(json.loads(json.dumps(envelope(profile, stream, schemas))))
-
-
-def positions(report):
-    return [(f["code"], f["position"]) for f in report["findings"]]
-
-
 class OpenAISlots(unittest.TestCase):
     def test_delayed_identity_and_empty_fragments(self):
-        report = run("openai", [
-            chunk(call(0, args='{"a"')),
-            chunk(call(0, args="")),
-            chunk(call(0, id="c1", args=":1")),
-            chunk(call(0, name="f", id="", args="}")),
-            chunk(finish="tool_calls"),
+        report = judge("openai", [
+            chat_chunk(chat_call(0, args='{"a"')),
+            chat_chunk(chat_call(0, args="")),
+            chat_chunk(chat_call(0, id="c1", args=":1")),
+            chat_chunk(chat_call(0, name="f", id="", args="}")),
+            chat_chunk(finish="tool_calls"),
         ])
         self.assertEqual(report["status"], "pass", report["findings"])
         self.assertEqual(report["calls"][0]["arguments"], '{"a":1}')
 
     def test_delta_applies_before_finish_in_the_same_chunk(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), finish="tool_calls")])
+        report = judge("openai", [chat_chunk(chat_call(0, "c1", "f", "{}"), finish="tool_calls")])
         self.assertEqual(report["status"], "pass")
 
     def test_identity_collision_position_and_merged_arguments(self):
-        report = run("openai", [
-            chunk(call(0, "c1", "f", '{"p":"a"}')),
-            chunk(call(0, "c2", None, '{"p":"b"}')),
-            chunk(finish="tool_calls"),
+        report = judge("openai", [
+            chat_chunk(chat_call(0, "c1", "f", '{"p":"a"}')),
+            chat_chunk(chat_call(0, "c2", None, '{"p":"b"}')),
+            chat_chunk(finish="tool_calls"),
         ])
         self.assertEqual(positions(report), [("identity_collision", 1), ("trailing_data", 2)])
         self.assertEqual(report["calls"][0]["arguments"], '{"p":"a"}{"p":"b"}')
@@ -67,70 +41,70 @@ class OpenAISlots(unittest.TestCase):
         self.assertFalse(report["executable"])
 
     def test_name_in_pieces_is_a_collision_not_a_concatenation(self):
-        report = run("openai", [chunk(call(0, "c1", "ge", "{}")), chunk(call(0, name="t")),
-                                chunk(finish="tool_calls")])
+        report = judge("openai", [chat_chunk(chat_call(0, "c1", "ge", "{}")), chat_chunk(chat_call(0, name="t")),
+                                chat_chunk(finish="tool_calls")])
         self.assertEqual(codes(report), ["identity_collision", "unknown_tool"])
         self.assertEqual(report["calls"][0]["name"], "ge")
 
     def test_same_id_on_two_slots(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), call(1, "c1", "g", "{}")), chunk(finish="tool_calls")])
+        report = judge("openai", [chat_chunk(chat_call(0, "c1", "f", "{}"), chat_call(1, "c1", "g", "{}")), chat_chunk(finish="tool_calls")])
         self.assertEqual(positions(report), [("identity_collision", 0)])
         self.assertEqual(report["findings"][0]["index"], 1)
 
     def test_parseable_prefix_is_not_terminal_evidence(self):
-        report = run("openai", [chunk(call(0, "c1", "f", '{"q":"test"}'))])
+        report = judge("openai", [chat_chunk(chat_call(0, "c1", "f", '{"q":"test"}'))])
         self.assertEqual(positions(report), [("missing_terminal", None)])
         self.assertEqual(report["calls"][0]["state"], "blocked")
 
     def test_indices_must_be_non_negative_integers(self):
         for bad in (True, 0.0, "0", -1, None):
             with self.subTest(index=bad):
-                entry = call(0, "c1", "f", "{}")
+                entry = chat_call(0, "c1", "f", "{}")
                 entry["index"] = bad
-                report = run("openai", [chunk(entry, finish="tool_calls")])
+                report = judge("openai", [chat_chunk(entry, finish="tool_calls")])
                 self.assertIn("missing_index", codes(report))
                 self.assertEqual(report["status"], "blocked")
 
     def test_huge_index_is_a_gap_not_a_crash(self):
-        report = run("openai", [chunk(call(10 ** 18, "c1", "f", "{}"), finish="tool_calls")])
+        report = judge("openai", [chat_chunk(chat_call(10 ** 18, "c1", "f", "{}"), finish="tool_calls")])
         self.assertEqual(report["status"], "blocked")
         self.assertIn("missing_slot", codes(report))
 
     def test_gap_reports_the_missing_index(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), call(2, "c3", "f", "{}"), finish="tool_calls")])
+        report = judge("openai", [chat_chunk(chat_call(0, "c1", "f", "{}"), chat_call(2, "c3", "f", "{}"), finish="tool_calls")])
         self.assertEqual([(f["code"], f["index"]) for f in report["findings"]], [("missing_slot", 1)])
 
     def test_choice_level_findings_block_that_choices_calls(self):
-        report = run("openai", [chunk(call(0, "c1", "f", "{}"), finish="length")])
+        report = judge("openai", [chat_chunk(chat_call(0, "c1", "f", "{}"), finish="length")])
         self.assertEqual(codes(report), ["wrong_terminal_reason"])
         self.assertEqual([f["code"] for f in report["calls"][0]["findings"]], ["wrong_terminal_reason"])
 
     def test_second_finish_on_text_only_choice_is_harmless(self):
-        report = run("openai", [chunk(content="hi", finish="stop"), chunk(finish="stop")])
+        report = judge("openai", [chat_chunk(content="hi", finish="stop"), chat_chunk(finish="stop")])
         self.assertEqual(report["status"], "not_applicable")
 
     def test_ambiguous_choice_is_reported_once(self):
-        report = run("openai", [chunk(call(0, "a", "f", "{}"), choice=0), chunk(call(0, "b", "f", "{}"), choice=1),
-                                chunk(call(0, "c", "f", "{}"), choice=2),
-                                chunk(finish="tool_calls", choice=0), chunk(finish="tool_calls", choice=1),
-                                chunk(finish="tool_calls", choice=2)])
+        report = judge("openai", [chat_chunk(chat_call(0, "a", "f", "{}"), choice=0), chat_chunk(chat_call(0, "b", "f", "{}"), choice=1),
+                                chat_chunk(chat_call(0, "c", "f", "{}"), choice=2),
+                                chat_chunk(finish="tool_calls", choice=0), chat_chunk(finish="tool_calls", choice=1),
+                                chat_chunk(finish="tool_calls", choice=2)])
         self.assertEqual(positions(report), [("ambiguous_choice", 1)])
 
     def test_too_many_calls_is_a_limit(self):
-        entries = [call(i, f"c{i}", "f", "{}") for i in range(5)]
-        doc = envelope("openai", [chunk(*entries, finish="tool_calls")], SCHEMAS)
+        entries = [chat_call(i, f"c{i}", "f", "{}") for i in range(5)]
+        doc = envelope("openai", [chat_chunk(*entries, finish="tool_calls")], SCHEMAS)
         report = vts.validate_envelope(doc, vts.Limits(max_calls=4))
         self.assertEqual(codes(report), ["limit_exceeded"])
 
     def test_argument_size_limit(self):
-        doc = envelope("openai", [chunk(call(0, "c1", "f", '{"a":"' + "x" * 100 + '"}'), finish="tool_calls")],
+        doc = envelope("openai", [chat_chunk(chat_call(0, "c1", "f", '{"a":"' + "x" * 100 + '"}'), finish="tool_calls")],
                        SCHEMAS)
         self.assertEqual(codes(vts.validate_envelope(doc, vts.Limits(max_argument_bytes=50))), ["limit_exceeded"])
 
     def test_no_text_content_reaches_the_report(self):
         secret = "SECRET-CONTENT-7f3a"
-        report = run("openai", [chunk(content=secret, reasoning_content=secret),
-                                chunk(call(0, "c1", "f", "{}"), refusal=secret), chunk(finish="tool_calls")])
+        report = judge("openai", [chat_chunk(content=secret, reasoning_content=secret),
+                                chat_chunk(chat_call(0, "c1", "f", "{}"), refusal=secret), chat_chunk(finish="tool_calls")])
         self.assertEqual(report["status"], "pass")
         self.assertNotIn(secret, json.dumps(report))
 
@@ -139,7 +113,7 @@ class MistralWholeCalls(unittest.TestCase):
     def test_index_less_whole_calls_take_the_next_slots_in_order(self):
         whole = [{"id": "a1", "function": {"name": "f", "arguments": "{}"}},
                  {"id": "b2", "function": {"name": "g", "arguments": '{"x":1}'}}]
-        report = run("mistral", [chunk(*whole, finish="tool_calls")])
+        report = judge("mistral", [chat_chunk(*whole, finish="tool_calls")])
         self.assertEqual(report["status"], "pass", report["findings"])
         self.assertEqual([(c["index"], c["id"]) for c in report["calls"]], [(0, "a1"), (1, "b2")])
 
@@ -147,11 +121,11 @@ class MistralWholeCalls(unittest.TestCase):
         fragment = {"function": {"arguments": "{}"}}
         for profile in ("openai", "mistral"):
             with self.subTest(profile=profile):
-                self.assertEqual(codes(run(profile, [chunk(fragment, finish="stop")])), ["missing_index"])
+                self.assertEqual(codes(judge(profile, [chat_chunk(fragment, finish="stop")])), ["missing_index"])
 
     def test_whole_call_without_index_is_missing_index_on_openai(self):
         whole = {"id": "a1", "function": {"name": "f", "arguments": "{}"}}
-        self.assertIn("missing_index", codes(run("openai", [chunk(whole, finish="tool_calls")])))
+        self.assertIn("missing_index", codes(judge("openai", [chat_chunk(whole, finish="tool_calls")])))
 
 # ---------------------------------------------------------------------------------------------------
 # Provider fidelity, issue 21 (was test_fidelity.py): chat finishes restated, Groq executed tools.
@@ -159,13 +133,6 @@ class MistralWholeCalls(unittest.TestCase):
 
 
 USAGE = {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
-
-
-def orc(delta, finish=None, native=None, choice=0, **top):
-    body = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "provider": "P",
-            "choices": [{"index": choice, "delta": delta, "finish_reason": finish, "native_finish_reason": native}]}
-    body.update(top)
-    return body
 
 
 R = {"role": "assistant", "content": ""}
@@ -180,13 +147,6 @@ F1 = orc(R, "tool_calls", "tool_use")
 
 
 F2 = orc(R, "tool_calls", "tool_use", usage=USAGE)
-
-
-SCHEMAS_fi = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}}}
-
-
-def chat(stream, profile="openai", schemas=SCHEMAS_fi, **extra):
-    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "chunks": stream, **extra})
 
 
 def gq(delta, finish=None):
@@ -264,7 +224,7 @@ class RestatedFinish(unittest.TestCase):
                            "not_applicable", [], [{"choice": 0, "reason": "stop", "position": 2}])
 
     def test_fed_item_by_item_and_in_the_text_report(self):
-        gate = vts.StreamGate("openai", SCHEMAS_fi)
+        gate = vts.StreamGate("openai", INT_SCHEMAS)
         for item in CALL + [F1, F2]:
             gate.feed(item)
         report = gate.finish()

@@ -59,7 +59,7 @@ import contextlib
 import io
 from unittest import mock
 
-from support import ENV, SCRIPT, envelope, run_cli, slow, vts
+from support import BLOCKED_DOC, ENV, Folder, one_chunk_per_line, PASS_DOC, run_cli, SCRIPT, slow, vts
 
 try:
     import resource
@@ -563,47 +563,6 @@ class ConcurrentPins(PinSafetyCase):
 # ---------------------------------------------------------------------------------------------------
 # pin writes the outcome (was test_ci_integration.py, issue 12).
 # ---------------------------------------------------------------------------------------------------
-
-
-PASS_DOC = envelope("openai", [
-    {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
-    {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
-], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
-
-
-BLOCKED_DOC = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
-
-
-def one_chunk_per_line(doc):
-    """An envelope written with each chunk on its own line (so chunk N starts on a known line)."""
-    head = json.dumps({k: v for k, v in doc.items() if k != "chunks"})[:-1]
-    lines = [head + ',\n "chunks": [']
-    for n, item in enumerate(doc["chunks"]):
-        lines.append("  " + json.dumps(item) + ("," if n < len(doc["chunks"]) - 1 else ""))
-    lines.append(" ]\n}\n")
-    return "\n".join(lines)
-
-
-class Folder:
-    def __init__(self, files):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.path = self.tmp.name
-        for name, content in files.items():
-            full = os.path.join(self.path, name)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w", encoding="utf-8") as handle:
-                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        self.tmp.cleanup()
-
-    def file(self, name):
-        return os.path.join(self.path, name)
 
 
 class Pin(unittest.TestCase):

@@ -1,61 +1,21 @@
-"""The report formats (was test_ci_integration.py, issue 12)."""
+"""Validation, gate and report: the report formats (json, text, github, junit) and what they show."""
 
-import random
-import xml.etree.ElementTree as ET
-import tempfile
-import re
-import os
 import json
+import os
+import random
+import re
 import unittest
-from support import envelope, run_cli, vts
+import xml.etree.ElementTree as ET
+
+from support import BLOCKED_DOC, envelope, Folder, one_chunk_per_line, PASS_DOC, run_cli, vts
+
 
 # ---------------------------------------------------------------------------------------------------
 # The report formats (was test_ci_integration.py, issue 12).
 # ---------------------------------------------------------------------------------------------------
 
 
-PASS_DOC = envelope("openai", [
-    {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
-    {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
-], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
-
-
-BLOCKED_DOC = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
-
-
 EMPTY_DOC = envelope("openai", [{"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}])
-
-
-def one_chunk_per_line(doc):
-    """An envelope written with each chunk on its own line (so chunk N starts on a known line)."""
-    head = json.dumps({k: v for k, v in doc.items() if k != "chunks"})[:-1]
-    lines = [head + ',\n "chunks": [']
-    for n, item in enumerate(doc["chunks"]):
-        lines.append("  " + json.dumps(item) + ("," if n < len(doc["chunks"]) - 1 else ""))
-    lines.append(" ]\n}\n")
-    return "\n".join(lines)
-
-
-class Folder:
-    def __init__(self, files):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.path = self.tmp.name
-        for name, content in files.items():
-            full = os.path.join(self.path, name)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w", encoding="utf-8") as handle:
-                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        self.tmp.cleanup()
-
-    def file(self, name):
-        return os.path.join(self.path, name)
 
 
 class ReportFormats(unittest.TestCase):

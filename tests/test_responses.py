@@ -1,27 +1,14 @@
-"""OpenAI Responses edge cases (was test_profiles.py)."""
+"""The OpenAI Responses profile: its edge cases and namespaced calls."""
 
 import json
 import unittest
-from support import codes, vts
+
+from support import code_set, codes, judge_events, positions, vts
+
 
 # ---------------------------------------------------------------------------------------------------
 # OpenAI Responses edge cases (was test_profiles.py).
 # ---------------------------------------------------------------------------------------------------
-
-
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
-
-
-def run(profile, events, schemas=SCHEMAS):
-    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
-
-
-def code_set(report):
-    return {f["code"] for f in report["findings"]}
-
-
-def positions(report):
-    return [(f["code"], f["position"]) for f in report["findings"]]
 
 
 def created():
@@ -64,51 +51,51 @@ def responses_call(args='{"a":1}', **kw):
 
 class ResponsesEdges(unittest.TestCase):
     def test_minimal_pass(self):
-        report = run("openai-responses", responses_call())
+        report = judge_events("openai-responses", responses_call())
         self.assertEqual(report["status"], "pass", report["findings"])
         self.assertEqual(report["calls"][0]["id"], "call_1")
 
     def test_done_name_differs_is_identity_collision(self):
         stream = [created(), added(), delta("{}"), done("{}", name="g"), item_done("{}"), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("identity_collision", 3)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 3)])
 
     def test_output_item_done_arguments_differ(self):
         stream = [created(), added(), delta("{}"), done("{}"), item_done('{"b":2}'), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 4)])
 
     def test_output_item_done_call_id_differs(self):
         stream = [created(), added(), delta("{}"), done("{}"), item_done("{}", call_id="call_9"), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("identity_collision", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 4)])
 
     def test_non_empty_initial_arguments(self):
         # the added item states arguments that the deltas (and everything after) contradict
         stream = [created(), added(arguments='{"a":1}'), delta("{}"), done("{}"), item_done("{}"), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 4)])
 
     def test_absent_call_id_is_missing_id(self):
-        report = run("openai-responses", responses_call(call_id=None))
+        report = judge_events("openai-responses", responses_call(call_id=None))
         self.assertEqual(positions(report), [("missing_id", 4)])
 
     def test_call_id_arriving_only_in_output_item_done(self):
         stream = responses_call(call_id=None)
         stream[4] = item_done('{"a":1}', call_id="call_late")
-        self.assertEqual(positions(run("openai-responses", stream)), [("identity_collision", 4), ("missing_id", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 4), ("missing_id", 4)])
 
     def test_second_response_completed_is_duplicate_terminal(self):
-        report = run("openai-responses", responses_call() + [COMPLETED])
+        report = judge_events("openai-responses", responses_call() + [COMPLETED])
         self.assertEqual(positions(report), [("duplicate_terminal", 6)])
 
     def test_error_after_completed_is_stream_error(self):
-        report = run("openai-responses", responses_call() + [{"type": "error", "error": {"code": "x"}}])
+        report = judge_events("openai-responses", responses_call() + [{"type": "error", "error": {"code": "x"}}])
         self.assertEqual(positions(report), [("stream_error", 6)])
 
     def test_second_response_created(self):
-        report = run("openai-responses", [created()] + responses_call())
+        report = judge_events("openai-responses", [created()] + responses_call())
         self.assertEqual(positions(report), [("unexpected_event", 1)])
 
     def test_unknown_event(self):
         stream = responses_call()[:-1] + [{"type": "response.audio.delta", "delta": "AAAA"}, COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unsupported_event", 5)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unsupported_event", 5)])
 
     def test_custom_tool_call_is_checked_against_a_string_schema(self):
         def stream(text):
@@ -122,23 +109,23 @@ class ResponsesEdges(unittest.TestCase):
                         "type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "note", "input": text}},
                     COMPLETED]
         schemas = {"note": {"type": "string", "maxLength": 5}, "f": {"type": "object"}}
-        report = run("openai-responses", stream("hello"), schemas)
+        report = judge_events("openai-responses", stream("hello"), schemas)
         self.assertEqual((report["status"], report["calls"][0]["kind"], report["calls"][0]["arguments"]),
                          ("pass", "custom", "hello"))
-        self.assertEqual(positions(run("openai-responses", stream("hello!"), schemas)), [("schema_violation", 4)])
-        self.assertEqual(positions(run("openai-responses", stream("hi"), {"note": {"type": "object"}})),
+        self.assertEqual(positions(judge_events("openai-responses", stream("hello!"), schemas)), [("schema_violation", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream("hi"), {"note": {"type": "object"}})),
                          [("unsupported_schema", 4)])
-        self.assertEqual(positions(run("openai-responses", stream("hi"), {})), [("unknown_tool", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream("hi"), {})), [("unknown_tool", 4)])
 
     def test_text_delta_on_function_call_item(self):
         stream = responses_call()[:2] + [
             {"type": "response.output_text.delta", "item_id": "fc_1", "output_index": 0, "delta": "x"}
         ] + responses_call()[2:]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 2)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 2)])
 
     def test_argument_delta_on_message_item(self):
         stream = [created(), added(kind="message", fc="msg_1"), delta("{}", fc="msg_1"), COMPLETED]
-        report = run("openai-responses", stream)
+        report = judge_events("openai-responses", stream)
         self.assertEqual(positions(report), [("unexpected_event", 2)])
         self.assertEqual(report["calls"], [])
 
@@ -146,25 +133,25 @@ class ResponsesEdges(unittest.TestCase):
         stream = responses_call()
         del stream[2]["output_index"]
         # the unreadable delta is a finding; the call itself takes the .done restatement
-        self.assertEqual(code_set(run("openai-responses", stream)), {"missing_index"})
+        self.assertEqual(code_set(judge_events("openai-responses", stream)), {"missing_index"})
 
     def test_done_only_arguments_are_one_complete_call(self):
         # LM Studio / Codex: no delta; the .done event and the done item state the arguments
         stream = [created(), added(), done('{"a":1}'), item_done('{"a":1}'), COMPLETED]
-        report = run("openai-responses", stream)
+        report = judge_events("openai-responses", stream)
         self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
         stream = [created(), added(), done('{"a":1}'), item_done("{}"), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("unexpected_event", 3)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 3)])
 
     def test_whole_call_in_the_added_item(self):
         # xAI: the item arrives complete, with no argument events
         stream = [created(), added(arguments='{"a":1}'), item_done('{"a":1}'), COMPLETED]
-        report = run("openai-responses", stream)
+        report = judge_events("openai-responses", stream)
         self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
 
     def test_a_call_needs_its_output_item_done(self):
         stream = [created(), added(), delta('{"a":1}'), done('{"a":1}'), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("missing_terminal", None)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("missing_terminal", None)])
 
     def test_final_output_must_hold_exactly_the_streamed_calls(self):
         call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": '{"a":1}'}
@@ -175,50 +162,50 @@ class ResponsesEdges(unittest.TestCase):
                                  ([dict(call, name="g")], [("identity_collision", 5)])):
             with self.subTest(output=output):
                 stream = responses_call()[:-1] + [{"type": "response.completed", "response": {"output": output}}]
-                self.assertEqual(positions(run("openai-responses", stream)), expected)
+                self.assertEqual(positions(judge_events("openai-responses", stream)), expected)
         text_only = [created(), added(kind="message", fc="msg_1"),
                      {"type": "response.completed", "response": {"output": [call]}}]
-        report = run("openai-responses", text_only)
+        report = judge_events("openai-responses", text_only)
         self.assertEqual((report["status"], positions(report)), ("blocked", [("unexpected_event", 2)]))
 
     def test_empty_arguments_everywhere_is_malformed_json(self):
         stream = [created(), added(), done(""), item_done(""), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("malformed_json", 3)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("malformed_json", 3)])
 
     def test_item_id_reused_across_items(self):
         stream = [created(), added(), delta("{}"), done("{}"), item_done("{}"),
                   added(1, fc="fc_1", call_id="call_2"), delta("{}", 1), done("{}", 1), item_done("{}", 1, call_id="call_2"),
                   COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("identity_collision", 5)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 5)])
 
     def test_output_item_done_twice(self):
         stream = responses_call()[:-1] + [item_done('{"a":1}'), COMPLETED]
-        self.assertEqual(positions(run("openai-responses", stream)), [("duplicate_terminal", 5)])
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("duplicate_terminal", 5)])
 
     def test_delta_after_output_item_done(self):
         stream = [created(), added(), delta("{}"), item_done("{}"), delta(" "), done("{} "), COMPLETED]
-        self.assertEqual(code_set(run("openai-responses", stream)), {"delta_after_terminal"})
+        self.assertEqual(code_set(judge_events("openai-responses", stream)), {"delta_after_terminal"})
 
     def test_text_only_incomplete_and_completed_are_not_applicable(self):
         for end in ("response.incomplete", "response.completed"):
             stream = [created(), added(kind="message", fc="msg_1"),
                       {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "x"},
                       {"type": end, "response": {}}]
-            self.assertEqual(run("openai-responses", stream)["status"], "not_applicable", end)
+            self.assertEqual(judge_events("openai-responses", stream)["status"], "not_applicable", end)
 
     def test_response_failed_without_calls_is_blocked(self):
-        report = run("openai-responses", [created(), {"type": "response.failed", "response": {}}])
+        report = judge_events("openai-responses", [created(), {"type": "response.failed", "response": {}}])
         self.assertEqual(positions(report), [("stream_error", 1)])
 
     def test_non_object_event(self):
-        self.assertEqual(code_set(run("openai-responses", [created(), "data"])), {"unsupported_event"})
+        self.assertEqual(code_set(judge_events("openai-responses", [created(), "data"])), {"unsupported_event"})
 
     def test_report_never_echoes_text_content(self):
         stream = [created(), added(kind="message", fc="msg_1"),
                   {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "SECRET-TEXT"},
                   {"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "delta": "SECRET-TEXT"},
                   {"type": "response.output_text.delta", "item_id": "fc_9", "output_index": 5, "delta": "SECRET-TEXT"}]
-        self.assertNotIn("SECRET-TEXT", json.dumps(run("openai-responses", stream)))
+        self.assertNotIn("SECRET-TEXT", json.dumps(judge_events("openai-responses", stream)))
 
 # ---------------------------------------------------------------------------------------------------
 # Responses namespaces, issue 21 (was test_fidelity.py).
