@@ -5,15 +5,12 @@ the wrong verdict (see the research note, sections 4 and 5).
 """
 
 import os
-import sys
 import time
 import unittest
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "scripts"))
-sys.path.insert(0, _HERE)
+from support import ROOT, vts
 
-import validate_tool_stream as vts  # noqa: E402
+_HERE = os.path.join(ROOT, "tests")
 
 LIMITS = vts.SchemaLimits()
 
