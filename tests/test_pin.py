@@ -127,13 +127,14 @@ def reset_folder(folder, files):
     write_files(folder, files)
 
 
-def clean_pin(testcase, files):
-    """What a clean `pin` writes for each of files ({name: bytes}), and how long it took."""
+def clean_pin(testcase, files, process=False):
+    """What a clean `pin` writes for each of files ({name: bytes}), and how long it took (process=True: as
+    a real process, the run KilledRun kills)."""
     holder, folder = real_tempdir()
     with holder:
         write_files(folder, files)
         started = time.monotonic()
-        code, _, err = run_pin(folder, process=True)     # a real process: its duration spreads the kills
+        code, _, err = run_pin(folder, process=process)  # KilledRun: a real process, its duration spreads the kills
         took = time.monotonic() - started
         testcase.assertEqual(code, 0, f"a clean pin of the reference copy failed: {err}")
         pinned = {name: read_bytes(os.path.join(folder, name)) for name in files}
@@ -433,7 +434,7 @@ class KilledRun(PinSafetyCase):
 
     def setUp(self):
         if not hasattr(type(self), "new"):
-            type(self).new, type(self).duration = clean_pin(self, self.old)
+            type(self).new, type(self).duration = clean_pin(self, self.old, process=True)
         reset_folder(self.folder, self.old)
 
     def start(self):

@@ -8,7 +8,7 @@ import os
 import time
 import unittest
 
-from support import ROOT, vts
+from support import ROOT, slow, vts
 
 _HERE = os.path.join(ROOT, "tests")
 
@@ -476,6 +476,7 @@ class RealWorldPatterns(unittest.TestCase):
             with self.subTest(pattern=entry["pattern"][:60]), self.assertRaises(vts.SchemaUnsupported):
                 vts.compile_schema({"pattern": entry["pattern"]}, LIMITS)
 
+    @slow("a node process")
     def test_pinned_verdicts_are_nodes(self) -> None:
         import json
         import shutil
