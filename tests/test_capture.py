@@ -5,7 +5,7 @@ import tempfile
 import os
 import unittest
 
-from support import codes, eventstream, FIXTURES, gem, run_cli, vts
+from support import codes, eventstream, FIXTURES, gem, load_fixture, run_cli, vts
 
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
@@ -485,8 +485,7 @@ def stream_fixtures():
     """(relpath, doc) of every bundled fixture whose stream items are all objects."""
     for folder in ("openai", "mistral", "anthropic", "openai-responses"):
         for name in sorted(os.listdir(os.path.join(FIXTURES, folder))):
-            with open(os.path.join(FIXTURES, folder, name), "rb") as handle:
-                doc = json.loads(handle.read())
+            doc = load_fixture(f"{folder}/{name}")[1]
             if all(isinstance(item, dict) for item in stream_of(doc)):
                 yield f"{folder}/{name}", doc
 

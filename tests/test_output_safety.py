@@ -222,7 +222,7 @@ VIOLATING_ARGUMENTS = arguments_text({
 BROKEN_ARGUMENTS = '{"a": "\n::error::raw##[error]\x1b[31m\u2028"}'
 
 
-def envelope(calls, expect=None, profile="openai"):
+def planted_envelope(calls, expect=None, profile="openai"):
     doc = {"profile": profile, "tool_schemas": {KNOWN_TOOL: SCHEMA}, "chunks": chat_chunks(calls),
            "meta": {"covers": hostile("meta")}}
     if expect is not None:
@@ -230,20 +230,20 @@ def envelope(calls, expect=None, profile="openai"):
     return json.dumps(doc, indent=2)   # ASCII with \\u escapes: the parsed strings hold the raw characters
 
 
-PASSING = envelope([(CALL_ID, KNOWN_TOOL, fragments(PASS_ARGUMENTS))],
+PASSING = planted_envelope([(CALL_ID, KNOWN_TOOL, fragments(PASS_ARGUMENTS))],
                    {"status": "pass", "codes": [], "calls": [{"id": CALL_ID, "name": KNOWN_TOOL,
                                                              "arguments": PASS_ARGUMENTS}]})
 # schema_violation messages quote the planted key, value, enum, pattern and const; the expect
 # block is wrong in every member, so --expect prints differences quoting the planted strings.
-VIOLATING = envelope([(ODD_ID, KNOWN_TOOL, fragments(VIOLATING_ARGUMENTS))],
+VIOLATING = planted_envelope([(ODD_ID, KNOWN_TOOL, fragments(VIOLATING_ARGUMENTS))],
                      {"status": "pass", "codes": ["##[error]\n::warning::c\x1b"],
                       "calls": [{"id": hostile("id"), "name": hostile("name"), "arguments": hostile("args")}]})
-UNKNOWN = envelope([(hostile("id2"), UNKNOWN_TOOL, ["{}"])],
+UNKNOWN = planted_envelope([(hostile("id2"), UNKNOWN_TOOL, ["{}"])],
                    {"status": "blocked\n::error::s##[x]\x1b", "codes": ["unknown_tool"],
                     "calls": [{"id": "x\n::endgroup::##[y]", "name": UNKNOWN_TOOL + "!", "arguments": "{}"}]})
-BROKEN = envelope([(CALL_ID, KNOWN_TOOL, fragments(BROKEN_ARGUMENTS))],
+BROKEN = planted_envelope([(CALL_ID, KNOWN_TOOL, fragments(BROKEN_ARGUMENTS))],
                   {"status": "blocked", "codes": ["invalid_json\n::add-mask::c##[z]"]})
-ODD_PROFILE = envelope([(CALL_ID, KNOWN_TOOL, ["{}"])], {"status": hostile("status")},
+ODD_PROFILE = planted_envelope([(CALL_ID, KNOWN_TOOL, ["{}"])], {"status": hostile("status")},
                        profile="openai\n::error::p##[x]\x1b[31m")
 
 # File names: Linux allows every byte but "/" and NUL; one name is not even UTF-8.  The runner
