@@ -79,6 +79,19 @@ def one_per_shape(places, rng, path=lambda place: place, kind=lambda place: ()):
     return [rng.choice(members) for members in classes.values()]
 
 
+def copy_along(doc, path):
+    """(copy, holder): a copy of doc in which only the containers on path[:-1] are new (the rest is
+    shared), and the copied container that holds path[-1] -- change it without touching doc.  For
+    tests that plant one thing at a time in a fixture: the validator never changes its input."""
+    out = dict(doc)
+    holder = out
+    for key in path[:-1]:
+        child = holder[key]
+        holder[key] = child = dict(child) if isinstance(child, dict) else list(child)
+        holder = child
+    return out, holder
+
+
 def write(folder, name, data):
     """Write bytes or text (UTF-8) to folder/name, making parent folders; returns the path."""
     path = os.path.join(folder, name)

@@ -656,7 +656,7 @@ class FuzzerFindings(Bounded):
         # fixture's stream and request, one at a time, by [] and {}: a verdict every time.
         # One string per path shape (support.one_per_shape: every member name at every depth,
         # one list item of a repeated shape, fixed seed) of each fixture, not the first 400 strings.
-        from support import fixture_paths, load_fixture, one_per_shape
+        from support import copy_along, fixture_paths, load_fixture, one_per_shape
         rng = random.Random(7)
 
         def sites(value, path=()):
@@ -670,10 +670,7 @@ class FuzzerFindings(Bounded):
                     yield from sites(item, path + (number,))
 
         def replaced(doc, path, bad):
-            doc = json.loads(json.dumps(doc))
-            holder = doc
-            for step in path[:-1]:
-                holder = holder[step]
+            doc, holder = copy_along(doc, path)      # only the path is copied
             holder[path[-1]] = bad
             return doc
 
@@ -688,6 +685,7 @@ class FuzzerFindings(Bounded):
                         report = vts.validate_envelope(replaced(doc, path, bad))
                         self.assertIn(report["status"], ("pass", "blocked", "not_applicable"))
                         checked += 1
+            self.assertEqual(doc, load_fixture(relpath)[1], f"{relpath}: the validator changed its input")
         self.assertGreater(checked, 5000)
 
     def test_findings_past_twice_the_limit_are_counted_not_kept(self):

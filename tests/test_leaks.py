@@ -18,7 +18,7 @@ import json
 import random
 import unittest
 
-from support import fixture_paths, load_fixture, one_per_shape, slow, vts
+from support import copy_along, fixture_paths, load_fixture, one_per_shape, slow, vts
 
 SECRETS = (
     "sk-proj-AbCdEf0123456789XyZ0123456789abcd",
@@ -43,14 +43,9 @@ def positions(value, path=()):
 
 
 def planted(doc, kind, path, secret):
-    """A copy of doc with the secret planted; only the containers on the path are copied (the
-    validator does not change its input: the test checks that the original is untouched)."""
-    out = dict(doc)
-    parent = out
-    for key in path[:-1]:
-        child = parent[key]
-        parent[key] = child = dict(child) if isinstance(child, dict) else list(child)
-        parent = child
+    """A copy of doc with the secret planted (support.copy_along: the test checks that the
+    validator leaves the original untouched)."""
+    out, parent = copy_along(doc, path)
     last = path[-1]
     if kind == "value":
         parent[last] = secret
