@@ -1,9 +1,34 @@
-"""Shared helpers for the test suite: import the single-file tool and run its CLI."""
+"""Shared helpers for the test suite: import the single-file tool and run its CLI.
 
+Full suite (what CI runs):
+
+    PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -p 'test_*.py'
+
+Quick run of the in-memory tests only (no subprocess, no fuzzing or random budget, no SDK, no big
+inputs), well under 20 s:
+
+    PYTHONDONTWRITEBYTECODE=1 python3 tests/quick.py
+
+It sets VTS_QUICK=1, under which every test marked @slow (it starts a process, fuzzes, runs a random
+budget or feeds megabytes) is skipped with the reason "slow: ...", and leaves out test_readme,
+test_adapters and test_sdk_differential (they exist to run other programs).  VTS_QUICK=1 with the
+full command above also works (those three modules then run as usual).  Nothing else changes: the
+quick run is a subset of the full run.
+
+run_cli() runs the command line in this process (vts.main with its standard streams swapped), which
+costs no interpreter start and no new compile of the 9,000-line script; run_process() starts the
+real script in a subprocess and is kept for what only a process shows (exit at interpreter level,
+signals, closed or full standard streams, resource limits, the installed command).
+"""
+
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "validate_tool_stream.py")
@@ -11,6 +36,14 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import validate_tool_stream as vts  # noqa: E402  (path set up just above)
+
+QUICK = os.environ.get("VTS_QUICK", "") not in ("", "0")
+ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")   # for every subprocess the tests start
+
+
+def slow(reason):
+    """Mark a test (or a whole class) that the quick run skips; `reason` says why it is slow."""
+    return unittest.skipIf(QUICK, f"slow: {reason} (VTS_QUICK=1)")
 
 
 def fixture_paths():
@@ -23,17 +56,96 @@ def fixture_paths():
     return sorted(found)
 
 
+_FIXTURE_CACHE = {}
+
+
 def load_fixture(relpath):
-    with open(os.path.join(FIXTURES, relpath), "rb") as handle:
-        data = handle.read()
+    """(bytes, parsed JSON) of one bundled fixture; read and parsed once per run, a fresh copy each call."""
+    if relpath not in _FIXTURE_CACHE:
+        with open(os.path.join(FIXTURES, relpath), "rb") as handle:
+            _FIXTURE_CACHE[relpath] = handle.read()
+    data = _FIXTURE_CACHE[relpath]
     return data, json.loads(data)
 
 
-def run_cli(*args, stdin=None):
-    """Run the real CLI in a subprocess; returns (exit code, stdout, stderr)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=env, timeout=120)
-    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+def one_per_shape(places, rng, path=lambda place: place, kind=lambda place: ()):
+    """One of `places` per class, chosen with rng (a seeded random.Random).  A class is a place's
+    kind and its path with every list index replaced by "*": every member name at every depth is
+    kept, and of the places that differ only by which list item they are in, one is taken."""
+    classes = {}
+    for place in places:
+        shape = tuple(kind(place)) + tuple("*" if isinstance(key, int) else key for key in path(place))
+        classes.setdefault(shape, []).append(place)
+    return [rng.choice(members) for members in classes.values()]
+
+
+def copy_along(doc, path):
+    """(copy, holder): a copy of doc in which only the containers on path[:-1] are new (the rest is
+    shared), and the copied container that holds path[-1] -- change it without touching doc.  For
+    tests that plant one thing at a time in a fixture: the validator never changes its input."""
+    out = dict(doc)
+    holder = out
+    for key in path[:-1]:
+        child = holder[key]
+        holder[key] = child = dict(child) if isinstance(child, dict) else list(child)
+        holder = child
+    return out, holder
+
+
+def write(folder, name, data):
+    """Write bytes or text (UTF-8) to folder/name, making parent folders; returns the path."""
+    path = os.path.join(folder, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+class _Stdin:
+    """Standard input as the CLI reads it: text with a binary .buffer beneath."""
+
+    def __init__(self, data):
+        self.buffer = io.BytesIO(data or b"")
+
+    def read(self, *args):
+        return self.buffer.read(*args).decode("utf-8")
+
+
+def run_cli(*args, stdin=None, decode="strict", encoding="utf-8"):
+    """Run the CLI in this process; returns (exit code, stdout, stderr) as the real command would.
+
+    vts.main() is the script's whole entry point (`sys.exit(main())`), so the exit code, the bytes on
+    standard output and on standard error are the ones a subprocess would give; the streams are
+    UTF-8 text over bytes (what the command has under the test environment's C.UTF-8 locale).
+    `decode` is how the captured bytes are decoded ("surrogateescape" keeps a stray byte visible);
+    `encoding` is the streams' encoding, as PYTHONIOENCODING would set it for a process."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", newline=None)
+    err = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="backslashreplace", newline=None)
+    saved_argv = sys.argv
+    saved_columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = saved_columns or "80"   # argparse wraps --help as for a pipe (80 columns)
+    sys.argv = [SCRIPT, *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            saved_stdin, sys.stdin = sys.stdin, _Stdin(stdin)
+            try:
+                code = vts.main(list(args))
+            finally:
+                sys.stdin = saved_stdin
+    finally:
+        sys.argv = saved_argv
+        if saved_columns is None:
+            del os.environ["COLUMNS"]
+    out.flush()
+    err.flush()
+    return code, out.buffer.getvalue().decode(encoding, decode), err.buffer.getvalue().decode(encoding, decode)
+
+
+def run_process(*args, stdin=None, timeout=120, decode="strict", **popen):
+    """Run the real script in a subprocess; returns (exit code, stdout, stderr) as text."""
+    proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=ENV,
+                          timeout=timeout, **popen)
+    return proc.returncode, proc.stdout.decode("utf-8", decode), proc.stderr.decode("utf-8", decode)
 
 
 def envelope(profile="openai", stream=None, schemas=None, **extra):
@@ -46,3 +158,169 @@ def envelope(profile="openai", stream=None, schemas=None, **extra):
 
 def codes(report):
     return [finding["code"] for finding in report["findings"]]
+
+
+# --- stream builders and checks shared by several modules ----------------------------------------
+
+
+SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
+
+
+def positions(report):
+    return [(f["code"], f["position"]) for f in report["findings"]]
+
+
+def code_set(report):
+    return {f["code"] for f in report["findings"]}
+
+
+def judge(profile, stream, schemas=SCHEMAS):
+    return vts.validate_envelope(json.loads(json.dumps(envelope(profile, stream, schemas))))
+
+
+def judge_events(profile, events, schemas=SCHEMAS):
+    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
+
+
+def chat_chunk(*entries, finish=None, choice=0, **delta):
+    body = dict(delta)
+    if entries:
+        body["tool_calls"] = list(entries)
+    return {"choices": [{"index": choice, "delta": body, "finish_reason": finish}]}
+
+
+def chat_call(index=0, id=None, name=None, args=None, **extra):
+    entry = {"index": index, "function": {}}
+    if id is not None:
+        entry["id"] = id
+    if name is not None:
+        entry["function"]["name"] = name
+    if args is not None:
+        entry["function"]["arguments"] = args
+    entry.update(extra)
+    return entry
+
+
+INT_SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+
+
+def orc(delta, finish=None, native=None, choice=0, **top):
+    body = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "provider": "P",
+            "choices": [{"index": choice, "delta": delta, "finish_reason": finish, "native_finish_reason": native}]}
+    body.update(top)
+    return body
+
+
+def chat(stream, profile="openai", schemas=INT_SCHEMAS, **extra):
+    return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "chunks": stream, **extra})
+
+
+def anthropic_turn(pieces=(), start_input=None):
+    events = [{"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+              {"type": "content_block_start", "index": 0, "content_block": {
+                  "type": "tool_use", "id": "toolu_1", "name": "f", "input": start_input or {}}}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+               for p in pieces]
+    return events + [{"type": "content_block_stop", "index": 0},
+                     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
+
+
+def gem(parts, finish=None, **candidate):
+    body = {"content": {"role": "model", "parts": parts}, **candidate}
+    if finish is not None:
+        body["finishReason"] = finish
+    return {"candidates": [body]}
+
+
+NEW_PROFILES = ("openai-responses", "bedrock")
+
+
+def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
+    tool = {"toolUseId": tool_id, "name": name, **extra}
+    if tool_id is None:
+        del tool["toolUseId"]
+    return {"contentBlockStart": {"contentBlockIndex": index, "start": {"toolUse": tool}}}
+
+
+def b_delta(index, **member):
+    return {"contentBlockDelta": {"contentBlockIndex": index, "delta": member}}
+
+
+def b_stop(index=0):
+    return {"contentBlockStop": {"contentBlockIndex": index}}
+
+
+MSG_START = {"messageStart": {"role": "assistant"}}
+
+
+MSG_STOP = {"messageStop": {"stopReason": "tool_use"}}
+
+
+META = {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}}
+
+
+def bedrock_call(args='{"a":1}', **kw):
+    return [MSG_START, b_start(**kw), b_delta(0, toolUse={"input": args}), b_stop(), MSG_STOP, META]
+
+
+class Folder:
+    def __init__(self, files):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = self.tmp.name
+        for name, content in files.items():
+            full = os.path.join(self.path, name)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as handle:
+                handle.write(content if isinstance(content, str) else json.dumps(content, indent=2))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.tmp.cleanup()
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+PASS_DOC = envelope("openai", [
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"ci"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": "ty\":\"Paris\"}"}}]}, "finish_reason": "tool_calls"}]},
+], {"weather": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
+
+
+BLOCKED_DOC = dict(PASS_DOC, chunks=PASS_DOC["chunks"][:1])
+
+
+def one_chunk_per_line(doc):
+    """An envelope written with each chunk on its own line (so chunk N starts on a known line)."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "chunks"})[:-1]
+    lines = [head + ',\n "chunks": [']
+    for n, item in enumerate(doc["chunks"]):
+        lines.append("  " + json.dumps(item) + ("," if n < len(doc["chunks"]) - 1 else ""))
+    lines.append(" ]\n}\n")
+    return "\n".join(lines)
+
+
+def eventstream(events, corrupt=False):
+    """A binary AWS event stream: one frame per {member: payload} event (exception members as exceptions)."""
+    import struct
+    import zlib
+
+    def header(name, value):
+        name, value = name.encode(), value.encode()
+        return bytes([len(name)]) + name + bytes([7]) + struct.pack(">H", len(value)) + value
+
+    out = b""
+    for event in events:
+        (member, payload), = event.items()
+        kind = "exception" if member.endswith("Exception") else "event"
+        headers = header(":message-type", kind) + header(":event-type" if kind == "event" else ":exception-type",
+                                                         member) + header(":content-type", "application/json")
+        body = json.dumps(payload).encode()
+        prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
+        message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+        out += message + struct.pack(">I", zlib.crc32(message) ^ (1 if corrupt else 0))
+    return out

@@ -5,7 +5,7 @@ import tempfile
 import os
 import unittest
 
-from support import FIXTURES, run_cli, vts
+from support import codes, eventstream, FIXTURES, gem, load_fixture, run_cli, vts
 
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
@@ -485,36 +485,13 @@ def stream_fixtures():
     """(relpath, doc) of every bundled fixture whose stream items are all objects."""
     for folder in ("openai", "mistral", "anthropic", "openai-responses"):
         for name in sorted(os.listdir(os.path.join(FIXTURES, folder))):
-            with open(os.path.join(FIXTURES, folder, name), "rb") as handle:
-                doc = json.loads(handle.read())
+            doc = load_fixture(f"{folder}/{name}")[1]
             if all(isinstance(item, dict) for item in stream_of(doc)):
                 yield f"{folder}/{name}", doc
 
 
 def comparable(report):
     return {key: value for key, value in report.items() if key != "meta"}
-
-
-def eventstream(events, corrupt=False):
-    """A binary AWS event stream: one frame per {member: payload} event (exception members as exceptions)."""
-    import struct
-    import zlib
-
-    def header(name, value):
-        name, value = name.encode(), value.encode()
-        return bytes([len(name)]) + name + bytes([7]) + struct.pack(">H", len(value)) + value
-
-    out = b""
-    for event in events:
-        (member, payload), = event.items()
-        kind = "exception" if member.endswith("Exception") else "event"
-        headers = header(":message-type", kind) + header(":event-type" if kind == "event" else ":exception-type",
-                                                         member) + header(":content-type", "application/json")
-        body = json.dumps(payload).encode()
-        prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
-        message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
-        out += message + struct.pack(">I", zlib.crc32(message) ^ (1 if corrupt else 0))
-    return out
 
 
 class BedrockEventStream(unittest.TestCase):
@@ -735,6 +712,88 @@ class WhatUsersHave(unittest.TestCase):
         report = vts.validate_bytes(sse(doc["chunks"]))            # raw SSE where an envelope belongs
         self.assertEqual([f["code"] for f in report["findings"]], ["invalid_fixture"])
         self.assertIn("capture subcommand", report["findings"][0]["message"])
+
+# ---------------------------------------------------------------------------------------------------
+# Capture refuses foreign bodies, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+class CaptureRefusesForeignBodies(unittest.TestCase):
+    def refused(self, raw, profile, *words):
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(raw, profile, None)
+        for word in words:
+            self.assertIn(word, str(caught.exception))
+
+    def test_cohere_streams(self):
+        events = [{"id": "c1", "type": "message-start", "delta": {"message": {"role": "assistant"}}},
+                  {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {
+                      "id": "t", "type": "function", "function": {"name": "f", "arguments": ""}}}}},
+                  {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
+        sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        for profile in ("openai", "anthropic", "openai-responses", "mistral"):
+            with self.subTest(profile=profile):
+                self.refused(sse.encode(), profile, "Cohere v2 chat stream", "no profile reads it")
+        lines = "\n".join(json.dumps(e) for e in ({"is_finished": False, "event_type": "stream-start"},
+                                                  {"is_finished": True, "event_type": "stream-end"}))
+        self.refused(lines.encode(), "openai", "Cohere v1")
+
+    def test_bedrock_invoke_model_body(self):
+        frames = eventstream([{"chunk": {"bytes": "eyJ0eXBlIjoibWVzc2FnZV9zdGFydCJ9", "p": "abcd"}}])
+        self.refused(frames, "bedrock", "InvokeModelWithResponseStream", "not ConverseStream")
+        self.refused(b'{"chunk": {"bytes": "eyJ9"}}\n', "anthropic", "InvokeModelWithResponseStream")
+
+    def test_ollama_native_lines(self):
+        lines = b'{"model":"llama3.2","created_at":"t","message":{"role":"assistant","content":""},"done":false}\n'
+        self.refused(lines, "openai", "Ollama native stream")
+
+    def test_one_json_object_that_is_no_stream(self):
+        cases = [({"object": "chat.completion", "choices": [{"message": {"role": "assistant"}}]}, "openai",
+                  "non-streaming chat completion"),
+                 ({"id": "msg_1", "type": "message", "role": "assistant", "content": []}, "anthropic",
+                  "non-streaming Anthropic message"),
+                 ({"id": "resp_1", "object": "response", "output": []}, "openai-responses", "non-streaming Responses"),
+                 ({"output": {"message": {}}, "stopReason": "end_turn"}, "bedrock", "non-streaming Bedrock Converse"),
+                 ({"status": "ok", "received": 3}, "openai", "members: \"status\", \"received\""),
+                 ({"data": {"status": "ok"}}, "mistral", "members: \"status\""),
+                 ({"ok": True, "sk-proj-AbCdEf0123456789XyZ0123456789abcd": 1}, "gemini", "members: \"ok\", a member")]
+        for doc, profile, words in cases:
+            with self.subTest(doc=doc):
+                self.refused(json.dumps(doc).encode(), profile, words)
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(json.dumps(cases[-1][0]).encode(), "gemini", None)
+        self.assertNotIn("sk-proj", str(caught.exception))
+
+    def test_an_error_object_still_imports_as_a_stream_error(self):
+        for doc, profile in (({"error": {"message": "x", "type": "invalid_request_error"}}, "openai"),
+                             ({"object": "error", "message": "x", "code": 400}, "openai"),
+                             ({"type": "error", "error": {"type": "overloaded_error"}}, "anthropic"),
+                             ({"internalServerException": {"message": "x"}}, "bedrock"),
+                             ({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}}, "gemini")):
+            with self.subTest(doc=doc):
+                envelope, _ = vts.sse_to_envelope(json.dumps(doc).encode(), profile, None)
+                report = vts.validate_envelope(envelope)
+                self.assertEqual((report["status"], codes(report)), ("blocked", ["stream_error"]))
+
+    def test_stream_bodies_of_one_payload_still_import(self):
+        chunk = {"id": "c", "object": "chat.completion.chunk", "choices": []}
+        self.assertEqual(vts.sse_to_envelope(json.dumps(chunk).encode(), "openai", None)[0]["chunks"], [chunk])
+        wrapped = json.dumps({"data": chunk}).encode()   # mistralai's CompletionEvent, one line
+        self.assertEqual(vts.sse_to_envelope(wrapped, "mistral", None)[0]["chunks"], [chunk])
+        gemini_chunk = gem([{"text": "t"}], "STOP")
+        self.assertEqual(vts.sse_to_envelope(json.dumps(gemini_chunk).encode(), "gemini", None, redact=False)[0]["chunks"],
+                         [gemini_chunk])
+        frames = eventstream([{"messageStart": {"role": "assistant"}}, {"messageStop": {"stopReason": "end_turn"}}])
+        self.assertEqual(len(vts.sse_to_envelope(frames, "bedrock", None)[0]["events"]), 2)
+
+    def test_through_the_cli(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "body.json")
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump({"acknowledged": True}, handle)
+            code, out, err = run_cli("capture", "--profile", "openai", path)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("no streaming API this tool reads", err)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ Run: cd tests && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_cross_pro
 import json
 import unittest
 
-from support import vts
+from support import anthropic_turn, chat, code_set, codes, orc, vts
 
 PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini")
 SCHEMAS = {
@@ -275,6 +275,103 @@ class SameDefectEverywhere(unittest.TestCase):
                 report = run(profile, calls)
                 self.assertEqual([(c["name"], c["state"]) for c in report["calls"]],
                                  [("get_weather", "validated"), ("get_stock_price", "blocked")])
+
+# ---------------------------------------------------------------------------------------------------
+# The older profiles are unchanged by the newer ones (was test_profiles.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+SCHEMAS_pr = {"f": {"type": "object"}, "g": {"type": "object"}}
+
+
+class OldProfilesUnchanged(unittest.TestCase):
+    def test_existing_profiles_still_work(self):
+        report = vts.validate_envelope({"profile": "openai", "tool_schemas": SCHEMAS_pr, "chunks": [
+            {"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                "finish_reason": "tool_calls"}]}]})
+        self.assertEqual(report["status"], "pass")
+        unknown = vts.validate_envelope({"profile": "cohere", "tool_schemas": {}, "events": []})
+        self.assertEqual(code_set(unknown), {"unknown_profile"})
+
+# ---------------------------------------------------------------------------------------------------
+# Unsafe integers in every profile, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+def responses_turn(arguments):
+    item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": ""}
+    return [{"type": "response.created", "response": {"output": []}},
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+            {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": arguments},
+            {"type": "response.output_item.done", "output_index": 0, "item": dict(item, arguments=arguments)},
+            {"type": "response.completed", "response": {"output": None}}]
+
+
+def bedrock_turn(arguments):
+    return [{"messageStart": {"role": "assistant"}},
+            {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "f"}}}},
+            {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": arguments}}}},
+            {"contentBlockStop": {"contentBlockIndex": 0}}, {"messageStop": {"stopReason": "tool_use"}}]
+
+
+def gemini_turn(value):
+    return [{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"a": value}}}]},
+                             "finishReason": "STOP"}]}]
+
+
+def chat_turn(arguments):
+    return [orc({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f",
+                                                                                              "arguments": arguments}}]}),
+            orc({}, "tool_calls")]
+
+
+class UnsafeIntegers(unittest.TestCase):
+    TURNS = {
+        "openai": lambda n: ("chunks", chat_turn('{"a":%d}' % n)),
+        "mistral": lambda n: ("chunks", chat_turn('{"a":%d}' % n)),
+        "anthropic": lambda n: ("events", anthropic_turn(['{"a":', str(n), "}"])),
+        "anthropic start input": lambda n: ("events", anthropic_turn(start_input={"a": n})),
+        "openai-responses": lambda n: ("events", responses_turn('{"a":%d}' % n)),
+        "bedrock": lambda n: ("events", bedrock_turn('{"a":[%d]}' % n)),
+        "gemini": lambda n: ("chunks", gemini_turn(n)),
+    }
+
+    def run_turn(self, name, value):
+        key, stream = self.TURNS[name](value)
+        profile = name.split()[0]
+        return vts.validate_envelope({"profile": profile, "tool_schemas": {"f": {"type": "object"}}, key: stream})
+
+    def test_the_safe_range_ends_pass_and_beyond_is_limit_exceeded_with_one_message(self):
+        safe = 2 ** 53 - 1
+        messages = set()
+        for name in self.TURNS:
+            for value in (safe, -safe, 0, 2 ** 52 + 1):
+                with self.subTest(profile=name, value=value):
+                    self.assertEqual(self.run_turn(name, value)["status"], "pass")
+            for value in (safe + 1, -safe - 1, 2 ** 60, -(10 ** 300)):
+                with self.subTest(profile=name, value=value):
+                    report = self.run_turn(name, value)
+                    self.assertEqual((report["status"], codes(report)), ("blocked", ["limit_exceeded"]))
+                    messages.add(report["findings"][0]["message"])
+        self.assertEqual(len(messages), 1, messages)
+        self.assertIn("+/-(2^53 - 1)", messages.pop())
+
+    def test_doubles_are_not_limited(self):
+        for text in ('{"a":9007199254740993.0}', '{"a":1e300}', '{"a":-9.3e18}', '{"a":12345678901234567890.5}'):
+            with self.subTest(text=text):
+                self.assertEqual(chat(chat_turn(text))["status"], "pass")
+
+    def test_a_gemini_number_piece_says_the_same(self):
+        piece = {"jsonPath": "$.a", "numberValue": 2 ** 53}
+        stream = [{"candidates": [{"content": {"role": "model", "parts": [
+                      {"functionCall": {"name": "f", "willContinue": True}}]}}]},
+                  {"candidates": [{"content": {"role": "model", "parts": [
+                      {"functionCall": {"partialArgs": [piece], "willContinue": True}}]}}]},
+                  {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]}, "finishReason": "STOP"}]}]
+        report = vts.validate_envelope({"profile": "gemini", "tool_schemas": {"f": {"type": "object"}}, "chunks": stream})
+        self.assertEqual(codes(report), ["limit_exceeded"])
+        self.assertIn(vts.UNSAFE_INTEGER_MESSAGE, report["findings"][0]["message"])
 
 
 if __name__ == "__main__":

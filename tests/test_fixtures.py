@@ -4,10 +4,13 @@ Stricter than `--expect` on purpose: the set of codes must be exactly the
 pinned one (not a superset), and the calls must match byte for byte.
 """
 
+import os
+import io
+import contextlib
 import json
 import unittest
 
-from support import FIXTURES, codes, fixture_paths, load_fixture, run_cli, vts
+from support import codes, fixture_paths, FIXTURES, load_fixture, NEW_PROFILES, run_cli, vts
 
 SPEC_CODES = {
     "invalid_fixture", "unknown_profile",
@@ -98,6 +101,48 @@ class FixturesThroughTheRealCli(unittest.TestCase):
                 code, out, err = run_cli(f"{FIXTURES}/{relpath}", "--expect")
                 self.assertEqual(code, 0, err)
                 self.assertTrue(json.loads(out)["expectation"]["matched"])
+
+# ---------------------------------------------------------------------------------------------------
+# The Responses and Bedrock fixture sets (was test_profiles.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+def new_profile_fixtures():
+    found = []
+    for profile in NEW_PROFILES:
+        folder = os.path.join(FIXTURES, profile)
+        found += [f"{profile}/{name}" for name in sorted(os.listdir(folder)) if name.endswith(".json")]
+    return found
+
+
+class FixtureSet(unittest.TestCase):
+    def test_each_profile_has_every_kind_and_enough_fixtures(self):
+        for profile in NEW_PROFILES:
+            paths = [p for p in new_profile_fixtures() if p.startswith(profile + "/")]
+            self.assertGreaterEqual(len(paths), 15, profile)
+            docs = []
+            for path in paths:
+                with open(os.path.join(FIXTURES, path), encoding="utf-8") as handle:
+                    docs.append(json.load(handle))
+            self.assertEqual({d["expect"]["status"] for d in docs}, {"pass", "blocked", "not_applicable"})
+            pinned = set().union(*(d["expect"]["codes"] for d in docs))
+            self.assertLessEqual(pinned, set(vts.FINDING_CODES))
+            for code in ("missing_terminal", "wrong_terminal_reason", "duplicate_terminal", "delta_after_terminal",
+                         "identity_collision", "missing_slot", "unexpected_event", "stream_error",
+                         "unsupported_event", "malformed_json", "schema_violation"):
+                self.assertIn(code, pinned, profile)
+            for d in docs:
+                self.assertEqual(d["profile"], profile)
+                self.assertEqual(d["meta"]["adapter"], "synthetic")
+
+    def test_cli_in_process_with_expect(self):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = vts.main([os.path.join(FIXTURES, p) for p in NEW_PROFILES] + ["--expect"])
+        self.assertEqual(code, 0, err.getvalue())
+        summary = json.loads(out.getvalue().splitlines()[-1])["summary"]
+        self.assertEqual(summary["fixtures"], len(new_profile_fixtures()))
+        self.assertEqual(summary.get("expect_mismatches", 0), 0)
 
 
 if __name__ == "__main__":

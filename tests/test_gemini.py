@@ -6,9 +6,7 @@ index, id, name, arguments byte for byte).  The contract is the profile's rules 
 Run: cd tests && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_gemini
 """
 
-import contextlib
 import copy
-import io
 import json
 import os
 import random
@@ -16,9 +14,8 @@ import re
 import tempfile
 import unittest
 
-from support import vts
+from support import codes, gem, positions, run_cli, SCHEMAS, slow, vts
 
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
 ABSENT = object()
 
 
@@ -112,10 +109,6 @@ def run(chunks, schemas=SCHEMAS, request=None):
     if request is not None:
         doc["request"] = request
     return vts.validate_envelope(doc)
-
-
-def positions(report):
-    return [(f["code"], f["position"]) for f in report["findings"]]
 
 
 def calls(report):
@@ -1230,13 +1223,6 @@ class RequestFromBody(Checks):
         self.assertReport(run([chunk(whole("f", {"a": "x"})), STOP], schemas), [("unsupported_schema", 0)])
 
 
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = vts.main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 class CaptureCli(Checks):
     def test_capture_with_request_then_validate(self):
         body = RequestFromBody.BODY
@@ -1254,7 +1240,7 @@ class CaptureCli(Checks):
                 json.dump(body, handle)
             with open(raw, "wb") as handle:
                 handle.write(sse_body(turn))
-            code, out, err = cli("capture", "--profile", "gemini", "--request", req, raw)
+            code, out, err = run_cli("capture", "--profile", "gemini", "--request", req, raw)
             self.assertEqual((code, err), (0, ""))
             envelope = json.loads(out)
             self.assertNotIn("SECRET", out)
@@ -1266,7 +1252,7 @@ class CaptureCli(Checks):
                               "pass")
             with open(env, "w", encoding="utf-8") as handle:
                 handle.write(out)
-            code, out, err = cli(env)
+            code, out, err = run_cli(env)
             self.assertEqual(code, 0, err)
             self.assertEqual(json.loads(out)["status"], "pass")
 
@@ -1278,7 +1264,7 @@ class CaptureCli(Checks):
                                                                 "parametersJsonSchema": {}}]}]}, handle)
             with open(raw, "wb") as handle:
                 handle.write(sse_body([chunk(whole("x"), finish="STOP")]))
-            code, out, err = cli("capture", "--profile", "gemini", "--request", req, raw)
+            code, out, err = run_cli("capture", "--profile", "gemini", "--request", req, raw)
             self.assertNotEqual(code, 0)
             self.assertEqual(out, "")
             self.assertIn("parametersJsonSchema", err)
@@ -1604,6 +1590,7 @@ class Properties(Checks):
 
 # --- hostile input -----------------------------------------------------------------------------
 
+@slow("100,000-entry and 200,000-piece inputs")
 class Hostile(Checks):
     def test_json_path_of_100k_segments(self):
         stream = [chunk(start("f")), chunk(piece(n("$" + ".a" * 100_000, 1))), chunk(FINAL), STOP]
@@ -1659,7 +1646,6 @@ class Hostile(Checks):
         self.assertReport(run(stream), [("unsupported_event", k) for k in range(8)], [(0, 0, None, "f", "{}")],
                           "blocked")
         self.assertReport(run([{"candidates": "x" * 100_000}]), [("unsupported_event", 0)], [], "blocked")
-
 
 
 # --- what every reader reads the same way (second review) ------------------------------------
@@ -1853,6 +1839,77 @@ class AdapterIds(Checks):
         self.assertEqual(vts.compare_calls(ours, theirs, ids_optional=True), [])
         self.assertEqual(len(vts.compare_calls(ours, theirs)), 1)   # other profiles: an id is required
         self.assertEqual(len(vts.compare_calls([dict(ours[0], id="a")], theirs, ids_optional=True)), 1)
+
+# ---------------------------------------------------------------------------------------------------
+# Gemini enum numbers, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+WHOLE = {"functionCall": {"name": "f", "args": {"a": 1}}}
+
+
+def gemini(chunks, schemas=None):
+    return vts.validate_envelope({"profile": "gemini", "tool_schemas": schemas or {"f": {"type": "object"}},
+                                  "chunks": chunks})
+
+
+class GeminiEnumNumbers(unittest.TestCase):
+    def test_finish_reason_numbers_with_a_call(self):
+        self.assertEqual(gemini([gem([WHOLE], 1)])["status"], "pass")
+        for number in (0, 2, 3, 4, 5, 6, 9, 10, 11, 15, 2 ** 40, -1):
+            with self.subTest(number=number):
+                self.assertEqual(codes(gemini([gem([WHOLE], number)])), ["wrong_terminal_reason"])
+        self.assertIn('"MAX_TOKENS"', gemini([gem([WHOLE], 2)])["findings"][0]["message"])
+        self.assertIn('"FINISH_REASON_9"', gemini([gem([WHOLE], 9)])["findings"][0]["message"])
+
+    def test_finish_reason_numbers_on_a_text_turn(self):
+        for number in (0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 99):
+            with self.subTest(number=number):
+                self.assertEqual(gemini([gem([{"text": "t"}], number)])["status"], "not_applicable")
+        # a failed function call in one API or the other: the Gemini API's MALFORMED_FUNCTION_CALL (10),
+        # UNEXPECTED_TOOL_CALL (12), TOO_MANY_TOOL_CALLS (13); Vertex AI's MALFORMED_FUNCTION_CALL (9) and
+        # UNEXPECTED_TOOL_CALL (15 in the current protos, 14 in the older @google-cloud/vertexai enum)
+        for number in (9, 10, 12, 13, 14, 15):
+            with self.subTest(number=number):
+                report = gemini([gem([{"text": "t"}], number)])
+                self.assertEqual(codes(report), ["wrong_terminal_reason"])
+                self.assertIn("which number their reasons differently", report["findings"][0]["message"])
+        for bad in (True, 1.0, [1]):
+            with self.subTest(bad=bad):
+                self.assertEqual(codes(gemini([gem([{"text": "t"}], bad)])), ["unsupported_event"])
+
+    def test_other_enum_members_as_numbers(self):
+        usage = {"usageMetadata": {"promptTokensDetails": [{"modality": 1, "tokenCount": 5}], "trafficType": 1,
+                                   "serviceTier": 2}}
+        ratings = [{"category": 3, "probability": 1, "severity": 1, "probabilityScore": 0.1, "blocked": False}]
+        chunk = dict(gem([WHOLE], 1, safetyRatings=ratings,
+                         urlContextMetadata={"urlMetadata": [{"retrievedUrl": "u", "urlRetrievalStatus": 1}]}), **usage)
+        self.assertEqual((gemini([chunk])["status"], codes(gemini([chunk]))), ("pass", []))
+        code = gem([{"executableCode": {"language": 1, "code": "print(1)"}},
+                    {"codeExecutionResult": {"outcome": 1, "output": "1"}}, WHOLE], 1)
+        report = gemini([code])
+        self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {"code_execution": 1}))
+        for outcome in (4, -1, True, 1.5):
+            with self.subTest(outcome=outcome):
+                bad = gem([{"executableCode": {"language": 1, "code": "x"}},
+                           {"codeExecutionResult": {"outcome": outcome}}, WHOLE], 1)
+                self.assertEqual(codes(gemini([bad])), ["unsupported_event"])
+        for bad_usage in ({"promptTokensDetails": [{"modality": True, "tokenCount": 5}]}, {"trafficType": 1.5}):
+            with self.subTest(usage=bad_usage):
+                self.assertNotEqual(gemini([dict(gem([WHOLE], 1), usageMetadata=bad_usage)])["status"], "pass")
+
+    def test_a_numbered_tool_type_is_refused_and_named(self):
+        stream = [gem([{"toolCall": {"toolType": 1, "id": "t1"}}, WHOLE], 1)]
+        report = gemini(stream)
+        self.assertEqual(codes(report), ["unsupported_event"])
+        self.assertIn("toolType 1)", report["findings"][0]["message"])
+
+    def test_null_value_zero(self):
+        stream = [gem([{"functionCall": {"name": "f", "willContinue": True}}]),
+                  gem([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "nullValue": 0}], "willContinue": True}}]),
+                  gem([{"functionCall": {}}], 1)]
+        report = gemini(stream)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":null}'))
 
 
 if __name__ == "__main__":

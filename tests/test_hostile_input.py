@@ -8,14 +8,18 @@ never "Traceback" on stderr; some of them under an address-space limit).
 Tests marked `# Regression` pin bugs that fuzzing found and that are now fixed.
 """
 
+import tracemalloc
+import tempfile
+import re
 import json
 import os
+import random
 import subprocess
 import sys
 import time
 import unittest
 
-from support import SCRIPT, codes, run_cli, vts
+from support import SCRIPT, codes, run_cli, slow, vts, write
 
 try:
     import resource
@@ -279,6 +283,7 @@ class DeepNesting(Bounded):
         report = self.run_doc({"profile": "anthropic", "tool_schemas": SCHEMAS, "events": events})
         self.assert_codes(report, ["limit_exceeded"])
 
+    @slow("a real process that must not crash")
     def test_100k_nested_enum_value_in_memory_does_not_crash_the_process(self):
         # Regression (was a bug): a 100k-deep value inside `enum` (in-memory envelope) crashes CPython with a
         # segmentation fault: _kw_enum builds frozenset(canonical(item)), and hashing the
@@ -362,6 +367,7 @@ class HugeNumbers(Bounded):
 # ---------------------------------------------------------------------------
 
 
+@slow("100 MB inputs")
 class HundredMegabytes(Bounded):
     SIZE = 100 * 1000 * 1000
     data = None
@@ -390,6 +396,7 @@ class HundredMegabytes(Bounded):
         self.assert_codes(report, ["limit_exceeded"])
         self.assertEqual(report["calls"], [])
 
+    @slow("100 MB through a real process under a memory limit")
     def test_100mb_through_the_cli_under_a_memory_limit(self):
         code, out, err = run_limited(["-"], self.data, memory=3 << 30)
         self.assertEqual(code, 1, err[-300:])
@@ -569,6 +576,7 @@ class Shapes(Bounded):
 # ---------------------------------------------------------------------------
 
 
+@slow("a million chunks")
 class MillionChunks(Bounded):
     N = 10 ** 6
 
@@ -640,12 +648,16 @@ class FuzzerFindings(Bounded):
                 report = self.run_doc({"profile": "openai-responses", "tool_schemas": {}, "events": events})
                 self.assertIn("unsupported_event", codes(report))
 
+    @slow("9,000 validations over every fixture")
     def test_unhashable_values_in_every_string_of_every_fixture(self):
         # Regression (was a bug, found by the fuzzer): wire strings looked up in frozensets or
         # dicts (a bedrock toolUse.type, an anthropic server tool name, a chat finish_reason)
         # raised TypeError when the value was an object or array.  Replace each string of each
         # fixture's stream and request, one at a time, by [] and {}: a verdict every time.
-        from support import fixture_paths, load_fixture
+        # One string per path shape (support.one_per_shape: every member name at every depth,
+        # one list item of a repeated shape, fixed seed) of each fixture, not the first 400 strings.
+        from support import copy_along, fixture_paths, load_fixture, one_per_shape
+        rng = random.Random(7)
 
         def sites(value, path=()):
             if isinstance(value, str):
@@ -658,10 +670,7 @@ class FuzzerFindings(Bounded):
                     yield from sites(item, path + (number,))
 
         def replaced(doc, path, bad):
-            doc = json.loads(json.dumps(doc))
-            holder = doc
-            for step in path[:-1]:
-                holder = holder[step]
+            doc, holder = copy_along(doc, path)      # only the path is copied
             holder[path[-1]] = bad
             return doc
 
@@ -671,12 +680,13 @@ class FuzzerFindings(Bounded):
             for key in ("chunks", "events", "request"):
                 if key not in doc:
                     continue
-                for path in list(sites(doc[key], (key,)))[:400]:
+                for path in one_per_shape(sites(doc[key], (key,)), rng):
                     for bad in ([], {}):
                         report = vts.validate_envelope(replaced(doc, path, bad))
                         self.assertIn(report["status"], ("pass", "blocked", "not_applicable"))
                         checked += 1
-        self.assertGreater(checked, 10000)
+            self.assertEqual(doc, load_fixture(relpath)[1], f"{relpath}: the validator changed its input")
+        self.assertGreater(checked, 5000)
 
     def test_findings_past_twice_the_limit_are_counted_not_kept(self):
         # issue 11 item 3: every finding used to be stored (about 270 bytes each for 2 bytes of
@@ -708,6 +718,7 @@ class FuzzerFindings(Bounded):
                                                                    "(the turn was already blocked with more than 40 "
                                                                    "findings)"))
 
+    @slow("a million items")
     def test_a_flood_of_small_items_of_any_shape(self):
         # 20 MB of "1," took 23 s: one parser call per item (now batches cut at a comma), and every
         # item examined (now only until the turn is blocked with four times --max-findings)
@@ -774,6 +785,7 @@ class CommandLine(unittest.TestCase):
             with self.subTest(name=name):
                 self.check(name, data, code, finding)
 
+    @slow("real processes under a memory limit")
     def test_under_a_memory_limit(self):
         for name in ("deep envelope", "million-digit number", "deep arguments"):
             data, code, finding = self.CASES[name]
@@ -805,6 +817,124 @@ class CommandLine(unittest.TestCase):
                 self.assertEqual(out, "")
                 self.assertNotIn("Traceback", err)
                 self.assertTrue(err.strip())
+
+# ---------------------------------------------------------------------------------------------------
+# No internal error, bounded where data enters (was test_ci_safety.py, issue 22).
+# ---------------------------------------------------------------------------------------------------
+
+
+class NoInternalError(unittest.TestCase):
+    def test_responses_event_types_that_are_objects_or_lists(self):
+        with tempfile.TemporaryDirectory() as folder:
+            body = write(folder, "r.sse", 'data: {"type": {"a": 1}}\n\ndata: {"type": ["response.created"]}\n\n')
+            code, out, err = run_cli("capture", "--profile", "openai-responses", body)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("internal error", err)
+        report = vts.validate_envelope(json.loads(out))
+        self.assertEqual((report["status"], set(codes(report))), ("blocked", {"unsupported_event"}))
+
+    def test_gemini_counts_of_thousands_of_digits(self):
+        schema = {"type": "ARRAY", "minItems": "1" * 5000}
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.gemini_schema(schema)
+        self.assertIn("5000 digits", str(caught.exception))
+        self.assertEqual(vts.gemini_schema({"type": "ARRAY", "minItems": "9223372036854775807"}),
+                         {"type": "array", "minItems": 9223372036854775807})
+        request = {"tools": [{"functionDeclarations": [{"name": "f", "parameters": {
+            "type": "OBJECT", "properties": {"a": schema}}}]}]}
+        with tempfile.TemporaryDirectory() as folder:
+            body = write(folder, "b.sse", 'data: {"candidates": [{"content": {"role": "model", "parts": '
+                                          '[{"text": "t"}]}, "finishReason": "STOP"}]}\r\n\r\n')
+            for option in ("--request", "--schemas"):
+                with self.subTest(option=option):
+                    doc = request if option == "--request" else request["tools"]
+                    code, _, err = run_cli("capture", "--profile", "gemini", option,
+                                           write(folder, "r.json", json.dumps(doc)), body)
+                    self.assertEqual(code, 3)
+                    self.assertNotIn("internal error", err)
+                    self.assertIn("digits", err)
+
+    def test_entry_selectors_of_thousands_of_digits(self):
+        with tempfile.TemporaryDirectory() as folder:
+            har = write(folder, "s.har", json.dumps({"log": {"entries": []}}))
+            code, _, err = run_cli("capture", "--profile", "openai", "--entry", "1" * 5000, har)
+        self.assertEqual(code, 3)
+        self.assertNotIn("internal error", err)
+        self.assertIn("the archive has 0 entries", err)
+        self.assertLess(len(err), 300)
+
+
+class BoundedWhereDataEnters(unittest.TestCase):
+    def test_a_deep_gemini_json_path_is_refused_before_it_is_built(self):
+        path = "$" + ".a" * 500_000   # 1 MB
+        chunks = [{"candidates": [{"content": {"role": "model", "parts": [
+                      {"functionCall": {"name": "f", "willContinue": True}}]}}]},
+                  {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+                      "partialArgs": [{"jsonPath": path, "numberValue": 1}], "willContinue": True}}]}}]},
+                  {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]},
+                                   "finishReason": "STOP"}]}]
+        tracemalloc.start()
+        report = vts.validate_envelope({"profile": "gemini", "tool_schemas": {"f": {}}, "chunks": chunks})
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        self.assertEqual((codes(report), report["calls"][0]["arguments"]), (["limit_exceeded"], "{}"))
+        self.assertIn("deeper than the limit of 64", report["findings"][0]["message"])
+        self.assertLess(peak, 4 * len(path), "the path was built before the depth limit applied")
+        # the limit follows --max-depth, and a path at it is placed
+        at_limit = {"jsonPath": "$" + ".a" * 70, "numberValue": 1}
+        chunks[1]["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"] = [at_limit]
+        report = vts.validate_envelope({"profile": "gemini", "tool_schemas": {"f": {}}, "chunks": chunks},
+                                       vts.Limits(max_depth=70))
+        self.assertEqual(report["status"], "pass")
+
+    def test_path_text_in_messages_is_clipped(self):
+        text = vts._gemini_path_text(tuple(["a"] * 1000) + (3,))
+        self.assertTrue(text.startswith("$" + ".a" * 12 + "..."))
+        self.assertLess(len(text), 80)
+        self.assertEqual(vts._gemini_path_text(("a", 0, "b")), "$.a[0].b")
+
+    def test_request_violation_messages_do_not_repeat_the_allowed_list(self):
+        names = [f"tool_{n:05d}" for n in range(10_000)]
+        calls = [{"index": k, "id": f"call_{k}", "type": "function", "function": {"name": "other", "arguments": "{}"}}
+                 for k in range(200)]
+        chunks = [{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": calls}}]},
+                  {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+        choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
+            {"type": "function", "function": {"name": n}} for n in names]}}
+        doc = {"profile": "openai", "tool_schemas": {"other": {}}, "chunks": chunks, "request": {"tool_choice": choice}}
+        report = vts.validate_envelope(doc)
+        self.assertEqual(set(codes(report)), {"request_violation"})
+        message = report["findings"][0]["message"]
+        self.assertIn('"tool_00000", "tool_00001", "tool_00002", "tool_00003", "tool_00004" and 9995 more', message)
+        self.assertLess(len(message), 300)
+        self.assertLess(len(vts.render_json(report)), 3 * len(json.dumps(doc)))
+
+    def test_long_names_are_quoted_clipped_in_messages(self):
+        name = "n" * 100_000
+        chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [
+                      {"index": 0, "id": "c", "type": "function", "function": {"name": name, "arguments": "{}"}}]}}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+        report = vts.validate_envelope({"profile": "openai", "tool_schemas": {}, "chunks": chunks})
+        self.assertEqual(codes(report), ["unknown_tool"])
+        self.assertIn("(100000 characters)", report["findings"][0]["message"])
+        self.assertLess(len(report["findings"][0]["message"]), 300)
+        self.assertEqual(report["calls"][0]["name"], name)   # the call itself keeps it whole
+
+    def test_secret_hint_prefilter_finds_what_the_patterns_find(self):
+        rng = random.Random(22)
+        planted = ["sk-ant-" + "a" * 12, "sk-" + "B" * 24, "Bearer " + "t" * 20, "BEARER " + "t" * 20,
+                   "AKIA" + "Q" * 16, "ghp_" + "x" * 24, "github_pat_" + "y" * 24, "xoxb-" + "1" * 12,
+                   "eyJhbGciOi.eyJzdWIiOi.sig", "API_KEY=" + "k" * 24, "Api-Key: " + "k" * 24]
+        pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=: "
+        slow = vts._SECRET_PATTERNS
+        for _ in range(3000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 60)))
+            if rng.random() < 0.5:
+                cut = rng.randint(0, len(text))
+                text = text[:cut] + rng.choice(planted) + text[cut:]
+            expected = sorted((m.start(1), m.end(1), label) for label, pattern in slow
+                              for m in re.finditer(pattern, text))
+            self.assertEqual(vts._secret_spans(text), expected, text)
 
 
 if __name__ == "__main__":

@@ -41,16 +41,16 @@ unknown_profile) and every expect block but one is wrong.  Exit codes are not pa
 contract: only "0..3, and no Traceback".
 """
 
+import subprocess
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from support import SCRIPT
+from support import ROOT, SCRIPT, run_cli, run_process, slow, write
 
 # --- the contract ------------------------------------------------------------------------------
 
@@ -115,16 +115,14 @@ def json_documents(testcase, text, label="stdout"):
         testcase.fail(f"{label} is neither one JSON document nor JSON Lines: {exc}")
 
 
-def run_tool(*args, stdin=None):
-    """Run the real CLI (as support.run_cli does) -> (exit code, stdout, stderr).
+def run_tool(*args, stdin=None, process=False):
+    """Run the CLI (in this process, or as a real process) -> (exit code, stdout, stderr).
 
-    The streams are decoded with surrogateescape instead of run_cli's strict UTF-8, so a byte
-    that is not UTF-8 becomes a lone surrogate that rule 1 reports, not an error in this test.
+    The streams are decoded with surrogateescape instead of strict UTF-8, so a byte that is not
+    UTF-8 becomes a lone surrogate that rule 1 reports, not an error in this test.
     """
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=env, timeout=120)
-    return (proc.returncode, proc.stdout.decode("utf-8", "surrogateescape"),
-            proc.stderr.decode("utf-8", "surrogateescape"))
+    run = run_process if process else run_cli
+    return run(*args, stdin=stdin, decode="surrogateescape")
 
 
 # How the tool starts its own lines, per mode (see assert_own_lines).
@@ -137,9 +135,10 @@ MESSAGE_LINES = ("validate_tool_stream", "validate-tool-stream")   # errors and 
 class SafeRuns(unittest.TestCase):
     """A TestCase whose run_safe() checks both streams of a CLI run against the contract."""
 
-    def run_safe(self, *args, stdin=None, github=False, out_lines=None, err_lines=None):
-        """Run the CLI; check rules 1-3 on stdout and stderr, and optionally how each line starts."""
-        code, out, err = run_tool(*args, stdin=stdin)
+    def run_safe(self, *args, stdin=None, github=False, out_lines=None, err_lines=None, process=False):
+        """Run the CLI; check rules 1-3 on stdout and stderr, and optionally how each line starts.
+        process=True runs the real script in a subprocess (every byte the process writes)."""
+        code, out, err = run_tool(*args, stdin=stdin, process=process)
         self.assertIn(code, (0, 1, 2, 3), f"exit code {code}; stderr: {err[-600:]!r}")
         for name, text, starts in (("stdout", out, out_lines), ("stderr", err, err_lines)):
             with self.subTest(stream=name):
@@ -223,7 +222,7 @@ VIOLATING_ARGUMENTS = arguments_text({
 BROKEN_ARGUMENTS = '{"a": "\n::error::raw##[error]\x1b[31m\u2028"}'
 
 
-def envelope(calls, expect=None, profile="openai"):
+def planted_envelope(calls, expect=None, profile="openai"):
     doc = {"profile": profile, "tool_schemas": {KNOWN_TOOL: SCHEMA}, "chunks": chat_chunks(calls),
            "meta": {"covers": hostile("meta")}}
     if expect is not None:
@@ -231,20 +230,20 @@ def envelope(calls, expect=None, profile="openai"):
     return json.dumps(doc, indent=2)   # ASCII with \\u escapes: the parsed strings hold the raw characters
 
 
-PASSING = envelope([(CALL_ID, KNOWN_TOOL, fragments(PASS_ARGUMENTS))],
+PASSING = planted_envelope([(CALL_ID, KNOWN_TOOL, fragments(PASS_ARGUMENTS))],
                    {"status": "pass", "codes": [], "calls": [{"id": CALL_ID, "name": KNOWN_TOOL,
                                                              "arguments": PASS_ARGUMENTS}]})
 # schema_violation messages quote the planted key, value, enum, pattern and const; the expect
 # block is wrong in every member, so --expect prints differences quoting the planted strings.
-VIOLATING = envelope([(ODD_ID, KNOWN_TOOL, fragments(VIOLATING_ARGUMENTS))],
+VIOLATING = planted_envelope([(ODD_ID, KNOWN_TOOL, fragments(VIOLATING_ARGUMENTS))],
                      {"status": "pass", "codes": ["##[error]\n::warning::c\x1b"],
                       "calls": [{"id": hostile("id"), "name": hostile("name"), "arguments": hostile("args")}]})
-UNKNOWN = envelope([(hostile("id2"), UNKNOWN_TOOL, ["{}"])],
+UNKNOWN = planted_envelope([(hostile("id2"), UNKNOWN_TOOL, ["{}"])],
                    {"status": "blocked\n::error::s##[x]\x1b", "codes": ["unknown_tool"],
                     "calls": [{"id": "x\n::endgroup::##[y]", "name": UNKNOWN_TOOL + "!", "arguments": "{}"}]})
-BROKEN = envelope([(CALL_ID, KNOWN_TOOL, fragments(BROKEN_ARGUMENTS))],
+BROKEN = planted_envelope([(CALL_ID, KNOWN_TOOL, fragments(BROKEN_ARGUMENTS))],
                   {"status": "blocked", "codes": ["invalid_json\n::add-mask::c##[z]"]})
-ODD_PROFILE = envelope([(CALL_ID, KNOWN_TOOL, ["{}"])], {"status": hostile("status")},
+ODD_PROFILE = planted_envelope([(CALL_ID, KNOWN_TOOL, ["{}"])], {"status": hostile("status")},
                        profile="openai\n::error::p##[x]\x1b[31m")
 
 # File names: Linux allows every byte but "/" and NUL; one name is not even UTF-8.  The runner
@@ -295,11 +294,12 @@ class Planted(SafeRuns):
     def tearDownClass(cls):
         cls._tmp.cleanup()
 
-    def run_report(self, *args, stdin=None):
+    def run_report(self, *args, stdin=None, process=False):
         """run_safe, plus the shape of the --report given in args (json when none) and of --expect's stderr."""
         report = args[args.index("--report") + 1] if "--report" in args else "json"
         code, out, err = self.run_safe(*args, stdin=stdin, github=report == "github", out_lines=REPORT_LINES[report],
-                                       err_lines=EXPECT_LINES if "--expect" in args else MESSAGE_LINES)
+                                       err_lines=EXPECT_LINES if "--expect" in args else MESSAGE_LINES,
+                                       process=process)
         with self.subTest(check=f"--report {report} is well-formed"):
             if report == "json":
                 json_documents(self, out)
@@ -369,8 +369,9 @@ class ReportModes(Planted):
     def test_redact_arguments(self):
         self.run_report(self.folder, "--report", "text", "--redact-arguments")
 
+    @slow("a real process: every byte the interpreter itself writes")
     def test_standard_input(self):
-        self.run_report("-", "--report", "text", stdin=self.stdin_bytes())
+        self.run_report("-", "--report", "text", stdin=self.stdin_bytes(), process=True)
 
 
 class Expect(Planted):
@@ -482,6 +483,43 @@ class Pin(SafeRuns):
     def test_pin_a_copy_of_the_planted_folder(self):
         folder = plant(os.path.join(self.dir, "fixtures\n::endgroup::##[x]"), PLANTED)
         self.run_safe("pin", folder, out_lines=PIN_OUT, err_lines=PIN_ERR)
+
+# ---------------------------------------------------------------------------------------------------
+# An unwritable standard output (was test_ci_safety.py, issue 22).
+# ---------------------------------------------------------------------------------------------------
+
+
+class UnwritableOutput(unittest.TestCase):
+    FIXTURE = os.path.join(ROOT, "fixtures", "openai", "valid-fragmented-single-call.json")
+
+    def run_with_stdout(self, stdout, *args):
+        proc = subprocess.run([sys.executable, SCRIPT, *args], stdout=stdout, stderr=subprocess.PIPE,
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        return proc.returncode, proc.stderr.decode("utf-8")
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full here")
+    @slow("real processes writing to /dev/full")
+    def test_a_full_output_says_so(self):
+        with open(self.FIXTURE, encoding="utf-8") as handle:
+            chunks = json.load(handle)["chunks"]
+        with tempfile.TemporaryDirectory() as folder, open("/dev/full", "wb") as full:
+            body = write(folder, "body.sse", "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n")
+            for args in ((self.FIXTURE,), ("capture", "--profile", "openai", body)):
+                code, err = self.run_with_stdout(full, *args)
+                self.assertEqual(code, 3)
+                self.assertIn("cannot write standard output: No space left on device", err)
+                self.assertNotIn("internal error", err)
+                self.assertNotIn("Exception ignored", err)
+
+    @slow("a real process with standard output closed")
+    def test_a_closed_output_says_so(self):
+        proc = subprocess.run([sys.executable, "-c", "import os, runpy, sys; os.close(1); sys.stdout = None; "
+                               f"sys.argv = ['x', {self.FIXTURE!r}]; "
+                               f"sys.exit(runpy.run_path({SCRIPT!r}, run_name='vts')['main']())"],
+                              stderr=subprocess.PIPE, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout=120)
+        err = proc.stderr.decode("utf-8")
+        self.assertEqual(proc.returncode, 3, err)
+        self.assertIn("cannot write standard output: it is closed", err)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,7 @@ import os
 import tempfile
 import unittest
 
-from support import codes, load_fixture, run_cli, vts
-
-SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
+from support import codes, eventstream, load_fixture, run_cli, SCHEMAS, vts
 
 
 def chat_turn(*names, finish="tool_calls"):
@@ -181,7 +179,6 @@ class RequestFromBody(unittest.TestCase):
         self.assertEqual(capture_cli("openai", body, sse.encode(), "--schemas", "REQ")[0], 3)
 
     def test_capture_bedrock_event_stream_with_its_request(self):
-        from test_capture import eventstream
 
         body = {"modelId": "us.amazon.nova-2-lite-v1:0", "messages": [{"role": "user", "content": [{"text": "PROMPT"}]}],
                 "toolConfig": {"tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}},

@@ -5,15 +5,12 @@ the wrong verdict (see the research note, sections 4 and 5).
 """
 
 import os
-import sys
 import time
 import unittest
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "scripts"))
-sys.path.insert(0, _HERE)
+from support import ROOT, slow, vts
 
-import validate_tool_stream as vts  # noqa: E402
+_HERE = os.path.join(ROOT, "tests")
 
 LIMITS = vts.SchemaLimits()
 
@@ -479,6 +476,7 @@ class RealWorldPatterns(unittest.TestCase):
             with self.subTest(pattern=entry["pattern"][:60]), self.assertRaises(vts.SchemaUnsupported):
                 vts.compile_schema({"pattern": entry["pattern"]}, LIMITS)
 
+    @slow("a node process")
     def test_pinned_verdicts_are_nodes(self) -> None:
         import json
         import shutil

@@ -59,14 +59,13 @@ import contextlib
 import io
 from unittest import mock
 
-from support import SCRIPT, vts
+from support import BLOCKED_DOC, ENV, Folder, one_chunk_per_line, PASS_DOC, run_cli, SCRIPT, slow, vts
 
 try:
     import resource
 except ImportError:  # pragma: no cover - not on POSIX
     resource = None
 
-ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
 TIMEOUT = 120
 SEED = 20240611
 
@@ -78,8 +77,11 @@ def pin_command(*args):
     return [sys.executable, SCRIPT, "pin", *args]
 
 
-def run_pin(*args, preexec_fn=None):
-    """Run `pin` to the end; returns (exit code, stdout, stderr)."""
+def run_pin(*args, preexec_fn=None, process=False):
+    """Run `pin` to the end; returns (exit code, stdout, stderr).  In this process (support.run_cli)
+    unless process=True or a preexec_fn (a resource limit) asks for a real process."""
+    if preexec_fn is None and not process:
+        return run_cli("pin", *args, decode="replace")
     proc = subprocess.run(pin_command(*args), capture_output=True, env=ENV, timeout=TIMEOUT,
                           preexec_fn=preexec_fn)
     return (proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
@@ -125,13 +127,14 @@ def reset_folder(folder, files):
     write_files(folder, files)
 
 
-def clean_pin(testcase, files):
-    """What a clean `pin` writes for each of files ({name: bytes}), and how long it took."""
+def clean_pin(testcase, files, process=False):
+    """What a clean `pin` writes for each of files ({name: bytes}), and how long it took (process=True: as
+    a real process, the run KilledRun kills)."""
     holder, folder = real_tempdir()
     with holder:
         write_files(folder, files)
         started = time.monotonic()
-        code, _, err = run_pin(folder)
+        code, _, err = run_pin(folder, process=process)  # KilledRun: a real process, its duration spreads the kills
         took = time.monotonic() - started
         testcase.assertEqual(code, 0, f"a clean pin of the reference copy failed: {err}")
         pinned = {name: read_bytes(os.path.join(folder, name)) for name in files}
@@ -278,6 +281,7 @@ class AtomicReplace(PinSafetyCase):
 
 @unittest.skipIf(resource is None or not hasattr(resource, "RLIMIT_FSIZE"), "no resource.RLIMIT_FSIZE here")
 class FullDisk(PinSafetyCase):
+    @slow("a real process under a file-size limit")
     def test_a_write_that_does_not_fit_keeps_the_old_file_and_the_run_goes_on(self):
         files = {"a-big.json": fixture("call_a", 40_000), "b-small.json": fixture("call_b", 50),
                  "c-big.json": fixture("call_c", 40_000), "d-small.json": fixture("call_d", 60)}
@@ -392,14 +396,15 @@ class Names(PinSafetyCase):
             self.assert_no_strays(folder, {name}, False, "long name")
 
     @unittest.skipUnless(hasattr(os, "mkfifo"), "no named pipes here")
+    @slow("real processes: a pipe read would hang")
     def test_a_pipe_is_not_read_or_pinned(self):
         holder, folder = real_tempdir()
         with holder:
             os.mkfifo(os.path.join(folder, "pipe.json"))
-            code, _, err = run_pin(os.path.join(folder, "pipe.json"))
+            code, _, err = run_pin(os.path.join(folder, "pipe.json"), process=True)   # a hang would time out
             self.assertEqual(code, 3)
             self.assertIn("pipe.json: skipped: not a regular file", err)
-            code, _, err = run_pin(folder)   # in a folder: refused before anything is read
+            code, _, err = run_pin(folder, process=True)   # in a folder: refused before anything is read
             self.assertEqual(code, 3)
             self.assertIn("pipe.json is not a regular file", err)
             self.assert_clean_stderr(err)
@@ -408,6 +413,7 @@ class Names(PinSafetyCase):
 # --------------------------------------------------------------------------- killed and interrupted runs
 
 
+@slow("real processes killed at random moments")
 class KilledRun(PinSafetyCase):
     """Six ~3 MB fixtures; runs killed at random moments must leave each file old or new."""
 
@@ -428,7 +434,7 @@ class KilledRun(PinSafetyCase):
 
     def setUp(self):
         if not hasattr(type(self), "new"):
-            type(self).new, type(self).duration = clean_pin(self, self.old)
+            type(self).new, type(self).duration = clean_pin(self, self.old, process=True)
         reset_folder(self.folder, self.old)
 
     def start(self):
@@ -442,6 +448,7 @@ class KilledRun(PinSafetyCase):
         while proc.poll() is None and time.monotonic() < deadline:
             if changes(first, folder_state(self.folder, self.names)) >= wanted:
                 return True
+            time.sleep(0.0002)     # a look every ~0.25 ms, not a spin that takes a core from the run it watches
         return False
 
     def finish(self, proc):
@@ -510,6 +517,7 @@ print(json.dumps({"reads": reads, "failures": len(failures), "first": failures[:
 """
 
 
+@slow("real processes racing")
 class ConcurrentPins(PinSafetyCase):
     ROUNDS = 4
 
@@ -553,6 +561,39 @@ class ConcurrentPins(PinSafetyCase):
             self.assertEqual(result["failures"], 0,
                              f"a reader saw a file that does not parse ({result['failures']} of {result['reads']} "
                              f"reads; first: {result['first']})")
+
+# ---------------------------------------------------------------------------------------------------
+# pin writes the outcome (was test_ci_integration.py, issue 12).
+# ---------------------------------------------------------------------------------------------------
+
+
+class Pin(unittest.TestCase):
+    def test_pin_writes_the_outcome_and_keeps_every_other_byte(self):
+        text = one_chunk_per_line(PASS_DOC)
+        with Folder({"a.json": text, "b.json": json.dumps(dict(BLOCKED_DOC, expect={"note": "keep"})),
+                     "bad.json": {"profile": "cohere", "tool_schemas": {}, "chunks": []}}) as folder:
+            code, out, err = run_cli("pin", folder.path)
+            self.assertEqual(code, 3)                                  # bad.json refused
+            self.assertIn("unknown_profile", err)
+            with open(folder.file("a.json"), encoding="utf-8") as handle:
+                pinned = handle.read()
+            self.assertTrue(pinned.startswith(text.rstrip()[:-1].rstrip()))   # everything before is unchanged
+            self.assertEqual(json.loads(pinned)["expect"], {
+                "status": "pass", "codes": [],
+                "calls": [{"id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'}]})
+            with open(folder.file("b.json"), encoding="utf-8") as handle:
+                self.assertEqual(json.loads(handle.read())["expect"], {
+                    "status": "blocked", "codes": ["missing_terminal"],
+                    "calls": [{"id": "call_1", "name": "weather", "arguments": '{"ci'}], "note": "keep"})
+            with open(folder.file("bad.json"), encoding="utf-8") as handle:
+                self.assertNotIn("expect", handle.read())
+            code, out, _ = run_cli("pin", folder.path, "--exclude", "bad.json")
+            self.assertEqual(code, 0)
+            self.assertEqual(out.count("already pinned"), 2)
+            self.assertEqual(run_cli(folder.path, "--expect", "--exclude", "bad.json")[0], 0)
+            self.assertEqual(run_cli("pin", folder.file("bad.json"), "--allow-invalid")[0], 0)
+            self.assertEqual(run_cli(folder.file("bad.json"), "--expect")[0], 0)
+            self.assertEqual(run_cli("pin", "-", stdin=b"{}")[0], 3)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ import json
 import unittest
 from unittest import mock
 
-from support import envelope, fixture_paths, load_fixture, vts
+from support import (
+    bedrock_call, code_set, envelope, fixture_paths, judge_events, load_fixture, NEW_PROFILES,
+    SCHEMAS, vts,
+)
 
 
 def canonical(data: bytes) -> dict:
@@ -594,6 +597,31 @@ class FragmentRuns(unittest.TestCase):
         self.assertEqual([f["code"] for f in report["findings"]], [f["code"] for f in none["findings"]])
         self.assertTrue(taken)
 
+# ---------------------------------------------------------------------------------------------------
+# Envelope loading for the event profiles (was test_profiles.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+class Envelope(unittest.TestCase):
+    def test_chunks_key_is_invalid_on_new_profiles(self):
+        for profile in NEW_PROFILES:
+            report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, "chunks": []})
+            self.assertEqual(code_set(report), {"invalid_fixture"})
+
+    def test_events_must_be_a_list(self):
+        report = vts.validate_envelope({"profile": "bedrock", "tool_schemas": {}, "events": {}})
+        self.assertEqual(code_set(report), {"invalid_fixture"})
+
+    def test_empty_streams_are_not_applicable(self):
+        for profile in NEW_PROFILES:
+            self.assertEqual(judge_events(profile, [])["status"], "not_applicable")
+
+    def test_stream_gate_library_api(self):
+        gate = vts.StreamGate("bedrock", SCHEMAS)
+        for event in bedrock_call():
+            gate.feed(event)
+        self.assertEqual(gate.finish()["status"], "pass")
+
 
 if __name__ == "__main__":
     unittest.main()
@@ -616,14 +644,14 @@ class CalledFromADeepStack(unittest.TestCase):
                    ("blocked", ("unsupported_schema",))]
         seen = set()
 
-        def at_depth(remaining, run):
-            return at_depth(remaining - 1, run) if remaining > 0 else run()
+        def at_depth(remaining, judge_events):
+            return at_depth(remaining - 1, judge_events) if remaining > 0 else judge_events()
 
         for free in range(20, 70, 2):
-            for name, run in (("validate_bytes", lambda: vts.validate_bytes(data)),
+            for name, judge_events in (("validate_bytes", lambda: vts.validate_bytes(data)),
                               ("validate_envelope", lambda: vts.validate_envelope(doc))):
                 with self.subTest(free_frames=free, api=name):
-                    report = at_depth(sys.getrecursionlimit() - depth - free, run)
+                    report = at_depth(sys.getrecursionlimit() - depth - free, judge_events)
                     outcome = (report["status"], tuple(f["code"] for f in report["findings"]))
                     self.assertIn(outcome, allowed)
                     seen.add(outcome)

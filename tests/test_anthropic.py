@@ -1,0 +1,190 @@
+"""The Anthropic Messages profile: content blocks and their slots, Anthropic-defined tools."""
+
+import json
+import os
+import tempfile
+import unittest
+
+from support import anthropic_turn, codes, envelope, judge, positions, run_cli, vts
+
+
+# ---------------------------------------------------------------------------------------------------
+# Anthropic content blocks (was test_stream_rules.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+class AnthropicBlocks(unittest.TestCase):
+    START = {"type": "message_start", "message": {"id": "msg_1", "content": []}}
+
+    def events(self, *middle, reason="tool_use", stop=True):
+        out = [self.START, *middle]
+        if reason is not None:
+            out.append({"type": "message_delta", "delta": {"stop_reason": reason}})
+        if stop:
+            out.append({"type": "message_stop"})
+        return out
+
+    @staticmethod
+    def tool(index, id="toolu_1", name="f", input=None):
+        return {"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": input or {}}}
+
+    @staticmethod
+    def part(index, text):
+        return {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}}
+
+    @staticmethod
+    def stop(index):
+        return {"type": "content_block_stop", "index": index}
+
+    def test_empty_input_tool_uses_start_input(self):
+        for middle in ([], [self.part(0, "")], [self.part(0, ""), self.part(0, "")]):
+            with self.subTest(deltas=len(middle)):
+                report = judge("anthropic", self.events(self.tool(0), *middle, self.stop(0)))
+                self.assertEqual(report["status"], "pass", report["findings"])
+                self.assertEqual(report["calls"][0]["arguments"], "{}")
+                self.assertIsNone(report["calls"][0]["choice"])
+
+    def test_start_input_used_when_no_fragments(self):
+        report = judge("anthropic", self.events(self.tool(0, input={"k": "\u00e9"}), self.stop(0)))
+        self.assertEqual(report["calls"][0]["arguments"], '{"k":"\u00e9"}')
+
+    def test_truncated_by_max_tokens(self):
+        report = judge("anthropic", self.events(self.tool(0), self.part(0, '{"a":'), reason="max_tokens"))
+        self.assertEqual(positions(report), [("wrong_terminal_reason", 3), ("missing_terminal", None)])
+
+    def test_events_after_message_stop(self):
+        report = judge("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [self.part(0, "x")])
+        self.assertEqual(positions(report), [("delta_after_terminal", 6)])
+
+    def test_ping_is_ignored_everywhere(self):
+        ping = {"type": "ping"}
+        report = judge("anthropic", [ping] + self.events(ping, self.tool(0), ping, self.part(0, "{}"), ping,
+                                                       self.stop(0), ping))
+        self.assertEqual(report["status"], "pass", report["findings"])
+        late = judge("anthropic", self.events(self.tool(0), self.part(0, "{}"), self.stop(0)) + [ping])
+        self.assertEqual(codes(late), ["delta_after_terminal"])  # SPEC: anything after message_stop
+
+# ---------------------------------------------------------------------------------------------------
+# Anthropic defined tools, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+EXAMPLES = {   # (type, input, valid?): the documented and recorded inputs, and what the documentation rules out
+    "computer_20241022": [({"action": "screenshot"}, True), ({"action": "mouse_move", "coordinate": [10, 20]}, True),
+                          ({"action": "type", "text": "hi"}, True), ({"action": "type"}, False),
+                          ({"action": "scroll", "scroll_direction": "up", "scroll_amount": 1}, False),
+                          ({"action": "mouse_move", "coordinate": [1, 2, 3]}, False)],
+    "computer_20250124": [({"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [100, 100],
+                            "text": "ctrl"}, True),
+                          ({"action": "left_click_drag", "coordinate": [1, 1]}, False),
+                          ({"action": "scroll", "coordinate": [5, 5], "scroll_direction": "down", "scroll_amount": 3}, True),
+                          ({"action": "scroll", "scroll_direction": "sideways", "scroll_amount": 3}, False),
+                          ({"action": "hold_key", "text": "shift", "duration": 1.5}, True),
+                          ({"action": "hold_key", "text": "shift"}, False), ({"action": "wait", "duration": 1}, True),
+                          ({"action": "left_click", "coordinate": [3, 4], "key": "ctrl"}, True),
+                          ({"action": "zoom", "region": [0, 0, 10, 10]}, False), ({}, False)],
+    "computer_20251124": [({"action": "zoom", "region": [100, 200, 400, 350]}, True), ({"action": "zoom"}, False),
+                          ({"action": "triple_click"}, True)],
+    "bash_20241022": [({"command": "ls"}, True), ({"restart": True}, True), ({"restart": False}, False), ({}, False)],
+    "bash_20250124": [({"command": "python3 -c \"print(2 + 2)\""}, True), ({"command": 7}, False)],
+    "text_editor_20241022": [({"command": "undo_edit", "path": "/a"}, True),
+                             ({"command": "insert", "path": "/a", "insert_line": 2, "new_str": "x"}, True),
+                             ({"command": "insert", "path": "/a", "insert_line": 2, "insert_text": "x"}, False)],
+    "text_editor_20250124": [({"command": "create", "path": "/a", "file_text": "x"}, True),
+                             ({"command": "create", "path": "/a"}, False), ({"command": "view"}, False)],
+    "text_editor_20250429": [({"command": "insert", "path": "/a", "insert_line": 0, "new_str": "x"}, True),
+                             ({"command": "insert", "path": "/a", "insert_line": 0, "insert_text": "x"}, True),
+                             ({"command": "undo_edit", "path": "/a"}, False)],
+    "text_editor_20250728": [({"command": "view", "path": "hello.py"}, True),
+                             ({"command": "view", "path": "/a", "view_range": [1, -1]}, True),
+                             ({"command": "insert", "path": "/tmp/test.txt", "insert_line": 2, "insert_text": "HELLO\n"}, True),
+                             ({"command": "insert", "path": "/a", "insert_line": 2}, False),
+                             ({"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"}, True),
+                             ({"command": "str_replace", "path": "/a"}, False)],
+    "memory_20250818": [({"command": "view", "path": "/memories"}, True),
+                        ({"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}, True),
+                        ({"command": "rename", "old_path": "/memories/a"}, False),
+                        ({"command": "insert", "path": "/m", "insert_line": 1, "insert_text": "x"}, True),
+                        ({"command": "insert", "path": "/m", "insert_line": 1, "new_str": "x"}, False),
+                        ({"command": "forget", "path": "/m"}, False)],
+}
+
+
+def anthropic_call(name, arguments):
+    events = anthropic_turn([json.dumps(arguments)])
+    events[1]["content_block"]["name"] = name
+    return events
+
+
+class AnthropicDefinedTools(unittest.TestCase):
+    def test_every_reviewed_version_has_examples_and_they_hold(self):
+        self.assertEqual(set(EXAMPLES), set(vts.ANTHROPIC_CLIENT_TOOLS))
+        for kind, cases in EXAMPLES.items():
+            name, schema = vts.ANTHROPIC_CLIENT_TOOLS[kind]
+            for arguments, valid in cases:
+                with self.subTest(type=kind, arguments=arguments):
+                    report = vts.validate_envelope({"profile": "anthropic", "tool_schemas": {name: schema},
+                                                    "events": anthropic_call(name, arguments)})
+                    self.assertEqual(set(codes(report)), set() if valid else {"schema_violation"})
+
+    def test_capture_request_keeps_them_as_known_tools(self):
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 9, "tool_choice": {"type": "tool", "name": "computer"},
+                "tools": [{"type": "computer_20250124", "name": "computer", "display_width_px": 1024,
+                           "display_height_px": 768, "display_number": None},
+                          {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool", "max_characters": 900},
+                          {"type": "bash_20250124", "name": "bash", "cache_control": {"type": "ephemeral"}},
+                          {"type": "memory_20250818", "name": "memory"},
+                          {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
+                          {"name": "f", "input_schema": {"type": "object"}}]}
+        schemas, request, warnings = vts.request_from_body("anthropic", body)
+        self.assertEqual(sorted(schemas), ["bash", "computer", "f", "memory", "str_replace_based_edit_tool"])
+        self.assertEqual(schemas["computer"], vts.ANTHROPIC_CLIENT_TOOLS["computer_20250124"][1])
+        self.assertEqual(request["tools"], ["bash", "computer", "f", "memory", "str_replace_based_edit_tool"])
+        self.assertEqual(warnings, [])
+        report = vts.validate_envelope({"profile": "anthropic", "tool_schemas": schemas, "request": request,
+                                        "events": anthropic_call("computer", {"action": "screenshot"})})
+        self.assertEqual((report["status"], codes(report)), ("pass", []))
+        # the same tools as a --schemas array
+        self.assertEqual(vts.schemas_from_doc(body["tools"][:4] + body["tools"][5:]), schemas)
+
+    def test_an_unreviewed_version_is_unsupported_schema_naming_its_type(self):
+        body = {"tools": [{"type": "computer_20991231", "name": "computer", "display_width_px": 1}]}
+        schemas, request, _ = vts.request_from_body("anthropic", body)
+        self.assertEqual(schemas, {"computer": {vts.UNREVIEWED_TOOL_KEYWORD: "computer_20991231"}})
+        report = vts.validate_envelope({"profile": "anthropic", "tool_schemas": schemas, "request": request,
+                                        "events": anthropic_call("computer", {"action": "screenshot"})})
+        self.assertEqual(codes(report), ["unsupported_schema"])
+        self.assertIn('tool type "computer_20991231"', report["findings"][0]["message"])
+
+    def test_a_wrong_fixed_name_or_no_name_is_an_error(self):
+        for tool in ({"type": "bash_20250124", "name": "shell"}, {"type": "memory_20250818"},
+                     {"type": "text_editor_20250728", "name": "str_replace_editor"},
+                     {"type": "bash_20991231", "name": ""}):
+            with self.subTest(tool=tool), self.assertRaises(vts.CaptureError):
+                vts.request_from_body("anthropic", {"tools": [tool]})
+
+    def test_other_profiles_and_server_tools_are_unchanged(self):
+        self.assertEqual(vts.request_from_body("anthropic", {"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]})[0], {})
+        # an OpenAI request has no Anthropic-defined tools: a dated type there is a hosted tool, as before
+        self.assertEqual(vts.request_from_body("openai-responses", {"tools": [{"type": "computer_20250124", "name": "c"}]})[0], {})
+
+    def test_capture_through_the_cli(self):
+        body = {"model": "claude-sonnet-4-6", "tools": [{"type": "bash_20250124", "name": "bash"}]}
+        events = anthropic_call("bash", {"command": "ls"})
+        sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        with tempfile.TemporaryDirectory() as folder:
+            request_path, body_path = os.path.join(folder, "request.json"), os.path.join(folder, "body.sse")
+            with open(request_path, "w", encoding="utf-8") as handle:
+                json.dump(body, handle)
+            with open(body_path, "wb") as handle:
+                handle.write(sse)
+            code, out, err = run_cli("capture", "--profile", "anthropic", "--request", request_path, body_path)
+        self.assertEqual(code, 0, err)
+        envelope = json.loads(out)
+        self.assertEqual(envelope["request"], {"tools": ["bash"]})
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+
+if __name__ == "__main__":
+    unittest.main()

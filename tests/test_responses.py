@@ -1,0 +1,389 @@
+"""The OpenAI Responses profile: its edge cases and namespaced calls."""
+
+import json
+import unittest
+
+from support import code_set, codes, judge_events, positions, vts
+
+
+# ---------------------------------------------------------------------------------------------------
+# OpenAI Responses edge cases (was test_profiles.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+def created():
+    return {"type": "response.created", "response": {"id": "resp_x", "status": "in_progress"}}
+
+
+def added(oi=0, fc="fc_1", call_id="call_1", name="f", arguments="", kind="function_call"):
+    item = {"type": kind, "id": fc, "status": "in_progress"}
+    if kind == "function_call":
+        item.update({"arguments": arguments, "call_id": call_id, "name": name})
+        if call_id is None:
+            del item["call_id"]
+    return {"type": "response.output_item.added", "output_index": oi, "item": item}
+
+
+def delta(piece, oi=0, fc="fc_1"):
+    return {"type": "response.function_call_arguments.delta", "item_id": fc, "output_index": oi, "delta": piece}
+
+
+def done(args, oi=0, fc="fc_1", name=None):
+    event = {"type": "response.function_call_arguments.done", "item_id": fc, "output_index": oi, "arguments": args}
+    if name is not None:
+        event["name"] = name
+    return event
+
+
+def item_done(args, oi=0, fc="fc_1", call_id="call_1", name="f", status="completed"):
+    return {"type": "response.output_item.done", "output_index": oi,
+            "item": {"type": "function_call", "id": fc, "call_id": call_id, "name": name, "arguments": args,
+                     "status": status}}
+
+
+COMPLETED = {"type": "response.completed", "response": {"status": "completed"}}
+
+
+def responses_call(args='{"a":1}', **kw):
+    return [created(), added(**kw), delta(args), done(args), item_done(args, call_id=kw.get("call_id", "call_1")),
+            COMPLETED]
+
+
+class ResponsesEdges(unittest.TestCase):
+    def test_minimal_pass(self):
+        report = judge_events("openai-responses", responses_call())
+        self.assertEqual(report["status"], "pass", report["findings"])
+        self.assertEqual(report["calls"][0]["id"], "call_1")
+
+    def test_done_name_differs_is_identity_collision(self):
+        stream = [created(), added(), delta("{}"), done("{}", name="g"), item_done("{}"), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 3)])
+
+    def test_output_item_done_arguments_differ(self):
+        stream = [created(), added(), delta("{}"), done("{}"), item_done('{"b":2}'), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 4)])
+
+    def test_output_item_done_call_id_differs(self):
+        stream = [created(), added(), delta("{}"), done("{}"), item_done("{}", call_id="call_9"), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 4)])
+
+    def test_non_empty_initial_arguments(self):
+        # the added item states arguments that the deltas (and everything after) contradict
+        stream = [created(), added(arguments='{"a":1}'), delta("{}"), done("{}"), item_done("{}"), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 4)])
+
+    def test_absent_call_id_is_missing_id(self):
+        report = judge_events("openai-responses", responses_call(call_id=None))
+        self.assertEqual(positions(report), [("missing_id", 4)])
+
+    def test_call_id_arriving_only_in_output_item_done(self):
+        stream = responses_call(call_id=None)
+        stream[4] = item_done('{"a":1}', call_id="call_late")
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 4), ("missing_id", 4)])
+
+    def test_second_response_completed_is_duplicate_terminal(self):
+        report = judge_events("openai-responses", responses_call() + [COMPLETED])
+        self.assertEqual(positions(report), [("duplicate_terminal", 6)])
+
+    def test_error_after_completed_is_stream_error(self):
+        report = judge_events("openai-responses", responses_call() + [{"type": "error", "error": {"code": "x"}}])
+        self.assertEqual(positions(report), [("stream_error", 6)])
+
+    def test_second_response_created(self):
+        report = judge_events("openai-responses", [created()] + responses_call())
+        self.assertEqual(positions(report), [("unexpected_event", 1)])
+
+    def test_unknown_event(self):
+        stream = responses_call()[:-1] + [{"type": "response.audio.delta", "delta": "AAAA"}, COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unsupported_event", 5)])
+
+    def test_custom_tool_call_is_checked_against_a_string_schema(self):
+        def stream(text):
+            return [created(), {"type": "response.output_item.added", "output_index": 0, "item": {
+                        "type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "note", "input": ""}},
+                    {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "ctc_1",
+                     "delta": text},
+                    {"type": "response.custom_tool_call_input.done", "output_index": 0, "item_id": "ctc_1",
+                     "input": text},
+                    {"type": "response.output_item.done", "output_index": 0, "item": {
+                        "type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "note", "input": text}},
+                    COMPLETED]
+        schemas = {"note": {"type": "string", "maxLength": 5}, "f": {"type": "object"}}
+        report = judge_events("openai-responses", stream("hello"), schemas)
+        self.assertEqual((report["status"], report["calls"][0]["kind"], report["calls"][0]["arguments"]),
+                         ("pass", "custom", "hello"))
+        self.assertEqual(positions(judge_events("openai-responses", stream("hello!"), schemas)), [("schema_violation", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream("hi"), {"note": {"type": "object"}})),
+                         [("unsupported_schema", 4)])
+        self.assertEqual(positions(judge_events("openai-responses", stream("hi"), {})), [("unknown_tool", 4)])
+
+    def test_text_delta_on_function_call_item(self):
+        stream = responses_call()[:2] + [
+            {"type": "response.output_text.delta", "item_id": "fc_1", "output_index": 0, "delta": "x"}
+        ] + responses_call()[2:]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 2)])
+
+    def test_argument_delta_on_message_item(self):
+        stream = [created(), added(kind="message", fc="msg_1"), delta("{}", fc="msg_1"), COMPLETED]
+        report = judge_events("openai-responses", stream)
+        self.assertEqual(positions(report), [("unexpected_event", 2)])
+        self.assertEqual(report["calls"], [])
+
+    def test_missing_output_index(self):
+        stream = responses_call()
+        del stream[2]["output_index"]
+        # the unreadable delta is a finding; the call itself takes the .done restatement
+        self.assertEqual(code_set(judge_events("openai-responses", stream)), {"missing_index"})
+
+    def test_done_only_arguments_are_one_complete_call(self):
+        # LM Studio / Codex: no delta; the .done event and the done item state the arguments
+        stream = [created(), added(), done('{"a":1}'), item_done('{"a":1}'), COMPLETED]
+        report = judge_events("openai-responses", stream)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+        stream = [created(), added(), done('{"a":1}'), item_done("{}"), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("unexpected_event", 3)])
+
+    def test_whole_call_in_the_added_item(self):
+        # xAI: the item arrives complete, with no argument events
+        stream = [created(), added(arguments='{"a":1}'), item_done('{"a":1}'), COMPLETED]
+        report = judge_events("openai-responses", stream)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":1}'))
+
+    def test_a_call_needs_its_output_item_done(self):
+        stream = [created(), added(), delta('{"a":1}'), done('{"a":1}'), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("missing_terminal", None)])
+
+    def test_final_output_must_hold_exactly_the_streamed_calls(self):
+        call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": '{"a":1}'}
+        for output, expected in (([call], []), (None, []),
+                                 ([], [("unexpected_event", 5)]),
+                                 ([call, dict(call, call_id="call_2")], [("unexpected_event", 5)]),
+                                 ([dict(call, arguments='{"a":2}')], [("unexpected_event", 5)]),
+                                 ([dict(call, name="g")], [("identity_collision", 5)])):
+            with self.subTest(output=output):
+                stream = responses_call()[:-1] + [{"type": "response.completed", "response": {"output": output}}]
+                self.assertEqual(positions(judge_events("openai-responses", stream)), expected)
+        text_only = [created(), added(kind="message", fc="msg_1"),
+                     {"type": "response.completed", "response": {"output": [call]}}]
+        report = judge_events("openai-responses", text_only)
+        self.assertEqual((report["status"], positions(report)), ("blocked", [("unexpected_event", 2)]))
+
+    def test_empty_arguments_everywhere_is_malformed_json(self):
+        stream = [created(), added(), done(""), item_done(""), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("malformed_json", 3)])
+
+    def test_item_id_reused_across_items(self):
+        stream = [created(), added(), delta("{}"), done("{}"), item_done("{}"),
+                  added(1, fc="fc_1", call_id="call_2"), delta("{}", 1), done("{}", 1), item_done("{}", 1, call_id="call_2"),
+                  COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("identity_collision", 5)])
+
+    def test_output_item_done_twice(self):
+        stream = responses_call()[:-1] + [item_done('{"a":1}'), COMPLETED]
+        self.assertEqual(positions(judge_events("openai-responses", stream)), [("duplicate_terminal", 5)])
+
+    def test_delta_after_output_item_done(self):
+        stream = [created(), added(), delta("{}"), item_done("{}"), delta(" "), done("{} "), COMPLETED]
+        self.assertEqual(code_set(judge_events("openai-responses", stream)), {"delta_after_terminal"})
+
+    def test_text_only_incomplete_and_completed_are_not_applicable(self):
+        for end in ("response.incomplete", "response.completed"):
+            stream = [created(), added(kind="message", fc="msg_1"),
+                      {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "x"},
+                      {"type": end, "response": {}}]
+            self.assertEqual(judge_events("openai-responses", stream)["status"], "not_applicable", end)
+
+    def test_response_failed_without_calls_is_blocked(self):
+        report = judge_events("openai-responses", [created(), {"type": "response.failed", "response": {}}])
+        self.assertEqual(positions(report), [("stream_error", 1)])
+
+    def test_non_object_event(self):
+        self.assertEqual(code_set(judge_events("openai-responses", [created(), "data"])), {"unsupported_event"})
+
+    def test_report_never_echoes_text_content(self):
+        stream = [created(), added(kind="message", fc="msg_1"),
+                  {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "SECRET-TEXT"},
+                  {"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "delta": "SECRET-TEXT"},
+                  {"type": "response.output_text.delta", "item_id": "fc_9", "output_index": 5, "delta": "SECRET-TEXT"}]
+        self.assertNotIn("SECRET-TEXT", json.dumps(judge_events("openai-responses", stream)))
+
+# ---------------------------------------------------------------------------------------------------
+# Responses namespaces, issue 21 (was test_fidelity.py).
+# ---------------------------------------------------------------------------------------------------
+
+
+NS_SCHEMAS = {"crm.weather": {"type": "object", "properties": {"c": {"type": "string"}}, "required": ["c"],
+                              "additionalProperties": False},
+              "billing.weather": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+                                  "additionalProperties": False},
+              "weather": {"type": "object", "properties": {"x": {"type": "boolean"}}, "additionalProperties": False}}
+
+
+def ns_item(index, namespace, arguments, **extra):
+    item = {"id": f"fc_{index}", "type": "function_call", "call_id": f"call_{index}", "name": "weather",
+            "arguments": arguments}
+    if namespace is not None:
+        item["namespace"] = namespace
+    return dict(item, **extra)
+
+
+def ns_turn(calls, final="same", done=None, snapshot=None):
+    """calls: [(namespace, arguments)]; final: output namespaces for response.completed (or 'same')."""
+    events = [{"type": "response.created", "response": {"output": snapshot or []}}]
+    for index, (namespace, arguments) in enumerate(calls):
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": ns_item(index, namespace, "")})
+        events.append({"type": "response.function_call_arguments.delta", "output_index": index,
+                       "item_id": f"fc_{index}", "delta": arguments})
+        done_namespace = namespace if done is None else done[index]
+        events.append({"type": "response.output_item.done", "output_index": index,
+                       "item": ns_item(index, done_namespace, arguments)})
+    spaces = [c[0] for c in calls] if final == "same" else final
+    output = [ns_item(i, spaces[i], c[1]) for i, c in enumerate(calls)]
+    return events + [{"type": "response.completed", "response": {"output": output}}]
+
+
+def responses(events, schemas=NS_SCHEMAS, **extra):
+    return vts.validate_envelope({"profile": "openai-responses", "tool_schemas": schemas, "events": events, **extra})
+
+
+class Namespaces(unittest.TestCase):
+    def test_one_name_in_two_namespaces_is_two_tools(self):
+        report = responses(ns_turn([("crm", '{"c":"x"}'), ("billing", '{"n":1}'), (None, '{"x":true}')]))
+        self.assertEqual((report["status"], codes(report)), ("pass", []))
+        self.assertEqual([c.get("namespace") for c in report["calls"]], ["crm", "billing", None])
+        self.assertNotIn("namespace", report["calls"][2])
+        swapped = responses(ns_turn([("crm", '{"n":1}'), ("billing", '{"c":"x"}')]))
+        self.assertEqual({(f["index"], f["code"]) for f in swapped["findings"]},
+                         {(0, "schema_violation"), (1, "schema_violation")})
+
+    def test_a_namespace_equal_to_the_name_is_the_deferred_top_level_function(self):
+        report = responses(ns_turn([("weather", '{"x":true}')]))
+        self.assertEqual((report["status"], report["calls"][0]["namespace"]), ("pass", "weather"))
+
+    def test_a_namespaced_call_never_takes_a_bare_schema(self):
+        report = responses(ns_turn([("crm", '{"x":true}')]), schemas={"weather": NS_SCHEMAS["weather"]})
+        self.assertEqual(codes(report), ["unknown_tool"])
+        self.assertIn('"crm.weather"', report["findings"][0]["message"])
+
+    def test_restatements_must_agree(self):
+        cases = [
+            (dict(final=["billing"]), ["identity_collision"]),      # the final output moves it
+            (dict(final=[None]), ["identity_collision"]),           # the final output drops it
+            (dict(done=[None]), ["identity_collision"]),            # the done item drops it
+            (dict(done=["billing"]), ["identity_collision"]),
+        ]
+        for change, found in cases:
+            with self.subTest(change=change):
+                self.assertEqual(sorted(set(codes(responses(ns_turn([("crm", '{"c":"x"}')], **change))))), found)
+        # a namespace that only the final output names
+        self.assertEqual(codes(responses(ns_turn([(None, '{"x":true}')], final=["crm"]))), ["identity_collision"])
+        # a snapshot that restates the streamed call in another namespace
+        events = ns_turn([("crm", '{"c":"x"}')])
+        events.insert(2, {"type": "response.in_progress", "response": {"output": [ns_item(0, "billing", "")]}})
+        self.assertEqual(codes(responses(events)), ["identity_collision"])
+        # null and absent both mean none
+        events = ns_turn([(None, '{"x":true}')])
+        events[-1]["response"]["output"][0]["namespace"] = None
+        self.assertEqual(responses(events)["status"], "pass")
+
+    def test_namespace_shapes(self):
+        for bad in ("", 7, ["crm"], {"n": 1}, True):
+            with self.subTest(namespace=bad):
+                self.assertIn("unsupported_event", codes(responses(ns_turn([(bad, '{"c":"x"}')]))))
+
+    def test_request_tools_and_tool_choice_use_the_qualified_name(self):
+        turn = ns_turn([("crm", '{"c":"x"}')])
+        self.assertEqual(responses(turn, request={"tools": ["crm.weather"]})["status"], "pass")
+        self.assertEqual(codes(responses(turn, request={"tools": ["weather"]})), ["request_violation"])
+        forced = {"tool_choice": {"type": "function", "name": "crm.weather"}}
+        self.assertEqual(responses(turn, request=forced)["status"], "pass")
+        forced = {"tool_choice": {"type": "function", "name": "billing.weather"}}
+        self.assertEqual(codes(responses(turn, request=forced)), ["request_violation"])
+
+    def test_capture_request_reads_namespace_tools(self):
+        body = {"model": "gpt-5.4", "tool_choice": {"type": "function", "name": "crm.weather"}, "tools": [
+            {"type": "namespace", "name": "crm", "description": "d", "tools": [
+                {"type": "function", "name": "weather", "parameters": NS_SCHEMAS["crm.weather"]},
+                {"type": "custom", "name": "note", "format": {"type": "text"}}]},
+            {"type": "function", "name": "weather", "parameters": NS_SCHEMAS["weather"], "defer_loading": True},
+            {"type": "web_search"}]}
+        schemas, request, _ = vts.request_from_body("openai-responses", body)
+        self.assertEqual(schemas, {"crm.weather": NS_SCHEMAS["crm.weather"], "crm.note": {"type": "string"},
+                                   "weather": NS_SCHEMAS["weather"]})
+        self.assertEqual(request["tools"], ["crm.note", "crm.weather", "weather"])
+        for bad in ({"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "crm"}]},
+                    {"type": "namespace", "name": "a.b", "tools": []}, {"type": "namespace", "name": "", "tools": []},
+                    {"type": "namespace", "name": "crm", "tools": {}},
+                    {"type": "namespace", "name": "a", "tools": [{"type": "function", "name": "b.get"}]},
+                    {"type": "namespace", "name": "crm", "tools": [{"type": "web_search"}]}):
+            with self.subTest(tool=bad), self.assertRaises(vts.CaptureError):
+                vts.request_from_body("openai-responses", {"tools": [bad]})
+
+    def test_a_dot_in_a_streamed_name_or_namespace_is_refused(self):
+        schemas = dict(NS_SCHEMAS, **{"crm.get": {"type": "object"}, "a.b.weather": {"type": "object"}})
+        dotted = ns_turn([(None, '{"x":true}')])
+        for event in dotted:
+            for holder in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                if isinstance(holder, dict) and holder.get("type") == "function_call":
+                    holder["name"] = "crm.get"
+        self.assertEqual(codes(responses(dotted, schemas=schemas)), ["unsupported_event"])
+        self.assertEqual(codes(responses(ns_turn([("a.b", '{"x":true}')]), schemas=schemas)), ["unsupported_event"])
+
+    def test_a_lone_surrogate_in_a_namespace_is_invalid_unicode(self):
+        report = responses(ns_turn([("crm\ud800", '{"c":"x"}')]), schemas={"crm\ud800.weather": NS_SCHEMAS["crm.weather"]})
+        self.assertEqual(codes(report), ["invalid_unicode"])
+
+    def test_a_namespaced_custom_call_beside_a_bare_custom_tool_of_its_name(self):
+        def custom_turn(namespace):
+            events = ns_turn([(namespace, "")])
+            for event in events:
+                for holder in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                    if isinstance(holder, dict) and holder.get("type") == "function_call":
+                        holder.update(type="custom_tool_call", input="abc")
+                        holder.pop("arguments")
+            events[2] = {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "fc_0",
+                         "delta": "abc"}
+            return events
+        string = {"type": "string"}
+        self.assertEqual(responses(custom_turn("crm"), schemas={"crm.weather": string})["status"], "pass")
+        # openai-agents finds custom tools by name alone: with a bare "weather" declared it would run that one
+        report = responses(custom_turn("crm"), schemas={"crm.weather": string, "weather": string})
+        self.assertEqual(codes(report), ["identity_collision"])
+        self.assertEqual(responses(custom_turn(None), schemas={"crm.weather": string, "weather": string})["status"],
+                         "pass")
+
+    def test_pin_expect_and_adapter_output_bind_the_namespace(self):
+        doc = {"profile": "openai-responses", "tool_schemas": NS_SCHEMAS, "events": ns_turn([("crm", '{"c":"x"}')])}
+        report = vts.validate_envelope(doc)
+        expect = vts.pinned_expect(report, None)
+        self.assertEqual(expect["calls"], [{"id": "call_0", "name": "weather", "namespace": "crm",
+                                            "arguments": '{"c":"x"}'}])
+        self.assertEqual(vts.check_expect(report, expect), [])
+        moved = vts.validate_envelope(dict(doc, events=ns_turn([("billing", '{"c":"x"}')]),
+                                           tool_schemas=dict(NS_SCHEMAS, **{"billing.weather": NS_SCHEMAS["crm.weather"]})))
+        self.assertEqual(vts.check_expect(moved, expect), ['calls[0].namespace: expected "crm", got "billing"'])
+        bare = {"status": "pass", "calls": [{"id": "call_0", "name": "weather", "arguments": '{"c":"x"}'}]}
+        self.assertEqual(vts.check_expect(report, bare), ['calls[0].namespace: expected null, got "crm"'])
+        theirs = vts.adapter_calls_from_doc([{"id": "call_0", "name": "weather", "namespace": "billing",
+                                               "arguments": '{"c":"x"}'}])
+        self.assertEqual([n for n, _ in vts.compare_calls(report["calls"], theirs)], [0])
+        theirs = vts.adapter_calls_from_doc([{"id": "call_0", "name": "weather", "namespace": "crm",
+                                               "arguments": '{"c":"x"}'}])
+        self.assertEqual(vts.compare_calls(report["calls"], theirs), [])
+        with self.assertRaises(vts.CaptureError):
+            vts.adapter_calls_from_doc([{"id": "c", "name": "f", "namespace": 1, "arguments": "{}"}])
+
+    def test_tool_key(self):
+        slot = vts.Slot((None, 0))
+        self.assertIsNone(slot.tool_key)
+        slot.name = "f"
+        self.assertEqual(slot.tool_key, "f")
+        slot.namespace = "ns"
+        self.assertEqual(slot.tool_key, "ns.f")
+        slot.namespace = "f"
+        self.assertEqual(slot.tool_key, "f")
+
+
+if __name__ == "__main__":
+    unittest.main()
