@@ -12,7 +12,7 @@ import re
 import subprocess
 import unittest
 
-from support import ROOT, SCRIPT, vts
+from support import ROOT, SCRIPT, slow, vts
 
 BANNER = "# " + "-" * 75
 
@@ -130,6 +130,7 @@ class NoPrivateStandardLibrary(unittest.TestCase):
         self.assertFalse("_option_string_actions" in source(), "argparse's private option table is read")
 
 
+@slow("asks git for the tracked files")
 class TopLevel(unittest.TestCase):
     ALLOWED = {"scripts", "tests", "fixtures", "SKILL.md", "LICENSE", "README.md", "pyproject.toml",
                ".pre-commit-hooks.yaml", ".ci", ".gitignore"}
