@@ -483,12 +483,21 @@ class KilledRun(PinSafetyCase):
 
     def test_sigint_stops_cleanly_with_exit_3(self):
         rng = random.Random(SEED + 1)
-        proc = self.start()
-        running = self.watch_until(proc, 1)                  # the first temporary file is being written
-        time.sleep(rng.uniform(0.0, 0.002))
-        self.assertTrue(running and proc.poll() is None, "test timing: the run ended before it could be interrupted")
-        proc.send_signal(signal.SIGINT)
-        code, err = self.finish(proc)
+        for attempt in range(5):
+            reset_folder(self.folder, self.old)
+            proc = self.start()
+            running = self.watch_until(proc, 1)                  # the first temporary file is being written
+            time.sleep(rng.uniform(0.0, 0.002))
+            self.assertTrue(running and proc.poll() is None,
+                            "test timing: the run ended before it could be interrupted")
+            proc.send_signal(signal.SIGINT)
+            code, err = self.finish(proc)
+            finished = code == 0 and all(read_bytes(os.path.join(self.folder, name)) == self.new[name]
+                                         for name in self.names)
+            if not finished:
+                break
+            # test timing: on a busy machine the watcher can look so late that the signal lands after the
+            # last file, while the interpreter exits; that run finished cleanly, so interrupt another
         self.assertEqual(code, 3, err)
         self.assertIn("interrupted", err.lower())
         self.assertNotIn("Traceback", err)
