@@ -940,6 +940,15 @@ NEUTRAL_EVENT_TYPES = (SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, Tur
                        WireProblem)
 
 
+def _fragment_key_at(member: str) -> Callable[[dict, tuple], tuple | None]:
+    """A fragment key read from one index member of the payload (Anthropic "index", Responses
+    "output_index"): the slot (None, index), or None when the index is not usable."""
+    def key(payload: dict, path: tuple) -> tuple | None:
+        index = payload.get(member)
+        return (None, index) if _is_index(index) else None
+    return key
+
+
 def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     """For a profile whose protected paths hold no argument fragment."""
     return None
@@ -1909,11 +1918,6 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
-def _anthropic_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    index = payload.get("index")
-    return (None, index) if _is_index(index) else None
-
-
 def _anthropic_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
@@ -2051,7 +2055,7 @@ def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
 
 ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
                     lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
-                    _anthropic_protected, _anthropic_fragment_key, "anthropic", _anthropic_claims, 1,
+                    _anthropic_protected, _fragment_key_at("index"), "anthropic", _anthropic_claims, 1,
                     parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                     defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse)
 
@@ -2568,11 +2572,6 @@ def _responses_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
-def _responses_fragment_key(payload: dict, path: tuple) -> tuple | None:
-    index = payload.get("output_index")
-    return (None, index) if _is_index(index) else None
-
-
 def _responses_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
@@ -2615,8 +2614,8 @@ OPENAI_RESPONSES = Profile("openai-responses", "events",
                            TurnRules("completed", False, False, False, needs_close=False,
                                      stop_name="response.completed", slot_end_name="response.output_item.done"),
                            lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
-                           _responses_protected, _responses_fragment_key, "openai-responses", _responses_claims, 0,
-                           parallel_field=True, expand_tool=_responses_expand_tool)
+                           _responses_protected, _fragment_key_at("output_index"), "openai-responses",
+                           _responses_claims, 0, parallel_field=True, expand_tool=_responses_expand_tool)
 
 
 # ---------------------------------------------------------------------------
