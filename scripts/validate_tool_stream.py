@@ -265,6 +265,19 @@ def _protocol_word(value: Any) -> str | None:
     return None
 
 
+# --- a value in a message ----------------------------------------------------------
+#
+# One dialect for every message: it starts in lower case, quotes a token, a name or a schema
+# value with double quotes (JSON's), says where once ("(at #/pointer)"), and has no full stop.
+# A value reaches a message only through one of these, each bounded:
+#   _token      a wire value that is not call identity: quoted only when it is a protocol word
+#               (never stream content or a secret), else described by its kind (_describe)
+#   _quoted     a tool or call name: quoted, at most _QUOTED_MAX characters
+#   _sch_brief  a value of the caller's own schema or of the arguments it checks: quoted, clipped
+#   _describe   the kind of a value, no content
+# (the adapter differential quotes both sides' arguments clipped, see _shown; --redact-arguments
+# replaces those messages).  The output door (_out, _err) then escapes control characters.
+
 def _token(value: Any) -> str:
     """Quote a wire value that is not call identity or arguments; the one place that does.
 
@@ -307,6 +320,26 @@ def _quoted(name: str) -> str:
     if len(name) <= _QUOTED_MAX:
         return json.dumps(name)
     return json.dumps(name[:_QUOTED_MAX])[:-1] + f'..." ({len(name)} characters)'
+
+
+_SCH_BRIEF_LIMIT = 60          # characters of a value quoted in a message
+
+
+def _sch_brief(value: object) -> str:
+    """A short rendering for messages; never dumps a large argument."""
+    if isinstance(value, str):
+        text = value if len(value) <= _SCH_BRIEF_LIMIT else value[:_SCH_BRIEF_LIMIT] + "..."
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    if isinstance(value, dict):
+        return f"an object with {len(value)} members"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= _SCH_BRIEF_LIMIT else text[:_SCH_BRIEF_LIMIT] + "..."
 
 
 def _is_json(value: Any) -> bool:
@@ -402,6 +435,7 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
         reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg   # "...string starting at" + " at line"
+        reason = (reason[:1].lower() + reason[1:]).replace("'", '"')      # Python's wording in our dialect
         raise JsonProblem(MALFORMED_JSON, f"{reason} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
     except RecursionError:
         raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
@@ -4728,7 +4762,7 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
                 except OverflowError:
                     raise JsonProblem(NON_FINITE_NUMBER, f"integer of {len(token)} digits overflows a double") from None
             if abs(value) > MAX_SAFE_INTEGER:
-                raise JsonProblem(LIMIT_EXCEEDED, UNSAFE_INTEGER_MESSAGE[0].upper() + UNSAFE_INTEGER_MESSAGE[1:])
+                raise JsonProblem(LIMIT_EXCEEDED, UNSAFE_INTEGER_MESSAGE)
         return value
 
     try:
@@ -4888,7 +4922,7 @@ _SCH_REFUSAL_REASONS: Mapping[str, str] = MappingProxyType({
                     "it needs annotation collection, which this checker does not do"),
     **dict.fromkeys(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"),
                     "dynamic references are outside the subset"),
-    "$anchor": "anchors are outside the subset; use a '#/...' JSON Pointer $ref",
+    "$anchor": "anchors are outside the subset; use a \"#/...\" JSON Pointer $ref",
     "$vocabulary": "custom vocabularies are outside the subset",
     "nullable": "it is OpenAPI, not JSON Schema, and would change meaning; "
                 "use a type array with \"null\" or anyOf instead",
@@ -4901,7 +4935,6 @@ _SCH_TYPE_NAMES: frozenset[str] = frozenset(
 
 SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
 SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states), all schemas of a turn
-_SCH_BRIEF_LIMIT = 60          # characters of a value quoted in a message
 _SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
 
 
@@ -4934,23 +4967,6 @@ def _sch_type_of(value: object) -> str:
 def _sch_type_label(value: object) -> str:
     """The type name as a reader expects it in a message (1.0 reads as number)."""
     return "number" if isinstance(value, float) else _sch_type_of(value)
-
-
-def _sch_brief(value: object) -> str:
-    """A short rendering for messages; never dumps a large argument."""
-    if isinstance(value, str):
-        text = value if len(value) <= _SCH_BRIEF_LIMIT else value[:_SCH_BRIEF_LIMIT] + "..."
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return f"an array of {len(value)} items"
-    if isinstance(value, dict):
-        return f"an object with {len(value)} members"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value)
-    return text if len(text) <= _SCH_BRIEF_LIMIT else text[:_SCH_BRIEF_LIMIT] + "..."
 
 
 _SCH_END = object()  # sentinel for exhausted iterators; never mutated
@@ -5216,7 +5232,7 @@ class _RxParser:
     def parse(self) -> tuple:
         tree = self.disjunction()
         if self.pos < len(self.src):
-            raise _RxError("unmatched ')'")
+            raise _RxError("unmatched \")\"")
         return tree
 
     def disjunction(self) -> tuple:
@@ -5297,9 +5313,9 @@ class _RxParser:
         if char == "\\":
             return self.atom_escape()
         if char in "*+?":
-            raise _RxError(f"'{char}' has nothing to repeat")
+            raise _RxError(f"\"{char}\" has nothing to repeat")
         if char in "{}]":
-            raise _RxError(f"a lone '{char}' is a syntax error with the u flag")
+            raise _RxError(f"a lone \"{char}\" is a syntax error with the u flag")
         self.pos += 1
         return ("lit", ord(char))
 
@@ -5318,8 +5334,8 @@ class _RxParser:
             found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
             if found is None:
                 if self.src.startswith("{,", self.pos):
-                    raise _RxError("'{,m}' is not a quantifier in ECMA-262")
-                raise _RxError("a malformed '{...}' quantifier (u flag)")
+                    raise _RxError("\"{,m}\" is not a quantifier in ECMA-262")
+                raise _RxError("a malformed \"{...}\" quantifier (u flag)")
             if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
                 raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
             low = int(found.group(1))
@@ -5328,7 +5344,7 @@ class _RxParser:
             if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
                 raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
             if high is not None and low > high:
-                raise _RxError("numbers out of order in a '{n,m}' quantifier")
+                raise _RxError("numbers out of order in a \"{n,m}\" quantifier")
             self.pos = found.end()
         else:
             return atom
@@ -5362,12 +5378,12 @@ class _RxParser:
         if char == "c":
             letter = self.peek()
             if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
-                raise _RxError("'\\c' must be followed by an ASCII letter")
+                raise _RxError("\"\\c\" must be followed by an ASCII letter")
             self.pos += 1
             return ord(letter) % 32
         if char == "0":
             if self.peek().isdigit():
-                raise _RxError("'\\0' followed by a digit (octal) is not allowed")
+                raise _RxError("\"\\0\" followed by a digit (octal) is not allowed")
             return 0
         if char in "123456789":
             raise _RxError("backreferences are not supported")
@@ -5376,7 +5392,7 @@ class _RxParser:
         if char == "x":
             digits = src[self.pos:self.pos + 2]
             if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
-                raise _RxError("'\\x' must be followed by two hex digits")
+                raise _RxError("\"\\x\" must be followed by two hex digits")
             self.pos += 2
             return int(digits, 16)
         if char == "u":
@@ -5384,17 +5400,17 @@ class _RxParser:
         if char in _RX_SYNTAX or char == "/" or (in_class and char == "-"):
             return ord(char)
         if char in "AZ":
-            raise _RxError(f"'\\{char}' is Python-only syntax, not ECMA-262")
-        raise _RxError(f"'\\{char}' is not a valid escape with the u flag")
+            raise _RxError(f"\"\\{char}\" is Python-only syntax, not ECMA-262")
+        raise _RxError(f"\"\\{char}\" is not a valid escape with the u flag")
 
     def unicode_escape(self) -> int:
         """\\uXXXX, joining an escaped surrogate pair into one code point."""
         src = self.src
         if self.peek() == "{":
-            raise _RxError("'\\u{...}' escapes are not supported")
+            raise _RxError("\"\\u{...}\" escapes are not supported")
         digits = src[self.pos:self.pos + 4]
         if not re.fullmatch(r"[0-9A-Fa-f]{4}", digits):
-            raise _RxError("'\\u' must be followed by four hex digits")
+            raise _RxError("\"\\u\" must be followed by four hex digits")
         self.pos += 4
         value = int(digits, 16)
         if 0xD800 <= value <= 0xDBFF and src.startswith("\\u", self.pos):
@@ -5408,16 +5424,16 @@ class _RxParser:
         """\\p{..}/\\P{..}: General_Category only; self.pos is at the backslash."""
         src = self.src
         if not src.startswith("{", self.pos + 2):
-            raise _RxError("'\\p' must be followed by '{...}'")
+            raise _RxError("\"\\p\" must be followed by \"{...}\"")
         end = src.find("}", self.pos + 3)
         if end < 0:
-            raise _RxError("'\\p{' is not closed")
+            raise _RxError("\"\\p{\" is not closed")
         name = src[self.pos + 3:end]
         self.pos = end + 1
         key, sep, value = name.partition("=")
         if sep:
             if key in _RX_SCRIPT_KEYS:
-                raise _RxError(f"Script properties such as \\p{{{name}}} are not supported")
+                raise _RxError(f"script properties such as \\p{{{name}}} are not supported")
             if key not in ("General_Category", "gc") or value not in _RX_GC_ALIASES:
                 raise _RxError(f"\\p{{{name}}} is not a supported General_Category property")
             members = _RX_GC_ALIASES[value]
@@ -5446,7 +5462,7 @@ class _RxParser:
             self.pos += 2
             return 0x08
         if nxt == "B":
-            raise _RxError("'\\B' is not allowed in a character class")
+            raise _RxError("\"\\B\" is not allowed in a character class")
         return self.character_escape(in_class=True)
 
     def char_class(self) -> tuple:
@@ -6067,7 +6083,7 @@ def _sch_branch_hints(failures: list[tuple[int, object, str]]) -> str:
     parts = []
     for index, path, message in failures[:_SCH_BRANCH_HINTS]:
         where = _sch_pointer(path)
-        parts.append(f"branch {index}: {message}" + (f" at {where!r}" if where else ""))
+        parts.append(f"branch {index}: {message}" + (f" at {json.dumps(where)}" if where else ""))
     more = "; ..." if len(failures) > _SCH_BRANCH_HINTS else ""
     return " (" + "; ".join(parts) + more + ")" if parts else ""
 
@@ -6093,21 +6109,21 @@ class _SchCompiler:
     def refuse(self, loc: tuple[str, ...], text: str) -> SchemaUnsupported:
         """Build the exception; the message names the location."""
         where = _sch_location(loc)
-        return SchemaUnsupported(f"{text} (at {where}).", where)
+        return SchemaUnsupported(f"{text} (at {where})", where)
 
     def exceed(self, loc: tuple[str, ...], text: str) -> SchemaLimitExceeded:
         """A compile-time limit: the message names the schema location."""
-        return SchemaLimitExceeded(f"{text} (at {_sch_location(loc)}).", "")
+        return SchemaLimitExceeded(f"{text} (at {_sch_location(loc)})", "")
 
     def subschema(self, value: object, loc: tuple[str, ...], depth: int) -> _SchNode:
         if depth > self.max_depth:
-            raise self.exceed(loc, f"The schema nests deeper than max_schema_depth "
+            raise self.exceed(loc, f"the schema nests deeper than max_schema_depth "
                                    f"({self.max_depth})")
         self.subschemas += 1
         if self.subschemas > SCHEMA_MAX_SUBSCHEMAS:
-            raise self.exceed(loc, f"The schema has more than {SCHEMA_MAX_SUBSCHEMAS} subschemas")
+            raise self.exceed(loc, f"the schema has more than {SCHEMA_MAX_SUBSCHEMAS} subschemas")
         if self.subschemas + self.states > self.size_budget:
-            raise self.exceed(loc, f"The subschemas and pattern sizes of this turn's schemas add up to "
+            raise self.exceed(loc, f"the subschemas and pattern sizes of this turn's schemas add up to "
                                    f"more than {SCHEMA_MAX_TURN_SIZE}")
         if isinstance(value, bool):
             node = _SchNode(value, loc)
@@ -6122,7 +6138,7 @@ class _SchCompiler:
     def object_schema(self, schema: dict, loc: tuple[str, ...], depth: int) -> _SchNode:
         for key in schema:
             if not isinstance(key, str):
-                raise self.refuse(loc, "Schema object keys must be strings")
+                raise self.refuse(loc, "schema object keys must be strings")
             if key == UNREVIEWED_TOOL_KEYWORD:
                 raise self.refuse(loc, f"the provider-defined tool type {_token(schema[key])} is not a version this "
                                        "tool has reviewed, so it has no input schema to check the call against")
@@ -6130,7 +6146,7 @@ class _SchCompiler:
                 continue
             if key in ("$schema", "$id") and not loc:
                 if not isinstance(schema[key], str):
-                    raise self.refuse(loc + (key,), f"'{key}' must be a string")
+                    raise self.refuse(loc + (key,), f"\"{key}\" must be a string")
                 continue
             other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
             if key in other:
@@ -6139,12 +6155,12 @@ class _SchCompiler:
                 why = _SCH_REFUSAL_REASONS.get(
                     key, "it is not in the supported subset (a typo, or a keyword this "
                          "checker does not implement)")
-            raise self.refuse(loc + (key,), f"Keyword '{key}' is refused: {why}")
+            raise self.refuse(loc + (key,), f"keyword \"{key}\" is refused: {why}")
         if self.dialect == "draft-07" and "$ref" in schema:
             siblings = [k for k in schema
                         if k in self.keywords and k not in ("$ref", "$defs", "definitions")]
             if siblings:
-                raise self.refuse(loc, f"Under draft-07, '$ref' ignores its sibling "
+                raise self.refuse(loc, f"under draft-07, \"$ref\" ignores its sibling "
                                        f"validation keywords ({', '.join(siblings)}), so "
                                        "the schema is ambiguous and refused")
         node = _SchNode(None, loc)
@@ -6160,14 +6176,14 @@ class _SchCompiler:
     def schema_map(self, value: object, loc: tuple[str, ...], depth: int) -> dict:
         """An object whose values are schemas (properties, $defs, ...)."""
         if not isinstance(value, dict):
-            raise self.refuse(loc, f"'{loc[-1]}' must be an object of schemas")
+            raise self.refuse(loc, f"\"{loc[-1]}\" must be an object of schemas")
         return {name: self.subschema(sub, loc + (name,), depth + 1)
                 for name, sub in value.items()}
 
     def schema_list(self, value: object, loc: tuple[str, ...], depth: int) -> list:
         """A non-empty array of schemas (allOf, prefixItems, ...)."""
         if not isinstance(value, list) or not value:
-            raise self.refuse(loc, f"'{loc[-1]}' must be a non-empty array of schemas")
+            raise self.refuse(loc, f"\"{loc[-1]}\" must be a non-empty array of schemas")
         return [self.subschema(sub, loc + (str(i),), depth + 1) for i, sub in enumerate(value)]
 
     def count(self, value: object, loc: tuple[str, ...]) -> int:
@@ -6175,15 +6191,15 @@ class _SchCompiler:
         if _sch_is_number(value) and (isinstance(value, int) or (
                 math.isfinite(value) and value.is_integer())) and value >= 0:  # type: ignore
             return int(value)  # type: ignore[arg-type]
-        raise self.refuse(loc, f"'{loc[-1]}' must be a non-negative integer, "
+        raise self.refuse(loc, f"\"{loc[-1]}\" must be a non-negative integer, "
                                f"not {_sch_brief(value)}")
 
     def number(self, value: object, loc: tuple[str, ...]) -> object:
         if isinstance(value, bool) and loc[-1].startswith("exclusive"):
-            raise self.refuse(loc, f"'{loc[-1]}' must be a number; the draft-04 boolean "
+            raise self.refuse(loc, f"\"{loc[-1]}\" must be a number; the draft-04 boolean "
                                    "form is not supported")
         if not _sch_is_number(value) or (isinstance(value, float) and not math.isfinite(value)):
-            raise self.refuse(loc, f"'{loc[-1]}' must be a finite number, "
+            raise self.refuse(loc, f"\"{loc[-1]}\" must be a finite number, "
                                    f"not {_sch_brief(value)}")
         return value
 
@@ -6197,14 +6213,14 @@ class _SchCompiler:
                 raise self.exceed(loc, f"A pattern of {len(source)} code points is too large: "
                                        f"{exc}") from None
             except _RxError as exc:
-                raise self.refuse(loc, f"Pattern {_sch_brief(source)} is outside the "
+                raise self.refuse(loc, f"pattern {_sch_brief(source)} is outside the "
                                        f"supported ECMA-262 regex subset: {exc}") from None
             except (re.error, OverflowError, RecursionError) as exc:
-                raise self.refuse(loc, f"Pattern {_sch_brief(source)} could not be "
+                raise self.refuse(loc, f"pattern {_sch_brief(source)} could not be "
                                        f"compiled: {exc}") from None
             self.states += matcher.states
             if self.subschemas + self.states > self.size_budget:
-                raise self.exceed(loc, f"The subschemas and pattern sizes of this turn's schemas add up to "
+                raise self.exceed(loc, f"the subschemas and pattern sizes of this turn's schemas add up to "
                                        f"more than {SCHEMA_MAX_TURN_SIZE}")
             self.regexes[source] = matcher
         return self.regexes[source]
@@ -6213,7 +6229,7 @@ class _SchCompiler:
         try:
             return _sch_canonical(value)
         except _SchNotJson as exc:
-            raise self.refuse(loc, f"'{loc[-1]}' holds a value that is not JSON: {exc}") from None
+            raise self.refuse(loc, f"\"{loc[-1]}\" holds a value that is not JSON: {exc}") from None
 
     def link_refs(self) -> None:
         """Fill every $ref cell; a target must be a schema location of this document."""
@@ -6234,7 +6250,7 @@ class _SchCompiler:
                        else "points to nothing in this document")
                 if tokens == ("",):
                     why += " ('#/' names the member \"\" per RFC 6901; '#' is the root)"
-                raise self.refuse(loc, f"'$ref' {_sch_location(tokens)!r} {why}")
+                raise self.refuse(loc, f"\"$ref\" {json.dumps(_sch_location(tokens))} {why}")
             cell.node = target
 
     def refuse_stalled_cycles(self) -> None:
@@ -6271,29 +6287,29 @@ class _SchCompiler:
 def _sch_parse_ref(value: object, loc: tuple[str, ...], comp: _SchCompiler) -> tuple[str, ...]:
     """'#' or '#/...' -> pointer tokens; everything else is refused."""
     if not isinstance(value, str):
-        raise comp.refuse(loc, "'$ref' must be a string")
+        raise comp.refuse(loc, "\"$ref\" must be a string")
     if not value.startswith("#"):
-        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} is not a same-document fragment; "
+        raise comp.refuse(loc, f"\"$ref\" {_sch_brief(value)} is not a same-document fragment; "
                                "remote and relative references are not supported")
     fragment = value[1:]
     if re.search(r"%(?![0-9A-Fa-f]{2})", fragment):
-        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has a malformed percent-escape")
+        raise comp.refuse(loc, f"\"$ref\" {_sch_brief(value)} has a malformed percent-escape")
     from urllib.parse import unquote  # only $ref needs it; kept off the start-up path
 
     try:
         pointer = unquote(fragment, errors="strict")
     except UnicodeDecodeError:
-        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} percent-decodes to invalid "
+        raise comp.refuse(loc, f"\"$ref\" {_sch_brief(value)} percent-decodes to invalid "
                                "UTF-8") from None
     if pointer == "":
         return ()
     if not pointer.startswith("/"):
-        raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} is an anchor or relative pointer; "
-                               "only '#' and '#/...' JSON Pointers are supported")
+        raise comp.refuse(loc, f"\"$ref\" {_sch_brief(value)} is an anchor or relative pointer; "
+                               "only \"#\" and \"#/...\" JSON Pointers are supported")
     tokens = []
     for raw in pointer[1:].split("/"):
         if re.search(r"~(?![01])", raw):
-            raise comp.refuse(loc, f"'$ref' {_sch_brief(value)} has an invalid '~' escape")
+            raise comp.refuse(loc, f"\"$ref\" {_sch_brief(value)} has an invalid \"~\" escape")
         tokens.append(raw.replace("~1", "/").replace("~0", "~"))
     return tuple(tokens)
 
@@ -6328,7 +6344,7 @@ def _kw_type(value: object, schema: dict, loc: tuple, depth: int,
             or any(not isinstance(n, str) or n not in _SCH_TYPE_NAMES for n in names)
             or len(set(names)) != len(names)):
         upper = isinstance(names, list) and any(isinstance(n, str) and n.lower() in _SCH_TYPE_NAMES for n in names)
-        raise comp.refuse(loc, "'type' must be a type name or a non-empty array of unique "
+        raise comp.refuse(loc, "\"type\" must be a type name or a non-empty array of unique "
                                "names among " + ", ".join(sorted(_SCH_TYPE_NAMES))
                           + (" (upper-case names are Gemini's OpenAPI-style Schema: `capture --request` "
                              "converts a declaration's parameters)" if upper else ""))
@@ -6348,7 +6364,7 @@ def _kw_type(value: object, schema: dict, loc: tuple, depth: int,
 def _kw_enum(value: object, schema: dict, loc: tuple, depth: int,
              comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     if not isinstance(value, list):
-        raise comp.refuse(loc, "'enum' must be an array")
+        raise comp.refuse(loc, "\"enum\" must be an array")
     allowed = frozenset(comp.canonical(item, loc) for item in value)
     shown = ", ".join(_sch_brief(item) for item in value[:5]) + (", ..." if len(value) > 5 else "")
 
@@ -6465,7 +6481,7 @@ def _kw_required(value: object, schema: dict, loc: tuple, depth: int,
                  comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     if (not isinstance(value, list) or any(not isinstance(n, str) for n in value)
             or len(set(value)) != len(value)):
-        raise comp.refuse(loc, "'required' must be an array of unique strings")
+        raise comp.refuse(loc, "\"required\" must be an array of unique strings")
     names = tuple(value)
 
     def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
@@ -6521,7 +6537,7 @@ def _kw_prefix_items(value: object, schema: dict, loc: tuple, depth: int,
 def _kw_items_2020(value: object, schema: dict, loc: tuple, depth: int,
                    comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     if isinstance(value, list):
-        raise comp.refuse(loc, "In 2020-12 'items' must be one schema; use 'prefixItems' "
+        raise comp.refuse(loc, "in 2020-12 \"items\" must be one schema; use \"prefixItems\" "
                                "for tuples")
     prefix = schema.get("prefixItems")
     start = len(prefix) if isinstance(prefix, list) else 0
@@ -6547,7 +6563,7 @@ def _kw_additional_items(value: object, schema: dict, loc: tuple, depth: int,
 def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
                      comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     if not isinstance(value, bool):
-        raise comp.refuse(loc, f"'uniqueItems' must be a boolean, not {_sch_brief(value)}")
+        raise comp.refuse(loc, f"\"uniqueItems\" must be a boolean, not {_sch_brief(value)}")
     if not value:
         return None
 
@@ -6640,7 +6656,7 @@ def _kw_multiple_of(value: object, schema: dict, loc: tuple, depth: int,
                     comp: _SchCompiler, node: _SchNode) -> Optional[_SchCheck]:
     comp.number(value, loc)
     if value <= 0:  # type: ignore[operator]
-        raise comp.refuse(loc, "'multipleOf' must be greater than 0")
+        raise comp.refuse(loc, "\"multipleOf\" must be greater than 0")
     divisor = _sch_fraction(value)
 
     def check(inst: object, path: object, run: _SchRun, level: int, errs: list,
@@ -6790,8 +6806,8 @@ def compile_schema(schema: object, limits: SchemaLimits, size_budget: int = SCHE
         uri = schema["$schema"]
         if not isinstance(uri, str) or uri not in _SCH_DIALECTS:
             raise SchemaUnsupported(
-                f"'$schema' {_sch_brief(uri)} is not a supported dialect; use 2020-12 "
-                "or draft-07 (at #/$schema).", "#/$schema")
+                f"\"$schema\" {_sch_brief(uri)} is not a supported dialect; use 2020-12 "
+                "or draft-07 (at #/$schema)", "#/$schema")
         dialect = _SCH_DIALECTS[uri]
     comp = _SchCompiler(schema, dialect, limits)
     comp.size_budget = size_budget
@@ -6800,8 +6816,8 @@ def compile_schema(schema: object, limits: SchemaLimits, size_budget: int = SCHE
         comp.link_refs()
         comp.refuse_stalled_cycles()
     except RecursionError:
-        raise SchemaLimitExceeded("The schema is nested too deeply for this interpreter "
-                                  "(at #).", "") from None
+        raise SchemaLimitExceeded("the schema is nested too deeply for this interpreter "
+                                  "(at #)", "") from None
     return CompiledSchema(dialect, root, comp.subschemas + comp.states)
 
 
@@ -6943,18 +6959,18 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     try:
         if _nesting_exceeds(schema, 4 * limits.max_schema_depth):  # enum/const data nest too
-            raise SchemaLimitExceeded(f"The schema document nests deeper than {4 * limits.max_schema_depth} "
-                                      "levels (at #).", "")
+            raise SchemaLimitExceeded(f"the schema document nests deeper than {4 * limits.max_schema_depth} "
+                                      "levels (at #)", "")
         used = sum(item.size for item in cache.values() if isinstance(item, CompiledSchema))
         with _Deadline(limits.max_schema_seconds):
             compiled = compile_schema(schema, slimits, SCHEMA_MAX_TURN_SIZE - used)
     except _DeadlinePassed:
-        return SchemaLimitExceeded(f"Compiling the schema took longer than {limits.max_schema_seconds} s (at #).", "")
+        return SchemaLimitExceeded(f"compiling the schema took longer than {limits.max_schema_seconds} s (at #)", "")
     except (SchemaUnsupported, SchemaLimitExceeded) as exc:
         return exc
     if compiled.size > SCHEMA_MAX_TURN_SIZE - used:
-        return SchemaLimitExceeded(f"The subschemas and pattern sizes of this turn's schemas add up to more than "
-                                   f"{SCHEMA_MAX_TURN_SIZE} (at #).", "")
+        return SchemaLimitExceeded(f"the subschemas and pattern sizes of this turn's schemas add up to more than "
+                                   f"{SCHEMA_MAX_TURN_SIZE} (at #)", "")
     return compiled
 
 
@@ -9040,9 +9056,10 @@ def _positive_number(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text[:30]!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {json.dumps(text[:30])}") from None
     if not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
-        raise argparse.ArgumentTypeError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, got {text[:30]!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number up to {MAX_SCHEMA_SECONDS}, "
+                                         f"got {json.dumps(text[:30])}")
     return value
 
 
@@ -9053,9 +9070,9 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:30]!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {json.dumps(text[:30])}") from None
     if not 0 < value <= 2 ** 53:
-        raise argparse.ArgumentTypeError(f"expected a positive integer up to 2**53, got {text[:30]!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer up to 2**53, got {json.dumps(text[:30])}")
     return value
 
 

@@ -120,6 +120,39 @@ class OneDoorForFindings(unittest.TestCase):
         self.assertEqual(report["findings"][-1]["code"], "limit_exceeded")
 
 
+class OneDialect(unittest.TestCase):
+    """Every message of every bundled fixture's report reads the same way: it starts in lower case
+    (a JSON token such as NaN aside), quotes a token with double quotes, says a location once and
+    ends without a full stop."""
+
+    SINGLE_QUOTED = re.compile(r"(?<![A-Za-z\[])'[^'\s]+'(?![A-Za-z\]])")
+    LOCATION_TWICE = re.compile(r"\(at ([^)]*)\)\.? \(at \1\)")
+
+    def messages(self):
+        for folder, _, names in os.walk(os.path.join(ROOT, "fixtures")):
+            for name in sorted(names):
+                if name.endswith(".json"):
+                    with open(os.path.join(folder, name), "rb") as handle:
+                        report = vts.validate_bytes(handle.read())
+                    for finding in report["findings"]:
+                        yield name, finding["message"]
+
+    def test_every_message_is_in_one_dialect(self):
+        seen = 0
+        for name, message in self.messages():
+            seen += 1
+            with self.subTest(fixture=name, message=message[:100]):
+                self.assertFalse(message[:1].isupper() and not message.startswith(("NaN", "Infinity")))
+                self.assertIsNone(self.SINGLE_QUOTED.search(message))
+                self.assertIsNone(self.LOCATION_TWICE.search(message))
+                self.assertFalse(message.endswith("."))
+        self.assertGreater(seen, 300)
+
+    def test_the_dialect_check_sees_the_other_dialect(self):
+        for old in ("schema of \"f\": A pattern must be a string (at #/a). (at #/a)", "Keyword 'if' is refused"):
+            self.assertTrue(old[:1].isupper() or self.SINGLE_QUOTED.search(old) or self.LOCATION_TWICE.search(old))
+
+
 class NoPrivateStandardLibrary(unittest.TestCase):
     def test_no_private_member_of_a_standard_module(self):
         modules = ("argparse", "json", "re", "sys", "os", "gc", "signal", "threading", "functools", "difflib",
