@@ -1007,6 +1007,15 @@ def _opening(pos: int, phase: str, event: str, start: str) -> tuple[str, list[Wi
     return phase, [] if wrong is None else [WireProblem(pos, UNEXPECTED_EVENT, wrong.format(event=event, start=start))]
 
 
+def _ending(pos: int, table: Mapping[tuple[str, str], tuple[str, str | None]], phase: str, step: str,
+            event: str) -> tuple[str, list[WireProblem]]:
+    """The next phase of a turn's end after an event of kind `step` (a row of a provider's ending
+    table), and the finding it makes: an event that comes too late is delta_after_terminal."""
+    phase, wrong = table[(phase, step)]
+    return phase, ([] if wrong is None else
+                   [WireProblem(pos, DELTA_AFTER_TERMINAL, wrong.format(event=event, token=_token(event)))])
+
+
 class TurnRules(_FrozenRecord):
     """How one profile delivers terminal evidence; data, not code paths.
 
@@ -1512,16 +1521,34 @@ _ANTHROPIC_EVENTS = frozenset({
 })
 
 
+# The end of a turn as a transition table: (phase, step) -> (next phase, what is wrong or None).
+# "stopped": the stop_reason came (message_delta, or a prefilled message_start); "closed":
+# message_stop came, after which nothing is read ("any" event, "ping" included, is late).
+_ANTHROPIC_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "stop_reason"): ("stopped", None),
+    ("stopped", "stop_reason"): ("stopped", None),    # a second one is the machine's duplicate_terminal
+    ("running", "message_delta"): ("running", None),
+    ("stopped", "message_delta"): ("stopped", None),
+    ("running", "message_stop"): ("closed", None),
+    ("stopped", "message_stop"): ("closed", None),
+    ("running", "block"): ("running", None),
+    ("stopped", "block"): ("stopped", "{event} after the turn's stop_reason"),
+    ("running", "ping"): ("running", None),
+    ("stopped", "ping"): ("stopped", None),
+    ("closed", "ping"): ("closed", "ping after message_stop"),
+    ("closed", "any"): ("closed", "{token} after message_stop"),
+})
+
+
 class _AnthropicState(_Record):
     """Translation state: which blocks exist, their types, whether stopped."""
 
-    __slots__ = ("opening", "stopped_reason", "closed", "blocks", "reason", "hosted", "callers",
+    __slots__ = ("opening", "ending", "blocks", "reason", "hosted", "callers",
                  "leading_results", "ids")
 
     def __init__(self) -> None:
-        self.opening = "new"   # see _OPENING
-        self.stopped_reason = False
-        self.closed = False
+        self.opening = "new"      # see _OPENING
+        self.ending = "running"   # see _ANTHROPIC_ENDING
         self.blocks: dict[int, list] = {}  # index -> [type, stopped]
         self.reason: str | None = None     # the turn's stop_reason
         self.hosted: dict[str, list] = {}  # hosted use id -> [block index, result type wanted, answered]
@@ -1594,8 +1621,7 @@ class AnthropicNormalizer:
             return None
         index, state = int(found.group(1)), self.state
         block = state.blocks.get(index)
-        if (block is None or block[0] != "tool_use" or state.opening != "open" or state.closed
-                or state.stopped_reason):
+        if block is None or block[0] != "tool_use" or state.opening != "open" or state.ending != "running":
             return None
         try:
             piece, closing = _json_string(text, found.end())
@@ -1648,7 +1674,7 @@ class AnthropicNormalizer:
         state = self.state
         block = state.blocks.get(index)
         if (type(partial) is not str or block is None or block[0] != "tool_use" or state.opening != "open"
-                or state.closed or state.stopped_reason):
+                or state.ending != "running"):
             return None
         return (None, index), partial
 
@@ -1677,15 +1703,16 @@ class AnthropicNormalizer:
             return
         kind = event["type"]
         if kind == "ping":
-            if state.closed:
-                yield WireProblem(pos, DELTA_AFTER_TERMINAL, "ping after message_stop")
+            state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, "ping", kind)
+            yield from late
             return
         if kind not in _ANTHROPIC_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {_token(kind)}")
         elif kind == "error":
             yield WireProblem(pos, STREAM_ERROR, "the provider sent an error event")
-        if state.closed:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{_token(kind)} after message_stop")
+        if state.ending == "closed":   # nothing is read after message_stop
+            state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, "any", kind)
+            yield from late
             return
         if kind not in _ANTHROPIC_EVENTS or kind == "error":
             return
@@ -1702,13 +1729,15 @@ class AnthropicNormalizer:
             return
         state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
         yield from wrong   # an event before message_start: said once, then translated
+        step = kind if kind in ("message_stop", "message_delta") else "block"
+        state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, step, kind)
+        yield from late
+        if late:
+            return
         if kind == "message_stop":
-            state.closed = True
             yield TurnClose(pos)
         elif kind == "message_delta":
             yield from _anthropic_message_delta(pos, event, state)
-        elif state.stopped_reason:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the turn's stop_reason")
         else:
             yield from _anthropic_block_event(pos, kind, event, state)
 
@@ -1750,7 +1779,7 @@ def _anthropic_stop_reason(pos: int, holder: dict, state: _AnthropicState) -> It
     if not isinstance(reason, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"stop_reason is {_describe(reason)}, not a string")
         return
-    state.stopped_reason = True
+    state.ending, _ = _ending(pos, _ANTHROPIC_ENDING, state.ending, "stop_reason", "stop_reason")
     if state.reason is None:
         state.reason = reason
     yield TurnEnd(pos, reason)
@@ -2201,14 +2230,29 @@ class _ResponsesItem(_Record):
         self.finished = False                     # response.output_item.done seen
 
 
+# The end of a turn as a transition table: (phase, step) -> (next phase, what is wrong or None).
+# "ended": the response's terminal event (completed, incomplete) or response.failed came; an
+# error event is a stream error but ends nothing.
+_RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "terminal"): ("ended", None),
+    ("ended", "terminal"): ("ended", None),           # a repeated terminal: the machine's duplicate_terminal
+    ("running", "failed"): ("ended", None),
+    ("ended", "failed"): ("ended", None),
+    ("running", "error"): ("running", None),
+    ("ended", "error"): ("ended", None),
+    ("running", "other"): ("running", None),
+    ("ended", "other"): ("ended", "{event} after the response's terminal event"),
+})
+
+
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ended", "items", "item_ids")
+    __slots__ = ("opening", "ending", "items", "item_ids")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
-        self.ended = False                        # response.completed / incomplete / failed seen
+        self.ending = "running"                   # see _RESPONSES_ENDING
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -2240,12 +2284,17 @@ class ResponsesNormalizer:
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
-        if kind in ("error", "response.failed"):
-            state.ended = state.ended or kind == "response.failed"
+        step = ("failed" if kind == "response.failed" else "error" if kind == "error"
+                else "terminal" if kind in _RESPONSES_TURN_ENDS else "other")
+        was = state.ending
+        state.ending, late = _ending(pos, _RESPONSES_ENDING, state.ending, step, kind)
+        if step in ("error", "failed"):
             yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
             return
-        if state.ended:
-            yield from _responses_after_end(pos, kind, state)
+        if was == "ended":   # a repeated terminal goes to the machine (duplicate_terminal), all else is late
+            yield from late
+            if not late:
+                yield from _responses_turn_end(pos, kind, state)
             return
         if kind in _RESPONSES_SNAPSHOTS:
             yield from _responses_snapshot(pos, kind, event, state)
@@ -2254,21 +2303,12 @@ class ResponsesNormalizer:
         if kind == "response.created":
             return
         if kind in _RESPONSES_TURN_ENDS:
-            state.ended = True
             yield from _responses_final_output(pos, kind, event, state)
             yield from _responses_turn_end(pos, kind, state)
         elif kind in _RESPONSES_LIFECYCLE:
             return
         else:
             yield from _responses_item_event(pos, kind, event, state)
-
-
-def _responses_after_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
-    """After the turn's terminal: a repeated terminal goes to the machine, all else is late."""
-    if kind in _RESPONSES_TURN_ENDS:
-        yield from _responses_turn_end(pos, kind, state)
-    else:
-        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the response's terminal event")
 
 
 def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -2686,14 +2726,26 @@ _BEDROCK_MEMBERS = (frozenset({"messageStart", "messageStop", "metadata"}) | _BE
                     | _BEDROCK_EXCEPTIONS)
 
 
+# The end of a turn as a transition table: (phase, step) -> (next phase, what is wrong or None).
+# "stopped": a messageStop with a stopReason came; metadata may still follow (it is not a step).
+_BEDROCK_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "stopReason"): ("stopped", None),
+    ("stopped", "stopReason"): ("stopped", None),     # a second one is the machine's duplicate_terminal
+    ("running", "messageStop"): ("running", None),
+    ("stopped", "messageStop"): ("stopped", None),
+    ("running", "block"): ("running", None),
+    ("stopped", "block"): ("stopped", "{event} after messageStop"),
+})
+
+
 class _BedrockState(_Record):
     """Translation state: which blocks exist, their kinds, whether stopped."""
 
-    __slots__ = ("opening", "stopped_reason", "blocks", "hosted", "client_ids")
+    __slots__ = ("opening", "ending", "blocks", "hosted", "client_ids")
 
     def __init__(self) -> None:
-        self.opening = "new"   # see _OPENING
-        self.stopped_reason = False
+        self.opening = "new"      # see _OPENING
+        self.ending = "running"   # see _BEDROCK_ENDING
         self.blocks: dict[int, list] = {}  # index -> [kind or None, stopped]
         self.hosted: dict[str, list] = {}  # system tool use id -> [block index, result type wanted, answered]
         self.client_ids: set[str] = set()  # toolUseIds of client calls (a system tool may not share one)
@@ -2738,10 +2790,13 @@ class BedrockNormalizer:
             return
         if member == "metadata":
             return  # usage and metrics; allowed before or after messageStop
+        step = "messageStop" if member == "messageStop" else "block"
+        state.ending, late = _ending(pos, _BEDROCK_ENDING, state.ending, step, member)
+        yield from late
+        if late:
+            return
         if member == "messageStop":
             yield from _bedrock_message_stop(pos, body, state)
-        elif state.stopped_reason:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{member} after messageStop")
         else:
             yield from _bedrock_block_event(pos, member, body, state)
 
@@ -2751,7 +2806,7 @@ def _bedrock_message_stop(pos: int, body: dict, state: _BedrockState) -> Iterato
     if not isinstance(reason, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"stopReason is {_describe(reason)}, not a string")
         return
-    state.stopped_reason = True
+    state.ending, _ = _ending(pos, _BEDROCK_ENDING, state.ending, "stopReason", "stopReason")
     yield TurnEnd(pos, reason)  # a second one is the machine's duplicate_terminal
 
 
