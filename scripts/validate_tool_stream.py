@@ -1179,6 +1179,35 @@ def _groq_entry_problem(entry: Any) -> str | None:
     return None
 
 
+def _chat_read_entry(entry: Any, mistral: bool) -> tuple[tuple[str, int | None] | None, tuple | None]:
+    """One tool_calls entry on its own: ((what is wrong, its slot), None) for a shape that is not
+    reviewed (unsupported_event), or (None, (index, slot, member, type, id, name, text))."""
+    if not isinstance(entry, dict):
+        return (f"tool_calls entry is {_describe(entry)}, not an object", None), None
+    index = entry.get("index")
+    slot = index if _is_index(index) else None
+    kind = entry.get("type")
+    # A custom tool (free-form text input: {"type": "custom", "custom": {"name", "input"}}) on the
+    # openai profile; a function call everywhere else.  One entry never carries both shapes.
+    member = "custom" if entry.get("custom") is not None or kind == "custom" else "function"
+    if kind not in (None, member) or (member == "custom" and (mistral or entry.get("function") is not None)):
+        return (f"tool call type {_token(kind)} with a {member} member is not a reviewed tool-call shape",
+                slot), None
+    function = entry.get(member)
+    if function is not None and not isinstance(function, dict):
+        return (f"tool call {member} is {_describe(function)}, not an object", slot), None
+    function = function or {}
+    text_key = "arguments" if member == "function" else "input"
+    ok_id, call_id = _optional_str(entry, "id")
+    ok_name, name = _optional_str(function, "name")
+    ok_args, arguments = _optional_str(function, text_key)
+    if not (ok_id and ok_name):
+        return (f"tool call id and {member}.name must be strings or null", slot), None
+    if not ok_args:
+        return (f"{member}.{text_key} must be a string or null, got {_describe(function.get(text_key))}", slot), None
+    return None, (index, slot, member, kind, call_id, name, arguments)
+
+
 class ChatNormalizer:
     """Translate chat-completion chunks into neutral events, one chunk at a time.
 
@@ -1326,39 +1355,11 @@ class ChatNormalizer:
                                   f"{_token(seen)} and is now a {_token(kind)}", cidx)
 
     def _tool_entry(self, pos: int, cidx: int, entry: Any) -> Iterator[NeutralEvent]:
-        if not isinstance(entry, dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool_calls entry is {_describe(entry)}, not an object", cidx)
+        wrong, read = _chat_read_entry(entry, self.mistral)
+        if wrong is not None:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, wrong[0], cidx, wrong[1])
             return
-        index = entry.get("index")
-        slot = index if _is_index(index) else None
-        kind = entry.get("type")
-        # A custom tool (free-form text input: {"type": "custom", "custom": {"name", "input"}}) on the
-        # openai profile; a function call everywhere else.  One entry never carries both shapes.
-        member = "custom" if entry.get("custom") is not None or kind == "custom" else "function"
-        if (kind not in (None, member)
-                or (member == "custom" and (self.mistral or entry.get("function") is not None))):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call type {_token(kind)} with a {member} member is not a "
-                              "reviewed tool-call shape", cidx, slot)
-            return
-        function = entry.get(member)
-        if function is not None and not isinstance(function, dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call {member} is {_describe(function)}, not an object",
-                              cidx, slot)
-            return
-        function = function or {}
-        text_key = "arguments" if member == "function" else "input"
-        ok_id, call_id = _optional_str(entry, "id")
-        ok_name, name = _optional_str(function, "name")
-        ok_args, arguments = _optional_str(function, text_key)
-        if not (ok_id and ok_name):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool call id and {member}.name must be strings or null", cidx,
-                              slot)
-            return
-        if not ok_args:
-            got = _describe(function.get(text_key))
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member}.{text_key} must be a string or null, got {got}",
-                              cidx, slot)
-            return
+        index, slot, member, kind, call_id, name, arguments = read
         whole = (slot is None and index is None and self.mistral and bool(call_id and name)
                  and isinstance(arguments, str))
         if whole:
