@@ -3769,20 +3769,13 @@ def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _Gemin
 
 def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
     where = f"candidate {index}"
-    if not isinstance(call, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"functionCall of {where} is {_describe(call)}, not an object", index)
+    wrong = _gemini_call_shape(call, where)
+    if wrong is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, wrong, index)
         return
-    unknown = [key for key in call if key not in _GEMINI_CALL_KEYS]
-    ok_id, call_id = _optional_str(call, "id")
-    ok_name, name = _optional_str(call, "name")
-    more = call.get("willContinue")
-    partial = call.get("partialArgs")
-    if unknown or not (ok_id and ok_name) or more is not None and not isinstance(more, bool) \
-            or partial is not None and not isinstance(partial, list):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"functionCall of {where} is not a reviewed shape (id and name "
-                          "strings, args an object, partialArgs a list, willContinue a boolean"
-                          + (f"; unknown member {_token(unknown[0])})" if unknown else ")"), index)
-        return
+    _, call_id = _optional_str(call, "id")
+    _, name = _optional_str(call, "name")
+    more, partial = call.get("willContinue"), call.get("partialArgs")
     if more is False:
         # proto3 JSON never writes false; the Vercel AI SDK ends a call only when willContinue is absent
         yield WireProblem(pos, UNEXPECTED_EVENT, f"functionCall of {where} says willContinue false: readers disagree "
@@ -3805,6 +3798,29 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
         else:
             yield WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index)
         return
+    yield from _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
+
+
+def _gemini_call_shape(call: Any, where: str) -> str | None:
+    """What is wrong with a functionCall's shape on its own, or None."""
+    if not isinstance(call, dict):
+        return f"functionCall of {where} is {_describe(call)}, not an object"
+    unknown = [key for key in call if key not in _GEMINI_CALL_KEYS]
+    ok_id, _ = _optional_str(call, "id")
+    ok_name, _ = _optional_str(call, "name")
+    more, partial = call.get("willContinue"), call.get("partialArgs")
+    if unknown or not (ok_id and ok_name) or more is not None and not isinstance(more, bool) \
+            or partial is not None and not isinstance(partial, list):
+        return (f"functionCall of {where} is not a reviewed shape (id and name strings, args an object, "
+                "partialArgs a list, willContinue a boolean"
+                + (f"; unknown member {_token(unknown[0])})" if unknown else ")"))
+    return None
+
+
+def _gemini_new_call(pos: int, index: int, call: dict, call_id: str | None, name: str | None,
+                     partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A functionCall that starts a call: whole (args), or the first part of a streamed one."""
+    where = f"candidate {index}"
     key = (index, cand.calls)
     cand.calls += 1
     cand.last_key = key
