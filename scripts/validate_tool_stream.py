@@ -9311,7 +9311,8 @@ def _run_capture(argv: list[str]) -> int:
                                                     "(- for standard input)")
     parser.add_argument("--profile", required=True, choices=tuple(PROFILES))
     parser.add_argument("--schemas", metavar="FILE",
-                        help="tool schemas: a JSON object name -> schema, or an OpenAI/Anthropic tools array")
+                        help="tool schemas: a JSON object name -> schema, or an OpenAI, Anthropic or Gemini "
+                             "tools array")
     parser.add_argument("--request", metavar="FILE",
                         help="the recorded request body: fills tool_schemas and the request block "
                              "(tool_choice, parallel_tool_calls, tool names); messages are dropped")
