@@ -2117,11 +2117,70 @@ def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
     return name, (reviewed[1] if reviewed is not None else {UNREVIEWED_TOOL_KEYWORD: kind})
 
 
+# Claude on Amazon Bedrock through InvokeModelWithResponseStream (what the Anthropic SDK's Bedrock
+# client, LangChain's ChatBedrock and LiteLLM call): an AWS event stream whose `chunk` frames each
+# carry {"bytes": base64 of one Anthropic Messages event, "p": padding} ("p" is absent in older
+# recordings).  The events are the ones above: no ping, and message_stop carries an
+# "amazon-bedrock-invocationMetrics" member, which the normalizer reads as it reads any member
+# it does not need.  An exception frame raises in botocore and in both Anthropic SDKs: it becomes
+# an Anthropic error event, a stream_error.  Sources: AWS's InvokeModelWithResponseStream and
+# Claude Messages references; recordings in Arize-ai/openinference (the Bedrock instrumentation's
+# cassettes) and traceloop/openllmetry; anthropic-sdk-python src/anthropic/lib/bedrock.
+_INVOKE_PAYLOAD_KEYS = frozenset({"bytes", "p"})
+
+
+def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
+                           redact: bool) -> tuple[dict, list[str]] | None:
+    """The anthropic capture of an InvokeModelWithResponseStream body; None when the body is
+    not an AWS event stream (it is then read as SSE)."""
+    if not is_eventstream(raw):
+        return None
+    events = [_anthropic_invoke_event(frame, number) for number, frame in enumerate(eventstream_events(raw), 1)]
+    lines = [f"frame {n}" for n in range(1, len(events) + 1)]
+    _check_profile_shape("anthropic", events, [None] * len(events))   # frames, not lines
+    try:
+        # every event is walked for credentials: in base64 they are invisible to the body's quick look
+        payloads, warnings = _scrub_payloads("anthropic", events, lines, redact, True)
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": "anthropic", "tool_schemas": tool_schemas, "events": payloads,
+                "meta": {"capture_point": "AWS event stream (InvokeModelWithResponseStream)",
+                         "redacted": bool(redact)}}
+    return envelope, warnings
+
+
+def _anthropic_invoke_event(frame: dict, number: int) -> Any:
+    """The Anthropic event one frame carries (an exception frame: an Anthropic error event)."""
+    import base64
+    import binascii
+
+    (member, payload), = frame.items()
+    if member.endswith("Exception"):   # botocore and the Anthropic SDKs raise on every one
+        return {"type": "error", "error": {"type": member}}
+    if member != "chunk":
+        raise CaptureError(f"frame {number}: an event {_token(member)}, not a chunk of InvokeModelWithResponseStream "
+                           "(a ConverseStream body is --profile bedrock)")
+    extra = sorted(key for key in payload if key not in _INVOKE_PAYLOAD_KEYS)
+    if extra or not isinstance(payload.get("bytes"), str):
+        raise CaptureError(f"frame {number}: a chunk is not {{\"bytes\": base64, \"p\": padding}}"
+                           + (f" (it has {_token(extra[0])})" if extra else ""))
+    try:
+        text = base64.b64decode(payload["bytes"], validate=True).decode("utf-8")
+        return decode_document(text, what="the chunk's event")
+    except (binascii.Error, ValueError):
+        raise CaptureError(f"frame {number}: the chunk's bytes are not base64 of UTF-8 text") from None
+    except JsonProblem as problem:
+        raise CaptureError(f"frame {number}: the chunk's event is not strict JSON: {problem.message}") from None
+
+
 ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
                     lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
                     _anthropic_protected, _fragment_key_at("index"), "anthropic", _anthropic_claims, 1,
                     parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
-                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse)
+                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse,
+                    binary_body=_anthropic_invoke_body)
 
 
 # ---------------------------------------------------------------------------
@@ -2969,100 +3028,6 @@ def _choice_bedrock(choice: Any) -> dict:
     if kind not in ("auto", "any") or body != {}:
         raise RequestError("tool_choice must be one of {\"auto\": {}}, {\"any\": {}}, {\"tool\": {\"name\": ...}}")
     return {}
-
-
-# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
-# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
-#
-# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
-# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
-# name length (1), name, value type (1), value.  Bedrock's ConverseStream sends
-# ":message-type" "event" with ":event-type" naming the member, or "exception" with
-# ":exception-type"; the payload is the member's JSON object.
-_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
-
-
-def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
-    headers: dict[str, Any] = {}
-    pos = 0
-    while pos < len(data):
-        size = data[pos]
-        name = data[pos + 1:pos + 1 + size]
-        pos += 1 + size
-        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
-            raise CaptureError(f"frame {frame}: a malformed header")
-        kind, pos = data[pos], pos + 1
-        length = _EVENTSTREAM_SIZES[kind]
-        if length is None:
-            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
-        value = data[pos:pos + length]
-        if len(value) != length:
-            raise CaptureError(f"frame {frame}: a header runs past its frame")
-        pos += length
-        try:
-            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
-        except UnicodeDecodeError:
-            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
-    return headers
-
-
-def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
-    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
-    kind = headers.get(":message-type")
-    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
-                         else ":error-code")
-    if not isinstance(member, str) or not member:
-        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
-    if kind != "event" and not member.endswith("Exception"):
-        # an exception or error frame is a stream error whatever its code says (botocore raises):
-        # named so, it can never read as the data event its code may name (contentBlockDelta...)
-        member += "Exception"
-    return member
-
-
-def eventstream_events(raw: bytes) -> list[dict]:
-    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
-
-    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
-    a dropped event.
-    """
-    import zlib
-
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    raw = bytes(raw)
-    if not raw:
-        raise CaptureError("the body is empty: no AWS event stream to import")
-    events: list[dict] = []
-    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    pos = 0
-    while pos < len(raw):
-        frame = len(events) + 1
-        prelude = raw[pos:pos + 12]
-        if len(prelude) < 12:
-            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
-        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
-                               "event stream, or a corrupt one")
-        message = raw[pos:pos + total]
-        if total < 16 or header_size > total - 16 or len(message) != total:
-            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
-        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
-            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = message[12:12 + header_size]
-        member = members.get(block)
-        if member is None:
-            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
-        try:
-            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
-        except (UnicodeDecodeError, JsonProblem) as exc:
-            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
-        if not isinstance(payload, dict):
-            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        events.append({member: payload})
-        pos += total
-    return events
 
 
 def _redact_bedrock_event(event: dict) -> dict:
@@ -8492,8 +8457,10 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     if head[:1] in (b"[", b"{"):
         return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
     row = PROFILES[profile]
-    if row.binary_body is not None:   # a body that is no SSE text (Bedrock: the AWS event stream)
-        return row.binary_body(raw, tool_schemas, schemas is None, redact)
+    if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
+        read = row.binary_body(raw, tool_schemas, schemas is None, redact)
+        if read is not None:
+            return read
     if row.check_sse_text is not None:
         row.check_sse_text(_sse_decode(raw))
     events, comments, done = _sse_parse(_sse_decode(raw))
@@ -8549,19 +8516,23 @@ _COHERE_V1_EVENTS = frozenset({
 })
 
 
+_NO_PROFILE = "no profile reads it, so it cannot become an envelope"
+
+
 def _foreign_shape(payload: Any) -> str | None:
-    """What a payload of an API without a profile looks like (None: not one of those)."""
+    """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
     if not isinstance(payload, dict):
         return None
     if _wire_str(payload.get("type")) in _COHERE_V2_EVENTS:
-        return "a Cohere v2 chat stream (message-start, content-delta, tool-call-delta... events)"
+        return f"a Cohere v2 chat stream (message-start, content-delta, tool-call-delta... events): {_NO_PROFILE}"
     if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
-        return "a Cohere v1 chat stream (stream-start, text-generation... events)"
+        return f"a Cohere v1 chat stream (stream-start, text-generation... events): {_NO_PROFILE}"
     if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
         return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
-                "not ConverseStream")
+                "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
+                "anthropic; no other model's events are read")
     if "done" in payload and "model" in payload and ("message" in payload or "response" in payload):
-        return "an Ollama native stream (/api/chat or /api/generate lines)"
+        return f"an Ollama native stream (/api/chat or /api/generate lines): {_NO_PROFILE}"
     return None
 
 
@@ -8592,14 +8563,117 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
         if foreign is not None:
-            raise CaptureError(f"this body looks like {foreign}: no profile reads it, so it cannot become an "
-                               "envelope", line)
+            raise CaptureError(f"this body looks like {foreign}", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
             use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
             raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
         if seen == want:
             return
+
+
+# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
+#
+# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
+# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
+# name length (1), name, value type (1), value.  Amazon Bedrock sends ":message-type"
+# "event" with ":event-type" naming the member, or "exception" with ":exception-type"; the
+# payload is the member's JSON object.  Two rooms read it: bedrock (ConverseStream events)
+# and anthropic (InvokeModelWithResponseStream chunks, each carrying one Anthropic event).
+
+# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        name = data[pos + 1:pos + 1 + size]
+        pos += 1 + size
+        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
+            raise CaptureError(f"frame {frame}: a malformed header")
+        kind, pos = data[pos], pos + 1
+        length = _EVENTSTREAM_SIZES[kind]
+        if length is None:
+            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
+        value = data[pos:pos + length]
+        if len(value) != length:
+            raise CaptureError(f"frame {frame}: a header runs past its frame")
+        pos += length
+        try:
+            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
+        except UnicodeDecodeError:
+            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
+    return headers
+
+
+def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
+    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
+    kind = headers.get(":message-type")
+    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                         else ":error-code")
+    if not isinstance(member, str) or not member:
+        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+    if kind != "event" and not member.endswith("Exception"):
+        # an exception or error frame is a stream error whatever its code says (botocore raises):
+        # named so, it can never read as the data event its code may name (contentBlockDelta...)
+        member += "Exception"
+    return member
+
+
+def is_eventstream(raw: bytes) -> bool:
+    """Whether a body starts with an AWS event-stream prelude (its checksum holds)."""
+    import zlib
+
+    head = bytes(raw[:12])
+    return len(head) == 12 and zlib.crc32(head[:8]) == int.from_bytes(head[8:], "big")
+
+
+def eventstream_events(raw: bytes) -> list[dict]:
+    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
+
+    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
+    a dropped event.
+    """
+    import zlib
+
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    raw = bytes(raw)
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    events: list[dict] = []
+    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
+    pos = 0
+    while pos < len(raw):
+        frame = len(events) + 1
+        prelude = raw[pos:pos + 12]
+        if len(prelude) < 12:
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
+        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+                               "event stream, or a corrupt one")
+        message = raw[pos:pos + total]
+        if total < 16 or header_size > total - 16 or len(message) != total:
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+        block = message[12:12 + header_size]
+        member = members.get(block)
+        if member is None:
+            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
+        try:
+            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
+        except (UnicodeDecodeError, JsonProblem) as exc:
+            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
+        events.append({member: payload})
+        pos += total
+    return events
 
 
 def _json_list_payloads(text: str) -> tuple[list, list[int], str]:

@@ -798,3 +798,91 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BedrockInvokeModel(unittest.TestCase):
+    """Claude on Amazon Bedrock through InvokeModelWithResponseStream: `capture --profile anthropic` reads
+    the AWS event stream whose chunk frames carry {"bytes": base64 of one Anthropic event, "p": padding}."""
+
+    FIXTURE = "anthropic/pass-bedrock-invoke-parallel-tool-use-with-invocation-metrics.json"
+
+    def body(self, events, padding=True):
+        import base64
+        frames = []
+        for number, event in enumerate(events):
+            payload = {"bytes": base64.b64encode(json.dumps(event).encode()).decode()}
+            if padding and number % 2:
+                payload["p"] = "abcdefghijklmnop"[:number % 16 + 1]
+            frames.append({"chunk": payload})
+        return eventstream(frames)
+
+    def test_chunk_frames_become_the_anthropic_events_they_carry(self):
+        _, doc = load_fixture(self.FIXTURE)
+        for padding in (True, False):   # "p" is absent in older recordings
+            with self.subTest(padding=padding):
+                envelope, warnings = vts.sse_to_envelope(self.body(doc["events"], padding), "anthropic",
+                                                         doc["tool_schemas"], redact=False)
+                self.assertEqual(envelope["events"], doc["events"])
+                self.assertEqual(envelope["meta"]["capture_point"], "AWS event stream (InvokeModelWithResponseStream)")
+                report = vts.validate_envelope(envelope)
+                self.assertEqual((report["status"], codes(report)), ("pass", []))
+                self.assertEqual([(c["id"], c["name"], c["arguments"]) for c in report["calls"]],
+                                 [(c["id"], c["name"], c["arguments"]) for c in doc["expect"]["calls"]])
+
+    def test_redacted_capture_keeps_the_calls(self):
+        _, doc = load_fixture(self.FIXTURE)
+        envelope, _ = vts.sse_to_envelope(self.body(doc["events"]), "anthropic", doc["tool_schemas"])
+        self.assertTrue(envelope["meta"]["redacted"])
+        self.assertNotIn("look both up", json.dumps(envelope))
+        report = vts.validate_envelope(envelope)
+        self.assertEqual([c["arguments"] for c in report["calls"]], [c["arguments"] for c in doc["expect"]["calls"]])
+
+    def test_an_exception_frame_is_a_stream_error(self):
+        _, doc = load_fixture(self.FIXTURE)
+        raw = self.body(doc["events"][:5]) + eventstream([{"modelStreamErrorException": {"message": "m"}}])
+        envelope, _ = vts.sse_to_envelope(raw, "anthropic", doc["tool_schemas"])
+        self.assertEqual(envelope["events"][-1], {"type": "error", "error": {"type": "modelStreamErrorException"}})
+        report = vts.validate_envelope(envelope)
+        self.assertEqual(report["status"], "blocked")
+        self.assertIn("stream_error", codes(report))
+
+    def test_a_credential_inside_the_base64_is_masked(self):
+        _, doc = load_fixture(self.FIXTURE)
+        events = json.loads(json.dumps(doc["events"]))
+        events[2]["delta"]["text"] = "key sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI"
+        envelope, warnings = vts.sse_to_envelope(self.body(events), "anthropic", doc["tool_schemas"], redact=False)
+        self.assertNotIn("Ab3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI", json.dumps(envelope))
+        self.assertTrue(any("masked" in warning for warning in warnings), warnings)
+
+    def test_what_is_refused(self):
+        import base64
+        _, doc = load_fixture(self.FIXTURE)
+        good = {"bytes": base64.b64encode(json.dumps(doc["events"][0]).encode()).decode()}
+        cases = [
+            (eventstream([{"chunk": {"bytes": "not base64!"}}]), "not base64"),
+            (eventstream([{"chunk": {"bytes": base64.b64encode(b"{").decode()}}]), "not strict JSON"),
+            (eventstream([{"chunk": dict(good, extra=1)}]), "is not {\"bytes\": base64"),
+            (eventstream([{"chunk": {"p": "abc"}}]), "is not {\"bytes\": base64"),
+            (eventstream([{"messageStart": {"role": "assistant"}}]), "--profile bedrock"),
+            (eventstream([{"chunk": good}], corrupt=True), "checksum"),
+        ]
+        for raw, words in cases:
+            with self.subTest(words=words), self.assertRaises(vts.CaptureError) as caught:
+                vts.sse_to_envelope(raw, "anthropic", None)
+            self.assertIn(words, str(caught.exception))
+
+    def test_bedrock_points_an_invoke_body_to_the_anthropic_profile(self):
+        _, doc = load_fixture(self.FIXTURE)
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(self.body(doc["events"]), "bedrock", None)
+        self.assertIn("--profile anthropic", str(caught.exception))
+
+    def test_the_invoke_request_body_gives_schemas_and_tool_choice(self):
+        body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100, "messages": [],
+                "tools": [{"name": "get_tide_table", "description": "d",
+                           "input_schema": {"type": "object", "properties": {"harbor": {"type": "string"}}}}],
+                "tool_choice": {"type": "tool", "name": "get_tide_table"}}
+        schemas, request, warnings = vts.request_from_body("anthropic", body)
+        self.assertEqual(sorted(schemas), ["get_tide_table"])
+        self.assertEqual(request, {"tools": ["get_tide_table"], "tool_choice": {"type": "tool", "name": "get_tide_table"}})
+        self.assertEqual(warnings, [])
