@@ -238,6 +238,65 @@ class AnthropicDriver(_Differential):
         self._check_all_fixtures()
 
 
+class AnthropicBedrockInvoke(unittest.TestCase):
+    """Claude on Amazon Bedrock: every passing anthropic fixture, sent as an InvokeModelWithResponseStream
+    body (its events base64 in chunk frames), is read by `capture --profile anthropic` and by the
+    Anthropic SDK's Bedrock stream decoder; when we pass it, the SDK hands over exactly our calls."""
+
+    @classmethod
+    def setUpClass(cls):
+        _skip_unless("anthropic")
+        try:
+            import botocore  # noqa: F401  (AnthropicBedrock's decoder needs it)
+        except ImportError:
+            raise unittest.SkipTest("botocore not importable; install with `python3 -m pip install -r "
+                                    "tests/adapters/requirements.txt` to run the Bedrock invoke differential")
+
+    @staticmethod
+    def body(events):
+        import base64
+        from support import eventstream
+
+        return eventstream([{"chunk": {"bytes": base64.b64encode(json.dumps(event).encode()).decode(),
+                                       "p": "abcdefgh"}} for event in events])
+
+    def test_passing_anthropic_fixtures_read_the_same_through_the_bedrock_client(self):
+        checked = 0
+        for relpath in fixture_paths():
+            if not relpath.startswith("anthropic/"):
+                continue
+            _, doc = load_fixture(relpath)
+            if doc.get("expect", {}).get("status") != "pass" or "request" in doc:
+                continue
+            with self.subTest(fixture=relpath):
+                raw = self.body(doc["events"])
+                envelope, _ = vts.sse_to_envelope(raw, "anthropic", doc["tool_schemas"], redact=False)
+                report = vts.validate_envelope(envelope)
+                self.assertEqual(report["status"], "pass")
+                refused = KNOWN_REFUSALS.get((relpath, "anthropic_message_stream"))
+                if refused is not None:   # the same accumulator: it refuses there as it does here
+                    with self.assertRaises(drivers.DriverError) as caught:
+                        drivers.anthropic_bedrock_invoke(raw)
+                    self.assertIn(refused.split(":")[0], caught.exception.exc_type)
+                    continue
+                sdk = drivers.anthropic_bedrock_invoke(raw)
+                self.assertEqual([(c["id"], c["name"]) for c in sdk], [(c["id"], c["name"]) for c in report["calls"]])
+                for got, want in zip(sdk, report["calls"]):
+                    self.assertTrue(_same_arguments(got["arguments"], want["arguments"], True))
+                checked += 1
+        self.assertGreater(checked, 5)
+
+    def test_an_exception_frame_raises_in_the_sdk_and_blocks_here(self):
+        from support import eventstream
+
+        _, doc = load_fixture("anthropic/pass-bedrock-invoke-parallel-tool-use-with-invocation-metrics.json")
+        raw = self.body(doc["events"][:6]) + eventstream([{"throttlingException": {"message": "slow down"}}])
+        with self.assertRaises(drivers.DriverError):
+            drivers.anthropic_bedrock_invoke(raw)
+        envelope, _ = vts.sse_to_envelope(raw, "anthropic", doc["tool_schemas"])
+        self.assertIn("stream_error", [f["code"] for f in vts.validate_envelope(envelope)["findings"]])
+
+
 class AgentsDriver(_Differential):
     PACKAGES = ("openai-agents",)
     DRIVERS = ("openai_agents", "openai_agents_chat")

@@ -386,6 +386,22 @@ def anthropic_message_stream(events: list) -> list[Call]:
     return _run("anthropic_message_stream", lambda: _anthropic_calls(events))
 
 
+def _bedrock_invoke_calls(body: bytes) -> list[Call]:
+    from anthropic.lib.bedrock._stream_decoder import AWSEventStreamDecoder
+
+    # AnthropicBedrock's stream: the AWS event-stream decoder (botocore's EventStreamBuffer and
+    # the bedrock-runtime ResponseStream shape) turns each chunk frame into an SSE named after
+    # its event's "type", then the same Stream and MessageStream as the first-party API.
+    payloads = [json.loads(sse.data) for sse in AWSEventStreamDecoder().iter_bytes(iter([body]))]
+    return _anthropic_calls(payloads)
+
+
+def anthropic_bedrock_invoke(body: bytes) -> list[Call]:
+    """``AnthropicBedrock().messages.stream(...)``'s ``tool_use`` blocks, from the raw
+    InvokeModelWithResponseStream body (needs botocore besides anthropic)."""
+    return _run("anthropic_bedrock_invoke", lambda: _bedrock_invoke_calls(body))
+
+
 # --------------------------------------------------------------------------------------
 # openai-python Responses (src/openai/lib/streaming/responses/_responses.py)
 # --------------------------------------------------------------------------------------
