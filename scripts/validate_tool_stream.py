@@ -7363,6 +7363,8 @@ class StreamGate:
 
     def feed_all(self, items: Iterable[Any]) -> None:
         """Consume each item in turn: feed() for each."""
+        if self._report is not None:   # also for an empty list: a finished turn takes nothing more
+            raise RuntimeError("finish() was already called for this turn")
         feed = self.feed
         for item in items:
             feed(item)

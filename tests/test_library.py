@@ -57,6 +57,9 @@ class StreamGateApi(unittest.TestCase):
         self.assertIs(gate.finish(), report)
         with self.assertRaises(RuntimeError):
             gate.feed({})
+        for items in ([{}], [], iter(())):   # feed_all too, even with nothing to feed
+            with self.subTest(items=items), self.assertRaises(RuntimeError):
+                gate.feed_all(items)
 
     def test_a_pass_needs_finish(self):
         gate = vts.StreamGate("anthropic", {"f": {"type": "object"}})
