@@ -2168,11 +2168,14 @@ def _anthropic_invoke_event(frame: dict, number: int) -> Any:
                            + (f" (it has {_token(extra[0])})" if extra else ""))
     try:
         text = base64.b64decode(payload["bytes"], validate=True).decode("utf-8")
-        return decode_document(text, what="the chunk's event")
+        event = decode_document(text, what="the chunk's event")
     except (binascii.Error, ValueError):
         raise CaptureError(f"frame {number}: the chunk's bytes are not base64 of UTF-8 text") from None
     except JsonProblem as problem:
         raise CaptureError(f"frame {number}: the chunk's event is not strict JSON: {problem.message}") from None
+    if not isinstance(event, dict):
+        raise CaptureError(f"frame {number}: the chunk's event must be a JSON object, got {_describe(event)}")
+    return event
 
 
 ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),

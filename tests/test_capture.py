@@ -861,6 +861,8 @@ class BedrockInvokeModel(unittest.TestCase):
         cases = [
             (eventstream([{"chunk": {"bytes": "not base64!"}}]), "not base64"),
             (eventstream([{"chunk": {"bytes": base64.b64encode(b"{").decode()}}]), "not strict JSON"),
+            (eventstream([{"chunk": {"bytes": base64.b64encode(b'"text"').decode()}}]), "must be a JSON object"),
+            (eventstream([{"chunk": {"bytes": base64.b64encode(b"[1]").decode()}}]), "must be a JSON object"),
             (eventstream([{"chunk": dict(good, extra=1)}]), "is not {\"bytes\": base64"),
             (eventstream([{"chunk": {"p": "abc"}}]), "is not {\"bytes\": base64"),
             (eventstream([{"messageStart": {"role": "assistant"}}]), "--profile bedrock"),
