@@ -2136,19 +2136,9 @@ def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
     if not is_eventstream(raw):
         return None
     events = [_anthropic_invoke_event(frame, number) for number, frame in enumerate(eventstream_events(raw), 1)]
-    lines = [f"frame {n}" for n in range(1, len(events) + 1)]
-    _check_profile_shape("anthropic", events, [None] * len(events))   # frames, not lines
-    try:
-        # every event is walked for credentials: in base64 they are invisible to the body's quick look
-        payloads, warnings = _scrub_payloads("anthropic", events, lines, redact, True)
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
-    if no_schemas:
-        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": "anthropic", "tool_schemas": tool_schemas, "events": payloads,
-                "meta": {"capture_point": "AWS event stream (InvokeModelWithResponseStream)",
-                         "redacted": bool(redact)}}
-    return envelope, warnings
+    # every event is walked for credentials: in base64 they are invisible to the body's quick look
+    return frames_envelope("anthropic", events, tool_schemas, no_schemas, redact, True,
+                           "AWS event stream (InvokeModelWithResponseStream)")
 
 
 def _anthropic_invoke_event(frame: dict, number: int) -> Any:
@@ -3099,18 +3089,8 @@ def _bedrock_request_tools(body: dict) -> tuple[list, Any]:
 
 def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
-    events = eventstream_events(raw)
-    _check_profile_shape("bedrock", events, [None] * len(events))   # frames, not lines
-    try:
-        payloads, warnings = _scrub_payloads("bedrock", events, [f"frame {n}" for n in range(1, len(events) + 1)],
-                                             redact, _may_hold_secrets(bytes(raw)))
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
-    if no_schemas:
-        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": "bedrock", "tool_schemas": tool_schemas, "events": payloads,
-                "meta": {"capture_point": "AWS event stream", "redacted": bool(redact)}}
-    return envelope, warnings
+    return frames_envelope("bedrock", eventstream_events(raw), tool_schemas, no_schemas, redact,
+                           _may_hold_secrets(bytes(raw)), "AWS event stream")
 
 
 BEDROCK = Profile("bedrock", "events",
@@ -8679,6 +8659,24 @@ def eventstream_events(raw: bytes) -> list[dict]:
         events.append({member: payload})
         pos += total
     return events
+
+
+def frames_envelope(profile: str, events: list, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
+                    capture_point: str) -> tuple[dict, list[str]]:
+    """The envelope of events read from an AWS event stream's frames (bedrock, and anthropic's
+    Bedrock invoke body): checked for another provider's shape, redacted, searched for
+    credentials when `walk`, and warnings named by frame."""
+    _check_profile_shape(profile, events, [None] * len(events))   # frames, not lines
+    try:
+        payloads, warnings = _scrub_payloads(profile, events, [f"frame {n}" for n in range(1, len(events) + 1)],
+                                             redact, walk)
+    except RecursionError:
+        raise CaptureError("an event nests too deeply to process") from None
+    if no_schemas:
+        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
+                "meta": {"capture_point": capture_point, "redacted": bool(redact)}}
+    return envelope, warnings
 
 
 def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
