@@ -22,8 +22,10 @@ Theory of operation (data flows one way, top to bottom of this file):
 * The gate is atomic: one finding anywhere blocks every call of the turn.
 
 Profiles: openai and mistral (chat-completion chunks), anthropic (Messages
-events), openai-responses (Responses API events), bedrock (ConverseStream),
-gemini (streamGenerateContent chunks, Gemini API and Vertex AI).
+events; also Claude on Bedrock InvokeModelWithResponseStream), openai-responses
+(Responses API events), bedrock (ConverseStream), gemini (streamGenerateContent
+chunks, Gemini API and Vertex AI), cohere (v2 chat stream events), ollama
+(native /api/chat lines).
 Besides validation the file holds a raw-body import (`capture`) and an adapter
 differential (`--adapter-output`); both sit after the gate and reuse it.
 
@@ -36,7 +38,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Neutral events ................... the event records, TurnRules, Profile
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
-                                     anthropic, openai-responses, bedrock, gemini)
+                                     anthropic, openai-responses, bedrock, gemini, cohere, ollama)
   Profiles ......................... PROFILES: name -> row (nothing else branches on a name)
   Slot state machine ............... TurnMachine.feed() for events, TurnMachine.record() for
                                      every later finding (validation, the request check)
@@ -4256,6 +4258,377 @@ GEMINI = Profile("gemini", "chunks",
 
 
 # ---------------------------------------------------------------------------
+# Provider: Cohere v2 Chat stream events (profile cohere)
+# ---------------------------------------------------------------------------
+#
+# POST /v2/chat with "stream": true.  Each SSE event's "event:" name equals its payload's
+# "type"; "data: [DONE]", with no event line, follows the last one and is not an event.
+# A call is three kinds of event, with the call's index at the top of each:
+# tool-call-start (delta.message.tool_calls is one object, not a list: id, type "function",
+# function.name and function.arguments, "" in every recording), tool-call-delta (only
+# function.arguments, a fragment) and tool-call-end.  Calls come one after another, never
+# interleaved: the Vercel AI SDK keeps one pending call and ignores the index.
+# message-end ends the turn: delta.finish_reason TOOL_CALL on a calling turn; ERROR (with an
+# error string, over HTTP 200) when generation failed, which the SDK yields as an ordinary event.
+
+# Event types that carry no tool call (text, tool plan, citations, the SDK's debug event).
+_COHERE_QUIET = frozenset({"content-start", "content-delta", "content-end", "tool-plan-delta",
+                           "citation-start", "citation-end", "debug"})
+_COHERE_CALL_EVENTS = frozenset({"tool-call-start", "tool-call-delta", "tool-call-end"})
+_COHERE_EVENTS = _COHERE_QUIET | _COHERE_CALL_EVENTS | {"message-start", "message-end"}
+_COHERE_START_KEYS = frozenset({"id", "type", "function"})
+_COHERE_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+# The end of a turn as a transition table: (phase, step) -> (next phase, what is wrong or None).
+# "ended": message-end came; nothing of the turn may follow it.
+_COHERE_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "end"): ("ended", None),
+    ("ended", "end"): ("ended", None),        # a second one is the machine's duplicate_terminal
+    ("running", "event"): ("running", None),
+    ("ended", "event"): ("ended", "{event} after message-end"),
+})
+
+
+class _CohereState(_Record):
+    """Translation state: the calls begun (in order), the one streaming now."""
+
+    __slots__ = ("opening", "ending", "started", "open")
+
+    def __init__(self) -> None:
+        self.opening = "new"        # see _OPENING
+        self.ending = "running"     # see _COHERE_ENDING
+        self.started: set[int] = set()
+        self.open: int | None = None   # index of the call between its start and its end
+
+
+class CohereNormalizer:
+    """Translate Cohere v2 chat stream events into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _CohereState()
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        kind = _wire_str(event.get("type")) if isinstance(event, dict) else None
+        if kind not in _COHERE_EVENTS:
+            what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer")
+            return
+        state.opening, wrong = _opening(pos, state.opening, kind, "message-start")
+        yield from wrong
+        state.ending, late = _ending(pos, _COHERE_ENDING, state.ending, "end" if kind == "message-end" else "event",
+                                     kind)
+        yield from late
+        if late:
+            return
+        if kind == "message-start":
+            yield from _cohere_message_start(pos, event)
+        elif kind == "message-end":
+            yield from _cohere_message_end(pos, event)
+        elif kind in _COHERE_CALL_EVENTS:
+            yield from _cohere_call_event(pos, kind, event, state)
+
+
+def _cohere_tool_calls(event: dict) -> Any:
+    """delta.message.tool_calls of an event (None when any level is absent)."""
+    delta = event.get("delta")
+    message = delta.get("message") if isinstance(delta, dict) else None
+    return message.get("tool_calls") if isinstance(message, dict) else None
+
+
+def _cohere_message_start(pos: int, event: dict) -> Iterator[NeutralEvent]:
+    if _cohere_tool_calls(event) not in (None, []):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "message-start carries tool calls (every recording has an empty "
+                          "list there): no reviewed reader takes calls from it")
+
+
+def _cohere_message_end(pos: int, event: dict) -> Iterator[NeutralEvent]:
+    delta = event.get("delta")
+    reason = delta.get("finish_reason") if isinstance(delta, dict) else None
+    if not isinstance(reason, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"message-end delta.finish_reason is {_describe(reason)}, "
+                          "not a string")
+        return
+    error = delta.get("error")
+    if reason == "ERROR" or error is not None:
+        kind = delta.get("error_type")
+        named = f" ({_token(kind)})" if isinstance(kind, str) and kind else ""
+        yield WireProblem(pos, STREAM_ERROR, f"message-end reports an error{named} with finish_reason "
+                          f"{_token(reason)}: the generation failed (the Cohere SDK yields this as an ordinary "
+                          "event over HTTP 200)")
+    yield TurnEnd(pos, reason)
+
+
+def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
+    index = event.get("index")
+    if not _is_index(index):
+        yield WireProblem(pos, MISSING_INDEX, f"{kind} index must be a non-negative integer, got {_describe(index)}")
+        return
+    key = (None, index)
+    if kind == "tool-call-end":
+        if "delta" in event:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-end of call {index} carries a delta (the wire "
+                              "sends only type and index)", None, index)
+            return
+        if state.open == index:
+            state.open = None
+        yield SlotEnd(pos, key)
+        return
+    call = _cohere_tool_calls(event)
+    if not isinstance(call, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} delta.message.tool_calls is {_describe(call)}, not one "
+                          "call object", None, index)
+        return
+    if kind == "tool-call-start":
+        yield from _cohere_start(pos, index, call, state)
+        return
+    function = call.get("function")
+    text = function.get("arguments") if isinstance(function, dict) else None
+    if set(call) != {"function"} or set(function) != {"arguments"} or not isinstance(text, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
+                          "function.arguments, a string (an id or name there is not reviewed)", None, index)
+        return
+    if index in state.started and state.open not in (None, index):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
+                          "streaming: the Vercel AI SDK appends it to the pending call", None, index)
+    yield Fragment(pos, key, None, None, text)
+
+
+def _cohere_start(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:
+    function = call.get("function")
+    ok_id, call_id = _optional_str(call, "id")
+    ok_name, name = _optional_str(function, "name") if isinstance(function, dict) else (False, None)
+    ok_args, text = _optional_str(function, "arguments") if isinstance(function, dict) else (False, None)
+    if not (_COHERE_START_KEYS.issuperset(call) and _COHERE_FUNCTION_KEYS.issuperset(function)
+            and call.get("type") in (None, "function") and ok_id and ok_name and ok_args):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-start of call {index} is not a reviewed shape (id, "
+                          "type \"function\", function.name and function.arguments, strings)", None, index)
+        return
+    if index in state.started:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"call {index} was started twice", None, index)
+        return
+    if state.open is not None:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {index} starts while call {state.open} is streaming: calls "
+                          "come one after another, and the Vercel AI SDK keeps one pending call", None, index)
+    elif index != len(state.started):
+        yield WireProblem(pos, MISSING_SLOT, f"call {index} starts, but call {len(state.started)} comes next",
+                          None, index)
+    state.started.add(index)
+    state.open = index
+    # A call without arguments starts with "" and ends at once: the joined "" becomes {}.
+    yield SlotOpen(pos, (None, index), call_id, name, {})
+    if text:
+        yield Fragment(pos, (None, index), None, None, text)
+
+
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_cohere(choice: Any) -> dict:
+    """Cohere v2 tool_choice: "REQUIRED" or "NONE"; absent means the model decides (no named tool)."""
+    if choice not in ("REQUIRED", "NONE"):
+        raise RequestError(f"tool_choice {_describe(choice)} is not \"REQUIRED\" or \"NONE\" (Cohere has no named "
+                           "tool choice)")
+    return {"none": choice == "NONE"}
+
+
+def _redact_cohere_event(event: dict) -> dict:
+    """Text, tool plan, citations and error messages; call identity and arguments are kept."""
+    out = {}
+    for key, value in event.items():
+        if key in ("type", "index", "id"):
+            out[key] = value
+        elif key == "delta" and event.get("type") in _COHERE_CALL_EVENTS:
+            out[key] = value
+        elif key == "delta" and isinstance(value, dict):
+            out[key] = {k: (v if k in ("finish_reason", "usage", "error_type") else _neutral(v, _COHERE_KEEP))
+                        for k, v in value.items()}
+        else:
+            out[key] = _neutral(value, _COHERE_KEEP)
+    return out
+
+
+_COHERE_KEEP = frozenset({"type", "role"})
+
+
+def _cohere_protected(payload: dict) -> dict[tuple, str]:
+    """Cohere: a tool-call-start's call is identity; a tool-call-delta's arguments are a fragment."""
+    kind = payload.get("type")
+    if kind == "tool-call-start":
+        return {("delta", "message", "tool_calls"): "warn"}
+    if kind == "tool-call-delta":
+        return {("delta", "message", "tool_calls", "function", "arguments"): "fragment"}
+    return {}
+
+
+def _cohere_claims(payload: dict) -> bool:
+    return _wire_str(payload.get("type")) in _COHERE_EVENTS
+
+
+COHERE = Profile("cohere", "events",
+                 TurnRules("TOOL_CALL", False, False, False, needs_close=False, stop_name="message-end finish_reason",
+                           slot_end_name="tool-call-end"),
+                 lambda limits: CohereNormalizer(), _choice_cohere, _redact_cohere_event, _cohere_protected,
+                 _fragment_key_at("index"), "cohere", _cohere_claims, 5,
+                 parallel_instead=" (Cohere's API has no such control)", warn_without_done=True)
+
+
+# ---------------------------------------------------------------------------
+# Provider: Ollama's native /api/chat stream (profile ollama)
+# ---------------------------------------------------------------------------
+#
+# NDJSON: one JSON object per line (a chunk), the last with "done": true and a done_reason.
+# There are no argument fragments: the server parses the model's output and sends each call
+# whole, as an entry of message.tool_calls with function.name and function.arguments, an
+# object.  Servers from v0.12.10 add an "id" ("call_" and 8 random characters), servers from
+# v0.12.6 always send function.index, the call's place among the turn's calls (older ones
+# from v0.4.7 leave out an index of 0).  Calls may arrive in a line of their own or in the
+# done line itself.  done_reason is "stop" on a calling turn too: there is no tool reason.
+# An error during the stream is a line {"error": "..."} over HTTP 200.
+
+_OLLAMA_CALL_KEYS = frozenset({"id", "function"})
+_OLLAMA_FUNCTION_KEYS = frozenset({"index", "name", "arguments"})
+# Message members of an assistant line; another member naming a tool is a shape not reviewed.
+_OLLAMA_MESSAGE_KEYS = frozenset({"role", "content", "thinking", "images", "tool_calls"})
+
+
+class OllamaNormalizer:
+    """Translate /api/chat lines into neutral events, one at a time: each call opens and ends its slot."""
+
+    def __init__(self) -> None:
+        self.calls = 0          # calls so far: the next call's slot and its expected function.index
+        self.opened = False     # a call opened a slot
+        self.done = False       # a line said "done": true
+
+    def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(chunk, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"line is {_describe(chunk)}, not an object")
+            return
+        if "error" in chunk:
+            yield WireProblem(pos, STREAM_ERROR, "the server sent an error line instead of a chunk")
+            return
+        done = chunk.get("done")
+        if not isinstance(done, bool):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"line has done {_describe(done)}, not a boolean (not an "
+                              "/api/chat chunk)")
+            return
+        if self.done:
+            if done:
+                yield WireProblem(pos, DUPLICATE_TERMINAL, "a second line with \"done\": true")
+            else:
+                yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
+            return
+        message = chunk.get("message")
+        if message is not None and not isinstance(message, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"message is {_describe(message)}, not an object")
+        elif isinstance(message, dict):
+            yield from self._message(pos, message)
+        if done:
+            self.done = True
+            reason = chunk.get("done_reason")
+            if reason is not None and not isinstance(reason, str):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"done_reason is {_describe(reason)}, not a string")
+                return
+            if self.opened:   # "stop" ends text turns too: only a turn with calls has a tool terminal
+                # the server leaves done_reason out when it is "" (its connection to the model closed)
+                yield TurnEnd(pos, "" if reason is None else reason)
+
+    def _message(self, pos: int, message: dict) -> Iterator[NeutralEvent]:
+        for key, value in message.items():
+            if key not in _OLLAMA_MESSAGE_KEYS and ("tool" in key or "function" in key) and value not in _NOTHING:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"message member {_token(key)} names a tool in a shape this "
+                                  "tool does not translate")
+        calls = message.get("tool_calls")
+        if calls is None:
+            return
+        if not isinstance(calls, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"message.tool_calls is {_describe(calls)}, not a list")
+            return
+        for entry in calls:
+            yield from self._call(pos, entry)
+
+    def _call(self, pos: int, entry: Any) -> Iterator[NeutralEvent]:
+        number = self.calls
+        self.calls += 1
+        key = (None, number)
+        function = entry.get("function") if isinstance(entry, dict) else None
+        if not (isinstance(function, dict) and _OLLAMA_CALL_KEYS.issuperset(entry)
+                and _OLLAMA_FUNCTION_KEYS.issuperset(function) and _optional_str(entry, "id")[0]
+                and _optional_str(function, "name")[0]):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool_calls entry for call {number} is not a reviewed shape "
+                              "(id, function.index, function.name and function.arguments)", None, number)
+            return
+        index = function.get("index")
+        if index is not None and not _is_index(index):
+            yield WireProblem(pos, MISSING_INDEX, f"call {number} has function.index {_describe(index)}, not a "
+                              "non-negative integer", None, number)
+            return
+        args = function.get("arguments")
+        if not isinstance(args, dict):
+            what = _describe(args) if "arguments" in function else "no arguments"
+            self.opened = True
+            yield SlotOpen(pos, key, entry.get("id") or None, function.get("name") or None, {})
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
+                              "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
+                              "skips the call", None, number)
+            yield SlotEnd(pos, key)
+            return
+        if index is not None and index != number:
+            code = MISSING_SLOT if index > number else IDENTITY_COLLISION
+            yield WireProblem(pos, code, f"call {number} of the turn says function.index {index} (the server numbers "
+                              "a turn's calls 0, 1, 2...)", None, number)
+        self.opened = True
+        yield SlotOpen(pos, key, entry.get("id") or None, function.get("name") or None, args)
+        yield SlotEnd(pos, key)
+
+
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_ollama(choice: Any) -> dict:
+    raise RequestError("tool_choice is not a field of an Ollama /api/chat request (the server ignores it)")
+
+
+def _ollama_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, None) of an /api/chat request: tools in OpenAI's function shape; the API has no tool_choice,
+    and the server ignores one sent anyway, so it constrains nothing."""
+    tools, _ = _listed_request_tools(body)
+    return tools, None
+
+
+def _redact_ollama_chunk(chunk: dict) -> dict:
+    """Content, thinking, images, log probabilities and error text; tool calls are kept."""
+    out = {}
+    for key, value in chunk.items():
+        if key == "message" and isinstance(value, dict):
+            out[key] = {k: (v if k in ("role", "tool_calls") else _neutral(v)) for k, v in value.items()}
+        elif key in ("error", "logprobs", "_debug_info"):
+            out[key] = _neutral(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _ollama_protected(payload: dict) -> dict[tuple, str]:
+    """Ollama: each whole call (identity and arguments) is kept."""
+    message = payload.get("message")
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return {("message", "tool_calls", n): "warn" for n in range(len(calls) if isinstance(calls, list) else 0)}
+
+
+def _ollama_claims(payload: dict) -> bool:
+    return "done" in payload and "model" in payload and "message" in payload
+
+
+OLLAMA = Profile("ollama", "chunks",
+                 TurnRules("stop", False, False, False, needs_close=False, stop_name="line with \"done\": true",
+                           slot_end_name="its tool_calls entry", requires_id=False),
+                 lambda limits: OllamaNormalizer(), _choice_ollama, _redact_ollama_chunk, _ollama_protected,
+                 _no_fragment_key, "ollama", _ollama_claims, 6,
+                 parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools)
+
+
+# ---------------------------------------------------------------------------
 # Profiles: the rows, one per wire format
 # ---------------------------------------------------------------------------
 
@@ -4263,7 +4636,7 @@ GEMINI = Profile("gemini", "chunks",
 # is a sub-section like those above (normalizer, tables, request, redaction, capture rules,
 # its Profile row) and one name in this list.
 PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
-    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI)})
+    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA)})
 
 
 # profile -> its stream list's key (a view of the rows, for library callers)
@@ -8491,10 +8864,6 @@ def _claim_rank(row: Profile) -> int:
 
 # Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
 # that name, instead of becoming an envelope that can only block with unsupported_event.
-_COHERE_V2_EVENTS = frozenset({
-    "message-start", "content-start", "content-delta", "content-end", "tool-plan-delta", "tool-call-start",
-    "tool-call-delta", "tool-call-end", "citation-start", "citation-end", "message-end", "debug",
-})
 _COHERE_V1_EVENTS = frozenset({
     "stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "stream-end",
     "search-queries-generation", "search-results", "citation-generation",
@@ -8508,16 +8877,15 @@ def _foreign_shape(payload: Any) -> str | None:
     """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
     if not isinstance(payload, dict):
         return None
-    if _wire_str(payload.get("type")) in _COHERE_V2_EVENTS:
-        return f"a Cohere v2 chat stream (message-start, content-delta, tool-call-delta... events): {_NO_PROFILE}"
     if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
         return f"a Cohere v1 chat stream (stream-start, text-generation... events): {_NO_PROFILE}"
     if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
         return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
                 "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
                 "anthropic; no other model's events are read")
-    if "done" in payload and "model" in payload and ("message" in payload or "response" in payload):
-        return f"an Ollama native stream (/api/chat or /api/generate lines): {_NO_PROFILE}"
+    if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
+        return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
+                "(" + _NO_PROFILE + ")")
     return None
 
 

@@ -207,7 +207,7 @@ class Framing(unittest.TestCase):
 
     def test_unknown_profile_and_non_bytes(self):
         with self.assertRaises(vts.CaptureError):
-            capture(sse(TURN), "cohere")
+            capture(sse(TURN), "watsonx")
         with self.assertRaises(vts.CaptureError):
             capture(sse(TURN).decode("utf-8"))
 
@@ -731,12 +731,14 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
                       "id": "t", "type": "function", "function": {"name": "f", "arguments": ""}}}}},
                   {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
         sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
-        for profile in ("openai", "anthropic", "openai-responses", "mistral"):
+        for profile in ("openai", "anthropic", "openai-responses", "mistral", "ollama"):
             with self.subTest(profile=profile):
-                self.refused(sse.encode(), profile, "Cohere v2 chat stream", "no profile reads it")
+                self.refused(sse.encode(), profile, "looks like cohere payloads", "use --profile cohere")
         lines = "\n".join(json.dumps(e) for e in ({"is_finished": False, "event_type": "stream-start"},
                                                   {"is_finished": True, "event_type": "stream-end"}))
-        self.refused(lines.encode(), "openai", "Cohere v1")
+        for profile in ("openai", "cohere"):   # v1 is another API: no profile reads it
+            with self.subTest(profile=profile):
+                self.refused(lines.encode(), profile, "Cohere v1", "no profile reads it")
 
     def test_bedrock_invoke_model_body(self):
         frames = eventstream([{"chunk": {"bytes": "eyJ0eXBlIjoibWVzc2FnZV9zdGFydCJ9", "p": "abcd"}}])
@@ -745,7 +747,11 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
 
     def test_ollama_native_lines(self):
         lines = b'{"model":"llama3.2","created_at":"t","message":{"role":"assistant","content":""},"done":false}\n'
-        self.refused(lines, "openai", "Ollama native stream")
+        for profile in ("openai", "gemini", "cohere"):
+            with self.subTest(profile=profile):
+                self.refused(lines, profile, "looks like ollama payloads", "use --profile ollama")
+        generate = b'{"model":"llama3.2","created_at":"t","response":"Hi","done":false}\n'
+        self.refused(generate, "ollama", "Ollama /api/generate stream", "capture /api/chat")
 
     def test_one_json_object_that_is_no_stream(self):
         cases = [({"object": "chat.completion", "choices": [{"message": {"role": "assistant"}}]}, "openai",

@@ -262,7 +262,7 @@ class ExpectBlockTypos(unittest.TestCase):
                              ({"codes": ["invalid_fixture"]}, 0), ({"codes": []}, 1), ({}, 1)):
             with self.subTest(expect=pinned):
                 self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(typo, expect=pinned)))[0], want)
-        cohere = {"profile": "cohere", "tool_schemas": {}, "chunks": [], "expect": {"status": "blocked"}}
+        cohere = {"profile": "watsonx", "tool_schemas": {}, "chunks": [], "expect": {"status": "blocked"}}
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(cohere))[0], 1)
         self.assertEqual(run_cli("-", "--expect", stdin=dumps(dict(cohere, expect={"codes": ["unknown_profile"]})))[0], 0)
 
@@ -307,7 +307,7 @@ class CaptureAndAdapterCommands(unittest.TestCase):
         code, out, err = run_cli("capture", "--profile", "bedrock", "-", stdin=b"")
         self.assertEqual((code, out), (3, ""))
         self.assertIn("empty", err)
-        self.assertEqual(run_cli("capture", "--profile", "cohere", "-", stdin=b"")[0], 3)
+        self.assertEqual(run_cli("capture", "--profile", "watsonx", "-", stdin=b"")[0], 3)
 
     def test_adapter_output_difference_blocks_the_turn(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -591,7 +591,7 @@ class ReviewFindings(unittest.TestCase):
             self.assertEqual(run_cli("capture", "--profile", "openai", "--entry", "\u00b2", folder.file("s.har"))[0], 3)
 
     def test_github_points_at_the_profile_and_the_expect_block(self):
-        text = json.dumps(dict(PASS_DOC, profile="cohere", expect={"status": "pass"}), indent=2)
+        text = json.dumps(dict(PASS_DOC, profile="watsonx", expect={"status": "pass"}), indent=2)
         lines = text.splitlines()
         with Folder({"g.json": text}) as folder:
             _, out, _ = run_cli(folder.file("g.json"), "--report", "github")

@@ -291,7 +291,7 @@ class OldProfilesUnchanged(unittest.TestCase):
                 {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
                 "finish_reason": "tool_calls"}]}]})
         self.assertEqual(report["status"], "pass")
-        unknown = vts.validate_envelope({"profile": "cohere", "tool_schemas": {}, "events": []})
+        unknown = vts.validate_envelope({"profile": "watsonx", "tool_schemas": {}, "events": []})
         self.assertEqual(code_set(unknown), {"unknown_profile"})
 
 # ---------------------------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ class StreamGateApi(unittest.TestCase):
 
     def test_bad_construction_is_an_error_not_a_verdict(self):
         with self.assertRaises(ValueError):
-            vts.StreamGate("cohere", {})
+            vts.StreamGate("watsonx", {})
         with self.assertRaises(TypeError):
             vts.StreamGate("openai", [])
 

@@ -591,7 +591,7 @@ class Pin(unittest.TestCase):
     def test_pin_writes_the_outcome_and_keeps_every_other_byte(self):
         text = one_chunk_per_line(PASS_DOC)
         with Folder({"a.json": text, "b.json": json.dumps(dict(BLOCKED_DOC, expect={"note": "keep"})),
-                     "bad.json": {"profile": "cohere", "tool_schemas": {}, "chunks": []}}) as folder:
+                     "bad.json": {"profile": "watsonx", "tool_schemas": {}, "chunks": []}}) as folder:
             code, out, err = run_cli("pin", folder.path)
             self.assertEqual(code, 3)                                  # bad.json refused
             self.assertIn("unknown_profile", err)
