@@ -1,0 +1,241 @@
+"""The cohere profile (Cohere v2 chat stream events): each rule with exact codes and positions,
+capture of the raw SSE body, redaction and the request body.
+
+The fixtures in fixtures/cohere/ pin one outcome per rule; this module checks what they cannot:
+positions and messages, the shapes a start or a delta may have, capture and the request.
+"""
+
+import json
+import unittest
+
+from support import code_set, codes, positions, vts
+
+SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+           "g": {"type": "object"}}
+START = {"id": "c0ffee00-1", "type": "message-start", "delta": {"message": {
+    "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}}}
+
+
+def start(index=0, call_id="f_abc123def456", name="f", args="", **extra):
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+    call.update(extra)
+    return {"type": "tool-call-start", "index": index, "delta": {"message": {"tool_calls": call}}}
+
+
+def delta(index, text):
+    return {"type": "tool-call-delta", "index": index, "delta": {"message": {"tool_calls": {
+        "function": {"arguments": text}}}}}
+
+
+def end(index=0):
+    return {"type": "tool-call-end", "index": index}
+
+
+def message_end(reason="TOOL_CALL", **extra):
+    return {"type": "message-end", "delta": dict({"finish_reason": reason, "usage": {}}, **extra)}
+
+
+def call(index=0, pieces=("{\"a\":", "1}"), **kw):
+    return [start(index, **kw)] + [delta(index, p) for p in pieces] + [end(index)]
+
+
+def judge(events, schemas=SCHEMAS, **extra):
+    return vts.validate_envelope({"profile": "cohere", "tool_schemas": schemas, "events": events, **extra})
+
+
+def sse(events, done=True):
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return (body + ("data: [DONE]\n\n" if done else "")).encode()
+
+
+class Turns(unittest.TestCase):
+    def test_a_turn_passes_with_the_joined_fragments(self):
+        report = judge([START] + call(0) + call(1, call_id="g_1", name="g", pieces=("{}",)) + [message_end()])
+        self.assertEqual((report["status"], codes(report)), ("pass", []))
+        self.assertEqual([(c["index"], c["id"], c["name"], c["arguments"]) for c in report["calls"]],
+                         [(0, "f_abc123def456", "f", "{\"a\":1}"), (1, "g_1", "g", "{}")])
+        self.assertEqual({c["choice"] for c in report["calls"]}, {None})
+
+    def test_quiet_events_carry_no_call(self):
+        quiet = [{"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "x"}}},
+                 {"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text"}}}},
+                 {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "x"}}}},
+                 {"type": "content-end", "index": 0},
+                 {"type": "citation-start", "index": 0, "delta": {"message": {"citations": {}}}},
+                 {"type": "citation-end", "index": 0}, {"type": "debug", "prompt": "x"}]
+        self.assertEqual(judge([START] + quiet + call(0) + [message_end()])["status"], "pass")
+        self.assertEqual(judge([START] + quiet + [message_end("COMPLETE")])["status"], "not_applicable")
+
+    def test_an_empty_start_then_end_is_an_empty_object(self):
+        report = judge([START, start(0, name="g"), end(0), message_end()])
+        self.assertEqual([c["arguments"] for c in report["calls"]], ["{}"])
+        report = judge([START, start(0, name="g"), delta(0, ""), end(0), message_end()])
+        self.assertEqual([c["arguments"] for c in report["calls"]], ["{}"])
+
+    def test_a_non_empty_start_is_the_first_fragment(self):
+        report = judge([START, start(0, args="{\"a\""), delta(0, ":2}"), end(0), message_end()])
+        self.assertEqual(([c["arguments"] for c in report["calls"]], report["status"]), (["{\"a\":2}"], "pass"))
+
+    def test_positions_of_the_turn_findings(self):
+        self.assertEqual(positions(judge([START] + call(0) + [message_end("MAX_TOKENS")])),
+                         [("wrong_terminal_reason", 5)])
+        self.assertEqual(positions(judge([START] + call(0) + [message_end("TIMEOUT")])),
+                         [("wrong_terminal_reason", 5)])
+        self.assertEqual(positions(judge([START] + call(0))), [("missing_terminal", None)])
+        self.assertEqual(positions(judge([START] + call(0) + [message_end(), message_end()])),
+                         [("duplicate_terminal", 6)])
+        self.assertEqual(positions(judge([START] + call(0) + [message_end(), {"type": "tool-plan-delta"}])),
+                         [("delta_after_terminal", 6)])
+
+    def test_errors_in_message_end(self):
+        for extra in ({"error": "x"}, {"error": "x", "error_type": "INVALID_TOOL_GENERATION"}):
+            with self.subTest(extra=extra):
+                report = judge([START] + call(0) + [message_end("TOOL_CALL", **extra)])
+                self.assertEqual(positions(report), [("stream_error", 5)])
+        report = judge([START, message_end("ERROR", error="e", error_type="INVALID_TOOL_GENERATION")])
+        self.assertEqual(positions(report), [("stream_error", 1)])
+        self.assertIn("\"INVALID_TOOL_GENERATION\"", report["findings"][0]["message"])
+        # a finish reason that is no string is not read, so the turn has no terminal either
+        for bad in (message_end(None), message_end(["TOOL_CALL"]), {"type": "message-end"}):
+            self.assertEqual(positions(judge([START] + call(0) + [bad])),
+                             [("unsupported_event", 5), ("missing_terminal", None)])
+
+
+class Shapes(unittest.TestCase):
+    def blocked(self, events, expected):
+        report = judge(events)
+        self.assertEqual((report["status"], code_set(report)), ("blocked", expected), report["findings"])
+        return report
+
+    def test_events_that_are_not_reviewed(self):
+        for event in ([], "x", {"type": ["tool-call-start"]}, {"type": "stream-start"}, {"delta": {}}):
+            with self.subTest(event=event):
+                self.blocked([START, event] + call(0) + [message_end()], {"unsupported_event"})
+
+    def test_start_shapes(self):
+        bad = [start(call_id=7), start(name=["f"]), start(args=None) | {"delta": {"message": {"tool_calls": {
+            "id": "x", "type": "function", "function": {"name": "f", "arguments": 1}}}}},
+               start(type="code"), start(extra=1), {"type": "tool-call-start", "index": 0, "delta": {}}]
+        for event in bad:
+            with self.subTest(event=event):
+                self.blocked([START, event, delta(0, "{}"), end(0), message_end()],
+                             {"unsupported_event", "missing_slot"})
+
+    def test_start_without_type_is_read(self):
+        event = start()
+        del event["delta"]["message"]["tool_calls"]["type"]
+        self.assertEqual(judge([START, event, delta(0, "{}"), end(0), message_end()])["status"], "pass")
+
+    def test_delta_and_end_shapes(self):
+        for event in ({"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {
+                          "id": "x", "function": {"arguments": "{}"}}}}},
+                      {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {
+                          "function": {"arguments": 5}}}}},
+                      {"type": "tool-call-end", "index": 0, "delta": {}}):
+            with self.subTest(event=event):
+                self.blocked([START, start(), event, end(0), message_end()]
+                             if event["type"] != "tool-call-end" else [START, start(), event, message_end()],
+                             {"unsupported_event"} if event["type"] != "tool-call-end"
+                             else {"unsupported_event", "missing_terminal"})
+
+    def test_indices(self):
+        for index in (None, -1, True, 1.0, "0"):
+            with self.subTest(index=index):
+                report = self.blocked([START, start(), dict(delta(0, "{}"), index=index), end(0), message_end()],
+                                      {"missing_index"})
+                self.assertEqual(positions(report), [("missing_index", 2)])
+
+    def test_message_start_with_calls_is_not_read(self):
+        bad = json.loads(json.dumps(START))
+        bad["delta"]["message"]["tool_calls"] = [{"id": "x"}]
+        self.blocked([bad] + call(0) + [message_end()], {"unsupported_event"})
+
+    def test_calls_come_one_after_another(self):
+        report = self.blocked([START, start(0), start(1, call_id="g1", name="g"), delta(0, "{}"), delta(1, "{}"),
+                               end(0), end(1), message_end()], {"unexpected_event"})
+        self.assertEqual(positions(report), [("unexpected_event", 2), ("unexpected_event", 3)])
+        report = self.blocked([START] + call(0) + call(2, call_id="g1", name="g", pieces=("{}",)) + [message_end()],
+                              {"missing_slot"})
+        self.assertIn("call 2 starts, but call 1 comes next", report["findings"][0]["message"])
+
+
+class Capture(unittest.TestCase):
+    TURN = [START, {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "I will call f."}}}] + call(0) + [
+        message_end("TOOL_CALL", usage={"billed_units": {"input_tokens": 3}})]
+
+    def test_a_raw_body_becomes_the_envelope_and_passes(self):
+        envelope, warnings = vts.sse_to_envelope(sse(self.TURN), "cohere", SCHEMAS)
+        self.assertEqual(warnings, [])
+        self.assertEqual(len(envelope["events"]), len(self.TURN))
+        self.assertEqual(envelope["events"][2:6], self.TURN[2:6])   # the call, byte for byte
+        self.assertEqual(envelope["events"][1]["delta"]["message"]["tool_plan"], "[redacted]")
+        self.assertEqual(envelope["events"][0]["delta"]["message"]["role"], "assistant")
+        self.assertEqual(envelope["events"][-1], self.TURN[-1])
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+    def test_without_done_a_warning(self):
+        _, warnings = vts.sse_to_envelope(sse(self.TURN, done=False), "cohere", SCHEMAS)
+        self.assertEqual(warnings, ["no data: [DONE] sentinel: the capture may be cut short"])
+
+    def test_the_error_message_is_redacted_and_still_a_stream_error(self):
+        turn = [START, message_end("ERROR", error="secret prompt text", error_type="INVALID_TOOL_GENERATION")]
+        envelope, _ = vts.sse_to_envelope(sse(turn), "cohere", SCHEMAS)
+        self.assertEqual(envelope["events"][1]["delta"], {"finish_reason": "ERROR", "usage": {},
+                                                         "error": "[redacted]",
+                                                         "error_type": "INVALID_TOOL_GENERATION"})
+        self.assertEqual(codes(vts.validate_envelope(envelope)), ["stream_error"])
+
+    def test_an_event_name_must_match_the_type(self):
+        body = sse(self.TURN).replace(b"event: tool-call-end", b"event: tool-call-delta")
+        with self.assertRaises(vts.CaptureError):
+            vts.sse_to_envelope(body, "cohere", SCHEMAS)
+
+    def test_another_profile_body_is_pointed_elsewhere(self):
+        chat = b'data: {"choices": [{"index": 0, "delta": {"content": "x"}}]}\n\ndata: [DONE]\n\n'
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(chat, "cohere", SCHEMAS)
+        self.assertIn("use --profile openai", str(caught.exception))
+
+    def test_the_request_body(self):
+        body = {"model": "command-a-03-2025", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+                "tool_choice": "REQUIRED", "strict_tools": True,
+                "tools": [{"type": "function", "function": {"name": "f", "description": "", "parameters": {
+                    "type": "object", "properties": {"a": {"type": "integer"}}}}}]}
+        schemas, request, warnings = vts.request_from_body("cohere", body)
+        self.assertEqual((schemas, request, warnings),
+                         ({"f": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+                          {"tools": ["f"], "tool_choice": "REQUIRED"}, []))
+        with self.assertRaises(vts.CaptureError):
+            vts.request_from_body("cohere", dict(body, tool_choice="required"))
+
+
+class Request(unittest.TestCase):
+    def test_none_blocks_a_call_and_required_does_not_force_one(self):
+        self.assertEqual(codes(judge([START] + call(0) + [message_end()], request={"tool_choice": "NONE"})),
+                         ["request_violation"])
+        self.assertEqual(judge([START] + call(0) + [message_end()], request={"tool_choice": "REQUIRED"})["status"],
+                         "pass")
+        self.assertEqual(judge([START, message_end("COMPLETE")], request={"tool_choice": "REQUIRED"})["status"],
+                         "not_applicable")
+
+    def test_shapes_the_api_does_not_have_are_invalid(self):
+        for request in ({"tool_choice": "required"}, {"tool_choice": {"type": "tool", "name": "f"}},
+                        {"tool_choice": "auto"}, {"parallel_tool_calls": False}):
+            with self.subTest(request=request):
+                report = judge([START] + call(0) + [message_end()], request=request)
+                self.assertEqual(codes(report), ["invalid_fixture"])
+        report = judge([START] + call(0) + [message_end()], request={"parallel_tool_calls": False})
+        self.assertIn("Cohere's API has no such control", report["findings"][0]["message"])
+
+
+class Gate(unittest.TestCase):
+    def test_item_by_item_is_the_same_verdict(self):
+        events = [START] + call(0) + call(1, call_id="g1", name="g", pieces=("{", "}")) + [message_end()]
+        gate = vts.StreamGate("cohere", SCHEMAS)
+        for event in events:
+            gate.feed(event)
+        self.assertEqual(gate.finish()["calls"], judge(events)["calls"])
+
+
+if __name__ == "__main__":
+    unittest.main()

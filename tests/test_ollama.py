@@ -1,0 +1,213 @@
+"""The ollama profile (native /api/chat NDJSON lines): each rule with exact codes and positions,
+capture of the NDJSON body, redaction and the request body.
+
+The fixtures in fixtures/ollama/ pin one outcome per rule; this module checks what they cannot:
+positions and messages, the shapes a call entry may have, capture and the request.
+"""
+
+import json
+import unittest
+
+from support import code_set, codes, positions, vts
+
+SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+           "g": {"type": "object"}}
+
+
+def entry(name="f", args=None, index=0, call_id="call_ab12cd34", **function):
+    body = {"function": dict({"index": index, "name": name, "arguments": {"a": 1} if args is None else args},
+                             **function)}
+    if index is None:
+        del body["function"]["index"]
+    if call_id is not None:
+        body = {"id": call_id, **body}
+    return body
+
+
+def line(*calls, done=False, content="", **extra):
+    message = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = list(calls)
+    return dict({"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00Z", "message": message, "done": done},
+                **extra)
+
+
+def done(*calls, reason="stop"):
+    extra = {"eval_count": 7}
+    if reason is not None:
+        extra["done_reason"] = reason
+    return line(*calls, done=True, **extra)
+
+
+def judge(chunks, schemas=SCHEMAS, **extra):
+    return vts.validate_envelope({"profile": "ollama", "tool_schemas": schemas, "chunks": chunks, **extra})
+
+
+def ndjson(chunks, end="\n"):
+    return "".join(json.dumps(c) + end for c in chunks).encode()
+
+
+class Turns(unittest.TestCase):
+    def test_whole_calls_before_and_inside_the_done_line(self):
+        report = judge([line(entry()), done(entry("g", {}, 1, "call_zz99yy88"))])
+        self.assertEqual((report["status"], codes(report)), ("pass", []))
+        self.assertEqual([(c["index"], c["id"], c["name"], c["arguments"]) for c in report["calls"]],
+                         [(0, "call_ab12cd34", "f", "{\"a\":1}"), (1, "call_zz99yy88", "g", "{}")])
+
+    def test_arguments_are_the_compact_object_in_wire_order(self):
+        report = judge([line(entry("g", {"z": [1, 2.5, None], "é": {"b": True}})), done()])
+        self.assertEqual([c["arguments"] for c in report["calls"]], ['{"z":[1,2.5,null],"é":{"b":true}}'])
+
+    def test_text_turns_are_not_applicable_whatever_the_reason(self):
+        for reason in ("stop", "length", "load", None):
+            with self.subTest(reason=reason):
+                self.assertEqual(judge([line(content="hi"), done(reason=reason)])["status"], "not_applicable")
+        self.assertEqual(judge([line(content="hi")])["status"], "not_applicable")
+
+    def test_the_done_reason(self):
+        for reason in ("length", "load", "unload", "", None, "STOP"):
+            with self.subTest(reason=reason):
+                self.assertEqual(positions(judge([line(entry()), done(reason=reason)])),
+                                 [("wrong_terminal_reason", 1)])
+        self.assertEqual(positions(judge([line(entry()), dict(done(), done_reason=1)])),
+                         [("unsupported_event", 1), ("missing_terminal", None)])
+
+    def test_the_end_of_the_turn(self):
+        self.assertEqual(positions(judge([line(entry())])), [("missing_terminal", None)])
+        self.assertEqual(positions(judge([line(entry()), done(), line(content="x")])),
+                         [("delta_after_terminal", 2)])
+        self.assertEqual(positions(judge([line(entry()), done(), done()])), [("duplicate_terminal", 2)])
+
+    def test_an_error_line(self):
+        report = judge([line(entry()), {"error": "an error was encountered while running the model"}, done()])
+        self.assertEqual(positions(report), [("stream_error", 1)])
+        self.assertEqual(positions(judge([{"error": {"message": "x"}}])), [("stream_error", 0)])
+
+
+class CallShapes(unittest.TestCase):
+    def blocked(self, chunks, expected):
+        report = judge(chunks)
+        self.assertEqual((report["status"], code_set(report)), ("blocked", expected), report["findings"])
+        return report
+
+    def test_id_and_index_are_optional(self):
+        report = judge([line(entry(index=None, call_id=None), entry("g", {}, None, None)), done()])
+        self.assertEqual([(c["id"], c["name"]) for c in report["calls"]], [(None, "f"), (None, "g")])
+        self.assertEqual(report["status"], "pass")   # an index left out (older servers) is not checked
+        self.assertEqual(judge([line(entry(call_id="")), done()])["calls"][0]["id"], None)
+
+    def test_the_index_counts_the_turns_calls(self):
+        self.assertEqual(judge([line(entry()), line(entry("g", {}, 1, "call_2")), done(entry("g", {}, 2, "call_3"))])["status"],
+                         "pass")
+        report = self.blocked([line(entry(), entry("g", {}, 3, "call_2")), done()], {"missing_slot"})
+        self.assertEqual(positions(report), [("missing_slot", 0)])
+        self.assertIn("call 1 of the turn says function.index 3", report["findings"][0]["message"])
+        self.blocked([line(entry()), done(entry("g", {}, 0, "call_2"))], {"identity_collision"})
+        for index in (True, -1, 1.0, "0"):
+            with self.subTest(index=index):
+                self.blocked([line(entry(index=index)), done()], {"missing_index"})
+
+    def test_entries_that_are_not_reviewed(self):
+        for bad in ("x", [], {}, {"function": "f"}, {"id": 5, "function": {"name": "f", "arguments": {}}},
+                    {"function": {"name": 5, "arguments": {}}}, {"type": "function", **entry()},
+                    {"id": "call_1", "function": {"name": "f", "arguments": {}, "description": "d"}}):
+            with self.subTest(entry=bad):
+                self.blocked([line(bad), done()], {"unsupported_event"})
+
+    def test_arguments_must_be_an_object(self):
+        for args in ("{\"a\": 1}", None, [], 1):
+            with self.subTest(args=args):
+                report = self.blocked([line(entry(args=args)) if args is not None else
+                                       line({"function": {"name": "g", "arguments": None}}), done()],
+                                      {"unsupported_event"})
+                self.assertEqual(report["calls"][0]["arguments"], "{}")
+        report = self.blocked([line({"function": {"name": "g"}}), done()], {"unsupported_event"})
+        self.assertIn("call 0 has no arguments", report["findings"][0]["message"])
+
+    def test_line_shapes(self):
+        for chunk in ([], {"model": "m", "message": {}}, {"done": "false", "message": {}},
+                      line(done=None)):
+            with self.subTest(chunk=chunk):
+                self.blocked([chunk, line(entry()), done()], {"unsupported_event"})
+        self.blocked([dict(line(), message="x"), line(entry()), done()], {"unsupported_event"})
+        self.blocked([dict(line(), message={"role": "assistant", "tool_calls": {"function": {}}}), line(entry()),
+                      done()], {"unsupported_event"})
+        self.blocked([dict(line(entry()), message={"role": "assistant", "tool_calls": [entry()],
+                                                   "tool_call_id": "call_x"}), done()], {"unsupported_event"})
+
+    def test_duplicate_ids_and_missing_names(self):
+        self.blocked([line(entry(), entry("g", {}, 1)), done()], {"identity_collision"})
+        self.blocked([line(entry(name="")), done()], {"missing_name"})
+
+    def test_a_duplicate_key_in_the_bytes_is_an_invalid_envelope(self):
+        text = json.dumps({"profile": "ollama", "tool_schemas": SCHEMAS, "chunks": [line(entry()), done()]})
+        text = text.replace('"arguments": {"a": 1}', '"arguments": {"a": 1, "a": 2}')
+        self.assertEqual(codes(vts.validate_bytes(text.encode())), ["invalid_fixture"])
+
+
+class Capture(unittest.TestCase):
+    TURN = [line(content="Let me check."), line(entry()), done()]
+
+    def test_an_ndjson_body_becomes_the_envelope(self):
+        for end in ("\n", "\r\n"):
+            with self.subTest(end=end):
+                envelope, warnings = vts.sse_to_envelope(ndjson(self.TURN, end), "ollama", SCHEMAS)
+                self.assertEqual(warnings, [])
+                self.assertEqual(envelope["meta"]["capture_point"], "JSON Lines")
+                self.assertEqual(envelope["chunks"][0]["message"]["content"], "[redacted]")
+                self.assertEqual(envelope["chunks"][1:], self.TURN[1:])
+                self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+    def test_a_non_streaming_response_is_one_line(self):
+        body = json.dumps(done(entry())).encode()
+        envelope, _ = vts.sse_to_envelope(body, "ollama", SCHEMAS)
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+    def test_redaction_keeps_calls_and_counters(self):
+        chunk = dict(done(entry()), message={"role": "assistant", "content": "secret", "thinking": "secret",
+                                             "images": ["aGk="], "tool_calls": [entry()]},
+                     logprobs=[{"token": "secret"}], total_duration=5)
+        envelope, _ = vts.sse_to_envelope(ndjson([chunk]), "ollama", SCHEMAS)
+        self.assertEqual(envelope["chunks"][0], dict(chunk, message={
+            "role": "assistant", "content": "[redacted]", "thinking": "[redacted]", "images": ["[redacted]"],
+            "tool_calls": [entry()]}, logprobs=[{"token": "[redacted]"}]))
+        errors, _ = vts.sse_to_envelope(ndjson([line(entry()), {"error": "model text"}]), "ollama", SCHEMAS)
+        self.assertEqual(errors["chunks"][1], {"error": "[redacted]"})
+
+    def test_other_bodies_are_refused_with_a_pointer(self):
+        generate = ndjson([{"model": "m", "created_at": "t", "response": "hi", "done": False}])
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(generate, "ollama", SCHEMAS)
+        self.assertIn("capture /api/chat with --profile ollama", str(caught.exception))
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(ndjson(self.TURN), "openai", SCHEMAS)
+        self.assertIn("use --profile ollama", str(caught.exception))
+
+    def test_the_request_body(self):
+        body = {"model": "qwen3:8b", "messages": [], "stream": True, "think": False, "tool_choice": "none",
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
+        schemas, request, warnings = vts.request_from_body("ollama", body)
+        # the server ignores a tool_choice, so it constrains nothing
+        self.assertEqual((schemas, request, warnings), ({"f": {"type": "object"}}, {"tools": ["f"]}, []))
+
+
+class Request(unittest.TestCase):
+    def test_only_tools(self):
+        self.assertEqual(codes(judge([line(entry(), entry("g", {}, 1, "call_2")), done()],
+                                     request={"tools": ["f"]})), ["request_violation"])
+        for request in ({"tool_choice": "none"}, {"parallel_tool_calls": False}):
+            with self.subTest(request=request):
+                self.assertEqual(codes(judge([line(entry()), done()], request=request)), ["invalid_fixture"])
+
+
+class Gate(unittest.TestCase):
+    def test_item_by_item_is_the_same_verdict(self):
+        chunks = [line(content="x"), line(entry()), done(entry("g", {}, 1, "call_2"))]
+        gate = vts.StreamGate("ollama", SCHEMAS)
+        for chunk in chunks:
+            gate.feed(chunk)
+        self.assertEqual(gate.finish()["calls"], judge(chunks)["calls"])
+
+
+if __name__ == "__main__":
+    unittest.main()
