@@ -4384,7 +4384,8 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
         return
     function = call.get("function")
     text = function.get("arguments") if isinstance(function, dict) else None
-    if set(call) != {"function"} or set(function) != {"arguments"} or not isinstance(text, str):
+    if set(call) != {"function"} or not isinstance(function, dict) or set(function) != {"arguments"} \
+            or not isinstance(text, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
                           "function.arguments, a string (an id or name there is not reviewed)", None, index)
         return
@@ -4396,9 +4397,11 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
 
 def _cohere_start(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:
     function = call.get("function")
+    if not isinstance(function, dict):
+        function = {None: None}   # not a reviewed shape: refused below
     ok_id, call_id = _optional_str(call, "id")
-    ok_name, name = _optional_str(function, "name") if isinstance(function, dict) else (False, None)
-    ok_args, text = _optional_str(function, "arguments") if isinstance(function, dict) else (False, None)
+    ok_name, name = _optional_str(function, "name")
+    ok_args, text = _optional_str(function, "arguments")
     if not (_COHERE_START_KEYS.issuperset(call) and _COHERE_FUNCTION_KEYS.issuperset(function)
             and call.get("type") in (None, "function") and ok_id and ok_name and ok_args):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-start of call {index} is not a reviewed shape (id, "

@@ -121,6 +121,17 @@ class Shapes(unittest.TestCase):
                 self.blocked([START, event, delta(0, "{}"), end(0), message_end()],
                              {"unsupported_event", "missing_slot"})
 
+    def test_a_function_member_that_is_no_object(self):
+        # found by fuzzing: these ended in a TypeError before they were refused
+        for function in (None, True, [], "f"):
+            with self.subTest(function=function):
+                bad_start = {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {
+                    "id": "x", "type": "function", "function": function}}}}
+                self.blocked([START, bad_start, end(0), message_end()], {"unsupported_event", "missing_slot"})
+                bad_delta = {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {
+                    "function": function}}}}
+                self.blocked([START, start(), bad_delta, end(0), message_end()], {"unsupported_event"})
+
     def test_start_without_type_is_read(self):
         event = start()
         del event["delta"]["message"]["tool_calls"]["type"]
