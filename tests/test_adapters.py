@@ -48,10 +48,27 @@ CASES = {
         ("gemini/pass-call-with-id.json", "agree"),
         ("gemini/identity-collision-two-calls-same-id.json", "executes-blocked"),
     ),
+    "cohere": (
+        ("cohere/pass-parallel-calls-one-after-another.json", "agree"),
+        # assembled by index, both interleaved calls run
+        ("cohere/unexpected-event-interleaved-calls.json", "executes-blocked"),
+    ),
+    "ollama": (
+        ("ollama/pass-parallel-calls-in-separate-lines.json", "agree"),
+        # no done:true line: the calls already handed over run
+        ("ollama/missing-terminal-no-done-line.json", "executes-blocked"),
+    ),
     "litellm": (
         ("openai/valid-fragmented-single-call.json", "agree"),
         # stream_chunk_builder joins every fragment of index 0: '{...}{...}' runs
         ("openai/trailing-data-cumulative-arguments-resent.json", "executes-blocked"),
+        ("ollama/pass-call-line-then-done-line.json", "agree"),
+        # ollama_chat gives each line's calls index 0..n-1 of that line: two calls in two lines are
+        # joined into one call (the second's name, '{...}{...}' arguments)
+        ("ollama/pass-parallel-calls-in-separate-lines.json", "differs-on-pass"),
+        # cohere_chat (v2) json.loads every raw SSE line, `event:` and `data:` lines included:
+        # MidStreamFallbackError on the first line of the real wire
+        ("cohere/pass-single-call-pretty-printed-fragments.json", "refuses"),
     ),
     "langchain-core": (
         ("openai/valid-fragmented-single-call.json", "agree"),
@@ -59,10 +76,17 @@ CASES = {
         # parse_partial_json completes arguments cut mid-string: the truncated call runs
         ("openai/missing-terminal-cut-mid-arguments.json", "executes-blocked"),
         ("anthropic/missing-terminal-stream-cut-mid-arguments.json", "executes-blocked"),
+        ("ollama/pass-parallel-calls-in-separate-lines.json", "agree"),
+        ("ollama/missing-terminal-no-done-line.json", "executes-blocked"),
+        # ChatCohere.stream(): every start/delta chunk gets a fresh uuid4 id, so langchain-core never
+        # merges them: name-only and arguments-only calls run next to the assembled one
+        ("cohere/pass-single-call-pretty-printed-fragments.json", "differs-on-pass"),
     ),
     "vercel-ai-sdk": (
         ("anthropic/pass-three-parallel-tool-uses.json", "agree"),
         ("anthropic/identity-collision-duplicate-tool-use-id.json", "executes-blocked"),
+        ("cohere/pass-parallel-calls-one-after-another.json", "agree"),
+        ("cohere/identity-collision-two-calls-share-an-id.json", "executes-blocked"),
     ),
 }
 
@@ -351,8 +375,8 @@ class Isolation(unittest.TestCase):
                 f"sys.path.insert(0, {os.path.join(ROOT, 'tests')!r})\n"
                 "import adapters.drivers, adapters.run\n"
                 "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'litellm', "
-                "'langchain_core', 'langchain_openai', 'langchain_anthropic', 'agents', 'google', 'httpx', "
-                "'httpx2', 'pydantic'))\n"
+                "'langchain_core', 'langchain_openai', 'langchain_anthropic', 'langchain_cohere', "
+                "'langchain_ollama', 'agents', 'google', 'cohere', 'ollama', 'httpx', 'httpx2', 'pydantic'))\n"
                 "print(repr(bad))\n")
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=_env(), timeout=120, cwd=ROOT)
         self.assertEqual(proc.returncode, 0, proc.stderr.decode())

@@ -10,7 +10,10 @@ Two layers, one module:
   free-text ``input``. They run in process, without network and without an HTTP client: they
   do what the SDK's ``Stream`` layer does to each SSE payload (``construct_type`` into the
   stream's ``cast_to`` type, plus that layer's error/ping/[DONE] handling) and then feed the
-  SDK's own accumulator classes directly. Every step mirrors the installed source it names;
+  SDK's own accumulator classes directly. cohere-python and ollama-python have no accumulator
+  class: their drivers run the SDK's real client over an in-memory ``httpx.MockTransport``
+  serving the wire body, then assemble the typed events the way the vendor's docs do.
+  Every step mirrors the installed source it names;
   re-read that source when the pinned versions in requirements.txt change. ``DRIVERS`` maps
   each driver's name to it, ``PROFILE_DRIVERS`` each profile to the drivers that read it.
 
@@ -19,9 +22,10 @@ Two layers, one module:
   request=None)``; each returns a :class:`Calls` list of ``{"id", "name", "arguments"}`` dicts
   (``arguments`` a string, compact JSON of the parsed value where the adapter only keeps a
   parsed object; ``"kind": "custom"`` marks a free-text custom tool call) in the order the
-  adapter hands them over. openai-python, anthropic, openai-agents and google-genai reuse the
-  SDK drivers of the first half. The others run the library's own streaming code end to end:
-  the fixture's payloads are served as an SSE body by an in-memory HTTP transport
+  adapter hands them over. openai-python, anthropic, openai-agents, google-genai, cohere and
+  ollama reuse the SDK drivers of the first half. The others run the library's own streaming
+  code end to end: the fixture's payloads are served as the wire body (SSE; NDJSON for Ollama)
+  by an in-memory HTTP transport
   (``MockTransport``: nothing leaves the process) to the library's real client, and the calls
   are read where an application reads them. ``run(adapter, profile, stream, ...)`` picks the
   driver.
@@ -71,6 +75,8 @@ __all__ = [
     "openai_agents",
     "openai_agents_chat",
     "google_genai_chunks",
+    "cohere_v2_chat_stream",
+    "ollama_chat_stream",
     "DRIVERS",
     # adapter drivers
     "ADAPTERS",
@@ -127,8 +133,8 @@ class DriverError(Exception):
         self.where = where  # innermost SDK frame, e.g. "openai/lib/streaming/chat/_completions.py:405"
 
 
-_SDK_TOPS = ("litellm", "langchain_core", "langchain_openai", "langchain_anthropic", "openai", "anthropic",
-             "agents", "genai")
+_SDK_TOPS = ("litellm", "langchain_core", "langchain_openai", "langchain_anthropic", "langchain_cohere",
+             "langchain_ollama", "openai", "anthropic", "agents", "genai", "cohere", "ollama")
 
 
 def _where(exc: BaseException) -> str:
@@ -165,7 +171,8 @@ def _quiet():
 # ======================================================================================
 
 # distribution name -> importable top-level module
-PACKAGES = {"openai": "openai", "anthropic": "anthropic", "openai-agents": "agents", "google-genai": "google.genai"}
+PACKAGES = {"openai": "openai", "anthropic": "anthropic", "openai-agents": "agents", "google-genai": "google.genai",
+            "cohere": "cohere", "ollama": "ollama"}
 
 # driver name -> distribution it needs (openai-agents also needs openai, which it depends on)
 DRIVER_PACKAGE = {
@@ -176,6 +183,8 @@ DRIVER_PACKAGE = {
     "openai_agents": "openai-agents",
     "openai_agents_chat": "openai-agents",
     "google_genai_chunks": "google-genai",
+    "cohere_v2_chat_stream": "cohere",
+    "ollama_chat_stream": "ollama",
 }
 
 # validator profile -> drivers that consume that wire format
@@ -186,6 +195,8 @@ PROFILE_DRIVERS = {
     "openai-responses": ("openai_responses_stream", "openai_agents"),
     "bedrock": (),
     "gemini": ("google_genai_chunks",),
+    "cohere": ("cohere_v2_chat_stream",),
+    "ollama": ("ollama_chat_stream",),
 }
 
 Call = dict  # {"id": str | None, "name": str | None, "arguments": str | None, "kind": "function" | "custom"}
@@ -616,6 +627,142 @@ def google_genai_chunks(chunks: list) -> list[Call]:
     return _run("google_genai_chunks", lambda: _genai_calls(chunks))
 
 
+# --------------------------------------------------------------------------------------
+# cohere-python: ClientV2.chat_stream (src/cohere/v2/raw_client.py) over an in-memory SSE body
+# --------------------------------------------------------------------------------------
+
+COHERE_MODEL = "command-a-03-2025"
+OLLAMA_MODEL = "llama3.2"
+_REPLAY_BASE = "http://sdk-replay.invalid"  # never resolved: an httpx MockTransport answers in memory
+
+
+def cohere_sse_body(events: list) -> bytes:
+    """The SSE body Cohere's POST /v2/chat (stream true) sends for these payloads: per payload an
+    ``event:`` line equal to its "type" and one ``data:`` line of compact JSON, then ``data: [DONE]``.
+    JSON escapes stay ASCII, so a lone surrogate half reaches the client as the escape it was."""
+    lines = []
+    for payload in events:
+        kind = payload.get("type") if isinstance(payload, Mapping) else None
+        if isinstance(kind, str) and "\n" not in kind and "\r" not in kind:
+            lines.append(f"event: {kind}\n")
+        lines.append("data: " + json.dumps(payload, separators=(",", ":")) + "\n\n")
+    lines.append("data: [DONE]\n\n")
+    return "".join(lines).encode("utf-8")
+
+
+def ollama_ndjson_body(chunks: list) -> bytes:
+    """The body of Ollama's POST /api/chat (stream true): one compact JSON object per line."""
+    return "".join(json.dumps(chunk, separators=(",", ":")) + "\n" for chunk in chunks).encode("utf-8")
+
+
+def _memory_transport(httpx_module, body: bytes, content_type: str):
+    def serve(request):
+        return httpx_module.Response(200, content=body, headers={"content-type": content_type})
+
+    return httpx_module.MockTransport(serve)
+
+
+def cohere_stream_events(events: list):
+    """What ``ClientV2.chat_stream(...)`` yields for these payloads: the SDK's own typed events.
+
+    cohere-python 5.21.1 reads the body with its EventSource (core/http_sse), stops at
+    ``data: [DONE]``, ignores the SSE ``event:`` name and parses each data line with
+    ``parse_sse_obj(sse, V2ChatStreamResponse)`` (pydantic validation of the union on "type").
+    A line that is not JSON, or that fits no event type (unknown "type", a tool-call-start
+    whose tool_calls has no "id", an index that is not an integer...), is logged with
+    ``logging.warning`` and skipped (v2/raw_client.py:236-247); it never raises.
+    """
+    import httpx
+    import cohere
+
+    client = cohere.ClientV2(api_key="unused", base_url=_REPLAY_BASE,
+                             httpx_client=httpx.Client(transport=_memory_transport(
+                                 httpx, cohere_sse_body(events), "text/event-stream")))
+    return client.chat_stream(model=COHERE_MODEL, messages=[{"role": "user", "content": "-"}])
+
+
+def _cohere_calls(events: list) -> list[Call]:
+    # The SDK assembles nothing. Cohere's streaming tool-use guide (docs.cohere.com, "Streaming for
+    # tool use") defines the events: tool-call-start carries the call's id and name (a ToolCallV2,
+    # whose function.arguments is "" on the real wire), each tool-call-delta the next piece of that
+    # call's arguments, tool-call-end says the call is complete; every event names its call by
+    # "index". So: open a call at start (keeping the start's arguments, which the SDK hands over
+    # in the same object), append each delta to the call of its index, hand the call over at its
+    # end, in order of the ends. A delta or end for an index with no open call fails the way that
+    # code fails (KeyError); a call never ended is never handed over; message-end's finish_reason
+    # (ERROR included) raises nothing in the SDK and is not consulted here.
+    open_calls: dict[Any, Call] = {}
+    done: list[Call] = []
+    with _quiet():  # the SDK logs every event it skips (logging.warning on the root logger)
+        for event in cohere_stream_events(events):
+            if event.type == "tool-call-start":
+                tool_call = event.delta.message.tool_calls
+                function = tool_call.function
+                open_calls[event.index] = {"id": tool_call.id,
+                                           "name": function.name if function is not None else None,
+                                           "arguments": (function.arguments or "") if function is not None else "",
+                                           "kind": "function"}
+            elif event.type == "tool-call-delta":
+                _open_call(open_calls, event)["arguments"] += event.delta.message.tool_calls.function.arguments
+            elif event.type == "tool-call-end":
+                done.append(_open_call(open_calls, event))
+                del open_calls[event.index]
+    return done
+
+
+def _open_call(open_calls: dict, event) -> Call:
+    try:
+        return open_calls[event.index]
+    except KeyError:
+        raise KeyError(f"{event.type} for index {event.index!r}, which has no open call") from None
+
+
+def cohere_v2_chat_stream(events: list) -> list[Call]:
+    """The calls an application assembles from ``cohere.ClientV2().chat_stream(...)``'s typed events
+    (the SDK itself assembles nothing): by index, complete at tool-call-end, ``arguments`` the
+    joined string exactly."""
+    return _run("cohere_v2_chat_stream", lambda: _cohere_calls(events))
+
+
+# --------------------------------------------------------------------------------------
+# ollama-python: Client.chat(..., stream=True) (ollama/_client.py) over an in-memory NDJSON body
+# --------------------------------------------------------------------------------------
+
+def ollama_stream_responses(chunks: list):
+    """What ``ollama.Client().chat(model, messages, stream=True)`` yields: a ChatResponse per line.
+
+    ollama-python 0.6.3 (_client.py:195-199): ``json.loads`` of each line, ``ResponseError`` for a
+    line with a truthy "error", else ``ChatResponse(**part)`` (pydantic, extra fields ignored: the
+    wire's tool call ``id`` and ``function.index`` are dropped; ``function.arguments`` must be an
+    object, a JSON string raises ValidationError).
+    """
+    import httpx
+    import ollama
+
+    client = ollama.Client(host=_REPLAY_BASE,
+                           transport=_memory_transport(httpx, ollama_ndjson_body(chunks), "application/x-ndjson"))
+    return client.chat(model=OLLAMA_MODEL, messages=[{"role": "user", "content": "-"}], stream=True)
+
+
+def _ollama_calls(chunks: list) -> list[Call]:
+    # Ollama's tool-calling docs (streaming): `tool_calls.extend(chunk.message.tool_calls)` for every
+    # chunk that has some. The SDK's Message.ToolCall has no id, so the id is None here.
+    tool_calls: list = []
+    for response in ollama_stream_responses(chunks):
+        if response.message.tool_calls:
+            tool_calls.extend(response.message.tool_calls)
+    return [{"id": getattr(call, "id", None), "name": call.function.name, "kind": "function",
+             "arguments": json.dumps(dict(call.function.arguments), separators=(",", ":"), ensure_ascii=False)}
+            for call in tool_calls]
+
+
+def ollama_chat_stream(chunks: list) -> list[Call]:
+    """The calls an application gathers from ``chunk.message.tool_calls`` of ollama-python's
+    ``Client.chat(stream=True)``; ``arguments`` compact JSON of the parsed object, ``id`` None (the
+    SDK drops the wire's id)."""
+    return _run("ollama_chat_stream", lambda: _ollama_calls(chunks))
+
+
 DRIVERS: dict[str, Callable[[list], list[Call]]] = {
     "openai_chat_stream_helper": openai_chat_stream_helper,
     "openai_chat_state": openai_chat_state,
@@ -624,6 +771,8 @@ DRIVERS: dict[str, Callable[[list], list[Call]]] = {
     "openai_agents": openai_agents,
     "openai_agents_chat": openai_agents_chat,
     "google_genai_chunks": google_genai_chunks,
+    "cohere_v2_chat_stream": cohere_v2_chat_stream,
+    "ollama_chat_stream": ollama_chat_stream,
 }
 
 
@@ -631,8 +780,8 @@ DRIVERS: dict[str, Callable[[list], list[Call]]] = {
 # adapter drivers: what each stream adapter would execute (run.py, speed.py)
 # ======================================================================================
 
-ADAPTERS = ("openai-python", "anthropic", "openai-agents", "google-genai", "litellm", "langchain-core",
-            "vercel-ai-sdk")
+ADAPTERS = ("openai-python", "anthropic", "openai-agents", "google-genai", "cohere", "ollama", "litellm",
+            "langchain-core", "vercel-ai-sdk")
 
 # adapter -> validator profiles whose wire format it reads
 PROFILES: dict[str, tuple[str, ...]] = {
@@ -640,8 +789,10 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "anthropic": ("anthropic",),
     "openai-agents": ("openai", "openai-responses"),
     "google-genai": ("gemini",),
-    "litellm": ("openai", "mistral"),
-    "langchain-core": ("openai", "mistral", "anthropic"),
+    "cohere": ("cohere",),
+    "ollama": ("ollama",),
+    "litellm": ("openai", "mistral", "cohere", "ollama"),
+    "langchain-core": ("openai", "mistral", "anthropic", "cohere", "ollama"),
     "vercel-ai-sdk": (),  # read from tests/adapters/vercel/driver.py (SUPPORTED_PROFILES)
 }
 
@@ -651,9 +802,12 @@ ADAPTER_PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "anthropic": (("anthropic", "anthropic"),),
     "openai-agents": (("openai-agents", "agents"), ("openai", "openai")),
     "google-genai": (("google-genai", "google.genai"),),
+    "cohere": (("cohere", "cohere"),),
+    "ollama": (("ollama", "ollama"),),
     "litellm": (("litellm", "litellm"), ("openai", "openai")),
     "langchain-core": (("langchain-core", "langchain_core"), ("langchain-openai", "langchain_openai"),
-                       ("langchain-anthropic", "langchain_anthropic")),
+                       ("langchain-anthropic", "langchain_anthropic"), ("langchain-cohere", "langchain_cohere"),
+                       ("langchain-ollama", "langchain_ollama")),
     "vercel-ai-sdk": (),
 }
 
@@ -917,6 +1071,48 @@ def replay_google_genai(profile, stream, tool_schemas=None, request=None) -> Cal
                           "no library reading of the calls to compare") from exc
 
 
+def replay_cohere(profile, stream, tool_schemas=None, request=None) -> Calls:
+    """cohere-python: ``ClientV2.chat_stream(...)``'s typed events assembled by index, each call handed
+    over at its tool-call-end (SDK driver ``cohere_v2_chat_stream``)."""
+    if profile != "cohere":
+        raise Unsupported(f"cohere does not read the {profile} profile")
+    return _from_sdk_driver(cohere_v2_chat_stream, stream)
+
+
+def replay_ollama(profile, stream, tool_schemas=None, request=None) -> Calls:
+    """ollama-python: every chunk's ``message.tool_calls`` from ``Client.chat(stream=True)`` (SDK driver
+    ``ollama_chat_stream``; the SDK drops the wire id, so ``id`` is None)."""
+    if profile != "ollama":
+        raise Unsupported(f"ollama does not read the {profile} profile")
+    return _from_sdk_driver(ollama_chat_stream, stream)
+
+
+def _wire_ids(profile: str, stream: list) -> set:
+    """The call ids the wire itself carries (cohere: tool-call-start; ollama: message.tool_calls[].id)."""
+    ids: set = set()
+    for item in stream:
+        if not isinstance(item, Mapping):
+            continue
+        if profile == "cohere":
+            tool_calls = ((item.get("delta") or {}).get("message") or {}) if isinstance(item.get("delta"), Mapping) else {}
+            tool_calls = tool_calls.get("tool_calls") if isinstance(tool_calls, Mapping) else None
+            entries = tool_calls if isinstance(tool_calls, list) else [tool_calls]
+        else:
+            message = item.get("message")
+            entries = message.get("tool_calls") if isinstance(message, Mapping) else None
+            entries = entries if isinstance(entries, list) else []
+        for entry in entries:
+            if isinstance(entry, Mapping) and isinstance(entry.get("id"), str):
+                ids.add(entry["id"])
+    return ids
+
+
+def _wire_id_or_none(call_id, wire_ids: set):
+    """An id the library made up itself (uuid4: LiteLLM's ollama_chat, langchain-ollama, langchain-cohere)
+    is not the wire's: reported as None, so the comparison skips it and the output stays stable."""
+    return call_id if call_id in wire_ids else None
+
+
 # --------------------------------------------------------------------------------------
 # litellm: completion(stream=True) -> CustomStreamWrapper chunks -> stream_chunk_builder
 # --------------------------------------------------------------------------------------
@@ -929,8 +1125,19 @@ def _litellm_calls(profile, stream, tool_schemas) -> Calls:
     messages = [{"role": "user", "content": "-"}]
     tools: list[dict] = [{"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
                          for name, schema in _function_tools(tool_schemas)]
+    if profile == "cohere":
+        return _litellm_cohere_calls(lib, stream, messages, tools)
     body = _sse(stream, named_events=False, done=True)
-    if profile == "openai":
+    if profile == "ollama":
+        # litellm/main.py _complete_ollama_chat: base_llm_http_handler with OllamaChatConfig's
+        # OllamaChatCompletionResponseIterator over litellm's HTTPHandler (the client is passed on)
+        import httpx
+        from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+        client = HTTPHandler(client=httpx.Client(transport=_memory_transport(
+            httpx, ollama_ndjson_body(stream), "application/x-ndjson")))
+        kwargs = {"model": "ollama_chat/" + OLLAMA_MODEL, "client": client, "api_base": MOCK_BASE}
+    elif profile == "openai":
         # litellm/llms/openai/openai.py OpenAIChatCompletion.streaming: the openai client's
         # chat.completions.create(stream=True) -> CustomStreamWrapper(custom_llm_provider="openai")
         import httpx2
@@ -953,6 +1160,10 @@ def _litellm_calls(profile, stream, tool_schemas) -> Calls:
     if tools:
         kwargs["tools"] = tools
     response = lib.completion(messages=messages, stream=True, max_retries=0, **kwargs)
+    return _litellm_final_calls(lib, response, messages, _wire_ids(profile, stream) if profile == "ollama" else None)
+
+
+def _litellm_final_calls(lib, response, messages, wire_ids=None) -> Calls:
     # The documented pattern: keep every chunk the wrapper yields, then rebuild the message.
     chunks = list(response)
     final = lib.stream_chunk_builder(chunks, messages=messages)
@@ -964,14 +1175,40 @@ def _litellm_calls(profile, stream, tool_schemas) -> Calls:
         if custom is not None and getattr(tool_call, "function", None) is None:
             calls.append(_call(tool_call.id, custom.name, custom.input, "custom"))
         else:
-            calls.append(_call(tool_call.id, tool_call.function.name, tool_call.function.arguments))
+            call_id = tool_call.id if wire_ids is None else _wire_id_or_none(tool_call.id, wire_ids)
+            calls.append(_call(call_id, tool_call.function.name, tool_call.function.arguments))
     return calls
 
 
+def _litellm_cohere_calls(lib, stream, messages, tools) -> Calls:
+    # litellm/main.py _complete_cohere_chat (route "v2" for any model name without "v1/"): the
+    # base_llm_http_handler with CohereV2ChatConfig, whose stream iterator is
+    # CohereV2ModelResponseIterator. It passes no `client` on, so the stream is read through
+    # get_httpx_client(); that one function is swapped for the in-memory client during the call.
+    import httpx
+    import litellm.llms.custom_httpx.llm_http_handler as handler_module
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+    client = HTTPHandler(client=httpx.Client(transport=_memory_transport(
+        httpx, cohere_sse_body(stream), "text/event-stream")))
+    original = handler_module.get_httpx_client
+    handler_module.get_httpx_client = lambda params=None: client
+    try:
+        kwargs = {"tools": tools} if tools else {}
+        response = lib.completion(model="cohere_chat/" + COHERE_MODEL, messages=messages, stream=True,
+                                  max_retries=0, api_key="unused", api_base=MOCK_BASE + "/v2/chat", **kwargs)
+        return _litellm_final_calls(lib, response, messages)
+    finally:
+        handler_module.get_httpx_client = original
+
+
 def replay_litellm(profile, stream, tool_schemas=None, request=None) -> Calls:
-    """litellm: ``litellm.completion(stream=True)`` over the fixture's SSE body, every chunk the
+    """litellm: ``litellm.completion(stream=True)`` over the fixture's body, every chunk the
     CustomStreamWrapper yields kept, then ``litellm.stream_chunk_builder(chunks)`` and the final
-    message's ``tool_calls`` (choice 0)."""
+    message's ``tool_calls`` (choice 0). Providers: openai, mistral, ``cohere_chat`` (Cohere v2:
+    litellm 1.110.2 json.loads each raw SSE line, ``event:`` and ``data:`` lines included, so it
+    raises on the real wire before any call: MidStreamFallbackError), ``ollama_chat`` (a uuid4 that
+    replaces the wire id is reported as None)."""
     if profile not in PROFILES["litellm"]:
         raise Unsupported(f"litellm driver does not read the {profile} profile")
     return _guard("litellm", lambda: _litellm_calls(profile, stream, tool_schemas))
@@ -984,7 +1221,35 @@ def replay_litellm(profile, stream, tool_schemas=None, request=None) -> Calls:
 def _langchain_calls(profile, stream, tool_schemas) -> Calls:
     import httpx2
 
-    if profile == "anthropic":
+    wire_ids = None
+    if profile == "cohere":
+        import httpx
+        import cohere as cohere_sdk
+        from langchain_cohere import ChatCohere
+
+        model = ChatCohere(model=COHERE_MODEL, cohere_api_key="unused", base_url=MOCK_BASE)
+        # ChatCohere.validate_environment builds cohere.Client(...) with no way to pass a transport;
+        # replace it with one whose httpx client serves the fixture (ChatCohere._stream then calls
+        # its .v2.chat_stream, the rest is the library's own).
+        model.__dict__["client"] = cohere_sdk.Client(
+            api_key="unused", base_url=MOCK_BASE,
+            httpx_client=httpx.Client(transport=_memory_transport(httpx, cohere_sse_body(stream), "text/event-stream")))
+        # langchain-cohere's _convert_to_cohere_tool_v2 takes a JSON-schema dict with title and description
+        tools = [dict(schema, title=name, description=schema.get("description") or name,
+                      properties=schema.get("properties") or {})
+                 for name, schema in _function_tools(tool_schemas)]
+        wire_ids = _wire_ids(profile, stream)
+    elif profile == "ollama":
+        import httpx
+        from langchain_ollama import ChatOllama
+
+        # ChatOllama hands client_kwargs to ollama.Client, which hands them to httpx.Client
+        model = ChatOllama(model=OLLAMA_MODEL, base_url=MOCK_BASE, client_kwargs={
+            "transport": _memory_transport(httpx, ollama_ndjson_body(stream), "application/x-ndjson")})
+        tools = [{"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
+                 for name, schema in _function_tools(tool_schemas)]
+        wire_ids = _wire_ids(profile, stream)
+    elif profile == "anthropic":
         import anthropic as anthropic_sdk
         from langchain_anthropic import ChatAnthropic
 
@@ -1011,17 +1276,22 @@ def _langchain_calls(profile, stream, tool_schemas) -> Calls:
         full = chunk if full is None else full + chunk
     if full is None:
         return Calls()
-    calls = [_call(tc.get("id"), tc.get("name"), _compact(tc.get("args"))) for tc in full.tool_calls]
-    invalid = [{"id": tc.get("id"), "name": tc.get("name"), "arguments": tc.get("args"), "error": tc.get("error")}
+    def ident(call_id):
+        return call_id if wire_ids is None else _wire_id_or_none(call_id, wire_ids)
+
+    calls = [_call(ident(tc.get("id")), tc.get("name"), _compact(tc.get("args"))) for tc in full.tool_calls]
+    invalid = [{"id": ident(tc.get("id")), "name": tc.get("name"), "arguments": tc.get("args"), "error": tc.get("error")}
                for tc in full.invalid_tool_calls]
     return Calls(calls, invalid)
 
 
 def replay_langchain_core(profile, stream, tool_schemas=None, request=None) -> Calls:
-    """langchain-core message chunks as langchain-openai (openai, mistral) and
-    langchain-anthropic (anthropic) build them from the stream, summed with ``+``:
+    """langchain-core message chunks as langchain-openai (openai, mistral), langchain-anthropic
+    (anthropic), langchain-cohere (cohere: ChatCohere over ClientV2.chat_stream) and langchain-ollama
+    (ollama: ChatOllama over ollama.Client.chat) build them from the stream, summed with ``+``:
     ``.tool_calls`` (arguments parsed by langchain-core's parse_partial_json) are executed,
-    ``.invalid_tool_calls`` are not (reported in ``Calls.not_executed``)."""
+    ``.invalid_tool_calls`` are not (reported in ``Calls.not_executed``). For cohere and ollama an
+    id that is not the wire's (a uuid4 the integration made up) is reported as None."""
     if profile not in PROFILES["langchain-core"]:
         raise Unsupported(f"langchain-core driver does not read the {profile} profile")
     return _guard("langchain-core", lambda: _langchain_calls(profile, stream, tool_schemas))
@@ -1079,6 +1349,8 @@ ADAPTER_DRIVERS: dict[str, Callable[..., Calls]] = {
     "anthropic": replay_anthropic,
     "openai-agents": replay_openai_agents,
     "google-genai": replay_google_genai,
+    "cohere": replay_cohere,
+    "ollama": replay_ollama,
     "litellm": replay_litellm,
     "langchain-core": replay_langchain_core,
     "vercel-ai-sdk": replay_vercel_ai_sdk,

@@ -41,9 +41,10 @@ const { streamText, jsonSchema, tool } = await import('ai');
 const { createOpenAI } = await import('@ai-sdk/openai');
 const { createAnthropic } = await import('@ai-sdk/anthropic');
 const { createGoogleGenerativeAI } = await import('@ai-sdk/google');
+const { createCohere } = await import('@ai-sdk/cohere');
 
 const require = createRequire(import.meta.url);
-const PACKAGES = ['ai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/google'];
+const PACKAGES = ['ai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/google', '@ai-sdk/cohere'];
 export function versions() {
   const out = {};
   for (const name of PACKAGES) out[name] = require(`${name}/package.json`).version;
@@ -59,6 +60,8 @@ const PROFILES = {
   'openai-responses': { frame: 'event', done: false, model: 'gpt-4o' },
   anthropic: { frame: 'event', done: false, model: 'claude-sonnet-4-20250514' },
   gemini: { frame: 'data', done: false, crlf: true, model: 'gemini-2.5-flash' },
+  // Cohere v2 chat: `event: <type>` + `data: <json>` per event, then `data: [DONE]`
+  cohere: { frame: 'event', done: true, model: 'command-a-03-2025' },
 };
 const UNSUPPORTED = {
   bedrock: 'unsupported profile',
@@ -66,6 +69,9 @@ const UNSUPPORTED = {
   // it, so a Vercel application talking to Mistral uses @ai-sdk/mistral, whose own
   // accumulator (by id, then index, then the latest call) is not mirrored here.
   mistral: 'unsupported profile: mistral needs @ai-sdk/mistral, which this driver does not mirror',
+  // The AI SDK has no first-party Ollama provider (only community packages such as
+  // ollama-ai-provider, which this driver does not mirror).
+  ollama: 'unsupported profile: the Vercel AI SDK has no first-party Ollama provider',
 };
 
 function sseBody(spec, stream) {
@@ -151,6 +157,8 @@ function modelFor(profile, fetch, modelId) {
       return createAnthropic(common)(modelId);
     case 'gemini':
       return createGoogleGenerativeAI(common)(modelId);
+    case 'cohere':
+      return createCohere(common)(modelId);
     default:
       throw new Error(`unknown profile: ${profile}`);
   }

@@ -24,8 +24,8 @@ __all__ = ["VercelError", "available", "vercel_calls", "vercel_batch", "prefetch
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "driver.mjs")
 NODE_MODULES = os.path.join(HERE, "node_modules")
-PACKAGES = ("ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@ai-sdk/google")
-SUPPORTED_PROFILES = ("openai", "openai-responses", "anthropic", "gemini")
+PACKAGES = ("ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@ai-sdk/google", "@ai-sdk/cohere")
+SUPPORTED_PROFILES = ("openai", "openai-responses", "anthropic", "gemini", "cohere")
 
 # Per job inside node, plus start-up; the batch as a whole gets this much per job on top.
 JOB_TIMEOUT_S = 10.0
