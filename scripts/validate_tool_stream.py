@@ -4366,7 +4366,7 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
         return
     key = (None, index)
     if kind == "tool-call-end":
-        if "delta" in event:
+        if event.get("delta") is not None:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-end of call {index} carries a delta (the wire "
                               "sends only type and index)", None, index)
             return
@@ -4384,7 +4384,7 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
         return
     function = call.get("function")
     text = function.get("arguments") if isinstance(function, dict) else None
-    if set(call) != {"function"} or not isinstance(function, dict) or set(function) != {"arguments"} \
+    if _stated(call) != {"function"} or not isinstance(function, dict) or _stated(function) != {"arguments"} \
             or not isinstance(text, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
                           "function.arguments, a string (an id or name there is not reviewed)", None, index)
@@ -4393,6 +4393,11 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
         yield WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
                           "streaming: the Vercel AI SDK appends it to the pending call", None, index)
     yield Fragment(pos, key, None, None, text)
+
+
+def _stated(members: dict) -> set:
+    """The members a value states: null is absent (an SDK's model_dump_json() writes its unset fields so)."""
+    return {key for key, value in members.items() if value is not None}
 
 
 def _cohere_start(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:

@@ -184,6 +184,18 @@ class Capture(unittest.TestCase):
         self.assertEqual(envelope["events"][-1], self.TURN[-1])
         self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
+    def test_sdk_dumps_with_null_members_read_as_the_wire(self):
+        # model_dump_json() of the SDK's typed events writes unset members as null
+        dumped = [dict(START, delta={"message": {"role": "assistant", "content": None, "tool_calls": None}}),
+                  start(), dict(delta(0, "{\"a\":1}")), dict(end(0), delta=None),
+                  dict(message_end(), id=None)]
+        dumped[2]["delta"]["message"]["tool_calls"]["id"] = None
+        body = "".join(json.dumps(e) + "\n" for e in dumped).encode()
+        envelope, _ = vts.sse_to_envelope(body, "cohere", SCHEMAS)
+        self.assertEqual(envelope["meta"]["capture_point"], "JSON Lines")
+        report = vts.validate_envelope(envelope)
+        self.assertEqual((report["status"], [c["arguments"] for c in report["calls"]]), ("pass", ["{\"a\":1}"]))
+
     def test_without_done_a_warning(self):
         _, warnings = vts.sse_to_envelope(sse(self.TURN, done=False), "cohere", SCHEMAS)
         self.assertEqual(warnings, ["no data: [DONE] sentinel: the capture may be cut short"])
