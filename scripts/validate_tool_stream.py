@@ -797,6 +797,15 @@ def _one_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     return [(where, tool, "")]
 
 
+def _function_tool(where: str, tool: Any, api: str) -> list[tuple[str, Any, str]]:
+    """A tools entry of an API whose only tools are functions: "type" may be left out, another is refused."""
+    if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict) \
+            or tool.get("type") not in (None, "function"):
+        raise CaptureError(f"{where} is not a {api} function tool ({{\"type\": \"function\", \"function\": "
+                           "{\"name\", \"parameters\"}})")
+    return [(where, dict(tool, type="function"), "")]
+
+
 def _no_defined_tool(where: str, tool: dict) -> None:
     """For a provider without client tools of its own definition."""
     return None
@@ -4406,11 +4415,13 @@ def _cohere_start(pos: int, index: int, call: dict, state: _CohereState) -> Iter
         function = {None: None}   # not a reviewed shape: refused below
     ok_id, call_id = _optional_str(call, "id")
     ok_name, name = _optional_str(function, "name")
-    ok_args, text = _optional_str(function, "arguments")
+    text = function.get("arguments")
+    # the Vercel AI SDK's schema wants type "function" and string arguments: it drops another start, and
+    # with it the whole call
     if not (_COHERE_START_KEYS.issuperset(call) and _COHERE_FUNCTION_KEYS.issuperset(function)
-            and call.get("type") in (None, "function") and ok_id and ok_name and ok_args):
+            and call.get("type") == "function" and ok_id and ok_name and isinstance(text, str)):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-start of call {index} is not a reviewed shape (id, "
-                          "type \"function\", function.name and function.arguments, strings)", None, index)
+                          "type \"function\", function.name, and function.arguments a string)", None, index)
         return
     if index in state.started:
         yield WireProblem(pos, IDENTITY_COLLISION, f"call {index} was started twice", None, index)
@@ -4440,20 +4451,49 @@ def _choice_cohere(choice: Any) -> dict:
     return {"none": choice == "NONE"}
 
 
+def _cohere_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
+    """A /v2/chat tools entry: {"type": "function", "function": {...}}; cohere-python's type is optional."""
+    if isinstance(tool, dict) and "parameter_definitions" in tool:
+        raise CaptureError(f"{where} is a Cohere v1 tool (parameter_definitions): v1 chat is not read; "
+                           "record a /v2/chat request")
+    return _function_tool(where, tool, "Cohere v2")
+
+
+def _cohere_check_sse(text: str) -> None:
+    """Framing cohere-python reads otherwise: its sync reader ends a line only at LF, its async reader
+    (httpx aiter_lines) also at U+0085, U+2028 and U+2029 inside a data line."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if "\r" in line.rstrip("\r"):
+            raise CaptureError("a line ends in a bare CR: cohere-python's reader splits lines only at LF and "
+                               "would read no event there", number)
+        for mark in ("\x85", "\u2028", "\u2029"):
+            if mark in line:
+                raise CaptureError(f"a raw U+{ord(mark):04X} in a line: cohere-python's async reader ends the line "
+                                   "there and drops the event", number)
+
+
 def _redact_cohere_event(event: dict) -> dict:
     """Text, tool plan, citations and error messages; call identity and arguments are kept."""
     out = {}
     for key, value in event.items():
         if key in ("type", "index", "id"):
             out[key] = value
-        elif key == "delta" and event.get("type") in _COHERE_CALL_EVENTS:
-            out[key] = value
+        elif key == "delta" and _wire_str(event.get("type")) in _COHERE_CALL_EVENTS and isinstance(value, dict):
+            out[key] = {k: (_redact_cohere_call_message(v) if k == "message" else _neutral(v, _COHERE_KEEP))
+                        for k, v in value.items()}
         elif key == "delta" and isinstance(value, dict):
             out[key] = {k: (v if k in ("finish_reason", "usage", "error_type") else _neutral(v, _COHERE_KEEP))
                         for k, v in value.items()}
         else:
             out[key] = _neutral(value, _COHERE_KEEP)
     return out
+
+
+def _redact_cohere_call_message(message: Any) -> Any:
+    """A call event's delta.message: its tool_calls kept, anything beside them neutralised."""
+    if not isinstance(message, dict):
+        return _neutral(message, _COHERE_KEEP)
+    return {k: (v if k == "tool_calls" else _neutral(v, _COHERE_KEEP)) for k, v in message.items()}
 
 
 _COHERE_KEEP = frozenset({"type", "role"})
@@ -4478,7 +4518,8 @@ COHERE = Profile("cohere", "events",
                            slot_end_name="tool-call-end"),
                  lambda limits: CohereNormalizer(), _choice_cohere, _redact_cohere_event, _cohere_protected,
                  _fragment_key_at("index"), "cohere", _cohere_claims, 5,
-                 parallel_instead=" (Cohere's API has no such control)", warn_without_done=True)
+                 parallel_instead=" (Cohere's API has no such control)", warn_without_done=True,
+                 expand_tool=_cohere_tool, check_sse_text=_cohere_check_sse)
 
 
 # ---------------------------------------------------------------------------
@@ -4496,15 +4537,84 @@ COHERE = Profile("cohere", "events",
 
 _OLLAMA_CALL_KEYS = frozenset({"id", "function"})
 _OLLAMA_FUNCTION_KEYS = frozenset({"index", "name", "arguments"})
+# Members ollama-python's ChatResponse declares, with their JSON type (null is always allowed there):
+# it validates every line and raises at one it cannot read, after handing over the calls before it.
+_OLLAMA_LINE_TYPES = MappingProxyType({
+    "model": str, "created_at": str, "done_reason": str, "total_duration": int, "load_duration": int,
+    "prompt_eval_count": int, "prompt_eval_duration": int, "eval_count": int, "eval_duration": int,
+    "logprobs": list,
+})
+_OLLAMA_MESSAGE_TYPES = MappingProxyType({
+    "role": str, "content": str, "thinking": str, "images": list, "tool_name": str, "tool_calls": list,
+})
 # Message members of an assistant line; another member naming a tool is a shape not reviewed.
 _OLLAMA_MESSAGE_KEYS = frozenset({"role", "content", "thinking", "images", "tool_calls"})
+# Characters Python's str.splitlines() ends a line at that Ollama's server writes unescaped inside a
+# string (Go's encoder escapes U+2028 and U+2029, not U+0085): httpx's iter_lines, which ollama-python,
+# LangChain and LiteLLM read the body with, cuts the line there and the JSON of both halves fails.
+_OLLAMA_LINE_BREAKS = ("\x85",)
+
+
+def _ollama_wrong_type(holder: dict, types: Mapping[str, type], where: str) -> str | None:
+    """The first member of `holder` whose value is not null and not of its declared type, described."""
+    for key, kind in types.items():
+        value = holder.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"{where}{key} is {_describe(value)}, not {'an integer' if kind is int else kind.__name__}"
+    return None
+
+
+def _ollama_breaks_lines(value: Any) -> bool:
+    """Whether a string anywhere in the parsed line holds a character httpx ends a line at."""
+    stack, seen = [value], 0
+    while stack and seen < 1_000_000:   # a fed object could be self-referencing: the walk is bounded
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, str):
+            if any(mark in item for mark in _OLLAMA_LINE_BREAKS):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _langchain_rewrites(name: Any, args: dict) -> str | None:
+    """Why langchain-ollama would run other arguments than these (None when it runs them as they are).
+
+    Its _parse_arguments_from_tool_call drops a "functionName" member equal to the call's name and
+    replaces each top-level string that json.loads or ast.literal_eval reads as an object or a list
+    by that value (a band-aid for ollama#6155).
+    """
+    import ast
+
+    for key, value in args.items():
+        if key == "functionName" and value == name:
+            return "has a \"functionName\" member equal to its name, which langchain-ollama drops"
+        if not isinstance(value, str) or value.strip(" \t\r\n")[:1] not in ("{", "["):
+            continue
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            try:
+                parsed = ast.literal_eval(value)
+            except Exception:   # noqa: BLE001  (SyntaxError, ValueError, MemoryError, RecursionError...)
+                parsed = None   # LangChain keeps the string, or raises itself: runs nothing else
+        except RecursionError:
+            parsed = None
+        if isinstance(parsed, (dict, list)):
+            return (f"has the string member {_token(key)} that langchain-ollama replaces by the "
+                    f"{'object' if isinstance(parsed, dict) else 'list'} it parses to")
+    return None
 
 
 class OllamaNormalizer:
     """Translate /api/chat lines into neutral events, one at a time: each call opens and ends its slot."""
 
     def __init__(self) -> None:
-        self.calls = 0          # calls so far: the next call's slot and its expected function.index
+        self.calls = 0          # calls so far: the next call's slot
         self.opened = False     # a call opened a slot
         self.done = False       # a line said "done": true
 
@@ -4527,17 +4637,26 @@ class OllamaNormalizer:
                 yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
             return
         message = chunk.get("message")
-        if message is not None and not isinstance(message, dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"message is {_describe(message)}, not an object")
-        elif isinstance(message, dict):
+        wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
+                 else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
+                 or _ollama_wrong_type(message, _OLLAMA_MESSAGE_TYPES, "message.")
+                 or ("message has no role" if message.get("role") is None else None))
+        if wrong is not None:
+            # ollama-python raises at such a line, after handing over the calls before it
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{wrong}: ollama-python cannot read this line")
+        elif message.get("role") != "assistant":
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"message.role is {_token(message.get('role'))}, not "
+                              "\"assistant\"")
+        elif _ollama_breaks_lines(chunk):
+            yield WireProblem(pos, UNEXPECTED_EVENT, "a string in this line holds U+0085 (NEL), which the server "
+                              "writes unescaped: ollama-python, LangChain and LiteLLM split the line there and "
+                              "cannot read it")
+        else:
             yield from self._message(pos, message)
         if done:
             self.done = True
             reason = chunk.get("done_reason")
-            if reason is not None and not isinstance(reason, str):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"done_reason is {_describe(reason)}, not a string")
-                return
-            if self.opened:   # "stop" ends text turns too: only a turn with calls has a tool terminal
+            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
                 # the server leaves done_reason out when it is "" (its connection to the model closed)
                 yield TurnEnd(pos, "" if reason is None else reason)
 
@@ -4546,13 +4665,7 @@ class OllamaNormalizer:
             if key not in _OLLAMA_MESSAGE_KEYS and ("tool" in key or "function" in key) and value not in _NOTHING:
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"message member {_token(key)} names a tool in a shape this "
                                   "tool does not translate")
-        calls = message.get("tool_calls")
-        if calls is None:
-            return
-        if not isinstance(calls, list):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"message.tool_calls is {_describe(calls)}, not a list")
-            return
-        for entry in calls:
+        for entry in message.get("tool_calls") or ():
             yield from self._call(pos, entry)
 
     def _call(self, pos: int, entry: Any) -> Iterator[NeutralEvent]:
@@ -4571,22 +4684,21 @@ class OllamaNormalizer:
             yield WireProblem(pos, MISSING_INDEX, f"call {number} has function.index {_describe(index)}, not a "
                               "non-negative integer", None, number)
             return
+        # Its value is not checked: the built-in model parsers of servers v0.12.6 to v0.17.3 send 0 for
+        # every call, and no reader uses it (ollama-python drops it).  Calls are numbered in order.
+        name = function.get("name") or None
         args = function.get("arguments")
+        self.opened = True
+        yield SlotOpen(pos, key, entry.get("id") or None, name, args if isinstance(args, dict) else {})
         if not isinstance(args, dict):
             what = _describe(args) if "arguments" in function else "no arguments"
-            self.opened = True
-            yield SlotOpen(pos, key, entry.get("id") or None, function.get("name") or None, {})
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
                               "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
                               "skips the call", None, number)
-            yield SlotEnd(pos, key)
-            return
-        if index is not None and index != number:
-            code = MISSING_SLOT if index > number else IDENTITY_COLLISION
-            yield WireProblem(pos, code, f"call {number} of the turn says function.index {index} (the server numbers "
-                              "a turn's calls 0, 1, 2...)", None, number)
-        self.opened = True
-        yield SlotOpen(pos, key, entry.get("id") or None, function.get("name") or None, args)
+        else:
+            rewrite = _langchain_rewrites(name, args)
+            if rewrite is not None:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"call {number} {rewrite}", None, number)
         yield SlotEnd(pos, key)
 
 
@@ -4605,16 +4717,19 @@ def _ollama_request_tools(body: dict) -> tuple[list, Any]:
 
 
 def _redact_ollama_chunk(chunk: dict) -> dict:
-    """Content, thinking, images, log probabilities and error text; tool calls are kept."""
+    """Everything but the model, the counters, done and its reason, the role and the tool calls."""
     out = {}
     for key, value in chunk.items():
         if key == "message" and isinstance(value, dict):
             out[key] = {k: (v if k in ("role", "tool_calls") else _neutral(v)) for k, v in value.items()}
-        elif key in ("error", "logprobs", "_debug_info"):
-            out[key] = _neutral(value)
-        else:
+        elif key in _OLLAMA_KEPT or key in _OLLAMA_LINE_TYPES and _OLLAMA_LINE_TYPES[key] is int:
             out[key] = value
+        else:
+            out[key] = _neutral(value)   # error text, log probabilities, remote_host, members not reviewed
     return out
+
+
+_OLLAMA_KEPT = frozenset({"model", "created_at", "done", "done_reason"})
 
 
 def _ollama_protected(payload: dict) -> dict[tuple, str]:
@@ -4633,7 +4748,8 @@ OLLAMA = Profile("ollama", "chunks",
                            slot_end_name="its tool_calls entry", requires_id=False),
                  lambda limits: OllamaNormalizer(), _choice_ollama, _redact_ollama_chunk, _ollama_protected,
                  _no_fragment_key, "ollama", _ollama_claims, 6,
-                 parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools)
+                 parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools,
+                 expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"))
 
 
 # ---------------------------------------------------------------------------

@@ -132,10 +132,15 @@ class Shapes(unittest.TestCase):
                     "function": function}}}}
                 self.blocked([START, start(), bad_delta, end(0), message_end()], {"unsupported_event"})
 
-    def test_start_without_type_is_read(self):
-        event = start()
-        del event["delta"]["message"]["tool_calls"]["type"]
-        self.assertEqual(judge([START, event, delta(0, "{}"), end(0), message_end()])["status"], "pass")
+    def test_a_start_the_vercel_ai_sdk_drops(self):
+        # its schema wants type "function" and string arguments; it drops another start and the call with it
+        for drop in ("type", "arguments"):
+            with self.subTest(without=drop):
+                event = start()
+                call = event["delta"]["message"]["tool_calls"]
+                (call if drop == "type" else call["function"]).pop(drop)
+                self.blocked([START, event, delta(0, "{}"), end(0), message_end()],
+                             {"unsupported_event", "missing_slot"})
 
     def test_delta_and_end_shapes(self):
         for event in ({"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {
@@ -208,6 +213,37 @@ class Capture(unittest.TestCase):
                                                          "error_type": "INVALID_TOOL_GENERATION"})
         self.assertEqual(codes(vts.validate_envelope(envelope)), ["stream_error"])
 
+    def test_framing_cohere_python_reads_otherwise(self):
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(sse(self.TURN).replace(b"\n", b"\r"), "cohere", SCHEMAS)
+        self.assertIn("bare CR", str(caught.exception))
+        self.assertEqual(vts.validate_envelope(vts.sse_to_envelope(sse(self.TURN).replace(b"\n", b"\r\n"),
+                                                                   "cohere", SCHEMAS)[0])["status"], "pass")
+        for mark in ("\u2028", "\u0085", "\u2029"):
+            with self.subTest(mark=mark), self.assertRaises(vts.CaptureError) as caught:
+                turn = [START] + call(0, pieces=("{\"a\":", "1}", "")) + [message_end()]
+                turn[3] = delta(0, "1" + mark + "}")
+                vts.sse_to_envelope(sse(turn).replace(json.dumps(mark).strip('"').encode(), mark.encode()), "cohere",
+                                    SCHEMAS)
+            self.assertIn("async reader", str(caught.exception))
+
+    def test_a_type_of_another_json_type_is_no_crash(self):
+        # capture's redaction looked the type up in a table: a list or object there raised TypeError
+        for kind in ({"a": 1}, ["tool-call-start"], None, 5):
+            with self.subTest(kind=kind):
+                body = ("data: " + json.dumps({"type": kind, "delta": {}}) + "\n\ndata: [DONE]\n\n").encode()
+                envelope, _ = vts.sse_to_envelope(body, "cohere", SCHEMAS)
+                self.assertEqual(codes(vts.validate_envelope(envelope)), ["unsupported_event"])
+
+    def test_text_beside_a_call_is_redacted(self):
+        event = start()
+        event["delta"]["message"]["tool_plan"] = "SECRET PLAN"
+        event["delta"]["other"] = "SECRET"
+        envelope, _ = vts.sse_to_envelope(sse([START, event, end(0), message_end()]), "cohere", SCHEMAS)
+        self.assertNotIn("SECRET", json.dumps(envelope))
+        self.assertEqual(envelope["events"][1]["delta"]["message"]["tool_calls"],
+                         event["delta"]["message"]["tool_calls"])
+
     def test_an_event_name_must_match_the_type(self):
         body = sse(self.TURN).replace(b"event: tool-call-end", b"event: tool-call-delta")
         with self.assertRaises(vts.CaptureError):
@@ -230,6 +266,12 @@ class Capture(unittest.TestCase):
                           {"tools": ["f"], "tool_choice": "REQUIRED"}, []))
         with self.assertRaises(vts.CaptureError):
             vts.request_from_body("cohere", dict(body, tool_choice="required"))
+        untyped = dict(body, tools=[{"function": {"name": "f", "parameters": {"type": "object"}}}])
+        self.assertEqual(vts.request_from_body("cohere", untyped)[0], {"f": {"type": "object"}})
+        v1 = dict(body, tools=[{"name": "f", "description": "", "parameter_definitions": {"a": {"type": "int"}}}])
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.request_from_body("cohere", v1)
+        self.assertIn("Cohere v1 tool", str(caught.exception))
 
 
 class Request(unittest.TestCase):

@@ -110,7 +110,7 @@ class FixturesThroughTheRealCli(unittest.TestCase):
 # The profiles whose fixture sets are held to this, and the codes a profile cannot raise, with why.
 SET_PROFILES = NEW_PROFILES + ("cohere", "ollama")
 CANNOT_RAISE = {"ollama": {"malformed_json": "its arguments arrive as parsed objects, never as text",
-                           "unexpected_event": "its calls arrive whole, with no event order to break"}}
+                           "missing_slot": "its calls arrive whole and are numbered in order: none can be skipped"}}
 
 
 def new_profile_fixtures(profiles=NEW_PROFILES):

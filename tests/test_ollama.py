@@ -96,13 +96,14 @@ class CallShapes(unittest.TestCase):
         self.assertEqual(report["status"], "pass")   # an index left out (older servers) is not checked
         self.assertEqual(judge([line(entry(call_id="")), done()])["calls"][0]["id"], None)
 
-    def test_the_index_counts_the_turns_calls(self):
-        self.assertEqual(judge([line(entry()), line(entry("g", {}, 1, "call_2")), done(entry("g", {}, 2, "call_3"))])["status"],
-                         "pass")
-        report = self.blocked([line(entry(), entry("g", {}, 3, "call_2")), done()], {"missing_slot"})
-        self.assertEqual(positions(report), [("missing_slot", 0)])
-        self.assertIn("call 1 of the turn says function.index 3", report["findings"][0]["message"])
-        self.blocked([line(entry()), done(entry("g", {}, 0, "call_2"))], {"identity_collision"})
+    def test_the_index_is_not_counted(self):
+        # servers v0.12.6 to v0.17.3 send 0 from their built-in parsers; no reader uses it
+        for indices in ((0, 1, 2), (0, 0, 0), (2, 0, 7)):
+            with self.subTest(indices=indices):
+                report = judge([line(entry(index=indices[0])), line(entry("g", {}, indices[1], "call_2")),
+                                done(entry("g", {}, indices[2], "call_3"))])
+                self.assertEqual(report["status"], "pass")
+                self.assertEqual([c["index"] for c in report["calls"]], [0, 1, 2])
         for index in (True, -1, 1.0, "0"):
             with self.subTest(index=index):
                 self.blocked([line(entry(index=index)), done()], {"missing_index"})
@@ -134,6 +135,40 @@ class CallShapes(unittest.TestCase):
                       done()], {"unsupported_event"})
         self.blocked([dict(line(entry()), message={"role": "assistant", "tool_calls": [entry()],
                                                    "tool_call_id": "call_x"}), done()], {"unsupported_event"})
+
+    def test_lines_ollama_python_cannot_read(self):
+        for bad in (dict(line(entry()), eval_count=1.5), dict(line(entry()), model=5),
+                    dict(line(entry()), message={"role": "assistant", "content": 7, "tool_calls": [entry()]}),
+                    dict(line(entry()), message={"content": "", "tool_calls": [entry()]}),
+                    {"model": "m", "done": False}, dict(line(), message=None)):
+            with self.subTest(line=bad):
+                report = self.blocked([bad, done()], {"unsupported_event"})
+                self.assertIn("ollama-python cannot read this line", report["findings"][0]["message"])
+        report = self.blocked([dict(line(entry()), message={"role": "user", "content": "", "tool_calls": [entry()]}),
+                               done()], {"unexpected_event"})
+        self.assertEqual(report["calls"], [])
+        # members it does not declare are ignored, as it ignores them
+        extra = dict(line(entry()), remote_model="gpt-oss:120b", remote_host="https://ollama.com:443", x=[1])
+        self.assertEqual(judge([extra, done()])["status"], "pass")
+
+    def test_a_nel_anywhere_in_a_line(self):
+        for chunk in (line(entry(args={"a": 1, "n\x85": 2})), line(content="a\x85b"),
+                      dict(line(entry()), model="m\x85")):
+            with self.subTest(chunk=chunk):
+                self.blocked([chunk, line(entry("g", {}, 1, "call_2")), done()], {"unexpected_event"})
+        # the server escapes U+2028 and U+2029: they reach every reader as one line
+        self.assertEqual(judge([line(entry("g", {"a": "\u2028\u2029"})), done()])["status"], "pass")
+
+    def test_arguments_langchain_ollama_would_rewrite(self):
+        for args in ({"q": "{\"x\": 1}"}, {"q": " [1, 2]"}, {"q": "{'x': 1}"}, {"q": "['rm', '-rf']"},
+                     {"functionName": "g", "q": "x"}):
+            with self.subTest(args=args):
+                report = self.blocked([line(entry("g", args)), done()], {"unexpected_event"})
+                self.assertIn("langchain-ollama", report["findings"][0]["message"])
+        for args in ({"q": "123"}, {"q": "{x}"}, {"q": "[unclosed"}, {"q": "(1, 2)"}, {"q": "{1, 2}"},
+                     {"functionName": "f", "q": "x"}, {"q": ["[1]"]}, {"q": "[" * 5000}):
+            with self.subTest(args=args):
+                self.assertEqual(judge([line(entry("g", args)), done()])["status"], "pass")
 
     def test_duplicate_ids_and_missing_names(self):
         self.blocked([line(entry(), entry("g", {}, 1)), done()], {"identity_collision"})
@@ -173,6 +208,10 @@ class Capture(unittest.TestCase):
             "tool_calls": [entry()]}, logprobs=[{"token": "[redacted]"}]))
         errors, _ = vts.sse_to_envelope(ndjson([line(entry()), {"error": "model text"}]), "ollama", SCHEMAS)
         self.assertEqual(errors["chunks"][1], {"error": "[redacted]"})
+        remote, _ = vts.sse_to_envelope(ndjson([dict(done(), remote_host="https://internal:11434", other="x")]),
+                                        "ollama", SCHEMAS)
+        self.assertEqual((remote["chunks"][0]["remote_host"], remote["chunks"][0]["other"]),
+                         ("[redacted]", "[redacted]"))
 
     def test_other_bodies_are_refused_with_a_pointer(self):
         generate = ndjson([{"model": "m", "created_at": "t", "response": "hi", "done": False}])
@@ -189,6 +228,11 @@ class Capture(unittest.TestCase):
         schemas, request, warnings = vts.request_from_body("ollama", body)
         # the server ignores a tool_choice, so it constrains nothing
         self.assertEqual((schemas, request, warnings), ({"f": {"type": "object"}}, {"tools": ["f"]}, []))
+        untyped = {"tools": [{"function": {"name": "f", "parameters": {"type": "object"}}}]}
+        self.assertEqual(vts.request_from_body("ollama", untyped)[0], {"f": {"type": "object"}})
+        for tool in ({"type": "web_search"}, {"name": "f", "input_schema": {}}, "f"):
+            with self.subTest(tool=tool), self.assertRaises(vts.CaptureError):
+                vts.request_from_body("ollama", {"tools": [tool]})
 
 
 class Request(unittest.TestCase):

@@ -112,7 +112,7 @@ KNOWN_DIFFERENCES = {
         "dropped and the function call alone runs (a subset of the checked calls)",
     ("cohere/pass-no-argument-call-start-then-end.json", "cohere_v2_chat_stream"):
         "tool-call-start (arguments \"\") then tool-call-end: cohere-python hands over the joined string \"\", "
-        "our report gives {} (as LangChain and the Vercel AI SDK read it); json.loads(\"\") raises in the "
+        "our report gives {} (as the Vercel AI SDK reads it); json.loads(\"\") raises in the "
         "application, so it runs nothing rather than another call",
 }
 
