@@ -806,6 +806,30 @@ def _function_tool(where: str, tool: Any, api: str) -> list[tuple[str, Any, str]
     return [(where, dict(tool, type="function"), "")]
 
 
+# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
+_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _secure_parse_refuses(value: Any) -> bool:
+    """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
+    __proto__ member, or a constructor member holding prototype, at any depth."""
+    stack: list = [value]
+    seen: set[int] = set()   # a value fed by a library caller may refer to itself
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+        if isinstance(node, dict):
+            if "__proto__" in node or isinstance(node.get("constructor"), dict) and "prototype" in node["constructor"]:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def _no_defined_tool(where: str, tool: dict) -> None:
     """For a provider without client tools of its own definition."""
     return None
@@ -1073,13 +1097,14 @@ class Profile(_FrozenRecord):
       binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
                          not SSE text, or None
       check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
+      check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
       warn_without_done  capture warns when its SSE body has no "data: [DONE]"
     """
 
     __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
                  "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
                  "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
-                 "warn_without_done")
+                 "check_lines_text", "warn_without_done")
 
     def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
                  choice: Callable[[Any], dict], redact: Callable[[dict], dict],
@@ -1092,6 +1117,7 @@ class Profile(_FrozenRecord):
                  binary_body: Callable[..., tuple] | None = None,
                  check_sse_text: Callable[[str], None] | None = None,
                  check_sse_events: Callable[[list], None] | None = None,
+                 check_lines_text: Callable[[str], None] | None = None,
                  warn_without_done: bool = False) -> None:
         _freeze(self, locals())
 
@@ -3576,15 +3602,8 @@ def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
                 refused = _vercel_refuses(_gemini_member_at(candidate, path), path, how, needs, lacks)
                 if refused is not None:
                     return refused
-    stack: list = [chunk]
-    while stack:   # secure-json-parse refuses __proto__ and constructor.prototype members
-        node = stack.pop()
-        if isinstance(node, dict):
-            if "__proto__" in node or isinstance(node.get("constructor"), dict) and "prototype" in node["constructor"]:
-                return "a __proto__ or constructor.prototype member"
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+    if _secure_parse_refuses(chunk):
+        return "a __proto__ or constructor.prototype member"
     return None
 
 
@@ -4325,6 +4344,11 @@ class CohereNormalizer:
             return
         state.opening, wrong = _opening(pos, state.opening, kind, "message-start")
         yield from wrong
+        if _secure_parse_refuses(event):
+            # its event parser refuses the event and the stream goes on without it
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
+                              "Vercel AI SDK drops such an event and reads the turn without it")
+            return
         state.ending, late = _ending(pos, _COHERE_ENDING, state.ending, "end" if kind == "message-end" else "event",
                                      kind)
         yield from late
@@ -4460,16 +4484,16 @@ def _cohere_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
 
 
 def _cohere_check_sse(text: str) -> None:
-    """Framing cohere-python reads otherwise: its sync reader ends a line only at LF, its async reader
-    (httpx aiter_lines) also at U+0085, U+2028 and U+2029 inside a data line."""
+    """Framing cohere-python reads otherwise: its sync reader ends a line only at LF (and strips every
+    CR before it), its async reader (httpx aiter_lines) at every line break str.splitlines() knows."""
     for number, line in enumerate(text.split("\n"), 1):
-        if "\r" in line.rstrip("\r"):
-            raise CaptureError("a line ends in a bare CR: cohere-python's reader splits lines only at LF and "
-                               "would read no event there", number)
-        for mark in ("\x85", "\u2028", "\u2029"):
+        if "\r" in (line[:-1] if line.endswith("\r") else line):
+            raise CaptureError("a line ends in a bare CR: cohere-python's sync reader splits lines only at LF "
+                               "and would join or lose events there", number)
+        for mark in _SPLITLINES_BREAKS:
             if mark in line:
                 raise CaptureError(f"a raw U+{ord(mark):04X} in a line: cohere-python's async reader ends the line "
-                                   "there and drops the event", number)
+                                   "there and reads another stream", number)
 
 
 def _redact_cohere_event(event: dict) -> dict:
@@ -4564,12 +4588,30 @@ def _ollama_wrong_type(holder: dict, types: Mapping[str, type], where: str) -> s
     return None
 
 
+def _ollama_wrong_entry(chunk: dict, message: dict) -> str | None:
+    """An entry of a list ollama-python validates that it would refuse, described (None: none)."""
+    if message.get("images"):
+        return "message.images is not empty (an assistant line has none; ollama-python refuses its entries)"
+    for entry in chunk.get("logprobs") or ():
+        for item in [entry] + list(entry.get("top_logprobs") or () if isinstance(entry, dict) else ()):
+            if not (isinstance(item, dict) and isinstance(item.get("token"), str)
+                    and isinstance(item.get("logprob"), (int, float)) and not isinstance(item.get("logprob"), bool)):
+                return "a logprobs entry is not {\"token\": string, \"logprob\": number}"
+        if isinstance(entry.get("top_logprobs"), (str, dict, int, float, bool)):
+            return "a logprobs entry's top_logprobs is not a list"
+    return None
+
+
 def _ollama_breaks_lines(value: Any) -> bool:
     """Whether a string anywhere in the parsed line holds a character httpx ends a line at."""
-    stack, seen = [value], 0
-    while stack and seen < 1_000_000:   # a fed object could be self-referencing: the walk is bounded
+    stack: list = [value]
+    seen: set[int] = set()   # a value fed by a library caller may refer to itself
+    while stack:
         item = stack.pop()
-        seen += 1
+        if isinstance(item, (dict, list)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if isinstance(item, str):
             if any(mark in item for mark in _OLLAMA_LINE_BREAKS):
                 return True
@@ -4593,8 +4635,8 @@ def _langchain_rewrites(name: Any, args: dict) -> str | None:
     for key, value in args.items():
         if key == "functionName" and value == name:
             return "has a \"functionName\" member equal to its name, which langchain-ollama drops"
-        if not isinstance(value, str) or value.strip(" \t\r\n")[:1] not in ("{", "["):
-            continue
+        if not isinstance(value, str) or "{" not in value and "[" not in value:
+            continue   # neither parser can make an object or a list of it
         try:
             parsed = json.loads(value)
         except ValueError:
@@ -4640,7 +4682,8 @@ class OllamaNormalizer:
         wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
                  else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
                  or _ollama_wrong_type(message, _OLLAMA_MESSAGE_TYPES, "message.")
-                 or ("message has no role" if message.get("role") is None else None))
+                 or ("message has no role" if message.get("role") is None else None)
+                 or _ollama_wrong_entry(chunk, message))
         if wrong is not None:
             # ollama-python raises at such a line, after handing over the calls before it
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{wrong}: ollama-python cannot read this line")
@@ -4705,6 +4748,19 @@ class OllamaNormalizer:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+def _ollama_check_lines(text: str) -> None:
+    """Framing ollama-python reads otherwise: it reads the body with httpx's iter_lines, which ends a
+    line at every break str.splitlines() knows, and parses every line, a blank one too."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    for number, line in enumerate(lines, 1):
+        for mark in _SPLITLINES_BREAKS:
+            if mark in line:
+                raise CaptureError(f"a raw U+{ord(mark):04X} in a line: ollama-python's line reader ends the line "
+                                   "there and cannot parse either half", number)
+        if not line.strip(" \t") and number < len(lines):
+            raise CaptureError("a blank line: ollama-python parses every line as JSON and fails there", number)
+
+
 def _choice_ollama(choice: Any) -> dict:
     raise RequestError("tool_choice is not a field of an Ollama /api/chat request (the server ignores it)")
 
@@ -4749,7 +4805,8 @@ OLLAMA = Profile("ollama", "chunks",
                  lambda limits: OllamaNormalizer(), _choice_ollama, _redact_ollama_chunk, _ollama_protected,
                  _no_fragment_key, "ollama", _ollama_claims, 6,
                  parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools,
-                 expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"))
+                 expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
+                 check_lines_text=_ollama_check_lines)
 
 
 # ---------------------------------------------------------------------------
@@ -9228,6 +9285,8 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
         payloads, lines, point = _json_list_payloads(text)
     else:
         _refuse_whole_document(text, profile)
+        if PROFILES[profile].check_lines_text is not None:
+            PROFILES[profile].check_lines_text(text)
         payloads, lines, point = _json_lines_payloads(text)
     unwrapped = []
     for number, (payload, line) in enumerate(zip(payloads, lines)):

@@ -161,6 +161,16 @@ class Shapes(unittest.TestCase):
                                       {"missing_index"})
                 self.assertEqual(positions(report), [("missing_index", 2)])
 
+    def test_an_event_the_vercel_ai_sdk_drops(self):
+        for member in ({"__proto__": {}}, {"constructor": {"prototype": 1}}):
+            with self.subTest(member=member):
+                bad = json.loads(json.dumps(delta(0, ",\"b\":2")))
+                bad["delta"].update(member)
+                report = self.blocked([START, start(), delta(0, "{\"a\":1"), bad, delta(0, "}"), end(0),
+                                       message_end()], {"unexpected_event"})
+                self.assertEqual(positions(report), [("unexpected_event", 3)])
+        self.assertEqual(judge([START] + call(0) + [dict(message_end(), constructor={"x": 1})])["status"], "pass")
+
     def test_message_start_with_calls_is_not_read(self):
         bad = json.loads(json.dumps(START))
         bad["delta"]["message"]["tool_calls"] = [{"id": "x"}]
@@ -226,6 +236,19 @@ class Capture(unittest.TestCase):
                 vts.sse_to_envelope(sse(turn).replace(json.dumps(mark).strip('"').encode(), mark.encode()), "cohere",
                                     SCHEMAS)
             self.assertIn("async reader", str(caught.exception))
+
+    def test_line_breaks_only_one_reader_sees(self):
+        # found by review: a \x1c in a comment line hid a whole call from every reader but the async one
+        hidden = json.dumps(start(1, call_id="g_1", name="g"))
+        for mark in ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e"):
+            with self.subTest(mark=mark), self.assertRaises(vts.CaptureError):
+                vts.sse_to_envelope(b": keepalive" + mark.encode() + b"data: " + hidden.encode() + b"\n\n"
+                                    + sse(self.TURN), "cohere", SCHEMAS)
+        # CR CR LF: one CR too many for the sync reader, which strips them all and joins two events
+        body = sse(self.TURN).replace(b"\n\nevent: tool-call-end", b"\r\r\n\nevent: tool-call-end")
+        with self.assertRaises(vts.CaptureError) as caught:
+            vts.sse_to_envelope(body, "cohere", SCHEMAS)
+        self.assertIn("bare CR", str(caught.exception))
 
     def test_a_type_of_another_json_type_is_no_crash(self):
         # capture's redaction looked the type up in a table: a list or object there raised TypeError

@@ -151,11 +151,26 @@ class CallShapes(unittest.TestCase):
         extra = dict(line(entry()), remote_model="gpt-oss:120b", remote_host="https://ollama.com:443", x=[1])
         self.assertEqual(judge([extra, done()])["status"], "pass")
 
+    def test_list_entries_ollama_python_refuses(self):
+        for bad in (dict(line(entry()), message={"role": "assistant", "content": "", "images": ["aGk="],
+                                                  "tool_calls": [entry()]}),
+                    dict(line(entry()), logprobs=[{}]), dict(line(entry()), logprobs=[{"token": "a", "logprob": "x"}]),
+                    dict(line(entry()), logprobs=[{"token": "a", "logprob": -1.5, "top_logprobs": [{"token": 1}]}]),
+                    dict(line(entry()), logprobs=[{"token": "a", "logprob": -1, "top_logprobs": "x"}])):
+            with self.subTest(line=bad):
+                self.blocked([bad, done()], {"unsupported_event"})
+        real = dict(line(entry()), logprobs=[{"token": "a", "logprob": -0.5, "top_logprobs": [
+            {"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -2}]}])
+        self.assertEqual(judge([real, done()])["status"], "pass")
+
     def test_a_nel_anywhere_in_a_line(self):
         for chunk in (line(entry(args={"a": 1, "n\x85": 2})), line(content="a\x85b"),
                       dict(line(entry()), model="m\x85")):
             with self.subTest(chunk=chunk):
                 self.blocked([chunk, line(entry("g", {}, 1, "call_2")), done()], {"unexpected_event"})
+        # however deep, after however many items (the walk had a bound)
+        late = line(entry("g", {"a": [0] * 1_100_000, "b": "x\x85y"}))
+        self.blocked([late, done()], {"unexpected_event"})
         # the server escapes U+2028 and U+2029: they reach every reader as one line
         self.assertEqual(judge([line(entry("g", {"a": "\u2028\u2029"})), done()])["status"], "pass")
 
@@ -165,6 +180,11 @@ class CallShapes(unittest.TestCase):
             with self.subTest(args=args):
                 report = self.blocked([line(entry("g", args)), done()], {"unexpected_event"})
                 self.assertIn("langchain-ollama", report["findings"][0]["message"])
+        # found by review: literal_eval reads more than a string that starts with { or [
+        for args in ({"q": "({'a': 1})"}, {"q": "([1, 2])"}, {"q": "\x0c{'a': 1}"}, {"q": "#c\n{'a': 1}"},
+                     {"q": "\\\n{'a': 1}"}):
+            with self.subTest(args=args):
+                self.blocked([line(entry("g", args)), done()], {"unexpected_event"})
         for args in ({"q": "123"}, {"q": "{x}"}, {"q": "[unclosed"}, {"q": "(1, 2)"}, {"q": "{1, 2}"},
                      {"functionName": "f", "q": "x"}, {"q": ["[1]"]}, {"q": "[" * 5000}):
             with self.subTest(args=args):
@@ -192,6 +212,20 @@ class Capture(unittest.TestCase):
                 self.assertEqual(envelope["chunks"][0]["message"]["content"], "[redacted]")
                 self.assertEqual(envelope["chunks"][1:], self.TURN[1:])
                 self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+    def test_framing_ollama_python_reads_otherwise(self):
+        body = ndjson(self.TURN)
+        for bad, why in ((body.replace(b"\n", b"\n\n", 1), "blank line"),
+                         (body.replace(b"\n", b"\n  \n", 1), "blank line"),
+                         (body.replace(b"Let me", "Let\u2028me".encode()), "U+2028"),
+                         (body.replace(b"Let me", "Let\u0085me".encode()), "U+0085")):
+            with self.subTest(why=why), self.assertRaises(vts.CaptureError) as caught:
+                vts.sse_to_envelope(bad, "ollama", SCHEMAS)
+            self.assertIn(why, str(caught.exception))
+        # escaped, as the server writes U+2028, it is one line for every reader
+        escaped = body.replace(b"Let me", b"Let\\u2028me")
+        self.assertEqual(vts.validate_envelope(vts.sse_to_envelope(escaped, "ollama", SCHEMAS)[0])["status"], "pass")
+        self.assertEqual(vts.sse_to_envelope(body.rstrip(b"\n"), "ollama", SCHEMAS)[0]["chunks"][1:], self.TURN[1:])
 
     def test_a_non_streaming_response_is_one_line(self):
         body = json.dumps(done(entry())).encode()
