@@ -806,30 +806,6 @@ def _function_tool(where: str, tool: Any, api: str) -> list[tuple[str, Any, str]
     return [(where, dict(tool, type="function"), "")]
 
 
-# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
-_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-
-
-def _secure_parse_refuses(value: Any) -> bool:
-    """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
-    __proto__ member, or a constructor member holding prototype, at any depth."""
-    stack: list = [value]
-    seen: set[int] = set()   # a value fed by a library caller may refer to itself
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (dict, list)):
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-        if isinstance(node, dict):
-            if "__proto__" in node or isinstance(node.get("constructor"), dict) and "prototype" in node["constructor"]:
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
-
-
 def _no_defined_tool(where: str, tool: dict) -> None:
     """For a provider without client tools of its own definition."""
     return None
@@ -1021,6 +997,30 @@ def _fragment_key_at(member: str) -> Callable[[dict, tuple], tuple | None]:
 def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     """For a profile whose protected paths hold no argument fragment."""
     return None
+
+
+# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
+_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _secure_parse_refuses(value: Any) -> bool:
+    """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
+    __proto__ member, or a constructor member holding prototype, at any depth."""
+    stack: list = [value]
+    seen: set[int] = set()   # a value fed by a library caller may refer to itself
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+        if isinstance(node, dict):
+            if "__proto__" in node or isinstance(node.get("constructor"), dict) and "prototype" in node["constructor"]:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 # The opening of a message stream (Anthropic message_start, Responses response.created, Bedrock
