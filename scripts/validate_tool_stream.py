@@ -50,6 +50,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
+  Serve ............................ serve_plan(), make_server(); each room's api_path and frame
   Command line ..................... main()
 
 Standard library only; Python 3.10+.
@@ -1098,13 +1099,15 @@ class Profile(_FrozenRecord):
                          not SSE text, or None
       check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
       check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
+      api_path, frame    `serve`: the provider's API path (a regular expression the path after a fixture's
+                         prefix must match) and (stream, query) -> (content type, body bytes) as it frames it
       warn_without_done  capture warns when its SSE body has no "data: [DONE]"
     """
 
     __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
                  "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
                  "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
-                 "check_lines_text", "warn_without_done")
+                 "check_lines_text", "warn_without_done", "api_path", "frame")
 
     def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
                  choice: Callable[[Any], dict], redact: Callable[[dict], dict],
@@ -1118,7 +1121,8 @@ class Profile(_FrozenRecord):
                  check_sse_text: Callable[[str], None] | None = None,
                  check_sse_events: Callable[[list], None] | None = None,
                  check_lines_text: Callable[[str], None] | None = None,
-                 warn_without_done: bool = False) -> None:
+                 warn_without_done: bool = False, api_path: str = "",
+                 frame: Callable[..., tuple] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -1502,18 +1506,24 @@ def _chat_claims(payload: dict) -> bool:
     return "choices" in payload
 
 
+def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """Chat completions streams: data lines, then data: [DONE]."""
+    return "text/event-stream", sse_body(stream, named=False, done=True)
+
+
 OPENAI = Profile("openai", "chunks",
                  TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
                            names_concatenate=True),
                  lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
-                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True)
+                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True,
+                 api_path=r"/v1/chat/completions", frame=_chat_frame)
 
 
 MISTRAL = Profile("mistral", "chunks",
                   TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
                   lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
                   _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
-                  parallel_field=True, warn_without_done=True)
+                  parallel_field=True, warn_without_done=True, api_path=r"/v1/chat/completions", frame=_chat_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -2024,6 +2034,11 @@ def _anthropic_claims(payload: dict) -> bool:
     return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
 
 
+def _named_events_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """Typed event streams (Messages, Responses): an event: line named after each payload's type."""
+    return "text/event-stream", sse_body(stream, named=True, done=False)
+
+
 def _anthropic_check_sse(events: list) -> None:
     """Every Anthropic SSE event names itself (CaptureError otherwise)."""
     for event in events:
@@ -2210,7 +2225,7 @@ ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, F
                     _anthropic_protected, _fragment_key_at("index"), "anthropic", _anthropic_claims, 1,
                     parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                     defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse,
-                    binary_body=_anthropic_invoke_body)
+                    binary_body=_anthropic_invoke_body, api_path=r"/v1/messages", frame=_named_events_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -2779,7 +2794,8 @@ OPENAI_RESPONSES = Profile("openai-responses", "events",
                                      stop_name="response.completed", slot_end_name="response.output_item.done"),
                            lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
                            _responses_protected, _fragment_key_at("output_index"), "openai-responses",
-                           _responses_claims, 0, parallel_field=True, expand_tool=_responses_expand_tool)
+                           _responses_claims, 0, parallel_field=True, expand_tool=_responses_expand_tool,
+                           api_path=r"/v1/responses", frame=_named_events_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -3124,6 +3140,12 @@ def _bedrock_request_tools(body: dict) -> tuple[list, Any]:
     return out, config.get("toolChoice")
 
 
+def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """ConverseStream: one AWS event-stream frame per event, named by its member (an exception
+    member in an exception frame)."""
+    return "application/vnd.amazon.eventstream", b"".join(eventstream_frame(event) for event in stream)
+
+
 def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
     return frames_envelope("bedrock", eventstream_events(raw), tool_schemas, no_schemas, redact,
@@ -3135,7 +3157,7 @@ BEDROCK = Profile("bedrock", "events",
                             slot_end_name="contentBlockStop"),
                   lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
                   _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
-                  binary_body=_eventstream_envelope)
+                  binary_body=_eventstream_envelope, api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -4107,6 +4129,21 @@ def _gemini_claims(payload: dict) -> bool:
     return "candidates" in payload or "promptFeedback" in payload
 
 
+def _gemini_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """alt=sse: data lines ended by CRLF CRLF; without it, one JSON array of the same objects."""
+    from urllib.parse import parse_qs
+
+    if parse_qs(query).get("alt") == ["sse"]:
+        return "text/event-stream", sse_body(stream, named=False, done=False, end="\r\n")
+    return "application/json", ("[" + ",\r\n".join(wire_json(chunk) for chunk in stream) + "]").encode("ascii")
+
+
+# Gemini API (v1, v1beta, v1alpha) and Vertex AI model paths.
+_GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
+                    r"|/v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/google/models/[^/]+"
+                    r":streamGenerateContent")
+
+
 def _gemini_check_sse(text: str) -> None:
     """Gemini SSE framing that every reader reads alike (CaptureError otherwise).
 
@@ -4282,7 +4319,8 @@ GEMINI = Profile("gemini", "chunks",
                            slot_end_name="its final functionCall part", requires_id=False),
                  lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
                  _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
-                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse)
+                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse,
+                 api_path=_GEMINI_API_PATH, frame=_gemini_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -4537,13 +4575,19 @@ def _cohere_claims(payload: dict) -> bool:
     return _wire_str(payload.get("type")) in _COHERE_EVENTS
 
 
+def _cohere_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """An event: line named after each type, then data: [DONE] without one."""
+    return "text/event-stream", sse_body(stream, named=True, done=True)
+
+
 COHERE = Profile("cohere", "events",
                  TurnRules("TOOL_CALL", False, False, False, needs_close=False, stop_name="message-end finish_reason",
                            slot_end_name="tool-call-end"),
                  lambda limits: CohereNormalizer(), _choice_cohere, _redact_cohere_event, _cohere_protected,
                  _fragment_key_at("index"), "cohere", _cohere_claims, 5,
                  parallel_instead=" (Cohere's API has no such control)", warn_without_done=True,
-                 expand_tool=_cohere_tool, check_sse_text=_cohere_check_sse)
+                 expand_tool=_cohere_tool, check_sse_text=_cohere_check_sse, api_path=r"/v2/chat",
+                 frame=_cohere_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -4795,6 +4839,10 @@ def _ollama_protected(payload: dict) -> dict[tuple, str]:
     return {("message", "tool_calls", n): "warn" for n in range(len(calls) if isinstance(calls, list) else 0)}
 
 
+def _ollama_frame(stream: list, query: str) -> tuple[str, bytes]:
+    return "application/x-ndjson", ndjson_body(stream)
+
+
 def _ollama_claims(payload: dict) -> bool:
     return "done" in payload and "model" in payload and "message" in payload
 
@@ -4806,7 +4854,7 @@ OLLAMA = Profile("ollama", "chunks",
                  _no_fragment_key, "ollama", _ollama_claims, 6,
                  parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools,
                  expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
-                 check_lines_text=_ollama_check_lines)
+                 check_lines_text=_ollama_check_lines, api_path=r"/api/chat", frame=_ollama_frame)
 
 
 # ---------------------------------------------------------------------------
@@ -9165,6 +9213,25 @@ def is_eventstream(raw: bytes) -> bool:
     return len(head) == 12 and zlib.crc32(head[:8]) == int.from_bytes(head[8:], "big")
 
 
+def eventstream_frame(event: Any) -> bytes:
+    """One AWS event-stream frame for an event {member: payload}, checksums right: an exception member
+    (a name ending in Exception) in an exception frame.  Anything else is framed as member "event"."""
+    import struct
+    import zlib
+
+    member, payload = next(iter(event.items())) if isinstance(event, dict) and len(event) == 1 else ("event", event)
+    member = member if isinstance(member, str) else "event"
+    kind, type_header = ("exception", ":exception-type") if member.endswith("Exception") else ("event", ":event-type")
+    headers = b""
+    for name, value in ((":message-type", kind), (type_header, member), (":content-type", "application/json")):
+        name_bytes, value_bytes = name.encode(), value.encode("utf-8", "surrogatepass")
+        headers += bytes([len(name_bytes)]) + name_bytes + b"\x07" + struct.pack(">H", len(value_bytes)) + value_bytes
+    body = wire_json(payload).encode("ascii")
+    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
 def eventstream_events(raw: bytes) -> list[dict]:
     """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
 
@@ -9653,6 +9720,240 @@ def apply_adapter_differences(report: dict[str, Any], differences: list[tuple[in
         return report
     extra = [f.as_dict() for f in adapter_findings(report["calls"], differences)]
     return dict(report, status="blocked", applicable=True, executable=False, findings=report["findings"] + extra)
+
+
+# ---------------------------------------------------------------------------
+# Serve: the fixtures as a local provider
+# ---------------------------------------------------------------------------
+#
+# `serve` answers each fixture's provider API path with the fixture's stream, every payload in
+# order, framed as its provider frames it (each room's Profile row gives the path and the
+# framing), so an adapter can be tested through its own HTTP client.  Nothing is repaired: a
+# blocked turn is served as it is.  No URL reaches a file: the served set is read before the
+# server starts, and a request only picks one of its entries.
+
+SERVE_MAX_REQUEST_BYTES = 1 << 20   # a request body over this is answered 413
+
+
+def wire_json(payload: Any) -> str:
+    """One payload as the JSON text a provider sends: compact, ASCII (a lone surrogate stays an escape)."""
+    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
+
+
+def sse_body(payloads: list, named: bool, done: bool, end: str = "\n") -> bytes:
+    """Server-sent events: `event: <type>` before each payload when `named`, `data: [DONE]` last when `done`."""
+    out = []
+    for payload in payloads:
+        name = _wire_str(payload.get("type")) if named and isinstance(payload, dict) else None
+        if name and not any(mark in name for mark in ("\r", "\n") + _SPLITLINES_BREAKS):
+            out.append(f"event: {name}{end}")
+        out.append(f"data: {wire_json(payload)}{end}{end}")
+    if done:
+        out.append(f"data: [DONE]{end}{end}")
+    return "".join(out).encode("ascii")
+
+
+def ndjson_body(payloads: list) -> bytes:
+    """Newline-delimited JSON: one payload per line."""
+    return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
+
+
+class _Served(_Record):
+    """One fixture as served: its URL prefix, file, profile and stream."""
+
+    __slots__ = ("prefix", "path", "profile", "stream")
+
+    def __init__(self, prefix: str, path: str, profile: str, stream: list) -> None:
+        self.prefix = prefix
+        self.path = path
+        self.profile = profile
+        self.stream = stream
+
+
+def serve_plan(paths: list[str]) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
+    """(URL prefix -> served fixture, [(file, why it is not served)]) for the files and folders given.
+
+    A fixture's prefix is its path relative to the folder given, without ".json" (a file given by
+    itself: its name); a fixture that is not a valid envelope, or whose prefix is taken, is left out.
+    """
+    import os
+
+    served: dict[str, _Served] = {}
+    refused: list[tuple[str, str]] = []
+    limits = Limits()
+    for given in paths:
+        if os.path.isdir(given):
+            files = [(path, os.path.relpath(path, given)) for path in sorted(_walk_json(given))]
+        elif os.path.isfile(given):
+            files = [(given, os.path.basename(given))]
+        else:
+            raise UsageError(f"cannot read {given}: no such file or folder")
+        for path, relative in files:
+            prefix = relative[:-5] if relative.endswith(".json") else relative
+            prefix = prefix.replace(os.sep, "/")
+            try:
+                data = _read_input(path, limits.max_input_bytes)
+                doc = parse_envelope_bytes(data)
+            except (UsageError, EnvelopeError) as exc:
+                refused.append((path, str(exc)))
+                continue
+            problems = check_envelope(doc, limits)
+            if problems:
+                refused.append((path, f"not a valid envelope ({problems[0].code}: {problems[0].message})"))
+            elif prefix in served:
+                refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
+            else:
+                row = PROFILES[doc["profile"]]
+                served[prefix] = _Served(prefix, path, row.name, doc[row.stream_key])
+    return served, refused
+
+
+def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served | None, str, str]:
+    """(the fixture a request path names or None, the API path after its prefix, the query)."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(raw_path)
+    path = unquote(parts.path)
+    segments = path.split("/")
+    for cut in range(len(segments) - 1, 0, -1):   # the longest prefix first: folders may nest
+        fixture = served.get("/".join(segments[1:cut]))
+        if fixture is not None:
+            return fixture, "/" + "/".join(segments[cut:]), parts.query
+    return None, path, parts.query
+
+
+def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
+                  length: str | None) -> tuple[int, str, bytes, dict[str, str]]:
+    """(status, content type, body, extra headers) for one request; the body is read by the caller
+    only when the status is 200 (its length is checked here)."""
+    fixture, api_path, query = _serve_route(served, raw_path)
+    row = PROFILES[fixture.profile] if fixture is not None else None
+    if row is None or not re.fullmatch(row.api_path, api_path):
+        return _serve_error(404, "not_found", "no served fixture answers this path")
+    if method != "POST":
+        status, kind, body, headers = _serve_error(405, "method_not_allowed", "the API path takes POST only")
+        return status, kind, body, dict(headers, Allow="POST")
+    if length is None:
+        return _serve_error(411, "length_required", "a request body needs a Content-Length")
+    if not length.isascii() or not length.isdigit() or len(length) > 18:
+        return _serve_error(400, "bad_request", "Content-Length is not a number")
+    if int(length) > SERVE_MAX_REQUEST_BYTES:
+        return _serve_error(413, "request_too_large",
+                            f"a request body may hold at most {SERVE_MAX_REQUEST_BYTES} bytes")
+    kind, body = row.frame(fixture.stream, query)
+    return 200, kind, body, {}
+
+
+def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes, dict[str, str]]:
+    body = json.dumps({"error": {"type": kind, "message": message}}).encode("ascii")
+    return status, "application/json", body, {}
+
+
+def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: int = 0,
+                log: Callable[[str], None] | None = None) -> Any:
+    """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it)."""
+    import socket
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = f"{TOOL}/{VERSION}"
+        protocol_version = "HTTP/1.1"
+        timeout = 30   # seconds a connection may stall before it is dropped
+
+        def version_string(self) -> str:
+            return self.server_version
+
+        def _answer(self) -> None:
+            length = self.headers.get("Content-Length")
+            status, kind, body, headers = _serve_answer(served, self.command, self.path, length)
+            if length and length.isascii() and length.isdigit() and int(length) <= 16 * SERVE_MAX_REQUEST_BYTES:
+                remaining = int(length)
+                while remaining > 0:   # read the request body, so the connection stays usable
+                    chunk = self.rfile.read(min(remaining, 65536))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if status != 200:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            self.wfile.write(body)
+            if log is not None:
+                log(f"{self.command} {self.path} {status}")
+
+        do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 - the library's name
+            return None   # requests are logged once, through the tool's own output
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    return Server((host, port), Handler)
+
+
+def _loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _run_serve(argv: list[str]) -> int:
+    """`serve`: the fixtures at their providers' API paths until interrupted."""
+    import signal
+
+    parser = _new_parser(f"{_prog()} serve",
+                         "Serve fixtures as a local provider: each fixture's stream at "
+                         "http://HOST:PORT/<prefix>/<its provider's API path>, where the prefix is its path "
+                         "relative to the folder given, without .json.")
+    parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="the port (default 0: any free port)")
+    parser.add_argument("--quiet", action="store_true", help="do not print a line per request")
+    args = _strict_parse(parser, argv)
+    served, refused = serve_plan(args.fixtures)
+    for path, why in refused:
+        _err(f"{TOOL} serve: not served: {_printable(path)}: {_printable(why)}")
+    if not served:
+        raise UsageError("no fixture to serve")
+    if not _loopback(args.host):
+        _err(f"{TOOL} serve: listening on {_printable(args.host)}, not loopback: other machines can reach "
+             "the fixtures")
+    try:
+        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    host, port = server.server_address[:2]
+    _out(f"serving {len(served)} fixtures at http://{_url_host(host)}:{port}/")
+    _flush_stdout()
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_PASS
+
+
+def _serve_log(line: str) -> None:
+    try:
+        _out(line)
+        _flush_stdout()
+    except (OutputError, BrokenPipeError):
+        pass
 
 
 # ---------------------------------------------------------------------------
@@ -10352,6 +10653,8 @@ def run(argv: list[str]) -> int:
         return _run_capture(argv[1:])
     if argv[:1] == ["pin"]:
         return _run_pin(argv[1:])
+    if argv[:1] == ["serve"]:
+        return _run_serve(argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
     paths, many = _expand(args.fixtures, args.exclude)

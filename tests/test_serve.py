@@ -1,0 +1,212 @@
+"""`serve`: the fixtures as a local provider, read back byte for byte, and its HTTP edges.
+
+Every valid bundled fixture is served and fetched over real loopback HTTP; the body is read
+back (SSE data lines, AWS event-stream frames, NDJSON lines, Gemini's JSON array) and must hold
+exactly the fixture's payloads in order; passing fixtures are also read back with the project's
+own `capture`. Then the refusals: unknown paths, wrong methods, missing or huge bodies, traversal.
+"""
+
+import json
+import os
+import threading
+import unittest
+import urllib.error
+import urllib.request
+
+from support import FIXTURES, ROOT, run_process, SCRIPT, vts
+
+
+def start(paths):
+    served, refused = vts.serve_plan(paths)
+    server = vts.make_server(served)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    return server, f"http://{host}:{port}/", served, refused
+
+
+def post(url, body=b"{}", method="POST", headers=None):
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers.get("Content-Type"), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("Content-Type"), error.read()
+
+
+API_PATHS = {"openai": "v1/chat/completions", "mistral": "v1/chat/completions", "anthropic": "v1/messages",
+             "openai-responses": "v1/responses", "bedrock": "model/us.anthropic.claude-sonnet-4-v1:0/converse-stream",
+             "gemini": "v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "cohere": "v2/chat",
+             "ollama": "api/chat"}
+
+
+def read_back(profile, body):
+    """The payloads of a served body, parsed the plain way (no capture rules)."""
+    if profile == "bedrock":
+        return vts.eventstream_events(body)
+    if profile == "ollama":
+        return [json.loads(line) for line in body.decode("ascii").split("\n") if line]
+    text = body.decode("ascii")
+    events = [block for block in text.replace("\r\n", "\n").split("\n\n") if block]
+    data = [line[len("data: "):] for block in events for line in block.split("\n") if line.startswith("data: ")]
+    return [json.loads(item) for item in data if item != "[DONE]"]
+
+
+class ServedBytes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.url, cls.served, cls.refused = start([FIXTURES])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def test_every_valid_fixture_is_served_as_its_payloads(self):
+        self.assertGreater(len(self.served), 400)
+        self.assertEqual({p for p in (f.profile for f in self.served.values())}, set(vts.PROFILES))
+        for prefix, fixture in sorted(self.served.items()):
+            with self.subTest(fixture=prefix):
+                status, kind, body = post(self.url + prefix + "/" + API_PATHS[fixture.profile])
+                self.assertEqual(status, 200)
+                expected = {"bedrock": "application/vnd.amazon.eventstream", "ollama": "application/x-ndjson"}
+                self.assertEqual(kind, expected.get(fixture.profile, "text/event-stream"))
+                stream = fixture.stream
+                if fixture.profile == "bedrock":   # frames carry one member each
+                    stream = [e if isinstance(e, dict) and len(e) == 1 else {"event": e} for e in stream]
+                self.assertEqual(read_back(fixture.profile, body), stream)
+
+    def test_passing_fixtures_read_back_through_capture(self):
+        checked = 0
+        for prefix, fixture in sorted(self.served.items()):
+            with open(fixture.path, "rb") as handle:
+                doc = json.loads(handle.read())
+            if doc.get("expect", {}).get("status") != "pass":
+                continue
+            with self.subTest(fixture=prefix):
+                _, _, body = post(self.url + prefix + "/" + API_PATHS[fixture.profile])
+                envelope, _ = vts.sse_to_envelope(body, fixture.profile, doc["tool_schemas"], redact=False)
+                self.assertEqual(envelope[vts.STREAM_KEY[fixture.profile]], fixture.stream)
+                report = vts.validate_envelope(dict(envelope, request=doc["request"]) if "request" in doc
+                                               else envelope)
+                self.assertEqual([c["arguments"] for c in report["calls"]],
+                                 [c["arguments"] for c in doc["expect"]["calls"]])
+                checked += 1
+        self.assertGreater(checked, 90)
+
+    def test_gemini_paths_and_its_json_array_body(self):
+        prefix = next(p for p, f in sorted(self.served.items()) if f.profile == "gemini")
+        stream = self.served[prefix].stream
+        for path in ("v1beta/models/gemini-3-pro:streamGenerateContent",
+                     "v1/projects/p/locations/us-central1/publishers/google/models/gemini-3-pro:streamGenerateContent"):
+            status, kind, body = post(self.url + prefix + "/" + path)
+            self.assertEqual((status, kind, json.loads(body)), (200, "application/json", stream))
+            status, kind, body = post(self.url + prefix + "/" + path + "?alt=sse")
+            self.assertEqual((status, kind), (200, "text/event-stream"))
+            self.assertTrue(body.endswith(b"\r\n\r\n"))
+
+    def test_invalid_envelopes_are_listed_not_served(self):
+        names = {os.path.relpath(path, FIXTURES) for path, _ in self.refused}
+        self.assertIn(os.path.join("envelope", "chunks-on-anthropic.json"), names)
+        self.assertNotIn("envelope/chunks-on-anthropic", self.served)
+
+    def test_refusals(self):
+        prefix = "openai/valid-fragmented-single-call"
+        cases = [
+            (self.url + prefix + "/v1/messages", b"{}", "POST", 404),            # another provider's path
+            (self.url + "no/such/fixture/v1/chat/completions", b"{}", "POST", 404),
+            (self.url + prefix + "/v1/chat/completions", None, "GET", 405),
+            (self.url + prefix + "/v1/chat/completions", b"{}", "DELETE", 405),
+            (self.url + "../../etc/passwd", b"{}", "POST", 404),
+            (self.url + "%2e%2e/%2e%2e/etc/passwd", b"{}", "POST", 404),
+            (self.url + prefix + "/../../../README.md", b"{}", "POST", 404),
+            (self.url + prefix + ".json/v1/chat/completions", b"{}", "POST", 404),
+        ]
+        for url, body, method, want in cases:
+            with self.subTest(url=url, method=method):
+                status, kind, text = post(url, body, method)
+                self.assertEqual(status, want)
+                self.assertEqual(kind, "application/json")
+                self.assertIn("message", json.loads(text)["error"])
+        status, _, text = post(self.url + prefix + "/v1/chat/completions", b"x" * (vts.SERVE_MAX_REQUEST_BYTES + 1))
+        self.assertEqual((status, json.loads(text)["error"]["type"]), (413, "request_too_large"))
+
+    def test_concurrent_requests(self):
+        prefixes = sorted(self.served)[:40]
+        results = {}
+
+        def fetch(prefix):
+            results[prefix] = post(self.url + prefix + "/" + API_PATHS[self.served[prefix].profile])
+
+        threads = [threading.Thread(target=fetch, args=(p,)) for p in prefixes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        self.assertEqual(len(results), len(prefixes))
+        for prefix in prefixes:
+            fixture = self.served[prefix]
+            stream = [e if isinstance(e, dict) and len(e) == 1 else {"event": e} for e in fixture.stream] \
+                if fixture.profile == "bedrock" else fixture.stream
+            self.assertEqual(read_back(fixture.profile, results[prefix][2]), stream)
+
+
+class Plan(unittest.TestCase):
+    def test_a_single_file_is_served_under_its_name(self):
+        path = os.path.join(FIXTURES, "cohere", "pass-parallel-calls-one-after-another.json")
+        served, refused = vts.serve_plan([path])
+        self.assertEqual((list(served), refused), (["pass-parallel-calls-one-after-another"], []))
+        with self.assertRaises(vts.UsageError):
+            vts.serve_plan([os.path.join(FIXTURES, "no-such.json")])
+
+    def test_a_taken_prefix_is_refused(self):
+        path = os.path.join(FIXTURES, "cohere", "pass-parallel-calls-one-after-another.json")
+        served, refused = vts.serve_plan([path, path])
+        self.assertEqual(len(served), 1)
+        self.assertIn("taken", refused[0][1])
+
+
+class Command(unittest.TestCase):
+    def test_the_first_line_names_the_url_and_requests_are_logged(self):
+        import subprocess
+        import sys
+
+        path = os.path.join(FIXTURES, "ollama", "pass-call-line-then-done-line.json")
+        process = subprocess.Popen([sys.executable, SCRIPT, "serve", path, "--port", "0"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        try:
+            first = process.stdout.readline().decode()
+            self.assertRegex(first, r"^serving 1 fixtures at http://127\.0\.0\.1:\d+/\n$")
+            url = first.split()[-1]
+            status, kind, body = post(url + "pass-call-line-then-done-line/api/chat")
+            self.assertEqual((status, kind), (200, "application/x-ndjson"))
+            self.assertEqual(process.stdout.readline().decode(), "POST /pass-call-line-then-done-line/api/chat 200\n")
+        finally:
+            process.terminate()
+            out, err = process.communicate(timeout=10)
+        self.assertEqual(process.returncode, 0, err)
+        self.assertEqual(err, b"")
+
+    def test_another_host_is_said(self):
+        import subprocess
+        import sys
+
+        path = os.path.join(FIXTURES, "ollama", "pass-call-line-then-done-line.json")
+        process = subprocess.Popen([sys.executable, SCRIPT, "serve", path, "--host", "0.0.0.0", "--quiet"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        try:
+            self.assertRegex(process.stdout.readline().decode(), r"^serving 1 fixtures at http://0\.0\.0\.0:\d+/")
+        finally:
+            process.terminate()
+            _, err = process.communicate(timeout=10)
+        self.assertIn("not loopback", err.decode())
+
+    def test_nothing_to_serve_is_an_error(self):
+        code, out, err = run_process("serve", os.path.join(FIXTURES, "envelope"), timeout=30)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("no fixture to serve", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
