@@ -9722,6 +9722,124 @@ def apply_adapter_differences(report: dict[str, Any], differences: list[tuple[in
     return dict(report, status="blocked", applicable=True, executable=False, findings=report["findings"] + extra)
 
 
+# --- verdicts of an adapter against ours (the adapter harness and `conform`) ----------
+#
+# compare_calls above explains each difference byte for byte (--adapter-output); the verdict
+# below judges what an adapter would execute, comparing arguments as JSON values (an adapter may
+# re-serialise them) and ids only where both sides have one (adapters invent ids the wire lacks).
+
+ADAPTER_VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-applicable")
+# Findings about the fixture file rather than the stream: an adapter never sees the envelope.
+_ENVELOPE_CODES = frozenset({INVALID_FIXTURE, UNKNOWN_PROFILE})
+
+
+def utf16(text: Any) -> Any:
+    """A string as UTF-16 code units (a surrogate pair and its two halves are the same text)."""
+    return text.encode("utf-16-le", "surrogatepass") if isinstance(text, str) else text
+
+
+def typed_json(value: Any) -> Any:
+    """A JSON value for comparison: bool kept apart from numbers (Python has True == 1), strings as UTF-16."""
+    def typed(item: Any) -> Any:
+        if isinstance(item, str):
+            return ("str", utf16(item))
+        if isinstance(item, bool) or item is None:
+            return (type(item).__name__, item)
+        if isinstance(item, (int, float)):
+            return ("number", item)
+        if isinstance(item, list):
+            return ("array", [typed(x) for x in item])
+        if isinstance(item, dict):
+            return ("object", {key: typed(x) for key, x in item.items()})
+        return ("other", repr(item))
+    return typed(value)
+
+
+def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
+    """Equal as JSON values; as text (UTF-16 code units) when either side is not JSON.
+
+    custom: our call is a free-text custom tool call; an adapter that hands its input over as a
+    parsed value (a JSON string literal in its arguments) has the same text."""
+    if not isinstance(theirs, str):   # an adapter that kept the parsed value
+        try:
+            return isinstance(ours, str) and typed_json(json.loads(ours)) == typed_json(theirs)
+        except (ValueError, RecursionError):
+            return False
+    if custom and isinstance(ours, str):
+        if utf16(theirs) == utf16(ours):
+            return True
+        try:
+            value = json.loads(theirs)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(value, str) and utf16(value) == utf16(ours)
+    if isinstance(ours, str):
+        try:
+            return typed_json(json.loads(theirs)) == typed_json(json.loads(ours))
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python can walk
+            pass
+    return utf16(theirs) == utf16(ours)
+
+
+def _call_problems(position: int, got: dict, want: dict) -> list[str]:
+    problems = []
+    if got.get("name") != want.get("name"):
+        problems.append(f"call {position}: name")
+    if got.get("namespace") != want.get("namespace"):   # part of a Responses call's identity
+        problems.append(f"call {position}: namespace")
+    if not same_arguments(got.get("arguments"), want.get("arguments"), custom=want.get("kind") == "custom"):
+        problems.append(f"call {position}: arguments")
+    theirs, ours = got.get("id"), want.get("id")
+    if theirs and ours and theirs != ours:
+        times, rest = divmod(len(theirs), len(ours)) if isinstance(theirs, str) and isinstance(ours, str) else (0, 1)
+        if not rest and times > 1 and theirs == ours * times:
+            problems.append(f"call {position}: id (ours repeated {times} times)")
+        else:
+            problems.append(f"call {position}: id")
+    return problems
+
+
+def call_differences(theirs: list, ours: list) -> list[str]:
+    """What differs between the adapter's calls and ours (empty: the same calls)."""
+    problems = [] if len(theirs) == len(ours) else [f"{len(theirs)} calls, ours {len(ours)}"]
+    for position, (got, want) in enumerate(zip(theirs, ours)):
+        problems.extend(_call_problems(position, got, want))
+    if problems and len(theirs) == len(ours):
+        # the same calls in another order is worth saying
+        rest = list(ours)
+        for got in theirs:
+            match = next((want for want in rest if not _call_problems(0, got, want)), None)
+            if match is None:
+                break
+            rest.remove(match)
+        else:
+            problems = ["same calls in another order"]
+    return problems
+
+
+def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, ours: list,
+                    codes: Iterable[str] = ()) -> tuple[str, list[str]]:
+    """(verdict, differences) for one adapter on one fixture: one of ADAPTER_VERDICTS.
+
+    agree: we pass and it executes exactly our calls; differs-on-pass: we pass and it executes
+    something else; executes-blocked: we block (or find no call) and it would execute a call;
+    refuses: it raises, or executes nothing, on a turn with calls; not-applicable: it does not read
+    this profile, or the envelope is not a stream.
+    """
+    if unsupported or _ENVELOPE_CODES.intersection(codes):
+        return "not-applicable", []
+    if status == "pass":
+        if refused or not calls:
+            return "refuses", []
+        problems = call_differences(calls, ours)
+        return ("differs-on-pass", problems) if problems else ("agree", [])
+    if calls:  # blocked, or no call found by us: anything it runs was not checked
+        return "executes-blocked", []
+    if status == "not_applicable" and not refused:
+        return "not-applicable", []
+    return "refuses", []
+
+
 # ---------------------------------------------------------------------------
 # Serve: the fixtures as a local provider
 # ---------------------------------------------------------------------------

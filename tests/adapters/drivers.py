@@ -100,23 +100,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # ======================================================================================
 
 def utf16(text: Any) -> Any:
-    """A string as UTF-16 code units (a surrogate pair and its two halves are the same text)."""
-    return text.encode("utf-16-le", "surrogatepass") if isinstance(text, str) else text
+    """A string as UTF-16 code units (the validator's: one comparison in the project)."""
+    return _validator().utf16(text)
 
 
 def typed_json(value: Any) -> Any:
-    """A JSON value for comparison: bool kept apart from numbers (Python has True == 1), strings as UTF-16."""
-    if isinstance(value, str):
-        return ("str", utf16(value))
-    if isinstance(value, bool) or value is None:
-        return (type(value).__name__, value)
-    if isinstance(value, (int, float)):
-        return ("number", value)
-    if isinstance(value, list):
-        return ("array", [typed_json(item) for item in value])
-    if isinstance(value, dict):
-        return ("object", {key: typed_json(item) for key, item in value.items()})
-    return ("other", repr(value))
+    """A JSON value for comparison, bool kept apart from numbers (the validator's)."""
+    return _validator().typed_json(value)
+
+
+def _validator():
+    from adapters import validator
+
+    return validator()
 
 
 class DriverError(Exception):

@@ -38,6 +38,8 @@ NO_REEXEC = "VTS_ADAPTERS_NO_REEXEC"  # set in the re-run (and by tests) to neve
 EXIT_OK, EXIT_EXECUTES_BLOCKED, EXIT_USAGE = 0, 1, 3
 
 VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-applicable")
+# Findings about the fixture file rather than the stream: an adapter never sees the envelope.
+ENVELOPE_CODES = frozenset({"invalid_fixture", "unknown_profile"})
 
 
 def _imports():
@@ -117,96 +119,22 @@ def _maybe_reexec(argv, adapters, drivers) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# comparison
+# comparison: the validator's own (one comparison in the project: `conform` uses it too)
 # --------------------------------------------------------------------------------------
 
-def _typed(value):
-    """The drivers' comparison form of a JSON value (bool apart from numbers, strings as UTF-16)."""
-    from adapters.drivers import typed_json
-    return typed_json(value)
-
-
-def _utf16(text):
-    from adapters.drivers import utf16
-    return utf16(text)
-
-
 def same_arguments(theirs, ours, custom=False) -> bool:
-    """Equal as JSON values; as text (UTF-16 code units) when either side is not JSON.
-
-    ``custom``: our call is a free-text custom tool call; an adapter that hands its input over
-    as a parsed value (a JSON string literal in its ``arguments``) has the same text."""
-    if custom and isinstance(theirs, str) and isinstance(ours, str):
-        if _utf16(theirs) == _utf16(ours):
-            return True
-        try:
-            value = json.loads(theirs)
-        except ValueError:
-            return False
-        return isinstance(value, str) and _utf16(value) == _utf16(ours)
-    if isinstance(theirs, str) and isinstance(ours, str):
-        try:
-            return _typed(json.loads(theirs)) == _typed(json.loads(ours))
-        except (ValueError, RecursionError):  # not JSON, or nested past what Python can walk
-            pass
-    return _utf16(theirs) == _utf16(ours)
-
-
-def _call_problems(position, got, want) -> list[str]:
-    problems = []
-    if got.get("name") != want.get("name"):
-        problems.append(f"call {position}: name")
-    if got.get("namespace") != want.get("namespace"):   # part of a Responses call's identity
-        problems.append(f"call {position}: namespace")
-    if not same_arguments(got.get("arguments"), want.get("arguments"), custom=want.get("kind") == "custom"):
-        problems.append(f"call {position}: arguments")
-    theirs, ours = got.get("id"), want.get("id")
-    if theirs and ours and theirs != ours:
-        times, rest = divmod(len(theirs), len(ours)) if isinstance(theirs, str) and isinstance(ours, str) else (0, 1)
-        if not rest and times > 1 and theirs == ours * times:
-            problems.append(f"call {position}: id (ours repeated {times} times)")
-        else:
-            problems.append(f"call {position}: id")
-    return problems
+    return _imports()[0].same_arguments(theirs, ours, custom)
 
 
 def differences(theirs: list, ours: list) -> list[str]:
     """What differs between the adapter's calls and ours (empty: the same calls)."""
-    problems = [] if len(theirs) == len(ours) else [f"{len(theirs)} calls, ours {len(ours)}"]
-    for position, (got, want) in enumerate(zip(theirs, ours)):
-        problems.extend(_call_problems(position, got, want))
-    if problems and len(theirs) == len(ours):
-        # the same calls in another order is worth saying
-        rest = list(ours)
-        for got in theirs:
-            match = next((want for want in rest if not _call_problems(0, got, want)), None)
-            if match is None:
-                break
-            rest.remove(match)
-        else:
-            problems = ["same calls in another order"]
-    return problems
-
-
-# Findings about the fixture file rather than the stream: an adapter never sees the envelope.
-ENVELOPE_CODES = frozenset({"invalid_fixture", "unknown_profile"})
+    return _imports()[0].call_differences(theirs, ours)
 
 
 def verdict(status: str, calls, refused: bool, unsupported: bool, ours: list,
             codes=()) -> tuple[str, list[str]]:
     """(verdict, differences) for one adapter on one fixture."""
-    if unsupported or ENVELOPE_CODES.intersection(codes):
-        return "not-applicable", []
-    if status == "pass":
-        if refused or not calls:
-            return "refuses", []
-        problems = differences(calls, ours)
-        return ("differs-on-pass", problems) if problems else ("agree", [])
-    if calls:  # blocked, or no call found by us: anything it runs was not checked
-        return "executes-blocked", []
-    if status == "not_applicable" and not refused:
-        return "not-applicable", []
-    return "refuses", []
+    return _imports()[0].adapter_verdict(status, calls, refused, unsupported, ours, codes)
 
 
 def _our_calls(report) -> list[dict]:
