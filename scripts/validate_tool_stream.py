@@ -51,6 +51,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
   Serve ............................ serve_plan(), make_server(); each room's api_path and frame
+  Conform .......................... conform_fixture(), conform_summary()
   Command line ..................... main()
 
 Standard library only; Python 3.10+.
@@ -1101,13 +1102,15 @@ class Profile(_FrozenRecord):
       check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
       api_path, frame    `serve`: the provider's API path (a regular expression the path after a fixture's
                          prefix must match) and (stream, query) -> (content type, body bytes) as it frames it
+      api_example, tools_shape   `conform`: one path api_path matches, and tool_schemas -> the tools of
+                         a request in the provider's shape
       warn_without_done  capture warns when its SSE body has no "data: [DONE]"
     """
 
     __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
                  "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
                  "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
-                 "check_lines_text", "warn_without_done", "api_path", "frame")
+                 "check_lines_text", "warn_without_done", "api_path", "frame", "api_example", "tools_shape")
 
     def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
                  choice: Callable[[Any], dict], redact: Callable[[dict], dict],
@@ -1122,7 +1125,8 @@ class Profile(_FrozenRecord):
                  check_sse_events: Callable[[list], None] | None = None,
                  check_lines_text: Callable[[str], None] | None = None,
                  warn_without_done: bool = False, api_path: str = "",
-                 frame: Callable[..., tuple] | None = None) -> None:
+                 frame: Callable[..., tuple] | None = None, api_example: str = "",
+                 tools_shape: Callable[[dict], Any] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -1506,6 +1510,11 @@ def _chat_claims(payload: dict) -> bool:
     return "choices" in payload
 
 
+def _chat_tools(schemas: dict) -> list:
+    """Chat completions tools (also Cohere v2's and Ollama's): {"type": "function", "function": {...}}."""
+    return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
+
+
 def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
     """Chat completions streams: data lines, then data: [DONE]."""
     return "text/event-stream", sse_body(stream, named=False, done=True)
@@ -1516,14 +1525,16 @@ OPENAI = Profile("openai", "chunks",
                            names_concatenate=True),
                  lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
                  _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True,
-                 api_path=r"/v1/chat/completions", frame=_chat_frame)
+                 api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
+                 tools_shape=_chat_tools)
 
 
 MISTRAL = Profile("mistral", "chunks",
                   TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
                   lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
                   _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
-                  parallel_field=True, warn_without_done=True, api_path=r"/v1/chat/completions", frame=_chat_frame)
+                  parallel_field=True, warn_without_done=True, api_path=r"/v1/chat/completions", frame=_chat_frame,
+                  api_example="/v1/chat/completions", tools_shape=_chat_tools)
 
 
 # ---------------------------------------------------------------------------
@@ -2225,7 +2236,9 @@ ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, F
                     _anthropic_protected, _fragment_key_at("index"), "anthropic", _anthropic_claims, 1,
                     parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                     defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse,
-                    binary_body=_anthropic_invoke_body, api_path=r"/v1/messages", frame=_named_events_frame)
+                    binary_body=_anthropic_invoke_body, api_path=r"/v1/messages", frame=_named_events_frame,
+                    api_example="/v1/messages",
+                    tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()])
 
 
 # ---------------------------------------------------------------------------
@@ -2795,7 +2808,9 @@ OPENAI_RESPONSES = Profile("openai-responses", "events",
                            lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
                            _responses_protected, _fragment_key_at("output_index"), "openai-responses",
                            _responses_claims, 0, parallel_field=True, expand_tool=_responses_expand_tool,
-                           api_path=r"/v1/responses", frame=_named_events_frame)
+                           api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
+                           tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
+                                                        for n, s in schemas.items()])
 
 
 # ---------------------------------------------------------------------------
@@ -3157,7 +3172,10 @@ BEDROCK = Profile("bedrock", "events",
                             slot_end_name="contentBlockStop"),
                   lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
                   _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
-                  binary_body=_eventstream_envelope, api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame)
+                  binary_body=_eventstream_envelope, api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
+                  api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
+                  tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
+                                                         for n, s in schemas.items()]})
 
 
 # ---------------------------------------------------------------------------
@@ -4320,7 +4338,10 @@ GEMINI = Profile("gemini", "chunks",
                  lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
                  _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
                  request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse,
-                 api_path=_GEMINI_API_PATH, frame=_gemini_frame)
+                 api_path=_GEMINI_API_PATH, frame=_gemini_frame,
+                 api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                 tools_shape=lambda schemas: [{"functionDeclarations": [
+                     {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}])
 
 
 # ---------------------------------------------------------------------------
@@ -4587,7 +4608,7 @@ COHERE = Profile("cohere", "events",
                  _fragment_key_at("index"), "cohere", _cohere_claims, 5,
                  parallel_instead=" (Cohere's API has no such control)", warn_without_done=True,
                  expand_tool=_cohere_tool, check_sse_text=_cohere_check_sse, api_path=r"/v2/chat",
-                 frame=_cohere_frame)
+                 frame=_cohere_frame, api_example="/v2/chat", tools_shape=_chat_tools)
 
 
 # ---------------------------------------------------------------------------
@@ -4854,7 +4875,8 @@ OLLAMA = Profile("ollama", "chunks",
                  _no_fragment_key, "ollama", _ollama_claims, 6,
                  parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools,
                  expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
-                 check_lines_text=_ollama_check_lines, api_path=r"/api/chat", frame=_ollama_frame)
+                 check_lines_text=_ollama_check_lines, api_path=r"/api/chat", frame=_ollama_frame,
+                 api_example="/api/chat", tools_shape=_chat_tools)
 
 
 # ---------------------------------------------------------------------------
@@ -10075,6 +10097,208 @@ def _serve_log(line: str) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Conform: an adapter command judged against the served fixtures
+# ---------------------------------------------------------------------------
+#
+# For each served fixture, `conform` runs the user's adapter command with the fixture's base URL
+# in its environment; the command drives the adapter against that URL (execution disabled) and
+# prints the calls it would execute as JSON.  The verdict is the adapter harness's
+# (adapter_verdict): what the adapter would run against what this tool decided.
+
+CONFORM_FAILING = ("executes-blocked", "differs-on-pass")
+_CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output beyond this is refused
+
+
+def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
+    """The calls an adapter command printed: a JSON list of {"id"?, "name", "arguments", "namespace"?}
+    (arguments a string or a JSON value), or (None, why it is not one)."""
+    try:
+        value = decode_document(text, what="the adapter's output")
+    except JsonProblem as problem:
+        return None, f"its standard output is not one JSON value ({problem.message})"
+    if not isinstance(value, list):
+        return None, f"its standard output is {_describe(value)}, not a JSON list of calls"
+    calls = []
+    for number, entry in enumerate(value):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or "arguments" not in entry \
+                or not isinstance(entry.get("id"), (str, type(None))):
+            return None, (f"call {number} is not {{\"id\": string or null, \"name\": string, \"arguments\": "
+                          "string or JSON}")
+        call = {"id": entry.get("id"), "name": entry["name"], "arguments": entry["arguments"]}
+        if entry.get("namespace") is not None:
+            call["namespace"] = entry["namespace"]
+        calls.append(call)
+    return calls, ""
+
+
+def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float) -> tuple[Any, str]:
+    """Run the adapter command once: (its calls, or None when it refused, and why)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"it did not finish within {timeout:g} s"
+    except OSError as exc:
+        return None, f"it could not be started ({exc.strerror or exc})"
+    if done.returncode != 0:
+        return None, f"it exited with status {done.returncode}"
+    if len(done.stdout) > _CONFORM_OUTPUT_BYTES:
+        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes"
+    try:
+        text = done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "its standard output is not UTF-8"
+    if not text.strip():
+        return None, "it printed nothing"
+    return adapter_calls_from(text)
+
+
+def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
+                    folder: str, number: int) -> dict[str, Any]:
+    """One fixture through the adapter command: our report, its calls and the verdict, as one record."""
+    import os
+
+    with open(fixture.path, "rb") as handle:
+        data = handle.read()
+    report = validate_bytes(data)
+    row = PROFILES[fixture.profile]
+    doc = parse_envelope_bytes(data)
+    tools_file = os.path.join(folder, f"tools-{number}.json")
+    with open(tools_file, "w", encoding="utf-8") as handle:
+        json.dump(row.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
+    url = base_url + fixture.prefix
+    env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
+               VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file)
+    calls, why = run_adapter(command, shell, env, timeout)
+    codes = sorted({finding["code"] for finding in report["findings"]})
+    ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
+            for call in report["calls"]]
+    verdict, problems = adapter_verdict(report["status"], calls, calls is None, False, ours, codes)
+    record = {"fixture": fixture.path, "profile": fixture.profile, "status": report["status"], "codes": codes,
+              "verdict": verdict, "calls": None if calls is None else len(calls)}
+    if problems:
+        record["differences"] = problems
+    if calls is None:
+        record["refused"] = why
+    return record
+
+
+def conform_summary(records: list[dict]) -> dict[str, Any]:
+    """Verdict counts, and for each finding code how the adapter handled the turns that raise it."""
+    counts = {verdict: 0 for verdict in ADAPTER_VERDICTS}
+    by_code: dict[str, dict[str, int]] = {}
+    for record in records:
+        counts[record["verdict"]] += 1
+        for code in record["codes"] or ["(none)"]:
+            row = by_code.setdefault(code, {verdict: 0 for verdict in ADAPTER_VERDICTS})
+            row[record["verdict"]] += 1
+    return {"fixtures": len(records), **counts, "by_code": dict(sorted(by_code.items()))}
+
+
+def _conform_text(record: dict) -> str:
+    line = f"{record['verdict']}: {_printable(record['fixture'])} ({record['status']}"
+    line += (": " + ", ".join(record["codes"]) if record["codes"] else "") + ")"
+    if record.get("refused"):
+        line += f"; {record['refused']}"
+    if record.get("differences"):
+        line += "; " + "; ".join(_printable(d) for d in record["differences"][:5])
+    return line
+
+
+def _conform_table(summary: dict) -> str:
+    header = ("finding code",) + ADAPTER_VERDICTS
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for code, row in summary["by_code"].items():
+        lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in ADAPTER_VERDICTS)) + " |")
+    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + ADAPTER_VERDICTS))
+    return "\n".join(lines)
+
+
+def _conform_junit(records: list[dict]) -> str:
+    import xml.etree.ElementTree as ET
+
+    failures = sum(1 for record in records if record["verdict"] in CONFORM_FAILING)
+    suites = ET.Element("testsuites", name=f"{TOOL} conform", tests=str(len(records)), failures=str(failures),
+                        errors="0")
+    suite = ET.SubElement(suites, "testsuite", name=f"{TOOL} conform", tests=str(len(records)),
+                          failures=str(failures), errors="0", skipped="0")
+    for record in records:
+        case = ET.SubElement(suite, "testcase", classname=f"{TOOL}.conform", name=_xml_safe(record["fixture"]))
+        if record["verdict"] in CONFORM_FAILING:
+            failure = ET.SubElement(case, "failure", type=record["verdict"], message=_xml_safe(_conform_text(record)))
+            failure.text = _xml_safe("\n".join(record.get("differences", [])))
+    return ET.tostring(suites, encoding="unicode")
+
+
+def _run_conform(argv: list[str]) -> int:
+    """`conform`: run an adapter command against every served fixture and judge what it would execute."""
+    import shlex
+    import tempfile
+    import threading
+
+    parser = _new_parser(f"{_prog()} conform",
+                         "Serve the fixtures, run the adapter command once per fixture with VTS_BASE_URL, "
+                         "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE and VTS_TOOLS_FILE in its environment, read the "
+                         "calls it prints (a JSON list of {id, name, arguments}) and compare them with this "
+                         "tool's verdict. Exit 1 when it would execute a call of a turn this tool blocks, or "
+                         "other calls than a turn it passes.")
+    parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
+    parser.add_argument("--adapter-cmd", required=True, metavar="CMD",
+                        help="the adapter command: split like a shell would (shlex) and run without a shell, "
+                             "or run by /bin/sh with --shell")
+    parser.add_argument("--shell", action="store_true", help="run CMD through the shell")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per fixture (default 60)")
+    parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="text")
+    parser.add_argument("--quiet", action="store_true", help="print only the fixtures that fail, and the summary")
+    args = _strict_parse(parser, argv)
+    if not args.timeout > 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    try:
+        command: Any = args.adapter_cmd if args.shell else shlex.split(args.adapter_cmd)
+    except ValueError as exc:
+        raise UsageError(f"--adapter-cmd cannot be split: {exc}") from None
+    if not command:
+        raise UsageError("--adapter-cmd is empty")
+    served, refused = serve_plan(args.fixtures)
+    for path, why in refused:
+        _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}")
+    if not served:
+        raise UsageError("no fixture to serve")
+    server = make_server(served)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    host, port = server.server_address[:2]
+    records = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="vts-conform-") as folder:
+            for number, prefix in enumerate(sorted(served)):
+                record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command, args.shell,
+                                         args.timeout, folder, number)
+                records.append(record)
+                failing = record["verdict"] in CONFORM_FAILING
+                if args.report == "json" and (failing or not args.quiet):
+                    _out(json.dumps(record, ensure_ascii=True))
+                elif args.report == "text" and (failing or not args.quiet):
+                    _out(_conform_text(record))
+                elif args.report == "github" and failing:
+                    _out(f"::error file={_github_escape(_printable(record['fixture']), True)},line=1::"
+                         f"{_github_escape(_conform_text(record), False)}", _OWN_COMMANDS)
+                _flush_stdout()
+    finally:
+        server.shutdown()
+        server.server_close()
+    summary = conform_summary(records)
+    if args.report == "json":
+        _out(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}, ensure_ascii=True))
+    elif args.report == "junit":
+        _out(_conform_junit(records))
+    else:
+        _out(_conform_table(summary))
+    return EXIT_BLOCKED if any(record["verdict"] in CONFORM_FAILING for record in records) else EXIT_PASS
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 
@@ -10773,6 +10997,8 @@ def run(argv: list[str]) -> int:
         return _run_pin(argv[1:])
     if argv[:1] == ["serve"]:
         return _run_serve(argv[1:])
+    if argv[:1] == ["conform"]:
+        return _run_conform(argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
     paths, many = _expand(args.fixtures, args.exclude)
