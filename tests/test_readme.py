@@ -31,7 +31,8 @@ class ReadmeIsTrue(unittest.TestCase):
             options = set(re.findall(r"--[a-z][a-z-]+", handle.read()))
         options &= {"--" + name.replace("_", "-") for name in vts.Limits.__slots__} | {
             "--report", "--expect", "--version", "--help", "--quiet", "--exclude", "--allow-not-applicable",
-            "--adapter-output", "--redact-arguments", "--allow-invalid", "--no-redact", "--schemas", "--request"}
+            "--adapter-output", "--redact-arguments", "--allow-invalid", "--no-redact", "--schemas", "--request",
+            "--adapter-cmd", "--shell", "--timeout", "--host", "--port"}
         for option in options | {"--report", "--expect"}:
             self.assertIn(f"`{option}", README)
         limits = section("Limits")   # each limit option's default and meaning live in that table
@@ -154,7 +155,8 @@ class SkillIsTrue(unittest.TestCase):
 
     def test_every_option_and_code_it_names_exists(self):
         help_text = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True).stdout
-        capture_help = subprocess.run([sys.executable, SCRIPT, "capture", "--help"], capture_output=True, text=True).stdout
+        capture_help = "".join(subprocess.run([sys.executable, SCRIPT, command, "--help"], capture_output=True,
+                                              text=True).stdout for command in ("capture", "serve", "conform"))
         for option in set(re.findall(r"`[^`]*?(--[a-z][a-z-]+)", self.text)):
             with self.subTest(option=option):
                 self.assertTrue(option in help_text or option in capture_help, option)
