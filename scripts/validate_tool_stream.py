@@ -10131,23 +10131,37 @@ def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
     return calls, ""
 
 
-def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float) -> tuple[Any, str]:
-    """Run the adapter command once: (its calls, or None when it refused, and why)."""
+def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float,
+                folder: str) -> tuple[Any, str]:
+    """Run the adapter command once: (its calls, or None when it refused, and why).
+
+    Its standard output and error go to files in `folder`, so a command that prints without end
+    costs disk, not memory; only the first _CONFORM_OUTPUT_BYTES are read, and only the last line
+    of its standard error is quoted, through the one output door."""
+    import os
     import subprocess
 
-    try:
-        done = subprocess.run(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"it did not finish within {timeout:g} s"
-    except OSError as exc:
-        return None, f"it could not be started ({exc.strerror or exc})"
+    out_path, err_path = os.path.join(folder, "stdout"), os.path.join(folder, "stderr")
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        try:
+            done = subprocess.run(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=err, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"it did not finish within {timeout:g} s"
+        except OSError as exc:
+            return None, f"it could not be started ({exc.strerror or exc})"
     if done.returncode != 0:
-        return None, f"it exited with status {done.returncode}"
-    if len(done.stdout) > _CONFORM_OUTPUT_BYTES:
+        with open(err_path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(err_path) - 2000))
+            tail = handle.read().decode("utf-8", "replace").strip().splitlines()
+        said = f": {_clip(tail[-1])}" if tail else ""
+        return None, f"it exited with status {done.returncode}{said}"
+    if os.path.getsize(out_path) > _CONFORM_OUTPUT_BYTES:
         return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes"
+    with open(out_path, "rb") as handle:
+        data = handle.read()
     try:
-        text = done.stdout.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None, "its standard output is not UTF-8"
     if not text.strip():
@@ -10171,7 +10185,7 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     url = base_url + fixture.prefix
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file)
-    calls, why = run_adapter(command, shell, env, timeout)
+    calls, why = run_adapter(command, shell, env, timeout, folder)
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]

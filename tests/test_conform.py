@@ -62,6 +62,10 @@ class Verdicts(unittest.TestCase):
                 code, records, summary, _ = conform(PASS, cmd=cmd)
                 self.assertEqual((code, records[0]["verdict"], summary["refuses"]), (0, "refuses", 1))
                 self.assertIn(why, records[0]["refused"])
+        said = conform(PASS, cmd=python("import sys; print('x' * 5000 + 'last words\\x1b[31m', file=sys.stderr); "
+                                         "sys.exit(3)"))[1][0]["refused"]
+        self.assertTrue(said.startswith("it exited with status 3: "), said)
+        self.assertLess(len(said), 400)
         code, records, _, _ = conform(PASS, cmd=python("import time; time.sleep(30)"), extra=("--timeout", "0.5"))
         self.assertIn("did not finish within 0.5 s", records[0]["refused"])
         # a blocked turn it refuses is fine too
