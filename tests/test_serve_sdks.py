@@ -9,6 +9,7 @@ So a served stream reads as the provider's own. Skipped, naming the package, wit
 """
 
 import json
+import os
 import threading
 import unittest
 
@@ -182,6 +183,32 @@ class Bedrock(_Served):
                 self.assertEqual(tool_view(list(response["stream"])), tool_view(fixture.stream))
             checked += 1
         self.assertGreater(checked, 5)
+
+
+class VercelThroughConform(unittest.TestCase):
+    """The Vercel AI SDK's own providers and fetch, as an adapter command of `conform`."""
+
+    FIXTURES = ("openai/valid-interleaved-parallel-two-tools-usage-chunk.json",
+                "openai-responses/pass-parallel-calls.json",
+                "anthropic/pass-three-parallel-tool-uses.json", "gemini/pass-call-with-id.json",
+                "cohere/pass-parallel-calls-one-after-another.json")
+
+    def test_passing_fixtures_agree_through_http(self):
+        import shutil
+
+        from support import ROOT, run_cli
+
+        vercel = os.path.join(ROOT, "tests", "adapters", "vercel")
+        if shutil.which("node") is None or not os.path.isdir(os.path.join(vercel, "node_modules", "@ai-sdk")):
+            self.skipTest("node and tests/adapters/vercel/node_modules are needed (python3 tests/adapters/setup.py)")
+        paths = [os.path.join(FIXTURES, name) for name in self.FIXTURES]
+        for path in paths:
+            self.assertEqual(load_fixture(os.path.relpath(path, FIXTURES))[1]["expect"]["status"], "pass", path)
+        code, out, err = run_cli("conform", "--adapter-cmd", f"node {os.path.join(vercel, 'conform_adapter.mjs')}",
+                                 "--report", "json", *paths)
+        records = [json.loads(line) for line in out.splitlines()][:-1]
+        self.assertEqual((code, len(records)), (0, len(self.FIXTURES)), err)
+        self.assertEqual({r["verdict"] for r in records}, {"agree"}, records)
 
 
 if __name__ == "__main__":
