@@ -10035,6 +10035,13 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
         daemon_threads = True
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            """A client that goes away mid-answer (a broken pipe, a reset, a stalled connection timed
+            out) ends its connection only: never a traceback (socketserver's default prints one)."""
+            if log is not None:
+                kind = sys.exc_info()[0]
+                log(f"connection from {client_address[0]} ended early ({kind.__name__ if kind else 'error'})")
+
     return Server((host, port), Handler)
 
 

@@ -151,6 +151,37 @@ class ServedBytes(unittest.TestCase):
             self.assertEqual(read_back(fixture.profile, results[prefix][2]), stream)
 
 
+class ClientsThatGoAway(unittest.TestCase):
+    def test_a_reset_connection_is_one_log_line_never_a_traceback(self):
+        import contextlib
+        import io
+        import socket
+        import struct
+        import time
+
+        served, _ = vts.serve_plan([os.path.join(FIXTURES, "openai")])
+        lines = []
+        server = vts.make_server(served, log=lines.append)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                for _ in range(10):
+                    sock = socket.create_connection(server.server_address[:2])
+                    sock.sendall(b"POST /openai/valid-fragmented-single-call/v1/chat/completions HTTP/1.1\r\n"
+                                 b"Host: x\r\nContent-Length: 2\r\n\r\n{}")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # reset
+                    sock.close()
+                time.sleep(0.3)
+                status, _, _ = post(f"http://127.0.0.1:{server.server_address[1]}/openai/"
+                                    "valid-fragmented-single-call/v1/chat/completions")
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertEqual((err.getvalue(), status), ("", 200))
+        self.assertTrue(all(line.startswith(("connection from 127.0.0.1 ended early", "POST ")) for line in lines))
+
+
 class Plan(unittest.TestCase):
     def test_a_single_file_is_served_under_its_name(self):
         path = os.path.join(FIXTURES, "cohere", "pass-parallel-calls-one-after-another.json")
