@@ -168,12 +168,12 @@ class ClientsThatGoAway(unittest.TestCase):
             with contextlib.redirect_stderr(err):
                 for _ in range(10):
                     sock = socket.create_connection(server.server_address[:2])
-                    sock.sendall(b"POST /openai/valid-fragmented-single-call/v1/chat/completions HTTP/1.1\r\n"
+                    sock.sendall(b"POST /valid-fragmented-single-call/v1/chat/completions HTTP/1.1\r\n"
                                  b"Host: x\r\nContent-Length: 2\r\n\r\n{}")
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # reset
                     sock.close()
                 time.sleep(0.3)
-                status, _, _ = post(f"http://127.0.0.1:{server.server_address[1]}/openai/"
+                status, _, _ = post(f"http://127.0.0.1:{server.server_address[1]}/"
                                     "valid-fragmented-single-call/v1/chat/completions")
         finally:
             server.shutdown()
