@@ -9910,7 +9910,7 @@ class _Served(_Record):
         self.stream = stream
 
 
-def serve_plan(paths: list[str]) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
+def serve_plan(paths: list[str], collisions_fail: bool = False) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
     """(URL prefix -> served fixture, [(file, why it is not served)]) for the files and folders given.
 
     A fixture's prefix is its path relative to the folder given, without ".json" (a file given by
@@ -9940,6 +9940,9 @@ def serve_plan(paths: list[str]) -> tuple[dict[str, _Served], list[tuple[str, st
             problems = check_envelope(doc, limits)
             if problems:
                 refused.append((path, f"not a valid envelope ({problems[0].code}: {problems[0].message})"))
+            elif prefix in served and collisions_fail:
+                raise UsageError(f"{path} and {served[prefix].path} would share the URL prefix {prefix!r}: give "
+                                 "their common folder instead of each folder")
             elif prefix in served:
                 refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
             else:
@@ -9948,27 +9951,36 @@ def serve_plan(paths: list[str]) -> tuple[dict[str, _Served], list[tuple[str, st
     return served, refused
 
 
-def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served | None, str, str]:
-    """(the fixture a request path names or None, the API path after its prefix, the query)."""
+_SERVE_MAX_PATH = 4096   # characters of a request path; a longer one names no fixture
+
+
+def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served | None, list[str], str]:
+    """(the fixture a request path names or None, the API path after its prefix as sent and decoded,
+    the query).  Segments are decoded one by one, so an encoded "/" inside one (a Bedrock model ARN)
+    stays inside it."""
     from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(raw_path)
-    path = unquote(parts.path)
-    segments = path.split("/")
-    for cut in range(len(segments) - 1, 0, -1):   # the longest prefix first: folders may nest
-        fixture = served.get("/".join(segments[1:cut]))
+    if len(parts.path) > _SERVE_MAX_PATH:
+        return None, [], parts.query
+    raw = parts.path.split("/")
+    decoded = [unquote(segment) for segment in raw]
+    prefixes = ["/".join(decoded[1:cut]) for cut in range(len(decoded))]   # the path is bounded above
+    for cut in range(len(raw) - 1, 0, -1):   # the longest prefix first: folders may nest
+        fixture = served.get(prefixes[cut])
         if fixture is not None:
-            return fixture, "/" + "/".join(segments[cut:]), parts.query
-    return None, path, parts.query
+            rest = "/" + "/".join(raw[cut:])
+            return fixture, [rest, unquote(rest)], parts.query
+    return None, [], parts.query
 
 
 def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
                   length: str | None) -> tuple[int, str, bytes, dict[str, str]]:
     """(status, content type, body, extra headers) for one request; the body is read by the caller
     only when the status is 200 (its length is checked here)."""
-    fixture, api_path, query = _serve_route(served, raw_path)
+    fixture, api_paths, query = _serve_route(served, raw_path)
     row = PROFILES[fixture.profile] if fixture is not None else None
-    if row is None or not re.fullmatch(row.api_path, api_path):
+    if row is None or not any(re.fullmatch(row.api_path, path) for path in api_paths):
         return _serve_error(404, "not_found", "no served fixture answers this path")
     if method != "POST":
         status, kind, body, headers = _serve_error(405, "method_not_allowed", "the API path takes POST only")
@@ -10004,7 +10016,14 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             return self.server_version
 
         def _answer(self) -> None:
-            length = self.headers.get("Content-Length")
+            lengths = self.headers.get_all("Content-Length") or []
+            length = lengths[0] if lengths else None
+            if len(lengths) > 1 or (lengths and self.headers.get("Transfer-Encoding") is not None):
+                # two ways to find where the body ends: a request could hide another behind it
+                status, kind, body, headers = _serve_error(400, "bad_request", "a request must give exactly one "
+                                                           "Content-Length and no Transfer-Encoding beside it")
+                self._send(status, kind, body, headers)
+                return
             status, kind, body, headers = _serve_answer(served, self.command, self.path, length)
             if length and length.isascii() and length.isdigit() and int(length) <= 16 * SERVE_MAX_REQUEST_BYTES:
                 remaining = int(length)
@@ -10013,6 +10032,9 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     if not chunk:
                         break
                     remaining -= len(chunk)
+            self._send(status, kind, body, headers)
+
+        def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -10022,11 +10044,31 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
             if log is not None:
                 log(f"{self.command} {self.path} {status}")
 
-        do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """The library's own refusals (a malformed request line, headers too long, an unknown
+            method, an HTTP version it does not speak) answered like every other: a JSON body."""
+            self.command = self.command if isinstance(getattr(self, "command", None), str) else "?"
+            self.path = self.path if isinstance(getattr(self, "path", None), str) else "?"
+            if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":   # an unreadable request line
+                self.request_version = "HTTP/1.0"   # still answered with a status line and headers
+            _, kind, body, _ = _serve_error(code, "bad_request" if code < 500 else "not_supported",
+                                            f"the request was refused ({code})")
+            try:
+                self._send(code, kind, body, {})
+            except OSError:
+                self.close_connection = True
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("do_"):   # any other method: 405 on a fixture's path, 404 elsewhere
+                return self._answer
+            raise AttributeError(name)
+
+        do_POST = _answer
 
         def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 - the library's name
             return None   # requests are logged once, through the tool's own output
@@ -10074,10 +10116,12 @@ def _run_serve(argv: list[str]) -> int:
     if not _loopback(args.host):
         _err(f"{TOOL} serve: listening on {_printable(args.host)}, not loopback: other machines can reach "
              "the fixtures")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is 0 to 65535 (0: any free port)")
     try:
         server = make_server(served, args.host, args.port, None if args.quiet else _serve_log)
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except (OSError, OverflowError) as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {getattr(exc, 'strerror', None) or exc}") from None
     host, port = server.server_address[:2]
     _out(f"serving {len(served)} fixtures at http://{_url_host(host)}:{port}/")
     _flush_stdout()
@@ -10138,31 +10182,48 @@ def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
     return calls, ""
 
 
+class AdapterNotStarted(Exception):
+    """The adapter command could not be started at all: no verdict is possible."""
+
+
 def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float,
-                folder: str) -> tuple[Any, str]:
+                folder: str, number: int = 0) -> tuple[Any, str]:
     """Run the adapter command once: (its calls, or None when it refused, and why).
 
-    Its standard output and error go to files in `folder`, so a command that prints without end
-    costs disk, not memory; only the first _CONFORM_OUTPUT_BYTES are read, and only the last line
-    of its standard error is quoted, through the one output door."""
+    It runs in a process group of its own, which is killed when it ends or times out, so nothing
+    it started outlives it or writes into the next fixture's output.  Its standard output and
+    error go to files of this fixture in `folder` (a command that prints without end costs disk,
+    not memory); only the first _CONFORM_OUTPUT_BYTES are read, and only the last line of its
+    standard error is quoted, through the one output door."""
     import os
+    import signal
     import subprocess
 
-    out_path, err_path = os.path.join(folder, "stdout"), os.path.join(folder, "stderr")
+    out_path, err_path = os.path.join(folder, f"stdout-{number}"), os.path.join(folder, f"stderr-{number}")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
-            done = subprocess.run(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
-                                  stderr=err, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None, f"it did not finish within {timeout:g} s"
+            process = subprocess.Popen(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                                       stderr=err, start_new_session=True)
         except OSError as exc:
-            return None, f"it could not be started ({exc.strerror or exc})"
-    if done.returncode != 0:
+            raise AdapterNotStarted(f"the adapter command could not be started ({exc.strerror or exc})") from None
+        try:
+            status = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            status = None
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)   # it, and anything it left running
+            except OSError:
+                pass
+            process.wait()
+    if status is None:
+        return None, f"it did not finish within {timeout:g} s"
+    if status != 0:
         with open(err_path, "rb") as handle:
             handle.seek(max(0, os.path.getsize(err_path) - 2000))
             tail = handle.read().decode("utf-8", "replace").strip().splitlines()
         said = f": {_clip(tail[-1])}" if tail else ""
-        return None, f"it exited with status {done.returncode}{said}"
+        return None, f"it exited with status {status}{said}"
     if os.path.getsize(out_path) > _CONFORM_OUTPUT_BYTES:
         return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes"
     with open(out_path, "rb") as handle:
@@ -10189,10 +10250,15 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     tools_file = os.path.join(folder, f"tools-{number}.json")
     with open(tools_file, "w", encoding="utf-8") as handle:
         json.dump(row.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
-    url = base_url + fixture.prefix
+    from urllib.parse import quote
+
+    url = base_url + quote(fixture.prefix, safe="/")
+    loopback = ",".join(filter(None, ("127.0.0.1", "localhost", "::1", os.environ.get("NO_PROXY"))))
+    # NO_PROXY: a proxy set for the CI job must not carry loopback requests away
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
-               VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file)
-    calls, why = run_adapter(command, shell, env, timeout, folder)
+               VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, NO_PROXY=loopback,
+               no_proxy=loopback)
+    calls, why = run_adapter(command, shell, env, timeout, folder, number)
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
@@ -10282,11 +10348,17 @@ def _run_conform(argv: list[str]) -> int:
         raise UsageError(f"--adapter-cmd cannot be split: {exc}") from None
     if not command:
         raise UsageError("--adapter-cmd is empty")
-    served, refused = serve_plan(args.fixtures)
+    served, refused = serve_plan(args.fixtures, collisions_fail=True)
     for path, why in refused:
         _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}")
     if not served:
         raise UsageError("no fixture to serve")
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt   # a cancelled CI job: the adapter's group is killed, the files removed
+
+    signal.signal(signal.SIGTERM, stop)
     server = make_server(served)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
@@ -10294,8 +10366,11 @@ def _run_conform(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="vts-conform-") as folder:
             for number, prefix in enumerate(sorted(served)):
-                record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command, args.shell,
-                                         args.timeout, folder, number)
+                try:
+                    record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
+                                             args.shell, args.timeout, folder, number)
+                except AdapterNotStarted as exc:
+                    raise UsageError(str(exc)) from None
                 records.append(record)
                 failing = record["verdict"] in CONFORM_FAILING
                 if args.report == "json" and (failing or not args.quiet):
@@ -10316,7 +10391,14 @@ def _run_conform(argv: list[str]) -> int:
         _out(_conform_junit(records))
     else:
         _out(_conform_table(summary))
-    return EXIT_BLOCKED if any(record["verdict"] in CONFORM_FAILING for record in records) else EXIT_PASS
+    if any(record["verdict"] in CONFORM_FAILING for record in records):
+        return EXIT_BLOCKED
+    if not any(record["verdict"] in ("agree", "not-applicable") for record in records):
+        # every turn refused: a broken command, a wrong URL or a proxy, not a verdict on the adapter
+        _err(f"{TOOL} conform: the adapter refused every fixture (first: "
+             f"{_printable(records[0].get('refused', 'it executed nothing'))}); no verdict")
+        return EXIT_CANNOT_RUN
+    return EXIT_PASS
 
 
 # ---------------------------------------------------------------------------

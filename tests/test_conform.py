@@ -51,29 +51,53 @@ class Verdicts(unittest.TestCase):
                             '"arguments": {"unit": "celsius", "city": "Paris"}}]\')')
         self.assertEqual(conform(PASS, cmd=same_value)[1][0]["verdict"], "agree")   # a JSON value, any order
 
-    def test_refusals_never_fail_the_run(self):
+    def test_refusals(self):
         for cmd, why in ((python("import sys; sys.exit(4)"), "exited with status 4"),
                          (python("print('not json')"), "not one JSON value"),
                          (python("print('{}')"), "not a JSON list of calls"),
                          (python("print('[{\"name\": 1, \"arguments\": \"{}\"}]')"), "call 0 is not"),
-                         (python("pass"), "printed nothing"),
-                         ("/no/such/adapter", "could not be started")):
+                         (python("pass"), "printed nothing")):
             with self.subTest(why=why):
-                code, records, summary, _ = conform(PASS, cmd=cmd)
-                self.assertEqual((code, records[0]["verdict"], summary["refuses"]), (0, "refuses", 1))
+                code, records, summary, err = conform(PASS, cmd=cmd)
+                self.assertEqual((records[0]["verdict"], summary["refuses"]), ("refuses", 1))
                 self.assertIn(why, records[0]["refused"])
+                # refusing every turn is no verdict on the adapter: a broken command or URL, exit 3
+                self.assertEqual(code, 3)
+                self.assertIn("the adapter refused every fixture", err)
         said = conform(PASS, cmd=python("import sys; print('x' * 5000 + 'last words\\x1b[31m', file=sys.stderr); "
                                          "sys.exit(3)"))[1][0]["refused"]
         self.assertTrue(said.startswith("it exited with status 3: "), said)
         self.assertLess(len(said), 400)
         code, records, _, _ = conform(PASS, cmd=python("import time; time.sleep(30)"), extra=("--timeout", "0.5"))
         self.assertIn("did not finish within 0.5 s", records[0]["refused"])
-        # a blocked turn it refuses is fine too
-        self.assertEqual(conform(BLOCKED, cmd=python("import sys; sys.exit(1)"))[0], 0)
+
+    def test_refusing_a_blocked_turn_among_others_is_fine(self):
+        only_passes = python("import os, json, subprocess, sys\n"
+                             "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: sys.exit(1)\n"
+                             f"sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
+        code, records, summary, _ = conform(PASS, BLOCKED, cmd=only_passes)
+        self.assertEqual((code, summary["agree"], summary["refuses"]), (0, 1, 1))
+
+    def test_a_command_that_cannot_start_is_a_usage_error(self):
+        code, out, err = run_cli("conform", "--adapter-cmd", "/no/such/adapter", PASS)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("could not be started", err)
+
+    def test_nothing_it_started_outlives_it(self):
+        # a child left running (a wrapper such as npx or sh -c often leaves one) must not write into
+        # the next fixture's output: the whole process group ends with the command
+        late = python("import subprocess, sys\n"
+                      "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.5); print(123)'])\n"
+                      f"sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
+        code, records, _, err = conform(PASS, BLOCKED, cmd=late)
+        self.assertEqual([r["verdict"] for r in records], ["agree", "executes-blocked"], err)
 
     def test_an_empty_list_on_a_blocked_turn_is_no_execution(self):
-        code, records, _, _ = conform(BLOCKED, cmd=python("print('[]')"))
-        self.assertEqual((code, records[0]["verdict"]), (0, "refuses"))
+        code, records, _, _ = conform(PASS, BLOCKED, cmd=python(
+            "import os; print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else "
+            "'[{\"id\": \"call_Wq8rT2mZkP4vN6xY1bC3dE5f\", \"name\": \"get_weather\", "
+            "\"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}]')"))
+        self.assertEqual((code, [r["verdict"] for r in records]), (0, ["agree", "refuses"]))
 
 
 class Environment(unittest.TestCase):
@@ -111,6 +135,24 @@ class Environment(unittest.TestCase):
             "print(json.dumps([{'id': c.get('id'), 'name': c['function']['name'], "
             "'arguments': c['function']['arguments']} for c in calls]))")
         self.assertEqual(conform(OLLAMA, cmd=reads_ndjson)[1][0]["verdict"], "agree")
+
+
+class Names(unittest.TestCase):
+    def test_a_fixture_name_that_needs_quoting_in_a_url(self):
+        import shutil
+
+        with tempfile.TemporaryDirectory() as folder:
+            inner = os.path.join(folder, "sub dir", "ünï")
+            os.makedirs(inner)
+            shutil.copy(PASS, os.path.join(inner, "with space #1 %2F.json"))
+            code, records, _, err = conform(folder)
+        self.assertEqual((code, records[0]["verdict"]), (0, "agree"), err)
+
+    def test_folders_whose_fixtures_share_a_name_are_a_usage_error(self):
+        code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, os.path.join(FIXTURES, "anthropic"),
+                                 os.path.join(FIXTURES, "bedrock"))
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("give their common folder", err)
 
 
 class Reports(unittest.TestCase):

@@ -131,6 +131,41 @@ class ServedBytes(unittest.TestCase):
         status, _, text = post(self.url + prefix + "/v1/chat/completions", b"x" * (vts.SERVE_MAX_REQUEST_BYTES + 1))
         self.assertEqual((status, json.loads(text)["error"]["type"]), (413, "request_too_large"))
 
+    def test_requests_the_library_refuses_get_json_too(self):
+        import socket
+
+        host, port = self.server.server_address[:2]
+        path = b"/openai/valid-fragmented-single-call/v1/chat/completions"
+        for request, status in ((b"FOO " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"405"),
+                                (b"GARBAGE\r\n\r\n", b"400"),
+                                (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
+                                (b"POST " + path + b" HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 9\r\n\r\n",
+                                 b"400"),
+                                (b"POST " + path + b" HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked"
+                                 b"\r\n\r\n{}", b"400")):
+            with self.subTest(request=request[:40]):
+                with socket.create_connection((host, port), timeout=10) as sock:
+                    sock.sendall(request)
+                    answer = b""
+                    while True:
+                        data = sock.recv(65536)
+                        if not data:
+                            break
+                        answer += data
+                head, _, body = answer.partition(b"\r\n\r\n")
+                self.assertTrue(head.startswith(b"HTTP/1."), head[:40])
+                self.assertEqual(head.split(b" ")[1], status)
+                self.assertIn(b"application/json", head)
+                self.assertIn("message", json.loads(body)["error"])
+
+    def test_a_bedrock_model_arn_in_the_path(self):
+        prefix = next(p for p, f in sorted(self.served.items()) if f.profile == "bedrock")
+        arn = "arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fabc123"
+        status, kind, _ = post(self.url + prefix + f"/model/{arn}/converse-stream")
+        self.assertEqual((status, kind), (200, "application/vnd.amazon.eventstream"))
+        status, _, _ = post(self.url + prefix + "/" + "a/" * 3000)
+        self.assertEqual(status, 404)
+
     def test_concurrent_requests(self):
         prefixes = sorted(self.served)[:40]
         results = {}
