@@ -48,6 +48,17 @@ class _Served(unittest.TestCase):
             if fixture.profile in profiles and load_fixture(prefix + ".json")[1]["expect"]["status"] == "pass":
                 yield prefix, fixture
 
+    def each_pass(self, profiles, calls, driver, parsed=False):
+        """Every passing fixture of these profiles: calls(self.client(prefix)) over HTTP against
+        driver(payloads); the number compared."""
+        checked = 0
+        for prefix, fixture in self.passing(*profiles):
+            client = self.client(prefix)
+            with self.subTest(fixture=prefix):
+                self.same(prefix, lambda: calls(client), lambda: driver(fixture.stream), parsed)
+            checked += 1
+        return checked
+
     def same(self, prefix, client, driver, parsed=False):
         """The client's calls over HTTP equal the driver's on the payloads (or both raise)."""
         try:
@@ -65,62 +76,45 @@ class _Served(unittest.TestCase):
 class OpenAIChat(_Served):
     MODULE = "openai"
 
-    def test_chat_completions_stream(self):
+    def client(self, prefix):
         import openai
 
-        checked = 0
-        for prefix, fixture in self.passing("openai", "mistral"):
-            client = openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
+        return openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
 
-            def calls():
-                with client.chat.completions.stream(model="gpt-4o", messages=[{"role": "user", "content": "x"}]) as s:
-                    message = s.get_final_completion().choices[0].message
-                return [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
+    def test_chat_completions_stream(self):
+        def calls(client):
+            with client.chat.completions.stream(model="gpt-4o", messages=[{"role": "user", "content": "x"}]) as s:
+                message = s.get_final_completion().choices[0].message
+            return [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
 
-            with self.subTest(fixture=prefix):
-                self.same(prefix, calls, lambda: drivers.openai_chat_stream_helper(fixture.stream))
-            checked += 1
-        self.assertGreaterEqual(checked, 20)
+        self.assertGreaterEqual(self.each_pass(("openai", "mistral"), calls, drivers.openai_chat_stream_helper), 20)
 
     def test_responses_stream(self):
-        import openai
+        def calls(client):
+            with client.responses.stream(model="gpt-5", input="x") as s:
+                response = s.get_final_response()
+            return [(item.call_id, item.name, item.arguments if item.type == "function_call" else item.input)
+                    for item in response.output if item.type in ("function_call", "custom_tool_call")]
 
-        checked = 0
-        for prefix, fixture in self.passing("openai-responses"):
-            client = openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
-
-            def calls():
-                with client.responses.stream(model="gpt-5", input="x") as s:
-                    response = s.get_final_response()
-                return [(item.call_id, item.name, item.arguments if item.type == "function_call" else item.input)
-                        for item in response.output if item.type in ("function_call", "custom_tool_call")]
-
-            with self.subTest(fixture=prefix):
-                self.same(prefix, calls, lambda: drivers.openai_responses_stream(fixture.stream))
-            checked += 1
-        self.assertGreaterEqual(checked, 10)
+        self.assertGreaterEqual(self.each_pass(("openai-responses",), calls, drivers.openai_responses_stream), 10)
 
 
 class Anthropic(_Served):
     MODULE = "anthropic"
 
-    def test_messages_stream(self):
+    def client(self, prefix):
         import anthropic
 
-        checked = 0
-        for prefix, fixture in self.passing("anthropic"):
-            client = anthropic.Anthropic(base_url=self.url + prefix, api_key="sk-test", max_retries=0)
+        return anthropic.Anthropic(base_url=self.url + prefix, api_key="sk-test", max_retries=0)
 
-            def calls():
-                with client.messages.stream(model="claude-sonnet-4-5", max_tokens=64,
-                                            messages=[{"role": "user", "content": "x"}]) as s:
-                    message = s.get_final_message()
-                return [(b.id, b.name, b.input) for b in message.content if b.type == "tool_use"]
+    def test_messages_stream(self):
+        def calls(client):
+            with client.messages.stream(model="claude-sonnet-4-5", max_tokens=64,
+                                        messages=[{"role": "user", "content": "x"}]) as s:
+                message = s.get_final_message()
+            return [(b.id, b.name, b.input) for b in message.content if b.type == "tool_use"]
 
-            with self.subTest(fixture=prefix):
-                self.same(prefix, calls, lambda: drivers.anthropic_message_stream(fixture.stream), parsed=True)
-            checked += 1
-        self.assertGreater(checked, 10)
+        self.assertGreater(self.each_pass(("anthropic",), calls, drivers.anthropic_message_stream, parsed=True), 10)
 
 
 class GoogleGenai(_Served):
