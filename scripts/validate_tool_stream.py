@@ -10076,6 +10076,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     class Server(ThreadingHTTPServer):
         daemon_threads = True
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        request_queue_size = 128   # the listen backlog: socketserver's 5 resets a burst of clients
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             """A client that goes away mid-answer (a broken pipe, a reset, a stalled connection timed
