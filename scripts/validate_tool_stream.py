@@ -4407,7 +4407,7 @@ class CohereNormalizer:
             # its event parser refuses the event and the stream goes on without it
             yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
                               "Vercel AI SDK drops such an event and reads the turn without it")
-            return
+            # then read as the other readers read it (as on gemini): the report shows what was sent
         state.ending, late = _ending(pos, _COHERE_ENDING, state.ending, "end" if kind == "message-end" else "event",
                                      kind)
         yield from late

@@ -166,9 +166,11 @@ class Shapes(unittest.TestCase):
             with self.subTest(member=member):
                 bad = json.loads(json.dumps(delta(0, ",\"b\":2")))
                 bad["delta"].update(member)
-                report = self.blocked([START, start(), delta(0, "{\"a\":1"), bad, delta(0, "}"), end(0),
+                report = self.blocked([START, start(name="g"), delta(0, "{\"a\":1"), bad, delta(0, "}"), end(0),
                                        message_end()], {"unexpected_event"})
                 self.assertEqual(positions(report), [("unexpected_event", 3)])
+                # the report shows what was sent, as the readers that keep the event read it
+                self.assertEqual(report["calls"][0]["arguments"], "{\"a\":1,\"b\":2}")
         self.assertEqual(judge([START] + call(0) + [dict(message_end(), constructor={"x": 1})])["status"], "pass")
 
     def test_message_start_with_calls_is_not_read(self):
