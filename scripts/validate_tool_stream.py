@@ -8542,7 +8542,8 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
 
     A finding with a stream position points at that element of chunks/events; one
     at the end of the stream at the stream key; an envelope finding at the key it
-    names (else line 1).  Expect differences are one annotation each, at line 1.
+    names (else line 1).  Expect differences are one annotation each, at the expect key (a file
+    that is not strict JSON: where the parser stopped; else line 1).
     """
     try:
         text = data.decode("utf-8")
@@ -8565,6 +8566,9 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
     line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
     for difference in differences or ():
+        at = _JSON_ERROR_AT.search(difference) if "expect" not in spans else None
+        if at is not None:   # an unreadable file: the annotation goes where the parser stopped
+            line, col = int(at.group(1)), int(at.group(2))
         message = _github_escape("expect: " + _printable(difference))
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
@@ -10450,9 +10454,8 @@ def _parse_args(argv: list[str]) -> Any:
         _prog(),
         "Decide whether the tool calls in one captured, streamed assistant turn may be "
         "handed to execution. Exit 0 pass, 1 blocked, 2 not applicable, 3 could not run.",
-        epilog="subcommands (each has its own --help):\n"
-               "  capture   turn a raw SSE body (bedrock: AWS event stream) into a fixture envelope\n"
-               "  pin       write each fixture's current outcome into its expect block",
+        epilog="subcommands (each has its own --help):\n" + "\n".join(
+            f"  {name:<9} {summary}" for name, (_, summary) in _SUBCOMMANDS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
@@ -10631,7 +10634,7 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     differences = None
     if args.expect:
         expect = doc.get("expect") if isinstance(doc, dict) else None
-        differences = check_expect(report, expect)
+        differences = check_expect(report, expect) if doc is not None else _unread_expect(report)
         if args.redact_arguments:
             differences = redact_differences(differences)
         report["expectation"] = {"matched": not differences, "differences": differences}
@@ -10639,6 +10642,15 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     if args.redact_arguments:
         report = redact_arguments(report)
     return report, code, differences, data
+
+
+def _unread_expect(report: dict[str, Any]) -> list[str]:
+    """The expect difference of a file that could not be read as an envelope: why it could not
+    (the syntax error and where it is, the size limit...), not only that no expect was found."""
+    reasons = [f["message"] for f in report["findings"] if f["code"] in (INVALID_FIXTURE, LIMIT_EXCEEDED)]
+    if not reasons:
+        return check_expect(report, None)
+    return [f"the fixture could not be read, so it has no \"expect\" block: {reasons[0]}"]
 
 
 def _adapter_doc(path: str, limits: Limits) -> list[dict]:
@@ -11093,16 +11105,20 @@ _REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
 })
 
 
+# The subcommands: name -> (its entry point, the line --help gives it).  run() dispatches from
+# this table and the main --help lists it, so neither can forget one.
+_SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
+    "capture": (_run_capture, "turn a raw SSE body (bedrock: AWS event stream) into a fixture envelope"),
+    "pin": (_run_pin, "write each fixture's current outcome into its expect block"),
+    "serve": (_run_serve, "serve fixtures as a local provider, each at its provider's API path"),
+    "conform": (_run_conform, "run an adapter command against the served fixtures and judge the calls it prints"),
+}
+
+
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
-    if argv[:1] == ["capture"]:
-        return _run_capture(argv[1:])
-    if argv[:1] == ["pin"]:
-        return _run_pin(argv[1:])
-    if argv[:1] == ["serve"]:
-        return _run_serve(argv[1:])
-    if argv[:1] == ["conform"]:
-        return _run_conform(argv[1:])
+    if argv[:1] and argv[0] in _SUBCOMMANDS:
+        return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
     paths, many = _expand(args.fixtures, args.exclude)

@@ -151,6 +151,32 @@ class ExpectFlag(unittest.TestCase):
         self.assertEqual(code, 0, err)
 
 
+    def test_expect_on_a_file_that_is_not_json_says_where_it_breaks(self):
+        # issue 30: it said "no usable expect object", annotated at 1:1, in every mode
+        broken = b'{"profile": "openai",\n "tool_schemas": {}, "chunks": [,],\n "expect": {"status": "pass"}}'
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "broken.json")
+            with open(path, "wb") as handle:
+                handle.write(broken)
+            code, out, err = run_cli(path, "--expect", "--report", "github")
+            self.assertEqual(code, 1)
+            self.assertEqual(out, f"::error file={path},line=2,col=33::expect: the fixture could not be read, so it "
+                                  "has no \"expect\" block: not strict JSON: expecting value at line 2 column 33\n")
+            self.assertIn("expecting value at line 2 column 33", err)
+            self.assertNotIn("usable", err)
+            code, out, err = run_cli(path, "--expect", "--report", "junit")
+            self.assertEqual(code, 1)
+            failure = ET.fromstring(out).find("./testsuite/testcase/failure")
+            self.assertIn("not strict JSON: expecting value at line 2 column 33", failure.get("message"))
+            code, out, _ = run_cli(path, "--expect")
+            self.assertEqual(json.loads(out)["expectation"]["differences"],
+                             ["the fixture could not be read, so it has no \"expect\" block: not strict JSON: "
+                              "expecting value at line 2 column 33"])
+        # a parsed envelope without an expect block keeps its own message
+        code, out, _ = run_cli("-", "--expect", stdin=dumps(STRICT_PASS_DOC))
+        self.assertEqual(json.loads(out)["expectation"]["differences"], ["the fixture has no usable \"expect\" object"])
+
+
 class ManyFixtures(unittest.TestCase):
     """Several fixtures in one run: JSON Lines, a summary, the worst status wins."""
 
@@ -501,6 +527,19 @@ class Installable(unittest.TestCase):
             files = re.search(r"^\s*files: (.+)$", text, re.M).group(1)
             self.assertTrue(re.search(files, "fixtures/openai/x.json"))
             self.assertFalse(re.search(files, "package.json"))
+
+    def test_help_lists_every_subcommand_run_dispatches(self):
+        # issue 30: --help listed capture and pin, not serve and conform
+        code, out, _ = run_cli("--help")
+        self.assertEqual(code, 0)
+        listed = re.findall(r"^  ([a-z]+) +\S", out.split("subcommands (each has its own --help):", 1)[1], re.M)
+        self.assertEqual(listed, ["capture", "pin", "serve", "conform"])
+        self.assertEqual(listed, list(vts._SUBCOMMANDS))
+        for name in listed:
+            with self.subTest(name=name):
+                code, out, err = run_cli(name, "--help")
+                self.assertEqual((code, err), (0, ""))
+                self.assertIn(f" {name} ", out.splitlines()[0] + " ")
 
     def test_help_lists_the_subcommands_and_options_are_never_abbreviated(self):
         code, out, _ = run_cli("--help")
