@@ -37,6 +37,16 @@ What is checked, and why:
   a folder on a file's path replaced afterwards by a link out of F must not be followed (each
   file is reached again from F one folder at a time, refusing links): the file outside keeps its
   bytes, the one in the moved folder too, and the run says so and exits 3.
+* The given folder, or the one above it, swapped for a link to an outside copy after the check or
+  between two files: each folder given is opened once at the start and everything is reached
+  through it, so the outside files keep their bytes and the folder opened is pinned whole (exit 0).
+* Another writer.  An edit saved between pin's read of a file and its rename is kept (the file is
+  read again just before the rename and skipped, exit 3); a file that meanwhile got exactly the
+  pinned bytes (another pin) counts as pinned.
+* Already pinned.  A copy of the bundled fixtures/ pinned again: no byte, inode or time changes,
+  exit 0, and stderr counts them all as already up to date; an equivalent block (codes or keys in
+  another order, other escapes, notes) is kept; one that pins less or more is rewritten; an envelope
+  never judged whose block pins exactly that needs no --allow-invalid.
 * Names.  A legal file name of 245 bytes (60 four-byte characters) is pinned: the temporary
   file's name stays within the 255-byte limit.  A pipe named *.json given to pin is skipped as
   not a regular file (reading it would block).
