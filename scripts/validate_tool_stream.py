@@ -10832,19 +10832,47 @@ def _temporary_name(name: str) -> str:
     return f".{prefix}.{secrets.token_hex(6)}.tmp"
 
 
-def _folder_descriptor(home: str, folder: str) -> int:
-    """A descriptor of `folder`, opened from `home` one folder at a time without following a link.
+def _open_folder(real: str) -> int:
+    """A descriptor of the folder at `real` (a resolved path, no link in it), opened once at the start.
 
-    `folder` is a real path inside `home`; if one of its folders has been swapped for a link
+    Where the system has O_PATH (Linux) the folder is reached from / one folder at a time, refusing
+    a link, so a folder on the way swapped for a link after `real` was resolved raises OSError;
+    elsewhere the folder itself is opened, refusing a link there.  Everything pin reads or
+    renames below it is then reached through this descriptor, never by its path again.
+    """
+    import os
+
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    parts = [part for part in real.split(os.sep) if part]
+    if not hasattr(os, "O_PATH") or not parts:
+        return os.open(real, flags)
+    handle = os.open(os.sep, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for number, part in enumerate(parts):
+            inner = os.open(part, flags if number == len(parts) - 1 else os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW,
+                            dir_fd=handle)
+            os.close(handle)
+            handle = inner
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def _folder_descriptor(home_fd: int, relative: str) -> int:
+    """A new descriptor of the folder `relative` ("." for itself) below the open folder home_fd,
+    opened one folder at a time without following a link.
+
+    `relative` was checked to hold no link; if one of its folders has been swapped for a link
     since (to lead the write elsewhere), this raises OSError instead of following it.
     """
     import os
 
-    handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
-    relative = os.path.relpath(folder, home)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    handle = os.open(os.curdir, flags, dir_fd=home_fd)
     try:
         for part in [] if relative == os.curdir else relative.split(os.sep):
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=handle)
+            inner = os.open(part, flags, dir_fd=handle)
             os.close(handle)
             handle = inner
     except BaseException:
@@ -10883,7 +10911,17 @@ def _read_regular(name: str, folder_fd: int, limit: int) -> tuple[bytes, int]:
         os.close(handle)
 
 
-def write_atomically(path: str, data: bytes, folder_fd: int | None = None) -> None:
+class _ChangedMeanwhile(Exception):
+    """write_atomically(read=...): the file no longer holds the bytes that were read (another
+    writer saved it meanwhile), so it was not replaced.  `holds_new` says that it already holds
+    exactly the bytes that were to be written (another pin got there first)."""
+
+    def __init__(self, holds_new: bool) -> None:
+        super().__init__("the file changed after it was read")
+        self.holds_new = holds_new
+
+
+def write_atomically(path: str, data: bytes, folder_fd: int | None = None, read: bytes | None = None) -> None:
     """Replace the file at path with data so that it always holds its old or its new bytes.
 
     The bytes go to a temporary file in the same folder (hidden, ending in .tmp, so never
@@ -10891,8 +10929,13 @@ def write_atomically(path: str, data: bytes, folder_fd: int | None = None) -> No
     then renamed over it.  With `folder_fd` (an open descriptor of the file's folder; path
     is then its name in it) every step goes through that descriptor, so a folder swapped
     for a link meanwhile is never followed; the file itself is replaced, never written
-    through.  A failure (a full disk, a file-size limit, an interruption) removes the
-    temporary file and leaves the original untouched; OSError reaches the caller.
+    through.  With `read` (the bytes the caller read from the file) the file is read again
+    just before the rename, without following a link, and replaced only if it still holds
+    exactly those bytes: else _ChangedMeanwhile is raised and the file is left as it is.
+    (A write by someone else in the short time between that last read and the rename is
+    still replaced: POSIX has no rename that compares first.)  A failure (a full disk, a
+    file-size limit, an interruption) removes the temporary file and leaves the original
+    untouched; OSError reaches the caller.
     """
     import os
 
@@ -10900,7 +10943,7 @@ def write_atomically(path: str, data: bytes, folder_fd: int | None = None) -> No
         folder, name = os.path.split(os.path.abspath(path))
         handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            return write_atomically(name, data, handle)
+            return write_atomically(name, data, handle, read)
         finally:
             os.close(handle)
     at = {} if folder_fd is None else {"dir_fd": folder_fd}
@@ -10919,6 +10962,15 @@ def write_atomically(path: str, data: bytes, folder_fd: int | None = None) -> No
                 os.fchmod(out.fileno(), mode)
         if not hasattr(os, "fchmod"):
             os.chmod(target, mode)
+        if read is not None:
+            longest = max(len(read), len(data))
+            if folder_fd is None:
+                with open(path, "rb") as current:
+                    now = current.read(longest + 1)
+            else:
+                now, _ = _read_regular(name, folder_fd, longest)
+            if now != read:
+                raise _ChangedMeanwhile(now == data)
         if folder_fd is None:
             os.replace(target, path)
         else:
@@ -10932,12 +10984,22 @@ def write_atomically(path: str, data: bytes, folder_fd: int | None = None) -> No
         raise
 
 
-def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, str, str]], list[str]]:
+def _pin_home(top: str) -> str:
+    """The real path of the folder pin must stay in for a path given on the command line: the
+    folder itself, or a file's folder."""
+    import os
+
+    return os.path.realpath(top if os.path.isdir(top) else os.path.dirname(os.path.abspath(top)))
+
+
+def _pin_targets(paths: list[str], exclude: list[str],
+                 homes: Mapping[str, str] | None = None) -> tuple[list[tuple[str, str, str]], list[str]]:
     """(fixture path, real file to rewrite, the folder it must stay in) triples, and messages
     for the paths skipped.
 
     pin never writes through a link out of the folder it was given (for a file given
     by name: out of that file's folder), nor into a read-only file or anything but a regular file.
+    `homes` holds each given path's folder as resolved at the start (else it is resolved here).
     """
     import os
     import stat
@@ -10946,7 +11008,7 @@ def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, 
     skipped: list[str] = []
     for top in paths:
         folder = os.path.isdir(top)
-        home = os.path.realpath(top if folder else os.path.dirname(os.path.abspath(top)))
+        home = homes[top] if homes is not None else _pin_home(top)
         files = sorted(_walk_json(top)) if folder else [top]
         for path in files:
             if _excluded(path, exclude):
@@ -10963,23 +11025,28 @@ def _pin_targets(paths: list[str], exclude: list[str]) -> tuple[list[tuple[str, 
     return targets, skipped
 
 
-def _pin_site(real: str, home: str) -> tuple[int | None, str]:
-    """(folder descriptor or None, the name to read and write through it) for one pin target."""
+def _pin_site(real: str, home: str, home_fd: int | None) -> tuple[int | None, str]:
+    """(folder descriptor or None, the name to read and write through it) for one pin target,
+    reached from its home folder's descriptor (None: by path, where there are no descriptors)."""
     import os
 
-    if not _by_descriptor():
+    if home_fd is None:
         return None, real
-    return _folder_descriptor(home, os.path.dirname(real)), os.path.basename(real)
+    return _folder_descriptor(home_fd, os.path.relpath(os.path.dirname(real), home)), os.path.basename(real)
 
 
 def _run_pin(argv: list[str]) -> int:
     """`pin`: write each fixture's current outcome into its expect block (like a snapshot update)."""
+    import os
+
     parser = _new_parser(f"{_prog()} pin",
                          "Validate each fixture and write its outcome — status, the exact set of finding "
                          "codes, the exact calls — into its expect block, leaving every other byte of the "
-                         "file as it was. Each file is replaced whole (a temporary file renamed over it), so it "
-                         "always holds its old or its new bytes. Exit 0 when every fixture was pinned, 3 when "
-                         "one was refused, skipped or could not be written (the others are still pinned).")
+                         "file as it was; a fixture whose expect block already pins that outcome is not "
+                         "written at all. Each file is replaced whole (a temporary file renamed over it), so it "
+                         "always holds its old or its new bytes, and only if it still holds the bytes that were "
+                         "read. Exit 0 when every fixture was pinned or already up to date, 3 when one was "
+                         "refused, skipped or could not be written (the others are still pinned).")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture files or folders")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip fixtures whose path or file name matches GLOB (repeatable)")
@@ -10989,29 +11056,45 @@ def _run_pin(argv: list[str]) -> int:
     if "-" in args.fixtures:
         raise UsageError("pin rewrites files; standard input (-) cannot be pinned")
     _expand(args.fixtures, args.exclude)   # every path readable, else a usage error before anything is written
-    targets, skipped = _pin_targets(args.fixtures, args.exclude)
-    for message in skipped:
-        _err(f"pin: {message}")
-    limits = Limits()
-    refused = len(skipped)
-    for path, real, home in targets:
-        folder_fd = None
-        try:
-            folder_fd, name = _pin_site(real, home)
-            if folder_fd is None:
-                data = _read_input(real, limits.max_input_bytes)
-            else:
-                data, _ = _read_regular(name, folder_fd, limits.max_input_bytes)
-            refused += not _pin_one(path, name, folder_fd, data, limits, args.allow_invalid)
-        except (OSError, UsageError) as exc:
-            refused += 1
-            why = _printable(exc) if isinstance(exc, UsageError) else _moved(exc)
-            _err(f"pin: {_printable(path)}: not pinned: {why}; the file is unchanged")
-        finally:
-            if folder_fd is not None:
-                import os
-
-                os.close(folder_fd)
+    homes = {top: _pin_home(top) for top in args.fixtures}
+    held: dict[str, int] = {}   # each folder given (or holding a file given), opened once, now
+    try:
+        for top, home in homes.items():
+            if _by_descriptor() and home not in held:
+                try:
+                    held[home] = _open_folder(home)
+                except OSError as exc:
+                    raise UsageError(f"cannot open folder {top}: {_moved(exc)}") from None
+        targets, skipped = _pin_targets(args.fixtures, args.exclude, homes)
+        for message in skipped:
+            _err(f"pin: {message}")
+        limits = Limits()
+        done = {"written": 0, "current": 0}
+        refused = len(skipped)
+        for path, real, home in targets:
+            folder_fd = None
+            try:
+                folder_fd, name = _pin_site(real, home, held.get(home))
+                if folder_fd is None:
+                    data = _read_input(real, limits.max_input_bytes)
+                else:
+                    data, _ = _read_regular(name, folder_fd, limits.max_input_bytes)
+                outcome = _pin_one(path, name, folder_fd, data, limits, args.allow_invalid)
+                if outcome is None:
+                    refused += 1
+                else:
+                    done[outcome] += 1
+            except (OSError, UsageError) as exc:
+                refused += 1
+                why = _printable(exc) if isinstance(exc, UsageError) else _moved(exc)
+                _err(f"pin: {_printable(path)}: not pinned: {why}; the file is unchanged")
+            finally:
+                if folder_fd is not None:
+                    os.close(folder_fd)
+    finally:
+        for handle in held.values():
+            os.close(handle)
+    _err(f"pin: {done['written']} written, {done['current']} already up to date, {refused} not pinned")
     return EXIT_CANNOT_RUN if refused else EXIT_PASS
 
 
@@ -11024,8 +11107,22 @@ def _moved(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: Limits, allow_invalid: bool) -> bool:
-    """Pin one fixture whose bytes were read; False (said on stderr) when it is not pinned."""
+def _pins_exactly(report: dict[str, Any], old: Any) -> bool:
+    """Does the existing expect block already pin this report as pin would: it passes --expect, and
+    its status, its set of codes and its calls are the ones pin writes (order of codes, order of
+    keys, escapes and notes aside)?"""
+    if not isinstance(old, dict) or check_expect(report, old):
+        return False
+    wanted = pinned_expect(report, None)
+    codes = old.get("codes")
+    return (old.get("status") == wanted["status"] and isinstance(codes, list) and sorted(codes) == wanted["codes"]
+            and old.get("calls") == wanted["calls"])
+
+
+def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: Limits,
+             allow_invalid: bool) -> str | None:
+    """Pin one fixture whose bytes were read: "written", "current" (its expect block already pinned
+    its outcome; nothing written) or None (not pinned, said on stderr)."""
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
     codes = {finding["code"] for finding in report["findings"]}
     never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
@@ -11033,6 +11130,8 @@ def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: L
     new_text, why = None, "it is not a JSON object this tool can rewrite"
     if isinstance(doc, dict) and not ({"profile", "chunks", "events"} & set(doc)):
         why = "it is not a fixture envelope (no profile, chunks or events member)"
+    elif text is not None and _pins_exactly(report, doc.get("expect")):
+        new_text = text   # already pinned, also a turn never judged whose block names exactly that
     elif never_judged and not allow_invalid:
         why = f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
     elif text is not None:
@@ -11040,16 +11139,23 @@ def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: L
         codes = {finding["code"] for finding in report["findings"]}
     if new_text is None:
         _err(f"pin: {_printable(path)}: not pinned: {_printable(why)}")
-        return False
-    if new_text != text:
+        return None
+    written = new_text != text
+    if written:
         try:
-            write_atomically(name, new_text.encode("utf-8", "surrogatepass"), folder_fd)
+            write_atomically(name, new_text.encode("utf-8", "surrogatepass"), folder_fd, read=data)
+        except _ChangedMeanwhile as exc:
+            if not exc.holds_new:
+                _err(f"pin: {_printable(path)}: not written: it changed while pin was working on it "
+                     "(another writer saved it); it keeps that writer's bytes, pin it again")
+                return None
+            written = False   # another pin wrote the same bytes first
         except OSError as exc:
             _err(f"pin: {_printable(path)}: not written: {_moved(exc)}; the file is unchanged")
-            return False
-    _out(f"{'pinned' if new_text != text else 'already pinned'} {_printable(path)}: {report['status']}"
+            return None
+    _out(f"{'pinned' if written else 'already pinned'} {_printable(path)}: {report['status']}"
          + (f" ({', '.join(sorted(codes))})" if codes else ""))
-    return True
+    return "written" if written else "current"
 
 
 class _ReportFormat(_FrozenRecord):

@@ -37,6 +37,16 @@ What is checked, and why:
   a folder on a file's path replaced afterwards by a link out of F must not be followed (each
   file is reached again from F one folder at a time, refusing links): the file outside keeps its
   bytes, the one in the moved folder too, and the run says so and exits 3.
+* The given folder, or the one above it, swapped for a link to an outside copy after the check or
+  between two files: each folder given is opened once at the start and everything is reached
+  through it, so the outside files keep their bytes and the folder opened is pinned whole (exit 0).
+* Another writer.  An edit saved between pin's read of a file and its rename is kept (the file is
+  read again just before the rename and skipped, exit 3); a file that meanwhile got exactly the
+  pinned bytes (another pin) counts as pinned.
+* Already pinned.  A copy of the bundled fixtures/ pinned again: no byte, inode or time changes,
+  exit 0, and stderr counts them all as already up to date; an equivalent block (codes or keys in
+  another order, other escapes, notes) is kept; one that pins less or more is rewritten; an envelope
+  never judged whose block pins exactly that needs no --allow-invalid.
 * Names.  A legal file name of 245 bytes (60 four-byte characters) is pinned: the temporary
   file's name stays within the 255-byte limit.  A pipe named *.json given to pin is skipped as
   not a regular file (reading it would block).
@@ -61,7 +71,7 @@ import contextlib
 import io
 from unittest import mock
 
-from support import BLOCKED_DOC, ENV, Folder, one_chunk_per_line, PASS_DOC, run_cli, SCRIPT, slow, vts
+from support import BLOCKED_DOC, ENV, FIXTURES, Folder, one_chunk_per_line, PASS_DOC, run_cli, SCRIPT, slow, vts
 
 try:
     import resource
@@ -374,8 +384,8 @@ class SwappedFolder(PinSafetyCase):
             write_files(outside, {"b.json": data})
             checked = vts._pin_targets
 
-            def check_then_swap(paths, exclude):   # the race, made certain: after the check, before the write
-                targets = checked(paths, exclude)
+            def check_then_swap(*args):   # the race, made certain: after the check, before the write
+                targets = checked(*args)
                 os.rename(os.path.join(folder, "z"), os.path.join(folder, "z.orig"))
                 os.symlink(outside, os.path.join(folder, "z"))
                 return targets
@@ -389,6 +399,65 @@ class SwappedFolder(PinSafetyCase):
             self.assertEqual(code, 3)
             self.assertIn("replaced by a link while pinning", err.getvalue())
             self.assert_clean_stderr(err.getvalue())
+
+
+    def test_the_given_folder_or_one_above_it_swapped_for_a_link_after_the_start_is_not_followed(self):
+        # root/P/F is the folder given to pin; root/evil/F holds fixtures of the same names outside it.
+        # F itself, or its parent P, is swapped for a link that leads to the outside copy: right
+        # after the check (before any file is read), or between the first file and the next.
+        names = ("a.json", "b.json", "c.json")
+        inside = {name: fixture(f"call_{name[0]}", 200) for name in names}
+        outside = {name: fixture(f"call_out_{name[0]}", 200) for name in names}
+        new, _ = clean_pin(self, inside)
+        for swapped in ("the folder", "its parent"):
+            for moment in ("after the check", "between two files"):
+                with self.subTest(swapped=swapped, moment=moment):
+                    holder, root = real_tempdir()
+                    with holder:
+                        if not symlinks_work(root):
+                            self.skipTest("symbolic links are not available here")
+                        folder = os.path.join(root, "P", "F")
+                        evil = os.path.join(root, "evil", "F")
+                        os.makedirs(folder)
+                        os.makedirs(evil)
+                        write_files(folder, inside)
+                        write_files(evil, outside)
+                        victim = folder if swapped == "the folder" else os.path.dirname(folder)
+                        lure = evil if swapped == "the folder" else os.path.dirname(evil)
+                        moved = victim + ".orig"
+
+                        def swap():
+                            os.rename(victim, moved)
+                            os.symlink(lure, victim)
+
+                        checked, pin_one, done = vts._pin_targets, vts._pin_one, []
+
+                        def check_then_swap(*args):
+                            targets = checked(*args)
+                            swap()
+                            return targets
+
+                        def pin_then_swap(*args):
+                            pinned = pin_one(*args)
+                            if not done:
+                                done.append(1)
+                                swap()
+                            return pinned
+
+                        hook = (("_pin_targets", check_then_swap) if moment == "after the check"
+                                else ("_pin_one", pin_then_swap))
+                        with mock.patch.object(vts, *hook):
+                            code, _, err = run_pin(folder)
+                        for name in names:
+                            self.assertEqual(read_bytes(os.path.join(evil, name)), outside[name],
+                                             f"pin wrote {name} outside the folder it was given, through the link")
+                        held = moved if swapped == "the folder" else os.path.join(moved, "F")
+                        for name in names:   # the folder held from the start is pinned, whole
+                            self.assertEqual(read_bytes(os.path.join(held, name)), new[name], f"{name} not pinned")
+                        self.assertEqual(code, 0, err)
+                        self.assert_clean_stderr(err)
+                        self.assert_no_strays(held, set(names), temps_allowed=False, context=f"{swapped} swapped")
+                        self.assert_no_strays(evil, set(names), temps_allowed=False, context="outside")
 
 
 class Names(PinSafetyCase):
@@ -420,6 +489,128 @@ class Names(PinSafetyCase):
             self.assertIn("pipe.json is not a regular file", err)
             self.assert_clean_stderr(err)
 
+
+
+# --------------------------------------------------------------------------- another writer, files already pinned
+
+
+class AnotherWriter(PinSafetyCase):
+    """An edit made by someone else between pin's read of a file and its rename is never lost."""
+
+    def run_with_edit(self, files, victim, edit):
+        """Pin files ({name: bytes}); once `victim` has been read and its pinned text computed,
+        `edit` (its new bytes) is written over it in place, as an editor would save it."""
+        holder, folder = real_tempdir()
+        with holder:
+            write_files(folder, files)
+            pinned_text = vts._pinned_text
+
+            def read_then_edit(text, *args):
+                result = pinned_text(text, *args)
+                if text.encode("utf-8") == files[victim]:
+                    with open(os.path.join(folder, victim), "r+b") as handle:
+                        handle.write(edit)
+                        handle.truncate()
+                return result
+
+            with mock.patch.object(vts, "_pinned_text", read_then_edit):
+                code, out, err = run_pin(folder)
+            after = {name: read_bytes(os.path.join(folder, name)) for name in files}
+            self.assert_no_strays(folder, set(files), temps_allowed=False, context="edited meanwhile")
+        return code, out, err, after
+
+    def test_an_edit_between_the_read_and_the_rename_is_kept_and_the_file_skipped(self):
+        files = {"a.json": fixture("call_a", 300), "b.json": fixture("call_b", 300)}
+        new, _ = clean_pin(self, files)
+        edited = fixture("call_edited", 500)
+        code, out, err, after = self.run_with_edit(files, "a.json", edited)
+        self.assertEqual(after["a.json"], edited, "the other writer's edit was lost")
+        self.assertEqual(after["b.json"], new["b.json"], "the run did not go on to the next file")
+        self.assertIn("a.json: not written: it changed while pin was working on it", err)
+        self.assertIn("pin: 1 written, 0 already up to date, 1 not pinned", err)
+        self.assertNotIn("a.json", out)
+        self.assertEqual(code, 3, err)
+        self.assert_clean_stderr(err)
+
+    def test_a_file_that_meanwhile_got_the_pinned_bytes_counts_as_pinned(self):
+        # another pin of the same folder got there first: nothing is lost, nothing is left to do
+        files = {"a.json": fixture("call_a", 300)}
+        new, _ = clean_pin(self, files)
+        code, _, err, after = self.run_with_edit(files, "a.json", new["a.json"])
+        self.assertEqual(after["a.json"], new["a.json"])
+        self.assertEqual(code, 0, err)
+        self.assert_clean_stderr(err)
+
+
+class AlreadyPinned(PinSafetyCase):
+    """pin over fixtures whose expect blocks already hold their outcome changes nothing at all."""
+
+    def test_the_bundled_fixtures_are_already_pinned_and_nothing_is_written(self):
+        holder, root = real_tempdir()
+        with holder:
+            folder = os.path.join(root, "fixtures")
+            shutil.copytree(FIXTURES, folder)
+
+            def state():
+                seen = {}
+                for where, _, names in os.walk(folder):
+                    for name in names + [""]:
+                        info = os.stat(os.path.join(where, name))
+                        seen[os.path.join(where, name)] = (info.st_ino, info.st_mtime_ns, info.st_size)
+                return seen
+
+            before = state()
+            contents = {path: read_bytes(path) for path in before if os.path.isfile(path)}
+            pinned = [path for path in contents if path.endswith(".json")]
+            code, out, err = run_pin(folder)
+            self.assertEqual(state(), before, "pin changed a fixture (or added a file) whose expect block matched")
+            for path, data in contents.items():
+                self.assertEqual(read_bytes(path), data, path)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(err.strip(), f"pin: 0 written, {len(pinned)} already up to date, 0 not pinned")
+            self.assertEqual(out.count("already pinned "), len(pinned))
+
+    def test_an_equivalent_block_is_kept_as_written(self):
+        # codes in another order, a call's keys in another order, an escape the tool would not write,
+        # and a note: as --expect judges them, the same pin
+        doc = dict(BLOCKED_DOC)
+        with Folder({"x.json": doc}) as folder:
+            self.assertEqual(run_cli("pin", folder.path)[0], 0)
+            pinned = json.loads(read_bytes(folder.file("x.json")))["expect"]
+        call = pinned["calls"][0]
+        doc["expect"] = {"note": "keep", "calls": [dict(reversed(list(call.items())))],
+                         "codes": list(reversed(pinned["codes"])) + [], "status": pinned["status"]}
+        text = json.dumps(doc, indent=1, ensure_ascii=True).replace('"call_1"', '"\\u0063all_1"')
+        with Folder({"x.json": text}) as folder:
+            code, out, err = run_cli("pin", folder.path)
+            self.assertEqual(read_bytes(folder.file("x.json")).decode("utf-8"), text)
+            self.assertEqual(code, 0, err)
+            self.assertIn("already pinned", out)
+            self.assertIn("pin: 0 written, 1 already up to date, 0 not pinned", err)
+
+    def test_a_block_that_pins_less_or_more_is_rewritten(self):
+        for partial in ({"status": "blocked"}, {"status": "blocked", "codes": []},
+                        {"status": "blocked", "codes": ["missing_terminal", "stream_error"], "calls": []}):
+            with self.subTest(expect=partial):
+                with Folder({"x.json": dict(BLOCKED_DOC, expect=partial)}) as folder:
+                    code, _, err = run_cli("pin", folder.path)
+                    self.assertEqual(code, 0, err)
+                    self.assertIn("pin: 1 written, 0 already up to date, 0 not pinned", err)
+                    self.assertEqual(json.loads(read_bytes(folder.file("x.json")))["expect"]["codes"],
+                                     ["missing_terminal"])
+
+    def test_an_envelope_never_judged_whose_block_pins_exactly_that_needs_no_allow_invalid(self):
+        bad = {"profile": "watsonx", "tool_schemas": {}, "chunks": []}
+        exact = {"status": "blocked", "codes": ["unknown_profile"], "calls": []}
+        with Folder({"pinned.json": dict(bad, expect=exact),
+                     "loose.json": dict(bad, expect={"status": "blocked", "codes": ["unknown_profile"]})}) as folder:
+            before = read_bytes(folder.file("pinned.json"))
+            code, _, err = run_cli("pin", folder.file("pinned.json"))
+            self.assertEqual(read_bytes(folder.file("pinned.json")), before)
+            self.assertEqual(code, 0, err)
+            code, _, err = run_cli("pin", folder.file("loose.json"))   # it pins less: still refused without the flag
+            self.assertEqual(code, 3, err)
+            self.assertIn("loose.json: not pinned: it is unknown_profile (pin it anyway with --allow-invalid)", err)
 
 # --------------------------------------------------------------------------- killed and interrupted runs
 
