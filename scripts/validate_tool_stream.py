@@ -9768,7 +9768,12 @@ def adapter_json(text: str, what: str = "the text") -> Any:
 
     def number(token: str) -> Any:
         value = float(token)
-        return Decimal(token) if math.isinf(value) else value
+        if math.isinf(value):
+            try:
+                return Decimal(token)
+            except ArithmeticError:   # an exponent past even a Decimal's range: infinite as a double
+                return value
+        return value
 
     def integer(token: str) -> Any:
         return int(token) if len(token) <= 19 else Decimal(token)   # exact either way, and linear in the length
@@ -9786,8 +9791,8 @@ def adapter_json(text: str, what: str = "the text") -> Any:
         raise JsonProblem(MALFORMED_JSON, f"{reason} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
     except RecursionError:
         raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
-    except ArithmeticError as exc:   # a Decimal beyond its context's exponent range
-        raise JsonProblem(LIMIT_EXCEEDED, f"a number cannot be read: {str(exc)[:80]}") from None
+    except (ArithmeticError, ValueError):   # no number token reaches here; a safety net all the same
+        raise JsonProblem(LIMIT_EXCEEDED, "a number cannot be read") from None
     if _skip_ws(text, end) != len(text):
         raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
                           text.count("\n", 0, end) + 1)

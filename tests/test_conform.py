@@ -139,6 +139,8 @@ class Verdicts(unittest.TestCase):
         self.assertNotEqual(arguments["a"], arguments["a"])
         self.assertEqual((arguments["b"], arguments["c"]), (float("inf"), float("-inf")))
         self.assertEqual((str(arguments["d"]), arguments["e"] == -10 ** 5000), ("1E+400", True))
+        calls, _ = vts.adapter_calls_from('[{"name": "f", "arguments": [1e999999999999999999999]}]')
+        self.assertEqual(calls[0]["arguments"], [float("inf")])   # past a Decimal's exponents: infinite
         self.assertIsNone(vts.adapter_calls_from('[{"name": "f", "arguments": {"a": 1, "a": 2}}]')[0])
         self.assertIsNone(vts.adapter_calls_from('[{"name": "f", "arguments": {}}] []')[0])
         self.assertIsNone(vts.adapter_calls_from("[" * 100000 + "]" * 100000)[0])
