@@ -9754,9 +9754,53 @@ def apply_adapter_differences(report: dict[str, Any], differences: list[tuple[in
 # below judges what an adapter would execute, comparing arguments as JSON values (an adapter may
 # re-serialise them) and ids only where both sides have one (adapters invent ids the wire lacks).
 
-ADAPTER_VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-applicable")
+ADAPTER_VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-applicable",
+                    "unreadable", "not-requested")
 # Findings about the fixture file rather than the stream: an adapter never sees the envelope.
 _ENVELOPE_CODES = frozenset({INVALID_FIXTURE, UNKNOWN_PROFILE})
+
+
+def adapter_json(text: str, what: str = "the text") -> Any:
+    """One JSON document read in the dialect adapters print, or JsonProblem.
+
+    Python's json.dumps writes NaN, Infinity and -Infinity, and any integer; other writers keep a
+    number such as 1e400 as it came.  Each is read as the value it names (a number too large for a
+    double, or an integer past Python's digit limit, as a Decimal), so an adapter that runs such a
+    turn is still seen running it.  A key twice in one object is refused (JsonProblem), as in
+    strict JSON: which of the two values an executor would use is not knowable here."""
+    from decimal import Decimal
+
+    def number(token: str) -> Any:
+        value = float(token)
+        if math.isinf(value):
+            try:
+                return Decimal(token)
+            except ArithmeticError:   # an exponent past even a Decimal's range: infinite as a double
+                return value
+        return value
+
+    def integer(token: str) -> Any:
+        return int(token) if len(token) <= 19 else Decimal(token)   # exact either way, and linear in the length
+
+    decoder = json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_float=number, parse_int=integer,
+                               parse_constant=float)
+    start = _skip_ws(text, 0)
+    if start == len(text):
+        raise JsonProblem(MALFORMED_JSON, f"{what}: empty")
+    try:
+        value, end = decoder.raw_decode(text, start)
+    except json.JSONDecodeError as exc:   # worded as decode_document words it
+        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
+        reason = (reason[:1].lower() + reason[1:]).replace("'", '"')
+        raise JsonProblem(MALFORMED_JSON, f"{reason} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
+    except RecursionError:
+        raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
+    except (ArithmeticError, ValueError):   # no number token reaches here; a safety net all the same
+        raise JsonProblem(LIMIT_EXCEEDED, "a number cannot be read") from None
+    if _skip_ws(text, end) != len(text):
+        raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
+                          text.count("\n", 0, end) + 1)
+    return value
 
 
 def utf16(text: Any) -> Any:
@@ -9766,12 +9810,14 @@ def utf16(text: Any) -> Any:
 
 def typed_json(value: Any) -> Any:
     """A JSON value for comparison: bool kept apart from numbers (Python has True == 1), strings as UTF-16."""
+    import decimal
+
     def typed(item: Any) -> Any:
         if isinstance(item, str):
             return ("str", utf16(item))
         if isinstance(item, bool) or item is None:
             return (type(item).__name__, item)
-        if isinstance(item, (int, float)):
+        if isinstance(item, (int, float, decimal.Decimal)):
             return ("number", item)
         if isinstance(item, list):
             return ("array", [typed(x) for x in item])
@@ -9784,26 +9830,31 @@ def typed_json(value: Any) -> Any:
 def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
     """Equal as JSON values; as text (UTF-16 code units) when either side is not JSON.
 
+    Both sides are read as adapter_json reads them, so a key twice in one object makes the
+    arguments differ from any others: an executor may take either value.
     custom: our call is a free-text custom tool call; an adapter that hands its input over as a
     parsed value (a JSON string literal in its arguments) has the same text."""
     if not isinstance(theirs, str):   # an adapter that kept the parsed value
         try:
-            return isinstance(ours, str) and typed_json(json.loads(ours)) == typed_json(theirs)
-        except (ValueError, RecursionError):
+            return isinstance(ours, str) and typed_json(adapter_json(ours)) == typed_json(theirs)
+        except (JsonProblem, RecursionError):
             return False
     if custom and isinstance(ours, str):
         if utf16(theirs) == utf16(ours):
             return True
         try:
-            value = json.loads(theirs)
-        except (ValueError, RecursionError):
+            value = adapter_json(theirs)
+        except JsonProblem:
             return False
         return isinstance(value, str) and utf16(value) == utf16(ours)
     if isinstance(ours, str):
         try:
-            return typed_json(json.loads(theirs)) == typed_json(json.loads(ours))
-        except (ValueError, RecursionError):  # not JSON, or nested past what Python can walk
+            return typed_json(adapter_json(theirs)) == typed_json(adapter_json(ours))
+        except RecursionError:   # nested past what Python can walk: compared as text below
             pass
+        except JsonProblem as problem:
+            if problem.code == DUPLICATE_KEY:
+                return False
     return utf16(theirs) == utf16(ours)
 
 
@@ -9844,16 +9895,24 @@ def call_differences(theirs: list, ours: list) -> list[str]:
 
 
 def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, ours: list,
-                    codes: Iterable[str] = ()) -> tuple[str, list[str]]:
+                    codes: Iterable[str] = (), *, unreadable: bool = False,
+                    requested: bool = True) -> tuple[str, list[str]]:
     """(verdict, differences) for one adapter on one fixture: one of ADAPTER_VERDICTS.
 
     agree: we pass and it executes exactly our calls; differs-on-pass: we pass and it executes
     something else; executes-blocked: we block (or find no call) and it would execute a call;
     refuses: it raises, or executes nothing, on a turn with calls; not-applicable: it does not read
-    this profile, or the envelope is not a stream.
+    this profile, or the envelope is not a stream.  Two more come from `conform` only:
+    not-requested: it never asked for this fixture's stream, so nothing it did is about the stream;
+    unreadable: what it says it would execute cannot be read (calls is then None).  Both are
+    failures: neither is evidence that it left a blocked turn alone.
     """
+    if not requested:
+        return "not-requested", []
     if unsupported or _ENVELOPE_CODES.intersection(codes):
         return "not-applicable", []
+    if unreadable:
+        return "unreadable", []
     if status == "pass":
         if refused or not calls:
             return "refuses", []
@@ -9903,22 +9962,26 @@ def ndjson_body(payloads: list) -> bytes:
 
 
 class _Served(_Record):
-    """One fixture as served: its URL prefix, file, profile and stream."""
+    """One fixture as served: its URL prefix, file, profile and stream (and, for `conform`, the bytes
+    read, which are what it judges: the file may change after it was read)."""
 
-    __slots__ = ("prefix", "path", "profile", "stream")
+    __slots__ = ("prefix", "path", "profile", "stream", "data")
 
-    def __init__(self, prefix: str, path: str, profile: str, stream: list) -> None:
+    def __init__(self, prefix: str, path: str, profile: str, stream: list, data: bytes | None = None) -> None:
         self.prefix = prefix
         self.path = path
         self.profile = profile
         self.stream = stream
+        self.data = data
 
 
-def serve_plan(paths: list[str], collisions_fail: bool = False) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
+def serve_plan(paths: list[str], collisions_fail: bool = False,
+               keep_bytes: bool = False) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
     """(URL prefix -> served fixture, [(file, why it is not served)]) for the files and folders given.
 
     A fixture's prefix is its path relative to the folder given, without ".json" (a file given by
     itself: its name); a fixture that is not a valid envelope, or whose prefix is taken, is left out.
+    keep_bytes: each served fixture keeps the bytes its stream was read from (each file is read once).
     """
     import os
 
@@ -9951,7 +10014,7 @@ def serve_plan(paths: list[str], collisions_fail: bool = False) -> tuple[dict[st
                 refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
             else:
                 row = PROFILES[doc["profile"]]
-                served[prefix] = _Served(prefix, path, row.name, doc[row.stream_key])
+                served[prefix] = _Served(prefix, path, row.name, doc[row.stream_key], data if keep_bytes else None)
     return served, refused
 
 
@@ -10006,8 +10069,12 @@ def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes,
 
 
 def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: int = 0,
-                log: Callable[[str], None] | None = None) -> Any:
-    """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it)."""
+                log: Callable[[str], None] | None = None,
+                on_stream: Callable[[str], None] | None = None) -> Any:
+    """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it).
+
+    on_stream: called with the request path of each request answered with a fixture's stream,
+    before any of the stream is sent (`conform` learns from it which fixtures were asked for)."""
     import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -10036,6 +10103,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     if not chunk:
                         break
                     remaining -= len(chunk)
+            if status == 200 and on_stream is not None:
+                on_stream(self.path)
             self._send(status, kind, body, headers)
 
         def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
@@ -10161,15 +10230,17 @@ def _serve_log(line: str) -> None:
 # prints the calls it would execute as JSON.  The verdict is the adapter harness's
 # (adapter_verdict): what the adapter would run against what this tool decided.
 
-CONFORM_FAILING = ("executes-blocked", "differs-on-pass")
-_CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output beyond this is refused
+CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested")
+_CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output beyond this is unreadable
 
 
 def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
     """The calls an adapter command printed: a JSON list of {"id"?, "name", "arguments", "namespace"?}
-    (arguments a string or a JSON value), or (None, why it is not one)."""
+    (arguments a string or a JSON value), or (None, why it is not one).  It is read as adapter_json
+    reads: NaN, Infinity and numbers of any size are what Python's json.dumps prints for a turn
+    that holds them."""
     try:
-        value = decode_document(text, what="the adapter's output")
+        value = adapter_json(text, what="the adapter's output")
     except JsonProblem as problem:
         return None, f"its standard output is not one JSON value ({problem.message})"
     if not isinstance(value, list):
@@ -10192,8 +10263,13 @@ class AdapterNotStarted(Exception):
 
 
 def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float,
-                folder: str, number: int = 0) -> tuple[Any, str]:
-    """Run the adapter command once: (its calls, or None when it refused, and why).
+                folder: str, number: int = 0) -> tuple[Any, str, bool]:
+    """Run the adapter command once: (its calls or None, why there are none, whether that is a refusal).
+
+    A refusal is what the adapter says by its end: a non-zero exit status, no end within the
+    timeout, or nothing printed.  Anything else that is not a list of calls (over
+    _CONFORM_OUTPUT_BYTES, not UTF-8, not JSON even in the adapter's dialect, another shape) is
+    unreadable: (None, why, False).
 
     It runs in a process group of its own, which is killed when it ends or times out, so nothing
     it started outlives it or writes into the next fixture's output.  Its standard output and
@@ -10222,33 +10298,40 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
                 pass
             process.wait()
     if status is None:
-        return None, f"it did not finish within {timeout:g} s"
+        return None, f"it did not finish within {timeout:g} s", True
     if status != 0:
         with open(err_path, "rb") as handle:
             handle.seek(max(0, os.path.getsize(err_path) - 2000))
             tail = handle.read().decode("utf-8", "replace").strip().splitlines()
         said = f": {_clip(tail[-1])}" if tail else ""
-        return None, f"it exited with status {status}{said}"
+        return None, f"it exited with status {status}{said}", True
     if os.path.getsize(out_path) > _CONFORM_OUTPUT_BYTES:
-        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes"
+        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes", False
     with open(out_path, "rb") as handle:
         data = handle.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "its standard output is not UTF-8"
+        return None, "its standard output is not UTF-8", False
     if not text.strip():
-        return None, "it printed nothing"
-    return adapter_calls_from(text)
+        return None, "it printed nothing", True
+    calls, why = adapter_calls_from(text)
+    return calls, why, False
 
 
 def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
-                    folder: str, number: int) -> dict[str, Any]:
-    """One fixture through the adapter command: our report, its calls and the verdict, as one record."""
+                    folder: str, number: int, requested: set[str] | None = None) -> dict[str, Any]:
+    """One fixture through the adapter command: our report, its calls and the verdict, as one record.
+
+    What is judged is the bytes the fixture was served from (fixture.data, read once by
+    serve_plan), never the file as it is now.  requested: the prefixes whose stream the server has
+    sent (make_server's on_stream); the fixture's own is dropped before the run and looked up after
+    it, so only a request made while this fixture's command ran counts.  None: not tracked."""
     import os
 
-    with open(fixture.path, "rb") as handle:
-        data = handle.read()
+    data = fixture.data
+    if data is None:
+        raise ValueError("conform_fixture judges the bytes served: make the plan with keep_bytes=True")
     report = validate_bytes(data)
     row = PROFILES[fixture.profile]
     doc = parse_envelope_bytes(data)
@@ -10263,17 +10346,21 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, NO_PROXY=loopback,
                no_proxy=loopback)
-    calls, why = run_adapter(command, shell, env, timeout, folder, number)
+    if requested is not None:
+        requested.discard(fixture.prefix)
+    calls, why, refused = run_adapter(command, shell, env, timeout, folder, number)
+    asked = requested is None or fixture.prefix in requested
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
-    verdict, problems = adapter_verdict(report["status"], calls, calls is None, False, ours, codes)
+    verdict, problems = adapter_verdict(report["status"], calls, calls is None and refused, False, ours, codes,
+                                        unreadable=calls is None and not refused, requested=asked)
     record = {"fixture": fixture.path, "profile": fixture.profile, "status": report["status"], "codes": codes,
-              "verdict": verdict, "calls": None if calls is None else len(calls)}
+              "verdict": verdict, "calls": None if calls is None else len(calls), "requested": asked}
     if problems:
         record["differences"] = problems
     if calls is None:
-        record["refused"] = why
+        record["refused" if refused else "unreadable"] = why
     return record
 
 
@@ -10292,8 +10379,11 @@ def conform_summary(records: list[dict]) -> dict[str, Any]:
 def _conform_text(record: dict) -> str:
     line = f"{record['verdict']}: {_printable(record['fixture'])} ({record['status']}"
     line += (": " + ", ".join(record["codes"]) if record["codes"] else "") + ")"
-    if record.get("refused"):
-        line += f"; {record['refused']}"
+    if not record.get("requested", True):
+        line += "; it never requested this fixture's stream"
+    for why in ("refused", "unreadable"):
+        if record.get(why):
+            line += f"; {record[why]}"
     if record.get("differences"):
         line += "; " + "; ".join(_printable(d) for d in record["differences"][:5])
     return line
@@ -10335,7 +10425,8 @@ def _run_conform(argv: list[str]) -> int:
                          "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE and VTS_TOOLS_FILE in its environment, read the "
                          "calls it prints (a JSON list of {id, name, arguments}) and compare them with this "
                          "tool's verdict. Exit 1 when it would execute a call of a turn this tool blocks, or "
-                         "other calls than a turn it passes.")
+                         "other calls than a turn it passes, or prints what cannot be read, or never requests a "
+                         "fixture's stream; exit 3 when it requests none.")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
     parser.add_argument("--adapter-cmd", required=True, metavar="CMD",
                         help="the adapter command: split like a shell would (shlex) and run without a shell, "
@@ -10353,7 +10444,7 @@ def _run_conform(argv: list[str]) -> int:
         raise UsageError(f"--adapter-cmd cannot be split: {exc}") from None
     if not command:
         raise UsageError("--adapter-cmd is empty")
-    served, refused = serve_plan(args.fixtures, collisions_fail=True)
+    served, refused = serve_plan(args.fixtures, collisions_fail=True, keep_bytes=True)
     for path, why in refused:
         _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}")
     if not served:
@@ -10364,7 +10455,14 @@ def _run_conform(argv: list[str]) -> int:
         raise KeyboardInterrupt   # a cancelled CI job: the adapter's group is killed, the files removed
 
     signal.signal(signal.SIGTERM, stop)
-    server = make_server(served)
+    requested: set[str] = set()
+
+    def asked(path: str) -> None:   # on the server's thread, before the stream is sent
+        fixture = _serve_route(served, path)[0]
+        if fixture is not None:
+            requested.add(fixture.prefix)
+
+    server = make_server(served, on_stream=asked)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records = []
@@ -10373,7 +10471,7 @@ def _run_conform(argv: list[str]) -> int:
             for number, prefix in enumerate(sorted(served)):
                 try:
                     record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                             args.shell, args.timeout, folder, number)
+                                             args.shell, args.timeout, folder, number, requested)
                 except AdapterNotStarted as exc:
                     raise UsageError(str(exc)) from None
                 records.append(record)
@@ -10396,6 +10494,11 @@ def _run_conform(argv: list[str]) -> int:
         _out(_conform_junit(records))
     else:
         _out(_conform_table(summary))
+    if not any(record["requested"] for record in records):
+        # it never asked for a stream: a command that ignores VTS_BASE_URL, a wrong path, a proxy
+        first = records[0].get("refused") or records[0].get("unreadable") or f"it printed {records[0]['calls']} calls"
+        _err(f"{TOOL} conform: the adapter requested no fixture's stream (first: {_printable(first)}); no verdict")
+        return EXIT_CANNOT_RUN
     if any(record["verdict"] in CONFORM_FAILING for record in records):
         return EXIT_BLOCKED
     if not any(record["verdict"] in ("agree", "not-applicable") for record in records):

@@ -185,6 +185,32 @@ class Differences(unittest.TestCase):
         self.assertEqual([(f.code, f.choice, f.index) for f in count], [("adapter_mismatch", None, None)])
 
 
+class SameArguments(unittest.TestCase):
+    """The verdict's comparison (adapter harness and `conform`): JSON values, duplicates detected."""
+
+    def test_a_duplicate_key_is_never_the_same_arguments(self):
+        # issue 30: json.loads kept the last value, so a string that also carries "rm -rf /" agreed
+        clean = '{"city":"Paris"}'
+        for theirs, ours_ in (('{"city":"rm -rf /","city":"Paris"}', clean),
+                              (clean, '{"city":"rm -rf /","city":"Paris"}'),
+                              ('{"city":"Paris","city":"Paris"}', '{"city":"Paris","city":"Paris"}'),
+                              ('{"a":{"city":"x","city":"Paris"}}', '{"a":{"city":"Paris"}}')):
+            with self.subTest(theirs=theirs, ours=ours_):
+                self.assertFalse(vts.same_arguments(theirs, ours_))
+        self.assertFalse(vts.same_arguments({"city": "Paris"}, '{"city":"rm -rf /","city":"Paris"}'))
+        self.assertEqual(vts.call_differences([{"name": "f", "arguments": '{"a":1,"a":2}'}],
+                                              [{"name": "f", "arguments": '{"a":2}'}]), ["call 0: arguments"])
+
+    def test_json_values_in_the_adapter_dialect(self):
+        self.assertTrue(vts.same_arguments('{ "b": [1.0, 2], "a": "\\u00e9" }', '{"a":"é","b":[1,2.0]}'))
+        self.assertTrue(vts.same_arguments({"n": 10 ** 30}, '{"n":1000000000000000000000000000000}'))
+        self.assertFalse(vts.same_arguments({"n": float("nan")}, '{"n":NaN}'))      # NaN equals nothing
+        self.assertFalse(vts.same_arguments('{"n":1e400}', '{"n":Infinity}'))       # 1e400 keeps its value
+        self.assertFalse(vts.same_arguments({"a": True}, '{"a":1}'))
+        self.assertTrue(vts.same_arguments("not json", "not json"))                # text where neither is JSON
+        self.assertTrue(vts.same_arguments('"free text"', "free text", custom=True))
+
+
 class AgainstFixtures(unittest.TestCase):
     def report(self, folder, name):
         with open(os.path.join(FIXTURES, folder, name), "rb") as handle:

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
+from unittest import mock
 
 from support import FIXTURES, ROOT, run_cli, vts
 
@@ -18,11 +19,24 @@ NAIVE = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(ROOT, 'tests',
 PASS = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
 BLOCKED = os.path.join(FIXTURES, "openai", "wrong-terminal-reason-length-truncated-arguments.json")
 OLLAMA = os.path.join(FIXTURES, "ollama", "pass-call-line-then-done-line.json")
+TEXT_ONLY = os.path.join(FIXTURES, "openai", "not-applicable-text-only-stop.json")
+NAN = os.path.join(FIXTURES, "openai", "non-finite-number-nan.json")
+OVERFLOW = os.path.join(FIXTURES, "openai", "non-finite-number-overflow-1e400.json")
+# PASS's calls, as an adapter that executes them prints them
+PASS_CALLS = ('[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
+              '"arguments": {"city": "Paris", "unit": "celsius"}}]')
 
 
 def python(code):
     """An adapter command that runs this Python code."""
     return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+def asks(code):
+    """An adapter command that reads its fixture's stream from the server first, then runs this code."""
+    return python("import os, urllib.request\n"
+                  "urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], data=b'{}'), "
+                  "timeout=30).read()\n" + code)
 
 
 def conform(*fixtures, cmd=NAIVE, extra=()):
@@ -42,21 +56,29 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(summary["by_code"]["wrong_terminal_reason"]["executes-blocked"], 1)
 
     def test_differs_on_pass(self):
-        changed = python('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
+        changed = asks('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
                          '"arguments": {"city": "Lyon"}}]\')')
         code, records, _, _ = conform(PASS, cmd=changed)
         self.assertEqual((code, records[0]["verdict"], records[0]["differences"]),
                          (1, "differs-on-pass", ["call 0: arguments"]))
-        same_value = python('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
+        same_value = asks('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
                             '"arguments": {"unit": "celsius", "city": "Paris"}}]\')')
         self.assertEqual(conform(PASS, cmd=same_value)[1][0]["verdict"], "agree")   # a JSON value, any order
 
+    def test_arguments_with_a_duplicate_key_differ(self):
+        # issue 30: {"city": "rm -rf /", "city": "Paris"} compared equal to the clean arguments
+        printed = json.dumps([{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather",
+                                "arguments": '{"city":"rm -rf /","city":"Paris","unit":"celsius"}'}])
+        doubled = asks(f"print({printed!r})")
+        code, records, _, err = conform(PASS, cmd=doubled)
+        self.assertEqual((code, records[0]["verdict"], records[0]["differences"]),
+                         (1, "differs-on-pass", ["call 0: arguments"]), err)
+
     def test_refusals(self):
-        for cmd, why in ((python("import sys; sys.exit(4)"), "exited with status 4"),
-                         (python("print('not json')"), "not one JSON value"),
-                         (python("print('{}')"), "not a JSON list of calls"),
-                         (python("print('[{\"name\": 1, \"arguments\": \"{}\"}]')"), "call 0 is not"),
-                         (python("pass"), "printed nothing")):
+        # a refusal is what the adapter says by how it ends, after it read the stream: a non-zero
+        # exit, nothing printed, no end in time
+        for cmd, why in ((asks("import sys; sys.exit(4)"), "exited with status 4"),
+                         (asks("pass"), "printed nothing")):
             with self.subTest(why=why):
                 code, records, summary, err = conform(PASS, cmd=cmd)
                 self.assertEqual((records[0]["verdict"], summary["refuses"]), ("refuses", 1))
@@ -64,19 +86,102 @@ class Verdicts(unittest.TestCase):
                 # refusing every turn is no verdict on the adapter: a broken command or URL, exit 3
                 self.assertEqual(code, 3)
                 self.assertIn("the adapter refused every fixture", err)
-        said = conform(PASS, cmd=python("import sys; print('x' * 5000 + 'last words\\x1b[31m', file=sys.stderr); "
-                                         "sys.exit(3)"))[1][0]["refused"]
+        said = conform(PASS, cmd=asks("import sys; print('x' * 5000 + 'last words\\x1b[31m', file=sys.stderr); "
+                                       "sys.exit(3)"))[1][0]["refused"]
         self.assertTrue(said.startswith("it exited with status 3: "), said)
         self.assertLess(len(said), 400)
-        code, records, _, _ = conform(PASS, cmd=python("import time; time.sleep(30)"), extra=("--timeout", "0.5"))
+        code, records, _, _ = conform(PASS, cmd=asks("import time; time.sleep(30)"), extra=("--timeout", "0.5"))
         self.assertIn("did not finish within 0.5 s", records[0]["refused"])
 
+    def test_output_it_cannot_read_is_a_failure_not_a_refusal(self):
+        # issue 30: anything printed that is not a list of calls was graded `refuses`, so an adapter
+        # whose output could not be read left a run green; it is `unreadable`, a failing verdict
+        for cmd, why in ((asks("print('not json')"), "not one JSON value"),
+                         (asks("print('{}')"), "not a JSON list of calls"),
+                         (asks("print('[{\"name\": 1, \"arguments\": \"{}\"}]')"), "call 0 is not"),
+                         (asks("print('[{\"name\": \"f\", \"name\": \"g\", \"arguments\": \"{}\"}]')"),
+                          "appears twice"),
+                         (asks("import sys; sys.stdout.buffer.write(b'[\\xff]')"), "not UTF-8")):
+            with self.subTest(why=why):
+                code, records, summary, err = conform(PASS, BLOCKED, cmd=cmd)
+                self.assertEqual([r["verdict"] for r in records], ["unreadable", "unreadable"])
+                self.assertEqual((code, summary["unreadable"], summary["refuses"]), (1, 2, 0), err)
+                self.assertIn(why, records[1]["unreadable"])
+                self.assertNotIn("refused", records[1])
+
+    def test_output_over_the_cap_is_unreadable(self):
+        padded = asks(f"print(' ' * 2000 + {PASS_CALLS!r})")
+        with mock.patch.object(vts, "_CONFORM_OUTPUT_BYTES", 1000):
+            code, records, _, _ = conform(PASS, cmd=padded)
+        self.assertEqual((code, records[0]["verdict"]), (1, "unreadable"))
+        self.assertEqual(records[0]["unreadable"], "its standard output is over 1000 bytes")
+        self.assertEqual(conform(PASS, cmd=padded)[1][0]["verdict"], "agree")   # under the real cap it is read
+
+    def test_what_python_prints_for_nan_and_infinity_is_read(self):
+        # issue 30: an adapter that parses the arguments and prints them with json.dumps writes NaN
+        # and Infinity; read strictly they made the output unreadable, graded `refuses`, and a run
+        # over the NaN and 1e400 turns beside a pass exited 0
+        parses = python("import json, subprocess\n"
+                        f"out = subprocess.run({shlex.split(NAIVE)!r}, capture_output=True, check=True).stdout\n"
+                        "print(json.dumps([dict(c, arguments=json.loads(c['arguments'])) for c in json.loads(out)]))")
+        code, records, summary, err = conform(PASS, NAN, OVERFLOW, cmd=parses)
+        self.assertEqual([(os.path.basename(r["fixture"]), r["verdict"]) for r in records],
+                         [("non-finite-number-nan.json", "executes-blocked"),
+                          ("non-finite-number-overflow-1e400.json", "executes-blocked"),
+                          ("valid-fragmented-single-call.json", "agree")], err)
+        self.assertEqual(code, 1)
+
+    def test_the_adapter_dialect(self):
+        calls, why = vts.adapter_calls_from('[{"name": "f", "arguments": {"a": NaN, "b": Infinity, "c": -Infinity, '
+                                            '"d": 1e400, "e": -1' + "0" * 5000 + '}}]')
+        self.assertEqual(why, "")
+        arguments = calls[0]["arguments"]
+        self.assertNotEqual(arguments["a"], arguments["a"])
+        self.assertEqual((arguments["b"], arguments["c"]), (float("inf"), float("-inf")))
+        self.assertEqual((str(arguments["d"]), arguments["e"] == -10 ** 5000), ("1E+400", True))
+        calls, _ = vts.adapter_calls_from('[{"name": "f", "arguments": [1e999999999999999999999]}]')
+        self.assertEqual(calls[0]["arguments"], [float("inf")])   # past a Decimal's exponents: infinite
+        self.assertIsNone(vts.adapter_calls_from('[{"name": "f", "arguments": {"a": 1, "a": 2}}]')[0])
+        self.assertIsNone(vts.adapter_calls_from('[{"name": "f", "arguments": {}}] []')[0])
+        self.assertIsNone(vts.adapter_calls_from("[" * 100000 + "]" * 100000)[0])
+
     def test_refusing_a_blocked_turn_among_others_is_fine(self):
-        only_passes = python("import os, json, subprocess, sys\n"
-                             "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: sys.exit(1)\n"
+        only_passes = python("import os, json, subprocess, sys, urllib.request\n"
+                             "if 'wrong-terminal' in os.environ['VTS_FIXTURE']:\n"
+                             "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
+                             "data=b'{}')).read()\n"
+                             "    sys.exit(1)\n"
                              f"sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=only_passes)
         self.assertEqual((code, summary["agree"], summary["refuses"]), (0, 1, 1))
+
+    def test_a_refusal_counts_only_after_the_stream_was_asked_for(self):
+        # issue 30: an adapter that never contacted the server and printed [] passed a text-only turn
+        code, records, summary, err = conform(TEXT_ONLY, cmd=python("print('[]')"))
+        self.assertEqual((code, records[0]["verdict"], records[0]["requested"]), (3, "not-requested", False))
+        self.assertIn("the adapter requested no fixture's stream (first: it printed 0 calls); no verdict", err)
+        # a fixture it declines without asking, beside one it reads: no verdict on that fixture, a failure
+        declines = python("import os, subprocess, sys\n"
+                          "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: sys.exit(1)\n"
+                          f"sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
+        code, records, summary, _ = conform(PASS, BLOCKED, cmd=declines)
+        self.assertEqual((code, [r["verdict"] for r in records]), (1, ["agree", "not-requested"]))
+        self.assertIn("exited with status 1", records[1]["refused"])
+        # calls printed without asking are about no stream: a hard-coded answer is no `agree`
+        hard_coded = python("import os, subprocess, sys\n"
+                            f"if 'valid-fragmented' in os.environ['VTS_FIXTURE']: print({PASS_CALLS!r})\n"
+                            f"else: sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
+        code, records, summary, _ = conform(PASS, BLOCKED, cmd=hard_coded)
+        self.assertEqual((code, [r["verdict"] for r in records]), (1, ["not-requested", "executes-blocked"]))
+        # asking for another fixture's stream is not asking for this one
+        other = python(
+            "import os, urllib.request\n"
+            "url = os.environ['VTS_API_URL'].replace('valid-fragmented-single-call', "
+            "'wrong-terminal-reason-length-truncated-arguments')\n"
+            "urllib.request.urlopen(urllib.request.Request(url, data=b'{}')).read()\n"
+            f"print({PASS_CALLS!r} if 'valid-fragmented' in os.environ['VTS_FIXTURE'] else '[]')")
+        code, records, summary, _ = conform(PASS, BLOCKED, cmd=other)
+        self.assertEqual((code, [r["verdict"] for r in records]), (1, ["not-requested", "refuses"]))
 
     def test_a_command_that_cannot_start_is_a_usage_error(self):
         code, out, err = run_cli("conform", "--adapter-cmd", "/no/such/adapter", PASS)
@@ -93,11 +198,40 @@ class Verdicts(unittest.TestCase):
         self.assertEqual([r["verdict"] for r in records], ["agree", "executes-blocked"], err)
 
     def test_an_empty_list_on_a_blocked_turn_is_no_execution(self):
-        code, records, _, _ = conform(PASS, BLOCKED, cmd=python(
-            "import os; print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else "
+        code, records, _, _ = conform(PASS, BLOCKED, cmd=asks(
+            "print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else "
             "'[{\"id\": \"call_Wq8rT2mZkP4vN6xY1bC3dE5f\", \"name\": \"get_weather\", "
             "\"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}]')"))
         self.assertEqual((code, [r["verdict"] for r in records]), (0, ["agree", "refuses"]))
+
+
+class WhatIsJudged(unittest.TestCase):
+    """issue 30: each fixture was judged from its file as it was at its turn, not from the bytes served."""
+
+    def run_with(self, change):
+        """a.json (a pass) and b.json (a blocked turn); while a's command runs it changes b by `change`
+        (Python code with `b`, b's path); every command asks for its stream and prints PASS's calls."""
+        import shutil
+
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(PASS, os.path.join(folder, "a.json"))
+            shutil.copy(BLOCKED, os.path.join(folder, "b.json"))
+            cmd = asks("import shutil\n"
+                       "b = os.path.join(os.path.dirname(os.environ['VTS_FIXTURE']), 'b.json')\n"
+                       f"if os.environ['VTS_FIXTURE'].endswith('a.json'):\n    {change}\n"
+                       f"print({PASS_CALLS!r})")
+            return conform(folder, cmd=cmd)
+
+    def test_a_blocked_turn_rewritten_mid_run_is_judged_as_served(self):
+        code, records, _, err = self.run_with(f"shutil.copy({PASS!r}, b)")
+        self.assertEqual((code, [r["verdict"] for r in records]), (1, ["agree", "executes-blocked"]), err)
+        self.assertEqual(records[1]["codes"], ["wrong_terminal_reason"])
+
+    def test_a_fixture_deleted_or_broken_mid_run_is_judged_as_served(self):
+        for change in ("os.remove(b)", "open(b, 'w').write('{')"):
+            with self.subTest(change=change):
+                code, records, _, err = self.run_with(change)
+                self.assertEqual((code, [r["verdict"] for r in records]), (1, ["agree", "executes-blocked"]), err)
 
 
 class Environment(unittest.TestCase):
@@ -124,8 +258,8 @@ class Environment(unittest.TestCase):
             self.assertEqual((code, records[0]["verdict"]), (0, "agree"), err)
             with open(mark, encoding="utf-8") as handle:
                 self.assertEqual(handle.read(), "openai\n")
-            # without --shell the words are arguments: echo prints them, which is no JSON list
-            self.assertEqual(conform(PASS, cmd=cmd)[1][0]["verdict"], "refuses")
+            # without --shell the words are arguments: echo prints them, and asks for nothing
+            self.assertEqual(conform(PASS, cmd=cmd)[1][0]["verdict"], "not-requested")
 
     def test_another_profile_through_its_own_api(self):
         reads_ndjson = python(
@@ -168,6 +302,32 @@ class Reports(unittest.TestCase):
         code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, "--report", "github", PASS, BLOCKED)
         self.assertEqual([line.split("::")[1].split(" ")[0] for line in out.splitlines() if line.startswith("::")],
                          ["error"])
+
+    def test_unreadable_and_not_requested_are_failures_in_every_report(self):
+        cmd = python("import os, urllib.request\n"
+                     "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: print('[')\n"
+                     "else:\n"
+                     "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
+                     "data=b'{}')).read()\n"
+                     "    print('nonsense')")
+        code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--quiet", PASS, BLOCKED)
+        self.assertEqual(code, 1)
+        lines = out.splitlines()
+        self.assertEqual(lines[0], f"unreadable: {PASS} (pass); its standard output is not one JSON value "
+                                   "(expecting value at line 1 column 1)")
+        self.assertTrue(lines[1].startswith(f"not-requested: {BLOCKED} (blocked: wrong_terminal_reason); it never "
+                                            "requested this fixture's stream; its standard output"), lines[1])
+        self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | not-applicable | "
+                      "unreadable | not-requested |", out)
+        self.assertEqual(lines[-1], "summary: fixtures 2, agree 0, differs-on-pass 0, executes-blocked 0, refuses 0, "
+                                    "not-applicable 0, unreadable 1, not-requested 1")
+        code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--report", "junit", PASS, BLOCKED)
+        suite = ET.fromstring(out)
+        self.assertEqual((code, suite.get("failures")), (1, "2"))
+        self.assertEqual([f.get("type") for f in suite.iter("failure")], ["unreadable", "not-requested"])
+        code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--report", "github", PASS, BLOCKED)
+        self.assertEqual([line.split("::")[2].split(":")[0] for line in out.splitlines() if line.startswith("::")],
+                         ["unreadable", "not-requested"])
 
     def test_usage_errors(self):
         for args in (("--adapter-cmd", "", PASS), ("--adapter-cmd", "'unclosed", PASS),

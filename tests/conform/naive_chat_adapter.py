@@ -7,7 +7,8 @@ every argument fragment appended). It never checks a finish reason, so it execut
 validator blocks — which is what `conform` is there to show. It prints the calls as JSON.
 
 Environment (set by conform): VTS_API_URL, VTS_TOOLS_FILE, VTS_PROFILE.
-Exit 2 for a profile that is not chat completions (conform counts that as refusing).
+Exit 2 for a profile that is not chat completions, without asking for its stream (conform counts
+that as not-requested, a failure: give it chat-completions fixtures only).
 """
 
 import json
