@@ -10317,29 +10317,36 @@ def _marked_processes(mark: str) -> list[int]:
     return found
 
 
-def _end_adapter(process: Any, mark: str | None) -> None:
-    """Kill what is left of one adapter run: its process group, then every process carrying the
-    run's mark (a `setsid` child, a daemon), scanning again until a scan finds none (at most
-    _CONFORM_KILL_ROUNDS scans); then reap the command itself."""
+def _kill_marked(mark: str | None) -> None:
+    """Kill every process carrying the run's mark (a `setsid` child, a daemon), scanning again
+    until a scan finds none, at most _CONFORM_KILL_ROUNDS scans."""
     import os
     import signal
     import time
+
+    for _ in range(_CONFORM_KILL_ROUNDS if mark else 0):
+        found = _marked_processes(mark)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)   # let the killed ones end before the next scan
+
+
+def _end_adapter(process: Any, mark: str | None) -> None:
+    """Kill what is left of one adapter run: its process group, then every process carrying the
+    run's mark; then reap the command itself."""
+    import os
+    import signal
 
     try:
         os.killpg(process.pid, signal.SIGKILL)   # it, and anything it left running in its group
     except OSError:
         pass
-    if mark:
-        for _ in range(_CONFORM_KILL_ROUNDS):
-            found = _marked_processes(mark)
-            if not found:
-                break
-            for pid in found:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.001)   # let the killed ones end before the next scan
+    _kill_marked(mark)
     process.wait()
 
 
@@ -10633,12 +10640,12 @@ def _run_conform(argv: list[str]) -> int:
             signal.signal(number, signal.SIG_IGN)
         raise KeyboardInterrupt
 
-    before = {number: signal.signal(number, stop) for number in stopping}
     mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
     server = make_server(served)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records = []
+    before = {number: signal.signal(number, stop) for number in stopping}
     try:
         try:
             temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
@@ -10664,6 +10671,7 @@ def _run_conform(argv: list[str]) -> int:
                          f"{_github_escape(_conform_text(record), False)}", _OWN_COMMANDS)
                 _flush_stdout()
     finally:
+        _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
         server.shutdown()
         server.server_close()
         for number, handler in before.items():

@@ -244,6 +244,7 @@ class Resources(unittest.TestCase):
             self.assertEqual(listing, [tools])   # nothing of an earlier fixture, and no output file
         self.assertFalse(os.path.exists(seen[0][0]))   # the folder itself is removed at the end
 
+    @slow("starts conform as a process under a file size limit")
     def test_a_write_error_is_said_and_no_verdict(self):
         # a file size limit of 16 bytes: writing the tools file fails as a full disk would
         import resource
