@@ -9876,21 +9876,133 @@ def _call_problems(position: int, got: dict, want: dict) -> list[str]:
     return problems
 
 
+def _coarse(value: Any) -> Any:
+    """A hashable form of a JSON value, equal whenever same_arguments could find two values equal
+    (and sometimes when it would not: numbers by their nearest double, text by its UTF-16 code
+    units, a member name the same way); every match it suggests is confirmed by _call_problems.
+    A value of a type it does not know raises TypeError: that call is tried against every call."""
+    if isinstance(value, str):
+        return ("s", utf16(value))
+    if value is None or isinstance(value, bool):
+        return ("c", value)
+    if isinstance(value, (list, tuple)):
+        return ("a", tuple(_coarse(item) for item in value))
+    if isinstance(value, dict):
+        return ("o", frozenset((utf16(key) if isinstance(key, str) else _coarse(key), _coarse(item))
+                               for key, item in value.items()))
+    import numbers
+
+    if not isinstance(value, numbers.Number):   # int, float, and a Decimal or Fraction a reader may make
+        raise TypeError(type(value).__name__)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return ("n",)
+    return ("n", "nan") if number != number else ("n", number)
+
+
+def _text_key(text: str) -> Any:
+    """The key of a string argument: its JSON value (read as leniently as Python's json reads it,
+    so any stricter reading finds no value equal that this one keeps apart), or its text."""
+    try:
+        return _coarse(json.loads(text))
+    except ValueError:
+        return ("text", utf16(text))
+
+
+def _want_keys(want: dict) -> list | None:
+    """Index keys of one of our calls: an adapter call can match it (_call_problems) only if one of
+    its _got_keys is among these.  None: no key (it is tried for every adapter call)."""
+    ours = want.get("arguments")
+    if not isinstance(ours, str):
+        return None
+    # beside an adapter's string: its text (a custom call), or what it reads as; beside a value: the value
+    keys = [("custom", utf16(ours)) if want.get("kind") == "custom" else ("plain", _text_key(ours)),
+            ("value", _text_key(ours))]
+    return [(want.get("name"), want.get("namespace"), key) for key in keys]
+
+
+def _got_keys(got: dict) -> list:
+    """Index keys of one adapter call (see _want_keys)."""
+    theirs = got.get("arguments")
+    if not isinstance(theirs, str):
+        keys = [("value", _coarse(theirs))]
+    else:
+        keys = [("plain", _text_key(theirs)), ("custom", utf16(theirs))]
+        try:
+            value = json.loads(theirs)
+        except ValueError:
+            value = None
+        if isinstance(value, str):   # a custom call's text handed over as a JSON string literal
+            keys.append(("custom", utf16(value)))
+    return [(got.get("name"), got.get("namespace"), key) for key in keys]
+
+
+def _same_calls_reordered(theirs: list, ours: list) -> bool:
+    """Whether each adapter call, in its order, takes the first call of ours not yet taken that it
+    matches (_call_problems), and every one finds one.
+
+    The outcome of trying every remaining call of ours for each of theirs, found through an index:
+    our calls are filed by name, namespace and argument keys (a necessary condition of a match,
+    see _want_keys), and within that by id, so each adapter call looks at the few calls that could
+    match it, in our order: about one _call_problems per call where the old search made about n*n/2
+    (2,000 calls: 2,003,000); a call whose keys cannot be built (arguments nested past what Python
+    can walk, a value or member of a type it does not know) is tried against every call."""
+    import heapq
+
+    taken = [False] * len(ours)
+    index: dict[Any, dict[Any, list[int]]] = {}
+    everywhere: list[int] = []   # ours without keys: a candidate for every adapter call
+    for position, want in enumerate(ours):
+        try:
+            keys = _want_keys(want)
+            if keys is not None:
+                own = want.get("id") or None
+                for key in dict.fromkeys(keys):
+                    shelf = index.setdefault(key, {})
+                    shelf.setdefault(("id", own), []).append(position)
+                    shelf.setdefault("any", []).append(position)
+                continue
+        except (TypeError, RecursionError):
+            pass
+        everywhere.append(position)
+    start: dict[int, int] = {}
+
+    def live(positions: list[int]) -> Iterator[int]:
+        at = start.get(id(positions), 0)
+        while at < len(positions) and taken[positions[at]]:
+            at += 1
+        start[id(positions)] = at   # the taken ones at the front are never looked at again
+        return (positions[n] for n in range(at, len(positions)))
+
+    for got in theirs:
+        try:
+            keys = _got_keys(got)
+            own = got.get("id") or None
+            lists = []
+            for key in dict.fromkeys(keys):
+                shelf = index.get(key)
+                if shelf:   # an id matches the same id, or a call of ours without one; no id matches any
+                    lists += [shelf.get("any")] if own is None else [shelf.get(("id", own)), shelf.get(("id", None))]
+            candidates: Iterable[int] = heapq.merge(*(live(found) for found in lists + [everywhere] if found))
+        except (TypeError, RecursionError):
+            candidates = range(len(ours))
+        for position in candidates:
+            if not taken[position] and not _call_problems(0, got, ours[position]):
+                taken[position] = True
+                break
+        else:
+            return False
+    return True
+
+
 def call_differences(theirs: list, ours: list) -> list[str]:
     """What differs between the adapter's calls and ours (empty: the same calls)."""
     problems = [] if len(theirs) == len(ours) else [f"{len(theirs)} calls, ours {len(ours)}"]
     for position, (got, want) in enumerate(zip(theirs, ours)):
         problems.extend(_call_problems(position, got, want))
-    if problems and len(theirs) == len(ours):
-        # the same calls in another order is worth saying
-        rest = list(ours)
-        for got in theirs:
-            match = next((want for want in rest if not _call_problems(0, got, want)), None)
-            if match is None:
-                break
-            rest.remove(match)
-        else:
-            problems = ["same calls in another order"]
+    if problems and len(theirs) == len(ours) and _same_calls_reordered(theirs, ours):
+        problems = ["same calls in another order"]   # worth saying
     return problems
 
 
@@ -10031,7 +10143,7 @@ def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served 
     if len(parts.path) > _SERVE_MAX_PATH:
         return None, [], parts.query
     raw = parts.path.split("/")
-    decoded = [unquote(segment) for segment in raw]
+    decoded = [unquote(segment, errors="surrogateescape") for segment in raw]   # a name that is not UTF-8
     prefixes = ["/".join(decoded[1:cut]) for cut in range(len(decoded))]   # the path is bounded above
     for cut in range(len(raw) - 1, 0, -1):   # the longest prefix first: folders may nest
         fixture = served.get(prefixes[cut])
@@ -10231,7 +10343,10 @@ def _serve_log(line: str) -> None:
 # (adapter_verdict): what the adapter would run against what this tool decided.
 
 CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested")
-_CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output beyond this is unreadable
+_CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
+_CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
+_CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
+CONFORM_RUN_VARIABLE = "VTS_CONFORM_RUN"   # in every adapter's environment: this run's mark
 
 
 def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
@@ -10262,8 +10377,165 @@ class AdapterNotStarted(Exception):
     """The adapter command could not be started at all: no verdict is possible."""
 
 
+def _marked_processes(mark: str) -> list[int]:
+    """Process ids whose environment, as they were started, holds CONFORM_RUN_VARIABLE=mark.
+
+    Found through /proc (Linux): every process started under an adapter inherits the mark unless
+    it was started with an environment of its own; [] where there is no /proc to read."""
+    import os
+
+    entry = f"{CONFORM_RUN_VARIABLE}={mark}".encode("ascii")
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if entry in handle.read().split(b"\0"):   # a zombie's is empty: it has ended
+                    found.append(int(name))
+        except OSError:   # gone meanwhile, or another user's
+            continue
+    return found
+
+
+def _kill_marked(mark: str | None) -> None:
+    """Kill every process carrying the run's mark (a `setsid` child, a daemon), scanning again
+    until a scan finds none, at most _CONFORM_KILL_ROUNDS scans."""
+    import os
+    import signal
+    import time
+
+    for _ in range(_CONFORM_KILL_ROUNDS if mark else 0):
+        found = _marked_processes(mark)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)   # let the killed ones end before the next scan
+
+
+def _end_adapter(process: Any, mark: str | None) -> None:
+    """Kill what is left of one adapter run: its process group, then every process carrying the
+    run's mark; then reap the command itself."""
+    import os
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)   # it, and anything it left running in its group
+    except OSError:
+        pass
+    _kill_marked(mark)
+    process.wait()
+
+
+def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray) -> tuple[str, bool]:
+    """Read the command's standard output and error while it runs: ("exited", "over" or "timeout",
+    whether standard error was cut at its start).
+
+    Standard output is kept whole up to _CONFORM_OUTPUT_BYTES: "over" as soon as it passes that
+    (the caller stops the command there, by count, not time); of standard error only the last
+    _CONFORM_STDERR_BYTES are kept.  Nothing is written to disk."""
+    import os
+    import selectors
+    import time
+
+    cut = False
+    streams = {process.stdout.fileno(): out, process.stderr.fileno(): err}
+
+    def read(fd: int) -> bool:
+        nonlocal cut
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return False
+        kept = streams[fd]
+        kept += chunk
+        if kept is err and len(err) > _CONFORM_STDERR_BYTES:
+            del err[:len(err) - _CONFORM_STDERR_BYTES]
+            cut = True
+        return True
+
+    deadline = time.monotonic() + timeout
+    ended = None
+    try:
+        ended = os.pidfd_open(process.pid)   # readable when the command ends (Linux 5.3 and later)
+    except (AttributeError, OSError):
+        pass
+    with selectors.DefaultSelector() as selector:
+        for fd in streams:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        if ended is not None:
+            selector.register(ended, selectors.EVENT_READ)
+        try:
+            while True:
+                if len(out) > _CONFORM_OUTPUT_BYTES:
+                    return "over", cut
+                if process.poll() is not None:
+                    return "exited", cut
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "timeout", cut
+                for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
+                    if key.fd != ended and not read(key.fd):
+                        selector.unregister(key.fd)
+        finally:
+            if ended is not None:
+                os.close(ended)
+
+
+def _drain(fd: int, kept: bytearray, most: int, tail: bool = False) -> bool:
+    """What is left in a pipe once its writers have been killed, into `kept`: until the pipe is
+    empty, or `kept` passes `most` bytes (tail: keep only its last `most` bytes, reading at most
+    _CONFORM_OUTPUT_BYTES more).  Whether bytes were dropped from the start of `kept`."""
+    import os
+
+    cut = False
+    os.set_blocking(fd, False)
+    for _ in range((_CONFORM_OUTPUT_BYTES >> 16) + 2):
+        if len(kept) > most and not tail:
+            break
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:   # empty for now (a writer that could not be killed), or closed
+            break
+        if not chunk:
+            break
+        kept += chunk
+        if tail and len(kept) > most:
+            del kept[:len(kept) - most]
+            cut = True
+    return cut
+
+
+def _stderr_line(err: bytes, cut: bool) -> str:
+    """": <the last line the command wrote on standard error>", credentials masked and clipped;
+    "" when it wrote nothing; a note instead when that line began before the part kept (a
+    credential cut in two is no longer recognisable, so it is not quoted)."""
+    text = err.decode("utf-8", "replace").strip()
+    if not text:
+        return ""
+    lines = text.splitlines()
+    if cut and len(lines) == 1:
+        return (f" (its last line of standard error is longer than the {_CONFORM_STDERR_BYTES} bytes kept; "
+                "not quoted)")
+    text = _mask_spans(text, _secret_spans(text))   # the whole end: a token's context may be a line above
+    return f": {_clip(text.splitlines()[-1])}"
+
+
 def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float,
-                folder: str, number: int = 0) -> tuple[Any, str, bool]:
+                folder: str = "", number: int = 0) -> tuple[Any, str, bool]:
     """Run the adapter command once: (its calls or None, why there are none, whether that is a refusal).
 
     A refusal is what the adapter says by its end: a non-zero exit status, no end within the
@@ -10271,44 +10543,39 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     _CONFORM_OUTPUT_BYTES, not UTF-8, not JSON even in the adapter's dialect, another shape) is
     unreadable: (None, why, False).
 
-    It runs in a process group of its own, which is killed when it ends or times out, so nothing
-    it started outlives it or writes into the next fixture's output.  Its standard output and
-    error go to files of this fixture in `folder` (a command that prints without end costs disk,
-    not memory); only the first _CONFORM_OUTPUT_BYTES are read, and only the last line of its
-    standard error is quoted, through the one output door."""
-    import os
-    import signal
+    It runs in a process group of its own, which is killed when it ends, times out or prints more
+    than _CONFORM_OUTPUT_BYTES, with every process that carries env's CONFORM_RUN_VARIABLE mark
+    (see _end_adapter), so nothing it started outlives it or writes into the next fixture's output.
+    Its output is read through pipes while it runs, bounded in memory and never on disk (folder
+    and number are not used any more); only the last line of its standard error is quoted,
+    credentials masked, through the one output door."""
     import subprocess
 
-    out_path, err_path = os.path.join(folder, f"stdout-{number}"), os.path.join(folder, f"stderr-{number}")
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    try:
+        process = subprocess.Popen(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise AdapterNotStarted(f"the adapter command could not be started ({exc.strerror or exc})") from None
+    out, err = bytearray(), bytearray()
+    try:
         try:
-            process = subprocess.Popen(command, shell=shell, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
-                                       stderr=err, start_new_session=True)
-        except OSError as exc:
-            raise AdapterNotStarted(f"the adapter command could not be started ({exc.strerror or exc})") from None
-        try:
-            status = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            status = None
+            state, cut = _pump_adapter(process, timeout, out, err)
         finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)   # it, and anything it left running
-            except OSError:
-                pass
-            process.wait()
-    if status is None:
+            _end_adapter(process, env.get(CONFORM_RUN_VARIABLE))
+        if state == "exited":   # what it wrote before it ended is still in the pipes
+            _drain(process.stdout.fileno(), out, _CONFORM_OUTPUT_BYTES)
+            cut = _drain(process.stderr.fileno(), err, _CONFORM_STDERR_BYTES, tail=True) or cut
+    finally:
+        process.stdout.close()
+        process.stderr.close()
+    if state == "timeout":
         return None, f"it did not finish within {timeout:g} s", True
+    if state == "over" or len(out) > _CONFORM_OUTPUT_BYTES:
+        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)", False
+    status = process.returncode
     if status != 0:
-        with open(err_path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(err_path) - 2000))
-            tail = handle.read().decode("utf-8", "replace").strip().splitlines()
-        said = f": {_clip(tail[-1])}" if tail else ""
-        return None, f"it exited with status {status}{said}", True
-    if os.path.getsize(out_path) > _CONFORM_OUTPUT_BYTES:
-        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes", False
-    with open(out_path, "rb") as handle:
-        data = handle.read()
+        return None, f"it exited with status {status}{_stderr_line(bytes(err), cut)}", True
+    data = bytes(out)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -10319,14 +10586,21 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     return calls, why, False
 
 
+class ConformCannotRun(Exception):
+    """conform itself cannot go on (it cannot write a file it needs): no verdict, exit 3."""
+
+
 def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
-                    folder: str, number: int, requested: set[str] | None = None) -> dict[str, Any]:
+                    folder: str, number: int, requested: set[str] | None = None,
+                    mark: str = "") -> dict[str, Any]:
     """One fixture through the adapter command: our report, its calls and the verdict, as one record.
 
     What is judged is the bytes the fixture was served from (fixture.data, read once by
     serve_plan), never the file as it is now.  requested: the prefixes whose stream the server has
     sent (make_server's on_stream); the fixture's own is dropped before the run and looked up after
-    it, so only a request made while this fixture's command ran counts.  None: not tracked."""
+    it, so only a request made while this fixture's command ran counts.  None: not tracked.  The
+    tools file written for it in `folder` is removed before this returns; `mark` is this run's
+    CONFORM_RUN_VARIABLE value (see _end_adapter)."""
     import os
 
     data = fixture.data
@@ -10336,19 +10610,29 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     row = PROFILES[fixture.profile]
     doc = parse_envelope_bytes(data)
     tools_file = os.path.join(folder, f"tools-{number}.json")
-    with open(tools_file, "w", encoding="utf-8") as handle:
-        json.dump(row.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
+    try:
+        with open(tools_file, "w", encoding="utf-8") as handle:
+            json.dump(row.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
+    except OSError as exc:   # a full disk (ENOSPC), a file size limit (EFBIG): no verdict, and said
+        raise ConformCannotRun(f"cannot write the tools file for {fixture.path}: {exc.strerror or exc}") from None
     from urllib.parse import quote
 
-    url = base_url + quote(fixture.prefix, safe="/")
+    # a name that is not UTF-8 is held with surrogate escapes: its URL carries the original bytes
+    url = base_url + quote(fixture.prefix, safe="/", errors="surrogateescape")
     loopback = ",".join(filter(None, ("127.0.0.1", "localhost", "::1", os.environ.get("NO_PROXY"))))
     # NO_PROXY: a proxy set for the CI job must not carry loopback requests away
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, NO_PROXY=loopback,
-               no_proxy=loopback)
+               no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
     if requested is not None:
         requested.discard(fixture.prefix)
-    calls, why, refused = run_adapter(command, shell, env, timeout, folder, number)
+    try:
+        calls, why, refused = run_adapter(command, shell, env, timeout, folder, number)
+    finally:
+        try:
+            os.unlink(tools_file)   # nothing of a fixture is kept once it is judged
+        except OSError:
+            pass
     asked = requested is None or fixture.prefix in requested
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
@@ -10449,12 +10733,19 @@ def _run_conform(argv: list[str]) -> int:
         _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}")
     if not served:
         raise UsageError("no fixture to serve")
+    import secrets
     import signal
 
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt   # a cancelled CI job: the adapter's group is killed, the files removed
+    stopping = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
 
-    signal.signal(signal.SIGTERM, stop)
+    def stop(signum: int, frame: Any) -> None:
+        # a cancelled CI job (SIGTERM) or a closed terminal (SIGHUP): the adapter's processes are
+        # killed and the temporary folder removed on the way out; a second signal cannot cut that short
+        for number in stopping:
+            signal.signal(number, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
     requested: set[str] = set()
 
     def asked(path: str) -> None:   # on the server's thread, before the stream is sent
@@ -10466,14 +10757,21 @@ def _run_conform(argv: list[str]) -> int:
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records = []
+    before = {number: signal.signal(number, stop) for number in stopping}
     try:
-        with tempfile.TemporaryDirectory(prefix="vts-conform-") as folder:
+        try:
+            temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
+        except OSError as exc:
+            raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
+        with temporary as folder:
             for number, prefix in enumerate(sorted(served)):
                 try:
                     record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                             args.shell, args.timeout, folder, number, requested)
+                                             args.shell, args.timeout, folder, number, requested, mark)
                 except AdapterNotStarted as exc:
                     raise UsageError(str(exc)) from None
+                except ConformCannotRun as exc:
+                    raise UsageError(f"{exc}; no verdict") from None
                 records.append(record)
                 failing = record["verdict"] in CONFORM_FAILING
                 if args.report == "json" and (failing or not args.quiet):
@@ -10485,8 +10783,12 @@ def _run_conform(argv: list[str]) -> int:
                          f"{_github_escape(_conform_text(record), False)}", _OWN_COMMANDS)
                 _flush_stdout()
     finally:
+        _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
         server.shutdown()
         server.server_close()
+        for number, handler in before.items():
+            if handler is not None:   # None: not set from Python, so left as it is now
+                signal.signal(number, handler)
     summary = conform_summary(records)
     if args.report == "json":
         _out(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}, ensure_ascii=True))

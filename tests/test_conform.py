@@ -4,16 +4,22 @@ The adapter commands are small Python programs started by conform (tests/conform
 naive chat accumulator); the validator side runs in this process.
 """
 
+import errno
 import json
 import os
+import random
 import shlex
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
-from support import FIXTURES, ROOT, run_cli, vts
+from support import ENV, FIXTURES, ROOT, SCRIPT, run_cli, slow, vts
 
 NAIVE = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(ROOT, 'tests', 'conform', 'naive_chat_adapter.py'))}"
 PASS = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
@@ -114,7 +120,7 @@ class Verdicts(unittest.TestCase):
         with mock.patch.object(vts, "_CONFORM_OUTPUT_BYTES", 1000):
             code, records, _, _ = conform(PASS, cmd=padded)
         self.assertEqual((code, records[0]["verdict"]), (1, "unreadable"))
-        self.assertEqual(records[0]["unreadable"], "its standard output is over 1000 bytes")
+        self.assertEqual(records[0]["unreadable"], "its standard output is over 1000 bytes (it was stopped there)")
         self.assertEqual(conform(PASS, cmd=padded)[1][0]["verdict"], "agree")   # under the real cap it is read
 
     def test_what_python_prints_for_nan_and_infinity_is_read(self):
@@ -342,6 +348,249 @@ class Reports(unittest.TestCase):
         self.assertIsNone(vts.adapter_calls_from('[{"name": "f"}]')[0])
         self.assertIsNone(vts.adapter_calls_from('[{"name": "f", "arguments": "{}", "id": 5}]')[0])
         self.assertIsNone(vts.adapter_calls_from('[1]')[0])
+
+
+def alive(pid):
+    """Whether the process is still running (a zombie waiting for its parent counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def wait_for(path, rounds=600):
+    """The text of a file another process writes, once it holds a whole line (None if it never does)."""
+    for _ in range(rounds):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            if text.endswith("\n"):
+                return text
+        except FileNotFoundError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
+class Resources(unittest.TestCase):
+    """What an adapter prints costs bounded memory and no disk, and every file of a fixture is gone
+    once that fixture is judged."""
+
+    def test_an_adapter_printing_past_the_cap_is_stopped_there(self):
+        # it writes 8 MiB and then waits: it is stopped as its output passes the cap (1 MiB here), not
+        # left to run until the timeout with everything it printed on disk
+        writer = asks("import sys, time\nsys.stdout.write('[' + 'x' * (8 << 20))\nsys.stdout.flush()\n"
+                      "time.sleep(60)")
+        with mock.patch.object(vts, "_CONFORM_OUTPUT_BYTES", 1 << 20):
+            code, records, summary, err = conform(PASS, cmd=writer, extra=("--timeout", "20"))
+        self.assertEqual((code, records[0]["verdict"]), (1, "unreadable"), err)
+        self.assertEqual(records[0]["unreadable"],
+                         f"its standard output is over {1 << 20} bytes (it was stopped there)")
+
+    def test_each_fixture_leaves_nothing_behind_once_judged(self):
+        with tempfile.TemporaryDirectory() as folder:
+            log = os.path.join(folder, "log")
+            lister = python("import json, os\n"
+                            "here = os.path.dirname(os.environ['VTS_TOOLS_FILE'])\n"
+                            f"print(json.dumps([here, os.path.basename(os.environ['VTS_TOOLS_FILE']), "
+                            f"sorted(os.listdir(here))]), file=open({log!r}, 'a'))\n"
+                            "print('x' * 100000)")
+            conform(PASS, BLOCKED, OLLAMA, cmd=lister)
+            with open(log, encoding="utf-8") as handle:
+                seen = [json.loads(line) for line in handle]
+        self.assertEqual(len(seen), 3)
+        for here, tools, listing in seen:
+            self.assertEqual(listing, [tools])   # nothing of an earlier fixture, and no output file
+        self.assertFalse(os.path.exists(seen[0][0]))   # the folder itself is removed at the end
+
+    @slow("starts conform as a process under a file size limit")
+    def test_a_write_error_is_said_and_no_verdict(self):
+        # a file size limit of 16 bytes: writing the tools file fails as a full disk would
+        import resource
+
+        def small_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+
+        proc = subprocess.run([sys.executable, SCRIPT, "conform", "--adapter-cmd", NAIVE, PASS], env=ENV,
+                              capture_output=True, timeout=120, preexec_fn=small_files)
+        err = proc.stderr.decode("utf-8", "replace")
+        self.assertEqual(proc.returncode, 3, err)
+        self.assertNotIn("internal error", err)
+        self.assertIn(os.strerror(errno.EFBIG), err)
+
+
+class Processes(unittest.TestCase):
+    """Nothing the adapter started outlives conform, even what left its process group."""
+
+    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    def test_a_process_that_left_the_group_is_stopped(self):
+        with tempfile.TemporaryDirectory() as folder:
+            pid_file = os.path.join(folder, "pid")
+            escapes = asks("import subprocess, sys\n"
+                             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], "
+                             "start_new_session=True)\n"
+                             f"print(child.pid, file=open({pid_file!r}, 'w'))\n"
+                             "print('[]')")
+            try:
+                code, records, _, err = conform(PASS, cmd=escapes)
+                pid = int(wait_for(pid_file, rounds=1))
+                self.assertEqual(records[0]["verdict"], "refuses", err)
+                self.assertFalse(alive(pid))
+            finally:
+                self._kill(pid_file)
+
+    @slow("starts conform as a process and hangs it up")
+    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    def test_a_hang_up_stops_it_cleanly(self):
+        with tempfile.TemporaryDirectory() as folder:
+            pid_file = os.path.join(folder, "pid")
+            sleeper = python("import os, subprocess, sys, time\n"
+                             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], "
+                             "start_new_session=True)\n"
+                             f"print(os.getpid(), child.pid, os.path.dirname(os.environ['VTS_TOOLS_FILE']), "
+                             f"file=open({pid_file!r}, 'w'))\n"
+                             "time.sleep(300)")
+            proc = subprocess.Popen([sys.executable, SCRIPT, "conform", "--adapter-cmd", sleeper, PASS], env=ENV,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                line = wait_for(pid_file)
+                self.assertIsNotNone(line)
+                adapter, child, temp = line.split()
+                proc.send_signal(signal.SIGHUP)
+                _, err = proc.communicate(timeout=60)
+                self.assertEqual(proc.returncode, 3, err)
+                self.assertIn(b"interrupted; no verdict", err)
+                self.assertFalse(os.path.exists(temp))
+                self.assertEqual((alive(int(adapter)), alive(int(child))), (False, False))
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                self._kill(pid_file)
+
+    @staticmethod
+    def _kill(pid_file):
+        """Clean up after a failing run: end what the adapter left, by the ids it wrote."""
+        try:
+            with open(pid_file, encoding="utf-8") as handle:
+                words = handle.read().split()
+        except FileNotFoundError:
+            return
+        for word in words:
+            if word.isdigit():
+                try:
+                    os.kill(int(word), signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+class Quoting(unittest.TestCase):
+    def test_credentials_in_the_last_stderr_line_are_masked(self):
+        key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 2
+        said = conform(PASS, cmd=python(f"import sys; print('401: bad key {key} for you', file=sys.stderr); "
+                                        "sys.exit(1)"))[1][0]["refused"]
+        self.assertEqual(said, "it exited with status 1: 401: bad key [masked] for you")
+        bearer = conform(PASS, cmd=python("import sys; print('Authorization: Bearer', file=sys.stderr); "
+                                          "print('abcdefghijklmnopqrstuvwxyz012345', file=sys.stderr); "
+                                          "sys.exit(1)"))[1][0]["refused"]
+        self.assertEqual(bearer, "it exited with status 1: [masked]")
+
+    def test_a_last_line_longer_than_what_is_kept_is_not_quoted(self):
+        # only the end of standard error is kept: a line that began before it may hold a credential
+        # cut in two, which no pattern can recognise any more
+        said = conform(PASS, cmd=python("import sys; print('sk-' + 'A' * 70000, file=sys.stderr); "
+                                        "sys.exit(1)"))[1][0]["refused"]
+        self.assertNotIn("AAAAAAAAAA", said)
+        self.assertEqual(said, f"it exited with status 1 (its last line of standard error is longer than the "
+                               f"{vts._CONFORM_STDERR_BYTES} bytes kept; not quoted)")
+
+
+class Names2(unittest.TestCase):
+    def test_a_fixture_name_that_is_not_utf8(self):
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                shutil.copy(PASS, os.path.join(os.fsencode(folder), b"\xff-weather.json"))
+            except OSError:
+                self.skipTest("this file system refuses a name that is not UTF-8")
+            code, records, summary, err = conform(folder)
+            self.assertEqual((code, records[0]["verdict"]), (0, "agree"), err)
+            self.assertEqual(os.path.basename(records[0]["fixture"]), "\udcff-weather.json")
+            code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, folder)
+            self.assertEqual(code, 0, err)
+            self.assertIn("agree: ", out)
+            self.assertIn("\\udcff-weather.json", out)
+
+
+def old_call_differences(theirs, ours):
+    """call_differences as it was: every remaining call of ours tried for each of theirs."""
+    problems = [] if len(theirs) == len(ours) else [f"{len(theirs)} calls, ours {len(ours)}"]
+    for position, (got, want) in enumerate(zip(theirs, ours)):
+        problems.extend(vts._call_problems(position, got, want))
+    if problems and len(theirs) == len(ours):
+        rest = list(ours)
+        for got in theirs:
+            match = next((want for want in rest if not vts._call_problems(0, got, want)), None)
+            if match is None:
+                break
+            rest.remove(match)
+        else:
+            problems = ["same calls in another order"]
+    return problems
+
+
+class Order(unittest.TestCase):
+    """"The same calls in another order": found through an index, with the old search's outcome."""
+
+    def test_many_calls_in_reverse_take_a_linear_number_of_comparisons(self):
+        ours = [{"id": f"call_{n}", "name": "f", "arguments": json.dumps({"n": n, "pad": "x" * 50})}
+                for n in range(2000)]
+        theirs = [{"id": call["id"], "name": "f", "arguments": json.loads(call["arguments"])}
+                  for call in reversed(ours)]
+        counted = mock.Mock(wraps=vts._call_problems)
+        with mock.patch.object(vts, "_call_problems", counted):
+            self.assertEqual(vts.call_differences(theirs, ours), ["same calls in another order"])
+        # once per position, then about once per call: the old search made about 2,000,000
+        self.assertLessEqual(counted.call_count, 3 * len(ours))
+        # without ids, the same
+        anonymous = [dict(call, id=None) for call in theirs]
+        counted.reset_mock()
+        with mock.patch.object(vts, "_call_problems", counted):
+            self.assertEqual(vts.call_differences(anonymous, ours), ["same calls in another order"])
+        self.assertLessEqual(counted.call_count, 3 * len(ours))
+
+    def test_the_same_outcome_as_the_old_search(self):
+        rng = random.Random(30)
+        ids = [None, "", "a", "b", "aa"]
+        texts = ['{"x":1}', '{ "x" : 1 }', '{"x":1.0}', '{"x":true}', "not json", '"hi"', "hi", '{"x":"\\ud83d"}',
+                 '{"x":"\ud83d\ude00"}', '{"x":"\U0001f600"}', "[1,2]", "[2,1]", "", '{"x":1,"x":2}', '{"x":2}']
+        values = [{"x": 1}, {"x": True}, "hi", [1, 2], None, {"x": 2}, 1]
+
+        def call(own):
+            out = {"id": rng.choice(ids), "name": rng.choice(["f", "g"])}
+            if rng.random() < 0.2:
+                out["namespace"] = rng.choice(["n", None, ["list"]] if not own else ["n", None])
+            if own:
+                out["arguments"] = rng.choice(texts + [None])
+                if rng.random() < 0.3:
+                    out["kind"] = "custom"
+            else:
+                out["arguments"] = rng.choice(texts + values) if rng.random() < 0.9 else rng.choice(values)
+            return out
+
+        for _ in range(3000):
+            size = rng.randint(1, 6)
+            ours = [call(True) for _ in range(size)]
+            theirs = [call(False) for _ in range(size)]
+            if rng.random() < 0.5:   # often a shuffled copy of ours, so that the order check has work
+                theirs = [dict(c) for c in ours]
+                rng.shuffle(theirs)
+                for c in theirs:
+                    c.pop("kind", None)
+                    if rng.random() < 0.3:
+                        c["id"] = rng.choice(ids)
+            self.assertEqual(vts.call_differences(theirs, ours), old_call_differences(theirs, ours),
+                             (theirs, ours))
 
 
 if __name__ == "__main__":
