@@ -4688,32 +4688,116 @@ def _ollama_breaks_lines(value: Any) -> bool:
     return False
 
 
-def _langchain_rewrites(name: Any, args: dict) -> str | None:
-    """Why langchain-ollama would run other arguments than these (None when it runs them as they are).
+# Bounds of the langchain-ollama check (README "Limits"): Python's ast.literal_eval costs about 500
+# bytes of memory per character it parses, so it runs only on strings this check can afford and
+# whose outcome no interpreter setting changes; a string past a bound that could still be a Python
+# literal blocks (limit_exceeded) instead.
+_LANGCHAIN_EVAL_CHARS = 65_536   # characters (about 35 MB of parse at most)
+_LANGCHAIN_EVAL_DEPTH = 100      # brackets nested (the tokenizer refuses 201; parsing stays far from the stack's end)
+_LANGCHAIN_EVAL_DIGITS = 640     # digits in a run: the lowest integer-string limit an interpreter can be set to
 
-    Its _parse_arguments_from_tool_call drops a "functionName" member equal to the call's name and
-    replaces each top-level string that json.loads or ast.literal_eval reads as an object or a list
-    by that value (a band-aid for ollama#6155).
+
+@functools.lru_cache(maxsize=1)
+def _python_literal_tokens() -> re.Pattern:
+    """Text literal_eval could read as an object or a list, token by token: whitespace, line joins,
+    brackets, the signs and points of numbers, numbers, True/False/None/set, string prefixes,
+    strings and comments.  A string it does not match whole is no Python literal.  Each alternative
+    starts with its own characters and the loop is possessive: linear time, no backtracking.
+    Compiled on first use.
+    """
+    quoted = [f"{q}{q}{q}(?:[^{q}\\\\]|\\\\.|{q}(?!{q}{q}))*+{q}{q}{q}" for q in ("'", '"')]
+    quoted += [f"{q}(?:[^{q}\\\\\\r\\n]|\\\\(?:\\r\\n|.))*+{q}" for q in ("'", '"')]
+    tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]++", r"[0-9][0-9A-Za-z_]*+",
+              r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*+"]
+    return re.compile("(?s:(?:" + "|".join(tokens) + ")*+)")
+
+
+def _bracket_depth(text: str) -> int:
+    """The most brackets open at once (every bracket counts, those inside strings too)."""
+    depth = deepest = 0
+    for mark in re.findall(r"[\[\](){}]", text):
+        if mark in "[({":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+def _langchain_reading(value: str) -> tuple[str, str]:
+    """What langchain-ollama (1.1.0) makes of an argument string: (outcome, detail).
+
+    Its _parse_json_string runs json.loads and, on json.JSONDecodeError only, ast.literal_eval,
+    whose SyntaxError and ValueError alone it takes as "keep the string"; any other exception
+    leaves it.  Outcomes: "keep"; "object" or "list" (it runs that instead of the string);
+    "raises" (an exception it lets through: the turn fails there); "limit" (past a bound of this
+    check, or this machine ran out of memory or stack: it may run an object or a list).
     """
     import ast
 
-    for key, value in args.items():
-        if key == "functionName" and value == name:
-            return "has a \"functionName\" member equal to its name, which langchain-ollama drops"
-        if not isinstance(value, str) or "{" not in value and "[" not in value:
-            continue   # neither parser can make an object or a list of it
+    if re.match(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1), value):
+        return "limit", f"a number of more than {_LANGCHAIN_EVAL_DIGITS} digits"   # json.loads's integer limit
+    if "{" not in value and "[" not in value:
+        return "keep", ""   # neither parser can make an object or a list of it
+    json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
+    python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
+                    and _python_literal_tokens().fullmatch(value) is not None)
+    if json_could:   # linear, and its depth is bounded by the interpreter's recursion limit
         try:
             parsed = json.loads(value)
-        except ValueError:
-            try:
-                parsed = ast.literal_eval(value)
-            except Exception:   # noqa: BLE001  (SyntaxError, ValueError, MemoryError, RecursionError...)
-                parsed = None   # LangChain keeps the string, or raises itself: runs nothing else
-        except RecursionError:
-            parsed = None
-        if isinstance(parsed, (dict, list)):
-            return (f"has the string member {_token(key)} that langchain-ollama replaces by the "
-                    f"{'object' if isinstance(parsed, dict) else 'list'} it parses to")
+        except json.JSONDecodeError:
+            pass   # literal_eval's turn
+        except (MemoryError, RecursionError) as exc:
+            return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+        except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
+            return "raises", f"json.loads raises {type(exc).__name__}"
+        else:
+            return ("object" if isinstance(parsed, dict) else "list"), ""
+    if not python_could:
+        return "keep", ""
+    if len(value) > _LANGCHAIN_EVAL_CHARS:
+        return "limit", f"{len(value)} characters (at most {_LANGCHAIN_EVAL_CHARS} are read)"
+    depth = _bracket_depth(value)
+    if depth > _LANGCHAIN_EVAL_DEPTH:
+        return "limit", f"brackets nested {depth} deep (at most {_LANGCHAIN_EVAL_DEPTH} are read)"
+    longest = max(map(len, re.findall(r"[0-9_]+", value)), default=0)
+    if longest > _LANGCHAIN_EVAL_DIGITS:
+        return "limit", f"a run of {longest} digits (at most {_LANGCHAIN_EVAL_DIGITS} are read)"
+    try:
+        parsed = ast.literal_eval(value)
+    except (SyntaxError, ValueError):
+        return "keep", ""   # the two it catches: it keeps the string
+    except (MemoryError, RecursionError) as exc:
+        return "limit", f"literal_eval ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+    except Exception as exc:   # noqa: BLE001  (a TypeError for an unhashable key...)
+        return "raises", f"literal_eval raises {type(exc).__name__}"
+    if isinstance(parsed, (dict, list)):
+        return ("object" if isinstance(parsed, dict) else "list"), ""
+    return "keep", ""
+
+
+def _langchain_rewrites(name: Any, args: dict) -> tuple[str, str] | None:
+    """(code, why) when langchain-ollama would not run these arguments as they are (None: it would).
+
+    Its _parse_arguments_from_tool_call drops a "functionName" member equal to the call's name and
+    replaces each top-level string that json.loads or ast.literal_eval reads as an object or a list
+    by that value (a band-aid for ollama#6155); _langchain_reading says what it makes of a string.
+    """
+    for key, value in args.items():
+        if key == "functionName" and value == name:
+            return UNEXPECTED_EVENT, "has a \"functionName\" member equal to its name, which langchain-ollama drops"
+        if not isinstance(value, str):
+            continue
+        outcome, detail = _langchain_reading(value)
+        if outcome in ("object", "list"):
+            return UNEXPECTED_EVENT, (f"has the string member {_token(key)} that langchain-ollama replaces by the "
+                                      f"{outcome} it parses to")
+        if outcome == "raises":
+            return UNEXPECTED_EVENT, (f"has the string member {_token(key)} at which langchain-ollama fails "
+                                      f"({detail}, which it does not catch)")
+        if outcome == "limit":
+            return LIMIT_EXCEEDED, (f"has the string member {_token(key)} that langchain-ollama may replace by an "
+                                    f"object or a list, beyond what this check reads: {detail}")
     return None
 
 
@@ -4806,7 +4890,7 @@ class OllamaNormalizer:
         else:
             rewrite = _langchain_rewrites(name, args)
             if rewrite is not None:
-                yield WireProblem(pos, UNEXPECTED_EVENT, f"call {number} {rewrite}", None, number)
+                yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
         yield SlotEnd(pos, key)
 
 
