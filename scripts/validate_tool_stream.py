@@ -4926,12 +4926,29 @@ def _redact_ollama_chunk(chunk: dict) -> dict:
     out = {}
     for key, value in chunk.items():
         if key == "message" and isinstance(value, dict):
-            out[key] = {k: (v if k in ("role", "tool_calls") else _neutral(v)) for k, v in value.items()}
+            out[key] = {k: (v if k in ("role", "tool_calls") else _ollama_neutral(v)) for k, v in value.items()}
         elif key in _OLLAMA_KEPT or key in _OLLAMA_LINE_TYPES and _OLLAMA_LINE_TYPES[key] is int:
             out[key] = value
         else:
-            out[key] = _neutral(value)   # error text, log probabilities, remote_host, members not reviewed
+            out[key] = _ollama_neutral(value)   # error text, log probabilities, remote_host, members not reviewed
     return out
+
+
+def _ollama_neutral(value: Any) -> Any:
+    """_neutral(value), except that a string keeps each line break the ollama rules block on.
+
+    A text with a raw U+0085 blocks the turn (_ollama_breaks_lines), so its redacted text is
+    REDACTED_TEXT followed by those characters: the redacted capture blocks as the body does.
+    """
+    if isinstance(value, str):
+        return REDACTED_TEXT + "".join(mark for mark in _OLLAMA_LINE_BREAKS if mark in value) if value else ""
+    if isinstance(value, list):
+        return [_ollama_neutral(item) for item in value]
+    if isinstance(value, dict):
+        return {key: (item if key in _NEUTRAL_KEEP and isinstance(item, str)
+                      else [] if key == "bytes" and isinstance(item, list) else _ollama_neutral(item))
+                for key, item in value.items()}
+    return value
 
 
 _OLLAMA_KEPT = frozenset({"model", "created_at", "done", "done_reason"})

@@ -344,6 +344,30 @@ class Capture(unittest.TestCase):
                 vts.request_from_body("ollama", {"tools": [tool]})
 
 
+    def test_redaction_keeps_the_nel_the_rules_block_on(self):
+        # issue 30: redaction turned "a\x85b" into "[redacted]", so the redacted capture passed a turn
+        # the body blocks.  Escaped in JSON (the server writes it raw; capture refuses that in NDJSON)
+        lines = (line(entry(), content="a\x85b"), dict(line(), message={"role": "assistant", "thinking": "x\x85", "tool_calls": [entry()]}),
+                 dict(line(entry()), remote_host="h\x85", logprobs=[{"token": "\x85", "logprob": -1.0}]),
+                 dict(line(entry()), extra={"deep": ["t\x85"]}))
+        for chunk in lines:
+            for body in (ndjson([chunk, done()]), json.dumps([chunk, done()]).encode()):
+                with self.subTest(chunk=chunk, body=body[:1]):
+                    verdicts = []
+                    for redact in (False, True):
+                        envelope, _ = vts.sse_to_envelope(body, "ollama", SCHEMAS, redact=redact)
+                        report = vts.validate_envelope(envelope)
+                        verdicts.append((report["status"], codes(report)))
+                    self.assertEqual(verdicts, [("blocked", ["unexpected_event"])] * 2)
+        redacted = vts.sse_to_envelope(ndjson([lines[0], done()]), "ollama", SCHEMAS)[0]
+        self.assertEqual(redacted["chunks"][0]["message"]["content"], "[redacted]\x85")   # the text itself goes
+        # raw in the body: refused with or without redaction
+        raw = ndjson([lines[0], done()]).replace(b"\\u0085", "\x85".encode())
+        for redact in (False, True):
+            with self.assertRaisesRegex(vts.CaptureError, "U\\+0085"):
+                vts.sse_to_envelope(raw, "ollama", SCHEMAS, redact=redact)
+
+
 class Request(unittest.TestCase):
     def test_only_tools(self):
         self.assertEqual(codes(judge([line(entry(), entry("g", {}, 1, "call_2")), done()],
