@@ -2002,22 +2002,35 @@ def _redact_anthropic_block(block: Any) -> Any:
 
 
 def _redact_anthropic_event(event: dict) -> dict:
-    """Text, thinking, signatures, citations, redacted_thinking data and refusal details."""
+    """An allow-list: of a reviewed event, the members the rules read stay (type, index, a tool_use
+    block, an input_json_delta, the stop_reason, message identity); everything else, and the whole of
+    an event of another or no type, keeps only its shape (_neutral): text, thinking, signatures,
+    citations, redacted_thinking data, refusal details, error messages, unreviewed members."""
     kind = event.get("type")
-    out = dict(event)
-    if kind == "message_start" and isinstance(out.get("message"), dict):
-        message = dict(out["message"])
-        if isinstance(message.get("content"), list):
-            message["content"] = [_redact_anthropic_block(block) for block in message["content"]]
-        out["message"] = message
-    elif kind == "content_block_start" and "content_block" in out:
-        out["content_block"] = _redact_anthropic_block(out["content_block"])
-    elif kind == "content_block_delta" and isinstance(out.get("delta"), dict):
-        if out["delta"].get("type") != "input_json_delta":
-            out["delta"] = _neutral(out["delta"])
-    elif kind == "message_delta" and isinstance(out.get("delta"), dict) and "stop_details" in out["delta"]:
-        out["delta"] = dict(out["delta"], stop_details=_neutral(out["delta"]["stop_details"], _STOP_DETAILS_KEEP))
+    if kind not in _ANTHROPIC_EVENTS:
+        return _neutral(event)   # still the same unknown type (or none) to the rules: unsupported_event
+    out = {}
+    for key, value in event.items():
+        if key == "type":
+            out[key] = value
+        elif kind == "message_start" and key == "message" and isinstance(value, dict):
+            out[key] = {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
+                            else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in value.items()}
+        elif kind == "content_block_start" and key == "content_block":
+            out[key] = _redact_anthropic_block(value)
+        elif (kind == "content_block_delta" and key == "delta" and isinstance(value, dict)
+              and value.get("type") == "input_json_delta"):
+            out[key] = value
+        elif kind == "message_delta" and key == "delta" and isinstance(value, dict):
+            out[key] = {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
+                            else _neutral(v)) for k, v in value.items()}
+        else:
+            out[key] = _neutral(value)   # an index keeps its value (numbers are no text)
     return out
+
+
+# Members of message_start's message kept as they are: its identity and a prefilled stop_reason.
+_ANTHROPIC_MESSAGE_KEEP = frozenset({"id", "type", "role", "model", "stop_reason"})
 
 
 def _anthropic_protected(payload: dict) -> dict[tuple, str]:
