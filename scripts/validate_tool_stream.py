@@ -9094,6 +9094,7 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
     stream_key = row.stream_key
     warnings: list[str] = []
     groups: dict[tuple, list[tuple[str, str]]] = {}
+    texts: dict[tuple, tuple[Any, list[str]]] = {}   # without redaction: text fragments by group
     out = []
     for pos, (payload, line) in enumerate(zip(payloads, lines)):
         if redact:
@@ -9107,7 +9108,84 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
         out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings)
                    if walk else payload)
         payloads[pos] = None   # the original is not needed again: its memory goes as the copy grows
+        if not redact:   # text stays: a credential may be split across its fragments
+            _text_pieces(out[pos], (), protected, (), pos, texts)
+    if not redact:
+        _mask_split_text(row, out, texts, lines, stream_key, warnings)
     return out, warnings + _split_secret_warnings(groups)
+
+
+# Members that tell apart the choices, blocks, items or candidates whose text arrives in pieces: a
+# group of text fragments is one string's path plus the values of these members on the way to it.
+_TEXT_GROUP_KEYS = ("index", "contentBlockIndex", "output_index", "content_index", "summary_index", "item_id")
+_TEXT_GROUP_KEYSET = frozenset(_TEXT_GROUP_KEYS)
+
+
+def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
+                 texts: dict[tuple, tuple[Any, list[str]]]) -> None:
+    """Add every non-empty string under value outside protected paths to its group in texts:
+    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece."""
+    if isinstance(value, dict):
+        if not _TEXT_GROUP_KEYSET.isdisjoint(value):
+            marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
+                           if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
+        items: Iterable = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return
+    for key, item in items:
+        if isinstance(item, str):
+            if item and path + (key,) not in protected:
+                group = texts.get((path + (key,), marks))
+                if group is None:
+                    import array
+                    group = texts[(path + (key,), marks)] = (array.array("q"), [])
+                group[0].append(pos)
+                group[1].append(item)
+        elif isinstance(item, (dict, list)) and path + (key,) not in protected:
+            _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
+            # (protected) are left out: their split credentials are only reported
+
+
+def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any, list[str]]],
+                     lines: list[str], stream_key: str, warnings: list[str]) -> None:
+    """Mask credentials that only appear once a group's text fragments are joined (without redaction).
+
+    Each piece loses the part of the credential it holds (MASKED_SECRET in its place, so no piece
+    becomes empty).  Only text the profile's redaction would neutralise is changed: a string the
+    rules read (a type, an id) is left as it is, and the warning says so.
+    """
+    for (path, _), (positions, strings) in texts.items():
+        if len(strings) < 2:
+            continue
+        bounds, offset = [], 0
+        for text in strings:
+            bounds.append((offset, offset + len(text)))
+            offset += len(text)
+        split = [span for span in _secret_spans("".join(strings))
+                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
+        if not split:
+            continue
+        touched: dict[int, list[tuple[int, int, str]]] = {}
+        for start, end, label in split:
+            for n, (lo, hi) in enumerate(bounds):
+                if start < hi and end > lo:
+                    touched.setdefault(n, []).append((max(start, lo) - lo, min(end, hi) - lo, label))
+        first = positions[min(touched)]
+        later = len(touched) - 1
+        where = (f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]}) and {later} later "
+                 f"fragment{'s' if later > 1 else ''}")
+        kept = False
+        for n, spans in touched.items():
+            pos = positions[n]
+            if _value_at(row.redact(out[pos]), path) == strings[n]:
+                kept = True   # no text to the redaction: the rules read it
+                continue
+            _value_at(out[pos], path[:-1])[path[-1]] = _mask_spans(strings[n], spans)
+        warnings.append(f"{where}: {_labels(split)} split across text fragments "
+                        + ("masked" if not kept else "masked where it is text, left unchanged where the rules "
+                           "read it"))
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
