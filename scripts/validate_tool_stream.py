@@ -2002,22 +2002,35 @@ def _redact_anthropic_block(block: Any) -> Any:
 
 
 def _redact_anthropic_event(event: dict) -> dict:
-    """Text, thinking, signatures, citations, redacted_thinking data and refusal details."""
+    """An allow-list: of a reviewed event, the members the rules read stay (type, index, a tool_use
+    block, an input_json_delta, the stop_reason, message identity); everything else, and the whole of
+    an event of another or no type, keeps only its shape (_neutral): text, thinking, signatures,
+    citations, redacted_thinking data, refusal details, error messages, unreviewed members."""
     kind = event.get("type")
-    out = dict(event)
-    if kind == "message_start" and isinstance(out.get("message"), dict):
-        message = dict(out["message"])
-        if isinstance(message.get("content"), list):
-            message["content"] = [_redact_anthropic_block(block) for block in message["content"]]
-        out["message"] = message
-    elif kind == "content_block_start" and "content_block" in out:
-        out["content_block"] = _redact_anthropic_block(out["content_block"])
-    elif kind == "content_block_delta" and isinstance(out.get("delta"), dict):
-        if out["delta"].get("type") != "input_json_delta":
-            out["delta"] = _neutral(out["delta"])
-    elif kind == "message_delta" and isinstance(out.get("delta"), dict) and "stop_details" in out["delta"]:
-        out["delta"] = dict(out["delta"], stop_details=_neutral(out["delta"]["stop_details"], _STOP_DETAILS_KEEP))
+    if kind not in _ANTHROPIC_EVENTS:
+        return _neutral(event)   # still the same unknown type (or none) to the rules: unsupported_event
+    out = {}
+    for key, value in event.items():
+        if key == "type":
+            out[key] = value
+        elif kind == "message_start" and key == "message" and isinstance(value, dict):
+            out[key] = {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
+                            else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in value.items()}
+        elif kind == "content_block_start" and key == "content_block":
+            out[key] = _redact_anthropic_block(value)
+        elif (kind == "content_block_delta" and key == "delta" and isinstance(value, dict)
+              and value.get("type") == "input_json_delta"):
+            out[key] = value
+        elif kind == "message_delta" and key == "delta" and isinstance(value, dict):
+            out[key] = {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
+                            else _neutral(v)) for k, v in value.items()}
+        else:
+            out[key] = _neutral(value)   # an index keeps its value (numbers are no text)
     return out
+
+
+# Members of message_start's message kept as they are: its identity and a prefilled stop_reason.
+_ANTHROPIC_MESSAGE_KEEP = frozenset({"id", "type", "role", "model", "stop_reason"})
 
 
 def _anthropic_protected(payload: dict) -> dict[tuple, str]:
@@ -4688,32 +4701,116 @@ def _ollama_breaks_lines(value: Any) -> bool:
     return False
 
 
-def _langchain_rewrites(name: Any, args: dict) -> str | None:
-    """Why langchain-ollama would run other arguments than these (None when it runs them as they are).
+# Bounds of the langchain-ollama check (README "Limits"): Python's ast.literal_eval costs about 500
+# bytes of memory per character it parses, so it runs only on strings this check can afford and
+# whose outcome no interpreter setting changes; a string past a bound that could still be a Python
+# literal blocks (limit_exceeded) instead.
+_LANGCHAIN_EVAL_CHARS = 65_536   # characters (about 35 MB of parse at most)
+_LANGCHAIN_EVAL_DEPTH = 100      # brackets nested (the tokenizer refuses 201; parsing stays far from the stack's end)
+_LANGCHAIN_EVAL_DIGITS = 640     # digits in a run: the lowest integer-string limit an interpreter can be set to
 
-    Its _parse_arguments_from_tool_call drops a "functionName" member equal to the call's name and
-    replaces each top-level string that json.loads or ast.literal_eval reads as an object or a list
-    by that value (a band-aid for ollama#6155).
+
+@functools.lru_cache(maxsize=1)
+def _python_literal_tokens() -> re.Pattern:
+    """Text literal_eval could read as an object or a list, token by token: whitespace, line joins,
+    brackets, the signs and points of numbers, numbers, True/False/None/set, string prefixes,
+    strings and comments.  A string it does not match whole is no Python literal.  Each alternative
+    starts with its own characters and the loop is possessive: linear time, no backtracking.
+    Compiled on first use.
+    """
+    quoted = [f"{q}{q}{q}(?:[^{q}\\\\]|\\\\.|{q}(?!{q}{q}))*+{q}{q}{q}" for q in ("'", '"')]
+    quoted += [f"{q}(?:[^{q}\\\\\\r\\n]|\\\\(?:\\r\\n|.))*+{q}" for q in ("'", '"')]
+    tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]++", r"[0-9][0-9A-Za-z_]*+",
+              r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*+"]
+    return re.compile("(?s:(?:" + "|".join(tokens) + ")*+)")
+
+
+def _bracket_depth(text: str) -> int:
+    """The most brackets open at once (every bracket counts, those inside strings too)."""
+    depth = deepest = 0
+    for mark in re.findall(r"[\[\](){}]", text):
+        if mark in "[({":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+def _langchain_reading(value: str) -> tuple[str, str]:
+    """What langchain-ollama (1.1.0) makes of an argument string: (outcome, detail).
+
+    Its _parse_json_string runs json.loads and, on json.JSONDecodeError only, ast.literal_eval,
+    whose SyntaxError and ValueError alone it takes as "keep the string"; any other exception
+    leaves it.  Outcomes: "keep"; "object" or "list" (it runs that instead of the string);
+    "raises" (an exception it lets through: the turn fails there); "limit" (past a bound of this
+    check, or this machine ran out of memory or stack: it may run an object or a list).
     """
     import ast
 
-    for key, value in args.items():
-        if key == "functionName" and value == name:
-            return "has a \"functionName\" member equal to its name, which langchain-ollama drops"
-        if not isinstance(value, str) or "{" not in value and "[" not in value:
-            continue   # neither parser can make an object or a list of it
+    if re.match(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1), value):
+        return "limit", f"a number of more than {_LANGCHAIN_EVAL_DIGITS} digits"   # json.loads's integer limit
+    if "{" not in value and "[" not in value:
+        return "keep", ""   # neither parser can make an object or a list of it
+    json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
+    python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
+                    and _python_literal_tokens().fullmatch(value) is not None)
+    if json_could:   # linear, and its depth is bounded by the interpreter's recursion limit
         try:
             parsed = json.loads(value)
-        except ValueError:
-            try:
-                parsed = ast.literal_eval(value)
-            except Exception:   # noqa: BLE001  (SyntaxError, ValueError, MemoryError, RecursionError...)
-                parsed = None   # LangChain keeps the string, or raises itself: runs nothing else
-        except RecursionError:
-            parsed = None
-        if isinstance(parsed, (dict, list)):
-            return (f"has the string member {_token(key)} that langchain-ollama replaces by the "
-                    f"{'object' if isinstance(parsed, dict) else 'list'} it parses to")
+        except json.JSONDecodeError:
+            pass   # literal_eval's turn
+        except (MemoryError, RecursionError) as exc:
+            return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+        except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
+            return "raises", f"json.loads raises {type(exc).__name__}"
+        else:
+            return ("object" if isinstance(parsed, dict) else "list"), ""
+    if not python_could:
+        return "keep", ""
+    if len(value) > _LANGCHAIN_EVAL_CHARS:
+        return "limit", f"{len(value)} characters (at most {_LANGCHAIN_EVAL_CHARS} are read)"
+    depth = _bracket_depth(value)
+    if depth > _LANGCHAIN_EVAL_DEPTH:
+        return "limit", f"brackets nested {depth} deep (at most {_LANGCHAIN_EVAL_DEPTH} are read)"
+    longest = max(map(len, re.findall(r"[0-9_]+", value)), default=0)
+    if longest > _LANGCHAIN_EVAL_DIGITS:
+        return "limit", f"a run of {longest} digits (at most {_LANGCHAIN_EVAL_DIGITS} are read)"
+    try:
+        parsed = ast.literal_eval(value)
+    except (SyntaxError, ValueError):
+        return "keep", ""   # the two it catches: it keeps the string
+    except (MemoryError, RecursionError) as exc:
+        return "limit", f"literal_eval ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+    except Exception as exc:   # noqa: BLE001  (a TypeError for an unhashable key...)
+        return "raises", f"literal_eval raises {type(exc).__name__}"
+    if isinstance(parsed, (dict, list)):
+        return ("object" if isinstance(parsed, dict) else "list"), ""
+    return "keep", ""
+
+
+def _langchain_rewrites(name: Any, args: dict) -> tuple[str, str] | None:
+    """(code, why) when langchain-ollama would not run these arguments as they are (None: it would).
+
+    Its _parse_arguments_from_tool_call drops a "functionName" member equal to the call's name and
+    replaces each top-level string that json.loads or ast.literal_eval reads as an object or a list
+    by that value (a band-aid for ollama#6155); _langchain_reading says what it makes of a string.
+    """
+    for key, value in args.items():
+        if key == "functionName" and value == name:
+            return UNEXPECTED_EVENT, "has a \"functionName\" member equal to its name, which langchain-ollama drops"
+        if not isinstance(value, str):
+            continue
+        outcome, detail = _langchain_reading(value)
+        if outcome in ("object", "list"):
+            return UNEXPECTED_EVENT, (f"has the string member {_token(key)} that langchain-ollama replaces by the "
+                                      f"{outcome} it parses to")
+        if outcome == "raises":
+            return UNEXPECTED_EVENT, (f"has the string member {_token(key)} at which langchain-ollama fails "
+                                      f"({detail}, which it does not catch)")
+        if outcome == "limit":
+            return LIMIT_EXCEEDED, (f"has the string member {_token(key)} that langchain-ollama may replace by an "
+                                    f"object or a list, beyond what this check reads: {detail}")
     return None
 
 
@@ -4806,7 +4903,7 @@ class OllamaNormalizer:
         else:
             rewrite = _langchain_rewrites(name, args)
             if rewrite is not None:
-                yield WireProblem(pos, UNEXPECTED_EVENT, f"call {number} {rewrite}", None, number)
+                yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
         yield SlotEnd(pos, key)
 
 
@@ -4842,12 +4939,29 @@ def _redact_ollama_chunk(chunk: dict) -> dict:
     out = {}
     for key, value in chunk.items():
         if key == "message" and isinstance(value, dict):
-            out[key] = {k: (v if k in ("role", "tool_calls") else _neutral(v)) for k, v in value.items()}
+            out[key] = {k: (v if k in ("role", "tool_calls") else _ollama_neutral(v)) for k, v in value.items()}
         elif key in _OLLAMA_KEPT or key in _OLLAMA_LINE_TYPES and _OLLAMA_LINE_TYPES[key] is int:
             out[key] = value
         else:
-            out[key] = _neutral(value)   # error text, log probabilities, remote_host, members not reviewed
+            out[key] = _ollama_neutral(value)   # error text, log probabilities, remote_host, members not reviewed
     return out
+
+
+def _ollama_neutral(value: Any) -> Any:
+    """_neutral(value), except that a string keeps each line break the ollama rules block on.
+
+    A text with a raw U+0085 blocks the turn (_ollama_breaks_lines), so its redacted text is
+    REDACTED_TEXT followed by those characters: the redacted capture blocks as the body does.
+    """
+    if isinstance(value, str):
+        return REDACTED_TEXT + "".join(mark for mark in _OLLAMA_LINE_BREAKS if mark in value) if value else ""
+    if isinstance(value, list):
+        return [_ollama_neutral(item) for item in value]
+    if isinstance(value, dict):
+        return {key: (item if key in _NEUTRAL_KEEP and isinstance(item, str)
+                      else [] if key == "bytes" and isinstance(item, list) else _ollama_neutral(item))
+                for key, item in value.items()}
+    return value
 
 
 _OLLAMA_KEPT = frozenset({"model", "created_at", "done", "done_reason"})
@@ -8984,6 +9098,7 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
     stream_key = row.stream_key
     warnings: list[str] = []
     groups: dict[tuple, list[tuple[str, str]]] = {}
+    texts: dict[tuple, tuple[Any, list[str]]] = {}   # without redaction: text fragments by group
     out = []
     for pos, (payload, line) in enumerate(zip(payloads, lines)):
         if redact:
@@ -8997,7 +9112,84 @@ def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact
         out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings)
                    if walk else payload)
         payloads[pos] = None   # the original is not needed again: its memory goes as the copy grows
+        if not redact:   # text stays: a credential may be split across its fragments
+            _text_pieces(out[pos], (), protected, (), pos, texts)
+    if not redact:
+        _mask_split_text(row, out, texts, lines, stream_key, warnings)
     return out, warnings + _split_secret_warnings(groups)
+
+
+# Members that tell apart the choices, blocks, items or candidates whose text arrives in pieces: a
+# group of text fragments is one string's path plus the values of these members on the way to it.
+_TEXT_GROUP_KEYS = ("index", "contentBlockIndex", "output_index", "content_index", "summary_index", "item_id")
+_TEXT_GROUP_KEYSET = frozenset(_TEXT_GROUP_KEYS)
+
+
+def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
+                 texts: dict[tuple, tuple[Any, list[str]]]) -> None:
+    """Add every non-empty string under value outside protected paths to its group in texts:
+    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece."""
+    if isinstance(value, dict):
+        if not _TEXT_GROUP_KEYSET.isdisjoint(value):
+            marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
+                           if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
+        items: Iterable = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return
+    for key, item in items:
+        if isinstance(item, str):
+            if item and path + (key,) not in protected:
+                group = texts.get((path + (key,), marks))
+                if group is None:
+                    import array
+                    group = texts[(path + (key,), marks)] = (array.array("q"), [])
+                group[0].append(pos)
+                group[1].append(item)
+        elif isinstance(item, (dict, list)) and path + (key,) not in protected:
+            _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
+            # (protected) are left out: their split credentials are only reported
+
+
+def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any, list[str]]],
+                     lines: list[str], stream_key: str, warnings: list[str]) -> None:
+    """Mask credentials that only appear once a group's text fragments are joined (without redaction).
+
+    Each piece loses the part of the credential it holds (MASKED_SECRET in its place, so no piece
+    becomes empty).  Only text the profile's redaction would neutralise is changed: a string the
+    rules read (a type, an id) is left as it is, and the warning says so.
+    """
+    for (path, _), (positions, strings) in texts.items():
+        if len(strings) < 2:
+            continue
+        bounds, offset = [], 0
+        for text in strings:
+            bounds.append((offset, offset + len(text)))
+            offset += len(text)
+        split = [span for span in _secret_spans("".join(strings))
+                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
+        if not split:
+            continue
+        touched: dict[int, list[tuple[int, int, str]]] = {}
+        for start, end, label in split:
+            for n, (lo, hi) in enumerate(bounds):
+                if start < hi and end > lo:
+                    touched.setdefault(n, []).append((max(start, lo) - lo, min(end, hi) - lo, label))
+        first = positions[min(touched)]
+        later = len(touched) - 1
+        where = (f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]}) and {later} later "
+                 f"fragment{'s' if later > 1 else ''}")
+        kept = False
+        for n, spans in touched.items():
+            pos = positions[n]
+            if _value_at(row.redact(out[pos]), path) == strings[n]:
+                kept = True   # no text to the redaction: the rules read it
+                continue
+            _value_at(out[pos], path[:-1])[path[-1]] = _mask_spans(strings[n], spans)
+        warnings.append(f"{where}: {_labels(split)} split across text fragments "
+                        + ("masked" if not kept else "masked where it is text, left unchanged where the rules "
+                           "read it"))
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:

@@ -5,7 +5,7 @@ import os
 import tempfile
 import unittest
 
-from support import anthropic_turn, codes, envelope, judge, positions, run_cli, vts
+from support import anthropic_turn, codes, envelope, eventstream, judge, positions, run_cli, vts
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -115,6 +115,80 @@ def anthropic_call(name, arguments):
     events = anthropic_turn([json.dumps(arguments)])
     events[1]["content_block"]["name"] = name
     return events
+
+
+class Redaction(unittest.TestCase):
+    """capture's redaction of anthropic events (SSE, JSON Lines and the Bedrock invoke event stream)."""
+
+    KEY = "sk-ant-api03-" + "Zq8Wm2Rt6Yp4" * 2
+    TEXT = "private words of the user"
+
+    def bodies(self, events):
+        import base64
+        sse = "".join((f"event: {e['type']}\n" if isinstance(e.get("type"), str) else "event: x\n")
+                      + "data: " + json.dumps(e) + "\n\n" for e in events).encode()
+        lines = "".join(json.dumps(e) + "\n" for e in events).encode()
+        invoke = eventstream([{"chunk": {"bytes": base64.b64encode(json.dumps(e).encode()).decode()}}
+                              for e in events])
+        return {"SSE": sse, "JSON Lines": lines, "Bedrock invoke": invoke}
+
+    def test_an_event_of_an_unknown_or_no_type_keeps_only_its_shape(self):
+        # issue 30: such an event was copied whole, text included
+        turn = AnthropicBlocks().events(AnthropicBlocks.tool(0), AnthropicBlocks.part(0, '{"a": 1}'),
+                                        AnthropicBlocks.stop(0))
+        odd = [{"type": "future_event", "index": 0, "delta": {"type": "text_delta", "text": self.TEXT},
+                "note": "key " + self.KEY, "n": [1, 2.5, True, None, ""]},
+               {"note": self.TEXT, "delta": {"text": "key " + self.KEY}}]
+        for extra in odd:
+            events = turn[:3] + [extra] + turn[3:]
+            for how, body in self.bodies(events).items():
+                if how == "SSE" and "type" not in extra:
+                    continue   # an SSE event's name must equal its type: no such body to capture
+                with self.subTest(how=how, extra=extra):
+                    verdicts = []
+                    for redact in (False, True):
+                        made, _ = vts.sse_to_envelope(body, "anthropic", {"f": {"type": "object"}}, redact)
+                        report = vts.validate_envelope(made)
+                        verdicts.append((report["status"], codes(report), [c["arguments"] for c in report["calls"]]))
+                    self.assertEqual(verdicts, [("blocked", ["unsupported_event"], ['{"a": 1}'])] * 2)
+                    text = json.dumps(made["events"])
+                    for secret in (self.TEXT, self.KEY, "sk-ant", "key "):
+                        self.assertNotIn(secret, text)
+                    kept = made["events"][3]
+                    self.assertEqual(kept.get("type"), extra.get("type"))
+                    self.assertEqual(kept.get("n"), extra.get("n") and [1, 2.5, True, None, ""])
+                    self.assertEqual(kept["delta"], {**({"type": "text_delta"} if "type" in extra["delta"] else {}),
+                                                     "text": "[redacted]"})
+
+    def test_reviewed_events_keep_what_the_rules_read_and_nothing_else(self):
+        events = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                        "model": "claude-x", "content": [], "stop_sequence": None,
+                                                        "usage": {"input_tokens": 5, "service_tier": "standard"},
+                                                        "memo": self.TEXT}},
+                  {"type": "ping", "memo": self.TEXT},
+                  AnthropicBlocks.tool(0), dict(AnthropicBlocks.part(0, '{"a": 1}'), memo=self.TEXT),
+                  dict(AnthropicBlocks.stop(0), memo=self.TEXT),
+                  {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": self.TEXT},
+                   "usage": {"output_tokens": 3}},
+                  {"type": "message_stop", "amazon-bedrock-invocationMetrics": {"inputTokenCount": 5}},
+                  {"type": "error", "error": {"type": "overloaded_error", "message": self.TEXT}}]
+        made, _ = vts.sse_to_envelope(self.bodies(events)["JSON Lines"], "anthropic", {"f": {"type": "object"}})
+        out = made["events"]
+        self.assertNotIn(self.TEXT, json.dumps(out))
+        self.assertEqual(out[0]["message"], {"id": "msg_1", "type": "message", "role": "assistant",
+                                             "model": "claude-x", "content": [], "stop_sequence": None,
+                                             "usage": {"input_tokens": 5, "service_tier": "[redacted]"},
+                                             "memo": "[redacted]"})
+        self.assertEqual(out[2:4], [events[2], dict(events[3], memo="[redacted]")])
+        self.assertEqual(out[5], {"type": "message_delta", "delta": {"stop_reason": "tool_use",
+                                                                     "stop_sequence": "[redacted]"},
+                                  "usage": {"output_tokens": 3}})
+        self.assertEqual(out[6], events[6])
+        self.assertEqual(out[7], {"type": "error", "error": {"type": "overloaded_error", "message": "[redacted]"}})
+        report = vts.validate_envelope(dict(made, events=events))
+        redacted = vts.validate_envelope(made)
+        self.assertEqual((redacted["status"], codes(redacted)), (report["status"], codes(report)))
+        self.assertEqual(codes(redacted), ["stream_error", "delta_after_terminal"])
 
 
 class AnthropicDefinedTools(unittest.TestCase):

@@ -346,6 +346,44 @@ class Secrets(unittest.TestCase):
     def capture_one(self, delta, **top):
         return capture(sse([chunk(delta, **top)]), redact=False)
 
+    def test_a_key_split_across_text_fragments_is_masked_without_redaction_too(self):
+        # issue 30: README promises keys are masked everywhere with --no-redact; one split across two
+        # text deltas was kept whole (each piece alone matched nothing)
+        cut = 12
+        envelope, warnings = capture(sse([chunk({"content": "use " + self.KEY[:cut]}),
+                                          chunk({"content": self.KEY[cut:] + " now"}), *TURN]), redact=False)
+        texts = [c["choices"][0]["delta"].get("content") for c in envelope["chunks"][:2]]
+        self.assertEqual(texts, ["use [masked]", "[masked] now"])
+        self.assertNotIn(self.KEY[cut:], json.dumps(envelope))
+        self.assertEqual(len([w for w in warnings if "split across text fragments masked" in w]), 1, warnings)
+        self.assertIn("chunks[0].choices[0].delta.content (line 1) and 1 later fragment:", warnings[0])
+        self.assertNotIn(self.KEY[:cut], "\n".join(warnings))
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        # anthropic: the pieces of one block, with another block's text between them, and no hint
+        # literal whole in the body ("s" + "k-ant-...")
+        key = "sk-ant-api03-" + "Zq8Wm2Rt6Yp4" * 2
+        start = {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}
+        def text(index, piece):
+            return {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+        events = [start, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                  {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+                  text(0, "my key is s"), text(1, "other words"), text(0, key[1:9]), text(0, key[9:] + "."),
+                  {"type": "content_block_stop", "index": 0}, {"type": "content_block_stop", "index": 1},
+                  {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]
+        body = sse(events, names=True, done=False)
+        self.assertNotIn(b"sk-", body)
+        envelope, warnings = capture(body, "anthropic", redact=False)
+        self.assertEqual([e["delta"]["text"] for e in envelope["events"][3:7]],
+                         ["my key is [masked]", "other words", "[masked]", "[masked]."])
+        self.assertIn("an Anthropic API key split across text fragments masked", "\n".join(warnings))
+        report = vts.validate_envelope(envelope)
+        self.assertEqual(report["status"], vts.validate_envelope(dict(envelope, events=events))["status"])
+        # pieces of different choices are not joined
+        envelope, warnings = capture(sse([chunk({"content": self.KEY[:cut]}),
+                                          {"choices": [{"index": 1, "delta": {"content": self.KEY[cut:]}}]}]),
+                                     redact=False)
+        self.assertEqual(envelope["chunks"][1]["choices"][0]["delta"]["content"], self.KEY[cut:])
+
     def test_masked_outside_arguments_with_path_and_no_secret_in_warning(self):
         envelope, warnings = self.capture_one({"content": "use " + self.KEY + " now"})
         self.assertEqual(envelope["chunks"][0]["choices"][0]["delta"]["content"], "use [masked] now")

@@ -186,9 +186,84 @@ class CallShapes(unittest.TestCase):
             with self.subTest(args=args):
                 self.blocked([line(entry("g", args)), done()], {"unexpected_event"})
         for args in ({"q": "123"}, {"q": "{x}"}, {"q": "[unclosed"}, {"q": "(1, 2)"}, {"q": "{1, 2}"},
-                     {"functionName": "f", "q": "x"}, {"q": ["[1]"]}, {"q": "[" * 5000}):
+                     {"functionName": "f", "q": "x"}, {"q": ["[1]"]}, {"q": "[1, true"}, {"q": "['a' 'b'"},
+                     {"q": "[1] + [2]"}, {"q": "[f'x']"}):
             with self.subTest(args=args):
                 self.assertEqual(judge([line(entry("g", args)), done()])["status"], "pass")
+
+    # issue 30: literal_eval ran unbounded (about 500 bytes per character), and any exception it raised,
+    # MemoryError included, read as "LangChain keeps the string"
+    def assert_reading(self, value, code, fragment=""):
+        report = self.blocked([line(entry("g", {"q": value})), done()], {code})
+        self.assertIn(fragment, report["findings"][0]["message"])
+        return report
+
+    def test_an_exception_of_this_machine_never_passes_a_string_langchain_may_rewrite(self):
+        import ast
+        real = ast.literal_eval
+        for error in (MemoryError, RecursionError):
+            def fails(value, error=error):
+                raise error()
+            ast.literal_eval = fails
+            try:
+                with self.subTest(error=error):
+                    self.assert_reading("{'x': 1}", "limit_exceeded", "literal_eval ran out of")
+            finally:
+                ast.literal_eval = real
+        self.assertIs(ast.literal_eval, real)
+        # what langchain-ollama lets through (it catches SyntaxError and ValueError only) fails the turn there
+        self.assert_reading("{[1]: 2}", "unexpected_event", "literal_eval raises TypeError")
+        self.assert_reading("({}, {[1]: 2})", "unexpected_event", "literal_eval raises TypeError")
+        self.assert_reading("[" + "1" * 5000 + "]", "unexpected_event", "json.loads raises ValueError")
+        # json.loads past the recursion limit raises there too (with more stack it reads no object)
+        self.assert_reading("[" * 5000, "limit_exceeded", "json.loads ran out of stack")
+
+    def test_literal_eval_runs_only_within_its_bounds(self):
+        import ast
+        calls = []
+        real = ast.literal_eval
+
+        def counted(value):
+            calls.append(len(value))
+            return real(value)
+        ast.literal_eval = counted
+        try:
+            within = "[" + "'a'," * 16_383 + "]"                       # 65,534 characters
+            self.assertEqual(len(within), 65_534)
+            self.assert_reading(within + " ", "unexpected_event", "replaces by the list")
+            self.assertEqual(calls, [65_535])
+            calls.clear()
+            self.assert_reading(within + "  #", "limit_exceeded", "65537 characters (at most 65536 are read)")
+            nested = "[" + "(" * 99 + "1" + ")" * 99 + "]"
+            self.assert_reading(nested, "unexpected_event", "replaces by the list")
+            self.assert_reading("[" + nested + "]", "limit_exceeded", "brackets nested 101 deep")
+            self.assert_reading("['a', " + "1" * 640 + "]", "unexpected_event", "replaces by the list")
+            self.assert_reading("['a', " + "1" * 641 + "]", "limit_exceeded", "a run of 641 digits")
+            self.assertEqual(calls, [len(nested), 647])
+            calls.clear()
+            # a 2 MB nested literal: refused by a linear count before anything is parsed
+            import tracemalloc
+            huge = "[" + ",".join(["[(" * 20 + "'a'" + ")]" * 20] * 23_800) + "]"
+            self.assertGreater(len(huge), 1_990_000)
+            tracemalloc.start()
+            try:
+                self.assert_reading(huge, "limit_exceeded", "1999201 characters")
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            self.assertEqual(calls, [])
+            self.assertLess(peak, 8 << 20)   # literal_eval took about 1 GB for it
+            # a number json.loads reads whole: past the lowest integer limit an interpreter may have
+            self.assert_reading("1" * 641, "limit_exceeded", "a number of more than 640 digits")
+            # text that cannot be a Python literal is never parsed, however long
+            for text in ("function f(a) { return [a, {b: 1}]; }\n" * 60_000,
+                         "[![ci](https://ci.example/badge.svg)](https://ci.example) notes " * 40_000,
+                         "[1, true, null], " * 50_000, "x" * 3_000_000 + "[1]"):
+                with self.subTest(text=text[:30]):
+                    self.assertEqual(judge([line(entry("g", {"q": text})), done()])["status"], "pass")
+            self.assertEqual(calls, [])
+        finally:
+            ast.literal_eval = real
 
     def test_duplicate_ids_and_missing_names(self):
         self.blocked([line(entry(), entry("g", {}, 1)), done()], {"identity_collision"})
@@ -267,6 +342,30 @@ class Capture(unittest.TestCase):
         for tool in ({"type": "web_search"}, {"name": "f", "input_schema": {}}, "f"):
             with self.subTest(tool=tool), self.assertRaises(vts.CaptureError):
                 vts.request_from_body("ollama", {"tools": [tool]})
+
+
+    def test_redaction_keeps_the_nel_the_rules_block_on(self):
+        # issue 30: redaction turned "a\x85b" into "[redacted]", so the redacted capture passed a turn
+        # the body blocks.  Escaped in JSON (the server writes it raw; capture refuses that in NDJSON)
+        lines = (line(entry(), content="a\x85b"), dict(line(), message={"role": "assistant", "thinking": "x\x85", "tool_calls": [entry()]}),
+                 dict(line(entry()), remote_host="h\x85", logprobs=[{"token": "\x85", "logprob": -1.0}]),
+                 dict(line(entry()), extra={"deep": ["t\x85"]}))
+        for chunk in lines:
+            for body in (ndjson([chunk, done()]), json.dumps([chunk, done()]).encode()):
+                with self.subTest(chunk=chunk, body=body[:1]):
+                    verdicts = []
+                    for redact in (False, True):
+                        envelope, _ = vts.sse_to_envelope(body, "ollama", SCHEMAS, redact=redact)
+                        report = vts.validate_envelope(envelope)
+                        verdicts.append((report["status"], codes(report)))
+                    self.assertEqual(verdicts, [("blocked", ["unexpected_event"])] * 2)
+        redacted = vts.sse_to_envelope(ndjson([lines[0], done()]), "ollama", SCHEMAS)[0]
+        self.assertEqual(redacted["chunks"][0]["message"]["content"], "[redacted]\x85")   # the text itself goes
+        # raw in the body: refused with or without redaction
+        raw = ndjson([lines[0], done()]).replace(b"\\u0085", "\x85".encode())
+        for redact in (False, True):
+            with self.assertRaisesRegex(vts.CaptureError, "U\\+0085"):
+                vts.sse_to_envelope(raw, "ollama", SCHEMAS, redact=redact)
 
 
 class Request(unittest.TestCase):
