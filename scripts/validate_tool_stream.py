@@ -4119,9 +4119,16 @@ def _redact_gemini_candidate(candidate: Any) -> Any:
         if isinstance(parts, list):
             out[key] = {k: (v if k == "role" else [_redact_gemini_part(part) for part in parts] if k == "parts"
                             else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        elif key == "continuationToken" and isinstance(value, str) and value:
+            out[key] = _gemini_base64_stand_in(value)   # google-genai reads it as bytes
         else:
             out[key] = _neutral({key: value}, _GEMINI_KEEP)[key]   # finishReason is kept
     return out
+
+
+def _gemini_base64_stand_in(value: str) -> str:
+    """Base64 stays base64 (google-genai reads it as bytes) and anything else stays refused: the verdict holds."""
+    return _GEMINI_REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
 
 
 def _redact_gemini_part(part: Any) -> Any:
@@ -4132,9 +4139,12 @@ def _redact_gemini_part(part: Any) -> Any:
     for key, value in part.items():
         if key == "functionCall":
             out[key] = value
+        elif key in ("toolCall", "toolResponse") and isinstance(value, dict):
+            # a hosted tool's use and result: the rules read its type and its id (a result answers
+            # the use of the same id); its query and its results are content
+            out[key] = {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
         elif key == "thoughtSignature" and isinstance(value, str) and value:
-            # base64 stays base64 (google-genai reads it) and anything else stays refused: the verdict holds
-            out[key] = _GEMINI_REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
+            out[key] = _gemini_base64_stand_in(value)
         elif key == "inlineData" and isinstance(value, dict):
             out[key] = {k: (_GEMINI_REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
                             else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}

@@ -5,7 +5,7 @@ import tempfile
 import os
 import unittest
 
-from support import codes, eventstream, FIXTURES, gem, load_fixture, run_cli, vts
+from support import codes, eventstream, fixture_paths, FIXTURES, gem, load_fixture, run_cli, vts
 
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
@@ -338,6 +338,29 @@ class Redaction(unittest.TestCase):
         payloads = [chunk({"tool_calls": [CALL]})] + [frag(p) for p in pieces] + [chunk(finish="tool_calls")]
         envelope, _ = capture(sse(payloads))
         self.assertEqual(vts.validate_envelope(envelope)["calls"][0]["arguments"], "".join(pieces))
+
+
+class RedactionKeepsTheVerdict(unittest.TestCase):
+    def test_every_bundled_turn_of_every_profile_keeps_its_verdict_once_redacted(self):
+        # issue 30: a redactor that drops what the rules read changes the verdict of the capture it
+        # writes (ollama lost a raw U+0085 the raw body blocks on; gemini neutralised a hosted tool's
+        # toolType and id and a continuationToken, so five turns, two passes among them, became
+        # unsupported_event).  Each room's redactor, over each bundled turn of its profile.
+        seen = dict.fromkeys(vts.PROFILES, 0)
+        for relpath in fixture_paths():
+            _, doc = load_fixture(relpath)
+            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
+            stream = doc.get(row.stream_key) if row is not None else None
+            if not isinstance(stream, list) or not all(isinstance(payload, dict) for payload in stream):
+                continue
+            seen[doc["profile"]] += 1
+            before = vts.validate_envelope(doc)
+            redacted = vts.validate_envelope(dict(doc, **{row.stream_key: [row.redact(p) for p in stream]}))
+            with self.subTest(fixture=relpath):
+                self.assertEqual((redacted["status"], codes(redacted)), (before["status"], codes(before)))
+                if before["status"] == "pass":
+                    self.assertEqual(redacted["calls"], before["calls"])
+        self.assertEqual([name for name, count in seen.items() if count == 0], [])
 
 
 class Secrets(unittest.TestCase):
