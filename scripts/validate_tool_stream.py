@@ -4725,14 +4725,21 @@ def _python_literal_tokens() -> re.Pattern:
     """Text literal_eval could read as an object or a list, token by token: whitespace, line joins,
     brackets, the signs and points of numbers, numbers, True/False/None/set, string prefixes,
     strings and comments.  A string it does not match whole is no Python literal.  Each alternative
-    starts with its own characters and the loop is possessive: linear time, no backtracking.
-    Compiled on first use.
+    starts with its own characters and each token is taken atomically (a lookahead captures it, a
+    back-reference consumes it: Python 3.10 has no possessive quantifier), so a failed match gives
+    back only whole tokens: linear time.  Compiled on first use.
     """
-    quoted = [f"{q}{q}{q}(?:[^{q}\\\\]|\\\\.|{q}(?!{q}{q}))*+{q}{q}{q}" for q in ("'", '"')]
-    quoted += [f"{q}(?:[^{q}\\\\\\r\\n]|\\\\(?:\\r\\n|.))*+{q}" for q in ("'", '"')]
-    tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]++", r"[0-9][0-9A-Za-z_]*+",
-              r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*+"]
-    return re.compile("(?s:(?:" + "|".join(tokens) + ")*+)")
+    names = iter(range(1 << 30))
+
+    def atomic(expression: str) -> str:
+        name = f"t{next(names)}"
+        return f"(?=(?P<{name}>{expression}))(?P={name})"
+
+    quoted = [f"{q}{q}{q}" + atomic(f"(?:[^{q}\\\\]|\\\\.|{q}(?!{q}{q}))*") + f"{q}{q}{q}" for q in ("'", '"')]
+    quoted += [f"{q}" + atomic(f"(?:[^{q}\\\\\\r\\n]|\\\\(?:\\r\\n|.))*") + f"{q}" for q in ("'", '"')]
+    tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]+", r"[0-9][0-9A-Za-z_]*",
+              r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*"]
+    return re.compile("(?s:(?:" + atomic("|".join(tokens)) + ")*)")
 
 
 def _bracket_depth(text: str) -> int:
