@@ -6247,7 +6247,7 @@ def _rx_emit(node: tuple) -> str:
 _RX_MAX_LENGTH = 10_000            # code points in one pattern
 _RX_MAX_STATES = 20_000            # simulator states of one pattern
 _RX_FAST_COST = 20_000_000         # re's work bound (_RxMatcher.work) at the longest subject
-_RX_PROOF_WORK = 200_000           # range operations the LL(1) proof may spend
+_RX_PROOF_WORK = 50_000            # range operations the LL(1) proof may spend (counted in the pattern's size)
 _RX_RE_RANGES = 20_000             # class ranges in a pattern handed to re (its compile grows with them)
 _RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
 
@@ -6328,13 +6328,14 @@ class _RxProof:
                 ranges, nullable = self.first(node[1])
                 out = (ranges, nullable or node[2] == 0)
         else:
-            ranges: tuple = ()
+            parts: list = []
             nullable = False
             for seq in node[1]:
                 seq_ranges, seq_nullable = self.first_seq(seq, 0)
-                ranges = self.union(ranges, seq_ranges)
+                parts.extend(seq_ranges)
                 nullable = nullable or seq_nullable
-            out = (ranges, nullable)
+            self.spend(len(parts))               # one merge, not one per alternative
+            out = (_rx_normalize(parts), nullable)
         self.facts[id(node)] = out
         return out
 
