@@ -5884,11 +5884,12 @@ class _RxParser:
         self.src = source
         self.pos = 0
         self.nesting = 0
-        self.reads = 0      # class ranges taken in, complemented or merged (see read)
+        self.reads = 0      # set nodes made, and the ranges a [...] class takes in, complements or merges
 
     def read(self, count: int) -> None:
         """Count range work before doing it: a class's cost is its ranges, not its text
-        (`[\\P{L}\\P{L}...]` is short to write and large to build)."""
+        (`[\\P{L}\\P{L}...]` is short to write and large to build).  A set outside [...] is
+        one shared table (\\p{..}, \\d, '.'): the matchers count its ranges where they use them."""
         self.reads += count
         if self.reads > _RX_MAX_CLASS_READS:
             raise _RxTooBig(f"its character classes need more than {_RX_MAX_CLASS_READS} range operations")
@@ -5974,7 +5975,7 @@ class _RxParser:
         char = self.src[self.pos]
         if char == ".":
             self.pos += 1
-            self.read(1 + len(_RX_LINE_TERMINATORS))
+            self.read(1)
             return ("set", _RX_LINE_TERMINATORS, True)
         if char == "[":
             return self.char_class()
@@ -6028,7 +6029,7 @@ class _RxParser:
         if nxt in _RX_CLASS_ESCAPES and nxt:
             self.pos += 2
             ranges, negated = _RX_CLASS_ESCAPES[nxt]
-            self.read(1 + len(ranges))
+            self.read(1)
             return ("set", ranges, negated)
         if nxt and nxt in "pP":
             return ("set", self.property_escape(), nxt == "P")
@@ -6111,9 +6112,8 @@ class _RxParser:
         else:
             raise _RxError(f"\\p{{{name}}} is a binary or unknown property; "
                            "only General_Category values are supported")
-        ranges = _rx_category_ranges(members)
-        self.read(1 + len(ranges))
-        return ranges
+        self.read(1)
+        return _rx_category_ranges(members)
 
     def class_atom(self) -> object:
         """A code point (int) or a set of ranges (tuple) inside [...]."""
@@ -6125,14 +6125,12 @@ class _RxParser:
         if nxt and nxt in _RX_CLASS_ESCAPES:
             self.pos += 2
             ranges, negated = _RX_CLASS_ESCAPES[nxt]
-            self.read((1 + len(ranges)) * (2 if negated else 1))
+            self.read(len(ranges) * (2 if negated else 1))     # taken in, and complemented first
             return _rx_complement(ranges) if negated else ranges
         if nxt and nxt in "pP":
             ranges = self.property_escape()
-            if nxt == "P":
-                self.read(1 + len(ranges))
-                return _rx_complement(ranges)
-            return ranges
+            self.read(len(ranges) * (2 if nxt == "P" else 1))
+            return _rx_complement(ranges) if nxt == "P" else ranges
         if nxt == "b":
             self.pos += 2
             return 0x08
@@ -6313,6 +6311,7 @@ class _RxProof:
             self.ranges += len(node[1])
             if self.ranges > _RX_RE_RANGES:
                 raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
+            self.spend(len(node[1]))
             out = (_rx_positive(node), False)
         elif kind == "assert":
             out = ((), True)
@@ -6397,6 +6396,7 @@ class _RxBuilder:
 
     def __init__(self) -> None:
         self.states = 0
+        self.ranges = 0     # code point ranges copied into the automaton, once per distinct class
         self.sets: dict[tuple, tuple] = {}
 
     def program(self, node: tuple) -> list:
@@ -6421,6 +6421,7 @@ class _RxBuilder:
             key = (id(node[1]), node[2])   # \p{..} tables are shared objects: one op per class
             op = self.sets.get(key)
             if op is None:
+                self.ranges += len(node[1]) + 1
                 ranges = _rx_positive(node)
                 op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
                 self.sets[key] = (op, node)  # node kept alive, so its id is not reused
@@ -6579,8 +6580,9 @@ class _RxMatcher:
     when unbounded) and anchored give the work bound of one search, see work().
     For the simulator: code.  states is the pattern's size for the schema size
     limits, which counts every step of compiling it: the simulator code's length, or
-    re's compile weight (nodes + class ranges), plus the parser's range operations
-    (_RxParser.reads) and the LL(1) check's (_RxProof.work).
+    re's compile weight (nodes + class ranges) or the simulator's class ranges
+    (_RxBuilder.ranges), plus the parser's range operations (_RxParser.reads) and
+    the LL(1) check's (_RxProof.work).
     """
 
     __slots__ = ("regex", "code", "states", "nodes", "width", "anchored")
@@ -6652,7 +6654,7 @@ def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
             return matcher
     builder = _RxBuilder()
     code = builder.program(tree)
-    return _RxMatcher(None, code, builder.states + parser.reads + proof.work)
+    return _RxMatcher(None, code, builder.states + builder.ranges + parser.reads + proof.work)
 
 
 # --- compiled form ----------------------------------------------------------
