@@ -5582,6 +5582,7 @@ _SCH_TYPE_NAMES: frozenset[str] = frozenset(
 SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
 SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states), all schemas of a turn
 _SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
+_SCH_HINT_CHARS = 300          # characters of each quoted branch failure
 _SCH_MAX_ERRORS = 1000         # violations one validate_instance call collects; then it stops
 
 
@@ -6768,9 +6769,15 @@ def _sch_search(rx: _RxMatcher, text: str, path: object, run: _SchRun) -> bool:
 
 
 def _sch_branch_hints(failures: list[tuple[int, object, str]]) -> str:
-    """' (branch 0: ...; branch 1: ...)' from each failed branch's first error."""
+    """' (branch 0: ...; branch 1: ...)' from each failed branch's first error.
+
+    Each quoted error is cut at _SCH_HINT_CHARS: it may quote hints of its own, and
+    anyOf nested ten deep once built a message of 4 million characters (3 per level).
+    """
     parts = []
     for index, path, message in failures[:_SCH_BRANCH_HINTS]:
+        if len(message) > _SCH_HINT_CHARS:
+            message = message[:_SCH_HINT_CHARS] + "..."
         where = _sch_pointer(path)
         parts.append(f"branch {index}: {message}" + (f" at {json.dumps(where)}" if where else ""))
     more = "; ..." if len(failures) > _SCH_BRANCH_HINTS else ""
