@@ -6580,10 +6580,10 @@ class _RxMatcher:
     For re: nodes (pattern size), width (longest match in code points, None
     when unbounded) and anchored give the work bound of one search, see work().
     For the simulator: code.  states is the pattern's size for the schema size
-    limits, which counts every step of compiling it: the simulator code's length, or
-    re's compile weight (nodes + class ranges) or the simulator's class ranges
-    (_RxBuilder.ranges), plus the parser's range operations (_RxParser.reads) and
-    the LL(1) check's (_RxProof.work).
+    limits, which counts every step of compiling it: for the simulator, its code's
+    length plus the ranges of its distinct classes (_RxBuilder.ranges); for re, its
+    compile weight (nodes + the ranges of every class occurrence); for both, plus the
+    parser's range operations (_RxParser.reads) and the LL(1) check's (_RxProof.work).
     """
 
     __slots__ = ("regex", "code", "states", "nodes", "width", "anchored")
@@ -7560,7 +7560,7 @@ class _Deadline:
     (max_evaluations, the schema and pattern size limits), so a verdict never
     depends on the machine.  Given, it runs under SIGALRM when that is available
     (the main thread on POSIX); elsewhere only the counted limits apply.  The
-    Unicode tables built on first use are left outside it (paused()).
+    Unicode tables built on first use are left outside it (outside()).
 
     The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
     already running, or the SIGALRM handler was installed outside Python (so it
