@@ -197,8 +197,10 @@ MAX_SCHEMA_SECONDS = 1_000_000  # the interval timer refuses much larger budgets
 class Limits(_FrozenRecord):
     """Bounds that turn pathological input into limit_exceeded, never a crash.
 
-    Every count is a positive integer and the schema budget a number of seconds in
-    (0, MAX_SCHEMA_SECONDS]; anything else is a ValueError at construction.
+    Every count is a positive integer.  max_schema_seconds is off (None) by default:
+    schema work is bounded by counted steps only, so a verdict never depends on the
+    machine or its load; given, it is a number of seconds in (0, MAX_SCHEMA_SECONDS],
+    an opt-in wall-clock backstop.  Anything else is a ValueError at construction.
     """
 
     __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
@@ -208,15 +210,15 @@ class Limits(_FrozenRecord):
     def __init__(self, max_input_bytes: int = 256 * 1024 * 1024, max_argument_bytes: int = 32 * 1024 * 1024,
                  max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
                  max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
-                 max_findings: int = 1000, max_schema_seconds: float = 2.0) -> None:
+                 max_findings: int = 1000, max_schema_seconds: float | None = None) -> None:
         values = dict(locals())
         for name in self.__slots__:
             value = values[name]
             if name == "max_schema_seconds":
                 number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if not number or not 0 < value <= MAX_SCHEMA_SECONDS:  # nan fails too
-                    raise ValueError(f"Limits: max_schema_seconds must be a number in (0, {MAX_SCHEMA_SECONDS}], "
-                                     f"got {value!r}")
+                if value is not None and (not number or not 0 < value <= MAX_SCHEMA_SECONDS):  # nan fails too
+                    raise ValueError(f"Limits: max_schema_seconds must be None (off) or a number in "
+                                     f"(0, {MAX_SCHEMA_SECONDS}], got {value!r}")
             elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"Limits: {name} must be a positive integer, got {value!r}")
         _freeze(self, values)
@@ -5711,6 +5713,8 @@ _SCH_TYPE_NAMES: frozenset[str] = frozenset(
 SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
 SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states), all schemas of a turn
 _SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
+_SCH_HINT_CHARS = 300          # characters of each quoted branch failure
+_SCH_MAX_ERRORS = 1000         # violations one validate_instance call collects; then it stops
 
 
 # --- JSON value helpers -----------------------------------------------------
@@ -5759,7 +5763,8 @@ def _sch_canonical(value: object, tally: Optional[list] = None) -> object:
     only the first equality holds.  Tags keep booleans apart from numbers,
     whole floats become ints, objects become key-sorted pairs.  Iterative so
     that a deep value cannot exhaust the Python stack.  When tally is given,
-    tally[0] grows by the number of values visited (the work done).
+    tally[0] grows by the number of values visited, plus one per 4,096 code
+    points of each string (the work done).
     """
     def scalar(item: object) -> object:
         if item is None:
@@ -5773,6 +5778,8 @@ def _sch_canonical(value: object, tally: Optional[list] = None) -> object:
                 raise _SchNotJson("non-finite number")
             return (2, int(item)) if item.is_integer() else (2, item)
         if isinstance(item, str):
+            if tally is not None:
+                tally[0] += len(item) >> 12   # comparing or hashing a long string reads all of it
             return (3, item)
         raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
 
@@ -5859,6 +5866,7 @@ def _sch_fraction(number: object) -> "Fraction":
 _RX_MAX_CP = 0x10FFFF
 _RX_MAX_NESTING = 50           # group nesting in one pattern
 _RX_MAX_COUNT = 100_000        # largest {n,m} bound accepted
+_RX_MAX_CLASS_READS = 50_000   # range operations the parser may spend on one pattern's classes
 _RX_SYNTAX = frozenset("^$\\.*+?()[]{}|")
 _RX_CONTROL = MappingProxyType({"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B})
 _RX_DIGIT: tuple[tuple[int, int], ...] = ((0x30, 0x39),)
@@ -5922,9 +5930,17 @@ _RX_SCRIPT_KEYS = frozenset({"Script", "sc", "Script_Extensions", "scx"})
 def _rx_category_runs() -> Mapping[str, tuple[tuple[int, int], ...]]:
     """Two-letter General_Category -> code point ranges, from this Python's unicodedata.
 
-    Built on first use only (about 0.2 s) and cached: a pure function of the
-    interpreter's Unicode tables.
+    Built once per process on first use (about 0.15 s of CPU: one lookup per code
+    point) and cached: a pure function of the interpreter's Unicode tables, so the
+    running Python's unicodedata.unidata_version decides what \\p{..} means.  It is
+    outside every budget: no counted unit, and an opt-in wall clock is stopped meanwhile.
+    Not shipped precomputed: its 3,968 runs (Unicode 14) would have to follow each Python's version.
     """
+    return _Deadline.outside(_rx_build_category_runs)
+
+
+def _rx_build_category_runs() -> Mapping[str, tuple[tuple[int, int], ...]]:
+    """The table of _rx_category_runs, built by asking unicodedata about every code point."""
     import unicodedata
 
     runs: dict[str, list[tuple[int, int]]] = {}
@@ -6000,6 +6016,15 @@ class _RxParser:
         self.src = source
         self.pos = 0
         self.nesting = 0
+        self.reads = 0      # set nodes made, and the ranges a [...] class takes in, complements or merges
+
+    def read(self, count: int) -> None:
+        """Count range work before doing it: a class's cost is its ranges, not its text
+        (`[\\P{L}\\P{L}...]` is short to write and large to build).  A set outside [...] is
+        one shared table (\\p{..}, \\d, '.'): the matchers count its ranges where they use them."""
+        self.reads += count
+        if self.reads > _RX_MAX_CLASS_READS:
+            raise _RxTooBig(f"its character classes need more than {_RX_MAX_CLASS_READS} range operations")
 
     def peek(self) -> str:
         return self.src[self.pos] if self.pos < len(self.src) else ""
@@ -6082,6 +6107,7 @@ class _RxParser:
         char = self.src[self.pos]
         if char == ".":
             self.pos += 1
+            self.read(1)
             return ("set", _RX_LINE_TERMINATORS, True)
         if char == "[":
             return self.char_class()
@@ -6135,6 +6161,7 @@ class _RxParser:
         if nxt in _RX_CLASS_ESCAPES and nxt:
             self.pos += 2
             ranges, negated = _RX_CLASS_ESCAPES[nxt]
+            self.read(1)
             return ("set", ranges, negated)
         if nxt and nxt in "pP":
             return ("set", self.property_escape(), nxt == "P")
@@ -6217,6 +6244,7 @@ class _RxParser:
         else:
             raise _RxError(f"\\p{{{name}}} is a binary or unknown property; "
                            "only General_Category values are supported")
+        self.read(1)
         return _rx_category_ranges(members)
 
     def class_atom(self) -> object:
@@ -6229,9 +6257,11 @@ class _RxParser:
         if nxt and nxt in _RX_CLASS_ESCAPES:
             self.pos += 2
             ranges, negated = _RX_CLASS_ESCAPES[nxt]
+            self.read(len(ranges) * (2 if negated else 1))     # taken in, and complemented first
             return _rx_complement(ranges) if negated else ranges
         if nxt and nxt in "pP":
             ranges = self.property_escape()
+            self.read(len(ranges) * (2 if nxt == "P" else 1))
             return _rx_complement(ranges) if nxt == "P" else ranges
         if nxt == "b":
             self.pos += 2
@@ -6271,6 +6301,7 @@ class _RxParser:
                 parts.append((first, first))
             else:
                 parts.extend(first)  # type: ignore[arg-type]
+        self.read(1 + len(parts))
         return ("set", _rx_normalize(parts), negated)
 
 
@@ -6346,7 +6377,7 @@ def _rx_emit(node: tuple) -> str:
 _RX_MAX_LENGTH = 10_000            # code points in one pattern
 _RX_MAX_STATES = 20_000            # simulator states of one pattern
 _RX_FAST_COST = 20_000_000         # re's work bound (_RxMatcher.work) at the longest subject
-_RX_PROOF_WORK = 200_000           # range operations the LL(1) proof may spend
+_RX_PROOF_WORK = 50_000            # range operations the LL(1) proof may spend (counted in the pattern's size)
 _RX_RE_RANGES = 20_000             # class ranges in a pattern handed to re (its compile grows with them)
 _RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
 
@@ -6412,6 +6443,7 @@ class _RxProof:
             self.ranges += len(node[1])
             if self.ranges > _RX_RE_RANGES:
                 raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
+            self.spend(len(node[1]))
             out = (_rx_positive(node), False)
         elif kind == "assert":
             out = ((), True)
@@ -6427,13 +6459,14 @@ class _RxProof:
                 ranges, nullable = self.first(node[1])
                 out = (ranges, nullable or node[2] == 0)
         else:
-            ranges: tuple = ()
+            parts: list = []
             nullable = False
             for seq in node[1]:
                 seq_ranges, seq_nullable = self.first_seq(seq, 0)
-                ranges = self.union(ranges, seq_ranges)
+                parts.extend(seq_ranges)
                 nullable = nullable or seq_nullable
-            out = (ranges, nullable)
+            self.spend(len(parts))               # one merge, not one per alternative
+            out = (_rx_normalize(parts), nullable)
         self.facts[id(node)] = out
         return out
 
@@ -6495,6 +6528,7 @@ class _RxBuilder:
 
     def __init__(self) -> None:
         self.states = 0
+        self.ranges = 0     # code point ranges copied into the automaton, once per distinct class
         self.sets: dict[tuple, tuple] = {}
 
     def program(self, node: tuple) -> list:
@@ -6519,6 +6553,7 @@ class _RxBuilder:
             key = (id(node[1]), node[2])   # \p{..} tables are shared objects: one op per class
             op = self.sets.get(key)
             if op is None:
+                self.ranges += len(node[1]) + 1
                 ranges = _rx_positive(node)
                 op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
                 self.sets[key] = (op, node)  # node kept alive, so its id is not reused
@@ -6676,7 +6711,10 @@ class _RxMatcher:
     For re: nodes (pattern size), width (longest match in code points, None
     when unbounded) and anchored give the work bound of one search, see work().
     For the simulator: code.  states is the pattern's size for the schema size
-    limits: the simulator code's length, or re's compile weight (nodes + class ranges).
+    limits, which counts every step of compiling it: for the simulator, its code's
+    length plus the ranges of its distinct classes (_RxBuilder.ranges); for re, its
+    compile weight (nodes + the ranges of every class occurrence); for both, plus the
+    parser's range operations (_RxParser.reads) and the LL(1) check's (_RxProof.work).
     """
 
     __slots__ = ("regex", "code", "states", "nodes", "width", "anchored")
@@ -6730,7 +6768,8 @@ def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
     """ECMA-262 (u flag) pattern -> matcher; raises _RxError (unsupported) or _RxTooBig."""
     if len(source) > _RX_MAX_LENGTH:
         raise _RxTooBig(f"it is longer than {_RX_MAX_LENGTH} code points")
-    tree = _RxParser(source).parse()
+    parser = _RxParser(source)
+    tree = parser.parse()
     proof = _RxProof()
     try:
         proof.check(tree, ())
@@ -6742,11 +6781,12 @@ def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
         matcher = _RxMatcher(None, None, 0, max(proof.nodes, 1), _rx_width(tree), anchored)
         if matcher.work(max_subject) <= _RX_FAST_COST:
             matcher.regex = re.compile(_rx_emit(tree), re.ASCII)
-            matcher.states = proof.nodes + proof.ranges   # its compile weight, for the schema size limits
+            # its compile weight, for the schema size limits
+            matcher.states = proof.nodes + proof.ranges + parser.reads + proof.work
             return matcher
     builder = _RxBuilder()
     code = builder.program(tree)
-    return _RxMatcher(None, code, builder.states)
+    return _RxMatcher(None, code, builder.states + builder.ranges + parser.reads + proof.work)
 
 
 # --- compiled form ----------------------------------------------------------
@@ -6805,9 +6845,15 @@ class _SchRun:
         self.max_subject = limits.max_pattern_subject
 
 
+class _SchErrorsFull(Exception):
+    """_SCH_MAX_ERRORS violations are collected: the verdict is known, the rest is not looked at."""
+
+
 def _sch_evaluate(node: _SchNode, inst: object, path: object, run: _SchRun,
                   level: int, errs: list, quick: bool) -> None:
     """Apply one subschema, appending (path, message) pairs to errs."""
+    if len(errs) >= _SCH_MAX_ERRORS:
+        raise _SchErrorsFull()
     run.count += 1
     if run.count > run.max_evaluations:
         raise SchemaLimitExceeded(
@@ -6854,9 +6900,15 @@ def _sch_search(rx: _RxMatcher, text: str, path: object, run: _SchRun) -> bool:
 
 
 def _sch_branch_hints(failures: list[tuple[int, object, str]]) -> str:
-    """' (branch 0: ...; branch 1: ...)' from each failed branch's first error."""
+    """' (branch 0: ...; branch 1: ...)' from each failed branch's first error.
+
+    Each quoted error is cut at _SCH_HINT_CHARS: it may quote hints of its own, and
+    anyOf nested ten deep once built a message of 4 million characters (3 per level).
+    """
     parts = []
     for index, path, message in failures[:_SCH_BRANCH_HINTS]:
+        if len(message) > _SCH_HINT_CHARS:
+            message = message[:_SCH_HINT_CHARS] + "..."
         where = _sch_pointer(path)
         parts.append(f"branch {index}: {message}" + (f" at {json.dumps(where)}" if where else ""))
     more = "; ..." if len(failures) > _SCH_BRANCH_HINTS else ""
@@ -7177,6 +7229,7 @@ def _kw_properties(value: object, schema: dict, loc: tuple, depth: int,
               quick: bool) -> None:
         if not isinstance(inst, dict):
             return
+        _sch_charge(run, len(children), path)   # each name is looked up, present or not
         for name, sub in children:
             if name in inst:
                 _sch_evaluate(sub, inst[name], (path, name), run, level + 1, errs, quick)
@@ -7194,6 +7247,7 @@ def _kw_pattern_properties(value: object, schema: dict, loc: tuple, depth: int,
               quick: bool) -> None:
         if not isinstance(inst, dict):
             return
+        _sch_charge(run, len(inst), path)
         for key, item in inst.items():
             for rx, sub in rules:
                 if _sch_search(rx, key, (path, key), run):
@@ -7218,6 +7272,7 @@ def _kw_additional_properties(value: object, schema: dict, loc: tuple, depth: in
               quick: bool) -> None:
         if not isinstance(inst, dict):
             return
+        _sch_charge(run, len(inst), path)
         for key, item in inst.items():
             if key in names or any(_sch_search(rx, key, (path, key), run) for rx in regexes):
                 continue
@@ -7226,7 +7281,7 @@ def _kw_additional_properties(value: object, schema: dict, loc: tuple, depth: in
                                           "(additionalProperties is false)"))
             else:
                 _sch_evaluate(sub, item, (path, key), run, level + 1, errs, quick)
-            if quick and errs:
+            if errs and (quick or len(errs) >= _SCH_MAX_ERRORS):
                 return
     return check
 
@@ -7247,7 +7302,7 @@ def _kw_property_names(value: object, schema: dict, loc: tuple, depth: int,
             if found:
                 errs.append(((path, key), f"property name {_sch_brief(key)} is not allowed "
                                           f"by propertyNames: {found[0][1]}"))
-                if quick:
+                if quick or len(errs) >= _SCH_MAX_ERRORS:
                     return
     return check
 
@@ -7263,10 +7318,11 @@ def _kw_required(value: object, schema: dict, loc: tuple, depth: int,
               quick: bool) -> None:
         if not isinstance(inst, dict):
             return
+        _sch_charge(run, len(names), path)
         for name in names:
             if name not in inst:
                 errs.append((path, f"required property {_sch_brief(name)} is missing"))
-                if quick:
+                if quick or len(errs) >= _SCH_MAX_ERRORS:
                     return
     return check if names else None
 
@@ -7356,7 +7412,7 @@ def _kw_unique_items(value: object, schema: dict, loc: tuple, depth: int,
             if form in seen:
                 errs.append(((path, index), f"item {index} equals item {seen[form]}; "
                                             "uniqueItems requires distinct items"))
-                if quick:
+                if quick or len(errs) >= _SCH_MAX_ERRORS:
                     return
             else:
                 seen[form] = index
@@ -7600,6 +7656,8 @@ def validate_instance(compiled: CompiledSchema, instance: object,
                       limits: SchemaLimits) -> list[tuple[str, str]]:
     """Validate one JSON value; [] when valid, else (instance pointer, message) pairs.
 
+    At most _SCH_MAX_ERRORS pairs: evaluation stops once that many are collected.
+
     May raise SchemaLimitExceeded; the caller must treat that as a failure.
     """
     _sch_check_limits(limits)
@@ -7607,6 +7665,8 @@ def validate_instance(compiled: CompiledSchema, instance: object,
     errs: list = []
     try:
         _sch_evaluate(compiled._root, instance, None, run, 0, errs, False)
+    except _SchErrorsFull:
+        pass
     except RecursionError:
         raise SchemaLimitExceeded("evaluation nested too deeply for this interpreter",
                                   "") from None
@@ -7621,15 +7681,17 @@ def validate_instance(compiled: CompiledSchema, instance: object,
 
 
 class _DeadlinePassed(Exception):
-    """Schema evaluation ran out of its wall-clock budget."""
+    """Schema work ran out of the opt-in wall-clock budget (--max-schema-seconds)."""
 
 
 class _Deadline:
-    """A wall-clock budget around schema evaluation.
+    """An opt-in wall-clock budget around a schema check (Limits.max_schema_seconds).
 
-    Python's re has no timeout and some patterns backtrack polynomially
-    (`a*a*a*b`), so evaluation runs under SIGALRM when that is available (the
-    main thread on POSIX).  Elsewhere only the static limits apply.
+    Off by default (seconds is None): every piece of schema work is counted
+    (max_evaluations, the schema and pattern size limits), so a verdict never
+    depends on the machine.  Given, it runs under SIGALRM when that is available
+    (the main thread on POSIX); elsewhere only the counted limits apply.  The
+    Unicode tables built on first use are left outside it (outside()).
 
     The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
     already running, or the SIGALRM handler was installed outside Python (so it
@@ -7637,7 +7699,9 @@ class _Deadline:
     is restored exactly on the way out, whatever happens inside.
     """
 
-    def __init__(self, seconds: float) -> None:
+    armed: "Optional[_Deadline]" = None   # the budget running on the main thread, if any
+
+    def __init__(self, seconds: Optional[float]) -> None:
         self.seconds = seconds
         self.active = False
         self.done = False
@@ -7651,7 +7715,7 @@ class _Deadline:
         import signal
         import threading
 
-        if not (self.seconds > 0 and hasattr(signal, "setitimer")
+        if not (self.seconds is not None and self.seconds > 0 and hasattr(signal, "setitimer")
                 and threading.current_thread() is threading.main_thread()):
             return self
         previous = signal.getsignal(signal.SIGALRM)
@@ -7660,6 +7724,7 @@ class _Deadline:
         self.previous = previous
         signal.signal(signal.SIGALRM, self._expire)
         self.active = True
+        _Deadline.armed = self
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
         return self
 
@@ -7668,8 +7733,25 @@ class _Deadline:
         if self.active:
             import signal
 
+            _Deadline.armed = None
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.previous)
+
+    @staticmethod
+    def outside(build: Callable[[], Any]) -> Any:
+        """build(), with the armed budget's clock stopped: work that is not the call's (a table built once)."""
+        import signal
+        import threading
+
+        budget = _Deadline.armed
+        if budget is None or budget.done or threading.current_thread() is not threading.main_thread():
+            return build()
+        left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        try:
+            return build()
+        finally:
+            if not budget.done:
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))   # 0 would disarm it: expire at once
 
 
 def _text_problems(text: str, limits: Limits, what: str) -> list[tuple[str, str]]:
@@ -7709,14 +7791,14 @@ def _string_schema(schema: Any) -> bool:
 
 
 def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tuple[str, str, str | None]]:
-    """Schema problems of parsed arguments: [(code, message, pointer)], bounded in time."""
+    """Schema problems of parsed arguments: [(code, message, pointer)], bounded by counted work."""
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     try:
         with _Deadline(limits.max_schema_seconds):
             errors = validate_instance(compiled, value, slimits)
     except _DeadlinePassed:
         return [(LIMIT_EXCEEDED, f"schema evaluation took longer than {limits.max_schema_seconds} s "
-                 "(a pattern that backtracks?)", None)]
+                 "(the opt-in --max-schema-seconds)", None)]
     except SchemaLimitExceeded as exc:
         return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
     except SchemaUnsupported as exc:
@@ -7727,9 +7809,9 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tupl
 def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
     """Compile one called tool's schema: CompiledSchema, or the exception that refused it.
 
-    Compilation runs under the same wall-clock budget as evaluation, and the
-    sizes of every schema compiled for the turn (cache) add up to at most
-    SCHEMA_MAX_TURN_SIZE, so memory stays bounded however many tools are called.
+    The sizes of every schema compiled for the turn (cache) add up to at most
+    SCHEMA_MAX_TURN_SIZE, so work and memory stay bounded however many tools are
+    called; the opt-in wall-clock budget, when given, covers compiling too.
     """
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     try:
@@ -7740,7 +7822,8 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
         with _Deadline(limits.max_schema_seconds):
             compiled = compile_schema(schema, slimits, SCHEMA_MAX_TURN_SIZE - used)
     except _DeadlinePassed:
-        return SchemaLimitExceeded(f"compiling the schema took longer than {limits.max_schema_seconds} s (at #)", "")
+        return SchemaLimitExceeded(f"compiling the schema took longer than {limits.max_schema_seconds} s "
+                                   "(the opt-in --max-schema-seconds) (at #)", "")
     except (SchemaUnsupported, SchemaLimitExceeded) as exc:
         return exc
     if compiled.size > SCHEMA_MAX_TURN_SIZE - used:
@@ -11104,12 +11187,13 @@ def _parse_args(argv: list[str]) -> Any:
                             "pattern matcher steps)"),
         ("max_pattern_subject", "longest string a schema pattern is run on, in code points"),
         ("max_findings", "most findings listed in full; past it, only each new code's first"),
-        ("max_schema_seconds", "wall-clock backstop for checking one call against its schema (main thread)"),
+        ("max_schema_seconds", "opt-in wall-clock backstop for checking one call against its schema (main "
+                               "thread); a verdict it gives depends on the machine's speed and load"),
     ):
         default = getattr(defaults, name)
         parser.add_argument("--" + name.replace("_", "-"), default=default, metavar="N",
-                            type=_positive_number if isinstance(default, float) else _positive_int,
-                            help=f"{help_text} (default {default})")
+                            type=_positive_number if name == "max_schema_seconds" else _positive_int,
+                            help=f"{help_text} (default {'off' if default is None else default})")
     return _strict_parse(parser, argv)
 
 

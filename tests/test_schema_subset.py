@@ -566,5 +566,264 @@ class Limits(RefusalMixin):
             self.assertEqual(len(vts.validate_instance(compiled, {}, LIMITS)), 1)
 
 
+# ---------------------------------------------------------------------------
+# issue 30: a verdict must not depend on the machine
+# ---------------------------------------------------------------------------
+
+
+class FastClock:
+    """Every clock the process can read runs fast, as on a starved CI runner.
+
+    time.monotonic/perf_counter/time/process_time jump 10 s per call, and an
+    interval timer (the opt-in --max-schema-seconds alarm) fires 1,000 times
+    early.  reads counts clock reads and armed the timers asked for.
+    """
+
+    NAMES = ("monotonic", "perf_counter", "time", "process_time")
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.armed: list = []
+
+    def __enter__(self) -> "FastClock":
+        import signal
+
+        self.saved = [(time, name, getattr(time, name)) for name in self.NAMES]
+        self.saved.append((signal, "setitimer", signal.setitimer))
+        now = [time.monotonic()]
+        real_setitimer = signal.setitimer
+
+        def fast() -> float:
+            self.reads += 1
+            now[0] += 10.0
+            return now[0]
+
+        def setitimer(which: int, seconds: float, interval: float = 0.0) -> tuple:
+            if seconds > 0:
+                self.armed.append(seconds)
+                seconds = max(seconds / 1000, 1e-6)
+            return real_setitimer(which, seconds, interval)
+
+        for name in self.NAMES:
+            setattr(time, name, fast)
+        signal.setitimer = setitimer
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for module, name, value in self.saved:
+            setattr(module, name, value)
+
+
+def _forget_unicode_tables() -> None:
+    """Make the next \\p{..} build its tables again, as the first schema of a fresh process does."""
+    vts._rx_category_runs.cache_clear()
+    vts._rx_category_ranges.cache_clear()
+
+
+def _envelope(schema: object, arguments: str) -> dict:
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return {"profile": "openai", "tool_schemas": {"f": schema},
+            "chunks": [{"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+                       {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]}
+
+
+def _pattern_case(pattern: str, subject: str) -> dict:
+    import json
+
+    return _envelope({"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}},
+                     json.dumps({"x": subject}))
+
+
+def _heavy_cases() -> list:
+    """The schema work that once leaned on the 2 s clock: \\p{..} tables, classes, big repeats, big schemas."""
+    import json
+
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(20_000)}}
+    return [
+        ("\\p{L}+ letters", _pattern_case("^\\p{L}+$", "h\u00e9llo")),
+        ("\\p{L}+ a digit", _pattern_case("^\\p{L}+$", "abc1")),
+        ("classes of properties", _pattern_case("^[\\p{Lu}\\p{Ll}\\p{Nd}_-]+(?:\\.[\\p{L}\\p{N}]+)*$", "Ab_9.x")),
+        ("negated property", _pattern_case("^\\P{L}{2,}$", "12")),
+        ("gc= spelling", _pattern_case("^\\p{gc=Decimal_Number}+$", "\u0661\u0662")),
+        ("999 \\p{C} classes", _pattern_case("^" + "\\p{C}" * 999 + "$", "\u0000" * 999)),
+        ("28 \\p{Cn} on re", _pattern_case("^" + "\\p{Cn}" * 28 + "$", "a")),
+        ("large proven repeat", _pattern_case("^.{0,100000}$", "x" * 1000)),
+        ("automaton too large", _pattern_case("(a|aa){0,100000}$", "aa")),
+        ("a budget of steps", _pattern_case("^(\\w+\\s?){1,1000}$", "a" * 999 + "!")),
+        ("lookahead rule", _pattern_case("^(?=.*\\p{Lu})(?=.*\\p{Nd}).{8,}$", "abcdefG1")),
+        ("class range operations", _pattern_case("[" + "\\P{L}" * 1999 + "]", "a")),
+        ("20,000 subschemas", _envelope(wide, json.dumps({f"p{i}": "v" for i in range(0, 20_000, 7)}))),
+        ("uniqueItems", _envelope({"type": "object", "properties": {"x": {"uniqueItems": True}}},
+                                  json.dumps({"x": list(range(20_000)) + [5]}))),
+    ]
+
+
+class MachineIndependence(unittest.TestCase):
+    """issue 30: the default schema bound was a 2 s wall clock, so a busy runner turned
+    `^\\p{L}+$` (whose first use builds the Unicode tables) into limit_exceeded."""
+
+    def judge(self, doc: dict, limits: "vts.Limits | None" = None, first: bool = True) -> dict:
+        """The verdict; first: as the first \\p{..} of a fresh process, which builds the Unicode tables."""
+        if first:
+            _forget_unicode_tables()
+        return vts.validate_envelope(doc, limits)
+
+    def test_a_unicode_property_pattern_passes_under_a_fast_clock(self) -> None:
+        # The regression: with the old 2 s default this was limit_exceeded ("took longer than 2.0 s").
+        doc = _pattern_case("^\\p{L}+$", "h\u00e9llo")
+        with FastClock() as clock:
+            report = self.judge(doc)
+        self.assertEqual((report["status"], report["findings"]), ("pass", []))
+        self.assertEqual((clock.armed, clock.reads), ([], 0))      # no alarm armed, no clock read
+
+    def test_heavy_schemas_get_the_same_verdict_under_a_fast_clock(self) -> None:
+        expected = {"\\p{L}+ letters": [], "\\p{L}+ a digit": ["schema_violation"], "large proven repeat": [],
+                    "automaton too large": ["limit_exceeded"], "a budget of steps": ["limit_exceeded"],
+                    "class range operations": ["limit_exceeded"], "999 \\p{C} classes": [], "20,000 subschemas": []}
+        for index, (name, doc) in enumerate(_heavy_cases()):
+            with self.subTest(case=name):
+                normal = self.judge(doc, first=False)
+                with FastClock() as clock:
+                    fast = self.judge(doc, first=index == 0)
+                self.assertEqual(fast, normal)
+                self.assertEqual((clock.armed, clock.reads), ([], 0))
+                if name in expected:
+                    self.assertEqual([f["code"] for f in normal["findings"]], expected[name])
+
+    def test_bundled_fixtures_with_patterns_get_the_same_verdict_under_a_fast_clock(self) -> None:
+        from support import fixture_paths, load_fixture
+
+        seen = 0
+        for path in fixture_paths():
+            data, doc = load_fixture(path)
+            if b'"pattern"' not in data or not isinstance(doc, dict):
+                continue
+            seen += 1
+            with self.subTest(fixture=path):
+                normal = vts.validate_bytes(data)
+                with FastClock():
+                    fast = vts.validate_bytes(data)
+                self.assertEqual(fast, normal)
+        self.assertGreater(seen, 10)
+
+    def test_the_clock_is_off_by_default_and_opt_in(self) -> None:
+        self.assertIsNone(vts.Limits().max_schema_seconds)
+        self.assertEqual(vts.Limits(max_schema_seconds=None), vts.Limits())
+        # given, it still cuts a long check short (a verdict that depends on the machine, by choice)
+        doc = _pattern_case("^(\\w+\\s?){1,1000}$", "a" * 999 + "!")
+        with FastClock() as clock:
+            report = self.judge(doc, vts.Limits(max_evaluations=10 ** 9, max_schema_seconds=1.0))
+        self.assertEqual([f["code"] for f in report["findings"]], ["limit_exceeded"])
+        self.assertIn("--max-schema-seconds", report["findings"][0]["message"])
+        self.assertEqual(clock.armed[:1], [1.0])
+
+    def test_the_unicode_tables_are_built_outside_an_opt_in_clock(self) -> None:
+        import signal
+        import unicodedata
+
+        if not hasattr(signal, "setitimer"):
+            self.skipTest("no interval timer here")
+        during = []
+        real = unicodedata.category
+
+        def category(char: str) -> str:
+            if not during:
+                during.append(signal.getitimer(signal.ITIMER_REAL)[0])
+            return real(char)
+
+        _forget_unicode_tables()
+        unicodedata.category = category
+        try:
+            with vts._Deadline(1000.0):
+                armed = signal.getitimer(signal.ITIMER_REAL)[0]
+                vts._rx_category_runs()
+                after = signal.getitimer(signal.ITIMER_REAL)[0]
+        finally:
+            unicodedata.category = real
+        self.assertGreater(armed, 0)
+        self.assertEqual(during, [0.0])            # the clock was stopped while the table was built
+        self.assertTrue(0 < after <= armed)        # and runs again, with what was left
+        self.assertEqual(signal.getitimer(signal.ITIMER_REAL)[0], 0.0)
+
+
+class CountedWork(unittest.TestCase):
+    """issue 30: with no clock, every piece of schema work that can be large is counted.
+
+    Each case here was bounded only by the 2 s clock: an instance repeated under a
+    schema that does uncounted work per visit (up to minutes, or gigabytes of errors).
+    """
+
+    BUDGET = vts.SchemaLimits()   # 1,000,000 units
+
+    def assertOverBudget(self, schema: object, instance: object) -> None:
+        compiled = vts.compile_schema(schema, self.BUDGET)
+        with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+            vts.validate_instance(compiled, instance, self.BUDGET)
+        self.assertIn("max_evaluations (1000000)", caught.exception.message)
+
+    def test_properties_charge_every_name_looked_up(self) -> None:
+        # 300 empty objects x 5,000 absent names: 1.5 million lookups, once counted as 301 units
+        names = {f"p{i}": {"type": "string"} for i in range(5000)}
+        self.assertOverBudget({"items": {"properties": names}}, [{}] * 300)
+        self.assertEqual(errors({"items": {"properties": names}}, [{}] * 150), [])   # 750,000 units fit
+
+    def test_required_charges_every_name(self) -> None:
+        full = {f"p{i}": 0 for i in range(5000)}
+        self.assertOverBudget({"items": {"required": list(full)}}, [full] * 300)
+
+    def test_additional_and_pattern_properties_charge_every_member(self) -> None:
+        full = {f"p{i}": 0 for i in range(5000)}
+        self.assertOverBudget({"items": {"properties": {name: True for name in full},
+                                         "additionalProperties": False}}, [full] * 300)
+        self.assertOverBudget({"items": {"patternProperties": {}}}, [full] * 300)
+
+    def test_long_strings_compared_by_const_enum_unique_items_are_charged(self) -> None:
+        # 5,000 comparisons of two 1 MB strings, once 10,000 units
+        subject = "".join(["a"] * 1_000_000)           # equal to the constant, not the same object
+        self.assertOverBudget({"allOf": [{"const": "a" * 1_000_000}] * 5000}, subject)
+        self.assertOverBudget({"allOf": [{"enum": ["a" * 1_000_000]}] * 5000}, subject)
+        self.assertOverBudget({"allOf": [{"uniqueItems": True}] * 5000}, [subject, "b" * 1_000_000])
+        self.assertEqual(errors({"const": "a" * 1_000_000}, subject), [])
+
+    def test_violations_stop_at_a_thousand(self) -> None:
+        # 100 x 100 members refused: 10,000 errors (once up to millions, gigabytes) -> the first 1,000
+        instance = {f"k{i}": 0 for i in range(100)}
+        found = errors({"allOf": [{"additionalProperties": False}] * 100}, instance)
+        self.assertEqual(len(found), vts._SCH_MAX_ERRORS)
+        self.assertEqual(found[0], ("/k0", "property \"k0\" is not allowed (additionalProperties is false)"))
+        self.assertEqual(len(errors({"items": {"required": [f"p{i}" for i in range(3000)]}}, [{}] * 3)),
+                         vts._SCH_MAX_ERRORS)
+
+    def test_nested_branch_hints_stay_short(self) -> None:
+        # anyOf ten deep, each quoting three failed branches: a 4-million-character message (3^10)
+        defs: dict = {"d0": {"type": "string"}}
+        for level in range(1, 11):
+            ref = {"$ref": f"#/$defs/d{level - 1}"}
+            defs[f"d{level}"] = {"anyOf": [ref, ref, ref]}
+        found = errors({"$defs": defs, "$ref": "#/$defs/d10"}, 1)
+        self.assertEqual(len(found), 1)
+        self.assertLess(len(found[0][1]), 4 * vts._SCH_HINT_CHARS)
+        self.assertTrue(found[0][1].startswith("value matches none of the 3 anyOf branches (branch 0: value "))
+
+    def test_class_range_operations_are_bounded_per_pattern(self) -> None:
+        # "[\P{L}...]": 10,000 characters that built 1.3 million ranges (1 s, 150 MB) for one class
+        with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+            vts.compile_schema({"pattern": "[" + "\\P{L}" * 1999 + "]"}, LIMITS)
+        self.assertIn(f"more than {vts._RX_MAX_CLASS_READS} range operations", caught.exception.message)
+        vts.compile_schema({"pattern": "[" + "\\P{L}" * 15 + "]"}, LIMITS)   # about 29,000
+
+    def test_a_patterns_size_counts_its_class_ranges(self) -> None:
+        # on the simulator a \p{L} class was 1 state; its 648 ranges are copied into the automaton
+        letters = len(vts._rx_category_ranges(("Lu", "Ll", "Lt", "Lm", "Lo")))
+        self.assertGreaterEqual(vts._rx_compile("(?=a)\\p{L}", 1000).states, letters)
+        self.assertGreaterEqual(vts._rx_compile("^\\p{L}$", 1000).states, 2 * letters)   # re: read + compiled
+        # 400 such patterns once fit in the turn's size (2,000 states); now they are 400 x 650 > 200,000
+        props = {f"p{i}": {"pattern": f"(?=a)\\p{{L}}{i}"} for i in range(400)}
+        with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+            vts.compile_schema({"properties": props}, LIMITS)
+        self.assertIn(f"more than {vts.SCHEMA_MAX_TURN_SIZE}", caught.exception.message)
+        vts.compile_schema({"properties": dict(list(props.items())[:100])}, LIMITS)
+
+
 if __name__ == "__main__":
     unittest.main()
