@@ -7,8 +7,8 @@ macOS (peak memory is the child's maximum resident set size from wait4).
 Each case builds one hostile input in a child process (so the parent stays small: Linux counts a
 process's memory before exec in its peak), writes it to a temporary file and validates it in a
 fresh process, either through the CLI (`validate_tool_stream.py FILE`) or, for the "thread" cases, with
-`validate_bytes` called from a worker thread (where no alarm signal exists, so only the work
-bound stops a pattern).  Per case it prints the input size, the wall time, the peak resident
+`validate_bytes` called from a worker thread (the counted work bounds stop a pattern in both;
+no clock runs unless one is asked for).  Per case it prints the input size, the wall time, the peak resident
 memory of that process (the interpreter alone is about 10 MiB), the status and the finding codes.
 A case fails when its run takes longer than --max-seconds or a traceback is printed.
 
