@@ -13,7 +13,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from support import FIXTURES, ROOT, run_process, SCRIPT, vts
+from support import FIXTURES, ROOT, run_process, SCRIPT, slow, vts
 
 
 def start(paths):
@@ -494,6 +494,39 @@ class Command(unittest.TestCase):
             process.terminate()
             _, err = process.communicate(timeout=10)
         self.assertIn("not loopback", err.decode())
+
+    @slow("a real process answering 3,000 requests")
+    def test_standard_output_nobody_reads_never_stops_the_answers(self):
+        import http.client
+        import re
+        import subprocess
+        import sys
+
+        process = subprocess.Popen([sys.executable, SCRIPT, "serve", OPENAI], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        statuses = []
+        try:
+            port = int(process.stdout.readline().decode().rsplit(":", 1)[1].strip("/\n"))
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            for _ in range(3000):   # ~60 bytes a line: a 64 KiB pipe is full after about 1,100
+                connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
+                response = connection.getresponse()
+                response.read()
+                statuses.append(response.status)
+            connection.close()
+        finally:
+            process.terminate()
+            out, err = process.communicate(timeout=20)
+        self.assertEqual(statuses, [200] * 3000)
+        self.assertEqual(process.returncode, 0, err)
+        out, err = out.decode(), err.decode()
+        logged = out.count(f"POST /{OPENAI_PATH} 200\n")
+        dropped = sum(int(n) for n in re.findall(r"^(\d+) request log lines dropped: the log was not read fast "
+                                                 r"enough$", out, re.M))
+        unwritten = sum(int(n) for n in re.findall(r"serve: (\d+) request log lines were not written", err))
+        self.assertGreater(dropped + unwritten, 0)
+        self.assertIn(logged + dropped + unwritten, (2999, 3000))   # the one being written at exit may be lost
+        self.assertNotIn("Traceback", err)
 
     def test_nothing_to_serve_is_an_error(self):
         code, out, err = run_process("serve", os.path.join(FIXTURES, "envelope"), timeout=30)
