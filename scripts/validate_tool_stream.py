@@ -10022,10 +10022,13 @@ class _ServeBodies:
         self._bodies: dict[tuple[str, str, bytes], tuple[str, bytes]] = {}
         self._lock = threading.Lock()
         self.builds = 0   # bodies built (a test reads it: one per fixture and framing)
+        self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
         frame = PROFILES[fixture.profile].frame
         key = (fixture.prefix, *frame([], query))
+        with self._lock:
+            self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
         found = self._bodies.get(key)
         if found is None:
             with self._lock:   # two first requests at once build it once
@@ -10145,7 +10148,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     closed); a request must arrive whole within `request_seconds`; `log` gets one line per
     request through a queue of `log_lines` lines (see _ServeLog), never holding an answer.
     server_close() closes the socket and waits a moment for the queued log lines; the server's
-    `unlogged` then says how many were not written."""
+    `unlogged` then says how many were not written.  `server.bodies.requests` counts, per fixture
+    prefix, the requests answered with its stream (counted before the answer is written)."""
     import errno
     import io
     import socket

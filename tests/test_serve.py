@@ -352,7 +352,7 @@ class Bounds(unittest.TestCase):
         finally:
             stop(server)
         self.assertEqual({(status, body) for status, _, body in results}, {(200, first[2])})
-        self.assertEqual(server.bodies.builds, 1)
+        self.assertEqual((server.bodies.builds, server.bodies.requests), (1, {OPENAI_PATH.split("/")[0]: 5}))
 
     def test_a_log_sink_that_blocks_never_holds_an_answer(self):
         import http.client
