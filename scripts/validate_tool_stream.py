@@ -10328,20 +10328,29 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 return
             with self._counting:
                 self.connections += 1
+            held = [True]   # the slot: released once, by the thread or (if it never ran) here
+            thread = threading.Thread(target=self._connection, args=(request, client_address, held), daemon=True)
             try:
-                super().process_request(request, client_address)
-            except BaseException:
-                self._release()
+                thread.start()
+            except BaseException:   # no thread (RuntimeError), or a signal while it starts (KeyboardInterrupt)
+                self._release(held)
                 raise
 
-        def process_request_thread(self, request: Any, client_address: Any) -> None:
+        def _connection(self, request: Any, client_address: Any, held: list) -> None:
+            """One connection, in a thread of its own (socketserver's process_request_thread, and the slot)."""
             try:
-                super().process_request_thread(request, client_address)
+                self.finish_request(request, client_address)
+            except Exception:   # noqa: BLE001 - said by handle_error, as socketserver does
+                self.handle_error(request, client_address)
             finally:
-                self._release()
+                self.shutdown_request(request)
+                self._release(held)
 
-        def _release(self) -> None:
+        def _release(self, held: list) -> None:
             with self._counting:
+                if not held:
+                    return
+                held.clear()
                 self.connections -= 1
             self.slots.release()
 

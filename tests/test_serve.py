@@ -316,7 +316,7 @@ class Bounds(unittest.TestCase):
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         waiting = socket.create_connection(server.server_address[:2])   # the listening socket stays readable
         try:
-            time.sleep(1.0)
+            time.sleep(0.4)
             tries = listening.accepts
             listening.failing = False
             status, _, _ = post(f"http://127.0.0.1:{server.server_address[1]}/" + OPENAI_PATH)
@@ -327,6 +327,34 @@ class Bounds(unittest.TestCase):
         self.assertGreaterEqual(tries, 2)
         self.assertEqual(server.accept_pauses, tries)
         self.assertEqual(status, 200)
+
+    def test_a_signal_while_a_connection_starts_stops_the_server(self):
+        import socket
+        from unittest import mock
+
+        served, _ = vts.serve_plan([OPENAI])
+        server = vts.make_server(served, max_connections=2)
+        start = threading.Thread.start
+
+        def start_then_interrupted(thread):   # SIGTERM (KeyboardInterrupt) once the thread already runs
+            start(thread)
+            thread.join(5)
+            raise KeyboardInterrupt
+
+        theirs = socket.create_connection(server.server_address[:2])
+        ours, address = server.socket.accept()
+        theirs.sendall(b"POST /" + OPENAI_PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        theirs.shutdown(socket.SHUT_WR)
+        try:
+            with mock.patch.object(threading.Thread, "start", start_then_interrupted):
+                with self.assertRaises(KeyboardInterrupt):   # not lost (nor turned into another error)
+                    server.process_request(ours, address)
+            self.assertTrue(answer_of(theirs, 5).startswith(b"HTTP/1.1 200 "))
+        finally:
+            theirs.close()
+            server.server_close()
+        self.assertEqual(server.connections, 0)
+        self.assertTrue(all(server.slots.acquire(blocking=False) for _ in range(2)))   # each slot back, once
 
     def test_each_body_is_built_once_and_shared_by_every_answer(self):
         served, _ = vts.serve_plan([FIXTURES])
