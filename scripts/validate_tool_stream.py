@@ -10340,6 +10340,12 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
 # server starts, and a request only picks one of its entries.
 
 SERVE_MAX_REQUEST_BYTES = 1 << 20   # a request body over this is answered 413
+SERVE_MAX_CONNECTIONS = 64          # connections answered at once; one more is answered 503 and closed
+SERVE_REQUEST_SECONDS = 30.0        # a whole request (line, headers, body) must arrive within this, from when it
+                                    # is awaited: a slower one is answered 408 (or, if none of it came, closed)
+SERVE_STALL_SECONDS = 30.0          # an answer's slice (_SERVE_SLICE bytes) not taken by the client within this
+                                    # ends the connection
+SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; one more is dropped and counted
 
 
 def wire_json(payload: Any) -> str:
@@ -10446,9 +10452,10 @@ def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served 
 
 
 def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
-                  length: str | None) -> tuple[int, str, bytes, dict[str, str]]:
+                  length: str | None, bodies: _ServeBodies | None = None) -> tuple[int, str, bytes, dict[str, str]]:
     """(status, content type, body, extra headers) for one request; the body is read by the caller
-    only when the status is 200 (its length is checked here)."""
+    only when the status is 200 (its length is checked here).  With `bodies`, a fixture's body is
+    the one built at its first request (the same bytes object for every answer), else built now."""
     fixture, api_paths, query = _serve_route(served, raw_path)
     row = PROFILES[fixture.profile] if fixture is not None else None
     if row is None or not any(re.fullmatch(row.api_path, path) for path in api_paths):
@@ -10463,7 +10470,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     if int(length) > SERVE_MAX_REQUEST_BYTES:
         return _serve_error(413, "request_too_large",
                             f"a request body may hold at most {SERVE_MAX_REQUEST_BYTES} bytes")
-    kind, body = row.frame(fixture.stream, query)
+    kind, body = bodies.get(fixture, query) if bodies is not None else row.frame(fixture.stream, query)
     return 200, kind, body, {}
 
 
@@ -10472,23 +10479,212 @@ def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes,
     return status, "application/json", body, {}
 
 
+class _ServeBodies:
+    """Each fixture's framed body, built once (at its first request) and then shared: every answer
+    writes the same bytes object, in memoryview slices, so no answer holds a copy of its own.
+
+    A room's framing depends on the query alone (Gemini's alt=sse picks SSE or a JSON array), so
+    the framing of an empty stream under the request's query names the variant: a fixture has as
+    many bodies as its room has framings (one, or two on gemini), whatever queries are sent."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._bodies: dict[tuple[str, str, bytes], tuple[str, bytes]] = {}
+        self._lock = threading.Lock()
+        self.builds = 0   # bodies built (a test reads it: one per fixture and framing)
+        self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
+
+    def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
+        frame = PROFILES[fixture.profile].frame
+        key = (fixture.prefix, *frame([], query))
+        with self._lock:
+            self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
+        found = self._bodies.get(key)
+        if found is None:
+            with self._lock:   # two first requests at once build it once
+                found = self._bodies.get(key)
+                if found is None:
+                    found = self._bodies[key] = frame(fixture.stream, query)
+                    self.builds += 1
+        return found
+
+
+_SERVE_SLICE = 1 << 16               # bytes of an answer handed to the socket at once
+_SERVE_LINGER = 64                   # turned-away connections kept open (reading) until they can close cleanly
+_SERVE_LINGER_SECONDS = 1.0          # ... for at most this long
+_SERVE_ACCEPT_PAUSE = (0.05, 1.0)    # seconds accepting pauses when no descriptor is left: first, most (doubling)
+_SERVE_LOG_CLOSE_SECONDS = 1.0       # closing the server waits this long for queued log lines to be written
+
+
+class _ServeLog:
+    """Request log lines on their way to a sink (standard output, a list): a queue of at most `size`
+    lines drained by one writer thread, so a sink that blocks (a pipe nobody reads) holds that
+    thread, never an answer.  A line that finds the queue full is dropped and counted; the count
+    is written, as a line of its own, before the next line that gets through."""
+
+    def __init__(self, sink: Callable[[str], None], size: int) -> None:
+        import queue
+        import threading
+
+        self._sink = sink
+        self._queue: Any = queue.Queue(size)
+        self._full = queue.Full
+        self._count = threading.Lock()
+        self.dropped = 0   # lines refused by a full queue (or sent after close)
+        self._said = 0     # ... of which the log has been told
+        self._closing = False
+        self._thread = threading.Thread(target=self._drain, name="serve-log", daemon=True)
+        self._thread.start()
+
+    def __call__(self, line: str) -> None:
+        """Queue one line; never waits."""
+        try:
+            if self._closing:
+                raise self._full
+            self._queue.put_nowait(line)
+        except self._full:
+            with self._count:
+                self.dropped += 1
+
+    def _drain(self) -> None:
+        while True:
+            line = self._queue.get()
+            if line is None:
+                return
+            unsaid = self.dropped - self._said
+            if unsaid:
+                self._said += unsaid
+                self._write(f"{unsaid} request log lines dropped: the log was not read fast enough")
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        try:
+            self._sink(line)
+        except Exception:   # noqa: BLE001 - a sink that fails loses its line, never the server
+            pass
+
+    def close(self, wait: float) -> int:
+        """Take no more lines, give the writer up to `wait` seconds to write the queued ones, and
+        return how many lines were not written (dropped and not yet told, or still queued)."""
+        import time
+
+        self._closing = True
+        until = time.monotonic() + wait
+        try:
+            self._queue.put(None, timeout=wait)
+            stop = 1
+        except self._full:
+            stop = 0
+        self._thread.join(max(0.0, until - time.monotonic()))
+        queued = 0 if not self._thread.is_alive() else max(0, self._queue.qsize() - stop)
+        return self.dropped - self._said + queued
+
+
+def _serve_turn_away(sock: Any, most: int) -> None:
+    """Answer a connection over the cap 503 at once (a small answer: it fits the socket's buffer,
+    the send never waits) and send its end; it is closed later, once what the client sent is read."""
+    _, kind, body, _ = _serve_error(503, "overloaded", f"the server is answering {most} connections, its most "
+                                    "at once; try again")
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nServer: {TOOL}/{VERSION}\r\nContent-Type: {kind}\r\n"
+            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode("ascii")
+    try:
+        sock.setblocking(False)
+        sock.send(head + body)
+        sock.shutdown(1)   # SHUT_WR: the answer is whole
+    except OSError:
+        pass
+
+
+def _serve_unread(sock: Any) -> bool:
+    """Read (and discard) what a turned-away client sent so far; True once it has closed or failed."""
+    for _ in range(16):   # at most 1 MiB a turn: the accept loop must not be held
+        try:
+            if not sock.recv(65536):
+                return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+    return False
+
+
 def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: int = 0,
-                log: Callable[[str], None] | None = None,
-                on_stream: Callable[[str], None] | None = None) -> Any:
+                log: Callable[[str], None] | None = None, *, max_connections: int = SERVE_MAX_CONNECTIONS,
+                request_seconds: float = SERVE_REQUEST_SECONDS, stall_seconds: float = SERVE_STALL_SECONDS,
+                log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None) -> Any:
     """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it).
 
-    on_stream: called with the request path of each request answered with a fixture's stream,
-    before any of the stream is sent (`conform` learns from it which fixtures were asked for)."""
+    At most `max_connections` connections are answered at once (one more is answered 503 and
+    closed); a request must arrive whole within `request_seconds`; `log` gets one line per
+    request through a queue of `log_lines` lines (see _ServeLog), never holding an answer.
+    server_close() closes the socket and waits a moment for the queued log lines; the server's
+    `unlogged` then says how many were not written.  `server.bodies.requests` counts, per fixture
+    prefix, the requests answered with its stream (counted before the answer is written).
+    on_stream: called with the request path of each request answered with a fixture's stream
+    (not a HEAD), before any of the stream is sent (`conform` learns from it which fixtures were
+    asked for)."""
+    import errno
+    import io
     import socket
+    import threading
+    import time
+    from collections import deque
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    logger = _ServeLog(log, log_lines) if log is not None else None
+    bodies = _ServeBodies()
+
+    class Reader(io.RawIOBase):
+        """The connection's bytes, read against the request's deadline: each read waits only for
+        what is left of it, so a client that trickles a byte at a time cannot stretch it."""
+
+        def __init__(self, handler: Handler) -> None:
+            self.handler = handler
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            handler = self.handler
+            left = handler.deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError("the request did not arrive in time")
+                handler.connection.settimeout(left)
+                count = handler.connection.recv_into(buffer)
+            except TimeoutError:
+                handler.timed_out = True
+                raise
+            handler.received += count
+            return count
 
     class Handler(BaseHTTPRequestHandler):
         server_version = f"{TOOL}/{VERSION}"
         protocol_version = "HTTP/1.1"
-        timeout = 30   # seconds a connection may stall before it is dropped
+        timeout = stall_seconds   # a write (one slice) that makes no progress this long ends the connection
+        disable_nagle_algorithm = True   # the body follows its headers at once (else each answer on a kept-alive
+                                         # connection waits for the client's delayed acknowledgement, ~40 ms)
 
         def version_string(self) -> str:
             return self.server_version
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()   # the library's reader: left open, it would keep the socket from closing
+            self.rfile = io.BufferedReader(Reader(self))
+
+        def handle_one_request(self) -> None:
+            self.deadline = time.monotonic() + request_seconds
+            self.received = 0
+            self.command = self.path = None   # not the previous request's, should this one never be read
+            self.timed_out = False
+            super().handle_one_request()   # a read past the deadline: TimeoutError, caught there
+            if self.timed_out:
+                self.close_connection = True
+                if self.received:   # part of a request came: say why it is not answered
+                    self._refuse(408, "request_timeout",
+                                 f"the whole request must arrive within {request_seconds:g} seconds")
 
         def _answer(self) -> None:
             lengths = self.headers.get_all("Content-Length") or []
@@ -10499,7 +10695,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                                                            "Content-Length and no Transfer-Encoding beside it")
                 self._send(status, kind, body, headers)
                 return
-            status, kind, body, headers = _serve_answer(served, self.command, self.path, length)
+            status, kind, body, headers = _serve_answer(served, self.command, self.path, length, bodies)
             if length and length.isascii() and length.isdigit() and int(length) <= 16 * SERVE_MAX_REQUEST_BYTES:
                 remaining = int(length)
                 while remaining > 0:   # read the request body, so the connection stays usable
@@ -10507,11 +10703,12 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     if not chunk:
                         break
                     remaining -= len(chunk)
-            if status == 200 and on_stream is not None:
+            if status == 200 and self.command != "HEAD" and on_stream is not None:
                 on_stream(self.path)
             self._send(status, kind, body, headers)
 
         def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
+            self.connection.settimeout(self.timeout)   # reads left the request's deadline on it
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -10522,23 +10719,31 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self.close_connection = True
             self.end_headers()
             if self.command != "HEAD":
-                self.wfile.write(body)
-            if log is not None:
-                log(f"{self.command} {self.path} {status}")
+                with memoryview(body) as view:   # slices of the shared body, never a copy
+                    for start in range(0, len(view), _SERVE_SLICE):
+                        self.wfile.write(view[start:start + _SERVE_SLICE])
+            if logger is not None:
+                path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
+                    f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
+                logger(f"{self.command} {path} {status}")
 
-        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-            """The library's own refusals (a malformed request line, headers too long, an unknown
-            method, an HTTP version it does not speak) answered like every other: a JSON body."""
+        def _refuse(self, code: int, kind: str, message: str) -> None:
+            """A refusal outside _answer, as a JSON body like every other, on a connection then closed."""
             self.command = self.command if isinstance(getattr(self, "command", None), str) else "?"
             self.path = self.path if isinstance(getattr(self, "path", None), str) else "?"
-            if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":   # an unreadable request line
+            self.requestline = getattr(self, "requestline", "")   # read by the library's send_response
+            if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":   # an unread request line
                 self.request_version = "HTTP/1.0"   # still answered with a status line and headers
-            _, kind, body, _ = _serve_error(code, "bad_request" if code < 500 else "not_supported",
-                                            f"the request was refused ({code})")
+            _, kind, body, _ = _serve_error(code, kind, message)
             try:
                 self._send(code, kind, body, {})
             except OSError:
                 self.close_connection = True
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """The library's own refusals (a malformed request line, headers too long, an unknown
+            method, an HTTP version it does not speak) answered like every other: a JSON body."""
+            self._refuse(code, "bad_request" if code < 500 else "not_supported", f"the request was refused ({code})")
 
         def __getattr__(self, name: str) -> Any:
             if name.startswith("do_"):   # any other method: 405 on a fixture's path, 404 elsewhere
@@ -10552,15 +10757,113 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
+        block_on_close = False   # closing does not wait for connections still being answered
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         request_queue_size = 128   # the listen backlog: socketserver's 5 resets a burst of clients
+
+        def __init__(self, address: Any, handler: Any) -> None:
+            self.slots = threading.BoundedSemaphore(max_connections)
+            self.connections = 0     # connections being answered now
+            self._counting = threading.Lock()
+            self.turned_away = 0     # connections answered 503 for being over the cap
+            self.accept_pauses = 0   # times accepting paused for want of a descriptor
+            self.bodies = bodies
+            self.unlogged = 0        # after server_close: request log lines not written
+            self._lingering: deque = deque()   # (until, socket) of turned-away connections
+            self._pause = _SERVE_ACCEPT_PAUSE[0]
+            self._stopping = threading.Event()
+            super().__init__(address, handler)
+
+        def get_request(self) -> Any:
+            """accept(); when no descriptor is left, a pause before the next try (growing while it
+            lasts), so the accept loop does not spin on a listening socket that stays readable."""
+            try:
+                pair = super().get_request()
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self.accept_pauses += 1
+                    if logger is not None:
+                        logger(f"cannot accept a connection ({errno.errorcode.get(exc.errno, 'error')}): "
+                               f"accepting again in {self._pause:g} s")
+                    self._stopping.wait(self._pause)
+                    self._pause = min(self._pause * 2, _SERVE_ACCEPT_PAUSE[1])
+                raise
+            self._pause = _SERVE_ACCEPT_PAUSE[0]
+            return pair
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not self.slots.acquire(blocking=False):
+                self.turned_away += 1
+                _serve_turn_away(request, max_connections)
+                if len(self._lingering) >= _SERVE_LINGER:
+                    self.shutdown_request(self._lingering.popleft()[1])
+                self._lingering.append((time.monotonic() + _SERVE_LINGER_SECONDS, request))
+                if logger is not None:
+                    logger(f"connection from {client_address[0]} answered 503: {max_connections} connections "
+                           "are open")
+                return
+            with self._counting:
+                self.connections += 1
+            held = [True]   # the slot: released once, by the thread or (if it never ran) here
+            thread = threading.Thread(target=self._connection, args=(request, client_address, held), daemon=True)
+            try:
+                thread.start()
+            except BaseException:   # no thread (RuntimeError), or a signal while it starts (KeyboardInterrupt)
+                self._release(held)
+                raise
+
+        def _connection(self, request: Any, client_address: Any, held: list) -> None:
+            """One connection, in a thread of its own (socketserver's process_request_thread, and the slot)."""
+            try:
+                self.finish_request(request, client_address)
+            except Exception:   # noqa: BLE001 - said by handle_error, as socketserver does
+                self.handle_error(request, client_address)
+            finally:
+                self.shutdown_request(request)
+                self._release(held)
+
+        def _release(self, held: list) -> None:
+            with self._counting:
+                if not held:
+                    return
+                held.clear()
+                self.connections -= 1
+            self.slots.release()
+
+        def service_actions(self) -> None:
+            """Close the turned-away connections whose client has closed or whose time is up, each
+            after reading what it sent (closing over unread bytes would reset the 503 away)."""
+            now = time.monotonic()
+            kept: deque = deque()
+            while self._lingering:
+                until, sock = self._lingering.popleft()
+                if _serve_unread(sock) or now >= until:
+                    self.shutdown_request(sock)
+                else:
+                    kept.append((until, sock))
+            self._lingering = kept
+
+        def _handle_request_noblock(self) -> None:
+            super()._handle_request_noblock()
+            self.service_actions()   # also between requests, not only at the loop's poll interval
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             """A client that goes away mid-answer (a broken pipe, a reset, a stalled connection timed
             out) ends its connection only: never a traceback (socketserver's default prints one)."""
-            if log is not None:
+            if logger is not None:
                 kind = sys.exc_info()[0]
-                log(f"connection from {client_address[0]} ended early ({kind.__name__ if kind else 'error'})")
+                logger(f"connection from {client_address[0]} ended early ({kind.__name__ if kind else 'error'})")
+
+        def shutdown(self) -> None:
+            self._stopping.set()   # ends a pause in accepting at once
+            super().shutdown()
+
+        def server_close(self) -> None:
+            super().server_close()
+            while self._lingering:
+                self.shutdown_request(self._lingering.popleft()[1])
+            if logger is not None:
+                self.unlogged = logger.close(_SERVE_LOG_CLOSE_SECONDS)
 
     return Server((host, port), Handler)
 
@@ -10597,7 +10900,7 @@ def _run_serve(argv: list[str]) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: a port is 0 to 65535 (0: any free port)")
     try:
-        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log)
+        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log())
     except (OSError, OverflowError) as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {getattr(exc, 'strerror', None) or exc}") from None
     host, port = server.server_address[:2]
@@ -10613,16 +10916,40 @@ def _run_serve(argv: list[str]) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.server_close()   # waits a moment for the request lines still queued
+    if server.unlogged:
+        _err(f"{TOOL} serve: {server.unlogged} request log lines were not written: standard output was not read")
     return EXIT_PASS
 
 
-def _serve_log(line: str) -> None:
+def _serve_log() -> Callable[[str], None]:
+    """The command's request log: each line through the output door, written straight to standard
+    output's descriptor by the log's writer thread (see _ServeLog).  Not through sys.stdout: a write
+    that blocks there would hold its lock, and with it the exit's own flush."""
+    import os
+
     try:
-        _out(line)
-        _flush_stdout()
-    except (OutputError, BrokenPipeError):
-        pass
+        descriptor = sys.stdout.fileno()
+        encoding = sys.stdout.encoding or "utf-8"
+    except (AttributeError, OSError, ValueError):   # not a file (a caller's own stream): written as it is
+        descriptor, encoding = -1, ""
+    broken = []
+
+    def write(line: str) -> None:
+        if broken:   # the reader has gone: the later lines are dropped, as a closed pipe drops them
+            return
+        try:
+            if descriptor < 0:
+                _out(line)
+                _flush_stdout()
+                return
+            data = memoryview((_guarded(line) + "\n").encode(encoding, "backslashreplace"))
+            while data:
+                data = data[os.write(descriptor, data):]
+        except (OSError, OutputError):
+            broken.append(True)
+
+    return write
 
 
 # ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from support import FIXTURES, ROOT, run_process, SCRIPT, vts
+from support import FIXTURES, ROOT, run_process, SCRIPT, slow, vts
 
 
 def start(paths):
@@ -186,6 +186,261 @@ class ServedBytes(unittest.TestCase):
             self.assertEqual(read_back(fixture.profile, results[prefix][2]), stream)
 
 
+def start_with(paths, **options):
+    """A server over `paths` with make_server's keyword options, polling for shutdown often."""
+    served, _ = vts.serve_plan(paths)
+    server = vts.make_server(served, **options)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def stop(server):
+    server.shutdown()
+    server.server_close()
+
+
+def wait_for(condition, seconds=5.0):
+    import time
+
+    until = time.monotonic() + seconds
+    while not condition() and time.monotonic() < until:
+        time.sleep(0.01)
+    return condition()
+
+
+def answer_of(sock, seconds):
+    """What the server sends on `sock` until it closes it or `seconds` pass."""
+    import socket
+    import time
+
+    data, until = b"", time.monotonic() + seconds
+    while time.monotonic() < until:
+        sock.settimeout(max(0.01, until - time.monotonic()))
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+OPENAI = os.path.join(FIXTURES, "openai")
+OPENAI_PATH = "valid-fragmented-single-call/v1/chat/completions"
+
+
+class Bounds(unittest.TestCase):
+    """What one client (or many) can hold: a connection, a thread, a copy of a body, the log."""
+
+    def test_a_trickling_request_is_answered_408_at_its_deadline(self):
+        import socket
+        import time
+
+        server, _ = start_with([OPENAI], request_seconds=0.5)
+        try:
+            request = (b"POST /" + OPENAI_PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                       + b"X-Slow: " + b"a" * 200)
+            with socket.create_connection(server.server_address[:2], timeout=5) as sock:
+                began = time.monotonic()
+                answer = b""
+                for byte in request:   # a byte every 50 ms: each read gets one, the request never ends
+                    try:
+                        sock.sendall(bytes([byte]))
+                    except OSError:
+                        break
+                    answer += answer_of(sock, 0.05)
+                    if answer or time.monotonic() - began > 5:
+                        break
+                answer += answer_of(sock, 1)
+                took = time.monotonic() - began
+            with socket.create_connection(server.server_address[:2], timeout=5) as idle:   # sends nothing
+                began = time.monotonic()
+                self.assertEqual(answer_of(idle, 5), b"")   # closed at the deadline, no answer
+                idle_took = time.monotonic() - began
+        finally:
+            stop(server)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        self.assertRegex(head, rb"^HTTP/1\.[01] 408 ")
+        self.assertEqual(json.loads(body)["error"]["type"], "request_timeout")
+        self.assertLess(took, 3)
+        self.assertLess(idle_took, 3)
+
+    def test_connections_over_the_cap_are_answered_503_at_once(self):
+        import socket
+        import time
+
+        server, url = start_with([OPENAI], max_connections=2, request_seconds=10)
+        held = [socket.create_connection(server.server_address[:2]) for _ in range(2)]
+        try:
+            self.assertTrue(wait_for(lambda: server.connections == 2))
+            began = time.monotonic()
+            results = [post(url + OPENAI_PATH) for _ in range(10)]
+            took = time.monotonic() - began
+            self.assertEqual([(status, json.loads(body)["error"]["type"]) for status, _, body in results],
+                             [(503, "overloaded")] * 10)
+            self.assertLess(took, 5)
+            self.assertEqual(server.turned_away, 10)
+            for sock in held:
+                sock.close()
+            self.assertTrue(wait_for(lambda: server.connections == 0))
+            self.assertEqual(post(url + OPENAI_PATH)[0], 200)
+        finally:
+            for sock in held:
+                sock.close()
+            stop(server)
+
+    def test_no_descriptor_left_pauses_accepting_instead_of_spinning(self):
+        import errno
+        import socket
+        import time
+
+        class NoDescriptor:
+            def __init__(self, real):
+                self.real, self.accepts, self.failing = real, 0, True
+
+            def accept(self):
+                self.accepts += 1
+                if self.failing:
+                    raise OSError(errno.EMFILE, "Too many open files")
+                return self.real.accept()
+
+            def __getattr__(self, name):
+                return getattr(self.real, name)
+
+        served, _ = vts.serve_plan([OPENAI])
+        server = vts.make_server(served)
+        listening = server.socket = NoDescriptor(server.socket)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        waiting = socket.create_connection(server.server_address[:2])   # the listening socket stays readable
+        try:
+            time.sleep(0.4)
+            tries = listening.accepts
+            listening.failing = False
+            status, _, _ = post(f"http://127.0.0.1:{server.server_address[1]}/" + OPENAI_PATH)
+        finally:
+            waiting.close()
+            stop(server)
+        self.assertLessEqual(tries, 10)   # pauses of 0.05, 0.1, 0.2, 0.4 s...: a spinning loop tries thousands
+        self.assertGreaterEqual(tries, 2)
+        self.assertEqual(server.accept_pauses, tries)
+        self.assertEqual(status, 200)
+
+    def test_a_signal_while_a_connection_starts_stops_the_server(self):
+        import socket
+        from unittest import mock
+
+        served, _ = vts.serve_plan([OPENAI])
+        server = vts.make_server(served, max_connections=2)
+        start = threading.Thread.start
+
+        def start_then_interrupted(thread):   # SIGTERM (KeyboardInterrupt) once the thread already runs
+            start(thread)
+            thread.join(5)
+            raise KeyboardInterrupt
+
+        theirs = socket.create_connection(server.server_address[:2])
+        ours, address = server.socket.accept()
+        theirs.sendall(b"POST /" + OPENAI_PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        theirs.shutdown(socket.SHUT_WR)
+        try:
+            with mock.patch.object(threading.Thread, "start", start_then_interrupted):
+                with self.assertRaises(KeyboardInterrupt):   # not lost (nor turned into another error)
+                    server.process_request(ours, address)
+            self.assertTrue(answer_of(theirs, 5).startswith(b"HTTP/1.1 200 "))
+        finally:
+            theirs.close()
+            server.server_close()
+        self.assertEqual(server.connections, 0)
+        self.assertTrue(all(server.slots.acquire(blocking=False) for _ in range(2)))   # each slot back, once
+
+    def test_each_body_is_built_once_and_shared_by_every_answer(self):
+        served, _ = vts.serve_plan([FIXTURES])
+        bodies = vts._ServeBodies()
+        openai = "openai/" + OPENAI_PATH
+        first = vts._serve_answer(served, "POST", "/" + openai, "2", bodies)
+        second = vts._serve_answer(served, "POST", "/" + openai + "?x=1", "0", bodies)
+        self.assertEqual(first[0], 200)
+        self.assertIs(first[2], second[2])
+        gemini = next(p for p, f in sorted(served.items()) if f.profile == "gemini") + \
+            "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+        sse = [vts._serve_answer(served, "POST", "/" + gemini + query, "2", bodies)[2]
+               for query in ("?alt=sse", "?alt=sse&key=k", "?key=k&alt=sse")]
+        array = [vts._serve_answer(served, "POST", "/" + gemini + query, "2", bodies)[2]
+                 for query in ("", "?key=k", "?alt=json")]
+        self.assertTrue(all(body is sse[0] for body in sse) and all(body is array[0] for body in array))
+        self.assertIsNot(sse[0], array[0])
+        self.assertEqual(bodies.builds, 3)   # one openai body, gemini's two framings
+
+        server, url = start_with([OPENAI])
+        try:
+            results = [post(url + OPENAI_PATH) for _ in range(5)]
+        finally:
+            stop(server)
+        self.assertEqual({(status, body) for status, _, body in results}, {(200, first[2])})
+        self.assertEqual((server.bodies.builds, server.bodies.requests), (1, {OPENAI_PATH.split("/")[0]: 5}))
+
+    def test_a_log_sink_that_blocks_never_holds_an_answer(self):
+        import http.client
+
+        entered, release, lines = threading.Event(), threading.Event(), []
+
+        def sink(line):   # standard output nobody reads
+            entered.set()
+            release.wait(20)
+            lines.append(line)
+
+        served, _ = vts.serve_plan([OPENAI])
+        server = vts.make_server(served, log=sink)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        statuses = []
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=3)
+            for _ in range(30):   # one connection: a handler held by its log line would answer no more
+                connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
+                response = connection.getresponse()
+                response.read()
+                statuses.append(response.status)
+            connection.close()
+        finally:
+            release.set()
+            stop(server)
+        self.assertEqual(statuses, [200] * 30)
+        self.assertEqual((server.unlogged, len(lines)), (0, 30))
+
+    def test_lines_past_the_log_queue_are_dropped_and_counted(self):
+        import http.client
+
+        entered, release, lines = threading.Event(), threading.Event(), []
+
+        def sink(line):
+            entered.set()
+            release.wait(20)
+            lines.append(line)
+
+        server, _ = start_with([OPENAI], log=sink, log_lines=8)
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+            for number in range(50):
+                connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
+                response = connection.getresponse()
+                response.read()
+                self.assertEqual(response.status, 200)
+                if number == 0:
+                    self.assertTrue(entered.wait(5))   # the writer holds the first line; 8 more fit
+            connection.close()
+            self.assertTrue(wait_for(lambda: server.connections == 0))
+        finally:
+            release.set()
+            stop(server)
+        self.assertEqual(lines[:2], [f"POST /{OPENAI_PATH} 200",
+                                     "41 request log lines dropped: the log was not read fast enough"])
+        self.assertEqual(lines[2:], [f"POST /{OPENAI_PATH} 200"] * 8)
+        self.assertEqual(server.unlogged, 0)
+
+
 class ClientsThatGoAway(unittest.TestCase):
     def test_a_reset_connection_is_one_log_line_never_a_traceback(self):
         import contextlib
@@ -267,6 +522,39 @@ class Command(unittest.TestCase):
             process.terminate()
             _, err = process.communicate(timeout=10)
         self.assertIn("not loopback", err.decode())
+
+    @slow("a real process answering 3,000 requests")
+    def test_standard_output_nobody_reads_never_stops_the_answers(self):
+        import http.client
+        import re
+        import subprocess
+        import sys
+
+        process = subprocess.Popen([sys.executable, SCRIPT, "serve", OPENAI], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        statuses = []
+        try:
+            port = int(process.stdout.readline().decode().rsplit(":", 1)[1].strip("/\n"))
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            for _ in range(3000):   # ~60 bytes a line: a 64 KiB pipe is full after about 1,100
+                connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
+                response = connection.getresponse()
+                response.read()
+                statuses.append(response.status)
+            connection.close()
+        finally:
+            process.terminate()
+            out, err = process.communicate(timeout=20)
+        self.assertEqual(statuses, [200] * 3000)
+        self.assertEqual(process.returncode, 0, err)
+        out, err = out.decode(), err.decode()
+        logged = out.count(f"POST /{OPENAI_PATH} 200\n")
+        dropped = sum(int(n) for n in re.findall(r"^(\d+) request log lines dropped: the log was not read fast "
+                                                 r"enough$", out, re.M))
+        unwritten = sum(int(n) for n in re.findall(r"serve: (\d+) request log lines were not written", err))
+        self.assertGreater(dropped + unwritten, 0)
+        self.assertIn(logged + dropped + unwritten, (2999, 3000))   # the one being written at exit may be lost
+        self.assertNotIn("Traceback", err)
 
     def test_nothing_to_serve_is_an_error(self):
         code, out, err = run_process("serve", os.path.join(FIXTURES, "envelope"), timeout=30)
