@@ -8654,6 +8654,11 @@ _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 REDACTED_TEXT = "[redacted]"
 MASKED_SECRET = "[masked]"
 
+# The largest body (and --request / --schemas file) capture reads, in bytes: the default
+# --max-input-bytes, since the envelope must be validated in turn.  A larger one is an error
+# (capture never writes an envelope of the first 256 MiB of a longer stream).
+CAPTURE_MAX_BYTES = 256 * 1024 * 1024
+
 # Chat deltas and messages: every member but these is text-like and neutralised.
 _CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
 # Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
@@ -10649,10 +10654,20 @@ def _adapter_doc(path: str, limits: Limits) -> list[dict]:
         raise UsageError(f"--adapter-output {path}: {exc}") from None
 
 
-def _json_file(option: str, path: str, limits: Limits) -> Any:
+def _capture_input(what: str, path: str) -> bytes:
+    """The bytes of a file capture reads: one over CAPTURE_MAX_BYTES is an error, never cut short."""
+    data = _read_input(path, CAPTURE_MAX_BYTES)
+    if len(data) > CAPTURE_MAX_BYTES:
+        raise UsageError(f"{what} is larger than {CAPTURE_MAX_BYTES} bytes, the most capture reads; "
+                         "nothing was written")
+    return data
+
+
+def _json_file(option: str, path: str) -> Any:
     """The strict JSON in the file an option names; a parse error names the option and the file."""
+    data = _capture_input(f"{option} {path}", path)
     try:
-        return parse_envelope_bytes(_read_input(path, limits.max_input_bytes))
+        return parse_envelope_bytes(data)
     except EnvelopeError as exc:
         raise CaptureError(f"{option} {_printable(path)}: {exc}") from None
 
@@ -10700,11 +10715,10 @@ def _run_capture(argv: list[str]) -> int:
     args = _strict_parse(parser, argv)
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
-    limits = Limits()
     schemas = request = None
     request_warnings: list[str] = []
     try:
-        raw = _read_input(args.sse, limits.max_input_bytes)
+        raw = _capture_input("standard input" if args.sse == "-" else args.sse, args.sse)
         request_body = None
         if args.entry is not None:
             request_body, raw, problem = har_entry(parse_envelope_bytes(raw), args.entry)
@@ -10713,11 +10727,11 @@ def _run_capture(argv: list[str]) -> int:
             if problem:
                 request_warnings.append(f"{problem}; tool_schemas come from --schemas and there is no request block")
         if args.request:
-            request_body = _json_file("--request", args.request, limits)
+            request_body = _json_file("--request", args.request)
         if request_body is not None:
             schemas, request, request_warnings = request_from_body(args.profile, request_body)
         if args.schemas:   # overrides the request's tools; tool_choice and the rest stay
-            schemas = _json_file("--schemas", args.schemas, limits)
+            schemas = _json_file("--schemas", args.schemas)
         envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None

@@ -4,6 +4,7 @@ import json
 import tempfile
 import os
 import unittest
+from unittest import mock
 
 from support import codes, eventstream, FIXTURES, gem, load_fixture, run_cli, vts
 
@@ -234,6 +235,53 @@ class Framing(unittest.TestCase):
         envelope, warnings = vts.sse_to_envelope(sse(TURN), "openai", None)
         self.assertEqual(envelope["tool_schemas"], {})
         self.assertTrue(any("unknown_tool" in w for w in warnings))
+
+
+class BodyLimit(unittest.TestCase):
+    """A body over CAPTURE_MAX_BYTES is an error, never an envelope of its first part (here with a
+    limit of 2,000 bytes instead of 256 MiB)."""
+
+    def setUp(self):
+        limit = mock.patch.object(vts, "CAPTURE_MAX_BYTES", 2000, create=True)
+        limit.start()
+        self.addCleanup(limit.stop)
+        self.folder = tempfile.TemporaryDirectory()
+        self.addCleanup(self.folder.cleanup)
+
+    def body(self, size):
+        """A whole turn padded with comment lines to exactly `size` bytes, its last chunks past 2,000."""
+        raw = sse(TURN)
+        pad = size - len(raw)
+        raw = (b": " + b"x" * (pad - 3) + b"\n") + raw
+        self.assertEqual(len(raw), size)
+        return raw
+
+    def write(self, name, data):
+        path = os.path.join(self.folder.name, name)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return path
+
+    def test_a_body_over_the_limit_is_an_error_and_nothing_is_written(self):
+        raw = self.body(2400)   # its first 2,001 bytes end at a line end inside the turn
+        for args, stdin in ((("capture", "--profile", "openai", self.write("body.sse", raw)), None),
+                            (("capture", "--profile", "openai", "-"), raw)):
+            code, out, err = run_cli(*args, stdin=stdin)
+            self.assertEqual((code, out), (3, ""), err)
+            self.assertIn("is larger than 2000 bytes, the most capture reads; nothing was written", err)
+
+    def test_a_body_of_exactly_the_limit_is_read_whole(self):
+        code, out, err = run_cli("capture", "--profile", "openai", self.write("body.sse", self.body(2000)))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(json.loads(out)["chunks"]), len(TURN))
+
+    def test_a_request_or_schemas_file_over_the_limit_is_an_error(self):
+        body = self.write("body.sse", sse(TURN))
+        big = self.write("big.json", b'{"f": {"type": "object"}}' + b" " * 2000)
+        for option in ("--schemas", "--request"):
+            code, out, err = run_cli("capture", "--profile", "openai", option, big, body)
+            self.assertEqual((code, out), (3, ""), err)
+            self.assertIn(f"{option} {big} is larger than 2000 bytes", err)
 
 
 class Redaction(unittest.TestCase):
