@@ -2193,15 +2193,14 @@ _INVOKE_PAYLOAD_KEYS = frozenset({"bytes", "p"})
 
 
 def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
-                           redact: bool) -> tuple[dict, list[str]] | None:
+                           redact: bool, encode: bool = False) -> tuple[dict, list[str]] | None:
     """The anthropic capture of an InvokeModelWithResponseStream body; None when the body is
     not an AWS event stream (it is then read as SSE)."""
     if not is_eventstream(raw):
         return None
-    events = [_anthropic_invoke_event(frame, number) for number, frame in enumerate(eventstream_events(raw), 1)]
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
-    return frames_envelope("anthropic", events, tool_schemas, no_schemas, redact, True,
-                           "AWS event stream (InvokeModelWithResponseStream)")
+    return frames_envelope("anthropic", _eventstream_iter(raw), tool_schemas, no_schemas, redact, True,
+                           "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event, encode)
 
 
 def _anthropic_invoke_event(frame: dict, number: int) -> Any:
@@ -3161,10 +3160,11 @@ def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/vnd.amazon.eventstream", b"".join(eventstream_frame(event) for event in stream)
 
 
-def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
+def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool,
+                          encode: bool = False) -> tuple[dict, list[str]]:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
-    return frames_envelope("bedrock", eventstream_events(raw), tool_schemas, no_schemas, redact,
-                           _may_hold_secrets(bytes(raw)), "AWS event stream")
+    return frames_envelope("bedrock", _eventstream_iter(raw), tool_schemas, no_schemas, redact,
+                           _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
 
 
 BEDROCK = Profile("bedrock", "events",
@@ -8737,48 +8737,68 @@ def _sse_decode(raw: bytes) -> str:
     return text
 
 
-def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
-    """(events, comment lines, saw [DONE]).
+class _SseState:
+    """What reading an SSE body found besides its events: comment lines and the [DONE] sentinel."""
 
-    The [DONE] sentinel is not in the returned events.
+    __slots__ = ("comments", "done")
+
+    def __init__(self) -> None:
+        self.comments = 0
+        self.done = False
+
+
+def _sse_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts)."""
+    pos = number = 0
+    find = text.find
+    if "\r" not in text:   # the common body: LF only, found without a regex
+        end = find("\n")
+        while end >= 0:
+            number += 1
+            yield number, text[pos:end]
+            pos = end + 1
+            end = find("\n", pos)
+    else:
+        for match in _compiled(_SSE_LINE_END).finditer(text):
+            number += 1
+            yield number, text[pos:match.start()]
+            pos = match.end()
+    if pos < len(text):
+        yield number + 1, text[pos:]
+
+
+def _sse_events(text: str, state: _SseState) -> Iterator[_SseEvent]:
+    """The events of an SSE body, in order, as they are read; state collects the rest.
+
+    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
     """
-    parts = _compiled(_SSE_LINE_END).split(text)
-    lines = parts[:-1] if parts[-1] == "" else parts  # a final unterminated line still counts
-    events: list[_SseEvent] = []
-    comments = 0
-    done = False
     start: int | None = None
     name: str | None = None
     data: list[str] = []
     data_lines: list[int] = []
-
-    def dispatch() -> None:
-        nonlocal start, name, done
-        if data:
-            joined = "\n".join(data)
-            if joined == _SSE_DONE:
-                done = True
-            else:
-                events.append(_SseEvent(start or 0, tuple(data_lines), name or None, joined))
-        elif name:
-            raise CaptureError(f"event {_token(name)} has no data line", start)
-        start, name = None, None
-        data.clear()
-        data_lines.clear()
-
-    for number, line in enumerate(lines, 1):
-        if done:
+    for number, line in _sse_lines(text):
+        if state.done:
             if line.strip(" \t"):
                 raise CaptureError("content after the data: [DONE] sentinel", number)
             continue
         if line == "":
-            dispatch()
+            if data:
+                joined = data[0] if len(data) == 1 else "\n".join(data)
+                if joined == _SSE_DONE:
+                    state.done = True
+                else:
+                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
+            elif name:
+                raise CaptureError(f"event {_token(name)} has no data line", start)
+            start, name = None, None
+            data = []
+            data_lines = []
             continue
-        if line.startswith(":"):
-            comments += 1
+        if line[:1] == ":":
+            state.comments += 1
             continue
         field_name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
+        if colon and value[:1] == " ":
             value = value[1:]
         if start is None:
             start = number
@@ -8793,11 +8813,17 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
                                "capture the response body only", number)
     if start is not None:
         if data == [_SSE_DONE]:
-            done = True  # a final sentinel without its blank line ends the stream all the same
+            state.done = True  # a final sentinel without its blank line ends the stream all the same
         else:
             raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
                                "SDKs discard such an event; capture the whole body", start)
-    return events, comments, done
+
+
+def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
+    """(events, comment lines, saw [DONE]): the whole body at once."""
+    state = _SseState()
+    events = list(_sse_events(text, state))
+    return events, state.comments, state.done
 
 
 def _sse_payload(event: _SseEvent) -> dict:
@@ -8947,22 +8973,41 @@ def _value_at(value: Any, path: tuple) -> Any:
     return value
 
 
-def _split_secret_warnings(groups: dict[tuple, list[tuple[str, str]]]) -> list[str]:
+class _FragmentGroup:
+    """The argument fragments of one slot, for credentials split across them: their text joined in
+    blocks and where each ends (a string object per fragment would cost ~60 bytes of its own)."""
+
+    __slots__ = ("first", "pieces", "ends", "length")
+
+    def __init__(self, first: str) -> None:
+        import array
+
+        self.first = first          # where the first fragment is, for the warning
+        self.pieces: list[str] = []
+        self.ends = array.array("q")
+        self.length = 0
+
+    def add(self, text: str) -> None:
+        self.length += len(text)
+        self.ends.append(self.length)
+        self.pieces.append(text)
+        if len(self.pieces) >= 4096:
+            self.pieces[:] = ["".join(self.pieces)]
+
+
+def _split_secret_warnings(groups: dict[tuple, _FragmentGroup]) -> list[str]:
     """Credentials that only appear once a slot's fragments are joined."""
     warnings = []
-    for key, parts in groups.items():
-        if len(parts) < 2:
+    for key, group in groups.items():
+        if len(group.ends) < 2:
             continue
-        bounds, offset = [], 0
-        for text, _ in parts:
-            bounds.append((offset, offset + len(text)))
-            offset += len(text)
-        joined = "".join(text for text, _ in parts)
-        split = [span for span in _secret_spans(joined)
-                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
+        ends = group.ends
+        # a span lies inside one fragment when it ends by the end of the fragment its start is in
+        split = [span for span in _secret_spans("".join(group.pieces))
+                 if span[1] > ends[bisect.bisect_right(ends, span[0])]]
         if split:
             slot = f"slot {key[1]}" if key[0] is None else f"choice {key[0]} slot {key[1]}"
-            warnings.append(f"arguments of {slot} (from {parts[0][1]}): {_labels(split)} split across "
+            warnings.append(f"arguments of {slot} (from {group.first}): {_labels(split)} split across "
                             "fragments; left unchanged because arguments are kept byte for byte")
     return warnings
 
@@ -8978,27 +9023,150 @@ def _may_hold_secrets(raw: bytes) -> bool:
     return any(hint in lowered for hint in _SECRET_LITERALS)
 
 
-def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool,
-                    walk: bool = True) -> tuple[list[dict], list[str]]:
-    """Redacted (if asked) and credential-masked payloads, and the warnings (walk: look for credentials)."""
-    row = PROFILES[profile]
-    stream_key = row.stream_key
-    warnings: list[str] = []
-    groups: dict[tuple, list[tuple[str, str]]] = {}
-    out = []
-    for pos, (payload, line) in enumerate(zip(payloads, lines)):
-        if redact:
+# What a payload's capture_text line (ASCII JSON, lower-cased) holds when the walk of _mask_secrets could
+# find anything in it: every literal a match of _SECRET_HINT or _SECRET_KEY starts with or holds, and
+# the escapes of the four non-ASCII letters their case-insensitive parts match (U+0130 and U+0131 as
+# "i", U+017F as "s", U+212A as "k").  No literal holds a character JSON escapes, so a match inside a
+# string or a member name is still there in the line; a line without any of them is left as it is.
+_LINE_SECRET_LITERALS = ("sk-", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyj",
+                         "bearer", "api", "authorization", "access", "\\u0130", "\\u0131", "\\u017f",
+                         "\\u212a")
+
+
+def _line_may_hold_secrets(line: str) -> bool:
+    lowered = line.lower()
+    for literal in _LINE_SECRET_LITERALS:
+        if literal in lowered:
+            return True
+    return False
+
+
+class _Scrubber:
+    """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
+
+    scrub(payload, where) returns the payload, or with encode its capture_text line (ASCII JSON);
+    warnings() once every payload went through.  walk: look for credentials (a payload whose line
+    holds none of their literals is left as it is: the walk would change nothing).
+    """
+
+    def __init__(self, profile: str, redact: bool, walk: bool, encode: bool) -> None:
+        self.row = PROFILES[profile]
+        self.redact, self.walk, self.encode = redact, walk, encode
+        self.count = 0
+        self.found: list[str] = []
+        self.groups: dict[tuple, _FragmentGroup] = {}
+
+    def scrub(self, payload: Any, where: str) -> Any:
+        row = self.row
+        if self.redact:
             payload = row.redact(payload)
         protected = row.protected_paths(payload)
         for path, kind in protected.items():
             text = _value_at(payload, path) if kind == "fragment" else None
             group = row.fragment_key(payload, path) if isinstance(text, str) else None
             if group is not None:
-                groups.setdefault(group, []).append((text, line))
-        out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings)
-                   if walk else payload)
-        payloads[pos] = None   # the original is not needed again: its memory goes as the copy grows
-    return out, warnings + _split_secret_warnings(groups)
+                slot = self.groups.get(group)
+                if slot is None:
+                    slot = self.groups[group] = _FragmentGroup(where)
+                slot.add(text)
+        pos = self.count
+        self.count += 1
+        line = None
+        if self.walk:
+            line = json.dumps(payload, ensure_ascii=True)
+            if _line_may_hold_secrets(line):
+                payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", where, self.found)
+                line = None
+        if not self.encode:
+            return payload
+        return json.dumps(payload, ensure_ascii=True) if line is None else line
+
+    def warnings(self) -> list[str]:
+        return self.found + _split_secret_warnings(self.groups)
+
+
+def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool,
+                    walk: bool = True) -> tuple[list[dict], list[str]]:
+    """Redacted (if asked) and credential-masked payloads, and the warnings (walk: look for credentials)."""
+    scrubber = _Scrubber(profile, redact, walk, False)
+    return [scrubber.scrub(payload, line) for payload, line in zip(payloads, lines)], scrubber.warnings()
+
+
+class _EncodedPayloads:
+    """A stream's payloads already written as capture_text writes them (one ASCII JSON line each),
+    kept in blocks of lines joined as capture_text joins them."""
+
+    __slots__ = ("blocks", "lines", "count")
+    _JOIN = ",\n    "
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.lines: list[str] = []
+        self.count = 0
+
+    def append(self, line: str) -> None:
+        self.lines.append(line)
+        self.count += 1
+        if len(self.lines) >= 1024:
+            self.blocks.append(self._JOIN.join(self.lines))
+            self.lines = []
+
+    def __len__(self) -> int:
+        return self.count
+
+    def pieces(self) -> list[str]:
+        """The stream member's value as capture_text writes it, in pieces to be joined."""
+        if self.lines:
+            self.blocks.append(self._JOIN.join(self.lines))
+            self.lines = []
+        out = ["[\n    "]
+        for block in self.blocks:
+            out += (block, self._JOIN)
+        out[-1] = "\n  ]"
+        return out
+
+
+def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
+            sink: Callable[[Any], Any], deep: str) -> int:
+    """Runs every item through the stages (functions (value, context) -> value) and hands the result to
+    sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
+    turn: an error of stage k is held while later items still go through the stages before k (an earlier
+    stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
+    raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
+    once an error is held, so a body is read once, without keeping its payloads.
+    """
+    held_at, held = len(stages), None
+    count = 0
+    for value, context in items:
+        count += 1
+        for phase in range(held_at):
+            try:
+                value = stages[phase](value, context)
+            except CaptureError as exc:
+                held_at, held = phase, exc
+                break
+            except RecursionError:
+                held_at, held = phase, CaptureError(deep)
+                break
+        else:
+            if held is None:
+                sink(value)
+    if held is not None:
+        raise held
+    return count
+
+
+def _shape_stage(profile: str) -> Callable[[Any, int | None], Any]:
+    """_check_profile_shape one payload at a time: once a payload of the profile came, the rest pass."""
+    settled = False
+
+    def check(payload: Any, line: int | None) -> Any:
+        nonlocal settled
+        if not settled:
+            settled = _check_profile_shape(profile, [payload], [line])
+        return payload
+
+    return check
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
@@ -9059,6 +9227,13 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     (None gives an empty tool_schemas, so every call is unknown_tool).  Raises
     CaptureError, with a line number where one applies.
     """
+    return _capture(raw, profile, schemas, redact, False)
+
+
+def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
+             encode: bool) -> tuple[dict, list[str]]:
+    """sse_to_envelope; with encode the stream member is an _EncodedPayloads (what `capture` writes):
+    the body is read once, each payload written as it is read, none kept."""
     if not isinstance(profile, str) or profile not in PROFILES:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
@@ -9069,35 +9244,39 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
     if head[:1] in (b"[", b"{"):
-        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
+        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
     row = PROFILES[profile]
     if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.binary_body(raw, tool_schemas, schemas is None, redact)
+        read = row.binary_body(raw, tool_schemas, schemas is None, redact, encode)
         if read is not None:
             return read
+    walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
+    text = _sse_decode(raw)
     if row.check_sse_text is not None:
-        row.check_sse_text(_sse_decode(raw))
-    events, comments, done = _sse_parse(_sse_decode(raw))
-    if not events and not done:
+        row.check_sse_text(text)
+    state = _SseState()
+    scrubber = _Scrubber(profile, redact, walk, encode)
+    check_shape = _shape_stage(profile)
+    stages = [lambda event, _: _sse_payload(event), lambda payload, event: check_shape(payload, event.line)]
+    if row.check_sse_events is not None:
+        stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
+    stages.append(lambda payload, event: scrubber.scrub(payload, f"line {event.line}"))
+    payloads: Any = _EncodedPayloads() if encode else []
+    count = _staged(((event, event) for event in _sse_events(text, state)), stages, payloads.append,
+                    "an event nests too deeply to process")
+    del text
+    if not count and not state.done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
-    try:
-        payloads = [_sse_payload(event) for event in events]
-        _check_profile_shape(profile, payloads, [event.line for event in events])
-        if row.check_sse_events is not None:
-            row.check_sse_events(events)
-        payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact,
-                                             _may_hold_secrets(bytes(raw)))
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
+    warnings = scrubber.warnings()
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not done and row.warn_without_done:
+    if not state.done and row.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
         "profile": profile,
         "tool_schemas": tool_schemas,
         row.stream_key: payloads,
-        "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
+        "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
                  "redacted": bool(redact)},
     }
     return envelope, warnings
@@ -9166,8 +9345,10 @@ def _non_stream_shape(payload: dict) -> str:
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
 
-def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> None:
-    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings."""
+def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> bool:
+    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
+
+    True once a payload of the profile's own shape came (what follows it is not looked at)."""
     want = PROFILES[profile].family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
@@ -9178,7 +9359,8 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
             use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
             raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
         if seen == want:
-            return
+            return True
+    return False
 
 
 # --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
@@ -9265,56 +9447,66 @@ def eventstream_events(raw: bytes) -> list[dict]:
     Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
     a dropped event.
     """
+    return list(_eventstream_iter(raw))
+
+
+def _eventstream_iter(raw: bytes) -> Iterator[dict]:
+    """eventstream_events, one frame at a time as it is read."""
     import zlib
 
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    raw = bytes(raw)
     if not raw:
         raise CaptureError("the body is empty: no AWS event stream to import")
-    events: list[dict] = []
+    view = memoryview(raw)
+    crc32, from_bytes = zlib.crc32, int.from_bytes
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    pos = 0
-    while pos < len(raw):
-        frame = len(events) + 1
-        prelude = raw[pos:pos + 12]
-        if len(prelude) < 12:
+    pos = frame = 0
+    size = len(raw)
+    while pos < size:
+        frame += 1
+        if size - pos < 12:
             raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
-        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
+        total, header_size = from_bytes(view[pos:pos + 4], "big"), from_bytes(view[pos + 4:pos + 8], "big")
+        if crc32(view[pos:pos + 8]) != from_bytes(view[pos + 8:pos + 12], "big"):
             raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
                                "event stream, or a corrupt one")
-        message = raw[pos:pos + total]
-        if total < 16 or header_size > total - 16 or len(message) != total:
+        if total < 16 or header_size > total - 16 or size - pos < total:
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
-        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+        end = pos + total
+        if crc32(view[pos:end - 4]) != from_bytes(view[end - 4:end], "big"):
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = message[12:12 + header_size]
+        block = bytes(view[pos + 12:pos + 12 + header_size])
         member = members.get(block)
         if member is None:
             member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
         try:
-            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
+            payload = decode_document(str(view[pos + 12 + header_size:end - 4], "utf-8"), what="the payload")
         except (UnicodeDecodeError, JsonProblem) as exc:
             raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
         if not isinstance(payload, dict):
             raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        events.append({member: payload})
-        pos += total
-    return events
+        yield {member: payload}
+        pos = end
 
 
-def frames_envelope(profile: str, events: list, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
-                    capture_point: str) -> tuple[dict, list[str]]:
+def frames_envelope(profile: str, events: Iterable, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
+                    capture_point: str, convert: Callable[[Any, int], Any] | None = None,
+                    encode: bool = False) -> tuple[dict, list[str]]:
     """The envelope of events read from an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
-    credentials when `walk`, and warnings named by frame."""
-    _check_profile_shape(profile, events, [None] * len(events))   # frames, not lines
-    try:
-        payloads, warnings = _scrub_payloads(profile, events, [f"frame {n}" for n in range(1, len(events) + 1)],
-                                             redact, walk)
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
+    credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
+    frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
+    frame was read; encode: see _capture."""
+    check_shape = _shape_stage(profile)
+    scrubber = _Scrubber(profile, redact, walk, encode)
+    stages = [] if convert is None else [convert]
+    stages += [lambda event, _: check_shape(event, None),   # frames, not lines
+               lambda event, number: scrubber.scrub(event, f"frame {number}")]
+    payloads: Any = _EncodedPayloads() if encode else []
+    _staged(((event, number) for number, event in enumerate(events, 1)), stages, payloads.append,
+            "an event nests too deeply to process")
+    warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
     envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
@@ -9354,9 +9546,13 @@ def _refuse_whole_document(text: str, profile: str) -> None:
 
 def _json_lines_payloads(text: str) -> tuple[list, list[int], str]:
     """The payloads of a body of JSON Lines, with their line numbers."""
-    payloads: list = []
-    lines: list[int] = []
-    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text
+    read = list(_json_lines_iter(text))
+    return [payload for payload, _ in read], [line for _, line in read], "JSON Lines"
+
+
+def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
+    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
         if not line.strip(" \t"):
             continue
         try:
@@ -9366,44 +9562,53 @@ def _json_lines_payloads(text: str) -> tuple[list, list[int], str]:
                     if number == 1 else "")
             raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
                                number) from None
-        payloads.append(value)
-        lines.append(number)
-    return payloads, lines, "JSON Lines"
+        yield value, number
+
+
+def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
+    """A payload of a JSON body, out of its {"data": {...}} wrapper; it must be an object."""
+    if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
+        payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
+    if not isinstance(payload, dict):
+        raise CaptureError(f"payload {context[0]} is {_describe(payload)}, not a JSON object", context[1])
+    return payload
+
+
+def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
+    if context[0] == 0 and "profile" in payload and ("chunks" in payload or "events" in payload):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    return payload
 
 
 def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
-                            redact: bool) -> tuple[dict, list[str]]:
+                            redact: bool, encode: bool = False) -> tuple[dict, list[str]]:
     """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
+    walk = _may_hold_secrets(bytes(raw))
     text = _sse_decode(raw)
     if text.lstrip(" \t\r\n").startswith("["):
-        payloads, lines, point = _json_list_payloads(text)
+        payloads, _, point = _json_list_payloads(text)
+        read: Iterable[tuple[Any, int]] = ((payload, 1) for payload in payloads)
+        del payloads
     else:
         _refuse_whole_document(text, profile)
         if PROFILES[profile].check_lines_text is not None:
             PROFILES[profile].check_lines_text(text)
-        payloads, lines, point = _json_lines_payloads(text)
-    unwrapped = []
-    for number, (payload, line) in enumerate(zip(payloads, lines)):
-        if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
-            payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
-        if not isinstance(payload, dict):
-            raise CaptureError(f"payload {number} is {_describe(payload)}, not a JSON object", line)
-        unwrapped.append(payload)
-    if not unwrapped:
+        point = "JSON Lines"
+        read = _json_lines_iter(text)
+    check_shape = _shape_stage(profile)
+    scrubber = _Scrubber(profile, redact, walk, encode)
+    stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
+              lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
+                                                      else f"item {context[0]}")]
+    out: Any = _EncodedPayloads() if encode else []
+    count = _staged((((payload, (number, line))) for number, (payload, line) in enumerate(read)), stages,
+                    out.append, "a payload nests too deeply to process")
+    if not count:
         raise CaptureError("the body holds no payloads")
-    if "profile" in unwrapped[0] and ("chunks" in unwrapped[0] or "events" in unwrapped[0]):
-        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    _check_profile_shape(profile, unwrapped, lines)
-    try:
-        payloads, warnings = _scrub_payloads(profile, unwrapped, [f"line {line}" if point == "JSON Lines"
-                                                                  else f"item {n}" for n, line in
-                                                                  enumerate(lines)], redact,
-                                             _may_hold_secrets(bytes(raw)))
-    except RecursionError:
-        raise CaptureError("a payload nests too deeply to process") from None
+    warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
+    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: out,
                 "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
@@ -10676,18 +10881,21 @@ def capture_text(envelope: dict) -> str:
     """An envelope as capture writes it: indented members, one stream payload per line (ASCII JSON).
 
     Each payload is written by the C encoder (json.dumps with an indent falls back to the
-    pure-Python one, several times slower on a large capture).
+    pure-Python one, several times slower on a large capture).  The text is joined once, from
+    its pieces: a large capture is then in memory twice at most (the pieces and the text).
     """
     stream_key = STREAM_KEY.get(envelope.get("profile"), "chunks")
-    parts = []
-    for key, value in envelope.items():
-        if key == stream_key and isinstance(value, list) and value:
-            items = ",\n".join("    " + json.dumps(item, ensure_ascii=True) for item in value)
-            text = "[\n" + items + "\n  ]"
+    pieces = ["{\n"]
+    for number, (key, value) in enumerate(envelope.items()):
+        pieces.append(f"{',' if number else ''}\n  {json.dumps(key)}: " if number else f"  {json.dumps(key)}: ")
+        if isinstance(value, _EncodedPayloads):   # capture's own envelope: its lines are written already
+            pieces += value.pieces() if len(value) else ["[]"]
+        elif key == stream_key and isinstance(value, list) and value:
+            pieces += ["[\n    ", ",\n    ".join(json.dumps(item, ensure_ascii=True) for item in value), "\n  ]"]
         else:
-            text = json.dumps(value, indent=2, ensure_ascii=True).replace("\n", "\n  ")
-        parts.append(f"  {json.dumps(key)}: {text}")
-    return "{\n" + ",\n".join(parts) + "\n}"
+            pieces.append(json.dumps(value, indent=2, ensure_ascii=True).replace("\n", "\n  "))
+    pieces.append("\n}")
+    return "".join(pieces)
 
 
 def _run_capture(argv: list[str]) -> int:
@@ -10732,7 +10940,8 @@ def _run_capture(argv: list[str]) -> int:
             schemas, request, request_warnings = request_from_body(args.profile, request_body)
         if args.schemas:   # overrides the request's tools; tool_choice and the rest stay
             schemas = _json_file("--schemas", args.schemas)
-        envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
+        envelope, warnings = _capture(raw, args.profile, schemas, not args.no_redact, True)
+        del raw
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
     if request is not None:
