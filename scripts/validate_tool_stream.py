@@ -9318,6 +9318,12 @@ def _foreign_shape(payload: Any) -> str | None:
         return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
                 "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
                 "anthropic; no other model's events are read")
+    if (isinstance(payload.get("completion"), str) and "stop_reason" in payload
+            and payload.get("type", "completion") == "completion"):
+        return ("a Claude Text Completions stream (the legacy /v1/complete API, also through Bedrock's "
+                "InvokeModelWithResponseStream: completion and stop_reason events), which has no tool calls: capture "
+                "a Messages API stream (/v1/messages, or a Bedrock invoke with a messages request) with --profile "
+                "anthropic (" + _NO_PROFILE + ")")
     if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
         return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
                 "(" + _NO_PROFILE + ")")

@@ -883,6 +883,28 @@ class BedrockInvokeModel(unittest.TestCase):
                 self.assertEqual([(c["id"], c["name"], c["arguments"]) for c in report["calls"]],
                                  [(c["id"], c["name"], c["arguments"]) for c in doc["expect"]["calls"]])
 
+    def test_a_legacy_text_completions_body_is_refused_by_name(self):
+        # Claude v2 / Instant on Bedrock with the legacy prompt API: each chunk carries {"completion", "stop_reason",
+        # "stop"}; the Anthropic API's own /v1/complete stream adds "type": "completion" and "model"
+        bedrock = [{"completion": " Hello", "stop_reason": None, "stop": None},
+                   {"completion": "!", "stop_reason": "stop_sequence", "stop": "\n\nHuman:",
+                    "amazon-bedrock-invocationMetrics": {"inputTokenCount": 12, "outputTokenCount": 3}}]
+        direct = [{"type": "completion", "id": "compl_01", "completion": " Hello", "stop_reason": None,
+                   "model": "claude-2.1"},
+                  {"type": "completion", "id": "compl_01", "completion": "", "stop_reason": "stop_sequence",
+                   "model": "claude-2.1"}]
+        direct_sse = "".join(f"event: completion\ndata: {json.dumps(e)}\n\n" for e in direct).encode()
+        for raw in (self.body(bedrock), self.body(bedrock, padding=False), direct_sse,
+                    "\n".join(json.dumps(e) for e in bedrock).encode()):
+            with self.assertRaises(vts.CaptureError) as caught:
+                vts.sse_to_envelope(raw, "anthropic", None)
+            self.assertIn("this body looks like a Claude Text Completions stream (the legacy /v1/complete API",
+                          str(caught.exception))
+            self.assertIn("no profile reads it", str(caught.exception))
+        code, out, err = run_cli("capture", "--profile", "anthropic", "-", stdin=self.body(bedrock))
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("Claude Text Completions stream", err)
+
     def test_redacted_capture_keeps_the_calls(self):
         _, doc = load_fixture(self.FIXTURE)
         envelope, _ = vts.sse_to_envelope(self.body(doc["events"]), "anthropic", doc["tool_schemas"])
