@@ -1641,6 +1641,7 @@ def _anthropic_delta_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 
 
 _json_string = json.decoder.scanstring  # the strict parser's own string reader
+_encode_ascii = json.encoder.encode_basestring_ascii   # what json.dumps(ensure_ascii=True) writes for a string
 
 
 def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
@@ -8713,7 +8714,16 @@ class _SseEvent(_FrozenRecord):
     __slots__ = ("line", "data_lines", "name", "data")
 
     def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
-        _freeze(self, locals())
+        put = object.__setattr__   # _freeze, unrolled: one of these per event
+        put(self, "line", line)
+        put(self, "data_lines", data_lines)
+        put(self, "name", name)
+        put(self, "data", data)
+
+
+# The plainest event of an LF body, read in one step: an optional `event:` line, one `data:` line, a
+# blank line (a value keeps what follows its one optional space, as the line reader does).
+_SSE_PLAIN_EVENT = r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n"
 
 
 def _sse_decode(raw: bytes) -> str:
@@ -8747,27 +8757,57 @@ class _SseState:
         self.done = False
 
 
-def _sse_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(number, line) of every line, read as they come (a final unterminated line still counts)."""
+def _sse_lines(text: str, state: _SseState | None = None,
+               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts).
+
+    With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
+    is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
+    number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
+    fast_run(text, pos, number) may write events itself and say where it stopped.
+    """
     pos = number = 0
+    size = len(text)
     find = text.find
     if "\r" not in text:   # the common body: LF only, found without a regex
-        end = find("\n")
-        while end >= 0:
-            number += 1
-            yield number, text[pos:end]
-            pos = end + 1
+        plain = _compiled(_SSE_PLAIN_EVENT).match if state is not None else None
+        between = True
+        while pos < size:
+            if between and plain is not None and not state.done:
+                if fast_run is not None:
+                    pos, number = fast_run(text, pos, number)
+                    if pos >= size:
+                        break
+                match = plain(text, pos)
+                if match is not None and match.group(2) != _SSE_DONE:
+                    named = match.start(1) >= 0
+                    yield number + 1, _SseEvent(number + 1, (number + 1 + named,), match.group(1) or None,
+                                                match.group(2))
+                    number += 2 + named
+                    pos = match.end()
+                    continue
             end = find("\n", pos)
-    else:
-        for match in _compiled(_SSE_LINE_END).finditer(text):
+            if end < 0:
+                end = size
             number += 1
-            yield number, text[pos:match.start()]
-            pos = match.end()
+            line = text[pos:end]
+            yield number, line
+            pos = end + 1
+            if line == "":
+                between = True
+            elif line[:1] != ":":
+                between = False
+        return
+    for match in _compiled(_SSE_LINE_END).finditer(text):
+        number += 1
+        yield number, text[pos:match.start()]
+        pos = match.end()
     if pos < len(text):
         yield number + 1, text[pos:]
 
 
-def _sse_events(text: str, state: _SseState) -> Iterator[_SseEvent]:
+def _sse_events(text: str, state: _SseState,
+                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
     """The events of an SSE body, in order, as they are read; state collects the rest.
 
     The [DONE] sentinel is not an event.  A framing error is raised where it is read.
@@ -8776,7 +8816,10 @@ def _sse_events(text: str, state: _SseState) -> Iterator[_SseEvent]:
     name: str | None = None
     data: list[str] = []
     data_lines: list[int] = []
-    for number, line in _sse_lines(text):
+    for number, line in _sse_lines(text, state, fast_run):
+        if line.__class__ is _SseEvent:   # a plain event, read whole
+            yield line
+            continue
         if state.done:
             if line.strip(" \t"):
                 raise CaptureError("content after the data: [DONE] sentinel", number)
@@ -9041,34 +9084,89 @@ def _line_may_hold_secrets(line: str) -> bool:
     return False
 
 
+# A JSON string token (in text already parsed as strict JSON), and what follows a member name.
+_JSON_STRING_TOKEN = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
+_JSON_NAME_COLON = r"[ \t\n\r]*:"
+# Stands in for a fragment while a template is checked (two private-use characters).
+_TEMPLATE_HOLE = "\ue000\ue001"
+
+
+class _Template:
+    """A payload text that differs from an earlier one only in its one argument fragment: the text
+    before and after that string token, and the capture_text line before and after its value."""
+
+    __slots__ = ("prefix", "suffix", "out_prefix", "out_suffix", "group", "event_prefix", "event_suffix", "lines")
+
+    def __init__(self, prefix: str, suffix: str, out_prefix: str, out_suffix: str,
+                 group: _FragmentGroup | None, name: Any) -> None:
+        self.prefix, self.suffix, self.out_prefix, self.out_suffix = prefix, suffix, out_prefix, out_suffix
+        self.group = group
+        # the whole SSE event around the token, when the event is a plain one (see _SSE_PLAIN_EVENT)
+        self.event_prefix = ("" if name is None else f"event: {name}\n") + "data: " + prefix
+        self.event_suffix = suffix + "\n\n"
+        self.lines = 2 if name is None else 3
+        if not (isinstance(name, str) or name is None) or any("\n" in part or "\r" in part
+                                                               for part in (prefix, suffix, name or "")):
+            self.event_prefix = None
+
+
+class _Written:
+    """A payload a template wrote (its capture_text line): it needs no stage."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
     scrub(payload, where) returns the payload, or with encode its capture_text line (ASCII JSON);
     warnings() once every payload went through.  walk: look for credentials (a payload whose line
     holds none of their literals is left as it is: the walk would change nothing).
+
+    Templates (encode only): most of a tool call's payloads are one layout with another argument
+    fragment.  After a payload with one fragment was written the long way, its text is taken as a
+    template when the payload made from the same text with a stand-in for the fragment gives the
+    same line around the stand-in (and that line holds no credential literal).  A later text that
+    is the template's text around another strict JSON string token then parses to the same payload
+    with that fragment, which redaction keeps byte for byte: its line is the template's line around
+    the fragment's JSON, written without parsing (unless the fragment holds a credential literal:
+    then the long way, for the warning).  make(text, key) is the reader's own text -> payload.
     """
 
-    def __init__(self, profile: str, redact: bool, walk: bool, encode: bool) -> None:
+    _MAX_TEMPLATES = 4      # per key (event name, frame member)
+    _MAX_MISSES = 16        # payloads that gave no template, per key, before none is looked for
+
+    def __init__(self, profile: str, redact: bool, walk: bool, encode: bool,
+                 make: Callable[[str, Any], Any] | None = None) -> None:
         self.row = PROFILES[profile]
         self.redact, self.walk, self.encode = redact, walk, encode
         self.count = 0
         self.found: list[str] = []
         self.groups: dict[tuple, _FragmentGroup] = {}
+        self.make = make if encode else None
+        self.templates: dict[Any, list[_Template]] = {}
+        self.misses: dict[Any, int] = {}
+        self.clean: dict[str, bool] = {}
 
-    def scrub(self, payload: Any, where: str) -> Any:
+    def scrub(self, payload: Any, where: str, text: str | None = None, key: Any = None) -> Any:
         row = self.row
         if self.redact:
             payload = row.redact(payload)
         protected = row.protected_paths(payload)
+        fragments = []
         for path, kind in protected.items():
-            text = _value_at(payload, path) if kind == "fragment" else None
-            group = row.fragment_key(payload, path) if isinstance(text, str) else None
-            if group is not None:
-                slot = self.groups.get(group)
-                if slot is None:
-                    slot = self.groups[group] = _FragmentGroup(where)
-                slot.add(text)
+            value = _value_at(payload, path) if kind == "fragment" else None
+            if isinstance(value, str):
+                fragments.append(path)
+                group = row.fragment_key(payload, path)
+                if group is not None:
+                    slot = self.groups.get(group)
+                    if slot is None:
+                        slot = self.groups[group] = _FragmentGroup(where)
+                    slot.add(value)
         pos = self.count
         self.count += 1
         line = None
@@ -9076,10 +9174,127 @@ class _Scrubber:
             line = json.dumps(payload, ensure_ascii=True)
             if _line_may_hold_secrets(line):
                 payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", where, self.found)
-                line = None
+                if not self.encode:
+                    return payload
+                return json.dumps(payload, ensure_ascii=True)
         if not self.encode:
             return payload
-        return json.dumps(payload, ensure_ascii=True) if line is None else line
+        if line is None:
+            line = json.dumps(payload, ensure_ascii=True)
+        if (text is not None and self.make is not None and len(fragments) == 1
+                and len(self.templates.get(key, ())) < self._MAX_TEMPLATES
+                and self.misses.get(key, 0) < self._MAX_MISSES):
+            if not self._learn(text, key, payload, fragments[0], line):
+                self.misses[key] = self.misses.get(key, 0) + 1
+        return line
+
+    def _learn(self, text: str, key: Any, payload: Any, path: tuple, line: str) -> bool:
+        """Whether text became a template (payload: its redacted payload, line: its line)."""
+        row = self.row
+        value = _value_at(payload, path)
+        spans = []
+        for match in _compiled(_JSON_STRING_TOKEN).finditer(text):
+            if _compiled(_JSON_NAME_COLON).match(text, match.end()):
+                continue   # a member name
+            try:
+                token = _json_string(text, match.start() + 1, True)[0]
+            except ValueError:
+                return False
+            if token == value:
+                spans.append(match.span())
+        if len(spans) != 1:
+            return False
+        prefix, suffix = text[:spans[0][0]], text[spans[0][1]:]
+        try:
+            probe = self.make(prefix + '"' + _TEMPLATE_HOLE + '"' + suffix, key)
+            if self.redact:
+                probe = row.redact(probe)
+            probe_paths = [p for p, kind in row.protected_paths(probe).items()
+                           if kind == "fragment" and isinstance(_value_at(probe, p), str)]
+            if probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE:
+                return False
+            group = row.fragment_key(payload, path)
+            if row.fragment_key(probe, path) != group:
+                return False
+            probe_line = json.dumps(probe, ensure_ascii=True)
+        except (CaptureError, RecursionError):
+            return False
+        hole = _encode_ascii(_TEMPLATE_HOLE)
+        if probe_line.count(hole) != 1:
+            return False
+        out_prefix, out_suffix = probe_line.split(hole)
+        if (out_prefix + _encode_ascii(value) + out_suffix != line or _line_may_hold_secrets(out_prefix)
+                or _line_may_hold_secrets(out_suffix)):
+            return False
+        self.templates.setdefault(key, []).append(
+            _Template(prefix, suffix, out_prefix, out_suffix, None if group is None else self.groups[group], key))
+        return True
+
+    def fast(self, text: str, key: Any) -> str | None:
+        """The line of a payload text one of key's templates fits, or None (then the long way)."""
+        for template in self.templates.get(key, ()):
+            start = len(template.prefix)
+            if not (text.startswith(template.prefix) and text.endswith(template.suffix)
+                    and text[start:start + 1] == '"'):
+                continue
+            try:
+                value, end = _json_string(text, start + 1, True)
+            except ValueError:
+                return None
+            if end != len(text) - len(template.suffix):
+                continue
+            encoded = _encode_ascii(value)
+            if not self._clean(encoded):
+                return None
+            if template.group is not None:
+                template.group.add(value)
+            self.count += 1
+            return template.out_prefix + encoded + template.out_suffix
+        return None
+
+    def _clean(self, encoded: str) -> bool:
+        """not _line_may_hold_secrets(encoded), remembered (fragments repeat)."""
+        clean = self.clean.get(encoded)
+        if clean is None:
+            if len(self.clean) >= 65536:
+                self.clean.clear()
+            clean = self.clean[encoded] = not _line_may_hold_secrets(encoded)
+        return clean
+
+    def fast_sse(self, text: str, pos: int, number: int, sink: Callable[[str], Any]) -> tuple[int, int]:
+        """Writes the plain SSE events from pos on that a template fits whole (the event around the
+        fragment's token, line ends included), until one does not; returns the new (pos, line number)."""
+        templates = [template for group in self.templates.values() for template in group
+                     if template.event_prefix is not None]
+        if not templates:
+            return pos, number
+        startswith, clean, json_string, encode = text.startswith, self._clean, _json_string, _encode_ascii
+        template = templates[0]
+        while True:
+            if not startswith(template.event_prefix, pos):
+                for template in templates:
+                    if startswith(template.event_prefix, pos):
+                        break
+                else:
+                    return pos, number
+            start = pos + len(template.event_prefix)
+            if text[start:start + 1] != '"':
+                return pos, number
+            try:
+                value, end = json_string(text, start + 1, True)
+            except ValueError:
+                return pos, number
+            if not startswith(template.event_suffix, end):
+                return pos, number
+            encoded = encode(value)
+            if not clean(encoded):
+                return pos, number
+            if template.group is not None:
+                template.group.add(value)
+            self.count += 1
+            sink(template.out_prefix + encoded + template.out_suffix)
+            pos = end + len(template.event_suffix)
+            number += template.lines
 
     def warnings(self) -> list[str]:
         return self.found + _split_secret_warnings(self.groups)
@@ -9126,19 +9341,40 @@ class _EncodedPayloads:
         return out
 
 
+class _Holding:
+    """Whether _staged holds an error (then nothing more is written)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = False
+
+
 def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
-            sink: Callable[[Any], Any], deep: str) -> int:
+            sink: Callable[[Any], Any], deep: str, fast: Callable[[Any, Any], str | None] | None = None,
+            holding: _Holding | None = None) -> int:
     """Runs every item through the stages (functions (value, context) -> value) and hands the result to
     sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
     turn: an error of stage k is held while later items still go through the stages before k (an earlier
     stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
     raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
-    once an error is held, so a body is read once, without keeping its payloads.
+    once an error is held, so a body is read once, without keeping its payloads.  An item that is
+    _Written already (or that fast(value, context) writes) passes every stage by construction.
     """
     held_at, held = len(stages), None
     count = 0
     for value, context in items:
         count += 1
+        if value.__class__ is _Written:
+            if held is None:
+                sink(value.line)
+            continue
+        if fast is not None:
+            line = fast(value, context)
+            if line is not None:
+                if held is None:
+                    sink(line)
+                continue
         for phase in range(held_at):
             try:
                 value = stages[phase](value, context)
@@ -9151,22 +9387,27 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
         else:
             if held is None:
                 sink(value)
+            continue
+        if holding is not None:
+            holding.held = True
     if held is not None:
         raise held
     return count
 
 
-def _shape_stage(profile: str) -> Callable[[Any, int | None], Any]:
-    """_check_profile_shape one payload at a time: once a payload of the profile came, the rest pass."""
-    settled = False
+class _shape_stage:
+    """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
 
-    def check(payload: Any, line: int | None) -> Any:
-        nonlocal settled
-        if not settled:
-            settled = _check_profile_shape(profile, [payload], [line])
+    __slots__ = ("profile", "settled")
+
+    def __init__(self, profile: str) -> None:
+        self.profile = profile
+        self.settled = False
+
+    def __call__(self, payload: Any, line: int | None) -> Any:
+        if not self.settled:
+            self.settled = _check_profile_shape(self.profile, [payload], [line])
         return payload
-
-    return check
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
@@ -9233,7 +9474,22 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
 def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
              encode: bool) -> tuple[dict, list[str]]:
     """sse_to_envelope; with encode the stream member is an _EncodedPayloads (what `capture` writes):
-    the body is read once, each payload written as it is read, none kept."""
+    the body is read once, each payload written as it is read, none kept.  With encode (the command
+    line) the cyclic garbage collector is paused meanwhile, as for validation: payloads hold no cycles."""
+    import gc
+
+    paused = encode and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _capture_body(raw, profile, schemas, redact, encode)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool,
+                  encode: bool) -> tuple[dict, list[str]]:
     if not isinstance(profile, str) or profile not in PROFILES:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
@@ -9255,15 +9511,24 @@ def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
     if row.check_sse_text is not None:
         row.check_sse_text(text)
     state = _SseState()
-    scrubber = _Scrubber(profile, redact, walk, encode)
+    scrubber = _Scrubber(profile, redact, walk, encode,
+                         lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
     check_shape = _shape_stage(profile)
     stages = [lambda event, _: _sse_payload(event), lambda payload, event: check_shape(payload, event.line)]
     if row.check_sse_events is not None:
         stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
-    stages.append(lambda payload, event: scrubber.scrub(payload, f"line {event.line}"))
+    stages.append(lambda payload, event: scrubber.scrub(payload, f"line {event.line}", event.data, event.name))
     payloads: Any = _EncodedPayloads() if encode else []
-    count = _staged(((event, event) for event in _sse_events(text, state)), stages, payloads.append,
-                    "an event nests too deeply to process")
+    holding = _Holding()
+
+    def fast_run(text: str, pos: int, number: int) -> tuple[int, int]:
+        if not check_shape.settled or holding.held or not scrubber.templates:
+            return pos, number
+        return scrubber.fast_sse(text, pos, number, payloads.append)
+
+    count = _staged(((event, event) for event in _sse_events(text, state, fast_run if encode else None)), stages,
+                    payloads.append, "an event nests too deeply to process",
+                    lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None, holding)
     del text
     if not count and not state.done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
