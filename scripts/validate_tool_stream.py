@@ -2200,8 +2200,38 @@ def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
     if not is_eventstream(raw):
         return None
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
-    return frames_envelope("anthropic", _eventstream_iter(raw), tool_schemas, no_schemas, redact, True,
-                           "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event, encode)
+    return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
+                           "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
+                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk)
+
+
+# A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
+_INVOKE_PLAIN_CHUNK = r'\{"bytes":"([A-Za-z0-9+/]*={0,2})"(?:,"p":"([A-Za-z0-9]*)")?\}'
+
+
+def _anthropic_invoke_chunk(member: str, text: str) -> dict | None:
+    """A plain chunk frame's payload as the strict parser reads it (no escape, no space, two members at
+    most, each once), else None."""
+    match = _compiled(_INVOKE_PLAIN_CHUNK).fullmatch(text) if member == "chunk" else None
+    if match is None:
+        return None
+    payload = {"bytes": match.group(1)}
+    if match.group(2) is not None:
+        payload["p"] = match.group(2)
+    return payload
+
+
+def _anthropic_invoke_text(member: str, text: str) -> str | None:
+    """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None."""
+    import binascii
+
+    match = _compiled(_INVOKE_PLAIN_CHUNK).fullmatch(text) if member == "chunk" and text is not None else None
+    if match is None:
+        return None
+    try:   # base64.b64decode(..., validate=True) once the characters are known good
+        return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _anthropic_invoke_event(frame: dict, number: int) -> Any:
@@ -3164,7 +3194,7 @@ def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
 def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool,
                           encode: bool = False) -> tuple[dict, list[str]]:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
-    return frames_envelope("bedrock", _eventstream_iter(raw), tool_schemas, no_schemas, redact,
+    return frames_envelope("bedrock", raw, tool_schemas, no_schemas, redact,
                            _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
 
 
@@ -9092,22 +9122,62 @@ _TEMPLATE_HOLE = "\ue000\ue001"
 
 
 class _Template:
-    """A payload text that differs from an earlier one only in its one argument fragment: the text
-    before and after that string token, and the capture_text line before and after its value."""
+    """Payload texts that differ from an earlier one only in its argument fragment and its integers
+    that are written back as they are (a sequence number): the text's pieces around those tokens
+    ("s" the fragment's string, "i" an integer), and the capture_text line's pieces around them."""
 
-    __slots__ = ("prefix", "suffix", "out_prefix", "out_suffix", "group", "event_prefix", "event_suffix", "lines")
+    __slots__ = ("pieces", "kinds", "out", "order", "group", "event_pieces", "lines")
 
-    def __init__(self, prefix: str, suffix: str, out_prefix: str, out_suffix: str,
+    def __init__(self, pieces: list[str], kinds: str, out: list[str], order: list[int],
                  group: _FragmentGroup | None, name: Any) -> None:
-        self.prefix, self.suffix, self.out_prefix, self.out_suffix = prefix, suffix, out_prefix, out_suffix
-        self.group = group
-        # the whole SSE event around the token, when the event is a plain one (see _SSE_PLAIN_EVENT)
-        self.event_prefix = ("" if name is None else f"event: {name}\n") + "data: " + prefix
-        self.event_suffix = suffix + "\n\n"
+        self.pieces, self.kinds, self.out, self.order, self.group = pieces, kinds, out, order, group
+        # the whole SSE event around the tokens, when the event is a plain one (see _SSE_PLAIN_EVENT)
+        self.event_pieces: list[str] | None = None
         self.lines = 2 if name is None else 3
-        if not (isinstance(name, str) or name is None) or any("\n" in part or "\r" in part
-                                                               for part in (prefix, suffix, name or "")):
-            self.event_prefix = None
+        if (name is None or isinstance(name, str)) and not any("\n" in part or "\r" in part
+                                                              for part in [*pieces, name or ""]):
+            self.event_pieces = [("" if name is None else f"event: {name}\n") + "data: " + pieces[0],
+                                 *pieces[1:-1], pieces[-1] + "\n\n"]
+
+    def fit(self, pieces: list[str], text: str, pos: int) -> tuple[int, list[str]] | None:
+        """(the end, the tokens' values as text: the fragment decoded, an integer as written) of
+        pieces fitted at pos, or None."""
+        if not text.startswith(pieces[0], pos):
+            return None
+        pos += len(pieces[0])
+        values = []
+        for number, kind in enumerate(self.kinds, 1):
+            if kind == "s":
+                if text[pos:pos + 1] != '"':
+                    return None
+                try:
+                    value, pos = _json_string(text, pos + 1, True)
+                except ValueError:
+                    return None
+            else:
+                match = _compiled(_TEMPLATE_INTEGER).match(text, pos)
+                if match is None:
+                    return None
+                value, pos = match.group(), match.end()
+            if not text.startswith(pieces[number], pos):
+                return None
+            values.append(value)
+            pos += len(pieces[number])
+        return pos, values
+
+    def line(self, values: list[str], encoded: str) -> str:
+        """The capture_text line of the fitted values (encoded: the fragment's JSON)."""
+        out = self.out
+        parts = [out[0]]
+        for slot, hole in enumerate(self.order):
+            parts.append(encoded if self.kinds[hole] == "s" else values[hole])
+            parts.append(out[slot + 1])
+        return "".join(parts)
+
+
+# An integer token a template takes: written back by json.dumps exactly as it is (not -0, a few digits).
+_TEMPLATE_INTEGER = r"-?(?:0|[1-9][0-9]{0,15})(?![0-9.eE])"
+_TEMPLATE_PROBE = 904_857_316_000_000   # + hole number: the stand-in for an integer while a template is checked
 
 
 class _Written:
@@ -9181,75 +9251,130 @@ class _Scrubber:
             return payload
         if line is None:
             line = json.dumps(payload, ensure_ascii=True)
-        if (text is not None and self.make is not None and len(fragments) == 1
-                and len(self.templates.get(key, ())) < self._MAX_TEMPLATES
-                and self.misses.get(key, 0) < self._MAX_MISSES):
+        if text is not None and len(fragments) == 1 and self.learning(key):
             if not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
         return line
 
+    def learning(self, key: Any) -> bool:
+        """Whether a payload of key may still become a template."""
+        return (self.make is not None and len(self.templates.get(key, ())) < self._MAX_TEMPLATES
+                and self.misses.get(key, 0) < self._MAX_MISSES)
+
     def _learn(self, text: str, key: Any, payload: Any, path: tuple, line: str) -> bool:
         """Whether text became a template (payload: its redacted payload, line: its line)."""
-        row = self.row
         value = _value_at(payload, path)
-        spans = []
-        for match in _compiled(_JSON_STRING_TOKEN).finditer(text):
+        tokens = []   # (start, end, kind) of the fragment's string token and of every integer token
+        for match in _compiled(_JSON_STRING_TOKEN + "|" + _TEMPLATE_INTEGER).finditer(text):
+            if text[match.start()] != '"':
+                if text[match.start() - 1:match.start()] not in (":", ",", "[", " ", "\t", "\n", "\r") \
+                        or match.group() == "-0":
+                    return False   # a number token seen from its middle: this layout is not for templates
+                tokens.append((match.start(), match.end(), "i"))
+                continue
             if _compiled(_JSON_NAME_COLON).match(text, match.end()):
                 continue   # a member name
             try:
-                token = _json_string(text, match.start() + 1, True)[0]
+                if _json_string(text, match.start() + 1, True)[0] == value:
+                    tokens.append((match.start(), match.end(), "s"))
             except ValueError:
                 return False
-            if token == value:
-                spans.append(match.span())
-        if len(spans) != 1:
+        if sum(kind == "s" for _, _, kind in tokens) != 1:
             return False
-        prefix, suffix = text[:spans[0][0]], text[spans[0][1]:]
+        group = self.row.fragment_key(payload, path)
+        fragment = [token for token in tokens if token[2] == "s"]
+        # an integer is a hole when a stand-in in it changes nothing but itself in the line (a sequence
+        # number; not an index that names the slot)
+        holes = [token for token in tokens if token[2] == "i"
+                 and self._probe(text, key, sorted(fragment + [token]), path, group) is not None][:8]
+        template = self._probe(text, key, sorted(fragment + holes), path, group)
+        if template is None and holes:
+            template = self._probe(text, key, fragment, path, group)
+        if template is None:
+            return False
+        fitted = template.fit(template.pieces, text, 0)
+        if fitted is None or fitted[0] != len(text) or template.line(fitted[1], _encode_ascii(value)) != line:
+            return False
+        self.templates.setdefault(key, []).append(template)
+        return True
+
+    def _probe(self, text: str, key: Any, tokens: list, path: tuple, group: Any) -> _Template | None:
+        """The template of text with these tokens as holes, when the payload made with stand-ins in
+        them has the same fragment and slot and its line holds each stand-in once (and nothing else
+        that looks like a credential); else None."""
+        row = self.row
+        pieces, marks, at = [], [], 0
+        for number, (start, end, kind) in enumerate(tokens):
+            pieces.append(text[at:start])
+            marks.append('"' + _TEMPLATE_HOLE + '"' if kind == "s" else str(_TEMPLATE_PROBE + number))
+            at = end
+        pieces.append(text[at:])
+        probe_text = "".join(piece + mark for piece, mark in zip(pieces, marks)) + pieces[-1]
         try:
-            probe = self.make(prefix + '"' + _TEMPLATE_HOLE + '"' + suffix, key)
+            probe = self.make(probe_text, key)
             if self.redact:
                 probe = row.redact(probe)
             probe_paths = [p for p, kind in row.protected_paths(probe).items()
                            if kind == "fragment" and isinstance(_value_at(probe, p), str)]
-            if probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE:
-                return False
-            group = row.fragment_key(payload, path)
-            if row.fragment_key(probe, path) != group:
-                return False
+            if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
+                    or row.fragment_key(probe, path) != group):
+                return None
             probe_line = json.dumps(probe, ensure_ascii=True)
         except (CaptureError, RecursionError):
-            return False
-        hole = _encode_ascii(_TEMPLATE_HOLE)
-        if probe_line.count(hole) != 1:
-            return False
-        out_prefix, out_suffix = probe_line.split(hole)
-        if (out_prefix + _encode_ascii(value) + out_suffix != line or _line_may_hold_secrets(out_prefix)
-                or _line_may_hold_secrets(out_suffix)):
-            return False
-        self.templates.setdefault(key, []).append(
-            _Template(prefix, suffix, out_prefix, out_suffix, None if group is None else self.groups[group], key))
-        return True
+            return None
+        written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
+                   for (_, _, kind), mark in zip(tokens, marks)]
+        if any(probe_line.count(mark) != 1 for mark in written):
+            return None
+        order = sorted(range(len(tokens)), key=lambda hole: probe_line.index(written[hole]))
+        out, at = [], 0
+        for hole in order:
+            start = probe_line.index(written[hole])
+            out.append(probe_line[at:start])
+            at = start + len(written[hole])
+        out.append(probe_line[at:])
+        if any(not self._clean(part) for part in out):
+            return None
+        return _Template(pieces, "".join(kind for _, _, kind in tokens), out, order,
+                         None if group is None else self.groups[group], key)
+
+    def _written(self, template: _Template, values: list[str]) -> str | None:
+        """The line of fitted values, or None when the fragment may hold a credential (the long way)."""
+        encoded = _encode_ascii(values[template.kinds.index("s")])
+        if not self._clean(encoded):
+            return None
+        if template.group is not None:
+            template.group.add(values[template.kinds.index("s")])
+        self.count += 1
+        return template.line(values, encoded)
 
     def fast(self, text: str, key: Any) -> str | None:
         """The line of a payload text one of key's templates fits, or None (then the long way)."""
         for template in self.templates.get(key, ()):
-            start = len(template.prefix)
-            if not (text.startswith(template.prefix) and text.endswith(template.suffix)
-                    and text[start:start + 1] == '"'):
-                continue
-            try:
-                value, end = _json_string(text, start + 1, True)
-            except ValueError:
-                return None
-            if end != len(text) - len(template.suffix):
-                continue
-            encoded = _encode_ascii(value)
-            if not self._clean(encoded):
-                return None
-            if template.group is not None:
-                template.group.add(value)
-            self.count += 1
-            return template.out_prefix + encoded + template.out_suffix
+            if template.kinds == "s":   # the fragment alone: fit() and _written() in one step
+                before, after = template.pieces
+                start = len(before) + 1
+                if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+                    continue
+                try:
+                    value, end = _json_string(text, start, True)
+                except ValueError:
+                    return None
+                if end != len(text) - len(after):
+                    continue
+                encoded = _encode_ascii(value)
+                clean = self.clean.get(encoded)
+                if clean is None:
+                    clean = self._clean(encoded)
+                if not clean:
+                    return None
+                if template.group is not None:
+                    template.group.add(value)
+                self.count += 1
+                return template.out[0] + encoded + template.out[1]
+            fitted = template.fit(template.pieces, text, 0)
+            if fitted is not None and fitted[0] == len(text):
+                return self._written(template, fitted[1])
         return None
 
     def _clean(self, encoded: str) -> bool:
@@ -9262,38 +9387,27 @@ class _Scrubber:
         return clean
 
     def fast_sse(self, text: str, pos: int, number: int, sink: Callable[[str], Any]) -> tuple[int, int]:
-        """Writes the plain SSE events from pos on that a template fits whole (the event around the
-        fragment's token, line ends included), until one does not; returns the new (pos, line number)."""
+        """Writes the plain SSE events from pos on that a template fits whole (the event around its
+        tokens, line ends included), until one does not; returns the new (pos, line number)."""
         templates = [template for group in self.templates.values() for template in group
-                     if template.event_prefix is not None]
+                     if template.event_pieces is not None]
         if not templates:
             return pos, number
-        startswith, clean, json_string, encode = text.startswith, self._clean, _json_string, _encode_ascii
         template = templates[0]
         while True:
-            if not startswith(template.event_prefix, pos):
+            fitted = template.fit(template.event_pieces, text, pos)
+            if fitted is None:
                 for template in templates:
-                    if startswith(template.event_prefix, pos):
+                    fitted = template.fit(template.event_pieces, text, pos)
+                    if fitted is not None:
                         break
                 else:
                     return pos, number
-            start = pos + len(template.event_prefix)
-            if text[start:start + 1] != '"':
+            line = self._written(template, fitted[1])
+            if line is None:
                 return pos, number
-            try:
-                value, end = json_string(text, start + 1, True)
-            except ValueError:
-                return pos, number
-            if not startswith(template.event_suffix, end):
-                return pos, number
-            encoded = encode(value)
-            if not clean(encoded):
-                return pos, number
-            if template.group is not None:
-                template.group.add(value)
-            self.count += 1
-            sink(template.out_prefix + encoded + template.out_suffix)
-            pos = end + len(template.event_suffix)
+            sink(line)
+            pos = fitted[0]
             number += template.lines
 
     def warnings(self) -> list[str]:
@@ -9718,19 +9832,26 @@ def eventstream_events(raw: bytes) -> list[dict]:
     Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
     a dropped event.
     """
-    return list(_eventstream_iter(raw))
+    return [event for event, _, _ in _eventstream_frames(raw)]
 
 
-def _eventstream_iter(raw: bytes) -> Iterator[dict]:
-    """eventstream_events, one frame at a time as it is read."""
+def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
+                        parse: Callable[[str, str], Any] | None = None) -> Iterator[tuple[Any, int, str]]:
+    """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
+    is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
+    does not come.  parse(member, text): the payload read another way, exactly as the strict
+    parser reads it, or None (then the parser reads it)."""
+    import struct
     import zlib
 
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
     if not raw:
         raise CaptureError("the body is empty: no AWS event stream to import")
+    raw = bytes(raw)
     view = memoryview(raw)
-    crc32, from_bytes = zlib.crc32, int.from_bytes
+    crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
+    tail = struct.Struct(">I").unpack_from
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
     pos = frame = 0
     size = len(raw)
@@ -9738,45 +9859,83 @@ def _eventstream_iter(raw: bytes) -> Iterator[dict]:
         frame += 1
         if size - pos < 12:
             raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size = from_bytes(view[pos:pos + 4], "big"), from_bytes(view[pos + 4:pos + 8], "big")
-        if crc32(view[pos:pos + 8]) != from_bytes(view[pos + 8:pos + 12], "big"):
+        total, header_size, prelude_crc = unpack(raw, pos)
+        if crc32(view[pos:pos + 8]) != prelude_crc:
             raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
                                "event stream, or a corrupt one")
         if total < 16 or header_size > total - 16 or size - pos < total:
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
         end = pos + total
-        if crc32(view[pos:end - 4]) != from_bytes(view[end - 4:end], "big"):
+        if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = bytes(view[pos + 12:pos + 12 + header_size])
+        block = raw[pos + 12:pos + 12 + header_size]
         member = members.get(block)
         if member is None:
-            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
+            member = members[block] = _eventstream_member(_eventstream_headers(bytes(block), frame), frame)
         try:
-            payload = decode_document(str(view[pos + 12 + header_size:end - 4], "utf-8"), what="the payload")
+            text = str(view[pos + 12 + header_size:end - 4], "utf-8")
+            if fast is not None and fast(member, text):
+                pos = end
+                continue
+            payload = None if parse is None else parse(member, text)
+            if payload is None:
+                payload = decode_document(text, what="the payload")
         except (UnicodeDecodeError, JsonProblem) as exc:
             raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
         if not isinstance(payload, dict):
             raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        yield {member: payload}
+        yield {member: payload}, frame, text
         pos = end
 
 
-def frames_envelope(profile: str, events: Iterable, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
+def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
-                    encode: bool = False) -> tuple[dict, list[str]]:
-    """The envelope of events read from an AWS event stream's frames (bedrock, and anthropic's
+                    unwrap: Callable[[str, str], str | None] | None = None,
+                    encode: bool = False, parse: Callable[[str, str], Any] | None = None) -> tuple[dict, list[str]]:
+    """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
     credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
     frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
-    frame was read; encode: see _capture."""
+    frame was read; unwrap(member, payload text) is the text of that payload when the frame is
+    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture."""
     check_shape = _shape_stage(profile)
-    scrubber = _Scrubber(profile, redact, walk, encode)
-    stages = [] if convert is None else [convert]
-    stages += [lambda event, _: check_shape(event, None),   # frames, not lines
-               lambda event, number: scrubber.scrub(event, f"frame {number}")]
+    holding = _Holding()
+
+    def make(text: str, key: Any) -> Any:
+        value = decode_document(text, what="the payload")   # JsonProblem only for a stand-in's text: never
+        if not isinstance(value, dict):
+            raise CaptureError("not an object")
+        return value if unwrap is not None else {key: value}
+
+    scrubber = _Scrubber(profile, redact, walk, encode, make)
+
     payloads: Any = _EncodedPayloads() if encode else []
-    _staged(((event, number) for number, event in enumerate(events, 1)), stages, payloads.append,
-            "an event nests too deeply to process")
+
+    def fast_frame(member: str, text: str) -> bool:
+        if not check_shape.settled or holding.held or not scrubber.templates:
+            return False
+        if unwrap is not None:
+            text = unwrap(member, text)
+            if text is None:
+                return False
+        line = scrubber.fast(text, None if unwrap is not None else member)
+        if line is None:
+            return False
+        payloads.append(line)
+        return True
+
+    def scrub(payload: Any, context: tuple[int, str]) -> Any:
+        number, text = context
+        if unwrap is not None:
+            return scrubber.scrub(payload, f"frame {number}", unwrap("chunk", text) if scrubber.learning(None)
+                                  else None, None)
+        return scrubber.scrub(payload, f"frame {number}", text, next(iter(payload)))
+
+    stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
+    stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
+    _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast_frame if encode
+                                                                                     else None, parse)),
+            stages, payloads.append, "an event nests too deeply to process", None, holding)
     warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
