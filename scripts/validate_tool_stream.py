@@ -8901,8 +8901,18 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
 
 def _sse_payload(event: _SseEvent) -> dict:
     """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
+    data = event.data
     try:
-        value = decode_document(event.data, what="event data")
+        value = None
+        if data[:1] == "{" and data[-1:] == "}":   # decode_document's work when no whitespace is around it
+            try:
+                value, end = _DEFAULT_DECODER.raw_decode(data, 0)
+            except (ValueError, RecursionError, JsonProblem):
+                value, end = None, -1
+            if end != len(data):
+                value = None
+        if value is None:
+            value = decode_document(data, what="event data")
     except JsonProblem as problem:
         line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
         raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
@@ -8948,8 +8958,9 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
 _SECRET_HINT = r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|(?i:bearer|api[_-]?key)"
 _SECRET_SHORTEST = 15
 # The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them.
-_SECRET_LITERALS = (b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox", b"eyj",
-                    b"bearer", b"api", b"authorization", b"access", b"\\u")
+# (the escape first: a body with non-ASCII text, most bodies, has one early, and any() stops there)
+_SECRET_LITERALS = (b"\\u", b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox",
+                    b"eyj", b"bearer", b"api", b"authorization", b"access")
 
 
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -9189,6 +9200,21 @@ class _Written:
         self.line = line
 
 
+_LINE_ENCODER: list = []   # the C encoder of _line, made on first use
+
+
+def _line(payload: Any) -> str:
+    """json.dumps(payload, ensure_ascii=True), with the C encoder json.dumps makes at every call made
+    once (no cycle check: a parsed payload has none; a nesting too deep is a RecursionError all the same)."""
+    make = json.encoder.c_make_encoder
+    if make is None:
+        return json.dumps(payload, ensure_ascii=True)
+    if not _LINE_ENCODER:
+        _LINE_ENCODER.append(make(None, json.JSONEncoder().default, _encode_ascii, None, ": ", ", ", False, False,
+                                  True))
+    return "".join(_LINE_ENCODER[0](payload, 0))
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
@@ -9241,16 +9267,16 @@ class _Scrubber:
         self.count += 1
         line = None
         if self.walk:
-            line = json.dumps(payload, ensure_ascii=True)
-            if _line_may_hold_secrets(line):
+            line = _line(payload)
+            if not self._clean(line):
                 payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", where, self.found)
                 if not self.encode:
                     return payload
-                return json.dumps(payload, ensure_ascii=True)
+                return _line(payload)
         if not self.encode:
             return payload
         if line is None:
-            line = json.dumps(payload, ensure_ascii=True)
+            line = _line(payload)
         if text is not None and len(fragments) == 1 and self.learning(key):
             if not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
@@ -9319,7 +9345,7 @@ class _Scrubber:
             if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
                     or row.fragment_key(probe, path) != group):
                 return None
-            probe_line = json.dumps(probe, ensure_ascii=True)
+            probe_line = _line(probe)
         except (CaptureError, RecursionError):
             return None
         written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
@@ -9378,12 +9404,15 @@ class _Scrubber:
         return None
 
     def _clean(self, encoded: str) -> bool:
-        """not _line_may_hold_secrets(encoded), remembered (fragments repeat)."""
+        """not _line_may_hold_secrets(encoded), remembered for short texts (fragments and redacted
+        lines repeat): at most 1024 of 160 characters at most."""
         clean = self.clean.get(encoded)
         if clean is None:
-            if len(self.clean) >= 65536:
-                self.clean.clear()
-            clean = self.clean[encoded] = not _line_may_hold_secrets(encoded)
+            clean = not _line_may_hold_secrets(encoded)
+            if len(encoded) <= 160:
+                if len(self.clean) >= 1024:
+                    self.clean.clear()
+                self.clean[encoded] = clean
         return clean
 
     def fast_sse(self, text: str, pos: int, number: int, sink: Callable[[str], Any]) -> tuple[int, int]:
@@ -9394,6 +9423,35 @@ class _Scrubber:
         if not templates:
             return pos, number
         template = templates[0]
+        startswith, json_string, encode, known = text.startswith, _json_string, _encode_ascii, self.clean
+        lines: list[str] = []
+        try:
+            while template.kinds == "s":   # the common case, one step per event: fit() and _written() unrolled
+                before, after = template.event_pieces
+                if not startswith(before, pos):
+                    break
+                start = pos + len(before) + 1
+                if text[start - 1:start] != '"':
+                    break
+                try:
+                    value, end = json_string(text, start, True)
+                except ValueError:
+                    break
+                if not startswith(after, end):
+                    break
+                encoded = encode(value)
+                clean = known.get(encoded)
+                if not (clean or clean is None and self._clean(encoded)):
+                    break
+                if template.group is not None:
+                    template.group.add(value)
+                self.count += 1
+                lines.append(template.out[0] + encoded + template.out[1])
+                pos = end + len(after)
+                number += template.lines
+        finally:
+            for line in lines:
+                sink(line)
         while True:
             fitted = template.fit(template.event_pieces, text, pos)
             if fitted is None:
