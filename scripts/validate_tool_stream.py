@@ -8892,13 +8892,6 @@ def _sse_events(text: str, state: _SseState,
                                "SDKs discard such an event; capture the whole body", start)
 
 
-def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
-    """(events, comment lines, saw [DONE]): the whole body at once."""
-    state = _SseState()
-    events = list(_sse_events(text, state))
-    return events, state.comments, state.done
-
-
 def _sse_payload(event: _SseEvent) -> dict:
     """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
     data = event.data
@@ -9346,7 +9339,7 @@ class _Scrubber:
                     or row.fragment_key(probe, path) != group):
                 return None
             probe_line = _line(probe)
-        except (CaptureError, RecursionError):
+        except (CaptureError, JsonProblem, RecursionError):
             return None
         written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
                    for (_, _, kind), mark in zip(tokens, marks)]
@@ -9960,7 +9953,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     holding = _Holding()
 
     def make(text: str, key: Any) -> Any:
-        value = decode_document(text, what="the payload")   # JsonProblem only for a stand-in's text: never
+        value = decode_document(text, what="the payload")
         if not isinstance(value, dict):
             raise CaptureError("not an object")
         return value if unwrap is not None else {key: value}
@@ -10030,12 +10023,6 @@ def _refuse_whole_document(text: str, profile: str) -> None:
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
-
-
-def _json_lines_payloads(text: str) -> tuple[list, list[int], str]:
-    """The payloads of a body of JSON Lines, with their line numbers."""
-    read = list(_json_lines_iter(text))
-    return [payload for payload, _ in read], [line for _, line in read], "JSON Lines"
 
 
 def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
