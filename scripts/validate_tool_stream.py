@@ -2209,10 +2209,17 @@ def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
 _INVOKE_PLAIN_CHUNK = r'\{"bytes":"([A-Za-z0-9+/]*={0,2})"(?:,"p":"([A-Za-z0-9]*)")?\}'
 
 
+def _invoke_chunk_match(text: str) -> Any:
+    """_INVOKE_PLAIN_CHUNK's full match of text (compiled on first use, then called directly)."""
+    global _invoke_chunk_match
+    _invoke_chunk_match = re.compile(_INVOKE_PLAIN_CHUNK).fullmatch
+    return _invoke_chunk_match(text)
+
+
 def _anthropic_invoke_chunk(member: str, text: str) -> dict | None:
     """A plain chunk frame's payload as the strict parser reads it (no escape, no space, two members at
     most, each once), else None."""
-    match = _compiled(_INVOKE_PLAIN_CHUNK).fullmatch(text) if member == "chunk" else None
+    match = _invoke_chunk_match(text) if member == "chunk" else None
     if match is None:
         return None
     payload = {"bytes": match.group(1)}
@@ -2225,7 +2232,7 @@ def _anthropic_invoke_text(member: str, text: str) -> str | None:
     """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None."""
     import binascii
 
-    match = _compiled(_INVOKE_PLAIN_CHUNK).fullmatch(text) if member == "chunk" and text is not None else None
+    match = _invoke_chunk_match(text) if member == "chunk" and text is not None else None
     if match is None:
         return None
     try:   # base64.b64decode(..., validate=True) once the characters are known good
@@ -9240,7 +9247,8 @@ class _Scrubber:
         self.misses: dict[Any, int] = {}
         self.clean: dict[str, bool] = {}
 
-    def scrub(self, payload: Any, where: str, text: str | None = None, key: Any = None) -> Any:
+    def scrub(self, payload: Any, where: str, text: str | Callable[[], str | None] | None = None,
+              key: Any = None) -> Any:
         row = self.row
         if self.redact:
             payload = row.redact(payload)
@@ -9271,7 +9279,9 @@ class _Scrubber:
         if line is None:
             line = _line(payload)
         if text is not None and len(fragments) == 1 and self.learning(key):
-            if not self._learn(text, key, payload, fragments[0], line):
+            if callable(text):   # the invoke body's event text: decoded only when a template is looked for
+                text = text()
+            if text is not None and not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
         return line
 
@@ -9978,8 +9988,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
         if unwrap is not None:
-            return scrubber.scrub(payload, f"frame {number}", unwrap("chunk", text) if scrubber.learning(None)
-                                  else None, None)
+            return scrubber.scrub(payload, f"frame {number}", lambda: unwrap("chunk", text), None)
         return scrubber.scrub(payload, f"frame {number}", text, next(iter(payload)))
 
     stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
