@@ -8899,8 +8899,9 @@ def _sse_events(text: str, state: _SseState,
                                "SDKs discard such an event; capture the whole body", start)
 
 
-def _sse_payload(event: _SseEvent) -> dict:
-    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
+def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
+    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures);
+    (a stage of _staged: its second argument, the event again, is not needed)."""
     data = event.data
     try:
         value = None
@@ -9215,6 +9216,11 @@ def _line(payload: Any) -> str:
     return "".join(_LINE_ENCODER[0](payload, 0))
 
 
+def _where(where: str | tuple[str, int]) -> str:
+    """A payload's place as warnings name it ("line 3"), from scrub's where."""
+    return where if isinstance(where, str) else f"{where[0]} {where[1]}"
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
@@ -9247,8 +9253,9 @@ class _Scrubber:
         self.misses: dict[Any, int] = {}
         self.clean: dict[str, bool] = {}
 
-    def scrub(self, payload: Any, where: str, text: str | Callable[[], str | None] | None = None,
+    def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
+        """where: "line 3", or ("line", 3), written so only when a warning or a slot needs it."""
         row = self.row
         if self.redact:
             payload = row.redact(payload)
@@ -9262,7 +9269,7 @@ class _Scrubber:
                 if group is not None:
                     slot = self.groups.get(group)
                     if slot is None:
-                        slot = self.groups[group] = _FragmentGroup(where)
+                        slot = self.groups[group] = _FragmentGroup(_where(where))
                     slot.add(value)
         pos = self.count
         self.count += 1
@@ -9270,7 +9277,8 @@ class _Scrubber:
         if self.walk:
             line = _line(payload)
             if not self._clean(line):
-                payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", where, self.found)
+                payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", _where(where),
+                                        self.found)
                 if not self.encode:
                     return payload
                 return _line(payload)
@@ -9689,10 +9697,10 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     scrubber = _Scrubber(profile, redact, walk, encode,
                          lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
     check_shape = _shape_stage(profile)
-    stages = [lambda event, _: _sse_payload(event), lambda payload, event: check_shape(payload, event.line)]
+    stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
     if row.check_sse_events is not None:
         stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
-    stages.append(lambda payload, event: scrubber.scrub(payload, f"line {event.line}", event.data, event.name))
+    stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data, event.name))
     payloads: Any = _EncodedPayloads() if encode else []
     holding = _Holding()
 
@@ -9701,9 +9709,11 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
             return pos, number
         return scrubber.fast_sse(text, pos, number, payloads.append)
 
+    # in a body without CR, fast_run has tried every plain event before it comes; the others are rare
+    fast = (None if not encode or "\r" not in text
+            else lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None)
     count = _staged(((event, event) for event in _sse_events(text, state, fast_run if encode else None)), stages,
-                    payloads.append, "an event nests too deeply to process",
-                    lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None, holding)
+                    payloads.append, "an event nests too deeply to process", fast, holding)
     del text
     if not count and not state.done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
@@ -9988,8 +9998,8 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
         if unwrap is not None:
-            return scrubber.scrub(payload, f"frame {number}", lambda: unwrap("chunk", text), None)
-        return scrubber.scrub(payload, f"frame {number}", text, next(iter(payload)))
+            return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text), None)
+        return scrubber.scrub(payload, ("frame", number), text, next(iter(payload)))
 
     stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
     stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
