@@ -1643,6 +1643,7 @@ def _anthropic_delta_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 
 
 _json_string = json.decoder.scanstring  # the strict parser's own string reader
+_encode_ascii = json.encoder.encode_basestring_ascii   # what json.dumps(ensure_ascii=True) writes for a string
 
 
 def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
@@ -2208,15 +2209,51 @@ _INVOKE_PAYLOAD_KEYS = frozenset({"bytes", "p"})
 
 
 def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
-                           redact: bool) -> tuple[dict, list[str]] | None:
+                           redact: bool, encode: bool = False) -> tuple[dict, list[str]] | None:
     """The anthropic capture of an InvokeModelWithResponseStream body; None when the body is
     not an AWS event stream (it is then read as SSE)."""
     if not is_eventstream(raw):
         return None
-    events = [_anthropic_invoke_event(frame, number) for number, frame in enumerate(eventstream_events(raw), 1)]
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
-    return frames_envelope("anthropic", events, tool_schemas, no_schemas, redact, True,
-                           "AWS event stream (InvokeModelWithResponseStream)")
+    return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
+                           "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
+                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk)
+
+
+# A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
+_INVOKE_PLAIN_CHUNK = r'\{"bytes":"([A-Za-z0-9+/]*={0,2})"(?:,"p":"([A-Za-z0-9]*)")?\}'
+
+
+def _invoke_chunk_match(text: str) -> Any:
+    """_INVOKE_PLAIN_CHUNK's full match of text (compiled on first use, then called directly)."""
+    global _invoke_chunk_match
+    _invoke_chunk_match = re.compile(_INVOKE_PLAIN_CHUNK).fullmatch
+    return _invoke_chunk_match(text)
+
+
+def _anthropic_invoke_chunk(member: str, text: str) -> dict | None:
+    """A plain chunk frame's payload as the strict parser reads it (no escape, no space, two members at
+    most, each once), else None."""
+    match = _invoke_chunk_match(text) if member == "chunk" else None
+    if match is None:
+        return None
+    payload = {"bytes": match.group(1)}
+    if match.group(2) is not None:
+        payload["p"] = match.group(2)
+    return payload
+
+
+def _anthropic_invoke_text(member: str, text: str) -> str | None:
+    """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None."""
+    import binascii
+
+    match = _invoke_chunk_match(text) if member == "chunk" and text is not None else None
+    if match is None:
+        return None
+    try:   # base64.b64decode(..., validate=True) once the characters are known good
+        return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _anthropic_invoke_event(frame: dict, number: int) -> Any:
@@ -3176,10 +3213,11 @@ def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/vnd.amazon.eventstream", b"".join(eventstream_frame(event) for event in stream)
 
 
-def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool) -> tuple[dict, list[str]]:
+def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool,
+                          encode: bool = False) -> tuple[dict, list[str]]:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
-    return frames_envelope("bedrock", eventstream_events(raw), tool_schemas, no_schemas, redact,
-                           _may_hold_secrets(bytes(raw)), "AWS event stream")
+    return frames_envelope("bedrock", raw, tool_schemas, no_schemas, redact,
+                           _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
 
 
 BEDROCK = Profile("bedrock", "events",
@@ -8872,6 +8910,11 @@ _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 REDACTED_TEXT = "[redacted]"
 MASKED_SECRET = "[masked]"
 
+# The largest body (and --request / --schemas file) capture reads, in bytes: the default
+# --max-input-bytes, since the envelope must be validated in turn.  A larger one is an error
+# (capture never writes an envelope of the first 256 MiB of a longer stream).
+CAPTURE_MAX_BYTES = 256 * 1024 * 1024
+
 # Chat deltas and messages: every member but these is text-like and neutralised.
 _CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
 # Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
@@ -8926,7 +8969,16 @@ class _SseEvent(_FrozenRecord):
     __slots__ = ("line", "data_lines", "name", "data")
 
     def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
-        _freeze(self, locals())
+        put = object.__setattr__   # _freeze, unrolled: one of these per event
+        put(self, "line", line)
+        put(self, "data_lines", data_lines)
+        put(self, "name", name)
+        put(self, "data", data)
+
+
+# The plainest event of an LF body, read in one step: an optional `event:` line, one `data:` line, a
+# blank line (a value keeps what follows its one optional space, as the line reader does).
+_SSE_PLAIN_EVENT = r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n"
 
 
 def _sse_decode(raw: bytes) -> str:
@@ -8950,48 +9002,101 @@ def _sse_decode(raw: bytes) -> str:
     return text
 
 
-def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
-    """(events, comment lines, saw [DONE]).
+class _SseState:
+    """What reading an SSE body found besides its events: comment lines and the [DONE] sentinel."""
 
-    The [DONE] sentinel is not in the returned events.
+    __slots__ = ("comments", "done")
+
+    def __init__(self) -> None:
+        self.comments = 0
+        self.done = False
+
+
+def _sse_lines(text: str, state: _SseState | None = None,
+               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts).
+
+    With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
+    is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
+    number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
+    fast_run(text, pos, number) may write events itself and say where it stopped.
     """
-    parts = _compiled(_SSE_LINE_END).split(text)
-    lines = parts[:-1] if parts[-1] == "" else parts  # a final unterminated line still counts
-    events: list[_SseEvent] = []
-    comments = 0
-    done = False
+    pos = number = 0
+    size = len(text)
+    find = text.find
+    if "\r" not in text:   # the common body: LF only, found without a regex
+        plain = _compiled(_SSE_PLAIN_EVENT).match if state is not None else None
+        between = True
+        while pos < size:
+            if between and plain is not None and not state.done:
+                if fast_run is not None:
+                    pos, number = fast_run(text, pos, number)
+                    if pos >= size:
+                        break
+                match = plain(text, pos)
+                if match is not None and match.group(2) != _SSE_DONE:
+                    named = match.start(1) >= 0
+                    yield number + 1, _SseEvent(number + 1, (number + 1 + named,), match.group(1) or None,
+                                                match.group(2))
+                    number += 2 + named
+                    pos = match.end()
+                    continue
+            end = find("\n", pos)
+            if end < 0:
+                end = size
+            number += 1
+            line = text[pos:end]
+            yield number, line
+            pos = end + 1
+            if line == "":
+                between = True
+            elif line[:1] != ":":
+                between = False
+        return
+    for match in _compiled(_SSE_LINE_END).finditer(text):
+        number += 1
+        yield number, text[pos:match.start()]
+        pos = match.end()
+    if pos < len(text):
+        yield number + 1, text[pos:]
+
+
+def _sse_events(text: str, state: _SseState,
+                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
+    """The events of an SSE body, in order, as they are read; state collects the rest.
+
+    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
+    """
     start: int | None = None
     name: str | None = None
     data: list[str] = []
     data_lines: list[int] = []
-
-    def dispatch() -> None:
-        nonlocal start, name, done
-        if data:
-            joined = "\n".join(data)
-            if joined == _SSE_DONE:
-                done = True
-            else:
-                events.append(_SseEvent(start or 0, tuple(data_lines), name or None, joined))
-        elif name:
-            raise CaptureError(f"event {_token(name)} has no data line", start)
-        start, name = None, None
-        data.clear()
-        data_lines.clear()
-
-    for number, line in enumerate(lines, 1):
-        if done:
+    for number, line in _sse_lines(text, state, fast_run):
+        if line.__class__ is _SseEvent:   # a plain event, read whole
+            yield line
+            continue
+        if state.done:
             if line.strip(" \t"):
                 raise CaptureError("content after the data: [DONE] sentinel", number)
             continue
         if line == "":
-            dispatch()
+            if data:
+                joined = data[0] if len(data) == 1 else "\n".join(data)
+                if joined == _SSE_DONE:
+                    state.done = True
+                else:
+                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
+            elif name:
+                raise CaptureError(f"event {_token(name)} has no data line", start)
+            start, name = None, None
+            data = []
+            data_lines = []
             continue
-        if line.startswith(":"):
-            comments += 1
+        if line[:1] == ":":
+            state.comments += 1
             continue
         field_name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
+        if colon and value[:1] == " ":
             value = value[1:]
         if start is None:
             start = number
@@ -9006,17 +9111,27 @@ def _sse_parse(text: str) -> tuple[list[_SseEvent], int, bool]:
                                "capture the response body only", number)
     if start is not None:
         if data == [_SSE_DONE]:
-            done = True  # a final sentinel without its blank line ends the stream all the same
+            state.done = True  # a final sentinel without its blank line ends the stream all the same
         else:
             raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
                                "SDKs discard such an event; capture the whole body", start)
-    return events, comments, done
 
 
-def _sse_payload(event: _SseEvent) -> dict:
-    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures)."""
+def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
+    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures);
+    (a stage of _staged: its second argument, the event again, is not needed)."""
+    data = event.data
     try:
-        value = decode_document(event.data, what="event data")
+        value = None
+        if data[:1] == "{" and data[-1:] == "}":   # decode_document's work when no whitespace is around it
+            try:
+                value, end = _DEFAULT_DECODER.raw_decode(data, 0)
+            except (ValueError, RecursionError, JsonProblem):
+                value, end = None, -1
+            if end != len(data):
+                value = None
+        if value is None:
+            value = decode_document(data, what="event data")
     except JsonProblem as problem:
         line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
         raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
@@ -9062,8 +9177,9 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
 _SECRET_HINT = r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|(?i:bearer|api[_-]?key)"
 _SECRET_SHORTEST = 15
 # The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them.
-_SECRET_LITERALS = (b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox", b"eyj",
-                    b"bearer", b"api", b"authorization", b"access", b"\\u")
+# (the escape first: a body with non-ASCII text, most bodies, has one early, and any() stops there)
+_SECRET_LITERALS = (b"\\u", b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox",
+                    b"eyj", b"bearer", b"api", b"authorization", b"access")
 
 
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -9160,22 +9276,41 @@ def _value_at(value: Any, path: tuple) -> Any:
     return value
 
 
-def _split_secret_warnings(groups: dict[tuple, list[tuple[str, str]]]) -> list[str]:
+class _FragmentGroup:
+    """The argument fragments of one slot, for credentials split across them: their text joined in
+    blocks and where each ends (a string object per fragment would cost ~60 bytes of its own)."""
+
+    __slots__ = ("first", "pieces", "ends", "length")
+
+    def __init__(self, first: str) -> None:
+        import array
+
+        self.first = first          # where the first fragment is, for the warning
+        self.pieces: list[str] = []
+        self.ends = array.array("q")
+        self.length = 0
+
+    def add(self, text: str) -> None:
+        self.length += len(text)
+        self.ends.append(self.length)
+        self.pieces.append(text)
+        if len(self.pieces) >= 4096:
+            self.pieces[:] = ["".join(self.pieces)]
+
+
+def _split_secret_warnings(groups: dict[tuple, _FragmentGroup]) -> list[str]:
     """Credentials that only appear once a slot's fragments are joined."""
     warnings = []
-    for key, parts in groups.items():
-        if len(parts) < 2:
+    for key, group in groups.items():
+        if len(group.ends) < 2:
             continue
-        bounds, offset = [], 0
-        for text, _ in parts:
-            bounds.append((offset, offset + len(text)))
-            offset += len(text)
-        joined = "".join(text for text, _ in parts)
-        split = [span for span in _secret_spans(joined)
-                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
+        ends = group.ends
+        # a span lies inside one fragment when it ends by the end of the fragment its start is in
+        split = [span for span in _secret_spans("".join(group.pieces))
+                 if span[1] > ends[bisect.bisect_right(ends, span[0])]]
         if split:
             slot = f"slot {key[1]}" if key[0] is None else f"choice {key[0]} slot {key[1]}"
-            warnings.append(f"arguments of {slot} (from {parts[0][1]}): {_labels(split)} split across "
+            warnings.append(f"arguments of {slot} (from {group.first}): {_labels(split)} split across "
                             "fragments; left unchanged because arguments are kept byte for byte")
     return warnings
 
@@ -9191,32 +9326,503 @@ def _may_hold_secrets(raw: bytes) -> bool:
     return any(hint in lowered for hint in _SECRET_LITERALS)
 
 
-def _scrub_payloads(profile: str, payloads: list[dict], lines: list[str], redact: bool,
-                    walk: bool = True) -> tuple[list[dict], list[str]]:
-    """Redacted (if asked) and credential-masked payloads, and the warnings (walk: look for credentials)."""
-    row = PROFILES[profile]
-    stream_key = row.stream_key
-    warnings: list[str] = []
-    groups: dict[tuple, list[tuple[str, str]]] = {}
-    texts: dict[tuple, tuple[Any, list[str]]] = {}   # without redaction: text fragments by group
-    out = []
-    for pos, (payload, line) in enumerate(zip(payloads, lines)):
-        if redact:
+# What a payload's capture_text line (ASCII JSON, lower-cased) holds when the walk of _mask_secrets could
+# find anything in it: every literal a match of _SECRET_HINT or _SECRET_KEY starts with or holds, and
+# the escapes of the four non-ASCII letters their case-insensitive parts match (U+0130 and U+0131 as
+# "i", U+017F as "s", U+212A as "k").  No literal holds a character JSON escapes, so a match inside a
+# string or a member name is still there in the line; a line without any of them is left as it is.
+_LINE_SECRET_LITERALS = ("sk-", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyj",
+                         "bearer", "api", "authorization", "access", "\\u0130", "\\u0131", "\\u017f",
+                         "\\u212a")
+
+
+def _line_may_hold_secrets(line: str) -> bool:
+    lowered = line.lower()
+    for literal in _LINE_SECRET_LITERALS:
+        if literal in lowered:
+            return True
+    return False
+
+
+# A JSON string token (in text already parsed as strict JSON), and what follows a member name.
+_JSON_STRING_TOKEN = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
+_JSON_NAME_COLON = r"[ \t\n\r]*:"
+# Stands in for a fragment while a template is checked (two private-use characters).
+_TEMPLATE_HOLE = "\ue000\ue001"
+
+
+class _Template:
+    """Payload texts that differ from an earlier one only in its argument fragment and its integers
+    that are written back as they are (a sequence number): the text's pieces around those tokens
+    ("s" the fragment's string, "i" an integer), and the capture_text line's pieces around them."""
+
+    __slots__ = ("pieces", "kinds", "out", "order", "group", "event_pieces", "lines")
+
+    def __init__(self, pieces: list[str], kinds: str, out: list[str], order: list[int],
+                 group: _FragmentGroup | None, name: Any) -> None:
+        self.pieces, self.kinds, self.out, self.order, self.group = pieces, kinds, out, order, group
+        # the whole SSE event around the tokens, when the event is a plain one (see _SSE_PLAIN_EVENT)
+        self.event_pieces: list[str] | None = None
+        self.lines = 2 if name is None else 3
+        if (name is None or isinstance(name, str)) and not any("\n" in part or "\r" in part
+                                                              for part in [*pieces, name or ""]):
+            self.event_pieces = [("" if name is None else f"event: {name}\n") + "data: " + pieces[0],
+                                 *pieces[1:-1], pieces[-1] + "\n\n"]
+
+    def fit(self, pieces: list[str], text: str, pos: int) -> tuple[int, list[str]] | None:
+        """(the end, the tokens' values as text: the fragment decoded, an integer as written) of
+        pieces fitted at pos, or None."""
+        if not text.startswith(pieces[0], pos):
+            return None
+        pos += len(pieces[0])
+        values = []
+        for number, kind in enumerate(self.kinds, 1):
+            if kind == "s":
+                if text[pos:pos + 1] != '"':
+                    return None
+                try:
+                    value, pos = _json_string(text, pos + 1, True)
+                except ValueError:
+                    return None
+            else:
+                match = _compiled(_TEMPLATE_INTEGER).match(text, pos)
+                if match is None:
+                    return None
+                value, pos = match.group(), match.end()
+            if not text.startswith(pieces[number], pos):
+                return None
+            values.append(value)
+            pos += len(pieces[number])
+        return pos, values
+
+    def line(self, values: list[str], encoded: str) -> str:
+        """The capture_text line of the fitted values (encoded: the fragment's JSON)."""
+        out = self.out
+        parts = [out[0]]
+        for slot, hole in enumerate(self.order):
+            parts.append(encoded if self.kinds[hole] == "s" else values[hole])
+            parts.append(out[slot + 1])
+        return "".join(parts)
+
+
+# An integer token a template takes: written back by json.dumps exactly as it is (not -0, a few digits).
+_TEMPLATE_INTEGER = r"-?(?:0|[1-9][0-9]{0,15})(?![0-9.eE])"
+_TEMPLATE_PROBE = 904_857_316_000_000   # + hole number: the stand-in for an integer while a template is checked
+
+
+class _Written:
+    """A payload a template wrote (its capture_text line): it needs no stage."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+
+_LINE_ENCODER: list = []   # the C encoder of _line, made on first use
+
+
+def _line(payload: Any) -> str:
+    """json.dumps(payload, ensure_ascii=True), with the C encoder json.dumps makes at every call made
+    once (no cycle check: a parsed payload has none; a nesting too deep is a RecursionError all the same)."""
+    make = json.encoder.c_make_encoder
+    if make is None:
+        return json.dumps(payload, ensure_ascii=True)
+    if not _LINE_ENCODER:
+        _LINE_ENCODER.append(make(None, json.JSONEncoder().default, _encode_ascii, None, ": ", ", ", False, False,
+                                  True))
+    return "".join(_LINE_ENCODER[0](payload, 0))
+
+
+def _where(where: str | tuple[str, int]) -> str:
+    """A payload's place as warnings name it ("line 3"), from scrub's where."""
+    return where if isinstance(where, str) else f"{where[0]} {where[1]}"
+
+
+class _Scrubber:
+    """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
+
+    scrub(payload, where) returns the payload, or with encode its capture_text line (ASCII JSON);
+    warnings() once every payload went through.  walk: look for credentials (a payload whose line
+    holds none of their literals is left as it is: the walk would change nothing).
+
+    Templates (encode only): most of a tool call's payloads are one layout with another argument
+    fragment.  After a payload with one fragment was written the long way, its text is taken as a
+    template when the payload made from the same text with a stand-in for the fragment gives the
+    same line around the stand-in (and that line holds no credential literal).  A later text that
+    is the template's text around another strict JSON string token then parses to the same payload
+    with that fragment, which redaction keeps byte for byte: its line is the template's line around
+    the fragment's JSON, written without parsing (unless the fragment holds a credential literal:
+    then the long way, for the warning).  make(text, key) is the reader's own text -> payload.
+    """
+
+    _MAX_TEMPLATES = 4      # per key (event name, frame member)
+    _MAX_MISSES = 16        # payloads that gave no template, per key, before none is looked for
+
+    def __init__(self, profile: str, redact: bool, walk: bool, encode: bool,
+                 make: Callable[[str, Any], Any] | None = None) -> None:
+        self.row = PROFILES[profile]
+        self.redact, self.walk, self.encode = redact, walk, encode
+        self.count = 0
+        self.found: list[str] = []
+        self.groups: dict[tuple, _FragmentGroup] = {}
+        self.make = make if encode else None
+        # without redaction text stays, and a credential may be split across its pieces: each
+        # payload's text strings by group (_text_pieces), masked by finish() once all came
+        self.texts: dict[tuple, tuple[Any, list[str]]] | None = None if redact else {}
+        self.wheres: list[str] = []
+        if not redact and encode:
+            raise ValueError("a capture without redaction is not encoded as it is read (see _capture)")
+        self.templates: dict[Any, list[_Template]] = {}
+        self.misses: dict[Any, int] = {}
+        self.clean: dict[str, bool] = {}
+
+    def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
+              key: Any = None) -> Any:
+        """where: "line 3", or ("line", 3), written so only when a warning or a slot needs it."""
+        result = self._scrub_one(payload, where, text, key)
+        if self.texts is not None:   # its place in the stream is the number of payloads before it
+            _text_pieces(result, (), self.row.protected_paths(result), (), len(self.wheres), self.texts)
+            self.wheres.append(_where(where))
+        return result
+
+    def finish(self, out: list) -> None:
+        """Once every payload went through (out: them, in order): without redaction, mask the
+        credentials that only appear once a group's text pieces are joined (_mask_split_text)."""
+        if self.texts is not None:
+            _mask_split_text(self.row, out, self.texts, self.wheres, self.row.stream_key, self.found)
+            self.texts = None
+
+    def _scrub_one(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None,
+                   key: Any) -> Any:
+        row = self.row
+        if self.redact:
             payload = row.redact(payload)
         protected = row.protected_paths(payload)
+        fragments = []
         for path, kind in protected.items():
-            text = _value_at(payload, path) if kind == "fragment" else None
-            group = row.fragment_key(payload, path) if isinstance(text, str) else None
-            if group is not None:
-                groups.setdefault(group, []).append((text, line))
-        out.append(_mask_secrets(payload, (), protected, False, f"{stream_key}[{pos}]", line, warnings)
-                   if walk else payload)
-        payloads[pos] = None   # the original is not needed again: its memory goes as the copy grows
-        if not redact:   # text stays: a credential may be split across its fragments
-            _text_pieces(out[pos], (), protected, (), pos, texts)
-    if not redact:
-        _mask_split_text(row, out, texts, lines, stream_key, warnings)
-    return out, warnings + _split_secret_warnings(groups)
+            value = _value_at(payload, path) if kind == "fragment" else None
+            if isinstance(value, str):
+                fragments.append(path)
+                group = row.fragment_key(payload, path)
+                if group is not None:
+                    slot = self.groups.get(group)
+                    if slot is None:
+                        slot = self.groups[group] = _FragmentGroup(_where(where))
+                    slot.add(value)
+        pos = self.count
+        self.count += 1
+        line = None
+        if self.walk:
+            line = _line(payload)
+            if not self._clean(line):
+                payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", _where(where),
+                                        self.found)
+                if not self.encode:
+                    return payload
+                return _line(payload)
+        if not self.encode:
+            return payload
+        if line is None:
+            line = _line(payload)
+        if text is not None and len(fragments) == 1 and self.learning(key):
+            if callable(text):   # the invoke body's event text: decoded only when a template is looked for
+                text = text()
+            if text is not None and not self._learn(text, key, payload, fragments[0], line):
+                self.misses[key] = self.misses.get(key, 0) + 1
+        return line
+
+    def learning(self, key: Any) -> bool:
+        """Whether a payload of key may still become a template."""
+        return (self.make is not None and len(self.templates.get(key, ())) < self._MAX_TEMPLATES
+                and self.misses.get(key, 0) < self._MAX_MISSES)
+
+    def _learn(self, text: str, key: Any, payload: Any, path: tuple, line: str) -> bool:
+        """Whether text became a template (payload: its redacted payload, line: its line)."""
+        value = _value_at(payload, path)
+        tokens = []   # (start, end, kind) of the fragment's string token and of every integer token
+        for match in _compiled(_JSON_STRING_TOKEN + "|" + _TEMPLATE_INTEGER).finditer(text):
+            if text[match.start()] != '"':
+                if text[match.start() - 1:match.start()] not in (":", ",", "[", " ", "\t", "\n", "\r") \
+                        or match.group() == "-0":
+                    return False   # a number token seen from its middle: this layout is not for templates
+                tokens.append((match.start(), match.end(), "i"))
+                continue
+            if _compiled(_JSON_NAME_COLON).match(text, match.end()):
+                continue   # a member name
+            try:
+                if _json_string(text, match.start() + 1, True)[0] == value:
+                    tokens.append((match.start(), match.end(), "s"))
+            except ValueError:
+                return False
+        if sum(kind == "s" for _, _, kind in tokens) != 1:
+            return False
+        group = self.row.fragment_key(payload, path)
+        fragment = [token for token in tokens if token[2] == "s"]
+        # an integer is a hole when a stand-in in it changes nothing but itself in the line (a sequence
+        # number; not an index that names the slot)
+        holes = [token for token in tokens if token[2] == "i"
+                 and self._probe(text, key, sorted(fragment + [token]), path, group) is not None][:8]
+        template = self._probe(text, key, sorted(fragment + holes), path, group)
+        if template is None and holes:
+            template = self._probe(text, key, fragment, path, group)
+        if template is None:
+            return False
+        fitted = template.fit(template.pieces, text, 0)
+        if fitted is None or fitted[0] != len(text) or template.line(fitted[1], _encode_ascii(value)) != line:
+            return False
+        self.templates.setdefault(key, []).append(template)
+        return True
+
+    def _probe(self, text: str, key: Any, tokens: list, path: tuple, group: Any) -> _Template | None:
+        """The template of text with these tokens as holes, when the payload made with stand-ins in
+        them has the same fragment and slot and its line holds each stand-in once (and nothing else
+        that looks like a credential); else None."""
+        row = self.row
+        pieces, marks, at = [], [], 0
+        for number, (start, end, kind) in enumerate(tokens):
+            pieces.append(text[at:start])
+            marks.append('"' + _TEMPLATE_HOLE + '"' if kind == "s" else str(_TEMPLATE_PROBE + number))
+            at = end
+        pieces.append(text[at:])
+        probe_text = "".join(piece + mark for piece, mark in zip(pieces, marks)) + pieces[-1]
+        try:
+            probe = self.make(probe_text, key)
+            if self.redact:
+                probe = row.redact(probe)
+            probe_paths = [p for p, kind in row.protected_paths(probe).items()
+                           if kind == "fragment" and isinstance(_value_at(probe, p), str)]
+            if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
+                    or row.fragment_key(probe, path) != group):
+                return None
+            probe_line = _line(probe)
+        except (CaptureError, JsonProblem, RecursionError):
+            return None
+        written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
+                   for (_, _, kind), mark in zip(tokens, marks)]
+        if any(probe_line.count(mark) != 1 for mark in written):
+            return None
+        order = sorted(range(len(tokens)), key=lambda hole: probe_line.index(written[hole]))
+        out, at = [], 0
+        for hole in order:
+            start = probe_line.index(written[hole])
+            out.append(probe_line[at:start])
+            at = start + len(written[hole])
+        out.append(probe_line[at:])
+        if any(not self._clean(part) for part in out):
+            return None
+        return _Template(pieces, "".join(kind for _, _, kind in tokens), out, order,
+                         None if group is None else self.groups[group], key)
+
+    def _written(self, template: _Template, values: list[str]) -> str | None:
+        """The line of fitted values, or None when the fragment may hold a credential (the long way)."""
+        encoded = _encode_ascii(values[template.kinds.index("s")])
+        if not self._clean(encoded):
+            return None
+        if template.group is not None:
+            template.group.add(values[template.kinds.index("s")])
+        self.count += 1
+        return template.line(values, encoded)
+
+    def fast(self, text: str, key: Any) -> str | None:
+        """The line of a payload text one of key's templates fits, or None (then the long way)."""
+        for template in self.templates.get(key, ()):
+            if template.kinds == "s":   # the fragment alone: fit() and _written() in one step
+                before, after = template.pieces
+                start = len(before) + 1
+                if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+                    continue
+                try:
+                    value, end = _json_string(text, start, True)
+                except ValueError:
+                    return None
+                if end != len(text) - len(after):
+                    continue
+                encoded = _encode_ascii(value)
+                clean = self.clean.get(encoded)
+                if clean is None:
+                    clean = self._clean(encoded)
+                if not clean:
+                    return None
+                if template.group is not None:
+                    template.group.add(value)
+                self.count += 1
+                return template.out[0] + encoded + template.out[1]
+            fitted = template.fit(template.pieces, text, 0)
+            if fitted is not None and fitted[0] == len(text):
+                return self._written(template, fitted[1])
+        return None
+
+    def _clean(self, encoded: str) -> bool:
+        """not _line_may_hold_secrets(encoded), remembered for short texts (fragments and redacted
+        lines repeat): at most 1024 of 160 characters at most."""
+        clean = self.clean.get(encoded)
+        if clean is None:
+            clean = not _line_may_hold_secrets(encoded)
+            if len(encoded) <= 160:
+                if len(self.clean) >= 1024:
+                    self.clean.clear()
+                self.clean[encoded] = clean
+        return clean
+
+    def fast_sse(self, text: str, pos: int, number: int, sink: Callable[[str], Any]) -> tuple[int, int]:
+        """Writes the plain SSE events from pos on that a template fits whole (the event around its
+        tokens, line ends included), until one does not; returns the new (pos, line number)."""
+        templates = [template for group in self.templates.values() for template in group
+                     if template.event_pieces is not None]
+        if not templates:
+            return pos, number
+        template = templates[0]
+        startswith, json_string, encode, known = text.startswith, _json_string, _encode_ascii, self.clean
+        lines: list[str] = []
+        try:
+            while template.kinds == "s":   # the common case, one step per event: fit() and _written() unrolled
+                before, after = template.event_pieces
+                if not startswith(before, pos):
+                    break
+                start = pos + len(before) + 1
+                if text[start - 1:start] != '"':
+                    break
+                try:
+                    value, end = json_string(text, start, True)
+                except ValueError:
+                    break
+                if not startswith(after, end):
+                    break
+                encoded = encode(value)
+                clean = known.get(encoded)
+                if not (clean or clean is None and self._clean(encoded)):
+                    break
+                if template.group is not None:
+                    template.group.add(value)
+                self.count += 1
+                lines.append(template.out[0] + encoded + template.out[1])
+                pos = end + len(after)
+                number += template.lines
+        finally:
+            for line in lines:
+                sink(line)
+        while True:
+            fitted = template.fit(template.event_pieces, text, pos)
+            if fitted is None:
+                for template in templates:
+                    fitted = template.fit(template.event_pieces, text, pos)
+                    if fitted is not None:
+                        break
+                else:
+                    return pos, number
+            line = self._written(template, fitted[1])
+            if line is None:
+                return pos, number
+            sink(line)
+            pos = fitted[0]
+            number += template.lines
+
+    def warnings(self) -> list[str]:
+        return self.found + _split_secret_warnings(self.groups)
+
+
+class _EncodedPayloads:
+    """A stream's payloads already written as capture_text writes them (one ASCII JSON line each),
+    kept in blocks of lines joined as capture_text joins them."""
+
+    __slots__ = ("blocks", "lines", "count")
+    _JOIN = ",\n    "
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.lines: list[str] = []
+        self.count = 0
+
+    def append(self, line: str) -> None:
+        self.lines.append(line)
+        self.count += 1
+        if len(self.lines) >= 1024:
+            self.blocks.append(self._JOIN.join(self.lines))
+            self.lines = []
+
+    def __len__(self) -> int:
+        return self.count
+
+    def pieces(self) -> list[str]:
+        """The stream member's value as capture_text writes it, in pieces to be joined."""
+        if self.lines:
+            self.blocks.append(self._JOIN.join(self.lines))
+            self.lines = []
+        out = ["[\n    "]
+        for block in self.blocks:
+            out += (block, self._JOIN)
+        out[-1] = "\n  ]"
+        return out
+
+
+class _Holding:
+    """Whether _staged holds an error (then nothing more is written)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = False
+
+
+def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
+            sink: Callable[[Any], Any], deep: str, fast: Callable[[Any, Any], str | None] | None = None,
+            holding: _Holding | None = None) -> int:
+    """Runs every item through the stages (functions (value, context) -> value) and hands the result to
+    sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
+    turn: an error of stage k is held while later items still go through the stages before k (an earlier
+    stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
+    raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
+    once an error is held, so a body is read once, without keeping its payloads.  An item that is
+    _Written already (or that fast(value, context) writes) passes every stage by construction.
+    """
+    held_at, held = len(stages), None
+    count = 0
+    for value, context in items:
+        count += 1
+        if value.__class__ is _Written:
+            if held is None:
+                sink(value.line)
+            continue
+        if fast is not None:
+            line = fast(value, context)
+            if line is not None:
+                if held is None:
+                    sink(line)
+                continue
+        for phase in range(held_at):
+            try:
+                value = stages[phase](value, context)
+            except CaptureError as exc:
+                held_at, held = phase, exc
+                break
+            except RecursionError:
+                held_at, held = phase, CaptureError(deep)
+                break
+        else:
+            if held is None:
+                sink(value)
+            continue
+        if holding is not None:
+            holding.held = True
+    if held is not None:
+        raise held
+    return count
+
+
+class _shape_stage:
+    """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
+
+    __slots__ = ("profile", "settled")
+
+    def __init__(self, profile: str) -> None:
+        self.profile = profile
+        self.settled = False
+
+    def __call__(self, payload: Any, line: int | None) -> Any:
+        if not self.settled:
+            self.settled = _check_profile_shape(self.profile, [payload], [line])
+        return payload
 
 
 # Members that tell apart the choices, blocks, items or candidates whose text arrives in pieces: a
@@ -9350,6 +9956,29 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     (None gives an empty tool_schemas, so every call is unknown_tool).  Raises
     CaptureError, with a line number where one applies.
     """
+    return _capture(raw, profile, schemas, redact, False)
+
+
+def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
+             encode: bool) -> tuple[dict, list[str]]:
+    """sse_to_envelope; with encode the stream member is an _EncodedPayloads (what `capture` writes):
+    the body is read once, each payload written as it is read, none kept.  With encode (the command
+    line) the cyclic garbage collector is paused meanwhile, as for validation: payloads hold no cycles."""
+    import gc
+
+    encode = encode and redact   # without redaction text pieces are masked once all came: kept, then written
+    paused = encode and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _capture_body(raw, profile, schemas, redact, encode)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool,
+                  encode: bool) -> tuple[dict, list[str]]:
     if not isinstance(profile, str) or profile not in PROFILES:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
@@ -9360,35 +9989,51 @@ def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
     if head[:1] in (b"[", b"{"):
-        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact)
+        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
     row = PROFILES[profile]
     if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.binary_body(raw, tool_schemas, schemas is None, redact)
+        read = row.binary_body(raw, tool_schemas, schemas is None, redact, encode)
         if read is not None:
             return read
+    walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
+    text = _sse_decode(raw)
     if row.check_sse_text is not None:
-        row.check_sse_text(_sse_decode(raw))
-    events, comments, done = _sse_parse(_sse_decode(raw))
-    if not events and not done:
+        row.check_sse_text(text)
+    state = _SseState()
+    scrubber = _Scrubber(profile, redact, walk, encode,
+                         lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
+    check_shape = _shape_stage(profile)
+    stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+    if row.check_sse_events is not None:
+        stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
+    stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data, event.name))
+    payloads: Any = _EncodedPayloads() if encode else []
+    holding = _Holding()
+
+    def fast_run(text: str, pos: int, number: int) -> tuple[int, int]:
+        if not check_shape.settled or holding.held or not scrubber.templates:
+            return pos, number
+        return scrubber.fast_sse(text, pos, number, payloads.append)
+
+    # in a body without CR, fast_run has tried every plain event before it comes; the others are rare
+    fast = (None if not encode or "\r" not in text
+            else lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None)
+    count = _staged(((event, event) for event in _sse_events(text, state, fast_run if encode else None)), stages,
+                    payloads.append, "an event nests too deeply to process", fast, holding)
+    del text
+    if not count and not state.done:
         raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
-    try:
-        payloads = [_sse_payload(event) for event in events]
-        _check_profile_shape(profile, payloads, [event.line for event in events])
-        if row.check_sse_events is not None:
-            row.check_sse_events(events)
-        payloads, warnings = _scrub_payloads(profile, payloads, [f"line {event.line}" for event in events], redact,
-                                             _may_hold_secrets(bytes(raw)))
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
+    scrubber.finish(payloads)
+    warnings = scrubber.warnings()
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not done and row.warn_without_done:
+    if not state.done and row.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
         "profile": profile,
         "tool_schemas": tool_schemas,
         row.stream_key: payloads,
-        "meta": {"capture_point": "raw SSE", "done_sentinel": done, "sse_comment_lines": comments,
+        "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
                  "redacted": bool(redact)},
     }
     return envelope, warnings
@@ -9430,6 +10075,12 @@ def _foreign_shape(payload: Any) -> str | None:
         return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
                 "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
                 "anthropic; no other model's events are read")
+    if (isinstance(payload.get("completion"), str) and "stop_reason" in payload
+            and payload.get("type", "completion") == "completion"):
+        return ("a Claude Text Completions stream (the legacy /v1/complete API, also through Bedrock's "
+                "InvokeModelWithResponseStream: completion and stop_reason events), which has no tool calls: capture "
+                "a Messages API stream (/v1/messages, or a Bedrock invoke with a messages request) with --profile "
+                "anthropic (" + _NO_PROFILE + ")")
     if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
         return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
                 "(" + _NO_PROFILE + ")")
@@ -9457,8 +10108,10 @@ def _non_stream_shape(payload: dict) -> str:
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
 
-def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> None:
-    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings."""
+def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> bool:
+    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
+
+    True once a payload of the profile's own shape came (what follows it is not looked at)."""
     want = PROFILES[profile].family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
@@ -9469,7 +10122,8 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
             use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
             raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
         if seen == want:
-            return
+            return True
+    return False
 
 
 # --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
@@ -9556,56 +10210,111 @@ def eventstream_events(raw: bytes) -> list[dict]:
     Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
     a dropped event.
     """
+    return [event for event, _, _ in _eventstream_frames(raw)]
+
+
+def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
+                        parse: Callable[[str, str], Any] | None = None) -> Iterator[tuple[Any, int, str]]:
+    """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
+    is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
+    does not come.  parse(member, text): the payload read another way, exactly as the strict
+    parser reads it, or None (then the parser reads it)."""
+    import struct
     import zlib
 
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    raw = bytes(raw)
     if not raw:
         raise CaptureError("the body is empty: no AWS event stream to import")
-    events: list[dict] = []
+    raw = bytes(raw)
+    view = memoryview(raw)
+    crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
+    tail = struct.Struct(">I").unpack_from
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    pos = 0
-    while pos < len(raw):
-        frame = len(events) + 1
-        prelude = raw[pos:pos + 12]
-        if len(prelude) < 12:
+    pos = frame = 0
+    size = len(raw)
+    while pos < size:
+        frame += 1
+        if size - pos < 12:
             raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size = int.from_bytes(prelude[:4], "big"), int.from_bytes(prelude[4:8], "big")
-        if zlib.crc32(prelude[:8]) != int.from_bytes(prelude[8:], "big"):
+        total, header_size, prelude_crc = unpack(raw, pos)
+        if crc32(view[pos:pos + 8]) != prelude_crc:
             raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
                                "event stream, or a corrupt one")
-        message = raw[pos:pos + total]
-        if total < 16 or header_size > total - 16 or len(message) != total:
+        if total < 16 or header_size > total - 16 or size - pos < total:
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
-        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+        end = pos + total
+        if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = message[12:12 + header_size]
+        block = raw[pos + 12:pos + 12 + header_size]
         member = members.get(block)
         if member is None:
-            member = members[block] = _eventstream_member(_eventstream_headers(block, frame), frame)
+            member = members[block] = _eventstream_member(_eventstream_headers(bytes(block), frame), frame)
         try:
-            payload = decode_document(message[12 + header_size:-4].decode("utf-8"), what="the payload")
+            text = str(view[pos + 12 + header_size:end - 4], "utf-8")
+            if fast is not None and fast(member, text):
+                pos = end
+                continue
+            payload = None if parse is None else parse(member, text)
+            if payload is None:
+                payload = decode_document(text, what="the payload")
         except (UnicodeDecodeError, JsonProblem) as exc:
             raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
         if not isinstance(payload, dict):
             raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        events.append({member: payload})
-        pos += total
-    return events
+        yield {member: payload}, frame, text
+        pos = end
 
 
-def frames_envelope(profile: str, events: list, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
-                    capture_point: str) -> tuple[dict, list[str]]:
-    """The envelope of events read from an AWS event stream's frames (bedrock, and anthropic's
+def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
+                    capture_point: str, convert: Callable[[Any, int], Any] | None = None,
+                    unwrap: Callable[[str, str], str | None] | None = None,
+                    encode: bool = False, parse: Callable[[str, str], Any] | None = None) -> tuple[dict, list[str]]:
+    """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
-    credentials when `walk`, and warnings named by frame."""
-    _check_profile_shape(profile, events, [None] * len(events))   # frames, not lines
-    try:
-        payloads, warnings = _scrub_payloads(profile, events, [f"frame {n}" for n in range(1, len(events) + 1)],
-                                             redact, walk)
-    except RecursionError:
-        raise CaptureError("an event nests too deeply to process") from None
+    credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
+    frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
+    frame was read; unwrap(member, payload text) is the text of that payload when the frame is
+    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture."""
+    check_shape = _shape_stage(profile)
+    holding = _Holding()
+
+    def make(text: str, key: Any) -> Any:
+        value = decode_document(text, what="the payload")
+        if not isinstance(value, dict):
+            raise CaptureError("not an object")
+        return value if unwrap is not None else {key: value}
+
+    scrubber = _Scrubber(profile, redact, walk, encode, make)
+
+    payloads: Any = _EncodedPayloads() if encode else []
+
+    def fast_frame(member: str, text: str) -> bool:
+        if not check_shape.settled or holding.held or not scrubber.templates:
+            return False
+        if unwrap is not None:
+            text = unwrap(member, text)
+            if text is None:
+                return False
+        line = scrubber.fast(text, None if unwrap is not None else member)
+        if line is None:
+            return False
+        payloads.append(line)
+        return True
+
+    def scrub(payload: Any, context: tuple[int, str]) -> Any:
+        number, text = context
+        if unwrap is not None:
+            return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text), None)
+        return scrubber.scrub(payload, ("frame", number), text, next(iter(payload)))
+
+    stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
+    stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
+    _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast_frame if encode
+                                                                                     else None, parse)),
+            stages, payloads.append, "an event nests too deeply to process", None, holding)
+    scrubber.finish(payloads)
+    warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
     envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
@@ -9643,11 +10352,9 @@ def _refuse_whole_document(text: str, profile: str) -> None:
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
 
 
-def _json_lines_payloads(text: str) -> tuple[list, list[int], str]:
-    """The payloads of a body of JSON Lines, with their line numbers."""
-    payloads: list = []
-    lines: list[int] = []
-    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):   # not U+2028 & co: JSON text
+def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
+    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
         if not line.strip(" \t"):
             continue
         try:
@@ -9657,44 +10364,54 @@ def _json_lines_payloads(text: str) -> tuple[list, list[int], str]:
                     if number == 1 else "")
             raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
                                number) from None
-        payloads.append(value)
-        lines.append(number)
-    return payloads, lines, "JSON Lines"
+        yield value, number
+
+
+def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
+    """A payload of a JSON body, out of its {"data": {...}} wrapper; it must be an object."""
+    if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
+        payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
+    if not isinstance(payload, dict):
+        raise CaptureError(f"payload {context[0]} is {_describe(payload)}, not a JSON object", context[1])
+    return payload
+
+
+def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
+    if context[0] == 0 and "profile" in payload and ("chunks" in payload or "events" in payload):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    return payload
 
 
 def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
-                            redact: bool) -> tuple[dict, list[str]]:
+                            redact: bool, encode: bool = False) -> tuple[dict, list[str]]:
     """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
+    walk = _may_hold_secrets(bytes(raw))
     text = _sse_decode(raw)
     if text.lstrip(" \t\r\n").startswith("["):
-        payloads, lines, point = _json_list_payloads(text)
+        payloads, _, point = _json_list_payloads(text)
+        read: Iterable[tuple[Any, int]] = ((payload, 1) for payload in payloads)
+        del payloads
     else:
         _refuse_whole_document(text, profile)
         if PROFILES[profile].check_lines_text is not None:
             PROFILES[profile].check_lines_text(text)
-        payloads, lines, point = _json_lines_payloads(text)
-    unwrapped = []
-    for number, (payload, line) in enumerate(zip(payloads, lines)):
-        if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
-            payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
-        if not isinstance(payload, dict):
-            raise CaptureError(f"payload {number} is {_describe(payload)}, not a JSON object", line)
-        unwrapped.append(payload)
-    if not unwrapped:
+        point = "JSON Lines"
+        read = _json_lines_iter(text)
+    check_shape = _shape_stage(profile)
+    scrubber = _Scrubber(profile, redact, walk, encode)
+    stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
+              lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
+                                                      else f"item {context[0]}")]
+    out: Any = _EncodedPayloads() if encode else []
+    count = _staged((((payload, (number, line))) for number, (payload, line) in enumerate(read)), stages,
+                    out.append, "a payload nests too deeply to process")
+    if not count:
         raise CaptureError("the body holds no payloads")
-    if "profile" in unwrapped[0] and ("chunks" in unwrapped[0] or "events" in unwrapped[0]):
-        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    _check_profile_shape(profile, unwrapped, lines)
-    try:
-        payloads, warnings = _scrub_payloads(profile, unwrapped, [f"line {line}" if point == "JSON Lines"
-                                                                  else f"item {n}" for n, line in
-                                                                  enumerate(lines)], redact,
-                                             _may_hold_secrets(bytes(raw)))
-    except RecursionError:
-        raise CaptureError("a payload nests too deeply to process") from None
+    scrubber.finish(out)
+    warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
+    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: out,
                 "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
@@ -11686,10 +12403,20 @@ def _adapter_doc(path: str, limits: Limits) -> list[dict]:
         raise UsageError(f"--adapter-output {path}: {exc}") from None
 
 
-def _json_file(option: str, path: str, limits: Limits) -> Any:
+def _capture_input(what: str, path: str) -> bytes:
+    """The bytes of a file capture reads: one over CAPTURE_MAX_BYTES is an error, never cut short."""
+    data = _read_input(path, CAPTURE_MAX_BYTES)
+    if len(data) > CAPTURE_MAX_BYTES:
+        raise UsageError(f"{what} is larger than {CAPTURE_MAX_BYTES} bytes, the most capture reads; "
+                         "nothing was written")
+    return data
+
+
+def _json_file(option: str, path: str) -> Any:
     """The strict JSON in the file an option names; a parse error names the option and the file."""
+    data = _capture_input(f"{option} {path}", path)
     try:
-        return parse_envelope_bytes(_read_input(path, limits.max_input_bytes))
+        return parse_envelope_bytes(data)
     except EnvelopeError as exc:
         raise CaptureError(f"{option} {_printable(path)}: {exc}") from None
 
@@ -11698,18 +12425,21 @@ def capture_text(envelope: dict) -> str:
     """An envelope as capture writes it: indented members, one stream payload per line (ASCII JSON).
 
     Each payload is written by the C encoder (json.dumps with an indent falls back to the
-    pure-Python one, several times slower on a large capture).
+    pure-Python one, several times slower on a large capture).  The text is joined once, from
+    its pieces: a large capture is then in memory twice at most (the pieces and the text).
     """
     stream_key = STREAM_KEY.get(envelope.get("profile"), "chunks")
-    parts = []
-    for key, value in envelope.items():
-        if key == stream_key and isinstance(value, list) and value:
-            items = ",\n".join("    " + json.dumps(item, ensure_ascii=True) for item in value)
-            text = "[\n" + items + "\n  ]"
+    pieces = ["{\n"]
+    for number, (key, value) in enumerate(envelope.items()):
+        pieces.append(f"{',' if number else ''}\n  {json.dumps(key)}: " if number else f"  {json.dumps(key)}: ")
+        if isinstance(value, _EncodedPayloads):   # capture's own envelope: its lines are written already
+            pieces += value.pieces() if len(value) else ["[]"]
+        elif key == stream_key and isinstance(value, list) and value:
+            pieces += ["[\n    ", ",\n    ".join(json.dumps(item, ensure_ascii=True) for item in value), "\n  ]"]
         else:
-            text = json.dumps(value, indent=2, ensure_ascii=True).replace("\n", "\n  ")
-        parts.append(f"  {json.dumps(key)}: {text}")
-    return "{\n" + ",\n".join(parts) + "\n}"
+            pieces.append(json.dumps(value, indent=2, ensure_ascii=True).replace("\n", "\n  "))
+    pieces.append("\n}")
+    return "".join(pieces)
 
 
 def _run_capture(argv: list[str]) -> int:
@@ -11737,11 +12467,10 @@ def _run_capture(argv: list[str]) -> int:
     args = _strict_parse(parser, argv)
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
-    limits = Limits()
     schemas = request = None
     request_warnings: list[str] = []
     try:
-        raw = _read_input(args.sse, limits.max_input_bytes)
+        raw = _capture_input("standard input" if args.sse == "-" else args.sse, args.sse)
         request_body = None
         if args.entry is not None:
             request_body, raw, problem = har_entry(parse_envelope_bytes(raw), args.entry)
@@ -11750,12 +12479,13 @@ def _run_capture(argv: list[str]) -> int:
             if problem:
                 request_warnings.append(f"{problem}; tool_schemas come from --schemas and there is no request block")
         if args.request:
-            request_body = _json_file("--request", args.request, limits)
+            request_body = _json_file("--request", args.request)
         if request_body is not None:
             schemas, request, request_warnings = request_from_body(args.profile, request_body)
         if args.schemas:   # overrides the request's tools; tool_choice and the rest stay
-            schemas = _json_file("--schemas", args.schemas, limits)
-        envelope, warnings = sse_to_envelope(raw, args.profile, schemas, redact=not args.no_redact)
+            schemas = _json_file("--schemas", args.schemas)
+        envelope, warnings = _capture(raw, args.profile, schemas, not args.no_redact, True)
+        del raw
     except (EnvelopeError, CaptureError) as exc:
         raise UsageError(str(exc)) from None
     if request is not None:

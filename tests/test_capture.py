@@ -4,8 +4,9 @@ import json
 import tempfile
 import os
 import unittest
+from unittest import mock
 
-from support import codes, eventstream, fixture_paths, FIXTURES, gem, load_fixture, run_cli, vts
+from support import codes, eventstream, fixture_paths, FIXTURES, gem, load_fixture, run_cli, slow, vts
 
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
@@ -234,6 +235,134 @@ class Framing(unittest.TestCase):
         envelope, warnings = vts.sse_to_envelope(sse(TURN), "openai", None)
         self.assertEqual(envelope["tool_schemas"], {})
         self.assertTrue(any("unknown_tool" in w for w in warnings))
+
+
+class BodyLimit(unittest.TestCase):
+    """A body over CAPTURE_MAX_BYTES is an error, never an envelope of its first part (here with a
+    limit of 2,000 bytes instead of 256 MiB)."""
+
+    def setUp(self):
+        limit = mock.patch.object(vts, "CAPTURE_MAX_BYTES", 2000, create=True)
+        limit.start()
+        self.addCleanup(limit.stop)
+        self.folder = tempfile.TemporaryDirectory()
+        self.addCleanup(self.folder.cleanup)
+
+    def body(self, size):
+        """A whole turn padded with comment lines to exactly `size` bytes, its last chunks past 2,000."""
+        raw = sse(TURN)
+        pad = size - len(raw)
+        raw = (b": " + b"x" * (pad - 3) + b"\n") + raw
+        self.assertEqual(len(raw), size)
+        return raw
+
+    def write(self, name, data):
+        path = os.path.join(self.folder.name, name)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return path
+
+    def test_a_body_over_the_limit_is_an_error_and_nothing_is_written(self):
+        raw = self.body(2400)   # its first 2,001 bytes end at a line end inside the turn
+        for args, stdin in ((("capture", "--profile", "openai", self.write("body.sse", raw)), None),
+                            (("capture", "--profile", "openai", "-"), raw)):
+            code, out, err = run_cli(*args, stdin=stdin)
+            self.assertEqual((code, out), (3, ""), err)
+            self.assertIn("is larger than 2000 bytes, the most capture reads; nothing was written", err)
+
+    def test_a_body_of_exactly_the_limit_is_read_whole(self):
+        code, out, err = run_cli("capture", "--profile", "openai", self.write("body.sse", self.body(2000)))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(json.loads(out)["chunks"]), len(TURN))
+
+    def test_a_request_or_schemas_file_over_the_limit_is_an_error(self):
+        body = self.write("body.sse", sse(TURN))
+        big = self.write("big.json", b'{"f": {"type": "object"}}' + b" " * 2000)
+        for option in ("--schemas", "--request"):
+            code, out, err = run_cli("capture", "--profile", "openai", option, big, body)
+            self.assertEqual((code, out), (3, ""), err)
+            self.assertIn(f"{option} {big} is larger than 2000 bytes", err)
+
+
+def long_anthropic_turn(deltas, texts=0, secret=None):
+    """An Anthropic SSE body: `texts` text deltas, then one tool_use block of `deltas` input_json_delta
+    events (escapes and non-ASCII included); `secret` goes into the 5th fragment and the 3rd text."""
+    body = "".join(("ab\\\"é😀 ", "tab\t", "x1 ")[k % 3] for k in range(deltas))
+    text = json.dumps({"body": body})
+    pieces = [text[k * len(text) // deltas:(k + 1) * len(text) // deltas] for k in range(deltas)]
+    if secret:
+        pieces[4] += secret
+    events = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                    "content": [], "model": "m", "stop_reason": None,
+                                                    "usage": {"input_tokens": 1, "output_tokens": 1}}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"t{k} " + (
+        secret if secret and k == 2 else "")}} for k in range(texts)]
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                            "name": "f", "input": {}}}]
+    events += [{"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
+                                                                     "partial_json": piece}} for piece in pieces]
+    events += [{"type": "content_block_stop", "index": 1},
+               {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 5}},
+               {"type": "message_stop"}]
+    return sse(events, done=False, names=True)
+
+
+class CaptureCost(unittest.TestCase):
+    """What the command line captures is read once: payloads of one layout that differ only in their
+    argument fragment are written from the first one's layout, not parsed one by one, and no payload
+    is kept (counted and measured here, never timed)."""
+
+    def test_the_command_line_writes_what_the_library_returns(self):
+        secret = " sk-ant-api03-" + "K" * 24
+        for raw in (long_anthropic_turn(300, 20), long_anthropic_turn(300, 20, secret),
+                    long_anthropic_turn(300, 20).replace(b"\n", b"\r\n")):
+            for redact in (True, False):
+                with self.subTest(redact=redact, crlf=b"\r" in raw, secret=secret.encode() in raw):
+                    envelope, warnings = vts.sse_to_envelope(raw, "anthropic", None, redact)
+                    written, written_warnings = vts._capture(raw, "anthropic", None, redact, True)
+                    self.assertEqual(vts.capture_text(written), vts.capture_text(envelope))
+                    self.assertEqual(written_warnings, warnings)
+        self.assertTrue(any("split across fragments" in warning or "looks like it holds" in warning
+                            for warning in vts.sse_to_envelope(long_anthropic_turn(300, 20, secret), "anthropic",
+                                                               None)[1]))
+
+    def test_fragments_of_one_layout_are_not_parsed_one_by_one(self):
+        raw = long_anthropic_turn(2000)
+        parsed = []
+        real = vts.decode_document
+        real_raw_decode = vts._DEFAULT_DECODER.raw_decode
+
+        def counted(*args, **kwargs):
+            parsed.append(1)
+            return real(*args, **kwargs)
+
+        def counted_raw(*args, **kwargs):
+            parsed.append(1)
+            return real_raw_decode(*args, **kwargs)
+
+        with mock.patch.object(vts, "decode_document", counted), \
+                mock.patch.object(vts._DEFAULT_DECODER, "raw_decode", counted_raw):
+            code, out, err = run_cli("capture", "--profile", "anthropic", "-", stdin=raw)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(json.loads(out)["events"]), 2007)
+        self.assertLess(len(parsed), 40)   # before: every one of the 2,007 events was parsed
+
+    @slow("builds and traces a 2 MB capture")
+    def test_memory_stays_within_four_times_the_body(self):
+        import tracemalloc
+
+        raw = long_anthropic_turn(12000, 4000)
+        tracemalloc.start()
+        try:   # what _run_capture runs before the output door: the body is read before tracing starts
+            text = vts.capture_text(vts._capture(raw, "anthropic", None, True, True)[0])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertEqual(len(json.loads(text)["events"]), 16007)
+        self.assertLess(peak, 4 * len(raw))   # a capture that kept its payloads took about 10x
 
 
 class Redaction(unittest.TestCase):
@@ -895,6 +1024,28 @@ class BedrockInvokeModel(unittest.TestCase):
                 self.assertEqual((report["status"], codes(report)), ("pass", []))
                 self.assertEqual([(c["id"], c["name"], c["arguments"]) for c in report["calls"]],
                                  [(c["id"], c["name"], c["arguments"]) for c in doc["expect"]["calls"]])
+
+    def test_a_legacy_text_completions_body_is_refused_by_name(self):
+        # Claude v2 / Instant on Bedrock with the legacy prompt API: each chunk carries {"completion", "stop_reason",
+        # "stop"}; the Anthropic API's own /v1/complete stream adds "type": "completion" and "model"
+        bedrock = [{"completion": " Hello", "stop_reason": None, "stop": None},
+                   {"completion": "!", "stop_reason": "stop_sequence", "stop": "\n\nHuman:",
+                    "amazon-bedrock-invocationMetrics": {"inputTokenCount": 12, "outputTokenCount": 3}}]
+        direct = [{"type": "completion", "id": "compl_01", "completion": " Hello", "stop_reason": None,
+                   "model": "claude-2.1"},
+                  {"type": "completion", "id": "compl_01", "completion": "", "stop_reason": "stop_sequence",
+                   "model": "claude-2.1"}]
+        direct_sse = "".join(f"event: completion\ndata: {json.dumps(e)}\n\n" for e in direct).encode()
+        for raw in (self.body(bedrock), self.body(bedrock, padding=False), direct_sse,
+                    "\n".join(json.dumps(e) for e in bedrock).encode()):
+            with self.assertRaises(vts.CaptureError) as caught:
+                vts.sse_to_envelope(raw, "anthropic", None)
+            self.assertIn("this body looks like a Claude Text Completions stream (the legacy /v1/complete API",
+                          str(caught.exception))
+            self.assertIn("no profile reads it", str(caught.exception))
+        code, out, err = run_cli("capture", "--profile", "anthropic", "-", stdin=self.body(bedrock))
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("Claude Text Completions stream", err)
 
     def test_redacted_capture_keeps_the_calls(self):
         _, doc = load_fixture(self.FIXTURE)
