@@ -4782,6 +4782,22 @@ def _python_literal_tokens() -> re.Pattern:
     return re.compile("(?s:(?:" + atomic("|".join(tokens)) + ")*)")
 
 
+def _python_identifiers(text: str) -> str:
+    """The text with each word that holds a non-ASCII character written as Python reads it when the
+    word is an identifier: NFKC-normalised (PEP 3131), where that gives ASCII, so "ｓｅｔ()" or
+    "𝘀𝗲𝘁()", which literal_eval reads as set(), meet the token check as "set()".  Only the check
+    sees it; literal_eval still reads the string as it came."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    def ascii_form(match: re.Match) -> str:
+        word = unicodedata.normalize("NFKC", match.group())
+        return word if word.isascii() else match.group()
+
+    return re.sub(r"\w*[^\x00-\x7f]\w*", ascii_form, text)
+
+
 def _bracket_depth(text: str) -> int:
     """The most brackets open at once (every bracket counts, those inside strings too)."""
     depth = deepest = 0
@@ -4811,7 +4827,7 @@ def _langchain_reading(value: str) -> tuple[str, str]:
         return "keep", ""   # neither parser can make an object or a list of it
     json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
     python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
-                    and _python_literal_tokens().fullmatch(value) is not None)
+                    and _python_literal_tokens().fullmatch(_python_identifiers(value)) is not None)
     if json_could:   # linear, and its depth is bounded by the interpreter's recursion limit
         try:
             parsed = json.loads(value)

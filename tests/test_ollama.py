@@ -191,6 +191,18 @@ class CallShapes(unittest.TestCase):
             with self.subTest(args=args):
                 self.assertEqual(judge([line(entry("g", args)), done()])["status"], "pass")
 
+    def test_identifiers_python_reads_after_nfkc(self):
+        # found by review (issue 30): Python normalises an identifier with NFKC, so literal_eval reads
+        # a full-width or mathematical "set" as set(); the token check had refused such text, and
+        # the turn passed although langchain-ollama runs a list or an object instead of the string
+        for value in ("[\uff53\uff45\uff54()]", '{"k": \U0001d600\U0001d5f2\U0001d601()}', "[1, s\uff45t()]"):
+            with self.subTest(value=value):
+                self.assert_reading(value, "unexpected_event", "replaces by the")
+        self.assert_reading("{\uff53\uff45\uff54(): 1}", "unexpected_event", "literal_eval raises TypeError")
+        for value in ("[\uff34\uff52\uff55\uff45]", "[\u6ce8\u610f] \u4e2d\u6587", "\uff3b1\uff3d"):
+            with self.subTest(value=value):
+                self.assertEqual(judge([line(entry("g", {"q": value})), done()])["status"], "pass")
+
     # issue 30: literal_eval ran unbounded (about 500 bytes per character), and any exception it raised,
     # MemoryError included, read as "LangChain keeps the string"
     def assert_reading(self, value, code, fragment=""):
