@@ -11118,13 +11118,15 @@ class _Served(_Record):
         self.data = data
 
 
-def serve_plan(paths: list[str], collisions_fail: bool = False,
-               keep_bytes: bool = False) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
+def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool = False,
+               pinned: set[str] | None = None) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
     """(URL prefix -> served fixture, [(file, why it is not served)]) for the files and folders given.
 
     A fixture's prefix is its path relative to the folder given, without ".json" (a file given by
     itself: its name); a fixture that is not a valid envelope, or whose prefix is taken, is left out.
     keep_bytes: each served fixture keeps the bytes its stream was read from (each file is read once).
+    pinned: gets each file left out as no valid envelope whose own expect block pins exactly that
+    (`--expect` matches it: a deliberate invalid_fixture or unknown_profile), from the bytes read.
     """
     import os
 
@@ -11150,6 +11152,9 @@ def serve_plan(paths: list[str], collisions_fail: bool = False,
             problems = check_envelope(doc, limits)
             if problems:
                 refused.append((path, f"not a valid envelope ({problems[0].code}: {problems[0].message})"))
+                if pinned is not None and isinstance(doc, dict) and not check_expect(validate_bytes(data),
+                                                                                     doc.get("expect")):
+                    pinned.add(path)
             elif prefix in served and collisions_fail:
                 raise UsageError(f"{path} and {served[prefix].path} would share the URL prefix {prefix!r}: give "
                                  "their common folder instead of each folder")
@@ -11699,13 +11704,32 @@ _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past t
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
 _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
 CONFORM_RUN_VARIABLE = "VTS_CONFORM_RUN"   # in every adapter's environment: this run's mark
+_CONFORM_OUTPUT_VALUES = 2_000_000  # JSON values read from an adapter's output (more: unreadable)
+_CONFORM_MAX_TIMEOUT = 86_400       # seconds --timeout may give one fixture (a day)
+
+
+# A JSON string, escapes included; one left open runs to the end (the text is then no JSON anyway), so
+# every opening quote is scanned once: linear, however the quotes and backslashes fall.
+_JSON_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.S)
+
+
+def _json_values_at_most(text: str) -> int:
+    """An upper bound of the values in a JSON text, without parsing it: every value but the first of
+    a list or object follows a comma, so the commas, brackets and braces outside strings, plus one."""
+    bare = _JSON_STRINGS.sub("", text) if '"' in text else text
+    return bare.count(",") + bare.count("[") + bare.count("{") + 1
 
 
 def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
     """The calls an adapter command printed: a JSON list of {"id"?, "name", "arguments", "namespace"?}
     (arguments a string or a JSON value), or (None, why it is not one).  It is read as adapter_json
     reads: NaN, Infinity and numbers of any size are what Python's json.dumps prints for a turn
-    that holds them."""
+    that holds them.  At most _CONFORM_OUTPUT_VALUES values are read (counted before parsing, as the
+    commas, brackets and braces outside its strings): parsed, 64 MiB of "{}," would take gigabytes."""
+    values = _json_values_at_most(text)
+    if values > _CONFORM_OUTPUT_VALUES:
+        return None, (f"its standard output holds up to {values} JSON values, more than the "
+                      f"{_CONFORM_OUTPUT_VALUES} read")
     try:
         value = adapter_json(text, what="the adapter's output")
     except JsonProblem as problem:
@@ -12030,23 +12054,29 @@ def _conform_table(summary: dict) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for code, row in summary["by_code"].items():
         lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in ADAPTER_VERDICTS)) + " |")
-    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + ADAPTER_VERDICTS))
+    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + ADAPTER_VERDICTS)
+                 + (f", not served {summary['not_served']}" if summary.get("not_served") else ""))
     return "\n".join(lines)
 
 
-def _conform_junit(records: list[dict]) -> str:
+def _conform_junit(records: list[dict], unjudged: list[tuple[str, str]] = ()) -> str:
+    """One document: a case per fixture judged (a failure per failing verdict), and an error case per
+    fixture that could not be served (unjudged: (file, why))."""
     import xml.etree.ElementTree as ET
 
     failures = sum(1 for record in records if record["verdict"] in CONFORM_FAILING)
-    suites = ET.Element("testsuites", name=f"{TOOL} conform", tests=str(len(records)), failures=str(failures),
-                        errors="0")
-    suite = ET.SubElement(suites, "testsuite", name=f"{TOOL} conform", tests=str(len(records)),
-                          failures=str(failures), errors="0", skipped="0")
+    tests, errors = str(len(records) + len(unjudged)), str(len(unjudged))
+    suites = ET.Element("testsuites", name=f"{TOOL} conform", tests=tests, failures=str(failures), errors=errors)
+    suite = ET.SubElement(suites, "testsuite", name=f"{TOOL} conform", tests=tests, failures=str(failures),
+                          errors=errors, skipped="0")
     for record in records:
         case = ET.SubElement(suite, "testcase", classname=f"{TOOL}.conform", name=_xml_safe(record["fixture"]))
         if record["verdict"] in CONFORM_FAILING:
             failure = ET.SubElement(case, "failure", type=record["verdict"], message=_xml_safe(_conform_text(record)))
             failure.text = _xml_safe("\n".join(record.get("differences", [])))
+    for path, why in unjudged:
+        case = ET.SubElement(suite, "testcase", classname=f"{TOOL}.conform", name=_xml_safe(_printable(path)))
+        ET.SubElement(case, "error", type="not-served", message=_xml_safe(f"not served: {_printable(why)}"))
     return ET.tostring(suites, encoding="unicode")
 
 
@@ -12068,23 +12098,27 @@ def _run_conform(argv: list[str]) -> int:
                         help="the adapter command: split like a shell would (shlex) and run without a shell, "
                              "or run by /bin/sh with --shell")
     parser.add_argument("--shell", action="store_true", help="run CMD through the shell")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per fixture (default 60)")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help=f"seconds per fixture (default 60, at most {_CONFORM_MAX_TIMEOUT})")
     parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="text")
     parser.add_argument("--quiet", action="store_true", help="print only the fixtures that fail, and the summary")
     args = _strict_parse(parser, argv)
-    if not args.timeout > 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    if not 0 < args.timeout <= _CONFORM_MAX_TIMEOUT:   # NaN and infinity included
+        raise UsageError(f"--timeout must be a number of seconds above 0 and at most {_CONFORM_MAX_TIMEOUT}")
     try:
         command: Any = args.adapter_cmd if args.shell else shlex.split(args.adapter_cmd)
     except ValueError as exc:
         raise UsageError(f"--adapter-cmd cannot be split: {exc}") from None
     if not command:
         raise UsageError("--adapter-cmd is empty")
-    served, refused = serve_plan(args.fixtures, collisions_fail=True, keep_bytes=True)
+    deliberate: set[str] = set()
+    served, refused = serve_plan(args.fixtures, collisions_fail=True, keep_bytes=True, pinned=deliberate)
     for path, why in refused:
-        _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}")
+        note = " (its expect block pins that: left out)" if path in deliberate else ""
+        _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}{note}")
     if not served:
         raise UsageError("no fixture to serve")
+    unjudged = [(path, why) for path, why in refused if path not in deliberate]
     import secrets
     import signal
 
@@ -12142,10 +12176,11 @@ def _run_conform(argv: list[str]) -> int:
             if handler is not None:   # None: not set from Python, so left as it is now
                 signal.signal(number, handler)
     summary = conform_summary(records)
+    summary["not_served"] = len(unjudged)
     if args.report == "json":
         _out(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}, ensure_ascii=True))
     elif args.report == "junit":
-        _out(_conform_junit(records))
+        _out(_conform_junit(records, unjudged))
     else:
         _out(_conform_table(summary))
     if not any(record["requested"] for record in records):
@@ -12155,6 +12190,11 @@ def _run_conform(argv: list[str]) -> int:
         return EXIT_CANNOT_RUN
     if any(record["verdict"] in CONFORM_FAILING for record in records):
         return EXIT_BLOCKED
+    if unjudged:
+        # a fixture asked for and never put to the adapter: the run has no verdict on it
+        _err(f"{TOOL} conform: {len(unjudged)} fixture(s) could not be served, so the adapter was not judged on "
+             f"them (first: {_printable(unjudged[0][0])}); no verdict on the run")
+        return EXIT_CANNOT_RUN
     if not any(record["verdict"] in ("agree", "not-applicable") for record in records):
         # every turn refused: a broken command, a wrong URL or a proxy, not a verdict on the adapter
         _err(f"{TOOL} conform: the adapter refused every fixture (first: "

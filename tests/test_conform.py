@@ -61,6 +61,38 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((summary["agree"], summary["executes-blocked"]), (1, 1))
         self.assertEqual(summary["by_code"]["wrong_terminal_reason"]["executes-blocked"], 1)
 
+    def test_a_fixture_it_cannot_serve_leaves_the_run_without_a_verdict(self):
+        # found by review (issue 30): a fixture that is no valid envelope was left out with a line on
+        # stderr, and a run over it and a passing one exited 0, JUnit saying 1 test, 0 failures
+        with open(OLLAMA, encoding="utf-8") as handle:
+            text = handle.read()
+        broken = text.replace('"chunks"', '"chunks": [], "chunks"', 1)   # a key twice: invalid_fixture
+        self.assertNotEqual(broken, text)
+        agrees = asks("import json, os, sys\n"
+                      "doc = json.load(open(os.environ['VTS_FIXTURE']))\n"
+                      "print(json.dumps(doc['expect']['calls']))")
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(OLLAMA, os.path.join(folder, "a-pass.json"))
+            with open(os.path.join(folder, "b-broken.json"), "w", encoding="utf-8") as handle:
+                handle.write(broken)
+            code, records, summary, err = conform(folder, cmd=agrees)
+            self.assertEqual((code, [r["verdict"] for r in records], summary["not_served"]), (3, ["agree"], 1), err)
+            self.assertIn("could not be served", err)
+            code, out, err = run_cli("conform", "--adapter-cmd", agrees, "--report", "junit", folder)
+            self.assertEqual(code, 3, err)
+            suite = ET.fromstring(out).find("testsuite")
+            self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("errors")), ("2", "0", "1"))
+            code, out, err = run_cli("conform", "--adapter-cmd", agrees, folder)
+            self.assertEqual(code, 3, err)
+            self.assertIn(", not served 1", out.splitlines()[-1])
+            # an invalid envelope whose expect block pins it as never judged is left out on purpose (a
+            # file that is not strict JSON has no expect block to read: it stays unjudged, as above)
+            os.remove(os.path.join(folder, "b-broken.json"))
+            shutil.copy(os.path.join(FIXTURES, "envelope", "unknown-top-level-key-chunk-typo.json"), folder)
+            code, records, summary, err = conform(folder, cmd=agrees)
+            self.assertEqual((code, summary["not_served"]), (0, 0), err)
+            self.assertIn("its expect block pins that: left out", err)
+
     def test_differs_on_pass(self):
         changed = asks('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
                          '"arguments": {"city": "Lyon"}}]\')')
@@ -341,6 +373,27 @@ class Reports(unittest.TestCase):
                      ("--adapter-cmd", NAIVE, os.path.join(FIXTURES, "envelope"))):
             with self.subTest(args=args):
                 self.assertEqual(run_cli("conform", *args)[0], 3)
+
+    def test_a_timeout_of_no_end_is_a_usage_error(self):
+        # found by review (issue 30): --timeout inf or 1e300 was "internal error (OverflowError)"
+        for timeout in ("inf", "1e300", "nan", "-1", "86401"):
+            with self.subTest(timeout=timeout):
+                code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--timeout", timeout, PASS)
+                self.assertEqual((code, out), (3, ""))
+                self.assertIn("--timeout must be a number of seconds above 0 and at most 86400", err)
+
+    def test_output_with_more_values_than_are_read_is_unreadable_before_it_is_parsed(self):
+        # found by review (issue 30): 64 MiB of "{}," parsed took 1.8 GB; the values are counted first
+        with mock.patch.object(vts, "_CONFORM_OUTPUT_VALUES", 10), \
+                mock.patch.object(vts, "adapter_json", side_effect=AssertionError("parsed")):
+            calls, why = vts.adapter_calls_from("[" + "{}," * 10 + "{}]")
+        self.assertEqual((calls, why), (None, "its standard output holds up to 23 JSON values, more than the 10 read"))
+        # commas, brackets and braces inside strings are not values; a string left open ends the count
+        self.assertEqual(vts._json_values_at_most('["a,[{", "b\\",c", 1, {"x": [2]}]'), 7)
+        self.assertEqual(vts._json_values_at_most('"\\"' * 1000), 1)
+        with mock.patch.object(vts, "_CONFORM_OUTPUT_VALUES", 7):
+            self.assertEqual(vts.adapter_calls_from('[{"id": null, "name": "f", "arguments": "[1, [2, {3}]]"}]'),
+                             ([{"id": None, "name": "f", "arguments": "[1, [2, {3}]]"}], ""))
 
     def test_adapter_output_shapes(self):
         self.assertEqual(vts.adapter_calls_from('[{"name": "f", "arguments": {"a": 1}, "namespace": "n"}]'),
