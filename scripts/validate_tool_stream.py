@@ -11646,9 +11646,14 @@ def _run_serve(argv: list[str]) -> int:
     _flush_stdout()
 
     def stop(signum: int, frame: Any) -> None:
+        # the first SIGTERM or Ctrl-C stops it; a second (a runner that signals the process and its
+        # group, or a repeated Ctrl-C) must not cut the closing short, nor turn exit 0 into 3
+        for number in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(number, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
