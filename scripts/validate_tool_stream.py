@@ -6422,7 +6422,7 @@ _RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluatio
 _RX_RE_CELLS = 1_000_000           # BMP code points re's compiler walks one by one for a pattern's classes
 _RX_RE_CELLS_PER_SIZE = 64         # of those, counted as one unit of the pattern's size
 _RX_BMP_END = 0xFFFF
-_RX_RE_BOUNDARY_STEPS = 32         # steps \b or \B weighs on re: four lookarounds (_RX_BOUNDARY), measured ~25x a character test
+_RX_RE_BOUNDARY_STEPS = 32         # steps \b or \B weighs on re: four lookarounds (_RX_BOUNDARY), ~25 char tests
 
 
 def _rx_re_class_cost(ranges: tuple[tuple[int, int], ...]) -> tuple[int, int]:
@@ -6510,7 +6510,8 @@ class _RxProof:
             if self.ranges > _RX_RE_RANGES:
                 raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
             self.spend(len(node[1]))
-            scan, cells = _rx_re_class_cost(node[1] or (((0, _RX_MAX_CP),) if node[2] else ()))  # [^] as _rx_emit writes it
+            written = node[1] or (((0, _RX_MAX_CP),) if node[2] else ())   # [^] as _rx_emit writes it
+            scan, cells = _rx_re_class_cost(written)
             self.scan += scan
             self.cells += cells
             if self.cells > _RX_RE_CELLS:
