@@ -204,13 +204,14 @@ class Limits(_FrozenRecord):
     """
 
     __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
-                 "max_schema_depth", "max_evaluations", "max_pattern_subject", "max_findings",
-                 "max_schema_seconds")
+                 "max_schema_depth", "max_evaluations", "max_turn_evaluations", "max_pattern_subject",
+                 "max_findings", "max_schema_seconds")
 
     def __init__(self, max_input_bytes: int = 256 * 1024 * 1024, max_argument_bytes: int = 32 * 1024 * 1024,
                  max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
                  max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
-                 max_findings: int = 1000, max_schema_seconds: float | None = None) -> None:
+                 max_findings: int = 1000, max_schema_seconds: float | None = None,
+                 max_turn_evaluations: int = 4_000_000) -> None:
         values = dict(locals())
         for name in self.__slots__:
             value = values[name]
@@ -6434,6 +6435,31 @@ _RX_FAST_COST = 20_000_000         # re's work bound (_RxMatcher.work) at the lo
 _RX_PROOF_WORK = 50_000            # range operations the LL(1) proof may spend (counted in the pattern's size)
 _RX_RE_RANGES = 20_000             # class ranges in a pattern handed to re (its compile grows with them)
 _RX_RE_STEPS_PER_UNIT = 256        # estimated re steps charged as one evaluation unit
+_RX_RE_CELLS = 1_000_000           # BMP code points re's compiler walks one by one for a pattern's classes
+_RX_RE_CELLS_PER_SIZE = 64         # of those, counted as one unit of the pattern's size
+_RX_BMP_END = 0xFFFF
+_RX_RE_BOUNDARY_STEPS = 32         # steps \b or \B weighs on re: four lookarounds (_RX_BOUNDARY), ~25 char tests
+
+
+def _rx_re_class_cost(ranges: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """(extra per-character scan, compile walk) of one class occurrence compiled by re.
+
+    re's compiler walks every BMP code point of each range in Python (into a bitmap,
+    tested in one step), then keeps every range that reaches above U+FFFF as an item of
+    its own, and the compiled class tests a character against those items one after the
+    other.  So a class costs, per character it tests, one step more per range above
+    U+FFFF; and, once per occurrence when it is compiled, the BMP code points of its
+    ranges (plus the 256 walked again when the map grows past Latin-1).
+    """
+    scan = cells = 0
+    for lo, hi in ranges:
+        if hi > _RX_BMP_END:
+            scan += 1
+        if lo <= _RX_BMP_END:
+            cells += min(hi, _RX_BMP_END) - lo + 1
+    if ranges and ranges[-1][1] > 0xFF:
+        cells += 256
+    return scan, cells
 
 
 class _RxNotLL1(Exception):
@@ -6456,6 +6482,8 @@ class _RxProof:
         self.work = 0
         self.nodes = 0
         self.ranges = 0
+        self.scan = 0       # re's per-character class items above U+FFFF, summed over class occurrences
+        self.cells = 0      # BMP code points re's compiler walks for the classes (_rx_re_class_cost)
 
     def spend(self, amount: int) -> None:
         self.work += amount
@@ -6498,8 +6526,16 @@ class _RxProof:
             if self.ranges > _RX_RE_RANGES:
                 raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
             self.spend(len(node[1]))
+            written = node[1] or (((0, _RX_MAX_CP),) if node[2] else ())   # [^] as _rx_emit writes it
+            scan, cells = _rx_re_class_cost(written)
+            self.scan += scan
+            self.cells += cells
+            if self.cells > _RX_RE_CELLS:
+                raise _RxNotLL1()  # re would walk too many code points compiling it: the simulator does not
             out = (_rx_positive(node), False)
         elif kind == "assert":
+            if node[1] in "bB":
+                self.scan += _RX_RE_BOUNDARY_STEPS
             out = ((), True)
         elif kind == "look":
             raise _RxNotLL1()
@@ -6762,7 +6798,8 @@ def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchR
 class _RxMatcher:
     """One compiled pattern: a proven-safe re, or simulator code.
 
-    For re: nodes (pattern size), width (longest match in code points, None
+    For re: nodes (pattern size, each class weighing one more per range re scans
+    linearly, see _rx_re_class_cost), width (longest match in code points, None
     when unbounded) and anchored give the work bound of one search, see work().
     For the simulator: code.  states is the pattern's size for the schema size
     limits, which counts every step of compiling it: for the simulator, its code's
@@ -6832,11 +6869,13 @@ def _rx_compile(source: str, max_subject: int) -> _RxMatcher:
     else:
         seqs = tree[1]
         anchored = len(seqs) == 1 and bool(seqs[0]) and seqs[0][0] == ("assert", "^")
-        matcher = _RxMatcher(None, None, 0, max(proof.nodes, 1), _rx_width(tree), anchored)
+        # a class whose ranges reach above U+FFFF weighs one step more per such range (_rx_re_class_cost)
+        matcher = _RxMatcher(None, None, 0, max(proof.nodes + proof.scan, 1), _rx_width(tree), anchored)
         if matcher.work(max_subject) <= _RX_FAST_COST:
             matcher.regex = re.compile(_rx_emit(tree), re.ASCII)
             # its compile weight, for the schema size limits
-            matcher.states = proof.nodes + proof.ranges + parser.reads + proof.work
+            matcher.states = (proof.nodes + proof.ranges + parser.reads + proof.work
+                              + proof.cells // _RX_RE_CELLS_PER_SIZE)
             return matcher
     builder = _RxBuilder()
     code = builder.program(tree)
@@ -7715,7 +7754,11 @@ def validate_instance(compiled: CompiledSchema, instance: object,
     May raise SchemaLimitExceeded; the caller must treat that as a failure.
     """
     _sch_check_limits(limits)
-    run = _SchRun(limits)
+    return _sch_validate(compiled, instance, _SchRun(limits))
+
+
+def _sch_validate(compiled: CompiledSchema, instance: object, run: _SchRun) -> list[tuple[str, str]]:
+    """validate_instance with the caller's counters (run.count: the units it spent)."""
     errs: list = []
     try:
         _sch_evaluate(compiled._root, instance, None, run, 0, errs, False)
@@ -7844,19 +7887,46 @@ def _string_schema(schema: Any) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "string"
 
 
-def check_against_schema(compiled: Any, value: Any, limits: Limits) -> list[tuple[str, str, str | None]]:
-    """Schema problems of parsed arguments: [(code, message, pointer)], bounded by counted work."""
-    slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
+class _TurnWork:
+    """Units of schema work a turn's calls have left (Limits.max_turn_evaluations), spent in call order."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, limits: Limits) -> None:
+        self.left = limits.max_turn_evaluations
+
+
+def check_against_schema(compiled: Any, value: Any, limits: Limits,
+                         turn: _TurnWork | None = None) -> list[tuple[str, str, str | None]]:
+    """Schema problems of parsed arguments: [(code, message, pointer)], bounded by counted work.
+
+    With turn, the call may spend at most what the turn has left (and at most max_evaluations),
+    and what it spent is taken from the turn: a count, so the same turn stops at the same call
+    on any machine.
+    """
+    turn_text = (f"this turn's schema checks needed more than max_turn_evaluations "
+                 f"({limits.max_turn_evaluations}) units of work")
+    budget = limits.max_evaluations
+    if turn is not None:
+        if turn.left <= 0:
+            return [(LIMIT_EXCEEDED, turn_text + ", so this call was not checked", None)]
+        budget = min(budget, turn.left)
+    run = _SchRun(SchemaLimits(limits.max_schema_depth, budget, limits.max_pattern_subject))
     try:
         with _Deadline(limits.max_schema_seconds):
-            errors = validate_instance(compiled, value, slimits)
+            errors = _sch_validate(compiled, value, run)
     except _DeadlinePassed:
         return [(LIMIT_EXCEEDED, f"schema evaluation took longer than {limits.max_schema_seconds} s "
                  "(the opt-in --max-schema-seconds)", None)]
     except SchemaLimitExceeded as exc:
+        if run.count > budget and budget < limits.max_evaluations:   # the turn's budget, not the call's, ran out
+            return [(LIMIT_EXCEEDED, turn_text + ", and this call's check was cut short", exc.pointer)]
         return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
     except SchemaUnsupported as exc:
         return [(UNSUPPORTED_SCHEMA, exc.message, None)]   # the message names its location
+    finally:
+        if turn is not None:
+            turn.left -= min(run.count, budget)
     return [(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer) for pointer, message in errors[:20]]
 
 
@@ -7897,6 +7967,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
     A slot that never reached its terminal is never parsed.
     """
     schema_cache: dict[str, Any] = {}
+    turn = _TurnWork(limits)   # slots in the order they opened: the same turn spends it the same way
     for slot in machine.slots.values():
         slot.arguments, unreadable = _slot_text(slot, limits)
         if slot.phase != TERMINAL:
@@ -7918,7 +7989,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
                 value, problems = check_arguments(slot.arguments, limits)
             for code, message in problems:
                 find(code, message)
-            for code, message, pointer in _tool_problems(slot, value, tool_schemas, limits, schema_cache):
+            for code, message, pointer in _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn):
                 find(code, message, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
 
@@ -7949,7 +8020,7 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
 
 
 def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
-                   schema_cache: dict) -> Iterator[tuple[str, str, str | None]]:
+                   schema_cache: dict, turn: _TurnWork | None = None) -> Iterator[tuple[str, str, str | None]]:
     """The call against its tool: known, of the right kind, its schema usable and satisfied."""
     tool = slot.tool_key
     if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
@@ -7976,7 +8047,7 @@ def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
     elif isinstance(compiled, SchemaLimitExceeded):
         yield LIMIT_EXCEEDED, f"schema of {_quoted(tool)}: {compiled.message}", None
     elif value is not None:
-        yield from check_against_schema(compiled, value, limits)
+        yield from check_against_schema(compiled, value, limits, turn)
 
 
 def check_hosted_names(machine: TurnMachine, tool_schemas: dict, request: RequestContext | None) -> None:
@@ -12290,6 +12361,8 @@ def _parse_args(argv: list[str]) -> Any:
         ("max_schema_depth", "deepest schema evaluation"),
         ("max_evaluations", "most units of schema work per call (subschema visits, values compared, "
                             "pattern matcher steps)"),
+        ("max_turn_evaluations", "most units of schema work for all calls of one turn; past it, the "
+                                 "remaining calls are limit_exceeded"),
         ("max_pattern_subject", "longest string a schema pattern is run on, in code points"),
         ("max_findings", "most findings listed in full; past it, only each new code's first"),
         ("max_schema_seconds", "opt-in wall-clock backstop for checking one call against its schema (main "

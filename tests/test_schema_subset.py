@@ -825,5 +825,121 @@ class CountedWork(unittest.TestCase):
         vts.compile_schema({"properties": dict(list(props.items())[:100])}, LIMITS)
 
 
+
+def _units(pattern: str, subject: str) -> int:
+    """The units one search of pattern in subject is charged (the pattern compiled as a schema's would be)."""
+    matcher = vts._rx_compile(pattern, 1000)
+    run = vts._SchRun(vts.SchemaLimits(max_evaluations=10 ** 12))
+    vts._sch_search(matcher, subject, None, run)
+    return run.count
+
+
+def _astral_class(count: int, negated: bool = False) -> str:
+    """A class of count code points above U+FFFF, none adjacent: re keeps each as an item it scans."""
+    return "[" + ("^" if negated else "") + "".join(chr(0x10000 + 2 * i) for i in range(count)) + "]"
+
+
+class ReChargesWhatItRuns(unittest.TestCase):
+    """issue 30 review: a proven pattern on re was charged its bound / 256 with one step per node,
+    but a step can cost far more than a character test.  `[^\\p{L}\\p{M}\\p{N}\\p{S}\\p{P}]*!` against
+    1,000 x U+10FFFD in 80 members took 23 s of CPU (80 schema_violation); a class of 4,000 code points
+    above U+FFFF scans 4,000 items per character; `\\b` runs four lookarounds; a class of the BMP walks
+    up to 65,536 code points in Python each time re compiles it (`[\\u0100-\\uffff]` x 1,900: 3.3 s)."""
+
+    def test_a_class_above_u_ffff_is_charged_per_range_it_scans(self) -> None:
+        last = chr(0x10000 + 2 * 999)       # the last item re tries: every character scans all 1,000
+        small, large = _units("^" + _astral_class(10) + "*!", chr(0x10000 + 18) * 1000), \
+            _units("^" + _astral_class(1000) + "*!", last * 1000)
+        self.assertGreaterEqual(large, 1000 * 1000 // vts._RX_RE_STEPS_PER_UNIT)   # 1,000 characters x 1,000 items
+        self.assertGreater(large, 50 * small)                                      # it grows with the class
+        # unanchored, its bound (1,001 starts x 1,001 x the class) is past re's: the simulator runs it
+        self.assertIsNone(vts._rx_compile(_astral_class(4000) + "*!", 1000).regex)
+
+    def test_the_reviewed_repro_runs_on_the_simulator_with_the_same_verdict(self) -> None:
+        import json
+
+        pattern = "[^\\p{L}\\p{M}\\p{N}\\p{S}\\p{P}]*!"
+        self.assertIsNone(vts._rx_compile(pattern, 1000).regex)
+        self.assertLessEqual(_units(pattern, "\U0010fffd" * 1000), 5 * 1001)   # a few states per character
+        schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": pattern} for i in range(80)}}
+        report = vts.validate_envelope(_envelope(schema, json.dumps({f"p{i}": "\U0010fffd" * 1000 for i in range(80)})))
+        self.assertEqual([f["code"] for f in report["findings"]], ["schema_violation"] * 20)   # the first 20 of 80
+        self.assertEqual(report["status"], "blocked")
+
+    def test_a_word_boundary_weighs_its_lookarounds(self) -> None:
+        # 4,900 \b: 1,001 starts x 2 x 4,901 steps, once 38,328 units for 0.2 s of CPU (5 s per million)
+        self.assertIsNone(vts._rx_compile("\\b" * 4900 + "x", 1000).regex)
+        self.assertGreaterEqual(_units("^(?:\\ba|\\b )*!", "a " * 500),
+                                1000 * 2 * vts._RX_RE_BOUNDARY_STEPS // vts._RX_RE_STEPS_PER_UNIT)
+
+    def test_compiling_a_bmp_class_on_re_is_counted_and_bounded(self) -> None:
+        one = vts._rx_compile("^[\u0100-\uffff]$", 1000)
+        self.assertIsNotNone(one.regex)
+        self.assertGreaterEqual(one.states, (0xFFFF - 0x100 + 1) // vts._RX_RE_CELLS_PER_SIZE)
+        many = vts._rx_compile("^" + "[\u0100-\uffff]" * 1900, 1000)     # 124 million code points walked
+        self.assertIsNone(many.regex)
+        self.assertEqual(vts._rx_compile("^" + "[^]" * 100 + "$", 1000).regex, None)   # [^] is all of it
+
+
+def _turn(schema: dict, arguments: list) -> dict:
+    calls = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": text}}
+             for i, text in enumerate(arguments)]
+    return {"profile": "openai", "tool_schemas": {"f": schema},
+            "chunks": [{"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]} for call in calls]
+            + [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]}
+
+
+class TurnBudget(unittest.TestCase):
+    """issue 30 review: the budget was per call only, and a turn may hold 256 calls:
+    (?:a|a){0,900}b against "a" x 999 in each took 45 s of CPU for a 300 KB fixture."""
+
+    AMBIGUOUS = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(?:a|a){0,900}b"}}}
+    HEAVY = '{"s": "' + "a" * 999 + '"}'
+
+    def findings(self, report: dict) -> list:
+        return [(f["code"], f["index"], f["message"]) for f in report["findings"]]
+
+    def test_calls_past_the_turns_budget_are_limit_exceeded_at_a_counted_call(self) -> None:
+        limits = vts.Limits(max_evaluations=10_000, max_turn_evaluations=25_000)
+        doc = _turn(self.AMBIGUOUS, [self.HEAVY] * 6)
+        report = vts.validate_envelope(doc, limits)
+        found = self.findings(report)
+        self.assertEqual([(code, index) for code, index, _ in found], [("limit_exceeded", i) for i in range(6)])
+        call = "matching a pattern needed more than max_evaluations (10000) units of work"
+        turn = "this turn's schema checks needed more than max_turn_evaluations (25000) units of work"
+        self.assertEqual([message for _, _, message in found],
+                         [call, call, turn + ", and this call's check was cut short"]
+                         + [turn + ", so this call was not checked"] * 3)
+        self.assertEqual(vts.validate_envelope(doc, limits), report)         # counted: the same every time
+        self.assertEqual(report["status"], "blocked")
+
+    def test_cheap_calls_fit_and_the_budget_is_spent_in_call_order(self) -> None:
+        limits = vts.Limits(max_evaluations=10_000, max_turn_evaluations=25_000)
+        cheap = '{"s": "ab"}'
+        report = vts.validate_envelope(_turn(self.AMBIGUOUS, [cheap, self.HEAVY, cheap, self.HEAVY, cheap,
+                                                              self.HEAVY, cheap]), limits)
+        self.assertEqual([(code, index) for code, index, _ in self.findings(report)],
+                         [("limit_exceeded", 1), ("limit_exceeded", 3), ("limit_exceeded", 5),
+                          ("limit_exceeded", 6)])
+        self.assertIn("cut short", report["findings"][2]["message"])
+        self.assertIn("not checked", report["findings"][3]["message"])
+        # within the budget, nothing changes
+        self.assertEqual(vts.validate_envelope(_turn(self.AMBIGUOUS, [cheap] * 50), limits)["status"], "pass")
+
+    def test_the_default_turn_budget_stops_256_heavy_calls_after_four(self) -> None:
+        self.assertEqual(vts.Limits().max_turn_evaluations, 4_000_000)
+        report = vts.validate_envelope(_turn(self.AMBIGUOUS, [self.HEAVY] * 256))
+        messages = [f["message"] for f in report["findings"]]
+        self.assertEqual(len(messages), 256)
+        self.assertTrue(all("max_evaluations (1000000)" in m for m in messages[:4]))
+        self.assertTrue(all(m.endswith("so this call was not checked") for m in messages[4:]))
+
+    def test_the_turn_budget_is_a_positive_count_and_an_option(self) -> None:
+        for bad in (0, -1, 1.5, True, None):
+            with self.assertRaises(ValueError):
+                vts.Limits(max_turn_evaluations=bad)
+        self.assertEqual(vts._parse_args(["--max-turn-evaluations", "7", "x.json"]).max_turn_evaluations, 7)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -56,6 +56,24 @@ def pattern_case(pattern: str, subject: str) -> bytes:
     return one_call(schema, json.dumps({"x": subject}))
 
 
+def many_patterns(pattern: str, subject: str, count: int) -> bytes:
+    """One call whose count string members each run pattern on subject."""
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": pattern} for i in range(count)}}
+    return one_call(schema, json.dumps({f"p{i}": subject for i in range(count)}, ensure_ascii=False))
+
+
+def many_calls(schema: dict, arguments: str, count: int) -> bytes:
+    """One turn of count calls of one tool, each with the same arguments."""
+    chunks = [{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]}
+        for i in range(count)]
+    chunks.append({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return json.dumps({"profile": "openai", "tool_schemas": {"f": schema}, "chunks": chunks}).encode()
+
+
+ASTRAL_4000 = "[" + "".join(chr(0x10000 + 2 * i) for i in range(4000)) + "]"
+
+
 def findings_flood(megabytes: int) -> bytes:
     count = megabytes * (1 << 20) // 2
     head = b'{"profile":"openai","tool_schemas":{},"chunks":['
@@ -107,6 +125,16 @@ CASES = {
     "thread-unique": ("2,000 uniqueItems over a 0.7 MB array, worker thread",
                       lambda: one_call({"type": "object", "properties": {"x": {"allOf": [{"uniqueItems": True}] * 2000}}},
                                        json.dumps({"x": [[i, "v" * 24] for i in range(20_000)]})), "thread"),
+    "astral-classes": ("80 members x 1,000 U+10FFFD, each against [^\\p{L}\\p{M}\\p{N}\\p{S}\\p{P}]*!",
+                       lambda: many_patterns("[^\\p{L}\\p{M}\\p{N}\\p{S}\\p{P}]*!", "\U0010fffd" * 1000, 80), "cli"),
+    "astral-4000": ("7 members x 1,000 code points, each against a class of 4,000 above U+FFFF",
+                    lambda: many_patterns(ASTRAL_4000 + "*!", chr(0x10000 + 2 * 3999) * 1000, 7), "cli"),
+    "boundaries": ("4,900 \\b then x on 1,000 characters", lambda: pattern_case("\\b" * 4900 + "x", "a " * 500), "cli"),
+    "bmp-classes": ("a pattern of 1,900 [\\u0100-\\uffff] classes (re walks each one's code points)",
+                    lambda: pattern_case("^" + "[\u0100-\uffff]" * 1900, "a"), "cli"),
+    "turn-256": ("256 calls, each (?:a|a){0,900}b on 999 characters",
+                 lambda: many_calls({"type": "object", "properties": {"s": {"type": "string",
+                                     "pattern": "(?:a|a){0,900}b"}}}, json.dumps({"s": "a" * 999}), 256), "cli"),
     "subschemas": ("schema of 60,000 subschemas", lambda: one_call(
         {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(60_000)}}, "{}"), "cli"),
     "findings-20MB": ("20 MB of non-object chunks (10M findings)", lambda: findings_flood(20), "cli"),
