@@ -8939,6 +8939,18 @@ _SECRET_PATTERNS = (
     ("a Slack token", r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})"),
     ("a JSON Web Token", r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
     ("an API key", r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})"),
+    ("a Google OAuth token", r"(?<![A-Za-z0-9_.-])(ya29\.[A-Za-z0-9_.-]{20,})"),
+    ("a Google API key", r"(?<![A-Za-z0-9_-])(AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])"),
+    # scheme://user:password@ : the password (the pattern starts at "://", so a search is linear)
+    ("a password in a URL", r"://[^/?#\s:@\"'<>\\]*:([^/?#\s@\"'<>\\]+)@"),
+    # name: value / name=value, the name maybe quoted (or JSON-escaped), a scheme word maybe before
+    # the value, which may be on the next line; the value is 8 characters at least, up to its
+    # closing quote when it has an opening one, else up to a space, quote or separator (& , ;).
+    # The name is kept.
+    ("a credential-named value",
+     r"(?ai)(?:authori[sz]ation|api[-_]?key|secret(?:[-_]?access)?(?:[-_]?key)?|token|passw(?:or)?d|pwd)"
+     r"\\?[\"']?[ \t]*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest|negotiate)\s+)?(?!\[masked\])"
+     r"((?<=[\"'])[^\"'\\\r\n]{8,}(?=\\?[\"'])|[^\s\"'<>,;&\\]{8,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
 _SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
@@ -9172,14 +9184,21 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
 
 # --- credentials ----------------------------------------------------------------
 
-# Every pattern above starts with one of these literals, and no match is shorter than 15
-# characters: a string without any of them needs no look by the eight patterns.
-_SECRET_HINT = r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|(?i:bearer|api[_-]?key)"
-_SECRET_SHORTEST = 15
-# The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them.
+# Every match of a pattern above holds one of these, and none is shorter than 6 characters
+# ("://:x@"): a string without any of them needs no look by the patterns.
+_SECRET_HINT = (r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|ya29\.|AIza|://|(?i:bearer|api[_-]?key)"
+                r"|(?ai:authori[sz]ation|secret|token|passw|pwd)")
+_SECRET_SHORTEST = 6
+# The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them
+# ("://" also as JSON may write it, ":\/"; "token" only as a credential-named value's name can end:
+# before a backslash, a quote, a space, ":" or "=", so "input_tokens" is not one).
 # (the escape first: a body with non-ASCII text, most bodies, has one early, and any() stops there)
 _SECRET_LITERALS = (b"\\u", b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox",
-                    b"eyj", b"bearer", b"api", b"authorization", b"access")
+                    b"eyj", b"bearer", b"api", b"authorization", b"access", b"ya29.", b"aiza", b"://", b":\\/",
+                    b":/\\/", b"authorisation", b"secret", b"passw", b"pwd", b"token\\", b"token'", b"token ",
+                    b"token\t", b"token:", b"token=",
+                    # the four non-ASCII letters (?i) folds to i, s and k, as UTF-8 (lower() leaves them)
+                    b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
 
 
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -9330,10 +9349,12 @@ def _may_hold_secrets(raw: bytes) -> bool:
 # find anything in it: every literal a match of _SECRET_HINT or _SECRET_KEY starts with or holds, and
 # the escapes of the four non-ASCII letters their case-insensitive parts match (U+0130 and U+0131 as
 # "i", U+017F as "s", U+212A as "k").  No literal holds a character JSON escapes, so a match inside a
-# string or a member name is still there in the line; a line without any of them is left as it is.
+# string or a member name is still there in the line ("token\\" stands for a name followed by a quote,
+# a backslash or a tab, which the line writes escaped); a line without any of them is left as it is.
 _LINE_SECRET_LITERALS = ("sk-", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyj",
-                         "bearer", "api", "authorization", "access", "\\u0130", "\\u0131", "\\u017f",
-                         "\\u212a")
+                         "bearer", "api", "authorization", "access", "ya29.", "aiza", "://", "authorisation",
+                         "secret", "passw", "pwd", "token\\", "token'", "token ", "token:", "token=",
+                         "\\u0130", "\\u0131", "\\u017f", "\\u212a")
 
 
 def _line_may_hold_secrets(line: str) -> bool:

@@ -625,6 +625,76 @@ class Secrets(unittest.TestCase):
         self.assertTrue(any("slot 0" in w and "split across fragments" in w for w in warnings))
 
 
+class FreeTextCredentials(unittest.TestCase):
+    """issue 30 review: the shared detector (_secret_spans, used by capture and by conform's quoted
+    stderr line) missed Basic credentials, credential-named values, Google tokens and URL passwords."""
+
+    SAMPLES = {
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==": "Authorization: Basic [masked]",
+        "proxy-authorization: Negotiate YIIabcdefghijk": "proxy-authorization: Negotiate [masked]",
+        "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key=[masked]",
+        "AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEHwaCXVzLWVhc3QtMSJH": "AWS_SESSION_TOKEN=[masked]",
+        "access_token=ya29.a0AfH6SMBabcdefghijklmnop&x=1": "access_token=[masked]&x=1",
+        "got ya29.a0AfH6SMBabcdefghijklmnopqrs here": "got [masked] here",
+        "refresh_token: 1//0gAbCdEfGhIjK": "refresh_token: [masked]",
+        "id-token = eyJhbGciOiJSUzI1NiJ9x": "id-token = [masked]",
+        "https://user:hunter2hunter2@host/path": "https://user:[masked]@host/path",
+        "postgres://admin:pw@db:5432/x": "postgres://admin:[masked]@db:5432/x",
+        "{'client_secret': 'abc def ghi jkl'}": "{'client_secret': '[masked]'}",
+        '{"password": "correct horse battery staple"}': '{"password": "[masked]"}',
+        "DB_PASSWD=s3cr3t!pass x": "DB_PASSWD=[masked] x",
+        "x-api-key: 0123456789abcdefghijXYZ": "x-api-key: [masked]",
+        "key=AIzaSyA1234567890abcdefghijklmnopqrstuv": "key=[masked]",
+        "secret: hunter2hunter2": "secret: [masked]",
+    }
+    ORDINARY = ("max_tokens=4096", "input_tokens: 123456789", "the token: is short", "Authorization: Bearer",
+                "ssh://git@github.com:org/repo", "http://host:8080/path@x", "password: [masked]",
+                "tokens=123456789", "a secret plan")
+
+    def test_the_value_is_masked_and_the_name_kept(self):
+        for text, masked in self.SAMPLES.items():
+            with self.subTest(text=text):
+                self.assertEqual(vts._mask_spans(text, vts._secret_spans(text)), masked)
+        for text in self.ORDINARY:
+            with self.subTest(text=text):
+                self.assertEqual(vts._secret_spans(text), [])
+
+    def test_capture_masks_them_in_text_with_and_without_redaction(self):
+        for text, masked in self.SAMPLES.items():
+            for redact in (True, False):
+                with self.subTest(text=text, redact=redact):
+                    envelope, warnings = capture(sse([{"error": {"message": text}}, chunk({"content": text})]),
+                                                 redact=redact)
+                    self.assertEqual(envelope["chunks"][0]["error"]["message"], masked)
+                    if not redact:
+                        self.assertEqual(envelope["chunks"][1]["choices"][0]["delta"]["content"], masked)
+                    self.assertTrue(warnings)
+
+    def test_prefilters_let_through_what_the_patterns_find(self):
+        # _secret_spans looks only when the hint matches; a body (raw bytes) and a payload's line are
+        # walked only when they hold a literal: each must let through every string a pattern finds
+        import random
+        import re
+        rng = random.Random(30)
+        planted = [*self.SAMPLES, "Token='abcdefghij'", "api-key\t: abcdefghijklmnopqrstuvwxyz",
+                   'x {\\"token\\": \\"abcdefgh123\\"}', "a://:x@", "sk-ant-" + "a" * 12, "Bearer " + "t" * 20]
+        pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=:/@'\" \t"
+        for _ in range(4000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+            if rng.random() < 0.6:
+                cut = rng.randint(0, len(text))
+                text = text[:cut] + rng.choice(planted) + text[cut:]
+            expected = sorted((m.start(1), m.end(1), label) for label, pattern in vts._SECRET_PATTERNS
+                              for m in re.finditer(pattern, text))
+            self.assertEqual(vts._secret_spans(text), expected, text)
+            if expected:
+                line = json.dumps({"a": text})
+                self.assertTrue(vts._line_may_hold_secrets(line), text)
+                self.assertTrue(vts._may_hold_secrets(line.encode()), text)
+                self.assertTrue(vts._may_hold_secrets(line.replace("/", "\\/").encode()), text)
+                self.assertTrue(vts._may_hold_secrets(json.dumps({"a": text}, ensure_ascii=False).encode()), text)
+
+
 class Schemas(unittest.TestCase):
     P = {"type": "object", "properties": {"a": {"type": "integer"}}}
 
