@@ -9503,7 +9503,10 @@ class _Scrubber:
         """where: "line 3", or ("line", 3), written so only when a warning or a slot needs it."""
         result = self._scrub_one(payload, where, text, key)
         if self.texts is not None:   # its place in the stream is the number of payloads before it
-            _text_pieces(result, (), self.row.protected_paths(result), (), len(self.wheres), self.texts)
+            # the pieces as they came (without redaction the payload is the raw one), and where each
+            # is in the result (its member names masked too)
+            _text_pieces(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts,
+                         None if result is payload else result)
             self.wheres.append(_where(where))
         return result
 
@@ -9853,70 +9856,117 @@ _TEXT_GROUP_KEYSET = frozenset(_TEXT_GROUP_KEYS)
 
 
 def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
-                 texts: dict[tuple, tuple[Any, list[str]]]) -> None:
+                 texts: dict[tuple, tuple[Any, list[str]]], masked: Any = None, at: tuple = ()) -> None:
     """Add every non-empty string under value outside protected paths to its group in texts:
-    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece."""
+    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece.
+
+    value is the payload as it came; masked (None: value itself) the same payload once masked
+    string by string, whose member names may differ (a credential used as a name): the group's
+    path is the path in masked (at: that of path), where finish() writes, and the strings
+    recorded are value's, unmasked, so that they are searched joined as they came.
+    """
     if isinstance(value, dict):
         if not _TEXT_GROUP_KEYSET.isdisjoint(value):
             marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
                            if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
-        items: Iterable = value.items()
+        pairs: Iterable = zip(value.items(), value if masked is None else masked)
     elif isinstance(value, list):
-        items = enumerate(value)
+        pairs = ((pair, pair[0]) for pair in enumerate(value))
     else:
         return
-    for key, item in items:
+    for (key, item), name in pairs:
         if isinstance(item, str):
             if item and path + (key,) not in protected:
-                group = texts.get((path + (key,), marks))
+                place = path + (key,) if masked is None else at + (name,)
+                group = texts.get((place, marks))
                 if group is None:
                     import array
-                    group = texts[(path + (key,), marks)] = (array.array("q"), [])
+                    group = texts[(place, marks)] = (array.array("q"), [])
                 group[0].append(pos)
                 group[1].append(item)
         elif isinstance(item, (dict, list)) and path + (key,) not in protected:
-            _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
-            # (protected) are left out: their split credentials are only reported
+            if masked is None:
+                _text_pieces(item, path + (key,), protected, marks, pos, texts)
+            else:
+                _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+            # call identity and arguments (protected) are left out: their split credentials are only reported
+
+
+def _covered(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:
+    """Whether [start, end) lies within the union of spans (sorted), as _mask_spans merges them."""
+    lo = hi = -1
+    for first, last, _ in spans:
+        if first <= hi:
+            hi = max(hi, last)
+        else:
+            lo, hi = first, last
+        if lo <= start and end <= hi:
+            return True
+    return False
 
 
 def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any, list[str]]],
                      lines: list[str], stream_key: str, warnings: list[str]) -> None:
     """Mask credentials that only appear once a group's text fragments are joined (without redaction).
 
-    Each piece loses the part of the credential it holds (MASKED_SECRET in its place, so no piece
-    becomes empty).  Only text the profile's redaction would neutralise is changed: a string the
-    rules read (a type, an id) is left as it is, and the warning says so.
+    The joined text is the fragments as they came.  A credential found there that masking each
+    fragment alone did not cover whole (one split across fragments, or one inside a fragment whose
+    context, "Bearer " or "api_key=", is in another) is masked in every fragment that holds part
+    of it, on top of what that fragment's own masking did: each part becomes MASKED_SECRET, so no
+    piece becomes empty.  Only text the profile's redaction would neutralise is changed: a string
+    the rules read (a type, an id) is left as it is, and the warning says so.
     """
     for (path, _), (positions, strings) in texts.items():
         if len(strings) < 2:
             continue
-        bounds, offset = [], 0
-        for text in strings:
-            bounds.append((offset, offset + len(text)))
-            offset += len(text)
-        split = [span for span in _secret_spans("".join(strings))
-                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
-        if not split:
+        found = _secret_spans("".join(strings))
+        if not found:
             continue
+        ends, offset = [], 0
+        for text in strings:
+            offset += len(text)
+            ends.append(offset)
+        own: dict[int, list[tuple[int, int, str]]] = {}   # a fragment's own spans, found when needed
         touched: dict[int, list[tuple[int, int, str]]] = {}
-        for start, end, label in split:
-            for n, (lo, hi) in enumerate(bounds):
-                if start < hi and end > lo:
-                    touched.setdefault(n, []).append((max(start, lo) - lo, min(end, hi) - lo, label))
+        missed = []
+        for start, end, label in found:
+            parts = []
+            n = bisect.bisect_right(ends, start)   # the fragment the span starts in
+            while n < len(ends) and ends[n] - len(strings[n]) < end:
+                lo = ends[n] - len(strings[n])
+                parts.append((n, max(start, lo) - lo, min(end, ends[n]) - lo))
+                n += 1
+            for n, _, _ in parts:
+                if n not in own:
+                    own[n] = _secret_spans(strings[n])
+            if all(_covered(own[n], first, last) for n, first, last in parts):
+                continue   # each fragment's own masking hid it already
+            missed.append(label)
+            for n, first, last in parts:
+                touched.setdefault(n, []).append((first, last, label))
+        if not touched:
+            continue
         first = positions[min(touched)]
         later = len(touched) - 1
-        where = (f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]}) and {later} later "
-                 f"fragment{'s' if later > 1 else ''}")
+        where = f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]})"
+        labels = " and ".join(dict.fromkeys(missed))
+        if later:
+            how = f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
+        else:
+            how = f": {labels} recognisable only with the text fragments around it"
         kept = False
         for n, spans in touched.items():
             pos = positions[n]
-            if _value_at(row.redact(out[pos]), path) == strings[n]:
+            parent = _value_at(out[pos], path[:-1])
+            if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
                 kept = True   # no text to the redaction: the rules read it
                 continue
-            _value_at(out[pos], path[:-1])[path[-1]] = _mask_spans(strings[n], spans)
-        warnings.append(f"{where}: {_labels(split)} split across text fragments "
-                        + ("masked" if not kept else "masked where it is text, left unchanged where the rules "
-                           "read it"))
+            mine = own[n]
+            if parent[path[-1]] != _mask_spans(strings[n], mine):
+                continue   # masked whole already (a credential-named member)
+            parent[path[-1]] = _mask_spans(strings[n], sorted(mine + spans))
+        warnings.append(where + how + (" masked" if not kept else " masked where it is text, left unchanged "
+                                       "where the rules read it"))
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:

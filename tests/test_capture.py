@@ -625,6 +625,91 @@ class Secrets(unittest.TestCase):
         self.assertTrue(any("slot 0" in w and "split across fragments" in w for w in warnings))
 
 
+# One text delta of each profile, for text that arrives in pieces (payloads as a JSON list).
+TEXT_DELTA = {
+    "openai": lambda piece: chunk({"content": piece}),
+    "mistral": lambda piece: chunk({"content": piece}),
+    "anthropic": lambda piece: {"type": "content_block_delta", "index": 0,
+                                "delta": {"type": "text_delta", "text": piece}},
+    "openai-responses": lambda piece: {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                                       "content_index": 0, "delta": piece},
+    "bedrock": lambda piece: {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": piece}}},
+    "gemini": lambda piece: {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}]},
+    "cohere": lambda piece: {"type": "content-delta", "index": 0,
+                             "delta": {"message": {"content": {"text": piece}}}},
+    "ollama": lambda piece: {"model": "m", "created_at": "2025-01-01T00:00:00Z",
+                             "message": {"role": "assistant", "content": piece}, "done": False},
+}
+
+
+def delta_texts(envelope):
+    """The text of each payload of a TEXT_DELTA stream, in order."""
+    out = []
+    for payload in stream_of(envelope):
+        for path in (("choices", 0, "delta", "content"), ("delta", "text"), ("delta",),
+                     ("contentBlockDelta", "delta", "text"), ("candidates", 0, "content", "parts", 0, "text"),
+                     ("delta", "message", "content", "text"), ("message", "content")):
+            value = vts._value_at(payload, path)
+            if isinstance(value, str):
+                out.append(value)
+                break
+    return out
+
+
+class SplitTextAsItCame(unittest.TestCase):
+    """issue 30 review: with --no-redact, text pieces were searched joined only once each was masked
+    alone, so a key whose head one piece alone gave away kept its tail whole; and a credential lying
+    whole in one piece, with its context ("Bearer", "api_key") in the piece before, was not looked at
+    (not split, so skipped)."""
+
+    TAIL = "AbCdEfGhIjKlMnOpQrStUvWxYz0123"
+    CASES = (
+        (["my key is sk-ant-api03-AbCd", "EfGhIjKlMnOpQrStUvWxYz0123456789 ok"], ["my key is [masked]", "[masked] ok"],
+         "EfGhIjKlMnOp"),
+        (["Authorization: Bearer", " " + TAIL], ["Authorization: Bearer", " [masked]"], TAIL[:12]),
+        (["here: api_key", "=" + TAIL], ["here: api_key", "=[masked]"], TAIL[:12]),
+    )
+
+    def test_openai_and_anthropic_sse(self):
+        start = {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}
+        block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+        for pieces, expected, kept_out in self.CASES:
+            for profile in ("openai", "anthropic"):
+                with self.subTest(profile=profile, pieces=pieces):
+                    deltas = [TEXT_DELTA[profile](piece) for piece in pieces]
+                    raw = (sse(deltas) if profile == "openai"
+                           else sse([start, block, *deltas], names=True, done=False))
+                    envelope, warnings = capture(raw, profile, redact=False)
+                    self.assertEqual(delta_texts(envelope), expected)
+                    self.assertNotIn(kept_out, json.dumps(envelope))
+                    said = "\n".join(warnings)
+                    self.assertNotIn(kept_out, said)
+                    self.assertRegex(said, r"(split across text fragments|recognisable only with the text "
+                                           r"fragments around it) masked")
+
+    def test_every_profile(self):
+        self.assertEqual(sorted(TEXT_DELTA), sorted(vts.PROFILES))
+        for profile, make in TEXT_DELTA.items():
+            for pieces, expected, kept_out in self.CASES:
+                with self.subTest(profile=profile, pieces=pieces):
+                    envelope, warnings = capture(json.dumps([make(piece) for piece in pieces]).encode(), profile,
+                                                 redact=False)
+                    self.assertEqual(delta_texts(envelope), expected)
+                    self.assertNotIn(kept_out, json.dumps(envelope) + "\n".join(warnings))
+
+    def test_what_each_piece_alone_masks_stays_masked(self):
+        # a piece with a whole key of its own and the head of another: both masked, once each
+        key = "sk-proj-" + "Q7w" * 10
+        envelope, warnings = capture(sse([chunk({"content": f"a {key} b api_key="}), chunk({"content": self.TAIL})]),
+                                     redact=False)
+        self.assertEqual(delta_texts(envelope), ["a [masked] b api_key=", "[masked]"])
+        self.assertEqual(len([w for w in warnings if "text fragments" in w]), 1, warnings)
+        # a key already masked whole in each piece gives no warning of the joined search
+        envelope, warnings = capture(sse([chunk({"content": key}), chunk({"content": " " + key})]), redact=False)
+        self.assertEqual(delta_texts(envelope), ["[masked]", " [masked]"])
+        self.assertEqual([w for w in warnings if "text fragments" in w], [])
+
+
 class FreeTextCredentials(unittest.TestCase):
     """issue 30 review: the shared detector (_secret_spans, used by capture and by conform's quoted
     stderr line) missed Basic credentials, credential-named values, Google tokens and URL passwords."""
