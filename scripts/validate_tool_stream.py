@@ -9862,34 +9862,45 @@ def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tu
 
     value is the payload as it came; masked (None: value itself) the same payload once masked
     string by string, whose member names may differ (a credential used as a name): the group's
-    path is the path in masked (at: that of path), where finish() writes, and the strings
-    recorded are value's, unmasked, so that they are searched joined as they came.
+    path is then the path in masked (at: that of path), where finish() writes, and the strings
+    recorded are still value's, unmasked, so that they are searched joined as they came.
     """
     if isinstance(value, dict):
         if not _TEXT_GROUP_KEYSET.isdisjoint(value):
             marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
                            if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
-        pairs: Iterable = zip(value.items(), value if masked is None else masked)
+        items: Iterable = value.items()
     elif isinstance(value, list):
-        pairs = ((pair, pair[0]) for pair in enumerate(value))
+        items = enumerate(value)
     else:
         return
-    for (key, item), name in pairs:
+    if masked is not None:   # the same items, each with its name in masked
+        items = zip(items, masked if isinstance(masked, dict) else range(len(masked)))
+        for (key, item), name in items:
+            if path + (key,) in protected:
+                continue   # call identity and arguments: their split credentials are only reported
+            if isinstance(item, str):
+                if item:
+                    _text_piece(texts, (at + (name,), marks), pos, item)
+            elif isinstance(item, (dict, list)):
+                _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+        return
+    for key, item in items:
         if isinstance(item, str):
             if item and path + (key,) not in protected:
-                place = path + (key,) if masked is None else at + (name,)
-                group = texts.get((place, marks))
-                if group is None:
-                    import array
-                    group = texts[(place, marks)] = (array.array("q"), [])
-                group[0].append(pos)
-                group[1].append(item)
+                _text_piece(texts, (path + (key,), marks), pos, item)
         elif isinstance(item, (dict, list)) and path + (key,) not in protected:
-            if masked is None:
-                _text_pieces(item, path + (key,), protected, marks, pos, texts)
-            else:
-                _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
-            # call identity and arguments (protected) are left out: their split credentials are only reported
+            _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
+            # (protected) are left out: their split credentials are only reported
+
+
+def _text_piece(texts: dict[tuple, tuple[Any, list[str]]], group_key: tuple, pos: int, item: str) -> None:
+    group = texts.get(group_key)
+    if group is None:
+        import array
+        group = texts[group_key] = (array.array("q"), [])
+    group[0].append(pos)
+    group[1].append(item)
 
 
 def _covered(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:

@@ -709,6 +709,18 @@ class SplitTextAsItCame(unittest.TestCase):
         self.assertEqual(delta_texts(envelope), ["[masked]", " [masked]"])
         self.assertEqual([w for w in warnings if "text fragments" in w], [])
 
+    def test_pieces_under_a_masked_member_name_are_written_where_they_are(self):
+        # the piece's path in the capture is the masked one: the part is masked there, and the
+        # credential in the member name is not written back
+        jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
+        events = [dict(TEXT_DELTA["anthropic"](piece), extra={jwt: [note]})
+                  for piece, note in (("t", "Authorization: Bearer"), ("u", " " + self.TAIL))]
+        envelope, warnings = capture(json.dumps(events).encode(), "anthropic", redact=False)
+        self.assertEqual([event["extra"] for event in envelope["events"]],
+                         [{"[masked]": ["Authorization: Bearer"]}, {"[masked]": [" [masked]"]}])
+        self.assertNotIn(jwt, json.dumps(envelope) + "\n".join(warnings))
+        self.assertIn("events[1].extra.<member>[0] (item 1): a bearer token", "\n".join(warnings))
+
 
 class FreeTextCredentials(unittest.TestCase):
     """issue 30 review: the shared detector (_secret_spans, used by capture and by conform's quoted
