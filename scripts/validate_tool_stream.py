@@ -9190,13 +9190,14 @@ _SECRET_HINT = (r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|ya29\.|AIza|:
                 r"|(?ai:authori[sz]ation|secret|token|passw|pwd)")
 _SECRET_SHORTEST = 6
 # The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them
-# ("://" also as JSON may write it, ":\/"; "token" only as a credential-named value's name can end:
-# before a backslash, a quote, a space, ":" or "=", so "input_tokens" is not one).
+# ("://" also as JSON may write it, ":\/"; "token" and "pwd" only as a credential-named value's name
+# can end: before a backslash, a quote, a space or tab, ":" or "=", so "input_tokens" or an id with
+# "pwd" inside is not one).
 # (the escape first: a body with non-ASCII text, most bodies, has one early, and any() stops there)
 _SECRET_LITERALS = (b"\\u", b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox",
                     b"eyj", b"bearer", b"api", b"authorization", b"access", b"ya29.", b"aiza", b"://", b":\\/",
-                    b":/\\/", b"authorisation", b"secret", b"passw", b"pwd", b"token\\", b"token'", b"token ",
-                    b"token\t", b"token:", b"token=",
+                    b":/\\/", b"authorisation", b"secret", b"passw", b"token\\", b"token'", b"token ", b"token\t",
+                    b"token:", b"token=", b"pwd\\", b"pwd'", b"pwd ", b"pwd\t", b"pwd:", b"pwd=",
                     # the four non-ASCII letters (?i) folds to i, s and k, as UTF-8 (lower() leaves them)
                     b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
 
@@ -9349,11 +9350,13 @@ def _may_hold_secrets(raw: bytes) -> bool:
 # find anything in it: every literal a match of _SECRET_HINT or _SECRET_KEY starts with or holds, and
 # the escapes of the four non-ASCII letters their case-insensitive parts match (U+0130 and U+0131 as
 # "i", U+017F as "s", U+212A as "k").  No literal holds a character JSON escapes, so a match inside a
-# string or a member name is still there in the line ("token\\" stands for a name followed by a quote,
-# a backslash or a tab, which the line writes escaped); a line without any of them is left as it is.
+# string or a member name is still there in the line ("token\\" and "pwd\\" stand for a name followed
+# by a quote, a backslash or a tab, which the line writes escaped); a line without any of them is left
+# as it is.
 _LINE_SECRET_LITERALS = ("sk-", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyj",
                          "bearer", "api", "authorization", "access", "ya29.", "aiza", "://", "authorisation",
-                         "secret", "passw", "pwd", "token\\", "token'", "token ", "token:", "token=",
+                         "secret", "passw", "token\\", "token'", "token ", "token:", "token=", "pwd\\", "pwd'",
+                         "pwd ", "pwd:", "pwd=",
                          "\\u0130", "\\u0131", "\\u017f", "\\u212a")
 
 

@@ -773,7 +773,8 @@ class FreeTextCredentials(unittest.TestCase):
         import random
         import re
         rng = random.Random(30)
-        planted = [*self.SAMPLES, "Token='abcdefghij'", "api-key\t: abcdefghijklmnopqrstuvwxyz",
+        planted = [*self.SAMPLES, "Token='abcdefghij'", "PWD\t= abcdefghij", "my_pwd:'ab cd ef gh'",
+                   "api-key\t: abcdefghijklmnopqrstuvwxyz",
                    'x {\\"token\\": \\"abcdefgh123\\"}', "a://:x@", "sk-ant-" + "a" * 12, "Bearer " + "t" * 20]
         pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=:/@'\" \t"
         for _ in range(4000):
