@@ -9026,6 +9026,18 @@ _SECRET_PATTERNS = (
     ("a Slack token", r"(?<![A-Za-z0-9-])(xox[abposr]-[A-Za-z0-9-]{10,})"),
     ("a JSON Web Token", r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
     ("an API key", r"(?i)api[_-]?key[\"'=:\s]+([A-Za-z0-9._~+/-]{20,})"),
+    ("a Google OAuth token", r"(?<![A-Za-z0-9_.-])(ya29\.[A-Za-z0-9_.-]{20,})"),
+    ("a Google API key", r"(?<![A-Za-z0-9_-])(AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])"),
+    # scheme://user:password@ : the password (the pattern starts at "://", so a search is linear)
+    ("a password in a URL", r"://[^/?#\s:@\"'<>\\]*:([^/?#\s@\"'<>\\]+)@"),
+    # name: value / name=value, the name maybe quoted (or JSON-escaped), a scheme word maybe before
+    # the value, which may be on the next line; the value is 8 characters at least, up to its
+    # closing quote when it has an opening one, else up to a space, quote or separator (& , ;).
+    # The name is kept.
+    ("a credential-named value",
+     r"(?ai)(?:authori[sz]ation|api[-_]?key|secret(?:[-_]?access)?(?:[-_]?key)?|token|passw(?:or)?d|pwd)"
+     r"\\?[\"']?[ \t]*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest|negotiate)\s+)?(?!\[masked\])"
+     r"((?<=[\"'])[^\"'\\\r\n]{8,}(?=\\?[\"'])|[^\s\"'<>,;&\\]{8,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
 _SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
@@ -9259,14 +9271,22 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
 
 # --- credentials ----------------------------------------------------------------
 
-# Every pattern above starts with one of these literals, and no match is shorter than 15
-# characters: a string without any of them needs no look by the eight patterns.
-_SECRET_HINT = r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|(?i:bearer|api[_-]?key)"
-_SECRET_SHORTEST = 15
-# The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them.
+# Every match of a pattern above holds one of these, and none is shorter than 6 characters
+# ("://:x@"): a string without any of them needs no look by the patterns.
+_SECRET_HINT = (r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|ya29\.|AIza|://|(?i:bearer|api[_-]?key)"
+                r"|(?ai:authori[sz]ation|secret|token|passw|pwd)")
+_SECRET_SHORTEST = 6
+# The hint literals and those of _SECRET_KEY, lower-cased, and the \u that could spell any of them
+# ("://" also as JSON may write it, ":\/"; "token" and "pwd" only as a credential-named value's name
+# can end: before a backslash, a quote, a space or tab, ":" or "=", so "input_tokens" or an id with
+# "pwd" inside is not one).
 # (the escape first: a body with non-ASCII text, most bodies, has one early, and any() stops there)
 _SECRET_LITERALS = (b"\\u", b"sk-", b"akia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox",
-                    b"eyj", b"bearer", b"api", b"authorization", b"access")
+                    b"eyj", b"bearer", b"api", b"authorization", b"access", b"ya29.", b"aiza", b"://", b":\\/",
+                    b":/\\/", b"authorisation", b"secret", b"passw", b"token\\", b"token'", b"token ", b"token\t",
+                    b"token:", b"token=", b"pwd\\", b"pwd'", b"pwd ", b"pwd\t", b"pwd:", b"pwd=",
+                    # the four non-ASCII letters (?i) folds to i, s and k, as UTF-8 (lower() leaves them)
+                    b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
 
 
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -9417,10 +9437,14 @@ def _may_hold_secrets(raw: bytes) -> bool:
 # find anything in it: every literal a match of _SECRET_HINT or _SECRET_KEY starts with or holds, and
 # the escapes of the four non-ASCII letters their case-insensitive parts match (U+0130 and U+0131 as
 # "i", U+017F as "s", U+212A as "k").  No literal holds a character JSON escapes, so a match inside a
-# string or a member name is still there in the line; a line without any of them is left as it is.
+# string or a member name is still there in the line ("token\\" and "pwd\\" stand for a name followed
+# by a quote, a backslash or a tab, which the line writes escaped); a line without any of them is left
+# as it is.
 _LINE_SECRET_LITERALS = ("sk-", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyj",
-                         "bearer", "api", "authorization", "access", "\\u0130", "\\u0131", "\\u017f",
-                         "\\u212a")
+                         "bearer", "api", "authorization", "access", "ya29.", "aiza", "://", "authorisation",
+                         "secret", "passw", "token\\", "token'", "token ", "token:", "token=", "pwd\\", "pwd'",
+                         "pwd ", "pwd:", "pwd=",
+                         "\\u0130", "\\u0131", "\\u017f", "\\u212a")
 
 
 def _line_may_hold_secrets(line: str) -> bool:
@@ -9569,7 +9593,10 @@ class _Scrubber:
         """where: "line 3", or ("line", 3), written so only when a warning or a slot needs it."""
         result = self._scrub_one(payload, where, text, key)
         if self.texts is not None:   # its place in the stream is the number of payloads before it
-            _text_pieces(result, (), self.row.protected_paths(result), (), len(self.wheres), self.texts)
+            # the pieces as they came (without redaction the payload is the raw one), and where each
+            # is in the result (its member names masked too)
+            _text_pieces(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts,
+                         None if result is payload else result)
             self.wheres.append(_where(where))
         return result
 
@@ -9919,9 +9946,15 @@ _TEXT_GROUP_KEYSET = frozenset(_TEXT_GROUP_KEYS)
 
 
 def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
-                 texts: dict[tuple, tuple[Any, list[str]]]) -> None:
+                 texts: dict[tuple, tuple[Any, list[str]]], masked: Any = None, at: tuple = ()) -> None:
     """Add every non-empty string under value outside protected paths to its group in texts:
-    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece."""
+    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece.
+
+    value is the payload as it came; masked (None: value itself) the same payload once masked
+    string by string, whose member names may differ (a credential used as a name): the group's
+    path is then the path in masked (at: that of path), where finish() writes, and the strings
+    recorded are still value's, unmasked, so that they are searched joined as they came.
+    """
     if isinstance(value, dict):
         if not _TEXT_GROUP_KEYSET.isdisjoint(value):
             marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
@@ -9931,58 +9964,110 @@ def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tu
         items = enumerate(value)
     else:
         return
+    if masked is not None:   # the same items, each with its name in masked
+        items = zip(items, masked if isinstance(masked, dict) else range(len(masked)))
+        for (key, item), name in items:
+            if path + (key,) in protected:
+                continue   # call identity and arguments: their split credentials are only reported
+            if isinstance(item, str):
+                if item:
+                    _text_piece(texts, (at + (name,), marks), pos, item)
+            elif isinstance(item, (dict, list)):
+                _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+        return
     for key, item in items:
         if isinstance(item, str):
             if item and path + (key,) not in protected:
-                group = texts.get((path + (key,), marks))
-                if group is None:
-                    import array
-                    group = texts[(path + (key,), marks)] = (array.array("q"), [])
-                group[0].append(pos)
-                group[1].append(item)
+                _text_piece(texts, (path + (key,), marks), pos, item)
         elif isinstance(item, (dict, list)) and path + (key,) not in protected:
             _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
             # (protected) are left out: their split credentials are only reported
+
+
+def _text_piece(texts: dict[tuple, tuple[Any, list[str]]], group_key: tuple, pos: int, item: str) -> None:
+    group = texts.get(group_key)
+    if group is None:
+        import array
+        group = texts[group_key] = (array.array("q"), [])
+    group[0].append(pos)
+    group[1].append(item)
+
+
+def _covered(spans: list[tuple[int, int, str]], start: int, end: int) -> bool:
+    """Whether [start, end) lies within the union of spans (sorted), as _mask_spans merges them."""
+    lo = hi = -1
+    for first, last, _ in spans:
+        if first <= hi:
+            hi = max(hi, last)
+        else:
+            lo, hi = first, last
+        if lo <= start and end <= hi:
+            return True
+    return False
 
 
 def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any, list[str]]],
                      lines: list[str], stream_key: str, warnings: list[str]) -> None:
     """Mask credentials that only appear once a group's text fragments are joined (without redaction).
 
-    Each piece loses the part of the credential it holds (MASKED_SECRET in its place, so no piece
-    becomes empty).  Only text the profile's redaction would neutralise is changed: a string the
-    rules read (a type, an id) is left as it is, and the warning says so.
+    The joined text is the fragments as they came.  A credential found there that masking each
+    fragment alone did not cover whole (one split across fragments, or one inside a fragment whose
+    context, "Bearer " or "api_key=", is in another) is masked in every fragment that holds part
+    of it, on top of what that fragment's own masking did: each part becomes MASKED_SECRET, so no
+    piece becomes empty.  Only text the profile's redaction would neutralise is changed: a string
+    the rules read (a type, an id) is left as it is, and the warning says so.
     """
     for (path, _), (positions, strings) in texts.items():
         if len(strings) < 2:
             continue
-        bounds, offset = [], 0
-        for text in strings:
-            bounds.append((offset, offset + len(text)))
-            offset += len(text)
-        split = [span for span in _secret_spans("".join(strings))
-                 if not any(lo <= span[0] and span[1] <= hi for lo, hi in bounds)]
-        if not split:
+        found = _secret_spans("".join(strings))
+        if not found:
             continue
+        ends, offset = [], 0
+        for text in strings:
+            offset += len(text)
+            ends.append(offset)
+        own: dict[int, list[tuple[int, int, str]]] = {}   # a fragment's own spans, found when needed
         touched: dict[int, list[tuple[int, int, str]]] = {}
-        for start, end, label in split:
-            for n, (lo, hi) in enumerate(bounds):
-                if start < hi and end > lo:
-                    touched.setdefault(n, []).append((max(start, lo) - lo, min(end, hi) - lo, label))
+        missed = []
+        for start, end, label in found:
+            parts = []
+            n = bisect.bisect_right(ends, start)   # the fragment the span starts in
+            while n < len(ends) and ends[n] - len(strings[n]) < end:
+                lo = ends[n] - len(strings[n])
+                parts.append((n, max(start, lo) - lo, min(end, ends[n]) - lo))
+                n += 1
+            for n, _, _ in parts:
+                if n not in own:
+                    own[n] = _secret_spans(strings[n])
+            if all(_covered(own[n], first, last) for n, first, last in parts):
+                continue   # each fragment's own masking hid it already
+            missed.append(label)
+            for n, first, last in parts:
+                touched.setdefault(n, []).append((first, last, label))
+        if not touched:
+            continue
         first = positions[min(touched)]
         later = len(touched) - 1
-        where = (f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]}) and {later} later "
-                 f"fragment{'s' if later > 1 else ''}")
+        where = f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]})"
+        labels = " and ".join(dict.fromkeys(missed))
+        if later:
+            how = f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
+        else:
+            how = f": {labels} recognisable only with the text fragments around it"
         kept = False
         for n, spans in touched.items():
             pos = positions[n]
-            if _value_at(row.redact(out[pos]), path) == strings[n]:
+            parent = _value_at(out[pos], path[:-1])
+            if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
                 kept = True   # no text to the redaction: the rules read it
                 continue
-            _value_at(out[pos], path[:-1])[path[-1]] = _mask_spans(strings[n], spans)
-        warnings.append(f"{where}: {_labels(split)} split across text fragments "
-                        + ("masked" if not kept else "masked where it is text, left unchanged where the rules "
-                           "read it"))
+            mine = own[n]
+            if parent[path[-1]] != _mask_spans(strings[n], mine):
+                continue   # masked whole already (a credential-named member)
+            parent[path[-1]] = _mask_spans(strings[n], sorted(mine + spans))
+        warnings.append(where + how + (" masked" if not kept else " masked where it is text, left unchanged "
+                                       "where the rules read it"))
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:

@@ -625,6 +625,174 @@ class Secrets(unittest.TestCase):
         self.assertTrue(any("slot 0" in w and "split across fragments" in w for w in warnings))
 
 
+# One text delta of each profile, for text that arrives in pieces (payloads as a JSON list).
+TEXT_DELTA = {
+    "openai": lambda piece: chunk({"content": piece}),
+    "mistral": lambda piece: chunk({"content": piece}),
+    "anthropic": lambda piece: {"type": "content_block_delta", "index": 0,
+                                "delta": {"type": "text_delta", "text": piece}},
+    "openai-responses": lambda piece: {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                                       "content_index": 0, "delta": piece},
+    "bedrock": lambda piece: {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": piece}}},
+    "gemini": lambda piece: {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}]},
+    "cohere": lambda piece: {"type": "content-delta", "index": 0,
+                             "delta": {"message": {"content": {"text": piece}}}},
+    "ollama": lambda piece: {"model": "m", "created_at": "2025-01-01T00:00:00Z",
+                             "message": {"role": "assistant", "content": piece}, "done": False},
+}
+
+
+def delta_texts(envelope):
+    """The text of each payload of a TEXT_DELTA stream, in order."""
+    out = []
+    for payload in stream_of(envelope):
+        for path in (("choices", 0, "delta", "content"), ("delta", "text"), ("delta",),
+                     ("contentBlockDelta", "delta", "text"), ("candidates", 0, "content", "parts", 0, "text"),
+                     ("delta", "message", "content", "text"), ("message", "content")):
+            value = vts._value_at(payload, path)
+            if isinstance(value, str):
+                out.append(value)
+                break
+    return out
+
+
+class SplitTextAsItCame(unittest.TestCase):
+    """issue 30 review: with --no-redact, text pieces were searched joined only once each was masked
+    alone, so a key whose head one piece alone gave away kept its tail whole; and a credential lying
+    whole in one piece, with its context ("Bearer", "api_key") in the piece before, was not looked at
+    (not split, so skipped)."""
+
+    TAIL = "AbCdEfGhIjKlMnOpQrStUvWxYz0123"
+    CASES = (
+        (["my key is sk-ant-api03-AbCd", "EfGhIjKlMnOpQrStUvWxYz0123456789 ok"], ["my key is [masked]", "[masked] ok"],
+         "EfGhIjKlMnOp"),
+        (["Authorization: Bearer", " " + TAIL], ["Authorization: Bearer", " [masked]"], TAIL[:12]),
+        (["here: api_key", "=" + TAIL], ["here: api_key", "=[masked]"], TAIL[:12]),
+    )
+
+    def test_openai_and_anthropic_sse(self):
+        start = {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}
+        block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+        for pieces, expected, kept_out in self.CASES:
+            for profile in ("openai", "anthropic"):
+                with self.subTest(profile=profile, pieces=pieces):
+                    deltas = [TEXT_DELTA[profile](piece) for piece in pieces]
+                    raw = (sse(deltas) if profile == "openai"
+                           else sse([start, block, *deltas], names=True, done=False))
+                    envelope, warnings = capture(raw, profile, redact=False)
+                    self.assertEqual(delta_texts(envelope), expected)
+                    self.assertNotIn(kept_out, json.dumps(envelope))
+                    said = "\n".join(warnings)
+                    self.assertNotIn(kept_out, said)
+                    self.assertRegex(said, r"(split across text fragments|recognisable only with the text "
+                                           r"fragments around it) masked")
+
+    def test_every_profile(self):
+        self.assertEqual(sorted(TEXT_DELTA), sorted(vts.PROFILES))
+        for profile, make in TEXT_DELTA.items():
+            for pieces, expected, kept_out in self.CASES:
+                with self.subTest(profile=profile, pieces=pieces):
+                    envelope, warnings = capture(json.dumps([make(piece) for piece in pieces]).encode(), profile,
+                                                 redact=False)
+                    self.assertEqual(delta_texts(envelope), expected)
+                    self.assertNotIn(kept_out, json.dumps(envelope) + "\n".join(warnings))
+
+    def test_what_each_piece_alone_masks_stays_masked(self):
+        # a piece with a whole key of its own and the head of another: both masked, once each
+        key = "sk-proj-" + "Q7w" * 10
+        envelope, warnings = capture(sse([chunk({"content": f"a {key} b api_key="}), chunk({"content": self.TAIL})]),
+                                     redact=False)
+        self.assertEqual(delta_texts(envelope), ["a [masked] b api_key=", "[masked]"])
+        self.assertEqual(len([w for w in warnings if "text fragments" in w]), 1, warnings)
+        # a key already masked whole in each piece gives no warning of the joined search
+        envelope, warnings = capture(sse([chunk({"content": key}), chunk({"content": " " + key})]), redact=False)
+        self.assertEqual(delta_texts(envelope), ["[masked]", " [masked]"])
+        self.assertEqual([w for w in warnings if "text fragments" in w], [])
+
+    def test_pieces_under_a_masked_member_name_are_written_where_they_are(self):
+        # the piece's path in the capture is the masked one: the part is masked there, and the
+        # credential in the member name is not written back
+        jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
+        events = [dict(TEXT_DELTA["anthropic"](piece), extra={jwt: [note]})
+                  for piece, note in (("t", "Authorization: Bearer"), ("u", " " + self.TAIL))]
+        envelope, warnings = capture(json.dumps(events).encode(), "anthropic", redact=False)
+        self.assertEqual([event["extra"] for event in envelope["events"]],
+                         [{"[masked]": ["Authorization: Bearer"]}, {"[masked]": [" [masked]"]}])
+        self.assertNotIn(jwt, json.dumps(envelope) + "\n".join(warnings))
+        self.assertIn("events[1].extra.<member>[0] (item 1): a bearer token", "\n".join(warnings))
+
+
+class FreeTextCredentials(unittest.TestCase):
+    """issue 30 review: the shared detector (_secret_spans, used by capture and by conform's quoted
+    stderr line) missed Basic credentials, credential-named values, Google tokens and URL passwords."""
+
+    SAMPLES = {
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==": "Authorization: Basic [masked]",
+        "proxy-authorization: Negotiate YIIabcdefghijk": "proxy-authorization: Negotiate [masked]",
+        "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key=[masked]",
+        "AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEHwaCXVzLWVhc3QtMSJH": "AWS_SESSION_TOKEN=[masked]",
+        "access_token=ya29.a0AfH6SMBabcdefghijklmnop&x=1": "access_token=[masked]&x=1",
+        "got ya29.a0AfH6SMBabcdefghijklmnopqrs here": "got [masked] here",
+        "refresh_token: 1//0gAbCdEfGhIjK": "refresh_token: [masked]",
+        "id-token = eyJhbGciOiJSUzI1NiJ9x": "id-token = [masked]",
+        "https://user:hunter2hunter2@host/path": "https://user:[masked]@host/path",
+        "postgres://admin:pw@db:5432/x": "postgres://admin:[masked]@db:5432/x",
+        "{'client_secret': 'abc def ghi jkl'}": "{'client_secret': '[masked]'}",
+        '{"password": "correct horse battery staple"}': '{"password": "[masked]"}',
+        "DB_PASSWD=s3cr3t!pass x": "DB_PASSWD=[masked] x",
+        "x-api-key: 0123456789abcdefghijXYZ": "x-api-key: [masked]",
+        "key=AIzaSyA1234567890abcdefghijklmnopqrstuv": "key=[masked]",
+        "secret: hunter2hunter2": "secret: [masked]",
+    }
+    ORDINARY = ("max_tokens=4096", "input_tokens: 123456789", "the token: is short", "Authorization: Bearer",
+                "ssh://git@github.com:org/repo", "http://host:8080/path@x", "password: [masked]",
+                "tokens=123456789", "a secret plan")
+
+    def test_the_value_is_masked_and_the_name_kept(self):
+        for text, masked in self.SAMPLES.items():
+            with self.subTest(text=text):
+                self.assertEqual(vts._mask_spans(text, vts._secret_spans(text)), masked)
+        for text in self.ORDINARY:
+            with self.subTest(text=text):
+                self.assertEqual(vts._secret_spans(text), [])
+
+    def test_capture_masks_them_in_text_with_and_without_redaction(self):
+        for text, masked in self.SAMPLES.items():
+            for redact in (True, False):
+                with self.subTest(text=text, redact=redact):
+                    envelope, warnings = capture(sse([{"error": {"message": text}}, chunk({"content": text})]),
+                                                 redact=redact)
+                    self.assertEqual(envelope["chunks"][0]["error"]["message"], masked)
+                    if not redact:
+                        self.assertEqual(envelope["chunks"][1]["choices"][0]["delta"]["content"], masked)
+                    self.assertTrue(warnings)
+
+    def test_prefilters_let_through_what_the_patterns_find(self):
+        # _secret_spans looks only when the hint matches; a body (raw bytes) and a payload's line are
+        # walked only when they hold a literal: each must let through every string a pattern finds
+        import random
+        import re
+        rng = random.Random(30)
+        planted = [*self.SAMPLES, "Token='abcdefghij'", "PWD\t= abcdefghij", "my_pwd:'ab cd ef gh'",
+                   "api-key\t: abcdefghijklmnopqrstuvwxyz",
+                   'x {\\"token\\": \\"abcdefgh123\\"}', "a://:x@", "sk-ant-" + "a" * 12, "Bearer " + "t" * 20]
+        pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=:/@'\" \t"
+        for _ in range(4000):
+            text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+            if rng.random() < 0.6:
+                cut = rng.randint(0, len(text))
+                text = text[:cut] + rng.choice(planted) + text[cut:]
+            expected = sorted((m.start(1), m.end(1), label) for label, pattern in vts._SECRET_PATTERNS
+                              for m in re.finditer(pattern, text))
+            self.assertEqual(vts._secret_spans(text), expected, text)
+            if expected:
+                line = json.dumps({"a": text})
+                self.assertTrue(vts._line_may_hold_secrets(line), text)
+                self.assertTrue(vts._may_hold_secrets(line.encode()), text)
+                self.assertTrue(vts._may_hold_secrets(line.replace("/", "\\/").encode()), text)
+                self.assertTrue(vts._may_hold_secrets(json.dumps({"a": text}, ensure_ascii=False).encode()), text)
+
+
 class Schemas(unittest.TestCase):
     P = {"type": "object", "properties": {"a": {"type": "integer"}}}
 

@@ -549,6 +549,22 @@ class Quoting(unittest.TestCase):
                                           "sys.exit(1)"))[1][0]["refused"]
         self.assertEqual(bearer, "it exited with status 1: [masked]")
 
+    def test_common_credentials_in_stderr_are_masked_value_only(self):
+        # issue 30 review: a Basic header, an AWS secret key, an OAuth access token and a URL password
+        # were quoted verbatim after a non-zero exit
+        for said, shown in (
+                (b"curl: Authorization: Basic dXNlcjpwYXNzd29yZA==", ": curl: Authorization: Basic [masked]"),
+                (b"aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                 ": aws_secret_access_key=[masked]"),
+                (b"GET /x?access_token=ya29.a0AfH6SMBabcdefghijklmnop&y=1 failed",
+                 ": GET /x?access_token=[masked]&y=1 failed"),
+                (b"cannot reach https://user:hunter2hunter2@host/path", ": cannot reach https://user:[masked]@host/path"),
+                (b"traceback\nKeyError: {'password': 'correct horse battery'}\n",
+                 ": KeyError: {'password': '[masked]'}"),
+                (b"Authorization:\n  Basic dXNlcjpwYXNzd29yZA==", ":   Basic [masked]")):
+            with self.subTest(said=said):
+                self.assertEqual(vts._stderr_line(said, False), shown)
+
     def test_a_last_line_longer_than_what_is_kept_is_not_quoted(self):
         # only the end of standard error is kept: a line that began before it may hold a credential
         # cut in two, which no pattern can recognise any more
