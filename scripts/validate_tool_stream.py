@@ -1467,14 +1467,17 @@ def _redact_chat_body(body: Any) -> Any:
 
 
 def _redact_chat_chunk(chunk: dict) -> dict:
-    """Content, reasoning, refusal, logprobs and system_fingerprint of a chat chunk."""
-    out = {key: (_neutral(item) if key in _CHAT_TOP_TEXT else item) for key, item in chunk.items()}
-    if isinstance(out.get("choices"), list):
+    """An allow-list: of a chat chunk the members the rules read, or that name the chunk, stay as they
+    are (_CHAT_TOP_KEEP, _CHAT_CHOICE_KEEP); a delta or message keeps its role and calls; everything
+    else (content, reasoning, refusal, logprobs, system_fingerprint, an error's text, members not
+    reviewed) keeps only its shape (_neutral)."""
+    out = {key: (item if key in _CHAT_TOP_KEEP else _neutral(item)) for key, item in chunk.items()}
+    if isinstance(chunk.get("choices"), list):
         choices = []
-        for choice in out["choices"]:
+        for choice in chunk["choices"]:
             if isinstance(choice, dict):
                 choice = {key: (_redact_chat_body(item) if key in ("delta", "message")
-                                else _neutral(item) if key in _CHAT_CHOICE_TEXT else item)
+                                else item if key in _CHAT_CHOICE_KEEP else _neutral(item))
                           for key, item in choice.items()}
             choices.append(choice)
         out["choices"] = choices
@@ -2769,6 +2772,11 @@ _RESPONSES_INPUT_EVENTS = MappingProxyType({
 })
 
 
+# Members of an event kept as they are (its type and the numbers and ids that address an item).
+_RESPONSES_EVENT_KEEP = frozenset({"type", "item_id", "sequence_number", "output_index", "content_index",
+                                   "summary_index", "annotation_index", "command_index", "partial_image_index"})
+# ... and, of an event that carries a call's input, the call's identity it restates.
+_RESPONSES_INPUT_KEEP = _RESPONSES_EVENT_KEEP | {"name", "call_id", "namespace"}
 # Structure a non-call Responses item or event keeps through neutralisation.
 _RESPONSES_KEEP = frozenset({"type", "id", "item_id", "status", "call_id", "execution", "object", "role"})
 
@@ -2783,8 +2791,9 @@ def _redact_responses_item(item: Any) -> Any:
 def _redact_responses_event(event: dict) -> dict:
     """Text, reasoning, hosted-tool queries and results, instructions: everything but calls and structure."""
     kind = _wire_str(event.get("type"))   # an object or a list there is no event type (the gate says so)
-    if kind in _RESPONSES_INPUT_EVENTS:
-        return event
+    if kind in _RESPONSES_INPUT_EVENTS:   # the call's input kept byte for byte, any other member its shape
+        return {key: (value if key == _RESPONSES_INPUT_EVENTS[kind] or key in _RESPONSES_INPUT_KEEP
+                      else _neutral(value, _RESPONSES_KEEP)) for key, value in event.items()}
     out = {}
     for key, value in event.items():
         if key == "item":
@@ -2792,8 +2801,7 @@ def _redact_responses_event(event: dict) -> dict:
         elif key == "response" and isinstance(value, dict):
             out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
                             else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
-        elif key in ("type", "item_id", "sequence_number", "output_index", "content_index", "summary_index",
-                     "annotation_index", "command_index", "partial_image_index"):
+        elif key in _RESPONSES_EVENT_KEEP:
             out[key] = value
         else:
             out[key] = _neutral(value, _RESPONSES_KEEP)
@@ -9007,8 +9015,10 @@ _CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
 # Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
 # with its thought signature) are neutralised.
 _CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
-_CHAT_CHOICE_TEXT = frozenset({"text", "logprobs"})
-_CHAT_TOP_TEXT = frozenset({"system_fingerprint"})
+# Members of a chat chunk, and of its choices, kept as they are (numbers and protocol words); every
+# other member keeps only its shape.
+_CHAT_TOP_KEEP = frozenset({"id", "object", "created", "model", "service_tier"})
+_CHAT_CHOICE_KEEP = frozenset({"index", "finish_reason", "native_finish_reason"})
 # Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
 _NEUTRAL_KEEP = frozenset({"type"})
 _ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})

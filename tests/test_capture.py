@@ -181,8 +181,9 @@ class Framing(unittest.TestCase):
             self.assertEqual(ctx.exception.line, line)
 
     def test_lone_surrogate_escapes_are_kept_as_in_fixtures(self):
-        raw = b'data: {"a":"\\ud83d"}\n\n'
-        self.assertEqual(capture(raw)[0]["chunks"], [{"a": "\ud83d"}])
+        raw = b'data: {"id":"\\ud83d"}\n\n'   # a member redaction keeps (another keeps only its shape)
+        self.assertEqual(capture(raw)[0]["chunks"], [{"id": "\ud83d"}])
+        self.assertEqual(capture(raw, redact=False)[0]["chunks"], [{"id": "\ud83d"}])
 
     def test_a_leading_bom_is_refused(self):
         # WHATWG parsers skip it; openai-python and the Anthropic SDK lose the first event behind it
@@ -492,6 +493,33 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
         self.assertEqual([name for name, count in seen.items() if count == 0], [])
 
 
+class RedactionIsAnAllowList(unittest.TestCase):
+    def test_a_member_no_room_reviewed_keeps_only_its_shape(self):
+        # issue 30: anthropic copied an event of no or an unknown type whole; found after it, chat
+        # chunks and choices and Responses argument events copied members they do not know whole
+        planted = "planted words that must not survive"
+        seen = dict.fromkeys(vts.PROFILES, 0)
+        for relpath in fixture_paths():
+            _, doc = load_fixture(relpath)
+            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
+            stream = doc.get(row.stream_key) if row is not None else None
+            if not isinstance(stream, list):
+                continue
+            for payload in stream:
+                if not isinstance(payload, dict):
+                    continue
+                seen[doc["profile"]] += 1
+                probe = dict(payload, x_unreviewed={"note": planted, "n": 1})
+                for choice in probe.get("choices") if isinstance(probe.get("choices"), list) else ():
+                    if isinstance(choice, dict):
+                        choice["x_unreviewed"] = planted
+                redacted = json.dumps(row.redact(probe))
+                with self.subTest(fixture=relpath):
+                    self.assertNotIn(planted, redacted)
+                    self.assertIn('"x_unreviewed": {"note": "[redacted]", "n": 1}', redacted)
+        self.assertEqual([name for name, count in seen.items() if count == 0], [])
+
+
 class Secrets(unittest.TestCase):
     KEY = "sk-proj-" + "A1b2C3d4" * 4
 
@@ -586,8 +614,9 @@ class Secrets(unittest.TestCase):
         self.assertTrue(any("chunks[0].x_debug.api_key" in w for w in warnings))
 
     def test_masked_even_in_fields_redaction_keeps(self):
-        envelope, warnings = capture(sse([{"error": {"message": "bad key " + self.KEY}}]))
-        self.assertEqual(envelope["chunks"][0]["error"]["message"], "bad key [masked]")
+        envelope, warnings = capture(sse([{"error": {"message": "bad key " + self.KEY}, "model": "m " + self.KEY}]))
+        self.assertEqual(envelope["chunks"][0]["model"], "m [masked]")
+        self.assertEqual(envelope["chunks"][0]["error"]["message"], "[redacted]")
         self.assertTrue(warnings)
 
     def test_arguments_are_never_modified_only_warned(self):
@@ -760,9 +789,11 @@ class FreeTextCredentials(unittest.TestCase):
         for text, masked in self.SAMPLES.items():
             for redact in (True, False):
                 with self.subTest(text=text, redact=redact):
-                    envelope, warnings = capture(sse([{"error": {"message": text}}, chunk({"content": text})]),
-                                                 redact=redact)
-                    self.assertEqual(envelope["chunks"][0]["error"]["message"], masked)
+                    envelope, warnings = capture(sse([{"error": {"message": text}, "model": text},
+                                                      chunk({"content": text})]), redact=redact)
+                    # redaction keeps the model (it names the chunk) and neutralises an error's text
+                    self.assertEqual(envelope["chunks"][0]["model"], masked)
+                    self.assertEqual(envelope["chunks"][0]["error"]["message"], "[redacted]" if redact else masked)
                     if not redact:
                         self.assertEqual(envelope["chunks"][1]["choices"][0]["delta"]["content"], masked)
                     self.assertTrue(warnings)
