@@ -2217,7 +2217,8 @@ def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
     return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
                            "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
-                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk)
+                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk,
+                           _anthropic_invoke_reader() if encode else None)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -2241,6 +2242,26 @@ def _anthropic_invoke_chunk(member: str, text: str) -> dict | None:
     if match.group(2) is not None:
         payload["p"] = match.group(2)
     return payload
+
+
+def _anthropic_invoke_reader() -> Callable[[bytes, int, int], str | None]:
+    """read(body, start, stop): the event text of a chunk frame whose payload bytes body[start:stop]
+    are plainly {"bytes": base64, "p": padding}, else None; what _anthropic_invoke_text gives for
+    the same payload decoded (the pattern is ASCII: no other bytes match it)."""
+    import binascii
+
+    match, a2b, error = re.compile(_INVOKE_PLAIN_CHUNK.encode("ascii")).fullmatch, binascii.a2b_base64, binascii.Error
+
+    def read(body: bytes, start: int, stop: int) -> str | None:
+        found = match(body, start, stop)
+        if found is None:
+            return None
+        try:
+            return a2b(found.group(1), strict_mode=True).decode("utf-8")
+        except (error, ValueError):
+            return None
+
+    return read
 
 
 def _anthropic_invoke_text(member: str, text: str) -> str | None:
@@ -9454,13 +9475,20 @@ class _Scrubber:
     with that fragment, which redaction keeps byte for byte: its line is the template's line around
     the fragment's JSON, written without parsing (unless the fragment holds a credential literal:
     then the long way, for the warning).  make(text, key) is the reader's own text -> payload.
+
+    Blank templates (encode and blank only; the invoke body): a payload without fragments whose line
+    stays the same when one of its strings is replaced by either of two stand-ins (redaction empties
+    that string whatever it says, and no fragment appears) is taken as a template with that string as
+    its hole.  A later text that is the template's text around another non-empty strict JSON string
+    token has that line (a text delta: the same event with [redacted] for its text).
     """
 
     _MAX_TEMPLATES = 4      # per key (event name, frame member)
     _MAX_MISSES = 16        # payloads that gave no template, per key, before none is looked for
+    _BLANK_STAND_INS = ('"' + _TEMPLATE_HOLE + '"', '"x"')   # the JSON tokens a blank template's hole is tried with
 
     def __init__(self, profile: str, redact: bool, walk: bool, encode: bool,
-                 make: Callable[[str, Any], Any] | None = None) -> None:
+                 make: Callable[[str, Any], Any] | None = None, blank: bool = False) -> None:
         self.row = PROFILES[profile]
         self.redact, self.walk, self.encode = redact, walk, encode
         self.count = 0
@@ -9476,6 +9504,9 @@ class _Scrubber:
         self.templates: dict[Any, list[_Template]] = {}
         self.misses: dict[Any, int] = {}
         self.clean: dict[str, bool] = {}
+        # blank templates, per key: (text before the hole's token, text after it, the line)
+        self.blanks: dict[Any, list[tuple[str, str, str]]] | None = {} if blank and self.make is not None else None
+        self.blank_misses: dict[Any, int] = {}
 
     def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
@@ -9530,7 +9561,47 @@ class _Scrubber:
                 text = text()
             if text is not None and not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
+        elif (text is not None and not fragments and self.blanks is not None
+              and len(self.blanks.get(key, ())) < self._MAX_TEMPLATES
+              and self.blank_misses.get(key, 0) < self._MAX_MISSES):
+            if callable(text):
+                text = text()
+            if text is not None and not self._learn_blank(text, key, line):
+                self.blank_misses[key] = self.blank_misses.get(key, 0) + 1
         return line
+
+    def _learn_blank(self, text: str, key: Any, line: str) -> bool:
+        """Whether text (of a payload without fragments, whose line is line) became a blank template."""
+        if not self._clean(line):
+            return False
+        tokens = [match for match in _compiled(_JSON_STRING_TOKEN).finditer(text)
+                  if not _compiled(_JSON_NAME_COLON).match(text, match.end())]
+        for match in reversed(tokens[-8:]):   # the last strings first: an event's text comes after its type
+            try:
+                value = _json_string(text, match.start() + 1, True)[0]
+            except ValueError:
+                return False
+            if not value:
+                continue
+            before, after = text[:match.start()], text[match.end():]
+            if all(self._blank_probe(before + mark + after, key, line) for mark in self._BLANK_STAND_INS):
+                self.blanks.setdefault(key, []).append((before, after, line))
+                return True
+        return False
+
+    def _blank_probe(self, text: str, key: Any, line: str) -> bool:
+        """Whether the payload of text (a stand-in in the hole) has no fragment and the same line."""
+        row = self.row
+        try:
+            probe = self.make(text, key)
+            if self.redact:
+                probe = row.redact(probe)
+            if any(kind == "fragment" and isinstance(_value_at(probe, path), str)
+                   for path, kind in row.protected_paths(probe).items()):
+                return False
+            return _line(probe) == line
+        except (CaptureError, JsonProblem, RecursionError):
+            return False
 
     def learning(self, key: Any) -> bool:
         """Whether a payload of key may still become a template."""
@@ -9651,6 +9722,19 @@ class _Scrubber:
             fitted = template.fit(template.pieces, text, 0)
             if fitted is not None and fitted[0] == len(text):
                 return self._written(template, fitted[1])
+        if self.blanks:
+            for before, after, line in self.blanks.get(key, ()):
+                start = len(before) + 1
+                if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+                    continue
+                try:
+                    value, end = _json_string(text, start, True)
+                except ValueError:
+                    return None
+                if end != len(text) - len(after) or not value:
+                    continue
+                self.count += 1
+                return line
         return None
 
     def _clean(self, encoded: str) -> bool:
@@ -10214,11 +10298,14 @@ def eventstream_events(raw: bytes) -> list[dict]:
 
 
 def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
-                        parse: Callable[[str, str], Any] | None = None) -> Iterator[tuple[Any, int, str]]:
+                        parse: Callable[[str, str], Any] | None = None,
+                        chunk: Callable[[bytes, int, int], bool] | None = None) -> Iterator[tuple[Any, int, str]]:
     """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
     is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
-    does not come.  parse(member, text): the payload read another way, exactly as the strict
-    parser reads it, or None (then the parser reads it)."""
+    does not come, nor a "chunk" frame whose payload bytes raw[start:stop] chunk(raw, start, stop)
+    writes (asked first, before the payload is decoded).  parse(member, text): the payload read
+    another way, exactly as the strict parser reads it, or None (then the parser reads it).
+    A frame whose header bytes are the previous frame's is not parsed again."""
     import struct
     import zlib
 
@@ -10231,6 +10318,8 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
     tail = struct.Struct(">I").unpack_from
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
+    last, member = b"", None          # the previous frame's header bytes and member
+    startswith = raw.startswith
     pos = frame = 0
     size = len(raw)
     while pos < size:
@@ -10246,12 +10335,17 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
         end = pos + total
         if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = raw[pos + 12:pos + 12 + header_size]
-        member = members.get(block)
-        if member is None:
-            member = members[block] = _eventstream_member(_eventstream_headers(bytes(block), frame), frame)
+        start = pos + 12 + header_size
+        if member is None or header_size != len(last) or not startswith(last, pos + 12):
+            last = raw[pos + 12:start]
+            member = members.get(last)
+            if member is None:
+                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
+        if chunk is not None and member == "chunk" and chunk(raw, start, end - 4):
+            pos = end
+            continue
         try:
-            text = str(view[pos + 12 + header_size:end - 4], "utf-8")
+            text = str(view[start:end - 4], "utf-8")
             if fast is not None and fast(member, text):
                 pos = end
                 continue
@@ -10269,13 +10363,17 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
 def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
                     unwrap: Callable[[str, str], str | None] | None = None,
-                    encode: bool = False, parse: Callable[[str, str], Any] | None = None) -> tuple[dict, list[str]]:
+                    encode: bool = False, parse: Callable[[str, str], Any] | None = None,
+                    unwrap_raw: Callable[[bytes, int, int], str | None] | None = None) -> tuple[dict, list[str]]:
     """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
     credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
     frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
     frame was read; unwrap(member, payload text) is the text of that payload when the frame is
-    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture."""
+    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture.
+    unwrap_raw(body, start, stop): unwrap("chunk", payload text) from the payload's bytes, tried on
+    chunk frames before their payload is decoded (with encode; then a text delta's line, which
+    redaction makes the same for every non-empty text, is a blank template: see _Scrubber)."""
     check_shape = _shape_stage(profile)
     holding = _Holding()
 
@@ -10285,7 +10383,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
             raise CaptureError("not an object")
         return value if unwrap is not None else {key: value}
 
-    scrubber = _Scrubber(profile, redact, walk, encode, make)
+    scrubber = _Scrubber(profile, redact, walk, encode, make, unwrap_raw is not None)
 
     payloads: Any = _EncodedPayloads() if encode else []
 
@@ -10302,6 +10400,18 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
         payloads.append(line)
         return True
 
+    def fast_chunk(body: bytes, start: int, stop: int) -> bool:
+        if not check_shape.settled or holding.held or not (scrubber.templates or scrubber.blanks):
+            return False
+        text = unwrap_raw(body, start, stop)
+        if text is None:
+            return False
+        line = scrubber.fast(text, None)
+        if line is None:
+            return False
+        payloads.append(line)
+        return True
+
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
         if unwrap is not None:
@@ -10310,8 +10420,9 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
 
     stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
     stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
-    _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast_frame if encode
-                                                                                     else None, parse)),
+    chunk = fast_chunk if encode and unwrap_raw is not None else None
+    fast = fast_frame if encode and chunk is None else None
+    _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
             stages, payloads.append, "an event nests too deeply to process", None, holding)
     scrubber.finish(payloads)
     warnings = scrubber.warnings()
