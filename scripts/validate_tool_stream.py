@@ -2218,7 +2218,7 @@ def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
     return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
                            "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
                            _anthropic_invoke_text, encode, _anthropic_invoke_chunk,
-                           _anthropic_invoke_reader() if encode else None)
+                           _invoke_chunk_bytes() if encode else None)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -2244,24 +2244,11 @@ def _anthropic_invoke_chunk(member: str, text: str) -> dict | None:
     return payload
 
 
-def _anthropic_invoke_reader() -> Callable[[bytes, int, int], str | None]:
-    """read(body, start, stop): the event text of a chunk frame whose payload bytes body[start:stop]
-    are plainly {"bytes": base64, "p": padding}, else None; what _anthropic_invoke_text gives for
-    the same payload decoded (the pattern is ASCII: no other bytes match it)."""
-    import binascii
-
-    match, a2b, error = re.compile(_INVOKE_PLAIN_CHUNK.encode("ascii")).fullmatch, binascii.a2b_base64, binascii.Error
-
-    def read(body: bytes, start: int, stop: int) -> str | None:
-        found = match(body, start, stop)
-        if found is None:
-            return None
-        try:
-            return a2b(found.group(1), strict_mode=True).decode("utf-8")
-        except (error, ValueError):
-            return None
-
-    return read
+def _invoke_chunk_bytes() -> tuple[bytes, Callable[..., Any]]:
+    """_INVOKE_PLAIN_CHUNK over a payload's bytes, in two parts around its base64: the bytes it starts
+    with, and the fullmatch (body, quote, stop) of what follows from the closing quote.  The base64
+    in between is what a2b_base64 in strict mode takes, which takes no byte outside its group."""
+    return b'{"bytes":"', re.compile(rb'"(?:,"p":"[A-Za-z0-9]*")?\}').fullmatch
 
 
 def _anthropic_invoke_text(member: str, text: str) -> str | None:
@@ -9318,6 +9305,20 @@ class _FragmentGroup:
         if len(self.pieces) >= 4096:
             self.pieces[:] = ["".join(self.pieces)]
 
+    def extend(self, texts: list[str]) -> None:
+        """add() of each text."""
+        import itertools
+
+        if not texts:
+            return
+        ends = itertools.accumulate(map(len, texts), initial=self.length)
+        next(ends)   # the initial value
+        self.ends.extend(ends)
+        self.length = self.ends[-1]
+        self.pieces += texts
+        if len(self.pieces) >= 4096:
+            self.pieces[:] = ["".join(self.pieces)]
+
 
 def _split_secret_warnings(groups: dict[tuple, _FragmentGroup]) -> list[str]:
     """Credentials that only appear once a slot's fragments are joined."""
@@ -9507,6 +9508,7 @@ class _Scrubber:
         # blank templates, per key: (text before the hole's token, text after it, the line)
         self.blanks: dict[Any, list[tuple[str, str, str]]] | None = {} if blank and self.make is not None else None
         self.blank_misses: dict[Any, int] = {}
+        self.bulk: dict[tuple, Any] = {}   # _bulk's patterns
 
     def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
@@ -9749,6 +9751,121 @@ class _Scrubber:
                 self.clean[encoded] = clean
         return clean
 
+    def fast_chunks(self, raw: bytes, pos: int, head: bytes, chunk: tuple[bytes, Callable[..., Any]],
+                    out: _EncodedPayloads) -> tuple[int, int]:
+        """Writes to out the frames of an AWS event stream from pos on (raw: bytes) while each is whole,
+        both its checksums hold, its header bytes are head (a chunk's), its payload is plainly a chunk
+        (chunk: the bytes it starts with, then base64 up to a quote, then what chunk[1](raw, quote,
+        stop) fully matches) and a template (key None) fits the event text the base64 carries; returns
+        where it stopped and how many frames it wrote.  The frame it stopped at is left as it is, for
+        the long way.  Frames are read 1024 at a time, their events decoded together, and tried against
+        each template at once (_fit_chunks)."""
+        import binascii
+        import struct
+        import zlib
+
+        if not (self.templates.get(None) or self.blanks and self.blanks.get(None)):
+            return pos, 0
+        view, size, hlen = memoryview(raw), len(raw), len(head)
+        crc32, unpack, tail = zlib.crc32, struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
+        a2b, error, startswith, find = binascii.a2b_base64, binascii.Error, raw.startswith, raw.find
+        opening, closing = chunk
+        head += opening   # the header bytes, then the payload's start
+        skip = 12 + len(head)
+        preludes: dict[int, int] = {}   # a frame's length -> its prelude's checksum (the header size is hlen)
+        written = 0
+        while True:
+            events: list[bytes] = []
+            at, limit = pos, 1024
+            while size - at >= 16 and limit:
+                total, header_size, prelude_crc = unpack(raw, at)
+                end = at + total
+                if header_size != hlen or total < skip + 4 or end > size or not startswith(head, at + 12):
+                    break
+                if preludes.get(total) != prelude_crc:
+                    if crc32(view[at:at + 8]) != prelude_crc:
+                        break
+                    preludes[total] = prelude_crc
+                if crc32(view[at:end - 4]) != tail(raw, end - 4)[0]:
+                    break
+                quote = find(b'"', at + skip, end - 4)
+                if quote < 0 or closing(raw, quote, end - 4) is None:
+                    break
+                try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
+                    events.append(a2b(view[at + skip:quote], strict_mode=True))
+                except error:
+                    break
+                at, limit = end, limit - 1
+            done = self._fit_chunks(events, out) if events else 0
+            written += done
+            if done == len(events):
+                pos = at
+            else:
+                for _ in range(done):   # past the frames written
+                    pos += unpack(raw, pos)[0]
+            if done < 1024:
+                return pos, written
+
+    def _fit_chunks(self, events: list[bytes], out: _EncodedPayloads) -> int:
+        """Writes the lines of the event texts (UTF-8) from the first on, while a template fits; returns
+        how many.  All at once when one template fits every one and no fragment may hold a credential;
+        else one by one, as fast() would."""
+        count = len(events)
+        try:
+            text = b"\x00".join(events).decode("utf-8")   # NUL: in no strict JSON text
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and text.count("\x00") == count - 1:
+            text = "\x00" + text + "\x00"
+            fits = [(template.pieces[0], template.pieces[1], template) for template in self.templates.get(None, ())
+                    if template.kinds == "s"]
+            fits += [(before, after, line) for before, after, line in (self.blanks or {}).get(None, ())]
+            for before, after, template in fits:
+                blank = template.__class__ is str
+                if "\x00" in before + after:
+                    continue
+                found = self._bulk(before, after, blank).findall(text)
+                if not found:
+                    continue
+                if len(found) != count:
+                    break   # another template for some: one by one
+                if blank:
+                    self.count += count
+                    out.add_block(out._JOIN.join([template] * count), count)
+                    return count
+                values = json.loads("[" + ",".join(found) + "]")   # each a strict JSON string token
+                encoded = list(map(_encode_ascii, values))
+                if _line_may_hold_secrets("\x00".join(encoded)):
+                    break   # one by one: a credential's fragment goes the long way
+                if template.group is not None:
+                    template.group.extend(values)
+                self.count += count
+                before, after = template.out
+                out.add_block(before + (after + out._JOIN + before).join(encoded) + after, count)
+                return count
+        lines = []
+        for event in events:
+            try:
+                line = self.fast(event.decode("utf-8"), None)
+            except UnicodeDecodeError:
+                break
+            if line is None:
+                break
+            lines.append(line)
+        out.extend(lines)
+        return len(lines)
+
+    def _bulk(self, before: str, after: str, blank: bool) -> Any:
+        """The pattern of a text between NULs that is before, a strict JSON string token (non-empty when
+        blank; a group when not), then after: what fast() fits with that template."""
+        key = (before, after, blank)
+        pattern = self.bulk.get(key)
+        if pattern is None:
+            token = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})' + ("+" if blank else "*") + '"'
+            pattern = self.bulk[key] = re.compile("\x00" + re.escape(before) + (token if blank else f"({token})")
+                                                  + re.escape(after) + "(?=\x00)")
+        return pattern
+
     def fast_sse(self, text: str, pos: int, number: int, sink: Callable[[str], Any]) -> tuple[int, int]:
         """Writes the plain SSE events from pos on that a template fits whole (the event around its
         tokens, line ends included), until one does not; returns the new (pos, line number)."""
@@ -9824,6 +9941,19 @@ class _EncodedPayloads:
         if len(self.lines) >= 1024:
             self.blocks.append(self._JOIN.join(self.lines))
             self.lines = []
+
+    def extend(self, lines: list[str]) -> None:
+        """append() of each line, in one block (the text is the same wherever blocks end)."""
+        if lines:
+            self.add_block(self._JOIN.join(lines), len(lines))
+
+    def add_block(self, block: str, count: int) -> None:
+        """count lines already joined as capture_text joins them."""
+        if self.lines:
+            self.blocks.append(self._JOIN.join(self.lines))
+            self.lines = []
+        self.blocks.append(block)
+        self.count += count
 
     def __len__(self) -> int:
         return self.count
@@ -10299,13 +10429,15 @@ def eventstream_events(raw: bytes) -> list[dict]:
 
 def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
                         parse: Callable[[str, str], Any] | None = None,
-                        chunk: Callable[[bytes, int, int], bool] | None = None) -> Iterator[tuple[Any, int, str]]:
+                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
+                        ) -> Iterator[tuple[Any, int, str]]:
     """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
     is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
-    does not come, nor a "chunk" frame whose payload bytes raw[start:stop] chunk(raw, start, stop)
-    writes (asked first, before the payload is decoded).  parse(member, text): the payload read
-    another way, exactly as the strict parser reads it, or None (then the parser reads it).
-    A frame whose header bytes are the previous frame's is not parsed again."""
+    does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
+    first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
+    not come either.  parse(member, text): the payload read another way, exactly as the strict
+    parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
+    previous frame's is not parsed again."""
     import struct
     import zlib
 
@@ -10341,9 +10473,11 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
             member = members.get(last)
             if member is None:
                 member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
-        if chunk is not None and member == "chunk" and chunk(raw, start, end - 4):
-            pos = end
-            continue
+        if chunk is not None and member == "chunk":
+            stop, written = chunk(raw, pos, last)
+            if written:
+                pos, frame = stop, frame + written - 1
+                continue
         try:
             text = str(view[start:end - 4], "utf-8")
             if fast is not None and fast(member, text):
@@ -10364,16 +10498,17 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
                     unwrap: Callable[[str, str], str | None] | None = None,
                     encode: bool = False, parse: Callable[[str, str], Any] | None = None,
-                    unwrap_raw: Callable[[bytes, int, int], str | None] | None = None) -> tuple[dict, list[str]]:
+                    chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> tuple[dict, list[str]]:
     """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
     credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
     frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
     frame was read; unwrap(member, payload text) is the text of that payload when the frame is
     plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture.
-    unwrap_raw(body, start, stop): unwrap("chunk", payload text) from the payload's bytes, tried on
-    chunk frames before their payload is decoded (with encode; then a text delta's line, which
-    redaction makes the same for every non-empty text, is a blank template: see _Scrubber)."""
+    chunk_match: how a chunk frame's payload bytes plainly carry the base64 of the event text unwrap
+    gives (see _Scrubber.fast_chunks); with encode, runs of chunk frames are then written from their
+    bytes, and a text delta, whose line redaction makes the same for every non-empty text, is a
+    blank template (see _Scrubber)."""
     check_shape = _shape_stage(profile)
     holding = _Holding()
 
@@ -10383,7 +10518,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
             raise CaptureError("not an object")
         return value if unwrap is not None else {key: value}
 
-    scrubber = _Scrubber(profile, redact, walk, encode, make, unwrap_raw is not None)
+    scrubber = _Scrubber(profile, redact, walk, encode, make, chunk_match is not None)
 
     payloads: Any = _EncodedPayloads() if encode else []
 
@@ -10400,17 +10535,10 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
         payloads.append(line)
         return True
 
-    def fast_chunk(body: bytes, start: int, stop: int) -> bool:
-        if not check_shape.settled or holding.held or not (scrubber.templates or scrubber.blanks):
-            return False
-        text = unwrap_raw(body, start, stop)
-        if text is None:
-            return False
-        line = scrubber.fast(text, None)
-        if line is None:
-            return False
-        payloads.append(line)
-        return True
+    def fast_chunks(body: bytes, pos: int, head: bytes) -> tuple[int, int]:
+        if not check_shape.settled or holding.held:
+            return pos, 0
+        return scrubber.fast_chunks(body, pos, head, chunk_match, payloads)
 
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
@@ -10420,7 +10548,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
 
     stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
     stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
-    chunk = fast_chunk if encode and unwrap_raw is not None else None
+    chunk = fast_chunks if encode and chunk_match is not None else None
     fast = fast_frame if encode and chunk is None else None
     _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
             stages, payloads.append, "an event nests too deeply to process", None, holding)
