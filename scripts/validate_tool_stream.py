@@ -9861,7 +9861,8 @@ class _Scrubber:
         key = (before, after, blank)
         pattern = self.bulk.get(key)
         if pattern is None:
-            token = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})' + ("+" if blank else "*") + '"'
+            token = ('"' + ("(?!\")" if blank else "")   # a run of plain characters between escapes: one step each
+                     + r'[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
             pattern = self.bulk[key] = re.compile("\x00" + re.escape(before) + (token if blank else f"({token})")
                                                   + re.escape(after) + "(?=\x00)")
         return pattern
