@@ -9509,6 +9509,7 @@ class _Scrubber:
         self.blanks: dict[Any, list[tuple[str, str, str]]] | None = {} if blank and self.make is not None else None
         self.blank_misses: dict[Any, int] = {}
         self.bulk: dict[tuple, Any] = {}   # _bulk's patterns
+        self.chunk_tools: tuple | None = None   # fast_chunks' readers of the body
 
     def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
@@ -9758,25 +9759,32 @@ class _Scrubber:
         (chunk: the bytes it starts with, then base64 up to a quote, then what chunk[1](raw, quote,
         stop) fully matches) and a template (key None) fits the event text the base64 carries; returns
         where it stopped and how many frames it wrote.  The frame it stopped at is left as it is, for
-        the long way.  Frames are read 1024 at a time, their events decoded together, and tried against
-        each template at once (_fit_chunks)."""
-        import binascii
-        import struct
-        import zlib
-
+        the long way.  Frames are read in batches, their events decoded together and tried against each
+        template at once (_fit_chunks): one frame at a time until 16 were written, then up to 4 times as
+        many as were written (at most 1024), so the frames read past the one it stops at are never more
+        than 4 times those written."""
         if not (self.templates.get(None) or self.blanks and self.blanks.get(None)):
             return pos, 0
-        view, size, hlen = memoryview(raw), len(raw), len(head)
-        crc32, unpack, tail = zlib.crc32, struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
-        a2b, error, startswith, find = binascii.a2b_base64, binascii.Error, raw.startswith, raw.find
+        tools = self.chunk_tools
+        if tools is None or tools[0] is not raw:   # made once per body
+            import binascii
+            import struct
+            import zlib
+
+            tools = self.chunk_tools = (raw, memoryview(raw), zlib.crc32, struct.Struct(">III").unpack_from,
+                                        struct.Struct(">I").unpack_from, binascii.a2b_base64, binascii.Error, {})
+        _, view, crc32, unpack, tail, a2b, error, checked = tools
+        size, hlen, startswith, find = len(raw), len(head), raw.startswith, raw.find
         opening, closing = chunk
         head += opening   # the header bytes, then the payload's start
         skip = 12 + len(head)
-        preludes: dict[int, int] = {}   # a frame's length -> its prelude's checksum (the header size is hlen)
-        written = 0
+        preludes = checked.get(hlen)   # a frame's length -> its prelude's checksum (its header size is hlen)
+        if preludes is None:
+            preludes = checked[hlen] = {}
+        written, batch = 0, 1
         while True:
             events: list[bytes] = []
-            at, limit = pos, 1024
+            at, limit = pos, batch
             while size - at >= 16 and limit:
                 total, header_size, prelude_crc = unpack(raw, at)
                 end = at + total
@@ -9803,8 +9811,9 @@ class _Scrubber:
             else:
                 for _ in range(done):   # past the frames written
                     pos += unpack(raw, pos)[0]
-            if done < 1024:
+            if done < batch:
                 return pos, written
+            batch = 1 if written < 16 else min(4 * written, 1024)
 
     def _fit_chunks(self, events: list[bytes], out: _EncodedPayloads) -> int:
         """Writes the lines of the event texts (UTF-8) from the first on, while a template fits; returns
@@ -9812,7 +9821,7 @@ class _Scrubber:
         else one by one, as fast() would."""
         count = len(events)
         try:
-            text = b"\x00".join(events).decode("utf-8")   # NUL: in no strict JSON text
+            text = b"\x00".join(events).decode("utf-8") if count >= 16 else None   # NUL: in no strict JSON text
         except UnicodeDecodeError:
             text = None
         if text is not None and text.count("\x00") == count - 1:

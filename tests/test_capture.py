@@ -1186,6 +1186,34 @@ class BedrockInvokeModel(unittest.TestCase):
                 self.assertEqual(warnings, expected[1])
                 self.assertTrue(any("split across" in warning for warning in warnings), warnings)
 
+    def test_frames_read_past_where_a_run_stops_are_bounded(self):
+        # fragments between events no template writes: each run of written frames is one frame long,
+        # so a batch read ahead of it would be read again for every frame (1,024 checksums a frame)
+        import zlib
+        pieces = ["p%d" % k for k in range(1500)]
+        raw = self.invoke_run([], pieces)
+        frames, at = [], 0
+        while at < len(raw):
+            size = int.from_bytes(raw[at:at + 4], "big")
+            frames.append(raw[at:at + size])
+            at += size
+        ping = vts.eventstream_frame({"chunk": {"bytes": "eyJ0eXBlIjoicGluZyJ9"}})   # {"type":"ping"}
+        raw = b"".join(frames[:6] + [part for frame in frames[6:-4] for part in (frame, ping)] + frames[-4:])
+        real, crcs = zlib.crc32, []
+
+        def counted(*args):
+            crcs.append(1)
+            return real(*args)
+
+        with mock.patch.object(zlib, "crc32", counted):
+            written, warnings = vts._capture(raw, "anthropic", None, True, True)
+        count = len(frames) + len(frames) - 10
+        self.assertEqual(len(written["events"]), count)
+        self.assertLess(len(crcs), 5 * count)   # the frame reader's two, and the runs' own at most twice
+        envelope, plain_warnings = vts.sse_to_envelope(raw, "anthropic", None)
+        self.assertEqual(vts.capture_text(written), vts.capture_text(envelope))
+        self.assertEqual(warnings, plain_warnings)
+
     def test_the_invoke_request_body_gives_schemas_and_tool_choice(self):
         body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100, "messages": [],
                 "tools": [{"name": "get_tide_table", "description": "d",
