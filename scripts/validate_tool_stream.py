@@ -2221,7 +2221,8 @@ def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
     return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
                            "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
-                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk)
+                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk,
+                           _invoke_chunk_bytes() if encode else None)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -2245,6 +2246,13 @@ def _anthropic_invoke_chunk(member: str, text: str) -> dict | None:
     if match.group(2) is not None:
         payload["p"] = match.group(2)
     return payload
+
+
+def _invoke_chunk_bytes() -> tuple[bytes, Callable[..., Any]]:
+    """_INVOKE_PLAIN_CHUNK over a payload's bytes, in two parts around its base64: the bytes it starts
+    with, and the fullmatch (body, quote, stop) of what follows from the closing quote.  The base64
+    in between is what a2b_base64 in strict mode takes, which takes no byte outside its group."""
+    return b'{"bytes":"', re.compile(rb'"(?:,"p":"[A-Za-z0-9]*")?\}').fullmatch
 
 
 def _anthropic_invoke_text(member: str, text: str) -> str | None:
@@ -9414,6 +9422,20 @@ class _FragmentGroup:
         if len(self.pieces) >= 4096:
             self.pieces[:] = ["".join(self.pieces)]
 
+    def extend(self, texts: list[str]) -> None:
+        """add() of each text."""
+        import itertools
+
+        if not texts:
+            return
+        ends = itertools.accumulate(map(len, texts), initial=self.length)
+        next(ends)   # the initial value
+        self.ends.extend(ends)
+        self.length = self.ends[-1]
+        self.pieces += texts
+        if len(self.pieces) >= 4096:
+            self.pieces[:] = ["".join(self.pieces)]
+
 
 def _split_secret_warnings(groups: dict[tuple, _FragmentGroup]) -> list[str]:
     """Credentials that only appear once a slot's fragments are joined."""
@@ -9575,13 +9597,20 @@ class _Scrubber:
     with that fragment, which redaction keeps byte for byte: its line is the template's line around
     the fragment's JSON, written without parsing (unless the fragment holds a credential literal:
     then the long way, for the warning).  make(text, key) is the reader's own text -> payload.
+
+    Blank templates (encode and blank only; the invoke body): a payload without fragments whose line
+    stays the same when one of its strings is replaced by either of two stand-ins (redaction empties
+    that string whatever it says, and no fragment appears) is taken as a template with that string as
+    its hole.  A later text that is the template's text around another non-empty strict JSON string
+    token has that line (a text delta: the same event with [redacted] for its text).
     """
 
     _MAX_TEMPLATES = 4      # per key (event name, frame member)
     _MAX_MISSES = 16        # payloads that gave no template, per key, before none is looked for
+    _BLANK_STAND_INS = ('"' + _TEMPLATE_HOLE + '"', '"x"')   # the JSON tokens a blank template's hole is tried with
 
     def __init__(self, profile: str, redact: bool, walk: bool, encode: bool,
-                 make: Callable[[str, Any], Any] | None = None) -> None:
+                 make: Callable[[str, Any], Any] | None = None, blank: bool = False) -> None:
         self.row = PROFILES[profile]
         self.redact, self.walk, self.encode = redact, walk, encode
         self.count = 0
@@ -9597,6 +9626,11 @@ class _Scrubber:
         self.templates: dict[Any, list[_Template]] = {}
         self.misses: dict[Any, int] = {}
         self.clean: dict[str, bool] = {}
+        # blank templates, per key: (text before the hole's token, text after it, the line)
+        self.blanks: dict[Any, list[tuple[str, str, str]]] | None = {} if blank and self.make is not None else None
+        self.blank_misses: dict[Any, int] = {}
+        self.bulk: dict[tuple, Any] = {}   # _bulk's patterns
+        self.chunk_tools: tuple | None = None   # fast_chunks' readers of the body
 
     def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
@@ -9654,7 +9688,47 @@ class _Scrubber:
                 text = text()
             if text is not None and not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
+        elif (text is not None and not fragments and self.blanks is not None
+              and len(self.blanks.get(key, ())) < self._MAX_TEMPLATES
+              and self.blank_misses.get(key, 0) < self._MAX_MISSES):
+            if callable(text):
+                text = text()
+            if text is not None and not self._learn_blank(text, key, line):
+                self.blank_misses[key] = self.blank_misses.get(key, 0) + 1
         return line
+
+    def _learn_blank(self, text: str, key: Any, line: str) -> bool:
+        """Whether text (of a payload without fragments, whose line is line) became a blank template."""
+        if not self._clean(line):
+            return False
+        tokens = [match for match in _compiled(_JSON_STRING_TOKEN).finditer(text)
+                  if not _compiled(_JSON_NAME_COLON).match(text, match.end())]
+        for match in reversed(tokens[-8:]):   # the last strings first: an event's text comes after its type
+            try:
+                value = _json_string(text, match.start() + 1, True)[0]
+            except ValueError:
+                return False
+            if not value:
+                continue
+            before, after = text[:match.start()], text[match.end():]
+            if all(self._blank_probe(before + mark + after, key, line) for mark in self._BLANK_STAND_INS):
+                self.blanks.setdefault(key, []).append((before, after, line))
+                return True
+        return False
+
+    def _blank_probe(self, text: str, key: Any, line: str) -> bool:
+        """Whether the payload of text (a stand-in in the hole) has no fragment and the same line."""
+        row = self.row
+        try:
+            probe = self.make(text, key)
+            if self.redact:
+                probe = row.redact(probe)
+            if any(kind == "fragment" and isinstance(_value_at(probe, path), str)
+                   for path, kind in row.protected_paths(probe).items()):
+                return False
+            return _line(probe) == line
+        except (CaptureError, JsonProblem, RecursionError):
+            return False
 
     def learning(self, key: Any) -> bool:
         """Whether a payload of key may still become a template."""
@@ -9775,6 +9849,19 @@ class _Scrubber:
             fitted = template.fit(template.pieces, text, 0)
             if fitted is not None and fitted[0] == len(text):
                 return self._written(template, fitted[1])
+        if self.blanks:
+            for before, after, line in self.blanks.get(key, ()):
+                start = len(before) + 1
+                if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+                    continue
+                try:
+                    value, end = _json_string(text, start, True)
+                except ValueError:
+                    return None
+                if end != len(text) - len(after) or not value:
+                    continue
+                self.count += 1
+                return line
         return None
 
     def _clean(self, encoded: str) -> bool:
@@ -9788,6 +9875,130 @@ class _Scrubber:
                     self.clean.clear()
                 self.clean[encoded] = clean
         return clean
+
+    def fast_chunks(self, raw: bytes, pos: int, head: bytes, chunk: tuple[bytes, Callable[..., Any]],
+                    out: _EncodedPayloads) -> tuple[int, int]:
+        """Writes to out the frames of an AWS event stream from pos on (raw: bytes) while each is whole,
+        both its checksums hold, its header bytes are head (a chunk's), its payload is plainly a chunk
+        (chunk: the bytes it starts with, then base64 up to a quote, then what chunk[1](raw, quote,
+        stop) fully matches) and a template (key None) fits the event text the base64 carries; returns
+        where it stopped and how many frames it wrote.  The frame it stopped at is left as it is, for
+        the long way.  Frames are read in batches, their events decoded together and tried against each
+        template at once (_fit_chunks): one frame at a time until 16 were written, then up to 4 times as
+        many as were written (at most 1024), so the frames read past the one it stops at are never more
+        than 4 times those written."""
+        if not (self.templates.get(None) or self.blanks and self.blanks.get(None)):
+            return pos, 0
+        tools = self.chunk_tools
+        if tools is None or tools[0] is not raw:   # made once per body
+            import binascii
+            import struct
+            import zlib
+
+            tools = self.chunk_tools = (raw, memoryview(raw), zlib.crc32, struct.Struct(">III").unpack_from,
+                                        struct.Struct(">I").unpack_from, binascii.a2b_base64, binascii.Error, {})
+        _, view, crc32, unpack, tail, a2b, error, checked = tools
+        size, hlen, startswith, find = len(raw), len(head), raw.startswith, raw.find
+        opening, closing = chunk
+        head += opening   # the header bytes, then the payload's start
+        skip = 12 + len(head)
+        preludes = checked.get(hlen)   # a frame's length -> its prelude's checksum (its header size is hlen)
+        if preludes is None:
+            preludes = checked[hlen] = {}
+        written, batch = 0, 1
+        while True:
+            events: list[bytes] = []
+            at, limit = pos, batch
+            while size - at >= 16 and limit:
+                total, header_size, prelude_crc = unpack(raw, at)
+                end = at + total
+                if header_size != hlen or total < skip + 4 or end > size or not startswith(head, at + 12):
+                    break
+                if preludes.get(total) != prelude_crc:
+                    if crc32(view[at:at + 8]) != prelude_crc:
+                        break
+                    preludes[total] = prelude_crc
+                if crc32(view[at:end - 4]) != tail(raw, end - 4)[0]:
+                    break
+                quote = find(b'"', at + skip, end - 4)
+                if quote < 0 or closing(raw, quote, end - 4) is None:
+                    break
+                try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
+                    events.append(a2b(view[at + skip:quote], strict_mode=True))
+                except error:
+                    break
+                at, limit = end, limit - 1
+            done = self._fit_chunks(events, out) if events else 0
+            written += done
+            if done == len(events):
+                pos = at
+            else:
+                for _ in range(done):   # past the frames written
+                    pos += unpack(raw, pos)[0]
+            if done < batch:
+                return pos, written
+            batch = 1 if written < 16 else min(4 * written, 1024)
+
+    def _fit_chunks(self, events: list[bytes], out: _EncodedPayloads) -> int:
+        """Writes the lines of the event texts (UTF-8) from the first on, while a template fits; returns
+        how many.  All at once when one template fits every one and no fragment may hold a credential;
+        else one by one, as fast() would."""
+        count = len(events)
+        try:
+            text = b"\x00".join(events).decode("utf-8") if count >= 16 else None   # NUL: in no strict JSON text
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and text.count("\x00") == count - 1:
+            text = "\x00" + text + "\x00"
+            fits = [(template.pieces[0], template.pieces[1], template) for template in self.templates.get(None, ())
+                    if template.kinds == "s"]
+            fits += [(before, after, line) for before, after, line in (self.blanks or {}).get(None, ())]
+            for before, after, template in fits:
+                blank = template.__class__ is str
+                if "\x00" in before + after:
+                    continue
+                found = self._bulk(before, after, blank).findall(text)
+                if not found:
+                    continue
+                if len(found) != count:
+                    break   # another template for some: one by one
+                if blank:
+                    self.count += count
+                    out.add_block(out._JOIN.join([template] * count), count)
+                    return count
+                values = json.loads("[" + ",".join(found) + "]")   # each a strict JSON string token
+                encoded = list(map(_encode_ascii, values))
+                if _line_may_hold_secrets("\x00".join(encoded)):
+                    break   # one by one: a credential's fragment goes the long way
+                if template.group is not None:
+                    template.group.extend(values)
+                self.count += count
+                before, after = template.out
+                out.add_block(before + (after + out._JOIN + before).join(encoded) + after, count)
+                return count
+        lines = []
+        for event in events:
+            try:
+                line = self.fast(event.decode("utf-8"), None)
+            except UnicodeDecodeError:
+                break
+            if line is None:
+                break
+            lines.append(line)
+        out.extend(lines)
+        return len(lines)
+
+    def _bulk(self, before: str, after: str, blank: bool) -> Any:
+        """The pattern of a text between NULs that is before, a strict JSON string token (non-empty when
+        blank; a group when not), then after: what fast() fits with that template."""
+        key = (before, after, blank)
+        pattern = self.bulk.get(key)
+        if pattern is None:
+            token = ('"' + ("(?!\")" if blank else "")   # a run of plain characters between escapes: one step each
+                     + r'[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
+            pattern = self.bulk[key] = re.compile("\x00" + re.escape(before) + (token if blank else f"({token})")
+                                                  + re.escape(after) + "(?=\x00)")
+        return pattern
 
     def fast_sse(self, text: str, pos: int, number: int, sink: Callable[[str], Any]) -> tuple[int, int]:
         """Writes the plain SSE events from pos on that a template fits whole (the event around its
@@ -9864,6 +10075,19 @@ class _EncodedPayloads:
         if len(self.lines) >= 1024:
             self.blocks.append(self._JOIN.join(self.lines))
             self.lines = []
+
+    def extend(self, lines: list[str]) -> None:
+        """append() of each line, in one block (the text is the same wherever blocks end)."""
+        if lines:
+            self.add_block(self._JOIN.join(lines), len(lines))
+
+    def add_block(self, block: str, count: int) -> None:
+        """count lines already joined as capture_text joins them."""
+        if self.lines:
+            self.blocks.append(self._JOIN.join(self.lines))
+            self.lines = []
+        self.blocks.append(block)
+        self.count += count
 
     def __len__(self) -> int:
         return self.count
@@ -10396,11 +10620,16 @@ def eventstream_events(raw: bytes) -> list[dict]:
 
 
 def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
-                        parse: Callable[[str, str], Any] | None = None) -> Iterator[tuple[Any, int, str]]:
+                        parse: Callable[[str, str], Any] | None = None,
+                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
+                        ) -> Iterator[tuple[Any, int, str]]:
     """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
     is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
-    does not come.  parse(member, text): the payload read another way, exactly as the strict
-    parser reads it, or None (then the parser reads it)."""
+    does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
+    first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
+    not come either.  parse(member, text): the payload read another way, exactly as the strict
+    parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
+    previous frame's is not parsed again."""
     import struct
     import zlib
 
@@ -10413,6 +10642,8 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
     tail = struct.Struct(">I").unpack_from
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
+    last, member = b"", None          # the previous frame's header bytes and member
+    startswith = raw.startswith
     pos = frame = 0
     size = len(raw)
     while pos < size:
@@ -10428,12 +10659,19 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
         end = pos + total
         if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        block = raw[pos + 12:pos + 12 + header_size]
-        member = members.get(block)
-        if member is None:
-            member = members[block] = _eventstream_member(_eventstream_headers(bytes(block), frame), frame)
+        start = pos + 12 + header_size
+        if member is None or header_size != len(last) or not startswith(last, pos + 12):
+            last = raw[pos + 12:start]
+            member = members.get(last)
+            if member is None:
+                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
+        if chunk is not None and member == "chunk":
+            stop, written = chunk(raw, pos, last)
+            if written:
+                pos, frame = stop, frame + written - 1
+                continue
         try:
-            text = str(view[pos + 12 + header_size:end - 4], "utf-8")
+            text = str(view[start:end - 4], "utf-8")
             if fast is not None and fast(member, text):
                 pos = end
                 continue
@@ -10451,13 +10689,18 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
 def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
                     unwrap: Callable[[str, str], str | None] | None = None,
-                    encode: bool = False, parse: Callable[[str, str], Any] | None = None) -> tuple[dict, list[str]]:
+                    encode: bool = False, parse: Callable[[str, str], Any] | None = None,
+                    chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> tuple[dict, list[str]]:
     """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
     credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
     frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
     frame was read; unwrap(member, payload text) is the text of that payload when the frame is
-    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture."""
+    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture.
+    chunk_match: how a chunk frame's payload bytes plainly carry the base64 of the event text unwrap
+    gives (see _Scrubber.fast_chunks); with encode, runs of chunk frames are then written from their
+    bytes, and a text delta, whose line redaction makes the same for every non-empty text, is a
+    blank template (see _Scrubber)."""
     check_shape = _shape_stage(profile)
     holding = _Holding()
 
@@ -10467,7 +10710,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
             raise CaptureError("not an object")
         return value if unwrap is not None else {key: value}
 
-    scrubber = _Scrubber(profile, redact, walk, encode, make)
+    scrubber = _Scrubber(profile, redact, walk, encode, make, chunk_match is not None)
 
     payloads: Any = _EncodedPayloads() if encode else []
 
@@ -10484,6 +10727,11 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
         payloads.append(line)
         return True
 
+    def fast_chunks(body: bytes, pos: int, head: bytes) -> tuple[int, int]:
+        if not check_shape.settled or holding.held:
+            return pos, 0
+        return scrubber.fast_chunks(body, pos, head, chunk_match, payloads)
+
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
         if unwrap is not None:
@@ -10492,8 +10740,9 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
 
     stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
     stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
-    _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast_frame if encode
-                                                                                     else None, parse)),
+    chunk = fast_chunks if encode and chunk_match is not None else None
+    fast = fast_frame if encode and chunk is None else None
+    _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
             stages, payloads.append, "an event nests too deeply to process", None, holding)
     scrubber.finish(payloads)
     warnings = scrubber.warnings()

@@ -1296,6 +1296,123 @@ class BedrockInvokeModel(unittest.TestCase):
             vts.sse_to_envelope(self.body(doc["events"]), "bedrock", None)
         self.assertIn("--profile anthropic", str(caught.exception))
 
+    def invoke_run(self, texts, pieces):
+        """An invoke body as Bedrock frames it (compact chunk payloads, "p" of varying length): texts
+        text deltas, then a tool_use block whose input comes in pieces."""
+        import base64
+        events = ([{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                          "model": "m", "content": [], "stop_reason": None,
+                                                          "usage": {"input_tokens": 1, "output_tokens": 1}}},
+                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
+                  + [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+                     for text in texts]
+                  + [{"type": "content_block_stop", "index": 0},
+                     {"type": "content_block_start", "index": 1, "content_block": {
+                         "type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}]
+                  + [{"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
+                                                                           "partial_json": piece}} for piece in pieces]
+                  + [{"type": "content_block_stop", "index": 1},
+                     {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                      "usage": {"output_tokens": 5}},
+                     {"type": "message_stop", "amazon-bedrock-invocationMetrics": {"inputTokenCount": 1}}])
+        def text(event):   # UTF-8, but a lone surrogate only as an escape
+            try:
+                return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
+            except UnicodeEncodeError:
+                return json.dumps(event, separators=(",", ":")).encode()
+
+        return b"".join(vts.eventstream_frame({"chunk": {"bytes": base64.b64encode(text(event)).decode(),
+                                                         "p": "abcdefghij"[:number % 11]}})
+                        for number, event in enumerate(events))
+
+    def test_an_invoke_body_of_one_layout_is_not_parsed_frame_by_frame(self):
+        # a chunk frame is read from its bytes: its headers when they are the previous frame's are not
+        # parsed again, and its event, once a template fits it (a fragment, or a text delta, whose
+        # redacted line is the same whatever the text), is written without the JSON parser
+        words = ["the ", "réseau ", '"q" ', "tab\there ", "😀 ", "\u2028"]
+        raw = self.invoke_run([words[k % 6] + str(k) for k in range(1500)],
+                              ['{"a": "'] + [words[k % 6] for k in range(2500)] + ['"}'])
+        parsed, headers = [], []
+        real, real_raw_decode, real_headers = vts.decode_document, vts._DEFAULT_DECODER.raw_decode, vts._eventstream_headers
+
+        def counted(*args, **kwargs):
+            parsed.append(1)
+            return real(*args, **kwargs)
+
+        def counted_raw(*args, **kwargs):
+            parsed.append(1)
+            return real_raw_decode(*args, **kwargs)
+
+        def counted_headers(*args, **kwargs):
+            headers.append(1)
+            return real_headers(*args, **kwargs)
+
+        with mock.patch.object(vts, "decode_document", counted), \
+                mock.patch.object(vts._DEFAULT_DECODER, "raw_decode", counted_raw), \
+                mock.patch.object(vts, "_eventstream_headers", counted_headers):
+            written, warnings = vts._capture(raw, "anthropic", None, True, True)
+            text = vts.capture_text(written)
+        self.assertEqual(len(json.loads(text)["events"]), 4009)
+        self.assertEqual(len(headers), 1)
+        self.assertLess(len(parsed), 60)   # before: every text delta's payload and event were parsed (3,000+)
+        envelope, plain_warnings = vts.sse_to_envelope(raw, "anthropic", None)   # every frame the long way
+        self.assertEqual(text, vts.capture_text(envelope))
+        self.assertEqual(warnings, plain_warnings)
+
+    def test_an_invoke_run_writes_what_the_long_way_writes(self):
+        # inside long runs of one layout: an empty text, a credential in a text and in a fragment, one
+        # split across fragments, escapes, a different index and a damaged frame
+        secret = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI"
+        texts = ["t%d" % k for k in range(2100)]
+        texts[1030], texts[1500], texts[2050] = "", "key " + secret, "\ud800"
+        pieces = ["p%d" % k for k in range(3000)]
+        pieces[1100], pieces[2500] = secret, "\u0000"
+        pieces[1999:2003] = [" ", secret[:10], secret[10:], " "]
+        raw = self.invoke_run(texts, pieces)
+        second = int.from_bytes(raw[:4], "big")   # where the second frame starts
+        for body in (raw, raw[:len(raw) // 2], raw[:-1], raw[:len(raw) // 3] + b"\0" + raw[len(raw) // 3 + 1:],
+                     raw[second:]):
+            with self.subTest(size=len(body)):
+                try:
+                    expected = vts.sse_to_envelope(body, "anthropic", None)
+                except vts.CaptureError as exc:
+                    with self.assertRaises(vts.CaptureError) as caught:
+                        vts._capture(body, "anthropic", None, True, True)
+                    self.assertEqual(str(caught.exception), str(exc))
+                    continue
+                written, warnings = vts._capture(body, "anthropic", None, True, True)
+                self.assertEqual(vts.capture_text(written), vts.capture_text(expected[0]))
+                self.assertEqual(warnings, expected[1])
+                self.assertTrue(any("split across" in warning for warning in warnings), warnings)
+
+    def test_frames_read_past_where_a_run_stops_are_bounded(self):
+        # fragments between events no template writes: each run of written frames is one frame long,
+        # so a batch read ahead of it would be read again for every frame (1,024 checksums a frame)
+        import zlib
+        pieces = ["p%d" % k for k in range(1500)]
+        raw = self.invoke_run([], pieces)
+        frames, at = [], 0
+        while at < len(raw):
+            size = int.from_bytes(raw[at:at + 4], "big")
+            frames.append(raw[at:at + size])
+            at += size
+        ping = vts.eventstream_frame({"chunk": {"bytes": "eyJ0eXBlIjoicGluZyJ9"}})   # {"type":"ping"}
+        raw = b"".join(frames[:6] + [part for frame in frames[6:-4] for part in (frame, ping)] + frames[-4:])
+        real, crcs = zlib.crc32, []
+
+        def counted(*args):
+            crcs.append(1)
+            return real(*args)
+
+        with mock.patch.object(zlib, "crc32", counted):
+            written, warnings = vts._capture(raw, "anthropic", None, True, True)
+        count = len(frames) + len(frames) - 10
+        self.assertEqual(len(written["events"]), count)
+        self.assertLess(len(crcs), 5 * count)   # the frame reader's two, and the runs' own at most twice
+        envelope, plain_warnings = vts.sse_to_envelope(raw, "anthropic", None)
+        self.assertEqual(vts.capture_text(written), vts.capture_text(envelope))
+        self.assertEqual(warnings, plain_warnings)
+
     def test_the_invoke_request_body_gives_schemas_and_tool_choice(self):
         body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100, "messages": [],
                 "tools": [{"name": "get_tide_table", "description": "d",
