@@ -9582,6 +9582,22 @@ def _where(where: str | tuple[str, int]) -> str:
     return where if isinstance(where, str) else f"{where[0]} {where[1]}"
 
 
+_NO_FIT = object()   # _string_between: the text is not that shape
+
+
+def _string_between(text: str, before: str, after: str) -> Any:
+    """The value of the one JSON string token that text holds between before and after; _NO_FIT when
+    text is not before + a string token + after; None when the token does not decode."""
+    start = len(before) + 1
+    if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+        return _NO_FIT
+    try:
+        value, end = _json_string(text, start, True)
+    except ValueError:
+        return None
+    return value if end == len(text) - len(after) else _NO_FIT
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
@@ -9826,16 +9842,11 @@ class _Scrubber:
         """The line of a payload text one of key's templates fits, or None (then the long way)."""
         for template in self.templates.get(key, ()):
             if template.kinds == "s":   # the fragment alone: fit() and _written() in one step
-                before, after = template.pieces
-                start = len(before) + 1
-                if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+                value = _string_between(text, *template.pieces)
+                if value is _NO_FIT:
                     continue
-                try:
-                    value, end = _json_string(text, start, True)
-                except ValueError:
+                if value is None:
                     return None
-                if end != len(text) - len(after):
-                    continue
                 encoded = _encode_ascii(value)
                 clean = self.clean.get(encoded)
                 if clean is None:
@@ -9851,15 +9862,11 @@ class _Scrubber:
                 return self._written(template, fitted[1])
         if self.blanks:
             for before, after, line in self.blanks.get(key, ()):
-                start = len(before) + 1
-                if not (text.startswith(before) and text.endswith(after) and text[start - 1:start] == '"'):
+                value = _string_between(text, before, after)
+                if value is _NO_FIT or value == "":
                     continue
-                try:
-                    value, end = _json_string(text, start, True)
-                except ValueError:
+                if value is None:
                     return None
-                if end != len(text) - len(after) or not value:
-                    continue
                 self.count += 1
                 return line
         return None
@@ -13079,11 +13086,19 @@ def _open_folder(real: str) -> int:
     parts = [part for part in real.split(os.sep) if part]
     if not hasattr(os, "O_PATH") or not parts:
         return os.open(real, flags)
-    handle = os.open(os.sep, os.O_PATH | os.O_DIRECTORY)
+    passing = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW   # the folders on the way are only passed through
+    return _descend(os.open(os.sep, os.O_PATH | os.O_DIRECTORY), parts,
+                    [passing] * (len(parts) - 1) + [flags])
+
+
+def _descend(handle: int, parts: list[str], flags: list[int]) -> int:
+    """From the open folder `handle` (taken over: closed on the way), each part in turn opened with its
+    flags (O_NOFOLLOW among them: a link there raises OSError); the last one's descriptor."""
+    import os
+
     try:
-        for number, part in enumerate(parts):
-            inner = os.open(part, flags if number == len(parts) - 1 else os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW,
-                            dir_fd=handle)
+        for part, part_flags in zip(parts, flags):
+            inner = os.open(part, part_flags, dir_fd=handle)
             os.close(handle)
             handle = inner
     except BaseException:
@@ -13102,16 +13117,8 @@ def _folder_descriptor(home_fd: int, relative: str) -> int:
     import os
 
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    handle = os.open(os.curdir, flags, dir_fd=home_fd)
-    try:
-        for part in [] if relative == os.curdir else relative.split(os.sep):
-            inner = os.open(part, flags, dir_fd=handle)
-            os.close(handle)
-            handle = inner
-    except BaseException:
-        os.close(handle)
-        raise
-    return handle
+    parts = [] if relative == os.curdir else relative.split(os.sep)
+    return _descend(os.open(os.curdir, flags, dir_fd=home_fd), parts, [flags] * len(parts))
 
 
 def _by_descriptor() -> bool:

@@ -8,6 +8,14 @@ from unittest import mock
 
 from support import codes, eventstream, fixture_paths, FIXTURES, gem, load_fixture, run_cli, slow, vts
 
+def counting(calls, function):
+    """function, noting each call in the list calls."""
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return function(*args, **kwargs)
+    return counted
+
+
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
 
@@ -333,19 +341,9 @@ class CaptureCost(unittest.TestCase):
     def test_fragments_of_one_layout_are_not_parsed_one_by_one(self):
         raw = long_anthropic_turn(2000)
         parsed = []
-        real = vts.decode_document
-        real_raw_decode = vts._DEFAULT_DECODER.raw_decode
-
-        def counted(*args, **kwargs):
-            parsed.append(1)
-            return real(*args, **kwargs)
-
-        def counted_raw(*args, **kwargs):
-            parsed.append(1)
-            return real_raw_decode(*args, **kwargs)
-
-        with mock.patch.object(vts, "decode_document", counted), \
-                mock.patch.object(vts._DEFAULT_DECODER, "raw_decode", counted_raw):
+        with mock.patch.object(vts, "decode_document", counting(parsed, vts.decode_document)), \
+                mock.patch.object(vts._DEFAULT_DECODER, "raw_decode",
+                                  counting(parsed, vts._DEFAULT_DECODER.raw_decode)):
             code, out, err = run_cli("capture", "--profile", "anthropic", "-", stdin=raw)
         self.assertEqual(code, 0, err)
         self.assertEqual(len(json.loads(out)["events"]), 2007)
@@ -1333,23 +1331,10 @@ class BedrockInvokeModel(unittest.TestCase):
         raw = self.invoke_run([words[k % 6] + str(k) for k in range(1500)],
                               ['{"a": "'] + [words[k % 6] for k in range(2500)] + ['"}'])
         parsed, headers = [], []
-        real, real_raw_decode, real_headers = vts.decode_document, vts._DEFAULT_DECODER.raw_decode, vts._eventstream_headers
-
-        def counted(*args, **kwargs):
-            parsed.append(1)
-            return real(*args, **kwargs)
-
-        def counted_raw(*args, **kwargs):
-            parsed.append(1)
-            return real_raw_decode(*args, **kwargs)
-
-        def counted_headers(*args, **kwargs):
-            headers.append(1)
-            return real_headers(*args, **kwargs)
-
-        with mock.patch.object(vts, "decode_document", counted), \
-                mock.patch.object(vts._DEFAULT_DECODER, "raw_decode", counted_raw), \
-                mock.patch.object(vts, "_eventstream_headers", counted_headers):
+        with mock.patch.object(vts, "decode_document", counting(parsed, vts.decode_document)), \
+                mock.patch.object(vts._DEFAULT_DECODER, "raw_decode",
+                                  counting(parsed, vts._DEFAULT_DECODER.raw_decode)), \
+                mock.patch.object(vts, "_eventstream_headers", counting(headers, vts._eventstream_headers)):
             written, warnings = vts._capture(raw, "anthropic", None, True, True)
             text = vts.capture_text(written)
         self.assertEqual(len(json.loads(text)["events"]), 4009)

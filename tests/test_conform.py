@@ -473,6 +473,14 @@ class Resources(unittest.TestCase):
         self.assertIn(os.strerror(errno.EFBIG), err)
 
 
+def leaves_a_child(pid_file, noted, then):
+    """Adapter code that starts a sleeping child in a session of its own (out of its process group),
+    writes `noted` (Python expressions) to pid_file, then runs `then`."""
+    return ("import os, subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True)\n"
+            f"print({noted}, file=open({pid_file!r}, 'w'))\n" + then)
+
+
 class Processes(unittest.TestCase):
     """Nothing the adapter started outlives conform, even what left its process group."""
 
@@ -480,11 +488,7 @@ class Processes(unittest.TestCase):
     def test_a_process_that_left_the_group_is_stopped(self):
         with tempfile.TemporaryDirectory() as folder:
             pid_file = os.path.join(folder, "pid")
-            escapes = asks("import subprocess, sys\n"
-                             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], "
-                             "start_new_session=True)\n"
-                             f"print(child.pid, file=open({pid_file!r}, 'w'))\n"
-                             "print('[]')")
+            escapes = asks(leaves_a_child(pid_file, "child.pid", "print('[]')"))
             try:
                 code, records, _, err = conform(PASS, cmd=escapes)
                 pid = int(wait_for(pid_file, rounds=1))
@@ -498,12 +502,8 @@ class Processes(unittest.TestCase):
     def test_a_hang_up_stops_it_cleanly(self):
         with tempfile.TemporaryDirectory() as folder:
             pid_file = os.path.join(folder, "pid")
-            sleeper = python("import os, subprocess, sys, time\n"
-                             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], "
-                             "start_new_session=True)\n"
-                             f"print(os.getpid(), child.pid, os.path.dirname(os.environ['VTS_TOOLS_FILE']), "
-                             f"file=open({pid_file!r}, 'w'))\n"
-                             "time.sleep(300)")
+            sleeper = python(leaves_a_child(pid_file, "os.getpid(), child.pid, "
+                                            "os.path.dirname(os.environ['VTS_TOOLS_FILE'])", "time.sleep(300)"))
             proc = subprocess.Popen([sys.executable, SCRIPT, "conform", "--adapter-cmd", sleeper, PASS], env=ENV,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:

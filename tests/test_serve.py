@@ -52,6 +52,21 @@ def read_back(profile, body):
     return [json.loads(item) for item in data if item != "[DONE]"]
 
 
+def post_on_one_connection(port, count, statuses, timeout):
+    """POST the openai fixture's path `count` times on one kept-alive connection; each status into statuses."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        for _ in range(count):
+            connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
+            response = connection.getresponse()
+            response.read()
+            statuses.append(response.status)
+    finally:
+        connection.close()
+
+
 class ServedBytes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -383,7 +398,6 @@ class Bounds(unittest.TestCase):
         self.assertEqual((server.bodies.builds, server.bodies.requests), (1, {OPENAI_PATH.split("/")[0]: 5}))
 
     def test_a_log_sink_that_blocks_never_holds_an_answer(self):
-        import http.client
 
         entered, release, lines = threading.Event(), threading.Event(), []
 
@@ -396,14 +410,8 @@ class Bounds(unittest.TestCase):
         server = vts.make_server(served, log=sink)
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         statuses = []
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=3)
-            for _ in range(30):   # one connection: a handler held by its log line would answer no more
-                connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
-                response = connection.getresponse()
-                response.read()
-                statuses.append(response.status)
-            connection.close()
+        try:   # one connection: a handler held by its log line would answer no more
+            post_on_one_connection(server.server_address[1], 30, statuses, timeout=3)
         finally:
             release.set()
             stop(server)
@@ -525,7 +533,6 @@ class Command(unittest.TestCase):
 
     @slow("a real process answering 3,000 requests")
     def test_standard_output_nobody_reads_never_stops_the_answers(self):
-        import http.client
         import re
         import subprocess
         import sys
@@ -536,13 +543,8 @@ class Command(unittest.TestCase):
         statuses = []
         try:
             port = int(process.stdout.readline().decode().rsplit(":", 1)[1].strip("/\n"))
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            for _ in range(3000):   # ~60 bytes a line: a 64 KiB pipe is full after about 1,100
-                connection.request("POST", "/" + OPENAI_PATH, body=b"{}")
-                response = connection.getresponse()
-                response.read()
-                statuses.append(response.status)
-            connection.close()
+            # ~60 bytes a line: a 64 KiB pipe is full after about 1,100
+            post_on_one_connection(port, 3000, statuses, timeout=10)
         finally:
             # found by review (issue 30): a second SIGTERM (a runner signals the process and its group)
             # came while closing waited for the log, and made it exit 3 with the count unsaid
