@@ -4794,25 +4794,13 @@ def _python_literal_tokens() -> re.Pattern:
 
     quoted = [f"{q}{q}{q}" + atomic(f"(?:[^{q}\\\\]|\\\\.|{q}(?!{q}{q}))*") + f"{q}{q}{q}" for q in ("'", '"')]
     quoted += [f"{q}" + atomic(f"(?:[^{q}\\\\\\r\\n]|\\\\(?:\\r\\n|.))*") + f"{q}" for q in ("'", '"')]
+    # A word holding a non-ASCII character outside strings may be an identifier that Python reads
+    # NFKC-normalised (PEP 3131): a full-width "ｓｅｔ" is set.  Any such word is taken as a token,
+    # so literal_eval decides what it is (strings open and close with ASCII quotes only).
     tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]+", r"[0-9][0-9A-Za-z_]*",
-              r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*"]
+              r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*",
+              r"[0-9A-Za-z_]*[^\x00-\x7f][0-9A-Za-z_\x80-\U0010ffff]*"]
     return re.compile("(?s:(?:" + atomic("|".join(tokens)) + ")*)")
-
-
-def _python_identifiers(text: str) -> str:
-    """The text with each word that holds a non-ASCII character written as Python reads it when the
-    word is an identifier: NFKC-normalised (PEP 3131), where that gives ASCII, so "ｓｅｔ()" or
-    "𝘀𝗲𝘁()", which literal_eval reads as set(), meet the token check as "set()".  Only the check
-    sees it; literal_eval still reads the string as it came."""
-    if text.isascii():
-        return text
-    import unicodedata
-
-    def ascii_form(match: re.Match) -> str:
-        word = unicodedata.normalize("NFKC", match.group())
-        return word if word.isascii() else match.group()
-
-    return re.sub(r"\w*[^\x00-\x7f]\w*", ascii_form, text)
 
 
 def _bracket_depth(text: str) -> int:
@@ -4844,7 +4832,7 @@ def _langchain_reading(value: str) -> tuple[str, str]:
         return "keep", ""   # neither parser can make an object or a list of it
     json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
     python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
-                    and _python_literal_tokens().fullmatch(_python_identifiers(value)) is not None)
+                    and _python_literal_tokens().fullmatch(value) is not None)
     if json_could:   # linear, and its depth is bounded by the interpreter's recursion limit
         try:
             parsed = json.loads(value)

@@ -199,7 +199,14 @@ class CallShapes(unittest.TestCase):
             with self.subTest(value=value):
                 self.assert_reading(value, "unexpected_event", "replaces by the")
         self.assert_reading("{\uff53\uff45\uff54(): 1}", "unexpected_event", "literal_eval raises TypeError")
-        for value in ("[\uff34\uff52\uff55\uff45]", "[\u6ce8\u610f] \u4e2d\u6587", "\uff3b1\uff3d"):
+        # found by the second review: normalising every word, inside strings too, made a full-width
+        # quote or backslash in a string look like an ASCII one, and the string look unclosed
+        for value in ("['Oslo\uff07', 'Bergen']", "{'a': '\uff07'}", "['x\uff02y']", "[1, '\ufe68']",
+                      "['''\uff07''']", "['\uff3c']"):
+            with self.subTest(value=value):
+                self.assert_reading(value, "unexpected_event", "replaces by the")
+        for value in ("[\uff34\uff52\uff55\uff45]", "[\u6ce8\u610f] \u4e2d\u6587", "\uff3b1\uff3d",
+                      "[" + "a" * 60000 + " \u00e9"):
             with self.subTest(value=value):
                 self.assertEqual(judge([line(entry("g", {"q": value})), done()])["status"], "pass")
 
