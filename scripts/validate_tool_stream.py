@@ -2817,12 +2817,16 @@ def _redact_responses_event(event: dict) -> dict:
 
 
 def _responses_protected(payload: dict) -> dict[tuple, str]:
-    """Responses: argument deltas are fragments; a client call item is identity and arguments."""
-    paths: dict[tuple, str] = {}
+    """Responses: argument deltas are fragments; a client call item is identity and arguments.
+
+    The item id an event names, and the name, call_id and namespace an input event restates, are
+    identity too: the rules compare them with the item's, so masking one copy would change a verdict."""
+    paths: dict[tuple, str] = {("item_id",): "warn"}
     kind = _wire_str(payload.get("type"))
     if kind in _RESPONSES_INPUT_EVENTS:
         member = _RESPONSES_INPUT_EVENTS[kind]
         paths[(member,)] = "fragment" if member == "delta" else "warn"
+        paths.update(dict.fromkeys([("name",), ("call_id",), ("namespace",)], "warn"))
     if _client_item(payload.get("item")):
         paths[("item",)] = "warn"
     response = payload.get("response")

@@ -491,6 +491,52 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
         self.assertEqual([name for name, count in seen.items() if count == 0], [])
 
 
+class MaskingKeepsCallIdentity(unittest.TestCase):
+    PLANT = "_AKIAIOSFODNN7EXAMPLE"   # an AWS access key id: what masking looks for
+    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "name", "namespace"})
+
+    def planted(self, value, key=None):
+        """value with the AWS-key-shaped run appended to every string a call's identity could sit in."""
+        if isinstance(value, dict):
+            return {k: self.planted(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.planted(v, key) for v in value]
+        if isinstance(value, str) and key in self.KEYS and value:
+            return value + self.PLANT
+        return value
+
+    def test_an_aws_key_in_every_restated_call_name_or_id_keeps_the_verdict(self):
+        # issue 30 review: a Responses tool name holding a key-shaped run was kept in the item (call
+        # identity) but masked in the function_call_arguments.done event that restates it, so capture
+        # turned a pass into identity_collision, with or without --no-redact.  Every profile, every
+        # bundled turn: plant the run in every call name and id, capture the payloads, same verdict.
+        seen = dict.fromkeys(vts.PROFILES, 0)
+        for relpath in fixture_paths():
+            _, doc = load_fixture(relpath)
+            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
+            stream = doc.get(row.stream_key) if row is not None else None
+            if not stream or not isinstance(stream, list) or not all(isinstance(p, dict) for p in stream):
+                continue
+            schemas = doc.get("tool_schemas")
+            if not isinstance(schemas, dict) or relpath.startswith("envelope/"):
+                continue
+            doc = dict(self.planted(doc), tool_schemas={
+                ".".join(part + self.PLANT for part in name.split(".")): schema for name, schema in schemas.items()})
+            before = vts.validate_envelope(doc)
+            seen[doc["profile"]] += before["status"] == "pass"
+            raw = json.dumps(doc[row.stream_key]).encode()
+            for redact in (True, False):
+                with self.subTest(fixture=relpath, redact=redact):
+                    envelope, _ = vts.sse_to_envelope(raw, doc["profile"], doc["tool_schemas"], redact)
+                    if "request" in doc:
+                        envelope["request"] = doc["request"]
+                    after = vts.validate_envelope(envelope)
+                    self.assertEqual((after["status"], codes(after)), (before["status"], codes(before)))
+                    if before["status"] == "pass":
+                        self.assertEqual(after["calls"], before["calls"])
+        self.assertEqual([name for name, count in seen.items() if count == 0], [])
+
+
 class RedactionIsAnAllowList(unittest.TestCase):
     def test_a_member_no_room_reviewed_keeps_only_its_shape(self):
         # issue 30: anthropic copied an event of no or an unknown type whole; found after it, chat
