@@ -2041,7 +2041,8 @@ _ANTHROPIC_MESSAGE_KEEP = frozenset({"id", "type", "role", "model", "stop_reason
 
 
 def _anthropic_protected(payload: dict) -> dict[tuple, str]:
-    """Anthropic: a tool_use block's id, name and input are kept; partial_json deltas are fragments."""
+    """Anthropic: a tool_use block's id, name and input are kept, a hosted block's id and tool_use_id too;
+    partial_json deltas are fragments."""
     paths: dict[tuple, str] = {}
     kind = payload.get("type")
     blocks: list[tuple[tuple, Any]] = []
@@ -2054,6 +2055,8 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
         if isinstance(block, dict) and block.get("type") == "tool_use":
             for key in ("id", "name", "input"):
                 paths[where + (key,)] = "warn"
+        elif isinstance(block, dict):   # a hosted tool's use or result: the rules compare its id with the calls'
+            paths[where + ("id",)] = paths[where + ("tool_use_id",)] = "warn"
     delta = payload.get("delta")
     if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
         paths[("delta", "partial_json")] = "fragment"
@@ -4215,7 +4218,8 @@ def _redact_gemini_part(part: Any) -> Any:
 
 
 def _gemini_protected(payload: dict) -> dict[tuple, str]:
-    """Gemini: a functionCall part is call identity and arguments (kept, scanned)."""
+    """Gemini: a functionCall part is call identity and arguments, a hosted toolCall's or toolResponse's
+    id identity (kept, scanned)."""
     paths: dict[tuple, str] = {}
     candidates = payload.get("candidates")
     for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
@@ -4224,6 +4228,9 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
         for n, part in enumerate(parts if isinstance(parts, list) else []):
             if isinstance(part, dict) and "functionCall" in part:
                 paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
+            for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
+                if isinstance(part, dict) and isinstance(part.get(hosted), dict):
+                    paths[("candidates", c, "content", "parts", n, hosted, "id")] = "warn"
     return paths
 
 

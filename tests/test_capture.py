@@ -1,5 +1,6 @@
 """SSE capture import: framing, strict payloads, redaction, credentials, tool schemas, round trip."""
 
+import hashlib
 import json
 import tempfile
 import os
@@ -492,17 +493,22 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
 
 
 class MaskingKeepsCallIdentity(unittest.TestCase):
-    PLANT = "_AKIAIOSFODNN7EXAMPLE"   # an AWS access key id: what masking looks for
-    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "name", "namespace"})
+    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace"})
+
+    @staticmethod
+    def key_for(value):
+        """A distinct AWS-access-key-id-shaped stand-in for value: masked whole, two such ids would
+        become the same text, so a masked copy shows as a changed verdict."""
+        return "AKIA" + hashlib.sha1(value.encode()).hexdigest().upper()[:16]
 
     def planted(self, value, key=None):
-        """value with the AWS-key-shaped run appended to every string a call's identity could sit in."""
+        """value with every string a call's identity could sit in replaced by its key-shaped stand-in."""
         if isinstance(value, dict):
             return {k: self.planted(v, k) for k, v in value.items()}
         if isinstance(value, list):
             return [self.planted(v, key) for v in value]
         if isinstance(value, str) and key in self.KEYS and value:
-            return value + self.PLANT
+            return self.key_for(value)
         return value
 
     def test_an_aws_key_in_every_restated_call_name_or_id_keeps_the_verdict(self):
@@ -521,7 +527,7 @@ class MaskingKeepsCallIdentity(unittest.TestCase):
             if not isinstance(schemas, dict) or relpath.startswith("envelope/"):
                 continue
             doc = dict(self.planted(doc), tool_schemas={
-                ".".join(part + self.PLANT for part in name.split(".")): schema for name, schema in schemas.items()})
+                ".".join(self.key_for(part) for part in name.split(".")): schema for name, schema in schemas.items()})
             before = vts.validate_envelope(doc)
             seen[doc["profile"]] += before["status"] == "pass"
             raw = json.dumps(doc[row.stream_key]).encode()
