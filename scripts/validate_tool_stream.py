@@ -1095,7 +1095,8 @@ class Profile(_FrozenRecord):
       expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
       defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
       redact             one payload -> the same structure without content
-      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments)
+      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
+                         "base64": a base64 member the rules decode, masked whole to a base64 stand-in
       fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
       family, claims     the shape family capture names, and whether a payload has that shape;
       claim_rank         families are asked in this order
@@ -4225,7 +4226,11 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
     for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
         content = candidate.get("content") if isinstance(candidate, dict) else None
         parts = content.get("parts") if isinstance(content, dict) else None
+        if isinstance(candidate, dict) and isinstance(candidate.get("continuationToken"), str):
+            paths[("candidates", c, "continuationToken")] = "base64"
         for n, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict) and isinstance(part.get("thoughtSignature"), str):
+                paths[("candidates", c, "content", "parts", n, "thoughtSignature")] = "base64"
             if isinstance(part, dict) and "functionCall" in part:
                 paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
             for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
@@ -9357,13 +9362,18 @@ def _render_path(prefix: str, path: tuple) -> str:
 
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
                   prefix: str, line: str, warnings: list[str]) -> Any:
-    """value with credentials masked (unless keep or a protected path); one warning per field."""
-    keep = keep or path in protected
+    """value with credentials masked (unless keep or a protected path); one warning per field.
+    A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused."""
+    base64 = not keep and protected.get(path) == "base64"
+    keep = keep or path in protected and not base64
     if isinstance(value, str):
         spans = _secret_spans(value)
         if not spans:
             return value
         where = _render_path(prefix, path)
+        if base64:
+            warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
+            return _gemini_base64_stand_in(value)
         if keep:
             warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
                             "because call identity and arguments are kept byte for byte")

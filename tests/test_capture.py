@@ -4,6 +4,7 @@ import hashlib
 import json
 import tempfile
 import os
+import re
 import unittest
 from unittest import mock
 
@@ -541,6 +542,27 @@ class MaskingKeepsCallIdentity(unittest.TestCase):
                     if before["status"] == "pass":
                         self.assertEqual(after["calls"], before["calls"])
         self.assertEqual([name for name, count in seen.items() if count == 0], [])
+
+
+class GeminiBase64StaysBase64(unittest.TestCase):
+    def test_a_key_shaped_signature_or_token_is_masked_to_base64_without_redaction(self):
+        # issue 30 review: with --no-redact a thoughtSignature or continuationToken that matched a
+        # credential pattern was masked to "[masked]", which is not base64: a pass became unsupported_event
+        shaped = "sk-" + "A1b2C3d4E5f6G7h8" * 2 + "x"   # base64url, and a key by its look
+        for relpath, member in (("gemini/pass-call-with-id.json", "thoughtSignature"),
+                                ("gemini/pass-continuation-hops-stitched.json", "continuationToken")):
+            doc = load_fixture(relpath)[1]
+            planted = json.loads(re.sub(f'"{member}": "[^"]*"', f'"{member}": "{shaped}"', json.dumps(doc["chunks"])))
+            self.assertIn(shaped, json.dumps(planted))
+            self.assertTrue(vts._gemini_is_base64(shaped))
+            doc = dict(doc, chunks=planted)
+            self.assertEqual(vts.validate_envelope(doc)["status"], "pass")
+            for redact in (True, False):
+                with self.subTest(member=member, redact=redact):
+                    envelope, warnings = vts.sse_to_envelope(json.dumps(planted).encode(), "gemini",
+                                                             doc["tool_schemas"], redact)
+                    self.assertNotIn(shaped, json.dumps(envelope))
+                    self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
 
 class RedactionIsAnAllowList(unittest.TestCase):
