@@ -9067,11 +9067,17 @@ _SECRET_PATTERNS = (
     # name: value / name=value, the name maybe quoted (or JSON-escaped), a scheme word maybe before
     # the value, which may be on the next line; the value is 8 characters at least, up to its
     # closing quote when it has an opening one, else up to a space, quote or separator (& , ;).
-    # The name is kept.
+    # A quoted value runs to the same quote, backslash escapes skipped (a JSON-escaped \" opening:
+    # to the \" that closes it, an escaped inner \\\" skipped); each run is possessive and its
+    # steps start differently, so a failed search costs one pass to the line's end.  The name is kept.
     ("a credential-named value",
      r"(?ai)(?:authori[sz]ation|api[-_]?key|secret(?:[-_]?access)?(?:[-_]?key)?|token|passw(?:or)?d|pwd)"
      r"\\?[\"']?[ \t]*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest|negotiate)\s+)?(?!\[masked\])"
-     r"((?<=[\"'])[^\"'\\\r\n]{8,}(?=\\?[\"'])|[^\s\"'<>,;&\\]{8,})"),
+     r"((?<=(?<!\\)\")(?:[^\"\\\r\n]|\\[^\r\n]){8,}+(?=\")"
+     r"|(?<=(?<!\\)')(?:[^'\\\r\n]|\\[^\r\n]){8,}+(?=')"
+     r"|(?<=\\\")(?:[^\"\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^\"\\\r\n]){8,}+(?=\\\")"
+     r"|(?<=\\')(?:[^'\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^'\\\r\n]){8,}+(?=\\')"
+     r"|[^\s\"'<>,;&\\]{8,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
 _SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"

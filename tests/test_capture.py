@@ -565,6 +565,35 @@ class GeminiBase64StaysBase64(unittest.TestCase):
                     self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
 
+class QuotedCredentialValues(unittest.TestCase):
+    def test_a_quoted_value_runs_to_its_own_closing_quote_past_escapes_and_the_other_quote(self):
+        # issue 30 review: the quoted value stopped at any quote or backslash, so these were kept whole
+        cases = {'password: "it\'s-my-secret-pass"': 'password: "[masked]"',
+                 'PASSWORD="C:\\\\Users\\\\secretpath99"': 'PASSWORD="[masked]"',
+                 'api_key: "abcd\\"efghijklmnop"': 'api_key: "[masked]"',
+                 "secret='p\"ssw0rd-long-secret'": "secret='[masked]'",
+                 '{\\"password\\": \\"abc\\\\\\"defghijk\\"} x': '{\\"password\\": \\"[masked]\\"} x',
+                 'token="abcdefghij" other "x"': 'token="[masked]" other "x"'}
+        for text, masked in cases.items():
+            with self.subTest(text=text):
+                self.assertEqual(vts._mask_spans(text, vts._secret_spans(text)), masked)
+                envelope, warnings = capture(sse([chunk({"content": text})]), redact=False)
+                self.assertEqual(stream_of(envelope)[0]["choices"][0]["delta"]["content"], masked)
+
+    @slow("searches eleven 1 MB adversarial texts")
+    def test_an_unclosed_or_escaped_quoted_value_is_searched_in_linear_time(self):
+        import time
+        texts = ['password:"' + '\\a' * 500000, 'password:"' * 100000, "token='" * 140000,
+                 'password:\\"' * 90000, 'password:\\"' + '\\\\\\"' * 250000, 'password:"a\'' * 90000,
+                 "secret='x\"" * 90000, ('api_key: "' + '\\\\' * 10) * 40000,
+                 ('token: \\"' + 'a\\\\\\\\' * 5) * 30000, 'pwd=' + 'x' * 1000000]
+        for text in texts:
+            start = time.process_time()
+            vts._secret_spans(text)
+            with self.subTest(text=text[:24]):
+                self.assertLess(time.process_time() - start, 1.0)
+
+
 class RedactionIsAnAllowList(unittest.TestCase):
     def test_a_member_no_room_reviewed_keeps_only_its_shape(self):
         # issue 30: anthropic copied an event of no or an unknown type whole; found after it, chat
