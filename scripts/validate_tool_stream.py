@@ -12361,7 +12361,21 @@ def _stderr_line(err: bytes, cut: bool) -> str:
         return (f" (its last line of standard error is longer than the {_CONFORM_STDERR_BYTES} bytes kept; "
                 "not quoted)")
     text = _mask_spans(text, _secret_spans(text))   # the whole end: a token's context may be a line above
+    if "\\" in text and _secret_spans(_json_unescaped(text)):
+        # a credential written JSON-escaped (https:\/\/, \u0070): not masked where it stands, so not quoted
+        return " (its last line of standard error may hold a credential; not quoted)"
     return f": {_clip(text.splitlines()[-1])}"
+
+
+_JSON_ESCAPE = r'\\(?:u([0-9A-Fa-f]{4})|(["\\/bfnrt]))'
+_JSON_ESCAPED = MappingProxyType({'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
+                                  "t": "\t"})
+
+
+def _json_unescaped(text: str) -> str:
+    """text with each valid JSON escape (\\uXXXX, \\/, \\" ...) replaced by what it stands for, once."""
+    return re.sub(_JSON_ESCAPE, lambda m: chr(int(m.group(1), 16)) if m.group(1) else _JSON_ESCAPED[m.group(2)],
+                  text)
 
 
 def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float,
