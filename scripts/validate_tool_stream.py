@@ -1095,7 +1095,8 @@ class Profile(_FrozenRecord):
       expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
       defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
       redact             one payload -> the same structure without content
-      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments)
+      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
+                         "base64": a base64 member the rules decode, masked whole to a base64 stand-in
       fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
       family, claims     the shape family capture names, and whether a payload has that shape;
       claim_rank         families are asked in this order
@@ -2041,7 +2042,8 @@ _ANTHROPIC_MESSAGE_KEEP = frozenset({"id", "type", "role", "model", "stop_reason
 
 
 def _anthropic_protected(payload: dict) -> dict[tuple, str]:
-    """Anthropic: a tool_use block's id, name and input are kept; partial_json deltas are fragments."""
+    """Anthropic: a tool_use block's id, name and input are kept, a hosted block's id and tool_use_id too;
+    partial_json deltas are fragments."""
     paths: dict[tuple, str] = {}
     kind = payload.get("type")
     blocks: list[tuple[tuple, Any]] = []
@@ -2054,6 +2056,8 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
         if isinstance(block, dict) and block.get("type") == "tool_use":
             for key in ("id", "name", "input"):
                 paths[where + (key,)] = "warn"
+        elif isinstance(block, dict):   # a hosted tool's use or result: the rules compare its id with the calls'
+            paths[where + ("id",)] = paths[where + ("tool_use_id",)] = "warn"
     delta = payload.get("delta")
     if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
         paths[("delta", "partial_json")] = "fragment"
@@ -2817,12 +2821,16 @@ def _redact_responses_event(event: dict) -> dict:
 
 
 def _responses_protected(payload: dict) -> dict[tuple, str]:
-    """Responses: argument deltas are fragments; a client call item is identity and arguments."""
-    paths: dict[tuple, str] = {}
+    """Responses: argument deltas are fragments; a client call item is identity and arguments.
+
+    The item id an event names, and the name, call_id and namespace an input event restates, are
+    identity too: the rules compare them with the item's, so masking one copy would change a verdict."""
+    paths: dict[tuple, str] = {("item_id",): "warn"}
     kind = _wire_str(payload.get("type"))
     if kind in _RESPONSES_INPUT_EVENTS:
         member = _RESPONSES_INPUT_EVENTS[kind]
         paths[(member,)] = "fragment" if member == "delta" else "warn"
+        paths.update(dict.fromkeys([("name",), ("call_id",), ("namespace",)], "warn"))
     if _client_item(payload.get("item")):
         paths[("item",)] = "warn"
     response = payload.get("response")
@@ -4211,15 +4219,23 @@ def _redact_gemini_part(part: Any) -> Any:
 
 
 def _gemini_protected(payload: dict) -> dict[tuple, str]:
-    """Gemini: a functionCall part is call identity and arguments (kept, scanned)."""
+    """Gemini: a functionCall part is call identity and arguments, a hosted toolCall's or toolResponse's
+    id identity (kept, scanned)."""
     paths: dict[tuple, str] = {}
     candidates = payload.get("candidates")
     for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
         content = candidate.get("content") if isinstance(candidate, dict) else None
         parts = content.get("parts") if isinstance(content, dict) else None
+        if isinstance(candidate, dict) and isinstance(candidate.get("continuationToken"), str):
+            paths[("candidates", c, "continuationToken")] = "base64"
         for n, part in enumerate(parts if isinstance(parts, list) else []):
+            if isinstance(part, dict) and isinstance(part.get("thoughtSignature"), str):
+                paths[("candidates", c, "content", "parts", n, "thoughtSignature")] = "base64"
             if isinstance(part, dict) and "functionCall" in part:
                 paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
+            for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
+                if isinstance(part, dict) and isinstance(part.get(hosted), dict):
+                    paths[("candidates", c, "content", "parts", n, hosted, "id")] = "warn"
     return paths
 
 
@@ -9039,11 +9055,17 @@ _SECRET_PATTERNS = (
     # name: value / name=value, the name maybe quoted (or JSON-escaped), a scheme word maybe before
     # the value, which may be on the next line; the value is 8 characters at least, up to its
     # closing quote when it has an opening one, else up to a space, quote or separator (& , ;).
-    # The name is kept.
+    # A quoted value runs to the same quote, backslash escapes skipped (a JSON-escaped \" opening:
+    # to the \" that closes it, an escaped inner \\\" skipped); each run is possessive and its
+    # steps start differently, so a failed search costs one pass to the line's end.  The name is kept.
     ("a credential-named value",
      r"(?ai)(?:authori[sz]ation|api[-_]?key|secret(?:[-_]?access)?(?:[-_]?key)?|token|passw(?:or)?d|pwd)"
      r"\\?[\"']?[ \t]*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest|negotiate)\s+)?(?!\[masked\])"
-     r"((?<=[\"'])[^\"'\\\r\n]{8,}(?=\\?[\"'])|[^\s\"'<>,;&\\]{8,})"),
+     r"((?<=(?<!\\)\")(?:[^\"\\\r\n]|\\[^\r\n]){8,}+(?=\")"
+     r"|(?<=(?<!\\)')(?:[^'\\\r\n]|\\[^\r\n]){8,}+(?=')"
+     r"|(?<=\\\")(?:[^\"\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^\"\\\r\n]){8,}+(?=\\\")"
+     r"|(?<=\\')(?:[^'\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^'\\\r\n]){8,}+(?=\\')"
+     r"|[^\s\"'<>,;&\\]{8,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
 _SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
@@ -9334,13 +9356,18 @@ def _render_path(prefix: str, path: tuple) -> str:
 
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
                   prefix: str, line: str, warnings: list[str]) -> Any:
-    """value with credentials masked (unless keep or a protected path); one warning per field."""
-    keep = keep or path in protected
+    """value with credentials masked (unless keep or a protected path); one warning per field.
+    A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused."""
+    base64 = not keep and protected.get(path) == "base64"
+    keep = keep or path in protected and not base64
     if isinstance(value, str):
         spans = _secret_spans(value)
         if not spans:
             return value
         where = _render_path(prefix, path)
+        if base64:
+            warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
+            return _gemini_base64_stand_in(value)
         if keep:
             warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
                             "because call identity and arguments are kept byte for byte")
@@ -12322,7 +12349,21 @@ def _stderr_line(err: bytes, cut: bool) -> str:
         return (f" (its last line of standard error is longer than the {_CONFORM_STDERR_BYTES} bytes kept; "
                 "not quoted)")
     text = _mask_spans(text, _secret_spans(text))   # the whole end: a token's context may be a line above
+    if "\\" in text and _secret_spans(_json_unescaped(text)):
+        # a credential written JSON-escaped (https:\/\/, \u0070): not masked where it stands, so not quoted
+        return " (its last line of standard error may hold a credential; not quoted)"
     return f": {_clip(text.splitlines()[-1])}"
+
+
+_JSON_ESCAPE = r'\\(?:u([0-9A-Fa-f]{4})|(["\\/bfnrt]))'
+_JSON_ESCAPED = MappingProxyType({'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
+                                  "t": "\t"})
+
+
+def _json_unescaped(text: str) -> str:
+    """text with each valid JSON escape (\\uXXXX, \\/, \\" ...) replaced by what it stands for, once."""
+    return re.sub(_JSON_ESCAPE, lambda m: chr(int(m.group(1), 16)) if m.group(1) else _JSON_ESCAPED[m.group(2)],
+                  text)
 
 
 def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], timeout: float,

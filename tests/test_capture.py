@@ -1,8 +1,10 @@
 """SSE capture import: framing, strict payloads, redaction, credentials, tool schemas, round trip."""
 
+import hashlib
 import json
 import tempfile
 import os
+import re
 import unittest
 from unittest import mock
 
@@ -489,6 +491,107 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
                 if before["status"] == "pass":
                     self.assertEqual(redacted["calls"], before["calls"])
         self.assertEqual([name for name, count in seen.items() if count == 0], [])
+
+
+class MaskingKeepsCallIdentity(unittest.TestCase):
+    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace"})
+
+    @staticmethod
+    def key_for(value):
+        """A distinct AWS-access-key-id-shaped stand-in for value: masked whole, two such ids would
+        become the same text, so a masked copy shows as a changed verdict."""
+        return "AKIA" + hashlib.sha1(value.encode()).hexdigest().upper()[:16]
+
+    def planted(self, value, key=None):
+        """value with every string a call's identity could sit in replaced by its key-shaped stand-in."""
+        if isinstance(value, dict):
+            return {k: self.planted(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.planted(v, key) for v in value]
+        if isinstance(value, str) and key in self.KEYS and value:
+            return self.key_for(value)
+        return value
+
+    def test_an_aws_key_in_every_restated_call_name_or_id_keeps_the_verdict(self):
+        # issue 30 review: a Responses tool name holding a key-shaped run was kept in the item (call
+        # identity) but masked in the function_call_arguments.done event that restates it, so capture
+        # turned a pass into identity_collision, with or without --no-redact.  Every profile, every
+        # bundled turn: plant the run in every call name and id, capture the payloads, same verdict.
+        seen = dict.fromkeys(vts.PROFILES, 0)
+        for relpath in fixture_paths():
+            _, doc = load_fixture(relpath)
+            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
+            stream = doc.get(row.stream_key) if row is not None else None
+            if not stream or not isinstance(stream, list) or not all(isinstance(p, dict) for p in stream):
+                continue
+            schemas = doc.get("tool_schemas")
+            if not isinstance(schemas, dict) or relpath.startswith("envelope/"):
+                continue
+            doc = dict(self.planted(doc), tool_schemas={
+                ".".join(self.key_for(part) for part in name.split(".")): schema for name, schema in schemas.items()})
+            before = vts.validate_envelope(doc)
+            seen[doc["profile"]] += before["status"] == "pass"
+            raw = json.dumps(doc[row.stream_key]).encode()
+            for redact in (True, False):
+                with self.subTest(fixture=relpath, redact=redact):
+                    envelope, _ = vts.sse_to_envelope(raw, doc["profile"], doc["tool_schemas"], redact)
+                    if "request" in doc:
+                        envelope["request"] = doc["request"]
+                    after = vts.validate_envelope(envelope)
+                    self.assertEqual((after["status"], codes(after)), (before["status"], codes(before)))
+                    if before["status"] == "pass":
+                        self.assertEqual(after["calls"], before["calls"])
+        self.assertEqual([name for name, count in seen.items() if count == 0], [])
+
+
+class GeminiBase64StaysBase64(unittest.TestCase):
+    def test_a_key_shaped_signature_or_token_is_masked_to_base64_without_redaction(self):
+        # issue 30 review: with --no-redact a thoughtSignature or continuationToken that matched a
+        # credential pattern was masked to "[masked]", which is not base64: a pass became unsupported_event
+        shaped = "sk-" + "A1b2C3d4E5f6G7h8" * 2 + "x"   # base64url, and a key by its look
+        for relpath, member in (("gemini/pass-call-with-id.json", "thoughtSignature"),
+                                ("gemini/pass-continuation-hops-stitched.json", "continuationToken")):
+            doc = load_fixture(relpath)[1]
+            planted = json.loads(re.sub(f'"{member}": "[^"]*"', f'"{member}": "{shaped}"', json.dumps(doc["chunks"])))
+            self.assertIn(shaped, json.dumps(planted))
+            self.assertTrue(vts._gemini_is_base64(shaped))
+            doc = dict(doc, chunks=planted)
+            self.assertEqual(vts.validate_envelope(doc)["status"], "pass")
+            for redact in (True, False):
+                with self.subTest(member=member, redact=redact):
+                    envelope, warnings = vts.sse_to_envelope(json.dumps(planted).encode(), "gemini",
+                                                             doc["tool_schemas"], redact)
+                    self.assertNotIn(shaped, json.dumps(envelope))
+                    self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
+
+class QuotedCredentialValues(unittest.TestCase):
+    def test_a_quoted_value_runs_to_its_own_closing_quote_past_escapes_and_the_other_quote(self):
+        # issue 30 review: the quoted value stopped at any quote or backslash, so these were kept whole
+        cases = {'password: "it\'s-my-secret-pass"': 'password: "[masked]"',
+                 'PASSWORD="C:\\\\Users\\\\secretpath99"': 'PASSWORD="[masked]"',
+                 'api_key: "abcd\\"efghijklmnop"': 'api_key: "[masked]"',
+                 "secret='p\"ssw0rd-long-secret'": "secret='[masked]'",
+                 '{\\"password\\": \\"abc\\\\\\"defghijk\\"} x': '{\\"password\\": \\"[masked]\\"} x',
+                 'token="abcdefghij" other "x"': 'token="[masked]" other "x"'}
+        for text, masked in cases.items():
+            with self.subTest(text=text):
+                self.assertEqual(vts._mask_spans(text, vts._secret_spans(text)), masked)
+                envelope, warnings = capture(sse([chunk({"content": text})]), redact=False)
+                self.assertEqual(stream_of(envelope)[0]["choices"][0]["delta"]["content"], masked)
+
+    @slow("searches eleven 1 MB adversarial texts")
+    def test_an_unclosed_or_escaped_quoted_value_is_searched_in_linear_time(self):
+        import time
+        texts = ['password:"' + '\\a' * 500000, 'password:"' * 100000, "token='" * 140000,
+                 'password:\\"' * 90000, 'password:\\"' + '\\\\\\"' * 250000, 'password:"a\'' * 90000,
+                 "secret='x\"" * 90000, ('api_key: "' + '\\\\' * 10) * 40000,
+                 ('token: \\"' + 'a\\\\\\\\' * 5) * 30000, 'pwd=' + 'x' * 1000000]
+        for text in texts:
+            start = time.process_time()
+            vts._secret_spans(text)
+            with self.subTest(text=text[:24]):
+                self.assertLess(time.process_time() - start, 1.0)
 
 
 class RedactionIsAnAllowList(unittest.TestCase):

@@ -565,6 +565,20 @@ class Quoting(unittest.TestCase):
             with self.subTest(said=said):
                 self.assertEqual(vts._stderr_line(said, False), shown)
 
+    def test_a_json_escaped_credential_in_stderr_is_not_quoted(self):
+        # issue 30 review: the search read the text as written, so a credential JSON-escaped
+        # (https:\/\/, \u0070) was quoted as it stood; a decoded copy is searched too, and a line
+        # whose credential only that copy shows is not quoted at all
+        note = " (its last line of standard error may hold a credential; not quoted)"
+        for said, shown in (
+                (rb"connect https:\/\/bob:hunter2secret@db failed", note),
+                (rb'{"error": "bad key sk-\u0070roj-A1b2C3d4A1b2C3d4A1b2C3d4"}', note),
+                (rb'"api_key": "abc\u0064efghijklmnopqrstuvw"', ': "api_key": "[masked]"'),
+                (rb"\u0070assword: hunter2hunter2", note),
+                (rb"path C:\\Users\\x not found", r": path C:\\Users\\x not found")):
+            with self.subTest(said=said):
+                self.assertEqual(vts._stderr_line(said, False), shown)
+
     def test_a_last_line_longer_than_what_is_kept_is_not_quoted(self):
         # only the end of standard error is kept: a line that began before it may hold a credential
         # cut in two, which no pattern can recognise any more
