@@ -9056,15 +9056,16 @@ _SECRET_PATTERNS = (
     # the value, which may be on the next line; the value is 8 characters at least, up to its
     # closing quote when it has an opening one, else up to a space, quote or separator (& , ;).
     # A quoted value runs to the same quote, backslash escapes skipped (a JSON-escaped \" opening:
-    # to the \" that closes it, an escaped inner \\\" skipped); each run is possessive and its
-    # steps start differently, so a failed search costs one pass to the line's end.  The name is kept.
+    # to the \" that closes it, an escaped inner \\\" skipped); each run is taken atomically (a
+    # lookahead captures it, a back-reference consumes it: Python 3.10 has no possessive repeat) and
+    # its steps start differently, so a failed search costs one pass to the line's end.  The name is kept.
     ("a credential-named value",
      r"(?ai)(?:authori[sz]ation|api[-_]?key|secret(?:[-_]?access)?(?:[-_]?key)?|token|passw(?:or)?d|pwd)"
      r"\\?[\"']?[ \t]*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest|negotiate)\s+)?(?!\[masked\])"
-     r"((?<=(?<!\\)\")(?:[^\"\\\r\n]|\\[^\r\n]){8,}+(?=\")"
-     r"|(?<=(?<!\\)')(?:[^'\\\r\n]|\\[^\r\n]){8,}+(?=')"
-     r"|(?<=\\\")(?:[^\"\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^\"\\\r\n]){8,}+(?=\\\")"
-     r"|(?<=\\')(?:[^'\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^'\\\r\n]){8,}+(?=\\')"
+     r"((?<=(?<!\\)\")(?=(?P<dq>(?:[^\"\\\r\n]|\\[^\r\n]){8,}))(?P=dq)(?=\")"
+     r"|(?<=(?<!\\)')(?=(?P<sq>(?:[^'\\\r\n]|\\[^\r\n]){8,}))(?P=sq)(?=')"
+     r"|(?<=\\\")(?=(?P<jdq>(?:[^\"\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^\"\\\r\n]){8,}))(?P=jdq)(?=\\\")"
+     r"|(?<=\\')(?=(?P<jsq>(?:[^'\\\r\n]|\\\\(?:\\[^\r\n]|[^\\\r\n])|\\[^'\\\r\n]){8,}))(?P=jsq)(?=\\')"
      r"|[^\s\"'<>,;&\\]{8,})"),
 )
 # An object member named like a credential holds one when its value is a long string.
