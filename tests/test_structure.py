@@ -164,6 +164,28 @@ class NoPrivateStandardLibrary(unittest.TestCase):
 
 
 @slow("asks git for the tracked files")
+class PythonFloor(unittest.TestCase):
+    """pyproject says Python 3.10: no pattern may use what re learned in 3.11 (possessive repeats and
+    atomic groups, which 3.10 refuses when the pattern is compiled, at first use)."""
+
+    NEWER = re.compile(r"[\])}][*+?]\+|\{[0-9]*,?[0-9]*\}\+|\(\?>")
+
+    def test_no_pattern_uses_a_possessive_repeat_or_an_atomic_group(self):
+        import io
+        import tokenize
+
+        with open(SCRIPT, encoding="utf-8") as handle:
+            tokens = list(tokenize.generate_tokens(io.StringIO(handle.read()).readline))
+        found = [(token.start[0], token.string[:60]) for token in tokens
+                 if token.type == tokenize.STRING and self.NEWER.search(token.string)]
+        self.assertEqual(found, [])
+
+    def test_the_check_sees_them(self):
+        for pattern in (r"(?:a|b)*+", r"[0-9]++", r"(?:x){8,}+", r"(?>ab)", r"a{2}+"):
+            with self.subTest(pattern=pattern):
+                self.assertIsNotNone(self.NEWER.search(repr(pattern)))
+
+
 class TopLevel(unittest.TestCase):
     ALLOWED = {"scripts", "tests", "fixtures", "SKILL.md", "LICENSE", "README.md", "pyproject.toml",
                ".pre-commit-hooks.yaml", ".ci", ".gitignore"}
