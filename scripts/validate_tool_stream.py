@@ -11288,10 +11288,16 @@ def _could_be_ours(theirs: str, ours: str) -> bool:
     equal only when that count is equal too): a different count is a different value, however deep
     or long.  A number token longer than Limits().max_number_length is never ours: the turn it would
     be compared with passed validation.  (_JSON_STRINGS and _json_values_at_most are `conform`'s.)"""
-    bare = _JSON_STRINGS.sub("", theirs) if '"' in theirs else theirs
+    return _argument_shape(theirs) == _json_values_at_most(ours)
+
+
+def _argument_shape(text: str) -> int | None:
+    """_json_values_at_most of an adapter's argument string, or None when it holds a number token
+    longer than Limits().max_number_length; one linear pass."""
+    bare = _JSON_STRINGS.sub("", text) if '"' in text else text
     if _LONG_NUMBER.search(bare):
-        return False
-    return bare.count(",") + bare.count("[") + bare.count("{") + 1 == _json_values_at_most(ours)
+        return None
+    return bare.count(",") + bare.count("[") + bare.count("{") + 1
 
 
 def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
@@ -11424,6 +11430,16 @@ def _same_calls_reordered(theirs: list, ours: list) -> bool:
     can walk, a value or member of a type it does not know) is tried against every call."""
     import heapq
 
+    shapes, texts = set(), set()   # an adapter call none of ours could match ends it before any parse
+    for want in ours:
+        if isinstance(want.get("arguments"), str):
+            texts.add(want["arguments"])
+            shapes.update((_json_values_at_most(want["arguments"]), 1) if want.get("kind") == "custom"
+                          else (_json_values_at_most(want["arguments"]),))
+    for got in theirs:
+        text = got.get("arguments")
+        if isinstance(text, str) and text not in texts and _argument_shape(text) not in shapes:
+            return False   # see _could_be_ours
     taken = [False] * len(ours)
     index: dict[Any, dict[Any, list[int]]] = {}
     everywhere: list[int] = []   # ours without keys: a candidate for every adapter call
