@@ -11290,13 +11290,42 @@ def typed_json(value: Any) -> Any:
     return typed(value)
 
 
+# a number token longer than our calls' can be (Limits' max_number_length), outside strings
+_LONG_NUMBER = re.compile(r"[-+.0-9eE]{%d}" % (Limits().max_number_length + 1))
+
+
+def _could_be_ours(theirs: str, ours: str) -> bool:
+    """Whether an adapter's argument string could read as the same JSON value as our text, decided
+    without parsing it, in one linear pass and bounded memory (its values were not counted with the
+    adapter's output: a 10 MB "[[[[..." or a 30-million-digit number inside it cost gigabytes).
+
+    Two texts that read as equal values have the same commas, brackets and braces outside their
+    strings, so the same _json_values_at_most count (and a text that is no JSON is compared as text,
+    equal only when that count is equal too): a different count is a different value, however deep
+    or long.  A number token longer than Limits().max_number_length is never ours: the turn it would
+    be compared with passed validation.  (_JSON_STRINGS and _json_values_at_most are `conform`'s.)"""
+    return _argument_shape(theirs) == _json_values_at_most(ours)
+
+
+def _argument_shape(text: str) -> int | None:
+    """_json_values_at_most of an adapter's argument string, or None when it holds a number token
+    longer than Limits().max_number_length; one linear pass."""
+    bare = _JSON_STRINGS.sub("", text) if '"' in text else text
+    if _LONG_NUMBER.search(bare):
+        return None
+    return bare.count(",") + bare.count("[") + bare.count("{") + 1
+
+
 def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
     """Equal as JSON values; as text (UTF-16 code units) when either side is not JSON.
 
     Both sides are read as adapter_json reads them, so a key twice in one object makes the
     arguments differ from any others: an executor may take either value.
     custom: our call is a free-text custom tool call; an adapter that hands its input over as a
-    parsed value (a JSON string literal in its arguments) has the same text."""
+    parsed value (a JSON string literal in its arguments) has the same text.
+
+    An adapter's argument string is parsed only when it could hold our value (_could_be_ours):
+    whatever is inside it was not counted with the rest of the adapter's output."""
     if not isinstance(theirs, str):   # an adapter that kept the parsed value
         try:
             return isinstance(ours, str) and typed_json(adapter_json(ours)) == typed_json(theirs)
@@ -11305,12 +11334,16 @@ def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
     if custom and isinstance(ours, str):
         if utf16(theirs) == utf16(ours):
             return True
+        if not _could_be_ours(theirs, '""'):   # our text, as a JSON value, is one string
+            return False
         try:
             value = adapter_json(theirs)
         except JsonProblem:
             return False
         return isinstance(value, str) and utf16(value) == utf16(ours)
     if isinstance(ours, str):
+        if utf16(theirs) != utf16(ours) and not _could_be_ours(theirs, ours):
+            return False
         try:
             return typed_json(adapter_json(theirs)) == typed_json(adapter_json(ours))
         except RecursionError:   # nested past what Python can walk: compared as text below
@@ -11413,6 +11446,16 @@ def _same_calls_reordered(theirs: list, ours: list) -> bool:
     can walk, a value or member of a type it does not know) is tried against every call."""
     import heapq
 
+    shapes, texts = set(), set()   # an adapter call none of ours could match ends it before any parse
+    for want in ours:
+        if isinstance(want.get("arguments"), str):
+            texts.add(want["arguments"])
+            shapes.update((_json_values_at_most(want["arguments"]), 1) if want.get("kind") == "custom"
+                          else (_json_values_at_most(want["arguments"]),))
+    for got in theirs:
+        text = got.get("arguments")
+        if isinstance(text, str) and text not in texts and _argument_shape(text) not in shapes:
+            return False   # see _could_be_ours
     taken = [False] * len(ours)
     index: dict[Any, dict[Any, list[int]]] = {}
     everywhere: list[int] = []   # ours without keys: a candidate for every adapter call
@@ -12152,8 +12195,11 @@ _CONFORM_MAX_TIMEOUT = 86_400       # seconds --timeout may give one fixture (a 
 
 
 # A JSON string, escapes included; one left open runs to the end (the text is then no JSON anyway), so
-# every opening quote is scanned once: linear, however the quotes and backslashes fall.
-_JSON_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.S)
+# every opening quote is scanned once: linear, however the quotes and backslashes fall.  Its repeats
+# are possessive (nothing to go back to): the pattern it replaced, (?:[^"\\]|\\.)*, kept a
+# backtracking record per character, and an argument string of 30 million characters in an
+# adapter's output took 3.6 GB to count (issue 30).
+_JSON_STRINGS = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.S)
 
 
 def _json_values_at_most(text: str) -> int:
@@ -12415,8 +12461,15 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
         return None, "its standard output is not UTF-8", False
     if not text.strip():
         return None, "it printed nothing", True
-    calls, why = adapter_calls_from(text)
+    try:
+        calls, why = adapter_calls_from(text)
+    except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
+        return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
     return calls, why, False
+
+
+def _what_ran_out(exc: BaseException) -> str:
+    return "memory" if isinstance(exc, MemoryError) else "stack"
 
 
 class ConformCannotRun(Exception):
@@ -12470,8 +12523,13 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
-    verdict, problems = adapter_verdict(report["status"], calls, calls is None and refused, False, ours, codes,
-                                        unreadable=calls is None and not refused, requested=asked)
+    try:
+        verdict, problems = adapter_verdict(report["status"], calls, calls is None and refused, False, ours, codes,
+                                            unreadable=calls is None and not refused, requested=asked)
+    except (MemoryError, RecursionError) as exc:   # comparing its calls with ours: a failure, never a pass
+        calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
+        verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
+                                            requested=asked)
     record = {"fixture": fixture.path, "profile": fixture.profile, "status": report["status"], "codes": codes,
               "verdict": verdict, "calls": None if calls is None else len(calls), "requested": asked}
     if problems:

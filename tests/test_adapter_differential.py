@@ -3,6 +3,7 @@
 import json
 import os
 import unittest
+from unittest import mock
 
 from support import FIXTURES, vts
 
@@ -209,6 +210,45 @@ class SameArguments(unittest.TestCase):
         self.assertFalse(vts.same_arguments({"a": True}, '{"a":1}'))
         self.assertTrue(vts.same_arguments("not json", "not json"))                # text where neither is JSON
         self.assertTrue(vts.same_arguments('"free text"', "free text", custom=True))
+
+    def test_an_argument_string_that_cannot_hold_ours_is_not_parsed(self):
+        # found by review (issue 30): what is inside an adapter's argument string was never counted, and
+        # a 10 MB "[[[[..." or a 30-million-digit number there cost gigabytes; such a string is told
+        # apart from ours by its commas, brackets and braces and its number tokens, without parsing it
+        ours = '{"city":"Paris"}'
+        parsed = []
+        real = vts.adapter_json
+
+        def counting(text, *args, **kwargs):
+            parsed.append(text)
+            return real(text, *args, **kwargs)
+
+        with mock.patch.object(vts, "adapter_json", side_effect=counting):
+            for theirs in ("[" * 100 + "]" * 100,                  # deeper than ours (other counts)
+                           '{"city":' + "9" * 1001 + "}",          # a number token no passing turn holds
+                           '{"city":"Paris","x":[1]}'):             # more values than ours
+                with self.subTest(theirs=theirs[:20]):
+                    self.assertFalse(vts.same_arguments(theirs, ours))
+                    self.assertFalse(vts.same_arguments(theirs, "free text", custom=True))
+                    self.assertEqual(vts.call_differences([{"name": "f", "arguments": theirs}],
+                                                          [{"name": "f", "arguments": ours}]), ["call 0: arguments"])
+            self.assertEqual(parsed, [])
+            # what could be ours is still parsed and compared as JSON: spacing, a 1000-digit number
+            self.assertTrue(vts.same_arguments('{ "city" : "Paris" }', ours))
+            self.assertFalse(vts.same_arguments('{"city":' + "9" * 1000 + "}", ours))
+            self.assertTrue(vts.same_arguments('"free text"', "free text", custom=True))
+            self.assertEqual(len(parsed), 5)
+            self.assertTrue(vts.same_arguments("[" * 100 + "]" * 100, "[" * 100 + "]" * 100))   # the same text
+
+    def test_a_call_none_of_ours_could_match_is_not_parsed_to_look_for_another_order(self):
+        # found with the fix above: looking for the same calls in another order parsed each adapter
+        # argument string (json.loads), and 12 million floats in one took 1.9 GB and 29 s
+        ours = [{"name": "f", "arguments": '{"a":1}'}, {"name": "f", "arguments": '{"b":[2]}'}]
+        with mock.patch.object(vts, "_got_keys", side_effect=AssertionError("parsed")):
+            self.assertEqual(vts.call_differences([{"name": "f", "arguments": "[" + "1.5," * 50 + "1]"},
+                                                   {"name": "f", "arguments": '{"a":1}'}], ours),
+                             ["call 0: arguments", "call 1: arguments"])
+        self.assertEqual(vts.call_differences(ours[::-1], ours), ["same calls in another order"])
 
 
 class AgainstFixtures(unittest.TestCase):
