@@ -11294,6 +11294,27 @@ def typed_json(value: Any) -> Any:
 _LONG_NUMBER = re.compile(r"[-+.0-9eE]{%d}" % (Limits().max_number_length + 1))
 
 
+# A JSON text without its strings, in two linear passes that keep no backtracking record: first every
+# escape (a backslash and the character after it) goes, then every string, now free of escapes, from
+# its opening quote to its closing one (one left open runs to the end: the text is then no JSON
+# anyway).  One pattern for both, (?:[^"\\]|\\.)*, kept a record per character, and an argument
+# string of 30 million characters in an adapter's output took 3.6 GB to count (issue 30).
+_JSON_ESCAPES = re.compile(r"\\.", re.S)
+_JSON_PLAIN_STRINGS = re.compile(r'"[^"]*(?:"|\Z)')
+
+
+def _without_strings(text: str) -> str:
+    """text with its JSON strings (escapes included) taken out."""
+    return _JSON_PLAIN_STRINGS.sub("", _JSON_ESCAPES.sub("", text)) if '"' in text else text
+
+
+def _json_values_at_most(text: str) -> int:
+    """An upper bound of the values in a JSON text, without parsing it: every value but the first of
+    a list or object follows a comma, so the commas, brackets and braces outside strings, plus one."""
+    bare = _without_strings(text)
+    return bare.count(",") + bare.count("[") + bare.count("{") + 1
+
+
 def _could_be_ours(theirs: str, ours: str) -> bool:
     """Whether an adapter's argument string could read as the same JSON value as our text, decided
     without parsing it, in one linear pass and bounded memory (its values were not counted with the
@@ -11303,14 +11324,14 @@ def _could_be_ours(theirs: str, ours: str) -> bool:
     strings, so the same _json_values_at_most count (and a text that is no JSON is compared as text,
     equal only when that count is equal too): a different count is a different value, however deep
     or long.  A number token longer than Limits().max_number_length is never ours: the turn it would
-    be compared with passed validation.  (_JSON_STRINGS and _json_values_at_most are `conform`'s.)"""
+    be compared with passed validation."""
     return _argument_shape(theirs) == _json_values_at_most(ours)
 
 
 def _argument_shape(text: str) -> int | None:
     """_json_values_at_most of an adapter's argument string, or None when it holds a number token
     longer than Limits().max_number_length; one linear pass."""
-    bare = _JSON_STRINGS.sub("", text) if '"' in text else text
+    bare = _without_strings(text)
     if _LONG_NUMBER.search(bare):
         return None
     return bare.count(",") + bare.count("[") + bare.count("{") + 1
@@ -12192,21 +12213,6 @@ _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, e
 CONFORM_RUN_VARIABLE = "VTS_CONFORM_RUN"   # in every adapter's environment: this run's mark
 _CONFORM_OUTPUT_VALUES = 2_000_000  # JSON values read from an adapter's output (more: unreadable)
 _CONFORM_MAX_TIMEOUT = 86_400       # seconds --timeout may give one fixture (a day)
-
-
-# A JSON string, escapes included; one left open runs to the end (the text is then no JSON anyway), so
-# every opening quote is scanned once: linear, however the quotes and backslashes fall.  Its repeats
-# are possessive (nothing to go back to): the pattern it replaced, (?:[^"\\]|\\.)*, kept a
-# backtracking record per character, and an argument string of 30 million characters in an
-# adapter's output took 3.6 GB to count (issue 30).
-_JSON_STRINGS = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.S)
-
-
-def _json_values_at_most(text: str) -> int:
-    """An upper bound of the values in a JSON text, without parsing it: every value but the first of
-    a list or object follows a comma, so the commas, brackets and braces outside strings, plus one."""
-    bare = _JSON_STRINGS.sub("", text) if '"' in text else text
-    return bare.count(",") + bare.count("[") + bare.count("{") + 1
 
 
 def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
