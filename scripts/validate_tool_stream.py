@@ -5786,7 +5786,7 @@ _SCH_TYPE_NAMES: frozenset[str] = frozenset(
     {"null", "boolean", "object", "array", "number", "string", "integer"})
 
 SCHEMA_MAX_SUBSCHEMAS = 50_000        # subschemas in one tool's schema
-SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states), all schemas of a turn
+SCHEMA_MAX_TURN_SIZE = 200_000        # subschemas + pattern sizes (_RxMatcher.states) + enum/const values, a turn
 _SCH_BRANCH_HINTS = 3          # anyOf/oneOf branch failures quoted in a message
 _SCH_HINT_CHARS = 300          # characters of each quoted branch failure
 _SCH_MAX_ERRORS = 1000         # violations one validate_instance call collects; then it stops
@@ -5823,7 +5823,6 @@ def _sch_type_label(value: object) -> str:
     return "number" if isinstance(value, float) else _sch_type_of(value)
 
 
-_SCH_END = object()  # sentinel for exhausted iterators; never mutated
 _SCH_CANONICAL_DEPTH = 10_000  # deeper values are refused (parsed JSON never gets near it)
 
 
@@ -5831,71 +5830,89 @@ class _SchNotJson(ValueError):
     """A schema value that is not a JSON value (wrong Python type, NaN, inf)."""
 
 
-def _sch_canonical(value: object, tally: Optional[list] = None) -> object:
-    """A hashable form in which equal JSON values are equal Python values.
+def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = True) -> object:
+    """A form in which equal JSON values are equal and unequal ones differ.
 
     Why: Python says 1 == 1.0 == True and {'a': 0} == {'a': False}; JSON says
-    only the first equality holds.  Tags keep booleans apart from numbers,
-    whole floats become ints, objects become key-sorted pairs.  Iterative so
-    that a deep value cannot exhaust the Python stack.  When tally is given,
-    tally[0] grows by the number of values visited, plus one per 4,096 code
-    points of each string (the work done).
+    only the first equality holds.  And the form is a str because a str's hash
+    is keyed per process, while an int's is its value modulo 2**61-1 and a
+    tuple's is built from its items' hashes: input could pick values whose
+    forms all collide (k*(2**61-1)+5 for every k), and then each enum or
+    uniqueItems lookup would compare against all of them.  Encoding: null n,
+    true t, false f, an integer-valued number "i" and its hex digits (1 and 1.0
+    alike), any other number "d" and its repr, a string JSON-quoted; every
+    value is followed by ","; arrays are [...], objects {key:value,...} with
+    keys sorted.  A string on its own is not copied: its form is ("s", it),
+    whose hash is made from the string's.  Iterative so that a deep value cannot exhaust the Python
+    stack.  When tally is given, tally[0] grows by the number of values
+    visited, plus (if lengths) one per 4,096 characters of each string, key or
+    number's digits (the work done).
     """
-    def scalar(item: object) -> object:
+    quote = json.encoder.encode_basestring
+
+    def scalar(item: object) -> str:
         if item is None:
-            return (0,)
+            return "n,"
         if isinstance(item, bool):
-            return (1, item)
-        if isinstance(item, int):
-            return (2, item)
+            return "t," if item else "f,"
         if isinstance(item, float):
             if not math.isfinite(item):
                 raise _SchNotJson("non-finite number")
-            return (2, int(item)) if item.is_integer() else (2, item)
-        if isinstance(item, str):
-            if tally is not None:
-                tally[0] += len(item) >> 12   # comparing or hashing a long string reads all of it
-            return (3, item)
-        raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
+            if not item.is_integer():
+                return "d" + repr(item) + ","
+            item = int(item)
+        if isinstance(item, int):
+            text = "i" + format(item, "x") + ","   # hex: linear time, no digit limit
+        elif isinstance(item, str):
+            text = quote(item) + ","
+        else:
+            raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
+        if tally is not None and lengths:
+            tally[0] += len(text) >> 12   # comparing or hashing a long form reads all of it
+        return text
 
     if not isinstance(value, (list, dict)):
         if tally is not None:
             tally[0] += 1
+        if isinstance(value, str):
+            if tally is not None and lengths:
+                tally[0] += len(value) >> 12
+            return ("s", value)
         return scalar(value)
-    # Each frame: (container, iterator over children, finished child forms, keys).
-    result: list[object] = []
-    stack: list[tuple[object, object, list[object], list[str]]] = []
-
-    def push(container: object) -> None:
-        if len(stack) >= _SCH_CANONICAL_DEPTH:   # also stops a self-referencing Python list
-            raise _SchNotJson(f"a value nests deeper than {_SCH_CANONICAL_DEPTH} levels")
-        if isinstance(container, dict):
-            for key in container:
-                if not isinstance(key, str):
-                    raise _SchNotJson("object keys must be strings")
-            keys = sorted(container)
-            stack.append((container, iter([container[k] for k in keys]), [], keys))
-        else:
-            stack.append((container, iter(container), [], []))  # type: ignore[call-overload]
-        if tally is not None:
-            tally[0] += 1 + len(container)  # type: ignore[arg-type]
-
-    push(value)
+    parts: list[str] = []
+    # One iterator of (key or None, child) pairs per open container, and its closing text.
+    stack: list[Iterator[tuple[Optional[str], object]]] = [iter(((None, value),))]
+    closers: list[str] = [""]
     while stack:
-        container, children, done, keys = stack[-1]
-        child = next(children, _SCH_END)  # type: ignore[call-overload]
-        if child is _SCH_END:
+        pair = next(stack[-1], None)
+        if pair is None:
             stack.pop()
-            if isinstance(container, dict):
-                form: object = (5, tuple(zip(keys, done)))
+            parts.append(closers.pop())
+            continue
+        key, item = pair
+        if key is not None:
+            parts.append(quote(key) + ":")
+            if tally is not None and lengths:
+                tally[0] += len(key) >> 12
+        if isinstance(item, (list, dict)):
+            if len(stack) > _SCH_CANONICAL_DEPTH:   # also stops a self-referencing Python list
+                raise _SchNotJson(f"a value nests deeper than {_SCH_CANONICAL_DEPTH} levels")
+            if isinstance(item, dict):
+                for name in item:
+                    if not isinstance(name, str):
+                        raise _SchNotJson("object keys must be strings")
+                stack.append(iter([(name, item[name]) for name in sorted(item)]))
+                parts.append("{")
+                closers.append("},")
             else:
-                form = (4, tuple(done))
-            (stack[-1][2] if stack else result).append(form)
-        elif isinstance(child, (list, dict)):
-            push(child)
+                stack.append(iter([(None, child) for child in item]))
+                parts.append("[")
+                closers.append("],")
+            if tally is not None:
+                tally[0] += 1 + len(item)
         else:
-            done.append(scalar(child))
-    return result[0]
+            parts.append(scalar(item))
+    return "".join(parts)
 
 
 def _sch_pointer(path: object) -> str:
@@ -6943,7 +6960,7 @@ class CompiledSchema:
     def __init__(self, dialect: str, root: _SchNode, size: int) -> None:
         self.dialect = dialect
         self._root = root
-        self.size = size            # subschemas + pattern sizes (_RxMatcher.states)
+        self.size = size            # subschemas + pattern sizes (_RxMatcher.states) + enum/const values
 
 
 class _SchRun:
@@ -7044,7 +7061,8 @@ class _SchCompiler:
         self.regexes: dict[str, _RxMatcher] = {}
         self.subschemas = 0
         self.states = 0
-        self.size_budget = SCHEMA_MAX_TURN_SIZE   # subschemas + pattern sizes this compile may add
+        self.values = 0   # the values of enum and const, as _sch_canonical tallies them
+        self.size_budget = SCHEMA_MAX_TURN_SIZE   # subschemas + pattern sizes + values this compile may add
 
     def refuse(self, loc: tuple[str, ...], text: str) -> SchemaUnsupported:
         """Build the exception; the message names the location."""
@@ -7062,9 +7080,7 @@ class _SchCompiler:
         self.subschemas += 1
         if self.subschemas > SCHEMA_MAX_SUBSCHEMAS:
             raise self.exceed(loc, f"the schema has more than {SCHEMA_MAX_SUBSCHEMAS} subschemas")
-        if self.subschemas + self.states > self.size_budget:
-            raise self.exceed(loc, f"the subschemas and pattern sizes of this turn's schemas add up to "
-                                   f"more than {SCHEMA_MAX_TURN_SIZE}")
+        self.check_size(loc)
         if isinstance(value, bool):
             node = _SchNode(value, loc)
         elif isinstance(value, dict):
@@ -7159,17 +7175,25 @@ class _SchCompiler:
                 raise self.refuse(loc, f"pattern {_sch_brief(source)} could not be "
                                        f"compiled: {exc}") from None
             self.states += matcher.states
-            if self.subschemas + self.states > self.size_budget:
-                raise self.exceed(loc, f"the subschemas and pattern sizes of this turn's schemas add up to "
-                                       f"more than {SCHEMA_MAX_TURN_SIZE}")
+            self.check_size(loc)
             self.regexes[source] = matcher
         return self.regexes[source]
 
+    def check_size(self, loc: tuple[str, ...]) -> None:
+        if self.subschemas + self.states + self.values > self.size_budget:
+            raise self.exceed(loc, f"the subschemas, pattern sizes and enum/const values of this turn's "
+                                   f"schemas add up to more than {SCHEMA_MAX_TURN_SIZE}")
+
     def canonical(self, value: object, loc: tuple[str, ...]) -> object:
+        """The form of one enum item or const value; its values are counted before the next is read."""
+        tally = [0]
         try:
-            return _sch_canonical(value)
+            form = _sch_canonical(value, tally, lengths=False)
         except _SchNotJson as exc:
             raise self.refuse(loc, f"\"{loc[-1]}\" holds a value that is not JSON: {exc}") from None
+        self.values += tally[0]
+        self.check_size(loc)
+        return form
 
     def link_refs(self) -> None:
         """Fill every $ref cell; a target must be a schema location of this document."""
@@ -7762,7 +7786,7 @@ def compile_schema(schema: object, limits: SchemaLimits, size_budget: int = SCHE
     except RecursionError:
         raise SchemaLimitExceeded("the schema is nested too deeply for this interpreter "
                                   "(at #)", "") from None
-    return CompiledSchema(dialect, root, comp.subschemas + comp.states)
+    return CompiledSchema(dialect, root, comp.subschemas + comp.states + comp.values)
 
 
 def validate_instance(compiled: CompiledSchema, instance: object,

@@ -824,6 +824,32 @@ class CountedWork(unittest.TestCase):
         self.assertIn(f"more than {vts.SCHEMA_MAX_TURN_SIZE}", caught.exception.message)
         vts.compile_schema({"properties": dict(list(props.items())[:100])}, LIMITS)
 
+    def test_equal_json_values_share_a_form_whose_hash_input_cannot_choose(self) -> None:
+        # issue 30: k*(2**61-1)+5 all hash as 5 (so does a tuple holding them), whatever PYTHONHASHSEED;
+        # 3,000 of them in an enum made each of 200,000 lookups of 5 compare against all, charged 1 unit
+        prime = 2 ** 61 - 1
+        values = [k * prime + 5 for k in range(1, 60)] + [[k * prime + 5] for k in range(1, 60)]
+        values += [(prime + 1) // 2, 0.5, -(prime + 1) // 2 + prime, 5, [5]]   # 0.5 hashes as (P+1)/2 too
+        forms = [vts._sch_canonical(value) for value in values]
+        self.assertEqual(len(set(forms)), len(values))
+        self.assertEqual(len({hash(form) for form in forms}), len(values))
+        self.assertEqual(vts._sch_canonical(5.0), vts._sch_canonical(5))   # JSON equality kept
+        self.assertEqual(vts._sch_canonical({"a": [1.0]}), vts._sch_canonical({"a": [1]}))
+        self.assertEqual(errors({"enum": values}, 5 + prime * 60), [("", f"{5 + prime * 60} is not one of "
+                                f"the allowed values [{prime + 5}, {2 * prime + 5}, {3 * prime + 5}, "
+                                f"{4 * prime + 5}, {5 * prime + 5}, ...]")])
+        self.assertEqual(errors({"items": {"enum": values}}, [5, 0.5, [5.0], 5 + prime]), [])
+
+    def test_enum_and_const_values_count_toward_the_schema_size(self) -> None:
+        # an enum of any length once added nothing to "subschemas plus pattern sizes"
+        vts.compile_schema({"enum": list(range(99))}, LIMITS, size_budget=100)   # 1 subschema + 99 values
+        vts.compile_schema({"const": [0] * 98}, LIMITS, size_budget=100)         # 1 + the array and 98 items
+        for schema in ({"enum": list(range(100))}, {"const": [0] * 99}, {"enum": [[0] * 99]}):
+            with self.assertRaises(vts.SchemaLimitExceeded) as caught:
+                vts.compile_schema(schema, LIMITS, size_budget=100)
+            self.assertIn("subschemas, pattern sizes and enum/const values", caught.exception.message)
+        self.assertEqual(vts.compile_schema({"enum": [1, "a", [None, {}]]}, LIMITS).size, 1 + 2 + 3 + 1)
+
 
 
 def _units(pattern: str, subject: str) -> int:
