@@ -7995,8 +7995,8 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
     except (SchemaUnsupported, SchemaLimitExceeded) as exc:
         return exc
     if compiled.size > SCHEMA_MAX_TURN_SIZE - used:
-        return SchemaLimitExceeded(f"the subschemas and pattern sizes of this turn's schemas add up to more than "
-                                   f"{SCHEMA_MAX_TURN_SIZE} (at #)", "")
+        return SchemaLimitExceeded(f"the subschemas, pattern sizes and enum/const values of this turn's schemas "
+                                   f"add up to more than {SCHEMA_MAX_TURN_SIZE} (at #)", "")
     return compiled
 
 
