@@ -18,6 +18,17 @@ def counting(calls, function):
     return counted
 
 
+def bundled_streams():
+    """(path, envelope, its profile's row, its stream) of every bundled fixture whose stream is a
+    non-empty list of objects, in path order."""
+    for relpath in fixture_paths():
+        _, doc = load_fixture(relpath)
+        row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
+        stream = doc.get(row.stream_key) if row is not None else None
+        if stream and isinstance(stream, list) and all(isinstance(payload, dict) for payload in stream):
+            yield relpath, doc, row, stream
+
+
 CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
 
 
@@ -477,12 +488,7 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
         # toolType and id and a continuationToken, so five turns, two passes among them, became
         # unsupported_event).  Each room's redactor, over each bundled turn of its profile.
         seen = dict.fromkeys(vts.PROFILES, 0)
-        for relpath in fixture_paths():
-            _, doc = load_fixture(relpath)
-            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
-            stream = doc.get(row.stream_key) if row is not None else None
-            if not isinstance(stream, list) or not all(isinstance(payload, dict) for payload in stream):
-                continue
+        for relpath, doc, row, stream in bundled_streams():
             seen[doc["profile"]] += 1
             before = vts.validate_envelope(doc)
             redacted = vts.validate_envelope(dict(doc, **{row.stream_key: [row.redact(p) for p in stream]}))
@@ -518,12 +524,7 @@ class MaskingKeepsCallIdentity(unittest.TestCase):
         # turned a pass into identity_collision, with or without --no-redact.  Every profile, every
         # bundled turn: plant the run in every call name and id, capture the payloads, same verdict.
         seen = dict.fromkeys(vts.PROFILES, 0)
-        for relpath in fixture_paths():
-            _, doc = load_fixture(relpath)
-            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
-            stream = doc.get(row.stream_key) if row is not None else None
-            if not stream or not isinstance(stream, list) or not all(isinstance(p, dict) for p in stream):
-                continue
+        for relpath, doc, row, stream in bundled_streams():
             schemas = doc.get("tool_schemas")
             if not isinstance(schemas, dict) or relpath.startswith("envelope/"):
                 continue
@@ -600,15 +601,8 @@ class RedactionIsAnAllowList(unittest.TestCase):
         # chunks and choices and Responses argument events copied members they do not know whole
         planted = "planted words that must not survive"
         seen = dict.fromkeys(vts.PROFILES, 0)
-        for relpath in fixture_paths():
-            _, doc = load_fixture(relpath)
-            row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
-            stream = doc.get(row.stream_key) if row is not None else None
-            if not isinstance(stream, list):
-                continue
+        for relpath, doc, row, stream in bundled_streams():
             for payload in stream:
-                if not isinstance(payload, dict):
-                    continue
                 seen[doc["profile"]] += 1
                 probe = dict(payload, x_unreviewed={"note": planted, "n": 1})
                 for choice in probe.get("choices") if isinstance(probe.get("choices"), list) else ():
