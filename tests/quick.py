@@ -1,10 +1,11 @@
-"""The quick run: the in-memory tests only, in well under 20 s.
+"""The quick run: the in-memory tests, and the serve and conform tests' small local processes (about 35 s).
 
     PYTHONDONTWRITEBYTECODE=1 python3 tests/quick.py [-v] [-f]
 
-It sets VTS_QUICK=1 (support.slow then skips every test that starts a process, fuzzes, or feeds
-megabytes) and leaves out the modules that exist to run other programs: the README's commands
-(test_readme), the framework adapters (test_adapters) and the SDKs (test_sdk_differential).
+It sets VTS_QUICK=1 (support.slow then skips every test marked slow: one that starts this tool as a
+process, fuzzes, or feeds megabytes) and leaves out the modules that exist to run other programs:
+the README's commands (test_readme), the framework adapters (test_adapters) and the SDKs
+(test_sdk_differential).
 The full suite is still the README's command; this is a subset of it, never a replacement.
 """
 
