@@ -4813,7 +4813,7 @@ def _python_literal_tokens() -> re.Pattern:
     # A word holding a non-ASCII character outside strings may be an identifier that Python reads
     # NFKC-normalised (PEP 3131): a full-width "ｓｅｔ" is set.  Any such word is taken as a token,
     # so literal_eval decides what it is (strings open and close with ASCII quotes only).
-    tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]+", r"[0-9][0-9A-Za-z_]*",
+    tokens = [r"[ \t\n\r\x0b\x0c\\\[\](){},:+\-.]+", r"[0-9][0-9A-Za-z_]*(?:\.[0-9A-Za-z_]*)?",
               r"(?:True|False|None|set)(?![0-9A-Za-z_])", r"[rRbBuUfF]{1,2}(?=['\"])", *quoted, r"#[^\r\n]*",
               r"[0-9A-Za-z_]*[^\x00-\x7f][0-9A-Za-z_\x80-\U0010ffff]*"]
     return re.compile("(?s:(?:" + atomic("|".join(tokens)) + ")*)")

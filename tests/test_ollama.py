@@ -199,6 +199,12 @@ class CallShapes(unittest.TestCase):
             with self.subTest(value=value):
                 self.assert_reading(value, "unexpected_event", "replaces by the")
         self.assert_reading("{\uff53\uff45\uff54(): 1}", "unexpected_event", "literal_eval raises TypeError")
+        # found by the third review: a number with a point then an exponent or j ("1.e5", "1.j") was no
+        # token of the check, so literal_eval never ran on a list LangChain runs
+        for value in ("[1.e5]", "[1.j]", "[0.E0]", "[1_0.e1]", "[-1.e1 ]", "[1+2.j]"):
+            with self.subTest(value=value):
+                self.assert_reading(value, "unexpected_event", "replaces by the")
+        self.assert_reading("{1.e5: 1}", "unexpected_event", "replaces by the object")
         # found by the second review: normalising every word, inside strings too, made a full-width
         # quote or backslash in a string look like an ASCII one, and the string look unclosed
         for value in ("['Oslo\uff07', 'Bergen']", "{'a': '\uff07'}", "['x\uff02y']", "[1, '\ufe68']",
