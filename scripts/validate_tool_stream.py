@@ -12448,9 +12448,10 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     """Run the adapter command once: (its calls or None, why there are none, whether that is a refusal).
 
     A refusal is what the adapter says by its end: a non-zero exit status, no end within the
-    timeout, or nothing printed.  Anything else that is not a list of calls (over
-    _CONFORM_OUTPUT_BYTES, not UTF-8, not JSON even in the adapter's dialect, another shape) is
-    unreadable: (None, why, False).
+    timeout, or nothing printed; but a command that printed a readable list of calls before a
+    non-zero exit or the timeout is taken at its word: those calls.  Anything else that is not a
+    list of calls (over _CONFORM_OUTPUT_BYTES, not UTF-8, not JSON even in the adapter's dialect,
+    another shape) is unreadable: (None, why, False).
 
     It runs in a process group of its own, which is killed when it ends, times out or prints more
     than _CONFORM_OUTPUT_BYTES, with every process that carries env's CONFORM_RUN_VARIABLE mark
@@ -12477,13 +12478,16 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     finally:
         process.stdout.close()
         process.stderr.close()
-    if state == "timeout":
-        return None, f"it did not finish within {timeout:g} s", True
     if state == "over" or len(out) > _CONFORM_OUTPUT_BYTES:
         return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)", False
-    status = process.returncode
-    if status != 0:
-        return None, f"it exited with status {status}{_stderr_line(bytes(err), cut)}", True
+    if state == "timeout" or process.returncode != 0:
+        # a refusal, unless it printed calls first: what it printed it would run, however it ended
+        printed = _printed_calls(bytes(out))
+        if printed:
+            return printed, "", False
+        if state == "timeout":
+            return None, f"it did not finish within {timeout:g} s", True
+        return None, f"it exited with status {process.returncode}{_stderr_line(bytes(err), cut)}", True
     data = bytes(out)
     try:
         text = data.decode("utf-8")
@@ -12496,6 +12500,16 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
         return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
     return calls, why, False
+
+
+def _printed_calls(data: bytes) -> list[dict] | None:
+    """The calls in what a command that refused (a non-zero exit, a timeout) printed before it ended:
+    a readable list of at least one call, else None (nothing, or nothing readable: a refusal)."""
+    try:
+        calls, _ = adapter_calls_from(data.decode("utf-8"))
+    except (UnicodeDecodeError, MemoryError, RecursionError):
+        return None
+    return calls or None
 
 
 def _what_ran_out(exc: BaseException) -> str:

@@ -112,6 +112,22 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((code, records[0]["verdict"], records[0]["differences"]),
                          (1, "differs-on-pass", ["call 0: arguments"]), err)
 
+    def test_calls_printed_before_a_failing_exit_or_the_timeout_are_what_it_runs(self):
+        # found by the third review (issue 30): an adapter that printed the call of a blocked turn and
+        # then exited non-zero, or ran past --timeout, was graded `refuses`, and a run beside a pass
+        # went green; what it printed it would run, however it ended
+        prints = "import sys, time\nprint(%r, flush=True)\n" % PASS_CALLS
+        for cmd, extra in ((asks(prints + "sys.exit(2)"), ()), (asks(prints + "time.sleep(30)"), ("--timeout", "1"))):
+            with self.subTest(extra=extra):
+                code, records, summary, err = conform(PASS, BLOCKED, cmd=cmd, extra=extra)
+                self.assertEqual([r["verdict"] for r in records], ["agree", "executes-blocked"], err)
+                self.assertEqual(code, 1, err)
+        # printed nothing readable, or no call, then failed: still a refusal
+        for tail in ("print('[]'); sys.exit(2)", "print('[{'); sys.exit(2)"):
+            with self.subTest(tail=tail):
+                code, records, _, err = conform(BLOCKED, cmd=asks("import sys\n" + tail))
+                self.assertEqual(records[0]["verdict"], "refuses", err)
+
     def test_refusals(self):
         # a refusal is what the adapter says by how it ends, after it read the stream: a non-zero
         # exit, nothing printed, no end in time
