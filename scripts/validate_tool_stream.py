@@ -1096,7 +1096,8 @@ class Profile(_FrozenRecord):
       defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
       redact             one payload -> the same structure without content
       protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
-                         "base64": a base64 member the rules decode, masked whole to a base64 stand-in
+                         "base64": a member whose base64 value the rules decode, masked whole to
+                         REDACTED_BASE64
       fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
       family, claims     the shape family capture names, and whether a payload has that shape;
       claim_rank         families are asked in this order
@@ -4161,9 +4162,6 @@ _GEMINI_KEEP = frozenset({"role", "finishReason", "outcome", "blockReason", "cre
 _GEMINI_BASE64 = frozenset({"thoughtSignature", "data"})
 
 
-_GEMINI_REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted"
-
-
 def _redact_gemini_chunk(chunk: dict) -> dict:
     """Text, thoughts, code, grounding and feedback of a Gemini chunk; functionCall parts are kept whole."""
     out = {}
@@ -4193,7 +4191,7 @@ def _redact_gemini_candidate(candidate: Any) -> Any:
 
 def _gemini_base64_stand_in(value: str) -> str:
     """Base64 stays base64 (google-genai reads it as bytes) and anything else stays refused: the verdict holds."""
-    return _GEMINI_REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
+    return REDACTED_BASE64 if _gemini_is_base64(value) else REDACTED_TEXT
 
 
 def _redact_gemini_part(part: Any) -> Any:
@@ -4211,7 +4209,7 @@ def _redact_gemini_part(part: Any) -> Any:
         elif key == "thoughtSignature" and isinstance(value, str) and value:
             out[key] = _gemini_base64_stand_in(value)
         elif key == "inlineData" and isinstance(value, dict):
-            out[key] = {k: (_GEMINI_REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+            out[key] = {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
                             else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
         else:
             out[key] = _neutral(value, _GEMINI_KEEP)
@@ -4226,10 +4224,14 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
     for c, candidate in enumerate(candidates if isinstance(candidates, list) else []):
         content = candidate.get("content") if isinstance(candidate, dict) else None
         parts = content.get("parts") if isinstance(content, dict) else None
-        if isinstance(candidate, dict) and isinstance(candidate.get("continuationToken"), str):
+        # google-genai reads these as bytes: one that is base64 is masked whole to a base64 stand-in
+        # ("[masked]" inside would make it refused); one that is not stays refused masked as text
+        token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
+        if isinstance(token, str) and _gemini_is_base64(token):
             paths[("candidates", c, "continuationToken")] = "base64"
         for n, part in enumerate(parts if isinstance(parts, list) else []):
-            if isinstance(part, dict) and isinstance(part.get("thoughtSignature"), str):
+            signature = part.get("thoughtSignature") if isinstance(part, dict) else None
+            if isinstance(signature, str) and _gemini_is_base64(signature):
                 paths[("candidates", c, "content", "parts", n, "thoughtSignature")] = "base64"
             if isinstance(part, dict) and "functionCall" in part:
                 paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
@@ -9039,6 +9041,7 @@ _SSE_DONE = "[DONE]"
 _SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 
 REDACTED_TEXT = "[redacted]"
+REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted" in base64: the stand-in of a value read as bytes
 MASKED_SECRET = "[masked]"
 
 # The largest body (and --request / --schemas file) capture reads, in bytes: the default
@@ -9392,7 +9395,7 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
         where = _render_path(prefix, path)
         if base64:
             warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
-            return _gemini_base64_stand_in(value)
+            return REDACTED_BASE64
         if keep:
             warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
                             "because call identity and arguments are kept byte for byte")

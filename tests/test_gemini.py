@@ -1061,11 +1061,11 @@ class Capture(Checks):
         # google-genai refuses a thoughtSignature that is not base64, so the stand-in is base64 too
         redacted, _ = vts.sse_to_envelope(sse_body(CAPTURED), "gemini", SCHEMAS)
         self.assertEqual(redacted["chunks"][0]["candidates"][0]["content"]["parts"][0]["thoughtSignature"],
-                         vts._GEMINI_REDACTED_BASE64)
+                         vts.REDACTED_BASE64)
         self.assertEqual(redacted["chunks"][3]["candidates"][0]["content"]["parts"][1]["thoughtSignature"],
-                         vts._GEMINI_REDACTED_BASE64)
+                         vts.REDACTED_BASE64)
         import base64
-        self.assertEqual(base64.b64decode(vts._GEMINI_REDACTED_BASE64, validate=True), b"redacted")
+        self.assertEqual(base64.b64decode(vts.REDACTED_BASE64, validate=True), b"redacted")
 
     def test_redaction_keeps_block_reason_and_error_verdicts(self):
         payloads = [{"promptFeedback": {"blockReason": "SAFETY", "blockReasonMessage": "SECRET"}}]
