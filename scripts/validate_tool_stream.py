@@ -12135,6 +12135,43 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     return Server((host, port), Handler)
 
 
+class _StopOnSignals:
+    """While in effect, the first of `signals` raises KeyboardInterrupt (the command's orderly stop)
+    and every later one is ignored: a second signal (a runner that signals the process and its
+    group, a repeated Ctrl-C) must not cut the closing short, nor turn exit 0 into 3.  On leaving,
+    each signal's handler is the one it had before (one installed outside Python, which cannot be
+    put back, is left as it is then)."""
+
+    def __init__(self, signals: tuple[int, ...]) -> None:
+        self.signals = signals
+        self.previous: dict[int, Any] = {}
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        import signal
+
+        for number in self.signals:
+            signal.signal(number, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "_StopOnSignals":
+        import signal
+
+        try:
+            for number in self.signals:
+                self.previous[number] = signal.signal(number, self._stop)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        import signal
+
+        for number, handler in self.previous.items():
+            if handler is not None:   # None: not set from Python, so left as it is now
+                signal.signal(number, handler)
+
+
 def _loopback(host: str) -> bool:
     return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
 
@@ -12173,24 +12210,15 @@ def _run_serve(argv: list[str]) -> int:
     host, port = server.server_address[:2]
     _out(f"serving {len(served)} fixtures at http://{_url_host(host)}:{port}/")
     _flush_stdout()
-
-    def stop(signum: int, frame: Any) -> None:
-        # the first SIGTERM or Ctrl-C stops it; a second (a runner that signals the process and its
-        # group, or a repeated Ctrl-C) must not cut the closing short, nor turn exit 0 into 3
-        for number in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(number, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()   # waits a moment for the request lines still queued
-    if server.unlogged:
-        _err(f"{TOOL} serve: {server.unlogged} request log lines were not written: standard output was not read")
+    with _StopOnSignals((signal.SIGTERM, signal.SIGINT)):   # the first SIGTERM or Ctrl-C stops it
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()   # waits a moment for the request lines still queued
+        if server.unlogged:
+            _err(f"{TOOL} serve: {server.unlogged} request log lines were not written: standard output was not read")
     return EXIT_PASS
 
 
@@ -12644,10 +12672,6 @@ def _conform_junit(records: list[dict], unjudged: list[tuple[str, str]] = ()) ->
 
 def _run_conform(argv: list[str]) -> int:
     """`conform`: run an adapter command against every served fixture and judge what it would execute."""
-    import shlex
-    import tempfile
-    import threading
-
     parser = _new_parser(f"{_prog()} conform",
                          "Serve the fixtures, run the adapter command once per fixture with VTS_BASE_URL, "
                          "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE and VTS_TOOLS_FILE in its environment, read the "
@@ -12665,6 +12689,19 @@ def _run_conform(argv: list[str]) -> int:
     parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="text")
     parser.add_argument("--quiet", action="store_true", help="print only the fixtures that fail, and the summary")
     args = _strict_parse(parser, argv)
+    command = _conform_command(args)
+    served, unjudged = _conform_plan(args.fixtures)
+    records = _conform_all(served, command, args)
+    summary = conform_summary(records)
+    summary["not_served"] = len(unjudged)
+    _out(_CONFORM_END[args.report](records, summary, unjudged))
+    return _conform_exit(records, unjudged)
+
+
+def _conform_command(args: Any) -> Any:
+    """The adapter command as it is run (a string for the shell, else its words), its options checked."""
+    import shlex
+
     if not 0 < args.timeout <= _CONFORM_MAX_TIMEOUT:   # NaN and infinity included
         raise UsageError(f"--timeout must be a number of seconds above 0 and at most {_CONFORM_MAX_TIMEOUT}")
     try:
@@ -12673,25 +12710,38 @@ def _run_conform(argv: list[str]) -> int:
         raise UsageError(f"--adapter-cmd cannot be split: {exc}") from None
     if not command:
         raise UsageError("--adapter-cmd is empty")
+    return command
+
+
+def _conform_plan(paths: list[str]) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
+    """(the fixtures served, [(file, why) of those that could not be]); each left out is said on stderr.
+
+    A file whose own expect block pins that it is no valid envelope is left out on purpose, so it is
+    not counted among the fixtures the run has no verdict on."""
     deliberate: set[str] = set()
-    served, refused = serve_plan(args.fixtures, collisions_fail=True, keep_bytes=True, pinned=deliberate)
+    served, refused = serve_plan(paths, collisions_fail=True, keep_bytes=True, pinned=deliberate)
     for path, why in refused:
         note = " (its expect block pins that: left out)" if path in deliberate else ""
         _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}{note}")
     if not served:
         raise UsageError("no fixture to serve")
-    unjudged = [(path, why) for path, why in refused if path not in deliberate]
-    import secrets
+    return served, [(path, why) for path, why in refused if path not in deliberate]
+
+
+def _conform_signals() -> tuple[int, ...]:
+    """The signals that stop conform in order: a cancelled CI job (SIGTERM) or a closed terminal
+    (SIGHUP), so the adapter's processes are killed and the temporary folder removed on the way out."""
     import signal
 
-    stopping = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
+    return (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
 
-    def stop(signum: int, frame: Any) -> None:
-        # a cancelled CI job (SIGTERM) or a closed terminal (SIGHUP): the adapter's processes are
-        # killed and the temporary folder removed on the way out; a second signal cannot cut that short
-        for number in stopping:
-            signal.signal(number, signal.SIG_IGN)
-        raise KeyboardInterrupt
+
+def _conform_all(served: Mapping[str, _Served], command: Any, args: Any) -> list[dict]:
+    """Every served fixture through the adapter command, in the order of its prefix: their records,
+    each printed as it is judged.  The server runs on a thread of its own meanwhile."""
+    import secrets
+    import tempfile
+    import threading
 
     mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
     requested: set[str] = set()
@@ -12704,47 +12754,83 @@ def _run_conform(argv: list[str]) -> int:
     server = make_server(served, on_stream=asked)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
-    records = []
-    before = {number: signal.signal(number, stop) for number in stopping}
-    try:
+    records: list[dict] = []
+    with _StopOnSignals(_conform_signals()):
         try:
-            temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
-        except OSError as exc:
-            raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
-        with temporary as folder:
-            for number, prefix in enumerate(sorted(served)):
-                try:
-                    record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                             args.shell, args.timeout, folder, number, requested, mark)
-                except AdapterNotStarted as exc:
-                    raise UsageError(str(exc)) from None
-                except ConformCannotRun as exc:
-                    raise UsageError(f"{exc}; no verdict") from None
-                records.append(record)
-                failing = record["verdict"] in CONFORM_FAILING
-                if args.report == "json" and (failing or not args.quiet):
-                    _out(json.dumps(record, ensure_ascii=True))
-                elif args.report == "text" and (failing or not args.quiet):
-                    _out(_conform_text(record))
-                elif args.report == "github" and failing:
-                    _out(f"::error file={_github_escape(_printable(record['fixture']), True)},line=1::"
-                         f"{_github_escape(_conform_text(record), False)}", _OWN_COMMANDS)
-                _flush_stdout()
-    finally:
-        _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
-        server.shutdown()
-        server.server_close()
-        for number, handler in before.items():
-            if handler is not None:   # None: not set from Python, so left as it is now
-                signal.signal(number, handler)
-    summary = conform_summary(records)
-    summary["not_served"] = len(unjudged)
-    if args.report == "json":
-        _out(json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}, ensure_ascii=True))
-    elif args.report == "junit":
-        _out(_conform_junit(records, unjudged))
-    else:
-        _out(_conform_table(summary))
+            try:
+                temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
+            except OSError as exc:
+                raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
+            with temporary as folder:
+                for number, prefix in enumerate(sorted(served)):
+                    try:
+                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
+                                                 args.shell, args.timeout, folder, number, requested, mark)
+                    except AdapterNotStarted as exc:
+                        raise UsageError(str(exc)) from None
+                    except ConformCannotRun as exc:
+                        raise UsageError(f"{exc}; no verdict") from None
+                    records.append(record)
+                    _conform_each(record, args)
+        finally:
+            _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
+            server.shutdown()
+            server.server_close()
+    return records
+
+
+def _conform_annotation(record: dict) -> str:
+    return (f"::error file={_github_escape(_printable(record['fixture']), True)},line=1::"
+            f"{_github_escape(_conform_text(record), False)}")
+
+
+def _conform_json(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=True)
+
+
+# --report -> (the line of one judged fixture, whether only a failing one is printed whatever --quiet
+# says, the line starts of its own workflow commands); junit prints nothing until the end.
+_CONFORM_EACH: Mapping[str, tuple[Callable[[dict], str], bool, tuple[str, ...]] | None] = MappingProxyType({
+    "json": (_conform_json, False, ()),
+    "text": (_conform_text, False, ()),
+    "github": (_conform_annotation, True, _OWN_COMMANDS),
+    "junit": None,
+})
+
+
+def _conform_each(record: dict, args: Any) -> None:
+    """Print one judged fixture as its --report format does (--quiet: only one that fails)."""
+    form = _CONFORM_EACH[args.report]
+    if form is not None:
+        line, failing_only, commands = form
+        if record["verdict"] in CONFORM_FAILING or not (failing_only or args.quiet):
+            _out(line(record), commands)
+    _flush_stdout()
+
+
+def _conform_end_json(records: list[dict], summary: dict, unjudged: list[tuple[str, str]]) -> str:
+    return json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}, ensure_ascii=True)
+
+
+def _conform_end_junit(records: list[dict], summary: dict, unjudged: list[tuple[str, str]]) -> str:
+    return _conform_junit(records, unjudged)
+
+
+def _conform_end_table(records: list[dict], summary: dict, unjudged: list[tuple[str, str]]) -> str:
+    return _conform_table(summary)
+
+
+# --report -> what the run prints at its end, after every fixture.
+_CONFORM_END: Mapping[str, Callable[[list[dict], dict, list[tuple[str, str]]], str]] = MappingProxyType({
+    "json": _conform_end_json,
+    "text": _conform_end_table,
+    "github": _conform_end_table,
+    "junit": _conform_end_junit,
+})
+
+
+def _conform_exit(records: list[dict], unjudged: list[tuple[str, str]]) -> int:
+    """The run's exit code, and on stderr why when it has no verdict."""
     if not any(record["requested"] for record in records):
         # it never asked for a stream: a command that ignores VTS_BASE_URL, a wrong path, a proxy
         first = records[0].get("refused") or records[0].get("unreadable") or f"it printed {records[0]['calls']} calls"

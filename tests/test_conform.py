@@ -563,6 +563,27 @@ class Processes(unittest.TestCase):
                     proc.wait()
                 self._kill(pid_file)
 
+    def test_the_callers_signal_handlers_are_back_when_it_returns(self):
+        # in this process: conform's stop lasts as long as the run, whether it ends or a signal ends it
+        def caller(signum, frame):
+            return None
+
+        numbers = vts._conform_signals()
+        saved = {number: signal.signal(number, caller) for number in numbers}
+        try:
+            code, _, _, err = conform(PASS, cmd=asks(f"print({PASS_CALLS!r})"))
+            self.assertEqual(code, 0, err)
+            self.assertEqual({number: signal.getsignal(number) for number in numbers}, dict.fromkeys(numbers, caller))
+            # the adapter signals this process while conform waits for it: conform stops, no verdict
+            code, out, err = run_cli("conform", "--adapter-cmd", python(
+                "import os, signal, time; os.kill(os.getppid(), signal.SIGTERM); time.sleep(30)"), PASS)
+            self.assertEqual(code, 3)
+            self.assertIn("interrupted; no verdict", err)
+            self.assertEqual({number: signal.getsignal(number) for number in numbers}, dict.fromkeys(numbers, caller))
+        finally:
+            for number, handler in saved.items():
+                signal.signal(number, handler)
+
     @staticmethod
     def _kill(pid_file):
         """Clean up after a failing run: end what the adapter left, by the ids it wrote."""

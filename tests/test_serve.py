@@ -13,7 +13,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from support import FIXTURES, ROOT, run_process, SCRIPT, slow, vts
+from support import FIXTURES, ROOT, run_cli, run_process, SCRIPT, slow, vts
 
 
 def start(paths):
@@ -563,6 +563,36 @@ class Command(unittest.TestCase):
         self.assertGreater(dropped + unwritten, 0)
         self.assertIn(logged + dropped + unwritten, (2999, 3000))   # the one being written at exit may be lost
         self.assertNotIn("Traceback", err)
+
+    def test_the_callers_signal_handlers_are_back_when_it_returns(self):
+        # in this process: SIGTERM stops serve, which then puts back the handlers it found
+        import signal
+        import time
+
+        def caller(signum, frame):
+            return None
+
+        numbers = (signal.SIGTERM, signal.SIGINT)
+        saved = {number: signal.signal(number, caller) for number in numbers}
+
+        def stop_it():
+            until = time.monotonic() + 20
+            while signal.getsignal(signal.SIGTERM) is caller and time.monotonic() < until:
+                time.sleep(0.01)
+            # serve's own handler now (else, past the wait, Ctrl-C's default ends the run all the same)
+            os.kill(os.getpid(), signal.SIGTERM if signal.getsignal(signal.SIGTERM) is not caller else signal.SIGINT)
+
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)   # the fallback above must end the run
+            numbers_before = {number: signal.getsignal(number) for number in numbers}
+            threading.Thread(target=stop_it, daemon=True).start()
+            code, out, err = run_cli("serve", "--quiet", os.path.join(FIXTURES, "openai"))
+            self.assertEqual((code, err), (0, ""))
+            self.assertIn("serving ", out)
+            self.assertEqual({number: signal.getsignal(number) for number in numbers}, numbers_before)
+        finally:
+            for number, handler in saved.items():
+                signal.signal(number, handler)
 
     def test_nothing_to_serve_is_an_error(self):
         code, out, err = run_process("serve", os.path.join(FIXTURES, "envelope"), timeout=30)
