@@ -12509,17 +12509,23 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     finally:
         process.stdout.close()
         process.stderr.close()
-    if state == "over" or len(out) > _CONFORM_OUTPUT_BYTES:
+    return _adapter_said(state, process.returncode, bytes(out), bytes(err), cut, timeout)
+
+
+def _adapter_said(state: str, status: int, data: bytes, err: bytes, cut: bool,
+                  timeout: float) -> tuple[Any, str, bool]:
+    """run_adapter's answer from how the command ended (_pump_adapter's state, its exit status) and
+    what it wrote (standard output whole, the end of standard error, whether that was cut)."""
+    if state == "over" or len(data) > _CONFORM_OUTPUT_BYTES:
         return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)", False
-    if state == "timeout" or process.returncode != 0:
+    if state == "timeout" or status != 0:
         # a refusal, unless it printed calls first: what it printed it would run, however it ended
-        printed = _printed_calls(bytes(out))
+        printed = _printed_calls(data)
         if printed:
             return printed, "", False
         if state == "timeout":
             return None, f"it did not finish within {timeout:g} s", True
-        return None, f"it exited with status {process.returncode}{_stderr_line(bytes(err), cut)}", True
-    data = bytes(out)
+        return None, f"it exited with status {status}{_stderr_line(err, cut)}", True
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -12594,7 +12600,12 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
             os.unlink(tools_file)   # nothing of a fixture is kept once it is judged
         except OSError:
             pass
-    asked = requested is None or fixture.prefix in requested
+    return _conform_record(fixture, report, calls, why, refused, requested is None or fixture.prefix in requested)
+
+
+def _conform_record(fixture: _Served, report: dict[str, Any], calls: Any, why: str, refused: bool,
+                    asked: bool) -> dict[str, Any]:
+    """conform_fixture's record: our report against what run_adapter said, and the verdict."""
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
