@@ -13047,35 +13047,46 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
     Every file is opened once before anything is validated, so an unreadable one
     is a usage error with no report printed.
     """
-    import fnmatch
-    import os
-
     found: list[str] = []
     many = len(paths) > 1
     for path in paths:
-        if path != "-" and os.path.isdir(path):
-            many = True
-            inside = sorted(_walk_json(path))
-            if not inside:
-                raise UsageError(f"no *.json fixtures in folder {path}")
-            found.extend(inside)
-        elif path != "-" and not os.path.isfile(path) and not _special_file(path):
-            raise UsageError(f"cannot read {path}: no such file")
-        else:
-            found.append(path)
+        files, folder = _path_fixtures(path)
+        found.extend(files)
+        many = many or folder
     if exclude:
         found = [path for path in found if path == "-" or not _excluded(path, exclude)]
         if not found:
             raise UsageError("--exclude left no fixture to validate")
     if found.count("-") > 1 or ("-" in found and many):
         raise UsageError("standard input (-) can only be the single fixture")
-    for path in found:
-        if path != "-" and not _special_file(path):   # a pipe given by name is read once, when validated
+    _open_each(found)
+    return found, many
+
+
+def _open_each(paths: list[str]) -> None:
+    """Open (and close) each fixture file once: one that cannot be read is a usage error, before
+    anything is validated.  A pipe given by name is left alone: it is read once, when validated."""
+    for path in paths:
+        if path != "-" and not _special_file(path):
             try:
                 open(path, "rb").close()
             except OSError as exc:
                 raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return found, many
+
+
+def _path_fixtures(path: str) -> tuple[list[str], bool]:
+    """(the fixtures one command-line path names, whether it is a folder): a folder's *.json files,
+    recursively and sorted, else the path itself (a file, a pipe, or - for standard input)."""
+    import os
+
+    if path != "-" and os.path.isdir(path):
+        inside = sorted(_walk_json(path))
+        if not inside:
+            raise UsageError(f"no *.json fixtures in folder {path}")
+        return inside, True
+    if path != "-" and not os.path.isfile(path) and not _special_file(path):
+        raise UsageError(f"cannot read {path}: no such file")
+    return [path], False
 
 
 def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, bytes]:
@@ -13709,11 +13720,9 @@ def run(argv: list[str]) -> int:
     for path in paths:
         report, code, differences, data = _judge(path, args, limits)
         counts[report["status"]] += 1
+        _say_expect(path, differences, many)
         if differences:
             mismatched.append(path)
-            _err(f"expect: MISMATCH {_printable(path)}\n" + "\n".join(f"  {_printable(d)}" for d in differences))
-        elif differences is not None and not many:
-            _err("expect: matched")
         if form.collects:
             cases.append((path, report, code, differences))
         elif not (args.quiet and code == EXIT_PASS):
@@ -13728,6 +13737,20 @@ def run(argv: list[str]) -> int:
     text = form.end(summary, cases, args, many)
     if text:
         _out(text)
+    return _run_exit(args, counts, mismatched)
+
+
+def _say_expect(path: str, differences: list[str] | None, many: bool) -> None:
+    """--expect's word on one fixture, on stderr: its differences, or "matched" when it is the only one."""
+    if differences:
+        _err(f"expect: MISMATCH {_printable(path)}\n" + "\n".join(f"  {_printable(d)}" for d in differences))
+    elif differences is not None and not many:
+        _err("expect: matched")
+
+
+def _run_exit(args: Any, counts: Mapping[str, int], mismatched: list[str]) -> int:
+    """The exit code of a validation run: --expect's (0 when every fixture matched its expect block),
+    else 1 when a turn was blocked, 2 when one was not applicable (unless allowed), else 0."""
     if args.expect:
         return EXIT_PASS if not mismatched else EXIT_BLOCKED
     if counts["blocked"]:
