@@ -13254,30 +13254,36 @@ def write_expect(text: str, expect: dict[str, Any]) -> str | None:
     first = min((at for key, at in spans.items() if not key.startswith("<")), default=None)
     newline = "\r\n" if "\r\n" in text else ("\r" if "\r" in text and "\n" not in text else "\n")
     compact = "\n" not in text.strip() and "\r" not in text.strip()
-    unit = "  "
-    if first is not None and not compact:
-        line_start = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
-        lead = text[line_start:first]
-        if lead and not lead.strip(" \t"):
-            unit = lead
-    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": unit}
-    block = json.dumps(expect, ensure_ascii=False, **layout)
-    try:
-        block.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate in an argument: keep it escaped
-        block = json.dumps(expect, ensure_ascii=True, **layout)
-    if not compact:
-        block = block.replace("\n", newline + unit)
+    unit = _member_indent(text, first) if first is not None and not compact else "  "
+    block = _expect_block(expect, compact, unit, newline)
     if "expect" in spans:
         start, end = spans["<values>"]["expect"]
         return text[:start] + block + text[end:]
     end = spans["<end>"]
     body_end = len(text[:end].rstrip(" \t\r\n"))
-    gap = text[body_end:end]
     member = '"expect":' + ("" if compact else " ") + block
-    if first is None:
-        return text[:body_end] + ("" if compact else newline + unit) + member + gap + text[end:]
-    return text[:body_end] + "," + ("" if compact else newline + unit) + member + gap + text[end:]
+    return (text[:body_end] + ("" if first is None else ",") + ("" if compact else newline + unit) + member
+            + text[body_end:end] + text[end:])
+
+
+def _member_indent(text: str, first: int) -> str:
+    """The indentation before the envelope's first member (at `first`): spaces or tabs, else two spaces."""
+    line_start = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
+    lead = text[line_start:first]
+    return lead if lead and not lead.strip(" \t") else "  "
+
+
+def _expect_block(expect: dict[str, Any], compact: bool, unit: str, newline: str) -> str:
+    """The expect value as write_expect places it: on one line when `compact`, else indented by `unit`
+    (one more level than the member) with the file's line ending; characters as they are, unless one
+    cannot be written as UTF-8 (a lone surrogate in an argument: then every one stays escaped)."""
+    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": unit}
+    block = json.dumps(expect, ensure_ascii=False, **layout)
+    try:
+        block.encode("utf-8")
+    except UnicodeEncodeError:
+        block = json.dumps(expect, ensure_ascii=True, **layout)
+    return block if compact else block.replace("\n", newline + unit)
 
 
 def _pinned_text(text: str, report: dict[str, Any], old: Any,
@@ -13542,43 +13548,53 @@ def _run_pin(argv: list[str]) -> int:
     homes = {top: _pin_home(top) for top in args.fixtures}
     held: dict[str, int] = {}   # each folder given (or holding a file given), opened once, now
     try:
-        for top, home in homes.items():
-            if _by_descriptor() and home not in held:
-                try:
-                    held[home] = _open_folder(home)
-                except OSError as exc:
-                    raise UsageError(f"cannot open folder {top}: {_moved(exc)}") from None
+        _open_homes(homes, held)
         targets, skipped = _pin_targets(args.fixtures, args.exclude, homes)
         for message in skipped:
             _err(f"pin: {message}")
         limits = Limits()
-        done = {"written": 0, "current": 0}
-        refused = len(skipped)
+        done = {"written": 0, "current": 0, None: len(skipped)}   # None: not pinned
         for path, real, home in targets:
-            folder_fd = None
-            try:
-                folder_fd, name = _pin_site(real, home, held.get(home))
-                if folder_fd is None:
-                    data = _read_input(real, limits.max_input_bytes)
-                else:
-                    data, _ = _read_regular(name, folder_fd, limits.max_input_bytes)
-                outcome = _pin_one(path, name, folder_fd, data, limits, args.allow_invalid)
-                if outcome is None:
-                    refused += 1
-                else:
-                    done[outcome] += 1
-            except (OSError, UsageError) as exc:
-                refused += 1
-                why = _printable(exc) if isinstance(exc, UsageError) else _moved(exc)
-                _err(f"pin: {_printable(path)}: not pinned: {why}; the file is unchanged")
-            finally:
-                if folder_fd is not None:
-                    os.close(folder_fd)
+            done[_pin_target(path, real, home, held.get(home), limits, args.allow_invalid)] += 1
     finally:
         for handle in held.values():
             os.close(handle)
-    _err(f"pin: {done['written']} written, {done['current']} already up to date, {refused} not pinned")
-    return EXIT_CANNOT_RUN if refused else EXIT_PASS
+    _err(f"pin: {done['written']} written, {done['current']} already up to date, {done[None]} not pinned")
+    return EXIT_CANNOT_RUN if done[None] else EXIT_PASS
+
+
+def _open_homes(homes: Mapping[str, str], held: dict[str, int]) -> None:
+    """Open each home folder once (where files are reached through descriptors) into `held`:
+    home -> descriptor; one that cannot be opened is a usage error."""
+    for top, home in homes.items():
+        if _by_descriptor() and home not in held:
+            try:
+                held[home] = _open_folder(home)
+            except OSError as exc:
+                raise UsageError(f"cannot open folder {top}: {_moved(exc)}") from None
+
+
+def _pin_target(path: str, real: str, home: str, home_fd: int | None, limits: Limits,
+                allow_invalid: bool) -> str | None:
+    """Read and pin one target (see _pin_one for what it returns); a file that cannot be reached or
+    read is not pinned (None), said on stderr."""
+    import os
+
+    folder_fd = None
+    try:
+        folder_fd, name = _pin_site(real, home, home_fd)
+        if folder_fd is None:
+            data = _read_input(real, limits.max_input_bytes)
+        else:
+            data, _ = _read_regular(name, folder_fd, limits.max_input_bytes)
+        return _pin_one(path, name, folder_fd, data, limits, allow_invalid)
+    except (OSError, UsageError) as exc:
+        why = _printable(exc) if isinstance(exc, UsageError) else _moved(exc)
+        _err(f"pin: {_printable(path)}: not pinned: {why}; the file is unchanged")
+        return None
+    finally:
+        if folder_fd is not None:
+            os.close(folder_fd)
 
 
 def _moved(exc: OSError) -> str:
@@ -13607,38 +13623,52 @@ def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: L
     """Pin one fixture whose bytes were read: "written", "current" (its expect block already pinned
     its outcome; nothing written) or None (not pinned, said on stderr)."""
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
-    codes = {finding["code"] for finding in report["findings"]}
-    never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
     text = data.decode("utf-8") if isinstance(doc, dict) else None
-    new_text, why = None, "it is not a JSON object this tool can rewrite"
-    if isinstance(doc, dict) and not ({"profile", "chunks", "events"} & set(doc)):
-        why = "it is not a fixture envelope (no profile, chunks or events member)"
-    elif text is not None and _pins_exactly(report, doc.get("expect")):
-        new_text = text   # already pinned, also a turn never judged whose block names exactly that
-    elif never_judged and not allow_invalid:
-        why = f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)"
-    elif text is not None:
-        new_text, why, report = _pinned_text(text, report, doc.get("expect"), limits)
-        codes = {finding["code"] for finding in report["findings"]}
+    new_text, why, report = _pin_text(report, doc, text, limits, allow_invalid)
     if new_text is None:
         _err(f"pin: {_printable(path)}: not pinned: {_printable(why)}")
         return None
-    written = new_text != text
-    if written:
-        try:
-            write_atomically(name, new_text.encode("utf-8", "surrogatepass"), folder_fd, read=data)
-        except _ChangedMeanwhile as exc:
-            if not exc.holds_new:
-                _err(f"pin: {_printable(path)}: not written: it changed while pin was working on it "
-                     "(another writer saved it); it keeps that writer's bytes, pin it again")
-                return None
-            written = False   # another pin wrote the same bytes first
-        except OSError as exc:
-            _err(f"pin: {_printable(path)}: not written: {_moved(exc)}; the file is unchanged")
-            return None
+    written = new_text != text and _pin_write(path, name, folder_fd, new_text.encode("utf-8", "surrogatepass"), data)
+    if written is None:
+        return None
+    codes = {finding["code"] for finding in report["findings"]}
     _out(f"{'pinned' if written else 'already pinned'} {_printable(path)}: {report['status']}"
          + (f" ({', '.join(sorted(codes))})" if codes else ""))
     return "written" if written else "current"
+
+
+def _pin_text(report: dict[str, Any], doc: Any, text: str | None, limits: Limits,
+              allow_invalid: bool) -> tuple[str | None, str, dict[str, Any]]:
+    """(the fixture's text with its outcome pinned, "", its report), or (None, why it is not pinned,
+    report); the text as it is when its expect block pins that outcome already."""
+    codes = {finding["code"] for finding in report["findings"]}
+    never_judged = sorted(codes & {INVALID_FIXTURE, UNKNOWN_PROFILE})
+    if isinstance(doc, dict) and not ({"profile", "chunks", "events"} & set(doc)):
+        return None, "it is not a fixture envelope (no profile, chunks or events member)", report
+    if text is not None and _pins_exactly(report, doc.get("expect")):
+        return text, "", report   # already pinned, also a turn never judged whose block names exactly that
+    if never_judged and not allow_invalid:
+        return None, f"it is {' and '.join(never_judged)} (pin it anyway with --allow-invalid)", report
+    if text is not None:
+        return _pinned_text(text, report, doc.get("expect"), limits)
+    return None, "it is not a JSON object this tool can rewrite", report
+
+
+def _pin_write(path: str, name: str, folder_fd: int | None, data: bytes, read: bytes) -> bool | None:
+    """Write a pinned fixture over the bytes that were `read`: True, False (another pin wrote the same
+    bytes first) or None (not written, said on stderr)."""
+    try:
+        write_atomically(name, data, folder_fd, read=read)
+    except _ChangedMeanwhile as exc:
+        if not exc.holds_new:
+            _err(f"pin: {_printable(path)}: not written: it changed while pin was working on it "
+                 "(another writer saved it); it keeps that writer's bytes, pin it again")
+            return None
+        return False   # another pin wrote the same bytes first
+    except OSError as exc:
+        _err(f"pin: {_printable(path)}: not written: {_moved(exc)}; the file is unchanged")
+        return None
+    return True
 
 
 class _ReportFormat(_FrozenRecord):
