@@ -11093,6 +11093,25 @@ def _adapter_anthropic(doc: dict) -> list[dict]:
     return out
 
 
+def _listed_adapter_call(n: int, item: Any) -> dict:
+    """Entry n of an adapter's list of calls: exactly {id, name, arguments}, and optionally namespace."""
+    if not isinstance(item, dict):
+        raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
+    extra = sorted(set(item) - {"id", "name", "arguments", "namespace"})
+    missing = [key for key in ("id", "name", "arguments") if key not in item]
+    if extra or missing:
+        raise CaptureError(f"calls[{n}] must have exactly id, name and arguments (and optionally namespace)"
+                           + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
+                           + (f"; missing {', '.join(missing)}" if missing else ""))
+    call = _adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"])
+    if "namespace" in item:   # compared only when given (null: the call has none)
+        if item["namespace"] is not None and not isinstance(item["namespace"], str):
+            raise CaptureError(f"calls[{n}]: namespace must be a string or null, got "
+                               f"{_describe(item['namespace'])}")
+        call["namespace"] = item["namespace"]
+    return call
+
+
 def adapter_calls_from_doc(doc: object) -> list[dict]:
     """An adapter's final calls as [{id, name, arguments, compare_parsed[, input]}].
 
@@ -11103,24 +11122,7 @@ def adapter_calls_from_doc(doc: object) -> list[dict]:
     for display only.
     """
     if isinstance(doc, list):
-        out = []
-        for n, item in enumerate(doc):
-            if not isinstance(item, dict):
-                raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
-            extra = sorted(set(item) - {"id", "name", "arguments", "namespace"})
-            missing = [key for key in ("id", "name", "arguments") if key not in item]
-            if extra or missing:
-                raise CaptureError(f"calls[{n}] must have exactly id, name and arguments (and optionally namespace)"
-                                   + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
-                                   + (f"; missing {', '.join(missing)}" if missing else ""))
-            call = _adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"])
-            if "namespace" in item:   # compared only when given (null: the call has none)
-                if item["namespace"] is not None and not isinstance(item["namespace"], str):
-                    raise CaptureError(f"calls[{n}]: namespace must be a string or null, got "
-                                       f"{_describe(item['namespace'])}")
-                call["namespace"] = item["namespace"]
-            out.append(call)
-        return out
+        return [_listed_adapter_call(n, item) for n, item in enumerate(doc)]
     if not isinstance(doc, dict):
         raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
     if "choices" in doc:
@@ -11200,23 +11202,31 @@ def compare_calls(report_calls: list[dict], adapter_calls: list[dict],
         differences.append((None, f"this tool reassembled {len(report_calls)} call(s) (ids {ours}) but the "
                                   f"adapter produced {len(adapter_calls)} (ids {theirs})"))
     for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
-        for key in ("id", "name", "namespace"):
-            if key == "id" and ours.get("id") is None and ids_optional:
-                continue   # the wire had no id (gemini): adapters make up their own
-            if key == "namespace" and "namespace" not in theirs:
-                continue   # only a list of calls can say it; a message shape has no namespace
-            if ours.get(key) != theirs.get(key):
-                differences.append((number, f"call {number}: {key} differs: this tool has {_shown(ours.get(key))}, "
-                                            f"the adapter has {_shown(theirs.get(key))}"))
-        if theirs.get("compare_parsed"):
-            problem = _parsed_difference(ours.get("arguments"), theirs.get("input"))
-            if problem:
-                differences.append((number, f"call {number}: {problem}"))
-        elif ours.get("arguments") != theirs.get("arguments"):
-            a, b = ours.get("arguments"), theirs.get("arguments")
-            at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
-            differences.append((number, f"call {number}: arguments differ from character {at}: this tool has "
-                                        f"{_shown(a, at)}, the adapter has {_shown(b, at)}"))
+        problems = _pair_differences(ours, theirs, ids_optional)
+        differences.extend((number, f"call {number}: {problem}") for problem in problems)
+    return differences
+
+
+def _pair_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]:
+    """How one adapter call differs from the call of ours at its position (see compare_calls)."""
+    differences = []
+    for key in ("id", "name", "namespace"):
+        if key == "id" and ours.get("id") is None and ids_optional:
+            continue   # the wire had no id (gemini): adapters make up their own
+        if key == "namespace" and "namespace" not in theirs:
+            continue   # only a list of calls can say it; a message shape has no namespace
+        if ours.get(key) != theirs.get(key):
+            differences.append(f"{key} differs: this tool has {_shown(ours.get(key))}, "
+                               f"the adapter has {_shown(theirs.get(key))}")
+    if theirs.get("compare_parsed"):
+        problem = _parsed_difference(ours.get("arguments"), theirs.get("input"))
+        if problem:
+            differences.append(problem)
+    elif ours.get("arguments") != theirs.get("arguments"):
+        a, b = ours.get("arguments"), theirs.get("arguments")
+        at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
+        differences.append(f"arguments differ from character {at}: this tool has "
+                           f"{_shown(a, at)}, the adapter has {_shown(b, at)}")
     return differences
 
 
@@ -11380,15 +11390,7 @@ def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
         except (JsonProblem, RecursionError):
             return False
     if custom and isinstance(ours, str):
-        if utf16(theirs) == utf16(ours):
-            return True
-        if not _could_be_ours(theirs, '""'):   # our text, as a JSON value, is one string
-            return False
-        try:
-            value = adapter_json(theirs)
-        except JsonProblem:
-            return False
-        return isinstance(value, str) and utf16(value) == utf16(ours)
+        return _same_custom_text(theirs, ours)
     if isinstance(ours, str):
         if utf16(theirs) != utf16(ours) and not _could_be_ours(theirs, ours):
             return False
@@ -11402,6 +11404,19 @@ def same_arguments(theirs: Any, ours: Any, custom: bool = False) -> bool:
     return utf16(theirs) == utf16(ours)
 
 
+def _same_custom_text(theirs: str, ours: str) -> bool:
+    """A custom tool call's free text: the adapter's string is that text, or a JSON string literal of it."""
+    if utf16(theirs) == utf16(ours):
+        return True
+    if not _could_be_ours(theirs, '""'):   # our text, as a JSON value, is one string
+        return False
+    try:
+        value = adapter_json(theirs)
+    except JsonProblem:
+        return False
+    return isinstance(value, str) and utf16(value) == utf16(ours)
+
+
 def _call_problems(position: int, got: dict, want: dict) -> list[str]:
     problems = []
     if got.get("name") != want.get("name"):
@@ -11412,12 +11427,17 @@ def _call_problems(position: int, got: dict, want: dict) -> list[str]:
         problems.append(f"call {position}: arguments")
     theirs, ours = got.get("id"), want.get("id")
     if theirs and ours and theirs != ours:
-        times, rest = divmod(len(theirs), len(ours)) if isinstance(theirs, str) and isinstance(ours, str) else (0, 1)
-        if not rest and times > 1 and theirs == ours * times:
-            problems.append(f"call {position}: id (ours repeated {times} times)")
-        else:
-            problems.append(f"call {position}: id")
+        problems.append(f"call {position}: {_id_problem(theirs, ours)}")
     return problems
+
+
+def _id_problem(theirs: Any, ours: Any) -> str:
+    """How an adapter's id differs from ours: said apart when it is ours repeated (an adapter that
+    appended the id again from every chunk that repeats it)."""
+    times, rest = divmod(len(theirs), len(ours)) if isinstance(theirs, str) and isinstance(ours, str) else (0, 1)
+    if not rest and times > 1 and theirs == ours * times:
+        return f"id (ours repeated {times} times)"
+    return "id"
 
 
 def _coarse(value: Any) -> Any:
@@ -11482,72 +11502,94 @@ def _got_keys(got: dict) -> list:
     return [(got.get("name"), got.get("namespace"), key) for key in keys]
 
 
-def _same_calls_reordered(theirs: list, ours: list) -> bool:
-    """Whether each adapter call, in its order, takes the first call of ours not yet taken that it
-    matches (_call_problems), and every one finds one.
+class _CallIndex:
+    """Our calls filed for _same_calls_reordered: by name, namespace and argument keys (a necessary
+    condition of a match, see _want_keys), and within that by id.  take() gives an adapter call the
+    first call of ours not yet taken that it matches (_call_problems), looking only at the few that
+    could; a call whose keys cannot be built (arguments nested past what Python can walk, a value or
+    member of a type it does not know) is tried against every call."""
 
-    The outcome of trying every remaining call of ours for each of theirs, found through an index:
-    our calls are filed by name, namespace and argument keys (a necessary condition of a match,
-    see _want_keys), and within that by id, so each adapter call looks at the few calls that could
-    match it, in our order: about one _call_problems per call where the old search made about n*n/2
-    (2,000 calls: 2,003,000); a call whose keys cannot be built (arguments nested past what Python
-    can walk, a value or member of a type it does not know) is tried against every call."""
-    import heapq
+    def __init__(self, ours: list) -> None:
+        self.ours = ours
+        self.taken = [False] * len(ours)
+        self.index: dict[Any, dict[Any, list[int]]] = {}
+        self.everywhere: list[int] = []   # ours without keys: a candidate for every adapter call
+        self.start: dict[int, int] = {}   # id of a list of positions -> where its untaken ones start
+        for position, want in enumerate(ours):
+            if not self._file(position, want):
+                self.everywhere.append(position)
 
-    shapes, texts = set(), set()   # an adapter call none of ours could match ends it before any parse
-    for want in ours:
-        if isinstance(want.get("arguments"), str):
-            texts.add(want["arguments"])
-            shapes.update((_json_values_at_most(want["arguments"]), 1) if want.get("kind") == "custom"
-                          else (_json_values_at_most(want["arguments"]),))
-    for got in theirs:
-        text = got.get("arguments")
-        if isinstance(text, str) and text not in texts and _argument_shape(text) not in shapes:
-            return False   # see _could_be_ours
-    taken = [False] * len(ours)
-    index: dict[Any, dict[Any, list[int]]] = {}
-    everywhere: list[int] = []   # ours without keys: a candidate for every adapter call
-    for position, want in enumerate(ours):
+    def _file(self, position: int, want: dict) -> bool:
+        """File one call of ours under each of its keys; False when it has none."""
         try:
             keys = _want_keys(want)
-            if keys is not None:
-                own = want.get("id") or None
-                for key in dict.fromkeys(keys):
-                    shelf = index.setdefault(key, {})
-                    shelf.setdefault(("id", own), []).append(position)
-                    shelf.setdefault("any", []).append(position)
-                continue
+            if keys is None:
+                return False
+            own = want.get("id") or None
+            for key in dict.fromkeys(keys):
+                shelf = self.index.setdefault(key, {})
+                shelf.setdefault(("id", own), []).append(position)
+                shelf.setdefault("any", []).append(position)
+            return True
         except (TypeError, RecursionError):
-            pass
-        everywhere.append(position)
-    start: dict[int, int] = {}
+            return False
 
-    def live(positions: list[int]) -> Iterator[int]:
-        at = start.get(id(positions), 0)
-        while at < len(positions) and taken[positions[at]]:
+    def _live(self, positions: list[int]) -> Iterator[int]:
+        at = self.start.get(id(positions), 0)
+        while at < len(positions) and self.taken[positions[at]]:
             at += 1
-        start[id(positions)] = at   # the taken ones at the front are never looked at again
+        self.start[id(positions)] = at   # the taken ones at the front are never looked at again
         return (positions[n] for n in range(at, len(positions)))
 
-    for got in theirs:
+    def _candidates(self, got: dict) -> Iterable[int]:
+        """The positions of ours that could match an adapter call, in our order."""
+        import heapq
+
         try:
             keys = _got_keys(got)
             own = got.get("id") or None
             lists = []
             for key in dict.fromkeys(keys):
-                shelf = index.get(key)
+                shelf = self.index.get(key)
                 if shelf:   # an id matches the same id, or a call of ours without one; no id matches any
                     lists += [shelf.get("any")] if own is None else [shelf.get(("id", own)), shelf.get(("id", None))]
-            candidates: Iterable[int] = heapq.merge(*(live(found) for found in lists + [everywhere] if found))
+            return heapq.merge(*(self._live(found) for found in lists + [self.everywhere] if found))
         except (TypeError, RecursionError):
-            candidates = range(len(ours))
-        for position in candidates:
-            if not taken[position] and not _call_problems(0, got, ours[position]):
-                taken[position] = True
-                break
-        else:
-            return False
-    return True
+            return range(len(self.ours))
+
+    def take(self, got: dict) -> bool:
+        for position in self._candidates(got):
+            if not self.taken[position] and not _call_problems(0, got, self.ours[position]):
+                self.taken[position] = True
+                return True
+        return False
+
+
+def _some_call_matches_none(theirs: list, ours: list) -> bool:
+    """Whether an adapter call's argument string has a shape (see _could_be_ours) that none of ours
+    has, so that no call of ours can match it: decided before any argument is parsed."""
+    shapes, texts = set(), set()
+    for want in ours:
+        if isinstance(want.get("arguments"), str):
+            texts.add(want["arguments"])
+            shapes.update((_json_values_at_most(want["arguments"]), 1) if want.get("kind") == "custom"
+                          else (_json_values_at_most(want["arguments"]),))
+    return any(isinstance(text, str) and text not in texts and _argument_shape(text) not in shapes
+               for text in (got.get("arguments") for got in theirs))
+
+
+def _same_calls_reordered(theirs: list, ours: list) -> bool:
+    """Whether each adapter call, in its order, takes the first call of ours not yet taken that it
+    matches (_call_problems), and every one finds one.
+
+    The outcome of trying every remaining call of ours for each of theirs, found through an index
+    (_CallIndex), so each adapter call looks at the few calls that could match it, in our order:
+    about one _call_problems per call, where trying every remaining one would make about n*n/2
+    (2,000 calls: 2,003,000)."""
+    if _some_call_matches_none(theirs, ours):
+        return False
+    index = _CallIndex(ours)
+    return all(index.take(got) for got in theirs)
 
 
 def call_differences(theirs: list, ours: list) -> list[str]:
