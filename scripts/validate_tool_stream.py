@@ -8803,24 +8803,25 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  call {where}: {call['state']} id={_text_value(call['id'], _TEXT_ID_WIDTH)} "
                      f"{namespace}name={_text_value(call['name'], _TEXT_ID_WIDTH)} "
                      f"arguments={_text_value(call['arguments'], _TEXT_ARGUMENT_WIDTH)}")
-    for item in findings:
-        if item["position"] is not None:
-            at = f"position {item['position']}"
-        else:
-            at = "the envelope" if item["code"] in (INVALID_FIXTURE, UNKNOWN_PROFILE) else "end of stream"
-        where = ""
-        if item["index"] is not None or item["choice"] is not None:
-            parts = [] if item["choice"] is None else [f"choice {item['choice']}"]
-            if item["index"] is not None:
-                parts.append(f"slot {item['index']}")
-            where = ", " + " ".join(parts)
-        redacted_pointer = "pointer" in item and report.get("arguments_redacted")
-        pointer = f" (at {_printable(item['pointer'])})" if redacted_pointer else ""
-        lines.append(f"  {item['code']} at {at}{where}: {_printable(item['message'])}{pointer}")
+    lines += [_text_finding(item, report.get("arguments_redacted")) for item in findings]
     for item in report.get("restated_finishes", ()):
         lines.append(f"  note: choice {item['choice']} restated its finish_reason {_token(item['reason'])} at position "
                      f"{item['position']} on a usage chunk; read once, as the SDKs read it")
     return "\n".join(lines)
+
+
+def _text_finding(item: dict[str, Any], redacted: Any) -> str:
+    """One finding's line in the text report: its code, where it arose (the stream position or the end,
+    the choice and slot), its message, and the pointer when the arguments it points into are redacted."""
+    if item["position"] is not None:
+        at = f"position {item['position']}"
+    else:
+        at = "the envelope" if item["code"] in (INVALID_FIXTURE, UNKNOWN_PROFILE) else "end of stream"
+    parts = ([] if item["choice"] is None else [f"choice {item['choice']}"]) + (
+        [] if item["index"] is None else [f"slot {item['index']}"])
+    where = ", " + " ".join(parts) if parts else ""
+    pointer = f" (at {_printable(item['pointer'])})" if "pointer" in item and redacted else ""
+    return f"  {item['code']} at {at}{where}: {_printable(item['message'])}{pointer}"
 
 
 # --- CI report formats -----------------------------------------------------------
@@ -8851,18 +8852,10 @@ def envelope_spans(text: str) -> dict[str, Any]:
             pos = ws(text, pos + 1).end()
             value_start = pos
             if key in ("chunks", "events") and text.startswith("[", pos) and "<stream>" not in out:
-                starts: list[int] = []
-                out["<stream>"] = starts
-                pos = ws(text, pos + 1).end()
-                while not text.startswith("]", pos):
-                    starts.append(pos)
-                    _, pos = decoder.raw_decode(text, pos)
-                    pos = ws(text, pos).end()
-                    if text.startswith(",", pos):
-                        pos = ws(text, pos + 1).end()
-                    elif not text.startswith("]", pos):
-                        return out
-                pos += 1
+                out["<stream>"] = []
+                pos = _element_starts(text, pos, decoder, out["<stream>"])
+                if pos is None:
+                    return out
             else:
                 _, pos = decoder.raw_decode(text, pos)
             values.setdefault(key, (value_start, pos))
@@ -8878,6 +8871,22 @@ def envelope_spans(text: str) -> dict[str, Any]:
     except (ValueError, RecursionError):
         pass
     return out
+
+
+def _element_starts(text: str, pos: int, decoder: json.JSONDecoder, starts: list[int]) -> int | None:
+    """From a list's opening bracket at pos: each element's start appended to `starts`, and the offset
+    after its closing bracket (None: the list breaks off; a value that is no JSON raises ValueError)."""
+    ws = _WS_RUN.match
+    pos = ws(text, pos + 1).end()
+    while not text.startswith("]", pos):
+        starts.append(pos)
+        _, pos = decoder.raw_decode(text, pos)
+        pos = ws(text, pos).end()
+        if text.startswith(",", pos):
+            pos = ws(text, pos + 1).end()
+        elif not text.startswith("]", pos):
+            return None
+    return pos + 1
 
 
 _LINE_END = re.compile(r"\r\n?|\n")
@@ -8921,6 +8930,31 @@ def _annotation_offset(finding: dict, spans: dict, starts: list[int], stream_key
     return stream_key
 
 
+def _finding_place(finding: dict, spans: dict, starts: list[int], stream_key: int | None,
+                   where: _Lines) -> tuple[int, int]:
+    """(line, column) of a finding's annotation: where _annotation_offset points, else, for a syntax
+    error, where the parser stopped, else line 1."""
+    offset = _annotation_offset(finding, spans, starts, stream_key)
+    if offset is not None:
+        return where.at(offset)
+    at = _JSON_ERROR_AT.search(finding["message"]) if finding["code"] == INVALID_FIXTURE else None
+    return (int(at.group(1)), int(at.group(2))) if at is not None else (1, 1)
+
+
+def _difference_annotations(name: str, differences: list[str], spans: dict, where: _Lines | None) -> list[str]:
+    """One annotation per expect difference, at the expect key (a file that is not strict JSON: where
+    the parser stopped; else line 1)."""
+    lines = []
+    line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
+    for difference in differences:
+        at = _JSON_ERROR_AT.search(difference) if "expect" not in spans else None
+        if at is not None:   # an unreadable file: the annotation goes where the parser stopped
+            line, col = int(at.group(1)), int(at.group(2))
+        message = _github_escape("expect: " + _printable(difference))
+        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+    return lines
+
+
 def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes,
                   allow_not_applicable: bool = False) -> str:
     """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
@@ -8942,20 +8976,10 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     findings = report["findings"] if differences is None else []
     where = _Lines(text) if findings or differences else None
     for finding in findings:
-        offset = _annotation_offset(finding, spans, starts, stream_key)
-        line, col = where.at(offset) if offset is not None else (1, 1)
-        at = _JSON_ERROR_AT.search(finding["message"]) if finding["code"] == INVALID_FIXTURE else None
-        if at is not None and offset is None:   # a syntax error: where the parser says it is
-            line, col = int(at.group(1)), int(at.group(2))
+        line, col = _finding_place(finding, spans, starts, stream_key, where)
         message = _github_escape(f"{finding['code']}: {_printable(finding['message'])}")
         lines.append(f"::error file={name},line={line},col={col}::{message}\n")
-    line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
-    for difference in differences or ():
-        at = _JSON_ERROR_AT.search(difference) if "expect" not in spans else None
-        if at is not None:   # an unreadable file: the annotation goes where the parser stopped
-            line, col = int(at.group(1)), int(at.group(2))
-        message = _github_escape("expect: " + _printable(difference))
-        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+    lines += _difference_annotations(name, differences or [], spans, where)
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
         # it fails the step (exit 2), so it is an error, and says how to let it pass
         lines.append(f"::error file={name},line=1,col=1::not_applicable: the turn carries no tool call, so the step "
@@ -8970,6 +8994,15 @@ _XML_UNSAFE = re.compile(f"[\t\n\r{_ACTING}\ufffe\uffff]")
 def _xml_safe(text: str) -> str:
     """Characters XML 1.0 cannot carry (controls, lone surrogates) as \\uXXXX escapes."""
     return _XML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _junit_failure(report: dict[str, Any], differences: list[str] | None) -> tuple[str, str, list[str]]:
+    """(type, message, lines) of a failing case: its expect differences, else its status and codes."""
+    if differences:
+        return "expect_mismatch", f"expect mismatch: {differences[0]}", differences
+    codes = sorted({f["code"] for f in report["findings"]})
+    headline = f"{report['status']}: " + (", ".join(codes) or "the turn carries no tool call")
+    return report["status"], headline, [f"{f['code']}: {f['message']}" for f in report["findings"]]
 
 
 def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]], allow_not_applicable: bool) -> str:
@@ -8990,15 +9023,8 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
                           errors="0", skipped=str(skipped))
     for path, report, code, differences in cases:
         case = ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path))
-        findings = [f"{f['code']}: {f['message']}" for f in report["findings"]]
         if code != EXIT_PASS:
-            if differences:
-                kind, headline, body = "expect_mismatch", f"expect mismatch: {differences[0]}", differences
-            else:
-                codes = sorted({f["code"] for f in report["findings"]})
-                kind = report["status"]
-                headline = f"{report['status']}: " + (", ".join(codes) or "the turn carries no tool call")
-                body = findings
+            kind, headline, body = _junit_failure(report, differences)
             failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
             failure.text = "\n".join(_xml_safe(line) for line in body)
         elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
