@@ -11731,13 +11731,7 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
     refused: list[tuple[str, str]] = []
     limits = Limits()
     for given in paths:
-        if os.path.isdir(given):
-            files = [(path, os.path.relpath(path, given)) for path in sorted(_walk_json(given))]
-        elif os.path.isfile(given):
-            files = [(given, os.path.basename(given))]
-        else:
-            raise UsageError(f"cannot read {given}: no such file or folder")
-        for path, relative in files:
+        for path, relative in _given_files(given):
             prefix = relative[:-5] if relative.endswith(".json") else relative
             prefix = prefix.replace(os.sep, "/")
             try:
@@ -11761,6 +11755,18 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
                 row = PROFILES[doc["profile"]]
                 served[prefix] = _Served(prefix, path, row.name, doc[row.stream_key], data if keep_bytes else None)
     return served, refused
+
+
+def _given_files(given: str) -> list[tuple[str, str]]:
+    """(file, its path relative to the folder given) for each fixture a path given to serve names:
+    a folder's *.json files, recursively and sorted, or a file by itself (under its name)."""
+    import os
+
+    if os.path.isdir(given):
+        return [(path, os.path.relpath(path, given)) for path in sorted(_walk_json(given))]
+    if os.path.isfile(given):
+        return [(given, os.path.basename(given))]
+    raise UsageError(f"cannot read {given}: no such file or folder")
 
 
 _SERVE_MAX_PATH = 4096   # characters of a request path; a longer one names no fixture
