@@ -11360,8 +11360,9 @@ _LONG_NUMBER = re.compile(r"[-+.0-9eE]{%d}" % (Limits().max_number_length + 1))
 # A JSON text without its strings, in two linear passes that keep no backtracking record: first every
 # escape (a backslash and the character after it) goes, then every string, now free of escapes, from
 # its opening quote to its closing one (one left open runs to the end: the text is then no JSON
-# anyway).  One pattern for both, (?:[^"\\]|\\.)*, kept a record per character, and an argument
-# string of 30 million characters in an adapter's output took 3.6 GB to count (issue 30).
+# anyway).  Memory stays bounded by the text whatever its strings hold: a single pattern for both,
+# (?:[^"\\]|\\.)*, would keep a backtracking record per character (gigabytes for an argument string
+# of 30 million characters in an adapter's output).
 _JSON_ESCAPES = re.compile(r"\\.", re.S)
 _JSON_PLAIN_STRINGS = re.compile(r'"[^"]*(?:"|\Z)')
 
@@ -12562,7 +12563,7 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     than _CONFORM_OUTPUT_BYTES, with every process that carries env's CONFORM_RUN_VARIABLE mark
     (see _end_adapter), so nothing it started outlives it or writes into the next fixture's output.
     Its output is read through pipes while it runs, bounded in memory and never on disk (folder
-    and number are not used any more); only the last line of its standard error is quoted,
+    and number are accepted and unused); only the last line of its standard error is quoted,
     credentials masked, through the one output door."""
     import subprocess
 
@@ -13299,7 +13300,7 @@ def _run_capture(argv: list[str]) -> int:
     return EXIT_PASS
 
 
-def pinned_expect(report: dict[str, Any], old: Any) -> dict[str, Any]:
+def pinned_expect(report: dict[str, Any], existing: Any) -> dict[str, Any]:
     """The expect block that pins a report exactly: status, the set of codes, the calls.
 
     Other members of an existing block (notes) are kept after the pinned ones.
@@ -13310,8 +13311,8 @@ def pinned_expect(report: dict[str, Any], old: Any) -> dict[str, Any]:
         "calls": [{key: call[key] for key in ("id", "name", "namespace", "arguments") if key in call}
                   for call in report["calls"]],
     }
-    if isinstance(old, dict):
-        expect.update((key, value) for key, value in old.items() if key not in expect)
+    if isinstance(existing, dict):
+        expect.update((key, value) for key, value in existing.items() if key not in expect)
     return expect
 
 
@@ -13360,7 +13361,7 @@ def _expect_block(expect: dict[str, Any], compact: bool, unit: str, newline: str
     return block if compact else block.replace("\n", newline + unit)
 
 
-def _pinned_text(text: str, report: dict[str, Any], old: Any,
+def _pinned_text(text: str, report: dict[str, Any], existing: Any,
                  limits: Limits) -> tuple[str | None, str, dict[str, Any]]:
     """(the file with its outcome pinned, "", its report) or (None, why, report): it must match itself.
 
@@ -13369,7 +13370,7 @@ def _pinned_text(text: str, report: dict[str, Any], old: Any,
     the final file must pass --expect; notes that --expect rejects (a typo of a pinned
     key) refuse the pin instead of writing a fixture that would fail.
     """
-    candidate = write_expect(text, pinned_expect(report, old))
+    candidate = write_expect(text, pinned_expect(report, existing))
     for _ in range(2):
         if candidate is None:
             return None, "its top level could not be located to write the expect block", report
@@ -13377,7 +13378,7 @@ def _pinned_text(text: str, report: dict[str, Any], old: Any,
         differences = check_expect(again, doc.get("expect") if isinstance(doc, dict) else None)
         if not differences:
             return candidate, "", again
-        candidate = write_expect(text, pinned_expect(again, old))
+        candidate = write_expect(text, pinned_expect(again, existing))
     return None, f"the pinned block would not match: {differences[0]}", report
 
 
@@ -13680,16 +13681,16 @@ def _moved(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def _pins_exactly(report: dict[str, Any], old: Any) -> bool:
+def _pins_exactly(report: dict[str, Any], existing: Any) -> bool:
     """Does the existing expect block already pin this report as pin would: it passes --expect, and
     its status, its set of codes and its calls are the ones pin writes (order of codes, order of
     keys, escapes and notes aside)?"""
-    if not isinstance(old, dict) or check_expect(report, old):
+    if not isinstance(existing, dict) or check_expect(report, existing):
         return False
     wanted = pinned_expect(report, None)
-    codes = old.get("codes")
-    return (old.get("status") == wanted["status"] and isinstance(codes, list) and sorted(codes) == wanted["codes"]
-            and old.get("calls") == wanted["calls"])
+    codes = existing.get("codes")
+    return (existing.get("status") == wanted["status"] and isinstance(codes, list) and sorted(codes) == wanted["codes"]
+            and existing.get("calls") == wanted["calls"])
 
 
 def _pin_one(path: str, name: str, folder_fd: int | None, data: bytes, limits: Limits,
@@ -13924,6 +13925,25 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, MemoryError, RecursionError, Exception) as exc:  # noqa: BLE001 - last resort
         _err(f"{TOOL}: internal error ({type(exc).__name__}); no verdict")
         return EXIT_CANNOT_RUN
+
+
+# The library's public names: what README's "As a library" and its provider notes name, and the
+# doors of the sections listed in the module docstring that a caller can use on its own.  Every
+# other name is the file's own and may change.
+__all__ = [
+    # the verdict
+    "StreamGate", "validate_envelope", "validate_bytes", "check_expect", "Limits", "Finding", "FINDING_CODES",
+    "PROFILES", "Profile", "TurnRules", "VERSION",
+    # the schema subset and the request
+    "compile_schema", "validate_instance", "gemini_schema", "request_from_body", "ANTHROPIC_CLIENT_TOOLS",
+    # reports, capture, the adapter differential, serve and conform
+    "render_json", "render_text", "render_github", "render_junit",
+    "sse_to_envelope", "schemas_from_doc", "CaptureError",
+    "compare_calls", "adapter_calls_from_doc", "adapter_verdict", "ADAPTER_VERDICTS",
+    "serve_plan", "make_server", "conform_fixture", "conform_summary",
+    # the command line
+    "main",
+]
 
 
 if __name__ == "__main__":

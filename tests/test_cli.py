@@ -529,17 +529,22 @@ class Installable(unittest.TestCase):
             self.assertFalse(re.search(files, "package.json"))
 
     def test_help_lists_every_subcommand_run_dispatches(self):
-        # issue 30: --help listed capture and pin, not serve and conform
+        # run() dispatches from _SUBCOMMANDS and --help lists that table: each name once, with its line
+        from unittest import mock
+
         code, out, _ = run_cli("--help")
         self.assertEqual(code, 0)
-        listed = re.findall(r"^  ([a-z]+) +\S", out.split("subcommands (each has its own --help):", 1)[1], re.M)
-        self.assertEqual(listed, ["capture", "pin", "serve", "conform"])
-        self.assertEqual(listed, list(vts._SUBCOMMANDS))
-        for name in listed:
+        listing = out.split("subcommands (each has its own --help):\n", 1)[1].splitlines()
+        self.assertEqual(listing, [f"  {name:<9} {line}" for name, (_, line) in vts._SUBCOMMANDS.items()])
+        self.assertEqual(list(vts._SUBCOMMANDS), ["capture", "pin", "serve", "conform"])
+        for name, (_, line) in vts._SUBCOMMANDS.items():
             with self.subTest(name=name):
+                self.assertTrue(line and "\n" not in line and len(f"  {name:<9} {line}") <= 120)
                 code, out, err = run_cli(name, "--help")
                 self.assertEqual((code, err), (0, ""))
                 self.assertIn(f" {name} ", out.splitlines()[0] + " ")
+                with mock.patch.dict(vts._SUBCOMMANDS, {name: (lambda argv: 42, line)}):
+                    self.assertEqual(vts.run([name, "x"]), 42)   # dispatched through the table, nowhere else
 
     def test_help_lists_the_subcommands_and_options_are_never_abbreviated(self):
         code, out, _ = run_cli("--help")

@@ -96,6 +96,19 @@ class ReadmeIsTrue(unittest.TestCase):
         for member in vts.REQUEST_KEYS:
             self.assertIn(f"`{member}`", text)
 
+    def test_the_library_names_readme_documents_are_the_public_ones(self):
+        # README names the library's functions as vts.NAME, or as `NAME(...)` "in the library"
+        documented = set(re.findall(r"\bvts\.([A-Za-z_]\w*)", README))
+        documented |= set(re.findall(r"`([A-Za-z_]\w*)(?:\([^`]*\))?`\s+(?:does\s+the\s+same\s+)?in\s+the\s+library",
+                                     README))
+        self.assertGreaterEqual(len(documented), 7, sorted(documented))
+        self.assertLessEqual(documented, set(vts.__all__))
+        for name in vts.__all__:
+            with self.subTest(name=name):
+                self.assertTrue(hasattr(vts, name))
+                self.assertFalse(name.startswith("_"))
+        self.assertEqual(len(vts.__all__), len(set(vts.__all__)))
+
     def test_first_screen_has_the_two_commands_and_they_work(self):
         first_screen = "\n".join(README.splitlines()[:30])
         commands = re.findall(r"^(PYTHONDONTWRITEBYTECODE=1 python3 .*)$", first_screen, re.M)
