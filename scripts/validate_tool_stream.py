@@ -35,7 +35,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Strict JSON primitives ........... decode_document()
   Envelope loading ................. check_envelope(); the stream list is read by StreamGate.feed_text()
   Request context .................. request_context() -> RequestContext
-  Neutral events ................... the event records, TurnRules, Profile
+  Neutral events ................... the event records, TurnRules, Profile and its rule groups
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
                                      anthropic, openai-responses, bedrock, gemini, cohere, ollama)
@@ -50,7 +50,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
-  Serve ............................ serve_plan(), make_server(); each room's api_path and frame
+  Serve ............................ serve_plan(), make_server(); each room's http rules
   Conform .......................... conform_fixture(), conform_summary()
   Command line ..................... main()
 
@@ -770,11 +770,12 @@ def request_context(profile: str, request: Any) -> RequestContext | None:
     row = PROFILES[profile]
     fields: dict[str, Any] = {}
     if body.get("tool_choice") is not None:
-        fields.update(row.choice(body["tool_choice"]))
+        fields.update(row.request.choice(body["tool_choice"]))
     parallel = body.get("parallel_tool_calls")
     if parallel is not None:
-        if not row.parallel_field:
-            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request{row.parallel_instead}")
+        if not row.request.parallel_field:
+            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request"
+                               f"{row.request.parallel_instead}")
         if not isinstance(parallel, bool):
             raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
         fields["single"] = fields.get("single", False) or not parallel
@@ -1069,69 +1070,111 @@ class TurnRules(_FrozenRecord):
     name fragments (openai-python's accumulate_delta), so a name restated on a later
     fragment is read as another tool ("f" + "f" = "ff"); requires_id: a call must carry
     an id (Gemini's calls usually have none: the function response pairs by name and order).
-    Each provider's rules are in its Profile row.
+    Each provider's rules are in its Profile row, given by keyword.
     """
 
     __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
                  "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate", "requires_id")
 
-    def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
-                 needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
-                 slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
-                 names_concatenate: bool = False, requires_id: bool = True) -> None:
+    def __init__(self, *, tool_reason: str, per_choice_terminal: bool = False, contiguous_slots: bool = False,
+                 implicit_open: bool = False, needs_close: bool = True, stop_name: str = "stop_reason",
+                 close_name: str = "message_stop", slot_end_name: str = "content_block_stop",
+                 forced_reason: str | None = None, names_concatenate: bool = False, requires_id: bool = True) -> None:
+        _freeze(self, locals())
+
+
+class WireRules(_FrozenRecord):
+    """How a room reads its wire payloads; data, not code paths.
+
+      normalizer       Limits -> a fresh normalizer for one turn
+      fragment_key     (payload, fragment path) -> the slot a fragment belongs to, or None
+      protected_paths  one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
+                       "base64": a member whose base64 value the rules decode, masked whole to REDACTED_BASE64
+    """
+
+    __slots__ = ("normalizer", "fragment_key", "protected_paths")
+
+    def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
+                 fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key) -> None:
+        _freeze(self, locals())
+
+
+class RequestRules(_FrozenRecord):
+    """How a room reads the request that started a turn; data, not code paths.
+
+      choice           a request's tool_choice -> RequestContext fields
+      parallel_field   parallel_tool_calls is a field of its request; parallel_instead: else what to say
+      tools            a recorded request body -> (tools list, tool_choice)
+      expand_tool      (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
+      defined_tool     (where, tool entry) -> (name, schema) of a tool the provider defines, or None
+    """
+
+    __slots__ = ("choice", "parallel_field", "parallel_instead", "tools", "expand_tool", "defined_tool")
+
+    def __init__(self, *, choice: Callable[[Any], dict], parallel_field: bool = False, parallel_instead: str = "",
+                 tools: Callable[[dict], tuple] = _listed_request_tools,
+                 expand_tool: Callable[[str, Any], list] = _one_tool,
+                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool) -> None:
+        _freeze(self, locals())
+
+
+class CaptureRules(_FrozenRecord):
+    """How capture turns a room's raw body into a fixture; data, not code paths.
+
+      family, claims     the shape family capture names, and whether one payload has that shape: the room's
+                         own yes or no (rooms of one family share it; no payload is claimed by two families)
+      redact             one payload -> the same structure without content
+      binary_body        (raw, tool_schemas, no_schemas, redact, encode) -> (envelope, warnings) for a body that
+                         is not SSE text, or None (it declines); no binary_body: every body is text
+      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None
+      check_lines_text   the framing rules of its JSON Lines body (an NDJSON API), or None
+      warn_without_done  warn when its SSE body has no "data: [DONE]"
+    """
+
+    __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
+                 "check_lines_text", "warn_without_done")
+
+    def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
+                 binary_body: Callable[..., tuple] | None = None,
+                 check_sse_text: Callable[[str], None] | None = None,
+                 check_sse_events: Callable[[list], None] | None = None,
+                 check_lines_text: Callable[[str], None] | None = None, warn_without_done: bool = False) -> None:
+        _freeze(self, locals())
+
+
+class HttpRules(_FrozenRecord):
+    """How `serve` answers as the provider's API and `conform` calls it; data, not code paths.
+
+      api_path     a regular expression the path after a fixture's prefix must match
+      frame        (stream, query) -> (content type, body bytes), framed as the provider frames it
+      api_example  one path api_path matches (conform's VTS_API_URL)
+      tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
+    """
+
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape")
+
+    def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
+                 tools_shape: Callable[[dict], Any]) -> None:
         _freeze(self, locals())
 
 
 class Profile(_FrozenRecord):
     """One wire format, whole: the row through which every generic section reads a provider.
 
-    Nothing outside a provider's own sub-section branches on its name; what differs is here.
+    Nothing outside a provider's own sub-section branches on its name; what differs is here,
+    given by keyword, in one small record per door:
       name, stream_key   the envelope's "profile" value and its stream list ("chunks"/"events")
       rules              its TurnRules (the slot machine's terminal evidence)
-      normalizer         Limits -> a fresh normalizer for one turn
-      choice             a request's tool_choice -> RequestContext fields
-      parallel_field     parallel_tool_calls is a field of its request; parallel_instead: else what to say
-      request_tools      a recorded request body -> (tools list, tool_choice)
-      expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
-      defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
-      redact             one payload -> the same structure without content
-      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
-                         "base64": a member whose base64 value the rules decode, masked whole to
-                         REDACTED_BASE64
-      fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
-      family, claims     the shape family capture names, and whether a payload has that shape;
-      claim_rank         families are asked in this order
-      binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
-                         not SSE text, or None
-      check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
-      check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
-      api_path, frame    `serve`: the provider's API path (a regular expression the path after a fixture's
-                         prefix must match) and (stream, query) -> (content type, body bytes) as it frames it
-      api_example, tools_shape   `conform`: one path api_path matches, and tool_schemas -> the tools of
-                         a request in the provider's shape
-      warn_without_done  capture warns when its SSE body has no "data: [DONE]"
+      wire               its WireRules (normalizer, fragments, protected paths)
+      request            its RequestRules (tool_choice, tools, parallel calls)
+      capture            its CaptureRules (shape claims, redaction, framing rules of a raw body)
+      http               its HttpRules (`serve` and `conform`), or None: the room is not served
     """
 
-    __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
-                 "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
-                 "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
-                 "check_lines_text", "warn_without_done", "api_path", "frame", "api_example", "tools_shape")
+    __slots__ = ("name", "stream_key", "rules", "wire", "request", "capture", "http")
 
-    def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
-                 choice: Callable[[Any], dict], redact: Callable[[dict], dict],
-                 protected_paths: Callable[[dict], dict], fragment_key: Callable[[dict, tuple], Any],
-                 family: str, claims: Callable[[dict], bool], claim_rank: int, *,
-                 parallel_field: bool = False, parallel_instead: str = "",
-                 request_tools: Callable[[dict], tuple] = _listed_request_tools,
-                 expand_tool: Callable[[str, Any], list] = _one_tool,
-                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
-                 binary_body: Callable[..., tuple] | None = None,
-                 check_sse_text: Callable[[str], None] | None = None,
-                 check_sse_events: Callable[[list], None] | None = None,
-                 check_lines_text: Callable[[str], None] | None = None,
-                 warn_without_done: bool = False, api_path: str = "",
-                 frame: Callable[..., tuple] | None = None, api_example: str = "",
-                 tools_shape: Callable[[dict], Any] | None = None) -> None:
+    def __init__(self, *, name: str, stream_key: str, rules: TurnRules, wire: WireRules, request: RequestRules,
+                 capture: CaptureRules, http: HttpRules | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -1528,21 +1571,28 @@ def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "text/event-stream", sse_body(stream, named=False, done=True)
 
 
-OPENAI = Profile("openai", "chunks",
-                 TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
-                           names_concatenate=True),
-                 lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
-                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True,
-                 api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                 tools_shape=_chat_tools)
+OPENAI = Profile(
+    name="openai", stream_key="chunks",
+    rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
+                    stop_name="finish_reason", forced_reason="stop", names_concatenate=True),
+    wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=False), protected_paths=_chat_protected,
+                   fragment_key=_chat_fragment_key),
+    request=RequestRules(choice=_choice_chat, parallel_field=True),
+    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True),
+    http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
+                   tools_shape=_chat_tools))
 
 
-MISTRAL = Profile("mistral", "chunks",
-                  TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
-                  lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
-                  _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
-                  parallel_field=True, warn_without_done=True, api_path=r"/v1/chat/completions", frame=_chat_frame,
-                  api_example="/v1/chat/completions", tools_shape=_chat_tools)
+MISTRAL = Profile(
+    name="mistral", stream_key="chunks",
+    rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
+                    stop_name="finish_reason", names_concatenate=True),
+    wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
+                   fragment_key=_chat_fragment_key),
+    request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True),
+    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True),
+    http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
+                   tools_shape=_chat_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -2300,14 +2350,17 @@ def _anthropic_invoke_event(frame: dict, number: int) -> Any:
     return event
 
 
-ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
-                    lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
-                    _anthropic_protected, _fragment_key_at("index"), "anthropic", _anthropic_claims, 1,
-                    parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
-                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse,
-                    binary_body=_anthropic_invoke_body, api_path=r"/v1/messages", frame=_named_events_frame,
-                    api_example="/v1/messages",
-                    tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()])
+ANTHROPIC = Profile(
+    name="anthropic", stream_key="events",
+    rules=TurnRules(tool_reason="tool_use"),
+    wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
+                   fragment_key=_fragment_key_at("index")),
+    request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
+                         defined_tool=_anthropic_defined_tool),
+    capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
+                         binary_body=_anthropic_invoke_body, check_sse_events=_anthropic_check_sse),
+    http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
+                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()]))
 
 
 # ---------------------------------------------------------------------------
@@ -2880,15 +2933,17 @@ def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     return [(where, tool, "")]
 
 
-OPENAI_RESPONSES = Profile("openai-responses", "events",
-                           TurnRules("completed", False, False, False, needs_close=False,
-                                     stop_name="response.completed", slot_end_name="response.output_item.done"),
-                           lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
-                           _responses_protected, _fragment_key_at("output_index"), "openai-responses",
-                           _responses_claims, 0, parallel_field=True, expand_tool=_responses_expand_tool,
-                           api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
-                           tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
-                                                        for n, s in schemas.items()])
+OPENAI_RESPONSES = Profile(
+    name="openai-responses", stream_key="events",
+    rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
+                    slot_end_name="response.output_item.done"),
+    wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
+                   fragment_key=_fragment_key_at("output_index")),
+    request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool),
+    capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event),
+    http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
+                   tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
+                                                for n, s in schemas.items()]))
 
 
 # ---------------------------------------------------------------------------
@@ -3246,15 +3301,19 @@ def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, reda
                            _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
 
 
-BEDROCK = Profile("bedrock", "events",
-                  TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
-                            slot_end_name="contentBlockStop"),
-                  lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
-                  _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
-                  binary_body=_eventstream_envelope, api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
-                  api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
-                  tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
-                                                         for n, s in schemas.items()]})
+BEDROCK = Profile(
+    name="bedrock", stream_key="events",
+    rules=TurnRules(tool_reason="tool_use", needs_close=False, stop_name="messageStop.stopReason",
+                    slot_end_name="contentBlockStop"),
+    wire=WireRules(normalizer=lambda limits: BedrockNormalizer(), protected_paths=_bedrock_protected,
+                   fragment_key=_bedrock_fragment_key),
+    request=RequestRules(choice=_choice_bedrock, tools=_bedrock_request_tools),
+    capture=CaptureRules(family="bedrock", claims=_bedrock_claims, redact=_redact_bedrock_event,
+                         binary_body=_eventstream_envelope),
+    http=HttpRules(api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
+                   api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
+                   tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
+                                                          for n, s in schemas.items()]}))
 
 
 # ---------------------------------------------------------------------------
@@ -4430,16 +4489,18 @@ def _gemini_request_tools(body: dict) -> tuple[list, Any]:
 # The normalizer ends each call at its final part and emits the finish of the candidate
 # with calls as the turn's stop reason, at the end of the stream, so "STOP" is the tool
 # reason here; a text turn's STOP never reaches the machine.
-GEMINI = Profile("gemini", "chunks",
-                 TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
-                           slot_end_name="its final functionCall part", requires_id=False),
-                 lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
-                 _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
-                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse,
-                 api_path=_GEMINI_API_PATH, frame=_gemini_frame,
-                 api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-                 tools_shape=lambda schemas: [{"functionDeclarations": [
-                     {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}])
+GEMINI = Profile(
+    name="gemini", stream_key="chunks",
+    rules=TurnRules(tool_reason="STOP", needs_close=False, stop_name="finishReason",
+                    slot_end_name="its final functionCall part", requires_id=False),
+    wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected),
+    request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools),
+    capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
+                         check_sse_text=_gemini_check_sse),
+    http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
+                   api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                   tools_shape=lambda schemas: [{"functionDeclarations": [
+                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}]))
 
 
 # ---------------------------------------------------------------------------
@@ -4699,14 +4760,17 @@ def _cohere_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "text/event-stream", sse_body(stream, named=True, done=True)
 
 
-COHERE = Profile("cohere", "events",
-                 TurnRules("TOOL_CALL", False, False, False, needs_close=False, stop_name="message-end finish_reason",
-                           slot_end_name="tool-call-end"),
-                 lambda limits: CohereNormalizer(), _choice_cohere, _redact_cohere_event, _cohere_protected,
-                 _fragment_key_at("index"), "cohere", _cohere_claims, 5,
-                 parallel_instead=" (Cohere's API has no such control)", warn_without_done=True,
-                 expand_tool=_cohere_tool, check_sse_text=_cohere_check_sse, api_path=r"/v2/chat",
-                 frame=_cohere_frame, api_example="/v2/chat", tools_shape=_chat_tools)
+COHERE = Profile(
+    name="cohere", stream_key="events",
+    rules=TurnRules(tool_reason="TOOL_CALL", needs_close=False, stop_name="message-end finish_reason",
+                    slot_end_name="tool-call-end"),
+    wire=WireRules(normalizer=lambda limits: CohereNormalizer(), protected_paths=_cohere_protected,
+                   fragment_key=_fragment_key_at("index")),
+    request=RequestRules(choice=_choice_cohere, parallel_instead=" (Cohere's API has no such control)",
+                         expand_tool=_cohere_tool),
+    capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
+                         check_sse_text=_cohere_check_sse, warn_without_done=True),
+    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_chat_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -5078,15 +5142,17 @@ def _ollama_claims(payload: dict) -> bool:
     return "done" in payload and "model" in payload and "message" in payload
 
 
-OLLAMA = Profile("ollama", "chunks",
-                 TurnRules("stop", False, False, False, needs_close=False, stop_name="line with \"done\": true",
-                           slot_end_name="its tool_calls entry", requires_id=False),
-                 lambda limits: OllamaNormalizer(), _choice_ollama, _redact_ollama_chunk, _ollama_protected,
-                 _no_fragment_key, "ollama", _ollama_claims, 6,
-                 parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools,
-                 expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
-                 check_lines_text=_ollama_check_lines, api_path=r"/api/chat", frame=_ollama_frame,
-                 api_example="/api/chat", tools_shape=_chat_tools)
+OLLAMA = Profile(
+    name="ollama", stream_key="chunks",
+    rules=TurnRules(tool_reason="stop", needs_close=False, stop_name="line with \"done\": true",
+                    slot_end_name="its tool_calls entry", requires_id=False),
+    wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected),
+    request=RequestRules(choice=_choice_ollama, parallel_instead=" (Ollama's API has no such control)",
+                         tools=_ollama_request_tools,
+                         expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama")),
+    capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
+                         check_lines_text=_ollama_check_lines),
+    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_chat_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -8310,7 +8376,7 @@ class StreamGate:
         self.meta = meta
         self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
         row = PROFILES[profile]
-        self._normalizer = row.normalizer(self.limits)
+        self._normalizer = row.wire.normalizer(self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(row.rules, self.limits, forced)
         # what the feed loop looks up, bound once (feed() runs the loop for every item)
@@ -9698,7 +9764,7 @@ class _Scrubber:
         if self.texts is not None:   # its place in the stream is the number of payloads before it
             # the pieces as they came (without redaction the payload is the raw one), and where each
             # is in the result (its member names masked too)
-            _text_pieces(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts,
+            _text_pieces(payload, (), self.row.wire.protected_paths(payload), (), len(self.wheres), self.texts,
                          None if result is payload else result)
             self.wheres.append(_where(where))
         return result
@@ -9714,14 +9780,14 @@ class _Scrubber:
                    key: Any) -> Any:
         row = self.row
         if self.redact:
-            payload = row.redact(payload)
-        protected = row.protected_paths(payload)
+            payload = row.capture.redact(payload)
+        protected = row.wire.protected_paths(payload)
         fragments = []
         for path, kind in protected.items():
             value = _value_at(payload, path) if kind == "fragment" else None
             if isinstance(value, str):
                 fragments.append(path)
-                group = row.fragment_key(payload, path)
+                group = row.wire.fragment_key(payload, path)
                 if group is not None:
                     slot = self.groups.get(group)
                     if slot is None:
@@ -9781,9 +9847,9 @@ class _Scrubber:
         try:
             probe = self.make(text, key)
             if self.redact:
-                probe = row.redact(probe)
+                probe = row.capture.redact(probe)
             if any(kind == "fragment" and isinstance(_value_at(probe, path), str)
-                   for path, kind in row.protected_paths(probe).items()):
+                   for path, kind in row.wire.protected_paths(probe).items()):
                 return False
             return _line(probe) == line
         except (CaptureError, JsonProblem, RecursionError):
@@ -9814,7 +9880,7 @@ class _Scrubber:
                 return False
         if sum(kind == "s" for _, _, kind in tokens) != 1:
             return False
-        group = self.row.fragment_key(payload, path)
+        group = self.row.wire.fragment_key(payload, path)
         fragment = [token for token in tokens if token[2] == "s"]
         # an integer is a hole when a stand-in in it changes nothing but itself in the line (a sequence
         # number; not an index that names the slot)
@@ -9846,11 +9912,11 @@ class _Scrubber:
         try:
             probe = self.make(probe_text, key)
             if self.redact:
-                probe = row.redact(probe)
-            probe_paths = [p for p, kind in row.protected_paths(probe).items()
+                probe = row.capture.redact(probe)
+            probe_paths = [p for p, kind in row.wire.protected_paths(probe).items()
                            if kind == "fragment" and isinstance(_value_at(probe, p), str)]
             if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
-                    or row.fragment_key(probe, path) != group):
+                    or row.wire.fragment_key(probe, path) != group):
                 return None
             probe_line = _line(probe)
         except (CaptureError, JsonProblem, RecursionError):
@@ -10343,7 +10409,7 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
         for n, spans in touched.items():
             pos = positions[n]
             parent = _value_at(out[pos], path[:-1])
-            if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
+            if _value_at(row.capture.redact(out[pos]), path) == parent[path[-1]]:
                 kept = True   # no text to the redaction: the rules read it
                 continue
             mine = own[n]
@@ -10447,21 +10513,21 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if head[:1] in (b"[", b"{"):
         return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
     row = PROFILES[profile]
-    if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.binary_body(raw, tool_schemas, schemas is None, redact, encode)
+    if row.capture.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
+        read = row.capture.binary_body(raw, tool_schemas, schemas is None, redact, encode)
         if read is not None:
             return read
     walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
     text = _sse_decode(raw)
-    if row.check_sse_text is not None:
-        row.check_sse_text(text)
+    if row.capture.check_sse_text is not None:
+        row.capture.check_sse_text(text)
     state = _SseState()
     scrubber = _Scrubber(profile, redact, walk, encode,
                          lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
     check_shape = _shape_stage(profile)
     stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
-    if row.check_sse_events is not None:
-        stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
+    if row.capture.check_sse_events is not None:
+        stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
     stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data, event.name))
     payloads: Any = _EncodedPayloads() if encode else []
     holding = _Holding()
@@ -10483,7 +10549,7 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     warnings = scrubber.warnings()
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not state.done and row.warn_without_done:
+    if not state.done and row.capture.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
         "profile": profile,
@@ -10496,18 +10562,13 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
 
 
 def _profile_of(payload: Any) -> str | None:
-    """The profile family a payload's shape belongs to (None: cannot tell); families are asked
-    in their rows' claim_rank order (a typed event before a member test)."""
+    """The profile family a payload's shape belongs to: the one family whose rooms claim it (None:
+    no room claims it, or rooms of two families do, and then it cannot tell).  A claim is a room's
+    own yes or no; the tests keep the claims of different families exclusive."""
     if not isinstance(payload, dict):
         return None
-    for row in sorted(PROFILES.values(), key=_claim_rank):
-        if row.claims(payload):
-            return row.family
-    return None
-
-
-def _claim_rank(row: Profile) -> int:
-    return row.claim_rank
+    families = {row.capture.family for row in PROFILES.values() if row.capture.claims(payload)}
+    return next(iter(families)) if len(families) == 1 else None
 
 
 # Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
@@ -10568,14 +10629,14 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
     """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
 
     True once a payload of the profile's own shape came (what follows it is not looked at)."""
-    want = PROFILES[profile].family
+    want = PROFILES[profile].capture.family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
         if foreign is not None:
             raise CaptureError(f"this body looks like {foreign}", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
-            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
+            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.capture.family == seen)
             raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
         if seen == want:
             return True
@@ -10874,8 +10935,8 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
         del payloads
     else:
         _refuse_whole_document(text, profile)
-        if PROFILES[profile].check_lines_text is not None:
-            PROFILES[profile].check_lines_text(text)
+        if PROFILES[profile].capture.check_lines_text is not None:
+            PROFILES[profile].capture.check_lines_text(text)
         point = "JSON Lines"
         read = _json_lines_iter(text)
     check_shape = _shape_stage(profile)
@@ -10972,7 +11033,7 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
             warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
                             "input this tool cannot check; it is left out, so its calls are unknown_tool")
         return
-    defined = row.defined_tool(where, tool)
+    defined = row.request.defined_tool(where, tool)
     if defined is not None:
         if defined[0] in schemas:
             raise CaptureError(f"{where}: duplicate tool name {json.dumps(defined[0][:60])}")
@@ -10998,18 +11059,18 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     if not isinstance(body, dict):
         raise CaptureError(f"the request body must be a JSON object, got {_describe(body)}")
     row = PROFILES[profile]
-    tools, choice = row.request_tools(body)
+    tools, choice = row.request.tools(body)
     schemas: dict[str, Any] = {}
     warnings: list[str] = []
     entries: list[tuple[str, Any, str]] = []   # (where, tool entry, the namespace prefix of its name)
     for number, tool in enumerate(tools):
-        entries.extend(row.expand_tool(f"tools[{number}]", tool))
+        entries.extend(row.request.expand_tool(f"tools[{number}]", tool))
     for where, tool, prefix in entries:
         _request_entry(where, tool, prefix, row, schemas, warnings)
     request: dict[str, Any] = {"tools": sorted(schemas)}
     if choice is not None:
         request["tool_choice"] = choice
-    if body.get("parallel_tool_calls") is not None and row.parallel_field:
+    if body.get("parallel_tool_calls") is not None and row.request.parallel_field:
         request["parallel_tool_calls"] = body["parallel_tool_calls"]
     try:
         request_context(profile, request)
@@ -11684,6 +11745,8 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
                 if pinned is not None and isinstance(doc, dict) and not check_expect(validate_bytes(data),
                                                                                      doc.get("expect")):
                     pinned.add(path)
+            elif PROFILES[doc["profile"]].http is None:
+                refused.append((path, f"its profile {doc['profile']} is not served (its row has no http rules)"))
             elif prefix in served and collisions_fail:
                 raise UsageError(f"{path} and {served[prefix].path} would share the URL prefix {prefix!r}: give "
                                  "their common folder instead of each folder")
@@ -11725,7 +11788,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     the one built at its first request (the same bytes object for every answer), else built now."""
     fixture, api_paths, query = _serve_route(served, raw_path)
     row = PROFILES[fixture.profile] if fixture is not None else None
-    if row is None or not any(re.fullmatch(row.api_path, path) for path in api_paths):
+    if row is None or row.http is None or not any(re.fullmatch(row.http.api_path, path) for path in api_paths):
         return _serve_error(404, "not_found", "no served fixture answers this path")
     if method != "POST":
         status, kind, body, headers = _serve_error(405, "method_not_allowed", "the API path takes POST only")
@@ -11737,7 +11800,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     if int(length) > SERVE_MAX_REQUEST_BYTES:
         return _serve_error(413, "request_too_large",
                             f"a request body may hold at most {SERVE_MAX_REQUEST_BYTES} bytes")
-    kind, body = bodies.get(fixture, query) if bodies is not None else row.frame(fixture.stream, query)
+    kind, body = bodies.get(fixture, query) if bodies is not None else row.http.frame(fixture.stream, query)
     return 200, kind, body, {}
 
 
@@ -11763,7 +11826,7 @@ class _ServeBodies:
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        frame = PROFILES[fixture.profile].frame
+        frame = PROFILES[fixture.profile].http.frame
         key = (fixture.prefix, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
@@ -12539,13 +12602,16 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     data = fixture.data
     if data is None:
         raise ValueError("conform_fixture judges the bytes served: make the plan with keep_bytes=True")
-    report = validate_bytes(data)
     row = PROFILES[fixture.profile]
+    if row.http is None:
+        raise ValueError(f"profile {fixture.profile} is not served (its row has no http rules): conform cannot "
+                         "judge a fixture of it")
+    report = validate_bytes(data)
     doc = parse_envelope_bytes(data)
     tools_file = os.path.join(folder, f"tools-{number}.json")
     try:
         with open(tools_file, "w", encoding="utf-8") as handle:
-            json.dump(row.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
+            json.dump(row.http.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
     except OSError as exc:   # a full disk (ENOSPC), a file size limit (EFBIG): no verdict, and said
         raise ConformCannotRun(f"cannot write the tools file for {fixture.path}: {exc.strerror or exc}") from None
     from urllib.parse import quote
@@ -12554,7 +12620,7 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     url = base_url + quote(fixture.prefix, safe="/", errors="surrogateescape")
     loopback = ",".join(filter(None, ("127.0.0.1", "localhost", "::1", os.environ.get("NO_PROXY"))))
     # NO_PROXY: a proxy set for the CI job must not carry loopback requests away
-    env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
+    env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.http.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, NO_PROXY=loopback,
                no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
     if requested is not None:

@@ -55,7 +55,7 @@ class Sections(unittest.TestCase):
         for title, start, end in sections(text):
             if title.startswith("Provider:"):
                 body = "\n".join(lines[start:end])
-                for match in re.finditer(r"^([A-Z_]+) = Profile\(\"([a-z-]+)\"", body, re.M):
+                for match in re.finditer(r"^([A-Z_]+) = Profile\(\s*name=\"([a-z-]+)\"", body, re.M):
                     found[match.group(2)] = title
         self.assertEqual(sorted(found), sorted(rows))
 
