@@ -676,14 +676,6 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
 # must not silently drop a constraint.
 
 REQUEST_KEYS = ("tool_choice", "parallel_tool_calls", "tools")
-# tool_choice types of the Responses API that force a hosted (server-side) tool.
-_RESPONSES_HOSTED_CHOICES = frozenset({
-    "file_search", "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
-    "computer_use_preview", "computer_use", "code_interpreter", "image_generation", "mcp", "local_shell",
-    "shell", "apply_patch",
-})
-
-
 class RequestError(ValueError):
     """The envelope's request block has a shape no translator knows."""
 
@@ -738,30 +730,6 @@ def _restricted(names: list[str]) -> dict:
     return {"allowed": frozenset(names), "choice_text": "tool_choice allows only " + ((shown + more) or "hosted tools")}
 
 
-def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
-    """(name, kind) of {"type": "function", "function": {"name"}} (or "custom")."""
-    body = _request_members(entry, where, ("type", "function", "custom"))
-    kind = body.get("type")
-    if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
-        raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
-                           "or the custom equivalent")
-    return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
-
-
-def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
-    """(name, kind) of a function or custom tool; None for a hosted tool type."""
-    kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
-    if kind in ("function", "custom"):
-        _request_members(entry, where, ("type", "name"))
-        return _request_name(entry.get("name"), f"{where}.name"), kind
-    if kind in _RESPONSES_HOSTED_CHOICES:
-        return None
-    raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
-
-
-_GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
-
-
 def request_context(profile: str, request: Any) -> RequestContext | None:
     """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
     if request is None:
@@ -810,6 +778,11 @@ def _function_tool(where: str, tool: Any, api: str) -> list[tuple[str, Any, str]
         raise CaptureError(f"{where} is not a {api} function tool ({{\"type\": \"function\", \"function\": "
                            "{\"name\", \"parameters\"}})")
     return [(where, dict(tool, type="function"), "")]
+
+
+def _chat_tools(schemas: dict) -> list:
+    """Chat completions tools (also Cohere v2's and Ollama's): {"type": "function", "function": {...}}."""
+    return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
 
 
 def _no_defined_tool(where: str, tool: dict) -> None:
@@ -1081,6 +1054,22 @@ class TurnRules(_FrozenRecord):
                  close_name: str = "message_stop", slot_end_name: str = "content_block_stop",
                  forced_reason: str | None = None, names_concatenate: bool = False, requires_id: bool = True) -> None:
         _freeze(self, locals())
+
+
+UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
+
+
+def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
+    """One normalised adapter call; an object argument is compared parsed."""
+    for label, value in (("id", call_id), ("name", name)):
+        if value is not None and not isinstance(value, str):
+            raise CaptureError(f"{where}: {label} must be a string or null, got {_describe(value)}")
+    if arguments is None or isinstance(arguments, str):
+        return {"id": call_id, "name": name, "arguments": arguments, "compare_parsed": False}
+    if isinstance(arguments, dict):
+        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        return {"id": call_id, "name": name, "arguments": text, "compare_parsed": True, "input": arguments}
+    raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
 
 
 class WireRules(_FrozenRecord):
@@ -1479,6 +1468,16 @@ class ChatNormalizer:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
+    """(name, kind) of {"type": "function", "function": {"name"}} (or "custom")."""
+    body = _request_members(entry, where, ("type", "function", "custom"))
+    kind = body.get("type")
+    if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
+        raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
+                           "or the custom equivalent")
+    return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
+
+
 def _choice_chat(choice: Any, mistral: bool = False) -> dict:
     """OpenAI (and Mistral) chat completions tool_choice."""
     words = ("none", "auto", "required", "any") if mistral else ("none", "auto", "required")
@@ -1495,6 +1494,17 @@ def _choice_chat(choice: Any, mistral: bool = False) -> dict:
         return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")[0]
                             for n, t in enumerate(inner["tools"])])
     return _forced(*_chat_tool_ref(choice, "tool_choice"))
+
+
+# Chat deltas and messages: every member but these is text-like and neutralised.
+_CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
+# Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
+# with its thought signature) are neutralised.
+_CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
+# Members of a chat chunk, and of its choices, kept as they are (numbers and protocol words); every
+# other member keeps only its shape.
+_CHAT_TOP_KEEP = frozenset({"id", "object", "created", "model", "service_tier"})
+_CHAT_CHOICE_KEEP = frozenset({"index", "finish_reason", "native_finish_reason"})
 
 
 def _redact_chat_body(body: Any) -> Any:
@@ -1557,13 +1567,47 @@ def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
+def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
+    """tool_calls of one OpenAI assistant message."""
+    if message.get("function_call") is not None:
+        raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
+    calls = message.get("tool_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise CaptureError(f"{where}.tool_calls is {_describe(calls)}, not a list")
+    out = []
+    for n, entry in enumerate(calls):
+        at = f"{where}.tool_calls[{n}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
+            raise CaptureError(f"{at} is not a function tool call ({{id, function: {{name, arguments}}}})")
+        if entry.get("type") not in (None, "function"):
+            raise CaptureError(f"{at}: type {_describe(entry.get('type'))} is not compared; only function calls")
+        function = entry["function"]
+        out.append(_adapter_call(at, entry.get("id"), function.get("name"), function.get("arguments")))
+    return out
+
+
+def _adapter_completion(doc: dict) -> list[dict]:
+    """The tool calls of a final chat completion: the one choice that carries any."""
+    choices = doc["choices"]
+    if not isinstance(choices, list):
+        raise CaptureError(f"choices is {_describe(choices)}, not a list")
+    found: list[list[dict]] = []
+    for n, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise CaptureError(f"choices[{n}] has no message object")
+        calls = _adapter_openai_calls(f"choices[{n}].message", message)
+        if calls:
+            found.append(calls)
+    if len(found) > 1:
+        raise CaptureError("tool calls in more than one choice; compare one choice at a time")
+    return found[0] if found else []
+
+
 def _chat_claims(payload: dict) -> bool:
     return "choices" in payload
-
-
-def _chat_tools(schemas: dict) -> list:
-    """Chat completions tools (also Cohere v2's and Ollama's): {"type": "function", "function": {...}}."""
-    return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
 
 
 def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
@@ -2053,6 +2097,10 @@ def _choice_anthropic(choice: Any) -> dict:
     return {"none": kind == "none", "single": single}
 
 
+_ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
+_STOP_DETAILS_KEEP = frozenset({"type", "category"})
+
+
 def _redact_anthropic_block(block: Any) -> Any:
     """A content block: tool_use untouched, any other block keeps only type and identity."""
     if not isinstance(block, dict) or block.get("type") == "tool_use":
@@ -2115,6 +2163,21 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
+def _adapter_anthropic(doc: dict) -> list[dict]:
+    """tool_use blocks of a final Anthropic message; input was kept only as an object."""
+    out = []
+    for n, block in enumerate(doc["content"]):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking", "redacted_thinking"):
+            continue
+        if kind != "tool_use":
+            raise CaptureError(f"content[{n}] is a {_describe(kind)} block; only tool_use blocks are compared")
+        if not isinstance(block.get("input"), dict):
+            raise CaptureError(f"content[{n}].input is {_describe(block.get('input'))}, not an object")
+        out.append(_adapter_call(f"content[{n}]", block.get("id"), block.get("name"), block["input"]))
+    return out
+
+
 def _anthropic_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
@@ -2145,9 +2208,6 @@ def _anthropic_check_sse(events: list) -> None:
 # documentation requires is required, members it does not name are tolerated.  A dated version of
 # these families that is not reviewed keeps its name, with a schema that is always
 # unsupported_schema and says so (UNREVIEWED_TOOL_KEYWORD).
-UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
-
-
 _ANTHROPIC_CLIENT_TOOL_TYPE = re.compile(r"(computer|bash|text_editor|memory)_[0-9]{8}")
 
 
@@ -2807,6 +2867,25 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
+
+
+# tool_choice types of the Responses API that force a hosted (server-side) tool.
+_RESPONSES_HOSTED_CHOICES = frozenset({
+    "file_search", "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+    "computer_use_preview", "computer_use", "code_interpreter", "image_generation", "mcp", "local_shell",
+    "shell", "apply_patch",
+})
+
+
+def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
+    """(name, kind) of a function or custom tool; None for a hosted tool type."""
+    kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
+    if kind in ("function", "custom"):
+        _request_members(entry, where, ("type", "name"))
+        return _request_name(entry.get("name"), f"{where}.name"), kind
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return None
+    raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
 
 
 def _choice_responses(choice: Any) -> dict:
@@ -4194,6 +4273,9 @@ def _gemini_serialise(tree: dict) -> str:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+_GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
+
+
 def _choice_gemini(choice: Any) -> dict:
     """Gemini toolConfig.functionCallingConfig: {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}."""
     body = _request_members(choice, "tool_choice", ("mode", "allowedFunctionNames", "streamFunctionCallArguments"))
@@ -4749,6 +4831,12 @@ def _cohere_protected(payload: dict) -> dict[tuple, str]:
     if kind == "tool-call-delta":
         return {("delta", "message", "tool_calls", "function", "arguments"): "fragment"}
     return {}
+
+
+_COHERE_V1_EVENTS = frozenset({
+    "stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "stream-end",
+    "search-queries-generation", "search-results", "citation-generation",
+})
 
 
 def _cohere_claims(payload: dict) -> bool:
@@ -9115,19 +9203,8 @@ MASKED_SECRET = "[masked]"
 # (capture never writes an envelope of the first 256 MiB of a longer stream).
 CAPTURE_MAX_BYTES = 256 * 1024 * 1024
 
-# Chat deltas and messages: every member but these is text-like and neutralised.
-_CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
-# Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
-# with its thought signature) are neutralised.
-_CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
-# Members of a chat chunk, and of its choices, kept as they are (numbers and protocol words); every
-# other member keeps only its shape.
-_CHAT_TOP_KEEP = frozenset({"id", "object", "created", "model", "service_tier"})
-_CHAT_CHOICE_KEEP = frozenset({"index", "finish_reason", "native_finish_reason"})
 # Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
 _NEUTRAL_KEEP = frozenset({"type"})
-_ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
-_STOP_DETAILS_KEEP = frozenset({"type", "category"})
 
 # (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
 # are compiled on first use (_compiled): only `capture` needs them, and every start pays
@@ -10573,12 +10650,6 @@ def _profile_of(payload: Any) -> str | None:
 
 # Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
 # that name, instead of becoming an envelope that can only block with unsupported_event.
-_COHERE_V1_EVENTS = frozenset({
-    "stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "stream-end",
-    "search-queries-generation", "search-results", "citation-generation",
-})
-
-
 _NO_PROFILE = "no profile reads it, so it cannot become an envelope"
 
 
@@ -11085,73 +11156,6 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
 
 _CLIP = 200                     # characters of a value quoted in a difference
 _CLIP_CONTEXT = 40              # characters shown before the first differing one
-
-
-def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
-    """One normalised adapter call; an object argument is compared parsed."""
-    for label, value in (("id", call_id), ("name", name)):
-        if value is not None and not isinstance(value, str):
-            raise CaptureError(f"{where}: {label} must be a string or null, got {_describe(value)}")
-    if arguments is None or isinstance(arguments, str):
-        return {"id": call_id, "name": name, "arguments": arguments, "compare_parsed": False}
-    if isinstance(arguments, dict):
-        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-        return {"id": call_id, "name": name, "arguments": text, "compare_parsed": True, "input": arguments}
-    raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
-
-
-def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
-    """tool_calls of one OpenAI assistant message."""
-    if message.get("function_call") is not None:
-        raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
-    calls = message.get("tool_calls")
-    if calls is None:
-        return []
-    if not isinstance(calls, list):
-        raise CaptureError(f"{where}.tool_calls is {_describe(calls)}, not a list")
-    out = []
-    for n, entry in enumerate(calls):
-        at = f"{where}.tool_calls[{n}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
-            raise CaptureError(f"{at} is not a function tool call ({{id, function: {{name, arguments}}}})")
-        if entry.get("type") not in (None, "function"):
-            raise CaptureError(f"{at}: type {_describe(entry.get('type'))} is not compared; only function calls")
-        function = entry["function"]
-        out.append(_adapter_call(at, entry.get("id"), function.get("name"), function.get("arguments")))
-    return out
-
-
-def _adapter_completion(doc: dict) -> list[dict]:
-    """The tool calls of a final chat completion: the one choice that carries any."""
-    choices = doc["choices"]
-    if not isinstance(choices, list):
-        raise CaptureError(f"choices is {_describe(choices)}, not a list")
-    found: list[list[dict]] = []
-    for n, choice in enumerate(choices):
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            raise CaptureError(f"choices[{n}] has no message object")
-        calls = _adapter_openai_calls(f"choices[{n}].message", message)
-        if calls:
-            found.append(calls)
-    if len(found) > 1:
-        raise CaptureError("tool calls in more than one choice; compare one choice at a time")
-    return found[0] if found else []
-
-
-def _adapter_anthropic(doc: dict) -> list[dict]:
-    """tool_use blocks of a final Anthropic message; input was kept only as an object."""
-    out = []
-    for n, block in enumerate(doc["content"]):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in ("text", "thinking", "redacted_thinking"):
-            continue
-        if kind != "tool_use":
-            raise CaptureError(f"content[{n}] is a {_describe(kind)} block; only tool_use blocks are compared")
-        if not isinstance(block.get("input"), dict):
-            raise CaptureError(f"content[{n}].input is {_describe(block.get('input'))}, not an object")
-        out.append(_adapter_call(f"content[{n}]", block.get("id"), block.get("name"), block["input"]))
-    return out
 
 
 def adapter_calls_from_doc(doc: object) -> list[dict]:
