@@ -780,13 +780,41 @@ def _function_tool(where: str, tool: Any, api: str) -> list[tuple[str, Any, str]
     return [(where, dict(tool, type="function"), "")]
 
 
-def _chat_tools(schemas: dict) -> list:
-    """Chat completions tools (also Cohere v2's and Ollama's): {"type": "function", "function": {...}}."""
+def _function_tools(schemas: dict) -> list:
+    """tool_schemas as the tools of an API whose tools are {"type": "function", "function": {...}} (chat
+    completions, Cohere v2, Ollama)."""
     return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
+
+
+def _declared_tool(where: str, source: dict, schema_key: str) -> list[tuple[str, Any]]:
+    """[(name, schema)] of a tool declared by its name and a schema member (a room's tools entry
+    reader, at `where`); a "parameters" member that is absent or null declares no parameters."""
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    schema = source.get(schema_key)
+    if schema_key == "parameters" and schema is None:  # absent (or null in the Responses API): no declared parameters
+        schema = {"type": "object"}
+    if not isinstance(schema, (dict, bool)):
+        raise CaptureError(f"{where}.{schema_key} must be a JSON Schema object, got {_describe(schema)}")
+    return [(name, schema)]
+
+
+def _function_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A tools entry {"type": "function", "function": {"name", "parameters"}} (chat completions, Cohere v2,
+    Ollama); None for any other entry."""
+    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        return _declared_tool(where + ".function", tool["function"], "parameters")
+    return None
 
 
 def _no_defined_tool(where: str, tool: dict) -> None:
     """For a provider without client tools of its own definition."""
+    return None
+
+
+def _no_tool_entry(where: str, tool: dict) -> None:
+    """For a provider whose tools entries are read by another room's reader (or converted to one)."""
     return None
 
 
@@ -1056,7 +1084,13 @@ class TurnRules(_FrozenRecord):
         _freeze(self, locals())
 
 
+# The schema a room gives a provider-defined tool type it has not reviewed: {UNREVIEWED_TOOL_KEYWORD:
+# type}.  The schema compiler refuses it with that reason (unsupported_schema), so a call of such a
+# tool is never checked against a guess.
 UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
+
+# What capture says of a body of an API no profile reads (a room's foreign_shape ends with it).
+_NO_PROFILE = "no profile reads it, so it cannot become an envelope"
 
 
 def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
@@ -1072,6 +1106,21 @@ def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
     raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
 
 
+def _no_final_calls(doc: dict) -> None:
+    """For a provider whose final message the adapter differential does not read."""
+    return None
+
+
+def _no_shape(payload: dict) -> None:
+    """For a provider without such a shape."""
+    return None
+
+
+def _error_member(payload: dict) -> bool:
+    """An error payload with an "error" member."""
+    return "error" in payload
+
+
 class WireRules(_FrozenRecord):
     """How a room reads its wire payloads; data, not code paths.
 
@@ -1079,12 +1128,15 @@ class WireRules(_FrozenRecord):
       fragment_key     (payload, fragment path) -> the slot a fragment belongs to, or None
       protected_paths  one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
                        "base64": a member whose base64 value the rules decode, masked whole to REDACTED_BASE64
+      final_calls      a final (not streamed) message of its API, an adapter's output -> its calls (each
+                       from _adapter_call), or None when the document is not of that shape
     """
 
-    __slots__ = ("normalizer", "fragment_key", "protected_paths")
+    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_calls")
 
     def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
-                 fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key) -> None:
+                 fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key,
+                 final_calls: Callable[[dict], list | None] = _no_final_calls) -> None:
         _freeze(self, locals())
 
 
@@ -1095,15 +1147,20 @@ class RequestRules(_FrozenRecord):
       parallel_field   parallel_tool_calls is a field of its request; parallel_instead: else what to say
       tools            a recorded request body -> (tools list, tool_choice)
       expand_tool      (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
-      defined_tool     (where, tool entry) -> (name, schema) of a tool the provider defines, or None
+      defined_tool     (where, tool entry) -> (name, schema) of a tool the provider defines, or None; one
+                       of a type it has not reviewed has the schema {UNREVIEWED_TOOL_KEYWORD: type}
+      tool_entry       (where, tool entry object) -> [(name, schema)] of a client tool in its API's shape, or
+                       None when the entry is not of that shape (capture's --schemas and --request)
     """
 
-    __slots__ = ("choice", "parallel_field", "parallel_instead", "tools", "expand_tool", "defined_tool")
+    __slots__ = ("choice", "parallel_field", "parallel_instead", "tools", "expand_tool", "defined_tool",
+                 "tool_entry")
 
     def __init__(self, *, choice: Callable[[Any], dict], parallel_field: bool = False, parallel_instead: str = "",
                  tools: Callable[[dict], tuple] = _listed_request_tools,
                  expand_tool: Callable[[str, Any], list] = _one_tool,
-                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool) -> None:
+                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
+                 tool_entry: Callable[[str, dict], list | None] = _no_tool_entry) -> None:
         _freeze(self, locals())
 
 
@@ -1118,16 +1175,24 @@ class CaptureRules(_FrozenRecord):
       check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None
       check_lines_text   the framing rules of its JSON Lines body (an NDJSON API), or None
       warn_without_done  warn when its SSE body has no "data: [DONE]"
+      stream_error       whether one payload is an error its stream may carry (kept: it becomes stream_error)
+      foreign_shape      one payload of a neighbouring API of the provider that no profile reads (another
+                         version, an endpoint without tool calls) -> what it looks like and what to capture
+                         instead, or None
+      whole_response     one JSON object of its non-streaming API -> how capture's refusal names it, or None
     """
 
     __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
-                 "check_lines_text", "warn_without_done")
+                 "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response")
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
                  check_sse_text: Callable[[str], None] | None = None,
                  check_sse_events: Callable[[list], None] | None = None,
-                 check_lines_text: Callable[[str], None] | None = None, warn_without_done: bool = False) -> None:
+                 check_lines_text: Callable[[str], None] | None = None, warn_without_done: bool = False,
+                 stream_error: Callable[[dict], bool] = _error_member,
+                 foreign_shape: Callable[[dict], str | None] = _no_shape,
+                 whole_response: Callable[[dict], str | None] = _no_shape) -> None:
         _freeze(self, locals())
 
 
@@ -1606,8 +1671,27 @@ def _adapter_completion(doc: dict) -> list[dict]:
     return found[0] if found else []
 
 
+def _chat_final_calls(doc: dict) -> list[dict] | None:
+    """The calls of a final chat completion or of one assistant message; None: neither."""
+    if "choices" in doc:
+        return _adapter_completion(doc)
+    if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
+        return _adapter_openai_calls("message", doc)
+    return None
+
+
 def _chat_claims(payload: dict) -> bool:
     return "choices" in payload
+
+
+def _chat_stream_error(payload: dict) -> bool:
+    return "error" in payload or payload.get("object") == "error"   # "object": "error": Mistral's
+
+
+def _chat_whole_response(payload: dict) -> str | None:
+    if payload.get("object") == "chat.completion":
+        return "a non-streaming chat completion (\"object\": \"chat.completion\"); capture the stream=true response"
+    return None
 
 
 def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
@@ -1620,11 +1704,12 @@ OPENAI = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", forced_reason="stop", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=False), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key),
-    request=RequestRules(choice=_choice_chat, parallel_field=True),
-    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True),
+                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+    request=RequestRules(choice=_choice_chat, parallel_field=True, tool_entry=_function_entry),
+    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
+                         stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_chat_tools))
+                   tools_shape=_function_tools))
 
 
 MISTRAL = Profile(
@@ -1632,11 +1717,13 @@ MISTRAL = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key),
-    request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True),
-    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True),
+                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+    request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True,
+                         tool_entry=_function_entry),
+    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
+                         stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_chat_tools))
+                   tools_shape=_function_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -2178,6 +2265,40 @@ def _adapter_anthropic(doc: dict) -> list[dict]:
     return out
 
 
+def _anthropic_final_calls(doc: dict) -> list[dict] | None:
+    """The calls of a final Anthropic message (its content blocks); None: not one."""
+    return _adapter_anthropic(doc) if isinstance(doc.get("content"), list) else None
+
+
+def _anthropic_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A tools entry with an input_schema, or an Anthropic-defined client tool; None for any other entry."""
+    if "input_schema" in tool and tool.get("type") in (None, "custom"):
+        return _declared_tool(where, tool, "input_schema")
+    defined = _anthropic_defined_tool(where, tool)
+    return None if defined is None else [defined]
+
+
+def _anthropic_stream_error(payload: dict) -> bool:
+    return "error" in payload or payload.get("type") == "error"
+
+
+def _anthropic_foreign_shape(payload: dict) -> str | None:
+    """Claude's legacy Text Completions stream, direct or through Bedrock."""
+    if (isinstance(payload.get("completion"), str) and "stop_reason" in payload
+            and payload.get("type", "completion") == "completion"):
+        return ("a Claude Text Completions stream (the legacy /v1/complete API, also through Bedrock's "
+                "InvokeModelWithResponseStream: completion and stop_reason events), which has no tool calls: capture "
+                "a Messages API stream (/v1/messages, or a Bedrock invoke with a messages request) with --profile "
+                "anthropic (" + _NO_PROFILE + ")")
+    return None
+
+
+def _anthropic_whole_response(payload: dict) -> str | None:
+    if payload.get("type") == "message" and "content" in payload:
+        return "a non-streaming Anthropic message (\"type\": \"message\"); capture the stream=true response"
+    return None
+
+
 def _anthropic_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
@@ -2414,11 +2535,13 @@ ANTHROPIC = Profile(
     name="anthropic", stream_key="events",
     rules=TurnRules(tool_reason="tool_use"),
     wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
-                   fragment_key=_fragment_key_at("index")),
+                   fragment_key=_fragment_key_at("index"), final_calls=_anthropic_final_calls),
     request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
-                         defined_tool=_anthropic_defined_tool),
+                         defined_tool=_anthropic_defined_tool, tool_entry=_anthropic_tool_entry),
     capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
-                         binary_body=_anthropic_invoke_body, check_sse_events=_anthropic_check_sse),
+                         binary_body=_anthropic_invoke_body, check_sse_events=_anthropic_check_sse,
+                         stream_error=_anthropic_stream_error, foreign_shape=_anthropic_foreign_shape,
+                         whole_response=_anthropic_whole_response),
     http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
                    tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()]))
 
@@ -2974,6 +3097,23 @@ def _responses_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
+def _responses_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A flat function tools entry {"type": "function", "name", "parameters"}; None for any other entry."""
+    if tool.get("type") == "function" and "function" not in tool:
+        return _declared_tool(where, tool, "parameters")
+    return None
+
+
+def _responses_stream_error(payload: dict) -> bool:
+    return "error" in payload or payload.get("type") == "error"
+
+
+def _responses_whole_response(payload: dict) -> str | None:
+    if payload.get("object") == "response" and "output" in payload:
+        return "a non-streaming Responses API object (\"object\": \"response\"); capture the stream=true response"
+    return None
+
+
 def _responses_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
@@ -3018,8 +3158,10 @@ OPENAI_RESPONSES = Profile(
                     slot_end_name="response.output_item.done"),
     wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
                    fragment_key=_fragment_key_at("output_index")),
-    request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool),
-    capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event),
+    request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
+                         tool_entry=_responses_tool_entry),
+    capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
+                         stream_error=_responses_stream_error, whole_response=_responses_whole_response),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
                                                 for n, s in schemas.items()]))
@@ -3344,6 +3486,26 @@ def _bedrock_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return (None, index) if _is_index(index) else None
 
 
+def _bedrock_stream_error(payload: dict) -> bool:
+    """An exception event, one member of a reviewed exception name."""
+    return len(payload) == 1 and next(iter(payload)) in _BEDROCK_EXCEPTIONS
+
+
+def _bedrock_foreign_shape(payload: dict) -> str | None:
+    """A frame of InvokeModelWithResponseStream (the other streaming API of Bedrock)."""
+    if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
+        return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
+                "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
+                "anthropic; no other model's events are read")
+    return None
+
+
+def _bedrock_whole_response(payload: dict) -> str | None:
+    if isinstance(payload.get("output"), dict) and "stopReason" in payload:
+        return "a non-streaming Bedrock Converse response; capture ConverseStream"
+    return None
+
+
 def _bedrock_claims(payload: dict) -> bool:
     return len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
                                                          "contentBlockStop", "messageStop", "metadata")
@@ -3388,7 +3550,8 @@ BEDROCK = Profile(
                    fragment_key=_bedrock_fragment_key),
     request=RequestRules(choice=_choice_bedrock, tools=_bedrock_request_tools),
     capture=CaptureRules(family="bedrock", claims=_bedrock_claims, redact=_redact_bedrock_event,
-                         binary_body=_eventstream_envelope),
+                         binary_body=_eventstream_envelope, stream_error=_bedrock_stream_error,
+                         foreign_shape=_bedrock_foreign_shape, whole_response=_bedrock_whole_response),
     http=HttpRules(api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
                    api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
                    tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
@@ -4382,6 +4545,11 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
+def _gemini_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """The functions of a Gemini Tool object (or a bare FunctionDeclaration); None for any other entry."""
+    return _gemini_tool(tool, where) if _is_gemini_tool(tool) else None
+
+
 def _gemini_claims(payload: dict) -> bool:
     return "candidates" in payload or "promptFeedback" in payload
 
@@ -4576,7 +4744,7 @@ GEMINI = Profile(
     rules=TurnRules(tool_reason="STOP", needs_close=False, stop_name="finishReason",
                     slot_end_name="its final functionCall part", requires_id=False),
     wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected),
-    request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools),
+    request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
                          check_sse_text=_gemini_check_sse),
     http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
@@ -4839,6 +5007,13 @@ _COHERE_V1_EVENTS = frozenset({
 })
 
 
+def _cohere_foreign_shape(payload: dict) -> str | None:
+    """An event of Cohere's v1 chat stream."""
+    if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
+        return f"a Cohere v1 chat stream (stream-start, text-generation... events): {_NO_PROFILE}"
+    return None
+
+
 def _cohere_claims(payload: dict) -> bool:
     return _wire_str(payload.get("type")) in _COHERE_EVENTS
 
@@ -4855,10 +5030,11 @@ COHERE = Profile(
     wire=WireRules(normalizer=lambda limits: CohereNormalizer(), protected_paths=_cohere_protected,
                    fragment_key=_fragment_key_at("index")),
     request=RequestRules(choice=_choice_cohere, parallel_instead=" (Cohere's API has no such control)",
-                         expand_tool=_cohere_tool),
+                         expand_tool=_cohere_tool, tool_entry=_function_entry),
     capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
-                         check_sse_text=_cohere_check_sse, warn_without_done=True),
-    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_chat_tools))
+                         check_sse_text=_cohere_check_sse, warn_without_done=True,
+                         foreign_shape=_cohere_foreign_shape),
+    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -5226,6 +5402,14 @@ def _ollama_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/x-ndjson", ndjson_body(stream)
 
 
+def _ollama_foreign_shape(payload: dict) -> str | None:
+    """A line of Ollama's /api/generate stream."""
+    if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
+        return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
+                "(" + _NO_PROFILE + ")")
+    return None
+
+
 def _ollama_claims(payload: dict) -> bool:
     return "done" in payload and "model" in payload and "message" in payload
 
@@ -5237,10 +5421,11 @@ OLLAMA = Profile(
     wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected),
     request=RequestRules(choice=_choice_ollama, parallel_instead=" (Ollama's API has no such control)",
                          tools=_ollama_request_tools,
-                         expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama")),
+                         expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
+                         tool_entry=_function_entry),
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
-                         check_lines_text=_ollama_check_lines),
-    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_chat_tools))
+                         check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
+    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -10648,50 +10833,47 @@ def _profile_of(payload: Any) -> str | None:
     return next(iter(families)) if len(families) == 1 else None
 
 
-# Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
-# that name, instead of becoming an envelope that can only block with unsupported_event.
-_NO_PROFILE = "no profile reads it, so it cannot become an envelope"
-
-
+# Bodies of APIs no profile reads, by what their payloads look like (each room's foreign_shape):
+# refused by capture with that name, instead of becoming an envelope that can only block with
+# unsupported_event.
 def _foreign_shape(payload: Any) -> str | None:
     """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
     if not isinstance(payload, dict):
         return None
-    if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
-        return f"a Cohere v1 chat stream (stream-start, text-generation... events): {_NO_PROFILE}"
-    if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
-        return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
-                "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
-                "anthropic; no other model's events are read")
-    if (isinstance(payload.get("completion"), str) and "stop_reason" in payload
-            and payload.get("type", "completion") == "completion"):
-        return ("a Claude Text Completions stream (the legacy /v1/complete API, also through Bedrock's "
-                "InvokeModelWithResponseStream: completion and stop_reason events), which has no tool calls: capture "
-                "a Messages API stream (/v1/messages, or a Bedrock invoke with a messages request) with --profile "
-                "anthropic (" + _NO_PROFILE + ")")
-    if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
-        return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
-                "(" + _NO_PROFILE + ")")
+    for row in PROFILES.values():
+        found = row.capture.foreign_shape(payload)
+        if found is not None:
+            return found
     return None
 
 
 def _error_payload(payload: dict) -> bool:
     """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
-    return "error" in payload or payload.get("object") == "error" or payload.get("type") == "error" or (
-        len(payload) == 1 and next(iter(payload)) in _BEDROCK_EXCEPTIONS)
+    return any(row.capture.stream_error(payload) for row in PROFILES.values())
+
+
+def _whole_response(payload: dict, rows: Iterable[Profile]) -> str | None:
+    """How capture names one whole JSON object of a non-streaming API of these rows (None: of none)."""
+    for row in rows:
+        found = row.capture.whole_response(payload)
+        if found is not None:
+            return found
+    return None
+
+
+def _no_stream_payload(whole: dict) -> bool:
+    """Whether one whole JSON object is no stream payload: no family claims it, or it is a whole response
+    of the family that claims it (a chat completion has choices, as a chunk has)."""
+    seen = _profile_of(whole)
+    return seen is None or _whole_response(whole, [row for row in PROFILES.values()
+                                                    if row.capture.family == seen]) is not None
 
 
 def _non_stream_shape(payload: dict) -> str:
     """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
-    kind, obj = payload.get("type"), payload.get("object")
-    if obj == "chat.completion":
-        return "a non-streaming chat completion (\"object\": \"chat.completion\"); capture the stream=true response"
-    if kind == "message" and "content" in payload:
-        return "a non-streaming Anthropic message (\"type\": \"message\"); capture the stream=true response"
-    if obj == "response" and "output" in payload:
-        return "a non-streaming Responses API object (\"object\": \"response\"); capture the stream=true response"
-    if isinstance(payload.get("output"), dict) and "stopReason" in payload:
-        return "a non-streaming Bedrock Converse response; capture ConverseStream"
+    found = _whole_response(payload, PROFILES.values())
+    if found is not None:
+        return found
     members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
@@ -10961,7 +11143,7 @@ def _refuse_whole_document(text: str, profile: str) -> None:
     if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
         whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
-            and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
+            and _no_stream_payload(whole)):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
 
 
@@ -11031,31 +11213,17 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
 
 # --- tool schemas from the request's tools -----------------------------------------
 
-def _tool_schema(where: str, tool: Any) -> tuple[str, Any]:
-    """(name, schema) of one entry (at `where`) of an OpenAI or Anthropic `tools` array."""
+def _tool_schema(where: str, tool: Any) -> list[tuple[str, Any]]:
+    """[(name, schema)] of one entry (at `where`) of a provider's `tools` array: the room whose
+    tool_entry reads it says (a Gemini Tool object declares several)."""
     if not isinstance(tool, dict):
         raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
-    kind = tool.get("type")
-    if kind == "function" and isinstance(tool.get("function"), dict):   # chat completions
-        source, schema_key, where = tool["function"], "parameters", where + ".function"
-    elif kind == "function" and "function" not in tool:                 # Responses API (flat)
-        source, schema_key = tool, "parameters"
-    elif "input_schema" in tool and kind in (None, "custom"):           # Anthropic
-        source, schema_key = tool, "input_schema"
-    elif _anthropic_defined_tool(where, tool) is not None:             # Anthropic-defined client tool
-        return _anthropic_defined_tool(where, tool)
-    else:
-        raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
-                           f"input_schema (type {_describe(kind)})")
-    name = source.get("name")
-    if not isinstance(name, str) or not name:
-        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
-    schema = source.get(schema_key)
-    if schema_key == "parameters" and schema is None:  # absent (or null in the Responses API): no declared parameters
-        schema = {"type": "object"}
-    if not isinstance(schema, (dict, bool)):
-        raise CaptureError(f"{where}.{schema_key} must be a JSON Schema object, got {_describe(schema)}")
-    return name, schema
+    for row in PROFILES.values():
+        pairs = row.request.tool_entry(where, tool)
+        if pairs is not None:
+            return pairs
+    raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
+                       f"input_schema (type {_describe(tool.get('type'))})")
 
 
 def schemas_from_doc(doc: object) -> dict:
@@ -11075,9 +11243,7 @@ def schemas_from_doc(doc: object) -> dict:
         raise CaptureError(f"tool schemas must be an object (name -> schema) or a tools array, got {_describe(doc)}")
     schemas: dict[str, Any] = {}
     for number, tool in enumerate(doc):
-        pairs = (_gemini_tool(tool, f"tools[{number}]") if _is_gemini_tool(tool)
-                 else [_tool_schema(f"tools[{number}]", tool)])
-        for name, schema in pairs:
+        for name, schema in _tool_schema(f"tools[{number}]", tool):
             if name in schemas:
                 raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
             schemas[name] = schema
@@ -11112,10 +11278,10 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
         return
     if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
         return  # a hosted tool (web search, code execution, MCP...): the provider runs it
-    name, schema = _tool_schema(where, tool)
-    if prefix + name in schemas:
-        raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
-    schemas[prefix + name] = schema
+    for name, schema in _tool_schema(where, tool):
+        if prefix + name in schemas:
+            raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
+        schemas[prefix + name] = schema
 
 
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
@@ -11188,12 +11354,10 @@ def adapter_calls_from_doc(doc: object) -> list[dict]:
         return out
     if not isinstance(doc, dict):
         raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
-    if "choices" in doc:
-        return _adapter_completion(doc)
-    if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
-        return _adapter_openai_calls("message", doc)
-    if isinstance(doc.get("content"), list):
-        return _adapter_anthropic(doc)
+    for row in PROFILES.values():   # the room whose final message it is reads it
+        calls = row.wire.final_calls(doc)
+        if calls is not None:
+            return calls
     raise CaptureError("adapter output is neither a list of calls, an OpenAI completion or assistant message, "
                        "nor an Anthropic message")
 
