@@ -35,7 +35,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Strict JSON primitives ........... decode_document()
   Envelope loading ................. check_envelope(); the stream list is read by StreamGate.feed_text()
   Request context .................. request_context() -> RequestContext
-  Neutral events ................... the event records, TurnRules, Profile
+  Neutral events ................... the event records, TurnRules, Profile and its rule groups
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
                                      anthropic, openai-responses, bedrock, gemini, cohere, ollama)
@@ -50,7 +50,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
-  Serve ............................ serve_plan(), make_server(); each room's api_path and frame
+  Serve ............................ serve_plan(), make_server(); each room's http rules
   Conform .......................... conform_fixture(), conform_summary()
   Command line ..................... main()
 
@@ -676,14 +676,6 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
 # must not silently drop a constraint.
 
 REQUEST_KEYS = ("tool_choice", "parallel_tool_calls", "tools")
-# tool_choice types of the Responses API that force a hosted (server-side) tool.
-_RESPONSES_HOSTED_CHOICES = frozenset({
-    "file_search", "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
-    "computer_use_preview", "computer_use", "code_interpreter", "image_generation", "mcp", "local_shell",
-    "shell", "apply_patch",
-})
-
-
 class RequestError(ValueError):
     """The envelope's request block has a shape no translator knows."""
 
@@ -738,30 +730,6 @@ def _restricted(names: list[str]) -> dict:
     return {"allowed": frozenset(names), "choice_text": "tool_choice allows only " + ((shown + more) or "hosted tools")}
 
 
-def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
-    """(name, kind) of {"type": "function", "function": {"name"}} (or "custom")."""
-    body = _request_members(entry, where, ("type", "function", "custom"))
-    kind = body.get("type")
-    if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
-        raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
-                           "or the custom equivalent")
-    return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
-
-
-def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
-    """(name, kind) of a function or custom tool; None for a hosted tool type."""
-    kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
-    if kind in ("function", "custom"):
-        _request_members(entry, where, ("type", "name"))
-        return _request_name(entry.get("name"), f"{where}.name"), kind
-    if kind in _RESPONSES_HOSTED_CHOICES:
-        return None
-    raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
-
-
-_GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
-
-
 def request_context(profile: str, request: Any) -> RequestContext | None:
     """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
     if request is None:
@@ -770,11 +738,12 @@ def request_context(profile: str, request: Any) -> RequestContext | None:
     row = PROFILES[profile]
     fields: dict[str, Any] = {}
     if body.get("tool_choice") is not None:
-        fields.update(row.choice(body["tool_choice"]))
+        fields.update(row.request.choice(body["tool_choice"]))
     parallel = body.get("parallel_tool_calls")
     if parallel is not None:
-        if not row.parallel_field:
-            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request{row.parallel_instead}")
+        if not row.request.parallel_field:
+            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request"
+                               f"{row.request.parallel_instead}")
         if not isinstance(parallel, bool):
             raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
         fields["single"] = fields.get("single", False) or not parallel
@@ -811,8 +780,41 @@ def _function_tool(where: str, tool: Any, api: str) -> list[tuple[str, Any, str]
     return [(where, dict(tool, type="function"), "")]
 
 
+def _function_tools(schemas: dict) -> list:
+    """tool_schemas as the tools of an API whose tools are {"type": "function", "function": {...}} (chat
+    completions, Cohere v2, Ollama)."""
+    return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
+
+
+def _declared_tool(where: str, source: dict, schema_key: str) -> list[tuple[str, Any]]:
+    """[(name, schema)] of a tool declared by its name and a schema member (a room's tools entry
+    reader, at `where`); a "parameters" member that is absent or null declares no parameters."""
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
+    schema = source.get(schema_key)
+    if schema_key == "parameters" and schema is None:  # absent (or null in the Responses API): no declared parameters
+        schema = {"type": "object"}
+    if not isinstance(schema, (dict, bool)):
+        raise CaptureError(f"{where}.{schema_key} must be a JSON Schema object, got {_describe(schema)}")
+    return [(name, schema)]
+
+
+def _function_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A tools entry {"type": "function", "function": {"name", "parameters"}} (chat completions, Cohere v2,
+    Ollama); None for any other entry."""
+    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        return _declared_tool(where + ".function", tool["function"], "parameters")
+    return None
+
+
 def _no_defined_tool(where: str, tool: dict) -> None:
     """For a provider without client tools of its own definition."""
+    return None
+
+
+def _no_tool_entry(where: str, tool: dict) -> None:
+    """For a provider whose tools entries are read by another room's reader (or converted to one)."""
     return None
 
 
@@ -1069,69 +1071,164 @@ class TurnRules(_FrozenRecord):
     name fragments (openai-python's accumulate_delta), so a name restated on a later
     fragment is read as another tool ("f" + "f" = "ff"); requires_id: a call must carry
     an id (Gemini's calls usually have none: the function response pairs by name and order).
-    Each provider's rules are in its Profile row.
+    Each provider's rules are in its Profile row, given by keyword.
     """
 
     __slots__ = ("tool_reason", "per_choice_terminal", "contiguous_slots", "implicit_open", "needs_close",
                  "stop_name", "close_name", "slot_end_name", "forced_reason", "names_concatenate", "requires_id")
 
-    def __init__(self, tool_reason: str, per_choice_terminal: bool, contiguous_slots: bool, implicit_open: bool,
-                 needs_close: bool = True, stop_name: str = "stop_reason", close_name: str = "message_stop",
-                 slot_end_name: str = "content_block_stop", forced_reason: str | None = None,
-                 names_concatenate: bool = False, requires_id: bool = True) -> None:
+    def __init__(self, *, tool_reason: str, per_choice_terminal: bool = False, contiguous_slots: bool = False,
+                 implicit_open: bool = False, needs_close: bool = True, stop_name: str = "stop_reason",
+                 close_name: str = "message_stop", slot_end_name: str = "content_block_stop",
+                 forced_reason: str | None = None, names_concatenate: bool = False, requires_id: bool = True) -> None:
+        _freeze(self, locals())
+
+
+# The schema a room gives a provider-defined tool type it has not reviewed: {UNREVIEWED_TOOL_KEYWORD:
+# type}.  The schema compiler refuses it with that reason (unsupported_schema), so a call of such a
+# tool is never checked against a guess.
+UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
+
+# What capture says of a body of an API no profile reads (a room's foreign_shape ends with it).
+_NO_PROFILE = "no profile reads it, so it cannot become an envelope"
+
+
+def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
+    """One normalised adapter call; an object argument is compared parsed."""
+    for label, value in (("id", call_id), ("name", name)):
+        if value is not None and not isinstance(value, str):
+            raise CaptureError(f"{where}: {label} must be a string or null, got {_describe(value)}")
+    if arguments is None or isinstance(arguments, str):
+        return {"id": call_id, "name": name, "arguments": arguments, "compare_parsed": False}
+    if isinstance(arguments, dict):
+        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        return {"id": call_id, "name": name, "arguments": text, "compare_parsed": True, "input": arguments}
+    raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
+
+
+def _no_final_calls(doc: dict) -> None:
+    """For a provider whose final message the adapter differential does not read."""
+    return None
+
+
+def _no_shape(payload: dict) -> None:
+    """For a provider without such a shape."""
+    return None
+
+
+def _error_member(payload: dict) -> bool:
+    """An error payload with an "error" member."""
+    return "error" in payload
+
+
+class WireRules(_FrozenRecord):
+    """How a room reads its wire payloads; data, not code paths.
+
+      normalizer       Limits -> a fresh normalizer for one turn
+      fragment_key     (payload, fragment path) -> the slot a fragment belongs to, or None
+      protected_paths  one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
+                       "base64": a member whose base64 value the rules decode, masked whole to REDACTED_BASE64
+      final_calls      a final (not streamed) message of its API, an adapter's output -> its calls (each
+                       from _adapter_call), or None when the document is not of that shape
+    """
+
+    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_calls")
+
+    def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
+                 fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key,
+                 final_calls: Callable[[dict], list | None] = _no_final_calls) -> None:
+        _freeze(self, locals())
+
+
+class RequestRules(_FrozenRecord):
+    """How a room reads the request that started a turn; data, not code paths.
+
+      choice           a request's tool_choice -> RequestContext fields
+      parallel_field   parallel_tool_calls is a field of its request; parallel_instead: else what to say
+      tools            a recorded request body -> (tools list, tool_choice)
+      expand_tool      (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
+      defined_tool     (where, tool entry) -> (name, schema) of a tool the provider defines, or None; one
+                       of a type it has not reviewed has the schema {UNREVIEWED_TOOL_KEYWORD: type}
+      tool_entry       (where, tool entry object) -> [(name, schema)] of a client tool in its API's shape, or
+                       None when the entry is not of that shape (capture's --schemas and --request)
+    """
+
+    __slots__ = ("choice", "parallel_field", "parallel_instead", "tools", "expand_tool", "defined_tool",
+                 "tool_entry")
+
+    def __init__(self, *, choice: Callable[[Any], dict], parallel_field: bool = False, parallel_instead: str = "",
+                 tools: Callable[[dict], tuple] = _listed_request_tools,
+                 expand_tool: Callable[[str, Any], list] = _one_tool,
+                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
+                 tool_entry: Callable[[str, dict], list | None] = _no_tool_entry) -> None:
+        _freeze(self, locals())
+
+
+class CaptureRules(_FrozenRecord):
+    """How capture turns a room's raw body into a fixture; data, not code paths.
+
+      family, claims     the shape family capture names, and whether one payload has that shape: the room's
+                         own yes or no (rooms of one family share it; no payload is claimed by two families)
+      redact             one payload -> the same structure without content
+      binary_body        (raw, tool_schemas, no_schemas, redact, encode) -> (envelope, warnings) for a body that
+                         is not SSE text, or None (it declines); no binary_body: every body is text
+      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None
+      check_lines_text   the framing rules of its JSON Lines body (an NDJSON API), or None
+      warn_without_done  warn when its SSE body has no "data: [DONE]"
+      stream_error       whether one payload is an error its stream may carry (kept: it becomes stream_error)
+      foreign_shape      one payload of a neighbouring API of the provider that no profile reads (another
+                         version, an endpoint without tool calls) -> what it looks like and what to capture
+                         instead, or None
+      whole_response     one JSON object of its non-streaming API -> how capture's refusal names it, or None
+    """
+
+    __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
+                 "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response")
+
+    def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
+                 binary_body: Callable[..., tuple] | None = None,
+                 check_sse_text: Callable[[str], None] | None = None,
+                 check_sse_events: Callable[[list], None] | None = None,
+                 check_lines_text: Callable[[str], None] | None = None, warn_without_done: bool = False,
+                 stream_error: Callable[[dict], bool] = _error_member,
+                 foreign_shape: Callable[[dict], str | None] = _no_shape,
+                 whole_response: Callable[[dict], str | None] = _no_shape) -> None:
+        _freeze(self, locals())
+
+
+class HttpRules(_FrozenRecord):
+    """How `serve` answers as the provider's API and `conform` calls it; data, not code paths.
+
+      api_path     a regular expression the path after a fixture's prefix must match
+      frame        (stream, query) -> (content type, body bytes), framed as the provider frames it
+      api_example  one path api_path matches (conform's VTS_API_URL)
+      tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
+    """
+
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape")
+
+    def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
+                 tools_shape: Callable[[dict], Any]) -> None:
         _freeze(self, locals())
 
 
 class Profile(_FrozenRecord):
     """One wire format, whole: the row through which every generic section reads a provider.
 
-    Nothing outside a provider's own sub-section branches on its name; what differs is here.
+    Nothing outside a provider's own sub-section branches on its name; what differs is here,
+    given by keyword, in one small record per door:
       name, stream_key   the envelope's "profile" value and its stream list ("chunks"/"events")
       rules              its TurnRules (the slot machine's terminal evidence)
-      normalizer         Limits -> a fresh normalizer for one turn
-      choice             a request's tool_choice -> RequestContext fields
-      parallel_field     parallel_tool_calls is a field of its request; parallel_instead: else what to say
-      request_tools      a recorded request body -> (tools list, tool_choice)
-      expand_tool        (where, tool entry) -> [(where, entry, name prefix)] (a namespace stands for several)
-      defined_tool       (where, tool entry) -> (name, schema) of a tool the provider defines, or None
-      redact             one payload -> the same structure without content
-      protected_paths    one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
-                         "base64": a member whose base64 value the rules decode, masked whole to
-                         REDACTED_BASE64
-      fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
-      family, claims     the shape family capture names, and whether a payload has that shape;
-      claim_rank         families are asked in this order
-      binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
-                         not SSE text, or None
-      check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
-      check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
-      api_path, frame    `serve`: the provider's API path (a regular expression the path after a fixture's
-                         prefix must match) and (stream, query) -> (content type, body bytes) as it frames it
-      api_example, tools_shape   `conform`: one path api_path matches, and tool_schemas -> the tools of
-                         a request in the provider's shape
-      warn_without_done  capture warns when its SSE body has no "data: [DONE]"
+      wire               its WireRules (normalizer, fragments, protected paths)
+      request            its RequestRules (tool_choice, tools, parallel calls)
+      capture            its CaptureRules (shape claims, redaction, framing rules of a raw body)
+      http               its HttpRules (`serve` and `conform`), or None: the room is not served
     """
 
-    __slots__ = ("name", "stream_key", "rules", "normalizer", "choice", "parallel_field", "parallel_instead",
-                 "request_tools", "expand_tool", "defined_tool", "redact", "protected_paths", "fragment_key",
-                 "family", "claims", "claim_rank", "binary_body", "check_sse_text", "check_sse_events",
-                 "check_lines_text", "warn_without_done", "api_path", "frame", "api_example", "tools_shape")
+    __slots__ = ("name", "stream_key", "rules", "wire", "request", "capture", "http")
 
-    def __init__(self, name: str, stream_key: str, rules: TurnRules, normalizer: Callable[[Limits], Any],
-                 choice: Callable[[Any], dict], redact: Callable[[dict], dict],
-                 protected_paths: Callable[[dict], dict], fragment_key: Callable[[dict, tuple], Any],
-                 family: str, claims: Callable[[dict], bool], claim_rank: int, *,
-                 parallel_field: bool = False, parallel_instead: str = "",
-                 request_tools: Callable[[dict], tuple] = _listed_request_tools,
-                 expand_tool: Callable[[str, Any], list] = _one_tool,
-                 defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
-                 binary_body: Callable[..., tuple] | None = None,
-                 check_sse_text: Callable[[str], None] | None = None,
-                 check_sse_events: Callable[[list], None] | None = None,
-                 check_lines_text: Callable[[str], None] | None = None,
-                 warn_without_done: bool = False, api_path: str = "",
-                 frame: Callable[..., tuple] | None = None, api_example: str = "",
-                 tools_shape: Callable[[dict], Any] | None = None) -> None:
+    def __init__(self, *, name: str, stream_key: str, rules: TurnRules, wire: WireRules, request: RequestRules,
+                 capture: CaptureRules, http: HttpRules | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -1436,6 +1533,16 @@ class ChatNormalizer:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+def _chat_tool_ref(entry: Any, where: str) -> tuple[str, str]:
+    """(name, kind) of {"type": "function", "function": {"name"}} (or "custom")."""
+    body = _request_members(entry, where, ("type", "function", "custom"))
+    kind = body.get("type")
+    if kind not in ("function", "custom") or not isinstance(body.get(kind), dict):
+        raise RequestError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} "
+                           "or the custom equivalent")
+    return _request_name(body[kind].get("name"), f"{where}.{kind}.name"), kind
+
+
 def _choice_chat(choice: Any, mistral: bool = False) -> dict:
     """OpenAI (and Mistral) chat completions tool_choice."""
     words = ("none", "auto", "required", "any") if mistral else ("none", "auto", "required")
@@ -1452,6 +1559,17 @@ def _choice_chat(choice: Any, mistral: bool = False) -> dict:
         return _restricted([_chat_tool_ref(t, f"tool_choice.allowed_tools.tools[{n}]")[0]
                             for n, t in enumerate(inner["tools"])])
     return _forced(*_chat_tool_ref(choice, "tool_choice"))
+
+
+# Chat deltas and messages: every member but these is text-like and neutralised.
+_CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
+# Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
+# with its thought signature) are neutralised.
+_CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
+# Members of a chat chunk, and of its choices, kept as they are (numbers and protocol words); every
+# other member keeps only its shape.
+_CHAT_TOP_KEEP = frozenset({"id", "object", "created", "model", "service_tier"})
+_CHAT_CHOICE_KEEP = frozenset({"index", "finish_reason", "native_finish_reason"})
 
 
 def _redact_chat_body(body: Any) -> Any:
@@ -1514,13 +1632,66 @@ def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
+def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
+    """tool_calls of one OpenAI assistant message."""
+    if message.get("function_call") is not None:
+        raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
+    calls = message.get("tool_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise CaptureError(f"{where}.tool_calls is {_describe(calls)}, not a list")
+    out = []
+    for n, entry in enumerate(calls):
+        at = f"{where}.tool_calls[{n}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
+            raise CaptureError(f"{at} is not a function tool call ({{id, function: {{name, arguments}}}})")
+        if entry.get("type") not in (None, "function"):
+            raise CaptureError(f"{at}: type {_describe(entry.get('type'))} is not compared; only function calls")
+        function = entry["function"]
+        out.append(_adapter_call(at, entry.get("id"), function.get("name"), function.get("arguments")))
+    return out
+
+
+def _adapter_completion(doc: dict) -> list[dict]:
+    """The tool calls of a final chat completion: the one choice that carries any."""
+    choices = doc["choices"]
+    if not isinstance(choices, list):
+        raise CaptureError(f"choices is {_describe(choices)}, not a list")
+    found: list[list[dict]] = []
+    for n, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise CaptureError(f"choices[{n}] has no message object")
+        calls = _adapter_openai_calls(f"choices[{n}].message", message)
+        if calls:
+            found.append(calls)
+    if len(found) > 1:
+        raise CaptureError("tool calls in more than one choice; compare one choice at a time")
+    return found[0] if found else []
+
+
+def _chat_final_calls(doc: dict) -> list[dict] | None:
+    """The calls of a final chat completion or of one assistant message; None: neither."""
+    if "choices" in doc:
+        return _adapter_completion(doc)
+    if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
+        return _adapter_openai_calls("message", doc)
+    return None
+
+
 def _chat_claims(payload: dict) -> bool:
     return "choices" in payload
 
 
-def _chat_tools(schemas: dict) -> list:
-    """Chat completions tools (also Cohere v2's and Ollama's): {"type": "function", "function": {...}}."""
-    return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
+def _chat_stream_error(payload: dict) -> bool:
+    return "error" in payload or payload.get("object") == "error"   # "object": "error": Mistral's
+
+
+def _chat_whole_response(payload: dict) -> str | None:
+    if payload.get("object") == "chat.completion":
+        return "a non-streaming chat completion (\"object\": \"chat.completion\"); capture the stream=true response"
+    return None
 
 
 def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
@@ -1528,21 +1699,31 @@ def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "text/event-stream", sse_body(stream, named=False, done=True)
 
 
-OPENAI = Profile("openai", "chunks",
-                 TurnRules("tool_calls", True, True, True, stop_name="finish_reason", forced_reason="stop",
-                           names_concatenate=True),
-                 lambda limits: ChatNormalizer(mistral=False), _choice_chat, _redact_chat_chunk, _chat_protected,
-                 _chat_fragment_key, "chat", _chat_claims, 2, parallel_field=True, warn_without_done=True,
-                 api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                 tools_shape=_chat_tools)
+OPENAI = Profile(
+    name="openai", stream_key="chunks",
+    rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
+                    stop_name="finish_reason", forced_reason="stop", names_concatenate=True),
+    wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=False), protected_paths=_chat_protected,
+                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+    request=RequestRules(choice=_choice_chat, parallel_field=True, tool_entry=_function_entry),
+    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
+                         stream_error=_chat_stream_error, whole_response=_chat_whole_response),
+    http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
+                   tools_shape=_function_tools))
 
 
-MISTRAL = Profile("mistral", "chunks",
-                  TurnRules("tool_calls", True, True, True, stop_name="finish_reason", names_concatenate=True),
-                  lambda limits: ChatNormalizer(mistral=True), functools.partial(_choice_chat, mistral=True),
-                  _redact_chat_chunk, _chat_protected, _chat_fragment_key, "chat", _chat_claims, 2,
-                  parallel_field=True, warn_without_done=True, api_path=r"/v1/chat/completions", frame=_chat_frame,
-                  api_example="/v1/chat/completions", tools_shape=_chat_tools)
+MISTRAL = Profile(
+    name="mistral", stream_key="chunks",
+    rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
+                    stop_name="finish_reason", names_concatenate=True),
+    wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
+                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+    request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True,
+                         tool_entry=_function_entry),
+    capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
+                         stream_error=_chat_stream_error, whole_response=_chat_whole_response),
+    http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
+                   tools_shape=_function_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -2003,6 +2184,10 @@ def _choice_anthropic(choice: Any) -> dict:
     return {"none": kind == "none", "single": single}
 
 
+_ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
+_STOP_DETAILS_KEEP = frozenset({"type", "category"})
+
+
 def _redact_anthropic_block(block: Any) -> Any:
     """A content block: tool_use untouched, any other block keeps only type and identity."""
     if not isinstance(block, dict) or block.get("type") == "tool_use":
@@ -2065,6 +2250,55 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
+def _adapter_anthropic(doc: dict) -> list[dict]:
+    """tool_use blocks of a final Anthropic message; input was kept only as an object."""
+    out = []
+    for n, block in enumerate(doc["content"]):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking", "redacted_thinking"):
+            continue
+        if kind != "tool_use":
+            raise CaptureError(f"content[{n}] is a {_describe(kind)} block; only tool_use blocks are compared")
+        if not isinstance(block.get("input"), dict):
+            raise CaptureError(f"content[{n}].input is {_describe(block.get('input'))}, not an object")
+        out.append(_adapter_call(f"content[{n}]", block.get("id"), block.get("name"), block["input"]))
+    return out
+
+
+def _anthropic_final_calls(doc: dict) -> list[dict] | None:
+    """The calls of a final Anthropic message (its content blocks); None: not one."""
+    return _adapter_anthropic(doc) if isinstance(doc.get("content"), list) else None
+
+
+def _anthropic_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A tools entry with an input_schema, or an Anthropic-defined client tool; None for any other entry."""
+    if "input_schema" in tool and tool.get("type") in (None, "custom"):
+        return _declared_tool(where, tool, "input_schema")
+    defined = _anthropic_defined_tool(where, tool)
+    return None if defined is None else [defined]
+
+
+def _anthropic_stream_error(payload: dict) -> bool:
+    return "error" in payload or payload.get("type") == "error"
+
+
+def _anthropic_foreign_shape(payload: dict) -> str | None:
+    """Claude's legacy Text Completions stream, direct or through Bedrock."""
+    if (isinstance(payload.get("completion"), str) and "stop_reason" in payload
+            and payload.get("type", "completion") == "completion"):
+        return ("a Claude Text Completions stream (the legacy /v1/complete API, also through Bedrock's "
+                "InvokeModelWithResponseStream: completion and stop_reason events), which has no tool calls: capture "
+                "a Messages API stream (/v1/messages, or a Bedrock invoke with a messages request) with --profile "
+                "anthropic (" + _NO_PROFILE + ")")
+    return None
+
+
+def _anthropic_whole_response(payload: dict) -> str | None:
+    if payload.get("type") == "message" and "content" in payload:
+        return "a non-streaming Anthropic message (\"type\": \"message\"); capture the stream=true response"
+    return None
+
+
 def _anthropic_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith(("message_", "content_block_")) or kind == "ping")
@@ -2095,9 +2329,6 @@ def _anthropic_check_sse(events: list) -> None:
 # documentation requires is required, members it does not name are tolerated.  A dated version of
 # these families that is not reviewed keeps its name, with a schema that is always
 # unsupported_schema and says so (UNREVIEWED_TOOL_KEYWORD).
-UNREVIEWED_TOOL_KEYWORD = "unreviewedToolType"
-
-
 _ANTHROPIC_CLIENT_TOOL_TYPE = re.compile(r"(computer|bash|text_editor|memory)_[0-9]{8}")
 
 
@@ -2300,14 +2531,19 @@ def _anthropic_invoke_event(frame: dict, number: int) -> Any:
     return event
 
 
-ANTHROPIC = Profile("anthropic", "events", TurnRules("tool_use", False, False, False),
-                    lambda limits: AnthropicNormalizer(), _choice_anthropic, _redact_anthropic_event,
-                    _anthropic_protected, _fragment_key_at("index"), "anthropic", _anthropic_claims, 1,
-                    parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
-                    defined_tool=_anthropic_defined_tool, check_sse_events=_anthropic_check_sse,
-                    binary_body=_anthropic_invoke_body, api_path=r"/v1/messages", frame=_named_events_frame,
-                    api_example="/v1/messages",
-                    tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()])
+ANTHROPIC = Profile(
+    name="anthropic", stream_key="events",
+    rules=TurnRules(tool_reason="tool_use"),
+    wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
+                   fragment_key=_fragment_key_at("index"), final_calls=_anthropic_final_calls),
+    request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
+                         defined_tool=_anthropic_defined_tool, tool_entry=_anthropic_tool_entry),
+    capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
+                         binary_body=_anthropic_invoke_body, check_sse_events=_anthropic_check_sse,
+                         stream_error=_anthropic_stream_error, foreign_shape=_anthropic_foreign_shape,
+                         whole_response=_anthropic_whole_response),
+    http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
+                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()]))
 
 
 # ---------------------------------------------------------------------------
@@ -2756,6 +2992,25 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+# tool_choice types of the Responses API that force a hosted (server-side) tool.
+_RESPONSES_HOSTED_CHOICES = frozenset({
+    "file_search", "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+    "computer_use_preview", "computer_use", "code_interpreter", "image_generation", "mcp", "local_shell",
+    "shell", "apply_patch",
+})
+
+
+def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
+    """(name, kind) of a function or custom tool; None for a hosted tool type."""
+    kind = _wire_str(entry.get("type")) if isinstance(entry, dict) else None
+    if kind in ("function", "custom"):
+        _request_members(entry, where, ("type", "name"))
+        return _request_name(entry.get("name"), f"{where}.name"), kind
+    if kind in _RESPONSES_HOSTED_CHOICES:
+        return None
+    raise RequestError(f"{where} has the type {_token(kind)}, which is not a reviewed tool type")
+
+
 def _choice_responses(choice: Any) -> dict:
     """Responses API tool_choice."""
     if isinstance(choice, str):
@@ -2842,6 +3097,23 @@ def _responses_protected(payload: dict) -> dict[tuple, str]:
     return paths
 
 
+def _responses_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A flat function tools entry {"type": "function", "name", "parameters"}; None for any other entry."""
+    if tool.get("type") == "function" and "function" not in tool:
+        return _declared_tool(where, tool, "parameters")
+    return None
+
+
+def _responses_stream_error(payload: dict) -> bool:
+    return "error" in payload or payload.get("type") == "error"
+
+
+def _responses_whole_response(payload: dict) -> str | None:
+    if payload.get("object") == "response" and "output" in payload:
+        return "a non-streaming Responses API object (\"object\": \"response\"); capture the stream=true response"
+    return None
+
+
 def _responses_claims(payload: dict) -> bool:
     kind = payload.get("type")
     return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
@@ -2880,15 +3152,19 @@ def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     return [(where, tool, "")]
 
 
-OPENAI_RESPONSES = Profile("openai-responses", "events",
-                           TurnRules("completed", False, False, False, needs_close=False,
-                                     stop_name="response.completed", slot_end_name="response.output_item.done"),
-                           lambda limits: ResponsesNormalizer(), _choice_responses, _redact_responses_event,
-                           _responses_protected, _fragment_key_at("output_index"), "openai-responses",
-                           _responses_claims, 0, parallel_field=True, expand_tool=_responses_expand_tool,
-                           api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
-                           tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
-                                                        for n, s in schemas.items()])
+OPENAI_RESPONSES = Profile(
+    name="openai-responses", stream_key="events",
+    rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
+                    slot_end_name="response.output_item.done"),
+    wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
+                   fragment_key=_fragment_key_at("output_index")),
+    request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
+                         tool_entry=_responses_tool_entry),
+    capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
+                         stream_error=_responses_stream_error, whole_response=_responses_whole_response),
+    http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
+                   tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
+                                                for n, s in schemas.items()]))
 
 
 # ---------------------------------------------------------------------------
@@ -3210,6 +3486,26 @@ def _bedrock_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return (None, index) if _is_index(index) else None
 
 
+def _bedrock_stream_error(payload: dict) -> bool:
+    """An exception event, one member of a reviewed exception name."""
+    return len(payload) == 1 and next(iter(payload)) in _BEDROCK_EXCEPTIONS
+
+
+def _bedrock_foreign_shape(payload: dict) -> str | None:
+    """A frame of InvokeModelWithResponseStream (the other streaming API of Bedrock)."""
+    if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
+        return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
+                "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
+                "anthropic; no other model's events are read")
+    return None
+
+
+def _bedrock_whole_response(payload: dict) -> str | None:
+    if isinstance(payload.get("output"), dict) and "stopReason" in payload:
+        return "a non-streaming Bedrock Converse response; capture ConverseStream"
+    return None
+
+
 def _bedrock_claims(payload: dict) -> bool:
     return len(payload) == 1 and next(iter(payload)) in ("messageStart", "contentBlockStart", "contentBlockDelta",
                                                          "contentBlockStop", "messageStop", "metadata")
@@ -3246,15 +3542,20 @@ def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, reda
                            _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
 
 
-BEDROCK = Profile("bedrock", "events",
-                  TurnRules("tool_use", False, False, False, needs_close=False, stop_name="messageStop.stopReason",
-                            slot_end_name="contentBlockStop"),
-                  lambda limits: BedrockNormalizer(), _choice_bedrock, _redact_bedrock_event, _bedrock_protected,
-                  _bedrock_fragment_key, "bedrock", _bedrock_claims, 4, request_tools=_bedrock_request_tools,
-                  binary_body=_eventstream_envelope, api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
-                  api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
-                  tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
-                                                         for n, s in schemas.items()]})
+BEDROCK = Profile(
+    name="bedrock", stream_key="events",
+    rules=TurnRules(tool_reason="tool_use", needs_close=False, stop_name="messageStop.stopReason",
+                    slot_end_name="contentBlockStop"),
+    wire=WireRules(normalizer=lambda limits: BedrockNormalizer(), protected_paths=_bedrock_protected,
+                   fragment_key=_bedrock_fragment_key),
+    request=RequestRules(choice=_choice_bedrock, tools=_bedrock_request_tools),
+    capture=CaptureRules(family="bedrock", claims=_bedrock_claims, redact=_redact_bedrock_event,
+                         binary_body=_eventstream_envelope, stream_error=_bedrock_stream_error,
+                         foreign_shape=_bedrock_foreign_shape, whole_response=_bedrock_whole_response),
+    http=HttpRules(api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
+                   api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
+                   tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
+                                                          for n, s in schemas.items()]}))
 
 
 # ---------------------------------------------------------------------------
@@ -4135,6 +4436,9 @@ def _gemini_serialise(tree: dict) -> str:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+_GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
+
+
 def _choice_gemini(choice: Any) -> dict:
     """Gemini toolConfig.functionCallingConfig: {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}."""
     body = _request_members(choice, "tool_choice", ("mode", "allowedFunctionNames", "streamFunctionCallArguments"))
@@ -4239,6 +4543,11 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
                 if isinstance(part, dict) and isinstance(part.get(hosted), dict):
                     paths[("candidates", c, "content", "parts", n, hosted, "id")] = "warn"
     return paths
+
+
+def _gemini_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """The functions of a Gemini Tool object (or a bare FunctionDeclaration); None for any other entry."""
+    return _gemini_tool(tool, where) if _is_gemini_tool(tool) else None
 
 
 def _gemini_claims(payload: dict) -> bool:
@@ -4430,16 +4739,18 @@ def _gemini_request_tools(body: dict) -> tuple[list, Any]:
 # The normalizer ends each call at its final part and emits the finish of the candidate
 # with calls as the turn's stop reason, at the end of the stream, so "STOP" is the tool
 # reason here; a text turn's STOP never reaches the machine.
-GEMINI = Profile("gemini", "chunks",
-                 TurnRules("STOP", False, False, False, needs_close=False, stop_name="finishReason",
-                           slot_end_name="its final functionCall part", requires_id=False),
-                 lambda limits: GeminiNormalizer(limits.max_depth), _choice_gemini, _redact_gemini_chunk,
-                 _gemini_protected, _no_fragment_key, "gemini", _gemini_claims, 3,
-                 request_tools=_gemini_request_tools, check_sse_text=_gemini_check_sse,
-                 api_path=_GEMINI_API_PATH, frame=_gemini_frame,
-                 api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-                 tools_shape=lambda schemas: [{"functionDeclarations": [
-                     {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}])
+GEMINI = Profile(
+    name="gemini", stream_key="chunks",
+    rules=TurnRules(tool_reason="STOP", needs_close=False, stop_name="finishReason",
+                    slot_end_name="its final functionCall part", requires_id=False),
+    wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected),
+    request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
+    capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
+                         check_sse_text=_gemini_check_sse),
+    http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
+                   api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                   tools_shape=lambda schemas: [{"functionDeclarations": [
+                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}]))
 
 
 # ---------------------------------------------------------------------------
@@ -4690,6 +5001,19 @@ def _cohere_protected(payload: dict) -> dict[tuple, str]:
     return {}
 
 
+_COHERE_V1_EVENTS = frozenset({
+    "stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "stream-end",
+    "search-queries-generation", "search-results", "citation-generation",
+})
+
+
+def _cohere_foreign_shape(payload: dict) -> str | None:
+    """An event of Cohere's v1 chat stream."""
+    if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
+        return f"a Cohere v1 chat stream (stream-start, text-generation... events): {_NO_PROFILE}"
+    return None
+
+
 def _cohere_claims(payload: dict) -> bool:
     return _wire_str(payload.get("type")) in _COHERE_EVENTS
 
@@ -4699,14 +5023,18 @@ def _cohere_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "text/event-stream", sse_body(stream, named=True, done=True)
 
 
-COHERE = Profile("cohere", "events",
-                 TurnRules("TOOL_CALL", False, False, False, needs_close=False, stop_name="message-end finish_reason",
-                           slot_end_name="tool-call-end"),
-                 lambda limits: CohereNormalizer(), _choice_cohere, _redact_cohere_event, _cohere_protected,
-                 _fragment_key_at("index"), "cohere", _cohere_claims, 5,
-                 parallel_instead=" (Cohere's API has no such control)", warn_without_done=True,
-                 expand_tool=_cohere_tool, check_sse_text=_cohere_check_sse, api_path=r"/v2/chat",
-                 frame=_cohere_frame, api_example="/v2/chat", tools_shape=_chat_tools)
+COHERE = Profile(
+    name="cohere", stream_key="events",
+    rules=TurnRules(tool_reason="TOOL_CALL", needs_close=False, stop_name="message-end finish_reason",
+                    slot_end_name="tool-call-end"),
+    wire=WireRules(normalizer=lambda limits: CohereNormalizer(), protected_paths=_cohere_protected,
+                   fragment_key=_fragment_key_at("index")),
+    request=RequestRules(choice=_choice_cohere, parallel_instead=" (Cohere's API has no such control)",
+                         expand_tool=_cohere_tool, tool_entry=_function_entry),
+    capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
+                         check_sse_text=_cohere_check_sse, warn_without_done=True,
+                         foreign_shape=_cohere_foreign_shape),
+    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -5074,19 +5402,30 @@ def _ollama_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/x-ndjson", ndjson_body(stream)
 
 
+def _ollama_foreign_shape(payload: dict) -> str | None:
+    """A line of Ollama's /api/generate stream."""
+    if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
+        return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
+                "(" + _NO_PROFILE + ")")
+    return None
+
+
 def _ollama_claims(payload: dict) -> bool:
     return "done" in payload and "model" in payload and "message" in payload
 
 
-OLLAMA = Profile("ollama", "chunks",
-                 TurnRules("stop", False, False, False, needs_close=False, stop_name="line with \"done\": true",
-                           slot_end_name="its tool_calls entry", requires_id=False),
-                 lambda limits: OllamaNormalizer(), _choice_ollama, _redact_ollama_chunk, _ollama_protected,
-                 _no_fragment_key, "ollama", _ollama_claims, 6,
-                 parallel_instead=" (Ollama's API has no such control)", request_tools=_ollama_request_tools,
-                 expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
-                 check_lines_text=_ollama_check_lines, api_path=r"/api/chat", frame=_ollama_frame,
-                 api_example="/api/chat", tools_shape=_chat_tools)
+OLLAMA = Profile(
+    name="ollama", stream_key="chunks",
+    rules=TurnRules(tool_reason="stop", needs_close=False, stop_name="line with \"done\": true",
+                    slot_end_name="its tool_calls entry", requires_id=False),
+    wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected),
+    request=RequestRules(choice=_choice_ollama, parallel_instead=" (Ollama's API has no such control)",
+                         tools=_ollama_request_tools,
+                         expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
+                         tool_entry=_function_entry),
+    capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
+                         check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
+    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools))
 
 
 # ---------------------------------------------------------------------------
@@ -8310,7 +8649,7 @@ class StreamGate:
         self.meta = meta
         self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
         row = PROFILES[profile]
-        self._normalizer = row.normalizer(self.limits)
+        self._normalizer = row.wire.normalizer(self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(row.rules, self.limits, forced)
         # what the feed loop looks up, bound once (feed() runs the loop for every item)
@@ -9075,19 +9414,8 @@ MASKED_SECRET = "[masked]"
 # (capture never writes an envelope of the first 256 MiB of a longer stream).
 CAPTURE_MAX_BYTES = 256 * 1024 * 1024
 
-# Chat deltas and messages: every member but these is text-like and neutralised.
-_CHAT_DELTA_KEEP = frozenset({"role", "tool_calls", "function_call"})
-# Members of a tool_calls entry kept byte for byte; others (Gemini's extra_content
-# with its thought signature) are neutralised.
-_CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
-# Members of a chat chunk, and of its choices, kept as they are (numbers and protocol words); every
-# other member keeps only its shape.
-_CHAT_TOP_KEEP = frozenset({"id", "object", "created", "model", "service_tier"})
-_CHAT_CHOICE_KEEP = frozenset({"index", "finish_reason", "native_finish_reason"})
 # Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
 _NEUTRAL_KEEP = frozenset({"type"})
-_ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
-_STOP_DETAILS_KEEP = frozenset({"type", "category"})
 
 # (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
 # are compiled on first use (_compiled): only `capture` needs them, and every start pays
@@ -9724,7 +10052,7 @@ class _Scrubber:
         if self.texts is not None:   # its place in the stream is the number of payloads before it
             # the pieces as they came (without redaction the payload is the raw one), and where each
             # is in the result (its member names masked too)
-            _text_pieces(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts,
+            _text_pieces(payload, (), self.row.wire.protected_paths(payload), (), len(self.wheres), self.texts,
                          None if result is payload else result)
             self.wheres.append(_where(where))
         return result
@@ -9740,14 +10068,14 @@ class _Scrubber:
                    key: Any) -> Any:
         row = self.row
         if self.redact:
-            payload = row.redact(payload)
-        protected = row.protected_paths(payload)
+            payload = row.capture.redact(payload)
+        protected = row.wire.protected_paths(payload)
         fragments = []
         for path, kind in protected.items():
             value = _value_at(payload, path) if kind == "fragment" else None
             if isinstance(value, str):
                 fragments.append(path)
-                group = row.fragment_key(payload, path)
+                group = row.wire.fragment_key(payload, path)
                 if group is not None:
                     slot = self.groups.get(group)
                     if slot is None:
@@ -9807,9 +10135,9 @@ class _Scrubber:
         try:
             probe = self.make(text, key)
             if self.redact:
-                probe = row.redact(probe)
+                probe = row.capture.redact(probe)
             if any(kind == "fragment" and isinstance(_value_at(probe, path), str)
-                   for path, kind in row.protected_paths(probe).items()):
+                   for path, kind in row.wire.protected_paths(probe).items()):
                 return False
             return _line(probe) == line
         except (CaptureError, JsonProblem, RecursionError):
@@ -9840,7 +10168,7 @@ class _Scrubber:
                 return False
         if sum(kind == "s" for _, _, kind in tokens) != 1:
             return False
-        group = self.row.fragment_key(payload, path)
+        group = self.row.wire.fragment_key(payload, path)
         fragment = [token for token in tokens if token[2] == "s"]
         # an integer is a hole when a stand-in in it changes nothing but itself in the line (a sequence
         # number; not an index that names the slot)
@@ -9872,11 +10200,11 @@ class _Scrubber:
         try:
             probe = self.make(probe_text, key)
             if self.redact:
-                probe = row.redact(probe)
-            probe_paths = [p for p, kind in row.protected_paths(probe).items()
+                probe = row.capture.redact(probe)
+            probe_paths = [p for p, kind in row.wire.protected_paths(probe).items()
                            if kind == "fragment" and isinstance(_value_at(probe, p), str)]
             if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
-                    or row.fragment_key(probe, path) != group):
+                    or row.wire.fragment_key(probe, path) != group):
                 return None
             probe_line = _line(probe)
         except (CaptureError, JsonProblem, RecursionError):
@@ -10369,7 +10697,7 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
         for n, spans in touched.items():
             pos = positions[n]
             parent = _value_at(out[pos], path[:-1])
-            if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
+            if _value_at(row.capture.redact(out[pos]), path) == parent[path[-1]]:
                 kept = True   # no text to the redaction: the rules read it
                 continue
             mine = own[n]
@@ -10473,21 +10801,21 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if head[:1] in (b"[", b"{"):
         return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
     row = PROFILES[profile]
-    if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.binary_body(raw, tool_schemas, schemas is None, redact, encode)
+    if row.capture.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
+        read = row.capture.binary_body(raw, tool_schemas, schemas is None, redact, encode)
         if read is not None:
             return read
     walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
     text = _sse_decode(raw)
-    if row.check_sse_text is not None:
-        row.check_sse_text(text)
+    if row.capture.check_sse_text is not None:
+        row.capture.check_sse_text(text)
     state = _SseState()
     scrubber = _Scrubber(profile, redact, walk, encode,
                          lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
     check_shape = _shape_stage(profile)
     stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
-    if row.check_sse_events is not None:
-        stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
+    if row.capture.check_sse_events is not None:
+        stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
     stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data, event.name))
     payloads: Any = _EncodedPayloads() if encode else []
     holding = _Holding()
@@ -10509,7 +10837,7 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     warnings = scrubber.warnings()
     if schemas is None:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not state.done and row.warn_without_done:
+    if not state.done and row.capture.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
         "profile": profile,
@@ -10522,70 +10850,56 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
 
 
 def _profile_of(payload: Any) -> str | None:
-    """The profile family a payload's shape belongs to (None: cannot tell); families are asked
-    in their rows' claim_rank order (a typed event before a member test)."""
+    """The profile family a payload's shape belongs to: the one family whose rooms claim it (None:
+    no room claims it, or rooms of two families do, and then it cannot tell).  A claim is a room's
+    own yes or no; the tests keep the claims of different families exclusive."""
     if not isinstance(payload, dict):
         return None
-    for row in sorted(PROFILES.values(), key=_claim_rank):
-        if row.claims(payload):
-            return row.family
-    return None
+    families = {row.capture.family for row in PROFILES.values() if row.capture.claims(payload)}
+    return next(iter(families)) if len(families) == 1 else None
 
 
-def _claim_rank(row: Profile) -> int:
-    return row.claim_rank
-
-
-# Bodies of APIs no profile reads, by what their payloads look like: refused by capture with
-# that name, instead of becoming an envelope that can only block with unsupported_event.
-_COHERE_V1_EVENTS = frozenset({
-    "stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "stream-end",
-    "search-queries-generation", "search-results", "citation-generation",
-})
-
-
-_NO_PROFILE = "no profile reads it, so it cannot become an envelope"
-
-
+# Bodies of APIs no profile reads, by what their payloads look like (each room's foreign_shape):
+# refused by capture with that name, instead of becoming an envelope that can only block with
+# unsupported_event.
 def _foreign_shape(payload: Any) -> str | None:
     """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
     if not isinstance(payload, dict):
         return None
-    if _wire_str(payload.get("event_type")) in _COHERE_V1_EVENTS:
-        return f"a Cohere v1 chat stream (stream-start, text-generation... events): {_NO_PROFILE}"
-    if set(payload) == {"chunk"} and isinstance(payload["chunk"], dict) and "bytes" in payload["chunk"]:
-        return ("a Bedrock InvokeModelWithResponseStream body (chunk frames carrying base64 model events), "
-                "not ConverseStream: for a Claude model, capture the raw AWS event-stream body with --profile "
-                "anthropic; no other model's events are read")
-    if (isinstance(payload.get("completion"), str) and "stop_reason" in payload
-            and payload.get("type", "completion") == "completion"):
-        return ("a Claude Text Completions stream (the legacy /v1/complete API, also through Bedrock's "
-                "InvokeModelWithResponseStream: completion and stop_reason events), which has no tool calls: capture "
-                "a Messages API stream (/v1/messages, or a Bedrock invoke with a messages request) with --profile "
-                "anthropic (" + _NO_PROFILE + ")")
-    if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
-        return ("an Ollama /api/generate stream, which has no tool calls: capture /api/chat with --profile ollama "
-                "(" + _NO_PROFILE + ")")
+    for row in PROFILES.values():
+        found = row.capture.foreign_shape(payload)
+        if found is not None:
+            return found
     return None
 
 
 def _error_payload(payload: dict) -> bool:
     """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
-    return "error" in payload or payload.get("object") == "error" or payload.get("type") == "error" or (
-        len(payload) == 1 and next(iter(payload)) in _BEDROCK_EXCEPTIONS)
+    return any(row.capture.stream_error(payload) for row in PROFILES.values())
+
+
+def _whole_response(payload: dict, rows: Iterable[Profile]) -> str | None:
+    """How capture names one whole JSON object of a non-streaming API of these rows (None: of none)."""
+    for row in rows:
+        found = row.capture.whole_response(payload)
+        if found is not None:
+            return found
+    return None
+
+
+def _no_stream_payload(whole: dict) -> bool:
+    """Whether one whole JSON object is no stream payload: no family claims it, or it is a whole response
+    of the family that claims it (a chat completion has choices, as a chunk has)."""
+    seen = _profile_of(whole)
+    return seen is None or _whole_response(whole, [row for row in PROFILES.values()
+                                                    if row.capture.family == seen]) is not None
 
 
 def _non_stream_shape(payload: dict) -> str:
     """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
-    kind, obj = payload.get("type"), payload.get("object")
-    if obj == "chat.completion":
-        return "a non-streaming chat completion (\"object\": \"chat.completion\"); capture the stream=true response"
-    if kind == "message" and "content" in payload:
-        return "a non-streaming Anthropic message (\"type\": \"message\"); capture the stream=true response"
-    if obj == "response" and "output" in payload:
-        return "a non-streaming Responses API object (\"object\": \"response\"); capture the stream=true response"
-    if isinstance(payload.get("output"), dict) and "stopReason" in payload:
-        return "a non-streaming Bedrock Converse response; capture ConverseStream"
+    found = _whole_response(payload, PROFILES.values())
+    if found is not None:
+        return found
     members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
@@ -10594,14 +10908,14 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
     """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
 
     True once a payload of the profile's own shape came (what follows it is not looked at)."""
-    want = PROFILES[profile].family
+    want = PROFILES[profile].capture.family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
         if foreign is not None:
             raise CaptureError(f"this body looks like {foreign}", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
-            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
+            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.capture.family == seen)
             raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
         if seen == want:
             return True
@@ -10855,7 +11169,7 @@ def _refuse_whole_document(text: str, profile: str) -> None:
     if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
         whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
-            and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
+            and _no_stream_payload(whole)):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
 
 
@@ -10900,8 +11214,8 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
         del payloads
     else:
         _refuse_whole_document(text, profile)
-        if PROFILES[profile].check_lines_text is not None:
-            PROFILES[profile].check_lines_text(text)
+        if PROFILES[profile].capture.check_lines_text is not None:
+            PROFILES[profile].capture.check_lines_text(text)
         point = "JSON Lines"
         read = _json_lines_iter(text)
     check_shape = _shape_stage(profile)
@@ -10925,31 +11239,17 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
 
 # --- tool schemas from the request's tools -----------------------------------------
 
-def _tool_schema(where: str, tool: Any) -> tuple[str, Any]:
-    """(name, schema) of one entry (at `where`) of an OpenAI or Anthropic `tools` array."""
+def _tool_schema(where: str, tool: Any) -> list[tuple[str, Any]]:
+    """[(name, schema)] of one entry (at `where`) of a provider's `tools` array: the room whose
+    tool_entry reads it says (a Gemini Tool object declares several)."""
     if not isinstance(tool, dict):
         raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
-    kind = tool.get("type")
-    if kind == "function" and isinstance(tool.get("function"), dict):   # chat completions
-        source, schema_key, where = tool["function"], "parameters", where + ".function"
-    elif kind == "function" and "function" not in tool:                 # Responses API (flat)
-        source, schema_key = tool, "parameters"
-    elif "input_schema" in tool and kind in (None, "custom"):           # Anthropic
-        source, schema_key = tool, "input_schema"
-    elif _anthropic_defined_tool(where, tool) is not None:             # Anthropic-defined client tool
-        return _anthropic_defined_tool(where, tool)
-    else:
-        raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
-                           f"input_schema (type {_describe(kind)})")
-    name = source.get("name")
-    if not isinstance(name, str) or not name:
-        raise CaptureError(f"{where}.name must be a non-empty string, got {_describe(name)}")
-    schema = source.get(schema_key)
-    if schema_key == "parameters" and schema is None:  # absent (or null in the Responses API): no declared parameters
-        schema = {"type": "object"}
-    if not isinstance(schema, (dict, bool)):
-        raise CaptureError(f"{where}.{schema_key} must be a JSON Schema object, got {_describe(schema)}")
-    return name, schema
+    for row in PROFILES.values():
+        pairs = row.request.tool_entry(where, tool)
+        if pairs is not None:
+            return pairs
+    raise CaptureError(f"{where} is neither an OpenAI function tool nor an Anthropic tool with "
+                       f"input_schema (type {_describe(tool.get('type'))})")
 
 
 def schemas_from_doc(doc: object) -> dict:
@@ -10969,9 +11269,7 @@ def schemas_from_doc(doc: object) -> dict:
         raise CaptureError(f"tool schemas must be an object (name -> schema) or a tools array, got {_describe(doc)}")
     schemas: dict[str, Any] = {}
     for number, tool in enumerate(doc):
-        pairs = (_gemini_tool(tool, f"tools[{number}]") if _is_gemini_tool(tool)
-                 else [_tool_schema(f"tools[{number}]", tool)])
-        for name, schema in pairs:
+        for name, schema in _tool_schema(f"tools[{number}]", tool):
             if name in schemas:
                 raise CaptureError(f"tools[{number}]: duplicate tool name {json.dumps(name[:60])}")
             schemas[name] = schema
@@ -10998,7 +11296,7 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
             warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
                             "input this tool cannot check; it is left out, so its calls are unknown_tool")
         return
-    defined = row.defined_tool(where, tool)
+    defined = row.request.defined_tool(where, tool)
     if defined is not None:
         if defined[0] in schemas:
             raise CaptureError(f"{where}: duplicate tool name {json.dumps(defined[0][:60])}")
@@ -11006,10 +11304,10 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
         return
     if kind not in (None, "function", "custom") or (kind is None and "input_schema" not in tool):
         return  # a hosted tool (web search, code execution, MCP...): the provider runs it
-    name, schema = _tool_schema(where, tool)
-    if prefix + name in schemas:
-        raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
-    schemas[prefix + name] = schema
+    for name, schema in _tool_schema(where, tool):
+        if prefix + name in schemas:
+            raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
+        schemas[prefix + name] = schema
 
 
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
@@ -11024,18 +11322,18 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     if not isinstance(body, dict):
         raise CaptureError(f"the request body must be a JSON object, got {_describe(body)}")
     row = PROFILES[profile]
-    tools, choice = row.request_tools(body)
+    tools, choice = row.request.tools(body)
     schemas: dict[str, Any] = {}
     warnings: list[str] = []
     entries: list[tuple[str, Any, str]] = []   # (where, tool entry, the namespace prefix of its name)
     for number, tool in enumerate(tools):
-        entries.extend(row.expand_tool(f"tools[{number}]", tool))
+        entries.extend(row.request.expand_tool(f"tools[{number}]", tool))
     for where, tool, prefix in entries:
         _request_entry(where, tool, prefix, row, schemas, warnings)
     request: dict[str, Any] = {"tools": sorted(schemas)}
     if choice is not None:
         request["tool_choice"] = choice
-    if body.get("parallel_tool_calls") is not None and row.parallel_field:
+    if body.get("parallel_tool_calls") is not None and row.request.parallel_field:
         request["parallel_tool_calls"] = body["parallel_tool_calls"]
     try:
         request_context(profile, request)
@@ -11050,73 +11348,6 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
 
 _CLIP = 200                     # characters of a value quoted in a difference
 _CLIP_CONTEXT = 40              # characters shown before the first differing one
-
-
-def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
-    """One normalised adapter call; an object argument is compared parsed."""
-    for label, value in (("id", call_id), ("name", name)):
-        if value is not None and not isinstance(value, str):
-            raise CaptureError(f"{where}: {label} must be a string or null, got {_describe(value)}")
-    if arguments is None or isinstance(arguments, str):
-        return {"id": call_id, "name": name, "arguments": arguments, "compare_parsed": False}
-    if isinstance(arguments, dict):
-        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-        return {"id": call_id, "name": name, "arguments": text, "compare_parsed": True, "input": arguments}
-    raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
-
-
-def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
-    """tool_calls of one OpenAI assistant message."""
-    if message.get("function_call") is not None:
-        raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
-    calls = message.get("tool_calls")
-    if calls is None:
-        return []
-    if not isinstance(calls, list):
-        raise CaptureError(f"{where}.tool_calls is {_describe(calls)}, not a list")
-    out = []
-    for n, entry in enumerate(calls):
-        at = f"{where}.tool_calls[{n}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
-            raise CaptureError(f"{at} is not a function tool call ({{id, function: {{name, arguments}}}})")
-        if entry.get("type") not in (None, "function"):
-            raise CaptureError(f"{at}: type {_describe(entry.get('type'))} is not compared; only function calls")
-        function = entry["function"]
-        out.append(_adapter_call(at, entry.get("id"), function.get("name"), function.get("arguments")))
-    return out
-
-
-def _adapter_completion(doc: dict) -> list[dict]:
-    """The tool calls of a final chat completion: the one choice that carries any."""
-    choices = doc["choices"]
-    if not isinstance(choices, list):
-        raise CaptureError(f"choices is {_describe(choices)}, not a list")
-    found: list[list[dict]] = []
-    for n, choice in enumerate(choices):
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            raise CaptureError(f"choices[{n}] has no message object")
-        calls = _adapter_openai_calls(f"choices[{n}].message", message)
-        if calls:
-            found.append(calls)
-    if len(found) > 1:
-        raise CaptureError("tool calls in more than one choice; compare one choice at a time")
-    return found[0] if found else []
-
-
-def _adapter_anthropic(doc: dict) -> list[dict]:
-    """tool_use blocks of a final Anthropic message; input was kept only as an object."""
-    out = []
-    for n, block in enumerate(doc["content"]):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in ("text", "thinking", "redacted_thinking"):
-            continue
-        if kind != "tool_use":
-            raise CaptureError(f"content[{n}] is a {_describe(kind)} block; only tool_use blocks are compared")
-        if not isinstance(block.get("input"), dict):
-            raise CaptureError(f"content[{n}].input is {_describe(block.get('input'))}, not an object")
-        out.append(_adapter_call(f"content[{n}]", block.get("id"), block.get("name"), block["input"]))
-    return out
 
 
 def _listed_adapter_call(n: int, item: Any) -> dict:
@@ -11151,12 +11382,10 @@ def adapter_calls_from_doc(doc: object) -> list[dict]:
         return [_listed_adapter_call(n, item) for n, item in enumerate(doc)]
     if not isinstance(doc, dict):
         raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
-    if "choices" in doc:
-        return _adapter_completion(doc)
-    if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
-        return _adapter_openai_calls("message", doc)
-    if isinstance(doc.get("content"), list):
-        return _adapter_anthropic(doc)
+    for row in PROFILES.values():   # the room whose final message it is reads it
+        calls = row.wire.final_calls(doc)
+        if calls is not None:
+            return calls
     raise CaptureError("adapter output is neither a list of calls, an OpenAI completion or assistant message, "
                        "nor an Anthropic message")
 
@@ -11747,6 +11976,8 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
                 if pinned is not None and isinstance(doc, dict) and not check_expect(validate_bytes(data),
                                                                                      doc.get("expect")):
                     pinned.add(path)
+            elif PROFILES[doc["profile"]].http is None:
+                refused.append((path, f"its profile {doc['profile']} is not served (its row has no http rules)"))
             elif prefix in served and collisions_fail:
                 raise UsageError(f"{path} and {served[prefix].path} would share the URL prefix {prefix!r}: give "
                                  "their common folder instead of each folder")
@@ -11800,7 +12031,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     the one built at its first request (the same bytes object for every answer), else built now."""
     fixture, api_paths, query = _serve_route(served, raw_path)
     row = PROFILES[fixture.profile] if fixture is not None else None
-    if row is None or not any(re.fullmatch(row.api_path, path) for path in api_paths):
+    if row is None or row.http is None or not any(re.fullmatch(row.http.api_path, path) for path in api_paths):
         return _serve_error(404, "not_found", "no served fixture answers this path")
     if method != "POST":
         status, kind, body, headers = _serve_error(405, "method_not_allowed", "the API path takes POST only")
@@ -11812,7 +12043,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     if int(length) > SERVE_MAX_REQUEST_BYTES:
         return _serve_error(413, "request_too_large",
                             f"a request body may hold at most {SERVE_MAX_REQUEST_BYTES} bytes")
-    kind, body = bodies.get(fixture, query) if bodies is not None else row.frame(fixture.stream, query)
+    kind, body = bodies.get(fixture, query) if bodies is not None else row.http.frame(fixture.stream, query)
     return 200, kind, body, {}
 
 
@@ -11838,7 +12069,7 @@ class _ServeBodies:
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        frame = PROFILES[fixture.profile].frame
+        frame = PROFILES[fixture.profile].http.frame
         key = (fixture.prefix, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
@@ -12648,13 +12879,16 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     data = fixture.data
     if data is None:
         raise ValueError("conform_fixture judges the bytes served: make the plan with keep_bytes=True")
-    report = validate_bytes(data)
     row = PROFILES[fixture.profile]
+    if row.http is None:
+        raise ValueError(f"profile {fixture.profile} is not served (its row has no http rules): conform cannot "
+                         "judge a fixture of it")
+    report = validate_bytes(data)
     doc = parse_envelope_bytes(data)
     tools_file = os.path.join(folder, f"tools-{number}.json")
     try:
         with open(tools_file, "w", encoding="utf-8") as handle:
-            json.dump(row.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
+            json.dump(row.http.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
     except OSError as exc:   # a full disk (ENOSPC), a file size limit (EFBIG): no verdict, and said
         raise ConformCannotRun(f"cannot write the tools file for {fixture.path}: {exc.strerror or exc}") from None
     from urllib.parse import quote
@@ -12663,7 +12897,7 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     url = base_url + quote(fixture.prefix, safe="/", errors="surrogateescape")
     loopback = ",".join(filter(None, ("127.0.0.1", "localhost", "::1", os.environ.get("NO_PROXY"))))
     # NO_PROXY: a proxy set for the CI job must not carry loopback requests away
-    env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.api_example, VTS_PROFILE=fixture.profile,
+    env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.http.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, NO_PROXY=loopback,
                no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
     if requested is not None:

@@ -491,7 +491,7 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
         for relpath, doc, row, stream in bundled_streams():
             seen[doc["profile"]] += 1
             before = vts.validate_envelope(doc)
-            redacted = vts.validate_envelope(dict(doc, **{row.stream_key: [row.redact(p) for p in stream]}))
+            redacted = vts.validate_envelope(dict(doc, **{row.stream_key: [row.capture.redact(p) for p in stream]}))
             with self.subTest(fixture=relpath):
                 self.assertEqual((redacted["status"], codes(redacted)), (before["status"], codes(before)))
                 if before["status"] == "pass":
@@ -608,7 +608,7 @@ class RedactionIsAnAllowList(unittest.TestCase):
                 for choice in probe.get("choices") if isinstance(probe.get("choices"), list) else ():
                     if isinstance(choice, dict):
                         choice["x_unreviewed"] = planted
-                redacted = json.dumps(row.redact(probe))
+                redacted = json.dumps(row.capture.redact(probe))
                 with self.subTest(fixture=relpath):
                     self.assertNotIn(planted, redacted)
                     self.assertIn('"x_unreviewed": {"note": "[redacted]", "n": 1}', redacted)
@@ -1284,6 +1284,51 @@ class CaptureRefusesForeignBodies(unittest.TestCase):
             code, out, err = run_cli("capture", "--profile", "openai", path)
         self.assertEqual((code, out), (3, ""))
         self.assertIn("no streaming API this tool reads", err)
+
+
+
+def claimants(payload):
+    """The families whose rooms claim this payload's shape (rooms of one family, openai and mistral, count once)."""
+    return {row.capture.family for row in vts.PROFILES.values() if row.capture.claims(payload)}
+
+
+class ClaimsAreExclusive(unittest.TestCase):
+    """A claim is a room's own yes or no, with no order between rooms: a payload's shape is claimed by at most
+    one family, and a bundled payload by its own profile's family or by none."""
+
+    # shapes capture meets that are no room's stream payload: other APIs, whole responses, errors
+    OTHER_SHAPES = [
+        {"is_finished": False, "event_type": "stream-start"}, {"chunk": {"bytes": "eyJ9", "p": "ab"}},
+        {"completion": " Hi", "stop_reason": None, "stop": None}, {"type": "completion", "completion": "", "model": "m"},
+        {"model": "m", "created_at": "t", "response": "Hi", "done": False},
+        {"object": "chat.completion", "choices": [{"message": {"role": "assistant"}}]},
+        {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+        {"id": "resp_1", "object": "response", "output": []}, {"output": {"message": {}}, "stopReason": "end_turn"},
+        {"error": {"message": "x", "type": "invalid_request_error"}}, {"object": "error", "message": "x", "code": 400},
+        {"type": "error", "error": {"type": "overloaded_error"}}, {"internalServerException": {"message": "x"}},
+        {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}}, {"type": "error", "code": "server_error"},
+        {"data": {"status": "ok"}}, {}]
+
+    def test_every_bundled_payload_is_claimed_by_its_own_family_or_none(self):
+        claimed = {}
+        for relpath, doc, row, stream in bundled_streams():
+            for number, payload in enumerate(stream):
+                families = claimants(payload)
+                if families:
+                    claimed[row.capture.family] = claimed.get(row.capture.family, 0) + 1
+                with self.subTest(fixture=relpath, payload=number):
+                    self.assertLessEqual(families, {row.capture.family})
+        self.assertEqual(sorted(claimed), sorted({row.capture.family for row in vts.PROFILES.values()}))
+
+    def test_other_shapes_are_claimed_by_at_most_one_family(self):
+        for payload in self.OTHER_SHAPES:
+            with self.subTest(payload=payload):
+                self.assertLessEqual(len(claimants(payload)), 1)
+
+    def test_the_check_sees_a_shape_two_families_claim(self):
+        hybrid = {"type": "response.created", "choices": [], "candidates": []}
+        self.assertGreater(len(claimants(hybrid)), 1)
+        self.assertIsNone(vts._profile_of(hybrid))   # claimed twice: capture cannot tell, and names no family
 
 
 if __name__ == "__main__":

@@ -300,7 +300,7 @@ class Environment(unittest.TestCase):
             with open(dump, encoding="utf-8") as handle:
                 env = json.load(handle)
         self.assertRegex(env["VTS_BASE_URL"], r"^http://127\.0\.0\.1:\d+/pass-fragmented-single-call$")
-        self.assertEqual(env["VTS_API_URL"], env["VTS_BASE_URL"] + vts.PROFILES["bedrock"].api_example)
+        self.assertEqual(env["VTS_API_URL"], env["VTS_BASE_URL"] + vts.PROFILES["bedrock"].http.api_example)
         self.assertEqual((env["VTS_PROFILE"], env["VTS_FIXTURE"]), ("bedrock", os.path.abspath(bedrock)))
         self.assertEqual(env["tools"]["tools"][0]["toolSpec"]["name"], "get_weather")
 
@@ -323,6 +323,41 @@ class Environment(unittest.TestCase):
             "print(json.dumps([{'id': c.get('id'), 'name': c['function']['name'], "
             "'arguments': c['function']['arguments']} for c in calls]))")
         self.assertEqual(conform(OLLAMA, cmd=reads_ndjson)[1][0]["verdict"], "agree")
+
+
+class NotServed(unittest.TestCase):
+    """A fixture of a room whose row has no http rules (http=None) is not served, and conform says so."""
+
+    def unserved(self, name):
+        from types import MappingProxyType
+
+        row = vts.PROFILES[name]
+        standin = vts.Profile(**{field: getattr(row, field) for field in row.__slots__ if field != "http"})
+        return mock.patch.object(vts, "PROFILES", MappingProxyType(dict(vts.PROFILES, **{name: standin})))
+
+    def test_conform_leaves_it_out_and_says_why(self):
+        with self.unserved("ollama"):
+            code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, OLLAMA)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn(f"conform: not served: {OLLAMA}: its profile ollama is not served", err)
+        self.assertIn("no fixture to serve", err)
+        self.assertNotIn("internal error", err)
+
+    def test_the_other_fixtures_are_still_judged_and_the_run_has_no_verdict(self):
+        with self.unserved("ollama"):
+            code, records, summary, err = conform(PASS, OLLAMA)
+        self.assertEqual((code, [r["verdict"] for r in records]), (3, ["agree"]), err)
+        self.assertIn("its profile ollama is not served", err)
+        self.assertIn("could not be served", err)
+        self.assertNotIn("internal error", err)
+
+    def test_conform_fixture_refuses_it_with_a_message(self):
+        served, _ = vts.serve_plan([OLLAMA], keep_bytes=True)
+        with self.unserved("ollama"), tempfile.TemporaryDirectory() as folder:
+            with self.assertRaises(ValueError) as caught:
+                vts.conform_fixture(next(iter(served.values())), "http://127.0.0.1:1/", ["true"], False, 5,
+                                    folder, 0)
+        self.assertIn("profile ollama is not served", str(caught.exception))
 
 
 class Names(unittest.TestCase):

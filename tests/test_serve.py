@@ -12,6 +12,8 @@ import threading
 import unittest
 import urllib.error
 import urllib.request
+from types import MappingProxyType
+from unittest import mock
 
 from support import FIXTURES, ROOT, run_cli, run_process, SCRIPT, slow, vts
 
@@ -598,6 +600,43 @@ class Command(unittest.TestCase):
         code, out, err = run_process("serve", os.path.join(FIXTURES, "envelope"), timeout=30)
         self.assertEqual((code, out), (3, ""))
         self.assertIn("no fixture to serve", err)
+
+
+
+def unserved(name):
+    """PROFILES with the row of `name` replaced by a stand-in row that has no http rules (a room that is
+    not served), as a context manager."""
+    row = vts.PROFILES[name]
+    standin = vts.Profile(**{field: getattr(row, field) for field in row.__slots__ if field != "http"})
+    return mock.patch.object(vts, "PROFILES", MappingProxyType(dict(vts.PROFILES, **{name: standin})))
+
+
+class NotServed(unittest.TestCase):
+    """A row without http rules (http=None) is a room that is not served: serve says so, never an error."""
+
+    FIXTURE = os.path.join(FIXTURES, "ollama", "pass-call-line-then-done-line.json")
+
+    def test_serve_plan_leaves_its_fixtures_out_and_says_why(self):
+        with unserved("ollama"):
+            served, refused = vts.serve_plan([self.FIXTURE])
+        self.assertEqual(served, {})
+        self.assertEqual(refused, [(self.FIXTURE, "its profile ollama is not served (its row has no http rules)")])
+
+    def test_the_command_says_not_served(self):
+        with unserved("ollama"):
+            code, out, err = run_cli("serve", self.FIXTURE)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("serve: not served: ", err)
+        self.assertIn("its profile ollama is not served", err)
+        self.assertIn("no fixture to serve", err)
+        self.assertNotIn("internal error", err)
+
+    def test_a_request_for_a_fixture_of_it_is_not_found(self):
+        served, _ = vts.serve_plan([self.FIXTURE])
+        with unserved("ollama"):
+            status, kind, body, _ = vts._serve_answer(served, "POST", "/pass-call-line-then-done-line/api/chat", "2")
+        self.assertEqual((status, kind), (404, "application/json"))
+        self.assertIn(b"not_found", body)
 
 
 if __name__ == "__main__":

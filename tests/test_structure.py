@@ -55,7 +55,7 @@ class Sections(unittest.TestCase):
         for title, start, end in sections(text):
             if title.startswith("Provider:"):
                 body = "\n".join(lines[start:end])
-                for match in re.finditer(r"^([A-Z_]+) = Profile\(\"([a-z-]+)\"", body, re.M):
+                for match in re.finditer(r"^([A-Z_]+) = Profile\(\s*name=\"([a-z-]+)\"", body, re.M):
                     found[match.group(2)] = title
         self.assertEqual(sorted(found), sorted(rows))
 
@@ -83,6 +83,60 @@ class OneRoomPerProvider(unittest.TestCase):
         planted = 'if profile == "gemini":\n    pass\n'
         node = ast.parse(planted).body[0].test
         self.assertIn("gemini", [c.value for c in ast.walk(node) if isinstance(c, ast.Constant)])
+
+
+# A name's provider prefix (any case, after leading underscores) -> the profiles of the room it belongs to.
+PREFIXES = {"chat": {"openai", "mistral"}, "openai": {"openai", "mistral"}, "mistral": {"openai", "mistral"},
+            "anthropic": {"anthropic"}, "claude": {"anthropic"}, "responses": {"openai-responses"},
+            "openai_responses": {"openai-responses"}, "bedrock": {"bedrock"}, "converse": {"bedrock"},
+            "gemini": {"gemini"}, "vertex": {"gemini"}, "cohere": {"cohere"}, "ollama": {"ollama"},
+            "langchain": {"ollama"}}
+PREFIX = re.compile(r"_*(openai_responses|[a-z]+)")
+
+
+def room_profiles(title):
+    """The profiles a "Provider:" section title names ("(profile x)", "(profiles x and y)"), else None."""
+    named = re.search(r"\(profiles? ([^)]*)\)", title) if title.startswith("Provider:") else None
+    return set(re.split(r",? and |, ", named.group(1))) if named else None
+
+
+def provider_names_outside_their_room(text):
+    """[(line, name)] of every provider-prefixed name defined or used outside its own room; the
+    Profiles section, which lists the rows, is the one place where every room's name may stand."""
+    spans = sections(text)
+    offenders = []
+    for node in ast.walk(ast.parse(text)):
+        name = (node.id if isinstance(node, ast.Name) else node.name
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else None)
+        prefix = PREFIX.match(name.lower()) if name else None
+        owners = PREFIXES.get(prefix.group(1)) if prefix else None
+        if owners is None:
+            continue
+        title = next((title for title, start, end in spans if start <= node.lineno <= end), "")
+        if title.startswith("Profiles") or room_profiles(title) == owners:
+            continue
+        offenders.append((node.lineno, name))
+    return offenders
+
+
+class ProviderFactsInTheirRoom(unittest.TestCase):
+    def test_every_profile_has_a_room(self):
+        rooms = [room_profiles(title) for title, _, _ in sections(source())]
+        self.assertEqual(set().union(*filter(None, rooms)), set(vts.PROFILES))
+        self.assertTrue(all(owners in [r for r in rooms if r] for owners in PREFIXES.values()))
+
+    def test_a_provider_prefixed_name_is_used_only_in_its_room(self):
+        self.assertEqual(provider_names_outside_their_room(source()), [])
+
+    def test_the_check_sees_a_fact_outside_its_room(self):
+        text = source()
+        lines = text.split("\n")
+        room = next(start for title, start, _ in sections(text) if room_profiles(title) == {"cohere"})
+        generic = next(start for title, start, _ in sections(text) if title.startswith("Capture"))
+        room, generic = room + 1, generic + 1   # after each banner's closing line
+        planted = lines[:room] + ["_GEMINI_PLANTED = 1"] + lines[room:generic] + ["_Cohere_planted()"] + lines[generic:]
+        found = [name for _, name in provider_names_outside_their_room("\n".join(planted))]
+        self.assertEqual(found, ["_GEMINI_PLANTED", "_Cohere_planted"])
 
 
 class OneDoorForFindings(unittest.TestCase):

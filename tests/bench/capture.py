@@ -221,7 +221,7 @@ def build(vts, row: str, events: int) -> tuple[str, bytes]:
             data = base64.b64encode(json.dumps(event, separators=(",", ":")).encode()).decode()
             frames.append(vts.eventstream_frame({"chunk": {"bytes": data, "p": "abcdefghijklmnopqrstuvwxyzAB"[:k % 29]}}))
         return "anthropic", b"".join(frames)
-    return row, vts.PROFILES[row].frame(stream, "alt=sse")[1]
+    return row, vts.PROFILES[row].http.frame(stream, "alt=sse")[1]
 
 
 def load(script: Path):
