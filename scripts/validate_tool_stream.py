@@ -33,6 +33,9 @@ Sections, in data-flow order, each with its one door (what the sections after it
 
   Finding codes, records, limits ... FINDING_CODES, Finding, Limits
   Strict JSON primitives ........... decode_document()
+  Wire toolkit ..................... CaptureError; the SSE, JSON list, JSON Lines and AWS event-stream
+                                     readers; wire_json(), sse_body(), ndjson_body(), eventstream_frame();
+                                     _neutral()
   Envelope loading ................. check_envelope(); the stream list is read by StreamGate.feed_text()
   Request context .................. request_context() -> RequestContext
   Neutral events ................... the event records, TurnRules, Profile
@@ -452,6 +455,20 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
         raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
                           text.count("\n", 0, end) + 1)
     return value
+
+
+# ---------------------------------------------------------------------------
+# Wire toolkit: framing readers and writers, shared by the rooms, capture and serve
+# ---------------------------------------------------------------------------
+
+# Rules of this section:
+#   * It knows framings (SSE, a JSON list, JSON Lines, the AWS event stream) and never a
+#     provider: no profile name, no member of one provider's payloads.  A room reads and writes
+#     its own body with these; a framing rule only one provider has stays in that room.
+#   * A reader never drops or repairs: what it cannot read faithfully is a CaptureError, with
+#     its line (or frame) where one is known.
+#   * A writer frames payloads as a provider sends them: compact ASCII JSON (wire_json).
+#   * Redaction here keeps the shape and drops the text (_neutral); masking credentials is capture's.
 
 
 # ---------------------------------------------------------------------------
