@@ -469,6 +469,464 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
 #     its line (or frame) where one is known.
 #   * A writer frames payloads as a provider sends them: compact ASCII JSON (wire_json).
 #   * Redaction here keeps the shape and drops the text (_neutral); masking credentials is capture's.
+#   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
+#     or CR; a blank line dispatches; one space after the colon is removed;
+#     data lines join with LF), with fail-closed changes, because a dropped
+#     event could hide a tool fragment and the envelope must be the stream
+#     every reader sees:
+#       - a leading BOM is an error (WHATWG skips it; openai-python's and the
+#         Anthropic SDK's decoders lose the first event behind it);
+#       - an event still pending at end of input (no blank line after it) is an
+#         error, where WHATWG and the SDKs silently discard it;
+#       - an unknown field name, or an `event:` with no `data:`, is an error,
+#         where WHATWG would ignore it;
+#       - every data payload is one strict JSON object, `data: [DONE]` ends the
+#         stream and only blank lines may follow it.
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    """re.compile, once per pattern of this section."""
+    return re.compile(pattern)
+
+
+class CaptureError(Exception):
+    """Input that cannot become a faithful envelope; `line` is its 1-based line when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+
+
+_SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
+_SSE_DONE = "[DONE]"
+_SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
+
+
+class _SseEvent(_FrozenRecord):
+    """One dispatched SSE event: its name (None when absent) and joined data.
+
+    line: the event's first line; data_lines: the line of each data field, to
+    place JSON errors.
+    """
+
+    __slots__ = ("line", "data_lines", "name", "data")
+
+    def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
+        put = object.__setattr__   # _freeze, unrolled: one of these per event
+        put(self, "line", line)
+        put(self, "data_lines", data_lines)
+        put(self, "name", name)
+        put(self, "data", data)
+
+
+# The plainest event of an LF body, read in one step: an optional `event:` line, one `data:` line, a
+# blank line (a value keeps what follows its one optional space, as the line reader does).
+_SSE_PLAIN_EVENT = r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n"
+
+
+def _sse_decode(raw: bytes) -> str:
+    """UTF-8 text; a leading byte order mark is refused.
+
+    WHATWG parsers (and the Vercel AI SDK) skip one leading BOM, but the
+    decoders of openai-python and the Anthropic SDK keep it, so the first field
+    name no longer reads "data" or "event" and the first event is lost: the
+    SDKs would read different streams from the same bytes.
+    """
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
+        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
+    if text.startswith("\ufeff"):
+        raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
+                           "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
+    return text
+
+
+class _SseState:
+    """What reading an SSE body found besides its events: comment lines and the [DONE] sentinel."""
+
+    __slots__ = ("comments", "done")
+
+    def __init__(self) -> None:
+        self.comments = 0
+        self.done = False
+
+
+def _sse_lines(text: str, state: _SseState | None = None,
+               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts).
+
+    With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
+    is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
+    number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
+    fast_run(text, pos, number) may write events itself and say where it stopped.
+    """
+    pos = number = 0
+    size = len(text)
+    find = text.find
+    if "\r" not in text:   # the common body: LF only, found without a regex
+        plain = _compiled(_SSE_PLAIN_EVENT).match if state is not None else None
+        between = True
+        while pos < size:
+            if between and plain is not None and not state.done:
+                if fast_run is not None:
+                    pos, number = fast_run(text, pos, number)
+                    if pos >= size:
+                        break
+                match = plain(text, pos)
+                if match is not None and match.group(2) != _SSE_DONE:
+                    named = match.start(1) >= 0
+                    yield number + 1, _SseEvent(number + 1, (number + 1 + named,), match.group(1) or None,
+                                                match.group(2))
+                    number += 2 + named
+                    pos = match.end()
+                    continue
+            end = find("\n", pos)
+            if end < 0:
+                end = size
+            number += 1
+            line = text[pos:end]
+            yield number, line
+            pos = end + 1
+            if line == "":
+                between = True
+            elif line[:1] != ":":
+                between = False
+        return
+    for match in _compiled(_SSE_LINE_END).finditer(text):
+        number += 1
+        yield number, text[pos:match.start()]
+        pos = match.end()
+    if pos < len(text):
+        yield number + 1, text[pos:]
+
+
+def _sse_events(text: str, state: _SseState,
+                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
+    """The events of an SSE body, in order, as they are read; state collects the rest.
+
+    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
+    """
+    start: int | None = None
+    name: str | None = None
+    data: list[str] = []
+    data_lines: list[int] = []
+    for number, line in _sse_lines(text, state, fast_run):
+        if line.__class__ is _SseEvent:   # a plain event, read whole
+            yield line
+            continue
+        if state.done:
+            if line.strip(" \t"):
+                raise CaptureError("content after the data: [DONE] sentinel", number)
+            continue
+        if line == "":
+            if data:
+                joined = data[0] if len(data) == 1 else "\n".join(data)
+                if joined == _SSE_DONE:
+                    state.done = True
+                else:
+                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
+            elif name:
+                raise CaptureError(f"event {_token(name)} has no data line", start)
+            start, name = None, None
+            data = []
+            data_lines = []
+            continue
+        if line[:1] == ":":
+            state.comments += 1
+            continue
+        field_name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if start is None:
+            start = number
+        if field_name == "data":
+            data.append(value)
+            data_lines.append(number)
+        elif field_name == "event":
+            name = value
+        elif field_name not in _SSE_IGNORED_FIELDS:
+            shown = _token(field_name) if _protocol_word(field_name) else "a line"
+            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
+                               "capture the response body only", number)
+    if start is not None:
+        if data == [_SSE_DONE]:
+            state.done = True  # a final sentinel without its blank line ends the stream all the same
+        else:
+            raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
+                               "SDKs discard such an event; capture the whole body", start)
+
+
+def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
+    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures);
+    (a stage of _staged: its second argument, the event again, is not needed)."""
+    data = event.data
+    try:
+        value = None
+        if data[:1] == "{" and data[-1:] == "}":   # decode_document's work when no whitespace is around it
+            try:
+                value, end = _DEFAULT_DECODER.raw_decode(data, 0)
+            except (ValueError, RecursionError, JsonProblem):
+                value, end = None, -1
+            if end != len(data):
+                value = None
+        if value is None:
+            value = decode_document(data, what="event data")
+    except JsonProblem as problem:
+        line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
+        raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
+    if not isinstance(value, dict):
+        raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
+    if event.name is not None and "type" in value and value["type"] != event.name:
+        raise CaptureError(f"event: {_token(event.name)} does not match the data's type "
+                           f"{_describe(value['type'])}", event.line)
+    return value
+
+
+def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
+    """The payloads of a body that is one JSON list."""
+    try:
+        value = decode_document(text, what="the body")
+    except JsonProblem as problem:
+        raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
+                           problem.line) from None
+    if not isinstance(value, list):
+        raise CaptureError("the body must be a JSON list of payloads")
+    return value, [1] * len(value), "JSON list"
+
+
+def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
+    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
+        if not line.strip(" \t"):
+            continue
+        try:
+            value = decode_document(line, what=f"line {number}")
+        except JsonProblem as problem:
+            hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
+                    if number == 1 else "")
+            raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
+                               number) from None
+        yield value, number
+
+
+# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
+#
+# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
+# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
+# name length (1), name, value type (1), value.  Amazon Bedrock sends ":message-type"
+# "event" with ":event-type" naming the member, or "exception" with ":exception-type"; the
+# payload is the member's JSON object.  Two rooms read it: bedrock (ConverseStream events)
+# and anthropic (InvokeModelWithResponseStream chunks, each carrying one Anthropic event).
+
+# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        name = data[pos + 1:pos + 1 + size]
+        pos += 1 + size
+        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
+            raise CaptureError(f"frame {frame}: a malformed header")
+        kind, pos = data[pos], pos + 1
+        length = _EVENTSTREAM_SIZES[kind]
+        if length is None:
+            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
+        value = data[pos:pos + length]
+        if len(value) != length:
+            raise CaptureError(f"frame {frame}: a header runs past its frame")
+        pos += length
+        try:
+            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
+        except UnicodeDecodeError:
+            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
+    return headers
+
+
+def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
+    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
+    kind = headers.get(":message-type")
+    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                         else ":error-code")
+    if not isinstance(member, str) or not member:
+        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+    if kind != "event" and not member.endswith("Exception"):
+        # an exception or error frame is a stream error whatever its code says (botocore raises):
+        # named so, it can never read as the data event its code may name (contentBlockDelta...)
+        member += "Exception"
+    return member
+
+
+def is_eventstream(raw: bytes) -> bool:
+    """Whether a body starts with an AWS event-stream prelude (its checksum holds)."""
+    import zlib
+
+    head = bytes(raw[:12])
+    return len(head) == 12 and zlib.crc32(head[:8]) == int.from_bytes(head[8:], "big")
+
+
+def eventstream_frame(event: Any) -> bytes:
+    """One AWS event-stream frame for an event {member: payload}, checksums right: an exception member
+    (a name ending in Exception) in an exception frame.  Anything else is framed as member "event"."""
+    import struct
+    import zlib
+
+    member, payload = next(iter(event.items())) if isinstance(event, dict) and len(event) == 1 else ("event", event)
+    member = member if isinstance(member, str) else "event"
+    kind, type_header = ("exception", ":exception-type") if member.endswith("Exception") else ("event", ":event-type")
+    headers = b""
+    for name, value in ((":message-type", kind), (type_header, member), (":content-type", "application/json")):
+        name_bytes, value_bytes = name.encode(), value.encode("utf-8", "surrogatepass")
+        headers += bytes([len(name_bytes)]) + name_bytes + b"\x07" + struct.pack(">H", len(value_bytes)) + value_bytes
+    body = wire_json(payload).encode("ascii")
+    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def eventstream_events(raw: bytes) -> list[dict]:
+    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
+
+    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
+    a dropped event.
+    """
+    return [event for event, _, _ in _eventstream_frames(raw)]
+
+
+def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
+                        parse: Callable[[str, str], Any] | None = None,
+                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
+                        ) -> Iterator[tuple[Any, int, str]]:
+    """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
+    is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
+    does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
+    first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
+    not come either.  parse(member, text): the payload read another way, exactly as the strict
+    parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
+    previous frame's is not parsed again."""
+    import struct
+    import zlib
+
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    raw = bytes(raw)
+    view = memoryview(raw)
+    crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
+    tail = struct.Struct(">I").unpack_from
+    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
+    last, member = b"", None          # the previous frame's header bytes and member
+    startswith = raw.startswith
+    pos = frame = 0
+    size = len(raw)
+    while pos < size:
+        frame += 1
+        if size - pos < 12:
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+        total, header_size, prelude_crc = unpack(raw, pos)
+        if crc32(view[pos:pos + 8]) != prelude_crc:
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+                               "event stream, or a corrupt one")
+        if total < 16 or header_size > total - 16 or size - pos < total:
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+        end = pos + total
+        if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+        start = pos + 12 + header_size
+        if member is None or header_size != len(last) or not startswith(last, pos + 12):
+            last = raw[pos + 12:start]
+            member = members.get(last)
+            if member is None:
+                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
+        if chunk is not None and member == "chunk":
+            stop, written = chunk(raw, pos, last)
+            if written:
+                pos, frame = stop, frame + written - 1
+                continue
+        try:
+            text = str(view[start:end - 4], "utf-8")
+            if fast is not None and fast(member, text):
+                pos = end
+                continue
+            payload = None if parse is None else parse(member, text)
+            if payload is None:
+                payload = decode_document(text, what="the payload")
+        except (UnicodeDecodeError, JsonProblem) as exc:
+            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
+        yield {member: payload}, frame, text
+        pos = end
+
+
+# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
+_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def wire_json(payload: Any) -> str:
+    """One payload as the JSON text a provider sends: compact, ASCII (a lone surrogate stays an escape)."""
+    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
+
+
+def sse_body(payloads: list, named: bool, done: bool, end: str = "\n") -> bytes:
+    """Server-sent events: `event: <type>` before each payload when `named`, `data: [DONE]` last when `done`."""
+    out = []
+    for payload in payloads:
+        name = _wire_str(payload.get("type")) if named and isinstance(payload, dict) else None
+        if name and not any(mark in name for mark in ("\r", "\n") + _SPLITLINES_BREAKS):
+            out.append(f"event: {name}{end}")
+        out.append(f"data: {wire_json(payload)}{end}{end}")
+    if done:
+        out.append(f"data: [DONE]{end}{end}")
+    return "".join(out).encode("ascii")
+
+
+def ndjson_body(payloads: list) -> bytes:
+    """Newline-delimited JSON: one payload per line."""
+    return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
+
+
+# --- redaction: same structure, no text -------------------------------------------
+
+REDACTED_TEXT = "[redacted]"
+REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted" in base64: the stand-in of a value read as bytes
+
+# Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
+_NEUTRAL_KEEP = frozenset({"type"})
+
+
+def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
+    """The same JSON shape without text: non-empty strings become REDACTED_TEXT.
+
+    Why: the validator reads only structure and types outside call identity and
+    arguments, so keeping every key, type and empty string keeps the verdict.
+    String members named in `keep` (block and part types) stay; logprob `bytes`
+    lists (text as numbers) are emptied.
+    """
+    if isinstance(value, str):
+        return REDACTED_TEXT if value else ""
+    if isinstance(value, list):
+        return [_neutral(item, keep) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in keep and isinstance(item, str):
+                out[key] = item
+            elif key == "bytes" and isinstance(item, list):
+                out[key] = []
+            else:
+                out[key] = _neutral(item, keep)
+        return out
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -1019,10 +1477,6 @@ def _fragment_key_at(member: str) -> Callable[[dict, tuple], tuple | None]:
 def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     """For a profile whose protected paths hold no argument fragment."""
     return None
-
-
-# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
-_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def _secure_parse_refuses(value: Any) -> bool:
@@ -9034,31 +9488,13 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
 # ---------------------------------------------------------------------------
 
 # Rules of this section (it uses only json and re from the imports above):
-#   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
-#     or CR; a blank line dispatches; one space after the colon is removed;
-#     data lines join with LF), with fail-closed changes, because a dropped
-#     event could hide a tool fragment and the envelope must be the stream
-#     every reader sees:
-#       - a leading BOM is an error (WHATWG skips it; openai-python's and the
-#         Anthropic SDK's decoders lose the first event behind it);
-#       - an event still pending at end of input (no blank line after it) is an
-#         error, where WHATWG and the SDKs silently discard it;
-#       - an unknown field name, or an `event:` with no `data:`, is an error,
-#         where WHATWG would ignore it;
-#       - every data payload is one strict JSON object, `data: [DONE]` ends the
-#         stream and only blank lines may follow it.
 #   * Nothing is dropped or reordered: payload N is chunks[N] / events[N].
 #   * Redaction keeps every key, every type and every empty string, so the
 #     verdict cannot change; call ids, names and argument fragments are never
 #     modified.  Credentials are masked everywhere else, with or without
 #     redaction, and are only warned about inside call identity and arguments.
 
-_SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
-_SSE_DONE = "[DONE]"
-_SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 
-REDACTED_TEXT = "[redacted]"
-REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted" in base64: the stand-in of a value read as bytes
 MASKED_SECRET = "[masked]"
 
 # The largest body (and --request / --schemas file) capture reads, in bytes: the default
@@ -9075,8 +9511,6 @@ _CHAT_CALL_KEEP = frozenset({"index", "id", "type", "function", "custom"})
 # other member keeps only its shape.
 _CHAT_TOP_KEEP = frozenset({"id", "object", "created", "model", "service_tier"})
 _CHAT_CHOICE_KEEP = frozenset({"index", "finish_reason", "native_finish_reason"})
-# Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
-_NEUTRAL_KEEP = frozenset({"type"})
 _ANTHROPIC_BLOCK_KEEP = frozenset({"type", "id", "name", "tool_use_id"})
 _STOP_DETAILS_KEEP = frozenset({"type", "category"})
 
@@ -9115,231 +9549,6 @@ _SECRET_PATTERNS = (
 # An object member named like a credential holds one when its value is a long string.
 _SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
 _SECRET_KEY_MIN = 20
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern:
-    """re.compile, once per pattern of this section."""
-    return re.compile(pattern)
-
-
-class CaptureError(Exception):
-    """Input that cannot become a faithful envelope; `line` is its 1-based line when known."""
-
-    def __init__(self, message: str, line: int | None = None) -> None:
-        super().__init__(message if line is None else f"line {line}: {message}")
-        self.line = line
-
-
-class _SseEvent(_FrozenRecord):
-    """One dispatched SSE event: its name (None when absent) and joined data.
-
-    line: the event's first line; data_lines: the line of each data field, to
-    place JSON errors.
-    """
-
-    __slots__ = ("line", "data_lines", "name", "data")
-
-    def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
-        put = object.__setattr__   # _freeze, unrolled: one of these per event
-        put(self, "line", line)
-        put(self, "data_lines", data_lines)
-        put(self, "name", name)
-        put(self, "data", data)
-
-
-# The plainest event of an LF body, read in one step: an optional `event:` line, one `data:` line, a
-# blank line (a value keeps what follows its one optional space, as the line reader does).
-_SSE_PLAIN_EVENT = r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n"
-
-
-def _sse_decode(raw: bytes) -> str:
-    """UTF-8 text; a leading byte order mark is refused.
-
-    WHATWG parsers (and the Vercel AI SDK) skip one leading BOM, but the
-    decoders of openai-python and the Anthropic SDK keep it, so the first field
-    name no longer reads "data" or "event" and the first event is lost: the
-    SDKs would read different streams from the same bytes.
-    """
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
-    try:
-        text = bytes(raw).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
-        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
-    if text.startswith("\ufeff"):
-        raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
-                           "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
-    return text
-
-
-class _SseState:
-    """What reading an SSE body found besides its events: comment lines and the [DONE] sentinel."""
-
-    __slots__ = ("comments", "done")
-
-    def __init__(self) -> None:
-        self.comments = 0
-        self.done = False
-
-
-def _sse_lines(text: str, state: _SseState | None = None,
-               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, line) of every line, read as they come (a final unterminated line still counts).
-
-    With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
-    is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
-    number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
-    fast_run(text, pos, number) may write events itself and say where it stopped.
-    """
-    pos = number = 0
-    size = len(text)
-    find = text.find
-    if "\r" not in text:   # the common body: LF only, found without a regex
-        plain = _compiled(_SSE_PLAIN_EVENT).match if state is not None else None
-        between = True
-        while pos < size:
-            if between and plain is not None and not state.done:
-                if fast_run is not None:
-                    pos, number = fast_run(text, pos, number)
-                    if pos >= size:
-                        break
-                match = plain(text, pos)
-                if match is not None and match.group(2) != _SSE_DONE:
-                    named = match.start(1) >= 0
-                    yield number + 1, _SseEvent(number + 1, (number + 1 + named,), match.group(1) or None,
-                                                match.group(2))
-                    number += 2 + named
-                    pos = match.end()
-                    continue
-            end = find("\n", pos)
-            if end < 0:
-                end = size
-            number += 1
-            line = text[pos:end]
-            yield number, line
-            pos = end + 1
-            if line == "":
-                between = True
-            elif line[:1] != ":":
-                between = False
-        return
-    for match in _compiled(_SSE_LINE_END).finditer(text):
-        number += 1
-        yield number, text[pos:match.start()]
-        pos = match.end()
-    if pos < len(text):
-        yield number + 1, text[pos:]
-
-
-def _sse_events(text: str, state: _SseState,
-                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
-    """The events of an SSE body, in order, as they are read; state collects the rest.
-
-    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
-    """
-    start: int | None = None
-    name: str | None = None
-    data: list[str] = []
-    data_lines: list[int] = []
-    for number, line in _sse_lines(text, state, fast_run):
-        if line.__class__ is _SseEvent:   # a plain event, read whole
-            yield line
-            continue
-        if state.done:
-            if line.strip(" \t"):
-                raise CaptureError("content after the data: [DONE] sentinel", number)
-            continue
-        if line == "":
-            if data:
-                joined = data[0] if len(data) == 1 else "\n".join(data)
-                if joined == _SSE_DONE:
-                    state.done = True
-                else:
-                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
-            elif name:
-                raise CaptureError(f"event {_token(name)} has no data line", start)
-            start, name = None, None
-            data = []
-            data_lines = []
-            continue
-        if line[:1] == ":":
-            state.comments += 1
-            continue
-        field_name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
-        if start is None:
-            start = number
-        if field_name == "data":
-            data.append(value)
-            data_lines.append(number)
-        elif field_name == "event":
-            name = value
-        elif field_name not in _SSE_IGNORED_FIELDS:
-            shown = _token(field_name) if _protocol_word(field_name) else "a line"
-            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
-                               "capture the response body only", number)
-    if start is not None:
-        if data == [_SSE_DONE]:
-            state.done = True  # a final sentinel without its blank line ends the stream all the same
-        else:
-            raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
-                               "SDKs discard such an event; capture the whole body", start)
-
-
-def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
-    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures);
-    (a stage of _staged: its second argument, the event again, is not needed)."""
-    data = event.data
-    try:
-        value = None
-        if data[:1] == "{" and data[-1:] == "}":   # decode_document's work when no whitespace is around it
-            try:
-                value, end = _DEFAULT_DECODER.raw_decode(data, 0)
-            except (ValueError, RecursionError, JsonProblem):
-                value, end = None, -1
-            if end != len(data):
-                value = None
-        if value is None:
-            value = decode_document(data, what="event data")
-    except JsonProblem as problem:
-        line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
-        raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
-    if not isinstance(value, dict):
-        raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
-    if event.name is not None and "type" in value and value["type"] != event.name:
-        raise CaptureError(f"event: {_token(event.name)} does not match the data's type "
-                           f"{_describe(value['type'])}", event.line)
-    return value
-
-
-# --- redaction: same structure, no text -------------------------------------------
-
-def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
-    """The same JSON shape without text: non-empty strings become REDACTED_TEXT.
-
-    Why: the validator reads only structure and types outside call identity and
-    arguments, so keeping every key, type and empty string keeps the verdict.
-    String members named in `keep` (block and part types) stay; logprob `bytes`
-    lists (text as numbers) are emptied.
-    """
-    if isinstance(value, str):
-        return REDACTED_TEXT if value else ""
-    if isinstance(value, list):
-        return [_neutral(item, keep) for item in value]
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if key in keep and isinstance(item, str):
-                out[key] = item
-            elif key == "bytes" and isinstance(item, list):
-                out[key] = []
-            else:
-                out[key] = _neutral(item, keep)
-        return out
-    return value
 
 
 # --- credentials ----------------------------------------------------------------
@@ -10599,160 +10808,6 @@ def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) 
     return False
 
 
-# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
-#
-# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
-# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
-# name length (1), name, value type (1), value.  Amazon Bedrock sends ":message-type"
-# "event" with ":event-type" naming the member, or "exception" with ":exception-type"; the
-# payload is the member's JSON object.  Two rooms read it: bedrock (ConverseStream events)
-# and anthropic (InvokeModelWithResponseStream chunks, each carrying one Anthropic event).
-
-# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
-_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
-
-
-def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
-    headers: dict[str, Any] = {}
-    pos = 0
-    while pos < len(data):
-        size = data[pos]
-        name = data[pos + 1:pos + 1 + size]
-        pos += 1 + size
-        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
-            raise CaptureError(f"frame {frame}: a malformed header")
-        kind, pos = data[pos], pos + 1
-        length = _EVENTSTREAM_SIZES[kind]
-        if length is None:
-            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
-        value = data[pos:pos + length]
-        if len(value) != length:
-            raise CaptureError(f"frame {frame}: a header runs past its frame")
-        pos += length
-        try:
-            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
-        except UnicodeDecodeError:
-            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
-    return headers
-
-
-def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
-    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
-    kind = headers.get(":message-type")
-    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
-                         else ":error-code")
-    if not isinstance(member, str) or not member:
-        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
-    if kind != "event" and not member.endswith("Exception"):
-        # an exception or error frame is a stream error whatever its code says (botocore raises):
-        # named so, it can never read as the data event its code may name (contentBlockDelta...)
-        member += "Exception"
-    return member
-
-
-def is_eventstream(raw: bytes) -> bool:
-    """Whether a body starts with an AWS event-stream prelude (its checksum holds)."""
-    import zlib
-
-    head = bytes(raw[:12])
-    return len(head) == 12 and zlib.crc32(head[:8]) == int.from_bytes(head[8:], "big")
-
-
-def eventstream_frame(event: Any) -> bytes:
-    """One AWS event-stream frame for an event {member: payload}, checksums right: an exception member
-    (a name ending in Exception) in an exception frame.  Anything else is framed as member "event"."""
-    import struct
-    import zlib
-
-    member, payload = next(iter(event.items())) if isinstance(event, dict) and len(event) == 1 else ("event", event)
-    member = member if isinstance(member, str) else "event"
-    kind, type_header = ("exception", ":exception-type") if member.endswith("Exception") else ("event", ":event-type")
-    headers = b""
-    for name, value in ((":message-type", kind), (type_header, member), (":content-type", "application/json")):
-        name_bytes, value_bytes = name.encode(), value.encode("utf-8", "surrogatepass")
-        headers += bytes([len(name_bytes)]) + name_bytes + b"\x07" + struct.pack(">H", len(value_bytes)) + value_bytes
-    body = wire_json(payload).encode("ascii")
-    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
-    return message + struct.pack(">I", zlib.crc32(message))
-
-
-def eventstream_events(raw: bytes) -> list[dict]:
-    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
-
-    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
-    a dropped event.
-    """
-    return [event for event, _, _ in _eventstream_frames(raw)]
-
-
-def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
-                        parse: Callable[[str, str], Any] | None = None,
-                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
-                        ) -> Iterator[tuple[Any, int, str]]:
-    """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
-    is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
-    does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
-    first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
-    not come either.  parse(member, text): the payload read another way, exactly as the strict
-    parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
-    previous frame's is not parsed again."""
-    import struct
-    import zlib
-
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    if not raw:
-        raise CaptureError("the body is empty: no AWS event stream to import")
-    raw = bytes(raw)
-    view = memoryview(raw)
-    crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
-    tail = struct.Struct(">I").unpack_from
-    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    last, member = b"", None          # the previous frame's header bytes and member
-    startswith = raw.startswith
-    pos = frame = 0
-    size = len(raw)
-    while pos < size:
-        frame += 1
-        if size - pos < 12:
-            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size, prelude_crc = unpack(raw, pos)
-        if crc32(view[pos:pos + 8]) != prelude_crc:
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
-                               "event stream, or a corrupt one")
-        if total < 16 or header_size > total - 16 or size - pos < total:
-            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
-        end = pos + total
-        if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
-            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        start = pos + 12 + header_size
-        if member is None or header_size != len(last) or not startswith(last, pos + 12):
-            last = raw[pos + 12:start]
-            member = members.get(last)
-            if member is None:
-                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
-        if chunk is not None and member == "chunk":
-            stop, written = chunk(raw, pos, last)
-            if written:
-                pos, frame = stop, frame + written - 1
-                continue
-        try:
-            text = str(view[start:end - 4], "utf-8")
-            if fast is not None and fast(member, text):
-                pos = end
-                continue
-            payload = None if parse is None else parse(member, text)
-            if payload is None:
-                payload = decode_document(text, what="the payload")
-        except (UnicodeDecodeError, JsonProblem) as exc:
-            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
-        if not isinstance(payload, dict):
-            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        yield {member: payload}, frame, text
-        pos = end
-
-
 def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
                     unwrap: Callable[[str, str], str | None] | None = None,
@@ -10820,18 +10875,6 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     return envelope, warnings
 
 
-def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
-    """The payloads of a body that is one JSON list."""
-    try:
-        value = decode_document(text, what="the body")
-    except JsonProblem as problem:
-        raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
-                           problem.line) from None
-    if not isinstance(value, list):
-        raise CaptureError("the body must be a JSON list of payloads")
-    return value, [1] * len(value), "JSON list"
-
-
 def _refuse_whole_document(text: str, profile: str) -> None:
     """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
     response or another API's object is refused with what it looks like."""
@@ -10848,21 +10891,6 @@ def _refuse_whole_document(text: str, profile: str) -> None:
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
-
-
-def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
-    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
-    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
-        if not line.strip(" \t"):
-            continue
-        try:
-            value = decode_document(line, what=f"line {number}")
-        except JsonProblem as problem:
-            hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
-                    if number == 1 else "")
-            raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
-                               number) from None
-        yield value, number
 
 
 def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
@@ -11625,29 +11653,6 @@ SERVE_REQUEST_SECONDS = 30.0        # a whole request (line, headers, body) must
 SERVE_STALL_SECONDS = 30.0          # an answer's slice (_SERVE_SLICE bytes) not taken by the client within this
                                     # ends the connection
 SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; one more is dropped and counted
-
-
-def wire_json(payload: Any) -> str:
-    """One payload as the JSON text a provider sends: compact, ASCII (a lone surrogate stays an escape)."""
-    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
-
-
-def sse_body(payloads: list, named: bool, done: bool, end: str = "\n") -> bytes:
-    """Server-sent events: `event: <type>` before each payload when `named`, `data: [DONE]` last when `done`."""
-    out = []
-    for payload in payloads:
-        name = _wire_str(payload.get("type")) if named and isinstance(payload, dict) else None
-        if name and not any(mark in name for mark in ("\r", "\n") + _SPLITLINES_BREAKS):
-            out.append(f"event: {name}{end}")
-        out.append(f"data: {wire_json(payload)}{end}{end}")
-    if done:
-        out.append(f"data: [DONE]{end}{end}")
-    return "".join(out).encode("ascii")
-
-
-def ndjson_body(payloads: list) -> bytes:
-    """Newline-delimited JSON: one payload per line."""
-    return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
 
 
 class _Served(_Record):
