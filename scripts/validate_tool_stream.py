@@ -457,6 +457,46 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     return value
 
 
+def _has_surrogate(text: str) -> bool:
+    """True when text holds a lone UTF-16 surrogate code point."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+# JavaScript's Number.MAX_SAFE_INTEGER.  Readers that hold every JSON number as a double (the
+# Vercel AI SDK, js-genai) cannot tell an integer beyond it from its neighbours and may run
+# another number than the Python SDKs, which keep it exact: an argument integer beyond it is
+# limit_exceeded on every profile.  Only integer tokens count: a fraction or an exponent is a
+# double in every reader alike.
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+UNSAFE_INTEGER_MESSAGE = ("an integer beyond +/-(2^53 - 1), JavaScript's safe range: readers that hold numbers as "
+                          "doubles (the Vercel AI SDK) may run another number")
+
+
+def _unsafe_integer(value: Any) -> bool:
+    """An int (not a bool) outside +/-MAX_SAFE_INTEGER."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER
+
+
+def join_fragments(parts: list[str]) -> tuple[str, bool]:
+    """Join argument fragments as UTF-16 code units.
+
+    A high surrogate ending one fragment and a low surrogate starting the next
+    form one character.  Returns (text, ok); ok is False when a surrogate stays
+    unpaired, and text is then the plain concatenation.
+    """
+    text = "".join(parts)
+    if not _has_surrogate(text):
+        return text, True
+    try:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le"), True
+    except UnicodeDecodeError:
+        return text, False
+
+
 # ---------------------------------------------------------------------------
 # Wire toolkit: framing readers and writers, shared by the rooms, capture and serve
 # ---------------------------------------------------------------------------
@@ -974,103 +1014,6 @@ def _raw_body_hint(text: str) -> str:
     return ""
 
 
-_MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
-
-
-class _NotStreamable(Exception):
-    """The streaming reader met something it leaves to the whole-document parse."""
-
-
-# Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
-# by the text.  Read piece by piece, a value sits shallower than in the whole document,
-# so it could parse here and not there.  Pieces are therefore parsed inside _PAD extra
-# levels of list ("[[...]]" around them): deeper than in the whole document, never
-# shallower.  Where the pad makes a parse fail, the whole-document parse decides.
-_PAD = 32
-_PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
-# A value whose text holds fewer brackets than this nests too shallowly for the
-# interpreter's limit to matter (unless called within that many frames of it).
-_SHALLOW_BRACKETS = 64
-
-
-def _unpad(value: Any) -> Any:
-    """The value inside the _PAD lists a padded parse put around it.
-
-    Each pad level must hold exactly one element: stray "]]" and "[[" in the
-    piece could otherwise pair up with pad brackets and parse as another shape.
-    """
-    for _ in range(_PAD):
-        if type(value) is not list or len(value) != 1:
-            raise _NotStreamable
-        value = value[0]
-    return value
-
-
-def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
-    """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
-    value, end = scan(text, pos)
-    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
-        padded = _PAD_OPEN + piece + _PAD_CLOSE
-        value, padded_end = scan(padded, 0)
-        if padded_end != len(padded):
-            raise _NotStreamable
-        value = _unpad(value)
-    return value, end
-
-
-def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
-    """(report, envelope) validated while reading, or None to take the canonical path.
-
-    A large capture is mostly its stream list.  When "profile" and "tool_schemas"
-    come before that list (the usual layout), each chunk is parsed, fed to the
-    gate and dropped, so memory stays flat and each chunk is handled while it is
-    still in the CPU cache; the envelope returned then holds an empty list in
-    place of the stream.  Other layouts are parsed whole and validated as by
-    validate_envelope().  Any error returns None: the caller then parses the
-    whole document, so verdicts and messages are those of the canonical path.
-    """
-    scan = _strict_decoder().scan_once
-    ws, member_end = _WS_RUN.match, _MEMBER_END.match
-    pos = ws(text, 0).end()
-    if not text.startswith("{", pos):
-        return None
-    pos = ws(text, pos + 1).end()
-    doc: dict[str, Any] = {}
-    gate: StreamGate | None = None
-    try:
-        while True:
-            if not text.startswith('"', pos):
-                return None
-            key, pos = scan(text, pos)
-            pos = ws(text, pos).end()
-            if key in doc or not text.startswith(":", pos):
-                return None
-            pos = ws(text, pos + 1).end()
-            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
-            if gate is not None and key == "request":
-                return None  # the request shapes the gate: after the stream, read the whole document
-            if (gate is None and isinstance(profile, str) and profile in PROFILES
-                    and PROFILES[profile].stream_key == key
-                    and isinstance(schemas, dict) and text.startswith("[", pos)):
-                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
-                value, pos = [], gate.feed_text(text, pos, scan)
-            else:
-                value, pos = _scan_padded(text, pos, scan)
-            doc[key] = value
-            sep = member_end(text, pos)
-            if sep is None:
-                return None
-            pos = sep.end()
-            if sep.group(1) == "}":
-                break
-    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
-        return None
-    if pos != len(text):
-        return None
-    return _finish_envelope(doc, limits, gate), doc
-
-
 def _nesting_exceeds(value: Any, limit: int) -> bool:
     """True when containers nest deeper than limit (walked without recursion)."""
     stack = [(value, 1)]
@@ -1090,52 +1033,6 @@ def _limits(limits: Any) -> Limits:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
-
-
-def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
-    """Every way the parsed envelope breaks the contract (SPEC section 1)."""
-    limits = _limits(limits)
-    if not isinstance(doc, dict):
-        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
-    problems: list[Finding] = []
-    for key in doc:
-        if key not in ENVELOPE_KEYS:
-            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
-    profile = doc.get("profile")
-    if "profile" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
-    elif not isinstance(profile, str):
-        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
-    elif profile not in PROFILES:
-        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
-    if "tool_schemas" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
-    elif not isinstance(doc["tool_schemas"], dict):
-        problems.append(Finding(INVALID_FIXTURE,
-                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
-    for key in ("meta", "expect", "request"):
-        if key in doc and not isinstance(doc[key], dict):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
-    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
-        problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
-    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
-        problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
-                                                 "a Python object of another type)"))
-    if isinstance(profile, str) and profile in PROFILES:
-        try:
-            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
-        except RequestError as exc:
-            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
-        wanted = PROFILES[profile].stream_key
-        other = "events" if wanted == "chunks" else "chunks"
-        if other in doc:
-            problems.append(Finding(INVALID_FIXTURE,
-                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
-        if wanted not in doc:
-            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
-        elif not isinstance(doc[wanted], list):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
-    return problems
 
 
 # ---------------------------------------------------------------------------
@@ -6038,30 +5935,6 @@ def _refusal_message(code: str, action: str, slot: Slot) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _has_surrogate(text: str) -> bool:
-    """True when text holds a lone UTF-16 surrogate code point."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-# JavaScript's Number.MAX_SAFE_INTEGER.  Readers that hold every JSON number as a double (the
-# Vercel AI SDK, js-genai) cannot tell an integer beyond it from its neighbours and may run
-# another number than the Python SDKs, which keep it exact: an argument integer beyond it is
-# limit_exceeded on every profile.  Only integer tokens count: a fraction or an exponent is a
-# double in every reader alike.
-MAX_SAFE_INTEGER = 2 ** 53 - 1
-UNSAFE_INTEGER_MESSAGE = ("an integer beyond +/-(2^53 - 1), JavaScript's safe range: readers that hold numbers as "
-                          "doubles (the Vercel AI SDK) may run another number")
-
-
-def _unsafe_integer(value: Any) -> bool:
-    """An int (not a bool) outside +/-MAX_SAFE_INTEGER."""
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER
-
-
 def parse_strict_json(text: str, limits: Limits) -> Any:
     """Parse text as exactly one strict JSON document or raise JsonProblem.
 
@@ -6143,22 +6016,6 @@ def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
             stack.extend((item, depth + 1) for item in node)
 
 
-def join_fragments(parts: list[str]) -> tuple[str, bool]:
-    """Join argument fragments as UTF-16 code units.
-
-    A high surrogate ending one fragment and a low surrogate starting the next
-    form one character.  Returns (text, ok); ok is False when a surrogate stays
-    unpaired, and text is then the plain concatenation.
-    """
-    text = "".join(parts)
-    if not _has_surrogate(text):
-        return text, True
-    try:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le"), True
-    except UnicodeDecodeError:
-        return text, False
-
-
 # ---------------------------------------------------------------------------
 # Schema subset
 # ---------------------------------------------------------------------------
@@ -6205,6 +6062,80 @@ class SchemaLimitExceeded(Exception):
         super().__init__(message)
         self.message = message
         self.pointer = pointer
+
+
+class _DeadlinePassed(Exception):
+    """Schema work ran out of the opt-in wall-clock budget (--max-schema-seconds)."""
+
+
+class _Deadline:
+    """An opt-in wall-clock budget around a schema check (Limits.max_schema_seconds).
+
+    Off by default (seconds is None): every piece of schema work is counted
+    (max_evaluations, the schema and pattern size limits), so a verdict never
+    depends on the machine.  Given, it runs under SIGALRM when that is available
+    (the main thread on POSIX); elsewhere only the counted limits apply.  The
+    Unicode tables built on first use are left outside it (outside()).
+
+    The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
+    already running, or the SIGALRM handler was installed outside Python (so it
+    could not be put back), no budget is armed; otherwise the caller's handler
+    is restored exactly on the way out, whatever happens inside.
+    """
+
+    armed: "Optional[_Deadline]" = None   # the budget running on the main thread, if any
+
+    def __init__(self, seconds: Optional[float]) -> None:
+        self.seconds = seconds
+        self.active = False
+        self.done = False
+        self.previous: Any = None
+
+    def _expire(self, *_: Any) -> None:
+        if not self.done:  # a late alarm while leaving must not escape
+            raise _DeadlinePassed()
+
+    def __enter__(self) -> "_Deadline":
+        import signal
+        import threading
+
+        if not (self.seconds is not None and self.seconds > 0 and hasattr(signal, "setitimer")
+                and threading.current_thread() is threading.main_thread()):
+            return self
+        previous = signal.getsignal(signal.SIGALRM)
+        if previous is None or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            return self  # a foreign handler, or the caller's own timer is running: leave both alone
+        self.previous = previous
+        signal.signal(signal.SIGALRM, self._expire)
+        self.active = True
+        _Deadline.armed = self
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.done = True
+        if self.active:
+            import signal
+
+            _Deadline.armed = None
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+    @staticmethod
+    def outside(build: Callable[[], Any]) -> Any:
+        """build(), with the armed budget's clock stopped: work that is not the call's (a table built once)."""
+        import signal
+        import threading
+
+        budget = _Deadline.armed
+        if budget is None or budget.done or threading.current_thread() is not threading.main_thread():
+            return build()
+        left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        try:
+            return build()
+        finally:
+            if not budget.done:
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))   # 0 would disarm it: expire at once
 
 
 class SchemaLimits(_FrozenRecord):
@@ -8294,80 +8225,6 @@ def _sch_validate(compiled: CompiledSchema, instance: object, run: _SchRun) -> l
 # ---------------------------------------------------------------------------
 
 
-class _DeadlinePassed(Exception):
-    """Schema work ran out of the opt-in wall-clock budget (--max-schema-seconds)."""
-
-
-class _Deadline:
-    """An opt-in wall-clock budget around a schema check (Limits.max_schema_seconds).
-
-    Off by default (seconds is None): every piece of schema work is counted
-    (max_evaluations, the schema and pattern size limits), so a verdict never
-    depends on the machine.  Given, it runs under SIGALRM when that is available
-    (the main thread on POSIX); elsewhere only the counted limits apply.  The
-    Unicode tables built on first use are left outside it (outside()).
-
-    The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
-    already running, or the SIGALRM handler was installed outside Python (so it
-    could not be put back), no budget is armed; otherwise the caller's handler
-    is restored exactly on the way out, whatever happens inside.
-    """
-
-    armed: "Optional[_Deadline]" = None   # the budget running on the main thread, if any
-
-    def __init__(self, seconds: Optional[float]) -> None:
-        self.seconds = seconds
-        self.active = False
-        self.done = False
-        self.previous: Any = None
-
-    def _expire(self, *_: Any) -> None:
-        if not self.done:  # a late alarm while leaving must not escape
-            raise _DeadlinePassed()
-
-    def __enter__(self) -> "_Deadline":
-        import signal
-        import threading
-
-        if not (self.seconds is not None and self.seconds > 0 and hasattr(signal, "setitimer")
-                and threading.current_thread() is threading.main_thread()):
-            return self
-        previous = signal.getsignal(signal.SIGALRM)
-        if previous is None or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-            return self  # a foreign handler, or the caller's own timer is running: leave both alone
-        self.previous = previous
-        signal.signal(signal.SIGALRM, self._expire)
-        self.active = True
-        _Deadline.armed = self
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.done = True
-        if self.active:
-            import signal
-
-            _Deadline.armed = None
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
-
-    @staticmethod
-    def outside(build: Callable[[], Any]) -> Any:
-        """build(), with the armed budget's clock stopped: work that is not the call's (a table built once)."""
-        import signal
-        import threading
-
-        budget = _Deadline.armed
-        if budget is None or budget.done or threading.current_thread() is not threading.main_thread():
-            return build()
-        left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
-        try:
-            return build()
-        finally:
-            if not budget.done:
-                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))   # 0 would disarm it: expire at once
-
-
 def _text_problems(text: str, limits: Limits, what: str) -> list[tuple[str, str]]:
     """A call's joined text must be valid Unicode and within the size limit."""
     try:
@@ -8887,6 +8744,149 @@ def _out_of_stack_report() -> dict[str, Any]:
     """Blocked: the interpreter's stack ran out (a caller already deep in recursion)."""
     return _report(Outcome([Finding(LIMIT_EXCEEDED, "the interpreter's stack ran out while validating; "
                                             "call from a shallower stack or raise the recursion limit")]))
+
+
+def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
+    """Every way the parsed envelope breaks the contract (SPEC section 1)."""
+    limits = _limits(limits)
+    if not isinstance(doc, dict):
+        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
+    problems: list[Finding] = []
+    for key in doc:
+        if key not in ENVELOPE_KEYS:
+            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
+    profile = doc.get("profile")
+    if "profile" not in doc:
+        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
+    elif not isinstance(profile, str):
+        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
+    elif profile not in PROFILES:
+        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
+    if "tool_schemas" not in doc:
+        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
+    elif not isinstance(doc["tool_schemas"], dict):
+        problems.append(Finding(INVALID_FIXTURE,
+                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
+    for key in ("meta", "expect", "request"):
+        if key in doc and not isinstance(doc[key], dict):
+            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
+    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
+        problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
+    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
+        problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
+                                                 "a Python object of another type)"))
+    if isinstance(profile, str) and profile in PROFILES:
+        try:
+            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
+        except RequestError as exc:
+            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
+        wanted = PROFILES[profile].stream_key
+        other = "events" if wanted == "chunks" else "chunks"
+        if other in doc:
+            problems.append(Finding(INVALID_FIXTURE,
+                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
+        if wanted not in doc:
+            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
+        elif not isinstance(doc[wanted], list):
+            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+    return problems
+
+
+_MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+
+
+class _NotStreamable(Exception):
+    """The streaming reader met something it leaves to the whole-document parse."""
+
+
+# Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
+# by the text.  Read piece by piece, a value sits shallower than in the whole document,
+# so it could parse here and not there.  Pieces are therefore parsed inside _PAD extra
+# levels of list ("[[...]]" around them): deeper than in the whole document, never
+# shallower.  Where the pad makes a parse fail, the whole-document parse decides.
+_PAD = 32
+_PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
+# A value whose text holds fewer brackets than this nests too shallowly for the
+# interpreter's limit to matter (unless called within that many frames of it).
+_SHALLOW_BRACKETS = 64
+
+
+def _unpad(value: Any) -> Any:
+    """The value inside the _PAD lists a padded parse put around it.
+
+    Each pad level must hold exactly one element: stray "]]" and "[[" in the
+    piece could otherwise pair up with pad brackets and parse as another shape.
+    """
+    for _ in range(_PAD):
+        if type(value) is not list or len(value) != 1:
+            raise _NotStreamable
+        value = value[0]
+    return value
+
+
+def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
+    """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
+    value, end = scan(text, pos)
+    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
+        padded = _PAD_OPEN + piece + _PAD_CLOSE
+        value, padded_end = scan(padded, 0)
+        if padded_end != len(padded):
+            raise _NotStreamable
+        value = _unpad(value)
+    return value, end
+
+
+def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
+    """(report, envelope) validated while reading, or None to take the canonical path.
+
+    A large capture is mostly its stream list.  When "profile" and "tool_schemas"
+    come before that list (the usual layout), each chunk is parsed, fed to the
+    gate and dropped, so memory stays flat and each chunk is handled while it is
+    still in the CPU cache; the envelope returned then holds an empty list in
+    place of the stream.  Other layouts are parsed whole and validated as by
+    validate_envelope().  Any error returns None: the caller then parses the
+    whole document, so verdicts and messages are those of the canonical path.
+    """
+    scan = _strict_decoder().scan_once
+    ws, member_end = _WS_RUN.match, _MEMBER_END.match
+    pos = ws(text, 0).end()
+    if not text.startswith("{", pos):
+        return None
+    pos = ws(text, pos + 1).end()
+    doc: dict[str, Any] = {}
+    gate: StreamGate | None = None
+    try:
+        while True:
+            if not text.startswith('"', pos):
+                return None
+            key, pos = scan(text, pos)
+            pos = ws(text, pos).end()
+            if key in doc or not text.startswith(":", pos):
+                return None
+            pos = ws(text, pos + 1).end()
+            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
+            if gate is not None and key == "request":
+                return None  # the request shapes the gate: after the stream, read the whole document
+            if (gate is None and isinstance(profile, str) and profile in PROFILES
+                    and PROFILES[profile].stream_key == key
+                    and isinstance(schemas, dict) and text.startswith("[", pos)):
+                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
+                value, pos = [], gate.feed_text(text, pos, scan)
+            else:
+                value, pos = _scan_padded(text, pos, scan)
+            doc[key] = value
+            sep = member_end(text, pos)
+            if sep is None:
+                return None
+            pos = sep.end()
+            if sep.group(1) == "}":
+                break
+    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    if pos != len(text):
+        return None
+    return _finish_envelope(doc, limits, gate), doc
 
 
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
