@@ -53,6 +53,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
+  Command-line toolkit ............. UsageError, _new_parser(), _strict_parse(), _read_input(), _walk_json()
   Serve ............................ serve_plan(), make_server(); each room's api_path and frame
   Conform .......................... conform_fixture(), conform_summary()
   Command line ..................... main()
@@ -11634,6 +11635,16 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
     if status == "not_applicable" and not refused:
         return "not-applicable", []
     return "refuses", []
+
+
+# ---------------------------------------------------------------------------
+# Command-line toolkit: usage errors, option parsing and input files, shared by every subcommand
+# ---------------------------------------------------------------------------
+
+# Rules of this section:
+#   * Whatever the user got wrong (an option, a path, an unreadable input) is a UsageError: exit 3,
+#     one line on stderr, never a report.  argparse never exits here and never abbreviates.
+#   * Only standard output is flushed here, so a failed write is an OutputError, not lost at exit.
 
 
 # ---------------------------------------------------------------------------
