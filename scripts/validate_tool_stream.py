@@ -11647,6 +11647,110 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
 #   * Only standard output is flushed here, so a failed write is an OutputError, not lost at exit.
 
 
+class UsageError(Exception):
+    """Bad usage or unreadable input: exit 3, a message on stderr, no report."""
+
+
+def _strict_parse(parser: Any, argv: list[str]) -> Any:
+    """parser.parse_args, but an unknown --option is named first, before any other complaint
+    (argparse would report a missing FIXTURE for `--hel`, and never abbreviates here)."""
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and name not in parser.known_options:
+            raise UsageError(f"unknown option {name[:60]} (see --help; options are never abbreviated)")
+    return parser.parse_args(argv)
+
+
+def _new_parser(prog: str, description: str, **extra: Any) -> Any:
+    """An argparse parser whose errors are UsageError (argparse's own exit 2 means
+    not_applicable here) and which never accepts an abbreviated option."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, **options: Any) -> None:
+            self.known_options: set[str] = set()   # every option string, for _strict_parse
+            super().__init__(**options)
+
+        def add_argument(self, *names: str, **options: Any) -> Any:
+            self.known_options.update(name for name in names if name.startswith("-"))
+            return super().add_argument(*names, **options)
+
+        def error(self, message: str) -> Any:
+            raise UsageError(f"{message} (see --help)")
+
+    return Parser(prog=prog, description=description, allow_abbrev=False, **extra)
+
+
+def _read_input(path: str, limit: int) -> bytes:
+    try:
+        if path == "-":
+            if sys.stdin is None:
+                raise UsageError("cannot read standard input: it is closed")
+            return sys.stdin.buffer.read(limit + 1)
+        with open(path, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _walk_json(top: str) -> list[str]:
+    """Every *.json file under top, following folder links once each; an unreadable folder
+    is a usage error (skipping it would let CI pass without checking what it holds)."""
+    import os
+
+    def refuse(exc: OSError) -> None:
+        raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
+
+    found, seen = [], set()
+    for folder, folders, names in os.walk(top, onerror=refuse, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:             # a link back up the tree: each folder once
+            folders[:] = []
+            continue
+        seen.add(real)
+        for name in names:
+            if name.endswith(".json"):
+                path = os.path.join(folder, name)
+                if _special_file(path):   # a pipe or a device would block or never end
+                    raise UsageError(f"{path} is not a regular file (a fixture folder holds files)")
+                found.append(path)
+    return found
+
+
+def _special_file(path: str) -> bool:
+    """The path exists and is neither a regular file nor a folder (a pipe, a device, a socket)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _prog() -> str:
+    """The command's name as the user ran it: the installed command, or the script."""
+    import os
+
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "validate-tool-stream" if name.startswith("validate-tool-stream") else "validate_tool_stream.py"
+
+
+def _flush_stdout() -> None:
+    """Flush standard output now, so a write that fails is reported, not lost at exit."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
+
+
 # ---------------------------------------------------------------------------
 # Serve: the fixtures as a local provider
 # ---------------------------------------------------------------------------
@@ -12803,42 +12907,6 @@ def _run_conform(argv: list[str]) -> int:
 # ---------------------------------------------------------------------------
 
 
-class UsageError(Exception):
-    """Bad usage or unreadable input: exit 3, a message on stderr, no report."""
-
-
-def _strict_parse(parser: Any, argv: list[str]) -> Any:
-    """parser.parse_args, but an unknown --option is named first, before any other complaint
-    (argparse would report a missing FIXTURE for `--hel`, and never abbreviates here)."""
-    for token in argv:
-        if token == "--":
-            break
-        name = token.split("=", 1)[0]
-        if name.startswith("--") and name not in parser.known_options:
-            raise UsageError(f"unknown option {name[:60]} (see --help; options are never abbreviated)")
-    return parser.parse_args(argv)
-
-
-def _new_parser(prog: str, description: str, **extra: Any) -> Any:
-    """An argparse parser whose errors are UsageError (argparse's own exit 2 means
-    not_applicable here) and which never accepts an abbreviated option."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def __init__(self, **options: Any) -> None:
-            self.known_options: set[str] = set()   # every option string, for _strict_parse
-            super().__init__(**options)
-
-        def add_argument(self, *names: str, **options: Any) -> Any:
-            self.known_options.update(name for name in names if name.startswith("-"))
-            return super().add_argument(*names, **options)
-
-        def error(self, message: str) -> Any:
-            raise UsageError(f"{message} (see --help)")
-
-    return Parser(prog=prog, description=description, allow_abbrev=False, **extra)
-
-
 def _parse_args(argv: list[str]) -> Any:
     import argparse
 
@@ -12919,54 +12987,6 @@ def _positive_int(text: str) -> int:
     if not 0 < value <= 2 ** 53:
         raise argparse.ArgumentTypeError(f"expected a positive integer up to 2**53, got {json.dumps(text[:30])}")
     return value
-
-
-def _read_input(path: str, limit: int) -> bytes:
-    try:
-        if path == "-":
-            if sys.stdin is None:
-                raise UsageError("cannot read standard input: it is closed")
-            return sys.stdin.buffer.read(limit + 1)
-        with open(path, "rb") as handle:
-            return handle.read(limit + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def _walk_json(top: str) -> list[str]:
-    """Every *.json file under top, following folder links once each; an unreadable folder
-    is a usage error (skipping it would let CI pass without checking what it holds)."""
-    import os
-
-    def refuse(exc: OSError) -> None:
-        raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
-
-    found, seen = [], set()
-    for folder, folders, names in os.walk(top, onerror=refuse, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:             # a link back up the tree: each folder once
-            folders[:] = []
-            continue
-        seen.add(real)
-        for name in names:
-            if name.endswith(".json"):
-                path = os.path.join(folder, name)
-                if _special_file(path):   # a pipe or a device would block or never end
-                    raise UsageError(f"{path} is not a regular file (a fixture folder holds files)")
-                found.append(path)
-    return found
-
-
-def _special_file(path: str) -> bool:
-    """The path exists and is neither a regular file nor a folder (a pipe, a device, a socket)."""
-    import os
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _excluded(path: str, exclude: list[str]) -> bool:
@@ -13671,26 +13691,6 @@ def run(argv: list[str]) -> int:
     if counts["not_applicable"] and not args.allow_not_applicable:
         return EXIT_NOT_APPLICABLE
     return EXIT_PASS
-
-
-def _prog() -> str:
-    """The command's name as the user ran it: the installed command, or the script."""
-    import os
-
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    return "validate-tool-stream" if name.startswith("validate-tool-stream") else "validate_tool_stream.py"
-
-
-def _flush_stdout() -> None:
-    """Flush standard output now, so a write that fails is reported, not lost at exit."""
-    if sys.stdout is None:
-        return
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
 
 
 def _silence_stdout() -> None:
