@@ -1135,32 +1135,6 @@ def _responses_tool_ref(entry: Any, where: str) -> tuple[str, str] | None:
 _GEMINI_MODES = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
 
 
-def request_context(profile: str, request: Any) -> RequestContext | None:
-    """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
-    if request is None:
-        return None
-    body = _request_members(request, "\"request\"", REQUEST_KEYS)
-    row = PROFILES[profile]
-    fields: dict[str, Any] = {}
-    if body.get("tool_choice") is not None:
-        fields.update(row.choice(body["tool_choice"]))
-    parallel = body.get("parallel_tool_calls")
-    if parallel is not None:
-        if not row.parallel_field:
-            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request{row.parallel_instead}")
-        if not isinstance(parallel, bool):
-            raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
-        fields["single"] = fields.get("single", False) or not parallel
-    if "tools" in body:
-        tools = body["tools"]
-        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
-            raise RequestError("\"request\".tools must be a list of tool names (non-empty strings)")
-        if len(set(tools)) != len(tools):
-            raise RequestError("\"request\".tools names a tool twice")
-        fields["tools"] = frozenset(tools)
-    return RequestContext(**fields)
-
-
 def _listed_request_tools(body: dict) -> tuple[list, Any]:
     """(tools, tool_choice) of a request with a top-level tools list (chat, Responses, Messages)."""
     tools = body.get("tools")
@@ -8745,6 +8719,32 @@ def _out_of_stack_report() -> dict[str, Any]:
     """Blocked: the interpreter's stack ran out (a caller already deep in recursion)."""
     return _report(Outcome([Finding(LIMIT_EXCEEDED, "the interpreter's stack ran out while validating; "
                                             "call from a shallower stack or raise the recursion limit")]))
+
+
+def request_context(profile: str, request: Any) -> RequestContext | None:
+    """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
+    if request is None:
+        return None
+    body = _request_members(request, "\"request\"", REQUEST_KEYS)
+    row = PROFILES[profile]
+    fields: dict[str, Any] = {}
+    if body.get("tool_choice") is not None:
+        fields.update(row.choice(body["tool_choice"]))
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None:
+        if not row.parallel_field:
+            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request{row.parallel_instead}")
+        if not isinstance(parallel, bool):
+            raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
+        fields["single"] = fields.get("single", False) or not parallel
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise RequestError("\"request\".tools must be a list of tool names (non-empty strings)")
+        if len(set(tools)) != len(tools):
+            raise RequestError("\"request\".tools names a tool twice")
+        fields["tools"] = frozenset(tools)
+    return RequestContext(**fields)
 
 
 def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
