@@ -32,12 +32,12 @@ differential (`--adapter-output`); both sit after the gate and reuse it.
 Sections, in data-flow order, each with its one door (what the sections after it call):
 
   Finding codes, records, limits ... FINDING_CODES, Finding, Limits
-  Strict JSON primitives ........... decode_document()
+  Strict JSON primitives ........... decode_document(), join_fragments()
   Wire toolkit ..................... CaptureError; the SSE, JSON list, JSON Lines and AWS event-stream
                                      readers; wire_json(), sse_body(), ndjson_body(), eventstream_frame();
                                      _neutral()
-  Envelope loading ................. check_envelope(); the stream list is read by StreamGate.feed_text()
-  Request context .................. request_context() -> RequestContext
+  Envelope loading ................. parse_envelope_bytes()
+  Request context .................. RequestContext, RequestError; the request translators a row defaults to
   Neutral events ................... the event records, TurnRules, Profile
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
@@ -48,7 +48,8 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Strict JSON for arguments ........ check_arguments()
   Schema subset .................... compile_schema(), validate_instance()
   Validation ....................... validate_slots(), check_hosted_names(), check_request()
-  Gate and report .................. StreamGate (feed, feed_all, finish), validate_envelope(),
+  Gate and report .................. check_envelope(), request_context(); StreamGate (feed, feed_all,
+                                     finish; the stream list is read by feed_text()), validate_envelope(),
                                      validate_bytes(), check_expect()
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
