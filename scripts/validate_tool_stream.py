@@ -910,6 +910,24 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
         pos = end
 
 
+class EventStreamRead(_FrozenRecord):
+    """How a room's AWS event-stream body is read; capture reads it (frames_envelope).
+
+    capture_point: the envelope's meta.capture_point; walk_all: every payload is searched for
+    credentials (base64 payloads hide them from the body's quick look), else only a body that may
+    hold one is; convert, unwrap, parse, chunk_match: the room's hooks, as frames_envelope takes them.
+    """
+
+    __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match")
+
+    def __init__(self, capture_point: str, *, walk_all: bool = False,
+                 convert: Callable[[Any, int], Any] | None = None,
+                 unwrap: Callable[[str, str], str | None] | None = None,
+                 parse: Callable[[str, str], Any] | None = None,
+                 chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> None:
+        _freeze(self, locals())
+
+
 # Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
 _SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
@@ -1445,7 +1463,7 @@ class Profile(_FrozenRecord):
       fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
       family, claims     the shape family capture names, and whether a payload has that shape;
       claim_rank         families are asked in this order
-      binary_body        (raw, tool_schemas, no_schemas, redact) -> (envelope, warnings) for a body that is
+      binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead), or
                          not SSE text, or None
       check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
       check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
@@ -1469,7 +1487,7 @@ class Profile(_FrozenRecord):
                  request_tools: Callable[[dict], tuple] = _listed_request_tools,
                  expand_tool: Callable[[str, Any], list] = _one_tool,
                  defined_tool: Callable[[str, dict], Any] = _no_defined_tool,
-                 binary_body: Callable[..., tuple] | None = None,
+                 binary_body: Callable[..., Any] | None = None,
                  check_sse_text: Callable[[str], None] | None = None,
                  check_sse_events: Callable[[list], None] | None = None,
                  check_lines_text: Callable[[str], None] | None = None,
@@ -2561,17 +2579,15 @@ def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
 _INVOKE_PAYLOAD_KEYS = frozenset({"bytes", "p"})
 
 
-def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
-                           redact: bool, encode: bool = False) -> tuple[dict, list[str]] | None:
-    """The anthropic capture of an InvokeModelWithResponseStream body; None when the body is
-    not an AWS event stream (it is then read as SSE)."""
+def _anthropic_invoke_body(raw: bytes, encode: bool = False) -> EventStreamRead | None:
+    """How capture reads an InvokeModelWithResponseStream body; None when the body is not an
+    AWS event stream (it is then read as SSE)."""
     if not is_eventstream(raw):
         return None
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
-    return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
-                           "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
-                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk,
-                           _invoke_chunk_bytes() if encode else None)
+    return EventStreamRead("AWS event stream (InvokeModelWithResponseStream)", walk_all=True,
+                           convert=_anthropic_invoke_event, unwrap=_anthropic_invoke_text,
+                           parse=_anthropic_invoke_chunk, chunk_match=_invoke_chunk_bytes() if encode else None)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -3583,11 +3599,9 @@ def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/vnd.amazon.eventstream", b"".join(eventstream_frame(event) for event in stream)
 
 
-def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool,
-                          encode: bool = False) -> tuple[dict, list[str]]:
+def _eventstream_envelope(raw: bytes, encode: bool = False) -> EventStreamRead:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
-    return frames_envelope("bedrock", raw, tool_schemas, no_schemas, redact,
-                           _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
+    return EventStreamRead("AWS event stream")
 
 
 BEDROCK = Profile("bedrock", "events",
@@ -10676,9 +10690,11 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
         return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
     row = PROFILES[profile]
     if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.binary_body(raw, tool_schemas, schemas is None, redact, encode)
+        read = row.binary_body(raw, encode)
         if read is not None:
-            return read
+            return frames_envelope(profile, raw, tool_schemas, schemas is None, redact,
+                                   read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
+                                   read.unwrap, encode, read.parse, read.chunk_match)
     walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
     text = _sse_decode(raw)
     if row.check_sse_text is not None:
