@@ -1463,8 +1463,8 @@ class Profile(_FrozenRecord):
       fragment_key       (payload, fragment path) -> the slot a fragment belongs to, or None
       family, claims     the shape family capture names, and whether a payload has that shape;
       claim_rank         families are asked in this order
-      binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead), or
-                         not SSE text, or None
+      binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead),
+                         or None
       check_sse_text, check_sse_events   capture's framing rules of its SSE body (raise CaptureError), or None
       check_lines_text   capture's framing rules of its JSON Lines body (an NDJSON API), or None
       api_path, frame    `serve`: the provider's API path (a regular expression the path after a fixture's
