@@ -1,10 +1,10 @@
 """The validator's shape, as the module docstring and README promise it.
 
 One file, sections in data-flow order listed with their doors in the docstring, each using only names
-defined in it or above it; one provider is
-one room (no code outside a provider's sub-section compares a value with a profile's name); every
-finding enters through the slot machine's one door; no standard-library private member; lines of
-at most 120 characters; and at the top of the repository only what the design card names.
+defined in it or above it; one provider is one room (no code outside a provider's sub-section compares
+a value with a profile's name); every finding enters through the slot machine's one door; no
+standard-library private member; lines of at most 120 characters; and at the top of the repository
+only what the design card names.
 """
 
 import ast
