@@ -8616,18 +8616,32 @@ class StreamGate:
 
     def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
                  meta: dict | None = None, request: dict | None = None) -> None:
-        if not isinstance(profile, str) or profile not in PROFILES:
+        row = PROFILES.get(profile) if isinstance(profile, str) else None   # the library's one look-up
+        if row is None:
             raise ValueError(f"unknown profile {_token(profile)}; expected one of {', '.join(PROFILES)}")
         if not isinstance(tool_schemas, dict):
             raise TypeError("tool_schemas must be a dict: tool name -> JSON Schema")
         if meta is not None and not (isinstance(meta, dict) and _is_json(meta)):
             raise ValueError("meta must be a JSON object (it is echoed in the report)")
-        self.profile = profile
+        limits = _limits(limits)
+        self._start(row, tool_schemas, limits, meta, _request_context(row, request))  # RequestError when malformed
+
+    @classmethod
+    def _of_row(cls, row: Profile, tool_schemas: dict, limits: Limits, meta: dict | None,
+               request: RequestContext | None) -> "StreamGate":
+        """The gate of an envelope already checked: its profile's row and its request's context (read
+        once, by the envelope's checks), no name looked up again."""
+        gate = cls.__new__(cls)
+        gate._start(row, tool_schemas, limits, meta, request)
+        return gate
+
+    def _start(self, row: Profile, tool_schemas: dict, limits: Limits, meta: dict | None,
+               request: RequestContext | None) -> None:
+        self.profile = row.name
         self.tool_schemas = tool_schemas
-        self.limits = _limits(limits)
+        self.limits = limits
         self.meta = meta
-        self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
-        row = PROFILES[profile]
+        self.request = request
         self._normalizer = row.normalizer(self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(row.rules, self.limits, forced)
@@ -8738,17 +8752,21 @@ def _out_of_stack_report() -> dict[str, Any]:
 
 def request_context(profile: str, request: Any) -> RequestContext | None:
     """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
+    return _request_context(PROFILES[profile], request)
+
+
+def _request_context(row: Profile, request: Any) -> RequestContext | None:
+    """request_context, read by the profile's row (the envelope's checks and the gate have it)."""
     if request is None:
         return None
     body = _request_members(request, "\"request\"", REQUEST_KEYS)
-    row = PROFILES[profile]
     fields: dict[str, Any] = {}
     if body.get("tool_choice") is not None:
         fields.update(row.choice(body["tool_choice"]))
     parallel = body.get("parallel_tool_calls")
     if parallel is not None:
         if not row.parallel_field:
-            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request{row.parallel_instead}")
+            raise RequestError(f"parallel_tool_calls is not a field of a {row.name} request{row.parallel_instead}")
         if not isinstance(parallel, bool):
             raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
         fields["single"] = fields.get("single", False) or not parallel
@@ -8764,19 +8782,28 @@ def request_context(profile: str, request: Any) -> RequestContext | None:
 
 def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     """Every way the parsed envelope breaks the contract (SPEC section 1)."""
-    limits = _limits(limits)
+    return _envelope_problems(doc, _limits(limits), None)[0]
+
+
+def _envelope_problems(doc: Any, limits: Limits, gate: StreamGate | None
+                       ) -> tuple[list[Finding], Profile | None, RequestContext | None]:
+    """check_envelope, and what it read on the way: the profile's row (None when it names none) and the
+    request's context.  A gate fed already was built from this envelope's request: its context is
+    taken, not read again."""
     if not isinstance(doc, dict):
-        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
+        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")], None, None
     problems: list[Finding] = []
     for key in doc:
         if key not in ENVELOPE_KEYS:
             problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
     profile = doc.get("profile")
+    row = PROFILES.get(profile) if isinstance(profile, str) else None   # the envelope's one look-up
+    context = None
     if "profile" not in doc:
         problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
     elif not isinstance(profile, str):
         problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
-    elif profile not in PROFILES:
+    elif row is None:
         problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
     if "tool_schemas" not in doc:
         problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
@@ -8791,12 +8818,13 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
         problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
                                                  "a Python object of another type)"))
-    if isinstance(profile, str) and profile in PROFILES:
+    if row is not None:
         try:
-            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
+            context = gate.request if gate is not None else _request_context(
+                row, doc["request"] if isinstance(doc.get("request"), dict) else None)
         except RequestError as exc:
             problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
-        wanted = PROFILES[profile].stream_key
+        wanted = row.stream_key
         other = "events" if wanted == "chunks" else "chunks"
         if other in doc:
             problems.append(Finding(INVALID_FIXTURE,
@@ -8805,7 +8833,7 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
             problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
         elif not isinstance(doc[wanted], list):
             problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
-    return problems
+    return problems, row, context
 
 
 _MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
@@ -8872,6 +8900,7 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
     pos = ws(text, pos + 1).end()
     doc: dict[str, Any] = {}
     gate: StreamGate | None = None
+    row: Profile | None = None   # the profile member's row, once it was read
     try:
         while True:
             if not text.startswith('"', pos):
@@ -8881,17 +8910,18 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
             if key in doc or not text.startswith(":", pos):
                 return None
             pos = ws(text, pos + 1).end()
-            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
+            schemas = doc.get("tool_schemas")
             if gate is not None and key == "request":
                 return None  # the request shapes the gate: after the stream, read the whole document
-            if (gate is None and isinstance(profile, str) and profile in PROFILES
-                    and PROFILES[profile].stream_key == key
+            if (gate is None and row is not None and row.stream_key == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
-                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
+                gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
                 value, pos = [], gate.feed_text(text, pos, scan)
             else:
                 value, pos = _scan_padded(text, pos, scan)
             doc[key] = value
+            if key == "profile" and isinstance(value, str):
+                row = PROFILES.get(value)
             sep = member_end(text, pos)
             if sep is None:
                 return None
@@ -8907,16 +8937,15 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
 
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
     """The envelope checks, then the gate's report; gate is given when the stream was fed already."""
-    problems = check_envelope(doc, limits)
-    profile = doc.get("profile") if isinstance(doc, dict) else None
+    problems, row, context = _envelope_problems(doc, limits, gate)
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
     if meta is not None and (_nesting_exceeds(meta, limits.max_depth) or not _is_json(meta)):
         meta = None  # already an invalid_fixture finding; too deep or not printable
     if problems:  # the report names a profile only when it is one (never echoes an unknown string)
-        return _report(Outcome(problems, profile if isinstance(profile, str) and profile in PROFILES else None, meta))
+        return _report(Outcome(problems, None if row is None else row.name, meta))
     if gate is None:
-        gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
-        gate.feed_all(doc[PROFILES[profile].stream_key])
+        gate = StreamGate._of_row(row, doc["tool_schemas"], limits, meta, context)
+        gate.feed_all(doc[row.stream_key])
     else:
         gate.meta = meta
     return gate.finish()
@@ -11075,7 +11104,7 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     if body.get("parallel_tool_calls") is not None and row.parallel_field:
         request["parallel_tool_calls"] = body["parallel_tool_calls"]
     try:
-        request_context(profile, request)
+        _request_context(row, request)
     except RequestError as exc:
         raise CaptureError(f"the request's tool controls: {exc}") from None
     return schemas, request, warnings
