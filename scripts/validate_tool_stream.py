@@ -9939,9 +9939,9 @@ class _Scrubber:
     _MAX_MISSES = 16        # payloads that gave no template, per key, before none is looked for
     _BLANK_STAND_INS = ('"' + _TEMPLATE_HOLE + '"', '"x"')   # the JSON tokens a blank template's hole is tried with
 
-    def __init__(self, profile: str, redact: bool, walk: bool, encode: bool,
+    def __init__(self, row: Profile, redact: bool, walk: bool, encode: bool,
                  make: Callable[[str, Any], Any] | None = None, blank: bool = False) -> None:
-        self.row = PROFILES[profile]
+        self.row = row
         self.redact, self.walk, self.encode = redact, walk, encode
         self.count = 0
         self.found: list[str] = []
@@ -10482,15 +10482,15 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
 class _shape_stage:
     """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
 
-    __slots__ = ("profile", "settled")
+    __slots__ = ("row", "settled")
 
-    def __init__(self, profile: str) -> None:
-        self.profile = profile
+    def __init__(self, row: Profile) -> None:
+        self.row = row
         self.settled = False
 
     def __call__(self, payload: Any, line: int | None) -> Any:
         if not self.settled:
-            self.settled = _check_profile_shape(self.profile, [payload], [line])
+            self.settled = _check_profile_shape(self.row, [payload], [line])
         return payload
 
 
@@ -10706,7 +10706,8 @@ def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
 
 def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool,
                   encode: bool) -> tuple[dict, list[str]]:
-    if not isinstance(profile, str) or profile not in PROFILES:
+    row = PROFILES.get(profile) if isinstance(profile, str) else None   # capture's one look-up
+    if row is None:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
@@ -10716,12 +10717,11 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
     if head[:1] in (b"[", b"{"):
-        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
-    row = PROFILES[profile]
+        return _json_payloads_envelope(raw, row, tool_schemas, schemas is None, redact, encode)
     if row.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
         read = row.binary_body(raw, encode)
         if read is not None:
-            return frames_envelope(profile, raw, tool_schemas, schemas is None, redact,
+            return frames_envelope(row, raw, tool_schemas, schemas is None, redact,
                                    read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
                                    read.unwrap, encode, read.parse, read.chunk_match)
     walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
@@ -10729,9 +10729,9 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if row.check_sse_text is not None:
         row.check_sse_text(text)
     state = _SseState()
-    scrubber = _Scrubber(profile, redact, walk, encode,
+    scrubber = _Scrubber(row, redact, walk, encode,
                          lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
-    check_shape = _shape_stage(profile)
+    check_shape = _shape_stage(row)
     stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
     if row.check_sse_events is not None:
         stages.append(lambda payload, event: row.check_sse_events([event]) or payload)
@@ -10759,7 +10759,7 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if not state.done and row.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
-        "profile": profile,
+        "profile": row.name,
         "tool_schemas": tool_schemas,
         row.stream_key: payloads,
         "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
@@ -10837,25 +10837,25 @@ def _non_stream_shape(payload: dict) -> str:
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
 
-def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> bool:
+def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) -> bool:
     """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
 
     True once a payload of the profile's own shape came (what follows it is not looked at)."""
-    want = PROFILES[profile].family
+    want = row.family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
         if foreign is not None:
             raise CaptureError(f"this body looks like {foreign}", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
-            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.family == seen)
-            raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
+            use = " or ".join(f"--profile {other.name}" for other in PROFILES.values() if other.family == seen)
+            raise CaptureError(f"this body looks like {seen} payloads, not {row.name}: use {use}", line)
         if seen == want:
             return True
     return False
 
 
-def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
+def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
                     unwrap: Callable[[str, str], str | None] | None = None,
                     encode: bool = False, parse: Callable[[str, str], Any] | None = None,
@@ -10870,7 +10870,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     gives (see _Scrubber.fast_chunks); with encode, runs of chunk frames are then written from their
     bytes, and a text delta, whose line redaction makes the same for every non-empty text, is a
     blank template (see _Scrubber)."""
-    check_shape = _shape_stage(profile)
+    check_shape = _shape_stage(row)
     holding = _Holding()
 
     def make(text: str, key: Any) -> Any:
@@ -10879,7 +10879,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
             raise CaptureError("not an object")
         return value if unwrap is not None else {key: value}
 
-    scrubber = _Scrubber(profile, redact, walk, encode, make, chunk_match is not None)
+    scrubber = _Scrubber(row, redact, walk, encode, make, chunk_match is not None)
 
     payloads: Any = _EncodedPayloads() if encode else []
 
@@ -10917,12 +10917,12 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
+    envelope = {"profile": row.name, "tool_schemas": tool_schemas, row.stream_key: payloads,
                 "meta": {"capture_point": capture_point, "redacted": bool(redact)}}
     return envelope, warnings
 
 
-def _refuse_whole_document(text: str, profile: str) -> None:
+def _refuse_whole_document(text: str, row: Profile) -> None:
     """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
     response or another API's object is refused with what it looks like."""
     try:
@@ -10937,7 +10937,7 @@ def _refuse_whole_document(text: str, profile: str) -> None:
         whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
-        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
+        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
 
 
 def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
@@ -10955,7 +10955,7 @@ def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
     return payload
 
 
-def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
+def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_schemas: bool,
                             redact: bool, encode: bool = False) -> tuple[dict, list[str]]:
     """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
     walk = _may_hold_secrets(bytes(raw))
@@ -10965,13 +10965,13 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
         read: Iterable[tuple[Any, int]] = ((payload, 1) for payload in payloads)
         del payloads
     else:
-        _refuse_whole_document(text, profile)
-        if PROFILES[profile].check_lines_text is not None:
-            PROFILES[profile].check_lines_text(text)
+        _refuse_whole_document(text, row)
+        if row.check_lines_text is not None:
+            row.check_lines_text(text)
         point = "JSON Lines"
         read = _json_lines_iter(text)
-    check_shape = _shape_stage(profile)
-    scrubber = _Scrubber(profile, redact, walk, encode)
+    check_shape = _shape_stage(row)
+    scrubber = _Scrubber(row, redact, walk, encode)
     stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
               lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
                                                       else f"item {context[0]}")]
@@ -10984,7 +10984,7 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
     warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: out,
+    envelope = {"profile": row.name, "tool_schemas": tool_schemas, row.stream_key: out,
                 "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
