@@ -11817,17 +11817,21 @@ SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; 
 
 
 class _Served(_Record):
-    """One fixture as served: its URL prefix, file, profile and stream (and, for `conform`, the bytes
-    read, which are what it judges: the file may change after it was read)."""
+    """One fixture as served: its URL prefix, file, profile's row and stream (and, for `conform`, the
+    bytes read, which are what it judges: the file may change after it was read)."""
 
-    __slots__ = ("prefix", "path", "profile", "stream", "data")
+    __slots__ = ("prefix", "path", "row", "stream", "data")
 
-    def __init__(self, prefix: str, path: str, profile: str, stream: list, data: bytes | None = None) -> None:
+    def __init__(self, prefix: str, path: str, row: Profile, stream: list, data: bytes | None = None) -> None:
         self.prefix = prefix
         self.path = path
-        self.profile = profile
+        self.row = row
         self.stream = stream
         self.data = data
+
+    @property
+    def profile(self) -> str:
+        return self.row.name
 
 
 def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool = False,
@@ -11861,7 +11865,7 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
             except (UsageError, EnvelopeError) as exc:
                 refused.append((path, str(exc)))
                 continue
-            problems = check_envelope(doc, limits)
+            problems, row, _ = _envelope_problems(doc, limits, None)   # the fixture's one look-up
             if problems:
                 refused.append((path, f"not a valid envelope ({problems[0].code}: {problems[0].message})"))
                 if pinned is not None and isinstance(doc, dict) and not check_expect(validate_bytes(data),
@@ -11873,8 +11877,7 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
             elif prefix in served:
                 refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
             else:
-                row = PROFILES[doc["profile"]]
-                served[prefix] = _Served(prefix, path, row.name, doc[row.stream_key], data if keep_bytes else None)
+                served[prefix] = _Served(prefix, path, row, doc[row.stream_key], data if keep_bytes else None)
     return served, refused
 
 
@@ -11907,7 +11910,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     only when the status is 200 (its length is checked here).  With `bodies`, a fixture's body is
     the one built at its first request (the same bytes object for every answer), else built now."""
     fixture, api_paths, query = _serve_route(served, raw_path)
-    row = PROFILES[fixture.profile] if fixture is not None else None
+    row = fixture.row if fixture is not None else None
     if row is None or not any(re.fullmatch(row.api_path, path) for path in api_paths):
         return _serve_error(404, "not_found", "no served fixture answers this path")
     if method != "POST":
@@ -11946,7 +11949,7 @@ class _ServeBodies:
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        frame = PROFILES[fixture.profile].frame
+        frame = fixture.row.frame
         key = (fixture.prefix, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
@@ -12723,7 +12726,7 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     if data is None:
         raise ValueError("conform_fixture judges the bytes served: make the plan with keep_bytes=True")
     report = validate_bytes(data)
-    row = PROFILES[fixture.profile]
+    row = fixture.row
     doc = parse_envelope_bytes(data)
     tools_file = os.path.join(folder, f"tools-{number}.json")
     try:
@@ -13085,7 +13088,8 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     data = _read_input(path, limits.max_input_bytes)
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
-        ids_optional = report["profile"] in PROFILES and not PROFILES[report["profile"]].rules.requires_id
+        row = PROFILES.get(report["profile"])   # the report's profile (None when it names none)
+        ids_optional = row is not None and not row.rules.requires_id
         report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output,
                                                                                                limits),
                                                                  ids_optional))
