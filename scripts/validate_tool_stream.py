@@ -32,9 +32,12 @@ differential (`--adapter-output`); both sit after the gate and reuse it.
 Sections, in data-flow order, each with its one door (what the sections after it call):
 
   Finding codes, records, limits ... FINDING_CODES, Finding, Limits
-  Strict JSON primitives ........... decode_document()
-  Envelope loading ................. check_envelope(); the stream list is read by StreamGate.feed_text()
-  Request context .................. request_context() -> RequestContext
+  Strict JSON primitives ........... decode_document(), join_fragments()
+  Wire toolkit ..................... CaptureError; the SSE, JSON list, JSON Lines and AWS event-stream
+                                     readers; wire_json(), sse_body(), ndjson_body(), eventstream_frame();
+                                     _neutral()
+  Envelope loading ................. parse_envelope_bytes()
+  Request context .................. RequestContext, RequestError; the request translators a row defaults to
   Neutral events ................... the event records, TurnRules, Profile and its rule groups
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
@@ -45,11 +48,13 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Strict JSON for arguments ........ check_arguments()
   Schema subset .................... compile_schema(), validate_instance()
   Validation ....................... validate_slots(), check_hosted_names(), check_request()
-  Gate and report .................. StreamGate (feed, feed_all, finish), validate_envelope(),
+  Gate and report .................. check_envelope(), request_context(); StreamGate (feed, feed_all,
+                                     finish; the stream list is read by feed_text()), validate_envelope(),
                                      validate_bytes(), check_expect()
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
+  Command-line toolkit ............. UsageError, _new_parser(), _strict_parse(), _read_input(), _walk_json()
   Serve ............................ serve_plan(), make_server(); each room's http rules
   Conform .......................... conform_fixture(), conform_summary()
   Command line ..................... main()
@@ -454,6 +459,536 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     return value
 
 
+def _has_surrogate(text: str) -> bool:
+    """True when text holds a lone UTF-16 surrogate code point."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+# JavaScript's Number.MAX_SAFE_INTEGER.  Readers that hold every JSON number as a double (the
+# Vercel AI SDK, js-genai) cannot tell an integer beyond it from its neighbours and may run
+# another number than the Python SDKs, which keep it exact: an argument integer beyond it is
+# limit_exceeded on every profile.  Only integer tokens count: a fraction or an exponent is a
+# double in every reader alike.
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+UNSAFE_INTEGER_MESSAGE = ("an integer beyond +/-(2^53 - 1), JavaScript's safe range: readers that hold numbers as "
+                          "doubles (the Vercel AI SDK) may run another number")
+
+
+def _unsafe_integer(value: Any) -> bool:
+    """An int (not a bool) outside +/-MAX_SAFE_INTEGER."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER
+
+
+def join_fragments(parts: list[str]) -> tuple[str, bool]:
+    """Join argument fragments as UTF-16 code units.
+
+    A high surrogate ending one fragment and a low surrogate starting the next
+    form one character.  Returns (text, ok); ok is False when a surrogate stays
+    unpaired, and text is then the plain concatenation.
+    """
+    text = "".join(parts)
+    if not _has_surrogate(text):
+        return text, True
+    try:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le"), True
+    except UnicodeDecodeError:
+        return text, False
+
+
+# ---------------------------------------------------------------------------
+# Wire toolkit: framing readers and writers, shared by the rooms, capture and serve
+# ---------------------------------------------------------------------------
+
+# Rules of this section:
+#   * It knows framings (SSE, a JSON list, JSON Lines, the AWS event stream) and never a
+#     provider: no profile name, no member of one provider's payloads.  A room reads and writes
+#     its own body with these; a framing rule only one provider has stays in that room.
+#   * A reader never drops or repairs: what it cannot read faithfully is a CaptureError, with
+#     its line (or frame) where one is known.
+#   * A writer frames payloads as a provider sends them: compact ASCII JSON (wire_json).
+#   * Redaction here keeps the shape and drops the text (_neutral); masking credentials is capture's.
+#   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
+#     or CR; a blank line dispatches; one space after the colon is removed;
+#     data lines join with LF), with fail-closed changes, because a dropped
+#     event could hide a tool fragment and the envelope must be the stream
+#     every reader sees:
+#       - a leading BOM is an error (WHATWG skips it; openai-python's and the
+#         Anthropic SDK's decoders lose the first event behind it);
+#       - an event still pending at end of input (no blank line after it) is an
+#         error, where WHATWG and the SDKs silently discard it;
+#       - an unknown field name, or an `event:` with no `data:`, is an error,
+#         where WHATWG would ignore it;
+#       - every data payload is one strict JSON object, `data: [DONE]` ends the
+#         stream and only blank lines may follow it.
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    """re.compile, once per pattern of this section."""
+    return re.compile(pattern)
+
+
+class CaptureError(Exception):
+    """Input that cannot become a faithful envelope; `line` is its 1-based line when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+
+
+_SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
+_SSE_DONE = "[DONE]"
+_SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
+
+
+class _SseEvent(_FrozenRecord):
+    """One dispatched SSE event: its name (None when absent) and joined data.
+
+    line: the event's first line; data_lines: the line of each data field, to
+    place JSON errors.
+    """
+
+    __slots__ = ("line", "data_lines", "name", "data")
+
+    def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
+        put = object.__setattr__   # _freeze, unrolled: one of these per event
+        put(self, "line", line)
+        put(self, "data_lines", data_lines)
+        put(self, "name", name)
+        put(self, "data", data)
+
+
+# The plainest event of an LF body, read in one step: an optional `event:` line, one `data:` line, a
+# blank line (a value keeps what follows its one optional space, as the line reader does).
+_SSE_PLAIN_EVENT = r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n"
+
+
+def _sse_decode(raw: bytes) -> str:
+    """UTF-8 text; a leading byte order mark is refused.
+
+    WHATWG parsers (and the Vercel AI SDK) skip one leading BOM, but the
+    decoders of openai-python and the Anthropic SDK keep it, so the first field
+    name no longer reads "data" or "event" and the first event is lost: the
+    SDKs would read different streams from the same bytes.
+    """
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
+        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
+    if text.startswith("\ufeff"):
+        raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
+                           "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
+    return text
+
+
+class _SseState:
+    """What reading an SSE body found besides its events: comment lines and the [DONE] sentinel."""
+
+    __slots__ = ("comments", "done")
+
+    def __init__(self) -> None:
+        self.comments = 0
+        self.done = False
+
+
+def _sse_lines(text: str, state: _SseState | None = None,
+               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts).
+
+    With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
+    is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
+    number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
+    fast_run(text, pos, number) may write events itself and say where it stopped.
+    """
+    pos = number = 0
+    size = len(text)
+    find = text.find
+    if "\r" not in text:   # the common body: LF only, found without a regex
+        plain = _compiled(_SSE_PLAIN_EVENT).match if state is not None else None
+        between = True
+        while pos < size:
+            if between and plain is not None and not state.done:
+                if fast_run is not None:
+                    pos, number = fast_run(text, pos, number)
+                    if pos >= size:
+                        break
+                match = plain(text, pos)
+                if match is not None and match.group(2) != _SSE_DONE:
+                    named = match.start(1) >= 0
+                    yield number + 1, _SseEvent(number + 1, (number + 1 + named,), match.group(1) or None,
+                                                match.group(2))
+                    number += 2 + named
+                    pos = match.end()
+                    continue
+            end = find("\n", pos)
+            if end < 0:
+                end = size
+            number += 1
+            line = text[pos:end]
+            yield number, line
+            pos = end + 1
+            if line == "":
+                between = True
+            elif line[:1] != ":":
+                between = False
+        return
+    for match in _compiled(_SSE_LINE_END).finditer(text):
+        number += 1
+        yield number, text[pos:match.start()]
+        pos = match.end()
+    if pos < len(text):
+        yield number + 1, text[pos:]
+
+
+def _sse_events(text: str, state: _SseState,
+                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
+    """The events of an SSE body, in order, as they are read; state collects the rest.
+
+    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
+    """
+    start: int | None = None
+    name: str | None = None
+    data: list[str] = []
+    data_lines: list[int] = []
+    for number, line in _sse_lines(text, state, fast_run):
+        if line.__class__ is _SseEvent:   # a plain event, read whole
+            yield line
+            continue
+        if state.done:
+            if line.strip(" \t"):
+                raise CaptureError("content after the data: [DONE] sentinel", number)
+            continue
+        if line == "":
+            if data:
+                joined = data[0] if len(data) == 1 else "\n".join(data)
+                if joined == _SSE_DONE:
+                    state.done = True
+                else:
+                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
+            elif name:
+                raise CaptureError(f"event {_token(name)} has no data line", start)
+            start, name = None, None
+            data = []
+            data_lines = []
+            continue
+        if line[:1] == ":":
+            state.comments += 1
+            continue
+        field_name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if start is None:
+            start = number
+        if field_name == "data":
+            data.append(value)
+            data_lines.append(number)
+        elif field_name == "event":
+            name = value
+        elif field_name not in _SSE_IGNORED_FIELDS:
+            shown = _token(field_name) if _protocol_word(field_name) else "a line"
+            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
+                               "capture the response body only", number)
+    if start is not None:
+        if data == [_SSE_DONE]:
+            state.done = True  # a final sentinel without its blank line ends the stream all the same
+        else:
+            raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
+                               "SDKs discard such an event; capture the whole body", start)
+
+
+def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
+    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures);
+    (a stage of _staged: its second argument, the event again, is not needed)."""
+    data = event.data
+    try:
+        value = None
+        if data[:1] == "{" and data[-1:] == "}":   # decode_document's work when no whitespace is around it
+            try:
+                value, end = _DEFAULT_DECODER.raw_decode(data, 0)
+            except (ValueError, RecursionError, JsonProblem):
+                value, end = None, -1
+            if end != len(data):
+                value = None
+        if value is None:
+            value = decode_document(data, what="event data")
+    except JsonProblem as problem:
+        line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
+        raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
+    if not isinstance(value, dict):
+        raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
+    if event.name is not None and "type" in value and value["type"] != event.name:
+        raise CaptureError(f"event: {_token(event.name)} does not match the data's type "
+                           f"{_describe(value['type'])}", event.line)
+    return value
+
+
+def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
+    """The payloads of a body that is one JSON list."""
+    try:
+        value = decode_document(text, what="the body")
+    except JsonProblem as problem:
+        raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
+                           problem.line) from None
+    if not isinstance(value, list):
+        raise CaptureError("the body must be a JSON list of payloads")
+    return value, [1] * len(value), "JSON list"
+
+
+def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
+    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
+        if not line.strip(" \t"):
+            continue
+        try:
+            value = decode_document(line, what=f"line {number}")
+        except JsonProblem as problem:
+            hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
+                    if number == 1 else "")
+            raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
+                               number) from None
+        yield value, number
+
+
+# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
+#
+# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
+# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
+# name length (1), name, value type (1), value.  Amazon Bedrock sends ":message-type"
+# "event" with ":event-type" naming the member, or "exception" with ":exception-type"; the
+# payload is the member's JSON object.  Two rooms read it: bedrock (ConverseStream events)
+# and anthropic (InvokeModelWithResponseStream chunks, each carrying one Anthropic event).
+
+# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
+_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        name = data[pos + 1:pos + 1 + size]
+        pos += 1 + size
+        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
+            raise CaptureError(f"frame {frame}: a malformed header")
+        kind, pos = data[pos], pos + 1
+        length = _EVENTSTREAM_SIZES[kind]
+        if length is None:
+            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
+        value = data[pos:pos + length]
+        if len(value) != length:
+            raise CaptureError(f"frame {frame}: a header runs past its frame")
+        pos += length
+        try:
+            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
+        except UnicodeDecodeError:
+            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
+    return headers
+
+
+def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
+    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
+    kind = headers.get(":message-type")
+    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
+                         else ":error-code")
+    if not isinstance(member, str) or not member:
+        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
+    if kind != "event" and not member.endswith("Exception"):
+        # an exception or error frame is a stream error whatever its code says (botocore raises):
+        # named so, it can never read as the data event its code may name (contentBlockDelta...)
+        member += "Exception"
+    return member
+
+
+def is_eventstream(raw: bytes) -> bool:
+    """Whether a body starts with an AWS event-stream prelude (its checksum holds)."""
+    import zlib
+
+    head = bytes(raw[:12])
+    return len(head) == 12 and zlib.crc32(head[:8]) == int.from_bytes(head[8:], "big")
+
+
+def eventstream_frame(event: Any) -> bytes:
+    """One AWS event-stream frame for an event {member: payload}, checksums right: an exception member
+    (a name ending in Exception) in an exception frame.  Anything else is framed as member "event"."""
+    import struct
+    import zlib
+
+    member, payload = next(iter(event.items())) if isinstance(event, dict) and len(event) == 1 else ("event", event)
+    member = member if isinstance(member, str) else "event"
+    kind, type_header = ("exception", ":exception-type") if member.endswith("Exception") else ("event", ":event-type")
+    headers = b""
+    for name, value in ((":message-type", kind), (type_header, member), (":content-type", "application/json")):
+        name_bytes, value_bytes = name.encode(), value.encode("utf-8", "surrogatepass")
+        headers += bytes([len(name_bytes)]) + name_bytes + b"\x07" + struct.pack(">H", len(value_bytes)) + value_bytes
+    body = wire_json(payload).encode("ascii")
+    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def eventstream_events(raw: bytes) -> list[dict]:
+    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
+
+    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
+    a dropped event.
+    """
+    return [event for event, _, _ in _eventstream_frames(raw)]
+
+
+def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
+                        parse: Callable[[str, str], Any] | None = None,
+                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
+                        ) -> Iterator[tuple[Any, int, str]]:
+    """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
+    is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
+    does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
+    first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
+    not come either.  parse(member, text): the payload read another way, exactly as the strict
+    parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
+    previous frame's is not parsed again."""
+    import struct
+    import zlib
+
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    raw = bytes(raw)
+    view = memoryview(raw)
+    crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
+    tail = struct.Struct(">I").unpack_from
+    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
+    last, member = b"", None          # the previous frame's header bytes and member
+    startswith = raw.startswith
+    pos = frame = 0
+    size = len(raw)
+    while pos < size:
+        frame += 1
+        if size - pos < 12:
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+        total, header_size, prelude_crc = unpack(raw, pos)
+        if crc32(view[pos:pos + 8]) != prelude_crc:
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+                               "event stream, or a corrupt one")
+        if total < 16 or header_size > total - 16 or size - pos < total:
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+        end = pos + total
+        if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+        start = pos + 12 + header_size
+        if member is None or header_size != len(last) or not startswith(last, pos + 12):
+            last = raw[pos + 12:start]
+            member = members.get(last)
+            if member is None:
+                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
+        if chunk is not None and member == "chunk":
+            stop, written = chunk(raw, pos, last)
+            if written:
+                pos, frame = stop, frame + written - 1
+                continue
+        try:
+            text = str(view[start:end - 4], "utf-8")
+            if fast is not None and fast(member, text):
+                pos = end
+                continue
+            payload = None if parse is None else parse(member, text)
+            if payload is None:
+                payload = decode_document(text, what="the payload")
+        except (UnicodeDecodeError, JsonProblem) as exc:
+            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
+        yield {member: payload}, frame, text
+        pos = end
+
+
+class EventStreamRead(_FrozenRecord):
+    """How a room's AWS event-stream body is read; capture reads it (frames_envelope).
+
+    capture_point: the envelope's meta.capture_point; walk_all: every payload is searched for
+    credentials (base64 payloads hide them from the body's quick look), else only a body that may
+    hold one is; convert, unwrap, parse, chunk_match: the room's hooks, as frames_envelope takes them.
+    """
+
+    __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match")
+
+    def __init__(self, capture_point: str, *, walk_all: bool = False,
+                 convert: Callable[[Any, int], Any] | None = None,
+                 unwrap: Callable[[str, str], str | None] | None = None,
+                 parse: Callable[[str, str], Any] | None = None,
+                 chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> None:
+        _freeze(self, locals())
+
+
+# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
+_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def wire_json(payload: Any) -> str:
+    """One payload as the JSON text a provider sends: compact, ASCII (a lone surrogate stays an escape)."""
+    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
+
+
+def sse_body(payloads: list, named: bool, done: bool, end: str = "\n") -> bytes:
+    """Server-sent events: `event: <type>` before each payload when `named`, `data: [DONE]` last when `done`."""
+    out = []
+    for payload in payloads:
+        name = _wire_str(payload.get("type")) if named and isinstance(payload, dict) else None
+        if name and not any(mark in name for mark in ("\r", "\n") + _SPLITLINES_BREAKS):
+            out.append(f"event: {name}{end}")
+        out.append(f"data: {wire_json(payload)}{end}{end}")
+    if done:
+        out.append(f"data: [DONE]{end}{end}")
+    return "".join(out).encode("ascii")
+
+
+def ndjson_body(payloads: list) -> bytes:
+    """Newline-delimited JSON: one payload per line."""
+    return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
+
+
+# --- redaction: same structure, no text -------------------------------------------
+
+REDACTED_TEXT = "[redacted]"
+REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted" in base64: the stand-in of a value read as bytes
+
+# Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
+_NEUTRAL_KEEP = frozenset({"type"})
+
+
+def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
+    """The same JSON shape without text: non-empty strings become REDACTED_TEXT.
+
+    Why: the validator reads only structure and types outside call identity and
+    arguments, so keeping every key, type and empty string keeps the verdict.
+    String members named in `keep` (block and part types) stay; logprob `bytes`
+    lists (text as numbers) are emptied.
+    """
+    if isinstance(value, str):
+        return REDACTED_TEXT if value else ""
+    if isinstance(value, list):
+        return [_neutral(item, keep) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in keep and isinstance(item, str):
+                out[key] = item
+            elif key == "bytes" and isinstance(item, list):
+                out[key] = []
+            else:
+                out[key] = _neutral(item, keep)
+        return out
+    return value
+
+
 # ---------------------------------------------------------------------------
 # Envelope loading: strict JSON for the fixture file itself
 # ---------------------------------------------------------------------------
@@ -499,103 +1034,6 @@ def _raw_body_hint(text: str) -> str:
     return ""
 
 
-_MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
-
-
-class _NotStreamable(Exception):
-    """The streaming reader met something it leaves to the whole-document parse."""
-
-
-# Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
-# by the text.  Read piece by piece, a value sits shallower than in the whole document,
-# so it could parse here and not there.  Pieces are therefore parsed inside _PAD extra
-# levels of list ("[[...]]" around them): deeper than in the whole document, never
-# shallower.  Where the pad makes a parse fail, the whole-document parse decides.
-_PAD = 32
-_PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
-# A value whose text holds fewer brackets than this nests too shallowly for the
-# interpreter's limit to matter (unless called within that many frames of it).
-_SHALLOW_BRACKETS = 64
-
-
-def _unpad(value: Any) -> Any:
-    """The value inside the _PAD lists a padded parse put around it.
-
-    Each pad level must hold exactly one element: stray "]]" and "[[" in the
-    piece could otherwise pair up with pad brackets and parse as another shape.
-    """
-    for _ in range(_PAD):
-        if type(value) is not list or len(value) != 1:
-            raise _NotStreamable
-        value = value[0]
-    return value
-
-
-def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
-    """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
-    value, end = scan(text, pos)
-    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
-        padded = _PAD_OPEN + piece + _PAD_CLOSE
-        value, padded_end = scan(padded, 0)
-        if padded_end != len(padded):
-            raise _NotStreamable
-        value = _unpad(value)
-    return value, end
-
-
-def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
-    """(report, envelope) validated while reading, or None to take the canonical path.
-
-    A large capture is mostly its stream list.  When "profile" and "tool_schemas"
-    come before that list (the usual layout), each chunk is parsed, fed to the
-    gate and dropped, so memory stays flat and each chunk is handled while it is
-    still in the CPU cache; the envelope returned then holds an empty list in
-    place of the stream.  Other layouts are parsed whole and validated as by
-    validate_envelope().  Any error returns None: the caller then parses the
-    whole document, so verdicts and messages are those of the canonical path.
-    """
-    scan = _strict_decoder().scan_once
-    ws, member_end = _WS_RUN.match, _MEMBER_END.match
-    pos = ws(text, 0).end()
-    if not text.startswith("{", pos):
-        return None
-    pos = ws(text, pos + 1).end()
-    doc: dict[str, Any] = {}
-    gate: StreamGate | None = None
-    try:
-        while True:
-            if not text.startswith('"', pos):
-                return None
-            key, pos = scan(text, pos)
-            pos = ws(text, pos).end()
-            if key in doc or not text.startswith(":", pos):
-                return None
-            pos = ws(text, pos + 1).end()
-            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
-            if gate is not None and key == "request":
-                return None  # the request shapes the gate: after the stream, read the whole document
-            if (gate is None and isinstance(profile, str) and profile in PROFILES
-                    and PROFILES[profile].stream_key == key
-                    and isinstance(schemas, dict) and text.startswith("[", pos)):
-                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
-                value, pos = [], gate.feed_text(text, pos, scan)
-            else:
-                value, pos = _scan_padded(text, pos, scan)
-            doc[key] = value
-            sep = member_end(text, pos)
-            if sep is None:
-                return None
-            pos = sep.end()
-            if sep.group(1) == "}":
-                break
-    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
-        return None
-    if pos != len(text):
-        return None
-    return _finish_envelope(doc, limits, gate), doc
-
-
 def _nesting_exceeds(value: Any, limit: int) -> bool:
     """True when containers nest deeper than limit (walked without recursion)."""
     stack = [(value, 1)]
@@ -615,52 +1053,6 @@ def _limits(limits: Any) -> Limits:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
-
-
-def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
-    """Every way the parsed envelope breaks the contract (SPEC section 1)."""
-    limits = _limits(limits)
-    if not isinstance(doc, dict):
-        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
-    problems: list[Finding] = []
-    for key in doc:
-        if key not in ENVELOPE_KEYS:
-            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
-    profile = doc.get("profile")
-    if "profile" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
-    elif not isinstance(profile, str):
-        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
-    elif profile not in PROFILES:
-        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
-    if "tool_schemas" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
-    elif not isinstance(doc["tool_schemas"], dict):
-        problems.append(Finding(INVALID_FIXTURE,
-                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
-    for key in ("meta", "expect", "request"):
-        if key in doc and not isinstance(doc[key], dict):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
-    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
-        problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
-    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
-        problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
-                                                 "a Python object of another type)"))
-    if isinstance(profile, str) and profile in PROFILES:
-        try:
-            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
-        except RequestError as exc:
-            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
-        wanted = PROFILES[profile].stream_key
-        other = "events" if wanted == "chunks" else "chunks"
-        if other in doc:
-            problems.append(Finding(INVALID_FIXTURE,
-                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
-        if wanted not in doc:
-            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
-        elif not isinstance(doc[wanted], list):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
-    return problems
 
 
 # ---------------------------------------------------------------------------
@@ -730,31 +1122,7 @@ def _restricted(names: list[str]) -> dict:
     return {"allowed": frozenset(names), "choice_text": "tool_choice allows only " + ((shown + more) or "hosted tools")}
 
 
-def request_context(profile: str, request: Any) -> RequestContext | None:
-    """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
-    if request is None:
-        return None
-    body = _request_members(request, "\"request\"", REQUEST_KEYS)
-    row = PROFILES[profile]
-    fields: dict[str, Any] = {}
-    if body.get("tool_choice") is not None:
-        fields.update(row.request.choice(body["tool_choice"]))
-    parallel = body.get("parallel_tool_calls")
-    if parallel is not None:
-        if not row.request.parallel_field:
-            raise RequestError(f"parallel_tool_calls is not a field of a {profile} request"
-                               f"{row.request.parallel_instead}")
-        if not isinstance(parallel, bool):
-            raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
-        fields["single"] = fields.get("single", False) or not parallel
-    if "tools" in body:
-        tools = body["tools"]
-        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
-            raise RequestError("\"request\".tools must be a list of tool names (non-empty strings)")
-        if len(set(tools)) != len(tools):
-            raise RequestError("\"request\".tools names a tool twice")
-        fields["tools"] = frozenset(tools)
-    return RequestContext(**fields)
+
 
 
 def _listed_request_tools(body: dict) -> tuple[list, Any]:
@@ -1006,10 +1374,6 @@ def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
-# Characters besides LF and CR that Python's str.splitlines(), and so httpx's line reader, end a line at.
-_SPLITLINES_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-
-
 def _secure_parse_refuses(value: Any) -> bool:
     """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
     __proto__ member, or a constructor member holding prototype, at any depth."""
@@ -1170,8 +1534,8 @@ class CaptureRules(_FrozenRecord):
       family, claims     the shape family capture names, and whether one payload has that shape: the room's
                          own yes or no (rooms of one family share it; no payload is claimed by two families)
       redact             one payload -> the same structure without content
-      binary_body        (raw, tool_schemas, no_schemas, redact, encode) -> (envelope, warnings) for a body that
-                         is not SSE text, or None (it declines); no binary_body: every body is text
+      binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead),
+                         or None (it declines); no binary_body: every body is text
       check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None
       check_lines_text   the framing rules of its JSON Lines body (an NDJSON API), or None
       warn_without_done  warn when its SSE body has no "data: [DONE]"
@@ -2448,17 +2812,15 @@ def _anthropic_defined_tool(where: str, tool: dict) -> tuple[str, Any] | None:
 _INVOKE_PAYLOAD_KEYS = frozenset({"bytes", "p"})
 
 
-def _anthropic_invoke_body(raw: bytes, tool_schemas: dict, no_schemas: bool,
-                           redact: bool, encode: bool = False) -> tuple[dict, list[str]] | None:
-    """The anthropic capture of an InvokeModelWithResponseStream body; None when the body is
-    not an AWS event stream (it is then read as SSE)."""
+def _anthropic_invoke_body(raw: bytes, encode: bool = False) -> EventStreamRead | None:
+    """How capture reads an InvokeModelWithResponseStream body; None when the body is not an
+    AWS event stream (it is then read as SSE)."""
     if not is_eventstream(raw):
         return None
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
-    return frames_envelope("anthropic", raw, tool_schemas, no_schemas, redact, True,
-                           "AWS event stream (InvokeModelWithResponseStream)", _anthropic_invoke_event,
-                           _anthropic_invoke_text, encode, _anthropic_invoke_chunk,
-                           _invoke_chunk_bytes() if encode else None)
+    return EventStreamRead("AWS event stream (InvokeModelWithResponseStream)", walk_all=True,
+                           convert=_anthropic_invoke_event, unwrap=_anthropic_invoke_text,
+                           parse=_anthropic_invoke_chunk, chunk_match=_invoke_chunk_bytes() if encode else None)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -3535,11 +3897,9 @@ def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/vnd.amazon.eventstream", b"".join(eventstream_frame(event) for event in stream)
 
 
-def _eventstream_envelope(raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool,
-                          encode: bool = False) -> tuple[dict, list[str]]:
+def _eventstream_envelope(raw: bytes, encode: bool = False) -> EventStreamRead:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
-    return frames_envelope("bedrock", raw, tool_schemas, no_schemas, redact,
-                           _may_hold_secrets(bytes(raw)), "AWS event stream", encode=encode)
+    return EventStreamRead("AWS event stream")
 
 
 BEDROCK = Profile(
@@ -5906,30 +6266,6 @@ def _refusal_message(code: str, action: str, slot: Slot) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _has_surrogate(text: str) -> bool:
-    """True when text holds a lone UTF-16 surrogate code point."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-# JavaScript's Number.MAX_SAFE_INTEGER.  Readers that hold every JSON number as a double (the
-# Vercel AI SDK, js-genai) cannot tell an integer beyond it from its neighbours and may run
-# another number than the Python SDKs, which keep it exact: an argument integer beyond it is
-# limit_exceeded on every profile.  Only integer tokens count: a fraction or an exponent is a
-# double in every reader alike.
-MAX_SAFE_INTEGER = 2 ** 53 - 1
-UNSAFE_INTEGER_MESSAGE = ("an integer beyond +/-(2^53 - 1), JavaScript's safe range: readers that hold numbers as "
-                          "doubles (the Vercel AI SDK) may run another number")
-
-
-def _unsafe_integer(value: Any) -> bool:
-    """An int (not a bool) outside +/-MAX_SAFE_INTEGER."""
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER
-
-
 def parse_strict_json(text: str, limits: Limits) -> Any:
     """Parse text as exactly one strict JSON document or raise JsonProblem.
 
@@ -6011,22 +6347,6 @@ def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
             stack.extend((item, depth + 1) for item in node)
 
 
-def join_fragments(parts: list[str]) -> tuple[str, bool]:
-    """Join argument fragments as UTF-16 code units.
-
-    A high surrogate ending one fragment and a low surrogate starting the next
-    form one character.  Returns (text, ok); ok is False when a surrogate stays
-    unpaired, and text is then the plain concatenation.
-    """
-    text = "".join(parts)
-    if not _has_surrogate(text):
-        return text, True
-    try:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le"), True
-    except UnicodeDecodeError:
-        return text, False
-
-
 # ---------------------------------------------------------------------------
 # Schema subset
 # ---------------------------------------------------------------------------
@@ -6073,6 +6393,80 @@ class SchemaLimitExceeded(Exception):
         super().__init__(message)
         self.message = message
         self.pointer = pointer
+
+
+class _DeadlinePassed(Exception):
+    """Schema work ran out of the opt-in wall-clock budget (--max-schema-seconds)."""
+
+
+class _Deadline:
+    """An opt-in wall-clock budget around a schema check (Limits.max_schema_seconds).
+
+    Off by default (seconds is None): every piece of schema work is counted
+    (max_evaluations, the schema and pattern size limits), so a verdict never
+    depends on the machine.  Given, it runs under SIGALRM when that is available
+    (the main thread on POSIX); elsewhere only the counted limits apply.  The
+    Unicode tables built on first use are left outside it (outside()).
+
+    The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
+    already running, or the SIGALRM handler was installed outside Python (so it
+    could not be put back), no budget is armed; otherwise the caller's handler
+    is restored exactly on the way out, whatever happens inside.
+    """
+
+    armed: "Optional[_Deadline]" = None   # the budget running on the main thread, if any
+
+    def __init__(self, seconds: Optional[float]) -> None:
+        self.seconds = seconds
+        self.active = False
+        self.done = False
+        self.previous: Any = None
+
+    def _expire(self, *_: Any) -> None:
+        if not self.done:  # a late alarm while leaving must not escape
+            raise _DeadlinePassed()
+
+    def __enter__(self) -> "_Deadline":
+        import signal
+        import threading
+
+        if not (self.seconds is not None and self.seconds > 0 and hasattr(signal, "setitimer")
+                and threading.current_thread() is threading.main_thread()):
+            return self
+        previous = signal.getsignal(signal.SIGALRM)
+        if previous is None or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            return self  # a foreign handler, or the caller's own timer is running: leave both alone
+        self.previous = previous
+        signal.signal(signal.SIGALRM, self._expire)
+        self.active = True
+        _Deadline.armed = self
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.done = True
+        if self.active:
+            import signal
+
+            _Deadline.armed = None
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+    @staticmethod
+    def outside(build: Callable[[], Any]) -> Any:
+        """build(), with the armed budget's clock stopped: work that is not the call's (a table built once)."""
+        import signal
+        import threading
+
+        budget = _Deadline.armed
+        if budget is None or budget.done or threading.current_thread() is not threading.main_thread():
+            return build()
+        left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        try:
+            return build()
+        finally:
+            if not budget.done:
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))   # 0 would disarm it: expire at once
 
 
 class SchemaLimits(_FrozenRecord):
@@ -8162,80 +8556,6 @@ def _sch_validate(compiled: CompiledSchema, instance: object, run: _SchRun) -> l
 # ---------------------------------------------------------------------------
 
 
-class _DeadlinePassed(Exception):
-    """Schema work ran out of the opt-in wall-clock budget (--max-schema-seconds)."""
-
-
-class _Deadline:
-    """An opt-in wall-clock budget around a schema check (Limits.max_schema_seconds).
-
-    Off by default (seconds is None): every piece of schema work is counted
-    (max_evaluations, the schema and pattern size limits), so a verdict never
-    depends on the machine.  Given, it runs under SIGALRM when that is available
-    (the main thread on POSIX); elsewhere only the counted limits apply.  The
-    Unicode tables built on first use are left outside it (outside()).
-
-    The caller's own alarm is never disturbed: when an ITIMER_REAL timer is
-    already running, or the SIGALRM handler was installed outside Python (so it
-    could not be put back), no budget is armed; otherwise the caller's handler
-    is restored exactly on the way out, whatever happens inside.
-    """
-
-    armed: "Optional[_Deadline]" = None   # the budget running on the main thread, if any
-
-    def __init__(self, seconds: Optional[float]) -> None:
-        self.seconds = seconds
-        self.active = False
-        self.done = False
-        self.previous: Any = None
-
-    def _expire(self, *_: Any) -> None:
-        if not self.done:  # a late alarm while leaving must not escape
-            raise _DeadlinePassed()
-
-    def __enter__(self) -> "_Deadline":
-        import signal
-        import threading
-
-        if not (self.seconds is not None and self.seconds > 0 and hasattr(signal, "setitimer")
-                and threading.current_thread() is threading.main_thread()):
-            return self
-        previous = signal.getsignal(signal.SIGALRM)
-        if previous is None or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-            return self  # a foreign handler, or the caller's own timer is running: leave both alone
-        self.previous = previous
-        signal.signal(signal.SIGALRM, self._expire)
-        self.active = True
-        _Deadline.armed = self
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.done = True
-        if self.active:
-            import signal
-
-            _Deadline.armed = None
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
-
-    @staticmethod
-    def outside(build: Callable[[], Any]) -> Any:
-        """build(), with the armed budget's clock stopped: work that is not the call's (a table built once)."""
-        import signal
-        import threading
-
-        budget = _Deadline.armed
-        if budget is None or budget.done or threading.current_thread() is not threading.main_thread():
-            return build()
-        left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
-        try:
-            return build()
-        finally:
-            if not budget.done:
-                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6))   # 0 would disarm it: expire at once
-
-
 def _text_problems(text: str, limits: Limits, what: str) -> list[tuple[str, str]]:
     """A call's joined text must be valid Unicode and within the size limit."""
     try:
@@ -8637,18 +8957,32 @@ class StreamGate:
 
     def __init__(self, profile: str, tool_schemas: dict, limits: Limits | None = None,
                  meta: dict | None = None, request: dict | None = None) -> None:
-        if not isinstance(profile, str) or profile not in PROFILES:
+        row = PROFILES.get(profile) if isinstance(profile, str) else None   # the library's one look-up
+        if row is None:
             raise ValueError(f"unknown profile {_token(profile)}; expected one of {', '.join(PROFILES)}")
         if not isinstance(tool_schemas, dict):
             raise TypeError("tool_schemas must be a dict: tool name -> JSON Schema")
         if meta is not None and not (isinstance(meta, dict) and _is_json(meta)):
             raise ValueError("meta must be a JSON object (it is echoed in the report)")
-        self.profile = profile
+        limits = _limits(limits)
+        self._start(row, tool_schemas, limits, meta, _request_context(row, request))  # RequestError when malformed
+
+    @classmethod
+    def _of_row(cls, row: Profile, tool_schemas: dict, limits: Limits, meta: dict | None,
+               request: RequestContext | None) -> "StreamGate":
+        """The gate of an envelope already checked: its profile's row and its request's context (read
+        once, by the envelope's checks), no name looked up again."""
+        gate = cls.__new__(cls)
+        gate._start(row, tool_schemas, limits, meta, request)
+        return gate
+
+    def _start(self, row: Profile, tool_schemas: dict, limits: Limits, meta: dict | None,
+               request: RequestContext | None) -> None:
+        self.profile = row.name
         self.tool_schemas = tool_schemas
-        self.limits = _limits(limits)
+        self.limits = limits
         self.meta = meta
-        self.request = request_context(profile, request)  # RequestError (a ValueError) when malformed
-        row = PROFILES[profile]
+        self.request = request
         self._normalizer = row.wire.normalizer(self.limits)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(row.rules, self.limits, forced)
@@ -8757,18 +9091,203 @@ def _out_of_stack_report() -> dict[str, Any]:
                                             "call from a shallower stack or raise the recursion limit")]))
 
 
+def request_context(profile: str, request: Any) -> RequestContext | None:
+    """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
+    return _request_context(PROFILES[profile], request)
+
+
+def _request_context(row: Profile, request: Any) -> RequestContext | None:
+    """request_context, read by the profile's row (the envelope's checks and the gate have it)."""
+    if request is None:
+        return None
+    body = _request_members(request, "\"request\"", REQUEST_KEYS)
+    fields: dict[str, Any] = {}
+    if body.get("tool_choice") is not None:
+        fields.update(row.request.choice(body["tool_choice"]))
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None:
+        if not row.request.parallel_field:
+            raise RequestError(f"parallel_tool_calls is not a field of a {row.name} request"
+                               f"{row.request.parallel_instead}")
+        if not isinstance(parallel, bool):
+            raise RequestError(f"parallel_tool_calls must be a boolean, got {_describe(parallel)}")
+        fields["single"] = fields.get("single", False) or not parallel
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise RequestError("\"request\".tools must be a list of tool names (non-empty strings)")
+        if len(set(tools)) != len(tools):
+            raise RequestError("\"request\".tools names a tool twice")
+        fields["tools"] = frozenset(tools)
+    return RequestContext(**fields)
+
+
+def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
+    """Every way the parsed envelope breaks the contract (SPEC section 1)."""
+    return _envelope_problems(doc, _limits(limits), None)[0]
+
+
+def _envelope_problems(doc: Any, limits: Limits, gate: StreamGate | None
+                       ) -> tuple[list[Finding], Profile | None, RequestContext | None]:
+    """check_envelope, and what it read on the way: the profile's row (None when it names none) and the
+    request's context.  A gate fed already was built from this envelope's request: its context is
+    taken, not read again."""
+    if not isinstance(doc, dict):
+        return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")], None, None
+    problems: list[Finding] = []
+    for key in doc:
+        if key not in ENVELOPE_KEYS:
+            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
+    profile = doc.get("profile")
+    row = PROFILES.get(profile) if isinstance(profile, str) else None   # the envelope's one look-up
+    context = None
+    if "profile" not in doc:
+        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
+    elif not isinstance(profile, str):
+        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
+    elif row is None:
+        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
+    if "tool_schemas" not in doc:
+        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
+    elif not isinstance(doc["tool_schemas"], dict):
+        problems.append(Finding(INVALID_FIXTURE,
+                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
+    for key in ("meta", "expect", "request"):
+        if key in doc and not isinstance(doc[key], dict):
+            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
+    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
+        problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
+    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
+        problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
+                                                 "a Python object of another type)"))
+    if row is not None:
+        try:
+            context = gate.request if gate is not None else _request_context(
+                row, doc["request"] if isinstance(doc.get("request"), dict) else None)
+        except RequestError as exc:
+            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
+        wanted = row.stream_key
+        other = "events" if wanted == "chunks" else "chunks"
+        if other in doc:
+            problems.append(Finding(INVALID_FIXTURE,
+                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
+        if wanted not in doc:
+            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
+        elif not isinstance(doc[wanted], list):
+            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+    return problems, row, context
+
+
+_MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+
+
+class _NotStreamable(Exception):
+    """The streaming reader met something it leaves to the whole-document parse."""
+
+
+# Python's parser stops at a nesting depth set by the interpreter's recursion limit, not
+# by the text.  Read piece by piece, a value sits shallower than in the whole document,
+# so it could parse here and not there.  Pieces are therefore parsed inside _PAD extra
+# levels of list ("[[...]]" around them): deeper than in the whole document, never
+# shallower.  Where the pad makes a parse fail, the whole-document parse decides.
+_PAD = 32
+_PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
+# A value whose text holds fewer brackets than this nests too shallowly for the
+# interpreter's limit to matter (unless called within that many frames of it).
+_SHALLOW_BRACKETS = 64
+
+
+def _unpad(value: Any) -> Any:
+    """The value inside the _PAD lists a padded parse put around it.
+
+    Each pad level must hold exactly one element: stray "]]" and "[[" in the
+    piece could otherwise pair up with pad brackets and parse as another shape.
+    """
+    for _ in range(_PAD):
+        if type(value) is not list or len(value) != 1:
+            raise _NotStreamable
+        value = value[0]
+    return value
+
+
+def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
+    """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
+    value, end = scan(text, pos)
+    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
+        padded = _PAD_OPEN + piece + _PAD_CLOSE
+        value, padded_end = scan(padded, 0)
+        if padded_end != len(padded):
+            raise _NotStreamable
+        value = _unpad(value)
+    return value, end
+
+
+def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
+    """(report, envelope) validated while reading, or None to take the canonical path.
+
+    A large capture is mostly its stream list.  When "profile" and "tool_schemas"
+    come before that list (the usual layout), each chunk is parsed, fed to the
+    gate and dropped, so memory stays flat and each chunk is handled while it is
+    still in the CPU cache; the envelope returned then holds an empty list in
+    place of the stream.  Other layouts are parsed whole and validated as by
+    validate_envelope().  Any error returns None: the caller then parses the
+    whole document, so verdicts and messages are those of the canonical path.
+    """
+    scan = _strict_decoder().scan_once
+    ws, member_end = _WS_RUN.match, _MEMBER_END.match
+    pos = ws(text, 0).end()
+    if not text.startswith("{", pos):
+        return None
+    pos = ws(text, pos + 1).end()
+    doc: dict[str, Any] = {}
+    gate: StreamGate | None = None
+    row: Profile | None = None   # the profile member's row, once it was read
+    try:
+        while True:
+            if not text.startswith('"', pos):
+                return None
+            key, pos = scan(text, pos)
+            pos = ws(text, pos).end()
+            if key in doc or not text.startswith(":", pos):
+                return None
+            pos = ws(text, pos + 1).end()
+            schemas = doc.get("tool_schemas")
+            if gate is not None and key == "request":
+                return None  # the request shapes the gate: after the stream, read the whole document
+            if (gate is None and row is not None and row.stream_key == key
+                    and isinstance(schemas, dict) and text.startswith("[", pos)):
+                gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
+                value, pos = [], gate.feed_text(text, pos, scan)
+            else:
+                value, pos = _scan_padded(text, pos, scan)
+            doc[key] = value
+            if key == "profile" and isinstance(value, str):
+                row = PROFILES.get(value)
+            sep = member_end(text, pos)
+            if sep is None:
+                return None
+            pos = sep.end()
+            if sep.group(1) == "}":
+                break
+    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    if pos != len(text):
+        return None
+    return _finish_envelope(doc, limits, gate), doc
+
+
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
     """The envelope checks, then the gate's report; gate is given when the stream was fed already."""
-    problems = check_envelope(doc, limits)
-    profile = doc.get("profile") if isinstance(doc, dict) else None
+    problems, row, context = _envelope_problems(doc, limits, gate)
     meta = doc.get("meta") if isinstance(doc, dict) and isinstance(doc.get("meta"), dict) else None
     if meta is not None and (_nesting_exceeds(meta, limits.max_depth) or not _is_json(meta)):
         meta = None  # already an invalid_fixture finding; too deep or not printable
     if problems:  # the report names a profile only when it is one (never echoes an unknown string)
-        return _report(Outcome(problems, profile if isinstance(profile, str) and profile in PROFILES else None, meta))
+        return _report(Outcome(problems, None if row is None else row.name, meta))
     if gate is None:
-        gate = StreamGate(profile, doc["tool_schemas"], limits, meta, doc.get("request"))
-        gate.feed_all(doc[PROFILES[profile].stream_key])
+        gate = StreamGate._of_row(row, doc["tool_schemas"], limits, meta, context)
+        gate.feed_all(doc[row.stream_key])
     else:
         gate.meta = meta
     return gate.finish()
@@ -9382,31 +9901,13 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
 # ---------------------------------------------------------------------------
 
 # Rules of this section (it uses only json and re from the imports above):
-#   * SSE framing follows the WHATWG event-stream parser (lines end in CRLF, LF
-#     or CR; a blank line dispatches; one space after the colon is removed;
-#     data lines join with LF), with fail-closed changes, because a dropped
-#     event could hide a tool fragment and the envelope must be the stream
-#     every reader sees:
-#       - a leading BOM is an error (WHATWG skips it; openai-python's and the
-#         Anthropic SDK's decoders lose the first event behind it);
-#       - an event still pending at end of input (no blank line after it) is an
-#         error, where WHATWG and the SDKs silently discard it;
-#       - an unknown field name, or an `event:` with no `data:`, is an error,
-#         where WHATWG would ignore it;
-#       - every data payload is one strict JSON object, `data: [DONE]` ends the
-#         stream and only blank lines may follow it.
 #   * Nothing is dropped or reordered: payload N is chunks[N] / events[N].
 #   * Redaction keeps every key, every type and every empty string, so the
 #     verdict cannot change; call ids, names and argument fragments are never
 #     modified.  Credentials are masked everywhere else, with or without
 #     redaction, and are only warned about inside call identity and arguments.
 
-_SSE_LINE_END = r"\r\n|\r|\n"  # not str.splitlines: U+2028, \v, \f are not SSE line ends
-_SSE_DONE = "[DONE]"
-_SSE_IGNORED_FIELDS = frozenset({"id", "retry"})
 
-REDACTED_TEXT = "[redacted]"
-REDACTED_BASE64 = "cmVkYWN0ZWQ="   # "redacted" in base64: the stand-in of a value read as bytes
 MASKED_SECRET = "[masked]"
 
 # The largest body (and --request / --schemas file) capture reads, in bytes: the default
@@ -9414,8 +9915,7 @@ MASKED_SECRET = "[masked]"
 # (capture never writes an envelope of the first 256 MiB of a longer stream).
 CAPTURE_MAX_BYTES = 256 * 1024 * 1024
 
-# Structure that survives neutralisation of a non-tool block (text, thinking, server tools).
-_NEUTRAL_KEEP = frozenset({"type"})
+
 
 # (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
 # are compiled on first use (_compiled): only `capture` needs them, and every start pays
@@ -9452,231 +9952,6 @@ _SECRET_PATTERNS = (
 # An object member named like a credential holds one when its value is a long string.
 _SECRET_KEY = r"(?i)(?:x-)?api[_-]?key|authorization|access[_-]?token"
 _SECRET_KEY_MIN = 20
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern:
-    """re.compile, once per pattern of this section."""
-    return re.compile(pattern)
-
-
-class CaptureError(Exception):
-    """Input that cannot become a faithful envelope; `line` is its 1-based line when known."""
-
-    def __init__(self, message: str, line: int | None = None) -> None:
-        super().__init__(message if line is None else f"line {line}: {message}")
-        self.line = line
-
-
-class _SseEvent(_FrozenRecord):
-    """One dispatched SSE event: its name (None when absent) and joined data.
-
-    line: the event's first line; data_lines: the line of each data field, to
-    place JSON errors.
-    """
-
-    __slots__ = ("line", "data_lines", "name", "data")
-
-    def __init__(self, line: int, data_lines: tuple[int, ...], name: str | None, data: str) -> None:
-        put = object.__setattr__   # _freeze, unrolled: one of these per event
-        put(self, "line", line)
-        put(self, "data_lines", data_lines)
-        put(self, "name", name)
-        put(self, "data", data)
-
-
-# The plainest event of an LF body, read in one step: an optional `event:` line, one `data:` line, a
-# blank line (a value keeps what follows its one optional space, as the line reader does).
-_SSE_PLAIN_EVENT = r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n"
-
-
-def _sse_decode(raw: bytes) -> str:
-    """UTF-8 text; a leading byte order mark is refused.
-
-    WHATWG parsers (and the Vercel AI SDK) skip one leading BOM, but the
-    decoders of openai-python and the Anthropic SDK keep it, so the first field
-    name no longer reads "data" or "event" and the first event is lost: the
-    SDKs would read different streams from the same bytes.
-    """
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
-    try:
-        text = bytes(raw).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
-        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
-    if text.startswith("\ufeff"):
-        raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
-                           "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
-    return text
-
-
-class _SseState:
-    """What reading an SSE body found besides its events: comment lines and the [DONE] sentinel."""
-
-    __slots__ = ("comments", "done")
-
-    def __init__(self) -> None:
-        self.comments = 0
-        self.done = False
-
-
-def _sse_lines(text: str, state: _SseState | None = None,
-               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, line) of every line, read as they come (a final unterminated line still counts).
-
-    With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
-    is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
-    number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
-    fast_run(text, pos, number) may write events itself and say where it stopped.
-    """
-    pos = number = 0
-    size = len(text)
-    find = text.find
-    if "\r" not in text:   # the common body: LF only, found without a regex
-        plain = _compiled(_SSE_PLAIN_EVENT).match if state is not None else None
-        between = True
-        while pos < size:
-            if between and plain is not None and not state.done:
-                if fast_run is not None:
-                    pos, number = fast_run(text, pos, number)
-                    if pos >= size:
-                        break
-                match = plain(text, pos)
-                if match is not None and match.group(2) != _SSE_DONE:
-                    named = match.start(1) >= 0
-                    yield number + 1, _SseEvent(number + 1, (number + 1 + named,), match.group(1) or None,
-                                                match.group(2))
-                    number += 2 + named
-                    pos = match.end()
-                    continue
-            end = find("\n", pos)
-            if end < 0:
-                end = size
-            number += 1
-            line = text[pos:end]
-            yield number, line
-            pos = end + 1
-            if line == "":
-                between = True
-            elif line[:1] != ":":
-                between = False
-        return
-    for match in _compiled(_SSE_LINE_END).finditer(text):
-        number += 1
-        yield number, text[pos:match.start()]
-        pos = match.end()
-    if pos < len(text):
-        yield number + 1, text[pos:]
-
-
-def _sse_events(text: str, state: _SseState,
-                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
-    """The events of an SSE body, in order, as they are read; state collects the rest.
-
-    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
-    """
-    start: int | None = None
-    name: str | None = None
-    data: list[str] = []
-    data_lines: list[int] = []
-    for number, line in _sse_lines(text, state, fast_run):
-        if line.__class__ is _SseEvent:   # a plain event, read whole
-            yield line
-            continue
-        if state.done:
-            if line.strip(" \t"):
-                raise CaptureError("content after the data: [DONE] sentinel", number)
-            continue
-        if line == "":
-            if data:
-                joined = data[0] if len(data) == 1 else "\n".join(data)
-                if joined == _SSE_DONE:
-                    state.done = True
-                else:
-                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
-            elif name:
-                raise CaptureError(f"event {_token(name)} has no data line", start)
-            start, name = None, None
-            data = []
-            data_lines = []
-            continue
-        if line[:1] == ":":
-            state.comments += 1
-            continue
-        field_name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
-        if start is None:
-            start = number
-        if field_name == "data":
-            data.append(value)
-            data_lines.append(number)
-        elif field_name == "event":
-            name = value
-        elif field_name not in _SSE_IGNORED_FIELDS:
-            shown = _token(field_name) if _protocol_word(field_name) else "a line"
-            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
-                               "capture the response body only", number)
-    if start is not None:
-        if data == [_SSE_DONE]:
-            state.done = True  # a final sentinel without its blank line ends the stream all the same
-        else:
-            raise CaptureError("the body ends inside an event (no blank line after it): WHATWG parsers and the "
-                               "SDKs discard such an event; capture the whole body", start)
-
-
-def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
-    """The event's data as one strict JSON object (lone surrogate escapes allowed, as in fixtures);
-    (a stage of _staged: its second argument, the event again, is not needed)."""
-    data = event.data
-    try:
-        value = None
-        if data[:1] == "{" and data[-1:] == "}":   # decode_document's work when no whitespace is around it
-            try:
-                value, end = _DEFAULT_DECODER.raw_decode(data, 0)
-            except (ValueError, RecursionError, JsonProblem):
-                value, end = None, -1
-            if end != len(data):
-                value = None
-        if value is None:
-            value = decode_document(data, what="event data")
-    except JsonProblem as problem:
-        line = event.data_lines[min(problem.line or 1, len(event.data_lines)) - 1]
-        raise CaptureError(f"event data is not strict JSON: {problem.message}", line) from None
-    if not isinstance(value, dict):
-        raise CaptureError(f"event data must be a JSON object, got {_describe(value)}", event.data_lines[0])
-    if event.name is not None and "type" in value and value["type"] != event.name:
-        raise CaptureError(f"event: {_token(event.name)} does not match the data's type "
-                           f"{_describe(value['type'])}", event.line)
-    return value
-
-
-# --- redaction: same structure, no text -------------------------------------------
-
-def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
-    """The same JSON shape without text: non-empty strings become REDACTED_TEXT.
-
-    Why: the validator reads only structure and types outside call identity and
-    arguments, so keeping every key, type and empty string keeps the verdict.
-    String members named in `keep` (block and part types) stay; logprob `bytes`
-    lists (text as numbers) are emptied.
-    """
-    if isinstance(value, str):
-        return REDACTED_TEXT if value else ""
-    if isinstance(value, list):
-        return [_neutral(item, keep) for item in value]
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if key in keep and isinstance(item, str):
-                out[key] = item
-            elif key == "bytes" and isinstance(item, list):
-                out[key] = []
-            else:
-                out[key] = _neutral(item, keep)
-        return out
-    return value
 
 
 # --- credentials ----------------------------------------------------------------
@@ -10022,9 +10297,9 @@ class _Scrubber:
     _MAX_MISSES = 16        # payloads that gave no template, per key, before none is looked for
     _BLANK_STAND_INS = ('"' + _TEMPLATE_HOLE + '"', '"x"')   # the JSON tokens a blank template's hole is tried with
 
-    def __init__(self, profile: str, redact: bool, walk: bool, encode: bool,
+    def __init__(self, row: Profile, redact: bool, walk: bool, encode: bool,
                  make: Callable[[str, Any], Any] | None = None, blank: bool = False) -> None:
-        self.row = PROFILES[profile]
+        self.row = row
         self.redact, self.walk, self.encode = redact, walk, encode
         self.count = 0
         self.found: list[str] = []
@@ -10565,15 +10840,15 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
 class _shape_stage:
     """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
 
-    __slots__ = ("profile", "settled")
+    __slots__ = ("row", "settled")
 
-    def __init__(self, profile: str) -> None:
-        self.profile = profile
+    def __init__(self, row: Profile) -> None:
+        self.row = row
         self.settled = False
 
     def __call__(self, payload: Any, line: int | None) -> Any:
         if not self.settled:
-            self.settled = _check_profile_shape(self.profile, [payload], [line])
+            self.settled = _check_profile_shape(self.row, [payload], [line])
         return payload
 
 
@@ -10789,7 +11064,8 @@ def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
 
 def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool,
                   encode: bool) -> tuple[dict, list[str]]:
-    if not isinstance(profile, str) or profile not in PROFILES:
+    row = PROFILES.get(profile) if isinstance(profile, str) else None   # capture's one look-up
+    if row is None:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
     tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
@@ -10799,20 +11075,21 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
     if head[:1] in (b"[", b"{"):
-        return _json_payloads_envelope(raw, profile, tool_schemas, schemas is None, redact, encode)
-    row = PROFILES[profile]
+        return _json_payloads_envelope(raw, row, tool_schemas, schemas is None, redact, encode)
     if row.capture.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.capture.binary_body(raw, tool_schemas, schemas is None, redact, encode)
+        read = row.capture.binary_body(raw, encode)
         if read is not None:
-            return read
+            return frames_envelope(row, raw, tool_schemas, schemas is None, redact,
+                                   read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
+                                   read.unwrap, encode, read.parse, read.chunk_match)
     walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
     text = _sse_decode(raw)
     if row.capture.check_sse_text is not None:
         row.capture.check_sse_text(text)
     state = _SseState()
-    scrubber = _Scrubber(profile, redact, walk, encode,
+    scrubber = _Scrubber(row, redact, walk, encode,
                          lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
-    check_shape = _shape_stage(profile)
+    check_shape = _shape_stage(row)
     stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
     if row.capture.check_sse_events is not None:
         stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
@@ -10840,7 +11117,7 @@ def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool
     if not state.done and row.capture.warn_without_done:
         warnings.append("no data: [DONE] sentinel: the capture may be cut short")
     envelope = {
-        "profile": profile,
+        "profile": row.name,
         "tool_schemas": tool_schemas,
         row.stream_key: payloads,
         "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
@@ -10904,179 +11181,25 @@ def _non_stream_shape(payload: dict) -> str:
     return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
 
 
-def _check_profile_shape(profile: str, payloads: list, lines: list[int | None]) -> bool:
+def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) -> bool:
     """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
 
     True once a payload of the profile's own shape came (what follows it is not looked at)."""
-    want = PROFILES[profile].capture.family
+    want = row.capture.family
     for payload, line in zip(payloads, lines):
         foreign = _foreign_shape(payload)
         if foreign is not None:
             raise CaptureError(f"this body looks like {foreign}", line)
         seen = _profile_of(payload)
         if seen is not None and seen != want:
-            use = " or ".join(f"--profile {row.name}" for row in PROFILES.values() if row.capture.family == seen)
-            raise CaptureError(f"this body looks like {seen} payloads, not {profile}: use {use}", line)
+            use = " or ".join(f"--profile {other.name}" for other in PROFILES.values() if other.capture.family == seen)
+            raise CaptureError(f"this body looks like {seen} payloads, not {row.name}: use {use}", line)
         if seen == want:
             return True
     return False
 
 
-# --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
-#
-# Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
-# 8 bytes (4), the headers, the payload, CRC32 of everything before it (4).  A header:
-# name length (1), name, value type (1), value.  Amazon Bedrock sends ":message-type"
-# "event" with ":event-type" naming the member, or "exception" with ":exception-type"; the
-# payload is the member's JSON object.  Two rooms read it: bedrock (ConverseStream events)
-# and anthropic (InvokeModelWithResponseStream chunks, each carrying one Anthropic event).
-
-# Header value type -> fixed size in bytes (None: a 2-byte length comes first).
-_EVENTSTREAM_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
-
-
-def _eventstream_headers(data: bytes, frame: int) -> dict[str, Any]:
-    headers: dict[str, Any] = {}
-    pos = 0
-    while pos < len(data):
-        size = data[pos]
-        name = data[pos + 1:pos + 1 + size]
-        pos += 1 + size
-        if len(name) != size or pos >= len(data) or data[pos] not in _EVENTSTREAM_SIZES:
-            raise CaptureError(f"frame {frame}: a malformed header")
-        kind, pos = data[pos], pos + 1
-        length = _EVENTSTREAM_SIZES[kind]
-        if length is None:
-            length, pos = int.from_bytes(data[pos:pos + 2], "big"), pos + 2
-        value = data[pos:pos + length]
-        if len(value) != length:
-            raise CaptureError(f"frame {frame}: a header runs past its frame")
-        pos += length
-        try:
-            headers[name.decode("utf-8")] = value.decode("utf-8") if kind == 7 else value
-        except UnicodeDecodeError:
-            raise CaptureError(f"frame {frame}: a header is not UTF-8") from None
-    return headers
-
-
-def _eventstream_member(headers: dict[str, Any], frame: int) -> str:
-    """The envelope member a frame's headers name (an exception or error frame's always ends in Exception)."""
-    kind = headers.get(":message-type")
-    member = headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception"
-                         else ":error-code")
-    if not isinstance(member, str) or not member:
-        raise CaptureError(f"frame {frame}: no :event-type, :exception-type or :error-code header")
-    if kind != "event" and not member.endswith("Exception"):
-        # an exception or error frame is a stream error whatever its code says (botocore raises):
-        # named so, it can never read as the data event its code may name (contentBlockDelta...)
-        member += "Exception"
-    return member
-
-
-def is_eventstream(raw: bytes) -> bool:
-    """Whether a body starts with an AWS event-stream prelude (its checksum holds)."""
-    import zlib
-
-    head = bytes(raw[:12])
-    return len(head) == 12 and zlib.crc32(head[:8]) == int.from_bytes(head[8:], "big")
-
-
-def eventstream_frame(event: Any) -> bytes:
-    """One AWS event-stream frame for an event {member: payload}, checksums right: an exception member
-    (a name ending in Exception) in an exception frame.  Anything else is framed as member "event"."""
-    import struct
-    import zlib
-
-    member, payload = next(iter(event.items())) if isinstance(event, dict) and len(event) == 1 else ("event", event)
-    member = member if isinstance(member, str) else "event"
-    kind, type_header = ("exception", ":exception-type") if member.endswith("Exception") else ("event", ":event-type")
-    headers = b""
-    for name, value in ((":message-type", kind), (type_header, member), (":content-type", "application/json")):
-        name_bytes, value_bytes = name.encode(), value.encode("utf-8", "surrogatepass")
-        headers += bytes([len(name_bytes)]) + name_bytes + b"\x07" + struct.pack(">H", len(value_bytes)) + value_bytes
-    body = wire_json(payload).encode("ascii")
-    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
-    return message + struct.pack(">I", zlib.crc32(message))
-
-
-def eventstream_events(raw: bytes) -> list[dict]:
-    """The ConverseStream events of a binary AWS event-stream body, as {member: payload}, in order.
-
-    Both CRC32 checks must hold; a truncated or corrupt frame is an error, never
-    a dropped event.
-    """
-    return [event for event, _, _ in _eventstream_frames(raw)]
-
-
-def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
-                        parse: Callable[[str, str], Any] | None = None,
-                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
-                        ) -> Iterator[tuple[Any, int, str]]:
-    """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
-    is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
-    does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
-    first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
-    not come either.  parse(member, text): the payload read another way, exactly as the strict
-    parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
-    previous frame's is not parsed again."""
-    import struct
-    import zlib
-
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    if not raw:
-        raise CaptureError("the body is empty: no AWS event stream to import")
-    raw = bytes(raw)
-    view = memoryview(raw)
-    crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
-    tail = struct.Struct(">I").unpack_from
-    members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    last, member = b"", None          # the previous frame's header bytes and member
-    startswith = raw.startswith
-    pos = frame = 0
-    size = len(raw)
-    while pos < size:
-        frame += 1
-        if size - pos < 12:
-            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
-        total, header_size, prelude_crc = unpack(raw, pos)
-        if crc32(view[pos:pos + 8]) != prelude_crc:
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
-                               "event stream, or a corrupt one")
-        if total < 16 or header_size > total - 16 or size - pos < total:
-            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
-        end = pos + total
-        if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
-            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
-        start = pos + 12 + header_size
-        if member is None or header_size != len(last) or not startswith(last, pos + 12):
-            last = raw[pos + 12:start]
-            member = members.get(last)
-            if member is None:
-                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
-        if chunk is not None and member == "chunk":
-            stop, written = chunk(raw, pos, last)
-            if written:
-                pos, frame = stop, frame + written - 1
-                continue
-        try:
-            text = str(view[start:end - 4], "utf-8")
-            if fast is not None and fast(member, text):
-                pos = end
-                continue
-            payload = None if parse is None else parse(member, text)
-            if payload is None:
-                payload = decode_document(text, what="the payload")
-        except (UnicodeDecodeError, JsonProblem) as exc:
-            raise CaptureError(f"frame {frame}: the payload is not strict JSON ({exc})") from None
-        if not isinstance(payload, dict):
-            raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
-        yield {member: payload}, frame, text
-        pos = end
-
-
-def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
+def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
                     capture_point: str, convert: Callable[[Any, int], Any] | None = None,
                     unwrap: Callable[[str, str], str | None] | None = None,
                     encode: bool = False, parse: Callable[[str, str], Any] | None = None,
@@ -11091,7 +11214,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     gives (see _Scrubber.fast_chunks); with encode, runs of chunk frames are then written from their
     bytes, and a text delta, whose line redaction makes the same for every non-empty text, is a
     blank template (see _Scrubber)."""
-    check_shape = _shape_stage(profile)
+    check_shape = _shape_stage(row)
     holding = _Holding()
 
     def make(text: str, key: Any) -> Any:
@@ -11100,7 +11223,7 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
             raise CaptureError("not an object")
         return value if unwrap is not None else {key: value}
 
-    scrubber = _Scrubber(profile, redact, walk, encode, make, chunk_match is not None)
+    scrubber = _Scrubber(row, redact, walk, encode, make, chunk_match is not None)
 
     payloads: Any = _EncodedPayloads() if encode else []
 
@@ -11138,24 +11261,12 @@ def frames_envelope(profile: str, raw: bytes, tool_schemas: dict, no_schemas: bo
     warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: payloads,
+    envelope = {"profile": row.name, "tool_schemas": tool_schemas, row.stream_key: payloads,
                 "meta": {"capture_point": capture_point, "redacted": bool(redact)}}
     return envelope, warnings
 
 
-def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
-    """The payloads of a body that is one JSON list."""
-    try:
-        value = decode_document(text, what="the body")
-    except JsonProblem as problem:
-        raise CaptureError(f"the body starts like a JSON list but is not strict JSON: {problem.message}",
-                           problem.line) from None
-    if not isinstance(value, list):
-        raise CaptureError("the body must be a JSON list of payloads")
-    return value, [1] * len(value), "JSON list"
-
-
-def _refuse_whole_document(text: str, profile: str) -> None:
+def _refuse_whole_document(text: str, row: Profile) -> None:
     """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
     response or another API's object is refused with what it looks like."""
     try:
@@ -11170,22 +11281,7 @@ def _refuse_whole_document(text: str, profile: str) -> None:
         whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and _no_stream_payload(whole)):
-        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
-
-
-def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
-    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
-    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
-        if not line.strip(" \t"):
-            continue
-        try:
-            value = decode_document(line, what=f"line {number}")
-        except JsonProblem as problem:
-            hint = (" (a whole JSON document? give the payloads as a list, or one per line)"
-                    if number == 1 else "")
-            raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
-                               number) from None
-        yield value, number
+        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
 
 
 def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
@@ -11203,7 +11299,7 @@ def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
     return payload
 
 
-def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_schemas: bool,
+def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_schemas: bool,
                             redact: bool, encode: bool = False) -> tuple[dict, list[str]]:
     """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
     walk = _may_hold_secrets(bytes(raw))
@@ -11213,13 +11309,13 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
         read: Iterable[tuple[Any, int]] = ((payload, 1) for payload in payloads)
         del payloads
     else:
-        _refuse_whole_document(text, profile)
-        if PROFILES[profile].capture.check_lines_text is not None:
-            PROFILES[profile].capture.check_lines_text(text)
+        _refuse_whole_document(text, row)
+        if row.capture.check_lines_text is not None:
+            row.capture.check_lines_text(text)
         point = "JSON Lines"
         read = _json_lines_iter(text)
-    check_shape = _shape_stage(profile)
-    scrubber = _Scrubber(profile, redact, walk, encode)
+    check_shape = _shape_stage(row)
+    scrubber = _Scrubber(row, redact, walk, encode)
     stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
               lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
                                                       else f"item {context[0]}")]
@@ -11232,7 +11328,7 @@ def _json_payloads_envelope(raw: bytes, profile: str, tool_schemas: dict, no_sch
     warnings = scrubber.warnings()
     if no_schemas:
         warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    envelope = {"profile": profile, "tool_schemas": tool_schemas, PROFILES[profile].stream_key: out,
+    envelope = {"profile": row.name, "tool_schemas": tool_schemas, row.stream_key: out,
                 "meta": {"capture_point": point, "redacted": bool(redact)}}
     return envelope, warnings
 
@@ -11336,7 +11432,7 @@ def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]
     if body.get("parallel_tool_calls") is not None and row.request.parallel_field:
         request["parallel_tool_calls"] = body["parallel_tool_calls"]
     try:
-        request_context(profile, request)
+        _request_context(row, request)
     except RequestError as exc:
         raise CaptureError(f"the request's tool controls: {exc}") from None
     return schemas, request, warnings
@@ -11890,6 +11986,120 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
 
 
 # ---------------------------------------------------------------------------
+# Command-line toolkit: usage errors, option parsing and input files, shared by every subcommand
+# ---------------------------------------------------------------------------
+
+# Rules of this section:
+#   * Whatever the user got wrong (an option, a path, an unreadable input) is a UsageError: exit 3,
+#     one line on stderr, never a report.  argparse never exits here and never abbreviates.
+#   * Only standard output is flushed here, so a failed write is an OutputError, not lost at exit.
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: exit 3, a message on stderr, no report."""
+
+
+def _strict_parse(parser: Any, argv: list[str]) -> Any:
+    """parser.parse_args, but an unknown --option is named first, before any other complaint
+    (argparse would report a missing FIXTURE for `--hel`, and never abbreviates here)."""
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and name not in parser.known_options:
+            raise UsageError(f"unknown option {name[:60]} (see --help; options are never abbreviated)")
+    return parser.parse_args(argv)
+
+
+def _new_parser(prog: str, description: str, **extra: Any) -> Any:
+    """An argparse parser whose errors are UsageError (argparse's own exit 2 means
+    not_applicable here) and which never accepts an abbreviated option."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, **options: Any) -> None:
+            self.known_options: set[str] = set()   # every option string, for _strict_parse
+            super().__init__(**options)
+
+        def add_argument(self, *names: str, **options: Any) -> Any:
+            self.known_options.update(name for name in names if name.startswith("-"))
+            return super().add_argument(*names, **options)
+
+        def error(self, message: str) -> Any:
+            raise UsageError(f"{message} (see --help)")
+
+    return Parser(prog=prog, description=description, allow_abbrev=False, **extra)
+
+
+def _read_input(path: str, limit: int) -> bytes:
+    try:
+        if path == "-":
+            if sys.stdin is None:
+                raise UsageError("cannot read standard input: it is closed")
+            return sys.stdin.buffer.read(limit + 1)
+        with open(path, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _walk_json(top: str) -> list[str]:
+    """Every *.json file under top, following folder links once each; an unreadable folder
+    is a usage error (skipping it would let CI pass without checking what it holds)."""
+    import os
+
+    def refuse(exc: OSError) -> None:
+        raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
+
+    found, seen = [], set()
+    for folder, folders, names in os.walk(top, onerror=refuse, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:             # a link back up the tree: each folder once
+            folders[:] = []
+            continue
+        seen.add(real)
+        for name in names:
+            if name.endswith(".json"):
+                path = os.path.join(folder, name)
+                if _special_file(path):   # a pipe or a device would block or never end
+                    raise UsageError(f"{path} is not a regular file (a fixture folder holds files)")
+                found.append(path)
+    return found
+
+
+def _special_file(path: str) -> bool:
+    """The path exists and is neither a regular file nor a folder (a pipe, a device, a socket)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _prog() -> str:
+    """The command's name as the user ran it: the installed command, or the script."""
+    import os
+
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "validate-tool-stream" if name.startswith("validate-tool-stream") else "validate_tool_stream.py"
+
+
+def _flush_stdout() -> None:
+    """Flush standard output now, so a write that fails is reported, not lost at exit."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+# ---------------------------------------------------------------------------
 # Serve: the fixtures as a local provider
 # ---------------------------------------------------------------------------
 #
@@ -11908,41 +12118,22 @@ SERVE_STALL_SECONDS = 30.0          # an answer's slice (_SERVE_SLICE bytes) not
 SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; one more is dropped and counted
 
 
-def wire_json(payload: Any) -> str:
-    """One payload as the JSON text a provider sends: compact, ASCII (a lone surrogate stays an escape)."""
-    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
-
-
-def sse_body(payloads: list, named: bool, done: bool, end: str = "\n") -> bytes:
-    """Server-sent events: `event: <type>` before each payload when `named`, `data: [DONE]` last when `done`."""
-    out = []
-    for payload in payloads:
-        name = _wire_str(payload.get("type")) if named and isinstance(payload, dict) else None
-        if name and not any(mark in name for mark in ("\r", "\n") + _SPLITLINES_BREAKS):
-            out.append(f"event: {name}{end}")
-        out.append(f"data: {wire_json(payload)}{end}{end}")
-    if done:
-        out.append(f"data: [DONE]{end}{end}")
-    return "".join(out).encode("ascii")
-
-
-def ndjson_body(payloads: list) -> bytes:
-    """Newline-delimited JSON: one payload per line."""
-    return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
-
-
 class _Served(_Record):
-    """One fixture as served: its URL prefix, file, profile and stream (and, for `conform`, the bytes
-    read, which are what it judges: the file may change after it was read)."""
+    """One fixture as served: its URL prefix, file, profile's row and stream (and, for `conform`, the
+    bytes read, which are what it judges: the file may change after it was read)."""
 
-    __slots__ = ("prefix", "path", "profile", "stream", "data")
+    __slots__ = ("prefix", "path", "row", "stream", "data")
 
-    def __init__(self, prefix: str, path: str, profile: str, stream: list, data: bytes | None = None) -> None:
+    def __init__(self, prefix: str, path: str, row: Profile, stream: list, data: bytes | None = None) -> None:
         self.prefix = prefix
         self.path = path
-        self.profile = profile
+        self.row = row
         self.stream = stream
         self.data = data
+
+    @property
+    def profile(self) -> str:
+        return self.row.name
 
 
 def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool = False,
@@ -11970,7 +12161,7 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
             except (UsageError, EnvelopeError) as exc:
                 refused.append((path, str(exc)))
                 continue
-            problems = check_envelope(doc, limits)
+            problems, row, _ = _envelope_problems(doc, limits, None)   # the fixture's one look-up
             if problems:
                 refused.append((path, f"not a valid envelope ({problems[0].code}: {problems[0].message})"))
                 if pinned is not None and isinstance(doc, dict) and not check_expect(validate_bytes(data),
@@ -11984,8 +12175,7 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
             elif prefix in served:
                 refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
             else:
-                row = PROFILES[doc["profile"]]
-                served[prefix] = _Served(prefix, path, row.name, doc[row.stream_key], data if keep_bytes else None)
+                served[prefix] = _Served(prefix, path, row, doc[row.stream_key], data if keep_bytes else None)
     return served, refused
 
 
@@ -12030,7 +12220,7 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     only when the status is 200 (its length is checked here).  With `bodies`, a fixture's body is
     the one built at its first request (the same bytes object for every answer), else built now."""
     fixture, api_paths, query = _serve_route(served, raw_path)
-    row = PROFILES[fixture.profile] if fixture is not None else None
+    row = fixture.row if fixture is not None else None
     if row is None or row.http is None or not any(re.fullmatch(row.http.api_path, path) for path in api_paths):
         return _serve_error(404, "not_found", "no served fixture answers this path")
     if method != "POST":
@@ -12069,7 +12259,7 @@ class _ServeBodies:
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        frame = PROFILES[fixture.profile].http.frame
+        frame = fixture.row.http.frame
         key = (fixture.prefix, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
@@ -12879,9 +13069,9 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     data = fixture.data
     if data is None:
         raise ValueError("conform_fixture judges the bytes served: make the plan with keep_bytes=True")
-    row = PROFILES[fixture.profile]
+    row = fixture.row
     if row.http is None:
-        raise ValueError(f"profile {fixture.profile} is not served (its row has no http rules): conform cannot "
+        raise ValueError(f"profile {row.name} is not served (its row has no http rules): conform cannot "
                          "judge a fixture of it")
     report = validate_bytes(data)
     doc = parse_envelope_bytes(data)
@@ -13176,42 +13366,6 @@ def _conform_exit(records: list[dict], unjudged: list[tuple[str, str]]) -> int:
 # ---------------------------------------------------------------------------
 
 
-class UsageError(Exception):
-    """Bad usage or unreadable input: exit 3, a message on stderr, no report."""
-
-
-def _strict_parse(parser: Any, argv: list[str]) -> Any:
-    """parser.parse_args, but an unknown --option is named first, before any other complaint
-    (argparse would report a missing FIXTURE for `--hel`, and never abbreviates here)."""
-    for token in argv:
-        if token == "--":
-            break
-        name = token.split("=", 1)[0]
-        if name.startswith("--") and name not in parser.known_options:
-            raise UsageError(f"unknown option {name[:60]} (see --help; options are never abbreviated)")
-    return parser.parse_args(argv)
-
-
-def _new_parser(prog: str, description: str, **extra: Any) -> Any:
-    """An argparse parser whose errors are UsageError (argparse's own exit 2 means
-    not_applicable here) and which never accepts an abbreviated option."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def __init__(self, **options: Any) -> None:
-            self.known_options: set[str] = set()   # every option string, for _strict_parse
-            super().__init__(**options)
-
-        def add_argument(self, *names: str, **options: Any) -> Any:
-            self.known_options.update(name for name in names if name.startswith("-"))
-            return super().add_argument(*names, **options)
-
-        def error(self, message: str) -> Any:
-            raise UsageError(f"{message} (see --help)")
-
-    return Parser(prog=prog, description=description, allow_abbrev=False, **extra)
-
-
 def _parse_args(argv: list[str]) -> Any:
     import argparse
 
@@ -13294,54 +13448,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _read_input(path: str, limit: int) -> bytes:
-    try:
-        if path == "-":
-            if sys.stdin is None:
-                raise UsageError("cannot read standard input: it is closed")
-            return sys.stdin.buffer.read(limit + 1)
-        with open(path, "rb") as handle:
-            return handle.read(limit + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def _walk_json(top: str) -> list[str]:
-    """Every *.json file under top, following folder links once each; an unreadable folder
-    is a usage error (skipping it would let CI pass without checking what it holds)."""
-    import os
-
-    def refuse(exc: OSError) -> None:
-        raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
-
-    found, seen = [], set()
-    for folder, folders, names in os.walk(top, onerror=refuse, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:             # a link back up the tree: each folder once
-            folders[:] = []
-            continue
-        seen.add(real)
-        for name in names:
-            if name.endswith(".json"):
-                path = os.path.join(folder, name)
-                if _special_file(path):   # a pipe or a device would block or never end
-                    raise UsageError(f"{path} is not a regular file (a fixture folder holds files)")
-                found.append(path)
-    return found
-
-
-def _special_file(path: str) -> bool:
-    """The path exists and is neither a regular file nor a folder (a pipe, a device, a socket)."""
-    import os
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
 def _excluded(path: str, exclude: list[str]) -> bool:
     """The path, or its file name, matches one of the --exclude globs."""
     import fnmatch
@@ -13403,7 +13509,8 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
     data = _read_input(path, limits.max_input_bytes)
     report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
-        ids_optional = report["profile"] in PROFILES and not PROFILES[report["profile"]].rules.requires_id
+        row = PROFILES.get(report["profile"])   # the report's profile (None when it names none)
+        ids_optional = row is not None and not row.rules.requires_id
         report = apply_adapter_differences(report, compare_calls(report["calls"], _adapter_doc(args.adapter_output,
                                                                                                limits),
                                                                  ids_optional))
@@ -14097,26 +14204,6 @@ def _run_exit(args: Any, counts: Mapping[str, int], mismatched: list[str]) -> in
     if counts["not_applicable"] and not args.allow_not_applicable:
         return EXIT_NOT_APPLICABLE
     return EXIT_PASS
-
-
-def _prog() -> str:
-    """The command's name as the user ran it: the installed command, or the script."""
-    import os
-
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    return "validate-tool-stream" if name.startswith("validate-tool-stream") else "validate_tool_stream.py"
-
-
-def _flush_stdout() -> None:
-    """Flush standard output now, so a write that fails is reported, not lost at exit."""
-    if sys.stdout is None:
-        return
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
 
 
 def _silence_stdout() -> None:

@@ -353,10 +353,12 @@ class NotServed(unittest.TestCase):
 
     def test_conform_fixture_refuses_it_with_a_message(self):
         served, _ = vts.serve_plan([OLLAMA], keep_bytes=True)
-        with self.unserved("ollama"), tempfile.TemporaryDirectory() as folder:
+        fixture = next(iter(served.values()))
+        fixture.row = vts.Profile(**{field: getattr(fixture.row, field) for field in fixture.row.__slots__
+                                     if field != "http"})   # the row the fixture carries, without http rules
+        with tempfile.TemporaryDirectory() as folder:
             with self.assertRaises(ValueError) as caught:
-                vts.conform_fixture(next(iter(served.values())), "http://127.0.0.1:1/", ["true"], False, 5,
-                                    folder, 0)
+                vts.conform_fixture(fixture, "http://127.0.0.1:1/", ["true"], False, 5, folder, 0)
         self.assertIn("profile ollama is not served", str(caught.exception))
 
 

@@ -1,9 +1,10 @@
 """The validator's shape, as the module docstring and README promise it.
 
-One file, sections in data-flow order listed with their doors in the docstring; one provider is
-one room (no code outside a provider's sub-section compares a value with a profile's name); every
-finding enters through the slot machine's one door; no standard-library private member; lines of
-at most 120 characters; and at the top of the repository only what the design card names.
+One file, sections in data-flow order listed with their doors in the docstring, each using only names
+defined in it or above it; one provider is one room (no code outside a provider's sub-section compares
+a value with a profile's name); every finding enters through the slot machine's one door; no
+standard-library private member; lines of at most 120 characters; and at the top of the repository
+only what the design card names.
 """
 
 import ast
@@ -255,6 +256,131 @@ class TopLevel(unittest.TestCase):
         self.assertEqual(top - self.ALLOWED, set())
         for folder in ("tests/adapters", "tests/bench", "tests/fuzz"):
             self.assertTrue(os.path.isfile(os.path.join(ROOT, folder, "README.md")), folder)
+
+
+def _bound_in(function):
+    """The names a function (or lambda) binds in its own scope: its parameters and whatever its body
+    assigns, imports or defines, less what it declares global (nested scopes are not entered)."""
+    args = function.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    declared = set()
+    todo = list(function.body) if isinstance(function.body, list) else [function.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            todo.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return names - declared
+
+
+def _module_names_read(statement):
+    """Every name a top-level statement reads that no enclosing function binds: a module-level name,
+    wherever in the statement (a function body, a default, an annotation, a class body)."""
+    read = []
+
+    def visit(node, local):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            outer = list(getattr(node, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d]
+            outer += [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]
+                      if a and a.annotation]
+            outer += [node.returns] if getattr(node, "returns", None) else []
+            for item in outer:
+                visit(item, local)
+            inner = local | _bound_in(node)
+            for item in (node.body if isinstance(node.body, list) else [node.body]):
+                visit(item, inner)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            for child in ast.iter_child_nodes(node):
+                visit(child, local | targets)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+            read.append(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+
+    visit(statement, frozenset())
+    return read
+
+
+def forward_references(text):
+    """{name: {(section that reads it, section that defines it)}} for every module-level name read in
+    a top-level statement of a section above the one whose statement first defines it."""
+    spans = sections(text)
+
+    def section_of(line):
+        inside = [index for index, (_, start, _) in enumerate(spans) if start <= line]
+        return inside[-1] if inside else None
+
+    tree = ast.parse(text)
+    defined = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [statement.name]
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        else:
+            names = []
+        for name in names:
+            defined.setdefault(name, section_of(statement.lineno))
+    found = {}
+    for statement in tree.body:
+        here = section_of(statement.lineno)
+        for name in _module_names_read(statement):
+            there = defined.get(name)
+            if here is not None and there is not None and there > here:
+                found.setdefault(name, set()).add((spans[here][0], spans[there][0]))
+    return found
+
+
+class ReadTopToBottom(unittest.TestCase):
+    """A reader meets every module-level name in the section that defines it, or in one below: no
+    section uses a name that only a later section defines (a room uses nothing from capture or serve,
+    the envelope checks nothing from the gate)."""
+
+    # name -> why it may be read above its section (each one is a debt, to be paid by moving it up)
+    EXCEPTIONS: dict[str, str] = {}
+
+    def test_no_section_reads_a_name_defined_below_it(self):
+        found = forward_references(source())
+        self.assertEqual({name: sorted(pairs) for name, pairs in found.items() if name not in self.EXCEPTIONS}, {})
+        self.assertEqual(sorted(set(self.EXCEPTIONS) - set(found)), [], "an exception that no longer applies")
+
+    def test_the_check_sees_a_name_from_below(self):
+        planted = "\n".join([
+            BANNER, "# First", BANNER, "",
+            "def early(run):",
+            "    def inner(x=LATER):",
+            "        return helper(x) + run",
+            "    return inner",
+            "",
+            "def shadowed():",
+            "    helper = 1",
+            "    return [helper for LATER in ()]",
+            "",
+            BANNER, "# Second", BANNER, "",
+            "LATER = 1",
+            "def helper(x):",
+            "    return early(x)",
+            "",
+        ])
+        self.assertEqual(forward_references(planted),
+                         {"LATER": {("First", "Second")}, "helper": {("First", "Second")}})
 
 
 if __name__ == "__main__":
