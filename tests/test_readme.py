@@ -20,6 +20,21 @@ def section(title):
     return match.group(1)
 
 
+def heading_anchors(text):
+    """The anchors GitHub gives the headings of a Markdown text (code blocks left out)."""
+    anchors, seen, fenced = set(), {}, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        match = None if fenced else re.match(r"#{1,6} (.+)$", line)
+        if match:
+            slug = re.sub(r"[^\w\- ]", "", match.group(1).strip().lower()).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
 class ReadmeIsTrue(unittest.TestCase):
     def test_every_finding_code_is_in_the_code_table(self):
         table = section("Finding codes")
@@ -56,8 +71,8 @@ class ReadmeIsTrue(unittest.TestCase):
         self.assertLessEqual(listed, reviewed | {"tool_search_call"}, "README lists a type the code does not review")
 
     def test_provider_defined_tools_and_groq_types_list_exactly_the_reviewed_tables(self):
-        capture = section("Capturing and redacting a stream")
-        rows = re.findall(r"^  \| (`[a-z_0-9]+`(?:, `[a-z_0-9]+`)*) \| `([a-z_]+)` \|", capture, re.M)
+        rooms = section("Provider rooms")   # the table sits in the anthropic room
+        rows = re.findall(r"^  \| (`[a-z_0-9]+`(?:, `[a-z_0-9]+`)*) \| `([a-z_]+)` \|", rooms, re.M)
         listed = {kind: name for kinds, name in rows for kind in re.findall(r"`([a-z_0-9]+)`", kinds)}
         self.assertEqual(listed, {kind: name for kind, (name, _) in vts.ANTHROPIC_CLIENT_TOOLS.items()})
         self.assertIn(f"`{vts.UNREVIEWED_TOOL_KEYWORD}`", section("Schema subset"))
@@ -73,7 +88,7 @@ class ReadmeIsTrue(unittest.TestCase):
                 "executableCode", "codeExecutionResult", "code_execution", "toolCall", "toolResponse"} \
                 | vts._GEMINI_CODE_OUTCOMES | set(vts._GEMINI_SERVER_TOOLS) | set(vts._GEMINI_SERVER_TOOLS.values()):
             self.assertIn(f"`{name}`", hosted)
-        details = section("How a turn is reassembled")   # holds "Provider details"
+        details = section("Provider rooms")
         for name in vts._GEMINI_PART_DATA | vts._GEMINI_PART_META | vts._GEMINI_CHUNK_KEYS | set(vts._GEMINI_VALUE_KEYS):
             self.assertIn(f"`{name}`", details)
         for reason in vts._GEMINI_TOOL_FAILURES | {vts._GEMINI_CONTINUATION}:
@@ -90,6 +105,22 @@ class ReadmeIsTrue(unittest.TestCase):
         for profile in vts.PROFILES:
             self.assertIn(f"`{profile}`", envelope)
             self.assertIn(f"`{profile}`", skill)
+
+    def test_every_profile_has_its_room(self):
+        rooms = re.findall(r"^### (.+)$", section("Provider rooms"), re.M)
+        for profile in vts.PROFILES:
+            self.assertTrue(any(profile in re.split(r"[^a-z-]+", room) for room in rooms), (profile, rooms))
+
+    def test_every_linked_anchor_exists(self):
+        anchors = heading_anchors(README)
+        with open(os.path.join(ROOT, "SKILL.md"), encoding="utf-8") as handle:
+            skill = handle.read()
+        links = [("README.md", name) for name in re.findall(r"\]\(#([^)\s]+)\)", README)]
+        links += [("SKILL.md", name) for name in re.findall(r"\]\(README\.md#([^)\s]+)\)", skill)]
+        self.assertTrue(any(where == "SKILL.md" for where, _ in links), "SKILL.md links to no README section")
+        for where, name in links:
+            with self.subTest(where=where, anchor=name):
+                self.assertIn(name, anchors)
 
     def test_request_section_lists_every_request_member(self):
         text = section("Request context")
