@@ -5500,6 +5500,18 @@ class TurnMachine:
     def _on_SnapshotCall(self, event: SnapshotCall) -> None:
         self.snapshots.setdefault(event.choice, event.position)
 
+    def outcome(self) -> dict[str, Any]:
+        """The members of the turn's Outcome this machine owns, by keyword (the gate adds the
+        profile, the meta, the limit and what it left unexamined): its findings, its calls in
+        report order, whether the turn concerned tools at all, and each accepted restated finish."""
+        return {
+            "findings": self.findings, "slots": sorted(self.slots.values(), key=slot_order),
+            "applicable": bool(self.slots) or self.tool_signal,
+            "findings_for": self.findings_for, "omitted_for": self.omitted_for,
+            "hosted": self.hosted, "omitted": self.omitted,
+            "restated": [{"choice": choice, "reason": self.choice_ends[choice], "position": position}
+                         for choice, position in sorted(self.restated_finishes.items())]}
+
     # -- end of stream -------------------------------------------------------
 
     def finish(self) -> None:
@@ -8393,13 +8405,8 @@ class StreamGate:
             check_hosted_names(machine, self.tool_schemas, self.request)
             if self.request is not None:
                 check_request(machine, self.request)
-            slots = sorted(machine.slots.values(), key=slot_order)
-            applicable = bool(machine.slots) or machine.tool_signal
-            self._report = _report(Outcome(
-                machine.findings, self.profile, self.meta, slots, applicable, machine.findings_for,
-                machine.omitted_for, self.limits.max_findings, machine.hosted, machine.omitted, self._unexamined,
-                [{"choice": choice, "reason": machine.choice_ends[choice], "position": position}
-                 for choice, position in sorted(machine.restated_finishes.items())]))
+            self._report = _report(Outcome(profile=self.profile, meta=self.meta, max_findings=self.limits.max_findings,
+                                           unexamined=self._unexamined, **machine.outcome()))
         return self._report
 
 
