@@ -1056,6 +1056,59 @@ def _ending(pos: int, table: Mapping[tuple[str, str], tuple[str, str | None]], p
                    [WireProblem(pos, DELTA_AFTER_TERMINAL, wrong.format(event=event, token=_token(event)))])
 
 
+def _event_type(pos: int, event: Any) -> tuple[str | None, list[WireProblem]]:
+    """An event's "type", or None and the finding when it is not an object with a string "type"."""
+    if isinstance(event, dict) and isinstance(event.get("type"), str):
+        return event["type"], []
+    return None, [WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")]
+
+
+class _EventRoom(_Record):
+    """What a room of typed events (Anthropic, Responses, Bedrock, Cohere) reads the same way, as data.
+
+    start: the event that opens the stream (see _OPENING); ending: the room's ending table
+    (see _ending) with steps, {event type: its step}, and `other`, the step of any other type;
+    handlers: {event type: handler(pos, event type, event, state)}, and `default`, the handler
+    of any other type (None: nothing to read); screen: an optional check of every event between
+    its opening and its ending.  The room's state has the members `opening` and `ending`.
+    """
+
+    __slots__ = ("start", "ending", "steps", "other", "handlers", "default", "screen")
+
+    def __init__(self, *, start: str, ending: Mapping[tuple[str, str], tuple[str, str | None]],
+                 steps: Mapping[str, str], other: str,
+                 handlers: Mapping[str, Callable[..., Iterator[NeutralEvent]] | None],
+                 default: Callable[..., Iterator[NeutralEvent]] | None = None,
+                 screen: Callable[[int, str, Any], Iterator[NeutralEvent]] | None = None) -> None:
+        self.start, self.ending, self.steps, self.other = start, ending, steps, other
+        self.handlers, self.default, self.screen = handlers, default, screen
+
+    def opening(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+        """The opening after an event of this type: an event before the start is said once."""
+        state.opening, wrong = _opening(pos, state.opening, kind, self.start)
+        return wrong
+
+    def late(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+        """The ending after an event of this type: one after the turn's end is delta_after_terminal."""
+        state.ending, late = _ending(pos, self.ending, state.ending, self.steps.get(kind, self.other), kind)
+        return late
+
+    def dispatch(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
+        handler = self.handlers.get(kind, self.default)
+        return handler(pos, kind, event, state) if handler is not None else iter(())
+
+    def read(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
+        """The steps every such room takes with a known event: its opening, its screen, its ending,
+        then its handler unless it came too late."""
+        yield from self.opening(pos, kind, state)
+        if self.screen is not None:
+            yield from self.screen(pos, kind, event)
+        late = self.late(pos, kind, state)
+        yield from late
+        if not late:
+            yield from self.dispatch(pos, kind, event, state)
+
+
 class TurnRules(_FrozenRecord):
     """How one profile delivers terminal evidence; data, not code paths.
 
@@ -1766,13 +1819,12 @@ class AnthropicNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+        kind, untyped = _event_type(pos, event)
+        if kind is None:
+            yield from untyped
             return
-        kind = event["type"]
-        if kind == "ping":
-            state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, "ping", kind)
-            yield from late
+        if kind == "ping":   # opens nothing; late only after message_stop
+            yield from _ANTHROPIC_ROOM.late(pos, kind, state)
             return
         if kind not in _ANTHROPIC_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {_token(kind)}")
@@ -1785,29 +1837,25 @@ class AnthropicNormalizer:
         if kind not in _ANTHROPIC_EVENTS or kind == "error":
             return
         if kind == "message_start":
-            message = event.get("message")
-            if not isinstance(message, dict):
-                yield WireProblem(pos, UNSUPPORTED_EVENT,
-                                  f"message_start.message is {_describe(message)}, not an object")
-            again = state.opening == "open"
-            state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
-            yield from wrong
-            if isinstance(message, dict) and not again:
-                yield from _anthropic_prefilled(pos, message, state)
-            return
-        state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
-        yield from wrong   # an event before message_start: said once, then translated
-        step = kind if kind in ("message_stop", "message_delta") else "block"
-        state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, step, kind)
-        yield from late
-        if late:
-            return
-        if kind == "message_stop":
-            yield TurnClose(pos)
-        elif kind == "message_delta":
-            yield from _anthropic_message_delta(pos, event, state)
-        else:
-            yield from _anthropic_block_event(pos, kind, event, state)
+            yield from _anthropic_message_start(pos, event, state)
+        else:   # an event before message_start: said once, then translated
+            yield from _ANTHROPIC_ROOM.read(pos, kind, event, state)
+
+
+def _anthropic_message_start(pos: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """The opening; the first message_start's message may already hold whole blocks (see _anthropic_prefilled)."""
+    message = event.get("message")
+    if not isinstance(message, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT,
+                          f"message_start.message is {_describe(message)}, not an object")
+    again = state.opening == "open"
+    yield from _ANTHROPIC_ROOM.opening(pos, "message_start", state)
+    if isinstance(message, dict) and not again:
+        yield from _anthropic_prefilled(pos, message, state)
+
+
+def _anthropic_message_stop(pos: int, kind: str, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    yield TurnClose(pos)
 
 
 def _anthropic_prefilled(pos: int, message: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
@@ -1829,7 +1877,7 @@ def _anthropic_prefilled(pos: int, message: dict, state: _AnthropicState) -> Ite
     yield from _anthropic_stop_reason(pos, message, state)
 
 
-def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+def _anthropic_message_delta(pos: int, kind: str, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
     delta = event.get("delta")
     if delta is None:
         return
@@ -1985,6 +2033,15 @@ def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
     elif use[2]:
         yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second result for the hosted use in block {use[0]}", None, index)
     use[2] = True
+
+
+# The lifecycle: message_start opens, message_delta and message_stop end (see _ANTHROPIC_ENDING), every
+# other event is about a block.
+_ANTHROPIC_ROOM = _EventRoom(
+    start="message_start", ending=_ANTHROPIC_ENDING,
+    steps={"message_stop": "message_stop", "message_delta": "message_delta", "ping": "ping"}, other="block",
+    handlers={"message_stop": _anthropic_message_stop, "message_delta": _anthropic_message_delta},
+    default=_anthropic_block_event)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -2464,18 +2521,16 @@ class ResponsesNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+        kind, untyped = _event_type(pos, event)
+        if kind is None:
+            yield from untyped
             return
-        kind = event["type"]
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
-        step = ("failed" if kind == "response.failed" else "error" if kind == "error"
-                else "terminal" if kind in _RESPONSES_TURN_ENDS else "other")
         was = state.ending
-        state.ending, late = _ending(pos, _RESPONSES_ENDING, state.ending, step, kind)
-        if step in ("error", "failed"):
+        late = _RESPONSES_ROOM.late(pos, kind, state)
+        if kind in ("error", "response.failed"):
             yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
             return
         if was == "ended":   # a repeated terminal goes to the machine (duplicate_terminal), all else is late
@@ -2485,17 +2540,13 @@ class ResponsesNormalizer:
             return
         if kind in _RESPONSES_SNAPSHOTS:
             yield from _responses_snapshot(pos, kind, event, state)
-        state.opening, wrong = _opening(pos, state.opening, kind, "response.created")
-        yield from wrong   # an event before response.created: said once, then translated
-        if kind == "response.created":
-            return
-        if kind in _RESPONSES_TURN_ENDS:
-            yield from _responses_final_output(pos, kind, event, state)
-            yield from _responses_turn_end(pos, kind, state)
-        elif kind in _RESPONSES_LIFECYCLE:
-            return
-        else:
-            yield from _responses_item_event(pos, kind, event, state)
+        yield from _RESPONSES_ROOM.opening(pos, kind, state)   # an event before response.created: said once
+        yield from _RESPONSES_ROOM.dispatch(pos, kind, event, state)
+
+
+def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    yield from _responses_final_output(pos, kind, event, state)
+    yield from _responses_turn_end(pos, kind, state)
 
 
 def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -2753,6 +2804,18 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
     yield SlotEnd(pos, (None, index), tuple(restated))
 
 
+# The lifecycle: response.created opens, a terminal, response.failed or error ends or breaks the turn
+# (see _RESPONSES_ENDING); the terminal's output is checked, lifecycle events say nothing, the rest are
+# about items.
+_RESPONSES_ROOM = _EventRoom(
+    start="response.created", ending=_RESPONSES_ENDING,
+    steps={"response.failed": "failed", "error": "error", **dict.fromkeys(_RESPONSES_TURN_ENDS, "terminal")},
+    other="other",
+    handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE),
+              **dict.fromkeys(_RESPONSES_TURN_ENDS, _responses_terminal)},
+    default=_responses_item_event)
+
+
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
@@ -2934,6 +2997,8 @@ _BEDROCK_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxy
     ("stopped", "messageStop"): ("stopped", None),
     ("running", "block"): ("running", None),
     ("stopped", "block"): ("stopped", "{event} after messageStop"),
+    ("running", "quiet"): ("running", None),          # messageStart, metadata (usage and metrics)
+    ("stopped", "quiet"): ("stopped", None),
 })
 
 
@@ -2983,24 +3048,10 @@ class BedrockNormalizer:
         if not isinstance(body, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
             return
-        state.opening, wrong = _opening(pos, state.opening, member, "messageStart")
-        yield from wrong   # an event before messageStart: said once, then translated
-        if member == "messageStart":
-            return
-        if member == "metadata":
-            return  # usage and metrics; allowed before or after messageStop
-        step = "messageStop" if member == "messageStop" else "block"
-        state.ending, late = _ending(pos, _BEDROCK_ENDING, state.ending, step, member)
-        yield from late
-        if late:
-            return
-        if member == "messageStop":
-            yield from _bedrock_message_stop(pos, body, state)
-        else:
-            yield from _bedrock_block_event(pos, member, body, state)
+        yield from _BEDROCK_ROOM.read(pos, member, body, state)
 
 
-def _bedrock_message_stop(pos: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+def _bedrock_message_stop(pos: int, member: str, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
     reason = body.get("stopReason")
     if not isinstance(reason, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"stopReason is {_describe(reason)}, not a string")
@@ -3151,6 +3202,13 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
     elif kind is not None and stopped:
         yield WireProblem(pos, DUPLICATE_TERMINAL, f"second contentBlockStop for block {index}", None, index)
     block[1] = True
+
+
+# The lifecycle: messageStart opens, messageStop ends (see _BEDROCK_ENDING), and what each member says.
+_BEDROCK_ROOM = _EventRoom(
+    start="messageStart", ending=_BEDROCK_ENDING,
+    steps={"messageStop": "messageStop", "messageStart": "quiet", "metadata": "quiet"}, other="block",
+    handlers={"messageStop": _bedrock_message_stop, **dict.fromkeys(_BEDROCK_BLOCK_EVENTS, _bedrock_block_event)})
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -4499,24 +4557,15 @@ class CohereNormalizer:
             what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer")
             return
-        state.opening, wrong = _opening(pos, state.opening, kind, "message-start")
-        yield from wrong
-        if _secure_parse_refuses(event):
-            # its event parser refuses the event and the stream goes on without it
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
-                              "Vercel AI SDK drops such an event and reads the turn without it")
-            # then read as the other readers read it (as on gemini): the report shows what was sent
-        state.ending, late = _ending(pos, _COHERE_ENDING, state.ending, "end" if kind == "message-end" else "event",
-                                     kind)
-        yield from late
-        if late:
-            return
-        if kind == "message-start":
-            yield from _cohere_message_start(pos, event)
-        elif kind == "message-end":
-            yield from _cohere_message_end(pos, event)
-        elif kind in _COHERE_CALL_EVENTS:
-            yield from _cohere_call_event(pos, kind, event, state)
+        yield from _COHERE_ROOM.read(pos, kind, event, state)
+
+
+def _cohere_refused(pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
+    """An event the Vercel AI SDK's parser refuses: it goes on without it."""
+    if _secure_parse_refuses(event):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
+                          "Vercel AI SDK drops such an event and reads the turn without it")
+        # then read as the other readers read it (as on gemini): the report shows what was sent
 
 
 def _cohere_tool_calls(event: dict) -> Any:
@@ -4526,13 +4575,13 @@ def _cohere_tool_calls(event: dict) -> Any:
     return message.get("tool_calls") if isinstance(message, dict) else None
 
 
-def _cohere_message_start(pos: int, event: dict) -> Iterator[NeutralEvent]:
+def _cohere_message_start(pos: int, kind: str, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
     if _cohere_tool_calls(event) not in (None, []):
         yield WireProblem(pos, UNSUPPORTED_EVENT, "message-start carries tool calls (every recording has an empty "
                           "list there): no reviewed reader takes calls from it")
 
 
-def _cohere_message_end(pos: int, event: dict) -> Iterator[NeutralEvent]:
+def _cohere_message_end(pos: int, kind: str, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
     delta = event.get("delta")
     reason = delta.get("finish_reason") if isinstance(delta, dict) else None
     if not isinstance(reason, str):
@@ -4541,8 +4590,8 @@ def _cohere_message_end(pos: int, event: dict) -> Iterator[NeutralEvent]:
         return
     error = delta.get("error")
     if reason == "ERROR" or error is not None:
-        kind = delta.get("error_type")
-        named = f" ({_token(kind)})" if isinstance(kind, str) and kind else ""
+        error_type = delta.get("error_type")
+        named = f" ({_token(error_type)})" if isinstance(error_type, str) and error_type else ""
         yield WireProblem(pos, STREAM_ERROR, f"message-end reports an error{named} with finish_reason "
                           f"{_token(reason)}: the generation failed (the Cohere SDK yields this as an ordinary "
                           "event over HTTP 200)")
@@ -4619,6 +4668,14 @@ def _cohere_start(pos: int, index: int, call: dict, state: _CohereState) -> Iter
     yield SlotOpen(pos, (None, index), call_id, name, {})
     if text:
         yield Fragment(pos, (None, index), None, None, text)
+
+
+# The lifecycle: message-start opens, message-end ends (see _COHERE_ENDING), and what each event type says.
+_COHERE_ROOM = _EventRoom(
+    start="message-start", ending=_COHERE_ENDING, steps={"message-end": "end"}, other="event",
+    handlers={"message-start": _cohere_message_start, "message-end": _cohere_message_end,
+              **dict.fromkeys(_COHERE_CALL_EVENTS, _cohere_call_event)},
+    screen=_cohere_refused)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
