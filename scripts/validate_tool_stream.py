@@ -3675,34 +3675,49 @@ def _gemini_members(holder: Any, types: Mapping[str, type], where: str) -> str |
     return None
 
 
-def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
-    """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
-    problem = _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
-    usage = chunk.get("usageMetadata")
-    problem = problem or _gemini_members(usage, _GEMINI_USAGE_TYPES, "usageMetadata.")
+_GEMINI_GROUNDING_LISTS = ("webSearchQueries", "imageSearchQueries", "retrievalQueries", "groundingChunks",
+                           "groundingSupports")
+
+
+def _gemini_type_problems(chunk: dict) -> Iterator[str | None]:
+    """Each question google-genai's types ask of a chunk, in order: what it refuses, or None (asked lazily)."""
+    yield _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
+    yield _gemini_members(chunk.get("usageMetadata"), _GEMINI_USAGE_TYPES, "usageMetadata.")
     candidates = chunk.get("candidates")
     feedback = chunk.get("promptFeedback")
     holders = list(candidates) if isinstance(candidates, list) else []
     if isinstance(feedback, dict):
         holders.append(feedback)
-        problem = problem or (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
-                              "promptFeedback.safetyRatings is not a list")
-    for candidate in holders:
-        if candidate is not feedback:
-            problem = problem or _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
-            token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
-            if problem is None and isinstance(token, str) and not _gemini_is_base64(token):
-                problem = "a candidate's continuationToken is not base64"
-        grounding = candidate.get("groundingMetadata") if isinstance(candidate, dict) else None
-        for key in ("webSearchQueries", "imageSearchQueries", "retrievalQueries", "groundingChunks",
-                    "groundingSupports"):
-            if problem is None and isinstance(grounding, dict) and grounding.get(key) is not None \
-                    and not isinstance(grounding[key], list):
-                problem = f"groundingMetadata.{key} is {_describe(grounding[key])}"
-        ratings = candidate.get("safetyRatings") if isinstance(candidate, dict) else None
-        for rating in ratings if isinstance(ratings, list) else ():
-            problem = problem or (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
-                                  if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+        yield (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
+               "promptFeedback.safetyRatings is not a list")
+    for holder in holders:
+        if holder is not feedback:
+            yield from _gemini_candidate_type_problems(holder)
+        yield from _gemini_holder_type_problems(holder if isinstance(holder, dict) else {})
+
+
+def _gemini_candidate_type_problems(candidate: Any) -> Iterator[str | None]:
+    yield _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+    token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
+    if isinstance(token, str) and not _gemini_is_base64(token):
+        yield "a candidate's continuationToken is not base64"
+
+
+def _gemini_holder_type_problems(holder: dict) -> Iterator[str | None]:
+    """A candidate's or the prompt feedback's grounding lists and safety ratings."""
+    grounding = holder.get("groundingMetadata")
+    for key in _GEMINI_GROUNDING_LISTS if isinstance(grounding, dict) else ():
+        if grounding.get(key) is not None and not isinstance(grounding[key], list):
+            yield f"groundingMetadata.{key} is {_describe(grounding[key])}"
+    ratings = holder.get("safetyRatings")
+    for rating in ratings if isinstance(ratings, list) else ():
+        yield (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
+               if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+
+
+def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
+    """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
+    problem = next(filter(None, _gemini_type_problems(chunk)), None)
     if problem is not None:
         return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
     if carries:
@@ -3857,39 +3872,46 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
     if problem is not None:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{problem} (google-genai refuses the chunk)", index)
         return
-    if kind == "functionCall":
-        yield from _gemini_function_call(pos, index, part["functionCall"], cand)
-    elif kind == "text":
-        if not isinstance(part["text"], str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"text of candidate {index} is {_describe(part['text'])}, "
-                              "not a string", index)
-    elif kind == "executableCode":
-        code = part["executableCode"]
-        if not isinstance(code, dict) or not isinstance(code.get("code"), str) \
-                or not _gemini_typed(code.get("language"), _GEMINI_ENUM):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} needs code and language "
-                              "strings", index)
-            return
-        cand.code += 1
-        yield HostedUse(pos, "code_execution")
-    elif kind == "codeExecutionResult":
-        result = part["codeExecutionResult"]
-        outcome = _gemini_enum_name(result.get("outcome"), _GEMINI_OUTCOME_NUMBERS, "OUTCOME") \
-            if isinstance(result, dict) else None
-        if _wire_str(outcome) not in _GEMINI_CODE_OUTCOMES:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
-                              "outcome", index)
-        elif cand.code == 0:
-            yield WireProblem(pos, MISSING_SLOT, f"codeExecutionResult of candidate {index} answers no "
-                              "executableCode", index)
-        else:
-            cand.code -= 1
-    elif kind in ("toolCall", "toolResponse"):
-        yield from _gemini_server_tool(pos, index, kind, part[kind], cand)
-    elif kind in ("inlineData", "fileData"):
-        if not isinstance(part[kind], dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is {_describe(part[kind])}, "
-                              "not an object", index)
+    if kind is not None:
+        yield from _GEMINI_PART_READERS[kind](pos, index, kind, part[kind], cand)
+
+
+def _gemini_text(pos: int, index: int, kind: str, text: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    if not isinstance(text, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"text of candidate {index} is {_describe(text)}, "
+                          "not a string", index)
+
+
+def _gemini_media(pos: int, index: int, kind: str, body: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """inlineData or fileData: an object (what it holds is not read)."""
+    if not isinstance(body, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is {_describe(body)}, "
+                          "not an object", index)
+
+
+def _gemini_code(pos: int, index: int, kind: str, code: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """executableCode: a hosted use of code execution, which a codeExecutionResult answers."""
+    if not isinstance(code, dict) or not isinstance(code.get("code"), str) \
+            or not _gemini_typed(code.get("language"), _GEMINI_ENUM):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} needs code and language "
+                          "strings", index)
+        return
+    cand.code += 1
+    yield HostedUse(pos, "code_execution")
+
+
+def _gemini_code_result(pos: int, index: int, kind: str, result: Any,
+                        cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    outcome = _gemini_enum_name(result.get("outcome"), _GEMINI_OUTCOME_NUMBERS, "OUTCOME") \
+        if isinstance(result, dict) else None
+    if _wire_str(outcome) not in _GEMINI_CODE_OUTCOMES:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
+                          "outcome", index)
+    elif cand.code == 0:
+        yield WireProblem(pos, MISSING_SLOT, f"codeExecutionResult of candidate {index} answers no "
+                          "executableCode", index)
+    else:
+        cand.code -= 1
 
 
 def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
@@ -3922,7 +3944,7 @@ def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _Gemin
         call[1] = True
 
 
-def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
     where = f"candidate {index}"
     wrong = _gemini_call_shape(call, where)
     if wrong is not None:
@@ -3954,6 +3976,14 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
             yield WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index)
         return
     yield from _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
+
+
+# A part's data member -> its reader: reader(pos, candidate index, member, value, candidate state).
+_GEMINI_PART_READERS: Mapping[str, Callable[..., Iterator[NeutralEvent]]] = MappingProxyType({
+    "functionCall": _gemini_function_call, "text": _gemini_text, "inlineData": _gemini_media,
+    "fileData": _gemini_media, "executableCode": _gemini_code, "codeExecutionResult": _gemini_code_result,
+    "toolCall": _gemini_server_tool, "toolResponse": _gemini_server_tool,
+})
 
 
 def _gemini_call_shape(call: Any, where: str) -> str | None:
@@ -4060,6 +4090,12 @@ def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
 def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
     """Check one partialArgs entry on its own: ((code, message), None), or (None, (path, kind,
     value, willContinue)) for _gemini_insert."""
+    problem, path = _gemini_piece_path(piece, max_depth)
+    return (problem, None) if problem is not None else _gemini_piece_value(piece, path)
+
+
+def _gemini_piece_path(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
+    """Where a partialArgs entry goes: (None, its path), or ((code, message), None)."""
     if not isinstance(piece, dict) or any(key not in _GEMINI_ARG_KEYS for key in piece):
         return (UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and "
                 "willContinue"), None
@@ -4077,6 +4113,11 @@ def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | No
         # build another object from it: a pass must mean every reader runs the same call.
         return (UNEXPECTED_EVENT, (f"the jsonPath for {_gemini_path_text(path)} quotes a member name (['...']), "
                                    "which the Vercel AI SDK's reader does not understand")), None
+    return None, path
+
+
+def _gemini_piece_value(piece: dict, path: tuple) -> tuple[tuple[str, str] | None, tuple | None]:
+    """What a partialArgs entry at path holds: (None, (path, kind, value, willContinue)), or ((code, message), None)."""
     kinds = [key for key in _GEMINI_VALUE_KEYS if key in piece]
     more = piece.get("willContinue", False)
     if len(kinds) != 1 or not isinstance(more, bool):
@@ -4102,39 +4143,63 @@ def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | No
 def _gemini_insert(call: _GeminiCall, path: tuple, kind: str, value: Any, more: bool) -> tuple[str, str] | None:
     """Put a checked piece into the call's object; (code, message) when the object refuses it."""
     # Walk what exists first, then check the rest, so a refused path leaves the object unchanged.
-    parent: Any = call.tree
-    depth, last = 0, len(path) - 1
-    while True:
-        segment = path[depth]
-        if isinstance(segment, int) != isinstance(parent, list):
-            return DUPLICATE_KEY, (f"{_gemini_path_text(path)} treats {_gemini_path_text(path[:depth])} as "
-                                   f"{'an array' if isinstance(segment, int) else 'an object'}, but it is not one")
-        if isinstance(parent, list) and segment > len(parent):
-            return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
-                                    f"{_gemini_path_text(path[:depth] + (len(parent),))}")
-        present = segment < len(parent) if isinstance(parent, list) else segment in parent
-        if depth == last or not present:
-            break
-        child = parent[segment]
-        if not isinstance(child, (dict, list)):
-            return DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
-                                   f"{_gemini_path_text(path[:depth + 1])}")
-        parent, depth = child, depth + 1
+    problem, parent, depth, present = _gemini_walk(call.tree, path)
+    if problem is not None:
+        return problem
+    last = len(path) - 1
     if depth == last and present:
-        current = parent[segment]
-        if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
-            current.pieces.append(value)
-            current.open = more
-            if not more:
-                call.open_strings.pop(path, None)
-            return None
-        what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
-                else "a second value for")
-        return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
+        return _gemini_extend(call, path, parent[path[last]], kind, value, more)
     for later in range(depth + 1, len(path)):   # containers created below are new: their first element is 0
         if isinstance(path[later], int) and path[later] != 0:
             return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
                                     f"{_gemini_path_text(path[:later] + (0,))}")
+    _gemini_grow(call, parent, path, depth, kind, value, more)
+    return None
+
+
+def _gemini_walk(tree: dict, path: tuple) -> tuple[tuple[str, str] | None, Any, int, bool]:
+    """Follow path through what the object already holds: (a problem or None, the deepest container
+    reached, the depth of the segment in it, whether that segment is present there)."""
+    parent: Any = tree
+    depth, last = 0, len(path) - 1
+    while True:
+        segment = path[depth]
+        problem: tuple[str, str] | None = None
+        if isinstance(segment, int) != isinstance(parent, list):
+            problem = DUPLICATE_KEY, (f"{_gemini_path_text(path)} treats {_gemini_path_text(path[:depth])} as "
+                                      f"{'an array' if isinstance(segment, int) else 'an object'}, but it is not one")
+        elif isinstance(parent, list) and segment > len(parent):
+            problem = MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
+                                       f"{_gemini_path_text(path[:depth] + (len(parent),))}")
+        else:
+            present = segment < len(parent) if isinstance(parent, list) else segment in parent
+            if depth == last or not present:
+                return None, parent, depth, present
+            if not isinstance(parent[segment], (dict, list)):
+                problem = DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
+                                          f"{_gemini_path_text(path[:depth + 1])}")
+        if problem is not None:
+            return problem, parent, depth, False
+        parent, depth = parent[segment], depth + 1
+
+
+def _gemini_extend(call: _GeminiCall, path: tuple, current: Any, kind: str, value: Any,
+                   more: bool) -> tuple[str, str] | None:
+    """A piece for a path that holds a value already: only a string that said willContinue takes more."""
+    if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
+        current.pieces.append(value)
+        current.open = more
+        if not more:
+            call.open_strings.pop(path, None)
+        return None
+    what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
+            else "a second value for")
+    return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
+
+
+def _gemini_grow(call: _GeminiCall, parent: Any, path: tuple, depth: int, kind: str, value: Any, more: bool) -> None:
+    """Create the containers path needs below depth, then its leaf (a string that may continue)."""
+    last = len(path) - 1
     for later in range(depth, last):
         child = [] if isinstance(path[later + 1], int) else {}
         if isinstance(parent, list):
@@ -4149,7 +4214,6 @@ def _gemini_insert(call: _GeminiCall, path: tuple, kind: str, value: Any, more: 
         parent[path[last]] = leaf
     if more:
         call.open_strings[path] = leaf
-    return None
 
 
 def _gemini_serialise(tree: dict) -> str:
