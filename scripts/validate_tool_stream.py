@@ -4487,36 +4487,66 @@ def _gemini_declaration(declaration: Any, where: str) -> tuple[str, Any]:
         raise CaptureError(f"{where}.parameters nests too deeply to convert") from None
 
 
+_GEMINI_UNWRITTEN = object()   # a keyword's conversion that writes nothing in its place
+
+
+def _gemini_schema_type(value: Any, where: str, key: str) -> str:
+    kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
+    if kind is None:
+        raise CaptureError(f"{where}.type {_token(value)} is not one of "
+                           f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
+    return kind
+
+
+def _gemini_schema_nullable(value: Any, where: str, key: str) -> object:
+    """Checked here, written by gemini_schema as a type, an anyOf branch or an enum member."""
+    if not isinstance(value, bool):
+        raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
+    return _GEMINI_UNWRITTEN
+
+
+def _gemini_schema_properties(value: Any, where: str, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
+    return {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
+
+
+def _gemini_schema_items(value: Any, where: str, key: str) -> dict:
+    return gemini_schema(value, where + ".items")
+
+
+def _gemini_schema_any_of(value: Any, where: str, key: str) -> list:
+    if not isinstance(value, list):
+        raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
+    return [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
+
+
+def _gemini_schema_count(value: Any, where: str, key: str) -> Any:
+    """A count is an int64, which proto3 JSON writes as a string of digits; any other value stays."""
+    if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+        return value
+    if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
+        raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
+    return int(value)
+
+
+# A Schema keyword -> its conversion(value, where, keyword); any other keyword is copied as it is.
+_GEMINI_SCHEMA_KEYWORDS: Mapping[str, Callable[[Any, str, str], Any]] = MappingProxyType({
+    "type": _gemini_schema_type, "nullable": _gemini_schema_nullable, "properties": _gemini_schema_properties,
+    "items": _gemini_schema_items, "anyOf": _gemini_schema_any_of,
+    **dict.fromkeys(_GEMINI_SCHEMA_COUNTS, _gemini_schema_count),
+})
+
+
 def gemini_schema(schema: Any, where: str = "parameters") -> dict:
     """Gemini's OpenAPI-style Schema object as JSON Schema (the rules above); CaptureError when it cannot be."""
     if not isinstance(schema, dict):
         raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "type":
-            kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
-            if kind is None:
-                raise CaptureError(f"{where}.type {_token(value)} is not one of "
-                                   f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
-            out[key] = kind
-        elif key == "nullable":
-            if not isinstance(value, bool):
-                raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
-        elif key == "properties":
-            if not isinstance(value, dict):
-                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
-            out[key] = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
-        elif key == "items":
-            out[key] = gemini_schema(value, where + ".items")
-        elif key == "anyOf":
-            if not isinstance(value, list):
-                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
-            out[key] = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
-        elif key in _GEMINI_SCHEMA_COUNTS and isinstance(value, str) and value.isascii() and value.isdigit():
-            if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
-                raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
-            out[key] = int(value)   # an int64, which proto3 JSON writes as a string
-        else:
+        convert = _GEMINI_SCHEMA_KEYWORDS.get(key)
+        value = value if convert is None else convert(value, where, key)
+        if value is not _GEMINI_UNWRITTEN:
             out[key] = value
     if schema.get("nullable") is True:
         if "type" in out:
