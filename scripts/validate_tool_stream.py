@@ -622,45 +622,54 @@ def check_envelope(doc: Any, limits: Limits | None = None) -> list[Finding]:
     limits = _limits(limits)
     if not isinstance(doc, dict):
         return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")]
-    problems: list[Finding] = []
-    for key in doc:
-        if key not in ENVELOPE_KEYS:
-            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
-    profile = doc.get("profile")
-    if "profile" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
-    elif not isinstance(profile, str):
-        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
-    elif profile not in PROFILES:
-        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
-    if "tool_schemas" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
-    elif not isinstance(doc["tool_schemas"], dict):
-        problems.append(Finding(INVALID_FIXTURE,
-                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
-    for key in ("meta", "expect", "request"):
-        if key in doc and not isinstance(doc[key], dict):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
-    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
+    problems = list(_envelope_key_problems(doc))
+    meta = doc.get("meta")
+    if isinstance(meta, dict) and _nesting_exceeds(meta, limits.max_depth):
         problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
-    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
+    elif isinstance(meta, dict) and not _is_json(meta):
         problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
                                                  "a Python object of another type)"))
+    profile = doc.get("profile")
     if isinstance(profile, str) and profile in PROFILES:
-        try:
-            request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
-        except RequestError as exc:
-            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
-        wanted = PROFILES[profile].stream_key
-        other = "events" if wanted == "chunks" else "chunks"
-        if other in doc:
-            problems.append(Finding(INVALID_FIXTURE,
-                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
-        if wanted not in doc:
-            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
-        elif not isinstance(doc[wanted], list):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+        problems.extend(_envelope_profile_problems(doc, profile))
     return problems
+
+
+def _envelope_key_problems(doc: dict) -> Iterator[Finding]:
+    """The envelope's top-level keys: none unknown, profile and tool_schemas present, each of the right type."""
+    for key in doc:
+        if key not in ENVELOPE_KEYS:
+            yield Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}")
+    profile = doc.get("profile")
+    if "profile" not in doc:
+        yield Finding(INVALID_FIXTURE, "missing required key \"profile\"")
+    elif not isinstance(profile, str):
+        yield Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}")
+    elif profile not in PROFILES:
+        yield Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}")
+    if "tool_schemas" not in doc:
+        yield Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\"")
+    elif not isinstance(doc["tool_schemas"], dict):
+        yield Finding(INVALID_FIXTURE, f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}")
+    for key in ("meta", "expect", "request"):
+        if key in doc and not isinstance(doc[key], dict):
+            yield Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}")
+
+
+def _envelope_profile_problems(doc: dict, profile: str) -> Iterator[Finding]:
+    """What a known profile asks of the envelope: a request it can read, and its stream under its own key."""
+    try:
+        request_context(profile, doc["request"] if isinstance(doc.get("request"), dict) else None)
+    except RequestError as exc:
+        yield Finding(INVALID_FIXTURE, f"\"request\": {exc}")
+    wanted = PROFILES[profile].stream_key
+    other = "events" if wanted == "chunks" else "chunks"
+    if other in doc:
+        yield Finding(INVALID_FIXTURE, f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\"")
+    if wanted not in doc:
+        yield Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}")
+    elif not isinstance(doc[wanted], list):
+        yield Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}")
 
 
 # ---------------------------------------------------------------------------
@@ -1387,24 +1396,32 @@ class ChatNormalizer:
         if delta is not None and not isinstance(delta, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
         elif isinstance(delta, dict):
-            if delta.get("function_call") is not None:
-                yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
-                                  "use tool_calls", cidx)
-            for key in delta:
-                if key not in _KNOWN_TOOL_KEYS and ("tool" in key or "function" in key) and delta[key] is not None:
-                    yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta member {_token(key)} looks like a tool call "
-                                      "in a shape this tool does not translate", cidx)
-            if delta.get("executed_tools") is not None:
-                yield from self._executed_tools(pos, cidx, delta["executed_tools"])
-            calls = delta.get("tool_calls")
-            if calls is not None and not isinstance(calls, list):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
-            elif calls:
-                for entry in calls:
-                    yield from self._tool_entry(pos, cidx, entry)
+            yield from self._delta(pos, cidx, delta)
         message = choice.get("message")
         if isinstance(message, dict) and message.get("tool_calls"):
             yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
+        yield from self._finish_reason(pos, cidx, choice, restating)
+
+    def _delta(self, pos: int, cidx: int, delta: dict) -> Iterator[NeutralEvent]:
+        """A choice's delta: its tool calls, Groq's executed tools, and tool-like members it does not read."""
+        if delta.get("function_call") is not None:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
+                              "use tool_calls", cidx)
+        for key in delta:
+            if key not in _KNOWN_TOOL_KEYS and ("tool" in key or "function" in key) and delta[key] is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta member {_token(key)} looks like a tool call "
+                                  "in a shape this tool does not translate", cidx)
+        if delta.get("executed_tools") is not None:
+            yield from self._executed_tools(pos, cidx, delta["executed_tools"])
+        calls = delta.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
+        elif calls:
+            for entry in calls:
+                yield from self._tool_entry(pos, cidx, entry)
+
+    def _finish_reason(self, pos: int, cidx: int, choice: dict, restating: bool) -> Iterator[NeutralEvent]:
+        """A choice's finish_reason ends it; what follows a finish is for _after_finish."""
         reason = choice.get("finish_reason")
         finished = reason is not None and reason != ""
         if cidx in self.finished:
