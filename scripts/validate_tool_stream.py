@@ -2094,22 +2094,40 @@ def _redact_anthropic_event(event: dict) -> dict:
         return _neutral(event)   # still the same unknown type (or none) to the rules: unsupported_event
     out = {}
     for key, value in event.items():
-        if key == "type":
-            out[key] = value
-        elif kind == "message_start" and key == "message" and isinstance(value, dict):
-            out[key] = {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
-                            else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in value.items()}
-        elif kind == "content_block_start" and key == "content_block":
-            out[key] = _redact_anthropic_block(value)
-        elif (kind == "content_block_delta" and key == "delta" and isinstance(value, dict)
-              and value.get("type") == "input_json_delta"):
-            out[key] = value
-        elif kind == "message_delta" and key == "delta" and isinstance(value, dict):
-            out[key] = {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
-                            else _neutral(v)) for k, v in value.items()}
-        else:
-            out[key] = _neutral(value)   # an index keeps its value (numbers are no text)
+        redact = _ANTHROPIC_REDACTED_MEMBERS.get((kind, key))
+        # an index keeps its value (numbers are no text)
+        out[key] = value if key == "type" else _neutral(value) if redact is None else redact(value)
     return out
+
+
+def _redact_anthropic_message(message: Any) -> Any:
+    """message_start's message: its identity stays, its blocks as blocks are, the rest as shapes."""
+    if not isinstance(message, dict):
+        return _neutral(message)
+    return {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
+                else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in message.items()}
+
+
+def _redact_anthropic_json_delta(delta: Any) -> Any:
+    """content_block_delta's delta: an input_json_delta stays whole (its text is a fragment)."""
+    return delta if isinstance(delta, dict) and delta.get("type") == "input_json_delta" else _neutral(delta)
+
+
+def _redact_anthropic_stop(delta: Any) -> Any:
+    """message_delta's delta: the stop_reason stays, stop_details keeps its type and category."""
+    if not isinstance(delta, dict):
+        return _neutral(delta)
+    return {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
+                else _neutral(v)) for k, v in delta.items()}
+
+
+# (event type, member) -> what redaction keeps of it; every other member keeps only its shape.
+_ANTHROPIC_REDACTED_MEMBERS: Mapping[tuple[str, str], Callable[[Any], Any]] = MappingProxyType({
+    ("message_start", "message"): _redact_anthropic_message,
+    ("content_block_start", "content_block"): _redact_anthropic_block,
+    ("content_block_delta", "delta"): _redact_anthropic_json_delta,
+    ("message_delta", "delta"): _redact_anthropic_stop,
+})
 
 
 # Members of message_start's message kept as they are: its identity and a prefilled stop_reason.
