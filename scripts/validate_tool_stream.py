@@ -2719,17 +2719,28 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
         yield HostedUse(pos, item_type)
         return
     if client and item_type not in _RESPONSES_ARGUMENT_ITEMS:
-        item.kind, item.client = item_type, True
-        item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
-        item.name = _wire_str(body.get("name")) or item_type
-        yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a {item_type} item: the client executes it, but this tool has no "
-                          "reviewed check for its input, so nothing in the turn may run", None, index)
-        return
-    if item_type not in _RESPONSES_ARGUMENT_ITEMS:
+        yield from _responses_unchecked_call(pos, index, body, item_type, item)
+    elif item_type not in _RESPONSES_ARGUMENT_ITEMS:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"output item type {_token(item_type)} has no reviewed normalizer",
                           None, index)
-        return
+    else:
+        yield from _responses_call_added(pos, index, body, item_type, item, state)
+
+
+def _responses_unchecked_call(pos: int, index: int, body: dict, item_type: str,
+                              item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """A call the client executes whose input no reviewed check reads: opened, and the turn blocked."""
+    item.kind, item.client = item_type, True
+    item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
+    item.name = _wire_str(body.get("name")) or item_type
+    yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
+    yield WireProblem(pos, UNSUPPORTED_EVENT, f"a {item_type} item: the client executes it, but this tool has no "
+                      "reviewed check for its input, so nothing in the turn may run", None, index)
+
+
+def _responses_call_added(pos: int, index: int, body: dict, item_type: str, item: _ResponsesItem,
+                          state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """A call item whose arguments stream (see _RESPONSES_ARGUMENT_ITEMS): its identity, and the slot it opens."""
     member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
     fields = [_optional_str(body, key) for key in ("id", "call_id", "name", member, "namespace")]
     if not all(ok for ok, _ in fields) or body.get("namespace") == "":
@@ -5028,8 +5039,6 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     "raises" (an exception it lets through: the turn fails there); "limit" (past a bound of this
     check, or this machine ran out of memory or stack: it may run an object or a list).
     """
-    import ast
-
     if re.match(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1), value):
         return "limit", f"a number of more than {_LANGCHAIN_EVAL_DIGITS} digits"   # json.loads's integer limit
     if "{" not in value and "[" not in value:
@@ -5037,19 +5046,30 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
     python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
                     and _python_literal_tokens().fullmatch(value) is not None)
-    if json_could:   # linear, and its depth is bounded by the interpreter's recursion limit
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            pass   # literal_eval's turn
-        except (MemoryError, RecursionError) as exc:
-            return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
-        except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
-            return "raises", f"json.loads raises {type(exc).__name__}"
-        else:
-            return ("object" if isinstance(parsed, dict) else "list"), ""
-    if not python_could:
-        return "keep", ""
+    reading = _langchain_json_reading(value) if json_could else None
+    if reading is not None:
+        return reading
+    return _langchain_eval_reading(value) if python_could else ("keep", "")
+
+
+def _langchain_json_reading(value: str) -> tuple[str, str] | None:
+    """What json.loads makes of an argument string; None when it refuses it (literal_eval's turn).
+    Linear, and its depth is bounded by the interpreter's recursion limit."""
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return None
+    except (MemoryError, RecursionError) as exc:
+        return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+    except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
+        return "raises", f"json.loads raises {type(exc).__name__}"
+    return ("object" if isinstance(parsed, dict) else "list"), ""
+
+
+def _langchain_eval_reading(value: str) -> tuple[str, str]:
+    """What ast.literal_eval makes of an argument string made of Python literal tokens, within this check's bounds."""
+    import ast
+
     if len(value) > _LANGCHAIN_EVAL_CHARS:
         return "limit", f"{len(value)} characters (at most {_LANGCHAIN_EVAL_CHARS} are read)"
     depth = _bracket_depth(value)
