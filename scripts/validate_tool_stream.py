@@ -1400,7 +1400,8 @@ class ChatNormalizer:
         message = choice.get("message")
         if isinstance(message, dict) and message.get("tool_calls"):
             yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
-        yield from self._finish_reason(pos, cidx, choice, restating)
+        if cidx in self.finished or choice.get("finish_reason") not in (None, ""):
+            yield from self._finish_reason(pos, cidx, choice, restating)
 
     def _delta(self, pos: int, cidx: int, delta: dict) -> Iterator[NeutralEvent]:
         """A choice's delta: its tool calls, Groq's executed tools, and tool-like members it does not read."""
@@ -8425,8 +8426,7 @@ class _ArrayItems:
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, item_end, runs = self.text, self.scan, _ITEM_END.match, self.runs
-        objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
+        text, scan, runs = self.text, self.scan, self.runs
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -8448,41 +8448,21 @@ class _ArrayItems:
                     yield run
             if not count:
                 if pos >= batch_from:
-                    is_object = text.startswith("{", pos)
-                    cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
-                        text, pos + length)
+                    batch, reach = self._batch(pos, length)
                     length = _BATCH_CHARS
-                    if cut is not None:
-                        piece_end, next_pos = ((cut.start() + 1, cut.end() - 1) if is_object
-                                               else (cut.start(), cut.end()))
-                        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
-                        try:
-                            batch, end = scan(wrapped, 0)
-                            batch = _unpad(batch) if end == len(wrapped) else None
-                        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
-                            batch = None
-                        if batch is not None:
-                            yield from batch
-                            pos = next_pos  # the first character of the next item
-                            continue
-                        batch_from = cut.end()
-                    else:
-                        batch_from = len(text)
+                    if batch is not None:
+                        yield from batch
+                        pos = reach  # the first character of the next item
+                        continue
+                    batch_from = reach
                 try:
                     item, pos = _scan_padded(text, pos, scan)
                 except (JsonProblem, ValueError, RecursionError, StopIteration):
                     raise _NotStreamable from None
                 yield item
-            if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
-                pos += 1  # compact JSON: the next item starts right after the comma
-            else:
-                sep = item_end(text, pos)
-                if sep is None:
-                    raise _NotStreamable
-                pos = sep.end()
-                if sep.group(1) == "]":
-                    self.end = pos
-                    return
+            pos = self._next_item(pos)
+            if pos < 0:
+                return
             if count:
                 # The item after a run is where the run stopped: not asked again.  After a
                 # short run (it did not pay), runs rest for a full batch; else that item
@@ -8492,6 +8472,40 @@ class _ArrayItems:
                     runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
                 else:
                     runs_from, length = pos + 1, short_batch
+
+
+    def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
+        """The items from pos to a candidate boundary some length on, parsed as one list: (the items,
+        the first character of the next item), or (None, the position up to which items go one by one)."""
+        text = self.text
+        is_object = text.startswith("{", pos)
+        search = (_ITEM_BOUNDARY if is_object else _LIST_BOUNDARY if text.startswith("[", pos)
+                  else _ANY_BOUNDARY).search
+        cut = search(text, pos + length)
+        if cut is None:
+            return None, len(text)
+        piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
+        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
+        try:
+            batch, end = self.scan(wrapped, 0)
+            batch = _unpad(batch) if end == len(wrapped) else None
+        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+            batch = None
+        return (batch, next_pos) if batch is not None else (None, cut.end())
+
+    def _next_item(self, pos: int) -> int:
+        """The first character of the item after the one that ends at pos; -1 after the closing "]"
+        (then `end` is set)."""
+        text = self.text
+        if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
+            return pos + 1  # compact JSON: the next item starts right after the comma
+        sep = _ITEM_END.match(text, pos)
+        if sep is None:
+            raise _NotStreamable
+        if sep.group(1) == "]":
+            self.end = sep.end()
+            return -1
+        return sep.end()
 
 
 def _no_plain_fragment(item: Any) -> None:
