@@ -7313,26 +7313,7 @@ class _SchCompiler:
         return node
 
     def object_schema(self, schema: dict, loc: tuple[str, ...], depth: int) -> _SchNode:
-        for key in schema:
-            if not isinstance(key, str):
-                raise self.refuse(loc, "schema object keys must be strings")
-            if key == UNREVIEWED_TOOL_KEYWORD:
-                raise self.refuse(loc, f"the provider-defined tool type {_token(schema[key])} is not a version this "
-                                       "tool has reviewed, so it has no input schema to check the call against")
-            if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
-                continue
-            if key in ("$schema", "$id") and not loc:
-                if not isinstance(schema[key], str):
-                    raise self.refuse(loc + (key,), f"\"{key}\" must be a string")
-                continue
-            other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
-            if key in other:
-                why = f"it belongs to the other dialect, not {self.dialect}"
-            else:
-                why = _SCH_REFUSAL_REASONS.get(
-                    key, "it is not in the supported subset (a typo, or a keyword this "
-                         "checker does not implement)")
-            raise self.refuse(loc + (key,), f"keyword \"{key}\" is refused: {why}")
+        self.check_keys(schema, loc)
         if self.dialect == "draft-07" and "$ref" in schema:
             siblings = [k for k in schema
                         if k in self.keywords and k not in ("$ref", "$defs", "definitions")]
@@ -7349,6 +7330,30 @@ class _SchCompiler:
                     checks.append(check)
         node.checks = tuple(checks)
         return node
+
+    def check_keys(self, schema: dict, loc: tuple[str, ...]) -> None:
+        """Every key of a schema object is a keyword of the subset or an annotation; else SchemaUnsupported."""
+        for key in schema:
+            if not isinstance(key, str):
+                raise self.refuse(loc, "schema object keys must be strings")
+            if key == UNREVIEWED_TOOL_KEYWORD:
+                raise self.refuse(loc, f"the provider-defined tool type {_token(schema[key])} is not a version this "
+                                       "tool has reviewed, so it has no input schema to check the call against")
+            if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
+                continue
+            if key in ("$schema", "$id") and not loc:
+                if not isinstance(schema[key], str):
+                    raise self.refuse(loc + (key,), f"\"{key}\" must be a string")
+                continue
+            raise self.refuse(loc + (key,), f"keyword \"{key}\" is refused: {self.refusal_reason(key)}")
+
+    def refusal_reason(self, key: str) -> str:
+        """Why a keyword outside the subset is refused: the other dialect's, a known reason, or unknown."""
+        other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
+        if key in other:
+            return f"it belongs to the other dialect, not {self.dialect}"
+        return _SCH_REFUSAL_REASONS.get(key, "it is not in the supported subset (a typo, or a keyword this "
+                                             "checker does not implement)")
 
     def schema_map(self, value: object, loc: tuple[str, ...], depth: int) -> dict:
         """An object whose values are schemas (properties, $defs, ...)."""
