@@ -6638,12 +6638,7 @@ def _rx_emit(node: tuple) -> str:
         char = chr(node[1])
         return char if char.isascii() and char.isalnum() else f"\\U{node[1]:08x}"
     if kind == "set":
-        ranges, negated = node[1], node[2]
-        if not ranges:
-            return "[\\U00000000-\\U0010ffff]" if negated else "(?!)"
-        body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
-                       for lo, hi in ranges)
-        return ("[^" if negated else "[") + body + "]"
+        return _rx_emit_set(node[1], node[2])
     if kind == "assert":
         return _RX_ASSERT_TEXT[node[1]]
     if kind == "look":
@@ -6652,20 +6647,29 @@ def _rx_emit(node: tuple) -> str:
         return "(?:" + _rx_emit(node[1]) + ")"
     if kind == "rep":
         _, atom, low, high, lazy = node
-        if (low, high) == (0, None):
-            quant = "*"
-        elif (low, high) == (1, None):
-            quant = "+"
-        elif (low, high) == (0, 1):
-            quant = "?"
-        elif high is None:
-            quant = f"{{{low},}}"
-        elif low == high:
-            quant = f"{{{low}}}"
-        else:
-            quant = f"{{{low},{high}}}"
-        return _rx_emit(atom) + quant + ("?" if lazy else "")
+        return _rx_emit(atom) + _rx_quantifier(low, high) + ("?" if lazy else "")
     return "|".join("".join(_rx_emit(term) for term in seq) for seq in node[1])
+
+
+def _rx_emit_set(ranges: tuple, negated: bool) -> str:
+    """A class as re text: its ranges as code points (an empty class matches nothing, or anything)."""
+    if not ranges:
+        return "[\\U00000000-\\U0010ffff]" if negated else "(?!)"
+    body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+                   for lo, hi in ranges)
+    return ("[^" if negated else "[") + body + "]"
+
+
+_RX_QUANTIFIERS = MappingProxyType({(0, None): "*", (1, None): "+", (0, 1): "?"})
+
+
+def _rx_quantifier(low: int, high: int | None) -> str:
+    """{low,high} as re writes it, in its short form where it has one."""
+    if (low, high) in _RX_QUANTIFIERS:
+        return _RX_QUANTIFIERS[(low, high)]
+    if high is None:
+        return f"{{{low},}}"
+    return f"{{{low}}}" if low == high else f"{{{low},{high}}}"
 
 
 # --- choosing the matcher: a proof for re, or the simulator -----------------
@@ -6833,31 +6837,39 @@ class _RxProof:
         if kind == "group":
             self.check(node[1], follow)
         elif kind == "rep":
-            _, body, low, high, _lazy = node
-            ranges, nullable = self.first(body)
-            if nullable and (high is None or high > 1):
-                raise _RxNotLL1()  # iterations that consume nothing: re would try them all
-            if (high is None or high > low) and (nullable or not self.disjoint([ranges, follow])):
-                raise _RxNotLL1()
-            inner = self.union(ranges, follow) if high is None or high > 1 else follow
-            self.check(body, inner)
+            self.check_rep(node, follow)
         elif kind == "alt":
-            options = []
-            nullable_count = 0
-            for seq in node[1]:
-                ranges, nullable = self.first_seq(seq, 0)
-                if nullable:
-                    nullable_count += 1
-                    ranges = self.union(ranges, follow)
-                options.append(ranges)
-            if nullable_count > 1 or (len(options) > 1 and not self.disjoint(options)):
-                raise _RxNotLL1()
-            for seq in node[1]:
-                after = follow
-                for term in reversed(seq):
-                    self.check(term, after)
-                    ranges, nullable = self.first(term)
-                    after = self.union(ranges, after) if nullable else ranges
+            self.check_alt(node, follow)
+
+    def check_rep(self, node: tuple, follow: tuple) -> None:
+        """A repeat: whether to iterate again is decided by the next code point."""
+        _, body, low, high, _lazy = node
+        ranges, nullable = self.first(body)
+        if nullable and (high is None or high > 1):
+            raise _RxNotLL1()  # iterations that consume nothing: re would try them all
+        if (high is None or high > low) and (nullable or not self.disjoint([ranges, follow])):
+            raise _RxNotLL1()
+        inner = self.union(ranges, follow) if high is None or high > 1 else follow
+        self.check(body, inner)
+
+    def check_alt(self, node: tuple, follow: tuple) -> None:
+        """An alternation: at most one branch may match nothing, and the branches start apart."""
+        options = []
+        nullable_count = 0
+        for seq in node[1]:
+            ranges, nullable = self.first_seq(seq, 0)
+            if nullable:
+                nullable_count += 1
+                ranges = self.union(ranges, follow)
+            options.append(ranges)
+        if nullable_count > 1 or (len(options) > 1 and not self.disjoint(options)):
+            raise _RxNotLL1()
+        for seq in node[1]:
+            after = follow
+            for term in reversed(seq):
+                self.check(term, after)
+                ranges, nullable = self.first(term)
+                after = self.union(ranges, after) if nullable else ranges
 
 
 _VM_CHAR, _VM_SPLIT, _VM_JUMP, _VM_ASSERT, _VM_LOOK, _VM_MATCH = range(6)
@@ -6984,60 +6996,18 @@ def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchR
     so the work is at most (len(text) - begin + 1) x len(code) steps, charged
     to run.count.  A lookahead's answer at a position is computed once (looks).
     """
-    size = len(code)
-    seen = [-1] * size
+    seen = [-1] * len(code)
     end = len(text)
     current: list[int] = []
-    spent = 1 + size // 64
+    run.count += 1 + len(code) // 64
     for at in range(begin, end + 1):
         if at == begin or not anchored:
             current.append(0)
         elif not current:
             break
-        live = []
-        stack = current
-        while stack:
-            pc = stack.pop()
-            if seen[pc] == at:
-                continue
-            seen[pc] = at
-            spent += 1
-            op = code[pc]
-            kind = op[0]
-            if kind == _VM_CHAR:
-                live.append(op)
-                live.append(pc + 1)
-            elif kind == _VM_SPLIT:
-                stack.append(op[2])
-                stack.append(op[1])
-            elif kind == _VM_JUMP:
-                stack.append(op[1])
-            elif kind == _VM_MATCH:
-                run.count += spent
-                return True
-            elif kind == _VM_ASSERT:
-                which = op[1]
-                if which == "^":
-                    holds = at == 0
-                elif which == "$":
-                    holds = at == end
-                else:
-                    before = at > 0 and text[at - 1] in _RX_WORD_CHARS
-                    after = at < end and text[at] in _RX_WORD_CHARS
-                    holds = (before != after) == (which == "b")
-                if holds:
-                    stack.append(pc + 1)
-            else:
-                key = (id(op[2]), at)
-                found = looks.get(key)
-                if found is None:
-                    run.count += spent
-                    spent = 0
-                    found = looks[key] = _rx_vm_search(op[2], text, at, True, run, looks)
-                if found != op[1]:
-                    stack.append(pc + 1)
-        run.count += spent
-        spent = 0
+        live = _rx_vm_closure(code, text, at, current, seen, run, looks)
+        if live is None:
+            return True
         if run.count > run.max_evaluations:
             raise _RxOverBudget()
         if at == end:
@@ -7049,8 +7019,60 @@ def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchR
             slot = bisect.bisect_right(op[1], point) - 1
             if slot >= 0 and point <= op[2][slot]:
                 current.append(live[index + 1])
-    run.count += spent
     return False
+
+
+def _rx_vm_closure(code: list, text: str, at: int, stack: list[int], seen: list[int], run: "_SchRun",
+                   looks: dict) -> list | None:
+    """The states reached at position at from those on stack without consuming: the CHAR states, as
+    pairs (instruction, next pc) in one flat list; None when MATCH is reached.  Each state reached is
+    one step charged to run.count (seen[pc] == at: reached already)."""
+    live: list = []
+    spent = 0
+    while stack:
+        pc = stack.pop()
+        if seen[pc] == at:
+            continue
+        seen[pc] = at
+        spent += 1
+        op = code[pc]
+        kind = op[0]
+        if kind == _VM_CHAR:
+            live.append(op)
+            live.append(pc + 1)
+        elif kind == _VM_SPLIT:
+            stack.append(op[2])
+            stack.append(op[1])
+        elif kind == _VM_JUMP:
+            stack.append(op[1])
+        elif kind == _VM_MATCH:
+            run.count += spent
+            return None
+        elif kind == _VM_ASSERT:
+            if _rx_assertion_holds(op[1], text, at):
+                stack.append(pc + 1)
+        else:
+            key = (id(op[2]), at)
+            found = looks.get(key)
+            if found is None:
+                run.count += spent
+                spent = 0
+                found = looks[key] = _rx_vm_search(op[2], text, at, True, run, looks)
+            if found != op[1]:
+                stack.append(pc + 1)
+    run.count += spent
+    return live
+
+
+def _rx_assertion_holds(which: str, text: str, at: int) -> bool:
+    """^ $ \\b \\B at a position of text (no multiline: ^ and $ are its ends)."""
+    if which == "^":
+        return at == 0
+    if which == "$":
+        return at == len(text)
+    before = at > 0 and text[at - 1] in _RX_WORD_CHARS
+    after = at < len(text) and text[at] in _RX_WORD_CHARS
+    return (before != after) == (which == "b")
 
 
 class _RxMatcher:
