@@ -5560,16 +5560,8 @@ class TurnMachine:
             return  # the common case: no identity to check, a slot that accepts text
         if event.key in self.untracked:
             return
-        choice = event.key[0]
-        if choice in self.choice_ends:
-            slot = self._slot(event.key, event.position)
-            if slot is None:
-                return
-            if slot.phase == UNSEEN:
-                self._set_identity(slot, "id", event.id, event.position)
-                self._set_identity(slot, "name", event.name, event.position)
-            self._find(DELTA_AFTER_TERMINAL, f"tool-call fragment after choice {choice} finished "
-                       f"({_token(self.choice_ends[choice])})", event.position, event.key)
+        if event.key[0] in self.choice_ends:
+            self._fragment_after_finish(event)
             return
         if not self.rules.implicit_open and event.key not in self.slots:
             self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened",
@@ -5582,15 +5574,31 @@ class TurnMachine:
         if not self._step(slot, "fragment", event.position):
             return
         if event.kind is not None and event.kind != slot.kind:
-            if opened:
-                slot.kind = event.kind
-            else:
-                self._find(IDENTITY_COLLISION, f"slot {_slot_label(slot.key)} changed from a {slot.kind} call to a "
-                           f"{event.kind} call", event.position, slot.key)
+            self._set_kind(slot, event.kind, opened, event.position)
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
         if event.arguments:
             slot.parts.append(event.arguments)
+
+    def _fragment_after_finish(self, event: Fragment) -> None:
+        """A fragment of a choice that finished: late; a slot it opens still gets its identity."""
+        choice = event.key[0]
+        slot = self._slot(event.key, event.position)
+        if slot is None:
+            return
+        if slot.phase == UNSEEN:
+            self._set_identity(slot, "id", event.id, event.position)
+            self._set_identity(slot, "name", event.name, event.position)
+        self._find(DELTA_AFTER_TERMINAL, f"tool-call fragment after choice {choice} finished "
+                   f"({_token(self.choice_ends[choice])})", event.position, event.key)
+
+    def _set_kind(self, slot: Slot, kind: str, opened: bool, position: int) -> None:
+        """The kind of call a slot is: said by the fragment that opens it, never changed after."""
+        if opened:
+            slot.kind = kind
+        else:
+            self._find(IDENTITY_COLLISION, f"slot {_slot_label(slot.key)} changed from a {slot.kind} call to a "
+                       f"{kind} call", position, slot.key)
 
     def _on_SlotEnd(self, event: SlotEnd) -> None:
         if event.key in self.untracked:
@@ -5631,21 +5639,25 @@ class TurnMachine:
                        "argument fragments", position, slot.key)
         return True
 
+    def _second_finish(self, event: ChoiceEnd, has_calls: bool) -> None:
+        """A finish_reason for a choice that finished: a bare restatement of the same reason is noted once;
+        any other is a duplicate terminal (or a tool reason for a choice without calls)."""
+        if (event.bare and event.reason == self.choice_ends[event.choice]
+                and event.choice not in self.restated_finishes):
+            self.restated_finishes[event.choice] = event.position   # reported, never a terminal
+        elif has_calls:
+            self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
+                       event.position, choice=event.choice)
+        elif event.reason == self.rules.tool_reason:
+            self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
+                       "tool call", event.position, choice=event.choice)
+
     def _on_ChoiceEnd(self, event: ChoiceEnd) -> None:
         choice_slots = list(self.by_choice.get(event.choice, {}).values())
         if event.reason == self.rules.tool_reason:
             self.tool_signal = True
         if event.choice in self.choice_ends:
-            if (event.bare and event.reason == self.choice_ends[event.choice]
-                    and event.choice not in self.restated_finishes):
-                self.restated_finishes[event.choice] = event.position   # reported, never a terminal
-                return
-            if choice_slots:
-                self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
-                           event.position, choice=event.choice)
-            elif event.reason == self.rules.tool_reason:
-                self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
-                           "tool call", event.position, choice=event.choice)
+            self._second_finish(event, bool(choice_slots))
             return
         self.choice_ends[event.choice] = event.reason
         if not choice_slots:
@@ -5734,31 +5746,38 @@ class TurnMachine:
                     self._find(MISSING_TERMINAL, f"choice {choice} has tool calls but the stream ended without a "
                                f"{self.rules.stop_name}", None, choice=choice)
         else:
-            for key in sorted(self.slots, key=lambda k: k[1]):
-                if self.slots[key].phase != TERMINAL:
-                    self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal "
-                               f"({self.rules.slot_end_name})", None, key)
-            if self.slots and self.turn_reason is None:
-                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.stop_name}", None)
-            if self.slots and self.rules.needs_close and not self.closed:
-                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
+            self._finish_turn()
         if self.rules.contiguous_slots:
             for choice in sorted(self.by_choice):
-                present = self.by_choice[choice]
-                highest = max(present)
-                missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
-                listed = 0
-                index = 0
-                while listed < min(missing_count, 16):
-                    if index not in present:
-                        listed += 1
-                        self._find(MISSING_SLOT, f"choice {choice} has slot {highest} but no slot {index}",
-                                   None, choice=choice)
-                        self.findings[-1].index = index  # names the missing slot; still concerns the choice
-                    index += 1
-                if missing_count > listed:
-                    self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
-                               None, choice=choice)
+                self._finish_gaps(choice, self.by_choice[choice])
+
+    def _finish_turn(self) -> None:
+        """A turn whose terminal evidence is per slot and per turn: each slot ended, the turn stopped and closed."""
+        for key in sorted(self.slots, key=lambda k: k[1]):
+            if self.slots[key].phase != TERMINAL:
+                self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal "
+                           f"({self.rules.slot_end_name})", None, key)
+        if self.slots and self.turn_reason is None:
+            self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.stop_name}", None)
+        if self.slots and self.rules.needs_close and not self.closed:
+            self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
+
+    def _finish_gaps(self, choice: int | None, present: dict[int, Slot]) -> None:
+        """The slot indices a choice skipped: the first 16 by name, then how many more."""
+        highest = max(present)
+        missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
+        listed = 0
+        index = 0
+        while listed < min(missing_count, 16):
+            if index not in present:
+                listed += 1
+                self._find(MISSING_SLOT, f"choice {choice} has slot {highest} but no slot {index}",
+                           None, choice=choice)
+                self.findings[-1].index = index  # names the missing slot; still concerns the choice
+            index += 1
+        if missing_count > listed:
+            self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
+                       None, choice=choice)
 
 
 def slot_order(slot: Slot) -> tuple[int, int]:
