@@ -3598,38 +3598,14 @@ class GeminiNormalizer:
         """
         stopped = False
         for index, cand in sorted(self.candidates.items()):
-            if cand.open is not None:
-                yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
-                cand.open = None
-            for tool_type, answered in cand.server_calls.values():
-                if not answered:
-                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: a {tool_type} toolCall without "
-                                      "its toolResponse", index)
-            other = cand.other_reason
+            yield from _gemini_unfinished(index, cand)
             if cand.calls == 0:
-                if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
-                    numbered = (" (an enum number that names a failed function call in the Gemini API or in "
-                                "Vertex AI, which number their reasons differently)"
-                                if other[1].startswith("FINISH_REASON_") else "")
-                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}"
-                                      f"{numbered}: the model's function call failed and none was delivered", index)
-                continue
-            if stopped:   # another candidate with calls: already ambiguous_choice
-                if other is not None:
-                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} has calls but finished "
-                                      f"{_token(other[1])}, not \"STOP\"", index)
-                elif cand.reason is None or cand.after_reason:
-                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has calls but no finishReason "
-                                      "after its last one", index)
-                continue
-            stopped = True
-            if other is not None:
-                yield TurnEnd(other[0], other[1])
-            elif cand.reason is not None:
-                if cand.after_reason:
-                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its "
-                                      "last finishReason STOP, and no finishReason follows it", index)
-                yield TurnEnd(cand.reason[0], cand.reason[1])
+                yield from _gemini_failed_call(index, cand.other_reason)
+            elif stopped:   # another candidate with calls: already ambiguous_choice
+                yield from _gemini_other_stop(index, cand)
+            else:
+                stopped = True
+                yield from _gemini_turn_end(index, cand)
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
@@ -3641,11 +3617,7 @@ class GeminiNormalizer:
             return
         feedback = chunk.get("promptFeedback")
         if feedback is not None:
-            if not isinstance(feedback, dict):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"promptFeedback is {_describe(feedback)}, not an object")
-            elif feedback.get("blockReason") is not None:
-                yield WireProblem(pos, STREAM_ERROR, f"the prompt was blocked (promptFeedback.blockReason "
-                                  f"{_token(feedback['blockReason'])})")
+            yield from _gemini_prompt_feedback(pos, feedback)
         candidates = chunk.get("candidates")
         if candidates is None:
             return   # usage, prompt feedback or model version only
@@ -3656,6 +3628,10 @@ class GeminiNormalizer:
         problem = _gemini_shape_problem(chunk, carries)
         if problem is not None:
             yield WireProblem(pos, *problem)
+        yield from self._candidates(pos, candidates)
+
+    def _candidates(self, pos: int, candidates: list) -> Iterator[NeutralEvent]:
+        """A chunk's candidates, each read into the state of its index (calls only in the first)."""
         seen: set[int] = set()
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
@@ -3678,6 +3654,58 @@ class GeminiNormalizer:
             if cand is None:
                 cand = self.candidates[index] = _GeminiCandidate(self.max_depth)
             yield from _gemini_candidate(pos, index, candidate, cand)
+
+
+def _gemini_prompt_feedback(pos: int, feedback: Any) -> Iterator[NeutralEvent]:
+    if not isinstance(feedback, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"promptFeedback is {_describe(feedback)}, not an object")
+    elif feedback.get("blockReason") is not None:
+        yield WireProblem(pos, STREAM_ERROR, f"the prompt was blocked (promptFeedback.blockReason "
+                          f"{_token(feedback['blockReason'])})")
+
+
+def _gemini_unfinished(index: int, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """At the end: a call still streaming gives its object so far (no end); a toolCall lacks its answer."""
+    if cand.open is not None:
+        yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
+        cand.open = None
+    for tool_type, answered in cand.server_calls.values():
+        if not answered:
+            yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: a {tool_type} toolCall without "
+                              "its toolResponse", index)
+
+
+def _gemini_failed_call(index: int, other: tuple[int, str] | None) -> Iterator[NeutralEvent]:
+    """A candidate without calls that finished with a reason naming a failed function call."""
+    if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
+        numbered = (" (an enum number that names a failed function call in the Gemini API or in "
+                    "Vertex AI, which number their reasons differently)"
+                    if other[1].startswith("FINISH_REASON_") else "")
+        yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}"
+                          f"{numbered}: the model's function call failed and none was delivered", index)
+
+
+def _gemini_other_stop(index: int, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A second candidate with calls (ambiguous already): its own finish is still checked."""
+    other = cand.other_reason
+    if other is not None:
+        yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} has calls but finished "
+                          f"{_token(other[1])}, not \"STOP\"", index)
+    elif cand.reason is None or cand.after_reason:
+        yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has calls but no finishReason "
+                          "after its last one", index)
+
+
+def _gemini_turn_end(index: int, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """The first candidate with calls: its finish is the turn's stop reason (any other than STOP first)."""
+    other = cand.other_reason
+    if other is not None:
+        yield TurnEnd(other[0], other[1])
+    elif cand.reason is not None:
+        if cand.after_reason:
+            yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its "
+                              "last finishReason STOP, and no finishReason follows it", index)
+        yield TurnEnd(cand.reason[0], cand.reason[1])
 
 
 def _gemini_has_call(candidate: Any) -> bool:
@@ -3857,21 +3885,32 @@ def _gemini_error(error: Any) -> str:
 def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
     content = candidate.get("content")
     if content is not None:
-        if not isinstance(content, dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
-                              "not an object", index)
-        else:
-            role = content.get("role")
-            parts = content.get("parts")
-            if role is not None and role != "model":
-                yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
-                                  "not model", index)
-            elif parts is not None and not isinstance(parts, list):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
-                                  "not a list", index)
-            else:
-                for part in parts or ():
-                    yield from _gemini_part(pos, index, part, cand)
+        yield from _gemini_content(pos, index, content, cand)
+    yield from _gemini_hosted_metadata(pos, index, candidate, cand)
+    yield from _gemini_finish_reason(pos, index, candidate, cand)
+
+
+def _gemini_content(pos: int, index: int, content: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A candidate's content: the model's, and its parts in order."""
+    if not isinstance(content, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
+                          "not an object", index)
+        return
+    role = content.get("role")
+    parts = content.get("parts")
+    if role is not None and role != "model":
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
+                          "not model", index)
+    elif parts is not None and not isinstance(parts, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
+                          "not a list", index)
+    else:
+        for part in parts or ():
+            yield from _gemini_part(pos, index, part, cand)
+
+
+def _gemini_hosted_metadata(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """The metadata that says a hosted tool was used (once per tool and candidate)."""
     for member, hosted in _GEMINI_HOSTED_METADATA.items():
         value = candidate.get(member)
         if value is None:
@@ -3882,6 +3921,10 @@ def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandid
         elif value and hosted not in cand.hosted:
             cand.hosted.add(hosted)
             yield HostedUse(pos, hosted)
+
+
+def _gemini_finish_reason(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A candidate's finishReason, kept for the end (a continuation is no finish)."""
     reason = _gemini_enum_name(candidate.get("finishReason"), _GEMINI_FINISH_NUMBERS, "FINISH_REASON")
     if reason is not None:
         if not isinstance(reason, str):
