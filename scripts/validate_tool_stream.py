@@ -572,13 +572,10 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
             if key in doc or not text.startswith(":", pos):
                 return None
             pos = ws(text, pos + 1).end()
-            profile, schemas = doc.get("profile"), doc.get("tool_schemas")
             if gate is not None and key == "request":
                 return None  # the request shapes the gate: after the stream, read the whole document
-            if (gate is None and isinstance(profile, str) and profile in PROFILES
-                    and PROFILES[profile].stream_key == key
-                    and isinstance(schemas, dict) and text.startswith("[", pos)):
-                gate = StreamGate(profile, schemas, limits, None, doc.get("request"))
+            if gate is None and text.startswith("[", pos) and _streams_here(doc, key):
+                gate = StreamGate(doc["profile"], doc["tool_schemas"], limits, None, doc.get("request"))
                 value, pos = [], gate.feed_text(text, pos, scan)
             else:
                 value, pos = _scan_padded(text, pos, scan)
@@ -594,6 +591,14 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
     if pos != len(text):
         return None
     return _finish_envelope(doc, limits, gate), doc
+
+
+def _streams_here(doc: dict[str, Any], key: str) -> bool:
+    """Whether the member key is the stream list of the envelope read so far: its profile and
+    tool_schemas came before it."""
+    profile, schemas = doc.get("profile"), doc.get("tool_schemas")
+    return (isinstance(profile, str) and profile in PROFILES and PROFILES[profile].stream_key == key
+            and isinstance(schemas, dict))
 
 
 def _nesting_exceeds(value: Any, limit: int) -> bool:
@@ -5186,6 +5191,16 @@ class OllamaNormalizer:
             else:
                 yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
             return
+        yield from self._line(pos, chunk)
+        if done:
+            self.done = True
+            reason = chunk.get("done_reason")
+            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
+                # the server leaves done_reason out when it is "" (its connection to the model closed)
+                yield TurnEnd(pos, "" if reason is None else reason)
+
+    def _line(self, pos: int, chunk: dict) -> Iterator[NeutralEvent]:
+        """A line's message, when every reader reads the line as it stands."""
         message = chunk.get("message")
         wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
                  else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
@@ -5204,12 +5219,6 @@ class OllamaNormalizer:
                               "cannot read it")
         else:
             yield from self._message(pos, message)
-        if done:
-            self.done = True
-            reason = chunk.get("done_reason")
-            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
-                # the server leaves done_reason out when it is "" (its connection to the model closed)
-                yield TurnEnd(pos, "" if reason is None else reason)
 
     def _message(self, pos: int, message: dict) -> Iterator[NeutralEvent]:
         for key, value in message.items():
