@@ -2829,9 +2829,12 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         yield Fragment(pos, (None, index), None, None, text)  # reported, never run
         yield SlotEnd(pos, (None, index))
-        return
-    if item.kind not in _RESPONSES_ARGUMENT_ITEMS:
-        return
+    elif item.kind in _RESPONSES_ARGUMENT_ITEMS:
+        yield from _responses_call_done(pos, index, body, item)
+
+
+def _responses_call_done(pos: int, index: int, body: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """The done item of a call whose arguments streamed: its identity and arguments as restated, then its end."""
     if body.get("status") == "incomplete":
         yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{item.kind} item {index} is done with status \"incomplete\"",
                           None, index)
@@ -3152,6 +3155,11 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
         yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a reviewed toolUse or toolResult start",
                           None, index)
         return
+    yield from _bedrock_client_use(pos, index, tool, state)
+
+
+def _bedrock_client_use(pos: int, index: int, tool: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    """A client call's toolUse start: its identity opens the slot (its input streams in deltas)."""
     ok_id, call_id = _optional_str(tool, "toolUseId")
     ok_name, name = _optional_str(tool, "name")
     if not (ok_id and ok_name) or tool.get("input") is not None:
