@@ -4425,20 +4425,40 @@ def _redact_gemini_part(part: Any) -> Any:
         return _neutral(part, _GEMINI_KEEP)
     out = {}
     for key, value in part.items():
-        if key == "functionCall":
-            out[key] = value
-        elif key in ("toolCall", "toolResponse") and isinstance(value, dict):
-            # a hosted tool's use and result: the rules read its type and its id (a result answers
-            # the use of the same id); its query and its results are content
-            out[key] = {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
-        elif key == "thoughtSignature" and isinstance(value, str) and value:
-            out[key] = _gemini_base64_stand_in(value)
-        elif key == "inlineData" and isinstance(value, dict):
-            out[key] = {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
-                            else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
-        else:
-            out[key] = _neutral(value, _GEMINI_KEEP)
+        redact = _GEMINI_REDACTED_MEMBERS.get(key)
+        out[key] = _neutral(value, _GEMINI_KEEP) if redact is None else redact(value)
     return out
+
+
+def _redact_gemini_server_tool(value: Any) -> Any:
+    """A hosted tool's use and result: the rules read its type and its id (a result answers the use
+    of the same id); its query and its results are content."""
+    if not isinstance(value, dict):
+        return _neutral(value, _GEMINI_KEEP)
+    return {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+
+
+def _redact_gemini_signature(value: Any) -> Any:
+    return _gemini_base64_stand_in(value) if isinstance(value, str) and value else _neutral(value, _GEMINI_KEEP)
+
+
+def _redact_gemini_inline_data(value: Any) -> Any:
+    """inlineData: its base64 data masked to the base64 stand-in, its mimeType kept."""
+    if not isinstance(value, dict):
+        return _neutral(value, _GEMINI_KEEP)
+    return {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+                else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+
+
+def _kept_whole(value: Any) -> Any:
+    return value
+
+
+# A part's member -> what redaction keeps of it; every other member keeps only its shape.
+_GEMINI_REDACTED_MEMBERS: Mapping[str, Callable[[Any], Any]] = MappingProxyType({
+    "functionCall": _kept_whole, "toolCall": _redact_gemini_server_tool, "toolResponse": _redact_gemini_server_tool,
+    "thoughtSignature": _redact_gemini_signature, "inlineData": _redact_gemini_inline_data,
+})
 
 
 def _gemini_protected(payload: dict) -> dict[tuple, str]:
@@ -4455,15 +4475,21 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
         if isinstance(token, str) and _gemini_is_base64(token):
             paths[("candidates", c, "continuationToken")] = "base64"
         for n, part in enumerate(parts if isinstance(parts, list) else []):
-            signature = part.get("thoughtSignature") if isinstance(part, dict) else None
-            if isinstance(signature, str) and _gemini_is_base64(signature):
-                paths[("candidates", c, "content", "parts", n, "thoughtSignature")] = "base64"
-            if isinstance(part, dict) and "functionCall" in part:
-                paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
-            for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
-                if isinstance(part, dict) and isinstance(part.get(hosted), dict):
-                    paths[("candidates", c, "content", "parts", n, hosted, "id")] = "warn"
+            if isinstance(part, dict):
+                _gemini_part_protected(part, ("candidates", c, "content", "parts", n), paths)
     return paths
+
+
+def _gemini_part_protected(part: dict, where: tuple, paths: dict[tuple, str]) -> None:
+    """A part's protected paths, added to paths: a base64 thoughtSignature, a functionCall, a hosted tool's id."""
+    signature = part.get("thoughtSignature")
+    if isinstance(signature, str) and _gemini_is_base64(signature):
+        paths[where + ("thoughtSignature",)] = "base64"
+    if "functionCall" in part:
+        paths[where + ("functionCall",)] = "warn"
+    for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
+        if isinstance(part.get(hosted), dict):
+            paths[where + (hosted, "id")] = "warn"
 
 
 def _gemini_claims(payload: dict) -> bool:
