@@ -5965,22 +5965,14 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
     """Depth limit and (when strings) lone surrogate escapes, walked without recursion."""
-    if not strings:  # depth alone: visit containers level by level, leaves only to pass them by
-        level, depth, containers = [value] if isinstance(value, (dict, list)) else [], 1, (dict, list)
-        while level:
-            if depth > max_depth:
-                raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
-            deeper: list[Any] = []
-            for node in level:
-                deeper += [item for item in (node.values() if isinstance(node, dict) else node)
-                           if isinstance(item, containers)]
-            level, depth = deeper, depth + 1
+    if not strings:
+        _check_depth(value, max_depth)
         return
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
-            if strings and _has_surrogate(node):
+            if _has_surrogate(node):
                 raise JsonProblem(INVALID_UNICODE, "a string holds an unpaired UTF-16 surrogate escape")
             continue
         if not isinstance(node, (dict, list)):
@@ -5989,11 +5981,24 @@ def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
             raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
         if isinstance(node, dict):
             for key, item in node.items():
-                if strings and _has_surrogate(key):
+                if _has_surrogate(key):
                     raise JsonProblem(INVALID_UNICODE, "a key holds an unpaired UTF-16 surrogate escape")
                 stack.append((item, depth + 1))
         else:
             stack.extend((item, depth + 1) for item in node)
+
+
+def _check_depth(value: Any, max_depth: int) -> None:
+    """The depth limit alone: containers visited level by level, leaves only to pass them by."""
+    level, depth, containers = [value] if isinstance(value, (dict, list)) else [], 1, (dict, list)
+    while level:
+        if depth > max_depth:
+            raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
+        deeper: list[Any] = []
+        for node in level:
+            deeper += [item for item in (node.values() if isinstance(node, dict) else node)
+                       if isinstance(item, containers)]
+        level, depth = deeper, depth + 1
 
 
 def join_fragments(parts: list[str]) -> tuple[str, bool]:
@@ -6175,28 +6180,6 @@ def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = 
     number's digits (the work done).
     """
     quote = json.encoder.encode_basestring
-
-    def scalar(item: object) -> str:
-        if item is None:
-            return "n,"
-        if isinstance(item, bool):
-            return "t," if item else "f,"
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                raise _SchNotJson("non-finite number")
-            if not item.is_integer():
-                return "d" + repr(item) + ","
-            item = int(item)
-        if isinstance(item, int):
-            text = "i" + format(item, "x") + ","   # hex: linear time, no digit limit
-        elif isinstance(item, str):
-            text = quote(item) + ","
-        else:
-            raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
-        if tally is not None and lengths:
-            tally[0] += len(text) >> 12   # comparing or hashing a long form reads all of it
-        return text
-
     if not isinstance(value, (list, dict)):
         if tally is not None:
             tally[0] += 1
@@ -6204,7 +6187,7 @@ def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = 
             if tally is not None and lengths:
                 tally[0] += len(value) >> 12
             return ("s", value)
-        return scalar(value)
+        return _sch_scalar_form(value, tally, lengths)
     parts: list[str] = []
     # One iterator of (key or None, child) pairs per open container, and its closing text.
     stack: list[Iterator[tuple[Optional[str], object]]] = [iter(((None, value),))]
@@ -6237,8 +6220,31 @@ def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = 
             if tally is not None:
                 tally[0] += 1 + len(item)
         else:
-            parts.append(scalar(item))
+            parts.append(_sch_scalar_form(item, tally, lengths))
     return "".join(parts)
+
+
+def _sch_scalar_form(item: object, tally: Optional[list], lengths: bool) -> str:
+    """The form of a value that is not a container (see _sch_canonical), charged to tally when given."""
+    if item is None:
+        return "n,"
+    if isinstance(item, bool):
+        return "t," if item else "f,"
+    if isinstance(item, float):
+        if not math.isfinite(item):
+            raise _SchNotJson("non-finite number")
+        if not item.is_integer():
+            return "d" + repr(item) + ","
+        item = int(item)
+    if isinstance(item, int):
+        text = "i" + format(item, "x") + ","   # hex: linear time, no digit limit
+    elif isinstance(item, str):
+        text = json.encoder.encode_basestring(item) + ","
+    else:
+        raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
+    if tally is not None and lengths:
+        tally[0] += len(text) >> 12   # comparing or hashing a long form reads all of it
+    return text
 
 
 def _sch_pointer(path: object) -> str:
