@@ -6428,6 +6428,10 @@ class _RxError(ValueError):
     """The pattern is outside the ECMA-262 (u flag) subset this checker runs."""
 
 
+# The quantifiers that are one character -> (low, high; None: no bound).
+_RX_SHORT_COUNTS = MappingProxyType({"*": (0, None), "+": (1, None), "?": (0, 1)})
+
+
 class _RxParser:
     """Recursive-descent parser for ECMA-262 patterns with the u flag (subset).
 
@@ -6546,31 +6550,11 @@ class _RxParser:
 
     def quantified(self, atom: tuple) -> tuple:
         char = self.peek()
-        if char == "*":
-            low, high = 0, None
-            self.pos += 1
-        elif char == "+":
-            low, high = 1, None
-            self.pos += 1
-        elif char == "?":
-            low, high = 0, 1
+        if char in _RX_SHORT_COUNTS:
+            low, high = _RX_SHORT_COUNTS[char]
             self.pos += 1
         elif char == "{":
-            found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
-            if found is None:
-                if self.src.startswith("{,", self.pos):
-                    raise _RxError("\"{,m}\" is not a quantifier in ECMA-262")
-                raise _RxError("a malformed \"{...}\" quantifier (u flag)")
-            if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
-                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
-            low = int(found.group(1))
-            high = low if found.group(2) is None else (
-                int(found.group(3)) if found.group(3) else None)
-            if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
-                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
-            if high is not None and low > high:
-                raise _RxError("numbers out of order in a \"{n,m}\" quantifier")
-            self.pos = found.end()
+            low, high = self.counts()
         else:
             return atom
         lazy = self.peek() == "?"
@@ -6579,6 +6563,25 @@ class _RxParser:
         if self.peek() and self.peek() in "*+?{":
             raise _RxError("a quantifier cannot follow a quantifier")
         return ("rep", atom, low, high, lazy)
+
+    def counts(self) -> tuple[int, int | None]:
+        """A "{n}", "{n,}" or "{n,m}" quantifier at self.pos: (low, high; None: no bound)."""
+        found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
+        if found is None:
+            if self.src.startswith("{,", self.pos):
+                raise _RxError("\"{,m}\" is not a quantifier in ECMA-262")
+            raise _RxError("a malformed \"{...}\" quantifier (u flag)")
+        if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
+            raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
+        low = int(found.group(1))
+        high = low if found.group(2) is None else (
+            int(found.group(3)) if found.group(3) else None)
+        if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
+            raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
+        if high is not None and low > high:
+            raise _RxError("numbers out of order in a \"{n,m}\" quantifier")
+        self.pos = found.end()
+        return low, high
 
     def atom_escape(self) -> tuple:
         nxt = self.src[self.pos + 1] if self.pos + 1 < len(self.src) else ""
