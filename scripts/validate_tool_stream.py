@@ -6432,6 +6432,14 @@ class _RxError(ValueError):
 _RX_SHORT_COUNTS = MappingProxyType({"*": (0, None), "+": (1, None), "?": (0, 1)})
 
 
+# Escapes refused by what they are, whatever follows them -> the message ({char}: the escaped character).
+_RX_REFUSED_ESCAPES = MappingProxyType({
+    **dict.fromkeys("123456789", "backreferences are not supported"),
+    "k": "named backreferences are not supported",
+    **dict.fromkeys("AZ", "\"\\{char}\" is Python-only syntax, not ECMA-262"),
+})
+
+
 class _RxParser:
     """Recursive-descent parser for ECMA-262 patterns with the u flag (subset).
 
@@ -6604,33 +6612,37 @@ class _RxParser:
         self.pos += 1
         if char in _RX_CONTROL:
             return _RX_CONTROL[char]
+        if char in _RX_REFUSED_ESCAPES:
+            raise _RxError(_RX_REFUSED_ESCAPES[char].format(char=char))
         if char == "c":
-            letter = self.peek()
-            if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
-                raise _RxError("\"\\c\" must be followed by an ASCII letter")
-            self.pos += 1
-            return ord(letter) % 32
+            return self.control_letter()
         if char == "0":
             if self.peek().isdigit():
                 raise _RxError("\"\\0\" followed by a digit (octal) is not allowed")
             return 0
-        if char in "123456789":
-            raise _RxError("backreferences are not supported")
-        if char == "k":
-            raise _RxError("named backreferences are not supported")
         if char == "x":
-            digits = src[self.pos:self.pos + 2]
-            if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
-                raise _RxError("\"\\x\" must be followed by two hex digits")
-            self.pos += 2
-            return int(digits, 16)
+            return self.hex_escape()
         if char == "u":
             return self.unicode_escape()
         if char in _RX_SYNTAX or char == "/" or (in_class and char == "-"):
             return ord(char)
-        if char in "AZ":
-            raise _RxError(f"\"\\{char}\" is Python-only syntax, not ECMA-262")
         raise _RxError(f"\"\\{char}\" is not a valid escape with the u flag")
+
+    def control_letter(self) -> int:
+        """\\c and an ASCII letter: the letter's code modulo 32."""
+        letter = self.peek()
+        if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
+            raise _RxError("\"\\c\" must be followed by an ASCII letter")
+        self.pos += 1
+        return ord(letter) % 32
+
+    def hex_escape(self) -> int:
+        """\\xHH."""
+        digits = self.src[self.pos:self.pos + 2]
+        if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
+            raise _RxError("\"\\x\" must be followed by two hex digits")
+        self.pos += 2
+        return int(digits, 16)
 
     def unicode_escape(self) -> int:
         """\\uXXXX, joining an escaped surrogate pair into one code point."""
