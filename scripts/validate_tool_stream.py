@@ -3853,20 +3853,38 @@ def _gemini_has(entry: Any, needs: Mapping) -> bool:
 
 def _vercel_refuses(value: Any, path: tuple[str, ...], how: str, needs: Mapping, lacks: str) -> str | None:
     """One row of _VERCEL_GEMINI_NEEDS applied to the value at its path: the message, or None."""
-    if how == "object":
-        return None if value is None or _gemini_has(value, needs) else lacks
-    if how == "list" and value is not None and not isinstance(value, list):
-        return f"{'.'.join(path)} that is not a list"
-    if how == "sources":
-        for source in value or ():
-            if not isinstance(source, dict) or any(source.get(key) is not None and not _gemini_has(source[key], inner)
-                                                    for key, inner in needs.items()):
-                return lacks
-        return None
+    return _VERCEL_READS[how](value, path, needs, lacks)
+
+
+def _vercel_entries(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
     for entry in value if isinstance(value, list) else ():
         if not _gemini_has(entry, needs):
             return lacks
     return None
+
+
+def _vercel_list(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
+    if value is not None and not isinstance(value, list):
+        return f"{'.'.join(path)} that is not a list"
+    return _vercel_entries(value, path, needs, lacks)
+
+
+def _vercel_object(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
+    return None if value is None or _gemini_has(value, needs) else lacks
+
+
+def _vercel_sources(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
+    for source in value or ():
+        if not isinstance(source, dict) or any(source.get(key) is not None and not _gemini_has(source[key], inner)
+                                                for key, inner in needs.items()):
+            return lacks
+    return None
+
+
+# How a row of _VERCEL_GEMINI_NEEDS reads its value (see there) -> the reader.
+_VERCEL_READS: Mapping[str, Callable[[Any, tuple[str, ...], Mapping, str], str | None]] = MappingProxyType({
+    "entries": _vercel_entries, "list": _vercel_list, "object": _vercel_object, "sources": _vercel_sources,
+})
 
 
 def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
