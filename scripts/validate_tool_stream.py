@@ -6928,17 +6928,7 @@ class _RxProof:
         if kind == "lit":
             out: tuple[tuple[tuple[int, int], ...], bool] = (((node[1], node[1]),), False)
         elif kind == "set":
-            self.ranges += len(node[1])
-            if self.ranges > _RX_RE_RANGES:
-                raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
-            self.spend(len(node[1]))
-            written = node[1] or (((0, _RX_MAX_CP),) if node[2] else ())   # [^] as _rx_emit writes it
-            scan, cells = _rx_re_class_cost(written)
-            self.scan += scan
-            self.cells += cells
-            if self.cells > _RX_RE_CELLS:
-                raise _RxNotLL1()  # re would walk too many code points compiling it: the simulator does not
-            out = (_rx_positive(node), False)
+            out = self.first_set(node)
         elif kind == "assert":
             if node[1] in "bB":
                 self.scan += _RX_RE_BOUNDARY_STEPS
@@ -6955,16 +6945,34 @@ class _RxProof:
                 ranges, nullable = self.first(node[1])
                 out = (ranges, nullable or node[2] == 0)
         else:
-            parts: list = []
-            nullable = False
-            for seq in node[1]:
-                seq_ranges, seq_nullable = self.first_seq(seq, 0)
-                parts.extend(seq_ranges)
-                nullable = nullable or seq_nullable
-            self.spend(len(parts))               # one merge, not one per alternative
-            out = (_rx_normalize(parts), nullable)
+            out = self.first_alt(node)
         self.facts[id(node)] = out
         return out
+
+    def first_set(self, node: tuple) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """A class: its code points, charged with what re would spend compiling and scanning it."""
+        self.ranges += len(node[1])
+        if self.ranges > _RX_RE_RANGES:
+            raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
+        self.spend(len(node[1]))
+        written = node[1] or (((0, _RX_MAX_CP),) if node[2] else ())   # [^] as _rx_emit writes it
+        scan, cells = _rx_re_class_cost(written)
+        self.scan += scan
+        self.cells += cells
+        if self.cells > _RX_RE_CELLS:
+            raise _RxNotLL1()  # re would walk too many code points compiling it: the simulator does not
+        return (_rx_positive(node), False)
+
+    def first_alt(self, node: tuple) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """An alternation: what any branch starts with; empty when any branch can be."""
+        parts: list = []
+        nullable = False
+        for seq in node[1]:
+            seq_ranges, seq_nullable = self.first_seq(seq, 0)
+            parts.extend(seq_ranges)
+            nullable = nullable or seq_nullable
+        self.spend(len(parts))               # one merge, not one per alternative
+        return (_rx_normalize(parts), nullable)
 
     def first_seq(self, seq: tuple, start: int) -> tuple[tuple[tuple[int, int], ...], bool]:
         ranges: tuple = ()
