@@ -8417,25 +8417,27 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
-        position = slot.terminal_position
-
-        def find(code: str, message: str, pointer: str | None = None) -> None:
-            machine.record(code, message, position, slot.key, pointer)
-
-        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
-            find(INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate")
-        if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
-            if unreadable is not None:
-                value, problems = None, [unreadable]
-            elif slot.kind == CUSTOM:
-                value, problems = check_custom_input(slot.arguments, limits)
-            else:
-                value, problems = check_arguments(slot.arguments, limits)
-            for code, message in problems:
-                find(code, message)
-            for code, message, pointer in _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn):
-                find(code, message, pointer)
+        for code, message, pointer in _validated_call_problems(slot, unreadable, tool_schemas, limits, schema_cache, turn):
+            machine.record(code, message, slot.terminal_position, slot.key, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+
+
+def _validated_call_problems(slot: Slot, unreadable: tuple[str, str] | None, tool_schemas: dict, limits: Limits,
+                             schema_cache: dict, turn: _TurnWork) -> Iterator[tuple[str, str, str | None]]:
+    """A call that reached its terminal: its identity's text, its arguments parsed, then against its tool."""
+    if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+        yield INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None
+    if slot.kind not in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
+        return
+    if unreadable is not None:
+        value, problems = None, [unreadable]
+    elif slot.kind == CUSTOM:
+        value, problems = check_custom_input(slot.arguments, limits)
+    else:
+        value, problems = check_arguments(slot.arguments, limits)
+    for code, message in problems:
+        yield code, message, None
+    yield from _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn)
 
 
 def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]:
@@ -8482,7 +8484,13 @@ def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
         return
     if tool not in tool_schemas:
         yield UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None
-        return
+    else:
+        yield from _schema_problems(tool, value, tool_schemas, limits, schema_cache, turn)
+
+
+def _schema_problems(tool: str, value: Any, tool_schemas: dict, limits: Limits, schema_cache: dict,
+                     turn: _TurnWork | None) -> Iterator[tuple[str, str, str | None]]:
+    """The tool's schema, compiled once per turn: usable, and satisfied by the parsed arguments (when parsed)."""
     if tool not in schema_cache:
         schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
     compiled = schema_cache[tool]
@@ -8515,25 +8523,25 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
     missing_name already).  The finding sits at the call's terminal, or at the
     end of the stream for a call that never reached one.
     """
-    count = 0
-    for slot in sorted(machine.slots.values(), key=slot_order):
-        count += 1
-        problems = []
-        tool = slot.tool_key
-        if request.none:
-            problems.append("tool_choice is \"none\", yet the turn calls a tool")
-        elif request.allowed is not None and tool is not None and tool not in request.allowed:
-            problems.append(f"{request.choice_text}, not {_quoted(tool)}")
-        elif request.forced is not None and tool == request.forced and slot.kind != request.forced_kind:
-            problems.append(f"{request.choice_text}, not a {slot.kind} call")
-        if request.tools is not None and tool is not None and tool not in request.tools:
-            problems.append(f"tool {_quoted(tool)} is not in the request's tool list")
-        if request.single and count == 2:
-            problems.append("the request allows one call (no parallel tool calls), "
-                            f"but the turn has {len(machine.slots)}")
-        for text in problems:
+    for count, slot in enumerate(sorted(machine.slots.values(), key=slot_order), 1):
+        for text in _request_problems(request, slot, count, len(machine.slots)):
             machine.record(REQUEST_VIOLATION, text, slot.terminal_position, slot.key)
             slot.state = BLOCKED
+
+
+def _request_problems(request: RequestContext, slot: Slot, count: int, calls: int) -> Iterator[str]:
+    """What the request's tool controls say of the count-th call of a turn of that many calls."""
+    tool = slot.tool_key
+    if request.none:
+        yield "tool_choice is \"none\", yet the turn calls a tool"
+    elif request.allowed is not None and tool is not None and tool not in request.allowed:
+        yield f"{request.choice_text}, not {_quoted(tool)}"
+    elif request.forced is not None and tool == request.forced and slot.kind != request.forced_kind:
+        yield f"{request.choice_text}, not a {slot.kind} call"
+    if request.tools is not None and tool is not None and tool not in request.tools:
+        yield f"tool {_quoted(tool)} is not in the request's tool list"
+    if request.single and count == 2:
+        yield f"the request allows one call (no parallel tool calls), but the turn has {calls}"
 
 
 # ---------------------------------------------------------------------------
