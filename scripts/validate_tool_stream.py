@@ -7062,16 +7062,7 @@ class _RxBuilder:
             code.append((_VM_CHAR, (node[1],), (node[1],)))
         elif kind == "set":
             self.grow(1)
-            key = (id(node[1]), node[2])   # \p{..} tables are shared objects: one op per class
-            op = self.sets.get(key)
-            if op is None:
-                self.ranges += len(node[1]) + 1
-                ranges = _rx_positive(node)
-                op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
-                self.sets[key] = (op, node)  # node kept alive, so its id is not reused
-            else:
-                op = op[0]
-            code.append(op)
+            code.append(self.class_op(node))
         elif kind == "assert":
             self.grow(1)
             code.append((_VM_ASSERT, node[1]))
@@ -7083,22 +7074,37 @@ class _RxBuilder:
         elif kind == "rep":
             self.repeat(node, code)
         else:
-            seqs = node[1]
-            exits = []
-            for index, seq in enumerate(seqs):
-                last = index == len(seqs) - 1
-                split = len(code)
-                if not last:
-                    self.grow(2)
-                    code.append(None)
-                for term in seq:
-                    self.emit(term, code)
-                if not last:
-                    exits.append(len(code))
-                    code.append(None)
-                    code[split] = (_VM_SPLIT, split + 1, len(code))
-            for at in exits:
-                code[at] = (_VM_JUMP, len(code))
+            self.alternation(node[1], code)
+
+    def class_op(self, node: tuple) -> tuple:
+        """The CHAR instruction of a class, made once per class (\\p{..} tables are shared objects)."""
+        key = (id(node[1]), node[2])
+        op = self.sets.get(key)
+        if op is not None:
+            return op[0]
+        self.ranges += len(node[1]) + 1
+        ranges = _rx_positive(node)
+        op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
+        self.sets[key] = (op, node)  # node kept alive, so its id is not reused
+        return op
+
+    def alternation(self, seqs: tuple, code: list) -> None:
+        """Each branch but the last behind a SPLIT to the next, each jumping past the last when done."""
+        exits = []
+        for index, seq in enumerate(seqs):
+            last = index == len(seqs) - 1
+            split = len(code)
+            if not last:
+                self.grow(2)
+                code.append(None)
+            for term in seq:
+                self.emit(term, code)
+            if not last:
+                exits.append(len(code))
+                code.append(None)
+                code[split] = (_VM_SPLIT, split + 1, len(code))
+        for at in exits:
+            code[at] = (_VM_JUMP, len(code))
 
     def repeat(self, node: tuple, code: list) -> None:
         _, body, low, high, _lazy = node
