@@ -2792,8 +2792,14 @@ def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _Re
             return
         item.streamed = True
         yield Fragment(pos, key, None, None, delta)
-        return
-    member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
+    else:
+        yield from _responses_arguments_done(pos, index, kind, event, item)
+
+
+def _responses_arguments_done(pos: int, index: int, kind: str, event: dict,
+                              item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """The arguments' done event: their whole text (restated at the item's end) and maybe the name."""
+    member = _RESPONSES_ARGUMENT_ITEMS[item.kind][0]
     arguments = event.get(member)
     ok_name, name = _optional_str(event, "name")
     if not isinstance(arguments, str) or not ok_name:
@@ -2806,7 +2812,7 @@ def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _Re
     item.done_arguments = arguments
     if name and name != item.name:
         item.name = item.name or name
-        yield Fragment(pos, key, None, name, None)  # the machine judges the restated name
+        yield Fragment(pos, (None, index), None, name, None)  # the machine judges the restated name
 
 
 def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
@@ -4141,9 +4147,15 @@ def _gemini_new_call(pos: int, index: int, call: dict, call_id: str | None, name
         yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
         yield SlotEnd(pos, key)   # an unsafe integer in args is found where every profile's are (parse_strict_json)
         return
+    yield from _gemini_first_part(pos, index, key, call_id, name, partial, more, cand, args is not None)
+
+
+def _gemini_first_part(pos: int, index: int, key: SlotKey, call_id: str | None, name: str | None,
+                       partial: list | None, more: bool, cand: _GeminiCandidate, args: bool) -> Iterator[NeutralEvent]:
+    """The first part of a call whose arguments stream (partialArgs, willContinue): the call it opens."""
     yield SlotOpen(pos, key, call_id or None, name or None, None)
-    if args is not None:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} gives args and also streams "
+    if args:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of candidate {index} gives args and also streams "
                           "partialArgs or willContinue", index, key[1])
     streaming = cand.open = _GeminiCall(key, call_id or None, cand.max_depth)
     yield from _gemini_pieces(pos, index, partial or (), streaming)
@@ -5302,16 +5314,22 @@ class OllamaNormalizer:
         args = function.get("arguments")
         self.opened = True
         yield SlotOpen(pos, key, entry.get("id") or None, name, args if isinstance(args, dict) else {})
-        if not isinstance(args, dict):
-            what = _describe(args) if "arguments" in function else "no arguments"
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
-                              "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
-                              "skips the call", None, number)
-        else:
-            rewrite = _langchain_rewrites(name, args)
-            if rewrite is not None:
-                yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
+        yield from _ollama_arguments(pos, number, name, function)
         yield SlotEnd(pos, key)
+
+
+def _ollama_arguments(pos: int, number: int, name: str | None, function: dict) -> Iterator[NeutralEvent]:
+    """A call's arguments: an object, which every reader runs as it stands."""
+    args = function.get("arguments")
+    if not isinstance(args, dict):
+        what = _describe(args) if "arguments" in function else "no arguments"
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
+                          "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
+                          "skips the call", None, number)
+        return
+    rewrite = _langchain_rewrites(name, args)
+    if rewrite is not None:
+        yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -8423,7 +8441,8 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
-        for code, message, pointer in _validated_call_problems(slot, unreadable, tool_schemas, limits, schema_cache, turn):
+        problems = _validated_call_problems(slot, unreadable, tool_schemas, limits, schema_cache, turn)
+        for code, message, pointer in problems:
             machine.record(code, message, slot.terminal_position, slot.key, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
 
