@@ -2152,15 +2152,20 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
     if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
         blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
     for where, block in blocks:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            for key in ("id", "name", "input"):
-                paths[where + (key,)] = "warn"
-        elif isinstance(block, dict):   # a hosted tool's use or result: the rules compare its id with the calls'
-            paths[where + ("id",)] = paths[where + ("tool_use_id",)] = "warn"
+        if isinstance(block, dict):
+            paths.update(_anthropic_block_paths(where, block))
     delta = payload.get("delta")
     if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
         paths[("delta", "partial_json")] = "fragment"
     return paths
+
+
+def _anthropic_block_paths(where: tuple, block: dict) -> dict[tuple, str]:
+    """A tool_use block's id, name and input; a hosted tool's use or result: its id and tool_use_id (the
+    rules compare them with the calls')."""
+    if block.get("type") == "tool_use":
+        return {where + (key,): "warn" for key in ("id", "name", "input")}
+    return {where + ("id",): "warn", where + ("tool_use_id",): "warn"}
 
 
 def _anthropic_claims(payload: dict) -> bool:
@@ -2935,14 +2940,21 @@ def _redact_responses_event(event: dict) -> dict:
     for key, value in event.items():
         if key == "item":
             out[key] = _redact_responses_item(value)
-        elif key == "response" and isinstance(value, dict):
-            out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                            else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
+        elif key == "response":
+            out[key] = _redact_responses_response(value)
         elif key in _RESPONSES_EVENT_KEEP:
             out[key] = value
         else:
             out[key] = _neutral(value, _RESPONSES_KEEP)
     return out
+
+
+def _redact_responses_response(response: Any) -> Any:
+    """An event's response snapshot: its output items as items are, the rest as shapes."""
+    if not isinstance(response, dict):
+        return _neutral(response, _RESPONSES_KEEP)
+    return {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                else _neutral(item, _RESPONSES_KEEP)) for k, item in response.items()}
 
 
 def _responses_protected(payload: dict) -> dict[tuple, str]:
