@@ -9091,13 +9091,7 @@ _EXPECT_KEYS = ("status", "codes", "calls")
 
 def _expect_shape(expect: dict) -> list[str]:
     """What is wrong with the expect block itself (a near-miss key, a value of the wrong type)."""
-    import difflib
-
-    differences = []
-    for key in expect:
-        near = difflib.get_close_matches(key, _EXPECT_KEYS, n=1, cutoff=0.7)
-        if key not in _EXPECT_KEYS and near:
-            differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
+    differences = _expect_near_misses(expect)
     if "status" in expect and not (isinstance(expect["status"], str) and expect["status"] in EXIT_BY_STATUS):
         differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
     codes = expect.get("codes")
@@ -9107,6 +9101,18 @@ def _expect_shape(expect: dict) -> list[str]:
         differences.extend(f"expect code {_token(c)} is not a finding code" for c in codes if c not in FINDING_CODES)
     if "calls" in expect and not isinstance(expect["calls"], list):
         differences.append("expect calls must be a list")
+    return differences
+
+
+def _expect_near_misses(expect: dict) -> list[str]:
+    """Each key of the expect block that is not one but looks like one."""
+    import difflib
+
+    differences = []
+    for key in expect:
+        near = difflib.get_close_matches(key, _EXPECT_KEYS, n=1, cutoff=0.7)
+        if key not in _EXPECT_KEYS and near:
+            differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
     return differences
 
 
