@@ -1936,18 +1936,25 @@ def _anthropic_block_event(pos: int, kind: str, event: dict, state: _AnthropicSt
     if block is None:
         yield WireProblem(pos, MISSING_SLOT, f"{kind} for block {index}, which was never started", None, index)
         return
-    block_type, stopped = block
     if kind == "content_block_stop":
-        if block_type == "tool_use":
-            yield SlotEnd(pos, (None, index))
-        elif block_type in _BLOCK_DELTAS:
-            if stopped:
-                yield WireProblem(pos, DUPLICATE_TERMINAL, f"second content_block_stop for block {index}", None, index)
-        block[1] = True
-        return
-    # content_block_delta
-    if block_type not in _BLOCK_DELTAS:
-        return  # the unsupported block was already reported at its start
+        yield from _anthropic_block_stop(pos, index, block)
+    elif block[0] in _BLOCK_DELTAS:   # an unsupported block was already reported at its start
+        yield from _anthropic_block_delta(pos, index, event, block)
+
+
+def _anthropic_block_stop(pos: int, index: int, block: list) -> Iterator[NeutralEvent]:
+    block_type, stopped = block
+    if block_type == "tool_use":
+        yield SlotEnd(pos, (None, index))
+    elif block_type in _BLOCK_DELTAS:
+        if stopped:
+            yield WireProblem(pos, DUPLICATE_TERMINAL, f"second content_block_stop for block {index}", None, index)
+    block[1] = True
+
+
+def _anthropic_block_delta(pos: int, index: int, event: dict, block: list) -> Iterator[NeutralEvent]:
+    """A delta of a reviewed block: of its own type; a tool_use block's partial_json is a fragment."""
+    block_type, stopped = block
     delta = event.get("delta")
     delta_type = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
     if delta_type not in _BLOCK_DELTAS[block_type]:
@@ -4868,24 +4875,31 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
     if not _is_index(index):
         yield WireProblem(pos, MISSING_INDEX, f"{kind} index must be a non-negative integer, got {_describe(index)}")
         return
-    key = (None, index)
     if kind == "tool-call-end":
-        if event.get("delta") is not None:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-end of call {index} carries a delta (the wire "
-                              "sends only type and index)", None, index)
-            return
-        if state.open == index:
-            state.open = None
-        yield SlotEnd(pos, key)
+        yield from _cohere_call_end(pos, index, event, state)
         return
     call = _cohere_tool_calls(event)
     if not isinstance(call, dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} delta.message.tool_calls is {_describe(call)}, not one "
                           "call object", None, index)
-        return
-    if kind == "tool-call-start":
+    elif kind == "tool-call-start":
         yield from _cohere_start(pos, index, call, state)
+    else:
+        yield from _cohere_call_delta(pos, index, call, state)
+
+
+def _cohere_call_end(pos: int, index: int, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
+    if event.get("delta") is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-end of call {index} carries a delta (the wire "
+                          "sends only type and index)", None, index)
         return
+    if state.open == index:
+        state.open = None
+    yield SlotEnd(pos, (None, index))
+
+
+def _cohere_call_delta(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:
+    """A tool-call-delta: only a piece of function.arguments, for the call that is streaming."""
     function = call.get("function")
     text = function.get("arguments") if isinstance(function, dict) else None
     if _stated(call) != {"function"} or not isinstance(function, dict) or _stated(function) != {"arguments"} \
@@ -4896,7 +4910,7 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
     if index in state.started and state.open not in (None, index):
         yield WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
                           "streaming: the Vercel AI SDK appends it to the pending call", None, index)
-    yield Fragment(pos, key, None, None, text)
+    yield Fragment(pos, (None, index), None, None, text)
 
 
 def _stated(members: dict) -> set:
