@@ -4001,25 +4001,26 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
                           "not an object", index)
         return
     data = [key for key in part if key in _GEMINI_PART_DATA]
+    problem = _gemini_part_shape(part, index, data)
+    if problem is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, problem, index)
+    elif data:
+        yield from _GEMINI_PART_READERS[data[0]](pos, index, data[0], part[data[0]], cand)
+
+
+def _gemini_part_shape(part: dict, index: int, data: list[str]) -> str | None:
+    """What is wrong with a part's members (data: those that hold its data), or None: only reviewed
+    members, one data member at most, and metadata google-genai reads."""
     unknown = [key for key in part if key not in _GEMINI_PART_DATA and key not in _GEMINI_PART_META]
     if unknown:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} has the member "
-                          f"{_token(unknown[0])}, which has no reviewed normalizer", index)
-        return
+        return f"a part of candidate {index} has the member {_token(unknown[0])}, which has no reviewed normalizer"
     if len(data) > 1:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} holds both {data[0]} and "
-                          f"{data[1]}", index)
-        return
-    kind = data[0] if data else None
+        return f"a part of candidate {index} holds both {data[0]} and {data[1]}"
     problem = _gemini_members(part, _GEMINI_PART_META_TYPES, f"a part of candidate {index}: ")
     signature = part.get("thoughtSignature")
     if problem is None and isinstance(signature, str) and not _gemini_is_base64(signature):
         problem = f"a part of candidate {index}: thoughtSignature is not base64"
-    if problem is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{problem} (google-genai refuses the chunk)", index)
-        return
-    if kind is not None:
-        yield from _GEMINI_PART_READERS[kind](pos, index, kind, part[kind], cand)
+    return None if problem is None else f"{problem} (google-genai refuses the chunk)"
 
 
 def _gemini_text(pos: int, index: int, kind: str, text: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
