@@ -1034,6 +1034,7 @@ def _raw_body_hint(text: str) -> str:
     return ""
 
 
+
 def _nesting_exceeds(value: Any, limit: int) -> bool:
     """True when containers nest deeper than limit (walked without recursion)."""
     stack = [(value, 1)]
@@ -1053,6 +1054,7 @@ def _limits(limits: Any) -> Limits:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
+
 
 
 # ---------------------------------------------------------------------------
@@ -1420,6 +1422,59 @@ def _ending(pos: int, table: Mapping[tuple[str, str], tuple[str, str | None]], p
     phase, wrong = table[(phase, step)]
     return phase, ([] if wrong is None else
                    [WireProblem(pos, DELTA_AFTER_TERMINAL, wrong.format(event=event, token=_token(event)))])
+
+
+def _event_type(pos: int, event: Any) -> tuple[str | None, list[WireProblem]]:
+    """An event's "type", or None and the finding when it is not an object with a string "type"."""
+    if isinstance(event, dict) and isinstance(event.get("type"), str):
+        return event["type"], []
+    return None, [WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")]
+
+
+class _EventRoom(_Record):
+    """What a room of typed events (Anthropic, Responses, Bedrock, Cohere) reads the same way, as data.
+
+    start: the event that opens the stream (see _OPENING); ending: the room's ending table
+    (see _ending) with steps, {event type: its step}, and `other`, the step of any other type;
+    handlers: {event type: handler(pos, event type, event, state)}, and `default`, the handler
+    of any other type (None: nothing to read); screen: an optional check of every event between
+    its opening and its ending.  The room's state has the members `opening` and `ending`.
+    """
+
+    __slots__ = ("start", "ending", "steps", "other", "handlers", "default", "screen")
+
+    def __init__(self, *, start: str, ending: Mapping[tuple[str, str], tuple[str, str | None]],
+                 steps: Mapping[str, str], other: str,
+                 handlers: Mapping[str, Callable[..., Iterator[NeutralEvent]] | None],
+                 default: Callable[..., Iterator[NeutralEvent]] | None = None,
+                 screen: Callable[[int, str, Any], Iterator[NeutralEvent]] | None = None) -> None:
+        self.start, self.ending, self.steps, self.other = start, ending, steps, other
+        self.handlers, self.default, self.screen = handlers, default, screen
+
+    def opening(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+        """The opening after an event of this type: an event before the start is said once."""
+        state.opening, wrong = _opening(pos, state.opening, kind, self.start)
+        return wrong
+
+    def late(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+        """The ending after an event of this type: one after the turn's end is delta_after_terminal."""
+        state.ending, late = _ending(pos, self.ending, state.ending, self.steps.get(kind, self.other), kind)
+        return late
+
+    def dispatch(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
+        handler = self.handlers.get(kind, self.default)
+        return handler(pos, kind, event, state) if handler is not None else iter(())
+
+    def read(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
+        """The steps every such room takes with a known event: its opening, its screen, its ending,
+        then its handler unless it came too late."""
+        yield from self.opening(pos, kind, state)
+        if self.screen is not None:
+            yield from self.screen(pos, kind, event)
+        late = self.late(pos, kind, state)
+        yield from late
+        if not late:
+            yield from self.dispatch(pos, kind, event, state)
 
 
 class TurnRules(_FrozenRecord):
@@ -1795,24 +1850,33 @@ class ChatNormalizer:
         if delta is not None and not isinstance(delta, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
         elif isinstance(delta, dict):
-            if delta.get("function_call") is not None:
-                yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
-                                  "use tool_calls", cidx)
-            for key in delta:
-                if key not in _KNOWN_TOOL_KEYS and ("tool" in key or "function" in key) and delta[key] is not None:
-                    yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta member {_token(key)} looks like a tool call "
-                                      "in a shape this tool does not translate", cidx)
-            if delta.get("executed_tools") is not None:
-                yield from self._executed_tools(pos, cidx, delta["executed_tools"])
-            calls = delta.get("tool_calls")
-            if calls is not None and not isinstance(calls, list):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
-            elif calls:
-                for entry in calls:
-                    yield from self._tool_entry(pos, cidx, entry)
+            yield from self._delta(pos, cidx, delta)
         message = choice.get("message")
         if isinstance(message, dict) and message.get("tool_calls"):
             yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
+        if cidx in self.finished or choice.get("finish_reason") not in (None, ""):
+            yield from self._finish_reason(pos, cidx, choice, restating)
+
+    def _delta(self, pos: int, cidx: int, delta: dict) -> Iterator[NeutralEvent]:
+        """A choice's delta: its tool calls, Groq's executed tools, and tool-like members it does not read."""
+        if delta.get("function_call") is not None:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
+                              "use tool_calls", cidx)
+        for key in delta:
+            if key not in _KNOWN_TOOL_KEYS and ("tool" in key or "function" in key) and delta[key] is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta member {_token(key)} looks like a tool call "
+                                  "in a shape this tool does not translate", cidx)
+        if delta.get("executed_tools") is not None:
+            yield from self._executed_tools(pos, cidx, delta["executed_tools"])
+        calls = delta.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
+        elif calls:
+            for entry in calls:
+                yield from self._tool_entry(pos, cidx, entry)
+
+    def _finish_reason(self, pos: int, cidx: int, choice: dict, restating: bool) -> Iterator[NeutralEvent]:
+        """A choice's finish_reason ends it; what follows a finish is for _after_finish."""
         reason = choice.get("finish_reason")
         finished = reason is not None and reason != ""
         if cidx in self.finished:
@@ -2311,13 +2375,12 @@ class AnthropicNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+        kind, untyped = _event_type(pos, event)
+        if kind is None:
+            yield from untyped
             return
-        kind = event["type"]
-        if kind == "ping":
-            state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, "ping", kind)
-            yield from late
+        if kind == "ping":   # opens nothing; late only after message_stop
+            yield from _ANTHROPIC_ROOM.late(pos, kind, state)
             return
         if kind not in _ANTHROPIC_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"unknown event type {_token(kind)}")
@@ -2330,29 +2393,25 @@ class AnthropicNormalizer:
         if kind not in _ANTHROPIC_EVENTS or kind == "error":
             return
         if kind == "message_start":
-            message = event.get("message")
-            if not isinstance(message, dict):
-                yield WireProblem(pos, UNSUPPORTED_EVENT,
-                                  f"message_start.message is {_describe(message)}, not an object")
-            again = state.opening == "open"
-            state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
-            yield from wrong
-            if isinstance(message, dict) and not again:
-                yield from _anthropic_prefilled(pos, message, state)
-            return
-        state.opening, wrong = _opening(pos, state.opening, kind, "message_start")
-        yield from wrong   # an event before message_start: said once, then translated
-        step = kind if kind in ("message_stop", "message_delta") else "block"
-        state.ending, late = _ending(pos, _ANTHROPIC_ENDING, state.ending, step, kind)
-        yield from late
-        if late:
-            return
-        if kind == "message_stop":
-            yield TurnClose(pos)
-        elif kind == "message_delta":
-            yield from _anthropic_message_delta(pos, event, state)
-        else:
-            yield from _anthropic_block_event(pos, kind, event, state)
+            yield from _anthropic_message_start(pos, event, state)
+        else:   # an event before message_start: said once, then translated
+            yield from _ANTHROPIC_ROOM.read(pos, kind, event, state)
+
+
+def _anthropic_message_start(pos: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    """The opening; the first message_start's message may already hold whole blocks (see _anthropic_prefilled)."""
+    message = event.get("message")
+    if not isinstance(message, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT,
+                          f"message_start.message is {_describe(message)}, not an object")
+    again = state.opening == "open"
+    yield from _ANTHROPIC_ROOM.opening(pos, "message_start", state)
+    if isinstance(message, dict) and not again:
+        yield from _anthropic_prefilled(pos, message, state)
+
+
+def _anthropic_message_stop(pos: int, kind: str, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+    yield TurnClose(pos)
 
 
 def _anthropic_prefilled(pos: int, message: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
@@ -2374,7 +2433,7 @@ def _anthropic_prefilled(pos: int, message: dict, state: _AnthropicState) -> Ite
     yield from _anthropic_stop_reason(pos, message, state)
 
 
-def _anthropic_message_delta(pos: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
+def _anthropic_message_delta(pos: int, kind: str, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
     delta = event.get("delta")
     if delta is None:
         return
@@ -2410,18 +2469,25 @@ def _anthropic_block_event(pos: int, kind: str, event: dict, state: _AnthropicSt
     if block is None:
         yield WireProblem(pos, MISSING_SLOT, f"{kind} for block {index}, which was never started", None, index)
         return
-    block_type, stopped = block
     if kind == "content_block_stop":
-        if block_type == "tool_use":
-            yield SlotEnd(pos, (None, index))
-        elif block_type in _BLOCK_DELTAS:
-            if stopped:
-                yield WireProblem(pos, DUPLICATE_TERMINAL, f"second content_block_stop for block {index}", None, index)
-        block[1] = True
-        return
-    # content_block_delta
-    if block_type not in _BLOCK_DELTAS:
-        return  # the unsupported block was already reported at its start
+        yield from _anthropic_block_stop(pos, index, block)
+    elif block[0] in _BLOCK_DELTAS:   # an unsupported block was already reported at its start
+        yield from _anthropic_block_delta(pos, index, event, block)
+
+
+def _anthropic_block_stop(pos: int, index: int, block: list) -> Iterator[NeutralEvent]:
+    block_type, stopped = block
+    if block_type == "tool_use":
+        yield SlotEnd(pos, (None, index))
+    elif block_type in _BLOCK_DELTAS:
+        if stopped:
+            yield WireProblem(pos, DUPLICATE_TERMINAL, f"second content_block_stop for block {index}", None, index)
+    block[1] = True
+
+
+def _anthropic_block_delta(pos: int, index: int, event: dict, block: list) -> Iterator[NeutralEvent]:
+    """A delta of a reviewed block: of its own type; a tool_use block's partial_json is a fragment."""
+    block_type, stopped = block
     delta = event.get("delta")
     delta_type = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
     if delta_type not in _BLOCK_DELTAS[block_type]:
@@ -2532,6 +2598,15 @@ def _anthropic_hosted_result(pos: int, index: int, block_type: str, block: dict,
     use[2] = True
 
 
+# The lifecycle: message_start opens, message_delta and message_stop end (see _ANTHROPIC_ENDING), every
+# other event is about a block.
+_ANTHROPIC_ROOM = _EventRoom(
+    start="message_start", ending=_ANTHROPIC_ENDING,
+    steps={"message_stop": "message_stop", "message_delta": "message_delta", "ping": "ping"}, other="block",
+    handlers={"message_stop": _anthropic_message_stop, "message_delta": _anthropic_message_delta},
+    default=_anthropic_block_event)
+
+
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
@@ -2569,22 +2644,40 @@ def _redact_anthropic_event(event: dict) -> dict:
         return _neutral(event)   # still the same unknown type (or none) to the rules: unsupported_event
     out = {}
     for key, value in event.items():
-        if key == "type":
-            out[key] = value
-        elif kind == "message_start" and key == "message" and isinstance(value, dict):
-            out[key] = {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
-                            else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in value.items()}
-        elif kind == "content_block_start" and key == "content_block":
-            out[key] = _redact_anthropic_block(value)
-        elif (kind == "content_block_delta" and key == "delta" and isinstance(value, dict)
-              and value.get("type") == "input_json_delta"):
-            out[key] = value
-        elif kind == "message_delta" and key == "delta" and isinstance(value, dict):
-            out[key] = {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
-                            else _neutral(v)) for k, v in value.items()}
-        else:
-            out[key] = _neutral(value)   # an index keeps its value (numbers are no text)
+        redact = _ANTHROPIC_REDACTED_MEMBERS.get((kind, key))
+        # an index keeps its value (numbers are no text)
+        out[key] = value if key == "type" else _neutral(value) if redact is None else redact(value)
     return out
+
+
+def _redact_anthropic_message(message: Any) -> Any:
+    """message_start's message: its identity stays, its blocks as blocks are, the rest as shapes."""
+    if not isinstance(message, dict):
+        return _neutral(message)
+    return {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
+                else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in message.items()}
+
+
+def _redact_anthropic_json_delta(delta: Any) -> Any:
+    """content_block_delta's delta: an input_json_delta stays whole (its text is a fragment)."""
+    return delta if isinstance(delta, dict) and delta.get("type") == "input_json_delta" else _neutral(delta)
+
+
+def _redact_anthropic_stop(delta: Any) -> Any:
+    """message_delta's delta: the stop_reason stays, stop_details keeps its type and category."""
+    if not isinstance(delta, dict):
+        return _neutral(delta)
+    return {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
+                else _neutral(v)) for k, v in delta.items()}
+
+
+# (event type, member) -> what redaction keeps of it; every other member keeps only its shape.
+_ANTHROPIC_REDACTED_MEMBERS: Mapping[tuple[str, str], Callable[[Any], Any]] = MappingProxyType({
+    ("message_start", "message"): _redact_anthropic_message,
+    ("content_block_start", "content_block"): _redact_anthropic_block,
+    ("content_block_delta", "delta"): _redact_anthropic_json_delta,
+    ("message_delta", "delta"): _redact_anthropic_stop,
+})
 
 
 # Members of message_start's message kept as they are: its identity and a prefilled stop_reason.
@@ -2603,11 +2696,8 @@ def _anthropic_protected(payload: dict) -> dict[tuple, str]:
     if kind == "message_start" and isinstance(message, dict) and isinstance(message.get("content"), list):
         blocks.extend((("message", "content", n), block) for n, block in enumerate(message["content"]))
     for where, block in blocks:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            for key in ("id", "name", "input"):
-                paths[where + (key,)] = "warn"
-        elif isinstance(block, dict):   # a hosted tool's use or result: the rules compare its id with the calls'
-            paths[where + ("id",)] = paths[where + ("tool_use_id",)] = "warn"
+        if isinstance(block, dict):
+            paths.update(_anthropic_block_paths(where, block))
     delta = payload.get("delta")
     if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
         paths[("delta", "partial_json")] = "fragment"
@@ -2661,6 +2751,12 @@ def _anthropic_whole_response(payload: dict) -> str | None:
     if payload.get("type") == "message" and "content" in payload:
         return "a non-streaming Anthropic message (\"type\": \"message\"); capture the stream=true response"
     return None
+def _anthropic_block_paths(where: tuple, block: dict) -> dict[tuple, str]:
+    """A tool_use block's id, name and input; a hosted tool's use or result: its id and tool_use_id (the
+    rules compare them with the calls')."""
+    if block.get("type") == "tool_use":
+        return {where + (key,): "warn" for key in ("id", "name", "input")}
+    return {where + ("id",): "warn", where + ("tool_use_id",): "warn"}
 
 
 def _anthropic_claims(payload: dict) -> bool:
@@ -3062,18 +3158,16 @@ class ResponsesNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
+        kind, untyped = _event_type(pos, event)
+        if kind is None:
+            yield from untyped
             return
-        kind = event["type"]
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
-        step = ("failed" if kind == "response.failed" else "error" if kind == "error"
-                else "terminal" if kind in _RESPONSES_TURN_ENDS else "other")
         was = state.ending
-        state.ending, late = _ending(pos, _RESPONSES_ENDING, state.ending, step, kind)
-        if step in ("error", "failed"):
+        late = _RESPONSES_ROOM.late(pos, kind, state)
+        if kind in ("error", "response.failed"):
             yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
             return
         if was == "ended":   # a repeated terminal goes to the machine (duplicate_terminal), all else is late
@@ -3083,17 +3177,13 @@ class ResponsesNormalizer:
             return
         if kind in _RESPONSES_SNAPSHOTS:
             yield from _responses_snapshot(pos, kind, event, state)
-        state.opening, wrong = _opening(pos, state.opening, kind, "response.created")
-        yield from wrong   # an event before response.created: said once, then translated
-        if kind == "response.created":
-            return
-        if kind in _RESPONSES_TURN_ENDS:
-            yield from _responses_final_output(pos, kind, event, state)
-            yield from _responses_turn_end(pos, kind, state)
-        elif kind in _RESPONSES_LIFECYCLE:
-            return
-        else:
-            yield from _responses_item_event(pos, kind, event, state)
+        yield from _RESPONSES_ROOM.opening(pos, kind, state)   # an event before response.created: said once
+        yield from _RESPONSES_ROOM.dispatch(pos, kind, event, state)
+
+
+def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    yield from _responses_final_output(pos, kind, event, state)
+    yield from _responses_turn_end(pos, kind, state)
 
 
 def _responses_turn_end(pos: int, kind: str, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -3231,17 +3321,28 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
         yield HostedUse(pos, item_type)
         return
     if client and item_type not in _RESPONSES_ARGUMENT_ITEMS:
-        item.kind, item.client = item_type, True
-        item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
-        item.name = _wire_str(body.get("name")) or item_type
-        yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a {item_type} item: the client executes it, but this tool has no "
-                          "reviewed check for its input, so nothing in the turn may run", None, index)
-        return
-    if item_type not in _RESPONSES_ARGUMENT_ITEMS:
+        yield from _responses_unchecked_call(pos, index, body, item_type, item)
+    elif item_type not in _RESPONSES_ARGUMENT_ITEMS:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"output item type {_token(item_type)} has no reviewed normalizer",
                           None, index)
-        return
+    else:
+        yield from _responses_call_added(pos, index, body, item_type, item, state)
+
+
+def _responses_unchecked_call(pos: int, index: int, body: dict, item_type: str,
+                              item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """A call the client executes whose input no reviewed check reads: opened, and the turn blocked."""
+    item.kind, item.client = item_type, True
+    item.item_id, item.call_id = _wire_str(body.get("id")), _wire_str(body.get("call_id"))
+    item.name = _wire_str(body.get("name")) or item_type
+    yield SlotOpen(pos, (None, index), item.call_id or item.item_id, item.name, None, item_type)
+    yield WireProblem(pos, UNSUPPORTED_EVENT, f"a {item_type} item: the client executes it, but this tool has no "
+                      "reviewed check for its input, so nothing in the turn may run", None, index)
+
+
+def _responses_call_added(pos: int, index: int, body: dict, item_type: str, item: _ResponsesItem,
+                          state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """A call item whose arguments stream (see _RESPONSES_ARGUMENT_ITEMS): its identity, and the slot it opens."""
     member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
     fields = [_optional_str(body, key) for key in ("id", "call_id", "name", member, "namespace")]
     if not all(ok for ok, _ in fields) or body.get("namespace") == "":
@@ -3287,8 +3388,14 @@ def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _Re
             return
         item.streamed = True
         yield Fragment(pos, key, None, None, delta)
-        return
-    member = _RESPONSES_ARGUMENT_ITEMS[item_type][0]
+    else:
+        yield from _responses_arguments_done(pos, index, kind, event, item)
+
+
+def _responses_arguments_done(pos: int, index: int, kind: str, event: dict,
+                              item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """The arguments' done event: their whole text (restated at the item's end) and maybe the name."""
+    member = _RESPONSES_ARGUMENT_ITEMS[item.kind][0]
     arguments = event.get(member)
     ok_name, name = _optional_str(event, "name")
     if not isinstance(arguments, str) or not ok_name:
@@ -3301,7 +3408,7 @@ def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _Re
     item.done_arguments = arguments
     if name and name != item.name:
         item.name = item.name or name
-        yield Fragment(pos, key, None, name, None)  # the machine judges the restated name
+        yield Fragment(pos, (None, index), None, name, None)  # the machine judges the restated name
 
 
 def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
@@ -3324,9 +3431,12 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         yield Fragment(pos, (None, index), None, None, text)  # reported, never run
         yield SlotEnd(pos, (None, index))
-        return
-    if item.kind not in _RESPONSES_ARGUMENT_ITEMS:
-        return
+    elif item.kind in _RESPONSES_ARGUMENT_ITEMS:
+        yield from _responses_call_done(pos, index, body, item)
+
+
+def _responses_call_done(pos: int, index: int, body: dict, item: _ResponsesItem) -> Iterator[NeutralEvent]:
+    """The done item of a call whose arguments streamed: its identity and arguments as restated, then its end."""
     if body.get("status") == "incomplete":
         yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{item.kind} item {index} is done with status \"incomplete\"",
                           None, index)
@@ -3349,6 +3459,18 @@ def _responses_item_done(pos: int, index: int, event: dict, item: _ResponsesItem
         # a whole call (xAI) or done-only arguments (LM Studio, Codex): the first statement is the text
         yield Fragment(pos, (None, index), None, None, restated[0][1])
     yield SlotEnd(pos, (None, index), tuple(restated))
+
+
+# The lifecycle: response.created opens, a terminal, response.failed or error ends or breaks the turn
+# (see _RESPONSES_ENDING); the terminal's output is checked, lifecycle events say nothing, the rest are
+# about items.
+_RESPONSES_ROOM = _EventRoom(
+    start="response.created", ending=_RESPONSES_ENDING,
+    steps={"response.failed": "failed", "error": "error", **dict.fromkeys(_RESPONSES_TURN_ENDS, "terminal")},
+    other="other",
+    handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE),
+              **dict.fromkeys(_RESPONSES_TURN_ENDS, _responses_terminal)},
+    default=_responses_item_event)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -3428,14 +3550,21 @@ def _redact_responses_event(event: dict) -> dict:
     for key, value in event.items():
         if key == "item":
             out[key] = _redact_responses_item(value)
-        elif key == "response" and isinstance(value, dict):
-            out[key] = {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                            else _neutral(item, _RESPONSES_KEEP)) for k, item in value.items()}
+        elif key == "response":
+            out[key] = _redact_responses_response(value)
         elif key in _RESPONSES_EVENT_KEEP:
             out[key] = value
         else:
             out[key] = _neutral(value, _RESPONSES_KEEP)
     return out
+
+
+def _redact_responses_response(response: Any) -> Any:
+    """An event's response snapshot: its output items as items are, the rest as shapes."""
+    if not isinstance(response, dict):
+        return _neutral(response, _RESPONSES_KEEP)
+    return {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                else _neutral(item, _RESPONSES_KEEP)) for k, item in response.items()}
 
 
 def _responses_protected(payload: dict) -> dict[tuple, str]:
@@ -3572,6 +3701,8 @@ _BEDROCK_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxy
     ("stopped", "messageStop"): ("stopped", None),
     ("running", "block"): ("running", None),
     ("stopped", "block"): ("stopped", "{event} after messageStop"),
+    ("running", "quiet"): ("running", None),          # messageStart, metadata (usage and metrics)
+    ("stopped", "quiet"): ("stopped", None),
 })
 
 
@@ -3621,24 +3752,10 @@ class BedrockNormalizer:
         if not isinstance(body, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
             return
-        state.opening, wrong = _opening(pos, state.opening, member, "messageStart")
-        yield from wrong   # an event before messageStart: said once, then translated
-        if member == "messageStart":
-            return
-        if member == "metadata":
-            return  # usage and metrics; allowed before or after messageStop
-        step = "messageStop" if member == "messageStop" else "block"
-        state.ending, late = _ending(pos, _BEDROCK_ENDING, state.ending, step, member)
-        yield from late
-        if late:
-            return
-        if member == "messageStop":
-            yield from _bedrock_message_stop(pos, body, state)
-        else:
-            yield from _bedrock_block_event(pos, member, body, state)
+        yield from _BEDROCK_ROOM.read(pos, member, body, state)
 
 
-def _bedrock_message_stop(pos: int, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+def _bedrock_message_stop(pos: int, member: str, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
     reason = body.get("stopReason")
     if not isinstance(reason, str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"stopReason is {_describe(reason)}, not a string")
@@ -3687,6 +3804,11 @@ def _bedrock_block_start(pos: int, index: int, body: dict, state: _BedrockState)
         yield WireProblem(pos, UNSUPPORTED_EVENT, "contentBlockStart is not a reviewed toolUse or toolResult start",
                           None, index)
         return
+    yield from _bedrock_client_use(pos, index, tool, state)
+
+
+def _bedrock_client_use(pos: int, index: int, tool: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
+    """A client call's toolUse start: its identity opens the slot (its input streams in deltas)."""
     ok_id, call_id = _optional_str(tool, "toolUseId")
     ok_name, name = _optional_str(tool, "name")
     if not (ok_id and ok_name) or tool.get("input") is not None:
@@ -3789,6 +3911,13 @@ def _bedrock_block_stop(pos: int, index: int, state: _BedrockState) -> Iterator[
     elif kind is not None and stopped:
         yield WireProblem(pos, DUPLICATE_TERMINAL, f"second contentBlockStop for block {index}", None, index)
     block[1] = True
+
+
+# The lifecycle: messageStart opens, messageStop ends (see _BEDROCK_ENDING), and what each member says.
+_BEDROCK_ROOM = _EventRoom(
+    start="messageStart", ending=_BEDROCK_ENDING,
+    steps={"messageStop": "messageStop", "messageStart": "quiet", "metadata": "quiet"}, other="block",
+    handlers={"messageStop": _bedrock_message_stop, **dict.fromkeys(_BEDROCK_BLOCK_EVENTS, _bedrock_block_event)})
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -4154,38 +4283,14 @@ class GeminiNormalizer:
         """
         stopped = False
         for index, cand in sorted(self.candidates.items()):
-            if cand.open is not None:
-                yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
-                cand.open = None
-            for tool_type, answered in cand.server_calls.values():
-                if not answered:
-                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: a {tool_type} toolCall without "
-                                      "its toolResponse", index)
-            other = cand.other_reason
+            yield from _gemini_unfinished(index, cand)
             if cand.calls == 0:
-                if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
-                    numbered = (" (an enum number that names a failed function call in the Gemini API or in "
-                                "Vertex AI, which number their reasons differently)"
-                                if other[1].startswith("FINISH_REASON_") else "")
-                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}"
-                                      f"{numbered}: the model's function call failed and none was delivered", index)
-                continue
-            if stopped:   # another candidate with calls: already ambiguous_choice
-                if other is not None:
-                    yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} has calls but finished "
-                                      f"{_token(other[1])}, not \"STOP\"", index)
-                elif cand.reason is None or cand.after_reason:
-                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has calls but no finishReason "
-                                      "after its last one", index)
-                continue
-            stopped = True
-            if other is not None:
-                yield TurnEnd(other[0], other[1])
-            elif cand.reason is not None:
-                if cand.after_reason:
-                    yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its "
-                                      "last finishReason STOP, and no finishReason follows it", index)
-                yield TurnEnd(cand.reason[0], cand.reason[1])
+                yield from _gemini_failed_call(index, cand.other_reason)
+            elif stopped:   # another candidate with calls: already ambiguous_choice
+                yield from _gemini_other_stop(index, cand)
+            else:
+                stopped = True
+                yield from _gemini_turn_end(index, cand)
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
@@ -4197,11 +4302,7 @@ class GeminiNormalizer:
             return
         feedback = chunk.get("promptFeedback")
         if feedback is not None:
-            if not isinstance(feedback, dict):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"promptFeedback is {_describe(feedback)}, not an object")
-            elif feedback.get("blockReason") is not None:
-                yield WireProblem(pos, STREAM_ERROR, f"the prompt was blocked (promptFeedback.blockReason "
-                                  f"{_token(feedback['blockReason'])})")
+            yield from _gemini_prompt_feedback(pos, feedback)
         candidates = chunk.get("candidates")
         if candidates is None:
             return   # usage, prompt feedback or model version only
@@ -4212,6 +4313,10 @@ class GeminiNormalizer:
         problem = _gemini_shape_problem(chunk, carries)
         if problem is not None:
             yield WireProblem(pos, *problem)
+        yield from self._candidates(pos, candidates)
+
+    def _candidates(self, pos: int, candidates: list) -> Iterator[NeutralEvent]:
+        """A chunk's candidates, each read into the state of its index (calls only in the first)."""
         seen: set[int] = set()
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
@@ -4234,6 +4339,58 @@ class GeminiNormalizer:
             if cand is None:
                 cand = self.candidates[index] = _GeminiCandidate(self.max_depth)
             yield from _gemini_candidate(pos, index, candidate, cand)
+
+
+def _gemini_prompt_feedback(pos: int, feedback: Any) -> Iterator[NeutralEvent]:
+    if not isinstance(feedback, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"promptFeedback is {_describe(feedback)}, not an object")
+    elif feedback.get("blockReason") is not None:
+        yield WireProblem(pos, STREAM_ERROR, f"the prompt was blocked (promptFeedback.blockReason "
+                          f"{_token(feedback['blockReason'])})")
+
+
+def _gemini_unfinished(index: int, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """At the end: a call still streaming gives its object so far (no end); a toolCall lacks its answer."""
+    if cand.open is not None:
+        yield Fragment(None, cand.open.key, None, None, _gemini_serialise(cand.open.tree))
+        cand.open = None
+    for tool_type, answered in cand.server_calls.values():
+        if not answered:
+            yield WireProblem(None, MISSING_TERMINAL, f"candidate {index}: a {tool_type} toolCall without "
+                              "its toolResponse", index)
+
+
+def _gemini_failed_call(index: int, other: tuple[int, str] | None) -> Iterator[NeutralEvent]:
+    """A candidate without calls that finished with a reason naming a failed function call."""
+    if other is not None and other[1] in _GEMINI_TOOL_FAILURES:
+        numbered = (" (an enum number that names a failed function call in the Gemini API or in "
+                    "Vertex AI, which number their reasons differently)"
+                    if other[1].startswith("FINISH_REASON_") else "")
+        yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} finished {other[1]}"
+                          f"{numbered}: the model's function call failed and none was delivered", index)
+
+
+def _gemini_other_stop(index: int, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A second candidate with calls (ambiguous already): its own finish is still checked."""
+    other = cand.other_reason
+    if other is not None:
+        yield WireProblem(other[0], WRONG_TERMINAL_REASON, f"candidate {index} has calls but finished "
+                          f"{_token(other[1])}, not \"STOP\"", index)
+    elif cand.reason is None or cand.after_reason:
+        yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has calls but no finishReason "
+                          "after its last one", index)
+
+
+def _gemini_turn_end(index: int, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """The first candidate with calls: its finish is the turn's stop reason (any other than STOP first)."""
+    other = cand.other_reason
+    if other is not None:
+        yield TurnEnd(other[0], other[1])
+    elif cand.reason is not None:
+        if cand.after_reason:
+            yield WireProblem(None, MISSING_TERMINAL, f"candidate {index} has a functionCall part after its "
+                              "last finishReason STOP, and no finishReason follows it", index)
+        yield TurnEnd(cand.reason[0], cand.reason[1])
 
 
 def _gemini_has_call(candidate: Any) -> bool:
@@ -4278,34 +4435,49 @@ def _gemini_members(holder: Any, types: Mapping[str, type], where: str) -> str |
     return None
 
 
-def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
-    """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
-    problem = _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
-    usage = chunk.get("usageMetadata")
-    problem = problem or _gemini_members(usage, _GEMINI_USAGE_TYPES, "usageMetadata.")
+_GEMINI_GROUNDING_LISTS = ("webSearchQueries", "imageSearchQueries", "retrievalQueries", "groundingChunks",
+                           "groundingSupports")
+
+
+def _gemini_type_problems(chunk: dict) -> Iterator[str | None]:
+    """Each question google-genai's types ask of a chunk, in order: what it refuses, or None (asked lazily)."""
+    yield _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
+    yield _gemini_members(chunk.get("usageMetadata"), _GEMINI_USAGE_TYPES, "usageMetadata.")
     candidates = chunk.get("candidates")
     feedback = chunk.get("promptFeedback")
     holders = list(candidates) if isinstance(candidates, list) else []
     if isinstance(feedback, dict):
         holders.append(feedback)
-        problem = problem or (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
-                              "promptFeedback.safetyRatings is not a list")
-    for candidate in holders:
-        if candidate is not feedback:
-            problem = problem or _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
-            token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
-            if problem is None and isinstance(token, str) and not _gemini_is_base64(token):
-                problem = "a candidate's continuationToken is not base64"
-        grounding = candidate.get("groundingMetadata") if isinstance(candidate, dict) else None
-        for key in ("webSearchQueries", "imageSearchQueries", "retrievalQueries", "groundingChunks",
-                    "groundingSupports"):
-            if problem is None and isinstance(grounding, dict) and grounding.get(key) is not None \
-                    and not isinstance(grounding[key], list):
-                problem = f"groundingMetadata.{key} is {_describe(grounding[key])}"
-        ratings = candidate.get("safetyRatings") if isinstance(candidate, dict) else None
-        for rating in ratings if isinstance(ratings, list) else ():
-            problem = problem or (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
-                                  if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+        yield (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
+               "promptFeedback.safetyRatings is not a list")
+    for holder in holders:
+        if holder is not feedback:
+            yield from _gemini_candidate_type_problems(holder)
+        yield from _gemini_holder_type_problems(holder if isinstance(holder, dict) else {})
+
+
+def _gemini_candidate_type_problems(candidate: Any) -> Iterator[str | None]:
+    yield _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+    token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
+    if isinstance(token, str) and not _gemini_is_base64(token):
+        yield "a candidate's continuationToken is not base64"
+
+
+def _gemini_holder_type_problems(holder: dict) -> Iterator[str | None]:
+    """A candidate's or the prompt feedback's grounding lists and safety ratings."""
+    grounding = holder.get("groundingMetadata")
+    for key in _GEMINI_GROUNDING_LISTS if isinstance(grounding, dict) else ():
+        if grounding.get(key) is not None and not isinstance(grounding[key], list):
+            yield f"groundingMetadata.{key} is {_describe(grounding[key])}"
+    ratings = holder.get("safetyRatings")
+    for rating in ratings if isinstance(ratings, list) else ():
+        yield (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
+               if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+
+
+def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
+    """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
+    problem = next(filter(None, _gemini_type_problems(chunk)), None)
     if problem is not None:
         return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
     if carries:
@@ -4353,20 +4525,38 @@ def _gemini_has(entry: Any, needs: Mapping) -> bool:
 
 def _vercel_refuses(value: Any, path: tuple[str, ...], how: str, needs: Mapping, lacks: str) -> str | None:
     """One row of _VERCEL_GEMINI_NEEDS applied to the value at its path: the message, or None."""
-    if how == "object":
-        return None if value is None or _gemini_has(value, needs) else lacks
-    if how == "list" and value is not None and not isinstance(value, list):
-        return f"{'.'.join(path)} that is not a list"
-    if how == "sources":
-        for source in value or ():
-            if not isinstance(source, dict) or any(source.get(key) is not None and not _gemini_has(source[key], inner)
-                                                    for key, inner in needs.items()):
-                return lacks
-        return None
+    return _VERCEL_READS[how](value, path, needs, lacks)
+
+
+def _vercel_entries(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
     for entry in value if isinstance(value, list) else ():
         if not _gemini_has(entry, needs):
             return lacks
     return None
+
+
+def _vercel_list(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
+    if value is not None and not isinstance(value, list):
+        return f"{'.'.join(path)} that is not a list"
+    return _vercel_entries(value, path, needs, lacks)
+
+
+def _vercel_object(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
+    return None if value is None or _gemini_has(value, needs) else lacks
+
+
+def _vercel_sources(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
+    for source in value or ():
+        if not isinstance(source, dict) or any(source.get(key) is not None and not _gemini_has(source[key], inner)
+                                                for key, inner in needs.items()):
+            return lacks
+    return None
+
+
+# How a row of _VERCEL_GEMINI_NEEDS reads its value (see there) -> the reader.
+_VERCEL_READS: Mapping[str, Callable[[Any, tuple[str, ...], Mapping, str], str | None]] = MappingProxyType({
+    "entries": _vercel_entries, "list": _vercel_list, "object": _vercel_object, "sources": _vercel_sources,
+})
 
 
 def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
@@ -4398,21 +4588,32 @@ def _gemini_error(error: Any) -> str:
 def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
     content = candidate.get("content")
     if content is not None:
-        if not isinstance(content, dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
-                              "not an object", index)
-        else:
-            role = content.get("role")
-            parts = content.get("parts")
-            if role is not None and role != "model":
-                yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
-                                  "not model", index)
-            elif parts is not None and not isinstance(parts, list):
-                yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
-                                  "not a list", index)
-            else:
-                for part in parts or ():
-                    yield from _gemini_part(pos, index, part, cand)
+        yield from _gemini_content(pos, index, content, cand)
+    yield from _gemini_hosted_metadata(pos, index, candidate, cand)
+    yield from _gemini_finish_reason(pos, index, candidate, cand)
+
+
+def _gemini_content(pos: int, index: int, content: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A candidate's content: the model's, and its parts in order."""
+    if not isinstance(content, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
+                          "not an object", index)
+        return
+    role = content.get("role")
+    parts = content.get("parts")
+    if role is not None and role != "model":
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
+                          "not model", index)
+    elif parts is not None and not isinstance(parts, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
+                          "not a list", index)
+    else:
+        for part in parts or ():
+            yield from _gemini_part(pos, index, part, cand)
+
+
+def _gemini_hosted_metadata(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """The metadata that says a hosted tool was used (once per tool and candidate)."""
     for member, hosted in _GEMINI_HOSTED_METADATA.items():
         value = candidate.get(member)
         if value is None:
@@ -4423,6 +4624,10 @@ def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandid
         elif value and hosted not in cand.hosted:
             cand.hosted.add(hosted)
             yield HostedUse(pos, hosted)
+
+
+def _gemini_finish_reason(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A candidate's finishReason, kept for the end (a continuation is no finish)."""
     reason = _gemini_enum_name(candidate.get("finishReason"), _GEMINI_FINISH_NUMBERS, "FINISH_REASON")
     if reason is not None:
         if not isinstance(reason, str):
@@ -4443,56 +4648,64 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
                           "not an object", index)
         return
     data = [key for key in part if key in _GEMINI_PART_DATA]
+    problem = _gemini_part_shape(part, index, data)
+    if problem is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, problem, index)
+    elif data:
+        yield from _GEMINI_PART_READERS[data[0]](pos, index, data[0], part[data[0]], cand)
+
+
+def _gemini_part_shape(part: dict, index: int, data: list[str]) -> str | None:
+    """What is wrong with a part's members (data: those that hold its data), or None: only reviewed
+    members, one data member at most, and metadata google-genai reads."""
     unknown = [key for key in part if key not in _GEMINI_PART_DATA and key not in _GEMINI_PART_META]
     if unknown:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} has the member "
-                          f"{_token(unknown[0])}, which has no reviewed normalizer", index)
-        return
+        return f"a part of candidate {index} has the member {_token(unknown[0])}, which has no reviewed normalizer"
     if len(data) > 1:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} holds both {data[0]} and "
-                          f"{data[1]}", index)
-        return
-    kind = data[0] if data else None
+        return f"a part of candidate {index} holds both {data[0]} and {data[1]}"
     problem = _gemini_members(part, _GEMINI_PART_META_TYPES, f"a part of candidate {index}: ")
     signature = part.get("thoughtSignature")
     if problem is None and isinstance(signature, str) and not _gemini_is_base64(signature):
         problem = f"a part of candidate {index}: thoughtSignature is not base64"
-    if problem is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{problem} (google-genai refuses the chunk)", index)
+    return None if problem is None else f"{problem} (google-genai refuses the chunk)"
+
+
+def _gemini_text(pos: int, index: int, kind: str, text: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    if not isinstance(text, str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"text of candidate {index} is {_describe(text)}, "
+                          "not a string", index)
+
+
+def _gemini_media(pos: int, index: int, kind: str, body: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """inlineData or fileData: an object (what it holds is not read)."""
+    if not isinstance(body, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is {_describe(body)}, "
+                          "not an object", index)
+
+
+def _gemini_code(pos: int, index: int, kind: str, code: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """executableCode: a hosted use of code execution, which a codeExecutionResult answers."""
+    if not isinstance(code, dict) or not isinstance(code.get("code"), str) \
+            or not _gemini_typed(code.get("language"), _GEMINI_ENUM):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} needs code and language "
+                          "strings", index)
         return
-    if kind == "functionCall":
-        yield from _gemini_function_call(pos, index, part["functionCall"], cand)
-    elif kind == "text":
-        if not isinstance(part["text"], str):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"text of candidate {index} is {_describe(part['text'])}, "
-                              "not a string", index)
-    elif kind == "executableCode":
-        code = part["executableCode"]
-        if not isinstance(code, dict) or not isinstance(code.get("code"), str) \
-                or not _gemini_typed(code.get("language"), _GEMINI_ENUM):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"executableCode of candidate {index} needs code and language "
-                              "strings", index)
-            return
-        cand.code += 1
-        yield HostedUse(pos, "code_execution")
-    elif kind == "codeExecutionResult":
-        result = part["codeExecutionResult"]
-        outcome = _gemini_enum_name(result.get("outcome"), _GEMINI_OUTCOME_NUMBERS, "OUTCOME") \
-            if isinstance(result, dict) else None
-        if _wire_str(outcome) not in _GEMINI_CODE_OUTCOMES:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
-                              "outcome", index)
-        elif cand.code == 0:
-            yield WireProblem(pos, MISSING_SLOT, f"codeExecutionResult of candidate {index} answers no "
-                              "executableCode", index)
-        else:
-            cand.code -= 1
-    elif kind in ("toolCall", "toolResponse"):
-        yield from _gemini_server_tool(pos, index, kind, part[kind], cand)
-    elif kind in ("inlineData", "fileData"):
-        if not isinstance(part[kind], dict):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of candidate {index} is {_describe(part[kind])}, "
-                              "not an object", index)
+    cand.code += 1
+    yield HostedUse(pos, "code_execution")
+
+
+def _gemini_code_result(pos: int, index: int, kind: str, result: Any,
+                        cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    outcome = _gemini_enum_name(result.get("outcome"), _GEMINI_OUTCOME_NUMBERS, "OUTCOME") \
+        if isinstance(result, dict) else None
+    if _wire_str(outcome) not in _GEMINI_CODE_OUTCOMES:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"codeExecutionResult of candidate {index} has no reviewed "
+                          "outcome", index)
+    elif cand.code == 0:
+        yield WireProblem(pos, MISSING_SLOT, f"codeExecutionResult of candidate {index} answers no "
+                          "executableCode", index)
+    else:
+        cand.code -= 1
 
 
 def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
@@ -4525,7 +4738,7 @@ def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _Gemin
         call[1] = True
 
 
-def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
     where = f"candidate {index}"
     wrong = _gemini_call_shape(call, where)
     if wrong is not None:
@@ -4557,6 +4770,14 @@ def _gemini_function_call(pos: int, index: int, call: Any, cand: _GeminiCandidat
             yield WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index)
         return
     yield from _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
+
+
+# A part's data member -> its reader: reader(pos, candidate index, member, value, candidate state).
+_GEMINI_PART_READERS: Mapping[str, Callable[..., Iterator[NeutralEvent]]] = MappingProxyType({
+    "functionCall": _gemini_function_call, "text": _gemini_text, "inlineData": _gemini_media,
+    "fileData": _gemini_media, "executableCode": _gemini_code, "codeExecutionResult": _gemini_code_result,
+    "toolCall": _gemini_server_tool, "toolResponse": _gemini_server_tool,
+})
 
 
 def _gemini_call_shape(call: Any, where: str) -> str | None:
@@ -4593,9 +4814,15 @@ def _gemini_new_call(pos: int, index: int, call: dict, call_id: str | None, name
         yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
         yield SlotEnd(pos, key)   # an unsafe integer in args is found where every profile's are (parse_strict_json)
         return
+    yield from _gemini_first_part(pos, index, key, call_id, name, partial, more, cand, args is not None)
+
+
+def _gemini_first_part(pos: int, index: int, key: SlotKey, call_id: str | None, name: str | None,
+                       partial: list | None, more: bool, cand: _GeminiCandidate, args: bool) -> Iterator[NeutralEvent]:
+    """The first part of a call whose arguments stream (partialArgs, willContinue): the call it opens."""
     yield SlotOpen(pos, key, call_id or None, name or None, None)
-    if args is not None:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} gives args and also streams "
+    if args:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of candidate {index} gives args and also streams "
                           "partialArgs or willContinue", index, key[1])
     streaming = cand.open = _GeminiCall(key, call_id or None, cand.max_depth)
     yield from _gemini_pieces(pos, index, partial or (), streaming)
@@ -4663,6 +4890,12 @@ def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
 def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
     """Check one partialArgs entry on its own: ((code, message), None), or (None, (path, kind,
     value, willContinue)) for _gemini_insert."""
+    problem, path = _gemini_piece_path(piece, max_depth)
+    return (problem, None) if problem is not None else _gemini_piece_value(piece, path)
+
+
+def _gemini_piece_path(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
+    """Where a partialArgs entry goes: (None, its path), or ((code, message), None)."""
     if not isinstance(piece, dict) or any(key not in _GEMINI_ARG_KEYS for key in piece):
         return (UNSUPPORTED_EVENT, "a partialArgs entry is not an object of jsonPath, one value and "
                 "willContinue"), None
@@ -4680,6 +4913,11 @@ def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | No
         # build another object from it: a pass must mean every reader runs the same call.
         return (UNEXPECTED_EVENT, (f"the jsonPath for {_gemini_path_text(path)} quotes a member name (['...']), "
                                    "which the Vercel AI SDK's reader does not understand")), None
+    return None, path
+
+
+def _gemini_piece_value(piece: dict, path: tuple) -> tuple[tuple[str, str] | None, tuple | None]:
+    """What a partialArgs entry at path holds: (None, (path, kind, value, willContinue)), or ((code, message), None)."""
     kinds = [key for key in _GEMINI_VALUE_KEYS if key in piece]
     more = piece.get("willContinue", False)
     if len(kinds) != 1 or not isinstance(more, bool):
@@ -4705,39 +4943,63 @@ def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | No
 def _gemini_insert(call: _GeminiCall, path: tuple, kind: str, value: Any, more: bool) -> tuple[str, str] | None:
     """Put a checked piece into the call's object; (code, message) when the object refuses it."""
     # Walk what exists first, then check the rest, so a refused path leaves the object unchanged.
-    parent: Any = call.tree
-    depth, last = 0, len(path) - 1
-    while True:
-        segment = path[depth]
-        if isinstance(segment, int) != isinstance(parent, list):
-            return DUPLICATE_KEY, (f"{_gemini_path_text(path)} treats {_gemini_path_text(path[:depth])} as "
-                                   f"{'an array' if isinstance(segment, int) else 'an object'}, but it is not one")
-        if isinstance(parent, list) and segment > len(parent):
-            return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
-                                    f"{_gemini_path_text(path[:depth] + (len(parent),))}")
-        present = segment < len(parent) if isinstance(parent, list) else segment in parent
-        if depth == last or not present:
-            break
-        child = parent[segment]
-        if not isinstance(child, (dict, list)):
-            return DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
-                                   f"{_gemini_path_text(path[:depth + 1])}")
-        parent, depth = child, depth + 1
+    problem, parent, depth, present = _gemini_walk(call.tree, path)
+    if problem is not None:
+        return problem
+    last = len(path) - 1
     if depth == last and present:
-        current = parent[segment]
-        if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
-            current.pieces.append(value)
-            current.open = more
-            if not more:
-                call.open_strings.pop(path, None)
-            return None
-        what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
-                else "a second value for")
-        return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
+        return _gemini_extend(call, path, parent[path[last]], kind, value, more)
     for later in range(depth + 1, len(path)):   # containers created below are new: their first element is 0
         if isinstance(path[later], int) and path[later] != 0:
             return MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
                                     f"{_gemini_path_text(path[:later] + (0,))}")
+    _gemini_grow(call, parent, path, depth, kind, value, more)
+    return None
+
+
+def _gemini_walk(tree: dict, path: tuple) -> tuple[tuple[str, str] | None, Any, int, bool]:
+    """Follow path through what the object already holds: (a problem or None, the deepest container
+    reached, the depth of the segment in it, whether that segment is present there)."""
+    parent: Any = tree
+    depth, last = 0, len(path) - 1
+    while True:
+        segment = path[depth]
+        problem: tuple[str, str] | None = None
+        if isinstance(segment, int) != isinstance(parent, list):
+            problem = DUPLICATE_KEY, (f"{_gemini_path_text(path)} treats {_gemini_path_text(path[:depth])} as "
+                                      f"{'an array' if isinstance(segment, int) else 'an object'}, but it is not one")
+        elif isinstance(parent, list) and segment > len(parent):
+            problem = MALFORMED_JSON, (f"{_gemini_path_text(path)} skips array element "
+                                       f"{_gemini_path_text(path[:depth] + (len(parent),))}")
+        else:
+            present = segment < len(parent) if isinstance(parent, list) else segment in parent
+            if depth == last or not present:
+                return None, parent, depth, present
+            if not isinstance(parent[segment], (dict, list)):
+                problem = DUPLICATE_KEY, (f"{_gemini_path_text(path)} conflicts with the value already at "
+                                          f"{_gemini_path_text(path[:depth + 1])}")
+        if problem is not None:
+            return problem, parent, depth, False
+        parent, depth = parent[segment], depth + 1
+
+
+def _gemini_extend(call: _GeminiCall, path: tuple, current: Any, kind: str, value: Any,
+                   more: bool) -> tuple[str, str] | None:
+    """A piece for a path that holds a value already: only a string that said willContinue takes more."""
+    if isinstance(current, _GeminiString) and current.open and kind == "stringValue":
+        current.pieces.append(value)
+        current.open = more
+        if not more:
+            call.open_strings.pop(path, None)
+        return None
+    what = ("a value of another type for" if isinstance(current, _GeminiString) and current.open
+            else "a second value for")
+    return DUPLICATE_KEY, f"{what} {_gemini_path_text(path)}"
+
+
+def _gemini_grow(call: _GeminiCall, parent: Any, path: tuple, depth: int, kind: str, value: Any, more: bool) -> None:
+    """Create the containers path needs below depth, then its leaf (a string that may continue)."""
+    last = len(path) - 1
     for later in range(depth, last):
         child = [] if isinstance(path[later + 1], int) else {}
         if isinstance(parent, list):
@@ -4752,7 +5014,6 @@ def _gemini_insert(call: _GeminiCall, path: tuple, kind: str, value: Any, more: 
         parent[path[last]] = leaf
     if more:
         call.open_strings[path] = leaf
-    return None
 
 
 def _gemini_serialise(tree: dict) -> str:
@@ -4864,20 +5125,40 @@ def _redact_gemini_part(part: Any) -> Any:
         return _neutral(part, _GEMINI_KEEP)
     out = {}
     for key, value in part.items():
-        if key == "functionCall":
-            out[key] = value
-        elif key in ("toolCall", "toolResponse") and isinstance(value, dict):
-            # a hosted tool's use and result: the rules read its type and its id (a result answers
-            # the use of the same id); its query and its results are content
-            out[key] = {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
-        elif key == "thoughtSignature" and isinstance(value, str) and value:
-            out[key] = _gemini_base64_stand_in(value)
-        elif key == "inlineData" and isinstance(value, dict):
-            out[key] = {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
-                            else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
-        else:
-            out[key] = _neutral(value, _GEMINI_KEEP)
+        redact = _GEMINI_REDACTED_MEMBERS.get(key)
+        out[key] = _neutral(value, _GEMINI_KEEP) if redact is None else redact(value)
     return out
+
+
+def _redact_gemini_server_tool(value: Any) -> Any:
+    """A hosted tool's use and result: the rules read its type and its id (a result answers the use
+    of the same id); its query and its results are content."""
+    if not isinstance(value, dict):
+        return _neutral(value, _GEMINI_KEEP)
+    return {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+
+
+def _redact_gemini_signature(value: Any) -> Any:
+    return _gemini_base64_stand_in(value) if isinstance(value, str) and value else _neutral(value, _GEMINI_KEEP)
+
+
+def _redact_gemini_inline_data(value: Any) -> Any:
+    """inlineData: its base64 data masked to the base64 stand-in, its mimeType kept."""
+    if not isinstance(value, dict):
+        return _neutral(value, _GEMINI_KEEP)
+    return {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+                else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+
+
+def _kept_whole(value: Any) -> Any:
+    return value
+
+
+# A part's member -> what redaction keeps of it; every other member keeps only its shape.
+_GEMINI_REDACTED_MEMBERS: Mapping[str, Callable[[Any], Any]] = MappingProxyType({
+    "functionCall": _kept_whole, "toolCall": _redact_gemini_server_tool, "toolResponse": _redact_gemini_server_tool,
+    "thoughtSignature": _redact_gemini_signature, "inlineData": _redact_gemini_inline_data,
+})
 
 
 def _gemini_protected(payload: dict) -> dict[tuple, str]:
@@ -4894,20 +5175,24 @@ def _gemini_protected(payload: dict) -> dict[tuple, str]:
         if isinstance(token, str) and _gemini_is_base64(token):
             paths[("candidates", c, "continuationToken")] = "base64"
         for n, part in enumerate(parts if isinstance(parts, list) else []):
-            signature = part.get("thoughtSignature") if isinstance(part, dict) else None
-            if isinstance(signature, str) and _gemini_is_base64(signature):
-                paths[("candidates", c, "content", "parts", n, "thoughtSignature")] = "base64"
-            if isinstance(part, dict) and "functionCall" in part:
-                paths[("candidates", c, "content", "parts", n, "functionCall")] = "warn"
-            for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
-                if isinstance(part, dict) and isinstance(part.get(hosted), dict):
-                    paths[("candidates", c, "content", "parts", n, hosted, "id")] = "warn"
+            if isinstance(part, dict):
+                _gemini_part_protected(part, ("candidates", c, "content", "parts", n), paths)
     return paths
 
 
 def _gemini_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
     """The functions of a Gemini Tool object (or a bare FunctionDeclaration); None for any other entry."""
     return _gemini_tool(tool, where) if _is_gemini_tool(tool) else None
+def _gemini_part_protected(part: dict, where: tuple, paths: dict[tuple, str]) -> None:
+    """A part's protected paths, added to paths: a base64 thoughtSignature, a functionCall, a hosted tool's id."""
+    signature = part.get("thoughtSignature")
+    if isinstance(signature, str) and _gemini_is_base64(signature):
+        paths[where + ("thoughtSignature",)] = "base64"
+    if "functionCall" in part:
+        paths[where + ("functionCall",)] = "warn"
+    for hosted in ("toolCall", "toolResponse"):   # a result answers the use of the same id
+        if isinstance(part.get(hosted), dict):
+            paths[where + (hosted, "id")] = "warn"
 
 
 def _gemini_claims(payload: dict) -> bool:
@@ -5034,36 +5319,66 @@ def _gemini_declaration(declaration: Any, where: str) -> tuple[str, Any]:
         raise CaptureError(f"{where}.parameters nests too deeply to convert") from None
 
 
+_GEMINI_UNWRITTEN = object()   # a keyword's conversion that writes nothing in its place
+
+
+def _gemini_schema_type(value: Any, where: str, key: str) -> str:
+    kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
+    if kind is None:
+        raise CaptureError(f"{where}.type {_token(value)} is not one of "
+                           f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
+    return kind
+
+
+def _gemini_schema_nullable(value: Any, where: str, key: str) -> object:
+    """Checked here, written by gemini_schema as a type, an anyOf branch or an enum member."""
+    if not isinstance(value, bool):
+        raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
+    return _GEMINI_UNWRITTEN
+
+
+def _gemini_schema_properties(value: Any, where: str, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
+    return {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
+
+
+def _gemini_schema_items(value: Any, where: str, key: str) -> dict:
+    return gemini_schema(value, where + ".items")
+
+
+def _gemini_schema_any_of(value: Any, where: str, key: str) -> list:
+    if not isinstance(value, list):
+        raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
+    return [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
+
+
+def _gemini_schema_count(value: Any, where: str, key: str) -> Any:
+    """A count is an int64, which proto3 JSON writes as a string of digits; any other value stays."""
+    if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+        return value
+    if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
+        raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
+    return int(value)
+
+
+# A Schema keyword -> its conversion(value, where, keyword); any other keyword is copied as it is.
+_GEMINI_SCHEMA_KEYWORDS: Mapping[str, Callable[[Any, str, str], Any]] = MappingProxyType({
+    "type": _gemini_schema_type, "nullable": _gemini_schema_nullable, "properties": _gemini_schema_properties,
+    "items": _gemini_schema_items, "anyOf": _gemini_schema_any_of,
+    **dict.fromkeys(_GEMINI_SCHEMA_COUNTS, _gemini_schema_count),
+})
+
+
 def gemini_schema(schema: Any, where: str = "parameters") -> dict:
     """Gemini's OpenAPI-style Schema object as JSON Schema (the rules above); CaptureError when it cannot be."""
     if not isinstance(schema, dict):
         raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "type":
-            kind = _GEMINI_SCHEMA_TYPES.get(value.upper()) if isinstance(value, str) else None
-            if kind is None:
-                raise CaptureError(f"{where}.type {_token(value)} is not one of "
-                                   f"{', '.join(_GEMINI_SCHEMA_TYPES)}")
-            out[key] = kind
-        elif key == "nullable":
-            if not isinstance(value, bool):
-                raise CaptureError(f"{where}.nullable must be a boolean, got {_describe(value)}")
-        elif key == "properties":
-            if not isinstance(value, dict):
-                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
-            out[key] = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
-        elif key == "items":
-            out[key] = gemini_schema(value, where + ".items")
-        elif key == "anyOf":
-            if not isinstance(value, list):
-                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
-            out[key] = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
-        elif key in _GEMINI_SCHEMA_COUNTS and isinstance(value, str) and value.isascii() and value.isdigit():
-            if len(value) > 19:   # an int64 has at most 19 digits (and Python refuses to read 4,300)
-                raise CaptureError(f"{where}.{key} is a count of {len(value)} digits, more than an int64 holds")
-            out[key] = int(value)   # an int64, which proto3 JSON writes as a string
-        else:
+        convert = _GEMINI_SCHEMA_KEYWORDS.get(key)
+        value = value if convert is None else convert(value, where, key)
+        if value is not _GEMINI_UNWRITTEN:
             out[key] = value
     if schema.get("nullable") is True:
         if "type" in out:
@@ -5170,24 +5485,15 @@ class CohereNormalizer:
             what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer")
             return
-        state.opening, wrong = _opening(pos, state.opening, kind, "message-start")
-        yield from wrong
-        if _secure_parse_refuses(event):
-            # its event parser refuses the event and the stream goes on without it
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
-                              "Vercel AI SDK drops such an event and reads the turn without it")
-            # then read as the other readers read it (as on gemini): the report shows what was sent
-        state.ending, late = _ending(pos, _COHERE_ENDING, state.ending, "end" if kind == "message-end" else "event",
-                                     kind)
-        yield from late
-        if late:
-            return
-        if kind == "message-start":
-            yield from _cohere_message_start(pos, event)
-        elif kind == "message-end":
-            yield from _cohere_message_end(pos, event)
-        elif kind in _COHERE_CALL_EVENTS:
-            yield from _cohere_call_event(pos, kind, event, state)
+        yield from _COHERE_ROOM.read(pos, kind, event, state)
+
+
+def _cohere_refused(pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
+    """An event the Vercel AI SDK's parser refuses: it goes on without it."""
+    if _secure_parse_refuses(event):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
+                          "Vercel AI SDK drops such an event and reads the turn without it")
+        # then read as the other readers read it (as on gemini): the report shows what was sent
 
 
 def _cohere_tool_calls(event: dict) -> Any:
@@ -5197,13 +5503,13 @@ def _cohere_tool_calls(event: dict) -> Any:
     return message.get("tool_calls") if isinstance(message, dict) else None
 
 
-def _cohere_message_start(pos: int, event: dict) -> Iterator[NeutralEvent]:
+def _cohere_message_start(pos: int, kind: str, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
     if _cohere_tool_calls(event) not in (None, []):
         yield WireProblem(pos, UNSUPPORTED_EVENT, "message-start carries tool calls (every recording has an empty "
                           "list there): no reviewed reader takes calls from it")
 
 
-def _cohere_message_end(pos: int, event: dict) -> Iterator[NeutralEvent]:
+def _cohere_message_end(pos: int, kind: str, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
     delta = event.get("delta")
     reason = delta.get("finish_reason") if isinstance(delta, dict) else None
     if not isinstance(reason, str):
@@ -5212,8 +5518,8 @@ def _cohere_message_end(pos: int, event: dict) -> Iterator[NeutralEvent]:
         return
     error = delta.get("error")
     if reason == "ERROR" or error is not None:
-        kind = delta.get("error_type")
-        named = f" ({_token(kind)})" if isinstance(kind, str) and kind else ""
+        error_type = delta.get("error_type")
+        named = f" ({_token(error_type)})" if isinstance(error_type, str) and error_type else ""
         yield WireProblem(pos, STREAM_ERROR, f"message-end reports an error{named} with finish_reason "
                           f"{_token(reason)}: the generation failed (the Cohere SDK yields this as an ordinary "
                           "event over HTTP 200)")
@@ -5225,24 +5531,31 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
     if not _is_index(index):
         yield WireProblem(pos, MISSING_INDEX, f"{kind} index must be a non-negative integer, got {_describe(index)}")
         return
-    key = (None, index)
     if kind == "tool-call-end":
-        if event.get("delta") is not None:
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-end of call {index} carries a delta (the wire "
-                              "sends only type and index)", None, index)
-            return
-        if state.open == index:
-            state.open = None
-        yield SlotEnd(pos, key)
+        yield from _cohere_call_end(pos, index, event, state)
         return
     call = _cohere_tool_calls(event)
     if not isinstance(call, dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} delta.message.tool_calls is {_describe(call)}, not one "
                           "call object", None, index)
-        return
-    if kind == "tool-call-start":
+    elif kind == "tool-call-start":
         yield from _cohere_start(pos, index, call, state)
+    else:
+        yield from _cohere_call_delta(pos, index, call, state)
+
+
+def _cohere_call_end(pos: int, index: int, event: dict, state: _CohereState) -> Iterator[NeutralEvent]:
+    if event.get("delta") is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-end of call {index} carries a delta (the wire "
+                          "sends only type and index)", None, index)
         return
+    if state.open == index:
+        state.open = None
+    yield SlotEnd(pos, (None, index))
+
+
+def _cohere_call_delta(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:
+    """A tool-call-delta: only a piece of function.arguments, for the call that is streaming."""
     function = call.get("function")
     text = function.get("arguments") if isinstance(function, dict) else None
     if _stated(call) != {"function"} or not isinstance(function, dict) or _stated(function) != {"arguments"} \
@@ -5253,7 +5566,7 @@ def _cohere_call_event(pos: int, kind: str, event: dict, state: _CohereState) ->
     if index in state.started and state.open not in (None, index):
         yield WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
                           "streaming: the Vercel AI SDK appends it to the pending call", None, index)
-    yield Fragment(pos, key, None, None, text)
+    yield Fragment(pos, (None, index), None, None, text)
 
 
 def _stated(members: dict) -> set:
@@ -5290,6 +5603,14 @@ def _cohere_start(pos: int, index: int, call: dict, state: _CohereState) -> Iter
     yield SlotOpen(pos, (None, index), call_id, name, {})
     if text:
         yield Fragment(pos, (None, index), None, None, text)
+
+
+# The lifecycle: message-start opens, message-end ends (see _COHERE_ENDING), and what each event type says.
+_COHERE_ROOM = _EventRoom(
+    start="message-start", ending=_COHERE_ENDING, steps={"message-end": "end"}, other="event",
+    handlers={"message-start": _cohere_message_start, "message-end": _cohere_message_end,
+              **dict.fromkeys(_COHERE_CALL_EVENTS, _cohere_call_event)},
+    screen=_cohere_refused)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -5530,8 +5851,6 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     "raises" (an exception it lets through: the turn fails there); "limit" (past a bound of this
     check, or this machine ran out of memory or stack: it may run an object or a list).
     """
-    import ast
-
     if re.match(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1), value):
         return "limit", f"a number of more than {_LANGCHAIN_EVAL_DIGITS} digits"   # json.loads's integer limit
     if "{" not in value and "[" not in value:
@@ -5539,19 +5858,30 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
     python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
                     and _python_literal_tokens().fullmatch(value) is not None)
-    if json_could:   # linear, and its depth is bounded by the interpreter's recursion limit
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            pass   # literal_eval's turn
-        except (MemoryError, RecursionError) as exc:
-            return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
-        except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
-            return "raises", f"json.loads raises {type(exc).__name__}"
-        else:
-            return ("object" if isinstance(parsed, dict) else "list"), ""
-    if not python_could:
-        return "keep", ""
+    reading = _langchain_json_reading(value) if json_could else None
+    if reading is not None:
+        return reading
+    return _langchain_eval_reading(value) if python_could else ("keep", "")
+
+
+def _langchain_json_reading(value: str) -> tuple[str, str] | None:
+    """What json.loads makes of an argument string; None when it refuses it (literal_eval's turn).
+    Linear, and its depth is bounded by the interpreter's recursion limit."""
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return None
+    except (MemoryError, RecursionError) as exc:
+        return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+    except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
+        return "raises", f"json.loads raises {type(exc).__name__}"
+    return ("object" if isinstance(parsed, dict) else "list"), ""
+
+
+def _langchain_eval_reading(value: str) -> tuple[str, str]:
+    """What ast.literal_eval makes of an argument string made of Python literal tokens, within this check's bounds."""
+    import ast
+
     if len(value) > _LANGCHAIN_EVAL_CHARS:
         return "limit", f"{len(value)} characters (at most {_LANGCHAIN_EVAL_CHARS} are read)"
     depth = _bracket_depth(value)
@@ -5624,6 +5954,16 @@ class OllamaNormalizer:
             else:
                 yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
             return
+        yield from self._line(pos, chunk)
+        if done:
+            self.done = True
+            reason = chunk.get("done_reason")
+            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
+                # the server leaves done_reason out when it is "" (its connection to the model closed)
+                yield TurnEnd(pos, "" if reason is None else reason)
+
+    def _line(self, pos: int, chunk: dict) -> Iterator[NeutralEvent]:
+        """A line's message, when every reader reads the line as it stands."""
         message = chunk.get("message")
         wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
                  else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
@@ -5642,12 +5982,6 @@ class OllamaNormalizer:
                               "cannot read it")
         else:
             yield from self._message(pos, message)
-        if done:
-            self.done = True
-            reason = chunk.get("done_reason")
-            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
-                # the server leaves done_reason out when it is "" (its connection to the model closed)
-                yield TurnEnd(pos, "" if reason is None else reason)
 
     def _message(self, pos: int, message: dict) -> Iterator[NeutralEvent]:
         for key, value in message.items():
@@ -5679,16 +6013,22 @@ class OllamaNormalizer:
         args = function.get("arguments")
         self.opened = True
         yield SlotOpen(pos, key, entry.get("id") or None, name, args if isinstance(args, dict) else {})
-        if not isinstance(args, dict):
-            what = _describe(args) if "arguments" in function else "no arguments"
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
-                              "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
-                              "skips the call", None, number)
-        else:
-            rewrite = _langchain_rewrites(name, args)
-            if rewrite is not None:
-                yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
+        yield from _ollama_arguments(pos, number, name, function)
         yield SlotEnd(pos, key)
+
+
+def _ollama_arguments(pos: int, number: int, name: str | None, function: dict) -> Iterator[NeutralEvent]:
+    """A call's arguments: an object, which every reader runs as it stands."""
+    args = function.get("arguments")
+    if not isinstance(args, dict):
+        what = _describe(args) if "arguments" in function else "no arguments"
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
+                          "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
+                          "skips the call", None, number)
+        return
+    rewrite = _langchain_rewrites(name, args)
+    if rewrite is not None:
+        yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -6052,16 +6392,8 @@ class TurnMachine:
             return  # the common case: no identity to check, a slot that accepts text
         if event.key in self.untracked:
             return
-        choice = event.key[0]
-        if choice in self.choice_ends:
-            slot = self._slot(event.key, event.position)
-            if slot is None:
-                return
-            if slot.phase == UNSEEN:
-                self._set_identity(slot, "id", event.id, event.position)
-                self._set_identity(slot, "name", event.name, event.position)
-            self._find(DELTA_AFTER_TERMINAL, f"tool-call fragment after choice {choice} finished "
-                       f"({_token(self.choice_ends[choice])})", event.position, event.key)
+        if event.key[0] in self.choice_ends:
+            self._fragment_after_finish(event)
             return
         if not self.rules.implicit_open and event.key not in self.slots:
             self._find(MISSING_SLOT, f"fragment for slot {_slot_label(event.key)}, which was never opened",
@@ -6074,15 +6406,31 @@ class TurnMachine:
         if not self._step(slot, "fragment", event.position):
             return
         if event.kind is not None and event.kind != slot.kind:
-            if opened:
-                slot.kind = event.kind
-            else:
-                self._find(IDENTITY_COLLISION, f"slot {_slot_label(slot.key)} changed from a {slot.kind} call to a "
-                           f"{event.kind} call", event.position, slot.key)
+            self._set_kind(slot, event.kind, opened, event.position)
         self._set_identity(slot, "id", event.id, event.position)
         self._set_identity(slot, "name", event.name, event.position)
         if event.arguments:
             slot.parts.append(event.arguments)
+
+    def _fragment_after_finish(self, event: Fragment) -> None:
+        """A fragment of a choice that finished: late; a slot it opens still gets its identity."""
+        choice = event.key[0]
+        slot = self._slot(event.key, event.position)
+        if slot is None:
+            return
+        if slot.phase == UNSEEN:
+            self._set_identity(slot, "id", event.id, event.position)
+            self._set_identity(slot, "name", event.name, event.position)
+        self._find(DELTA_AFTER_TERMINAL, f"tool-call fragment after choice {choice} finished "
+                   f"({_token(self.choice_ends[choice])})", event.position, event.key)
+
+    def _set_kind(self, slot: Slot, kind: str, opened: bool, position: int) -> None:
+        """The kind of call a slot is: said by the fragment that opens it, never changed after."""
+        if opened:
+            slot.kind = kind
+        else:
+            self._find(IDENTITY_COLLISION, f"slot {_slot_label(slot.key)} changed from a {slot.kind} call to a "
+                       f"{kind} call", position, slot.key)
 
     def _on_SlotEnd(self, event: SlotEnd) -> None:
         if event.key in self.untracked:
@@ -6123,21 +6471,25 @@ class TurnMachine:
                        "argument fragments", position, slot.key)
         return True
 
+    def _second_finish(self, event: ChoiceEnd, has_calls: bool) -> None:
+        """A finish_reason for a choice that finished: a bare restatement of the same reason is noted once;
+        any other is a duplicate terminal (or a tool reason for a choice without calls)."""
+        if (event.bare and event.reason == self.choice_ends[event.choice]
+                and event.choice not in self.restated_finishes):
+            self.restated_finishes[event.choice] = event.position   # reported, never a terminal
+        elif has_calls:
+            self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
+                       event.position, choice=event.choice)
+        elif event.reason == self.rules.tool_reason:
+            self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
+                       "tool call", event.position, choice=event.choice)
+
     def _on_ChoiceEnd(self, event: ChoiceEnd) -> None:
         choice_slots = list(self.by_choice.get(event.choice, {}).values())
         if event.reason == self.rules.tool_reason:
             self.tool_signal = True
         if event.choice in self.choice_ends:
-            if (event.bare and event.reason == self.choice_ends[event.choice]
-                    and event.choice not in self.restated_finishes):
-                self.restated_finishes[event.choice] = event.position   # reported, never a terminal
-                return
-            if choice_slots:
-                self._find(DUPLICATE_TERMINAL, f"second finish_reason {_token(event.reason)} for choice {event.choice}",
-                           event.position, choice=event.choice)
-            elif event.reason == self.rules.tool_reason:
-                self._find(MISSING_SLOT, f"finish_reason {_token(event.reason)} but choice {event.choice} has no "
-                           "tool call", event.position, choice=event.choice)
+            self._second_finish(event, bool(choice_slots))
             return
         self.choice_ends[event.choice] = event.reason
         if not choice_slots:
@@ -6199,6 +6551,18 @@ class TurnMachine:
     def _on_SnapshotCall(self, event: SnapshotCall) -> None:
         self.snapshots.setdefault(event.choice, event.position)
 
+    def outcome(self) -> dict[str, Any]:
+        """The members of the turn's Outcome this machine owns, by keyword (the gate adds the
+        profile, the meta, the limit and what it left unexamined): its findings, its calls in
+        report order, whether the turn concerned tools at all, and each accepted restated finish."""
+        return {
+            "findings": self.findings, "slots": sorted(self.slots.values(), key=slot_order),
+            "applicable": bool(self.slots) or self.tool_signal,
+            "findings_for": self.findings_for, "omitted_for": self.omitted_for,
+            "hosted": self.hosted, "omitted": self.omitted,
+            "restated": [{"choice": choice, "reason": self.choice_ends[choice], "position": position}
+                         for choice, position in sorted(self.restated_finishes.items())]}
+
     # -- end of stream -------------------------------------------------------
 
     def finish(self) -> None:
@@ -6214,31 +6578,38 @@ class TurnMachine:
                     self._find(MISSING_TERMINAL, f"choice {choice} has tool calls but the stream ended without a "
                                f"{self.rules.stop_name}", None, choice=choice)
         else:
-            for key in sorted(self.slots, key=lambda k: k[1]):
-                if self.slots[key].phase != TERMINAL:
-                    self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal "
-                               f"({self.rules.slot_end_name})", None, key)
-            if self.slots and self.turn_reason is None:
-                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.stop_name}", None)
-            if self.slots and self.rules.needs_close and not self.closed:
-                self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
+            self._finish_turn()
         if self.rules.contiguous_slots:
             for choice in sorted(self.by_choice):
-                present = self.by_choice[choice]
-                highest = max(present)
-                missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
-                listed = 0
-                index = 0
-                while listed < min(missing_count, 16):
-                    if index not in present:
-                        listed += 1
-                        self._find(MISSING_SLOT, f"choice {choice} has slot {highest} but no slot {index}",
-                                   None, choice=choice)
-                        self.findings[-1].index = index  # names the missing slot; still concerns the choice
-                    index += 1
-                if missing_count > listed:
-                    self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
-                               None, choice=choice)
+                self._finish_gaps(choice, self.by_choice[choice])
+
+    def _finish_turn(self) -> None:
+        """A turn whose terminal evidence is per slot and per turn: each slot ended, the turn stopped and closed."""
+        for key in sorted(self.slots, key=lambda k: k[1]):
+            if self.slots[key].phase != TERMINAL:
+                self._find(MISSING_TERMINAL, f"slot {_slot_label(key)} has no terminal "
+                           f"({self.rules.slot_end_name})", None, key)
+        if self.slots and self.turn_reason is None:
+            self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.stop_name}", None)
+        if self.slots and self.rules.needs_close and not self.closed:
+            self._find(MISSING_TERMINAL, f"the turn has tool calls but no {self.rules.close_name}", None)
+
+    def _finish_gaps(self, choice: int | None, present: dict[int, Slot]) -> None:
+        """The slot indices a choice skipped: the first 16 by name, then how many more."""
+        highest = max(present)
+        missing_count = highest + 1 - len(present)  # arithmetic: indices may be huge
+        listed = 0
+        index = 0
+        while listed < min(missing_count, 16):
+            if index not in present:
+                listed += 1
+                self._find(MISSING_SLOT, f"choice {choice} has slot {highest} but no slot {index}",
+                           None, choice=choice)
+                self.findings[-1].index = index  # names the missing slot; still concerns the choice
+            index += 1
+        if missing_count > listed:
+            self._find(MISSING_SLOT, f"choice {choice} misses {missing_count - listed} more slot indices",
+                       None, choice=choice)
 
 
 def slot_order(slot: Slot) -> tuple[int, int]:
@@ -6316,22 +6687,14 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
     """Depth limit and (when strings) lone surrogate escapes, walked without recursion."""
-    if not strings:  # depth alone: visit containers level by level, leaves only to pass them by
-        level, depth, containers = [value] if isinstance(value, (dict, list)) else [], 1, (dict, list)
-        while level:
-            if depth > max_depth:
-                raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
-            deeper: list[Any] = []
-            for node in level:
-                deeper += [item for item in (node.values() if isinstance(node, dict) else node)
-                           if isinstance(item, containers)]
-            level, depth = deeper, depth + 1
+    if not strings:
+        _check_depth(value, max_depth)
         return
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
-            if strings and _has_surrogate(node):
+            if _has_surrogate(node):
                 raise JsonProblem(INVALID_UNICODE, "a string holds an unpaired UTF-16 surrogate escape")
             continue
         if not isinstance(node, (dict, list)):
@@ -6340,11 +6703,24 @@ def _check_tree(value: Any, max_depth: int, strings: bool = True) -> None:
             raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
         if isinstance(node, dict):
             for key, item in node.items():
-                if strings and _has_surrogate(key):
+                if _has_surrogate(key):
                     raise JsonProblem(INVALID_UNICODE, "a key holds an unpaired UTF-16 surrogate escape")
                 stack.append((item, depth + 1))
         else:
             stack.extend((item, depth + 1) for item in node)
+
+
+def _check_depth(value: Any, max_depth: int) -> None:
+    """The depth limit alone: containers visited level by level, leaves only to pass them by."""
+    level, depth, containers = [value] if isinstance(value, (dict, list)) else [], 1, (dict, list)
+    while level:
+        if depth > max_depth:
+            raise JsonProblem(LIMIT_EXCEEDED, f"nesting deeper than the limit of {max_depth}")
+        deeper: list[Any] = []
+        for node in level:
+            deeper += [item for item in (node.values() if isinstance(node, dict) else node)
+                       if isinstance(item, containers)]
+        level, depth = deeper, depth + 1
 
 
 # ---------------------------------------------------------------------------
@@ -6584,28 +6960,6 @@ def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = 
     number's digits (the work done).
     """
     quote = json.encoder.encode_basestring
-
-    def scalar(item: object) -> str:
-        if item is None:
-            return "n,"
-        if isinstance(item, bool):
-            return "t," if item else "f,"
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                raise _SchNotJson("non-finite number")
-            if not item.is_integer():
-                return "d" + repr(item) + ","
-            item = int(item)
-        if isinstance(item, int):
-            text = "i" + format(item, "x") + ","   # hex: linear time, no digit limit
-        elif isinstance(item, str):
-            text = quote(item) + ","
-        else:
-            raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
-        if tally is not None and lengths:
-            tally[0] += len(text) >> 12   # comparing or hashing a long form reads all of it
-        return text
-
     if not isinstance(value, (list, dict)):
         if tally is not None:
             tally[0] += 1
@@ -6613,7 +6967,7 @@ def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = 
             if tally is not None and lengths:
                 tally[0] += len(value) >> 12
             return ("s", value)
-        return scalar(value)
+        return _sch_scalar_form(value, tally, lengths)
     parts: list[str] = []
     # One iterator of (key or None, child) pairs per open container, and its closing text.
     stack: list[Iterator[tuple[Optional[str], object]]] = [iter(((None, value),))]
@@ -6646,8 +7000,31 @@ def _sch_canonical(value: object, tally: Optional[list] = None, lengths: bool = 
             if tally is not None:
                 tally[0] += 1 + len(item)
         else:
-            parts.append(scalar(item))
+            parts.append(_sch_scalar_form(item, tally, lengths))
     return "".join(parts)
+
+
+def _sch_scalar_form(item: object, tally: Optional[list], lengths: bool) -> str:
+    """The form of a value that is not a container (see _sch_canonical), charged to tally when given."""
+    if item is None:
+        return "n,"
+    if isinstance(item, bool):
+        return "t," if item else "f,"
+    if isinstance(item, float):
+        if not math.isfinite(item):
+            raise _SchNotJson("non-finite number")
+        if not item.is_integer():
+            return "d" + repr(item) + ","
+        item = int(item)
+    if isinstance(item, int):
+        text = "i" + format(item, "x") + ","   # hex: linear time, no digit limit
+    elif isinstance(item, str):
+        text = json.encoder.encode_basestring(item) + ","
+    else:
+        raise _SchNotJson(f"a {type(item).__name__} is not a JSON value")
+    if tally is not None and lengths:
+        tally[0] += len(text) >> 12   # comparing or hashing a long form reads all of it
+    return text
 
 
 def _sch_pointer(path: object) -> str:
@@ -6831,6 +7208,18 @@ class _RxError(ValueError):
     """The pattern is outside the ECMA-262 (u flag) subset this checker runs."""
 
 
+# The quantifiers that are one character -> (low, high; None: no bound).
+_RX_SHORT_COUNTS = MappingProxyType({"*": (0, None), "+": (1, None), "?": (0, 1)})
+
+
+# Escapes refused by what they are, whatever follows them -> the message ({char}: the escaped character).
+_RX_REFUSED_ESCAPES = MappingProxyType({
+    **dict.fromkeys("123456789", "backreferences are not supported"),
+    "k": "named backreferences are not supported",
+    **dict.fromkeys("AZ", "\"\\{char}\" is Python-only syntax, not ECMA-262"),
+})
+
+
 class _RxParser:
     """Recursive-descent parser for ECMA-262 patterns with the u flag (subset).
 
@@ -6949,31 +7338,11 @@ class _RxParser:
 
     def quantified(self, atom: tuple) -> tuple:
         char = self.peek()
-        if char == "*":
-            low, high = 0, None
-            self.pos += 1
-        elif char == "+":
-            low, high = 1, None
-            self.pos += 1
-        elif char == "?":
-            low, high = 0, 1
+        if char in _RX_SHORT_COUNTS:
+            low, high = _RX_SHORT_COUNTS[char]
             self.pos += 1
         elif char == "{":
-            found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
-            if found is None:
-                if self.src.startswith("{,", self.pos):
-                    raise _RxError("\"{,m}\" is not a quantifier in ECMA-262")
-                raise _RxError("a malformed \"{...}\" quantifier (u flag)")
-            if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
-                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
-            low = int(found.group(1))
-            high = low if found.group(2) is None else (
-                int(found.group(3)) if found.group(3) else None)
-            if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
-                raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
-            if high is not None and low > high:
-                raise _RxError("numbers out of order in a \"{n,m}\" quantifier")
-            self.pos = found.end()
+            low, high = self.counts()
         else:
             return atom
         lazy = self.peek() == "?"
@@ -6982,6 +7351,25 @@ class _RxParser:
         if self.peek() and self.peek() in "*+?{":
             raise _RxError("a quantifier cannot follow a quantifier")
         return ("rep", atom, low, high, lazy)
+
+    def counts(self) -> tuple[int, int | None]:
+        """A "{n}", "{n,}" or "{n,m}" quantifier at self.pos: (low, high; None: no bound)."""
+        found = re.compile(r"\{([0-9]+)(,([0-9]*))?\}").match(self.src, self.pos)
+        if found is None:
+            if self.src.startswith("{,", self.pos):
+                raise _RxError("\"{,m}\" is not a quantifier in ECMA-262")
+            raise _RxError("a malformed \"{...}\" quantifier (u flag)")
+        if len(found.group(1)) > 9 or len(found.group(3) or "") > 9:  # int() refuses > 4300 digits
+            raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
+        low = int(found.group(1))
+        high = low if found.group(2) is None else (
+            int(found.group(3)) if found.group(3) else None)
+        if low > _RX_MAX_COUNT or (high is not None and high > _RX_MAX_COUNT):
+            raise _RxTooBig(f"a repeat count is above {_RX_MAX_COUNT}")
+        if high is not None and low > high:
+            raise _RxError("numbers out of order in a \"{n,m}\" quantifier")
+        self.pos = found.end()
+        return low, high
 
     def atom_escape(self) -> tuple:
         nxt = self.src[self.pos + 1] if self.pos + 1 < len(self.src) else ""
@@ -7004,33 +7392,37 @@ class _RxParser:
         self.pos += 1
         if char in _RX_CONTROL:
             return _RX_CONTROL[char]
+        if char in _RX_REFUSED_ESCAPES:
+            raise _RxError(_RX_REFUSED_ESCAPES[char].format(char=char))
         if char == "c":
-            letter = self.peek()
-            if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
-                raise _RxError("\"\\c\" must be followed by an ASCII letter")
-            self.pos += 1
-            return ord(letter) % 32
+            return self.control_letter()
         if char == "0":
             if self.peek().isdigit():
                 raise _RxError("\"\\0\" followed by a digit (octal) is not allowed")
             return 0
-        if char in "123456789":
-            raise _RxError("backreferences are not supported")
-        if char == "k":
-            raise _RxError("named backreferences are not supported")
         if char == "x":
-            digits = src[self.pos:self.pos + 2]
-            if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
-                raise _RxError("\"\\x\" must be followed by two hex digits")
-            self.pos += 2
-            return int(digits, 16)
+            return self.hex_escape()
         if char == "u":
             return self.unicode_escape()
         if char in _RX_SYNTAX or char == "/" or (in_class and char == "-"):
             return ord(char)
-        if char in "AZ":
-            raise _RxError(f"\"\\{char}\" is Python-only syntax, not ECMA-262")
         raise _RxError(f"\"\\{char}\" is not a valid escape with the u flag")
+
+    def control_letter(self) -> int:
+        """\\c and an ASCII letter: the letter's code modulo 32."""
+        letter = self.peek()
+        if not ("a" <= letter <= "z" or "A" <= letter <= "Z"):
+            raise _RxError("\"\\c\" must be followed by an ASCII letter")
+        self.pos += 1
+        return ord(letter) % 32
+
+    def hex_escape(self) -> int:
+        """\\xHH."""
+        digits = self.src[self.pos:self.pos + 2]
+        if not re.fullmatch(r"[0-9A-Fa-f]{2}", digits):
+            raise _RxError("\"\\x\" must be followed by two hex digits")
+        self.pos += 2
+        return int(digits, 16)
 
     def unicode_escape(self) -> int:
         """\\uXXXX, joining an escaped surrogate pair into one code point."""
@@ -7152,12 +7544,7 @@ def _rx_emit(node: tuple) -> str:
         char = chr(node[1])
         return char if char.isascii() and char.isalnum() else f"\\U{node[1]:08x}"
     if kind == "set":
-        ranges, negated = node[1], node[2]
-        if not ranges:
-            return "[\\U00000000-\\U0010ffff]" if negated else "(?!)"
-        body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
-                       for lo, hi in ranges)
-        return ("[^" if negated else "[") + body + "]"
+        return _rx_emit_set(node[1], node[2])
     if kind == "assert":
         return _RX_ASSERT_TEXT[node[1]]
     if kind == "look":
@@ -7166,20 +7553,29 @@ def _rx_emit(node: tuple) -> str:
         return "(?:" + _rx_emit(node[1]) + ")"
     if kind == "rep":
         _, atom, low, high, lazy = node
-        if (low, high) == (0, None):
-            quant = "*"
-        elif (low, high) == (1, None):
-            quant = "+"
-        elif (low, high) == (0, 1):
-            quant = "?"
-        elif high is None:
-            quant = f"{{{low},}}"
-        elif low == high:
-            quant = f"{{{low}}}"
-        else:
-            quant = f"{{{low},{high}}}"
-        return _rx_emit(atom) + quant + ("?" if lazy else "")
+        return _rx_emit(atom) + _rx_quantifier(low, high) + ("?" if lazy else "")
     return "|".join("".join(_rx_emit(term) for term in seq) for seq in node[1])
+
+
+def _rx_emit_set(ranges: tuple, negated: bool) -> str:
+    """A class as re text: its ranges as code points (an empty class matches nothing, or anything)."""
+    if not ranges:
+        return "[\\U00000000-\\U0010ffff]" if negated else "(?!)"
+    body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+                   for lo, hi in ranges)
+    return ("[^" if negated else "[") + body + "]"
+
+
+_RX_QUANTIFIERS = MappingProxyType({(0, None): "*", (1, None): "+", (0, 1): "?"})
+
+
+def _rx_quantifier(low: int, high: int | None) -> str:
+    """{low,high} as re writes it, in its short form where it has one."""
+    if (low, high) in _RX_QUANTIFIERS:
+        return _RX_QUANTIFIERS[(low, high)]
+    if high is None:
+        return f"{{{low},}}"
+    return f"{{{low}}}" if low == high else f"{{{low},{high}}}"
 
 
 # --- choosing the matcher: a proof for re, or the simulator -----------------
@@ -7294,17 +7690,7 @@ class _RxProof:
         if kind == "lit":
             out: tuple[tuple[tuple[int, int], ...], bool] = (((node[1], node[1]),), False)
         elif kind == "set":
-            self.ranges += len(node[1])
-            if self.ranges > _RX_RE_RANGES:
-                raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
-            self.spend(len(node[1]))
-            written = node[1] or (((0, _RX_MAX_CP),) if node[2] else ())   # [^] as _rx_emit writes it
-            scan, cells = _rx_re_class_cost(written)
-            self.scan += scan
-            self.cells += cells
-            if self.cells > _RX_RE_CELLS:
-                raise _RxNotLL1()  # re would walk too many code points compiling it: the simulator does not
-            out = (_rx_positive(node), False)
+            out = self.first_set(node)
         elif kind == "assert":
             if node[1] in "bB":
                 self.scan += _RX_RE_BOUNDARY_STEPS
@@ -7321,16 +7707,34 @@ class _RxProof:
                 ranges, nullable = self.first(node[1])
                 out = (ranges, nullable or node[2] == 0)
         else:
-            parts: list = []
-            nullable = False
-            for seq in node[1]:
-                seq_ranges, seq_nullable = self.first_seq(seq, 0)
-                parts.extend(seq_ranges)
-                nullable = nullable or seq_nullable
-            self.spend(len(parts))               # one merge, not one per alternative
-            out = (_rx_normalize(parts), nullable)
+            out = self.first_alt(node)
         self.facts[id(node)] = out
         return out
+
+    def first_set(self, node: tuple) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """A class: its code points, charged with what re would spend compiling and scanning it."""
+        self.ranges += len(node[1])
+        if self.ranges > _RX_RE_RANGES:
+            raise _RxNotLL1()  # a huge re to compile: the simulator shares each class instead
+        self.spend(len(node[1]))
+        written = node[1] or (((0, _RX_MAX_CP),) if node[2] else ())   # [^] as _rx_emit writes it
+        scan, cells = _rx_re_class_cost(written)
+        self.scan += scan
+        self.cells += cells
+        if self.cells > _RX_RE_CELLS:
+            raise _RxNotLL1()  # re would walk too many code points compiling it: the simulator does not
+        return (_rx_positive(node), False)
+
+    def first_alt(self, node: tuple) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """An alternation: what any branch starts with; empty when any branch can be."""
+        parts: list = []
+        nullable = False
+        for seq in node[1]:
+            seq_ranges, seq_nullable = self.first_seq(seq, 0)
+            parts.extend(seq_ranges)
+            nullable = nullable or seq_nullable
+        self.spend(len(parts))               # one merge, not one per alternative
+        return (_rx_normalize(parts), nullable)
 
     def first_seq(self, seq: tuple, start: int) -> tuple[tuple[tuple[int, int], ...], bool]:
         ranges: tuple = ()
@@ -7347,31 +7751,39 @@ class _RxProof:
         if kind == "group":
             self.check(node[1], follow)
         elif kind == "rep":
-            _, body, low, high, _lazy = node
-            ranges, nullable = self.first(body)
-            if nullable and (high is None or high > 1):
-                raise _RxNotLL1()  # iterations that consume nothing: re would try them all
-            if (high is None or high > low) and (nullable or not self.disjoint([ranges, follow])):
-                raise _RxNotLL1()
-            inner = self.union(ranges, follow) if high is None or high > 1 else follow
-            self.check(body, inner)
+            self.check_rep(node, follow)
         elif kind == "alt":
-            options = []
-            nullable_count = 0
-            for seq in node[1]:
-                ranges, nullable = self.first_seq(seq, 0)
-                if nullable:
-                    nullable_count += 1
-                    ranges = self.union(ranges, follow)
-                options.append(ranges)
-            if nullable_count > 1 or (len(options) > 1 and not self.disjoint(options)):
-                raise _RxNotLL1()
-            for seq in node[1]:
-                after = follow
-                for term in reversed(seq):
-                    self.check(term, after)
-                    ranges, nullable = self.first(term)
-                    after = self.union(ranges, after) if nullable else ranges
+            self.check_alt(node, follow)
+
+    def check_rep(self, node: tuple, follow: tuple) -> None:
+        """A repeat: whether to iterate again is decided by the next code point."""
+        _, body, low, high, _lazy = node
+        ranges, nullable = self.first(body)
+        if nullable and (high is None or high > 1):
+            raise _RxNotLL1()  # iterations that consume nothing: re would try them all
+        if (high is None or high > low) and (nullable or not self.disjoint([ranges, follow])):
+            raise _RxNotLL1()
+        inner = self.union(ranges, follow) if high is None or high > 1 else follow
+        self.check(body, inner)
+
+    def check_alt(self, node: tuple, follow: tuple) -> None:
+        """An alternation: at most one branch may match nothing, and the branches start apart."""
+        options = []
+        nullable_count = 0
+        for seq in node[1]:
+            ranges, nullable = self.first_seq(seq, 0)
+            if nullable:
+                nullable_count += 1
+                ranges = self.union(ranges, follow)
+            options.append(ranges)
+        if nullable_count > 1 or (len(options) > 1 and not self.disjoint(options)):
+            raise _RxNotLL1()
+        for seq in node[1]:
+            after = follow
+            for term in reversed(seq):
+                self.check(term, after)
+                ranges, nullable = self.first(term)
+                after = self.union(ranges, after) if nullable else ranges
 
 
 _VM_CHAR, _VM_SPLIT, _VM_JUMP, _VM_ASSERT, _VM_LOOK, _VM_MATCH = range(6)
@@ -7412,16 +7824,7 @@ class _RxBuilder:
             code.append((_VM_CHAR, (node[1],), (node[1],)))
         elif kind == "set":
             self.grow(1)
-            key = (id(node[1]), node[2])   # \p{..} tables are shared objects: one op per class
-            op = self.sets.get(key)
-            if op is None:
-                self.ranges += len(node[1]) + 1
-                ranges = _rx_positive(node)
-                op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
-                self.sets[key] = (op, node)  # node kept alive, so its id is not reused
-            else:
-                op = op[0]
-            code.append(op)
+            code.append(self.class_op(node))
         elif kind == "assert":
             self.grow(1)
             code.append((_VM_ASSERT, node[1]))
@@ -7433,22 +7836,37 @@ class _RxBuilder:
         elif kind == "rep":
             self.repeat(node, code)
         else:
-            seqs = node[1]
-            exits = []
-            for index, seq in enumerate(seqs):
-                last = index == len(seqs) - 1
-                split = len(code)
-                if not last:
-                    self.grow(2)
-                    code.append(None)
-                for term in seq:
-                    self.emit(term, code)
-                if not last:
-                    exits.append(len(code))
-                    code.append(None)
-                    code[split] = (_VM_SPLIT, split + 1, len(code))
-            for at in exits:
-                code[at] = (_VM_JUMP, len(code))
+            self.alternation(node[1], code)
+
+    def class_op(self, node: tuple) -> tuple:
+        """The CHAR instruction of a class, made once per class (\\p{..} tables are shared objects)."""
+        key = (id(node[1]), node[2])
+        op = self.sets.get(key)
+        if op is not None:
+            return op[0]
+        self.ranges += len(node[1]) + 1
+        ranges = _rx_positive(node)
+        op = (_VM_CHAR, tuple(lo for lo, _ in ranges), tuple(hi for _, hi in ranges))
+        self.sets[key] = (op, node)  # node kept alive, so its id is not reused
+        return op
+
+    def alternation(self, seqs: tuple, code: list) -> None:
+        """Each branch but the last behind a SPLIT to the next, each jumping past the last when done."""
+        exits = []
+        for index, seq in enumerate(seqs):
+            last = index == len(seqs) - 1
+            split = len(code)
+            if not last:
+                self.grow(2)
+                code.append(None)
+            for term in seq:
+                self.emit(term, code)
+            if not last:
+                exits.append(len(code))
+                code.append(None)
+                code[split] = (_VM_SPLIT, split + 1, len(code))
+        for at in exits:
+            code[at] = (_VM_JUMP, len(code))
 
     def repeat(self, node: tuple, code: list) -> None:
         _, body, low, high, _lazy = node
@@ -7498,60 +7916,18 @@ def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchR
     so the work is at most (len(text) - begin + 1) x len(code) steps, charged
     to run.count.  A lookahead's answer at a position is computed once (looks).
     """
-    size = len(code)
-    seen = [-1] * size
+    seen = [-1] * len(code)
     end = len(text)
     current: list[int] = []
-    spent = 1 + size // 64
+    run.count += 1 + len(code) // 64
     for at in range(begin, end + 1):
         if at == begin or not anchored:
             current.append(0)
         elif not current:
             break
-        live = []
-        stack = current
-        while stack:
-            pc = stack.pop()
-            if seen[pc] == at:
-                continue
-            seen[pc] = at
-            spent += 1
-            op = code[pc]
-            kind = op[0]
-            if kind == _VM_CHAR:
-                live.append(op)
-                live.append(pc + 1)
-            elif kind == _VM_SPLIT:
-                stack.append(op[2])
-                stack.append(op[1])
-            elif kind == _VM_JUMP:
-                stack.append(op[1])
-            elif kind == _VM_MATCH:
-                run.count += spent
-                return True
-            elif kind == _VM_ASSERT:
-                which = op[1]
-                if which == "^":
-                    holds = at == 0
-                elif which == "$":
-                    holds = at == end
-                else:
-                    before = at > 0 and text[at - 1] in _RX_WORD_CHARS
-                    after = at < end and text[at] in _RX_WORD_CHARS
-                    holds = (before != after) == (which == "b")
-                if holds:
-                    stack.append(pc + 1)
-            else:
-                key = (id(op[2]), at)
-                found = looks.get(key)
-                if found is None:
-                    run.count += spent
-                    spent = 0
-                    found = looks[key] = _rx_vm_search(op[2], text, at, True, run, looks)
-                if found != op[1]:
-                    stack.append(pc + 1)
-        run.count += spent
-        spent = 0
+        live = _rx_vm_closure(code, text, at, current, seen, run, looks)
+        if live is None:
+            return True
         if run.count > run.max_evaluations:
             raise _RxOverBudget()
         if at == end:
@@ -7563,8 +7939,60 @@ def _rx_vm_search(code: list, text: str, begin: int, anchored: bool, run: "_SchR
             slot = bisect.bisect_right(op[1], point) - 1
             if slot >= 0 and point <= op[2][slot]:
                 current.append(live[index + 1])
-    run.count += spent
     return False
+
+
+def _rx_vm_closure(code: list, text: str, at: int, stack: list[int], seen: list[int], run: "_SchRun",
+                   looks: dict) -> list | None:
+    """The states reached at position at from those on stack without consuming: the CHAR states, as
+    pairs (instruction, next pc) in one flat list; None when MATCH is reached.  Each state reached is
+    one step charged to run.count (seen[pc] == at: reached already)."""
+    live: list = []
+    spent = 0
+    while stack:
+        pc = stack.pop()
+        if seen[pc] == at:
+            continue
+        seen[pc] = at
+        spent += 1
+        op = code[pc]
+        kind = op[0]
+        if kind == _VM_CHAR:
+            live.append(op)
+            live.append(pc + 1)
+        elif kind == _VM_SPLIT:
+            stack.append(op[2])
+            stack.append(op[1])
+        elif kind == _VM_JUMP:
+            stack.append(op[1])
+        elif kind == _VM_MATCH:
+            run.count += spent
+            return None
+        elif kind == _VM_ASSERT:
+            if _rx_assertion_holds(op[1], text, at):
+                stack.append(pc + 1)
+        else:
+            key = (id(op[2]), at)
+            found = looks.get(key)
+            if found is None:
+                run.count += spent
+                spent = 0
+                found = looks[key] = _rx_vm_search(op[2], text, at, True, run, looks)
+            if found != op[1]:
+                stack.append(pc + 1)
+    run.count += spent
+    return live
+
+
+def _rx_assertion_holds(which: str, text: str, at: int) -> bool:
+    """^ $ \\b \\B at a position of text (no multiline: ^ and $ are its ends)."""
+    if which == "^":
+        return at == 0
+    if which == "$":
+        return at == len(text)
+    before = at > 0 and text[at - 1] in _RX_WORD_CHARS
+    after = at < len(text) and text[at] in _RX_WORD_CHARS
+    return (before != after) == (which == "b")
 
 
 class _RxMatcher:
@@ -7827,26 +8255,7 @@ class _SchCompiler:
         return node
 
     def object_schema(self, schema: dict, loc: tuple[str, ...], depth: int) -> _SchNode:
-        for key in schema:
-            if not isinstance(key, str):
-                raise self.refuse(loc, "schema object keys must be strings")
-            if key == UNREVIEWED_TOOL_KEYWORD:
-                raise self.refuse(loc, f"the provider-defined tool type {_token(schema[key])} is not a version this "
-                                       "tool has reviewed, so it has no input schema to check the call against")
-            if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
-                continue
-            if key in ("$schema", "$id") and not loc:
-                if not isinstance(schema[key], str):
-                    raise self.refuse(loc + (key,), f"\"{key}\" must be a string")
-                continue
-            other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
-            if key in other:
-                why = f"it belongs to the other dialect, not {self.dialect}"
-            else:
-                why = _SCH_REFUSAL_REASONS.get(
-                    key, "it is not in the supported subset (a typo, or a keyword this "
-                         "checker does not implement)")
-            raise self.refuse(loc + (key,), f"keyword \"{key}\" is refused: {why}")
+        self.check_keys(schema, loc)
         if self.dialect == "draft-07" and "$ref" in schema:
             siblings = [k for k in schema
                         if k in self.keywords and k not in ("$ref", "$defs", "definitions")]
@@ -7863,6 +8272,30 @@ class _SchCompiler:
                     checks.append(check)
         node.checks = tuple(checks)
         return node
+
+    def check_keys(self, schema: dict, loc: tuple[str, ...]) -> None:
+        """Every key of a schema object is a keyword of the subset or an annotation; else SchemaUnsupported."""
+        for key in schema:
+            if not isinstance(key, str):
+                raise self.refuse(loc, "schema object keys must be strings")
+            if key == UNREVIEWED_TOOL_KEYWORD:
+                raise self.refuse(loc, f"the provider-defined tool type {_token(schema[key])} is not a version this "
+                                       "tool has reviewed, so it has no input schema to check the call against")
+            if key in self.keywords or key in _SCH_ANNOTATIONS or key.startswith("x-"):
+                continue
+            if key in ("$schema", "$id") and not loc:
+                if not isinstance(schema[key], str):
+                    raise self.refuse(loc + (key,), f"\"{key}\" must be a string")
+                continue
+            raise self.refuse(loc + (key,), f"keyword \"{key}\" is refused: {self.refusal_reason(key)}")
+
+    def refusal_reason(self, key: str) -> str:
+        """Why a keyword outside the subset is refused: the other dialect's, a known reason, or unknown."""
+        other = _SCH_KEYWORDS_07 if self.dialect == "2020-12" else _SCH_KEYWORDS_2020
+        if key in other:
+            return f"it belongs to the other dialect, not {self.dialect}"
+        return _SCH_REFUSAL_REASONS.get(key, "it is not in the supported subset (a typo, or a keyword this "
+                                             "checker does not implement)")
 
     def schema_map(self, value: object, loc: tuple[str, ...], depth: int) -> dict:
         """An object whose values are schemas (properties, $defs, ...)."""
@@ -8678,25 +9111,28 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
-        position = slot.terminal_position
-
-        def find(code: str, message: str, pointer: str | None = None) -> None:
-            machine.record(code, message, position, slot.key, pointer)
-
-        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
-            find(INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate")
-        if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
-            if unreadable is not None:
-                value, problems = None, [unreadable]
-            elif slot.kind == CUSTOM:
-                value, problems = check_custom_input(slot.arguments, limits)
-            else:
-                value, problems = check_arguments(slot.arguments, limits)
-            for code, message in problems:
-                find(code, message)
-            for code, message, pointer in _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn):
-                find(code, message, pointer)
+        problems = _validated_call_problems(slot, unreadable, tool_schemas, limits, schema_cache, turn)
+        for code, message, pointer in problems:
+            machine.record(code, message, slot.terminal_position, slot.key, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
+
+
+def _validated_call_problems(slot: Slot, unreadable: tuple[str, str] | None, tool_schemas: dict, limits: Limits,
+                             schema_cache: dict, turn: _TurnWork) -> Iterator[tuple[str, str, str | None]]:
+    """A call that reached its terminal: its identity's text, its arguments parsed, then against its tool."""
+    if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+        yield INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None
+    if slot.kind not in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
+        return
+    if unreadable is not None:
+        value, problems = None, [unreadable]
+    elif slot.kind == CUSTOM:
+        value, problems = check_custom_input(slot.arguments, limits)
+    else:
+        value, problems = check_arguments(slot.arguments, limits)
+    for code, message in problems:
+        yield code, message, None
+    yield from _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn)
 
 
 def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]:
@@ -8743,7 +9179,13 @@ def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
         return
     if tool not in tool_schemas:
         yield UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None
-        return
+    else:
+        yield from _schema_problems(tool, value, tool_schemas, limits, schema_cache, turn)
+
+
+def _schema_problems(tool: str, value: Any, tool_schemas: dict, limits: Limits, schema_cache: dict,
+                     turn: _TurnWork | None) -> Iterator[tuple[str, str, str | None]]:
+    """The tool's schema, compiled once per turn: usable, and satisfied by the parsed arguments (when parsed)."""
     if tool not in schema_cache:
         schema_cache[tool] = _compile_for_turn(tool_schemas[tool], limits, schema_cache)
     compiled = schema_cache[tool]
@@ -8776,25 +9218,25 @@ def check_request(machine: TurnMachine, request: RequestContext) -> None:
     missing_name already).  The finding sits at the call's terminal, or at the
     end of the stream for a call that never reached one.
     """
-    count = 0
-    for slot in sorted(machine.slots.values(), key=slot_order):
-        count += 1
-        problems = []
-        tool = slot.tool_key
-        if request.none:
-            problems.append("tool_choice is \"none\", yet the turn calls a tool")
-        elif request.allowed is not None and tool is not None and tool not in request.allowed:
-            problems.append(f"{request.choice_text}, not {_quoted(tool)}")
-        elif request.forced is not None and tool == request.forced and slot.kind != request.forced_kind:
-            problems.append(f"{request.choice_text}, not a {slot.kind} call")
-        if request.tools is not None and tool is not None and tool not in request.tools:
-            problems.append(f"tool {_quoted(tool)} is not in the request's tool list")
-        if request.single and count == 2:
-            problems.append("the request allows one call (no parallel tool calls), "
-                            f"but the turn has {len(machine.slots)}")
-        for text in problems:
+    for count, slot in enumerate(sorted(machine.slots.values(), key=slot_order), 1):
+        for text in _request_problems(request, slot, count, len(machine.slots)):
             machine.record(REQUEST_VIOLATION, text, slot.terminal_position, slot.key)
             slot.state = BLOCKED
+
+
+def _request_problems(request: RequestContext, slot: Slot, count: int, calls: int) -> Iterator[str]:
+    """What the request's tool controls say of the count-th call of a turn of that many calls."""
+    tool = slot.tool_key
+    if request.none:
+        yield "tool_choice is \"none\", yet the turn calls a tool"
+    elif request.allowed is not None and tool is not None and tool not in request.allowed:
+        yield f"{request.choice_text}, not {_quoted(tool)}"
+    elif request.forced is not None and tool == request.forced and slot.kind != request.forced_kind:
+        yield f"{request.choice_text}, not a {slot.kind} call"
+    if request.tools is not None and tool is not None and tool not in request.tools:
+        yield f"tool {_quoted(tool)} is not in the request's tool list"
+    if request.single and count == 2:
+        yield f"the request allows one call (no parallel tool calls), but the turn has {calls}"
 
 
 # ---------------------------------------------------------------------------
@@ -8866,8 +9308,7 @@ class _ArrayItems:
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, item_end, runs = self.text, self.scan, _ITEM_END.match, self.runs
-        objects, lists, others = _ITEM_BOUNDARY.search, _LIST_BOUNDARY.search, _ANY_BOUNDARY.search
+        text, scan, runs = self.text, self.scan, self.runs
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -8889,41 +9330,21 @@ class _ArrayItems:
                     yield run
             if not count:
                 if pos >= batch_from:
-                    is_object = text.startswith("{", pos)
-                    cut = (objects if is_object else lists if text.startswith("[", pos) else others)(
-                        text, pos + length)
+                    batch, reach = self._batch(pos, length)
                     length = _BATCH_CHARS
-                    if cut is not None:
-                        piece_end, next_pos = ((cut.start() + 1, cut.end() - 1) if is_object
-                                               else (cut.start(), cut.end()))
-                        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
-                        try:
-                            batch, end = scan(wrapped, 0)
-                            batch = _unpad(batch) if end == len(wrapped) else None
-                        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
-                            batch = None
-                        if batch is not None:
-                            yield from batch
-                            pos = next_pos  # the first character of the next item
-                            continue
-                        batch_from = cut.end()
-                    else:
-                        batch_from = len(text)
+                    if batch is not None:
+                        yield from batch
+                        pos = reach  # the first character of the next item
+                        continue
+                    batch_from = reach
                 try:
                     item, pos = _scan_padded(text, pos, scan)
                 except (JsonProblem, ValueError, RecursionError, StopIteration):
                     raise _NotStreamable from None
                 yield item
-            if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
-                pos += 1  # compact JSON: the next item starts right after the comma
-            else:
-                sep = item_end(text, pos)
-                if sep is None:
-                    raise _NotStreamable
-                pos = sep.end()
-                if sep.group(1) == "]":
-                    self.end = pos
-                    return
+            pos = self._next_item(pos)
+            if pos < 0:
+                return
             if count:
                 # The item after a run is where the run stopped: not asked again.  After a
                 # short run (it did not pay), runs rest for a full batch; else that item
@@ -8933,6 +9354,40 @@ class _ArrayItems:
                     runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
                 else:
                     runs_from, length = pos + 1, short_batch
+
+
+    def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
+        """The items from pos to a candidate boundary some length on, parsed as one list: (the items,
+        the first character of the next item), or (None, the position up to which items go one by one)."""
+        text = self.text
+        is_object = text.startswith("{", pos)
+        search = (_ITEM_BOUNDARY if is_object else _LIST_BOUNDARY if text.startswith("[", pos)
+                  else _ANY_BOUNDARY).search
+        cut = search(text, pos + length)
+        if cut is None:
+            return None, len(text)
+        piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
+        wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
+        try:
+            batch, end = self.scan(wrapped, 0)
+            batch = _unpad(batch) if end == len(wrapped) else None
+        except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+            batch = None
+        return (batch, next_pos) if batch is not None else (None, cut.end())
+
+    def _next_item(self, pos: int) -> int:
+        """The first character of the item after the one that ends at pos; -1 after the closing "]"
+        (then `end` is set)."""
+        text = self.text
+        if text.startswith(",", pos) and not text.startswith(_JSON_WS_CHARS, pos + 1):
+            return pos + 1  # compact JSON: the next item starts right after the comma
+        sep = _ITEM_END.match(text, pos)
+        if sep is None:
+            raise _NotStreamable
+        if sep.group(1) == "]":
+            self.end = sep.end()
+            return -1
+        return sep.end()
 
 
 def _no_plain_fragment(item: Any) -> None:
@@ -9066,13 +9521,8 @@ class StreamGate:
             check_hosted_names(machine, self.tool_schemas, self.request)
             if self.request is not None:
                 check_request(machine, self.request)
-            slots = sorted(machine.slots.values(), key=slot_order)
-            applicable = bool(machine.slots) or machine.tool_signal
-            self._report = _report(Outcome(
-                machine.findings, self.profile, self.meta, slots, applicable, machine.findings_for,
-                machine.omitted_for, self.limits.max_findings, machine.hosted, machine.omitted, self._unexamined,
-                [{"choice": choice, "reason": machine.choice_ends[choice], "position": position}
-                 for choice, position in sorted(machine.restated_finishes.items())]))
+            self._report = _report(Outcome(profile=self.profile, meta=self.meta, max_findings=self.limits.max_findings,
+                                           unexamined=self._unexamined, **machine.outcome()))
         return self._report
 
 
@@ -9134,48 +9584,62 @@ def _envelope_problems(doc: Any, limits: Limits, gate: StreamGate | None
     taken, not read again."""
     if not isinstance(doc, dict):
         return [Finding(INVALID_FIXTURE, f"the envelope must be a JSON object, got {_describe(doc)}")], None, None
-    problems: list[Finding] = []
-    for key in doc:
-        if key not in ENVELOPE_KEYS:
-            problems.append(Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}"))
     profile = doc.get("profile")
     row = PROFILES.get(profile) if isinstance(profile, str) else None   # the envelope's one look-up
-    context = None
-    if "profile" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"profile\""))
-    elif not isinstance(profile, str):
-        problems.append(Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}"))
-    elif row is None:
-        problems.append(Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}"))
-    if "tool_schemas" not in doc:
-        problems.append(Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\""))
-    elif not isinstance(doc["tool_schemas"], dict):
-        problems.append(Finding(INVALID_FIXTURE,
-                                f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}"))
-    for key in ("meta", "expect", "request"):
-        if key in doc and not isinstance(doc[key], dict):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}"))
-    if isinstance(doc.get("meta"), dict) and _nesting_exceeds(doc["meta"], limits.max_depth):
+    problems = list(_envelope_key_problems(doc, row))
+    meta = doc.get("meta")
+    if isinstance(meta, dict) and _nesting_exceeds(meta, limits.max_depth):
         problems.append(Finding(INVALID_FIXTURE, f"\"meta\" nests deeper than {limits.max_depth} levels"))
-    elif isinstance(doc.get("meta"), dict) and not _is_json(doc["meta"]):
+    elif isinstance(meta, dict) and not _is_json(meta):
         problems.append(Finding(INVALID_FIXTURE, "\"meta\" holds a value that is not JSON (NaN, infinity, or "
                                                  "a Python object of another type)"))
+    context = None
     if row is not None:
-        try:
-            context = gate.request if gate is not None else _request_context(
-                row, doc["request"] if isinstance(doc.get("request"), dict) else None)
-        except RequestError as exc:
-            problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
-        wanted = row.stream_key
-        other = "events" if wanted == "chunks" else "chunks"
-        if other in doc:
-            problems.append(Finding(INVALID_FIXTURE,
-                                    f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
-        if wanted not in doc:
-            problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
-        elif not isinstance(doc[wanted], list):
-            problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+        context = _envelope_row_problems(doc, row, gate, problems)
     return problems, row, context
+
+
+def _envelope_key_problems(doc: dict, row: Profile | None) -> Iterator[Finding]:
+    """The envelope's top-level keys: none unknown, profile and tool_schemas present, each of the right type."""
+    for key in doc:
+        if key not in ENVELOPE_KEYS:
+            yield Finding(INVALID_FIXTURE, f"unknown top-level key {_token(key)}")
+    profile = doc.get("profile")
+    if "profile" not in doc:
+        yield Finding(INVALID_FIXTURE, "missing required key \"profile\"")
+    elif not isinstance(profile, str):
+        yield Finding(INVALID_FIXTURE, f"\"profile\" must be a string, got {_describe(profile)}")
+    elif row is None:
+        yield Finding(UNKNOWN_PROFILE, f"profile {_token(profile)} is not one of {', '.join(PROFILES)}")
+    if "tool_schemas" not in doc:
+        yield Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\"")
+    elif not isinstance(doc["tool_schemas"], dict):
+        yield Finding(INVALID_FIXTURE, f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}")
+    for key in ("meta", "expect", "request"):
+        if key in doc and not isinstance(doc[key], dict):
+            yield Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}")
+
+
+def _envelope_row_problems(doc: dict, row: Profile, gate: StreamGate | None,
+                           problems: list[Finding]) -> RequestContext | None:
+    """What a known profile asks of the envelope, appended to problems: a request it can read (its
+    context is returned) and its stream under its own key."""
+    context = None
+    try:
+        context = gate.request if gate is not None else _request_context(
+            row, doc["request"] if isinstance(doc.get("request"), dict) else None)
+    except RequestError as exc:
+        problems.append(Finding(INVALID_FIXTURE, f"\"request\": {exc}"))
+    wanted, profile = row.stream_key, row.name
+    other = "events" if wanted == "chunks" else "chunks"
+    if other in doc:
+        problems.append(Finding(INVALID_FIXTURE,
+                                f"\"{other}\" does not belong to profile {profile}; it uses \"{wanted}\""))
+    if wanted not in doc:
+        problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
+    elif not isinstance(doc[wanted], list):
+        problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+    return context
 
 
 _MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
@@ -9498,13 +9962,7 @@ _EXPECT_KEYS = ("status", "codes", "calls")
 
 def _expect_shape(expect: dict) -> list[str]:
     """What is wrong with the expect block itself (a near-miss key, a value of the wrong type)."""
-    import difflib
-
-    differences = []
-    for key in expect:
-        near = difflib.get_close_matches(key, _EXPECT_KEYS, n=1, cutoff=0.7)
-        if key not in _EXPECT_KEYS and near:
-            differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
+    differences = _expect_near_misses(expect)
     if "status" in expect and not (isinstance(expect["status"], str) and expect["status"] in EXIT_BY_STATUS):
         differences.append(f"expect status {_describe(expect['status'])} is not pass, blocked or not_applicable")
     codes = expect.get("codes")
@@ -9514,6 +9972,18 @@ def _expect_shape(expect: dict) -> list[str]:
         differences.extend(f"expect code {_token(c)} is not a finding code" for c in codes if c not in FINDING_CODES)
     if "calls" in expect and not isinstance(expect["calls"], list):
         differences.append("expect calls must be a list")
+    return differences
+
+
+def _expect_near_misses(expect: dict) -> list[str]:
+    """Each key of the expect block that is not one but looks like one."""
+    import difflib
+
+    differences = []
+    for key in expect:
+        near = difflib.get_close_matches(key, _EXPECT_KEYS, n=1, cutoff=0.7)
+        if key not in _EXPECT_KEYS and near:
+            differences.append(f"expect key {_token(key)} is not known; did you mean {json.dumps(near[0])}?")
     return differences
 
 
