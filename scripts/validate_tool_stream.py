@@ -9389,47 +9389,65 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
     base64 = not keep and protected.get(path) == "base64"
     keep = keep or path in protected and not base64
     if isinstance(value, str):
-        spans = _secret_spans(value)
-        if not spans:
-            return value
-        where = _render_path(prefix, path)
-        if base64:
-            warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
-            return REDACTED_BASE64
-        if keep:
-            warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
-                            "because call identity and arguments are kept byte for byte")
-            return value
-        warnings.append(f"{where} ({line}): {_labels(spans)} masked")
-        return _mask_spans(value, spans)
+        return _masked_string(value, base64, keep, prefix, path, line, warnings)
     if isinstance(value, list):
         return [_mask_secrets(item, path + (n,), protected, keep, prefix, line, warnings)
                 for n, item in enumerate(value)]
     if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
-                    and not _secret_spans(item)):
-                where = _render_path(prefix, path + (key,))
-                if keep or path + (key,) in protected:
-                    warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
-                                    "because call identity and arguments are kept byte for byte")
-                    out[key] = item
-                else:
-                    warnings.append(f"{where} ({line}): a credential-named member masked")
-                    out[key] = MASKED_SECRET
-                continue
-            masked = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
-            spans = _secret_spans(key) if isinstance(key, str) else []
-            if spans and not keep:   # a credential used as a member name: the name is masked too
-                warnings.append(f"{_render_path(prefix, path + (key,))} ({line}): a member name holding "
-                                f"{_labels(spans)} masked")
-                key = _mask_spans(key, spans)
-                while key in out or key in value:
-                    key += "*"
-            out[key] = masked
-        return out
+        return _masked_members(value, path, protected, keep, prefix, line, warnings)
     return value
+
+
+def _masked_string(value: str, base64: bool, keep: bool, prefix: str, path: tuple, line: str,
+                   warnings: list[str]) -> str:
+    """One string of _mask_secrets."""
+    spans = _secret_spans(value)
+    if not spans:
+        return value
+    where = _render_path(prefix, path)
+    if base64:
+        warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
+        return REDACTED_BASE64
+    if keep:
+        warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
+                        "because call identity and arguments are kept byte for byte")
+        return value
+    warnings.append(f"{where} ({line}): {_labels(spans)} masked")
+    return _mask_spans(value, spans)
+
+
+def _credential_named(key: Any, item: Any) -> bool:
+    """Whether a member holds a credential by its name alone: a long string no secret pattern finds
+    under a credential's name (the patterns mask what they find, wherever it is)."""
+    return (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
+            and not _secret_spans(item))
+
+
+def _masked_members(value: dict, path: tuple, protected: dict[tuple, str], keep: bool,
+                    prefix: str, line: str, warnings: list[str]) -> dict:
+    """One object of _mask_secrets: every member masked, a credential-named one whole, and a member
+    name that holds a credential masked too (made unique with "*")."""
+    out = {}
+    for key, item in value.items():
+        where = path + (key,)
+        if _credential_named(key, item):
+            if keep or where in protected:
+                warnings.append(f"{_render_path(prefix, where)} ({line}): a credential-named member; left unchanged "
+                                "because call identity and arguments are kept byte for byte")
+                out[key] = item
+            else:
+                warnings.append(f"{_render_path(prefix, where)} ({line}): a credential-named member masked")
+                out[key] = MASKED_SECRET
+            continue
+        masked = _mask_secrets(item, where, protected, keep, prefix, line, warnings)
+        spans = _secret_spans(key) if isinstance(key, str) else []
+        if spans and not keep:   # a credential used as a member name: the name is masked too
+            warnings.append(f"{_render_path(prefix, where)} ({line}): a member name holding {_labels(spans)} masked")
+            key = _mask_spans(key, spans)
+            while key in out or key in value:
+                key += "*"
+        out[key] = masked
+    return out
 
 
 def _value_at(value: Any, path: tuple) -> Any:
@@ -10361,34 +10379,10 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
     A base64 response body (content.encoding) is decoded, so a binary Bedrock
     event stream survives the archive.
     """
-    import base64
-
-    entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
-    if not isinstance(entries, list):
-        raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
-    if selector.isascii() and selector.isdigit():
-        if len(selector) > 18 or int(selector) >= len(entries):
-            raise CaptureError(f"--entry {selector[:20]}: the archive has {len(entries)} entries (0-based)")
-        entry = entries[int(selector)]
-    else:
-        found = [e for e in entries if isinstance(e, dict) and isinstance(e.get("request"), dict)
-                 and isinstance(e["request"].get("url"), str) and selector in e["request"]["url"]]
-        if len(found) != 1:
-            raise CaptureError(f"--entry: {len(found)} entries have a URL containing that text; "
-                               "give a longer text or the entry's index")
-        entry = found[0]
+    entry = _har_pick(har, selector)
     request = entry.get("request") if isinstance(entry, dict) else None
     response = entry.get("response") if isinstance(entry, dict) else None
-    content = response.get("content") if isinstance(response, dict) else None
-    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
-        raise CaptureError("the entry has no response body (export the HAR with content)")
-    if content.get("encoding") == "base64":
-        try:
-            body = base64.b64decode(content["text"], validate=True)
-        except ValueError:
-            raise CaptureError("the entry's base64 response body does not decode") from None
-    else:
-        body = content["text"].encode("utf-8", "surrogatepass")
+    body = _har_response_body(response.get("content") if isinstance(response, dict) else None)
     post = request.get("postData") if isinstance(request, dict) else None
     request_body, problem = None, None
     if isinstance(post, dict) and isinstance(post.get("text"), str) and post["text"].strip():
@@ -10397,6 +10391,42 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
         except JsonProblem as exc:
             problem = f"the entry's request body is not strict JSON ({exc.message})"
     return request_body, body, problem
+
+
+def _har_pick(har: Any, selector: str) -> Any:
+    """The entry of an HTTP Archive that selector names (har_entry)."""
+    entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
+    if not isinstance(entries, list):
+        raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
+    if selector.isascii() and selector.isdigit():
+        if len(selector) > 18 or int(selector) >= len(entries):
+            raise CaptureError(f"--entry {selector[:20]}: the archive has {len(entries)} entries (0-based)")
+        return entries[int(selector)]
+    found = [entry for entry in entries if _har_url_holds(entry, selector)]
+    if len(found) != 1:
+        raise CaptureError(f"--entry: {len(found)} entries have a URL containing that text; "
+                           "give a longer text or the entry's index")
+    return found[0]
+
+
+def _har_url_holds(entry: Any, text: str) -> bool:
+    """Whether a HAR entry's request URL contains text."""
+    request = entry.get("request") if isinstance(entry, dict) else None
+    return isinstance(request, dict) and isinstance(request.get("url"), str) and text in request["url"]
+
+
+def _har_response_body(content: Any) -> bytes:
+    """The bytes of a HAR entry's response content (base64 when its encoding says so)."""
+    import base64
+
+    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
+        raise CaptureError("the entry has no response body (export the HAR with content)")
+    if content.get("encoding") != "base64":
+        return content["text"].encode("utf-8", "surrogatepass")
+    try:
+        return base64.b64decode(content["text"], validate=True)
+    except ValueError:
+        raise CaptureError("the entry's base64 response body does not decode") from None
 
 
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
