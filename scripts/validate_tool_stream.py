@@ -9659,6 +9659,54 @@ def _string_between(text: str, before: str, after: str) -> Any:
     return value if end == len(text) - len(after) else _NO_FIT
 
 
+def _template_tokens(text: str, value: str) -> list[tuple[int, int, str]] | None:
+    """(start, end, kind) of every string token of text whose value is value ("s": the fragment's, when
+    it is) and of every integer token ("i"); None when text's layout is not for templates."""
+    tokens = []
+    for match in _compiled(_JSON_STRING_TOKEN + "|" + _TEMPLATE_INTEGER).finditer(text):
+        if text[match.start()] != '"':
+            if text[match.start() - 1:match.start()] not in (":", ",", "[", " ", "\t", "\n", "\r") \
+                    or match.group() == "-0":
+                return None   # a number token seen from its middle: this layout is not for templates
+            tokens.append((match.start(), match.end(), "i"))
+            continue
+        if _compiled(_JSON_NAME_COLON).match(text, match.end()):
+            continue   # a member name
+        try:
+            if _json_string(text, match.start() + 1, True)[0] == value:
+                tokens.append((match.start(), match.end(), "s"))
+        except ValueError:
+            return None
+    return tokens
+
+
+def _template_pieces(text: str, tokens: list[tuple[int, int, str]]) -> tuple[list[str], list[str]]:
+    """(the pieces of text around the tokens, the stand-in of each token: the hole's string, or an
+    integer of its own)."""
+    pieces, marks, at = [], [], 0
+    for number, (start, end, kind) in enumerate(tokens):
+        pieces.append(text[at:start])
+        marks.append('"' + _TEMPLATE_HOLE + '"' if kind == "s" else str(_TEMPLATE_PROBE + number))
+        at = end
+    pieces.append(text[at:])
+    return pieces, marks
+
+
+def _around_holes(line: str, written: list[str]) -> tuple[list[int], list[str]] | None:
+    """(the holes in the order line holds them, the pieces of line around them) when line holds each
+    written stand-in once; else None."""
+    if any(line.count(mark) != 1 for mark in written):
+        return None
+    order = sorted(range(len(written)), key=lambda hole: line.index(written[hole]))
+    out, at = [], 0
+    for hole in order:
+        start = line.index(written[hole])
+        out.append(line[at:start])
+        at = start + len(written[hole])
+    out.append(line[at:])
+    return order, out
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
@@ -9734,17 +9782,7 @@ class _Scrubber:
         if self.redact:
             payload = row.redact(payload)
         protected = row.protected_paths(payload)
-        fragments = []
-        for path, kind in protected.items():
-            value = _value_at(payload, path) if kind == "fragment" else None
-            if isinstance(value, str):
-                fragments.append(path)
-                group = row.fragment_key(payload, path)
-                if group is not None:
-                    slot = self.groups.get(group)
-                    if slot is None:
-                        slot = self.groups[group] = _FragmentGroup(_where(where))
-                    slot.add(value)
+        fragments = self._fragments(payload, protected, where)
         pos = self.count
         self.count += 1
         line = None
@@ -9753,26 +9791,49 @@ class _Scrubber:
             if not self._clean(line):
                 payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", _where(where),
                                         self.found)
-                if not self.encode:
-                    return payload
-                return _line(payload)
+                return _line(payload) if self.encode else payload
         if not self.encode:
             return payload
         if line is None:
             line = _line(payload)
-        if text is not None and len(fragments) == 1 and self.learning(key):
-            if callable(text):   # the invoke body's event text: decoded only when a template is looked for
+        if text is not None:
+            self._look_for_template(text, key, payload, fragments, line)
+        return line
+
+    def _fragments(self, payload: Any, protected: dict[tuple, str], where: str | tuple[str, int]) -> list[tuple]:
+        """The paths of payload's argument fragments (strings), each added to its slot's group."""
+        fragments = []
+        for path, kind in protected.items():
+            value = _value_at(payload, path) if kind == "fragment" else None
+            if isinstance(value, str):
+                fragments.append(path)
+                group = self.row.fragment_key(payload, path)
+                if group is not None:
+                    slot = self.groups.get(group)
+                    if slot is None:
+                        slot = self.groups[group] = _FragmentGroup(_where(where))
+                    slot.add(value)
+        return fragments
+
+    def _look_for_template(self, text: str | Callable[[], str | None], key: Any, payload: Any,
+                           fragments: list[tuple], line: str) -> None:
+        """A payload with one fragment, or (blank) with none, whose text may become a template of key:
+        tried, and a miss counted (text: the payload's text, or what decodes it: the invoke body's)."""
+        if len(fragments) == 1 and self.learning(key):
+            if callable(text):
                 text = text()
             if text is not None and not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
-        elif (text is not None and not fragments and self.blanks is not None
-              and len(self.blanks.get(key, ())) < self._MAX_TEMPLATES
-              and self.blank_misses.get(key, 0) < self._MAX_MISSES):
+        elif not fragments and self.learning_blank(key):
             if callable(text):
                 text = text()
             if text is not None and not self._learn_blank(text, key, line):
                 self.blank_misses[key] = self.blank_misses.get(key, 0) + 1
-        return line
+
+    def learning_blank(self, key: Any) -> bool:
+        """Whether a payload of key without fragments may still become a blank template."""
+        return (self.blanks is not None and len(self.blanks.get(key, ())) < self._MAX_TEMPLATES
+                and self.blank_misses.get(key, 0) < self._MAX_MISSES)
 
     def _learn_blank(self, text: str, key: Any, line: str) -> bool:
         """Whether text (of a payload without fragments, whose line is line) became a blank template."""
@@ -9815,22 +9876,8 @@ class _Scrubber:
     def _learn(self, text: str, key: Any, payload: Any, path: tuple, line: str) -> bool:
         """Whether text became a template (payload: its redacted payload, line: its line)."""
         value = _value_at(payload, path)
-        tokens = []   # (start, end, kind) of the fragment's string token and of every integer token
-        for match in _compiled(_JSON_STRING_TOKEN + "|" + _TEMPLATE_INTEGER).finditer(text):
-            if text[match.start()] != '"':
-                if text[match.start() - 1:match.start()] not in (":", ",", "[", " ", "\t", "\n", "\r") \
-                        or match.group() == "-0":
-                    return False   # a number token seen from its middle: this layout is not for templates
-                tokens.append((match.start(), match.end(), "i"))
-                continue
-            if _compiled(_JSON_NAME_COLON).match(text, match.end()):
-                continue   # a member name
-            try:
-                if _json_string(text, match.start() + 1, True)[0] == value:
-                    tokens.append((match.start(), match.end(), "s"))
-            except ValueError:
-                return False
-        if sum(kind == "s" for _, _, kind in tokens) != 1:
+        tokens = _template_tokens(text, value)
+        if tokens is None or sum(kind == "s" for _, _, kind in tokens) != 1:
             return False
         group = self.row.fragment_key(payload, path)
         fragment = [token for token in tokens if token[2] == "s"]
@@ -9853,14 +9900,24 @@ class _Scrubber:
         """The template of text with these tokens as holes, when the payload made with stand-ins in
         them has the same fragment and slot and its line holds each stand-in once (and nothing else
         that looks like a credential); else None."""
+        pieces, marks = _template_pieces(text, tokens)
+        probe_line = self._probe_line("".join(piece + mark for piece, mark in zip(pieces, marks)) + pieces[-1],
+                                      key, path, group)
+        if probe_line is None:
+            return None
+        written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
+                   for (_, _, kind), mark in zip(tokens, marks)]
+        around = _around_holes(probe_line, written)
+        if around is None or any(not self._clean(part) for part in around[1]):
+            return None
+        order, out = around
+        return _Template(pieces, "".join(kind for _, _, kind in tokens), out, order,
+                         None if group is None else self.groups[group], key)
+
+    def _probe_line(self, probe_text: str, key: Any, path: tuple, group: Any) -> str | None:
+        """The line of the payload of probe_text (stand-ins in its holes) when its one fragment is the
+        stand-in, at path, of the same slot (group); else None."""
         row = self.row
-        pieces, marks, at = [], [], 0
-        for number, (start, end, kind) in enumerate(tokens):
-            pieces.append(text[at:start])
-            marks.append('"' + _TEMPLATE_HOLE + '"' if kind == "s" else str(_TEMPLATE_PROBE + number))
-            at = end
-        pieces.append(text[at:])
-        probe_text = "".join(piece + mark for piece, mark in zip(pieces, marks)) + pieces[-1]
         try:
             probe = self.make(probe_text, key)
             if self.redact:
@@ -9870,24 +9927,9 @@ class _Scrubber:
             if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
                     or row.fragment_key(probe, path) != group):
                 return None
-            probe_line = _line(probe)
+            return _line(probe)
         except (CaptureError, JsonProblem, RecursionError):
             return None
-        written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
-                   for (_, _, kind), mark in zip(tokens, marks)]
-        if any(probe_line.count(mark) != 1 for mark in written):
-            return None
-        order = sorted(range(len(tokens)), key=lambda hole: probe_line.index(written[hole]))
-        out, at = [], 0
-        for hole in order:
-            start = probe_line.index(written[hole])
-            out.append(probe_line[at:start])
-            at = start + len(written[hole])
-        out.append(probe_line[at:])
-        if any(not self._clean(part) for part in out):
-            return None
-        return _Template(pieces, "".join(kind for _, _, kind in tokens), out, order,
-                         None if group is None else self.groups[group], key)
 
     def _written(self, template: _Template, values: list[str]) -> str | None:
         """The line of fitted values, or None when the fragment may hold a credential (the long way)."""
