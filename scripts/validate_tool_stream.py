@@ -9707,6 +9707,64 @@ def _around_holes(line: str, written: list[str]) -> tuple[list[int], list[str]] 
     return order, out
 
 
+class _ChunkFrames:
+    """The frames of one AWS event-stream body as _Scrubber.fast_chunks reads them: the readers it
+    needs, made once per body, and the prelude checksums already checked, by header size then length."""
+
+    __slots__ = ("raw", "view", "crc32", "unpack", "tail", "a2b", "error", "checked")
+
+    def __init__(self, raw: bytes) -> None:
+        import binascii
+        import struct
+        import zlib
+
+        self.raw, self.view, self.crc32 = raw, memoryview(raw), zlib.crc32
+        self.unpack, self.tail = struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
+        self.a2b, self.error = binascii.a2b_base64, binascii.Error
+        self.checked: dict[int, dict[int, int]] = {}
+
+    def events(self, pos: int, limit: int, head: bytes, chunk: tuple[bytes, Callable[..., Any]]) -> tuple[list, int]:
+        """(the event texts the base64 of up to limit frames from pos on carries, where they end): frames
+        read while each is whole, both its checksums hold and it is plainly a chunk (see fast_chunks)."""
+        raw, view, crc32, unpack, tail, a2b, error = (self.raw, self.view, self.crc32, self.unpack, self.tail,
+                                                      self.a2b, self.error)
+        size, hlen, startswith, find = len(raw), len(head), raw.startswith, raw.find
+        opening, closing = chunk
+        head += opening   # the header bytes, then the payload's start
+        skip = 12 + len(head)
+        preludes = self.checked.get(hlen)   # a frame's length -> its prelude's checksum (its header size is hlen)
+        if preludes is None:
+            preludes = self.checked[hlen] = {}
+        events: list[bytes] = []
+        at = pos
+        while size - at >= 16 and limit:
+            total, header_size, prelude_crc = unpack(raw, at)
+            end = at + total
+            if header_size != hlen or total < skip + 4 or end > size or not startswith(head, at + 12):
+                break
+            if preludes.get(total) != prelude_crc:
+                if crc32(view[at:at + 8]) != prelude_crc:
+                    break
+                preludes[total] = prelude_crc
+            if crc32(view[at:end - 4]) != tail(raw, end - 4)[0]:
+                break
+            quote = find(b'"', at + skip, end - 4)
+            if quote < 0 or closing(raw, quote, end - 4) is None:
+                break
+            try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
+                events.append(a2b(view[at + skip:quote], strict_mode=True))
+            except error:
+                break
+            at, limit = end, limit - 1
+        return events, at
+
+    def past(self, pos: int, count: int) -> int:
+        """Where the count frames from pos on end."""
+        for _ in range(count):
+            pos += self.unpack(self.raw, pos)[0]
+        return pos
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
@@ -9755,7 +9813,7 @@ class _Scrubber:
         self.blanks: dict[Any, list[tuple[str, str, str]]] | None = {} if blank and self.make is not None else None
         self.blank_misses: dict[Any, int] = {}
         self.bulk: dict[tuple, Any] = {}   # _bulk's patterns
-        self.chunk_tools: tuple | None = None   # fast_chunks' readers of the body
+        self.chunk_tools: _ChunkFrames | None = None   # fast_chunks' reader of the body
 
     def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
@@ -9944,34 +10002,43 @@ class _Scrubber:
     def fast(self, text: str, key: Any) -> str | None:
         """The line of a payload text one of key's templates fits, or None (then the long way)."""
         for template in self.templates.get(key, ()):
-            if template.kinds == "s":   # the fragment alone: fit() and _written() in one step
-                value = _string_between(text, *template.pieces)
-                if value is _NO_FIT:
-                    continue
-                if value is None:
-                    return None
-                encoded = _encode_ascii(value)
-                clean = self.clean.get(encoded)
-                if clean is None:
-                    clean = self._clean(encoded)
-                if not clean:
-                    return None
-                if template.group is not None:
-                    template.group.add(value)
-                self.count += 1
-                return template.out[0] + encoded + template.out[1]
+            if template.kinds == "s":
+                line = self._fast_fragment(template, text)
+                if line is not _NO_FIT:
+                    return line
+                continue
             fitted = template.fit(template.pieces, text, 0)
             if fitted is not None and fitted[0] == len(text):
                 return self._written(template, fitted[1])
-        if self.blanks:
-            for before, after, line in self.blanks.get(key, ()):
-                value = _string_between(text, before, after)
-                if value is _NO_FIT or value == "":
-                    continue
-                if value is None:
-                    return None
-                self.count += 1
-                return line
+        return self._fast_blank(text, key) if self.blanks else None
+
+    def _fast_fragment(self, template: _Template, text: str) -> Any:
+        """fast() with a template that holds the fragment alone, fit() and _written() in one step: the
+        line; None when the fragment does not decode or may hold a credential; _NO_FIT."""
+        value = _string_between(text, *template.pieces)
+        if value is _NO_FIT or value is None:
+            return value
+        encoded = _encode_ascii(value)
+        clean = self.clean.get(encoded)
+        if clean is None:
+            clean = self._clean(encoded)
+        if not clean:
+            return None
+        if template.group is not None:
+            template.group.add(value)
+        self.count += 1
+        return template.out[0] + encoded + template.out[1]
+
+    def _fast_blank(self, text: str, key: Any) -> str | None:
+        """fast() with key's blank templates: the line of the first that fits, or None."""
+        for before, after, line in self.blanks.get(key, ()):
+            value = _string_between(text, before, after)
+            if value is _NO_FIT or value == "":
+                continue
+            if value is None:
+                return None
+            self.count += 1
+            return line
         return None
 
     def _clean(self, encoded: str) -> bool:
@@ -9999,52 +10066,15 @@ class _Scrubber:
         than 4 times those written."""
         if not (self.templates.get(None) or self.blanks and self.blanks.get(None)):
             return pos, 0
-        tools = self.chunk_tools
-        if tools is None or tools[0] is not raw:   # made once per body
-            import binascii
-            import struct
-            import zlib
-
-            tools = self.chunk_tools = (raw, memoryview(raw), zlib.crc32, struct.Struct(">III").unpack_from,
-                                        struct.Struct(">I").unpack_from, binascii.a2b_base64, binascii.Error, {})
-        _, view, crc32, unpack, tail, a2b, error, checked = tools
-        size, hlen, startswith, find = len(raw), len(head), raw.startswith, raw.find
-        opening, closing = chunk
-        head += opening   # the header bytes, then the payload's start
-        skip = 12 + len(head)
-        preludes = checked.get(hlen)   # a frame's length -> its prelude's checksum (its header size is hlen)
-        if preludes is None:
-            preludes = checked[hlen] = {}
+        frames = self.chunk_tools
+        if frames is None or frames.raw is not raw:   # made once per body
+            frames = self.chunk_tools = _ChunkFrames(raw)
         written, batch = 0, 1
         while True:
-            events: list[bytes] = []
-            at, limit = pos, batch
-            while size - at >= 16 and limit:
-                total, header_size, prelude_crc = unpack(raw, at)
-                end = at + total
-                if header_size != hlen or total < skip + 4 or end > size or not startswith(head, at + 12):
-                    break
-                if preludes.get(total) != prelude_crc:
-                    if crc32(view[at:at + 8]) != prelude_crc:
-                        break
-                    preludes[total] = prelude_crc
-                if crc32(view[at:end - 4]) != tail(raw, end - 4)[0]:
-                    break
-                quote = find(b'"', at + skip, end - 4)
-                if quote < 0 or closing(raw, quote, end - 4) is None:
-                    break
-                try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
-                    events.append(a2b(view[at + skip:quote], strict_mode=True))
-                except error:
-                    break
-                at, limit = end, limit - 1
+            events, at = frames.events(pos, batch, head, chunk)
             done = self._fit_chunks(events, out) if events else 0
             written += done
-            if done == len(events):
-                pos = at
-            else:
-                for _ in range(done):   # past the frames written
-                    pos += unpack(raw, pos)[0]
+            pos = at if done == len(events) else frames.past(pos, done)
             if done < batch:
                 return pos, written
             batch = 1 if written < 16 else min(4 * written, 1024)
@@ -10053,39 +10083,9 @@ class _Scrubber:
         """Writes the lines of the event texts (UTF-8) from the first on, while a template fits; returns
         how many.  All at once when one template fits every one and no fragment may hold a credential;
         else one by one, as fast() would."""
-        count = len(events)
-        try:
-            text = b"\x00".join(events).decode("utf-8") if count >= 16 else None   # NUL: in no strict JSON text
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and text.count("\x00") == count - 1:
-            text = "\x00" + text + "\x00"
-            fits = [(template.pieces[0], template.pieces[1], template) for template in self.templates.get(None, ())
-                    if template.kinds == "s"]
-            fits += [(before, after, line) for before, after, line in (self.blanks or {}).get(None, ())]
-            for before, after, template in fits:
-                blank = template.__class__ is str
-                if "\x00" in before + after:
-                    continue
-                found = self._bulk(before, after, blank).findall(text)
-                if not found:
-                    continue
-                if len(found) != count:
-                    break   # another template for some: one by one
-                if blank:
-                    self.count += count
-                    out.add_block(out._JOIN.join([template] * count), count)
-                    return count
-                values = json.loads("[" + ",".join(found) + "]")   # each a strict JSON string token
-                encoded = list(map(_encode_ascii, values))
-                if _line_may_hold_secrets("\x00".join(encoded)):
-                    break   # one by one: a credential's fragment goes the long way
-                if template.group is not None:
-                    template.group.extend(values)
-                self.count += count
-                before, after = template.out
-                out.add_block(before + (after + out._JOIN + before).join(encoded) + after, count)
-                return count
+        done = self._fit_chunks_at_once(events, out) if len(events) >= 16 else None
+        if done is not None:
+            return done
         lines = []
         for event in events:
             try:
@@ -10097,6 +10097,45 @@ class _Scrubber:
             lines.append(line)
         out.extend(lines)
         return len(lines)
+
+    def _fit_chunks_at_once(self, events: list[bytes], out: _EncodedPayloads) -> int | None:
+        """_fit_chunks of 16 events or more when one template (key None, the fragment alone, or blank)
+        fits every one and no fragment may hold a credential: how many; else None (one by one)."""
+        count = len(events)
+        try:
+            text = b"\x00".join(events).decode("utf-8")   # NUL: in no strict JSON text
+        except UnicodeDecodeError:
+            return None
+        if text.count("\x00") != count - 1:
+            return None
+        text = "\x00" + text + "\x00"
+        fits = [(template.pieces[0], template.pieces[1], template) for template in self.templates.get(None, ())
+                if template.kinds == "s"]
+        fits += [(before, after, line) for before, after, line in (self.blanks or {}).get(None, ())]
+        for before, after, template in fits:
+            blank = template.__class__ is str
+            if "\x00" in before + after:
+                continue
+            found = self._bulk(before, after, blank).findall(text)
+            if not found:
+                continue
+            if len(found) != count:
+                return None   # another template for some: one by one
+            if blank:
+                self.count += count
+                out.add_block(out._JOIN.join([template] * count), count)
+                return count
+            values = json.loads("[" + ",".join(found) + "]")   # each a strict JSON string token
+            encoded = list(map(_encode_ascii, values))
+            if _line_may_hold_secrets("\x00".join(encoded)):
+                return None   # one by one: a credential's fragment goes the long way
+            if template.group is not None:
+                template.group.extend(values)
+            self.count += count
+            before, after = template.out
+            out.add_block(before + (after + out._JOIN + before).join(encoded) + after, count)
+            return count
+        return None
 
     def _bulk(self, before: str, after: str, blank: bool) -> Any:
         """The pattern of a text between NULs that is before, a strict JSON string token (non-empty when
@@ -10118,13 +10157,32 @@ class _Scrubber:
         if not templates:
             return pos, number
         template = templates[0]
+        if template.kinds == "s":   # the common case, one step per event
+            pos, number = self._fast_sse_fragments(template, text, pos, number, sink)
+        while True:
+            fitted = template.fit(template.event_pieces, text, pos)
+            if fitted is None:
+                for template in templates:
+                    fitted = template.fit(template.event_pieces, text, pos)
+                    if fitted is not None:
+                        break
+                else:
+                    return pos, number
+            line = self._written(template, fitted[1])
+            if line is None:
+                return pos, number
+            sink(line)
+            pos = fitted[0]
+            number += template.lines
+
+    def _fast_sse_fragments(self, template: _Template, text: str, pos: int, number: int,
+                            sink: Callable[[str], Any]) -> tuple[int, int]:
+        """fast_sse with one template that holds the fragment alone: fit() and _written() unrolled."""
         startswith, json_string, encode, known = text.startswith, _json_string, _encode_ascii, self.clean
+        before, after = template.event_pieces
         lines: list[str] = []
         try:
-            while template.kinds == "s":   # the common case, one step per event: fit() and _written() unrolled
-                before, after = template.event_pieces
-                if not startswith(before, pos):
-                    break
+            while startswith(before, pos):
                 start = pos + len(before) + 1
                 if text[start - 1:start] != '"':
                     break
@@ -10147,21 +10205,7 @@ class _Scrubber:
         finally:
             for line in lines:
                 sink(line)
-        while True:
-            fitted = template.fit(template.event_pieces, text, pos)
-            if fitted is None:
-                for template in templates:
-                    fitted = template.fit(template.event_pieces, text, pos)
-                    if fitted is not None:
-                        break
-                else:
-                    return pos, number
-            line = self._written(template, fitted[1])
-            if line is None:
-                return pos, number
-            sink(line)
-            pos = fitted[0]
-            number += template.lines
+        return pos, number
 
     def warnings(self) -> list[str]:
         return self.found + _split_secret_warnings(self.groups)
