@@ -10345,23 +10345,14 @@ def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tu
     """
     if isinstance(value, dict):
         if not _TEXT_GROUP_KEYSET.isdisjoint(value):
-            marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
-                           if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
+            marks += _text_group_marks(value, len(path))
         items: Iterable = value.items()
     elif isinstance(value, list):
         items = enumerate(value)
     else:
         return
-    if masked is not None:   # the same items, each with its name in masked
-        items = zip(items, masked if isinstance(masked, dict) else range(len(masked)))
-        for (key, item), name in items:
-            if path + (key,) in protected:
-                continue   # call identity and arguments: their split credentials are only reported
-            if isinstance(item, str):
-                if item:
-                    _text_piece(texts, (at + (name,), marks), pos, item)
-            elif isinstance(item, (dict, list)):
-                _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+    if masked is not None:
+        _text_pieces_renamed(items, path, protected, marks, pos, texts, masked, at)
         return
     for key, item in items:
         if isinstance(item, str):
@@ -10370,6 +10361,27 @@ def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tu
         elif isinstance(item, (dict, list)) and path + (key,) not in protected:
             _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
             # (protected) are left out: their split credentials are only reported
+
+
+def _text_group_marks(value: dict, depth: int) -> tuple:
+    """(depth, member, value) of each member of value that tells its text groups apart (an integer or
+    a string of _TEXT_GROUP_KEYS)."""
+    return tuple((depth, key, value[key]) for key in _TEXT_GROUP_KEYS
+                 if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
+
+
+def _text_pieces_renamed(items: Iterable, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
+                         texts: dict[tuple, tuple[Any, list[str]]], masked: Any, at: tuple) -> None:
+    """_text_pieces of value's items when masked is given: the same items, each with its name in masked."""
+    items = zip(items, masked if isinstance(masked, dict) else range(len(masked)))
+    for (key, item), name in items:
+        if path + (key,) in protected:
+            continue   # call identity and arguments: their split credentials are only reported
+        if isinstance(item, str):
+            if item:
+                _text_piece(texts, (at + (name,), marks), pos, item)
+        elif isinstance(item, (dict, list)):
+            _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
 
 
 def _text_piece(texts: dict[tuple, tuple[Any, list[str]]], group_key: tuple, pos: int, item: str) -> None:
@@ -10411,28 +10423,7 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
         found = _secret_spans("".join(strings))
         if not found:
             continue
-        ends, offset = [], 0
-        for text in strings:
-            offset += len(text)
-            ends.append(offset)
-        own: dict[int, list[tuple[int, int, str]]] = {}   # a fragment's own spans, found when needed
-        touched: dict[int, list[tuple[int, int, str]]] = {}
-        missed = []
-        for start, end, label in found:
-            parts = []
-            n = bisect.bisect_right(ends, start)   # the fragment the span starts in
-            while n < len(ends) and ends[n] - len(strings[n]) < end:
-                lo = ends[n] - len(strings[n])
-                parts.append((n, max(start, lo) - lo, min(end, ends[n]) - lo))
-                n += 1
-            for n, _, _ in parts:
-                if n not in own:
-                    own[n] = _secret_spans(strings[n])
-            if all(_covered(own[n], first, last) for n, first, last in parts):
-                continue   # each fragment's own masking hid it already
-            missed.append(label)
-            for n, first, last in parts:
-                touched.setdefault(n, []).append((first, last, label))
+        own, touched, missed = _uncovered_spans(found, strings)
         if not touched:
             continue
         first = positions[min(touched)]
@@ -10443,19 +10434,56 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
             how = f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
         else:
             how = f": {labels} recognisable only with the text fragments around it"
-        kept = False
-        for n, spans in touched.items():
-            pos = positions[n]
-            parent = _value_at(out[pos], path[:-1])
-            if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
-                kept = True   # no text to the redaction: the rules read it
-                continue
-            mine = own[n]
-            if parent[path[-1]] != _mask_spans(strings[n], mine):
-                continue   # masked whole already (a credential-named member)
-            parent[path[-1]] = _mask_spans(strings[n], sorted(mine + spans))
+        kept = _mask_touched(row, out, path, positions, strings, own, touched)
         warnings.append(where + how + (" masked" if not kept else " masked where it is text, left unchanged "
                                        "where the rules read it"))
+
+
+def _uncovered_spans(found: list[tuple[int, int, str]], strings: list[str]) -> tuple[dict, dict, list[str]]:
+    """The spans found in strings joined that masking each string alone does not cover whole: (each
+    string's own spans, by number, as far as they were needed; each string's parts of those spans,
+    by number; their labels)."""
+    ends, offset = [], 0
+    for text in strings:
+        offset += len(text)
+        ends.append(offset)
+    own: dict[int, list[tuple[int, int, str]]] = {}   # a fragment's own spans, found when needed
+    touched: dict[int, list[tuple[int, int, str]]] = {}
+    missed = []
+    for start, end, label in found:
+        parts = []
+        n = bisect.bisect_right(ends, start)   # the fragment the span starts in
+        while n < len(ends) and ends[n] - len(strings[n]) < end:
+            lo = ends[n] - len(strings[n])
+            parts.append((n, max(start, lo) - lo, min(end, ends[n]) - lo))
+            n += 1
+        for n, _, _ in parts:
+            if n not in own:
+                own[n] = _secret_spans(strings[n])
+        if all(_covered(own[n], first, last) for n, first, last in parts):
+            continue   # each fragment's own masking hid it already
+        missed.append(label)
+        for n, first, last in parts:
+            touched.setdefault(n, []).append((first, last, label))
+    return own, touched, missed
+
+
+def _mask_touched(row: Profile, out: list[dict], path: tuple, positions: Any, strings: list[str],
+                  own: dict[int, list[tuple[int, int, str]]], touched: dict[int, list[tuple[int, int, str]]]) -> bool:
+    """Masks in out each string of touched at path, on top of its own masking, where it is text to the
+    profile's redaction; whether one was left unchanged because the rules read it."""
+    kept = False
+    for n, spans in touched.items():
+        pos = positions[n]
+        parent = _value_at(out[pos], path[:-1])
+        if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
+            kept = True   # no text to the redaction: the rules read it
+            continue
+        mine = own[n]
+        if parent[path[-1]] != _mask_spans(strings[n], mine):
+            continue   # masked whole already (a credential-named member)
+        parent[path[-1]] = _mask_spans(strings[n], sorted(mine + spans))
+    return kept
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
@@ -10938,13 +10966,15 @@ def _refuse_whole_document(text: str, profile: str) -> None:
         whole = decode_document(text, what="the body")
     except JsonProblem:
         return   # several documents: JSON Lines
-    if isinstance(whole, dict) and isinstance(whole.get("log"), dict):
+    if not isinstance(whole, dict):
+        return
+    if isinstance(whole.get("log"), dict):
         raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
-    if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
+    if "profile" in whole and ("chunks" in whole or "events" in whole):
         raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
+    if set(whole) == {"data"} and isinstance(whole["data"], dict):
         whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
-    if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
+    if (_foreign_shape(whole) is None and not _error_payload(whole)
             and (_profile_of(whole) is None or whole.get("object") == "chat.completion")):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {profile} payloads")
 
@@ -11076,17 +11106,9 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
     if not isinstance(tool, dict):
         raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
     kind = tool.get("type")
-    custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
     if kind == "custom" and "input_schema" not in tool:
-        name = custom.get("name")
-        fmt = custom.get("format") or {"type": "text"}
-        if not isinstance(name, str) or not name:
-            raise CaptureError(f"{where} is a custom tool without a name")
-        if isinstance(fmt, dict) and fmt.get("type") == "text":
-            schemas[prefix + name] = {"type": "string"}
-        else:
-            warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
-                            "input this tool cannot check; it is left out, so its calls are unknown_tool")
+        _custom_tool_entry(where, tool.get("custom") if isinstance(tool.get("custom"), dict) else tool, prefix,
+                           schemas, warnings)
         return
     defined = row.defined_tool(where, tool)
     if defined is not None:
@@ -11100,6 +11122,20 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
     if prefix + name in schemas:
         raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
     schemas[prefix + name] = schema
+
+
+def _custom_tool_entry(where: str, custom: dict, prefix: str, schemas: dict, warnings: list[str]) -> None:
+    """One custom tool (custom: its members) into schemas: a free-text one takes a string; one with a
+    grammar is left out, with a warning."""
+    name = custom.get("name")
+    fmt = custom.get("format") or {"type": "text"}
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where} is a custom tool without a name")
+    if isinstance(fmt, dict) and fmt.get("type") == "text":
+        schemas[prefix + name] = {"type": "string"}
+    else:
+        warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
+                        "input this tool cannot check; it is left out, so its calls are unknown_tool")
 
 
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
