@@ -9385,26 +9385,40 @@ def _render_path(prefix: str, path: tuple) -> str:
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
                   prefix: str, line: str, warnings: list[str]) -> Any:
     """value with credentials masked (unless keep or a protected path); one warning per field.
-    A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused."""
+    A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused.
+    (It recurses into itself alone, one frame a level, so a payload nests as deep as it did.)"""
     base64 = not keep and protected.get(path) == "base64"
     keep = keep or path in protected and not base64
     if isinstance(value, str):
-        return _masked_string(value, base64, keep, prefix, path, line, warnings)
+        spans = _secret_spans(value)
+        if not spans:
+            return value
+        return _masked_string(value, spans, base64, keep, _render_path(prefix, path), line, warnings)
     if isinstance(value, list):
         return [_mask_secrets(item, path + (n,), protected, keep, prefix, line, warnings)
                 for n, item in enumerate(value)]
-    if isinstance(value, dict):
-        return _masked_members(value, path, protected, keep, prefix, line, warnings)
-    return value
-
-
-def _masked_string(value: str, base64: bool, keep: bool, prefix: str, path: tuple, line: str,
-                   warnings: list[str]) -> str:
-    """One string of _mask_secrets."""
-    spans = _secret_spans(value)
-    if not spans:
+    if not isinstance(value, dict):
         return value
-    where = _render_path(prefix, path)
+    out = {}
+    for key, item in value.items():
+        if _credential_named(key, item):
+            member = path + (key,)
+            out[key] = _credential_member(item, keep or member in protected, _render_path(prefix, member), line,
+                                          warnings)
+            continue
+        masked = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
+        spans = _secret_spans(key) if isinstance(key, str) else []
+        if spans and not keep:   # a credential used as a member name: the name is masked too
+            warnings.append(f"{_render_path(prefix, path + (key,))} ({line}): a member name holding "
+                            f"{_labels(spans)} masked")
+            key = _unused_name(_mask_spans(key, spans), out, value)
+        out[key] = masked
+    return out
+
+
+def _masked_string(value: str, spans: list[tuple[int, int, str]], base64: bool, keep: bool, where: str, line: str,
+                   warnings: list[str]) -> str:
+    """A string of _mask_secrets in which spans were found (where: its path, rendered)."""
     if base64:
         warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
         return REDACTED_BASE64
@@ -9418,36 +9432,26 @@ def _masked_string(value: str, base64: bool, keep: bool, prefix: str, path: tupl
 
 def _credential_named(key: Any, item: Any) -> bool:
     """Whether a member holds a credential by its name alone: a long string no secret pattern finds
-    under a credential's name (the patterns mask what they find, wherever it is)."""
+    under a credential's name (what a pattern finds is masked wherever it is)."""
     return (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
             and not _secret_spans(item))
 
 
-def _masked_members(value: dict, path: tuple, protected: dict[tuple, str], keep: bool,
-                    prefix: str, line: str, warnings: list[str]) -> dict:
-    """One object of _mask_secrets: every member masked, a credential-named one whole, and a member
-    name that holds a credential masked too (made unique with "*")."""
-    out = {}
-    for key, item in value.items():
-        where = path + (key,)
-        if _credential_named(key, item):
-            if keep or where in protected:
-                warnings.append(f"{_render_path(prefix, where)} ({line}): a credential-named member; left unchanged "
-                                "because call identity and arguments are kept byte for byte")
-                out[key] = item
-            else:
-                warnings.append(f"{_render_path(prefix, where)} ({line}): a credential-named member masked")
-                out[key] = MASKED_SECRET
-            continue
-        masked = _mask_secrets(item, where, protected, keep, prefix, line, warnings)
-        spans = _secret_spans(key) if isinstance(key, str) else []
-        if spans and not keep:   # a credential used as a member name: the name is masked too
-            warnings.append(f"{_render_path(prefix, where)} ({line}): a member name holding {_labels(spans)} masked")
-            key = _mask_spans(key, spans)
-            while key in out or key in value:
-                key += "*"
-        out[key] = masked
-    return out
+def _credential_member(item: str, keep: bool, where: str, line: str, warnings: list[str]) -> str:
+    """A credential-named member's value: masked whole, or kept (call identity and arguments)."""
+    if keep:
+        warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
+                        "because call identity and arguments are kept byte for byte")
+        return item
+    warnings.append(f"{where} ({line}): a credential-named member masked")
+    return MASKED_SECRET
+
+
+def _unused_name(name: str, out: dict, value: dict) -> str:
+    """name, with "*" added until no member of out or value has it."""
+    while name in out or name in value:
+        name += "*"
+    return name
 
 
 def _value_at(value: Any, path: tuple) -> Any:
@@ -9822,8 +9826,11 @@ class _Scrubber:
         if self.texts is not None:   # its place in the stream is the number of payloads before it
             # the pieces as they came (without redaction the payload is the raw one), and where each
             # is in the result (its member names masked too)
-            _text_pieces(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts,
-                         None if result is payload else result)
+            if result is payload:
+                _text_pieces(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts)
+            else:
+                _text_pieces_masked(payload, (), self.row.protected_paths(payload), (), len(self.wheres), self.texts,
+                                    result)
             self.wheres.append(_where(where))
         return result
 
@@ -9939,10 +9946,7 @@ class _Scrubber:
             return False
         group = self.row.fragment_key(payload, path)
         fragment = [token for token in tokens if token[2] == "s"]
-        # an integer is a hole when a stand-in in it changes nothing but itself in the line (a sequence
-        # number; not an index that names the slot)
-        holes = [token for token in tokens if token[2] == "i"
-                 and self._probe(text, key, sorted(fragment + [token]), path, group) is not None][:8]
+        holes = self._integer_holes(text, key, tokens, fragment, path, group)
         template = self._probe(text, key, sorted(fragment + holes), path, group)
         if template is None and holes:
             template = self._probe(text, key, fragment, path, group)
@@ -9953,6 +9957,13 @@ class _Scrubber:
             return False
         self.templates.setdefault(key, []).append(template)
         return True
+
+    def _integer_holes(self, text: str, key: Any, tokens: list, fragment: list, path: tuple,
+                       group: Any) -> list[tuple[int, int, str]]:
+        """The integer tokens of text that are holes, 8 at most: one is when a stand-in in it changes
+        nothing but itself in the line (a sequence number; not an index that names the slot)."""
+        return [token for token in tokens if token[2] == "i"
+                and self._probe(text, key, sorted(fragment + [token]), path, group) is not None][:8]
 
     def _probe(self, text: str, key: Any, tokens: list, path: tuple, group: Any) -> _Template | None:
         """The template of text with these tokens as holes, when the payload made with stand-ins in
@@ -10282,17 +10293,12 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
     count = 0
     for value, context in items:
         count += 1
-        if value.__class__ is _Written:
+        line = value.line if value.__class__ is _Written else None if fast is None else fast(value, context)
+        if line is not None:
             if held is None:
-                sink(value.line)
+                sink(line)
             continue
-        if fast is not None:
-            line = fast(value, context)
-            if line is not None:
-                if held is None:
-                    sink(line)
-                continue
-        for phase in range(held_at):
+        for phase in range(held_at):   # here, not in a function: a payload nests as deep as it did
             try:
                 value = stages[phase](value, context)
             except CaptureError as exc:
@@ -10334,26 +10340,11 @@ _TEXT_GROUP_KEYSET = frozenset(_TEXT_GROUP_KEYS)
 
 
 def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
-                 texts: dict[tuple, tuple[Any, list[str]]], masked: Any = None, at: tuple = ()) -> None:
+                 texts: dict[tuple, tuple[Any, list[str]]]) -> None:
     """Add every non-empty string under value outside protected paths to its group in texts:
-    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece.
-
-    value is the payload as it came; masked (None: value itself) the same payload once masked
-    string by string, whose member names may differ (a credential used as a name): the group's
-    path is then the path in masked (at: that of path), where finish() writes, and the strings
-    recorded are still value's, unmasked, so that they are searched joined as they came.
-    """
-    if isinstance(value, dict):
-        if not _TEXT_GROUP_KEYSET.isdisjoint(value):
-            marks += _text_group_marks(value, len(path))
-        items: Iterable = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return
-    if masked is not None:
-        _text_pieces_renamed(items, path, protected, marks, pos, texts, masked, at)
-        return
+    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece.  value is the payload as it
+    came, and as it stays (_text_pieces_masked: once masking changed it)."""
+    items, marks = _text_items(value, len(path), marks)
     for key, item in items:
         if isinstance(item, str):
             if item and path + (key,) not in protected:
@@ -10363,25 +10354,36 @@ def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tu
             # (protected) are left out: their split credentials are only reported
 
 
-def _text_group_marks(value: dict, depth: int) -> tuple:
-    """(depth, member, value) of each member of value that tells its text groups apart (an integer or
-    a string of _TEXT_GROUP_KEYS)."""
-    return tuple((depth, key, value[key]) for key in _TEXT_GROUP_KEYS
-                 if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
-
-
-def _text_pieces_renamed(items: Iterable, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
-                         texts: dict[tuple, tuple[Any, list[str]]], masked: Any, at: tuple) -> None:
-    """_text_pieces of value's items when masked is given: the same items, each with its name in masked."""
-    items = zip(items, masked if isinstance(masked, dict) else range(len(masked)))
-    for (key, item), name in items:
+def _text_pieces_masked(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
+                        texts: dict[tuple, tuple[Any, list[str]]], masked: Any, at: tuple = ()) -> None:
+    """_text_pieces of a payload that masking changed: masked is the same payload once masked string
+    by string, whose member names may differ (a credential used as a name): the group's path is then
+    the path in masked (at: that of path), where finish() writes, and the strings recorded are still
+    value's, unmasked, so that they are searched joined as they came."""
+    items, marks = _text_items(value, len(path), marks)
+    for (key, item), name in zip(items, masked if isinstance(masked, dict) else range(len(masked))):
         if path + (key,) in protected:
             continue   # call identity and arguments: their split credentials are only reported
         if isinstance(item, str):
             if item:
                 _text_piece(texts, (at + (name,), marks), pos, item)
         elif isinstance(item, (dict, list)):
-            _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+            _text_pieces_masked(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+
+
+def _text_items(value: Any, depth: int, marks: tuple) -> tuple[Iterable, tuple]:
+    """(the items of an object or a list, marks with (depth, member, value) of each of the object's
+    members that tell its text groups apart: an integer or a string of _TEXT_GROUP_KEYS)."""
+    if isinstance(value, dict):
+        if not _TEXT_GROUP_KEYSET.isdisjoint(value):
+            for key in _TEXT_GROUP_KEYS:   # a loop, not a generator: no frame below this one
+                member = value.get(key)
+                if isinstance(member, (int, str)) and not isinstance(member, bool):
+                    marks += ((depth, key, member),)
+        return value.items(), marks
+    if isinstance(value, list):
+        return enumerate(value), marks
+    return (), marks
 
 
 def _text_piece(texts: dict[tuple, tuple[Any, list[str]]], group_key: tuple, pos: int, item: str) -> None:
@@ -10427,16 +10429,28 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
         if not touched:
             continue
         first = positions[min(touched)]
-        later = len(touched) - 1
         where = f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]})"
-        labels = " and ".join(dict.fromkeys(missed))
-        if later:
-            how = f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
-        else:
-            how = f": {labels} recognisable only with the text fragments around it"
-        kept = _mask_touched(row, out, path, positions, strings, own, touched)
+        how = _split_how(len(touched) - 1, " and ".join(dict.fromkeys(missed)))
+        kept = False
+        for n, spans in touched.items():   # here, not in a function: redact() walks a payload as deep as it did
+            pos = positions[n]
+            parent = _value_at(out[pos], path[:-1])
+            if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
+                kept = True   # no text to the redaction: the rules read it
+                continue
+            mine = own[n]
+            if parent[path[-1]] != _mask_spans(strings[n], mine):
+                continue   # masked whole already (a credential-named member)
+            parent[path[-1]] = _mask_spans(strings[n], sorted(mine + spans))
         warnings.append(where + how + (" masked" if not kept else " masked where it is text, left unchanged "
                                        "where the rules read it"))
+
+
+def _split_how(later: int, labels: str) -> str:
+    """How a credential found in a group's joined text fragments is spread over later fragments."""
+    if later:
+        return f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
+    return f": {labels} recognisable only with the text fragments around it"
 
 
 def _uncovered_spans(found: list[tuple[int, int, str]], strings: list[str]) -> tuple[dict, dict, list[str]]:
@@ -10466,24 +10480,6 @@ def _uncovered_spans(found: list[tuple[int, int, str]], strings: list[str]) -> t
         for n, first, last in parts:
             touched.setdefault(n, []).append((first, last, label))
     return own, touched, missed
-
-
-def _mask_touched(row: Profile, out: list[dict], path: tuple, positions: Any, strings: list[str],
-                  own: dict[int, list[tuple[int, int, str]]], touched: dict[int, list[tuple[int, int, str]]]) -> bool:
-    """Masks in out each string of touched at path, on top of its own masking, where it is text to the
-    profile's redaction; whether one was left unchanged because the rules read it."""
-    kept = False
-    for n, spans in touched.items():
-        pos = positions[n]
-        parent = _value_at(out[pos], path[:-1])
-        if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
-            kept = True   # no text to the redaction: the rules read it
-            continue
-        mine = own[n]
-        if parent[path[-1]] != _mask_spans(strings[n], mine):
-            continue   # masked whole already (a credential-named member)
-        parent[path[-1]] = _mask_spans(strings[n], sorted(mine + spans))
-    return kept
 
 
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
