@@ -9386,7 +9386,7 @@ def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bo
                   prefix: str, line: str, warnings: list[str]) -> Any:
     """value with credentials masked (unless keep or a protected path); one warning per field.
     A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused.
-    (It recurses into itself alone, one frame a level, so a payload nests as deep as it did.)"""
+    It alone recurses: a helper between two levels would lower how deep a payload may nest."""
     base64 = not keep and protected.get(path) == "base64"
     keep = keep or path in protected and not base64
     if isinstance(value, str):
@@ -10298,7 +10298,7 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
             if held is None:
                 sink(line)
             continue
-        for phase in range(held_at):   # here, not in a function: a payload nests as deep as it did
+        for phase in range(held_at):   # not in a helper: a frame more would lower how deep a payload may nest
             try:
                 value = stages[phase](value, context)
             except CaptureError as exc:
@@ -10432,7 +10432,7 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
         where = f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]})"
         how = _split_how(len(touched) - 1, " and ".join(dict.fromkeys(missed)))
         kept = False
-        for n, spans in touched.items():   # here, not in a function: redact() walks a payload as deep as it did
+        for n, spans in touched.items():   # not in a helper: redact() walks the payload, one frame a level
             pos = positions[n]
             parent = _value_at(out[pos], path[:-1])
             if _value_at(row.redact(out[pos]), path) == parent[path[-1]]:
