@@ -10484,51 +10484,73 @@ def _render_path(prefix: str, path: tuple) -> str:
 def _mask_secrets(value: Any, path: tuple, protected: dict[tuple, str], keep: bool,
                   prefix: str, line: str, warnings: list[str]) -> Any:
     """value with credentials masked (unless keep or a protected path); one warning per field.
-    A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused."""
+    A "base64" path is masked whole, to a base64 stand-in: "[masked]" inside would make it refused.
+    It alone recurses: a helper between two levels would lower how deep a payload may nest."""
     base64 = not keep and protected.get(path) == "base64"
     keep = keep or path in protected and not base64
     if isinstance(value, str):
         spans = _secret_spans(value)
         if not spans:
             return value
-        where = _render_path(prefix, path)
-        if base64:
-            warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
-            return REDACTED_BASE64
-        if keep:
-            warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
-                            "because call identity and arguments are kept byte for byte")
-            return value
-        warnings.append(f"{where} ({line}): {_labels(spans)} masked")
-        return _mask_spans(value, spans)
+        return _masked_string(value, spans, base64, keep, _render_path(prefix, path), line, warnings)
     if isinstance(value, list):
         return [_mask_secrets(item, path + (n,), protected, keep, prefix, line, warnings)
                 for n, item in enumerate(value)]
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
-                    and not _secret_spans(item)):
-                where = _render_path(prefix, path + (key,))
-                if keep or path + (key,) in protected:
-                    warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
-                                    "because call identity and arguments are kept byte for byte")
-                    out[key] = item
-                else:
-                    warnings.append(f"{where} ({line}): a credential-named member masked")
-                    out[key] = MASKED_SECRET
-                continue
-            masked = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
-            spans = _secret_spans(key) if isinstance(key, str) else []
-            if spans and not keep:   # a credential used as a member name: the name is masked too
-                warnings.append(f"{_render_path(prefix, path + (key,))} ({line}): a member name holding "
-                                f"{_labels(spans)} masked")
-                key = _mask_spans(key, spans)
-                while key in out or key in value:
-                    key += "*"
-            out[key] = masked
-        return out
-    return value
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if _credential_named(key, item):
+            member = path + (key,)
+            out[key] = _credential_member(item, keep or member in protected, _render_path(prefix, member), line,
+                                          warnings)
+            continue
+        masked = _mask_secrets(item, path + (key,), protected, keep, prefix, line, warnings)
+        spans = _secret_spans(key) if isinstance(key, str) else []
+        if spans and not keep:   # a credential used as a member name: the name is masked too
+            warnings.append(f"{_render_path(prefix, path + (key,))} ({line}): a member name holding "
+                            f"{_labels(spans)} masked")
+            key = _unused_name(_mask_spans(key, spans), out, value)
+        out[key] = masked
+    return out
+
+
+def _masked_string(value: str, spans: list[tuple[int, int, str]], base64: bool, keep: bool, where: str, line: str,
+                   warnings: list[str]) -> str:
+    """A string of _mask_secrets in which spans were found (where: its path, rendered)."""
+    if base64:
+        warnings.append(f"{where} ({line}): {_labels(spans)} masked (the whole base64 value)")
+        return REDACTED_BASE64
+    if keep:
+        warnings.append(f"{where} ({line}): looks like it holds {_labels(spans)}; left unchanged "
+                        "because call identity and arguments are kept byte for byte")
+        return value
+    warnings.append(f"{where} ({line}): {_labels(spans)} masked")
+    return _mask_spans(value, spans)
+
+
+def _credential_named(key: Any, item: Any) -> bool:
+    """Whether a member holds a credential by its name alone: a long string no secret pattern finds
+    under a credential's name (what a pattern finds is masked wherever it is)."""
+    return (isinstance(item, str) and len(item) >= _SECRET_KEY_MIN and _compiled(_SECRET_KEY).fullmatch(key)
+            and not _secret_spans(item))
+
+
+def _credential_member(item: str, keep: bool, where: str, line: str, warnings: list[str]) -> str:
+    """A credential-named member's value: masked whole, or kept (call identity and arguments)."""
+    if keep:
+        warnings.append(f"{where} ({line}): a credential-named member; left unchanged "
+                        "because call identity and arguments are kept byte for byte")
+        return item
+    warnings.append(f"{where} ({line}): a credential-named member masked")
+    return MASKED_SECRET
+
+
+def _unused_name(name: str, out: dict, value: dict) -> str:
+    """name, with "*" added until no member of out or value has it."""
+    while name in out or name in value:
+        name += "*"
+    return name
 
 
 def _value_at(value: Any, path: tuple) -> Any:
@@ -10740,6 +10762,112 @@ def _string_between(text: str, before: str, after: str) -> Any:
     return value if end == len(text) - len(after) else _NO_FIT
 
 
+def _template_tokens(text: str, value: str) -> list[tuple[int, int, str]] | None:
+    """(start, end, kind) of every string token of text whose value is value ("s": the fragment's, when
+    it is) and of every integer token ("i"); None when text's layout is not for templates."""
+    tokens = []
+    for match in _compiled(_JSON_STRING_TOKEN + "|" + _TEMPLATE_INTEGER).finditer(text):
+        if text[match.start()] != '"':
+            if text[match.start() - 1:match.start()] not in (":", ",", "[", " ", "\t", "\n", "\r") \
+                    or match.group() == "-0":
+                return None   # a number token seen from its middle: this layout is not for templates
+            tokens.append((match.start(), match.end(), "i"))
+            continue
+        if _compiled(_JSON_NAME_COLON).match(text, match.end()):
+            continue   # a member name
+        try:
+            if _json_string(text, match.start() + 1, True)[0] == value:
+                tokens.append((match.start(), match.end(), "s"))
+        except ValueError:
+            return None
+    return tokens
+
+
+def _template_pieces(text: str, tokens: list[tuple[int, int, str]]) -> tuple[list[str], list[str]]:
+    """(the pieces of text around the tokens, the stand-in of each token: the hole's string, or an
+    integer of its own)."""
+    pieces, marks, at = [], [], 0
+    for number, (start, end, kind) in enumerate(tokens):
+        pieces.append(text[at:start])
+        marks.append('"' + _TEMPLATE_HOLE + '"' if kind == "s" else str(_TEMPLATE_PROBE + number))
+        at = end
+    pieces.append(text[at:])
+    return pieces, marks
+
+
+def _around_holes(line: str, written: list[str]) -> tuple[list[int], list[str]] | None:
+    """(the holes in the order line holds them, the pieces of line around them) when line holds each
+    written stand-in once; else None."""
+    if any(line.count(mark) != 1 for mark in written):
+        return None
+    order = sorted(range(len(written)), key=lambda hole: line.index(written[hole]))
+    out, at = [], 0
+    for hole in order:
+        start = line.index(written[hole])
+        out.append(line[at:start])
+        at = start + len(written[hole])
+    out.append(line[at:])
+    return order, out
+
+
+class _ChunkFrames:
+    """The frames of one AWS event-stream body as _Scrubber.fast_chunks reads them: the readers it
+    needs, made once per body, and the prelude checksums already checked, by header size then length."""
+
+    __slots__ = ("raw", "view", "crc32", "unpack", "tail", "a2b", "error", "checked")
+
+    def __init__(self, raw: bytes) -> None:
+        import binascii
+        import struct
+        import zlib
+
+        self.raw, self.view, self.crc32 = raw, memoryview(raw), zlib.crc32
+        self.unpack, self.tail = struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
+        self.a2b, self.error = binascii.a2b_base64, binascii.Error
+        self.checked: dict[int, dict[int, int]] = {}
+
+    def events(self, pos: int, limit: int, head: bytes, chunk: tuple[bytes, Callable[..., Any]]) -> tuple[list, int]:
+        """(the event texts the base64 of up to limit frames from pos on carries, where they end): frames
+        read while each is whole, both its checksums hold and it is plainly a chunk (see fast_chunks)."""
+        raw, view, crc32, unpack, tail, a2b, error = (self.raw, self.view, self.crc32, self.unpack, self.tail,
+                                                      self.a2b, self.error)
+        size, hlen, startswith, find = len(raw), len(head), raw.startswith, raw.find
+        opening, closing = chunk
+        head += opening   # the header bytes, then the payload's start
+        skip = 12 + len(head)
+        preludes = self.checked.get(hlen)   # a frame's length -> its prelude's checksum (its header size is hlen)
+        if preludes is None:
+            preludes = self.checked[hlen] = {}
+        events: list[bytes] = []
+        at = pos
+        while size - at >= 16 and limit:
+            total, header_size, prelude_crc = unpack(raw, at)
+            end = at + total
+            if header_size != hlen or total < skip + 4 or end > size or not startswith(head, at + 12):
+                break
+            if preludes.get(total) != prelude_crc:
+                if crc32(view[at:at + 8]) != prelude_crc:
+                    break
+                preludes[total] = prelude_crc
+            if crc32(view[at:end - 4]) != tail(raw, end - 4)[0]:
+                break
+            quote = find(b'"', at + skip, end - 4)
+            if quote < 0 or closing(raw, quote, end - 4) is None:
+                break
+            try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
+                events.append(a2b(view[at + skip:quote], strict_mode=True))
+            except error:
+                break
+            at, limit = end, limit - 1
+        return events, at
+
+    def past(self, pos: int, count: int) -> int:
+        """Where the count frames from pos on end."""
+        for _ in range(count):
+            pos += self.unpack(self.raw, pos)[0]
+        return pos
+
+
 class _Scrubber:
     """Redacts (if asked) and masks credentials in one payload at a time, in stream order.
 
@@ -10788,7 +10916,7 @@ class _Scrubber:
         self.blanks: dict[Any, list[tuple[str, str, str]]] | None = {} if blank and self.make is not None else None
         self.blank_misses: dict[Any, int] = {}
         self.bulk: dict[tuple, Any] = {}   # _bulk's patterns
-        self.chunk_tools: tuple | None = None   # fast_chunks' readers of the body
+        self.chunk_tools: _ChunkFrames | None = None   # fast_chunks' reader of the body
 
     def scrub(self, payload: Any, where: str | tuple[str, int], text: str | Callable[[], str | None] | None = None,
               key: Any = None) -> Any:
@@ -10797,8 +10925,11 @@ class _Scrubber:
         if self.texts is not None:   # its place in the stream is the number of payloads before it
             # the pieces as they came (without redaction the payload is the raw one), and where each
             # is in the result (its member names masked too)
-            _text_pieces(payload, (), self.row.wire.protected_paths(payload), (), len(self.wheres), self.texts,
-                         None if result is payload else result)
+            if result is payload:
+                _text_pieces(payload, (), self.row.wire.protected_paths(payload), (), len(self.wheres), self.texts)
+            else:
+                _text_pieces_masked(payload, (), self.row.wire.protected_paths(payload), (), len(self.wheres),
+                                    self.texts, result)
             self.wheres.append(_where(where))
         return result
 
@@ -10815,17 +10946,7 @@ class _Scrubber:
         if self.redact:
             payload = row.capture.redact(payload)
         protected = row.wire.protected_paths(payload)
-        fragments = []
-        for path, kind in protected.items():
-            value = _value_at(payload, path) if kind == "fragment" else None
-            if isinstance(value, str):
-                fragments.append(path)
-                group = row.wire.fragment_key(payload, path)
-                if group is not None:
-                    slot = self.groups.get(group)
-                    if slot is None:
-                        slot = self.groups[group] = _FragmentGroup(_where(where))
-                    slot.add(value)
+        fragments = self._fragments(payload, protected, where)
         pos = self.count
         self.count += 1
         line = None
@@ -10834,26 +10955,49 @@ class _Scrubber:
             if not self._clean(line):
                 payload = _mask_secrets(payload, (), protected, False, f"{row.stream_key}[{pos}]", _where(where),
                                         self.found)
-                if not self.encode:
-                    return payload
-                return _line(payload)
+                return _line(payload) if self.encode else payload
         if not self.encode:
             return payload
         if line is None:
             line = _line(payload)
-        if text is not None and len(fragments) == 1 and self.learning(key):
-            if callable(text):   # the invoke body's event text: decoded only when a template is looked for
+        if text is not None:
+            self._look_for_template(text, key, payload, fragments, line)
+        return line
+
+    def _fragments(self, payload: Any, protected: dict[tuple, str], where: str | tuple[str, int]) -> list[tuple]:
+        """The paths of payload's argument fragments (strings), each added to its slot's group."""
+        fragments = []
+        for path, kind in protected.items():
+            value = _value_at(payload, path) if kind == "fragment" else None
+            if isinstance(value, str):
+                fragments.append(path)
+                group = self.row.wire.fragment_key(payload, path)
+                if group is not None:
+                    slot = self.groups.get(group)
+                    if slot is None:
+                        slot = self.groups[group] = _FragmentGroup(_where(where))
+                    slot.add(value)
+        return fragments
+
+    def _look_for_template(self, text: str | Callable[[], str | None], key: Any, payload: Any,
+                           fragments: list[tuple], line: str) -> None:
+        """A payload with one fragment, or (blank) with none, whose text may become a template of key:
+        tried, and a miss counted (text: the payload's text, or what decodes it: the invoke body's)."""
+        if len(fragments) == 1 and self.learning(key):
+            if callable(text):
                 text = text()
             if text is not None and not self._learn(text, key, payload, fragments[0], line):
                 self.misses[key] = self.misses.get(key, 0) + 1
-        elif (text is not None and not fragments and self.blanks is not None
-              and len(self.blanks.get(key, ())) < self._MAX_TEMPLATES
-              and self.blank_misses.get(key, 0) < self._MAX_MISSES):
+        elif not fragments and self.learning_blank(key):
             if callable(text):
                 text = text()
             if text is not None and not self._learn_blank(text, key, line):
                 self.blank_misses[key] = self.blank_misses.get(key, 0) + 1
-        return line
+
+    def learning_blank(self, key: Any) -> bool:
+        """Whether a payload of key without fragments may still become a blank template."""
+        return (self.blanks is not None and len(self.blanks.get(key, ())) < self._MAX_TEMPLATES
+                and self.blank_misses.get(key, 0) < self._MAX_MISSES)
 
     def _learn_blank(self, text: str, key: Any, line: str) -> bool:
         """Whether text (of a payload without fragments, whose line is line) became a blank template."""
@@ -10896,29 +11040,12 @@ class _Scrubber:
     def _learn(self, text: str, key: Any, payload: Any, path: tuple, line: str) -> bool:
         """Whether text became a template (payload: its redacted payload, line: its line)."""
         value = _value_at(payload, path)
-        tokens = []   # (start, end, kind) of the fragment's string token and of every integer token
-        for match in _compiled(_JSON_STRING_TOKEN + "|" + _TEMPLATE_INTEGER).finditer(text):
-            if text[match.start()] != '"':
-                if text[match.start() - 1:match.start()] not in (":", ",", "[", " ", "\t", "\n", "\r") \
-                        or match.group() == "-0":
-                    return False   # a number token seen from its middle: this layout is not for templates
-                tokens.append((match.start(), match.end(), "i"))
-                continue
-            if _compiled(_JSON_NAME_COLON).match(text, match.end()):
-                continue   # a member name
-            try:
-                if _json_string(text, match.start() + 1, True)[0] == value:
-                    tokens.append((match.start(), match.end(), "s"))
-            except ValueError:
-                return False
-        if sum(kind == "s" for _, _, kind in tokens) != 1:
+        tokens = _template_tokens(text, value)
+        if tokens is None or sum(kind == "s" for _, _, kind in tokens) != 1:
             return False
         group = self.row.wire.fragment_key(payload, path)
         fragment = [token for token in tokens if token[2] == "s"]
-        # an integer is a hole when a stand-in in it changes nothing but itself in the line (a sequence
-        # number; not an index that names the slot)
-        holes = [token for token in tokens if token[2] == "i"
-                 and self._probe(text, key, sorted(fragment + [token]), path, group) is not None][:8]
+        holes = self._integer_holes(text, key, tokens, fragment, path, group)
         template = self._probe(text, key, sorted(fragment + holes), path, group)
         if template is None and holes:
             template = self._probe(text, key, fragment, path, group)
@@ -10930,18 +11057,35 @@ class _Scrubber:
         self.templates.setdefault(key, []).append(template)
         return True
 
+    def _integer_holes(self, text: str, key: Any, tokens: list, fragment: list, path: tuple,
+                       group: Any) -> list[tuple[int, int, str]]:
+        """The integer tokens of text that are holes, 8 at most: one is when a stand-in in it changes
+        nothing but itself in the line (a sequence number; not an index that names the slot)."""
+        return [token for token in tokens if token[2] == "i"
+                and self._probe(text, key, sorted(fragment + [token]), path, group) is not None][:8]
+
     def _probe(self, text: str, key: Any, tokens: list, path: tuple, group: Any) -> _Template | None:
         """The template of text with these tokens as holes, when the payload made with stand-ins in
         them has the same fragment and slot and its line holds each stand-in once (and nothing else
         that looks like a credential); else None."""
+        pieces, marks = _template_pieces(text, tokens)
+        probe_line = self._probe_line("".join(piece + mark for piece, mark in zip(pieces, marks)) + pieces[-1],
+                                      key, path, group)
+        if probe_line is None:
+            return None
+        written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
+                   for (_, _, kind), mark in zip(tokens, marks)]
+        around = _around_holes(probe_line, written)
+        if around is None or any(not self._clean(part) for part in around[1]):
+            return None
+        order, out = around
+        return _Template(pieces, "".join(kind for _, _, kind in tokens), out, order,
+                         None if group is None else self.groups[group], key)
+
+    def _probe_line(self, probe_text: str, key: Any, path: tuple, group: Any) -> str | None:
+        """The line of the payload of probe_text (stand-ins in its holes) when its one fragment is the
+        stand-in, at path, of the same slot (group); else None."""
         row = self.row
-        pieces, marks, at = [], [], 0
-        for number, (start, end, kind) in enumerate(tokens):
-            pieces.append(text[at:start])
-            marks.append('"' + _TEMPLATE_HOLE + '"' if kind == "s" else str(_TEMPLATE_PROBE + number))
-            at = end
-        pieces.append(text[at:])
-        probe_text = "".join(piece + mark for piece, mark in zip(pieces, marks)) + pieces[-1]
         try:
             probe = self.make(probe_text, key)
             if self.redact:
@@ -10951,24 +11095,9 @@ class _Scrubber:
             if (probe_paths != [path] or _value_at(probe, path) != _TEMPLATE_HOLE
                     or row.wire.fragment_key(probe, path) != group):
                 return None
-            probe_line = _line(probe)
+            return _line(probe)
         except (CaptureError, JsonProblem, RecursionError):
             return None
-        written = [_encode_ascii(_TEMPLATE_HOLE) if kind == "s" else mark
-                   for (_, _, kind), mark in zip(tokens, marks)]
-        if any(probe_line.count(mark) != 1 for mark in written):
-            return None
-        order = sorted(range(len(tokens)), key=lambda hole: probe_line.index(written[hole]))
-        out, at = [], 0
-        for hole in order:
-            start = probe_line.index(written[hole])
-            out.append(probe_line[at:start])
-            at = start + len(written[hole])
-        out.append(probe_line[at:])
-        if any(not self._clean(part) for part in out):
-            return None
-        return _Template(pieces, "".join(kind for _, _, kind in tokens), out, order,
-                         None if group is None else self.groups[group], key)
 
     def _written(self, template: _Template, values: list[str]) -> str | None:
         """The line of fitted values, or None when the fragment may hold a credential (the long way)."""
@@ -10983,34 +11112,43 @@ class _Scrubber:
     def fast(self, text: str, key: Any) -> str | None:
         """The line of a payload text one of key's templates fits, or None (then the long way)."""
         for template in self.templates.get(key, ()):
-            if template.kinds == "s":   # the fragment alone: fit() and _written() in one step
-                value = _string_between(text, *template.pieces)
-                if value is _NO_FIT:
-                    continue
-                if value is None:
-                    return None
-                encoded = _encode_ascii(value)
-                clean = self.clean.get(encoded)
-                if clean is None:
-                    clean = self._clean(encoded)
-                if not clean:
-                    return None
-                if template.group is not None:
-                    template.group.add(value)
-                self.count += 1
-                return template.out[0] + encoded + template.out[1]
+            if template.kinds == "s":
+                line = self._fast_fragment(template, text)
+                if line is not _NO_FIT:
+                    return line
+                continue
             fitted = template.fit(template.pieces, text, 0)
             if fitted is not None and fitted[0] == len(text):
                 return self._written(template, fitted[1])
-        if self.blanks:
-            for before, after, line in self.blanks.get(key, ()):
-                value = _string_between(text, before, after)
-                if value is _NO_FIT or value == "":
-                    continue
-                if value is None:
-                    return None
-                self.count += 1
-                return line
+        return self._fast_blank(text, key) if self.blanks else None
+
+    def _fast_fragment(self, template: _Template, text: str) -> Any:
+        """fast() with a template that holds the fragment alone, fit() and _written() in one step: the
+        line; None when the fragment does not decode or may hold a credential; _NO_FIT."""
+        value = _string_between(text, *template.pieces)
+        if value is _NO_FIT or value is None:
+            return value
+        encoded = _encode_ascii(value)
+        clean = self.clean.get(encoded)
+        if clean is None:
+            clean = self._clean(encoded)
+        if not clean:
+            return None
+        if template.group is not None:
+            template.group.add(value)
+        self.count += 1
+        return template.out[0] + encoded + template.out[1]
+
+    def _fast_blank(self, text: str, key: Any) -> str | None:
+        """fast() with key's blank templates: the line of the first that fits, or None."""
+        for before, after, line in self.blanks.get(key, ()):
+            value = _string_between(text, before, after)
+            if value is _NO_FIT or value == "":
+                continue
+            if value is None:
+                return None
+            self.count += 1
+            return line
         return None
 
     def _clean(self, encoded: str) -> bool:
@@ -11038,52 +11176,15 @@ class _Scrubber:
         than 4 times those written."""
         if not (self.templates.get(None) or self.blanks and self.blanks.get(None)):
             return pos, 0
-        tools = self.chunk_tools
-        if tools is None or tools[0] is not raw:   # made once per body
-            import binascii
-            import struct
-            import zlib
-
-            tools = self.chunk_tools = (raw, memoryview(raw), zlib.crc32, struct.Struct(">III").unpack_from,
-                                        struct.Struct(">I").unpack_from, binascii.a2b_base64, binascii.Error, {})
-        _, view, crc32, unpack, tail, a2b, error, checked = tools
-        size, hlen, startswith, find = len(raw), len(head), raw.startswith, raw.find
-        opening, closing = chunk
-        head += opening   # the header bytes, then the payload's start
-        skip = 12 + len(head)
-        preludes = checked.get(hlen)   # a frame's length -> its prelude's checksum (its header size is hlen)
-        if preludes is None:
-            preludes = checked[hlen] = {}
+        frames = self.chunk_tools
+        if frames is None or frames.raw is not raw:   # made once per body
+            frames = self.chunk_tools = _ChunkFrames(raw)
         written, batch = 0, 1
         while True:
-            events: list[bytes] = []
-            at, limit = pos, batch
-            while size - at >= 16 and limit:
-                total, header_size, prelude_crc = unpack(raw, at)
-                end = at + total
-                if header_size != hlen or total < skip + 4 or end > size or not startswith(head, at + 12):
-                    break
-                if preludes.get(total) != prelude_crc:
-                    if crc32(view[at:at + 8]) != prelude_crc:
-                        break
-                    preludes[total] = prelude_crc
-                if crc32(view[at:end - 4]) != tail(raw, end - 4)[0]:
-                    break
-                quote = find(b'"', at + skip, end - 4)
-                if quote < 0 or closing(raw, quote, end - 4) is None:
-                    break
-                try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
-                    events.append(a2b(view[at + skip:quote], strict_mode=True))
-                except error:
-                    break
-                at, limit = end, limit - 1
+            events, at = frames.events(pos, batch, head, chunk)
             done = self._fit_chunks(events, out) if events else 0
             written += done
-            if done == len(events):
-                pos = at
-            else:
-                for _ in range(done):   # past the frames written
-                    pos += unpack(raw, pos)[0]
+            pos = at if done == len(events) else frames.past(pos, done)
             if done < batch:
                 return pos, written
             batch = 1 if written < 16 else min(4 * written, 1024)
@@ -11092,39 +11193,9 @@ class _Scrubber:
         """Writes the lines of the event texts (UTF-8) from the first on, while a template fits; returns
         how many.  All at once when one template fits every one and no fragment may hold a credential;
         else one by one, as fast() would."""
-        count = len(events)
-        try:
-            text = b"\x00".join(events).decode("utf-8") if count >= 16 else None   # NUL: in no strict JSON text
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and text.count("\x00") == count - 1:
-            text = "\x00" + text + "\x00"
-            fits = [(template.pieces[0], template.pieces[1], template) for template in self.templates.get(None, ())
-                    if template.kinds == "s"]
-            fits += [(before, after, line) for before, after, line in (self.blanks or {}).get(None, ())]
-            for before, after, template in fits:
-                blank = template.__class__ is str
-                if "\x00" in before + after:
-                    continue
-                found = self._bulk(before, after, blank).findall(text)
-                if not found:
-                    continue
-                if len(found) != count:
-                    break   # another template for some: one by one
-                if blank:
-                    self.count += count
-                    out.add_block(out._JOIN.join([template] * count), count)
-                    return count
-                values = json.loads("[" + ",".join(found) + "]")   # each a strict JSON string token
-                encoded = list(map(_encode_ascii, values))
-                if _line_may_hold_secrets("\x00".join(encoded)):
-                    break   # one by one: a credential's fragment goes the long way
-                if template.group is not None:
-                    template.group.extend(values)
-                self.count += count
-                before, after = template.out
-                out.add_block(before + (after + out._JOIN + before).join(encoded) + after, count)
-                return count
+        done = self._fit_chunks_at_once(events, out) if len(events) >= 16 else None
+        if done is not None:
+            return done
         lines = []
         for event in events:
             try:
@@ -11136,6 +11207,45 @@ class _Scrubber:
             lines.append(line)
         out.extend(lines)
         return len(lines)
+
+    def _fit_chunks_at_once(self, events: list[bytes], out: _EncodedPayloads) -> int | None:
+        """_fit_chunks of 16 events or more when one template (key None, the fragment alone, or blank)
+        fits every one and no fragment may hold a credential: how many; else None (one by one)."""
+        count = len(events)
+        try:
+            text = b"\x00".join(events).decode("utf-8")   # NUL: in no strict JSON text
+        except UnicodeDecodeError:
+            return None
+        if text.count("\x00") != count - 1:
+            return None
+        text = "\x00" + text + "\x00"
+        fits = [(template.pieces[0], template.pieces[1], template) for template in self.templates.get(None, ())
+                if template.kinds == "s"]
+        fits += [(before, after, line) for before, after, line in (self.blanks or {}).get(None, ())]
+        for before, after, template in fits:
+            blank = template.__class__ is str
+            if "\x00" in before + after:
+                continue
+            found = self._bulk(before, after, blank).findall(text)
+            if not found:
+                continue
+            if len(found) != count:
+                return None   # another template for some: one by one
+            if blank:
+                self.count += count
+                out.add_block(out._JOIN.join([template] * count), count)
+                return count
+            values = json.loads("[" + ",".join(found) + "]")   # each a strict JSON string token
+            encoded = list(map(_encode_ascii, values))
+            if _line_may_hold_secrets("\x00".join(encoded)):
+                return None   # one by one: a credential's fragment goes the long way
+            if template.group is not None:
+                template.group.extend(values)
+            self.count += count
+            before, after = template.out
+            out.add_block(before + (after + out._JOIN + before).join(encoded) + after, count)
+            return count
+        return None
 
     def _bulk(self, before: str, after: str, blank: bool) -> Any:
         """The pattern of a text between NULs that is before, a strict JSON string token (non-empty when
@@ -11157,13 +11267,32 @@ class _Scrubber:
         if not templates:
             return pos, number
         template = templates[0]
+        if template.kinds == "s":   # the common case, one step per event
+            pos, number = self._fast_sse_fragments(template, text, pos, number, sink)
+        while True:
+            fitted = template.fit(template.event_pieces, text, pos)
+            if fitted is None:
+                for template in templates:
+                    fitted = template.fit(template.event_pieces, text, pos)
+                    if fitted is not None:
+                        break
+                else:
+                    return pos, number
+            line = self._written(template, fitted[1])
+            if line is None:
+                return pos, number
+            sink(line)
+            pos = fitted[0]
+            number += template.lines
+
+    def _fast_sse_fragments(self, template: _Template, text: str, pos: int, number: int,
+                            sink: Callable[[str], Any]) -> tuple[int, int]:
+        """fast_sse with one template that holds the fragment alone: fit() and _written() unrolled."""
         startswith, json_string, encode, known = text.startswith, _json_string, _encode_ascii, self.clean
+        before, after = template.event_pieces
         lines: list[str] = []
         try:
-            while template.kinds == "s":   # the common case, one step per event: fit() and _written() unrolled
-                before, after = template.event_pieces
-                if not startswith(before, pos):
-                    break
+            while startswith(before, pos):
                 start = pos + len(before) + 1
                 if text[start - 1:start] != '"':
                     break
@@ -11186,21 +11315,7 @@ class _Scrubber:
         finally:
             for line in lines:
                 sink(line)
-        while True:
-            fitted = template.fit(template.event_pieces, text, pos)
-            if fitted is None:
-                for template in templates:
-                    fitted = template.fit(template.event_pieces, text, pos)
-                    if fitted is not None:
-                        break
-                else:
-                    return pos, number
-            line = self._written(template, fitted[1])
-            if line is None:
-                return pos, number
-            sink(line)
-            pos = fitted[0]
-            number += template.lines
+        return pos, number
 
     def warnings(self) -> list[str]:
         return self.found + _split_secret_warnings(self.groups)
@@ -11277,17 +11392,12 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
     count = 0
     for value, context in items:
         count += 1
-        if value.__class__ is _Written:
+        line = value.line if value.__class__ is _Written else None if fast is None else fast(value, context)
+        if line is not None:
             if held is None:
-                sink(value.line)
+                sink(line)
             continue
-        if fast is not None:
-            line = fast(value, context)
-            if line is not None:
-                if held is None:
-                    sink(line)
-                continue
-        for phase in range(held_at):
+        for phase in range(held_at):   # not in a helper: a frame more would lower how deep a payload may nest
             try:
                 value = stages[phase](value, context)
             except CaptureError as exc:
@@ -11329,35 +11439,11 @@ _TEXT_GROUP_KEYSET = frozenset(_TEXT_GROUP_KEYS)
 
 
 def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
-                 texts: dict[tuple, tuple[Any, list[str]]], masked: Any = None, at: tuple = ()) -> None:
+                 texts: dict[tuple, tuple[Any, list[str]]]) -> None:
     """Add every non-empty string under value outside protected paths to its group in texts:
-    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece.
-
-    value is the payload as it came; masked (None: value itself) the same payload once masked
-    string by string, whose member names may differ (a credential used as a name): the group's
-    path is then the path in masked (at: that of path), where finish() writes, and the strings
-    recorded are still value's, unmasked, so that they are searched joined as they came.
-    """
-    if isinstance(value, dict):
-        if not _TEXT_GROUP_KEYSET.isdisjoint(value):
-            marks += tuple((len(path), key, value[key]) for key in _TEXT_GROUP_KEYS
-                           if isinstance(value.get(key), (int, str)) and not isinstance(value.get(key), bool))
-        items: Iterable = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return
-    if masked is not None:   # the same items, each with its name in masked
-        items = zip(items, masked if isinstance(masked, dict) else range(len(masked)))
-        for (key, item), name in items:
-            if path + (key,) in protected:
-                continue   # call identity and arguments: their split credentials are only reported
-            if isinstance(item, str):
-                if item:
-                    _text_piece(texts, (at + (name,), marks), pos, item)
-            elif isinstance(item, (dict, list)):
-                _text_pieces(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
-        return
+    (path, marks) -> (the payload numbers, the strings), 16 bytes a piece.  value is the payload as it
+    came, and as it stays (_text_pieces_masked: once masking changed it)."""
+    items, marks = _text_items(value, len(path), marks)
     for key, item in items:
         if isinstance(item, str):
             if item and path + (key,) not in protected:
@@ -11365,6 +11451,38 @@ def _text_pieces(value: Any, path: tuple, protected: dict[tuple, str], marks: tu
         elif isinstance(item, (dict, list)) and path + (key,) not in protected:
             _text_pieces(item, path + (key,), protected, marks, pos, texts)   # call identity and arguments
             # (protected) are left out: their split credentials are only reported
+
+
+def _text_pieces_masked(value: Any, path: tuple, protected: dict[tuple, str], marks: tuple, pos: int,
+                        texts: dict[tuple, tuple[Any, list[str]]], masked: Any, at: tuple = ()) -> None:
+    """_text_pieces of a payload that masking changed: masked is the same payload once masked string
+    by string, whose member names may differ (a credential used as a name): the group's path is then
+    the path in masked (at: that of path), where finish() writes, and the strings recorded are still
+    value's, unmasked, so that they are searched joined as they came."""
+    items, marks = _text_items(value, len(path), marks)
+    for (key, item), name in zip(items, masked if isinstance(masked, dict) else range(len(masked))):
+        if path + (key,) in protected:
+            continue   # call identity and arguments: their split credentials are only reported
+        if isinstance(item, str):
+            if item:
+                _text_piece(texts, (at + (name,), marks), pos, item)
+        elif isinstance(item, (dict, list)):
+            _text_pieces_masked(item, path + (key,), protected, marks, pos, texts, masked[name], at + (name,))
+
+
+def _text_items(value: Any, depth: int, marks: tuple) -> tuple[Iterable, tuple]:
+    """(the items of an object or a list, marks with (depth, member, value) of each of the object's
+    members that tell its text groups apart: an integer or a string of _TEXT_GROUP_KEYS)."""
+    if isinstance(value, dict):
+        if not _TEXT_GROUP_KEYSET.isdisjoint(value):
+            for key in _TEXT_GROUP_KEYS:   # a loop, not a generator: no frame below this one
+                member = value.get(key)
+                if isinstance(member, (int, str)) and not isinstance(member, bool):
+                    marks += ((depth, key, member),)
+        return value.items(), marks
+    if isinstance(value, list):
+        return enumerate(value), marks
+    return (), marks
 
 
 def _text_piece(texts: dict[tuple, tuple[Any, list[str]]], group_key: tuple, pos: int, item: str) -> None:
@@ -11406,40 +11524,14 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
         found = _secret_spans("".join(strings))
         if not found:
             continue
-        ends, offset = [], 0
-        for text in strings:
-            offset += len(text)
-            ends.append(offset)
-        own: dict[int, list[tuple[int, int, str]]] = {}   # a fragment's own spans, found when needed
-        touched: dict[int, list[tuple[int, int, str]]] = {}
-        missed = []
-        for start, end, label in found:
-            parts = []
-            n = bisect.bisect_right(ends, start)   # the fragment the span starts in
-            while n < len(ends) and ends[n] - len(strings[n]) < end:
-                lo = ends[n] - len(strings[n])
-                parts.append((n, max(start, lo) - lo, min(end, ends[n]) - lo))
-                n += 1
-            for n, _, _ in parts:
-                if n not in own:
-                    own[n] = _secret_spans(strings[n])
-            if all(_covered(own[n], first, last) for n, first, last in parts):
-                continue   # each fragment's own masking hid it already
-            missed.append(label)
-            for n, first, last in parts:
-                touched.setdefault(n, []).append((first, last, label))
+        own, touched, missed = _uncovered_spans(found, strings)
         if not touched:
             continue
         first = positions[min(touched)]
-        later = len(touched) - 1
         where = f"{_render_path(f'{stream_key}[{first}]', path)} ({lines[first]})"
-        labels = " and ".join(dict.fromkeys(missed))
-        if later:
-            how = f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
-        else:
-            how = f": {labels} recognisable only with the text fragments around it"
+        how = _split_how(len(touched) - 1, " and ".join(dict.fromkeys(missed)))
         kept = False
-        for n, spans in touched.items():
+        for n, spans in touched.items():   # not in a helper: redact() walks the payload, one frame a level
             pos = positions[n]
             parent = _value_at(out[pos], path[:-1])
             if _value_at(row.capture.redact(out[pos]), path) == parent[path[-1]]:
@@ -11453,6 +11545,42 @@ def _mask_split_text(row: Profile, out: list[dict], texts: dict[tuple, tuple[Any
                                        "where the rules read it"))
 
 
+def _split_how(later: int, labels: str) -> str:
+    """How a credential found in a group's joined text fragments is spread over later fragments."""
+    if later:
+        return f" and {later} later fragment{'s' if later > 1 else ''}: {labels} split across text fragments"
+    return f": {labels} recognisable only with the text fragments around it"
+
+
+def _uncovered_spans(found: list[tuple[int, int, str]], strings: list[str]) -> tuple[dict, dict, list[str]]:
+    """The spans found in strings joined that masking each string alone does not cover whole: (each
+    string's own spans, by number, as far as they were needed; each string's parts of those spans,
+    by number; their labels)."""
+    ends, offset = [], 0
+    for text in strings:
+        offset += len(text)
+        ends.append(offset)
+    own: dict[int, list[tuple[int, int, str]]] = {}   # a fragment's own spans, found when needed
+    touched: dict[int, list[tuple[int, int, str]]] = {}
+    missed = []
+    for start, end, label in found:
+        parts = []
+        n = bisect.bisect_right(ends, start)   # the fragment the span starts in
+        while n < len(ends) and ends[n] - len(strings[n]) < end:
+            lo = ends[n] - len(strings[n])
+            parts.append((n, max(start, lo) - lo, min(end, ends[n]) - lo))
+            n += 1
+        for n, _, _ in parts:
+            if n not in own:
+                own[n] = _secret_spans(strings[n])
+        if all(_covered(own[n], first, last) for n, first, last in parts):
+            continue   # each fragment's own masking hid it already
+        missed.append(label)
+        for n, first, last in parts:
+            touched.setdefault(n, []).append((first, last, label))
+    return own, touched, missed
+
+
 def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
     """(request body as JSON or None, response body bytes, why the request body is unusable) of one HAR entry.
 
@@ -11460,34 +11588,10 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
     A base64 response body (content.encoding) is decoded, so a binary Bedrock
     event stream survives the archive.
     """
-    import base64
-
-    entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
-    if not isinstance(entries, list):
-        raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
-    if selector.isascii() and selector.isdigit():
-        if len(selector) > 18 or int(selector) >= len(entries):
-            raise CaptureError(f"--entry {selector[:20]}: the archive has {len(entries)} entries (0-based)")
-        entry = entries[int(selector)]
-    else:
-        found = [e for e in entries if isinstance(e, dict) and isinstance(e.get("request"), dict)
-                 and isinstance(e["request"].get("url"), str) and selector in e["request"]["url"]]
-        if len(found) != 1:
-            raise CaptureError(f"--entry: {len(found)} entries have a URL containing that text; "
-                               "give a longer text or the entry's index")
-        entry = found[0]
+    entry = _har_pick(har, selector)
     request = entry.get("request") if isinstance(entry, dict) else None
     response = entry.get("response") if isinstance(entry, dict) else None
-    content = response.get("content") if isinstance(response, dict) else None
-    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
-        raise CaptureError("the entry has no response body (export the HAR with content)")
-    if content.get("encoding") == "base64":
-        try:
-            body = base64.b64decode(content["text"], validate=True)
-        except ValueError:
-            raise CaptureError("the entry's base64 response body does not decode") from None
-    else:
-        body = content["text"].encode("utf-8", "surrogatepass")
+    body = _har_response_body(response.get("content") if isinstance(response, dict) else None)
     post = request.get("postData") if isinstance(request, dict) else None
     request_body, problem = None, None
     if isinstance(post, dict) and isinstance(post.get("text"), str) and post["text"].strip():
@@ -11496,6 +11600,42 @@ def har_entry(har: Any, selector: str) -> tuple[Any, bytes, str | None]:
         except JsonProblem as exc:
             problem = f"the entry's request body is not strict JSON ({exc.message})"
     return request_body, body, problem
+
+
+def _har_pick(har: Any, selector: str) -> Any:
+    """The entry of an HTTP Archive that selector names (har_entry)."""
+    entries = har.get("log", {}).get("entries") if isinstance(har, dict) and isinstance(har.get("log"), dict) else None
+    if not isinstance(entries, list):
+        raise CaptureError("--entry needs an HTTP Archive: a JSON object with log.entries")
+    if selector.isascii() and selector.isdigit():
+        if len(selector) > 18 or int(selector) >= len(entries):
+            raise CaptureError(f"--entry {selector[:20]}: the archive has {len(entries)} entries (0-based)")
+        return entries[int(selector)]
+    found = [entry for entry in entries if _har_url_holds(entry, selector)]
+    if len(found) != 1:
+        raise CaptureError(f"--entry: {len(found)} entries have a URL containing that text; "
+                           "give a longer text or the entry's index")
+    return found[0]
+
+
+def _har_url_holds(entry: Any, text: str) -> bool:
+    """Whether a HAR entry's request URL contains text."""
+    request = entry.get("request") if isinstance(entry, dict) else None
+    return isinstance(request, dict) and isinstance(request.get("url"), str) and text in request["url"]
+
+
+def _har_response_body(content: Any) -> bytes:
+    """The bytes of a HAR entry's response content (base64 when its encoding says so)."""
+    import base64
+
+    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
+        raise CaptureError("the entry has no response body (export the HAR with content)")
+    if content.get("encoding") != "base64":
+        return content["text"].encode("utf-8", "surrogatepass")
+    try:
+        return base64.b64decode(content["text"], validate=True)
+    except ValueError:
+        raise CaptureError("the entry's base64 response body does not decode") from None
 
 
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
@@ -11743,11 +11883,13 @@ def _refuse_whole_document(text: str, row: Profile) -> None:
         whole = decode_document(text, what="the body")
     except JsonProblem:
         return   # several documents: JSON Lines
-    if isinstance(whole, dict) and isinstance(whole.get("log"), dict):
+    if not isinstance(whole, dict):
+        return
+    if isinstance(whole.get("log"), dict):
         raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
-    if isinstance(whole, dict) and "profile" in whole and ("chunks" in whole or "events" in whole):
+    if "profile" in whole and ("chunks" in whole or "events" in whole):
         raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    if isinstance(whole, dict) and set(whole) == {"data"} and isinstance(whole["data"], dict):
+    if set(whole) == {"data"} and isinstance(whole["data"], dict):
         whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and _no_stream_payload(whole)):
@@ -11850,17 +11992,9 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
     if not isinstance(tool, dict):
         raise CaptureError(f"{where} is {_describe(tool)}, not a tool object")
     kind = tool.get("type")
-    custom = tool.get("custom") if kind == "custom" and isinstance(tool.get("custom"), dict) else tool
     if kind == "custom" and "input_schema" not in tool:
-        name = custom.get("name")
-        fmt = custom.get("format") or {"type": "text"}
-        if not isinstance(name, str) or not name:
-            raise CaptureError(f"{where} is a custom tool without a name")
-        if isinstance(fmt, dict) and fmt.get("type") == "text":
-            schemas[prefix + name] = {"type": "string"}
-        else:
-            warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
-                            "input this tool cannot check; it is left out, so its calls are unknown_tool")
+        _custom_tool_entry(where, tool.get("custom") if isinstance(tool.get("custom"), dict) else tool, prefix,
+                           schemas, warnings)
         return
     defined = row.request.defined_tool(where, tool)
     if defined is not None:
@@ -11874,6 +12008,20 @@ def _request_entry(where: str, tool: Any, prefix: str, row: Profile, schemas: di
         if prefix + name in schemas:
             raise CaptureError(f"{where}: duplicate tool name {json.dumps((prefix + name)[:60])}")
         schemas[prefix + name] = schema
+
+
+def _custom_tool_entry(where: str, custom: dict, prefix: str, schemas: dict, warnings: list[str]) -> None:
+    """One custom tool (custom: its members) into schemas: a free-text one takes a string; one with a
+    grammar is left out, with a warning."""
+    name = custom.get("name")
+    fmt = custom.get("format") or {"type": "text"}
+    if not isinstance(name, str) or not name:
+        raise CaptureError(f"{where} is a custom tool without a name")
+    if isinstance(fmt, dict) and fmt.get("type") == "text":
+        schemas[prefix + name] = {"type": "string"}
+    else:
+        warnings.append(f"{where}: custom tool {json.dumps(name[:60])} takes grammar-constrained "
+                        "input this tool cannot check; it is left out, so its calls are unknown_tool")
 
 
 def request_from_body(profile: str, body: object) -> tuple[dict, dict, list[str]]:
