@@ -1094,6 +1094,40 @@ class RoundTrip(unittest.TestCase):
         self.assertGreater(count, 100)
 
 
+class EveryRowRoundTrip(unittest.TestCase):
+    """Every fixture of every row of PROFILES, framed as `serve` sends it (the row's own framing, at the
+    query of its example path) and captured back: without redaction the whole report stays; with it the
+    verdict, the codes and the calls (a finding's message may quote a value redaction replaced)."""
+
+    @staticmethod
+    def framed(row, stream):
+        http = getattr(row, "http", row)              # the row's HTTP fields, grouped or not
+        _, _, query = http.api_example.partition("?")
+        return http.frame(stream, query)[1]
+
+    def test_every_row_served_and_captured_keeps_its_whole_report(self):
+        counted = dict.fromkeys(vts.PROFILES, 0)
+        for relpath, doc, row, stream in bundled_streams():
+            if relpath.startswith("envelope/") or doc.get("profile") != relpath.split("/")[0]:
+                continue
+            counted[row.name] += 1
+            body = self.framed(row, stream)
+            whole = comparable(vts.validate_envelope(doc))
+            for redact in (True, False):
+                with self.subTest(fixture=relpath, redact=redact):
+                    envelope, _ = vts.sse_to_envelope(body, row.name, doc["tool_schemas"], redact)
+                    if "request" in doc:   # the body does not hold the request (capture --request does)
+                        envelope["request"] = doc["request"]
+                    report = comparable(vts.validate_envelope(envelope))
+                    if redact:
+                        self.assertEqual((report["status"], codes(report), report["calls"]),
+                                         (whole["status"], codes(whole), whole["calls"]))
+                    else:
+                        self.assertEqual(report, whole)
+        self.assertEqual([name for name, count in counted.items() if count == 0], [],
+                         "rows of PROFILES with no bundled stream to round-trip: write fixtures/<name>/*.json")
+
+
 class WhatUsersHave(unittest.TestCase):
     """issue 12 item 5: JSON lists, JSON Lines of SDK dumps, HAR entries, pointed hints."""
 
