@@ -232,9 +232,6 @@ def gem(parts, finish=None, **candidate):
     return {"candidates": [body]}
 
 
-NEW_PROFILES = ("openai-responses", "bedrock")
-
-
 def b_start(index=0, tool_id="tooluse_1", name="f", **extra):
     tool = {"toolUseId": tool_id, "name": name, **extra}
     if tool_id is None:

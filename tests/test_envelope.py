@@ -13,7 +13,7 @@ import unittest
 from unittest import mock
 
 from support import (
-    bedrock_call, code_set, envelope, fixture_paths, judge_events, load_fixture, NEW_PROFILES,
+    bedrock_call, code_set, envelope, fixture_paths, load_fixture,
     SCHEMAS, vts,
 )
 
@@ -603,18 +603,22 @@ class FragmentRuns(unittest.TestCase):
 
 
 class Envelope(unittest.TestCase):
-    def test_chunks_key_is_invalid_on_new_profiles(self):
-        for profile in NEW_PROFILES:
-            report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, "chunks": []})
-            self.assertEqual(code_set(report), {"invalid_fixture"})
+    def test_the_other_stream_key_is_invalid_on_every_profile(self):
+        for profile, row in vts.PROFILES.items():
+            other = {"chunks": "events", "events": "chunks"}[row.stream_key]
+            with self.subTest(profile=profile):
+                report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, other: []})
+                self.assertEqual(code_set(report), {"invalid_fixture"})
 
     def test_events_must_be_a_list(self):
         report = vts.validate_envelope({"profile": "bedrock", "tool_schemas": {}, "events": {}})
         self.assertEqual(code_set(report), {"invalid_fixture"})
 
     def test_empty_streams_are_not_applicable(self):
-        for profile in NEW_PROFILES:
-            self.assertEqual(judge_events(profile, [])["status"], "not_applicable")
+        for profile, row in vts.PROFILES.items():
+            with self.subTest(profile=profile):
+                report = vts.validate_envelope({"profile": profile, "tool_schemas": {}, row.stream_key: []})
+                self.assertEqual(report["status"], "not_applicable")
 
     def test_stream_gate_library_api(self):
         gate = vts.StreamGate("bedrock", SCHEMAS)
