@@ -3,7 +3,7 @@
 import json
 import unittest
 
-from support import fixture_paths, load_fixture, vts
+from support import fixture_envelope_report, fixture_paths, load_fixture, vts
 
 
 class StreamGateApi(unittest.TestCase):
@@ -17,7 +17,7 @@ class StreamGateApi(unittest.TestCase):
                                       request=doc.get("request"))
                 for item in doc[vts.PROFILES[doc["profile"]].stream_key]:
                     gate.feed(item)
-                self.assertEqual(gate.finish(), vts.validate_envelope(doc))
+                self.assertEqual(gate.finish(), fixture_envelope_report(relpath))
 
     def test_feeding_one_by_one_past_saturation_counts_like_feed_all(self):
         limits = vts.Limits(max_findings=5)

@@ -13,7 +13,7 @@ import re
 import subprocess
 import unittest
 
-from support import ROOT, SCRIPT, slow, vts
+from support import fixture_paths, fixture_report, ROOT, SCRIPT, slow, vts
 
 BANNER = "# " + "-" * 75
 
@@ -141,13 +141,9 @@ class OneDialect(unittest.TestCase):
     LOCATION_TWICE = re.compile(r"\(at ([^)]*)\)\.? \(at \1\)")
 
     def messages(self):
-        for folder, _, names in os.walk(os.path.join(ROOT, "fixtures")):
-            for name in sorted(names):
-                if name.endswith(".json"):
-                    with open(os.path.join(folder, name), "rb") as handle:
-                        report = vts.validate_bytes(handle.read())
-                    for finding in report["findings"]:
-                        yield name, finding["message"]
+        for relpath in fixture_paths():
+            for finding in fixture_report(relpath)["findings"]:
+                yield os.path.basename(relpath), finding["message"]
 
     def test_every_message_is_in_one_dialect(self):
         seen = 0
