@@ -68,6 +68,28 @@ def load_fixture(relpath):
     return data, json.loads(data)
 
 
+_REPORT_CACHE = {}
+
+
+def fixture_report(relpath):
+    """vts.validate_bytes of one bundled fixture as written, computed once per run and shared by every
+    module that checks it (read it, never change it)."""
+    if relpath not in _REPORT_CACHE:
+        _REPORT_CACHE[relpath] = vts.validate_bytes(load_fixture(relpath)[0])
+    return _REPORT_CACHE[relpath]
+
+
+_ENVELOPE_REPORT_CACHE = {}
+
+
+def fixture_envelope_report(relpath):
+    """vts.validate_envelope of one bundled fixture's parsed document, computed once per run and shared
+    (read it, never change it)."""
+    if relpath not in _ENVELOPE_REPORT_CACHE:
+        _ENVELOPE_REPORT_CACHE[relpath] = vts.validate_envelope(load_fixture(relpath)[1])
+    return _ENVELOPE_REPORT_CACHE[relpath]
+
+
 def one_per_shape(places, rng, path=lambda place: place, kind=lambda place: ()):
     """One of `places` per class, chosen with rng (a seeded random.Random).  A class is a place's
     kind and its path with every list index replaced by "*": every member name at every depth is
@@ -230,9 +252,6 @@ def gem(parts, finish=None, **candidate):
     if finish is not None:
         body["finishReason"] = finish
     return {"candidates": [body]}
-
-
-NEW_PROFILES = ("openai-responses", "bedrock")
 
 
 def b_start(index=0, tool_id="tooluse_1", name="f", **extra):

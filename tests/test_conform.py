@@ -21,7 +21,10 @@ from unittest import mock
 
 from support import ENV, FIXTURES, ROOT, SCRIPT, run_cli, slow, vts
 
-NAIVE = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(ROOT, 'tests', 'conform', 'naive_chat_adapter.py'))}"
+# The adapter commands start Python with -S: they use the standard library only, and leaving out the
+# site start-up (the installation's path files) makes each of the module's many starts cheaper.
+PYTHON = f"{shlex.quote(sys.executable)} -S"
+NAIVE = f"{PYTHON} {shlex.quote(os.path.join(ROOT, 'tests', 'conform', 'naive_chat_adapter.py'))}"
 PASS = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
 BLOCKED = os.path.join(FIXTURES, "openai", "wrong-terminal-reason-length-truncated-arguments.json")
 OLLAMA = os.path.join(FIXTURES, "ollama", "pass-call-line-then-done-line.json")
@@ -35,7 +38,7 @@ PASS_CALLS = ('[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
 
 def python(code):
     """An adapter command that runs this Python code."""
-    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+    return f"{PYTHON} -c {shlex.quote(code)}"
 
 
 def asks(code):

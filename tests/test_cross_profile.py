@@ -11,7 +11,6 @@ import unittest
 
 from support import anthropic_turn, chat, code_set, codes, orc, vts
 
-PROFILES = ("openai", "mistral", "anthropic", "openai-responses", "bedrock", "gemini", "cohere", "ollama")
 SCHEMAS = {
     "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                     "required": ["city", "days"], "additionalProperties": False},
@@ -206,6 +205,53 @@ BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build
             "cohere": build_cohere, "ollama": build_ollama}
 
 
+# --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
+
+def chat_fragments(stream):
+    return [e["function"]["arguments"] for c in stream for ch in c["choices"]
+            for e in ch["delta"].get("tool_calls", []) if e["function"].get("arguments")]
+
+
+FRAGMENTS = {
+    "openai": (chat_fragments, 8, None),
+    "mistral": (chat_fragments, 2, 2),                    # mistral sends both calls whole
+    "anthropic": (lambda stream: [e["delta"]["partial_json"] for e in stream
+                                  if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+                                  and e["delta"]["partial_json"]], 8, None),
+    "openai-responses": (lambda stream: [e["delta"] for e in stream
+                                         if e["type"] == "response.function_call_arguments.delta"], 8, None),
+    "bedrock": (lambda stream: [e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in stream
+                                if "toolUse" in e.get("contentBlockDelta", {}).get("delta", {})], 8, None),
+    # gemini streams one call in partialArgs entries (a name part, three pieces, a final part) and sends one whole
+    "gemini": (lambda stream: [p["functionCall"] for c in stream for p in c["candidates"][0]["content"]["parts"]
+                               if "partialArgs" in p.get("functionCall", {}) or "args" in p.get("functionCall", {})],
+               1 + 3 + 1, 1 + 3 + 1),
+    "cohere": (lambda stream: [e for e in stream if e["type"] == "tool-call-delta"], 8, None),
+    "ollama": (lambda stream: [e for c in stream for e in c["message"].get("tool_calls", [])], 2, 2),
+}
+
+# each profile's reason for a turn cut by the token limit, as its builder writes it
+MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
+                     "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
+                     "cohere": "MAX_TOKENS", "ollama": "length"}
+
+# the rows whose calls carry no id (Gemini's function response pairs by name and order)
+WITHOUT_IDS = frozenset({"gemini"})
+# the rows whose arguments arrive as parsed objects: no text can repeat a key (test_ollama covers the bytes)
+ARGUMENTS_AS_OBJECTS = frozenset({"ollama"})
+
+
+def rows(test, *tables):
+    """The names of every row of vts.PROFILES, in order.  A row that one of `tables` (this module's
+    per-profile data) does not hold fails the test by name: a new profile is written a builder here
+    the day it is added, never skipped."""
+    for table in tables:
+        missing = [name for name in vts.PROFILES if name not in table]
+        test.assertEqual(missing, [], "rows of PROFILES with no entry in test_cross_profile's per-profile table "
+                                      "(BUILDERS, FRAGMENTS, MAX_TOKENS_REASON, UnsafeIntegers.TURNS): write one")
+    return list(vts.PROFILES)
+
+
 def run(profile, calls, end=TOOL_END):
     stream = BUILDERS[profile](calls, end)
     doc = {"profile": profile, "tool_schemas": SCHEMAS, vts.STREAM_KEY[profile]: stream}
@@ -219,7 +265,7 @@ def logical(calls):
 class SameTurnEverywhere(unittest.TestCase):
     def test_every_profile_passes_with_the_same_calls(self):
         expected = [(name, value) for name, value in TURN]
-        for profile in PROFILES:
+        for profile in rows(self, BUILDERS):
             with self.subTest(profile=profile):
                 report = run(profile, logical(TURN))
                 self.assertEqual(report["findings"], [])
@@ -229,46 +275,28 @@ class SameTurnEverywhere(unittest.TestCase):
                 self.assertEqual([c["state"] for c in report["calls"]], ["validated", "validated"])
 
     def test_the_builders_fragment_the_arguments(self):
-        counts = {}
-        for profile in PROFILES:
-            stream = BUILDERS[profile](logical(TURN), TOOL_END)
-            if profile in ("openai", "mistral"):
-                found = [e["function"]["arguments"] for c in stream for ch in c["choices"]
-                         for e in ch["delta"].get("tool_calls", []) if e["function"].get("arguments")]
-            elif profile == "anthropic":
-                found = [e["delta"]["partial_json"] for e in stream if e["type"] == "content_block_delta"
-                         and e["delta"]["type"] == "input_json_delta" and e["delta"]["partial_json"]]
-            elif profile == "openai-responses":
-                found = [e["delta"] for e in stream if e["type"] == "response.function_call_arguments.delta"]
-            elif profile == "bedrock":
-                found = [e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in stream
-                         if "toolUse" in e.get("contentBlockDelta", {}).get("delta", {})]
-            elif profile == "cohere":
-                found = [e for e in stream if e["type"] == "tool-call-delta"]
-            elif profile == "ollama":
-                found = [e for c in stream for e in c["message"].get("tool_calls", [])]
-            else:
-                found = [p["functionCall"] for c in stream for p in c["candidates"][0]["content"]["parts"]
-                         if "partialArgs" in p.get("functionCall", {}) or "args" in p.get("functionCall", {})]
-            counts[profile] = len(found)
-        # mistral sends both calls whole; gemini streams one call in partialArgs entries and sends one whole
-        self.assertEqual(counts["mistral"], 2)
-        self.assertEqual(counts["ollama"], 2)
-        self.assertEqual(counts["gemini"], 1 + 3 + 1)
-        for profile in ("openai", "anthropic", "openai-responses", "bedrock", "cohere"):
-            self.assertGreaterEqual(counts[profile], 8, profile)
+        for profile in rows(self, BUILDERS, FRAGMENTS):
+            reader, fewest, most = FRAGMENTS[profile]
+            count = len(reader(BUILDERS[profile](logical(TURN), TOOL_END)))
+            with self.subTest(profile=profile):
+                self.assertGreaterEqual(count, fewest)
+                self.assertLessEqual(count, count if most is None else most)
 
     def test_ids_come_from_each_profile_and_gemini_has_none(self):
-        ids = {profile: [c["id"] for c in run(profile, logical(TURN))["calls"]] for profile in PROFILES}
-        self.assertEqual(ids["gemini"], [None, None])
-        for profile in PROFILES:
-            if profile != "gemini":
-                self.assertTrue(all(isinstance(i, str) and i for i in ids[profile]), profile)
+        for profile in rows(self, BUILDERS):
+            ids = [c["id"] for c in run(profile, logical(TURN))["calls"]]
+            with self.subTest(profile=profile):
+                if profile in WITHOUT_IDS:
+                    self.assertEqual(ids, [None, None])
+                else:
+                    self.assertTrue(all(isinstance(i, str) and i for i in ids), profile)
 
 
 class SameDefectEverywhere(unittest.TestCase):
-    def assert_only(self, code, make, profiles=PROFILES):
-        for profile in profiles:
+    def assert_only(self, code, make, leave_out=frozenset()):
+        for profile in rows(self, BUILDERS):
+            if profile in leave_out:
+                continue
             with self.subTest(profile=profile):
                 report = make(profile)
                 self.assertEqual(report["status"], "blocked")
@@ -280,13 +308,10 @@ class SameDefectEverywhere(unittest.TestCase):
 
     def test_turn_ending_on_max_tokens(self):
         self.assert_only("wrong_terminal_reason", lambda profile: run(profile, logical(TURN), MAX_TOKENS))
-        reasons = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
-                   "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
-                   "cohere": "MAX_TOKENS", "ollama": "length"}
-        for profile, reason in reasons.items():
+        for profile in rows(self, BUILDERS, MAX_TOKENS_REASON):
             with self.subTest(profile=profile):
                 stream = json.dumps(BUILDERS[profile](logical(TURN), MAX_TOKENS))
-                self.assertIn(json.dumps(reason), stream)
+                self.assertIn(json.dumps(MAX_TOKENS_REASON[profile]), stream)
 
     def test_arguments_violating_the_schema(self):
         calls = logical([("get_weather", {"city": "Paris", "days": "3"}), TURN[1]])
@@ -301,19 +326,20 @@ class SameDefectEverywhere(unittest.TestCase):
     def test_duplicate_key_in_arguments(self):
         # ollama's arguments arrive as a parsed object: a repeated key there makes the envelope's bytes
         # invalid_fixture (test_ollama), and an envelope built in memory cannot hold one
-        text_profiles = tuple(p for p in PROFILES if p != "ollama")
         twice = Call("get_time", text='{"tz":"Europe/Paris","tz":"UTC"}',
                      entries=[{"jsonPath": "$.tz", "stringValue": "Europe/Paris"},
                               {"jsonPath": "$.tz", "stringValue": "UTC"}])
-        self.assert_only("duplicate_key", lambda profile: run(profile, [twice, Call(*TURN[0])]), text_profiles)
+        self.assert_only("duplicate_key", lambda profile: run(profile, [twice, Call(*TURN[0])]),
+                         ARGUMENTS_AS_OBJECTS)
         nested = Call("get_weather", text='{"city":"Paris","days":3,"days":4}',
                       entries=[{"jsonPath": "$.city", "stringValue": "Paris"}, {"jsonPath": "$.days", "numberValue": 3},
                                {"jsonPath": "$.days", "numberValue": 4}])
-        self.assert_only("duplicate_key", lambda profile: run(profile, [nested, Call(*TURN[1])]), text_profiles)
+        self.assert_only("duplicate_key", lambda profile: run(profile, [nested, Call(*TURN[1])]),
+                         ARGUMENTS_AS_OBJECTS)
 
     def test_each_defect_names_the_call_it_belongs_to(self):
         calls = logical([TURN[0], ("get_stock_price", {"tz": "Europe/Paris"})])
-        for profile in PROFILES:
+        for profile in rows(self, BUILDERS):
             with self.subTest(profile=profile):
                 report = run(profile, calls)
                 self.assertEqual([(c["name"], c["state"]) for c in report["calls"]],
@@ -405,6 +431,7 @@ class UnsafeIntegers(unittest.TestCase):
     def test_the_safe_range_ends_pass_and_beyond_is_limit_exceeded_with_one_message(self):
         safe = 2 ** 53 - 1
         messages = set()
+        rows(self, self.TURNS)
         for name in self.TURNS:
             for value in (safe, -safe, 0, 2 ** 52 + 1):
                 with self.subTest(profile=name, value=value):

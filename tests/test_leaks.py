@@ -98,6 +98,9 @@ class PlantedSecrets(unittest.TestCase):
         by_fixture = {}
         for _, relpath, kind, path in chosen:
             by_fixture.setdefault(relpath, []).append((kind, path))
+        planted_in = {docs[relpath].get("profile") for _, relpath, _, _ in chosen}
+        self.assertEqual([name for name in vts.PROFILES if name not in planted_in], [],
+                         "rows of PROFILES with no bundled stream to plant secrets in")
         for relpath, doc in docs.items():
             places = by_fixture.get(relpath, [])
             places += [("key", ()), ("value", ("profile",))]           # an unknown top-level key, the profile

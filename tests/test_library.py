@@ -3,7 +3,7 @@
 import json
 import unittest
 
-from support import fixture_paths, load_fixture, vts
+from support import fixture_envelope_report, fixture_paths, load_fixture, vts
 
 
 class StreamGateApi(unittest.TestCase):
@@ -15,9 +15,9 @@ class StreamGateApi(unittest.TestCase):
                 doc = load_fixture(relpath)[1]
                 gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], meta=doc.get("meta"),
                                       request=doc.get("request"))
-                for item in doc["chunks" if "chunks" in doc else "events"]:
+                for item in doc[vts.PROFILES[doc["profile"]].stream_key]:
                     gate.feed(item)
-                self.assertEqual(gate.finish(), vts.validate_envelope(doc))
+                self.assertEqual(gate.finish(), fixture_envelope_report(relpath))
 
     def test_feeding_one_by_one_past_saturation_counts_like_feed_all(self):
         limits = vts.Limits(max_findings=5)
@@ -124,15 +124,20 @@ class OnlyDocumentedExceptions(unittest.TestCase):
                   {1: 2}, {"type": Opaque()}, {"type": 10 ** 5000},
                   {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": b"x", "function": {
                       "name": ("f",), "arguments": bytearray(b"{}")}}]}, "finish_reason": 10 ** 5000}]}]
-        for profile in vts.PROFILES:
-            key = "chunks" if profile in ("openai", "mistral") else "events"
+        for profile, row in vts.PROFILES.items():
             for value in values:
                 with self.subTest(profile=profile, value=type(value).__name__):
                     gate = vts.StreamGate(profile, {"f": {"type": "object"}})
                     gate.feed(value)
                     gate.feed(value)
-                    for report in (gate.finish(), vts.validate_envelope(
-                            {"profile": profile, "tool_schemas": {"f": {"type": "object"}}, key: [value]})):
+                    fed = gate.finish()
+                    whole = vts.validate_envelope(
+                        {"profile": profile, "tool_schemas": {"f": {"type": "object"}}, row.stream_key: [value]})
+                    # the value reached the room both ways (a stream under the wrong key is invalid_fixture,
+                    # which blocked for the wrong reason on the rows whose key is "chunks")
+                    self.assertEqual({f["code"] for f in whole["findings"]}, {f["code"] for f in fed["findings"]})
+                    self.assertNotIn("invalid_fixture", {f["code"] for f in whole["findings"]})
+                    for report in (fed, whole):
                         self.assertEqual(report["status"], "blocked")
                         json.loads(vts.render_json(report))
                         vts.render_text(report)

@@ -36,22 +36,36 @@ def post(url, body=b"{}", method="POST", headers=None):
         return error.code, error.headers.get("Content-Type"), error.read()
 
 
-API_PATHS = {"openai": "v1/chat/completions", "mistral": "v1/chat/completions", "anthropic": "v1/messages",
-             "openai-responses": "v1/responses", "bedrock": "model/us.anthropic.claude-sonnet-4-v1:0/converse-stream",
-             "gemini": "v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "cohere": "v2/chat",
-             "ollama": "api/chat"}
+def api_path(profile):
+    """The example API path of a row (what `conform` asks), without its leading slash."""
+    return vts.PROFILES[profile].http.api_example.lstrip("/")
 
 
-def read_back(profile, body):
-    """The payloads of a served body, parsed the plain way (no capture rules)."""
-    if profile == "bedrock":
+# The content type each row's body is served with; a row missing here fails by name.
+CONTENT_TYPE = {"openai": "text/event-stream", "mistral": "text/event-stream", "anthropic": "text/event-stream",
+                "openai-responses": "text/event-stream", "bedrock": "application/vnd.amazon.eventstream",
+                "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson"}
+
+
+def read_back(kind, body):
+    """The payloads of a served body of content type `kind`, parsed the plain way (no capture rules)."""
+    if kind == "application/vnd.amazon.eventstream":
         return vts.eventstream_events(body)
-    if profile == "ollama":
+    if kind == "application/x-ndjson":
         return [json.loads(line) for line in body.decode("ascii").split("\n") if line]
+    if kind == "application/json":
+        return json.loads(body)
     text = body.decode("ascii")
     events = [block for block in text.replace("\r\n", "\n").split("\n\n") if block]
     data = [line[len("data: "):] for block in events for line in block.split("\n") if line.startswith("data: ")]
     return [json.loads(item) for item in data if item != "[DONE]"]
+
+
+def as_framed(kind, stream):
+    """The payloads a body of content type `kind` holds: an AWS event-stream frame carries one member each."""
+    if kind == "application/vnd.amazon.eventstream":
+        return [e if isinstance(e, dict) and len(e) == 1 else {"event": e} for e in stream]
+    return stream
 
 
 def post_on_one_connection(port, count, statuses, timeout):
@@ -82,16 +96,14 @@ class ServedBytes(unittest.TestCase):
     def test_every_valid_fixture_is_served_as_its_payloads(self):
         self.assertGreater(len(self.served), 400)
         self.assertEqual({p for p in (f.profile for f in self.served.values())}, set(vts.PROFILES))
+        self.assertEqual([name for name in vts.PROFILES if name not in CONTENT_TYPE], [],
+                         "rows of PROFILES with no content type in test_serve.CONTENT_TYPE")
         for prefix, fixture in sorted(self.served.items()):
             with self.subTest(fixture=prefix):
-                status, kind, body = post(self.url + prefix + "/" + API_PATHS[fixture.profile])
+                status, kind, body = post(self.url + prefix + "/" + api_path(fixture.profile))
                 self.assertEqual(status, 200)
-                expected = {"bedrock": "application/vnd.amazon.eventstream", "ollama": "application/x-ndjson"}
-                self.assertEqual(kind, expected.get(fixture.profile, "text/event-stream"))
-                stream = fixture.stream
-                if fixture.profile == "bedrock":   # frames carry one member each
-                    stream = [e if isinstance(e, dict) and len(e) == 1 else {"event": e} for e in stream]
-                self.assertEqual(read_back(fixture.profile, body), stream)
+                self.assertEqual(kind, CONTENT_TYPE[fixture.profile])
+                self.assertEqual(read_back(kind, body), as_framed(kind, fixture.stream))
 
     def test_passing_fixtures_read_back_through_capture(self):
         checked = 0
@@ -101,7 +113,7 @@ class ServedBytes(unittest.TestCase):
             if doc.get("expect", {}).get("status") != "pass":
                 continue
             with self.subTest(fixture=prefix):
-                _, _, body = post(self.url + prefix + "/" + API_PATHS[fixture.profile])
+                _, _, body = post(self.url + prefix + "/" + api_path(fixture.profile))
                 envelope, _ = vts.sse_to_envelope(body, fixture.profile, doc["tool_schemas"], redact=False)
                 self.assertEqual(envelope[vts.STREAM_KEY[fixture.profile]], fixture.stream)
                 report = vts.validate_envelope(dict(envelope, request=doc["request"]) if "request" in doc
@@ -188,7 +200,7 @@ class ServedBytes(unittest.TestCase):
         results = {}
 
         def fetch(prefix):
-            results[prefix] = post(self.url + prefix + "/" + API_PATHS[self.served[prefix].profile])
+            results[prefix] = post(self.url + prefix + "/" + api_path(self.served[prefix].profile))
 
         threads = [threading.Thread(target=fetch, args=(p,)) for p in prefixes]
         for thread in threads:
@@ -197,10 +209,8 @@ class ServedBytes(unittest.TestCase):
             thread.join(20)
         self.assertEqual(len(results), len(prefixes))
         for prefix in prefixes:
-            fixture = self.served[prefix]
-            stream = [e if isinstance(e, dict) and len(e) == 1 else {"event": e} for e in fixture.stream] \
-                if fixture.profile == "bedrock" else fixture.stream
-            self.assertEqual(read_back(fixture.profile, results[prefix][2]), stream)
+            _, kind, body = results[prefix]
+            self.assertEqual(read_back(kind, body), as_framed(kind, self.served[prefix].stream))
 
 
 def start_with(paths, **options):

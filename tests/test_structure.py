@@ -8,19 +8,28 @@ only what the design card names.
 """
 
 import ast
+import functools
 import os
 import re
 import subprocess
 import unittest
 
-from support import ROOT, SCRIPT, slow, vts
+from support import fixture_paths, fixture_report, ROOT, SCRIPT, slow, vts
 
 BANNER = "# " + "-" * 75
 
 
+@functools.lru_cache(maxsize=None)
 def source():
+    """The script's text, read once per run."""
     with open(SCRIPT, encoding="utf-8") as handle:
         return handle.read()
+
+
+@functools.lru_cache(maxsize=None)
+def tree():
+    """The script's syntax tree, parsed once per run (the tests only read it)."""
+    return ast.parse(source())
 
 
 def sections(text):
@@ -71,7 +80,7 @@ class OneRoomPerProvider(unittest.TestCase):
         rooms = [(start, end) for title, start, end in sections(text) if title.startswith("Provider:")]
         names = set(vts.PROFILES)
         offenders = []
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(tree()):
             if not isinstance(node, ast.Compare):
                 continue
             constants = [c for c in [node.left, *node.comparators] for c in ast.walk(c)
@@ -142,17 +151,20 @@ class ProviderFactsInTheirRoom(unittest.TestCase):
 
 class OneDoorForFindings(unittest.TestCase):
     def test_findings_are_appended_only_by_the_machine(self):
-        text = source()
-        tree = ast.parse(text)
         places = []
-        for outer in ast.walk(tree):
-            if isinstance(outer, (ast.FunctionDef, ast.ClassDef)):
-                for node in ast.walk(outer):
-                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                            and node.func.attr in ("append", "extend")
-                            and isinstance(node.func.value, ast.Attribute)
-                            and node.func.value.attr == "findings"):
-                        places.append(outer.name)
+        # one walk, keeping the functions and classes around each node: each call to
+        # <x>.findings.append/extend names every function and class it stands in
+        pending = [(tree(), ())]
+        while pending:
+            node, around = pending.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                around = around + (node.name,)
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("append", "extend")
+                    and isinstance(node.func.value, ast.Attribute)
+                    and node.func.value.attr == "findings"):
+                places.extend(around)
+            pending.extend((child, around) for child in ast.iter_child_nodes(node))
         self.assertTrue(places)
         self.assertEqual(set(places) - {"TurnMachine", "_find"}, set(), "findings appended outside TurnMachine._find")
 
@@ -184,13 +196,9 @@ class OneDialect(unittest.TestCase):
     LOCATION_TWICE = re.compile(r"\(at ([^)]*)\)\.? \(at \1\)")
 
     def messages(self):
-        for folder, _, names in os.walk(os.path.join(ROOT, "fixtures")):
-            for name in sorted(names):
-                if name.endswith(".json"):
-                    with open(os.path.join(folder, name), "rb") as handle:
-                        report = vts.validate_bytes(handle.read())
-                    for finding in report["findings"]:
-                        yield name, finding["message"]
+        for relpath in fixture_paths():
+            for finding in fixture_report(relpath)["findings"]:
+                yield os.path.basename(relpath), finding["message"]
 
     def test_every_message_is_in_one_dialect(self):
         seen = 0
