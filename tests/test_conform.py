@@ -41,11 +41,20 @@ def python(code):
     return f"{PYTHON} -c {shlex.quote(code)}"
 
 
+# An HTTP POST of "{}" to VTS_API_URL that reads the answer to its end, over a bare socket: importing
+# urllib.request costs each of the module's many adapter starts more than the rest of its run.
+_ASK = ("import os, socket\n"
+        "_host, _, _path = os.environ['VTS_API_URL'].split('://', 1)[1].partition('/')\n"
+        "with socket.create_connection((_host.rpartition(':')[0], int(_host.rpartition(':')[2])), 30) as _s:\n"
+        "    _s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: ' + _host + '\\r\\nContent-Type: application/json'\n"
+        "               '\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{}').encode('ascii'))\n"
+        "    while _s.recv(65536):\n"
+        "        pass\n")
+
+
 def asks(code):
     """An adapter command that reads its fixture's stream from the server first, then runs this code."""
-    return python("import os, urllib.request\n"
-                  "urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], data=b'{}'), "
-                  "timeout=30).read()\n" + code)
+    return python(_ASK + code)
 
 
 def conform(*fixtures, cmd=NAIVE, extra=()):
@@ -64,6 +73,7 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((summary["agree"], summary["executes-blocked"]), (1, 1))
         self.assertEqual(summary["by_code"]["wrong_terminal_reason"]["executes-blocked"], 1)
 
+    @slow("runs adapter commands as processes")
     def test_a_fixture_it_cannot_serve_leaves_the_run_without_a_verdict(self):
         # found by review (issue 30): a fixture that is no valid envelope was left out with a line on
         # stderr, and a run over it and a passing one exited 0, JUnit saying 1 test, 0 failures
@@ -96,6 +106,7 @@ class Verdicts(unittest.TestCase):
             self.assertEqual((code, summary["not_served"]), (0, 0), err)
             self.assertIn("its expect block pins that: left out", err)
 
+    @slow("runs adapter commands as processes")
     def test_differs_on_pass(self):
         changed = asks('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
                          '"arguments": {"city": "Lyon"}}]\')')
@@ -106,6 +117,7 @@ class Verdicts(unittest.TestCase):
                             '"arguments": {"unit": "celsius", "city": "Paris"}}]\')')
         self.assertEqual(conform(PASS, cmd=same_value)[1][0]["verdict"], "agree")   # a JSON value, any order
 
+    @slow("runs adapter commands as processes")
     def test_arguments_with_a_duplicate_key_differ(self):
         # issue 30: {"city": "rm -rf /", "city": "Paris"} compared equal to the clean arguments
         printed = json.dumps([{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather",
@@ -115,6 +127,7 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((code, records[0]["verdict"], records[0]["differences"]),
                          (1, "differs-on-pass", ["call 0: arguments"]), err)
 
+    @slow("runs adapter commands as processes")
     def test_calls_printed_before_a_failing_exit_or_the_timeout_are_what_it_runs(self):
         # found by the third review (issue 30): an adapter that printed the call of a blocked turn and
         # then exited non-zero, or ran past --timeout, was graded `refuses`, and a run beside a pass
@@ -131,6 +144,7 @@ class Verdicts(unittest.TestCase):
                 code, records, _, err = conform(BLOCKED, cmd=asks("import sys\n" + tail))
                 self.assertEqual(records[0]["verdict"], "refuses", err)
 
+    @slow("runs adapter commands as processes")
     def test_refusals(self):
         # a refusal is what the adapter says by how it ends, after it read the stream: a non-zero
         # exit, nothing printed, no end in time
@@ -150,6 +164,7 @@ class Verdicts(unittest.TestCase):
         code, records, _, _ = conform(PASS, cmd=asks("import time; time.sleep(30)"), extra=("--timeout", "0.5"))
         self.assertIn("did not finish within 0.5 s", records[0]["refused"])
 
+    @slow("runs adapter commands as processes")
     def test_output_it_cannot_read_is_a_failure_not_a_refusal(self):
         # issue 30: anything printed that is not a list of calls was graded `refuses`, so an adapter
         # whose output could not be read left a run green; it is `unreadable`, a failing verdict
@@ -166,6 +181,7 @@ class Verdicts(unittest.TestCase):
                 self.assertIn(why, records[1]["unreadable"])
                 self.assertNotIn("refused", records[1])
 
+    @slow("runs adapter commands as processes")
     def test_output_over_the_cap_is_unreadable(self):
         padded = asks(f"print(' ' * 2000 + {PASS_CALLS!r})")
         with mock.patch.object(vts, "_CONFORM_OUTPUT_BYTES", 1000):
@@ -174,6 +190,7 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(records[0]["unreadable"], "its standard output is over 1000 bytes (it was stopped there)")
         self.assertEqual(conform(PASS, cmd=padded)[1][0]["verdict"], "agree")   # under the real cap it is read
 
+    @slow("runs adapter commands as processes")
     def test_what_python_prints_for_nan_and_infinity_is_read(self):
         # issue 30: an adapter that parses the arguments and prints them with json.dumps writes NaN
         # and Infinity; read strictly they made the output unreadable, graded `refuses`, and a run
@@ -202,6 +219,7 @@ class Verdicts(unittest.TestCase):
         self.assertIsNone(vts.adapter_calls_from('[{"name": "f", "arguments": {}}] []')[0])
         self.assertIsNone(vts.adapter_calls_from("[" * 100000 + "]" * 100000)[0])
 
+    @slow("runs adapter commands as processes")
     def test_refusing_a_blocked_turn_among_others_is_fine(self):
         only_passes = python("import os, json, subprocess, sys, urllib.request\n"
                              "if 'wrong-terminal' in os.environ['VTS_FIXTURE']:\n"
@@ -212,6 +230,7 @@ class Verdicts(unittest.TestCase):
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=only_passes)
         self.assertEqual((code, summary["agree"], summary["refuses"]), (0, 1, 1))
 
+    @slow("runs adapter commands as processes")
     def test_a_refusal_counts_only_after_the_stream_was_asked_for(self):
         # issue 30: an adapter that never contacted the server and printed [] passed a text-only turn
         code, records, summary, err = conform(TEXT_ONLY, cmd=python("print('[]')"))
@@ -240,11 +259,13 @@ class Verdicts(unittest.TestCase):
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=other)
         self.assertEqual((code, [r["verdict"] for r in records]), (1, ["not-requested", "refuses"]))
 
+    @slow("runs adapter commands as processes")
     def test_a_command_that_cannot_start_is_a_usage_error(self):
         code, out, err = run_cli("conform", "--adapter-cmd", "/no/such/adapter", PASS)
         self.assertEqual((code, out), (3, ""))
         self.assertIn("could not be started", err)
 
+    @slow("runs adapter commands as processes")
     def test_nothing_it_started_outlives_it(self):
         # a child left running (a wrapper such as npx or sh -c often leaves one) must not write into
         # the next fixture's output: the whole process group ends with the command
@@ -254,6 +275,7 @@ class Verdicts(unittest.TestCase):
         code, records, _, err = conform(PASS, BLOCKED, cmd=late)
         self.assertEqual([r["verdict"] for r in records], ["agree", "executes-blocked"], err)
 
+    @slow("runs adapter commands as processes")
     def test_an_empty_list_on_a_blocked_turn_is_no_execution(self):
         code, records, _, _ = conform(PASS, BLOCKED, cmd=asks(
             "print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else "
@@ -279,11 +301,13 @@ class WhatIsJudged(unittest.TestCase):
                        f"print({PASS_CALLS!r})")
             return conform(folder, cmd=cmd)
 
+    @slow("runs adapter commands as processes")
     def test_a_blocked_turn_rewritten_mid_run_is_judged_as_served(self):
         code, records, _, err = self.run_with(f"shutil.copy({PASS!r}, b)")
         self.assertEqual((code, [r["verdict"] for r in records]), (1, ["agree", "executes-blocked"]), err)
         self.assertEqual(records[1]["codes"], ["wrong_terminal_reason"])
 
+    @slow("runs adapter commands as processes")
     def test_a_fixture_deleted_or_broken_mid_run_is_judged_as_served(self):
         for change in ("os.remove(b)", "open(b, 'w').write('{')"):
             with self.subTest(change=change):
@@ -292,6 +316,7 @@ class WhatIsJudged(unittest.TestCase):
 
 
 class Environment(unittest.TestCase):
+    @slow("runs adapter commands as processes")
     def test_the_command_gets_the_url_profile_fixture_and_tools(self):
         with tempfile.TemporaryDirectory() as folder:
             dump = os.path.join(folder, "env.json")
@@ -307,6 +332,7 @@ class Environment(unittest.TestCase):
         self.assertEqual((env["VTS_PROFILE"], env["VTS_FIXTURE"]), ("bedrock", os.path.abspath(bedrock)))
         self.assertEqual(env["tools"]["tools"][0]["toolSpec"]["name"], "get_weather")
 
+    @slow("runs adapter commands as processes")
     def test_the_shell_form(self):
         with tempfile.TemporaryDirectory() as folder:
             mark = os.path.join(folder, "profile")
@@ -318,6 +344,7 @@ class Environment(unittest.TestCase):
             # without --shell the words are arguments: echo prints them, and asks for nothing
             self.assertEqual(conform(PASS, cmd=cmd)[1][0]["verdict"], "not-requested")
 
+    @slow("runs adapter commands as processes")
     def test_another_profile_through_its_own_api(self):
         reads_ndjson = python(
             "import json, os, urllib.request\n"
@@ -346,6 +373,7 @@ class NotServed(unittest.TestCase):
         self.assertIn("no fixture to serve", err)
         self.assertNotIn("internal error", err)
 
+    @slow("runs adapter commands as processes")
     def test_the_other_fixtures_are_still_judged_and_the_run_has_no_verdict(self):
         with self.unserved("ollama"):
             code, records, summary, err = conform(PASS, OLLAMA)
@@ -366,6 +394,7 @@ class NotServed(unittest.TestCase):
 
 
 class Names(unittest.TestCase):
+    @slow("runs adapter commands as processes")
     def test_a_fixture_name_that_needs_quoting_in_a_url(self):
         import shutil
 
@@ -384,6 +413,7 @@ class Names(unittest.TestCase):
 
 
 class Reports(unittest.TestCase):
+    @slow("runs adapter commands as processes")
     def test_text_junit_and_github(self):
         code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, PASS, BLOCKED)
         self.assertEqual(code, 1)
@@ -397,6 +427,7 @@ class Reports(unittest.TestCase):
         self.assertEqual([line.split("::")[1].split(" ")[0] for line in out.splitlines() if line.startswith("::")],
                          ["error"])
 
+    @slow("runs adapter commands as processes")
     def test_unreadable_and_not_requested_are_failures_in_every_report(self):
         cmd = python("import os, urllib.request\n"
                      "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: print('[')\n"
@@ -451,6 +482,7 @@ class Reports(unittest.TestCase):
             self.assertEqual(vts.adapter_calls_from('[{"id": null, "name": "f", "arguments": "[1, [2, {3}]]"}]'),
                              ([{"id": None, "name": "f", "arguments": "[1, [2, {3}]]"}], ""))
 
+    @slow("runs adapter commands as processes")
     def test_counting_the_values_of_a_long_string_takes_little_memory(self):
         # found by review (issue 30): the pattern that skips strings kept a record per character, and an
         # argument string of 30 million characters took 3.6 GB to count; 20 million under a 512 MiB cap
@@ -462,6 +494,7 @@ class Reports(unittest.TestCase):
                               timeout=120)
         self.assertEqual((proc.returncode, proc.stdout.strip()), (0, b"5"), proc.stderr[-300:])
 
+    @slow("runs adapter commands as processes")
     def test_running_out_of_memory_or_stack_while_judging_is_unreadable(self):
         # found by review (issue 30): a MemoryError there ended the run as an internal error (exit 3), the
         # adapter's verdict lost; it is that fixture's failing verdict now, whatever raised it
@@ -511,6 +544,7 @@ class Resources(unittest.TestCase):
     """What an adapter prints costs bounded memory and no disk, and every file of a fixture is gone
     once that fixture is judged."""
 
+    @slow("runs adapter commands as processes")
     def test_an_adapter_printing_past_the_cap_is_stopped_there(self):
         # it writes 8 MiB and then waits: it is stopped as its output passes the cap (1 MiB here), not
         # left to run until the timeout with everything it printed on disk
@@ -522,6 +556,7 @@ class Resources(unittest.TestCase):
         self.assertEqual(records[0]["unreadable"],
                          f"its standard output is over {1 << 20} bytes (it was stopped there)")
 
+    @slow("runs adapter commands as processes")
     def test_each_fixture_leaves_nothing_behind_once_judged(self):
         with tempfile.TemporaryDirectory() as folder:
             log = os.path.join(folder, "log")
@@ -566,6 +601,7 @@ class Processes(unittest.TestCase):
     """Nothing the adapter started outlives conform, even what left its process group."""
 
     @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @slow("runs adapter commands as processes")
     def test_a_process_that_left_the_group_is_stopped(self):
         with tempfile.TemporaryDirectory() as folder:
             pid_file = os.path.join(folder, "pid")
@@ -580,6 +616,7 @@ class Processes(unittest.TestCase):
 
     @slow("starts conform as a process and hangs it up")
     @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @slow("runs adapter commands as processes")
     def test_a_hang_up_stops_it_cleanly(self):
         with tempfile.TemporaryDirectory() as folder:
             pid_file = os.path.join(folder, "pid")
@@ -603,6 +640,7 @@ class Processes(unittest.TestCase):
                     proc.wait()
                 self._kill(pid_file)
 
+    @slow("runs adapter commands as processes")
     def test_the_callers_signal_handlers_are_back_when_it_returns(self):
         # in this process: conform's stop lasts as long as the run, whether it ends or a signal ends it
         def caller(signum, frame):
@@ -641,6 +679,7 @@ class Processes(unittest.TestCase):
 
 
 class Quoting(unittest.TestCase):
+    @slow("runs adapter commands as processes")
     def test_credentials_in_the_last_stderr_line_are_masked(self):
         key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 2
         said = conform(PASS, cmd=python(f"import sys; print('401: bad key {key} for you', file=sys.stderr); "
@@ -681,6 +720,7 @@ class Quoting(unittest.TestCase):
             with self.subTest(said=said):
                 self.assertEqual(vts._stderr_line(said, False), shown)
 
+    @slow("runs adapter commands as processes")
     def test_a_last_line_longer_than_what_is_kept_is_not_quoted(self):
         # only the end of standard error is kept: a line that began before it may hold a credential
         # cut in two, which no pattern can recognise any more
@@ -692,6 +732,7 @@ class Quoting(unittest.TestCase):
 
 
 class Names2(unittest.TestCase):
+    @slow("runs adapter commands as processes")
     def test_a_fixture_name_that_is_not_utf8(self):
         with tempfile.TemporaryDirectory() as folder:
             try:

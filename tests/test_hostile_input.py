@@ -154,6 +154,7 @@ class HostileSchemas(Bounded):
                                        schemas=pattern_schema("^" + "\\p{C}" * 999 + "$")))
         self.assertEqual(report["status"], "pass")
 
+    @slow("runs a work budget to its end")
     def test_many_large_patterns_for_re_share_the_size_budget(self):
         # review of issue 11: 100 patterns of 28 \p{C} classes each (re compiles every range of every
         # class) took 12.9 s in a worker thread; their weight now counts against the schema size limit
@@ -169,6 +170,7 @@ class HostileSchemas(Bounded):
         self.assert_codes(out[0], ["limit_exceeded"])
         self.assertIn(f"more than {vts.SCHEMA_MAX_TURN_SIZE}", out[0]["findings"][0]["message"])
 
+    @slow("runs a work budget to its end")
     def test_too_many_subschemas(self):
         # The count limit is under test; there is no clock unless one is asked for.
         wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(vts.SCHEMA_MAX_SUBSCHEMAS)}}
@@ -178,6 +180,7 @@ class HostileSchemas(Bounded):
         del wide["properties"]["p0"]                                   # the root counts too: exactly at the limit
         self.assertEqual(self.run_doc(one_call("{}", schemas={"f": wide}))["status"], "pass")
 
+    @slow("runs a work budget to its end")
     def test_the_schemas_of_one_turn_share_a_size_budget(self):
         per_tool = 45_000
         tools = {f"t{k}": {"type": "object", "properties": {f"p{i}": {} for i in range(per_tool - 1)}}

@@ -97,6 +97,7 @@ class Equality(unittest.TestCase):
         self.assertFalse(valid({"uniqueItems": True}, [{"a": 1, "b": 2}, {"b": 2, "a": 1.0}]))
         self.assertEqual(errors({"uniqueItems": True}, ["x", "y", "x"])[0][0], "/2")
 
+    @slow("compares a large array's items")
     def test_unique_items_is_linear(self) -> None:
         items = [{"id": i, "tags": ["a", i]} for i in range(100_000)]
         start = time.perf_counter()
@@ -352,6 +353,7 @@ class Regex(RefusalMixin):
                 with self.subTest(pattern=pattern[:30], subject=subject):
                     self.assertEqual(not vts.validate_instance(compiled, subject, LIMITS), expected)
 
+    @slow("compares the two regex matchers on random patterns")
     def test_the_two_matchers_agree(self) -> None:
         # Every pattern can run on the simulator; those proven LL(1) run on re.  Random
         # patterns over the whole supported syntax, both engines forced, same verdicts.
@@ -527,6 +529,7 @@ class Limits(RefusalMixin):
             vts.validate_instance(vts.compile_schema({"items": {"$ref": "#"}}, huge),
                                   instance, huge)
 
+    @slow("runs a work budget to its end")
     def test_evaluation_budget(self) -> None:
         # A small schema whose evaluation doubles per level through $ref: 2**20 branches.
         defs: dict = {"d0": {"type": "integer"}}
@@ -676,6 +679,7 @@ class MachineIndependence(unittest.TestCase):
         self.assertEqual((report["status"], report["findings"]), ("pass", []))
         self.assertEqual((clock.armed, clock.reads), ([], 0))      # no alarm armed, no clock read
 
+    @slow("runs a work budget to its end")
     def test_heavy_schemas_get_the_same_verdict_under_a_fast_clock(self) -> None:
         expected = {"\\p{L}+ letters": [], "\\p{L}+ a digit": ["schema_violation"], "large proven repeat": [],
                     "automaton too large": ["limit_exceeded"], "a budget of steps": ["limit_exceeded"],
@@ -952,6 +956,7 @@ class TurnBudget(unittest.TestCase):
         # within the budget, nothing changes
         self.assertEqual(vts.validate_envelope(_turn(self.AMBIGUOUS, [cheap] * 50), limits)["status"], "pass")
 
+    @slow("runs a work budget to its end")
     def test_the_default_turn_budget_stops_256_heavy_calls_after_four(self) -> None:
         self.assertEqual(vts.Limits().max_turn_evaluations, 4_000_000)
         report = vts.validate_envelope(_turn(self.AMBIGUOUS, [self.HEAVY] * 256))

@@ -139,13 +139,17 @@ class ProviderFactsInTheirRoom(unittest.TestCase):
         self.assertEqual(provider_names_outside_their_room(source()), [])
 
     def test_the_check_sees_a_fact_outside_its_room(self):
-        text = source()
-        lines = text.split("\n")
-        room = next(start for title, start, _ in sections(text) if room_profiles(title) == {"cohere"})
-        generic = next(start for title, start, _ in sections(text) if title.startswith("Capture"))
-        room, generic = room + 1, generic + 1   # after each banner's closing line
-        planted = lines[:room] + ["_GEMINI_PLANTED = 1"] + lines[room:generic] + ["_Cohere_planted()"] + lines[generic:]
-        found = [name for _, name in provider_names_outside_their_room("\n".join(planted))]
+        planted = "\n".join([
+            BANNER, "# Provider: Gemini streamGenerateContent (profile gemini)", BANNER, "",
+            "_GEMINI_TABLE = 1", "",
+            BANNER, "# Provider: Cohere v2 Chat stream events (profile cohere)", BANNER, "",
+            "_COHERE_TABLE = 2",
+            "_GEMINI_PLANTED = 1", "",
+            BANNER, "# Profiles: the rows, one per wire format", BANNER, "",
+            "ROWS = (_GEMINI_TABLE, _COHERE_TABLE)", "",
+            BANNER, "# Capture import: a raw body becomes a fixture envelope", BANNER, "",
+            "_Cohere_planted()", ""])
+        found = [name for _, name in provider_names_outside_their_room(planted)]
         self.assertEqual(found, ["_GEMINI_PLANTED", "_Cohere_planted"])
 
 
