@@ -651,7 +651,9 @@ def _sse_events(text: str, state: _SseState,
                 fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
     """The events of an SSE body, in order, as they are read; state collects the rest.
 
-    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
+    The [DONE] sentinel is not an event.  A framing error is raised where it is read.  The line
+    loop stays here (a call per line would cost every body); each step that ends an event, or the
+    stream, is its own function.
     """
     start: int | None = None
     name: str | None = None
@@ -662,18 +664,13 @@ def _sse_events(text: str, state: _SseState,
             yield line
             continue
         if state.done:
-            if line.strip(" \t"):
-                raise CaptureError("content after the data: [DONE] sentinel", number)
+            _sse_after_done(line, number)
             continue
         if line == "":
-            if data:
-                joined = data[0] if len(data) == 1 else "\n".join(data)
-                if joined == _SSE_DONE:
-                    state.done = True
-                else:
-                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
-            elif name:
-                raise CaptureError(f"event {_token(name)} has no data line", start)
+            if len(data) == 1 and data[0] != _SSE_DONE:   # the common event: one data line
+                yield _SseEvent(start or 0, tuple(data_lines), name or None, data[0])
+            else:
+                yield from _sse_dispatch(start, name, data, data_lines, state)
             start, name = None, None
             data = []
             data_lines = []
@@ -681,8 +678,8 @@ def _sse_events(text: str, state: _SseState,
         if line[:1] == ":":
             state.comments += 1
             continue
-        field_name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
+        field_name, _, value = line.partition(":")
+        if value[:1] == " ":   # (no colon: value is empty)
             value = value[1:]
         if start is None:
             start = number
@@ -692,9 +689,40 @@ def _sse_events(text: str, state: _SseState,
         elif field_name == "event":
             name = value
         elif field_name not in _SSE_IGNORED_FIELDS:
-            shown = _token(field_name) if _protocol_word(field_name) else "a line"
-            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
-                               "capture the response body only", number)
+            _sse_unknown_field(field_name, number)
+    _sse_end(start, data, state)
+
+
+def _sse_after_done(line: str, number: int) -> None:
+    """A line after the data: [DONE] sentinel: only a blank one may come."""
+    if line.strip(" \t"):
+        raise CaptureError("content after the data: [DONE] sentinel", number)
+
+
+def _sse_dispatch(start: int | None, name: str | None, data: list[str], data_lines: list[int],
+                  state: _SseState) -> tuple[_SseEvent, ...]:
+    """What a blank line dispatches (_sse_events writes the common event, one data line, itself): the
+    event its lines gave, or none (no data line: nothing pending, or the [DONE] sentinel, which state
+    notes); an event: line without data is an error."""
+    if data:
+        joined = data[0] if len(data) == 1 else "\n".join(data)
+        if joined != _SSE_DONE:
+            return (_SseEvent(start or 0, tuple(data_lines), name or None, joined),)
+        state.done = True
+    elif name:
+        raise CaptureError(f"event {_token(name)} has no data line", start)
+    return ()
+
+
+def _sse_unknown_field(field_name: str, number: int) -> None:
+    """A line that is no SSE field nor a comment (a header or a log line pasted with the body)."""
+    shown = _token(field_name) if _protocol_word(field_name) else "a line"
+    raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
+                       "capture the response body only", number)
+
+
+def _sse_end(start: int | None, data: list[str], state: _SseState) -> None:
+    """The end of the body: an event still pending is an error, unless it is the sentinel."""
     if start is not None:
         if data == [_SSE_DONE]:
             state.done = True  # a final sentinel without its blank line ends the stream all the same
