@@ -881,20 +881,17 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
     not come either.  parse(member, text): the payload read another way, exactly as the strict
     parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
-    previous frame's is not parsed again."""
+    previous frame's is not parsed again.  The frame loop stays here: a call more per frame would
+    cost every body, and a payload parsed a frame deeper could nest one level less."""
     import struct
     import zlib
 
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    if not raw:
-        raise CaptureError("the body is empty: no AWS event stream to import")
-    raw = bytes(raw)
+    raw = _eventstream_bytes(raw)
     view = memoryview(raw)
     crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
     tail = struct.Struct(">I").unpack_from
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    last, member = b"", None          # the previous frame's header bytes and member
+    last, last_size, member = b"", -1, ""   # the previous frame's header bytes, their size and member
     startswith = raw.startswith
     pos = frame = 0
     size = len(raw)
@@ -906,17 +903,15 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
         if crc32(view[pos:pos + 8]) != prelude_crc:
             raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
                                "event stream, or a corrupt one")
-        if total < 16 or header_size > total - 16 or size - pos < total:
+        if header_size > total - 16 or size - pos < total:   # (so a frame has its 16 bytes of prelude and CRC)
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
         end = pos + total
         if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
         start = pos + 12 + header_size
-        if member is None or header_size != len(last) or not startswith(last, pos + 12):
-            last = raw[pos + 12:start]
-            member = members.get(last)
-            if member is None:
-                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
+        if header_size != last_size or not startswith(last, pos + 12):
+            last, last_size = raw[pos + 12:start], header_size
+            member = _eventstream_known_member(members, last, frame)
         if chunk is not None and member == "chunk":
             stop, written = chunk(raw, pos, last)
             if written:
@@ -936,6 +931,23 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
             raise CaptureError(f"frame {frame}: the payload must be a JSON object, got {_describe(payload)}")
         yield {member: payload}, frame, text
         pos = end
+
+
+def _eventstream_bytes(raw: Any) -> bytes:
+    """An event-stream body as bytes: it must be bytes, and not empty."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    return bytes(raw)
+
+
+def _eventstream_known_member(members: dict[bytes, str], head: bytes, frame: int) -> str:
+    """The member a frame's header bytes name, read once per distinct header block (members: those read)."""
+    member = members.get(head)
+    if member is None:
+        member = members[head] = _eventstream_member(_eventstream_headers(head, frame), frame)
+    return member
 
 
 class EventStreamRead(_FrozenRecord):
