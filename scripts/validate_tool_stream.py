@@ -11714,66 +11714,103 @@ def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
 
 def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool,
                   encode: bool) -> tuple[dict, list[str]]:
-    row = PROFILES.get(profile) if isinstance(profile, str) else None   # capture's one look-up
+    """_capture's work: the body read by its framing (a JSON body, a room's binary body, else SSE).
+    Each envelope builder, and _staged for SSE, is called from here, where it always was: a call
+    more on the way would lower how deep a payload may nest."""
+    row = _capture_row(profile)
+    tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    if _json_body(raw):
+        return _json_payloads_envelope(raw, row, tool_schemas, schemas is None, redact, encode)
+    read = None if row.capture.binary_body is None else row.capture.binary_body(raw, encode)
+    if read is not None:   # a body that is no SSE text (the AWS event stream); None: the room declines
+        return frames_envelope(row, raw, tool_schemas, schemas is None, redact,
+                               read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
+                               read.unwrap, encode, read.parse, read.chunk_match)
+    sse = _SseCapture(raw, row, redact, encode)
+    count = _staged(sse.items(), sse.stages, sse.payloads.append, "an event nests too deeply to process", sse.fast,
+                    sse.holding)
+    return sse.envelope(count, tool_schemas, schemas is None)
+
+
+def _capture_row(profile: str) -> Profile:
+    """The row of the profile capture is asked for (capture's one look-up)."""
+    row = PROFILES.get(profile) if isinstance(profile, str) else None
     if row is None:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
-    tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    return row
+
+
+def _json_body(raw: bytes) -> bool:
+    """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
+    (whitespace aside).  It must be bytes, and not empty."""
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
     head = bytes(raw[:4096]).lstrip(b" \t\r\n")
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
-    if head[:1] in (b"[", b"{"):
-        return _json_payloads_envelope(raw, row, tool_schemas, schemas is None, redact, encode)
-    if row.capture.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.capture.binary_body(raw, encode)
-        if read is not None:
-            return frames_envelope(row, raw, tool_schemas, schemas is None, redact,
-                                   read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
-                                   read.unwrap, encode, read.parse, read.chunk_match)
-    walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
-    text = _sse_decode(raw)
-    if row.capture.check_sse_text is not None:
-        row.capture.check_sse_text(text)
-    state = _SseState()
-    scrubber = _Scrubber(row, redact, walk, encode,
-                         lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
-    check_shape = _shape_stage(row)
-    stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
-    if row.capture.check_sse_events is not None:
-        stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
-    stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data, event.name))
-    payloads: Any = _EncodedPayloads() if encode else []
-    holding = _Holding()
+    return head[:1] in (b"[", b"{")
 
-    def fast_run(text: str, pos: int, number: int) -> tuple[int, int]:
-        if not check_shape.settled or holding.held or not scrubber.templates:
-            return pos, number
-        return scrubber.fast_sse(text, pos, number, payloads.append)
 
-    # in a body without CR, fast_run has tried every plain event before it comes; the others are rare
-    fast = (None if not encode or "\r" not in text
-            else lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None)
-    count = _staged(((event, event) for event in _sse_events(text, state, fast_run if encode else None)), stages,
-                    payloads.append, "an event nests too deeply to process", fast, holding)
-    del text
-    if not count and not state.done:
-        raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
-    scrubber.finish(payloads)
-    warnings = scrubber.warnings()
-    if schemas is None:
-        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not state.done and row.capture.warn_without_done:
-        warnings.append("no data: [DONE] sentinel: the capture may be cut short")
-    envelope = {
-        "profile": row.name,
-        "tool_schemas": tool_schemas,
-        row.stream_key: payloads,
-        "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
-                 "redacted": bool(redact)},
-    }
-    return envelope, warnings
+class _SseCapture:
+    """One SSE body read for capture: its events go through the stages (strict JSON, the profile's
+    shape, the room's event checks, the scrubber) into payloads, written as they are read with encode;
+    state collects its comment lines and sentinel.  _capture_body runs the stages (_staged)."""
+
+    def __init__(self, raw: bytes, row: Profile, redact: bool, encode: bool) -> None:
+        walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
+        self.text: str | None = _sse_decode(raw)
+        if row.capture.check_sse_text is not None:
+            row.capture.check_sse_text(self.text)
+        self.row, self.redact = row, redact
+        self.state = _SseState()
+        self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
+                                             lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
+        self.check_shape = check_shape = _shape_stage(row)
+        self.stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+        if row.capture.check_sse_events is not None:
+            self.stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
+        self.stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data,
+                                                                 event.name))
+        payloads: Any = _EncodedPayloads() if encode else []
+        self.payloads = payloads
+        self.holding = holding = _Holding()
+
+        def fast_run(text: str, pos: int, number: int) -> tuple[int, int]:   # a closure: it runs per event
+            if not check_shape.settled or holding.held or not scrubber.templates:
+                return pos, number
+            return scrubber.fast_sse(text, pos, number, payloads.append)
+
+        self.fast_run = fast_run if encode else None
+        # in a body without CR, fast_run has tried every plain event before it comes; the others are rare
+        self.fast = (None if not encode or "\r" not in self.text
+                     else lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None)
+
+    def items(self) -> Iterator[tuple[_SseEvent, _SseEvent]]:
+        """(event, event) of every event as it is read (the event is its own context); the text is
+        held by the reader only, then gone."""
+        text, self.text = self.text, None
+        return ((event, event) for event in _sse_events(text, self.state, self.fast_run))
+
+    def envelope(self, count: int, tool_schemas: dict, no_schemas: bool) -> tuple[dict, list[str]]:
+        """(the envelope, warnings) once count events were read."""
+        state, row = self.state, self.row
+        if not count and not state.done:
+            raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
+        self.scrubber.finish(self.payloads)
+        warnings = self.scrubber.warnings()
+        if no_schemas:
+            warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+        if not state.done and row.capture.warn_without_done:
+            warnings.append("no data: [DONE] sentinel: the capture may be cut short")
+        envelope = {
+            "profile": row.name,
+            "tool_schemas": tool_schemas,
+            row.stream_key: self.payloads,
+            "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
+                     "redacted": bool(self.redact)},
+        }
+        return envelope, warnings
 
 
 def _profile_of(payload: Any) -> str | None:
