@@ -769,11 +769,21 @@ def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
     return value, [1] * len(value), "JSON list"
 
 
-def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
-    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
+def _json_lines_iter(text: str, first: tuple[Any, int, int] | None = None) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read.
+
+    first: (value, start, end) of the value the body starts with, read already (_first_json_value):
+    when the first non-blank line is that value alone, spaces and tabs aside, it is not parsed again,
+    unless it is bracketed deeply enough that a parse here might run out of stack where that one did not.
+    """
     for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
         if not line.strip(" \t"):
             continue
+        if first is not None and _is_first_value(line, first):
+            value, first = first[0], None
+            yield value, number
+            continue
+        first = None
         try:
             value = decode_document(line, what=f"line {number}")
         except JsonProblem as problem:
@@ -782,6 +792,31 @@ def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
             raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
                                number) from None
         yield value, number
+
+
+# Brackets a line may hold for the value read with the whole body to stand for the line's own parse:
+# far below the stack limit (an eighth of it at most), so both parses reach the same end although
+# they run at different depths (a deeper line is parsed again, where the line reader parses).
+_SHALLOW_LINE_BRACKETS = 64
+
+
+def _is_first_value(line: str, first: tuple[Any, int, int]) -> bool:
+    """Whether the body's first non-blank line is its first value alone (first: that value, where it
+    starts and ends in the body; the line starts where the value does), and shallow."""
+    return (len(line.strip(" \t")) == first[2] - first[1]
+            and line.count("[") + line.count("{") <= min(_SHALLOW_LINE_BRACKETS, sys.getrecursionlimit() // 8))
+
+
+def _first_json_value(text: str) -> tuple[Any, int, int] | None:
+    """(value, start, end) of the strict JSON value a text starts with (after whitespace), read as
+    decode_document reads a document but with anything allowed after it; None where decode_document
+    would find no value there (an error, nesting too deep, only whitespace)."""
+    start = _skip_ws(text, 0)
+    try:
+        value, end = _DEFAULT_DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError, JsonProblem):   # a JSONDecodeError is a ValueError
+        return None
+    return value, start, end
 
 
 # --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
@@ -11953,15 +11988,16 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
     return envelope, warnings
 
 
-def _refuse_whole_document(text: str, row: Profile) -> None:
+def _refuse_whole_document(text: str, row: Profile) -> tuple[Any, int, int] | None:
     """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
-    response or another API's object is refused with what it looks like."""
-    try:
-        whole = decode_document(text, what="the body")
-    except JsonProblem:
-        return   # several documents: JSON Lines
+    response or another API's object is refused with what it looks like.  Returns the value the body
+    starts with (_first_json_value), for the line reader not to parse it again."""
+    first = _first_json_value(text)   # where decode_document read the whole body: as deep a value passes
+    if first is None or _skip_ws(text, first[2]) != len(text):
+        return first   # no value, or several documents: JSON Lines
+    whole = first[0]
     if not isinstance(whole, dict):
-        return
+        return first
     if isinstance(whole.get("log"), dict):
         raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
     if "profile" in whole and ("chunks" in whole or "events" in whole):
@@ -11971,6 +12007,7 @@ def _refuse_whole_document(text: str, row: Profile) -> None:
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and _no_stream_payload(whole)):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
+    return first
 
 
 def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
@@ -11998,11 +12035,12 @@ def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_sch
         read: Iterable[tuple[Any, int]] = ((payload, 1) for payload in payloads)
         del payloads
     else:
-        _refuse_whole_document(text, row)
+        first = _refuse_whole_document(text, row)
         if row.capture.check_lines_text is not None:
             row.capture.check_lines_text(text)
         point = "JSON Lines"
-        read = _json_lines_iter(text)
+        read = _json_lines_iter(text, first)
+        del first
     check_shape = _shape_stage(row)
     scrubber = _Scrubber(row, redact, walk, encode)
     stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
