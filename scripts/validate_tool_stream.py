@@ -996,8 +996,8 @@ class EventStreamRead(_FrozenRecord):
     __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match")
 
     def __init__(self, capture_point: str, *, walk_all: bool = False,
-                 convert: Callable[[Any, int], Any] | None = None,
-                 unwrap: Callable[[str, str], str | None] | None = None,
+                 convert: Callable[[Any, int], tuple[Any, str | None]] | None = None,
+                 unwrap: Callable[..., str | None] | None = None,
                  parse: Callable[[str, str], Any] | None = None,
                  chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> None:
         _freeze(self, locals())
@@ -3024,27 +3024,31 @@ def _invoke_chunk_bytes() -> tuple[bytes, Callable[..., Any]]:
     return b'{"bytes":"', re.compile(rb'"(?:,"p":"[A-Za-z0-9]*")?\}').fullmatch
 
 
-def _anthropic_invoke_text(member: str, text: str) -> str | None:
-    """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None."""
+def _anthropic_invoke_text(member: str, text: str, decoded: str | None = None) -> str | None:
+    """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None;
+    decoded: that text when _anthropic_invoke_event read it from this frame already (not decoded again)."""
     import binascii
 
     match = _invoke_chunk_match(text) if member == "chunk" and text is not None else None
     if match is None:
         return None
+    if decoded is not None:   # the frame's plain base64 (match.group(1)) was what it decoded
+        return decoded
     try:   # base64.b64decode(..., validate=True) once the characters are known good
         return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
 
 
-def _anthropic_invoke_event(frame: dict, number: int) -> Any:
-    """The Anthropic event one frame carries (an exception frame: an Anthropic error event)."""
+def _anthropic_invoke_event(frame: dict, number: int) -> tuple[Any, str | None]:
+    """The Anthropic event one frame carries (an exception frame: an Anthropic error event), and the
+    event's text the chunk's bytes decode to (None for an exception frame)."""
     import base64
     import binascii
 
     (member, payload), = frame.items()
     if member.endswith("Exception"):   # botocore and the Anthropic SDKs raise on every one
-        return {"type": "error", "error": {"type": member}}
+        return {"type": "error", "error": {"type": member}}, None
     if member != "chunk":
         raise CaptureError(f"frame {number}: an event {_token(member)}, not a chunk of InvokeModelWithResponseStream "
                            "(a ConverseStream body is --profile bedrock)")
@@ -3061,7 +3065,7 @@ def _anthropic_invoke_event(frame: dict, number: int) -> Any:
         raise CaptureError(f"frame {number}: the chunk's event is not strict JSON: {problem.message}") from None
     if not isinstance(event, dict):
         raise CaptureError(f"frame {number}: the chunk's event must be a JSON object, got {_describe(event)}")
-    return event
+    return event, text
 
 
 ANTHROPIC = Profile(
@@ -11922,16 +11926,18 @@ def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) 
 
 
 def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
-                    capture_point: str, convert: Callable[[Any, int], Any] | None = None,
-                    unwrap: Callable[[str, str], str | None] | None = None,
+                    capture_point: str, convert: Callable[[Any, int], tuple[Any, str | None]] | None = None,
+                    unwrap: Callable[..., str | None] | None = None,
                     encode: bool = False, parse: Callable[[str, str], Any] | None = None,
                     chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> tuple[dict, list[str]]:
     """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
     credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
     frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
-    frame was read; unwrap(member, payload text) is the text of that payload when the frame is
-    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture.
+    frame was read, and says the text it read that payload from (None: it read none); unwrap(member,
+    payload text, that text) is the text of the payload when the frame is plainly one (else None),
+    for templates, taken from convert's when it read one, so a frame is decoded once; parse: see
+    _eventstream_frames; encode: see _capture.
     chunk_match: how a chunk frame's payload bytes plainly carry the base64 of the event text unwrap
     gives (see _Scrubber.fast_chunks); with encode, runs of chunk frames are then written from their
     bytes, and a text delta, whose line redaction makes the same for every non-empty text, is a
@@ -11969,12 +11975,21 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
 
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
+        decoded = None
+        if convert is not None:
+            payload, decoded = payload
         if unwrap is not None:
-            return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text), None)
+            return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text, decoded), None)
         return scrubber.scrub(payload, ("frame", number), text, next(iter(payload)))
 
-    stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
-    stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
+    def check_converted(converted: tuple[Any, str | None], _: Any) -> tuple[Any, str | None]:
+        check_shape(converted[0], None)
+        return converted
+
+    if convert is None:
+        stages = [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
+    else:   # (payload, the text convert read it from) go on together, for scrub's templates
+        stages = [lambda event, context: convert(event, context[0]), check_converted, scrub]
     chunk = fast_chunks if encode and chunk_match is not None else None
     fast = fast_frame if encode and chunk is None else None
     _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
