@@ -651,7 +651,9 @@ def _sse_events(text: str, state: _SseState,
                 fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
     """The events of an SSE body, in order, as they are read; state collects the rest.
 
-    The [DONE] sentinel is not an event.  A framing error is raised where it is read.
+    The [DONE] sentinel is not an event.  A framing error is raised where it is read.  The line
+    loop stays here (a call per line would cost every body); each step that ends an event, or the
+    stream, is its own function.
     """
     start: int | None = None
     name: str | None = None
@@ -662,18 +664,13 @@ def _sse_events(text: str, state: _SseState,
             yield line
             continue
         if state.done:
-            if line.strip(" \t"):
-                raise CaptureError("content after the data: [DONE] sentinel", number)
+            _sse_after_done(line, number)
             continue
         if line == "":
-            if data:
-                joined = data[0] if len(data) == 1 else "\n".join(data)
-                if joined == _SSE_DONE:
-                    state.done = True
-                else:
-                    yield _SseEvent(start or 0, tuple(data_lines), name or None, joined)
-            elif name:
-                raise CaptureError(f"event {_token(name)} has no data line", start)
+            if len(data) == 1 and data[0] != _SSE_DONE:   # the common event: one data line
+                yield _SseEvent(start or 0, tuple(data_lines), name or None, data[0])
+            else:
+                yield from _sse_dispatch(start, name, data, data_lines, state)
             start, name = None, None
             data = []
             data_lines = []
@@ -681,8 +678,8 @@ def _sse_events(text: str, state: _SseState,
         if line[:1] == ":":
             state.comments += 1
             continue
-        field_name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
+        field_name, _, value = line.partition(":")
+        if value[:1] == " ":   # (no colon: value is empty)
             value = value[1:]
         if start is None:
             start = number
@@ -692,9 +689,40 @@ def _sse_events(text: str, state: _SseState,
         elif field_name == "event":
             name = value
         elif field_name not in _SSE_IGNORED_FIELDS:
-            shown = _token(field_name) if _protocol_word(field_name) else "a line"
-            raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
-                               "capture the response body only", number)
+            _sse_unknown_field(field_name, number)
+    _sse_end(start, data, state)
+
+
+def _sse_after_done(line: str, number: int) -> None:
+    """A line after the data: [DONE] sentinel: only a blank one may come."""
+    if line.strip(" \t"):
+        raise CaptureError("content after the data: [DONE] sentinel", number)
+
+
+def _sse_dispatch(start: int | None, name: str | None, data: list[str], data_lines: list[int],
+                  state: _SseState) -> tuple[_SseEvent, ...]:
+    """What a blank line dispatches (_sse_events writes the common event, one data line, itself): the
+    event its lines gave, or none (no data line: nothing pending, or the [DONE] sentinel, which state
+    notes); an event: line without data is an error."""
+    if data:
+        joined = data[0] if len(data) == 1 else "\n".join(data)
+        if joined != _SSE_DONE:
+            return (_SseEvent(start or 0, tuple(data_lines), name or None, joined),)
+        state.done = True
+    elif name:
+        raise CaptureError(f"event {_token(name)} has no data line", start)
+    return ()
+
+
+def _sse_unknown_field(field_name: str, number: int) -> None:
+    """A line that is no SSE field nor a comment (a header or a log line pasted with the body)."""
+    shown = _token(field_name) if _protocol_word(field_name) else "a line"
+    raise CaptureError(f"{shown} is not an SSE field (data, event, id, retry) nor a comment; "
+                       "capture the response body only", number)
+
+
+def _sse_end(start: int | None, data: list[str], state: _SseState) -> None:
+    """The end of the body: an event still pending is an error, unless it is the sentinel."""
     if start is not None:
         if data == [_SSE_DONE]:
             state.done = True  # a final sentinel without its blank line ends the stream all the same
@@ -741,11 +769,21 @@ def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
     return value, [1] * len(value), "JSON list"
 
 
-def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
-    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read."""
+def _json_lines_iter(text: str, first: tuple[Any, int, int] | None = None) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read.
+
+    first: (value, start, end) of the value the body starts with, read already (_first_json_value):
+    when the first non-blank line is that value alone, spaces and tabs aside, it is not parsed again,
+    unless it is bracketed deeply enough that a parse here might run out of stack where that one did not.
+    """
     for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
         if not line.strip(" \t"):
             continue
+        if first is not None and _is_first_value(line, first):
+            value, first = first[0], None
+            yield value, number
+            continue
+        first = None
         try:
             value = decode_document(line, what=f"line {number}")
         except JsonProblem as problem:
@@ -754,6 +792,31 @@ def _json_lines_iter(text: str) -> Iterator[tuple[Any, int]]:
             raise CaptureError(f"JSON Lines: line {number} is not one strict JSON value: {problem.message}{hint}",
                                number) from None
         yield value, number
+
+
+# Brackets a line may hold for the value read with the whole body to stand for the line's own parse:
+# far below the stack limit (an eighth of it at most), so both parses reach the same end although
+# they run at different depths (a deeper line is parsed again, where the line reader parses).
+_SHALLOW_LINE_BRACKETS = 64
+
+
+def _is_first_value(line: str, first: tuple[Any, int, int]) -> bool:
+    """Whether the body's first non-blank line is its first value alone (first: that value, where it
+    starts and ends in the body; the line starts where the value does), and shallow."""
+    return (len(line.strip(" \t")) == first[2] - first[1]
+            and line.count("[") + line.count("{") <= min(_SHALLOW_LINE_BRACKETS, sys.getrecursionlimit() // 8))
+
+
+def _first_json_value(text: str) -> tuple[Any, int, int] | None:
+    """(value, start, end) of the strict JSON value a text starts with (after whitespace), read as
+    decode_document reads a document but with anything allowed after it; None where decode_document
+    would find no value there (an error, nesting too deep, only whitespace)."""
+    start = _skip_ws(text, 0)
+    try:
+        value, end = _DEFAULT_DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError, JsonProblem):   # a JSONDecodeError is a ValueError
+        return None
+    return value, start, end
 
 
 # --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
@@ -853,20 +916,17 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     first: (where it stopped, how many frames from pos it wrote, each checked as here); those do
     not come either.  parse(member, text): the payload read another way, exactly as the strict
     parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
-    previous frame's is not parsed again."""
+    previous frame's is not parsed again.  The frame loop stays here: a call more per frame would
+    cost every body, and a payload parsed a frame deeper could nest one level less."""
     import struct
     import zlib
 
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
-    if not raw:
-        raise CaptureError("the body is empty: no AWS event stream to import")
-    raw = bytes(raw)
+    raw = _eventstream_bytes(raw)
     view = memoryview(raw)
     crc32, unpack = zlib.crc32, struct.Struct(">III").unpack_from
     tail = struct.Struct(">I").unpack_from
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
-    last, member = b"", None          # the previous frame's header bytes and member
+    last, last_size, member = b"", -1, ""   # the previous frame's header bytes, their size and member
     startswith = raw.startswith
     pos = frame = 0
     size = len(raw)
@@ -878,17 +938,15 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
         if crc32(view[pos:pos + 8]) != prelude_crc:
             raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
                                "event stream, or a corrupt one")
-        if total < 16 or header_size > total - 16 or size - pos < total:
+        if header_size > total - 16 or size - pos < total:   # (so a frame has its 16 bytes of prelude and CRC)
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
         end = pos + total
         if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
             raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
         start = pos + 12 + header_size
-        if member is None or header_size != len(last) or not startswith(last, pos + 12):
-            last = raw[pos + 12:start]
-            member = members.get(last)
-            if member is None:
-                member = members[last] = _eventstream_member(_eventstream_headers(last, frame), frame)
+        if header_size != last_size or not startswith(last, pos + 12):
+            last, last_size = raw[pos + 12:start], header_size
+            member = _eventstream_known_member(members, last, frame)
         if chunk is not None and member == "chunk":
             stop, written = chunk(raw, pos, last)
             if written:
@@ -910,6 +968,23 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
         pos = end
 
 
+def _eventstream_bytes(raw: Any) -> bytes:
+    """An event-stream body as bytes: it must be bytes, and not empty."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the event stream must be bytes, got {type(raw).__name__}")
+    if not raw:
+        raise CaptureError("the body is empty: no AWS event stream to import")
+    return bytes(raw)
+
+
+def _eventstream_known_member(members: dict[bytes, str], head: bytes, frame: int) -> str:
+    """The member a frame's header bytes name, read once per distinct header block (members: those read)."""
+    member = members.get(head)
+    if member is None:
+        member = members[head] = _eventstream_member(_eventstream_headers(head, frame), frame)
+    return member
+
+
 class EventStreamRead(_FrozenRecord):
     """How a room's AWS event-stream body is read; capture reads it (frames_envelope).
 
@@ -921,8 +996,8 @@ class EventStreamRead(_FrozenRecord):
     __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match")
 
     def __init__(self, capture_point: str, *, walk_all: bool = False,
-                 convert: Callable[[Any, int], Any] | None = None,
-                 unwrap: Callable[[str, str], str | None] | None = None,
+                 convert: Callable[[Any, int], tuple[Any, str | None]] | None = None,
+                 unwrap: Callable[..., str | None] | None = None,
                  parse: Callable[[str, str], Any] | None = None,
                  chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> None:
         _freeze(self, locals())
@@ -2949,27 +3024,31 @@ def _invoke_chunk_bytes() -> tuple[bytes, Callable[..., Any]]:
     return b'{"bytes":"', re.compile(rb'"(?:,"p":"[A-Za-z0-9]*")?\}').fullmatch
 
 
-def _anthropic_invoke_text(member: str, text: str) -> str | None:
-    """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None."""
+def _anthropic_invoke_text(member: str, text: str, decoded: str | None = None) -> str | None:
+    """The event text a plain chunk frame carries (what _anthropic_invoke_event reads from it), else None;
+    decoded: that text when _anthropic_invoke_event read it from this frame already (not decoded again)."""
     import binascii
 
     match = _invoke_chunk_match(text) if member == "chunk" and text is not None else None
     if match is None:
         return None
+    if decoded is not None:   # the frame's plain base64 (match.group(1)) was what it decoded
+        return decoded
     try:   # base64.b64decode(..., validate=True) once the characters are known good
         return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
 
 
-def _anthropic_invoke_event(frame: dict, number: int) -> Any:
-    """The Anthropic event one frame carries (an exception frame: an Anthropic error event)."""
+def _anthropic_invoke_event(frame: dict, number: int) -> tuple[Any, str | None]:
+    """The Anthropic event one frame carries (an exception frame: an Anthropic error event), and the
+    event's text the chunk's bytes decode to (None for an exception frame)."""
     import base64
     import binascii
 
     (member, payload), = frame.items()
     if member.endswith("Exception"):   # botocore and the Anthropic SDKs raise on every one
-        return {"type": "error", "error": {"type": member}}
+        return {"type": "error", "error": {"type": member}}, None
     if member != "chunk":
         raise CaptureError(f"frame {number}: an event {_token(member)}, not a chunk of InvokeModelWithResponseStream "
                            "(a ConverseStream body is --profile bedrock)")
@@ -2986,7 +3065,7 @@ def _anthropic_invoke_event(frame: dict, number: int) -> Any:
         raise CaptureError(f"frame {number}: the chunk's event is not strict JSON: {problem.message}") from None
     if not isinstance(event, dict):
         raise CaptureError(f"frame {number}: the chunk's event must be a JSON object, got {_describe(event)}")
-    return event
+    return event, text
 
 
 ANTHROPIC = Profile(
@@ -11674,66 +11753,103 @@ def _capture(raw: bytes, profile: str, schemas: object | None, redact: bool,
 
 def _capture_body(raw: bytes, profile: str, schemas: object | None, redact: bool,
                   encode: bool) -> tuple[dict, list[str]]:
-    row = PROFILES.get(profile) if isinstance(profile, str) else None   # capture's one look-up
+    """_capture's work: the body read by its framing (a JSON body, a room's binary body, else SSE).
+    Each envelope builder, and _staged for SSE, is called from here, where it always was: a call
+    more on the way would lower how deep a payload may nest."""
+    row = _capture_row(profile)
+    tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    if _json_body(raw):
+        return _json_payloads_envelope(raw, row, tool_schemas, schemas is None, redact, encode)
+    read = None if row.capture.binary_body is None else row.capture.binary_body(raw, encode)
+    if read is not None:   # a body that is no SSE text (the AWS event stream); None: the room declines
+        return frames_envelope(row, raw, tool_schemas, schemas is None, redact,
+                               read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
+                               read.unwrap, encode, read.parse, read.chunk_match)
+    sse = _SseCapture(raw, row, redact, encode)
+    count = _staged(sse.items(), sse.stages, sse.payloads.append, "an event nests too deeply to process", sse.fast,
+                    sse.holding)
+    return sse.envelope(count, tool_schemas, schemas is None)
+
+
+def _capture_row(profile: str) -> Profile:
+    """The row of the profile capture is asked for (capture's one look-up)."""
+    row = PROFILES.get(profile) if isinstance(profile, str) else None
     if row is None:
         raise CaptureError(f"profile {_token(profile)} "
                            f"is not one of {', '.join(PROFILES)} (the profiles with a reviewed SSE import)")
-    tool_schemas = {} if schemas is None else schemas_from_doc(schemas)
+    return row
+
+
+def _json_body(raw: bytes) -> bool:
+    """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
+    (whitespace aside).  It must be bytes, and not empty."""
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
     head = bytes(raw[:4096]).lstrip(b" \t\r\n")
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
-    if head[:1] in (b"[", b"{"):
-        return _json_payloads_envelope(raw, row, tool_schemas, schemas is None, redact, encode)
-    if row.capture.binary_body is not None:   # a body that is no SSE text (the AWS event stream); None: it declines
-        read = row.capture.binary_body(raw, encode)
-        if read is not None:
-            return frames_envelope(row, raw, tool_schemas, schemas is None, redact,
-                                   read.walk_all or _may_hold_secrets(bytes(raw)), read.capture_point, read.convert,
-                                   read.unwrap, encode, read.parse, read.chunk_match)
-    walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
-    text = _sse_decode(raw)
-    if row.capture.check_sse_text is not None:
-        row.capture.check_sse_text(text)
-    state = _SseState()
-    scrubber = _Scrubber(row, redact, walk, encode,
-                         lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
-    check_shape = _shape_stage(row)
-    stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
-    if row.capture.check_sse_events is not None:
-        stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
-    stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data, event.name))
-    payloads: Any = _EncodedPayloads() if encode else []
-    holding = _Holding()
+    return head[:1] in (b"[", b"{")
 
-    def fast_run(text: str, pos: int, number: int) -> tuple[int, int]:
-        if not check_shape.settled or holding.held or not scrubber.templates:
-            return pos, number
-        return scrubber.fast_sse(text, pos, number, payloads.append)
 
-    # in a body without CR, fast_run has tried every plain event before it comes; the others are rare
-    fast = (None if not encode or "\r" not in text
-            else lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None)
-    count = _staged(((event, event) for event in _sse_events(text, state, fast_run if encode else None)), stages,
-                    payloads.append, "an event nests too deeply to process", fast, holding)
-    del text
-    if not count and not state.done:
-        raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
-    scrubber.finish(payloads)
-    warnings = scrubber.warnings()
-    if schemas is None:
-        warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
-    if not state.done and row.capture.warn_without_done:
-        warnings.append("no data: [DONE] sentinel: the capture may be cut short")
-    envelope = {
-        "profile": row.name,
-        "tool_schemas": tool_schemas,
-        row.stream_key: payloads,
-        "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
-                 "redacted": bool(redact)},
-    }
-    return envelope, warnings
+class _SseCapture:
+    """One SSE body read for capture: its events go through the stages (strict JSON, the profile's
+    shape, the room's event checks, the scrubber) into payloads, written as they are read with encode;
+    state collects its comment lines and sentinel.  _capture_body runs the stages (_staged)."""
+
+    def __init__(self, raw: bytes, row: Profile, redact: bool, encode: bool) -> None:
+        walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
+        self.text: str | None = _sse_decode(raw)
+        if row.capture.check_sse_text is not None:
+            row.capture.check_sse_text(self.text)
+        self.row, self.redact = row, redact
+        self.state = _SseState()
+        self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
+                                             lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
+        self.check_shape = check_shape = _shape_stage(row)
+        self.stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+        if row.capture.check_sse_events is not None:
+            self.stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
+        self.stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data,
+                                                                 event.name))
+        payloads: Any = _EncodedPayloads() if encode else []
+        self.payloads = payloads
+        self.holding = holding = _Holding()
+
+        def fast_run(text: str, pos: int, number: int) -> tuple[int, int]:   # a closure: it runs per event
+            if not check_shape.settled or holding.held or not scrubber.templates:
+                return pos, number
+            return scrubber.fast_sse(text, pos, number, payloads.append)
+
+        self.fast_run = fast_run if encode else None
+        # in a body without CR, fast_run has tried every plain event before it comes; the others are rare
+        self.fast = (None if not encode or "\r" not in self.text
+                     else lambda event, _: scrubber.fast(event.data, event.name) if check_shape.settled else None)
+
+    def items(self) -> Iterator[tuple[_SseEvent, _SseEvent]]:
+        """(event, event) of every event as it is read (the event is its own context); the text is
+        held by the reader only, then gone."""
+        text, self.text = self.text, None
+        return ((event, event) for event in _sse_events(text, self.state, self.fast_run))
+
+    def envelope(self, count: int, tool_schemas: dict, no_schemas: bool) -> tuple[dict, list[str]]:
+        """(the envelope, warnings) once count events were read."""
+        state, row = self.state, self.row
+        if not count and not state.done:
+            raise CaptureError("the body holds no data events (an SSE body has \"data:\" lines)")
+        self.scrubber.finish(self.payloads)
+        warnings = self.scrubber.warnings()
+        if no_schemas:
+            warnings.insert(0, "no tool schemas given: tool_schemas is empty, so every call will be unknown_tool")
+        if not state.done and row.capture.warn_without_done:
+            warnings.append("no data: [DONE] sentinel: the capture may be cut short")
+        envelope = {
+            "profile": row.name,
+            "tool_schemas": tool_schemas,
+            row.stream_key: self.payloads,
+            "meta": {"capture_point": "raw SSE", "done_sentinel": state.done, "sse_comment_lines": state.comments,
+                     "redacted": bool(self.redact)},
+        }
+        return envelope, warnings
 
 
 def _profile_of(payload: Any) -> str | None:
@@ -11810,16 +11926,18 @@ def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) 
 
 
 def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
-                    capture_point: str, convert: Callable[[Any, int], Any] | None = None,
-                    unwrap: Callable[[str, str], str | None] | None = None,
+                    capture_point: str, convert: Callable[[Any, int], tuple[Any, str | None]] | None = None,
+                    unwrap: Callable[..., str | None] | None = None,
                     encode: bool = False, parse: Callable[[str, str], Any] | None = None,
                     chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> tuple[dict, list[str]]:
     """The envelope of the events of an AWS event stream's frames (bedrock, and anthropic's
     Bedrock invoke body): checked for another provider's shape, redacted, searched for
     credentials when `walk`, and warnings named by frame.  convert(event, frame number) turns a
     frame's event into the payload (the invoke body's chunk into its Anthropic event), after every
-    frame was read; unwrap(member, payload text) is the text of that payload when the frame is
-    plainly one (else None), for templates; parse: see _eventstream_frames; encode: see _capture.
+    frame was read, and says the text it read that payload from (None: it read none); unwrap(member,
+    payload text, that text) is the text of the payload when the frame is plainly one (else None),
+    for templates, taken from convert's when it read one, so a frame is decoded once; parse: see
+    _eventstream_frames; encode: see _capture.
     chunk_match: how a chunk frame's payload bytes plainly carry the base64 of the event text unwrap
     gives (see _Scrubber.fast_chunks); with encode, runs of chunk frames are then written from their
     bytes, and a text delta, whose line redaction makes the same for every non-empty text, is a
@@ -11857,12 +11975,21 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
 
     def scrub(payload: Any, context: tuple[int, str]) -> Any:
         number, text = context
+        decoded = None
+        if convert is not None:
+            payload, decoded = payload
         if unwrap is not None:
-            return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text), None)
+            return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text, decoded), None)
         return scrubber.scrub(payload, ("frame", number), text, next(iter(payload)))
 
-    stages = [] if convert is None else [lambda event, context: convert(event, context[0])]
-    stages += [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
+    def check_converted(converted: tuple[Any, str | None], _: Any) -> tuple[Any, str | None]:
+        check_shape(converted[0], None)
+        return converted
+
+    if convert is None:
+        stages = [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
+    else:   # (payload, the text convert read it from) go on together, for scrub's templates
+        stages = [lambda event, context: convert(event, context[0]), check_converted, scrub]
     chunk = fast_chunks if encode and chunk_match is not None else None
     fast = fast_frame if encode and chunk is None else None
     _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
@@ -11876,15 +12003,16 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
     return envelope, warnings
 
 
-def _refuse_whole_document(text: str, row: Profile) -> None:
+def _refuse_whole_document(text: str, row: Profile) -> tuple[Any, int, int] | None:
     """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
-    response or another API's object is refused with what it looks like."""
-    try:
-        whole = decode_document(text, what="the body")
-    except JsonProblem:
-        return   # several documents: JSON Lines
+    response or another API's object is refused with what it looks like.  Returns the value the body
+    starts with (_first_json_value), for the line reader not to parse it again."""
+    first = _first_json_value(text)   # where decode_document read the whole body: as deep a value passes
+    if first is None or _skip_ws(text, first[2]) != len(text):
+        return first   # no value, or several documents: JSON Lines
+    whole = first[0]
     if not isinstance(whole, dict):
-        return
+        return first
     if isinstance(whole.get("log"), dict):
         raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
     if "profile" in whole and ("chunks" in whole or "events" in whole):
@@ -11894,6 +12022,7 @@ def _refuse_whole_document(text: str, row: Profile) -> None:
     if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
             and _no_stream_payload(whole)):
         raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
+    return first
 
 
 def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
@@ -11921,11 +12050,12 @@ def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_sch
         read: Iterable[tuple[Any, int]] = ((payload, 1) for payload in payloads)
         del payloads
     else:
-        _refuse_whole_document(text, row)
+        first = _refuse_whole_document(text, row)
         if row.capture.check_lines_text is not None:
             row.capture.check_lines_text(text)
         point = "JSON Lines"
-        read = _json_lines_iter(text)
+        read = _json_lines_iter(text, first)
+        del first
     check_shape = _shape_stage(row)
     scrubber = _Scrubber(row, redact, walk, encode)
     stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
