@@ -5337,22 +5337,6 @@ def _gemini_schema_nullable(value: Any, where: str, key: str) -> object:
     return _GEMINI_UNWRITTEN
 
 
-def _gemini_schema_properties(value: Any, where: str, key: str) -> dict:
-    if not isinstance(value, dict):
-        raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
-    return {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
-
-
-def _gemini_schema_items(value: Any, where: str, key: str) -> dict:
-    return gemini_schema(value, where + ".items")
-
-
-def _gemini_schema_any_of(value: Any, where: str, key: str) -> list:
-    if not isinstance(value, list):
-        raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
-    return [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
-
-
 def _gemini_schema_count(value: Any, where: str, key: str) -> Any:
     """A count is an int64, which proto3 JSON writes as a string of digits; any other value stays."""
     if not (isinstance(value, str) and value.isascii() and value.isdigit()):
@@ -5362,10 +5346,10 @@ def _gemini_schema_count(value: Any, where: str, key: str) -> Any:
     return int(value)
 
 
-# A Schema keyword -> its conversion(value, where, keyword); any other keyword is copied as it is.
+# A Schema keyword -> its conversion(value, where, keyword); any other keyword is copied as it is, but
+# properties, items and anyOf, whose Schemas gemini_schema converts itself.
 _GEMINI_SCHEMA_KEYWORDS: Mapping[str, Callable[[Any, str, str], Any]] = MappingProxyType({
-    "type": _gemini_schema_type, "nullable": _gemini_schema_nullable, "properties": _gemini_schema_properties,
-    "items": _gemini_schema_items, "anyOf": _gemini_schema_any_of,
+    "type": _gemini_schema_type, "nullable": _gemini_schema_nullable,
     **dict.fromkeys(_GEMINI_SCHEMA_COUNTS, _gemini_schema_count),
 })
 
@@ -5376,8 +5360,20 @@ def gemini_schema(schema: Any, where: str = "parameters") -> dict:
         raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        convert = _GEMINI_SCHEMA_KEYWORDS.get(key)
-        value = value if convert is None else convert(value, where, key)
+        # a Schema's Schemas are converted here, not in a helper: a frame more per level would lower
+        # how deep a Schema may nest before it "nests too deeply to convert"
+        if key == "properties":
+            if not isinstance(value, dict):
+                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
+            value = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
+        elif key == "items":
+            value = gemini_schema(value, where + ".items")
+        elif key == "anyOf":
+            if not isinstance(value, list):
+                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
+            value = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
+        elif key in _GEMINI_SCHEMA_KEYWORDS:
+            value = _GEMINI_SCHEMA_KEYWORDS[key](value, where, key)
         if value is not _GEMINI_UNWRITTEN:
             out[key] = value
     if schema.get("nullable") is True:

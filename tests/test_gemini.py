@@ -1162,6 +1162,18 @@ class RequestFromBody(Checks):
             with self.subTest(bad=bad), self.assertRaises(vts.CaptureError):
                 vts.gemini_schema(bad)
 
+    def test_a_schema_converts_as_deep_as_two_frames_a_level_allow(self):
+        # gemini_schema recurses by itself (a properties or anyOf level costs two frames, its comprehension's
+        # and its own; an items level one): 400 levels fit the default limit of 1,000, at three they would not
+        for keyword, level, depth in (("properties", lambda s: {"properties": {"a": s}}, 400),
+                                      ("anyOf", lambda s: {"anyOf": [s]}, 400),
+                                      ("items", lambda s: {"items": s}, 800)):
+            schema, expected = {"type": "STRING"}, {"type": "string"}
+            for _ in range(depth):
+                schema, expected = level(schema), level(expected)
+            with self.subTest(keyword=keyword):
+                self.assertEqual(vts.gemini_schema(schema), expected)
+
     def test_both_parameter_forms_is_refused(self):
         body = {"tools": [{"functionDeclarations": [{"name": "x", "parameters": {"type": "OBJECT"},
                                                       "parametersJsonSchema": {"type": "object"}}]}]}
