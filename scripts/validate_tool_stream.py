@@ -989,6 +989,13 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
     return value
 
 
+# What a room's redactor of one member returns when that member keeps only its shape: the caller,
+# the redactor of the whole payload, calls _neutral itself, so a deep member costs the frames it
+# costs where no member redactor is involved (how deep a capture may nest stays the same).  A member
+# redactor hands its own members to _neutral from a loop, not a comprehension, for the same reason.
+_AS_SHAPE = object()
+
+
 # ---------------------------------------------------------------------------
 # Envelope loading: strict JSON for the fixture file itself
 # ---------------------------------------------------------------------------
@@ -2646,29 +2653,35 @@ def _redact_anthropic_event(event: dict) -> dict:
     for key, value in event.items():
         redact = _ANTHROPIC_REDACTED_MEMBERS.get((kind, key))
         # an index keeps its value (numbers are no text)
-        out[key] = value if key == "type" else _neutral(value) if redact is None else redact(value)
+        kept = value if key == "type" else _AS_SHAPE if redact is None else redact(value)
+        out[key] = _neutral(value) if kept is _AS_SHAPE else kept
     return out
 
 
 def _redact_anthropic_message(message: Any) -> Any:
     """message_start's message: its identity stays, its blocks as blocks are, the rest as shapes."""
     if not isinstance(message, dict):
-        return _neutral(message)
-    return {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
-                else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in message.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in message.items():
+        out[k] = ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
+                  else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v))
+    return out
 
 
 def _redact_anthropic_json_delta(delta: Any) -> Any:
     """content_block_delta's delta: an input_json_delta stays whole (its text is a fragment)."""
-    return delta if isinstance(delta, dict) and delta.get("type") == "input_json_delta" else _neutral(delta)
+    return delta if isinstance(delta, dict) and delta.get("type") == "input_json_delta" else _AS_SHAPE
 
 
 def _redact_anthropic_stop(delta: Any) -> Any:
     """message_delta's delta: the stop_reason stays, stop_details keeps its type and category."""
     if not isinstance(delta, dict):
-        return _neutral(delta)
-    return {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
-                else _neutral(v)) for k, v in delta.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in delta.items():
+        out[k] = v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details" else _neutral(v)
+    return out
 
 
 # (event type, member) -> what redaction keeps of it; every other member keeps only its shape.
@@ -3551,7 +3564,8 @@ def _redact_responses_event(event: dict) -> dict:
         if key == "item":
             out[key] = _redact_responses_item(value)
         elif key == "response":
-            out[key] = _redact_responses_response(value)
+            kept = _redact_responses_response(value)
+            out[key] = _neutral(value, _RESPONSES_KEEP) if kept is _AS_SHAPE else kept
         elif key in _RESPONSES_EVENT_KEEP:
             out[key] = value
         else:
@@ -3562,9 +3576,12 @@ def _redact_responses_event(event: dict) -> dict:
 def _redact_responses_response(response: Any) -> Any:
     """An event's response snapshot: its output items as items are, the rest as shapes."""
     if not isinstance(response, dict):
-        return _neutral(response, _RESPONSES_KEEP)
-    return {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                else _neutral(item, _RESPONSES_KEEP)) for k, item in response.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, item in response.items():
+        out[k] = ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                  else _neutral(item, _RESPONSES_KEEP))
+    return out
 
 
 def _responses_protected(payload: dict) -> dict[tuple, str]:
@@ -5126,7 +5143,8 @@ def _redact_gemini_part(part: Any) -> Any:
     out = {}
     for key, value in part.items():
         redact = _GEMINI_REDACTED_MEMBERS.get(key)
-        out[key] = _neutral(value, _GEMINI_KEEP) if redact is None else redact(value)
+        kept = _AS_SHAPE if redact is None else redact(value)
+        out[key] = _neutral(value, _GEMINI_KEEP) if kept is _AS_SHAPE else kept
     return out
 
 
@@ -5134,20 +5152,26 @@ def _redact_gemini_server_tool(value: Any) -> Any:
     """A hosted tool's use and result: the rules read its type and its id (a result answers the use
     of the same id); its query and its results are content."""
     if not isinstance(value, dict):
-        return _neutral(value, _GEMINI_KEEP)
-    return {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in value.items():
+        out[k] = v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)
+    return out
 
 
 def _redact_gemini_signature(value: Any) -> Any:
-    return _gemini_base64_stand_in(value) if isinstance(value, str) and value else _neutral(value, _GEMINI_KEEP)
+    return _gemini_base64_stand_in(value) if isinstance(value, str) and value else _AS_SHAPE
 
 
 def _redact_gemini_inline_data(value: Any) -> Any:
     """inlineData: its base64 data masked to the base64 stand-in, its mimeType kept."""
     if not isinstance(value, dict):
-        return _neutral(value, _GEMINI_KEEP)
-    return {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
-                else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in value.items():
+        out[k] = (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+                  else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP))
+    return out
 
 
 def _kept_whole(value: Any) -> Any:
