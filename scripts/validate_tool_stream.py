@@ -9131,28 +9131,23 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
-        problems = _validated_call_problems(slot, unreadable, tool_schemas, limits, schema_cache, turn)
-        for code, message, pointer in problems:
+        # the arguments are parsed, and the schema compiled and checked, from here and not from a helper:
+        # each frame more would lower how deep they may nest before the interpreter's limit (raised limits)
+        found: list[tuple[str, str, str | None]] = []
+        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+            found.append((INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None))
+        value = tool = None
+        if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
+            read = check_custom_input if slot.kind == CUSTOM else check_arguments
+            value, problems = (None, [unreadable]) if unreadable is not None else read(slot.arguments, limits)
+            found.extend((code, message, None) for code, message in problems)
+            tool = _tool_problems(slot, tool_schemas, found)
+        for code, message, pointer in found:
+            machine.record(code, message, slot.terminal_position, slot.key, pointer)
+        for code, message, pointer in () if tool is None else _schema_problems(tool, value, tool_schemas, limits,
+                                                                                 schema_cache, turn):
             machine.record(code, message, slot.terminal_position, slot.key, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
-
-
-def _validated_call_problems(slot: Slot, unreadable: tuple[str, str] | None, tool_schemas: dict, limits: Limits,
-                             schema_cache: dict, turn: _TurnWork) -> Iterator[tuple[str, str, str | None]]:
-    """A call that reached its terminal: its identity's text, its arguments parsed, then against its tool."""
-    if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
-        yield INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None
-    if slot.kind not in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
-        return
-    if unreadable is not None:
-        value, problems = None, [unreadable]
-    elif slot.kind == CUSTOM:
-        value, problems = check_custom_input(slot.arguments, limits)
-    else:
-        value, problems = check_arguments(slot.arguments, limits)
-    for code, message in problems:
-        yield code, message, None
-    yield from _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn)
 
 
 def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]:
@@ -9180,27 +9175,27 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     return text, unreadable
 
 
-def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
-                   schema_cache: dict, turn: _TurnWork | None = None) -> Iterator[tuple[str, str, str | None]]:
-    """The call against its tool: known, of the right kind, its schema usable and satisfied."""
+def _tool_problems(slot: Slot, tool_schemas: dict, out: list[tuple[str, str, str | None]]) -> str | None:
+    """The call against its tool, known and of the right kind (problems added to out); the tool whose
+    schema then applies, or None."""
     tool = slot.tool_key
     if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
         # openai-agents finds a custom tool by its name alone: it would run the bare tool
-        yield (IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
-               "a bare tool of that name is declared too, and openai-agents looks custom tools up by name alone",
-               None)
+        out.append((IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
+                    "a bare tool of that name is declared too, and openai-agents looks custom tools up by name "
+                    "alone", None))
     if tool is None:
-        return   # missing_name already says why no schema applies
+        return None   # missing_name already says why no schema applies
     if slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
-        yield (UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
-               f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
-               "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
-                                                                    ", and tool_schemas has none"), None)
-        return
+        out.append((UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
+                    f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
+                    "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
+                                                                         ", and tool_schemas has none"), None))
+        return None
     if tool not in tool_schemas:
-        yield UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None
-    else:
-        yield from _schema_problems(tool, value, tool_schemas, limits, schema_cache, turn)
+        out.append((UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None))
+        return None
+    return tool
 
 
 def _schema_problems(tool: str, value: Any, tool_schemas: dict, limits: Limits, schema_cache: dict,
