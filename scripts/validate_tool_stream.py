@@ -1532,7 +1532,7 @@ def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
     raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
 
 
-def _no_final_calls(doc: dict) -> None:
+def _no_final_reader(doc: dict) -> None:
     """For a provider whose final message the adapter differential does not read."""
     return None
 
@@ -1554,15 +1554,16 @@ class WireRules(_FrozenRecord):
       fragment_key     (payload, fragment path) -> the slot a fragment belongs to, or None
       protected_paths  one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
                        "base64": a member whose base64 value the rules decode, masked whole to REDACTED_BASE64
-      final_calls      a final (not streamed) message of its API, an adapter's output -> its calls (each
-                       from _adapter_call), or None when the document is not of that shape
+      final_reader     a final (not streamed) message of its API, an adapter's output -> the function that
+                       reads its calls (each from _adapter_call), or None when the document is not of that
+                       shape (adapter_calls_from_doc calls it: a frame less above a deep argument object)
     """
 
-    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_calls")
+    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_reader")
 
     def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
                  fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key,
-                 final_calls: Callable[[dict], list | None] = _no_final_calls) -> None:
+                 final_reader: Callable[[dict], Callable[[dict], list] | None] = _no_final_reader) -> None:
         _freeze(self, locals())
 
 
@@ -2067,7 +2068,7 @@ def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
-def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
+def _adapter_openai_calls(message: dict, where: str = "message") -> list[dict]:
     """tool_calls of one OpenAI assistant message."""
     if message.get("function_call") is not None:
         raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
@@ -2098,7 +2099,7 @@ def _adapter_completion(doc: dict) -> list[dict]:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             raise CaptureError(f"choices[{n}] has no message object")
-        calls = _adapter_openai_calls(f"choices[{n}].message", message)
+        calls = _adapter_openai_calls(message, f"choices[{n}].message")
         if calls:
             found.append(calls)
     if len(found) > 1:
@@ -2106,12 +2107,12 @@ def _adapter_completion(doc: dict) -> list[dict]:
     return found[0] if found else []
 
 
-def _chat_final_calls(doc: dict) -> list[dict] | None:
-    """The calls of a final chat completion or of one assistant message; None: neither."""
+def _chat_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
+    """The reader of a final chat completion or of one assistant message; None: neither."""
     if "choices" in doc:
-        return _adapter_completion(doc)
+        return _adapter_completion
     if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
-        return _adapter_openai_calls("message", doc)
+        return _adapter_openai_calls
     return None
 
 
@@ -2139,7 +2140,7 @@ OPENAI = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", forced_reason="stop", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=False), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader),
     request=RequestRules(choice=_choice_chat, parallel_field=True, tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
@@ -2152,7 +2153,7 @@ MISTRAL = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader),
     request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True,
                          tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
@@ -2732,9 +2733,9 @@ def _adapter_anthropic(doc: dict) -> list[dict]:
     return out
 
 
-def _anthropic_final_calls(doc: dict) -> list[dict] | None:
-    """The calls of a final Anthropic message (its content blocks); None: not one."""
-    return _adapter_anthropic(doc) if isinstance(doc.get("content"), list) else None
+def _anthropic_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
+    """The reader of a final Anthropic message (its content blocks); None: not one."""
+    return _adapter_anthropic if isinstance(doc.get("content"), list) else None
 
 
 def _anthropic_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
@@ -3006,7 +3007,7 @@ ANTHROPIC = Profile(
     name="anthropic", stream_key="events",
     rules=TurnRules(tool_reason="tool_use"),
     wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
-                   fragment_key=_fragment_key_at("index"), final_calls=_anthropic_final_calls),
+                   fragment_key=_fragment_key_at("index"), final_reader=_anthropic_final_reader),
     request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                          defined_tool=_anthropic_defined_tool, tool_entry=_anthropic_tool_entry),
     capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
@@ -12079,8 +12080,8 @@ _CLIP = 200                     # characters of a value quoted in a difference
 _CLIP_CONTEXT = 40              # characters shown before the first differing one
 
 
-def _listed_adapter_call(n: int, item: Any) -> dict:
-    """Entry n of an adapter's list of calls: exactly {id, name, arguments}, and optionally namespace."""
+def _listed_call_members(n: int, item: Any) -> None:
+    """Entry n of an adapter's list of calls has exactly {id, name, arguments}, and optionally namespace."""
     if not isinstance(item, dict):
         raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
     extra = sorted(set(item) - {"id", "name", "arguments", "namespace"})
@@ -12089,8 +12090,11 @@ def _listed_adapter_call(n: int, item: Any) -> dict:
         raise CaptureError(f"calls[{n}] must have exactly id, name and arguments (and optionally namespace)"
                            + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
                            + (f"; missing {', '.join(missing)}" if missing else ""))
-    call = _adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"])
-    if "namespace" in item:   # compared only when given (null: the call has none)
+
+
+def _listed_namespace(n: int, item: dict, call: dict) -> dict:
+    """call, with entry n's namespace when it gives one (compared only then; null: the call has none)."""
+    if "namespace" in item:
         if item["namespace"] is not None and not isinstance(item["namespace"], str):
             raise CaptureError(f"calls[{n}]: namespace must be a string or null, got "
                                f"{_describe(item['namespace'])}")
@@ -12107,14 +12111,21 @@ def adapter_calls_from_doc(doc: object) -> list[dict]:
     the adapter's object in `input`; their `arguments` is its compact form,
     for display only.
     """
+    # _adapter_call (which writes an object's compact form) is called from here or from a room's reader called
+    # from here, in a loop: each frame more above it would lower how deep an adapter's argument object may nest
     if isinstance(doc, list):
-        return [_listed_adapter_call(n, item) for n, item in enumerate(doc)]
+        calls = []
+        for n, item in enumerate(doc):
+            _listed_call_members(n, item)
+            calls.append(_listed_namespace(n, item, _adapter_call(f"calls[{n}]", item["id"], item["name"],
+                                                                  item["arguments"])))
+        return calls
     if not isinstance(doc, dict):
         raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
     for row in PROFILES.values():   # the room whose final message it is reads it
-        calls = row.wire.final_calls(doc)
-        if calls is not None:
-            return calls
+        read = row.wire.final_reader(doc)
+        if read is not None:
+            return read(doc)
     raise CaptureError("adapter output is neither a list of calls, an OpenAI completion or assistant message, "
                        "nor an Anthropic message")
 

@@ -100,6 +100,41 @@ class AdapterFormats(unittest.TestCase):
             with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
                 vts.adapter_calls_from_doc(doc)
 
+    def test_an_argument_object_is_written_right_below_the_reader(self):
+        # An adapter's argument object is written compact by _adapter_call, in C but against the same
+        # recursion limit: each frame above it lowers how deep the object may nest (with a listed call
+        # read by a helper from a comprehension, an object nested 988 lists deep under --max-depth
+        # 100000 was an internal error; one level more is refused as not strict JSON anyway)
+        import sys
+        args = {"a": [[1]]}
+        docs = {"a list of calls": ([{"id": "c", "name": "f", "arguments": args}], ["_adapter_call"]),
+                "a completion": ({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": args}}]}}]},
+                    ["_adapter_completion", "_adapter_openai_calls", "_adapter_call"]),
+                "a message": ({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+                    "name": "f", "arguments": args}}]}, ["_adapter_openai_calls", "_adapter_call"]),
+                "an anthropic message": ({"role": "assistant", "content": [{"type": "tool_use", "id": "c",
+                                                                            "name": "f", "input": args}]},
+                                         ["_adapter_anthropic", "_adapter_call"])}
+        for label, (doc, expected) in docs.items():
+            chains = []
+
+            def watch(frame, event, arg):
+                if event == "call" and frame.f_code.co_name == "_adapter_call":
+                    chain = []
+                    while frame.f_code.co_name != "adapter_calls_from_doc":
+                        chain.append(frame.f_code.co_name)
+                        frame = frame.f_back
+                    chains.append(chain[::-1])
+
+            with self.subTest(doc=label):
+                sys.setprofile(watch)
+                try:
+                    [call] = vts.adapter_calls_from_doc(doc)
+                finally:
+                    sys.setprofile(None)
+                self.assertEqual((call["arguments"], chains), ('{"a":[[1]]}', [expected]))
+
 
 class Differences(unittest.TestCase):
     def test_identical_calls_have_no_difference(self):
