@@ -5879,24 +5879,20 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
     python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
                     and _python_literal_tokens().fullmatch(value) is not None)
-    reading = _langchain_json_reading(value) if json_could else None
-    if reading is not None:
-        return reading
+    # json.loads is linear, and its depth is bounded by the interpreter's recursion limit: it is called from
+    # here, not from a helper, since each frame more above it lowers that bound
+    if json_could:
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            pass   # literal_eval's turn
+        except (MemoryError, RecursionError) as exc:
+            return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+        except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
+            return "raises", f"json.loads raises {type(exc).__name__}"
+        else:
+            return ("object" if isinstance(parsed, dict) else "list"), ""
     return _langchain_eval_reading(value) if python_could else ("keep", "")
-
-
-def _langchain_json_reading(value: str) -> tuple[str, str] | None:
-    """What json.loads makes of an argument string; None when it refuses it (literal_eval's turn).
-    Linear, and its depth is bounded by the interpreter's recursion limit."""
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        return None
-    except (MemoryError, RecursionError) as exc:
-        return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
-    except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
-        return "raises", f"json.loads raises {type(exc).__name__}"
-    return ("object" if isinstance(parsed, dict) else "list"), ""
 
 
 def _langchain_eval_reading(value: str) -> tuple[str, str]:
@@ -5975,7 +5971,13 @@ class OllamaNormalizer:
             else:
                 yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
             return
-        yield from self._line(pos, chunk)
+        # the line's message is read from here, not from a helper below: each frame more lowers how deep an
+        # argument string may nest before langchain's json.loads runs out of stack here and not there
+        wrong = self._line_problem(pos, chunk)
+        if wrong is not None:
+            yield wrong
+        else:
+            yield from self._message(pos, chunk["message"])
         if done:
             self.done = True
             reason = chunk.get("done_reason")
@@ -5983,8 +5985,9 @@ class OllamaNormalizer:
                 # the server leaves done_reason out when it is "" (its connection to the model closed)
                 yield TurnEnd(pos, "" if reason is None else reason)
 
-    def _line(self, pos: int, chunk: dict) -> Iterator[NeutralEvent]:
-        """A line's message, when every reader reads the line as it stands."""
+    @staticmethod
+    def _line_problem(pos: int, chunk: dict) -> WireProblem | None:
+        """What stops a reader from reading the line's message as it stands; None: nothing."""
         message = chunk.get("message")
         wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
                  else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
@@ -5993,16 +5996,15 @@ class OllamaNormalizer:
                  or _ollama_wrong_entry(chunk, message))
         if wrong is not None:
             # ollama-python raises at such a line, after handing over the calls before it
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{wrong}: ollama-python cannot read this line")
-        elif message.get("role") != "assistant":
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"message.role is {_token(message.get('role'))}, not "
-                              "\"assistant\"")
-        elif _ollama_breaks_lines(chunk):
-            yield WireProblem(pos, UNEXPECTED_EVENT, "a string in this line holds U+0085 (NEL), which the server "
-                              "writes unescaped: ollama-python, LangChain and LiteLLM split the line there and "
-                              "cannot read it")
-        else:
-            yield from self._message(pos, message)
+            return WireProblem(pos, UNSUPPORTED_EVENT, f"{wrong}: ollama-python cannot read this line")
+        if message.get("role") != "assistant":
+            return WireProblem(pos, UNEXPECTED_EVENT, f"message.role is {_token(message.get('role'))}, not "
+                               "\"assistant\"")
+        if _ollama_breaks_lines(chunk):
+            return WireProblem(pos, UNEXPECTED_EVENT, "a string in this line holds U+0085 (NEL), which the server "
+                               "writes unescaped: ollama-python, LangChain and LiteLLM split the line there and "
+                               "cannot read it")
+        return None
 
     def _message(self, pos: int, message: dict) -> Iterator[NeutralEvent]:
         for key, value in message.items():
@@ -6034,22 +6036,22 @@ class OllamaNormalizer:
         args = function.get("arguments")
         self.opened = True
         yield SlotOpen(pos, key, entry.get("id") or None, name, args if isinstance(args, dict) else {})
-        yield from _ollama_arguments(pos, number, name, function)
+        if not isinstance(args, dict):
+            yield _ollama_not_an_object(pos, number, function)
+        else:   # what langchain-ollama rewrites, read from here (a frame more would lower how deep it may nest)
+            rewrite = _langchain_rewrites(name, args)
+            if rewrite is not None:
+                yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
         yield SlotEnd(pos, key)
 
 
-def _ollama_arguments(pos: int, number: int, name: str | None, function: dict) -> Iterator[NeutralEvent]:
-    """A call's arguments: an object, which every reader runs as it stands."""
+def _ollama_not_an_object(pos: int, number: int, function: dict) -> WireProblem:
+    """A call whose arguments are not an object (every reader runs an object as it stands)."""
     args = function.get("arguments")
-    if not isinstance(args, dict):
-        what = _describe(args) if "arguments" in function else "no arguments"
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
-                          "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
-                          "skips the call", None, number)
-        return
-    rewrite = _langchain_rewrites(name, args)
-    if rewrite is not None:
-        yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
+    what = _describe(args) if "arguments" in function else "no arguments"
+    return WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
+                       "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
+                       "skips the call", None, number)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
