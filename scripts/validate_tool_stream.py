@@ -12199,13 +12199,17 @@ def compare_calls(report_calls: list[dict], adapter_calls: list[dict],
         differences.append((None, f"this tool reassembled {len(report_calls)} call(s) (ids {ours}) but the "
                                   f"adapter produced {len(adapter_calls)} (ids {theirs})"))
     for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
-        problems = _pair_differences(ours, theirs, ids_optional)
-        differences.extend((number, f"call {number}: {problem}") for problem in problems)
+        problems = _identity_differences(ours, theirs, ids_optional)
+        # the arguments are compared from here: _parsed_difference parses ours and compares the values
+        # in C, as deep as the stack allows, so a helper between would lower how deep they may nest
+        problems.append(_parsed_difference(ours.get("arguments"), theirs.get("input")) if theirs.get("compare_parsed")
+                        else _text_difference(ours.get("arguments"), theirs.get("arguments")))
+        differences.extend((number, f"call {number}: {problem}") for problem in problems if problem)
     return differences
 
 
-def _pair_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]:
-    """How one adapter call differs from the call of ours at its position (see compare_calls)."""
+def _identity_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]:
+    """How one adapter call's id, name and namespace differ from the call of ours at its position."""
     differences = []
     for key in ("id", "name", "namespace"):
         if key == "id" and ours.get("id") is None and ids_optional:
@@ -12215,16 +12219,15 @@ def _pair_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]
         if ours.get(key) != theirs.get(key):
             differences.append(f"{key} differs: this tool has {_shown(ours.get(key))}, "
                                f"the adapter has {_shown(theirs.get(key))}")
-    if theirs.get("compare_parsed"):
-        problem = _parsed_difference(ours.get("arguments"), theirs.get("input"))
-        if problem:
-            differences.append(problem)
-    elif ours.get("arguments") != theirs.get("arguments"):
-        a, b = ours.get("arguments"), theirs.get("arguments")
-        at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
-        differences.append(f"arguments differ from character {at}: this tool has "
-                           f"{_shown(a, at)}, the adapter has {_shown(b, at)}")
     return differences
+
+
+def _text_difference(a: Any, b: Any) -> str | None:
+    """Where an adapter's argument string differs from ours (byte for byte); None: it does not."""
+    if a == b:
+        return None
+    at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
+    return f"arguments differ from character {at}: this tool has {_shown(a, at)}, the adapter has {_shown(b, at)}"
 
 
 def adapter_findings(report_calls: list[dict], differences: list[tuple[int | None, str]]) -> list[Finding]:

@@ -137,6 +137,26 @@ class AdapterFormats(unittest.TestCase):
 
 
 class Differences(unittest.TestCase):
+    def test_parsed_arguments_are_compared_right_below_compare_calls(self):
+        # Our argument string is parsed, and compared with the adapter's object, in C as deep as the stack
+        # allows: each frame above lowers how deep arguments may nest (under --max-depth) before the
+        # comparison runs out of stack, so _parsed_difference runs from compare_calls itself
+        import sys
+        chains = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "_parsed_difference":
+                chains.append(frame.f_back.f_code.co_name)
+
+        [call] = vts.adapter_calls_from_doc([{"id": "c1", "name": "f", "arguments": {"a": [2]}}])
+        sys.setprofile(watch)
+        try:
+            [(number, message)] = vts.compare_calls(ours(("c1", "f", '{"a":[1]}')), [call])
+        finally:
+            sys.setprofile(None)
+        self.assertEqual((number, chains), (0, ["compare_calls"]))
+        self.assertIn("arguments", message)
+
     def test_identical_calls_have_no_difference(self):
         self.assertEqual(vts.compare_calls(ours(("c1", "f", '{"a":1}')), plain(("c1", "f", '{"a":1}'))), [])
         self.assertEqual(vts.compare_calls([], []), [])
