@@ -12505,10 +12505,9 @@ def _got_keys(got: dict) -> list:
 
 class _CallIndex:
     """Our calls filed for _same_calls_reordered: by name, namespace and argument keys (a necessary
-    condition of a match, see _want_keys), and within that by id.  take() gives an adapter call the
-    first call of ours not yet taken that it matches (_call_problems), looking only at the few that
-    could; a call whose keys cannot be built (arguments nested past what Python can walk, a value or
-    member of a type it does not know) is tried against every call."""
+    condition of a match, see _want_keys), and within that by id.  candidates() gives the few calls of
+    ours an adapter call could match, in our order; a call whose keys cannot be built (arguments nested
+    past what Python can walk, a value or member of a type it does not know) is tried against every call."""
 
     def __init__(self, ours: list) -> None:
         self.ours = ours
@@ -12542,7 +12541,7 @@ class _CallIndex:
         self.start[id(positions)] = at   # the taken ones at the front are never looked at again
         return (positions[n] for n in range(at, len(positions)))
 
-    def _candidates(self, got: dict) -> Iterable[int]:
+    def candidates(self, got: dict) -> Iterable[int]:
         """The positions of ours that could match an adapter call, in our order."""
         import heapq
 
@@ -12557,13 +12556,6 @@ class _CallIndex:
             return heapq.merge(*(self._live(found) for found in lists + [self.everywhere] if found))
         except (TypeError, RecursionError):
             return range(len(self.ours))
-
-    def take(self, got: dict) -> bool:
-        for position in self._candidates(got):
-            if not self.taken[position] and not _call_problems(0, got, self.ours[position]):
-                self.taken[position] = True
-                return True
-        return False
 
 
 def _some_call_matches_none(theirs: list, ours: list) -> bool:
@@ -12590,7 +12582,14 @@ def _same_calls_reordered(theirs: list, ours: list) -> bool:
     if _some_call_matches_none(theirs, ours):
         return False
     index = _CallIndex(ours)
-    return all(index.take(got) for got in theirs)
+    for got in theirs:   # _call_problems from here: a frame more above it lowers how deep arguments compare as JSON
+        for position in index.candidates(got):
+            if not index.taken[position] and not _call_problems(0, got, ours[position]):
+                index.taken[position] = True
+                break
+        else:
+            return False
+    return True
 
 
 def call_differences(theirs: list, ours: list) -> list[str]:

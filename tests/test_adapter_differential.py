@@ -305,6 +305,25 @@ class SameArguments(unittest.TestCase):
                              ["call 0: arguments", "call 1: arguments"])
         self.assertEqual(vts.call_differences(ours[::-1], ours), ["same calls in another order"])
 
+    def test_calls_in_another_order_compare_their_arguments_right_below_the_search(self):
+        # same_arguments compares deep arguments as JSON until the stack runs out, then as text: each frame
+        # above it lowers that depth, so the search for another order calls _call_problems itself
+        import sys
+        callers = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "_call_problems":
+                callers.append(frame.f_back.f_code.co_name)
+
+        ours = [{"name": "f", "arguments": '{"a":[1]}'}, {"name": "f", "arguments": '{"b":[2]}'}]
+        sys.setprofile(watch)
+        try:
+            found = vts.call_differences(ours[::-1], ours)
+        finally:
+            sys.setprofile(None)
+        self.assertEqual(found, ["same calls in another order"])
+        self.assertEqual(set(callers), {"call_differences", "_same_calls_reordered"})
+
 
 class AgainstFixtures(unittest.TestCase):
     def report(self, folder, name):
