@@ -13653,34 +13653,40 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     finally:
         process.stdout.close()
         process.stderr.close()
-    return _adapter_said(state, process.returncode, bytes(out), bytes(err), cut, timeout)
+    # what it printed is read from here, not from a helper: each frame more above the parse would lower
+    # how deep its output may nest before reading it runs out of stack
+    step, said = _adapter_said(state, process.returncode, bytes(out), bytes(err), cut, timeout)
+    if step == "printed":   # a refusal, unless it printed calls first: those it would run, however it ended
+        printed = _printed_calls(bytes(out))
+        return (printed, "", False) if printed else said
+    if step == "read":
+        try:
+            calls, why = adapter_calls_from(said)
+        except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
+            return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
+        return calls, why, False
+    return said
 
 
 def _adapter_said(state: str, status: int, data: bytes, err: bytes, cut: bool,
-                  timeout: float) -> tuple[Any, str, bool]:
-    """run_adapter's answer from how the command ended (_pump_adapter's state, its exit status) and
-    what it wrote (standard output whole, the end of standard error, whether that was cut)."""
+                  timeout: float) -> tuple[str, Any]:
+    """What run_adapter answers from how the command ended (_pump_adapter's state, its exit status) and
+    what it wrote (standard output whole, the end of standard error, whether that was cut):
+    ("said", the answer), ("printed", the refusal unless it printed calls) or ("read", the text to read)."""
     if state == "over" or len(data) > _CONFORM_OUTPUT_BYTES:
-        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)", False
-    if state == "timeout" or status != 0:
-        # a refusal, unless it printed calls first: what it printed it would run, however it ended
-        printed = _printed_calls(data)
-        if printed:
-            return printed, "", False
-        if state == "timeout":
-            return None, f"it did not finish within {timeout:g} s", True
-        return None, f"it exited with status {status}{_stderr_line(err, cut)}", True
+        return "said", (None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)",
+                        False)
+    if state == "timeout":
+        return "printed", (None, f"it did not finish within {timeout:g} s", True)
+    if status != 0:
+        return "printed", (None, f"it exited with status {status}{_stderr_line(err, cut)}", True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "its standard output is not UTF-8", False
+        return "said", (None, "its standard output is not UTF-8", False)
     if not text.strip():
-        return None, "it printed nothing", True
-    try:
-        calls, why = adapter_calls_from(text)
-    except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
-        return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
-    return calls, why, False
+        return "said", (None, "it printed nothing", True)
+    return "read", text
 
 
 def _printed_calls(data: bytes) -> list[dict] | None:
@@ -13747,15 +13753,12 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
             os.unlink(tools_file)   # nothing of a fixture is kept once it is judged
         except OSError:
             pass
-    return _conform_record(fixture, report, calls, why, refused, requested is None or fixture.prefix in requested)
-
-
-def _conform_record(fixture: _Served, report: dict[str, Any], calls: Any, why: str, refused: bool,
-                    asked: bool) -> dict[str, Any]:
-    """conform_fixture's record: our report against what run_adapter said, and the verdict."""
+    asked = requested is None or fixture.prefix in requested
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
+    # its calls are compared with ours from here: each frame more above same_arguments would lower how deep
+    # arguments compare as JSON before the stack runs out (then as text)
     try:
         verdict, problems = adapter_verdict(report["status"], calls, calls is None and refused, False, ours, codes,
                                             unreadable=calls is None and not refused, requested=asked)
@@ -13763,7 +13766,15 @@ def _conform_record(fixture: _Served, report: dict[str, Any], calls: Any, why: s
         calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
         verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
                                             requested=asked)
-    record = {"fixture": fixture.path, "profile": fixture.profile, "status": report["status"], "codes": codes,
+    return _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems))
+
+
+def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple[Any, str, bool], asked: bool,
+                    judged: tuple[str, list[str]]) -> dict[str, Any]:
+    """conform_fixture's record: our status and codes, what run_adapter said (calls, why, refused) and
+    the verdict with its differences."""
+    (calls, why, refused), (verdict, problems) = said, judged
+    record = {"fixture": fixture.path, "profile": fixture.profile, "status": status, "codes": codes,
               "verdict": verdict, "calls": None if calls is None else len(calls), "requested": asked}
     if problems:
         record["differences"] = problems
@@ -13830,6 +13841,10 @@ def _conform_junit(records: list[dict], unjudged: list[tuple[str, str]] = ()) ->
 
 def _run_conform(argv: list[str]) -> int:
     """`conform`: run an adapter command against every served fixture and judge what it would execute."""
+    import secrets
+    import tempfile
+    import threading
+
     parser = _new_parser(f"{_prog()} conform",
                          "Serve the fixtures, run the adapter command once per fixture with VTS_BASE_URL, "
                          "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE and VTS_TOOLS_FILE in its environment, read the "
@@ -13849,7 +13864,42 @@ def _run_conform(argv: list[str]) -> int:
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
     served, unjudged = _conform_plan(args.fixtures)
-    records = _conform_all(served, command, args)
+    # Every served fixture through the adapter command, in the order of its prefix, each record printed as
+    # it is judged, the server on a thread of its own meanwhile.  conform_fixture is called from here, not
+    # from a helper: each frame more above it would lower how deep arguments compare as JSON
+    mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
+    requested: set[str] = set()
+
+    def asked(path: str) -> None:   # on the server's thread, before the stream is sent
+        fixture = _serve_route(served, path)[0]
+        if fixture is not None:
+            requested.add(fixture.prefix)
+
+    server = make_server(served, on_stream=asked)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    host, port = server.server_address[:2]
+    records: list[dict] = []
+    with _StopOnSignals(_conform_signals()):
+        try:
+            try:
+                temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
+            except OSError as exc:
+                raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
+            with temporary as folder:
+                for number, prefix in enumerate(sorted(served)):
+                    try:
+                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
+                                                 args.shell, args.timeout, folder, number, requested, mark)
+                    except AdapterNotStarted as exc:
+                        raise UsageError(str(exc)) from None
+                    except ConformCannotRun as exc:
+                        raise UsageError(f"{exc}; no verdict") from None
+                    records.append(record)
+                    _conform_each(record, args)
+        finally:
+            _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
+            server.shutdown()
+            server.server_close()
     summary = conform_summary(records)
     summary["not_served"] = len(unjudged)
     _out(_CONFORM_END[args.report](records, summary, unjudged))
@@ -13892,49 +13942,6 @@ def _conform_signals() -> tuple[int, ...]:
     import signal
 
     return (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
-
-
-def _conform_all(served: Mapping[str, _Served], command: Any, args: Any) -> list[dict]:
-    """Every served fixture through the adapter command, in the order of its prefix: their records,
-    each printed as it is judged.  The server runs on a thread of its own meanwhile."""
-    import secrets
-    import tempfile
-    import threading
-
-    mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
-    requested: set[str] = set()
-
-    def asked(path: str) -> None:   # on the server's thread, before the stream is sent
-        fixture = _serve_route(served, path)[0]
-        if fixture is not None:
-            requested.add(fixture.prefix)
-
-    server = make_server(served, on_stream=asked)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    host, port = server.server_address[:2]
-    records: list[dict] = []
-    with _StopOnSignals(_conform_signals()):
-        try:
-            try:
-                temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
-            except OSError as exc:
-                raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
-            with temporary as folder:
-                for number, prefix in enumerate(sorted(served)):
-                    try:
-                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                                 args.shell, args.timeout, folder, number, requested, mark)
-                    except AdapterNotStarted as exc:
-                        raise UsageError(str(exc)) from None
-                    except ConformCannotRun as exc:
-                        raise UsageError(f"{exc}; no verdict") from None
-                    records.append(record)
-                    _conform_each(record, args)
-        finally:
-            _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
-            server.shutdown()
-            server.server_close()
-    return records
 
 
 def _conform_annotation(record: dict) -> str:
