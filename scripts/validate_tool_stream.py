@@ -1064,6 +1064,13 @@ def _neutral(value: Any, keep: frozenset = _NEUTRAL_KEEP) -> Any:
     return value
 
 
+# What a room's redactor of one member returns when that member keeps only its shape: the caller,
+# the redactor of the whole payload, calls _neutral itself, so a deep member costs the frames it
+# costs where no member redactor is involved (how deep a capture may nest stays the same).  A member
+# redactor hands its own members to _neutral from a loop, not a comprehension, for the same reason.
+_AS_SHAPE = object()
+
+
 # ---------------------------------------------------------------------------
 # Envelope loading: strict JSON for the fixture file itself
 # ---------------------------------------------------------------------------
@@ -1600,7 +1607,7 @@ def _adapter_call(where: str, call_id: Any, name: Any, arguments: Any) -> dict:
     raise CaptureError(f"{where}: arguments must be a string or an object, got {_describe(arguments)}")
 
 
-def _no_final_calls(doc: dict) -> None:
+def _no_final_reader(doc: dict) -> None:
     """For a provider whose final message the adapter differential does not read."""
     return None
 
@@ -1622,15 +1629,16 @@ class WireRules(_FrozenRecord):
       fragment_key     (payload, fragment path) -> the slot a fragment belongs to, or None
       protected_paths  one payload -> {path: "warn" | "fragment"}, never masked (call identity, arguments);
                        "base64": a member whose base64 value the rules decode, masked whole to REDACTED_BASE64
-      final_calls      a final (not streamed) message of its API, an adapter's output -> its calls (each
-                       from _adapter_call), or None when the document is not of that shape
+      final_reader     a final (not streamed) message of its API, an adapter's output -> the function that
+                       reads its calls (each from _adapter_call), or None when the document is not of that
+                       shape (adapter_calls_from_doc calls it: a frame less above a deep argument object)
     """
 
-    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_calls")
+    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_reader")
 
     def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
                  fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key,
-                 final_calls: Callable[[dict], list | None] = _no_final_calls) -> None:
+                 final_reader: Callable[[dict], Callable[[dict], list] | None] = _no_final_reader) -> None:
         _freeze(self, locals())
 
 
@@ -2135,7 +2143,7 @@ def _chat_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
-def _adapter_openai_calls(where: str, message: dict) -> list[dict]:
+def _adapter_openai_calls(message: dict, where: str = "message") -> list[dict]:
     """tool_calls of one OpenAI assistant message."""
     if message.get("function_call") is not None:
         raise CaptureError(f"{where}.function_call: the legacy function_call is not compared; use tool_calls")
@@ -2166,7 +2174,7 @@ def _adapter_completion(doc: dict) -> list[dict]:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             raise CaptureError(f"choices[{n}] has no message object")
-        calls = _adapter_openai_calls(f"choices[{n}].message", message)
+        calls = _adapter_openai_calls(message, f"choices[{n}].message")
         if calls:
             found.append(calls)
     if len(found) > 1:
@@ -2174,12 +2182,12 @@ def _adapter_completion(doc: dict) -> list[dict]:
     return found[0] if found else []
 
 
-def _chat_final_calls(doc: dict) -> list[dict] | None:
-    """The calls of a final chat completion or of one assistant message; None: neither."""
+def _chat_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
+    """The reader of a final chat completion or of one assistant message; None: neither."""
     if "choices" in doc:
-        return _adapter_completion(doc)
+        return _adapter_completion
     if "tool_calls" in doc or (doc.get("role") == "assistant" and not isinstance(doc.get("content"), list)):
-        return _adapter_openai_calls("message", doc)
+        return _adapter_openai_calls
     return None
 
 
@@ -2207,7 +2215,7 @@ OPENAI = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", forced_reason="stop", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=False), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader),
     request=RequestRules(choice=_choice_chat, parallel_field=True, tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
@@ -2220,7 +2228,7 @@ MISTRAL = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_calls=_chat_final_calls),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader),
     request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True,
                          tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
@@ -2721,29 +2729,35 @@ def _redact_anthropic_event(event: dict) -> dict:
     for key, value in event.items():
         redact = _ANTHROPIC_REDACTED_MEMBERS.get((kind, key))
         # an index keeps its value (numbers are no text)
-        out[key] = value if key == "type" else _neutral(value) if redact is None else redact(value)
+        kept = value if key == "type" else _AS_SHAPE if redact is None else redact(value)
+        out[key] = _neutral(value) if kept is _AS_SHAPE else kept
     return out
 
 
 def _redact_anthropic_message(message: Any) -> Any:
     """message_start's message: its identity stays, its blocks as blocks are, the rest as shapes."""
     if not isinstance(message, dict):
-        return _neutral(message)
-    return {k: ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
-                else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v)) for k, v in message.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in message.items():
+        out[k] = ([_redact_anthropic_block(block) for block in v] if k == "content" and isinstance(v, list)
+                  else v if k in _ANTHROPIC_MESSAGE_KEEP else _neutral(v))
+    return out
 
 
 def _redact_anthropic_json_delta(delta: Any) -> Any:
     """content_block_delta's delta: an input_json_delta stays whole (its text is a fragment)."""
-    return delta if isinstance(delta, dict) and delta.get("type") == "input_json_delta" else _neutral(delta)
+    return delta if isinstance(delta, dict) and delta.get("type") == "input_json_delta" else _AS_SHAPE
 
 
 def _redact_anthropic_stop(delta: Any) -> Any:
     """message_delta's delta: the stop_reason stays, stop_details keeps its type and category."""
     if not isinstance(delta, dict):
-        return _neutral(delta)
-    return {k: (v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details"
-                else _neutral(v)) for k, v in delta.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in delta.items():
+        out[k] = v if k == "stop_reason" else _neutral(v, _STOP_DETAILS_KEEP) if k == "stop_details" else _neutral(v)
+    return out
 
 
 # (event type, member) -> what redaction keeps of it; every other member keeps only its shape.
@@ -2794,9 +2808,9 @@ def _adapter_anthropic(doc: dict) -> list[dict]:
     return out
 
 
-def _anthropic_final_calls(doc: dict) -> list[dict] | None:
-    """The calls of a final Anthropic message (its content blocks); None: not one."""
-    return _adapter_anthropic(doc) if isinstance(doc.get("content"), list) else None
+def _anthropic_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
+    """The reader of a final Anthropic message (its content blocks); None: not one."""
+    return _adapter_anthropic if isinstance(doc.get("content"), list) else None
 
 
 def _anthropic_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
@@ -3072,7 +3086,7 @@ ANTHROPIC = Profile(
     name="anthropic", stream_key="events",
     rules=TurnRules(tool_reason="tool_use"),
     wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
-                   fragment_key=_fragment_key_at("index"), final_calls=_anthropic_final_calls),
+                   fragment_key=_fragment_key_at("index"), final_reader=_anthropic_final_reader),
     request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                          defined_tool=_anthropic_defined_tool, tool_entry=_anthropic_tool_entry),
     capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
@@ -3630,7 +3644,8 @@ def _redact_responses_event(event: dict) -> dict:
         if key == "item":
             out[key] = _redact_responses_item(value)
         elif key == "response":
-            out[key] = _redact_responses_response(value)
+            kept = _redact_responses_response(value)
+            out[key] = _neutral(value, _RESPONSES_KEEP) if kept is _AS_SHAPE else kept
         elif key in _RESPONSES_EVENT_KEEP:
             out[key] = value
         else:
@@ -3641,9 +3656,12 @@ def _redact_responses_event(event: dict) -> dict:
 def _redact_responses_response(response: Any) -> Any:
     """An event's response snapshot: its output items as items are, the rest as shapes."""
     if not isinstance(response, dict):
-        return _neutral(response, _RESPONSES_KEEP)
-    return {k: ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                else _neutral(item, _RESPONSES_KEEP)) for k, item in response.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, item in response.items():
+        out[k] = ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
+                  else _neutral(item, _RESPONSES_KEEP))
+    return out
 
 
 def _responses_protected(payload: dict) -> dict[tuple, str]:
@@ -5205,7 +5223,8 @@ def _redact_gemini_part(part: Any) -> Any:
     out = {}
     for key, value in part.items():
         redact = _GEMINI_REDACTED_MEMBERS.get(key)
-        out[key] = _neutral(value, _GEMINI_KEEP) if redact is None else redact(value)
+        kept = _AS_SHAPE if redact is None else redact(value)
+        out[key] = _neutral(value, _GEMINI_KEEP) if kept is _AS_SHAPE else kept
     return out
 
 
@@ -5213,20 +5232,26 @@ def _redact_gemini_server_tool(value: Any) -> Any:
     """A hosted tool's use and result: the rules read its type and its id (a result answers the use
     of the same id); its query and its results are content."""
     if not isinstance(value, dict):
-        return _neutral(value, _GEMINI_KEEP)
-    return {k: (v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in value.items():
+        out[k] = v if k in ("toolType", "id") else _neutral(v, _GEMINI_KEEP)
+    return out
 
 
 def _redact_gemini_signature(value: Any) -> Any:
-    return _gemini_base64_stand_in(value) if isinstance(value, str) and value else _neutral(value, _GEMINI_KEEP)
+    return _gemini_base64_stand_in(value) if isinstance(value, str) and value else _AS_SHAPE
 
 
 def _redact_gemini_inline_data(value: Any) -> Any:
     """inlineData: its base64 data masked to the base64 stand-in, its mimeType kept."""
     if not isinstance(value, dict):
-        return _neutral(value, _GEMINI_KEEP)
-    return {k: (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
-                else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP)) for k, v in value.items()}
+        return _AS_SHAPE
+    out = {}
+    for k, v in value.items():
+        out[k] = (REDACTED_BASE64 if k in _GEMINI_BASE64 and isinstance(v, str) and v
+                  else v if k == "mimeType" else _neutral(v, _GEMINI_KEEP))
+    return out
 
 
 def _kept_whole(value: Any) -> Any:
@@ -5416,22 +5441,6 @@ def _gemini_schema_nullable(value: Any, where: str, key: str) -> object:
     return _GEMINI_UNWRITTEN
 
 
-def _gemini_schema_properties(value: Any, where: str, key: str) -> dict:
-    if not isinstance(value, dict):
-        raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
-    return {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
-
-
-def _gemini_schema_items(value: Any, where: str, key: str) -> dict:
-    return gemini_schema(value, where + ".items")
-
-
-def _gemini_schema_any_of(value: Any, where: str, key: str) -> list:
-    if not isinstance(value, list):
-        raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
-    return [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
-
-
 def _gemini_schema_count(value: Any, where: str, key: str) -> Any:
     """A count is an int64, which proto3 JSON writes as a string of digits; any other value stays."""
     if not (isinstance(value, str) and value.isascii() and value.isdigit()):
@@ -5441,10 +5450,10 @@ def _gemini_schema_count(value: Any, where: str, key: str) -> Any:
     return int(value)
 
 
-# A Schema keyword -> its conversion(value, where, keyword); any other keyword is copied as it is.
+# A Schema keyword -> its conversion(value, where, keyword); any other keyword is copied as it is, but
+# properties, items and anyOf, whose Schemas gemini_schema converts itself.
 _GEMINI_SCHEMA_KEYWORDS: Mapping[str, Callable[[Any, str, str], Any]] = MappingProxyType({
-    "type": _gemini_schema_type, "nullable": _gemini_schema_nullable, "properties": _gemini_schema_properties,
-    "items": _gemini_schema_items, "anyOf": _gemini_schema_any_of,
+    "type": _gemini_schema_type, "nullable": _gemini_schema_nullable,
     **dict.fromkeys(_GEMINI_SCHEMA_COUNTS, _gemini_schema_count),
 })
 
@@ -5455,8 +5464,20 @@ def gemini_schema(schema: Any, where: str = "parameters") -> dict:
         raise CaptureError(f"{where} is {_describe(schema)}, not a Schema object")
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        convert = _GEMINI_SCHEMA_KEYWORDS.get(key)
-        value = value if convert is None else convert(value, where, key)
+        # a Schema's Schemas are converted here, not in a helper: a frame more per level would lower
+        # how deep a Schema may nest before it "nests too deeply to convert"
+        if key == "properties":
+            if not isinstance(value, dict):
+                raise CaptureError(f"{where}.properties is {_describe(value)}, not an object")
+            value = {name: gemini_schema(sub, f"{where}.properties.<member>") for name, sub in value.items()}
+        elif key == "items":
+            value = gemini_schema(value, where + ".items")
+        elif key == "anyOf":
+            if not isinstance(value, list):
+                raise CaptureError(f"{where}.anyOf is {_describe(value)}, not a list")
+            value = [gemini_schema(sub, f"{where}.anyOf[{n}]") for n, sub in enumerate(value)]
+        elif key in _GEMINI_SCHEMA_KEYWORDS:
+            value = _GEMINI_SCHEMA_KEYWORDS[key](value, where, key)
         if value is not _GEMINI_UNWRITTEN:
             out[key] = value
     if schema.get("nullable") is True:
@@ -5937,24 +5958,20 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     json_could = value.lstrip(" \t\n\r")[:1] in ("{", "[")
     python_could = (value.lstrip(" \t\n\r\x0c\\")[:1] in ("{", "[", "(", "#")
                     and _python_literal_tokens().fullmatch(value) is not None)
-    reading = _langchain_json_reading(value) if json_could else None
-    if reading is not None:
-        return reading
+    # json.loads is linear, and its depth is bounded by the interpreter's recursion limit: it is called from
+    # here, not from a helper, since each frame more above it lowers that bound
+    if json_could:
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            pass   # literal_eval's turn
+        except (MemoryError, RecursionError) as exc:
+            return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
+        except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
+            return "raises", f"json.loads raises {type(exc).__name__}"
+        else:
+            return ("object" if isinstance(parsed, dict) else "list"), ""
     return _langchain_eval_reading(value) if python_could else ("keep", "")
-
-
-def _langchain_json_reading(value: str) -> tuple[str, str] | None:
-    """What json.loads makes of an argument string; None when it refuses it (literal_eval's turn).
-    Linear, and its depth is bounded by the interpreter's recursion limit."""
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        return None
-    except (MemoryError, RecursionError) as exc:
-        return "limit", f"json.loads ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'} here"
-    except Exception as exc:   # noqa: BLE001  (a ValueError past the integer limit...)
-        return "raises", f"json.loads raises {type(exc).__name__}"
-    return ("object" if isinstance(parsed, dict) else "list"), ""
 
 
 def _langchain_eval_reading(value: str) -> tuple[str, str]:
@@ -6033,7 +6050,13 @@ class OllamaNormalizer:
             else:
                 yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
             return
-        yield from self._line(pos, chunk)
+        # the line's message is read from here, not from a helper below: each frame more lowers how deep an
+        # argument string may nest before langchain's json.loads runs out of stack here and not there
+        wrong = self._line_problem(pos, chunk)
+        if wrong is not None:
+            yield wrong
+        else:
+            yield from self._message(pos, chunk["message"])
         if done:
             self.done = True
             reason = chunk.get("done_reason")
@@ -6041,8 +6064,9 @@ class OllamaNormalizer:
                 # the server leaves done_reason out when it is "" (its connection to the model closed)
                 yield TurnEnd(pos, "" if reason is None else reason)
 
-    def _line(self, pos: int, chunk: dict) -> Iterator[NeutralEvent]:
-        """A line's message, when every reader reads the line as it stands."""
+    @staticmethod
+    def _line_problem(pos: int, chunk: dict) -> WireProblem | None:
+        """What stops a reader from reading the line's message as it stands; None: nothing."""
         message = chunk.get("message")
         wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
                  else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
@@ -6051,16 +6075,15 @@ class OllamaNormalizer:
                  or _ollama_wrong_entry(chunk, message))
         if wrong is not None:
             # ollama-python raises at such a line, after handing over the calls before it
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{wrong}: ollama-python cannot read this line")
-        elif message.get("role") != "assistant":
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"message.role is {_token(message.get('role'))}, not "
-                              "\"assistant\"")
-        elif _ollama_breaks_lines(chunk):
-            yield WireProblem(pos, UNEXPECTED_EVENT, "a string in this line holds U+0085 (NEL), which the server "
-                              "writes unescaped: ollama-python, LangChain and LiteLLM split the line there and "
-                              "cannot read it")
-        else:
-            yield from self._message(pos, message)
+            return WireProblem(pos, UNSUPPORTED_EVENT, f"{wrong}: ollama-python cannot read this line")
+        if message.get("role") != "assistant":
+            return WireProblem(pos, UNEXPECTED_EVENT, f"message.role is {_token(message.get('role'))}, not "
+                               "\"assistant\"")
+        if _ollama_breaks_lines(chunk):
+            return WireProblem(pos, UNEXPECTED_EVENT, "a string in this line holds U+0085 (NEL), which the server "
+                               "writes unescaped: ollama-python, LangChain and LiteLLM split the line there and "
+                               "cannot read it")
+        return None
 
     def _message(self, pos: int, message: dict) -> Iterator[NeutralEvent]:
         for key, value in message.items():
@@ -6092,22 +6115,22 @@ class OllamaNormalizer:
         args = function.get("arguments")
         self.opened = True
         yield SlotOpen(pos, key, entry.get("id") or None, name, args if isinstance(args, dict) else {})
-        yield from _ollama_arguments(pos, number, name, function)
+        if not isinstance(args, dict):
+            yield _ollama_not_an_object(pos, number, function)
+        else:   # what langchain-ollama rewrites, read from here (a frame more would lower how deep it may nest)
+            rewrite = _langchain_rewrites(name, args)
+            if rewrite is not None:
+                yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
         yield SlotEnd(pos, key)
 
 
-def _ollama_arguments(pos: int, number: int, name: str | None, function: dict) -> Iterator[NeutralEvent]:
-    """A call's arguments: an object, which every reader runs as it stands."""
+def _ollama_not_an_object(pos: int, number: int, function: dict) -> WireProblem:
+    """A call whose arguments are not an object (every reader runs an object as it stands)."""
     args = function.get("arguments")
-    if not isinstance(args, dict):
-        what = _describe(args) if "arguments" in function else "no arguments"
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
-                          "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
-                          "skips the call", None, number)
-        return
-    rewrite = _langchain_rewrites(name, args)
-    if rewrite is not None:
-        yield WireProblem(pos, rewrite[0], f"call {number} {rewrite[1]}", None, number)
+    what = _describe(args) if "arguments" in function else "no arguments"
+    return WireProblem(pos, UNSUPPORTED_EVENT, f"call {number} has {what}, not an arguments object: "
+                       "ollama-python refuses that, LangChain parses a string and a community Vercel provider "
+                       "skips the call", None, number)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -9190,28 +9213,23 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         if slot.phase != TERMINAL:
             slot.state = BLOCKED
             continue
-        problems = _validated_call_problems(slot, unreadable, tool_schemas, limits, schema_cache, turn)
-        for code, message, pointer in problems:
+        # the arguments are parsed, and the schema compiled and checked, from here and not from a helper:
+        # each frame more would lower how deep they may nest before the interpreter's limit (raised limits)
+        found: list[tuple[str, str, str | None]] = []
+        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+            found.append((INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None))
+        value = tool = None
+        if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
+            read = check_custom_input if slot.kind == CUSTOM else check_arguments
+            value, problems = (None, [unreadable]) if unreadable is not None else read(slot.arguments, limits)
+            found.extend((code, message, None) for code, message in problems)
+            tool = _tool_problems(slot, tool_schemas, found)
+        for code, message, pointer in found:
+            machine.record(code, message, slot.terminal_position, slot.key, pointer)
+        for code, message, pointer in () if tool is None else _schema_problems(tool, value, tool_schemas, limits,
+                                                                                 schema_cache, turn):
             machine.record(code, message, slot.terminal_position, slot.key, pointer)
         slot.state = BLOCKED if machine.findings_for(slot) else VALIDATED
-
-
-def _validated_call_problems(slot: Slot, unreadable: tuple[str, str] | None, tool_schemas: dict, limits: Limits,
-                             schema_cache: dict, turn: _TurnWork) -> Iterator[tuple[str, str, str | None]]:
-    """A call that reached its terminal: its identity's text, its arguments parsed, then against its tool."""
-    if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
-        yield INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None
-    if slot.kind not in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
-        return
-    if unreadable is not None:
-        value, problems = None, [unreadable]
-    elif slot.kind == CUSTOM:
-        value, problems = check_custom_input(slot.arguments, limits)
-    else:
-        value, problems = check_arguments(slot.arguments, limits)
-    for code, message in problems:
-        yield code, message, None
-    yield from _tool_problems(slot, value, tool_schemas, limits, schema_cache, turn)
 
 
 def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]:
@@ -9239,27 +9257,27 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     return text, unreadable
 
 
-def _tool_problems(slot: Slot, value: Any, tool_schemas: dict, limits: Limits,
-                   schema_cache: dict, turn: _TurnWork | None = None) -> Iterator[tuple[str, str, str | None]]:
-    """The call against its tool: known, of the right kind, its schema usable and satisfied."""
+def _tool_problems(slot: Slot, tool_schemas: dict, out: list[tuple[str, str, str | None]]) -> str | None:
+    """The call against its tool, known and of the right kind (problems added to out); the tool whose
+    schema then applies, or None."""
     tool = slot.tool_key
     if tool != slot.name and slot.kind == CUSTOM and slot.name in tool_schemas:
         # openai-agents finds a custom tool by its name alone: it would run the bare tool
-        yield (IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
-               "a bare tool of that name is declared too, and openai-agents looks custom tools up by name alone",
-               None)
+        out.append((IDENTITY_COLLISION, f"custom call {_quoted(slot.name)} in namespace {_quoted(slot.namespace)}: "
+                    "a bare tool of that name is declared too, and openai-agents looks custom tools up by name "
+                    "alone", None))
     if tool is None:
-        return   # missing_name already says why no schema applies
+        return None   # missing_name already says why no schema applies
     if slot.kind == CUSTOM and not _string_schema(tool_schemas.get(tool)):
-        yield (UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
-               f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
-               "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
-                                                                    ", and tool_schemas has none"), None)
-        return
+        out.append((UNSUPPORTED_SCHEMA if tool in tool_schemas else UNKNOWN_TOOL,
+                    f"custom tool {_quoted(tool)} takes free-form text: its input is checked only against a "
+                    "schema whose root says \"type\": \"string\"" + ("" if tool in tool_schemas else
+                                                                         ", and tool_schemas has none"), None))
+        return None
     if tool not in tool_schemas:
-        yield UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None
-    else:
-        yield from _schema_problems(tool, value, tool_schemas, limits, schema_cache, turn)
+        out.append((UNKNOWN_TOOL, f"tool {_quoted(tool)} is not in tool_schemas", None))
+        return None
+    return tool
 
 
 def _schema_problems(tool: str, value: Any, tool_schemas: dict, limits: Limits, schema_cache: dict,
@@ -12194,8 +12212,8 @@ _CLIP = 200                     # characters of a value quoted in a difference
 _CLIP_CONTEXT = 40              # characters shown before the first differing one
 
 
-def _listed_adapter_call(n: int, item: Any) -> dict:
-    """Entry n of an adapter's list of calls: exactly {id, name, arguments}, and optionally namespace."""
+def _listed_call_members(n: int, item: Any) -> None:
+    """Entry n of an adapter's list of calls has exactly {id, name, arguments}, and optionally namespace."""
     if not isinstance(item, dict):
         raise CaptureError(f"calls[{n}] is {_describe(item)}, not an object")
     extra = sorted(set(item) - {"id", "name", "arguments", "namespace"})
@@ -12204,8 +12222,11 @@ def _listed_adapter_call(n: int, item: Any) -> dict:
         raise CaptureError(f"calls[{n}] must have exactly id, name and arguments (and optionally namespace)"
                            + (f"; unknown {', '.join(map(json.dumps, extra))}" if extra else "")
                            + (f"; missing {', '.join(missing)}" if missing else ""))
-    call = _adapter_call(f"calls[{n}]", item["id"], item["name"], item["arguments"])
-    if "namespace" in item:   # compared only when given (null: the call has none)
+
+
+def _listed_namespace(n: int, item: dict, call: dict) -> dict:
+    """call, with entry n's namespace when it gives one (compared only then; null: the call has none)."""
+    if "namespace" in item:
         if item["namespace"] is not None and not isinstance(item["namespace"], str):
             raise CaptureError(f"calls[{n}]: namespace must be a string or null, got "
                                f"{_describe(item['namespace'])}")
@@ -12222,14 +12243,21 @@ def adapter_calls_from_doc(doc: object) -> list[dict]:
     the adapter's object in `input`; their `arguments` is its compact form,
     for display only.
     """
+    # _adapter_call (which writes an object's compact form) is called from here or from a room's reader called
+    # from here, in a loop: each frame more above it would lower how deep an adapter's argument object may nest
     if isinstance(doc, list):
-        return [_listed_adapter_call(n, item) for n, item in enumerate(doc)]
+        calls = []
+        for n, item in enumerate(doc):
+            _listed_call_members(n, item)
+            calls.append(_listed_namespace(n, item, _adapter_call(f"calls[{n}]", item["id"], item["name"],
+                                                                  item["arguments"])))
+        return calls
     if not isinstance(doc, dict):
         raise CaptureError(f"adapter output must be a list of calls or a message object, got {_describe(doc)}")
     for row in PROFILES.values():   # the room whose final message it is reads it
-        calls = row.wire.final_calls(doc)
-        if calls is not None:
-            return calls
+        read = row.wire.final_reader(doc)
+        if read is not None:
+            return read(doc)
     raise CaptureError("adapter output is neither a list of calls, an OpenAI completion or assistant message, "
                        "nor an Anthropic message")
 
@@ -12301,13 +12329,17 @@ def compare_calls(report_calls: list[dict], adapter_calls: list[dict],
         differences.append((None, f"this tool reassembled {len(report_calls)} call(s) (ids {ours}) but the "
                                   f"adapter produced {len(adapter_calls)} (ids {theirs})"))
     for number, (ours, theirs) in enumerate(zip(report_calls, adapter_calls)):
-        problems = _pair_differences(ours, theirs, ids_optional)
-        differences.extend((number, f"call {number}: {problem}") for problem in problems)
+        problems = _identity_differences(ours, theirs, ids_optional)
+        # the arguments are compared from here: _parsed_difference parses ours and compares the values
+        # in C, as deep as the stack allows, so a helper between would lower how deep they may nest
+        problems.append(_parsed_difference(ours.get("arguments"), theirs.get("input")) if theirs.get("compare_parsed")
+                        else _text_difference(ours.get("arguments"), theirs.get("arguments")))
+        differences.extend((number, f"call {number}: {problem}") for problem in problems if problem)
     return differences
 
 
-def _pair_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]:
-    """How one adapter call differs from the call of ours at its position (see compare_calls)."""
+def _identity_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]:
+    """How one adapter call's id, name and namespace differ from the call of ours at its position."""
     differences = []
     for key in ("id", "name", "namespace"):
         if key == "id" and ours.get("id") is None and ids_optional:
@@ -12317,16 +12349,15 @@ def _pair_differences(ours: dict, theirs: dict, ids_optional: bool) -> list[str]
         if ours.get(key) != theirs.get(key):
             differences.append(f"{key} differs: this tool has {_shown(ours.get(key))}, "
                                f"the adapter has {_shown(theirs.get(key))}")
-    if theirs.get("compare_parsed"):
-        problem = _parsed_difference(ours.get("arguments"), theirs.get("input"))
-        if problem:
-            differences.append(problem)
-    elif ours.get("arguments") != theirs.get("arguments"):
-        a, b = ours.get("arguments"), theirs.get("arguments")
-        at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
-        differences.append(f"arguments differ from character {at}: this tool has "
-                           f"{_shown(a, at)}, the adapter has {_shown(b, at)}")
     return differences
+
+
+def _text_difference(a: Any, b: Any) -> str | None:
+    """Where an adapter's argument string differs from ours (byte for byte); None: it does not."""
+    if a == b:
+        return None
+    at = _first_difference(a, b) if isinstance(a, str) and isinstance(b, str) else 0
+    return f"arguments differ from character {at}: this tool has {_shown(a, at)}, the adapter has {_shown(b, at)}"
 
 
 def adapter_findings(report_calls: list[dict], differences: list[tuple[int | None, str]]) -> list[Finding]:
@@ -12604,10 +12635,9 @@ def _got_keys(got: dict) -> list:
 
 class _CallIndex:
     """Our calls filed for _same_calls_reordered: by name, namespace and argument keys (a necessary
-    condition of a match, see _want_keys), and within that by id.  take() gives an adapter call the
-    first call of ours not yet taken that it matches (_call_problems), looking only at the few that
-    could; a call whose keys cannot be built (arguments nested past what Python can walk, a value or
-    member of a type it does not know) is tried against every call."""
+    condition of a match, see _want_keys), and within that by id.  candidates() gives the few calls of
+    ours an adapter call could match, in our order; a call whose keys cannot be built (arguments nested
+    past what Python can walk, a value or member of a type it does not know) is tried against every call."""
 
     def __init__(self, ours: list) -> None:
         self.ours = ours
@@ -12641,7 +12671,7 @@ class _CallIndex:
         self.start[id(positions)] = at   # the taken ones at the front are never looked at again
         return (positions[n] for n in range(at, len(positions)))
 
-    def _candidates(self, got: dict) -> Iterable[int]:
+    def candidates(self, got: dict) -> Iterable[int]:
         """The positions of ours that could match an adapter call, in our order."""
         import heapq
 
@@ -12656,13 +12686,6 @@ class _CallIndex:
             return heapq.merge(*(self._live(found) for found in lists + [self.everywhere] if found))
         except (TypeError, RecursionError):
             return range(len(self.ours))
-
-    def take(self, got: dict) -> bool:
-        for position in self._candidates(got):
-            if not self.taken[position] and not _call_problems(0, got, self.ours[position]):
-                self.taken[position] = True
-                return True
-        return False
 
 
 def _some_call_matches_none(theirs: list, ours: list) -> bool:
@@ -12689,7 +12712,14 @@ def _same_calls_reordered(theirs: list, ours: list) -> bool:
     if _some_call_matches_none(theirs, ours):
         return False
     index = _CallIndex(ours)
-    return all(index.take(got) for got in theirs)
+    for got in theirs:   # _call_problems from here: a frame more above it lowers how deep arguments compare as JSON
+        for position in index.candidates(got):
+            if not index.taken[position] and not _call_problems(0, got, ours[position]):
+                index.taken[position] = True
+                break
+        else:
+            return False
+    return True
 
 
 def call_differences(theirs: list, ours: list) -> list[str]:
@@ -13753,34 +13783,40 @@ def run_adapter(command: str | list[str], shell: bool, env: Mapping[str, str], t
     finally:
         process.stdout.close()
         process.stderr.close()
-    return _adapter_said(state, process.returncode, bytes(out), bytes(err), cut, timeout)
+    # what it printed is read from here, not from a helper: each frame more above the parse would lower
+    # how deep its output may nest before reading it runs out of stack
+    step, said = _adapter_said(state, process.returncode, bytes(out), bytes(err), cut, timeout)
+    if step == "printed":   # a refusal, unless it printed calls first: those it would run, however it ended
+        printed = _printed_calls(bytes(out))
+        return (printed, "", False) if printed else said
+    if step == "read":
+        try:
+            calls, why = adapter_calls_from(said)
+        except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
+            return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
+        return calls, why, False
+    return said
 
 
 def _adapter_said(state: str, status: int, data: bytes, err: bytes, cut: bool,
-                  timeout: float) -> tuple[Any, str, bool]:
-    """run_adapter's answer from how the command ended (_pump_adapter's state, its exit status) and
-    what it wrote (standard output whole, the end of standard error, whether that was cut)."""
+                  timeout: float) -> tuple[str, Any]:
+    """What run_adapter answers from how the command ended (_pump_adapter's state, its exit status) and
+    what it wrote (standard output whole, the end of standard error, whether that was cut):
+    ("said", the answer), ("printed", the refusal unless it printed calls) or ("read", the text to read)."""
     if state == "over" or len(data) > _CONFORM_OUTPUT_BYTES:
-        return None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)", False
-    if state == "timeout" or status != 0:
-        # a refusal, unless it printed calls first: what it printed it would run, however it ended
-        printed = _printed_calls(data)
-        if printed:
-            return printed, "", False
-        if state == "timeout":
-            return None, f"it did not finish within {timeout:g} s", True
-        return None, f"it exited with status {status}{_stderr_line(err, cut)}", True
+        return "said", (None, f"its standard output is over {_CONFORM_OUTPUT_BYTES} bytes (it was stopped there)",
+                        False)
+    if state == "timeout":
+        return "printed", (None, f"it did not finish within {timeout:g} s", True)
+    if status != 0:
+        return "printed", (None, f"it exited with status {status}{_stderr_line(err, cut)}", True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "its standard output is not UTF-8", False
+        return "said", (None, "its standard output is not UTF-8", False)
     if not text.strip():
-        return None, "it printed nothing", True
-    try:
-        calls, why = adapter_calls_from(text)
-    except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
-        return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
-    return calls, why, False
+        return "said", (None, "it printed nothing", True)
+    return "read", text
 
 
 def _printed_calls(data: bytes) -> list[dict] | None:
@@ -13847,15 +13883,12 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
             os.unlink(tools_file)   # nothing of a fixture is kept once it is judged
         except OSError:
             pass
-    return _conform_record(fixture, report, calls, why, refused, requested is None or fixture.prefix in requested)
-
-
-def _conform_record(fixture: _Served, report: dict[str, Any], calls: Any, why: str, refused: bool,
-                    asked: bool) -> dict[str, Any]:
-    """conform_fixture's record: our report against what run_adapter said, and the verdict."""
+    asked = requested is None or fixture.prefix in requested
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
+    # its calls are compared with ours from here: each frame more above same_arguments would lower how deep
+    # arguments compare as JSON before the stack runs out (then as text)
     try:
         verdict, problems = adapter_verdict(report["status"], calls, calls is None and refused, False, ours, codes,
                                             unreadable=calls is None and not refused, requested=asked)
@@ -13863,7 +13896,15 @@ def _conform_record(fixture: _Served, report: dict[str, Any], calls: Any, why: s
         calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
         verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
                                             requested=asked)
-    record = {"fixture": fixture.path, "profile": fixture.profile, "status": report["status"], "codes": codes,
+    return _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems))
+
+
+def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple[Any, str, bool], asked: bool,
+                    judged: tuple[str, list[str]]) -> dict[str, Any]:
+    """conform_fixture's record: our status and codes, what run_adapter said (calls, why, refused) and
+    the verdict with its differences."""
+    (calls, why, refused), (verdict, problems) = said, judged
+    record = {"fixture": fixture.path, "profile": fixture.profile, "status": status, "codes": codes,
               "verdict": verdict, "calls": None if calls is None else len(calls), "requested": asked}
     if problems:
         record["differences"] = problems
@@ -13930,6 +13971,10 @@ def _conform_junit(records: list[dict], unjudged: list[tuple[str, str]] = ()) ->
 
 def _run_conform(argv: list[str]) -> int:
     """`conform`: run an adapter command against every served fixture and judge what it would execute."""
+    import secrets
+    import tempfile
+    import threading
+
     parser = _new_parser(f"{_prog()} conform",
                          "Serve the fixtures, run the adapter command once per fixture with VTS_BASE_URL, "
                          "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE and VTS_TOOLS_FILE in its environment, read the "
@@ -13949,7 +13994,42 @@ def _run_conform(argv: list[str]) -> int:
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
     served, unjudged = _conform_plan(args.fixtures)
-    records = _conform_all(served, command, args)
+    # Every served fixture through the adapter command, in the order of its prefix, each record printed as
+    # it is judged, the server on a thread of its own meanwhile.  conform_fixture is called from here, not
+    # from a helper: each frame more above it would lower how deep arguments compare as JSON
+    mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
+    requested: set[str] = set()
+
+    def asked(path: str) -> None:   # on the server's thread, before the stream is sent
+        fixture = _serve_route(served, path)[0]
+        if fixture is not None:
+            requested.add(fixture.prefix)
+
+    server = make_server(served, on_stream=asked)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    host, port = server.server_address[:2]
+    records: list[dict] = []
+    with _StopOnSignals(_conform_signals()):
+        try:
+            try:
+                temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
+            except OSError as exc:
+                raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
+            with temporary as folder:
+                for number, prefix in enumerate(sorted(served)):
+                    try:
+                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
+                                                 args.shell, args.timeout, folder, number, requested, mark)
+                    except AdapterNotStarted as exc:
+                        raise UsageError(str(exc)) from None
+                    except ConformCannotRun as exc:
+                        raise UsageError(f"{exc}; no verdict") from None
+                    records.append(record)
+                    _conform_each(record, args)
+        finally:
+            _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
+            server.shutdown()
+            server.server_close()
     summary = conform_summary(records)
     summary["not_served"] = len(unjudged)
     _out(_CONFORM_END[args.report](records, summary, unjudged))
@@ -13992,49 +14072,6 @@ def _conform_signals() -> tuple[int, ...]:
     import signal
 
     return (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
-
-
-def _conform_all(served: Mapping[str, _Served], command: Any, args: Any) -> list[dict]:
-    """Every served fixture through the adapter command, in the order of its prefix: their records,
-    each printed as it is judged.  The server runs on a thread of its own meanwhile."""
-    import secrets
-    import tempfile
-    import threading
-
-    mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
-    requested: set[str] = set()
-
-    def asked(path: str) -> None:   # on the server's thread, before the stream is sent
-        fixture = _serve_route(served, path)[0]
-        if fixture is not None:
-            requested.add(fixture.prefix)
-
-    server = make_server(served, on_stream=asked)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    host, port = server.server_address[:2]
-    records: list[dict] = []
-    with _StopOnSignals(_conform_signals()):
-        try:
-            try:
-                temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
-            except OSError as exc:
-                raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
-            with temporary as folder:
-                for number, prefix in enumerate(sorted(served)):
-                    try:
-                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                                 args.shell, args.timeout, folder, number, requested, mark)
-                    except AdapterNotStarted as exc:
-                        raise UsageError(str(exc)) from None
-                    except ConformCannotRun as exc:
-                        raise UsageError(f"{exc}; no verdict") from None
-                    records.append(record)
-                    _conform_each(record, args)
-        finally:
-            _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
-            server.shutdown()
-            server.server_close()
-    return records
 
 
 def _conform_annotation(record: dict) -> str:

@@ -182,6 +182,30 @@ def codes(report):
     return [finding["code"] for finding in report["findings"]]
 
 
+def frames_deep(call):
+    """How many Python frames deep call() goes at its deepest, counted from its caller's frame: what a
+    nested value costs of the interpreter's recursion limit (a walk that goes through a helper at each
+    level costs twice the frames of one that calls itself, and reaches the limit at half the depth)."""
+    def depth(frame):
+        count = 0
+        while frame is not None:
+            count, frame = count + 1, frame.f_back
+        return count
+
+    base, deepest = depth(sys._getframe()), [0]
+
+    def watch(frame, event, arg):
+        if event == "call":
+            deepest[0] = max(deepest[0], depth(frame))
+
+    sys.setprofile(watch)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return deepest[0] - base
+
+
 # --- stream builders and checks shared by several modules ----------------------------------------
 
 

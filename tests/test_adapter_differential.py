@@ -100,8 +100,63 @@ class AdapterFormats(unittest.TestCase):
             with self.subTest(doc=doc), self.assertRaises(vts.CaptureError):
                 vts.adapter_calls_from_doc(doc)
 
+    def test_an_argument_object_is_written_right_below_the_reader(self):
+        # An adapter's argument object is written compact by _adapter_call, in C but against the same
+        # recursion limit: each frame above it lowers how deep the object may nest (with a listed call
+        # read by a helper from a comprehension, an object nested 988 lists deep under --max-depth
+        # 100000 was an internal error; one level more is refused as not strict JSON anyway)
+        import sys
+        args = {"a": [[1]]}
+        docs = {"a list of calls": ([{"id": "c", "name": "f", "arguments": args}], ["_adapter_call"]),
+                "a completion": ({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": args}}]}}]},
+                    ["_adapter_completion", "_adapter_openai_calls", "_adapter_call"]),
+                "a message": ({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+                    "name": "f", "arguments": args}}]}, ["_adapter_openai_calls", "_adapter_call"]),
+                "an anthropic message": ({"role": "assistant", "content": [{"type": "tool_use", "id": "c",
+                                                                            "name": "f", "input": args}]},
+                                         ["_adapter_anthropic", "_adapter_call"])}
+        for label, (doc, expected) in docs.items():
+            chains = []
+
+            def watch(frame, event, arg):
+                if event == "call" and frame.f_code.co_name == "_adapter_call":
+                    chain = []
+                    while frame.f_code.co_name != "adapter_calls_from_doc":
+                        chain.append(frame.f_code.co_name)
+                        frame = frame.f_back
+                    chains.append(chain[::-1])
+
+            with self.subTest(doc=label):
+                sys.setprofile(watch)
+                try:
+                    [call] = vts.adapter_calls_from_doc(doc)
+                finally:
+                    sys.setprofile(None)
+                self.assertEqual((call["arguments"], chains), ('{"a":[[1]]}', [expected]))
+
 
 class Differences(unittest.TestCase):
+    def test_parsed_arguments_are_compared_right_below_compare_calls(self):
+        # Our argument string is parsed, and compared with the adapter's object, in C as deep as the stack
+        # allows: each frame above lowers how deep arguments may nest (under --max-depth) before the
+        # comparison runs out of stack, so _parsed_difference runs from compare_calls itself
+        import sys
+        chains = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "_parsed_difference":
+                chains.append(frame.f_back.f_code.co_name)
+
+        [call] = vts.adapter_calls_from_doc([{"id": "c1", "name": "f", "arguments": {"a": [2]}}])
+        sys.setprofile(watch)
+        try:
+            [(number, message)] = vts.compare_calls(ours(("c1", "f", '{"a":[1]}')), [call])
+        finally:
+            sys.setprofile(None)
+        self.assertEqual((number, chains), (0, ["compare_calls"]))
+        self.assertIn("arguments", message)
+
     def test_identical_calls_have_no_difference(self):
         self.assertEqual(vts.compare_calls(ours(("c1", "f", '{"a":1}')), plain(("c1", "f", '{"a":1}'))), [])
         self.assertEqual(vts.compare_calls([], []), [])
@@ -249,6 +304,25 @@ class SameArguments(unittest.TestCase):
                                                    {"name": "f", "arguments": '{"a":1}'}], ours),
                              ["call 0: arguments", "call 1: arguments"])
         self.assertEqual(vts.call_differences(ours[::-1], ours), ["same calls in another order"])
+
+    def test_calls_in_another_order_compare_their_arguments_right_below_the_search(self):
+        # same_arguments compares deep arguments as JSON until the stack runs out, then as text: each frame
+        # above it lowers that depth, so the search for another order calls _call_problems itself
+        import sys
+        callers = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "_call_problems":
+                callers.append(frame.f_back.f_code.co_name)
+
+        ours = [{"name": "f", "arguments": '{"a":[1]}'}, {"name": "f", "arguments": '{"b":[2]}'}]
+        sys.setprofile(watch)
+        try:
+            found = vts.call_differences(ours[::-1], ours)
+        finally:
+            sys.setprofile(None)
+        self.assertEqual(found, ["same calls in another order"])
+        self.assertEqual(set(callers), {"call_differences", "_same_calls_reordered"})
 
 
 class AgainstFixtures(unittest.TestCase):

@@ -5,7 +5,7 @@ import os
 import tempfile
 import unittest
 
-from support import anthropic_turn, codes, envelope, eventstream, judge, positions, run_cli, vts
+from support import anthropic_turn, codes, envelope, eventstream, frames_deep, judge, positions, run_cli, vts
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -189,6 +189,27 @@ class Redaction(unittest.TestCase):
         redacted = vts.validate_envelope(made)
         self.assertEqual((redacted["status"], codes(redacted)), (report["status"], codes(report)))
         self.assertEqual(codes(redacted), ["stream_error", "delta_after_terminal"])
+
+    def test_a_member_the_redactor_reads_nests_as_deep_as_one_it_does_not(self):
+        # Each frame a deep member costs lowers how deep a capture may nest before "an event nests too
+        # deeply to process": the message, a block of it and a delta cost what the same value costs
+        # in a member no redactor reads (a helper with a comprehension of its own cost one frame more:
+        # a capture nested 492 lists deep under message_start's message was refused)
+        deep = "text"
+        for _ in range(40):
+            deep = [deep]
+        redact = vts.PROFILES["anthropic"].capture.redact
+        for kind, member, label, value in (
+                ("message_start", "message", "a member", {"usage": deep}),
+                ("message_start", "message", "itself", deep),
+                ("message_start", "message", "a block", {"content": [{"type": "text", "text": deep}]}),
+                ("content_block_delta", "delta", "a text delta", {"type": "text_delta", "text": deep}),
+                ("message_delta", "delta", "a member", {"stop_reason": "end_turn", "usage": deep}),
+                ("message_delta", "delta", "itself", deep)):
+            with self.subTest(kind=kind, member=member, deep=label):
+                read = frames_deep(lambda: redact({"type": kind, member: value}))
+                unread = frames_deep(lambda: redact({"type": kind, "memo": value}))
+                self.assertLessEqual(read, unread)
 
 
 class AnthropicDefinedTools(unittest.TestCase):

@@ -509,6 +509,26 @@ class Reports(unittest.TestCase):
                 self.assertEqual(summary["unreadable"], 1)
         self.assertEqual(conform(PASS, cmd=prints)[1][0]["verdict"], "agree")
 
+    def test_its_output_is_read_and_compared_as_few_frames_deep_as_before(self):
+        # Reading an adapter's output and comparing its arguments with ours parse and compare in C as deep
+        # as the stack allows (then: unreadable, or compared as text), so every frame above them lowers
+        # how deep arguments may nest: each is called by the function that called it before the split
+        callers = {}
+
+        def watch(frame, event, arg):
+            name = frame.f_code.co_name
+            if event == "call" and name in ("conform_fixture", "adapter_calls_from", "adapter_verdict"):
+                callers.setdefault(name, set()).add(frame.f_back.f_code.co_name)
+
+        sys.setprofile(watch)
+        try:
+            code, records, _, err = conform(PASS, cmd=asks(f"print({PASS_CALLS!r})"))
+        finally:
+            sys.setprofile(None)
+        self.assertEqual((code, records[0]["verdict"]), (0, "agree"), err)
+        self.assertEqual(callers, {"conform_fixture": {"_run_conform"}, "adapter_calls_from": {"run_adapter"},
+                                   "adapter_verdict": {"conform_fixture"}})
+
     def test_adapter_output_shapes(self):
         self.assertEqual(vts.adapter_calls_from('[{"name": "f", "arguments": {"a": 1}, "namespace": "n"}]'),
                          ([{"id": None, "name": "f", "arguments": {"a": 1}, "namespace": "n"}], ""))

@@ -14,7 +14,7 @@ import re
 import tempfile
 import unittest
 
-from support import codes, gem, positions, run_cli, SCHEMAS, slow, vts
+from support import codes, frames_deep, gem, positions, run_cli, SCHEMAS, slow, vts
 
 ABSENT = object()
 
@@ -1067,6 +1067,28 @@ class Capture(Checks):
         import base64
         self.assertEqual(base64.b64decode(vts.REDACTED_BASE64, validate=True), b"redacted")
 
+    def test_a_part_member_the_redactor_reads_nests_as_deep_as_one_it_does_not(self):
+        # Each frame a deep member costs lowers how deep a capture may nest before "an event nests too
+        # deeply to process": a hosted tool's use, inline data and a thoughtSignature cost what the same
+        # value costs in a member no redactor reads (a helper with a comprehension of its own cost one
+        # frame more, and one that is not an object went through the helper to _neutral)
+        deep = "text"
+        for _ in range(40):
+            deep = [deep]
+        redact = vts.PROFILES["gemini"].capture.redact
+
+        def chunk(part):
+            return {"candidates": [{"index": 0, "content": {"role": "model", "parts": [part]}}]}
+
+        for member, label, value in (("toolCall", "a member", {"id": "t1", "args": deep}),
+                                     ("toolResponse", "itself", deep),
+                                     ("inlineData", "a member", {"mimeType": "image/png", "extra": deep}),
+                                     ("thoughtSignature", "itself", deep)):
+            with self.subTest(member=member, deep=label):
+                read = frames_deep(lambda: redact(chunk({member: value})))
+                unread = frames_deep(lambda: redact(chunk({"memo": value})))
+                self.assertLessEqual(read, unread)
+
     def test_redaction_keeps_block_reason_and_error_verdicts(self):
         payloads = [{"promptFeedback": {"blockReason": "SAFETY", "blockReasonMessage": "SECRET"}}]
         envelope, _ = vts.sse_to_envelope(sse_body(payloads), "gemini", SCHEMAS)
@@ -1161,6 +1183,18 @@ class RequestFromBody(Checks):
         for bad in ({"type": "DATE"}, {"type": 1}, {"nullable": "yes"}, {"properties": []}, {"anyOf": {}}, "STRING"):
             with self.subTest(bad=bad), self.assertRaises(vts.CaptureError):
                 vts.gemini_schema(bad)
+
+    def test_a_schema_converts_as_deep_as_two_frames_a_level_allow(self):
+        # gemini_schema recurses by itself (a properties or anyOf level costs two frames, its comprehension's
+        # and its own; an items level one): 400 levels fit the default limit of 1,000, at three they would not
+        for keyword, level, depth in (("properties", lambda s: {"properties": {"a": s}}, 400),
+                                      ("anyOf", lambda s: {"anyOf": [s]}, 400),
+                                      ("items", lambda s: {"items": s}, 800)):
+            schema, expected = {"type": "STRING"}, {"type": "string"}
+            for _ in range(depth):
+                schema, expected = level(schema), level(expected)
+            with self.subTest(keyword=keyword):
+                self.assertEqual(vts.gemini_schema(schema), expected)
 
     def test_both_parameter_forms_is_refused(self):
         body = {"tools": [{"functionDeclarations": [{"name": "x", "parameters": {"type": "OBJECT"},

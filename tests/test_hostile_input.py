@@ -258,6 +258,33 @@ class DeepNesting(Bounded):
                 with self.subTest(profile=profile, shape=args[:8] + "..." + args[-3:]):
                     self.assert_codes(self.run_doc(one_call(args, profile)), ["limit_exceeded"])
 
+    def test_the_gate_parses_and_checks_right_below_validate_slots(self):
+        # Under raised limits (--max-depth, --max-schema-depth) arguments and schemas nest as deep as the
+        # interpreter's stack allows, so each frame between the gate and the parser or the schema walk
+        # lowers that depth: with two more helpers in between, arguments nested 980 lists deep became
+        # limit_exceeded and a schema of 196 properties levels "nested too deeply for this interpreter"
+        chains = {}
+
+        def watch(frame, event, arg):
+            name = frame.f_code.co_name
+            if event == "call" and name in ("check_arguments", "compile_schema", "check_against_schema"):
+                chain = []
+                while frame is not None and frame.f_code.co_name != "validate_slots":
+                    chain.append(frame.f_code.co_name)
+                    frame = frame.f_back
+                chains.setdefault(name, chain[::-1])
+
+        doc = one_call('{"a": [1]}', schemas={"f": {"type": "object", "properties": {"a": {"type": "array"}}}})
+        sys.setprofile(watch)
+        try:
+            report = vts.validate_envelope(doc)
+        finally:
+            sys.setprofile(None)
+        self.assertEqual(report["status"], "pass")
+        self.assertEqual(chains, {"check_arguments": ["check_arguments"],
+                                  "compile_schema": ["_schema_problems", "_compile_for_turn", "compile_schema"],
+                                  "check_against_schema": ["_schema_problems", "check_against_schema"]})
+
     def test_depth_limit_boundary(self):
         # The root object is level 1: 64 levels pass, 65 are limit_exceeded (--max-depth 64).
         ok = '{"a":' + "[" * 63 + "]" * 63 + "}"

@@ -290,6 +290,29 @@ class CallShapes(unittest.TestCase):
         finally:
             ast.literal_eval = real
 
+    def test_json_loads_runs_as_few_frames_below_the_normalizer_as_before(self):
+        # json.loads of an argument string is bounded by the interpreter's stack alone, so each frame above
+        # it lowers how deep a string LangChain would parse may nest before "json.loads ran out of stack":
+        # with three helpers more on the way, a string nested 980 lists deep became limit_exceeded
+        import sys
+        chains = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "loads" and frame.f_back.f_code.co_name != "loads":
+                chain = []
+                while frame.f_code.co_name != "translate":
+                    chain.append(frame.f_code.co_name)
+                    frame = frame.f_back
+                chains.append(chain[::-1])
+
+        sys.setprofile(watch)
+        try:
+            report = judge([line(entry("g", {"q": "[[1]]"})), done()])
+        finally:
+            sys.setprofile(None)
+        self.assertEqual(codes(report), ["unexpected_event"])
+        self.assertEqual(chains, [["_message", "_call", "_langchain_rewrites", "_langchain_reading", "loads"]])
+
     def test_duplicate_ids_and_missing_names(self):
         self.blocked([line(entry(), entry("g", {}, 1)), done()], {"identity_collision"})
         self.blocked([line(entry(name="")), done()], {"missing_name"})

@@ -3,7 +3,7 @@
 import json
 import unittest
 
-from support import code_set, codes, judge_events, positions, vts
+from support import code_set, codes, frames_deep, judge_events, positions, vts
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -245,6 +245,24 @@ def ns_turn(calls, final="same", done=None, snapshot=None):
 
 def responses(events, schemas=NS_SCHEMAS, **extra):
     return vts.validate_envelope({"profile": "openai-responses", "tool_schemas": schemas, "events": events, **extra})
+
+
+class Redaction(unittest.TestCase):
+    def test_a_response_snapshot_nests_as_deep_as_a_member_no_redactor_reads(self):
+        # Each frame a deep member costs lowers how deep a capture may nest before "an event nests too
+        # deeply to process": a response snapshot costs what the same value costs where no redactor
+        # reads it (a helper with a comprehension of its own cost one frame more: a capture nested 492
+        # lists deep under response.created's response was refused)
+        deep = "text"
+        for _ in range(40):
+            deep = [deep]
+        redact = vts.PROFILES["openai-responses"].capture.redact
+        for label, value in (("a member", {"usage": deep}), ("itself", deep),
+                             ("an output item", {"output": [{"type": "message", "content": deep}]})):
+            with self.subTest(deep=label):
+                read = frames_deep(lambda: redact({"type": "response.created", "response": value}))
+                unread = frames_deep(lambda: redact({"type": "response.created", "memo": value}))
+                self.assertLessEqual(read, unread)
 
 
 class Namespaces(unittest.TestCase):
