@@ -4,13 +4,13 @@ Full suite (what CI runs):
 
     PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -p 'test_*.py'
 
-Quick run of the in-memory tests only (no subprocess, no fuzzing or random budget, no SDK, no big
-inputs), well under 20 s:
+Quick run of the in-memory tests (no fuzzing, no random or work budget run to its end, no SDK, no big
+inputs, no process but one conform run), about 17 s of CPU:
 
     PYTHONDONTWRITEBYTECODE=1 python3 tests/quick.py
 
 It sets VTS_QUICK=1, under which every test marked @slow (it starts a process, fuzzes, runs a random
-budget or feeds megabytes) is skipped with the reason "slow: ...", and leaves out test_readme,
+budget, runs a work budget to its end or feeds megabytes) is skipped with the reason "slow: ...", and leaves out test_readme,
 test_adapters and test_sdk_differential (they exist to run other programs).  VTS_QUICK=1 with the
 full command above also works (those three modules then run as usual).  Nothing else changes: the
 quick run is a subset of the full run.
