@@ -1499,11 +1499,9 @@ def _ending(pos: int, table: Mapping[tuple[str, str], tuple[str, str | None]], p
                    [WireProblem(pos, DELTA_AFTER_TERMINAL, wrong.format(event=event, token=_token(event)))])
 
 
-def _event_type(pos: int, event: Any) -> tuple[str | None, list[WireProblem]]:
-    """An event's "type", or None and the finding when it is not an object with a string "type"."""
-    if isinstance(event, dict) and isinstance(event.get("type"), str):
-        return event["type"], []
-    return None, [WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")]
+def _untyped(pos: int, event: Any) -> WireProblem:
+    """The finding for an event that is not an object with a string "type" (the room checks that inline)."""
+    return WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
 
 
 class _EventRoom(_Record):
@@ -1513,7 +1511,8 @@ class _EventRoom(_Record):
     (see _ending) with steps, {event type: its step}, and `other`, the step of any other type;
     handlers: {event type: handler(pos, event type, event, state)}, and `default`, the handler
     of any other type (None: nothing to read); screen: an optional check of every event between
-    its opening and its ending.  The room's state has the members `opening` and `ending`.
+    its opening and its ending (its finding, or None).  The room's state has the members `opening`
+    and `ending`.
     """
 
     __slots__ = ("start", "ending", "steps", "other", "handlers", "default", "screen")
@@ -1522,34 +1521,47 @@ class _EventRoom(_Record):
                  steps: Mapping[str, str], other: str,
                  handlers: Mapping[str, Callable[..., Iterator[NeutralEvent]] | None],
                  default: Callable[..., Iterator[NeutralEvent]] | None = None,
-                 screen: Callable[[int, str, Any], Iterator[NeutralEvent]] | None = None) -> None:
+                 screen: Callable[[int, str, Any], WireProblem | None] | None = None) -> None:
         self.start, self.ending, self.steps, self.other = start, ending, steps, other
         self.handlers, self.default, self.screen = handlers, default, screen
 
-    def opening(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+    def opening(self, pos: int, kind: str, state: Any) -> Iterable[WireProblem]:
         """The opening after an event of this type: an event before the start is said once."""
-        state.opening, wrong = _opening(pos, state.opening, kind, self.start)
-        return wrong
+        phase = state.opening
+        state.opening, wrong = _OPENING[(phase, kind == self.start)]
+        return () if wrong is None else _opening(pos, phase, kind, self.start)[1]
 
-    def late(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+    def late(self, pos: int, kind: str, state: Any) -> Iterable[WireProblem]:
         """The ending after an event of this type: one after the turn's end is delta_after_terminal."""
-        state.ending, late = _ending(pos, self.ending, state.ending, self.steps.get(kind, self.other), kind)
-        return late
+        phase, step = state.ending, self.steps.get(kind, self.other)
+        state.ending, late = self.ending[(phase, step)]
+        return () if late is None else _ending(pos, self.ending, phase, step, kind)[1]
 
-    def dispatch(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
-        handler = self.handlers.get(kind, self.default)
-        return handler(pos, kind, event, state) if handler is not None else iter(())
-
-    def read(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
+    def read(self, pos: int, kind: str, event: Any, state: Any) -> Iterable[NeutralEvent]:
         """The steps every such room takes with a known event: its opening, its screen, its ending,
-        then its handler unless it came too late."""
-        yield from self.opening(pos, kind, state)
-        if self.screen is not None:
-            yield from self.screen(pos, kind, event)
-        late = self.late(pos, kind, state)
-        yield from late
-        if not late:
-            yield from self.dispatch(pos, kind, event, state)
+        then its handler unless it came too late.  The usual event, which none of the first three
+        finds wrong, costs this one call and its handler's (the tables are read here)."""
+        opening, ending = state.opening, state.ending
+        state.opening, wrong = _OPENING[(opening, kind == self.start)]
+        screened = None if self.screen is None else self.screen(pos, kind, event)
+        step = self.steps.get(kind, self.other)
+        state.ending, late = self.ending[(ending, step)]
+        handler = self.handlers.get(kind, self.default) if late is None else None
+        handled = () if handler is None else handler(pos, kind, event, state)
+        if wrong is None and screened is None and late is None:
+            return handled
+        return self._said(pos, kind, (opening, ending, step), screened, handled)
+
+    def _said(self, pos: int, kind: str, phases: tuple[str, str, str], screened: WireProblem | None,
+              handled: Iterable[NeutralEvent]) -> Iterator[NeutralEvent]:
+        """What read() says of an event before its handler's events: the opening's, the screen's, the
+        ending's finding (phases: the opening and ending phases it found, and the event's step)."""
+        opening, ending, step = phases
+        yield from _opening(pos, opening, kind, self.start)[1]
+        if screened is not None:
+            yield screened
+        yield from _ending(pos, self.ending, ending, step, kind)[1]
+        yield from handled
 
 
 class TurnRules(_FrozenRecord):
@@ -2450,10 +2462,10 @@ class AnthropicNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        kind, untyped = _event_type(pos, event)
-        if kind is None:
-            yield from untyped
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield _untyped(pos, event)
             return
+        kind = event["type"]
         if kind == "ping":   # opens nothing; late only after message_stop
             yield from _ANTHROPIC_ROOM.late(pos, kind, state)
             return
@@ -2560,24 +2572,23 @@ def _anthropic_block_stop(pos: int, index: int, block: list) -> Iterator[Neutral
     block[1] = True
 
 
-def _anthropic_block_delta(pos: int, index: int, event: dict, block: list) -> Iterator[NeutralEvent]:
-    """A delta of a reviewed block: of its own type; a tool_use block's partial_json is a fragment."""
+def _anthropic_block_delta(pos: int, index: int, event: dict, block: list) -> tuple[NeutralEvent, ...]:
+    """A delta of a reviewed block: of its own type; a tool_use block's partial_json is a fragment.
+    (The events as a tuple: one call per delta, no generator.)"""
     block_type, stopped = block
     delta = event.get("delta")
     delta_type = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
     if delta_type not in _BLOCK_DELTAS[block_type]:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
-                          f"{block_type} block ({index})", None, index)
-        return
+        return (WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
+                            f"{block_type} block ({index})", None, index),)
     if block_type != "tool_use":
-        if stopped:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{delta_type} after block {index} stopped", None, index)
-        return
+        return ((WireProblem(pos, DELTA_AFTER_TERMINAL, f"{delta_type} after block {index} stopped", None, index),)
+                if stopped else ())
     partial = delta.get("partial_json")
     if not isinstance(partial, str):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"partial_json is {_describe(partial)}, not a string", None, index)
-        return
-    yield Fragment(pos, (None, index), None, None, partial)
+        return (WireProblem(pos, UNSUPPORTED_EVENT, f"partial_json is {_describe(partial)}, not a string", None,
+                            index),)
+    return (Fragment(pos, (None, index), None, None, partial),)
 
 
 def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
@@ -3237,10 +3248,10 @@ class ResponsesNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        kind, untyped = _event_type(pos, event)
-        if kind is None:
-            yield from untyped
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield _untyped(pos, event)
             return
+        kind = event["type"]
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
@@ -3257,7 +3268,9 @@ class ResponsesNormalizer:
         if kind in _RESPONSES_SNAPSHOTS:
             yield from _responses_snapshot(pos, kind, event, state)
         yield from _RESPONSES_ROOM.opening(pos, kind, state)   # an event before response.created: said once
-        yield from _RESPONSES_ROOM.dispatch(pos, kind, event, state)
+        handler = _RESPONSES_ROOM.handlers.get(kind, _RESPONSES_ROOM.default)
+        if handler is not None:
+            yield from handler(pos, kind, event, state)
 
 
 def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -5567,12 +5580,13 @@ class CohereNormalizer:
         yield from _COHERE_ROOM.read(pos, kind, event, state)
 
 
-def _cohere_refused(pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
+def _cohere_refused(pos: int, kind: str, event: dict) -> WireProblem | None:
     """An event the Vercel AI SDK's parser refuses: it goes on without it."""
-    if _secure_parse_refuses(event):
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
-                          "Vercel AI SDK drops such an event and reads the turn without it")
-        # then read as the other readers read it (as on gemini): the report shows what was sent
+    if not _secure_parse_refuses(event):
+        return None
+    # then read as the other readers read it (as on gemini): the report shows what was sent
+    return WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
+                       "Vercel AI SDK drops such an event and reads the turn without it")
 
 
 def _cohere_tool_calls(event: dict) -> Any:
@@ -5633,19 +5647,20 @@ def _cohere_call_end(pos: int, index: int, event: dict, state: _CohereState) -> 
     yield SlotEnd(pos, (None, index))
 
 
-def _cohere_call_delta(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:
-    """A tool-call-delta: only a piece of function.arguments, for the call that is streaming."""
+def _cohere_call_delta(pos: int, index: int, call: dict, state: _CohereState) -> tuple[NeutralEvent, ...]:
+    """A tool-call-delta: only a piece of function.arguments, for the call that is streaming.
+    (The events as a tuple: one call per delta, no generator.)"""
     function = call.get("function")
     text = function.get("arguments") if isinstance(function, dict) else None
     if _stated(call) != {"function"} or not isinstance(function, dict) or _stated(function) != {"arguments"} \
             or not isinstance(text, str):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
-                          "function.arguments, a string (an id or name there is not reviewed)", None, index)
-        return
+        return (WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
+                            "function.arguments, a string (an id or name there is not reviewed)", None, index),)
+    fragment = Fragment(pos, (None, index), None, None, text)
     if index in state.started and state.open not in (None, index):
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
-                          "streaming: the Vercel AI SDK appends it to the pending call", None, index)
-    yield Fragment(pos, (None, index), None, None, text)
+        return (WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
+                            "streaming: the Vercel AI SDK appends it to the pending call", None, index), fragment)
+    return (fragment,)
 
 
 def _stated(members: dict) -> set:
