@@ -4405,10 +4405,7 @@ class GeminiNormalizer:
         problem = _gemini_shape_problem(chunk, carries)
         if problem is not None:
             yield WireProblem(pos, *problem)
-        yield from self._candidates(pos, candidates)
-
-    def _candidates(self, pos: int, candidates: list) -> Iterator[NeutralEvent]:
-        """A chunk's candidates, each read into the state of its index (calls only in the first)."""
+        # the candidates, each read into the state of its index (calls only in the first)
         seen: set[int] = set()
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
@@ -4531,45 +4528,52 @@ _GEMINI_GROUNDING_LISTS = ("webSearchQueries", "imageSearchQueries", "retrievalQ
                            "groundingSupports")
 
 
-def _gemini_type_problems(chunk: dict) -> Iterator[str | None]:
-    """Each question google-genai's types ask of a chunk, in order: what it refuses, or None (asked lazily)."""
-    yield _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
-    yield _gemini_members(chunk.get("usageMetadata"), _GEMINI_USAGE_TYPES, "usageMetadata.")
+def _gemini_type_problem(chunk: dict) -> str | None:
+    """The first question google-genai's types ask of a chunk (in order) whose answer it refuses, or None."""
+    problem = (_gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
+               or _gemini_members(chunk.get("usageMetadata"), _GEMINI_USAGE_TYPES, "usageMetadata."))
     candidates = chunk.get("candidates")
     feedback = chunk.get("promptFeedback")
     holders = list(candidates) if isinstance(candidates, list) else []
     if isinstance(feedback, dict):
         holders.append(feedback)
-        yield (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
-               "promptFeedback.safetyRatings is not a list")
+        problem = problem or (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
+                              "promptFeedback.safetyRatings is not a list")
     for holder in holders:
+        if problem is not None:
+            return problem
         if holder is not feedback:
-            yield from _gemini_candidate_type_problems(holder)
-        yield from _gemini_holder_type_problems(holder if isinstance(holder, dict) else {})
+            problem = _gemini_candidate_type_problem(holder)
+        problem = problem or _gemini_holder_type_problem(holder if isinstance(holder, dict) else {})
+    return problem
 
 
-def _gemini_candidate_type_problems(candidate: Any) -> Iterator[str | None]:
-    yield _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+def _gemini_candidate_type_problem(candidate: Any) -> str | None:
+    problem = _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
     token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
-    if isinstance(token, str) and not _gemini_is_base64(token):
-        yield "a candidate's continuationToken is not base64"
+    if problem is None and isinstance(token, str) and not _gemini_is_base64(token):
+        return "a candidate's continuationToken is not base64"
+    return problem
 
 
-def _gemini_holder_type_problems(holder: dict) -> Iterator[str | None]:
-    """A candidate's or the prompt feedback's grounding lists and safety ratings."""
+def _gemini_holder_type_problem(holder: dict) -> str | None:
+    """A candidate's or the prompt feedback's grounding lists and safety ratings: the first refused, or None."""
     grounding = holder.get("groundingMetadata")
     for key in _GEMINI_GROUNDING_LISTS if isinstance(grounding, dict) else ():
         if grounding.get(key) is not None and not isinstance(grounding[key], list):
-            yield f"groundingMetadata.{key} is {_describe(grounding[key])}"
+            return f"groundingMetadata.{key} is {_describe(grounding[key])}"
     ratings = holder.get("safetyRatings")
     for rating in ratings if isinstance(ratings, list) else ():
-        yield (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
-               if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+        problem = (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
+                   if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
     """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
-    problem = next(filter(None, _gemini_type_problems(chunk)), None)
+    problem = _gemini_type_problem(chunk)
     if problem is not None:
         return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
     if carries:
@@ -4615,11 +4619,6 @@ def _gemini_has(entry: Any, needs: Mapping) -> bool:
     return isinstance(entry, dict) and all(_gemini_typed(entry.get(key), kind) for key, kind in needs.items())
 
 
-def _vercel_refuses(value: Any, path: tuple[str, ...], how: str, needs: Mapping, lacks: str) -> str | None:
-    """One row of _VERCEL_GEMINI_NEEDS applied to the value at its path: the message, or None."""
-    return _VERCEL_READS[how](value, path, needs, lacks)
-
-
 def _vercel_entries(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
     for entry in value if isinstance(value, list) else ():
         if not _gemini_has(entry, needs):
@@ -4645,25 +4644,32 @@ def _vercel_sources(value: Any, path: tuple[str, ...], needs: Mapping, lacks: st
     return None
 
 
-# How a row of _VERCEL_GEMINI_NEEDS reads its value (see there) -> the reader.
+# How a row of _VERCEL_GEMINI_NEEDS reads its value (see there) -> the reader (see _VERCEL_ROWS).
 _VERCEL_READS: Mapping[str, Callable[[Any, tuple[str, ...], Mapping, str], str | None]] = MappingProxyType({
     "entries": _vercel_entries, "list": _vercel_list, "object": _vercel_object, "sources": _vercel_sources,
 })
 
 
+# The rows of _VERCEL_GEMINI_NEEDS by where they read from, each with its reader looked up once:
+# where -> ((path, reader, needs, lacks), ...); a reader takes (value at the path, path, needs, lacks).
+_VERCEL_ROWS: Mapping[str, tuple[tuple[tuple[str, ...], Callable[..., str | None], Mapping, str], ...]] = \
+    MappingProxyType({side: tuple((path, _VERCEL_READS[how], needs, lacks)
+                                  for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS if where == side)
+                      for side in ("chunk", "candidate")})
+
+
 def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
     """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None."""
-    for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS:
-        if where == "chunk":
-            refused = _vercel_refuses(_gemini_member_at(chunk, path), path, how, needs, lacks)
+    for path, read, needs, lacks in _VERCEL_ROWS["chunk"]:
+        refused = read(_gemini_member_at(chunk, path), path, needs, lacks)
+        if refused is not None:
+            return refused
+    rows = _VERCEL_ROWS["candidate"]
+    for candidate in chunk.get("candidates") or ():
+        for path, read, needs, lacks in rows:
+            refused = read(_gemini_member_at(candidate, path), path, needs, lacks)
             if refused is not None:
                 return refused
-    for candidate in chunk.get("candidates") or ():
-        for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS:
-            if where == "candidate":
-                refused = _vercel_refuses(_gemini_member_at(candidate, path), path, how, needs, lacks)
-                if refused is not None:
-                    return refused
     if _secure_parse_refuses(chunk):
         return "a __proto__ or constructor.prototype member"
     return None
@@ -4678,34 +4684,24 @@ def _gemini_error(error: Any) -> str:
 
 
 def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A candidate: its content (the model's, and its parts in order), the metadata that says a hosted
+    tool was used (once per tool and candidate), its finishReason."""
     content = candidate.get("content")
-    if content is not None:
-        yield from _gemini_content(pos, index, content, cand)
-    yield from _gemini_hosted_metadata(pos, index, candidate, cand)
-    yield from _gemini_finish_reason(pos, index, candidate, cand)
-
-
-def _gemini_content(pos: int, index: int, content: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
-    """A candidate's content: the model's, and its parts in order."""
-    if not isinstance(content, dict):
+    if content is not None and not isinstance(content, dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
                           "not an object", index)
-        return
-    role = content.get("role")
-    parts = content.get("parts")
-    if role is not None and role != "model":
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
-                          "not model", index)
-    elif parts is not None and not isinstance(parts, list):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
-                          "not a list", index)
-    else:
-        for part in parts or ():
-            yield from _gemini_part(pos, index, part, cand)
-
-
-def _gemini_hosted_metadata(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
-    """The metadata that says a hosted tool was used (once per tool and candidate)."""
+    elif content is not None:
+        role = content.get("role")
+        parts = content.get("parts")
+        if role is not None and role != "model":
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
+                              "not model", index)
+        elif parts is not None and not isinstance(parts, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
+                              "not a list", index)
+        else:
+            for part in parts or ():
+                yield from _gemini_part(pos, index, part, cand)
     for member, hosted in _GEMINI_HOSTED_METADATA.items():
         value = candidate.get(member)
         if value is None:
@@ -4716,6 +4712,8 @@ def _gemini_hosted_metadata(pos: int, index: int, candidate: dict, cand: _Gemini
         elif value and hosted not in cand.hosted:
             cand.hosted.add(hosted)
             yield HostedUse(pos, hosted)
+    if candidate.get("finishReason") is not None:
+        yield from _gemini_finish_reason(pos, index, candidate, cand)
 
 
 def _gemini_finish_reason(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
@@ -4740,7 +4738,8 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
                           "not an object", index)
         return
     data = [key for key in part if key in _GEMINI_PART_DATA]
-    problem = _gemini_part_shape(part, index, data)
+    # a part of its data member alone (the usual one) has nothing more to check
+    problem = None if len(part) == 1 and data else _gemini_part_shape(part, index, data)
     if problem is not None:
         yield WireProblem(pos, UNSUPPORTED_EVENT, problem, index)
     elif data:
@@ -4974,16 +4973,12 @@ _GEMINI_VALUE_OK: Mapping[str, Callable[[Any], bool]] = MappingProxyType({
 
 
 def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
-    """Put one partialArgs entry into the object; (code, message) when it cannot be placed."""
-    problem, read = _gemini_read_piece(piece, call.max_depth)
-    return problem if read is None else _gemini_insert(call, *read)
-
-
-def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
-    """Check one partialArgs entry on its own: ((code, message), None), or (None, (path, kind,
-    value, willContinue)) for _gemini_insert."""
-    problem, path = _gemini_piece_path(piece, max_depth)
-    return (problem, None) if problem is not None else _gemini_piece_value(piece, path)
+    """Put one partialArgs entry into the object; (code, message) when it cannot be placed (checked on
+    its own first: where it goes, then what it holds, as (path, kind, value, willContinue))."""
+    problem, path = _gemini_piece_path(piece, call.max_depth)
+    if problem is None:
+        problem, read = _gemini_piece_value(piece, path)
+    return problem if problem is not None else _gemini_insert(call, *read)
 
 
 def _gemini_piece_path(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
