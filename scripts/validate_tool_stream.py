@@ -6043,16 +6043,7 @@ class OllamaNormalizer:
             else:
                 yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a line after the line with \"done\": true")
             return
-        yield from self._line(pos, chunk)
-        if done:
-            self.done = True
-            reason = chunk.get("done_reason")
-            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
-                # the server leaves done_reason out when it is "" (its connection to the model closed)
-                yield TurnEnd(pos, "" if reason is None else reason)
-
-    def _line(self, pos: int, chunk: dict) -> Iterator[NeutralEvent]:
-        """A line's message, when every reader reads the line as it stands."""
+        # the line's message, when every reader reads the line as it stands
         message = chunk.get("message")
         wrong = (f"message is {_describe(message)}, not an object" if not isinstance(message, dict)
                  else _ollama_wrong_type(chunk, _OLLAMA_LINE_TYPES, "")
@@ -6071,6 +6062,12 @@ class OllamaNormalizer:
                               "cannot read it")
         else:
             yield from self._message(pos, message)
+        if done:
+            self.done = True
+            reason = chunk.get("done_reason")
+            if self.opened and isinstance(reason, (str, type(None))):   # "stop" ends text turns too
+                # the server leaves done_reason out when it is "" (its connection to the model closed)
+                yield TurnEnd(pos, "" if reason is None else reason)
 
     def _message(self, pos: int, message: dict) -> Iterator[NeutralEvent]:
         for key, value in message.items():
