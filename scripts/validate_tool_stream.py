@@ -1506,11 +1506,9 @@ def _ending(pos: int, table: Mapping[tuple[str, str], tuple[str, str | None]], p
                    [WireProblem(pos, DELTA_AFTER_TERMINAL, wrong.format(event=event, token=_token(event)))])
 
 
-def _event_type(pos: int, event: Any) -> tuple[str | None, list[WireProblem]]:
-    """An event's "type", or None and the finding when it is not an object with a string "type"."""
-    if isinstance(event, dict) and isinstance(event.get("type"), str):
-        return event["type"], []
-    return None, [WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")]
+def _untyped(pos: int, event: Any) -> WireProblem:
+    """The finding for an event that is not an object with a string "type" (the room checks that inline)."""
+    return WireProblem(pos, UNSUPPORTED_EVENT, f"event is {_describe(event)} without a string \"type\"")
 
 
 class _EventRoom(_Record):
@@ -1520,7 +1518,8 @@ class _EventRoom(_Record):
     (see _ending) with steps, {event type: its step}, and `other`, the step of any other type;
     handlers: {event type: handler(pos, event type, event, state)}, and `default`, the handler
     of any other type (None: nothing to read); screen: an optional check of every event between
-    its opening and its ending.  The room's state has the members `opening` and `ending`.
+    its opening and its ending (its finding, or None).  The room's state has the members `opening`
+    and `ending`.
     """
 
     __slots__ = ("start", "ending", "steps", "other", "handlers", "default", "screen")
@@ -1529,34 +1528,47 @@ class _EventRoom(_Record):
                  steps: Mapping[str, str], other: str,
                  handlers: Mapping[str, Callable[..., Iterator[NeutralEvent]] | None],
                  default: Callable[..., Iterator[NeutralEvent]] | None = None,
-                 screen: Callable[[int, str, Any], Iterator[NeutralEvent]] | None = None) -> None:
+                 screen: Callable[[int, str, Any], WireProblem | None] | None = None) -> None:
         self.start, self.ending, self.steps, self.other = start, ending, steps, other
         self.handlers, self.default, self.screen = handlers, default, screen
 
-    def opening(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+    def opening(self, pos: int, kind: str, state: Any) -> Iterable[WireProblem]:
         """The opening after an event of this type: an event before the start is said once."""
-        state.opening, wrong = _opening(pos, state.opening, kind, self.start)
-        return wrong
+        phase = state.opening
+        state.opening, wrong = _OPENING[(phase, kind == self.start)]
+        return () if wrong is None else _opening(pos, phase, kind, self.start)[1]
 
-    def late(self, pos: int, kind: str, state: Any) -> list[WireProblem]:
+    def late(self, pos: int, kind: str, state: Any) -> Iterable[WireProblem]:
         """The ending after an event of this type: one after the turn's end is delta_after_terminal."""
-        state.ending, late = _ending(pos, self.ending, state.ending, self.steps.get(kind, self.other), kind)
-        return late
+        phase, step = state.ending, self.steps.get(kind, self.other)
+        state.ending, late = self.ending[(phase, step)]
+        return () if late is None else _ending(pos, self.ending, phase, step, kind)[1]
 
-    def dispatch(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
-        handler = self.handlers.get(kind, self.default)
-        return handler(pos, kind, event, state) if handler is not None else iter(())
-
-    def read(self, pos: int, kind: str, event: Any, state: Any) -> Iterator[NeutralEvent]:
+    def read(self, pos: int, kind: str, event: Any, state: Any) -> Iterable[NeutralEvent]:
         """The steps every such room takes with a known event: its opening, its screen, its ending,
-        then its handler unless it came too late."""
-        yield from self.opening(pos, kind, state)
-        if self.screen is not None:
-            yield from self.screen(pos, kind, event)
-        late = self.late(pos, kind, state)
-        yield from late
-        if not late:
-            yield from self.dispatch(pos, kind, event, state)
+        then its handler unless it came too late.  The usual event, which none of the first three
+        finds wrong, costs this one call and its handler's (the tables are read here)."""
+        opening, ending = state.opening, state.ending
+        state.opening, wrong = _OPENING[(opening, kind == self.start)]
+        screened = None if self.screen is None else self.screen(pos, kind, event)
+        step = self.steps.get(kind, self.other)
+        state.ending, late = self.ending[(ending, step)]
+        handler = self.handlers.get(kind, self.default) if late is None else None
+        handled = () if handler is None else handler(pos, kind, event, state)
+        if wrong is None and screened is None and late is None:
+            return handled
+        return self._said(pos, kind, (opening, ending, step), screened, handled)
+
+    def _said(self, pos: int, kind: str, phases: tuple[str, str, str], screened: WireProblem | None,
+              handled: Iterable[NeutralEvent]) -> Iterator[NeutralEvent]:
+        """What read() says of an event before its handler's events: the opening's, the screen's, the
+        ending's finding (phases: the opening and ending phases it found, and the event's step)."""
+        opening, ending, step = phases
+        yield from _opening(pos, opening, kind, self.start)[1]
+        if screened is not None:
+            yield screened
+        yield from _ending(pos, self.ending, ending, step, kind)[1]
+        yield from handled
 
 
 class TurnRules(_FrozenRecord):
@@ -2458,10 +2470,10 @@ class AnthropicNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        kind, untyped = _event_type(pos, event)
-        if kind is None:
-            yield from untyped
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield _untyped(pos, event)
             return
+        kind = event["type"]
         if kind == "ping":   # opens nothing; late only after message_stop
             yield from _ANTHROPIC_ROOM.late(pos, kind, state)
             return
@@ -2568,24 +2580,23 @@ def _anthropic_block_stop(pos: int, index: int, block: list) -> Iterator[Neutral
     block[1] = True
 
 
-def _anthropic_block_delta(pos: int, index: int, event: dict, block: list) -> Iterator[NeutralEvent]:
-    """A delta of a reviewed block: of its own type; a tool_use block's partial_json is a fragment."""
+def _anthropic_block_delta(pos: int, index: int, event: dict, block: list) -> tuple[NeutralEvent, ...]:
+    """A delta of a reviewed block: of its own type; a tool_use block's partial_json is a fragment.
+    (The events as a tuple: one call per delta, no generator.)"""
     block_type, stopped = block
     delta = event.get("delta")
     delta_type = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
     if delta_type not in _BLOCK_DELTAS[block_type]:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
-                          f"{block_type} block ({index})", None, index)
-        return
+        return (WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(delta_type)} does not belong to a "
+                            f"{block_type} block ({index})", None, index),)
     if block_type != "tool_use":
-        if stopped:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{delta_type} after block {index} stopped", None, index)
-        return
+        return ((WireProblem(pos, DELTA_AFTER_TERMINAL, f"{delta_type} after block {index} stopped", None, index),)
+                if stopped else ())
     partial = delta.get("partial_json")
     if not isinstance(partial, str):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"partial_json is {_describe(partial)}, not a string", None, index)
-        return
-    yield Fragment(pos, (None, index), None, None, partial)
+        return (WireProblem(pos, UNSUPPORTED_EVENT, f"partial_json is {_describe(partial)}, not a string", None,
+                            index),)
+    return (Fragment(pos, (None, index), None, None, partial),)
 
 
 def _anthropic_block_start(pos: int, index: int, event: dict, state: _AnthropicState) -> Iterator[NeutralEvent]:
@@ -3251,10 +3262,10 @@ class ResponsesNormalizer:
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
-        kind, untyped = _event_type(pos, event)
-        if kind is None:
-            yield from untyped
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield _untyped(pos, event)
             return
+        kind = event["type"]
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
@@ -3271,7 +3282,9 @@ class ResponsesNormalizer:
         if kind in _RESPONSES_SNAPSHOTS:
             yield from _responses_snapshot(pos, kind, event, state)
         yield from _RESPONSES_ROOM.opening(pos, kind, state)   # an event before response.created: said once
-        yield from _RESPONSES_ROOM.dispatch(pos, kind, event, state)
+        handler = _RESPONSES_ROOM.handlers.get(kind, _RESPONSES_ROOM.default)
+        if handler is not None:
+            yield from handler(pos, kind, event, state)
 
 
 def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -4410,10 +4423,7 @@ class GeminiNormalizer:
         problem = _gemini_shape_problem(chunk, carries)
         if problem is not None:
             yield WireProblem(pos, *problem)
-        yield from self._candidates(pos, candidates)
-
-    def _candidates(self, pos: int, candidates: list) -> Iterator[NeutralEvent]:
-        """A chunk's candidates, each read into the state of its index (calls only in the first)."""
+        # the candidates, each read into the state of its index (calls only in the first)
         seen: set[int] = set()
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
@@ -4536,45 +4546,52 @@ _GEMINI_GROUNDING_LISTS = ("webSearchQueries", "imageSearchQueries", "retrievalQ
                            "groundingSupports")
 
 
-def _gemini_type_problems(chunk: dict) -> Iterator[str | None]:
-    """Each question google-genai's types ask of a chunk, in order: what it refuses, or None (asked lazily)."""
-    yield _gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
-    yield _gemini_members(chunk.get("usageMetadata"), _GEMINI_USAGE_TYPES, "usageMetadata.")
+def _gemini_type_problem(chunk: dict) -> str | None:
+    """The first question google-genai's types ask of a chunk (in order) whose answer it refuses, or None."""
+    problem = (_gemini_members(chunk, _GEMINI_CHUNK_TYPES, "")
+               or _gemini_members(chunk.get("usageMetadata"), _GEMINI_USAGE_TYPES, "usageMetadata."))
     candidates = chunk.get("candidates")
     feedback = chunk.get("promptFeedback")
     holders = list(candidates) if isinstance(candidates, list) else []
     if isinstance(feedback, dict):
         holders.append(feedback)
-        yield (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
-               "promptFeedback.safetyRatings is not a list")
+        problem = problem or (None if isinstance(feedback.get("safetyRatings"), (list, type(None))) else
+                              "promptFeedback.safetyRatings is not a list")
     for holder in holders:
+        if problem is not None:
+            return problem
         if holder is not feedback:
-            yield from _gemini_candidate_type_problems(holder)
-        yield from _gemini_holder_type_problems(holder if isinstance(holder, dict) else {})
+            problem = _gemini_candidate_type_problem(holder)
+        problem = problem or _gemini_holder_type_problem(holder if isinstance(holder, dict) else {})
+    return problem
 
 
-def _gemini_candidate_type_problems(candidate: Any) -> Iterator[str | None]:
-    yield _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
+def _gemini_candidate_type_problem(candidate: Any) -> str | None:
+    problem = _gemini_members(candidate, _GEMINI_CANDIDATE_TYPES, "a candidate's ")
     token = candidate.get("continuationToken") if isinstance(candidate, dict) else None
-    if isinstance(token, str) and not _gemini_is_base64(token):
-        yield "a candidate's continuationToken is not base64"
+    if problem is None and isinstance(token, str) and not _gemini_is_base64(token):
+        return "a candidate's continuationToken is not base64"
+    return problem
 
 
-def _gemini_holder_type_problems(holder: dict) -> Iterator[str | None]:
-    """A candidate's or the prompt feedback's grounding lists and safety ratings."""
+def _gemini_holder_type_problem(holder: dict) -> str | None:
+    """A candidate's or the prompt feedback's grounding lists and safety ratings: the first refused, or None."""
     grounding = holder.get("groundingMetadata")
     for key in _GEMINI_GROUNDING_LISTS if isinstance(grounding, dict) else ():
         if grounding.get(key) is not None and not isinstance(grounding[key], list):
-            yield f"groundingMetadata.{key} is {_describe(grounding[key])}"
+            return f"groundingMetadata.{key} is {_describe(grounding[key])}"
     ratings = holder.get("safetyRatings")
     for rating in ratings if isinstance(ratings, list) else ():
-        yield (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
-               if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+        problem = (_gemini_members(rating, _GEMINI_RATING_TYPES, "a safety rating's ")
+                   if isinstance(rating, dict) else f"a safety rating is {_describe(rating)}")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
     """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
-    problem = next(filter(None, _gemini_type_problems(chunk)), None)
+    problem = _gemini_type_problem(chunk)
     if problem is not None:
         return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
     if carries:
@@ -4620,11 +4637,6 @@ def _gemini_has(entry: Any, needs: Mapping) -> bool:
     return isinstance(entry, dict) and all(_gemini_typed(entry.get(key), kind) for key, kind in needs.items())
 
 
-def _vercel_refuses(value: Any, path: tuple[str, ...], how: str, needs: Mapping, lacks: str) -> str | None:
-    """One row of _VERCEL_GEMINI_NEEDS applied to the value at its path: the message, or None."""
-    return _VERCEL_READS[how](value, path, needs, lacks)
-
-
 def _vercel_entries(value: Any, path: tuple[str, ...], needs: Mapping, lacks: str) -> str | None:
     for entry in value if isinstance(value, list) else ():
         if not _gemini_has(entry, needs):
@@ -4650,25 +4662,32 @@ def _vercel_sources(value: Any, path: tuple[str, ...], needs: Mapping, lacks: st
     return None
 
 
-# How a row of _VERCEL_GEMINI_NEEDS reads its value (see there) -> the reader.
+# How a row of _VERCEL_GEMINI_NEEDS reads its value (see there) -> the reader (see _VERCEL_ROWS).
 _VERCEL_READS: Mapping[str, Callable[[Any, tuple[str, ...], Mapping, str], str | None]] = MappingProxyType({
     "entries": _vercel_entries, "list": _vercel_list, "object": _vercel_object, "sources": _vercel_sources,
 })
 
 
+# The rows of _VERCEL_GEMINI_NEEDS by where they read from, each with its reader looked up once:
+# where -> ((path, reader, needs, lacks), ...); a reader takes (value at the path, path, needs, lacks).
+_VERCEL_ROWS: Mapping[str, tuple[tuple[tuple[str, ...], Callable[..., str | None], Mapping, str], ...]] = \
+    MappingProxyType({side: tuple((path, _VERCEL_READS[how], needs, lacks)
+                                  for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS if where == side)
+                      for side in ("chunk", "candidate")})
+
+
 def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
     """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None."""
-    for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS:
-        if where == "chunk":
-            refused = _vercel_refuses(_gemini_member_at(chunk, path), path, how, needs, lacks)
+    for path, read, needs, lacks in _VERCEL_ROWS["chunk"]:
+        refused = read(_gemini_member_at(chunk, path), path, needs, lacks)
+        if refused is not None:
+            return refused
+    rows = _VERCEL_ROWS["candidate"]
+    for candidate in chunk.get("candidates") or ():
+        for path, read, needs, lacks in rows:
+            refused = read(_gemini_member_at(candidate, path), path, needs, lacks)
             if refused is not None:
                 return refused
-    for candidate in chunk.get("candidates") or ():
-        for where, path, how, needs, lacks in _VERCEL_GEMINI_NEEDS:
-            if where == "candidate":
-                refused = _vercel_refuses(_gemini_member_at(candidate, path), path, how, needs, lacks)
-                if refused is not None:
-                    return refused
     if _secure_parse_refuses(chunk):
         return "a __proto__ or constructor.prototype member"
     return None
@@ -4683,34 +4702,24 @@ def _gemini_error(error: Any) -> str:
 
 
 def _gemini_candidate(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A candidate: its content (the model's, and its parts in order), the metadata that says a hosted
+    tool was used (once per tool and candidate), its finishReason."""
     content = candidate.get("content")
-    if content is not None:
-        yield from _gemini_content(pos, index, content, cand)
-    yield from _gemini_hosted_metadata(pos, index, candidate, cand)
-    yield from _gemini_finish_reason(pos, index, candidate, cand)
-
-
-def _gemini_content(pos: int, index: int, content: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
-    """A candidate's content: the model's, and its parts in order."""
-    if not isinstance(content, dict):
+    if content is not None and not isinstance(content, dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} content is {_describe(content)}, "
                           "not an object", index)
-        return
-    role = content.get("role")
-    parts = content.get("parts")
-    if role is not None and role != "model":
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
-                          "not model", index)
-    elif parts is not None and not isinstance(parts, list):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
-                          "not a list", index)
-    else:
-        for part in parts or ():
-            yield from _gemini_part(pos, index, part, cand)
-
-
-def _gemini_hosted_metadata(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
-    """The metadata that says a hosted tool was used (once per tool and candidate)."""
+    elif content is not None:
+        role = content.get("role")
+        parts = content.get("parts")
+        if role is not None and role != "model":
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"candidate {index} content has role {_token(role)}, "
+                              "not model", index)
+        elif parts is not None and not isinstance(parts, list):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"candidate {index} parts is {_describe(parts)}, "
+                              "not a list", index)
+        else:
+            for part in parts or ():
+                yield from _gemini_part(pos, index, part, cand)
     for member, hosted in _GEMINI_HOSTED_METADATA.items():
         value = candidate.get(member)
         if value is None:
@@ -4721,6 +4730,8 @@ def _gemini_hosted_metadata(pos: int, index: int, candidate: dict, cand: _Gemini
         elif value and hosted not in cand.hosted:
             cand.hosted.add(hosted)
             yield HostedUse(pos, hosted)
+    if candidate.get("finishReason") is not None:
+        yield from _gemini_finish_reason(pos, index, candidate, cand)
 
 
 def _gemini_finish_reason(pos: int, index: int, candidate: dict, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
@@ -4745,7 +4756,8 @@ def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Ite
                           "not an object", index)
         return
     data = [key for key in part if key in _GEMINI_PART_DATA]
-    problem = _gemini_part_shape(part, index, data)
+    # a part of its data member alone (the usual one) has nothing more to check
+    problem = None if len(part) == 1 and data else _gemini_part_shape(part, index, data)
     if problem is not None:
         yield WireProblem(pos, UNSUPPORTED_EVENT, problem, index)
     elif data:
@@ -4979,16 +4991,12 @@ _GEMINI_VALUE_OK: Mapping[str, Callable[[Any], bool]] = MappingProxyType({
 
 
 def _gemini_place(piece: Any, call: _GeminiCall) -> tuple[str, str] | None:
-    """Put one partialArgs entry into the object; (code, message) when it cannot be placed."""
-    problem, read = _gemini_read_piece(piece, call.max_depth)
-    return problem if read is None else _gemini_insert(call, *read)
-
-
-def _gemini_read_piece(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
-    """Check one partialArgs entry on its own: ((code, message), None), or (None, (path, kind,
-    value, willContinue)) for _gemini_insert."""
-    problem, path = _gemini_piece_path(piece, max_depth)
-    return (problem, None) if problem is not None else _gemini_piece_value(piece, path)
+    """Put one partialArgs entry into the object; (code, message) when it cannot be placed (checked on
+    its own first: where it goes, then what it holds, as (path, kind, value, willContinue))."""
+    problem, path = _gemini_piece_path(piece, call.max_depth)
+    if problem is None:
+        problem, read = _gemini_piece_value(piece, path)
+    return problem if problem is not None else _gemini_insert(call, *read)
 
 
 def _gemini_piece_path(piece: Any, max_depth: int) -> tuple[tuple[str, str] | None, tuple | None]:
@@ -5588,12 +5596,13 @@ class CohereNormalizer:
         yield from _COHERE_ROOM.read(pos, kind, event, state)
 
 
-def _cohere_refused(pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
+def _cohere_refused(pos: int, kind: str, event: dict) -> WireProblem | None:
     """An event the Vercel AI SDK's parser refuses: it goes on without it."""
-    if _secure_parse_refuses(event):
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
-                          "Vercel AI SDK drops such an event and reads the turn without it")
-        # then read as the other readers read it (as on gemini): the report shows what was sent
+    if not _secure_parse_refuses(event):
+        return None
+    # then read as the other readers read it (as on gemini): the report shows what was sent
+    return WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
+                       "Vercel AI SDK drops such an event and reads the turn without it")
 
 
 def _cohere_tool_calls(event: dict) -> Any:
@@ -5654,19 +5663,20 @@ def _cohere_call_end(pos: int, index: int, event: dict, state: _CohereState) -> 
     yield SlotEnd(pos, (None, index))
 
 
-def _cohere_call_delta(pos: int, index: int, call: dict, state: _CohereState) -> Iterator[NeutralEvent]:
-    """A tool-call-delta: only a piece of function.arguments, for the call that is streaming."""
+def _cohere_call_delta(pos: int, index: int, call: dict, state: _CohereState) -> tuple[NeutralEvent, ...]:
+    """A tool-call-delta: only a piece of function.arguments, for the call that is streaming.
+    (The events as a tuple: one call per delta, no generator.)"""
     function = call.get("function")
     text = function.get("arguments") if isinstance(function, dict) else None
     if _stated(call) != {"function"} or not isinstance(function, dict) or _stated(function) != {"arguments"} \
             or not isinstance(text, str):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
-                          "function.arguments, a string (an id or name there is not reviewed)", None, index)
-        return
+        return (WireProblem(pos, UNSUPPORTED_EVENT, f"tool-call-delta of call {index} must carry only "
+                            "function.arguments, a string (an id or name there is not reviewed)", None, index),)
+    fragment = Fragment(pos, (None, index), None, None, text)
     if index in state.started and state.open not in (None, index):
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
-                          "streaming: the Vercel AI SDK appends it to the pending call", None, index)
-    yield Fragment(pos, (None, index), None, None, text)
+        return (WireProblem(pos, UNEXPECTED_EVENT, f"tool-call-delta for call {index} while call {state.open} is "
+                            "streaming: the Vercel AI SDK appends it to the pending call", None, index), fragment)
+    return (fragment,)
 
 
 def _stated(members: dict) -> set:
