@@ -1797,6 +1797,8 @@ def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
 # Delta members that are tool-related and handled (or harmless when null); any other member
 # whose name mentions a tool or function is a tool shape this tool cannot read.
 _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id", "executed_tools"})
+# A delta of only these members has nothing for _delta to report but what tool_calls holds.
+_PLAIN_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls"})
 # Groq's hosted tools (groq/compound): delta.executed_tools entries {index, type, arguments,
 # output, search_results...}.  Groq ran them; each is sent twice with one index (when it starts,
 # then with its output) and counted once.  Reviewed `type` -> hosted name; other types, which no
@@ -1944,6 +1946,13 @@ class ChatNormalizer:
         delta = choice.get("delta")
         if delta is not None and not isinstance(delta, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
+        elif isinstance(delta, dict) and _PLAIN_DELTA_KEYS.issuperset(delta):   # the usual delta, read here
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                for entry in calls:
+                    yield from self._tool_entry(pos, cidx, entry)
+            elif calls is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
         elif isinstance(delta, dict):
             yield from self._delta(pos, cidx, delta)
         message = choice.get("message")
