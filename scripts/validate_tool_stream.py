@@ -5884,11 +5884,14 @@ def _ollama_wrong_entry(chunk: dict, message: dict) -> str | None:
     if message.get("images"):
         return "message.images is not empty (an assistant line has none; ollama-python refuses its entries)"
     for entry in chunk.get("logprobs") or ():
-        for item in [entry] + list(entry.get("top_logprobs") or () if isinstance(entry, dict) else ()):
+        top = entry.get("top_logprobs") if isinstance(entry, dict) else None
+        if top and isinstance(top, (int, float)):   # a number has no entries to read (a bool is an int)
+            return "a logprobs entry's top_logprobs is not a list"
+        for item in [entry] + list(top or ()):
             if not (isinstance(item, dict) and isinstance(item.get("token"), str)
                     and isinstance(item.get("logprob"), (int, float)) and not isinstance(item.get("logprob"), bool)):
                 return "a logprobs entry is not {\"token\": string, \"logprob\": number}"
-        if isinstance(entry.get("top_logprobs"), (str, dict, int, float, bool)):
+        if isinstance(top, (str, dict, int, float, bool)):
             return "a logprobs entry's top_logprobs is not a list"
     return None
 

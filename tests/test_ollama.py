@@ -163,6 +163,15 @@ class CallShapes(unittest.TestCase):
             {"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -2}]}])
         self.assertEqual(judge([real, done()])["status"], "pass")
 
+    def test_a_number_for_top_logprobs_is_a_finding_not_an_internal_error(self):
+        # found by the renovation's review: list(1) raised TypeError in the check, so the CLI said
+        # "internal error" and the library's feed() raised
+        for top in (1, -1, 1.5, True):
+            with self.subTest(top_logprobs=top):
+                bad = dict(line(entry()), logprobs=[{"token": "a", "logprob": -1, "top_logprobs": top}])
+                report = self.blocked([bad, done()], {"unsupported_event"})
+                self.assertIn("top_logprobs is not a list", report["findings"][0]["message"])
+
     def test_a_nel_anywhere_in_a_line(self):
         for chunk in (line(entry(args={"a": 1, "n\x85": 2})), line(content="a\x85b"),
                       dict(line(entry()), model="m\x85")):
