@@ -9662,7 +9662,11 @@ def _out_of_stack_report() -> dict[str, Any]:
 
 def request_context(profile: str, request: Any) -> RequestContext | None:
     """The envelope's request block as a RequestContext (None when absent); RequestError if malformed."""
-    return _request_context(PROFILES[profile], request)
+    row = PROFILES.get(profile) if isinstance(profile, str) else None
+    if row is None and request is not None:
+        _request_members(request, "\"request\"", REQUEST_KEYS)   # a malformed block is said first
+        raise KeyError(profile)
+    return None if row is None else _request_context(row, request)
 
 
 def _request_context(row: Profile, request: Any) -> RequestContext | None:
