@@ -1366,6 +1366,17 @@ class ClaimsAreExclusive(unittest.TestCase):
         self.assertGreater(len(claimants(hybrid)), 1)
         self.assertIsNone(vts._profile_of(hybrid))   # claimed twice: capture cannot tell, and names no family
 
+    def test_a_payload_two_other_families_claim_is_refused_naming_both(self):
+        # found by the renovation's review: without an order of families, such a payload was taken as
+        # the profile's own; it is refused unless one of the families claiming it is the profile's
+        body = b'data: {"choices": [], "candidates": []}\n\n'
+        code, out, err = run_cli("capture", "--profile", "openai-responses", "-", stdin=body)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("line 1: this body looks like chat or gemini payloads, not openai-responses: use --profile "
+                      "openai or --profile mistral or --profile gemini", err)
+        code, out, err = run_cli("capture", "--profile", "gemini", "-", stdin=body)
+        self.assertEqual(code, 0, err)
+
 
 if __name__ == "__main__":
     unittest.main()
