@@ -1797,7 +1797,7 @@ def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
 # Delta members that are tool-related and handled (or harmless when null); any other member
 # whose name mentions a tool or function is a tool shape this tool cannot read.
 _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id", "executed_tools"})
-# A delta of only these members has nothing for _delta to report but what tool_calls holds.
+# A delta of only these members has nothing for ChatNormalizer._delta to report (its tool_calls are read apart).
 _PLAIN_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls"})
 # Groq's hosted tools (groq/compound): delta.executed_tools entries {index, type, arguments,
 # output, search_results...}.  Groq ran them; each is sent twice with one index (when it starts,
@@ -1946,15 +1946,15 @@ class ChatNormalizer:
         delta = choice.get("delta")
         if delta is not None and not isinstance(delta, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not an object", cidx)
-        elif isinstance(delta, dict) and _PLAIN_DELTA_KEYS.issuperset(delta):   # the usual delta, read here
+        elif isinstance(delta, dict):
+            if not _PLAIN_DELTA_KEYS.issuperset(delta):   # the usual delta has nothing for _delta to say
+                yield from self._delta(pos, cidx, delta)
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
                 for entry in calls:
                     yield from self._tool_entry(pos, cidx, entry)
             elif calls is not None:
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
-        elif isinstance(delta, dict):
-            yield from self._delta(pos, cidx, delta)
         message = choice.get("message")
         if isinstance(message, dict) and message.get("tool_calls"):
             yield SnapshotCall(pos, cidx)  # some gateways repeat a snapshot; a call only there is not streamed
@@ -1962,7 +1962,8 @@ class ChatNormalizer:
             yield from self._finish_reason(pos, cidx, choice, restating)
 
     def _delta(self, pos: int, cidx: int, delta: dict) -> Iterator[NeutralEvent]:
-        """A choice's delta: its tool calls, Groq's executed tools, and tool-like members it does not read."""
+        """A choice's delta, but its tool_calls (_choice reads them after this): Groq's executed tools, and
+        tool-like members it does not read."""
         if delta.get("function_call") is not None:
             yield WireProblem(pos, UNSUPPORTED_EVENT, "legacy delta.function_call is not supported; "
                               "use tool_calls", cidx)
@@ -1972,12 +1973,6 @@ class ChatNormalizer:
                                   "in a shape this tool does not translate", cidx)
         if delta.get("executed_tools") is not None:
             yield from self._executed_tools(pos, cidx, delta["executed_tools"])
-        calls = delta.get("tool_calls")
-        if calls is not None and not isinstance(calls, list):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta.tool_calls is {_describe(calls)}, not a list", cidx)
-        elif calls:
-            for entry in calls:
-                yield from self._tool_entry(pos, cidx, entry)
 
     def _finish_reason(self, pos: int, cidx: int, choice: dict, restating: bool) -> Iterator[NeutralEvent]:
         """A choice's finish_reason ends it; what follows a finish is for _after_finish."""
@@ -7313,19 +7308,6 @@ def _rx_complement(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int]
     if nxt <= _RX_MAX_CP:
         out.append((nxt, _RX_MAX_CP))
     return tuple(out)
-
-
-def _rx_overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
-    """Whether two normalized range lists share a code point (linear merge)."""
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][1] < b[j][0]:
-            i += 1
-        elif b[j][1] < a[i][0]:
-            j += 1
-        else:
-            return True
-    return False
 
 
 class _RxError(ValueError):
