@@ -1461,20 +1461,22 @@ def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
 def _secure_parse_refuses(value: Any) -> bool:
     """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
     __proto__ member, or a constructor member holding prototype, at any depth."""
-    stack: list = [value]
-    seen: set[int] = set()   # a value fed by a library caller may refer to itself
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list = [value]      # only objects and arrays are ever pushed
+    seen: set[int] = set()     # a value fed by a library caller may refer to itself
     while stack:
         node = stack.pop()
-        if isinstance(node, (dict, list)):
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if isinstance(node, dict):
             if "__proto__" in node or isinstance(node.get("constructor"), dict) and "prototype" in node["constructor"]:
                 return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+            node = node.values()
+        for item in node:
+            if isinstance(item, (dict, list)):
+                stack.append(item)
     return False
 
 
@@ -1910,6 +1912,47 @@ class ChatNormalizer:
         restating = len(choices) == 1 and isinstance(chunk.get("usage"), dict)
         for choice in choices:
             yield from self._choice(pos, choice, restating)
+
+    def plain_fragment(self, chunk: Any) -> tuple[SlotKey, str, str] | None:
+        """(slot key, text, FUNCTION) when the chunk only adds arguments text to a call already
+        begun: one choice, not finished, whose delta holds one tool_calls entry with no id and no
+        name, of a chunk that says what every chunk before it said about "object".
+
+        Such chunks are nearly every chunk of a long stream.  This answers the question
+        without building events and changes no state; translate() would emit exactly
+        Fragment(pos, key, None or "", None or "", text, FUNCTION) for it.  None is always a
+        safe answer: the gate then takes the general path.
+        """
+        if type(chunk) is not dict or "error" in chunk:
+            return None
+        kind = chunk.get("object", _ABSENT)
+        if not (kind == _CHUNK_OBJECT if self.typed else kind is _ABSENT and self.untyped is not None):
+            return None   # _object would have something to say, or to note
+        try:  # subscripts, not get(): this runs for nearly every chunk
+            choices = chunk["choices"]
+            if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
+                return None
+            choice = choices[0]
+            cidx, delta = choice["index"], choice["delta"]
+            if type(cidx) is not int or cidx < 0 or type(delta) is not dict:
+                return None
+            calls = delta["tool_calls"]
+            if type(calls) is not list or len(calls) != 1 or type(calls[0]) is not dict:
+                return None
+            entry = calls[0]
+            index, function = entry["index"], entry["function"]
+            if type(index) is not int or index < 0 or type(function) is not dict:
+                return None
+            text = function["arguments"]
+        except KeyError:
+            return None
+        if (type(text) is not str or entry.get("id") not in (None, "") or function.get("name") not in (None, "")
+                or entry.get("type") not in (None, FUNCTION) or entry.get("custom") is not None
+                or not _PLAIN_DELTA_KEYS.issuperset(delta) or choice.get("finish_reason") not in (None, "")
+                or "message" in choice or cidx in self.finished or (cidx, index) in self.whole
+                or self.next_free.get(cidx, 0) <= index):
+            return None
+        return (cidx, index), text, FUNCTION
 
     def _object(self, pos: int, kind: Any, choices: list) -> Iterator[NeutralEvent]:
         """openai-python's stream helper drops every chunk whose object is not "chat.completion.chunk".
@@ -9575,7 +9618,7 @@ class StreamGate:
             return
         self._position = at + 1   # taken first: an exception from the item shifts no later position
         hit = plain(item)
-        if hit is None or not append(hit[0], hit[1]):
+        if hit is None or not append(*hit):
             if type(item) is FragmentRun:
                 self._position = self._feed_run(item, at)
             else:

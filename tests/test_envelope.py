@@ -8,6 +8,7 @@ same input: every bundled fixture, re-laid-out, and inputs built to land batch
 boundaries inside strings, nested values and broken JSON.
 """
 
+import contextlib
 import json
 import unittest
 from unittest import mock
@@ -25,9 +26,17 @@ def canonical(data: bytes) -> dict:
         return vts.validate_bytes(data)
 
 
+def plain_fragment_readers():
+    """The normalizer classes of PROFILES that have a plain_fragment() fast path."""
+    classes = {type(row.wire.normalizer(vts.Limits())) for row in vts.PROFILES.values()}
+    return sorted((cls for cls in classes if hasattr(cls, "plain_fragment")), key=lambda cls: cls.__name__)
+
+
 def without_plain_fragments(data: bytes) -> dict:
     """validate_bytes with every plain_fragment() fast path answering None."""
-    with mock.patch.object(vts.AnthropicNormalizer, "plain_fragment", lambda self, event: None):
+    with contextlib.ExitStack() as stack:
+        for cls in plain_fragment_readers():
+            stack.enter_context(mock.patch.object(cls, "plain_fragment", lambda self, item: None))
         return vts.validate_bytes(data)
 
 
@@ -77,6 +86,7 @@ class BundledFixtures(unittest.TestCase):
                     self.assertEqual(vts.validate_bytes(data), expected[relpath])
 
     def test_plain_fragment_path_changes_nothing(self):
+        self.assertEqual([cls.__name__ for cls in plain_fragment_readers()], ["AnthropicNormalizer", "ChatNormalizer"])
         for relpath in fixture_paths():
             data, _ = load_fixture(relpath)
             with self.subTest(fixture=relpath):
@@ -331,6 +341,91 @@ class PlainFragments(unittest.TestCase):
         many.feed_all(events)
         self.assertEqual(one.finish(), many.finish())
         self.assertEqual(one.finish()["status"], "pass")
+
+
+def chat_chunk(entries=None, finish=None, choice=0, **members):
+    delta = {} if entries is None else {"tool_calls": entries}
+    return {"object": "chat.completion.chunk", **members,
+            "choices": [{"index": choice, "delta": delta, "finish_reason": finish}]}
+
+
+def chat_piece(text, index=0, **members):
+    return {"index": index, "function": {"arguments": text}, **members}
+
+
+CHAT_OPENING = chat_chunk([{"index": 0, "id": "call_1", "type": "function",
+                            "function": {"name": "save", "arguments": ""}}])
+
+
+class ChatPlainFragments(unittest.TestCase):
+    """The chat normalizer's plain_fragment() answers only for a chunk whose one effect is text for a
+    call already begun; on any other chunk the general path decides, and the verdict is the same."""
+
+    def test_answers_for_the_plain_chunk_only(self):
+        normalizer = vts.ChatNormalizer(mistral=False)
+        plain = chat_chunk([chat_piece("{")])
+        self.assertIsNone(normalizer.plain_fragment(plain))       # no call begun yet
+        list(normalizer.translate(0, CHAT_OPENING))
+        self.assertEqual(normalizer.plain_fragment(plain), ((0, 0), "{", "function"))
+        self.assertEqual(normalizer.plain_fragment(chat_chunk([chat_piece("{", id="", type="function")])),
+                         ((0, 0), "{", "function"))
+        untyped = {key: value for key, value in plain.items() if key != "object"}
+        piece = plain["choices"][0]["delta"]["tool_calls"][0]
+        for name, other in {
+                "an id": chat_chunk([chat_piece("{", id="call_2")]),
+                "a name": chat_chunk([{"index": 0, "function": {"name": "save", "arguments": "{"}}]),
+                "two entries": chat_chunk([chat_piece("{"), chat_piece("}")]),
+                "two choices": {**plain, "choices": plain["choices"] * 2},
+                "a finish": chat_chunk([chat_piece("{")], "tool_calls"),
+                "a custom type": chat_chunk([chat_piece("{", type="custom")]),
+                "a custom member": chat_chunk([chat_piece("{", custom={"input": "x"})]),
+                "a message": {**plain, "choices": [{**plain["choices"][0], "message": {}}]},
+                "index true": chat_chunk([chat_piece("{", index=True)]),
+                "a slot not begun": chat_chunk([chat_piece("{", index=1)]),
+                "choice index -1": chat_chunk([chat_piece("{")], choice=-1),
+                "a legacy call too": {**plain, "choices": [{**plain["choices"][0],
+                                                            "delta": {"tool_calls": [piece], "function_call": {}}}]},
+                "arguments not text": chat_chunk([chat_piece(5)]),
+                "an error member": {**plain, "error": {}},
+                "no object after a typed chunk": untyped,
+                "another object": {**plain, "object": "chat.completion"},
+                "a list": [plain], "nothing": None}.items():
+            with self.subTest(chunk=name):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def streams(self):
+        """Chat streams whose plain-looking chunks land in every state the normalizer keeps."""
+        opening, piece, end = CHAT_OPENING, chat_chunk([chat_piece('"')]), chat_chunk(None, "tool_calls")
+        untyped = [{key: value for key, value in chunk.items() if key != "object"} for chunk in (opening, piece, end)]
+        whole = chat_chunk([{"id": "call_9", "function": {"name": "save", "arguments": "{}"}}])
+        yield "openai", "plain", [opening, chat_chunk([chat_piece("{}")]), end]
+        yield "openai", "before the call begins", [piece, opening, chat_chunk([chat_piece("{}")]), end]
+        yield "openai", "untyped throughout", [untyped[0], *[untyped[1]] * 3, untyped[2]]
+        yield "openai", "untyped, then typed", [untyped[0], untyped[1], piece, end]
+        yield "openai", "typed, then untyped", [opening, piece, untyped[1], end]
+        yield "openai", "after the finish", [opening, chat_chunk([chat_piece("{}")]), end, piece]
+        yield "openai", "in a second choice", [opening, chat_chunk([chat_piece("{}")], choice=1), end]
+        yield "openai", "an empty id", [opening, chat_chunk([chat_piece("{}", id="")]), end]
+        yield "mistral", "after a whole call", [whole, chat_chunk([chat_piece("{}")]), end]
+        yield "mistral", "plain", [opening, chat_chunk([chat_piece("{}")]), end]
+
+    def test_the_verdict_is_the_same_without_it(self):
+        calls = []
+        real = vts.ChatNormalizer.plain_fragment
+
+        def spy(self, chunk):
+            hit = real(self, chunk)
+            calls.append(hit is not None)
+            return hit
+
+        for profile, name, chunks in self.streams():
+            doc = envelope(profile, chunks, SAVE_SCHEMA)
+            with self.subTest(profile=profile, stream=name):
+                with mock.patch.object(vts.ChatNormalizer, "plain_fragment", lambda self, chunk: None):
+                    slow = vts.validate_envelope(json.loads(json.dumps(doc)))
+                with mock.patch.object(vts.ChatNormalizer, "plain_fragment", spy):
+                    self.assertEqual(vts.validate_envelope(doc), slow)
+        self.assertTrue(any(calls) and not all(calls), "the streams took the fast path somewhere, not everywhere")
 
 
 def without_runs(data: bytes, limits=None) -> dict:
