@@ -640,8 +640,10 @@ class KilledRun(PinSafetyCase):
         reset_folder(self.folder, self.old)
 
     def start(self):
+        # SIGINT at its default in the run: a shell without job control starts a background job (this
+        # suite, say) with SIGINT ignored, its children inherit that, and Python keeps an ignored SIGINT
         return subprocess.Popen(pin_command(self.folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env=PIN_ENV)
+                                env=PIN_ENV, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def watch_until(self, proc, wanted):
         """Poll the folder until `wanted` things changed; True if the run was still going then."""
