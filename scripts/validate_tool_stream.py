@@ -9217,12 +9217,70 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits,
     return [(SCHEMA_VIOLATION, f"{message} (at {pointer or '/'})", pointer) for pointer, message in errors[:20]]
 
 
+# Schemas compiled in this process, for the turns that come after: (the limits, the schema as exact JSON
+# text) -> CompiledSchema, which holds no per-call state.  Most turns of a run (a fixture folder, an
+# application's StreamGate) call the same few tools.  Only small schemas made of JSON's own types are
+# kept, so many and so large in all (the oldest goes first); a schema that a turn must refuse is
+# compiled, and refused, every time.
+_COMPILED: dict[tuple, CompiledSchema] = {}
+_COMPILED_KEPT = 256        # schemas kept, at most
+_COMPILED_UNITS = 65_536    # their CompiledSchema.size added up, at most
+_COMPILED_SIZE = 4_096      # the size of one, at most
+_COMPILED_TEXT = 16_384     # characters of one schema's JSON text, at most
+_EXACT_JSON = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def _schema_key(schema: Any, slimits: SchemaLimits) -> tuple | None:
+    """The key of a schema in _COMPILED, or None when it is not kept: a value of a type that is not
+    JSON's own (a tuple, a subclass: its JSON text could stand for another schema), a member name
+    that is not a string, or a text too long.  Exact: 1, 1.0 and true, and the order of members,
+    each give their own text."""
+    stack = [schema]
+    count = 0
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind not in _EXACT_JSON:
+            return None
+        if kind is dict:
+            for key in node:
+                if type(key) is not str:
+                    return None
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        count += 1
+        if count > _COMPILED_TEXT:
+            return None
+    try:
+        text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return None
+    if len(text) > _COMPILED_TEXT:
+        return None
+    return (slimits.max_schema_depth, slimits.max_evaluations, slimits.max_pattern_subject), text
+
+
+def _keep_compiled(key: tuple, compiled: CompiledSchema) -> None:
+    """Keep a small compiled schema in _COMPILED, the oldest going first while it is full."""
+    if compiled.size > _COMPILED_SIZE:
+        return
+    held = sum(item.size for item in list(_COMPILED.values()))
+    while _COMPILED and (len(_COMPILED) >= _COMPILED_KEPT or held + compiled.size > _COMPILED_UNITS):
+        try:
+            held -= _COMPILED.pop(next(iter(_COMPILED))).size
+        except (KeyError, RuntimeError, StopIteration):   # another thread took it away first
+            break
+    _COMPILED[key] = compiled
+
+
 def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
     """Compile one called tool's schema: CompiledSchema, or the exception that refused it.
 
     The sizes of every schema compiled for the turn (cache) add up to at most
     SCHEMA_MAX_TURN_SIZE, so work and memory stay bounded however many tools are
-    called; the opt-in wall-clock budget, when given, covers compiling too.
+    called; the opt-in wall-clock budget, when given, covers compiling too (and then
+    every schema is compiled anew, as its budget is the machine's time).
     """
     slimits = SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
     try:
@@ -9230,8 +9288,17 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
             raise SchemaLimitExceeded(f"the schema document nests deeper than {4 * limits.max_schema_depth} "
                                       "levels (at #)", "")
         used = sum(item.size for item in cache.values() if isinstance(item, CompiledSchema))
-        with _Deadline(limits.max_schema_seconds):
-            compiled = compile_schema(schema, slimits, SCHEMA_MAX_TURN_SIZE - used)
+        # kept from an earlier turn (none with the wall-clock budget), unless larger than what is left: a
+        # first compile gives the refusal; compiled here and not in a helper, at the depth it always had
+        key = _schema_key(schema, slimits) if limits.max_schema_seconds is None else None
+        kept = None if key is None else _COMPILED.get(key)
+        if kept is not None and kept.size <= SCHEMA_MAX_TURN_SIZE - used:
+            compiled = kept
+        else:
+            with _Deadline(limits.max_schema_seconds):
+                compiled = compile_schema(schema, slimits, SCHEMA_MAX_TURN_SIZE - used)
+            if key is not None:
+                _keep_compiled(key, compiled)
     except _DeadlinePassed:
         return SchemaLimitExceeded(f"compiling the schema took longer than {limits.max_schema_seconds} s "
                                    "(the opt-in --max-schema-seconds) (at #)", "")

@@ -972,5 +972,96 @@ class TurnBudget(unittest.TestCase):
         self.assertEqual(vts._parse_args(["--max-turn-evaluations", "7", "x.json"]).max_turn_evaluations, 7)
 
 
+
+def _tools_turn(tool_schemas: dict, calls: dict) -> dict:
+    """An openai turn with one call for each (tool, arguments text) of calls."""
+    entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": tool, "arguments": text}}
+               for i, (tool, text) in enumerate(calls.items())]
+    return {"profile": "openai", "tool_schemas": tool_schemas,
+            "chunks": [{"choices": [{"index": 0, "delta": {"tool_calls": entries}}]},
+                       {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]}
+
+
+class KeptSchemas(unittest.TestCase):
+    """A schema compiled for one turn is kept for the next; a turn's report is the one it gets when
+    every schema is compiled anew."""
+
+    def setUp(self) -> None:
+        vts._COMPILED.clear()
+        self.addCleanup(vts._COMPILED.clear)
+
+    def fresh(self, doc: dict, limits: "vts.Limits | None" = None) -> dict:
+        vts._COMPILED.clear()
+        return vts.validate_envelope(doc, limits)
+
+    def test_every_fixture_gets_the_report_it_gets_with_nothing_kept(self) -> None:
+        from support import fixture_paths, load_fixture
+        docs = {relpath: load_fixture(relpath)[1] for relpath in fixture_paths()}
+        fresh = {relpath: self.fresh(doc) for relpath, doc in docs.items()}
+        vts._COMPILED.clear()
+        for relpath, doc in docs.items():
+            with self.subTest(fixture=relpath):
+                self.assertEqual(vts.validate_envelope(doc), fresh[relpath])
+        self.assertGreater(len(vts._COMPILED), 20)     # the fixtures' schemas were kept, each under its own key
+
+    def test_schemas_whose_json_text_or_type_differs_are_never_taken_for_each_other(self) -> None:
+        class Text(str):
+            pass
+
+        def one(schema: dict, arguments: str = '{"a": 1}') -> dict:
+            return _tools_turn({"f": {"type": "object", "properties": {"a": schema}}}, {"f": arguments})
+
+        # each pair: the first kept, then the second, whose JSON text (or whose value for JSON) is alike
+        pairs = [({"const": 1}, {"const": True}), ({"enum": [1, 2]}, {"enum": (1, 2)}),
+                 ({"type": "integer"}, {"type": Text("integer")}), ({"maximum": 0}, {"maximum": -0.0}),
+                 ({"minimum": 1, "type": "string"}, {"type": "string", "minimum": 1})]
+        for first, second in pairs:
+            with self.subTest(first=first, second=second):
+                expected = self.fresh(one(second))
+                self.fresh(one(first))
+                self.assertEqual(vts.validate_envelope(one(second)), expected)
+        # the pairs do differ where it matters: a kept const 1 would pass const true
+        self.assertEqual(self.fresh(one({"const": 1}))["status"], "pass")
+        self.assertEqual(self.fresh(one({"const": True}))["status"], "blocked")
+        self.assertEqual(self.fresh(one({"enum": (1, 2)}))["findings"][0]["code"], "unsupported_schema")
+
+    def test_a_kept_schema_larger_than_what_the_turn_has_left_is_refused_as_a_first_compile_refuses_it(self) -> None:
+        last = {"type": "object", "properties": {"a": {"enum": list(range(148))}}}   # size 150: kept
+        big = {f"t{k}": {"type": "object", "properties": {"a": {"enum": list(range(49_973))}}}
+               for k in range(4)}                                                         # 199,900: 100 left
+        doc = _tools_turn({**big, "last": last}, dict.fromkeys([*big, "last"], "{}"))
+        expected = self.fresh(doc)
+        self.assertEqual([f["code"] for f in expected["findings"]], ["limit_exceeded"])
+        self.assertEqual(expected["findings"][0]["index"], 4)
+        self.fresh(_tools_turn({"last": last}, {"last": "{}"}))
+        self.assertEqual(len(vts._COMPILED), 1)
+        self.assertEqual(vts.validate_envelope(doc), expected)
+
+    def test_at_most_so_many_small_schemas_are_kept(self) -> None:
+        for n in range(vts._COMPILED_KEPT + 40):
+            vts.validate_envelope(_tools_turn({"f": {"type": "object", "maxProperties": n}}, {"f": "{}"}))
+        self.assertEqual(len(vts._COMPILED), vts._COMPILED_KEPT)
+        self.assertEqual([key[1] for key in list(vts._COMPILED)[:1]],
+                         ['{"type":"object","maxProperties":40}'])     # the oldest went first
+        middling = {"type": "object", "properties": {"a": {"enum": list(range(3_000))}}}   # size 3,002
+        for n in range(30):
+            vts.validate_envelope(_tools_turn({"f": {**middling, "maxProperties": n}}, {"f": "{}"}))
+        self.assertLessEqual(sum(item.size for item in vts._COMPILED.values()), vts._COMPILED_UNITS)
+        self.assertEqual(len(vts._COMPILED), vts._COMPILED_UNITS // 3_002)
+        large = {"type": "object", "properties": {f"p{i}": {} for i in range(vts._COMPILED_SIZE)}}
+        long = {"type": "object", "description": "x" * vts._COMPILED_TEXT}
+        for schema in (large, long):
+            vts._COMPILED.clear()
+            vts.validate_envelope(_tools_turn({"f": schema}, {"f": "{}"}))
+            self.assertEqual(len(vts._COMPILED), 0)
+
+    def test_with_the_wall_clock_budget_each_turn_compiles_anew(self) -> None:
+        from unittest import mock
+        doc = _tools_turn({"f": {"type": "object"}}, {"f": "{}"})
+        with mock.patch.object(vts, "compile_schema", wraps=vts.compile_schema) as spy:
+            for limits in (None, None, vts.Limits(max_schema_seconds=30), vts.Limits(max_schema_seconds=30)):
+                self.assertEqual(vts.validate_envelope(doc, limits)["status"], "pass")
+        self.assertEqual(spy.call_count, 3)     # the first turn, then each turn with the budget
+
 if __name__ == "__main__":
     unittest.main()
