@@ -110,12 +110,12 @@ def room_profiles(title):
     return set(re.split(r",? and |, ", named.group(1))) if named else None
 
 
-def provider_names_outside_their_room(text):
+def provider_names_outside_their_room(text, parsed=None):
     """[(line, name)] of every provider-prefixed name defined or used outside its own room; the
     Profiles section, which lists the rows, is the one place where every room's name may stand."""
     spans = sections(text)
     offenders = []
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(parsed or ast.parse(text)):
         name = (node.id if isinstance(node, ast.Name) else node.name
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else None)
         prefix = PREFIX.match(name.lower()) if name else None
@@ -136,7 +136,7 @@ class ProviderFactsInTheirRoom(unittest.TestCase):
         self.assertTrue(all(owners in [r for r in rooms if r] for owners in PREFIXES.values()))
 
     def test_a_provider_prefixed_name_is_used_only_in_its_room(self):
-        self.assertEqual(provider_names_outside_their_room(source()), [])
+        self.assertEqual(provider_names_outside_their_room(source(), tree()), [])
 
     def test_the_check_sees_a_fact_outside_its_room(self):
         planted = "\n".join([
@@ -329,7 +329,7 @@ def _module_names_read(statement):
     return read
 
 
-def forward_references(text):
+def forward_references(text, parsed=None):
     """{name: {(section that reads it, section that defines it)}} for every module-level name read in
     a top-level statement of a section above the one whose statement first defines it."""
     spans = sections(text)
@@ -338,7 +338,7 @@ def forward_references(text):
         inside = [index for index, (_, start, _) in enumerate(spans) if start <= line]
         return inside[-1] if inside else None
 
-    tree = ast.parse(text)
+    tree = parsed or ast.parse(text)
     defined = {}
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -369,7 +369,7 @@ class ReadTopToBottom(unittest.TestCase):
     EXCEPTIONS: dict[str, str] = {}
 
     def test_no_section_reads_a_name_defined_below_it(self):
-        found = forward_references(source())
+        found = forward_references(source(), tree())
         self.assertEqual({name: sorted(pairs) for name, pairs in found.items() if name not in self.EXCEPTIONS}, {})
         self.assertEqual(sorted(set(self.EXCEPTIONS) - set(found)), [], "an exception that no longer applies")
 
