@@ -7,7 +7,7 @@ import subprocess
 import sys
 import unittest
 
-from support import ROOT, SCRIPT, vts
+from support import ROOT, run_cli, vts
 
 with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
     README = handle.read()
@@ -198,9 +198,8 @@ class SkillIsTrue(unittest.TestCase):
                 self.assertNotIn(b"Traceback", proc.stderr)
 
     def test_every_option_and_code_it_names_exists(self):
-        help_text = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True).stdout
-        capture_help = "".join(subprocess.run([sys.executable, SCRIPT, command, "--help"], capture_output=True,
-                                              text=True).stdout for command in ("capture", "serve", "conform"))
+        help_text = run_cli("--help")[1]     # in this process: the same text a process prints
+        capture_help = "".join(run_cli(command, "--help")[1] for command in ("capture", "serve", "conform"))
         for option in set(re.findall(r"`[^`]*?(--[a-z][a-z-]+)", self.text)):
             with self.subTest(option=option):
                 self.assertTrue(option in help_text or option in capture_help, option)

@@ -113,38 +113,48 @@ class Raw(str):
     """A token written verbatim (NaN, 1e400, a 5000-digit integer, deep nesting...)."""
 
 
+_OPEN_OBJECT, _CLOSE_OBJECT, _OPEN_ARRAY, _CLOSE_ARRAY, _COMMA, _COLON = map(Raw, "{}[],:")
+_SCALARS = {None: "null", True: "true", False: "false"}
+
+
 def serialize(value, ensure_ascii=True):
+    """value as JSON text, Pairs and Raw tokens written as they are (iterative: any depth)."""
+    string = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
     out = []
+    write = out.append
     stack = [value]
+    pop, push = stack.pop, stack.append
     while stack:
-        item = stack.pop()
-        if isinstance(item, Raw):
-            out.append(str(item))
-        elif isinstance(item, str):
-            out.append(json.dumps(item, ensure_ascii=ensure_ascii))
-        elif item is None or isinstance(item, (bool, int, float)):
-            out.append(json.dumps(item))
+        item = pop()
+        kind = type(item)
+        if kind is Raw:
+            write(str(item))
+        elif kind is str or isinstance(item, str):
+            write(string(item))
+        elif item is None or kind is bool:
+            write(_SCALARS[item])
+        elif isinstance(item, (int, float)):
+            write(json.dumps(item))
         elif isinstance(item, (dict, Pairs)):
             pairs = list(item.items()) if isinstance(item, dict) else item.pairs
-            seq = [Raw("{")]
-            for i, (k, v) in enumerate(pairs):
+            push(_CLOSE_OBJECT)
+            for i in range(len(pairs) - 1, -1, -1):
+                k, v = pairs[i]
+                push(v)
+                push(_COLON)
+                push(k if isinstance(k, str) else str(k))
                 if i:
-                    seq.append(Raw(","))
-                seq.append(k if isinstance(k, str) else str(k))
-                seq.append(Raw(":"))
-                seq.append(v)
-            seq.append(Raw("}"))
-            stack.extend(reversed(seq))
+                    push(_COMMA)
+            push(_OPEN_OBJECT)
         elif isinstance(item, (list, tuple)):
-            seq = [Raw("[")]
-            for i, v in enumerate(item):
+            push(_CLOSE_ARRAY)
+            for i in range(len(item) - 1, -1, -1):
+                push(item[i])
                 if i:
-                    seq.append(Raw(","))
-                seq.append(v)
-            seq.append(Raw("]"))
-            stack.extend(reversed(seq))
+                    push(_COMMA)
+            push(_OPEN_ARRAY)
         else:
-            out.append("null")
+            write("null")
     return "".join(out)
 
 
