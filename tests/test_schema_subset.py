@@ -1026,16 +1026,19 @@ class KeptSchemas(unittest.TestCase):
         self.assertEqual(self.fresh(one({"enum": (1, 2)}))["findings"][0]["code"], "unsupported_schema")
 
     def test_a_kept_schema_larger_than_what_the_turn_has_left_is_refused_as_a_first_compile_refuses_it(self) -> None:
+        from unittest import mock
         last = {"type": "object", "properties": {"a": {"enum": list(range(148))}}}   # size 150: kept
-        big = {f"t{k}": {"type": "object", "properties": {"a": {"enum": list(range(49_973))}}}
-               for k in range(4)}                                                         # 199,900: 100 left
+        big = {f"t{k}": {"type": "object", "properties": {"a": {"enum": list(range(473))}}}
+               for k in range(4)}                                                     # 1,900 of 2,000: 100 left
         doc = _tools_turn({**big, "last": last}, dict.fromkeys([*big, "last"], "{}"))
-        expected = self.fresh(doc)
-        self.assertEqual([f["code"] for f in expected["findings"]], ["limit_exceeded"])
-        self.assertEqual(expected["findings"][0]["index"], 4)
-        self.fresh(_tools_turn({"last": last}, {"last": "{}"}))
-        self.assertEqual(len(vts._COMPILED), 1)
-        self.assertEqual(vts.validate_envelope(doc), expected)
+        with mock.patch.object(vts, "SCHEMA_MAX_TURN_SIZE", 2_000):
+            expected = self.fresh(doc)
+            self.assertEqual([f["code"] for f in expected["findings"]], ["limit_exceeded"])
+            self.assertEqual(expected["findings"][0]["index"], 4)
+            self.assertIn("more than 2000", expected["findings"][0]["message"])
+            self.fresh(_tools_turn({"last": last}, {"last": "{}"}))
+            self.assertEqual(len(vts._COMPILED), 1)
+            self.assertEqual(vts.validate_envelope(doc), expected)
 
     def test_at_most_so_many_small_schemas_are_kept(self) -> None:
         for n in range(vts._COMPILED_KEPT + 40):
