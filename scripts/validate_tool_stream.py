@@ -1873,6 +1873,20 @@ def _chat_read_entry(entry: Any, mistral: bool) -> tuple[tuple[str, int | None] 
     return None, (index, slot, member, kind, call_id, name, arguments)
 
 
+def _sole_object(items: Any) -> dict | None:
+    """The one object of a list holding one object and nothing else, else None."""
+    return items[0] if type(items) is list and len(items) == 1 and type(items[0]) is dict else None
+
+
+def _indexed(entry: Any, member: str) -> tuple[int, dict] | tuple[None, None]:
+    """(entry["index"], entry[member]) when the index is a plain non-negative int and the member an
+    object, else (None, None); KeyError when entry lacks either."""
+    if entry is None:
+        return None, None
+    index, value = entry["index"], entry[member]
+    return (index, value) if type(index) is int and index >= 0 and type(value) is dict else (None, None)
+
+
 class ChatNormalizer:
     """Translate chat-completion chunks into neutral events, one chunk at a time.
 
@@ -1929,22 +1943,12 @@ class ChatNormalizer:
         if not (kind == _CHUNK_OBJECT if self.typed else kind is _ABSENT and self.untyped is not None):
             return None   # _object would have something to say, or to note
         try:  # subscripts, not get(): this runs for nearly every chunk
-            choices = chunk["choices"]
-            if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
-                return None
-            choice = choices[0]
-            cidx, delta = choice["index"], choice["delta"]
-            if type(cidx) is not int or cidx < 0 or type(delta) is not dict:
-                return None
-            calls = delta["tool_calls"]
-            if type(calls) is not list or len(calls) != 1 or type(calls[0]) is not dict:
-                return None
-            entry = calls[0]
-            index, function = entry["index"], entry["function"]
-            if type(index) is not int or index < 0 or type(function) is not dict:
-                return None
+            choice = _sole_object(chunk["choices"])
+            cidx, delta = _indexed(choice, "delta")
+            entry = _sole_object(delta["tool_calls"])
+            index, function = _indexed(entry, "function")
             text = function["arguments"]
-        except KeyError:
+        except (KeyError, TypeError):   # TypeError: a member that is not there, as None, subscripted
             return None
         if (type(text) is not str or entry.get("id") not in (None, "") or function.get("name") not in (None, "")
                 or entry.get("type") not in (None, FUNCTION) or entry.get("custom") is not None
