@@ -856,6 +856,10 @@ class Baseline(unittest.TestCase):
         code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, "--baseline", self.file, "--report", "junit",
                                PASS, BLOCKED)
         self.assertEqual((code, ET.fromstring(out).get("failures")), (0, "0"))
+        code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, "--baseline", self.file, "--report", "github",
+                               PASS, BLOCKED)
+        self.assertEqual((code, [line.split(" ")[0] for line in out.splitlines() if line.startswith("::")]),
+                         (0, ["::warning"]))   # a failing verdict the baseline holds is reported, not failed
         # worse on the pass, fixed on the blocked turn
         changed = asks("print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else "
                        "'[{\"id\": \"call_Wq8rT2mZkP4vN6xY1bC3dE5f\", \"name\": \"get_weather\", "
