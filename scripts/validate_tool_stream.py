@@ -12514,7 +12514,7 @@ def apply_adapter_differences(report: dict[str, Any], differences: list[tuple[in
 # below judges what an adapter would execute, comparing arguments as JSON values (an adapter may
 # re-serialise them) and ids only where both sides have one (adapters invent ids the wire lacks).
 
-ADAPTER_VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "not-applicable",
+ADAPTER_VERDICTS = ("agree", "differs-on-pass", "executes-blocked", "refuses", "refuses-pass", "not-applicable",
                     "unreadable", "not-requested")
 # Findings about the fixture file rather than the stream: an adapter never sees the envelope.
 _ENVELOPE_CODES = frozenset({INVALID_FIXTURE, UNKNOWN_PROFILE})
@@ -12869,7 +12869,8 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
 
     agree: we pass and it executes exactly our calls; differs-on-pass: we pass and it executes
     something else; executes-blocked: we block (or find no call) and it would execute a call;
-    refuses: it raises, or executes nothing, on a turn with calls; not-applicable: it does not read
+    refuses: it raises, or executes nothing, on a turn with calls we block; refuses-pass: the same on a
+    turn we pass (a failure only where the caller says so: conform --strict); not-applicable: it does not read
     this profile, or the envelope is not a stream.  Two more come from `conform` only:
     not-requested: it never asked for this fixture's stream, so nothing it did is about the stream;
     unreadable: what it says it would execute cannot be read (calls is then None).  Both are
@@ -12883,7 +12884,7 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
         return "unreadable", []
     if status == "pass":
         if refused or not calls:
-            return "refuses", []
+            return "refuses-pass", []
         problems = call_differences(calls, ours)
         return ("differs-on-pass", problems) if problems else ("agree", [])
     if calls:  # blocked, or no call found by us: anything it runs was not checked
@@ -13007,6 +13008,130 @@ def _flush_stdout() -> None:
         raise OutputError(getattr(exc, "strerror", None) or str(exc)) from None
 
 
+_TEMPORARY_PREFIX_BYTES = 100   # of the file's name kept in its temporary file's name (NAME_MAX is 255)
+
+
+def _temporary_name(name: str) -> str:
+    """A fresh hidden name ending in .tmp beside `name` (never read as a fixture), within NAME_MAX."""
+    import os
+    import secrets
+
+    prefix = name
+    while len(os.fsencode(prefix)) > _TEMPORARY_PREFIX_BYTES:
+        prefix = prefix[:-1]
+    return f".{prefix}.{secrets.token_hex(6)}.tmp"
+
+
+def _by_descriptor() -> bool:
+    """Can files be reached through folder descriptors here (POSIX), or only by path (Windows)?"""
+    import os
+
+    return hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
+
+
+def _read_regular(name: str, folder_fd: int, limit: int) -> tuple[bytes, int]:
+    """(up to limit + 1 bytes, permission bits) of the regular file `name` in an open folder;
+    never through a link, never blocking on a pipe."""
+    import os
+    import stat
+
+    handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=folder_fd)
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(0, "not a regular file")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(handle, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), stat.S_IMODE(status.st_mode)
+    finally:
+        os.close(handle)
+
+
+class _ChangedMeanwhile(Exception):
+    """write_atomically(read=...): the file no longer holds the bytes that were read (another
+    writer saved it meanwhile), so it was not replaced.  `holds_new` says that it already holds
+    exactly the bytes that were to be written (another pin got there first)."""
+
+    def __init__(self, holds_new: bool) -> None:
+        super().__init__("the file changed after it was read")
+        self.holds_new = holds_new
+
+
+def write_atomically(path: str, data: bytes, folder_fd: int | None = None, read: bytes | None = None) -> None:
+    """Replace the file at path with data so that it always holds its old or its new bytes.
+
+    The bytes go to a temporary file in the same folder (hidden, ending in .tmp, so never
+    read as a fixture), flushed and synced to disk, given the file's permission bits,
+    then renamed over it.  With `folder_fd` (an open descriptor of the file's folder; path
+    is then its name in it) every step goes through that descriptor, so a folder swapped
+    for a link meanwhile is never followed; the file itself is replaced, never written
+    through.  With `read` (the bytes the caller read from the file) the file is read again
+    just before the rename, without following a link, and replaced only if it still holds
+    exactly those bytes: else _ChangedMeanwhile is raised and the file is left as it is.
+    (A write by someone else in the short time between that last read and the rename is
+    still replaced: POSIX has no rename that compares first.)  A failure (a full disk, a
+    file-size limit, an interruption) removes the temporary file and leaves the original
+    untouched; OSError reaches the caller.  A file that does not exist yet (and no `read`) is
+    made: its temporary file is created with the permission bits the umask gives a new file.
+    """
+    import os
+
+    if folder_fd is None and _by_descriptor():
+        folder, name = os.path.split(os.path.abspath(path))
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return write_atomically(name, data, handle, read)
+        finally:
+            os.close(handle)
+    at = {} if folder_fd is None else {"dir_fd": folder_fd}
+    folder, name = (os.path.split(os.path.abspath(path)) if folder_fd is None else ("", path))
+    try:
+        mode: int | None = os.stat(name if folder_fd is not None else path, follow_symlinks=folder_fd is None,
+                                   **at).st_mode & 0o7777
+    except FileNotFoundError:
+        if read is not None:
+            raise
+        mode = None   # a new file: the bits the umask leaves of 0o666, given at creation
+    temporary = _temporary_name(name)
+    target = os.path.join(folder, temporary)
+    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0), 0o600 if mode is not None else 0o666, **at)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+            if hasattr(os, "fchmod") and mode is not None:
+                os.fchmod(out.fileno(), mode)
+        if not hasattr(os, "fchmod") and mode is not None:
+            os.chmod(target, mode)
+        if read is not None:
+            longest = max(len(read), len(data))
+            if folder_fd is None:
+                with open(path, "rb") as current:
+                    now = current.read(longest + 1)
+            else:
+                now, _ = _read_regular(name, folder_fd, longest)
+            if now != read:
+                raise _ChangedMeanwhile(now == data)
+        if folder_fd is None:
+            os.replace(target, path)
+        else:
+            os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            os.fsync(folder_fd)   # the rename itself reaches the disk
+    except BaseException:
+        try:
+            os.unlink(target, **at)
+        except OSError:
+            pass
+        raise
+
+
 # ---------------------------------------------------------------------------
 # Serve: the fixtures as a local provider
 # ---------------------------------------------------------------------------
@@ -13049,7 +13174,10 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
     """(URL prefix -> served fixture, [(file, why it is not served)]) for the files and folders given.
 
     A fixture's prefix is its path relative to the folder given, without ".json" (a file given by
-    itself: its name); a fixture that is not a valid envelope, or whose prefix is taken, is left out.
+    itself: its name); one already taken by a fixture of an earlier path given gets the number of its
+    own path given in front ("2/<prefix>" for the second).  A fixture that is not a valid envelope, or
+    whose prefix is taken even so, is left out.  collisions_fail is accepted and unused (prefixes of
+    several folders no longer collide).
     keep_bytes: each served fixture keeps the bytes its stream was read from (each file is read once).
     pinned: gets each file left out as no valid envelope whose own expect block pins exactly that
     (`--expect` matches it: a deliberate invalid_fixture or unknown_profile), from the bytes read.
@@ -13059,10 +13187,12 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
     served: dict[str, _Served] = {}
     refused: list[tuple[str, str]] = []
     limits = Limits()
-    for given in paths:
+    for number, given in enumerate(paths, 1):
         for path, relative in _given_files(given):
             prefix = relative[:-5] if relative.endswith(".json") else relative
             prefix = prefix.replace(os.sep, "/")
+            if prefix in served and served[prefix].path != path:   # an earlier path given has it (not this file)
+                prefix = f"{number}/{prefix}"
             try:
                 data = _read_input(path, limits.max_input_bytes)
                 doc = parse_envelope_bytes(data)
@@ -13077,9 +13207,6 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
                     pinned.add(path)
             elif PROFILES[doc["profile"]].http is None:
                 refused.append((path, f"its profile {doc['profile']} is not served (its row has no http rules)"))
-            elif prefix in served and collisions_fail:
-                raise UsageError(f"{path} and {served[prefix].path} would share the URL prefix {prefix!r}: give "
-                                 "their common folder instead of each folder")
             elif prefix in served:
                 refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
             else:
@@ -13283,7 +13410,8 @@ def _serve_unread(sock: Any) -> bool:
 def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: int = 0,
                 log: Callable[[str], None] | None = None, *, max_connections: int = SERVE_MAX_CONNECTIONS,
                 request_seconds: float = SERVE_REQUEST_SECONDS, stall_seconds: float = SERVE_STALL_SECONDS,
-                log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None) -> Any:
+                log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None,
+                on_answer: Callable[[str, str, int], None] | None = None) -> Any:
     """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it).
 
     At most `max_connections` connections are answered at once (one more is answered 503 and
@@ -13294,7 +13422,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     prefix, the requests answered with its stream (counted before the answer is written).
     on_stream: called with the request path of each request answered with a fixture's stream
     (not a HEAD), before any of the stream is sent (`conform` learns from it which fixtures were
-    asked for)."""
+    asked for).  on_answer: called with (method, request path, status) of every answer, on the
+    connection's thread, before any of the answer is sent (`conform` keeps them per fixture)."""
     import errno
     import io
     import socket
@@ -13379,6 +13508,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             self._send(status, kind, body, headers)
 
         def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
+            if on_answer is not None:
+                on_answer(self.command, self.path, status)
             self.connection.settimeout(self.timeout)   # reads left the request's deadline on it
             self.send_response(status)
             self.send_header("Content-Type", kind)
@@ -13666,12 +13797,18 @@ def _serve_log() -> Callable[[str], None]:
 # (adapter_verdict): what the adapter would run against what this tool decided.
 
 CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested")
+CONFORM_STRICT_FAILING = CONFORM_FAILING + ("refuses-pass",)   # what fails a run with --strict
 _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
 _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
 CONFORM_RUN_VARIABLE = "VTS_CONFORM_RUN"   # in every adapter's environment: this run's mark
 _CONFORM_OUTPUT_VALUES = 2_000_000  # JSON values read from an adapter's output (more: unreadable)
 _CONFORM_MAX_TIMEOUT = 86_400       # seconds --timeout may give one fixture (a day)
+_CONFORM_REQUESTS_KEPT = 20         # requests answered while one fixture's command ran, kept for its record
+_CONFORM_NOT_FOUND_SHOWN = 5        # paths of 404 answers named per fixture
+_CONFORM_QUOTED_SEARCH = 4096       # characters of a quoted text searched for credentials (more than is quoted)
+CONFORM_BASELINE_VERSION = 1        # the "version" of a --write-baseline document
+_CONFORM_BASELINE_BYTES = 64 << 20  # a --baseline file over this is a usage error
 
 
 def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
@@ -14026,13 +14163,15 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
         calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
         verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
                                             requested=asked)
-    return _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems))
+    return _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems),
+                           ours)
 
 
 def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple[Any, str, bool], asked: bool,
-                    judged: tuple[str, list[str]]) -> dict[str, Any]:
+                    judged: tuple[str, list[str]], ours: list[dict] = ()) -> dict[str, Any]:
     """conform_fixture's record: our status and codes, what run_adapter said (calls, why, refused) and
-    the verdict with its differences."""
+    the verdict with its differences; a difference (differs-on-pass, executes-blocked) shows its calls
+    beside ours, each list quoted as _conform_quoted quotes."""
     (calls, why, refused), (verdict, problems) = said, judged
     record = {"fixture": fixture.path, "profile": fixture.profile, "status": status, "codes": codes,
               "verdict": verdict, "calls": None if calls is None else len(calls), "requested": asked}
@@ -14040,7 +14179,21 @@ def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple
         record["differences"] = problems
     if calls is None:
         record["refused" if refused else "unreadable"] = why
+    if verdict in ("differs-on-pass", "executes-blocked"):
+        shown = [[{key: call.get(key) for key in ("id", "name", "arguments", "namespace") if key in call}
+                  for call in listed] for listed in (calls or [], ours)]
+        record["adapter_calls"], record["our_calls"] = (_conform_quoted(_compact(listed)) for listed in shown)
     return record
+
+
+def _conform_quoted(text: str) -> str:
+    """text as conform quotes what an adapter said or sent: credentials masked (searched over its first
+    _CONFORM_QUOTED_SEARCH characters, far more than is quoted, and over those JSON-unescaped: a
+    credential only that shows is not quoted at all), then clipped."""
+    text = _mask_spans(text[:_CONFORM_QUOTED_SEARCH], _secret_spans(text[:_CONFORM_QUOTED_SEARCH]))
+    if "\\" in text and _secret_spans(_json_unescaped(text)):
+        return "(it may hold a credential; not quoted)"
+    return _clip(text)
 
 
 def conform_summary(records: list[dict]) -> dict[str, Any]:
@@ -14055,6 +14208,45 @@ def conform_summary(records: list[dict]) -> dict[str, Any]:
     return {"fixtures": len(records), **counts, "by_code": dict(sorted(by_code.items()))}
 
 
+class _ConformRules(_Record):
+    """What fails this run: the failing verdicts (--strict adds refuses-pass) and, with --baseline, the
+    verdict each fixture had (fixture path -> verdict): a failing verdict fails only when it is not
+    the one recorded there (a fixture absent from it is judged as without a baseline)."""
+
+    __slots__ = ("failing", "baseline", "verbose")
+
+    def __init__(self, failing: tuple[str, ...], baseline: Mapping[str, str] | None, verbose: bool) -> None:
+        self.failing = failing
+        self.baseline = baseline
+        self.verbose = verbose
+
+    def fails(self, record: dict) -> bool:
+        verdict = record["verdict"]
+        return verdict in self.failing and (self.baseline is None or self.baseline.get(record["fixture"]) != verdict)
+
+    def notable(self, record: dict) -> bool:
+        """Reported even under --quiet (an error or a warning): a failing verdict, or a refused pass."""
+        return record["verdict"] in CONFORM_STRICT_FAILING
+
+
+def conform_against(records: list[dict], baseline: Mapping[str, str],
+                    failing: tuple[str, ...] = CONFORM_FAILING) -> tuple[list[tuple[str, Any, str]],
+                                                                        list[tuple[str, Any, str]]]:
+    """([(fixture, verdict before or None, now)] that got worse, [...] that got fixed) against a baseline.
+
+    Worse: a failing verdict now that differs from the one recorded (before it was agree,
+    not-applicable, refuses, a refuses-pass that does not fail, another failing verdict, or the
+    fixture was not recorded).  Fixed: a failing verdict recorded, none now."""
+    worse, fixed = [], []
+    for record in records:
+        before, now = baseline.get(record["fixture"]), record["verdict"]
+        if now in failing and now != before:
+            worse.append((record["fixture"], before, now))
+        elif before in failing and now not in failing:
+            fixed.append((record["fixture"], before, now))
+    return worse, fixed
+
+
 def _conform_text(record: dict) -> str:
     line = f"{record['verdict']}: {_printable(record['fixture'])} ({record['status']}"
     line += (": " + ", ".join(record["codes"]) if record["codes"] else "") + ")"
@@ -14065,6 +14257,12 @@ def _conform_text(record: dict) -> str:
             line += f"; {record[why]}"
     if record.get("differences"):
         line += "; " + "; ".join(_printable(d) for d in record["differences"][:5])
+    if "adapter_calls" in record:
+        line += f"; its calls {_printable(record['adapter_calls'])}; ours {_printable(record['our_calls'])}"
+    if record.get("not_found"):
+        line += "; answered 404 for " + ", ".join(_printable(path) for path in record["not_found"])
+    if "baseline" in record:
+        line += f"; baseline {record['baseline'] or 'none'}"
     return line
 
 
@@ -14074,29 +14272,67 @@ def _conform_table(summary: dict) -> str:
     for code, row in summary["by_code"].items():
         lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in ADAPTER_VERDICTS)) + " |")
     lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + ADAPTER_VERDICTS)
-                 + (f", not served {summary['not_served']}" if summary.get("not_served") else ""))
+                 + (f", not served {summary['not_served']}" if summary.get("not_served") else "")
+                 + (f", worse than the baseline {summary['baseline']['worse']}, fixed since the baseline "
+                    f"{summary['baseline']['fixed']}" if "baseline" in summary else ""))
     return "\n".join(lines)
 
 
-def _conform_junit(records: list[dict], unjudged: list[tuple[str, str]] = ()) -> str:
-    """One document: a case per fixture judged (a failure per failing verdict), and an error case per
-    fixture that could not be served (unjudged: (file, why))."""
+def _conform_junit(records: list[dict], unjudged: list[tuple[str, str]] = (),
+                   rules: _ConformRules | None = None) -> str:
+    """One document: a case per fixture judged (a failure per verdict that fails the run, the text of
+    one that is reported only, a refused pass, as its system-out), and an error case per fixture
+    that could not be served (unjudged: (file, why))."""
     import xml.etree.ElementTree as ET
 
-    failures = sum(1 for record in records if record["verdict"] in CONFORM_FAILING)
+    rules = rules or _ConformRules(CONFORM_FAILING, None, False)
+    failures = sum(1 for record in records if rules.fails(record))
     tests, errors = str(len(records) + len(unjudged)), str(len(unjudged))
     suites = ET.Element("testsuites", name=f"{TOOL} conform", tests=tests, failures=str(failures), errors=errors)
     suite = ET.SubElement(suites, "testsuite", name=f"{TOOL} conform", tests=tests, failures=str(failures),
                           errors=errors, skipped="0")
     for record in records:
         case = ET.SubElement(suite, "testcase", classname=f"{TOOL}.conform", name=_xml_safe(record["fixture"]))
-        if record["verdict"] in CONFORM_FAILING:
+        if rules.fails(record):
             failure = ET.SubElement(case, "failure", type=record["verdict"], message=_xml_safe(_conform_text(record)))
             failure.text = _xml_safe("\n".join(record.get("differences", [])))
+        elif rules.notable(record):
+            ET.SubElement(case, "system-out").text = _xml_safe(_conform_text(record))
     for path, why in unjudged:
         case = ET.SubElement(suite, "testcase", classname=f"{TOOL}.conform", name=_xml_safe(_printable(path)))
         ET.SubElement(case, "error", type="not-served", message=_xml_safe(f"not served: {_printable(why)}"))
     return ET.tostring(suites, encoding="unicode")
+
+
+class _Answered:
+    """The requests the server answers while one fixture's command runs (make_server's on_answer):
+    the first _CONFORM_REQUESTS_KEPT as "METHOD PATH STATUS", a count of the rest, and the paths of
+    the first _CONFORM_NOT_FOUND_SHOWN answered 404; taken (and emptied) once the command has ended."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._kept: list[str] = []
+        self._more = 0
+        self._not_found: list[str] = []
+
+    def __call__(self, method: str, path: str, status: int) -> None:
+        with self._lock:
+            if len(self._kept) < _CONFORM_REQUESTS_KEPT:
+                self._kept.append(f"{_conform_quoted(method)} {_conform_quoted(path)} {status}")
+            else:
+                self._more += 1
+            if status == 404 and len(self._not_found) < _CONFORM_NOT_FOUND_SHOWN:
+                self._not_found.append(_conform_quoted(path))
+
+    def take(self) -> tuple[list[str], list[str]]:
+        """(the requests answered, with a last line counting those not kept; the 404 paths), emptied."""
+        with self._lock:
+            kept = self._kept + ([f"({self._more} more requests)"] if self._more else [])
+            found = (kept, self._not_found)
+            self._kept, self._more, self._not_found = [], 0, []
+        return found
 
 
 def _run_conform(argv: list[str]) -> int:
@@ -14121,21 +14357,33 @@ def _run_conform(argv: list[str]) -> int:
                         help=f"seconds per fixture (default 60, at most {_CONFORM_MAX_TIMEOUT})")
     parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="text")
     parser.add_argument("--quiet", action="store_true", help="print only the fixtures that fail, and the summary")
+    parser.add_argument("--strict", action="store_true", help="a passing turn the adapter refuses (refuses-pass) "
+                                                              "fails the run too")
+    parser.add_argument("--write-baseline", metavar="FILE", help="write every fixture's verdict to FILE (JSON)")
+    parser.add_argument("--baseline", metavar="FILE", help="fail only on a verdict worse than the one FILE "
+                                                           "records (see README: conform)")
+    parser.add_argument("--verbose", action="store_true", help="add the requests served while each fixture's "
+                                                               "command ran (method, path, status)")
+    parser.add_argument("--profile", action="append", default=[], metavar="P",
+                        help="judge only the fixtures of profile P (repeatable)")
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
-    served, unjudged = _conform_plan(args.fixtures)
+    baseline = None if args.baseline is None else _conform_baseline(args.baseline)
+    rules = _ConformRules(CONFORM_STRICT_FAILING if args.strict else CONFORM_FAILING, baseline, args.verbose)
+    served, unjudged = _conform_plan(args.fixtures, args.profile)
     # Every served fixture through the adapter command, in the order of its prefix, each record printed as
     # it is judged, the server on a thread of its own meanwhile.  conform_fixture is called from here, not
     # from a helper: each frame more above it would lower how deep arguments compare as JSON
     mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
     requested: set[str] = set()
+    answered = _Answered()
 
     def asked(path: str) -> None:   # on the server's thread, before the stream is sent
         fixture = _serve_route(served, path)[0]
         if fixture is not None:
             requested.add(fixture.prefix)
 
-    server = make_server(served, on_stream=asked)
+    server = make_server(served, on_stream=asked, on_answer=answered)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records: list[dict] = []
@@ -14147,6 +14395,7 @@ def _run_conform(argv: list[str]) -> int:
                 raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
             with temporary as folder:
                 for number, prefix in enumerate(sorted(served)):
+                    answered.take()   # what came between two fixtures is neither's
                     try:
                         record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
                                                  args.shell, args.timeout, folder, number, requested, mark)
@@ -14154,16 +14403,72 @@ def _run_conform(argv: list[str]) -> int:
                         raise UsageError(str(exc)) from None
                     except ConformCannotRun as exc:
                         raise UsageError(f"{exc}; no verdict") from None
-                    records.append(record)
-                    _conform_each(record, args)
+                    records.append(_conform_answered(record, answered.take(), rules))
+                    _conform_each(record, args.report, args.quiet, rules)
         finally:
             _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
             server.shutdown()
             server.server_close()
     summary = conform_summary(records)
     summary["not_served"] = len(unjudged)
-    _out(_CONFORM_END[args.report](records, summary, unjudged))
-    return _conform_exit(records, unjudged)
+    worse, fixed = conform_against(records, baseline, rules.failing) if baseline is not None else ([], [])
+    if baseline is not None:
+        summary["baseline"] = {"worse": len(worse), "fixed": len(fixed)}
+    _out(_CONFORM_END[args.report](records, summary, unjudged, rules))
+    for what, listed in (("worse than the baseline", worse), ("fixed since the baseline", fixed)):
+        for path, before, now in listed:
+            _err(f"{TOOL} conform: {what}: {_printable(path)}: {before or '(not in the baseline)'} -> {now}")
+    if args.write_baseline is not None:
+        _conform_write_baseline(args.write_baseline, records)
+    return _conform_exit(records, unjudged, rules)
+
+
+def _conform_answered(record: dict, taken: tuple[list[str], list[str]], rules: _ConformRules) -> dict:
+    """The record with what the server answered while its command ran: the 404 paths (and a line on
+    stderr naming them), every request with --verbose; and with --baseline, the verdict recorded."""
+    requests, not_found = taken
+    if not_found:
+        record["not_found"] = not_found
+        _err(f"{TOOL} conform: {_printable(record['fixture'])}: the adapter's requests were answered 404 for "
+             + ", ".join(_printable(path) for path in not_found) + " (is its base URL VTS_BASE_URL?)")
+    if rules.verbose:
+        record["served"] = requests
+    if rules.baseline is not None:
+        record["baseline"] = rules.baseline.get(record["fixture"])
+    return record
+
+
+def _conform_baseline(path: str) -> dict[str, str]:
+    """The verdicts a --baseline file records, fixture path -> verdict: a JSON object {"version": 1,
+    "fixtures": {path: verdict}} (and "tool"); a file unreadable or of another shape is a usage error."""
+    where = f"--baseline {path}"
+    try:
+        data = _read_input(path, _CONFORM_BASELINE_BYTES)
+    except UsageError as exc:
+        raise UsageError(f"--baseline: {exc}") from None
+    if len(data) > _CONFORM_BASELINE_BYTES:
+        raise UsageError(f"{where}: over {_CONFORM_BASELINE_BYTES} bytes")
+    try:
+        doc = parse_envelope_bytes(data)
+    except EnvelopeError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    fixtures = doc.get("fixtures") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("version") != CONFORM_BASELINE_VERSION or not isinstance(fixtures, dict) \
+            or set(doc) - {"tool", "version", "fixtures"} \
+            or not all(isinstance(verdict, str) and verdict in ADAPTER_VERDICTS for verdict in fixtures.values()):
+        raise UsageError(f"{where}: not a conform baseline (a JSON object {{\"version\": {CONFORM_BASELINE_VERSION}, "
+                         "\"fixtures\": {path: verdict}}, as --write-baseline writes it)")
+    return fixtures
+
+
+def _conform_write_baseline(path: str, records: list[dict]) -> None:
+    """Write every judged fixture's verdict to path (replaced whole, through a temporary file renamed over)."""
+    doc = {"tool": TOOL, "version": CONFORM_BASELINE_VERSION,
+           "fixtures": {record["fixture"]: record["verdict"] for record in records}}
+    try:
+        write_atomically(path, (json.dumps(doc, ensure_ascii=True, indent=1, sort_keys=True) + "\n").encode("ascii"))
+    except OSError as exc:
+        raise UsageError(f"cannot write the baseline {path}: {exc.strerror or exc}") from None
 
 
 def _conform_command(args: Any) -> Any:
@@ -14178,21 +14483,27 @@ def _conform_command(args: Any) -> Any:
         raise UsageError(f"--adapter-cmd cannot be split: {exc}") from None
     if not command:
         raise UsageError("--adapter-cmd is empty")
+    unknown = [name for name in args.profile if name not in PROFILES]
+    if unknown:
+        raise UsageError(f"--profile {unknown[0]}: no such profile (one of {', '.join(PROFILES)})")
     return command
 
 
-def _conform_plan(paths: list[str]) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
+def _conform_plan(paths: list[str], profiles: list[str] = ()) -> tuple[dict[str, _Served], list[tuple[str, str]]]:
     """(the fixtures served, [(file, why) of those that could not be]); each left out is said on stderr.
 
     A file whose own expect block pins that it is no valid envelope is left out on purpose, so it is
-    not counted among the fixtures the run has no verdict on."""
+    not counted among the fixtures the run has no verdict on.  profiles (--profile): only the
+    fixtures of these are served (a file that is no valid envelope has none, and still counts)."""
     deliberate: set[str] = set()
-    served, refused = serve_plan(paths, collisions_fail=True, keep_bytes=True, pinned=deliberate)
+    served, refused = serve_plan(paths, keep_bytes=True, pinned=deliberate)
     for path, why in refused:
         note = " (its expect block pins that: left out)" if path in deliberate else ""
         _err(f"{TOOL} conform: not served: {_printable(path)}: {_printable(why)}{note}")
+    if profiles:
+        served = {prefix: fixture for prefix, fixture in served.items() if fixture.profile in profiles}
     if not served:
-        raise UsageError("no fixture to serve")
+        raise UsageError("no fixture to serve" + (f" of profile {', '.join(profiles)}" if profiles else ""))
     return served, [(path, why) for path, why in refused if path not in deliberate]
 
 
@@ -14204,71 +14515,87 @@ def _conform_signals() -> tuple[int, ...]:
     return (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
 
 
-def _conform_annotation(record: dict) -> str:
-    return (f"::error file={_github_escape(_printable(record['fixture']), True)},line=1::"
+def _conform_annotation(record: dict, rules: _ConformRules) -> str:
+    """A workflow command: ::error for a verdict that fails the run, ::warning for one only reported."""
+    level = "error" if rules.fails(record) else "warning"
+    return (f"::{level} file={_github_escape(_printable(record['fixture']), True)},line=1::"
             f"{_github_escape(_conform_text(record), False)}")
 
 
-def _conform_json(record: dict) -> str:
+def _conform_json(record: dict, rules: _ConformRules) -> str:
     return json.dumps(record, ensure_ascii=True)
 
 
-# --report -> (the line of one judged fixture, whether only a failing one is printed whatever --quiet
-# says, the line starts of its own workflow commands); junit prints nothing until the end.
-_CONFORM_EACH: Mapping[str, tuple[Callable[[dict], str], bool, tuple[str, ...]] | None] = MappingProxyType({
-    "json": (_conform_json, False, ()),
-    "text": (_conform_text, False, ()),
-    "github": (_conform_annotation, True, _OWN_COMMANDS),
-    "junit": None,
-})
+def _conform_line(record: dict, rules: _ConformRules) -> str:
+    """The text line of one judged fixture, with --verbose a line under it per request served."""
+    return "\n".join([_conform_text(record)] + [f"  served: {_printable(line)}" for line in record.get("served", ())])
 
 
-def _conform_each(record: dict, args: Any) -> None:
-    """Print one judged fixture as its --report format does (--quiet: only one that fails)."""
-    form = _CONFORM_EACH[args.report]
+# --report -> (the line of one judged fixture, whether only a notable one (failing, or a refused pass) is
+# printed whatever --quiet says, the line starts of its own workflow commands); junit prints nothing until
+# the end.
+_CONFORM_EACH: Mapping[str, tuple[Callable[[dict, _ConformRules], str], bool, tuple[str, ...]] | None] = \
+    MappingProxyType({
+        "json": (_conform_json, False, ()),
+        "text": (_conform_line, False, ()),
+        "github": (_conform_annotation, True, _OWN_COMMANDS),
+        "junit": None,
+    })
+
+
+def _conform_each(record: dict, report: str, quiet: bool, rules: _ConformRules) -> None:
+    """Print one judged fixture as its --report format does (--quiet: only a failing verdict or a refused pass)."""
+    form = _CONFORM_EACH[report]
     if form is not None:
-        line, failing_only, commands = form
-        if record["verdict"] in CONFORM_FAILING or not (failing_only or args.quiet):
-            _out(line(record), commands)
+        line, notable_only, commands = form
+        if rules.notable(record) or not (notable_only or quiet):
+            _out(line(record, rules), commands)
     _flush_stdout()
 
 
-def _conform_end_json(records: list[dict], summary: dict, unjudged: list[tuple[str, str]]) -> str:
+def _conform_end_json(records: list[dict], summary: dict, unjudged: list[tuple[str, str]],
+                      rules: _ConformRules) -> str:
     return json.dumps({"tool": TOOL, "version": VERSION, "summary": summary}, ensure_ascii=True)
 
 
-def _conform_end_junit(records: list[dict], summary: dict, unjudged: list[tuple[str, str]]) -> str:
-    return _conform_junit(records, unjudged)
+def _conform_end_junit(records: list[dict], summary: dict, unjudged: list[tuple[str, str]],
+                       rules: _ConformRules) -> str:
+    return _conform_junit(records, unjudged, rules)
 
 
-def _conform_end_table(records: list[dict], summary: dict, unjudged: list[tuple[str, str]]) -> str:
+def _conform_end_table(records: list[dict], summary: dict, unjudged: list[tuple[str, str]],
+                       rules: _ConformRules) -> str:
     return _conform_table(summary)
 
 
 # --report -> what the run prints at its end, after every fixture.
-_CONFORM_END: Mapping[str, Callable[[list[dict], dict, list[tuple[str, str]]], str]] = MappingProxyType({
-    "json": _conform_end_json,
-    "text": _conform_end_table,
-    "github": _conform_end_table,
-    "junit": _conform_end_junit,
-})
+_CONFORM_END: Mapping[str, Callable[[list[dict], dict, list[tuple[str, str]], _ConformRules], str]] = \
+    MappingProxyType({
+        "json": _conform_end_json,
+        "text": _conform_end_table,
+        "github": _conform_end_table,
+        "junit": _conform_end_junit,
+    })
 
 
-def _conform_exit(records: list[dict], unjudged: list[tuple[str, str]]) -> int:
+def _conform_exit(records: list[dict], unjudged: list[tuple[str, str]], rules: _ConformRules) -> int:
     """The run's exit code, and on stderr why when it has no verdict."""
     if not any(record["requested"] for record in records):
         # it never asked for a stream: a command that ignores VTS_BASE_URL, a wrong path, a proxy
         first = records[0].get("refused") or records[0].get("unreadable") or f"it printed {records[0]['calls']} calls"
-        _err(f"{TOOL} conform: the adapter requested no fixture's stream (first: {_printable(first)}); no verdict")
+        missed = next((record["not_found"] for record in records if record.get("not_found")), None)
+        asked = f"; answered 404 for {', '.join(missed)}" if missed else ""
+        _err(f"{TOOL} conform: the adapter requested no fixture's stream (first: {_printable(first)}"
+             f"{_printable(asked)}); no verdict")
         return EXIT_CANNOT_RUN
-    if any(record["verdict"] in CONFORM_FAILING for record in records):
+    if any(rules.fails(record) for record in records):
         return EXIT_BLOCKED
     if unjudged:
         # a fixture asked for and never put to the adapter: the run has no verdict on it
         _err(f"{TOOL} conform: {len(unjudged)} fixture(s) could not be served, so the adapter was not judged on "
              f"them (first: {_printable(unjudged[0][0])}); no verdict on the run")
         return EXIT_CANNOT_RUN
-    if not any(record["verdict"] in ("agree", "not-applicable") for record in records):
+    if all(record["verdict"] in ("refuses", "refuses-pass") for record in records):
         # every turn refused: a broken command, a wrong URL or a proxy, not a verdict on the adapter
         _err(f"{TOOL} conform: the adapter refused every fixture (first: "
              f"{_printable(records[0].get('refused', 'it executed nothing'))}); no verdict")
@@ -14384,6 +14711,9 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
         found.extend(files)
         many = many or folder
     if exclude:
+        for glob in exclude:   # a glob that excludes nothing is most likely mistyped
+            if not any(path != "-" and _excluded(path, [glob]) for path in found):
+                _err(f"{TOOL}: warning: --exclude {_printable(glob)} matches no fixture")
         found = [path for path in found if path == "-" or not _excluded(path, exclude)]
         if not found:
             raise UsageError("--exclude left no fixture to validate")
@@ -14638,20 +14968,6 @@ def _pinned_text(text: str, report: dict[str, Any], existing: Any,
     return None, f"the pinned block would not match: {differences[0]}", report
 
 
-_TEMPORARY_PREFIX_BYTES = 100   # of the file's name kept in its temporary file's name (NAME_MAX is 255)
-
-
-def _temporary_name(name: str) -> str:
-    """A fresh hidden name ending in .tmp beside `name` (never read as a fixture), within NAME_MAX."""
-    import os
-    import secrets
-
-    prefix = name
-    while len(os.fsencode(prefix)) > _TEMPORARY_PREFIX_BYTES:
-        prefix = prefix[:-1]
-    return f".{prefix}.{secrets.token_hex(6)}.tmp"
-
-
 def _open_folder(real: str) -> int:
     """A descriptor of the folder at `real` (a resolved path, no link in it), opened once at the start.
 
@@ -14699,109 +15015,6 @@ def _folder_descriptor(home_fd: int, relative: str) -> int:
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     parts = [] if relative == os.curdir else relative.split(os.sep)
     return _descend(os.open(os.curdir, flags, dir_fd=home_fd), parts, [flags] * len(parts))
-
-
-def _by_descriptor() -> bool:
-    """Can files be reached through folder descriptors here (POSIX), or only by path (Windows)?"""
-    import os
-
-    return hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
-
-
-def _read_regular(name: str, folder_fd: int, limit: int) -> tuple[bytes, int]:
-    """(up to limit + 1 bytes, permission bits) of the regular file `name` in an open folder;
-    never through a link, never blocking on a pipe."""
-    import os
-    import stat
-
-    handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=folder_fd)
-    try:
-        status = os.fstat(handle)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(0, "not a regular file")
-        chunks, left = [], limit + 1
-        while left > 0:
-            chunk = os.read(handle, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks), stat.S_IMODE(status.st_mode)
-    finally:
-        os.close(handle)
-
-
-class _ChangedMeanwhile(Exception):
-    """write_atomically(read=...): the file no longer holds the bytes that were read (another
-    writer saved it meanwhile), so it was not replaced.  `holds_new` says that it already holds
-    exactly the bytes that were to be written (another pin got there first)."""
-
-    def __init__(self, holds_new: bool) -> None:
-        super().__init__("the file changed after it was read")
-        self.holds_new = holds_new
-
-
-def write_atomically(path: str, data: bytes, folder_fd: int | None = None, read: bytes | None = None) -> None:
-    """Replace the file at path with data so that it always holds its old or its new bytes.
-
-    The bytes go to a temporary file in the same folder (hidden, ending in .tmp, so never
-    read as a fixture), flushed and synced to disk, given the file's permission bits,
-    then renamed over it.  With `folder_fd` (an open descriptor of the file's folder; path
-    is then its name in it) every step goes through that descriptor, so a folder swapped
-    for a link meanwhile is never followed; the file itself is replaced, never written
-    through.  With `read` (the bytes the caller read from the file) the file is read again
-    just before the rename, without following a link, and replaced only if it still holds
-    exactly those bytes: else _ChangedMeanwhile is raised and the file is left as it is.
-    (A write by someone else in the short time between that last read and the rename is
-    still replaced: POSIX has no rename that compares first.)  A failure (a full disk, a
-    file-size limit, an interruption) removes the temporary file and leaves the original
-    untouched; OSError reaches the caller.
-    """
-    import os
-
-    if folder_fd is None and _by_descriptor():
-        folder, name = os.path.split(os.path.abspath(path))
-        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            return write_atomically(name, data, handle, read)
-        finally:
-            os.close(handle)
-    at = {} if folder_fd is None else {"dir_fd": folder_fd}
-    folder, name = (os.path.split(os.path.abspath(path)) if folder_fd is None else ("", path))
-    mode = os.stat(name if folder_fd is not None else path, follow_symlinks=folder_fd is None, **at).st_mode & 0o7777
-    temporary = _temporary_name(name)
-    target = os.path.join(folder, temporary)
-    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_BINARY", 0), 0o600, **at)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-            if hasattr(os, "fchmod"):
-                os.fchmod(out.fileno(), mode)
-        if not hasattr(os, "fchmod"):
-            os.chmod(target, mode)
-        if read is not None:
-            longest = max(len(read), len(data))
-            if folder_fd is None:
-                with open(path, "rb") as current:
-                    now = current.read(longest + 1)
-            else:
-                now, _ = _read_regular(name, folder_fd, longest)
-            if now != read:
-                raise _ChangedMeanwhile(now == data)
-        if folder_fd is None:
-            os.replace(target, path)
-        else:
-            os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
-            os.fsync(folder_fd)   # the rename itself reaches the disk
-    except BaseException:
-        try:
-            os.unlink(target, **at)
-        except OSError:
-            pass
-        raise
 
 
 def _pin_home(top: str) -> str:

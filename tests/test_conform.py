@@ -152,7 +152,8 @@ class Verdicts(unittest.TestCase):
                          (asks("pass"), "printed nothing")):
             with self.subTest(why=why):
                 code, records, summary, err = conform(PASS, cmd=cmd)
-                self.assertEqual((records[0]["verdict"], summary["refuses"]), ("refuses", 1))
+                self.assertEqual((records[0]["verdict"], summary["refuses-pass"], summary["refuses"]),
+                                 ("refuses-pass", 1, 0))
                 self.assertIn(why, records[0]["refused"])
                 # refusing every turn is no verdict on the adapter: a broken command or URL, exit 3
                 self.assertEqual(code, 3)
@@ -405,11 +406,22 @@ class Names(unittest.TestCase):
             code, records, _, err = conform(folder)
         self.assertEqual((code, records[0]["verdict"]), (0, "agree"), err)
 
-    def test_folders_whose_fixtures_share_a_name_are_a_usage_error(self):
-        code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, os.path.join(FIXTURES, "anthropic"),
-                                 os.path.join(FIXTURES, "bedrock"))
-        self.assertEqual((code, out), (3, ""))
-        self.assertIn("give their common folder", err)
+    @slow("runs adapter commands as processes")
+    def test_folders_whose_fixtures_share_a_name_are_both_judged(self):
+        # issue 32: two folders holding a file of the same name were a usage error; the later one's
+        # prefix gets the number of its path given in front
+        with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+            shutil.copy(PASS, os.path.join(one, "a.json"))
+            shutil.copy(BLOCKED, os.path.join(two, "a.json"))
+            served, refused = vts.serve_plan([one, two])
+            self.assertEqual((sorted(served), refused), (["2/a", "a"], []))
+            self.assertEqual(served["2/a"].path, os.path.join(two, "a.json"))
+            code, records, summary, err = conform(one, two)
+            self.assertEqual((code, [(r["fixture"], r["verdict"]) for r in records], summary["not_served"]),
+                             (1, [(os.path.join(two, "a.json"), "executes-blocked"),
+                                  (os.path.join(one, "a.json"), "agree")], 0), err)
+            # the same file given twice is served once
+            self.assertEqual(sorted(vts.serve_plan([one, one])[0]), ["a"])
 
 
 class Reports(unittest.TestCase):
@@ -442,10 +454,10 @@ class Reports(unittest.TestCase):
                                    "(expecting value at line 1 column 1)")
         self.assertTrue(lines[1].startswith(f"not-requested: {BLOCKED} (blocked: wrong_terminal_reason); it never "
                                             "requested this fixture's stream; its standard output"), lines[1])
-        self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | not-applicable | "
-                      "unreadable | not-requested |", out)
+        self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | refuses-pass | "
+                      "not-applicable | unreadable | not-requested |", out)
         self.assertEqual(lines[-1], "summary: fixtures 2, agree 0, differs-on-pass 0, executes-blocked 0, refuses 0, "
-                                    "not-applicable 0, unreadable 1, not-requested 1")
+                                    "refuses-pass 0, not-applicable 0, unreadable 1, not-requested 1")
         code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--report", "junit", PASS, BLOCKED)
         suite = ET.fromstring(out)
         self.assertEqual((code, suite.get("failures")), (1, "2"))
@@ -629,7 +641,7 @@ class Processes(unittest.TestCase):
             try:
                 code, records, _, err = conform(PASS, cmd=escapes)
                 pid = int(wait_for(pid_file, rounds=1))
-                self.assertEqual(records[0]["verdict"], "refuses", err)
+                self.assertEqual(records[0]["verdict"], "refuses-pass", err)
                 self.assertFalse(alive(pid))
             finally:
                 self._kill(pid_file)
@@ -766,6 +778,257 @@ class Names2(unittest.TestCase):
             self.assertEqual(code, 0, err)
             self.assertIn("agree: ", out)
             self.assertIn("\\udcff-weather.json", out)
+
+
+# An adapter that asks for its stream, then prints the fixture's own expected calls (it agrees on a
+# pass), except on PASS (a refused pass) and BLOCKED (a refused blocked turn), where it prints [].
+REFUSES_PASS = asks("import json\n"
+                    "doc = json.load(open(os.environ['VTS_FIXTURE']))\n"
+                    "print('[]' if 'valid-fragmented' in os.environ['VTS_FIXTURE'] or 'wrong-terminal' in "
+                    "os.environ['VTS_FIXTURE'] else "
+                    "json.dumps(doc['expect']['calls']))")
+
+
+class RefusesPass(unittest.TestCase):
+    """issue 32: refusing a passing turn is `refuses-pass`, reported everywhere, a failure with --strict."""
+
+    @slow("runs adapter commands as processes")
+    def test_reported_in_every_output_and_failing_only_with_strict(self):
+        code, records, summary, err = conform(PASS, OLLAMA, BLOCKED, cmd=REFUSES_PASS)
+        self.assertEqual([(os.path.basename(r["fixture"]), r["verdict"]) for r in records],
+                         [("pass-call-line-then-done-line.json", "agree"),
+                          ("valid-fragmented-single-call.json", "refuses-pass"),
+                          ("wrong-terminal-reason-length-truncated-arguments.json", "refuses")], err)
+        self.assertEqual((code, summary["refuses-pass"], summary["refuses"], summary["agree"]), (0, 1, 1, 1))
+        self.assertEqual(conform(PASS, OLLAMA, cmd=REFUSES_PASS, extra=("--strict",))[0], 1)
+        base = ("conform", "--adapter-cmd", REFUSES_PASS, PASS, OLLAMA)
+        code, out, _ = run_cli(*base, "--quiet")
+        self.assertEqual((code, out.splitlines()[0]), (0, f"refuses-pass: {PASS} (pass)"))
+        self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | refuses-pass |", out)
+        self.assertIn(", refuses 0, refuses-pass 1, not-applicable 0", out.splitlines()[-1])
+        for strict, level, failures in (((), "warning", "0"), (("--strict",), "error", "1")):
+            with self.subTest(strict=strict):
+                code, out, _ = run_cli(*base, "--report", "github", *strict)
+                self.assertEqual([line.split(" ")[0] for line in out.splitlines() if line.startswith("::")],
+                                 [f"::{level}"])
+                self.assertIn(f"::refuses-pass: {PASS} (pass)", out)
+                code, out, _ = run_cli(*base, "--report", "junit", *strict)
+                suite = ET.fromstring(out).find("testsuite")
+                self.assertEqual((code, suite.get("failures")), (int(failures), failures))
+                if strict:
+                    self.assertEqual([f.get("type") for f in suite.iter("failure")], ["refuses-pass"])
+                else:
+                    self.assertEqual([o.text for o in suite.iter("system-out")], [f"refuses-pass: {PASS} (pass)"])
+
+    def test_the_verdict(self):
+        self.assertEqual(vts.adapter_verdict("pass", [], False, False, [{"name": "f"}]), ("refuses-pass", []))
+        self.assertEqual(vts.adapter_verdict("pass", None, True, False, [{"name": "f"}]), ("refuses-pass", []))
+        self.assertEqual(vts.adapter_verdict("blocked", None, True, False, [{"name": "f"}]), ("refuses", []))
+
+
+class Baseline(unittest.TestCase):
+    """issue 32: --write-baseline records every verdict; --baseline fails only on a change for the worse."""
+
+    def setUp(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        self.folder = folder.name
+        self.file = os.path.join(self.folder, "baseline.json")
+
+    def write(self, fixtures, **extra):
+        with open(self.file, "w", encoding="utf-8") as handle:
+            json.dump(dict({"version": 1, "fixtures": fixtures}, **extra), handle)
+
+    @slow("runs adapter commands as processes")
+    def test_written_then_compared(self):
+        code, records, _, err = conform(PASS, BLOCKED, extra=("--write-baseline", self.file))
+        self.assertEqual((code, [r["verdict"] for r in records]), (1, ["agree", "executes-blocked"]), err)
+        with open(self.file, encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle), {"tool": vts.TOOL, "version": 1,
+                                                 "fixtures": {PASS: "agree", BLOCKED: "executes-blocked"}})
+        self.assertEqual(os.stat(self.file).st_mode & 0o777, 0o666 & ~_umask())
+        self.assertEqual([name for name in os.listdir(self.folder) if name.endswith(".tmp")], [])
+        # the same verdicts: the known failure fails no more
+        code, records, summary, err = conform(PASS, BLOCKED, extra=("--baseline", self.file))
+        self.assertEqual((code, records[1]["baseline"], summary["baseline"]),
+                         (0, "executes-blocked", {"worse": 0, "fixed": 0}), err)
+        self.assertNotIn("baseline:", err)
+        code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, "--baseline", self.file, "--report", "junit",
+                               PASS, BLOCKED)
+        self.assertEqual((code, ET.fromstring(out).get("failures")), (0, "0"))
+        code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, "--baseline", self.file, "--report", "github",
+                               PASS, BLOCKED)
+        self.assertEqual((code, [line.split(" ")[0] for line in out.splitlines() if line.startswith("::")]),
+                         (0, ["::warning"]))   # a failing verdict the baseline holds is reported, not failed
+        # worse on the pass, fixed on the blocked turn
+        changed = asks("print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else "
+                       "'[{\"id\": \"call_Wq8rT2mZkP4vN6xY1bC3dE5f\", \"name\": \"get_weather\", "
+                       "\"arguments\": {\"city\": \"Lyon\"}}]')")
+        code, out, err = run_cli("conform", "--adapter-cmd", changed, "--baseline", self.file, PASS, BLOCKED)
+        self.assertEqual(code, 1, err)
+        self.assertEqual([line for line in err.splitlines() if "baseline:" in line],
+                         [f"{vts.TOOL} conform: worse than the baseline: {PASS}: agree -> differs-on-pass",
+                          f"{vts.TOOL} conform: fixed since the baseline: {BLOCKED}: executes-blocked -> refuses"])
+        self.assertTrue(out.splitlines()[-1].endswith(", worse than the baseline 1, fixed since the baseline 1"))
+        # only fixed: exit 0
+        fixed = asks(f"print('[]' if 'wrong-terminal' in os.environ['VTS_FIXTURE'] else {PASS_CALLS!r})")
+        code, _, summary, err = conform(PASS, BLOCKED, cmd=fixed, extra=("--baseline", self.file))
+        self.assertEqual((code, summary["baseline"]), (0, {"worse": 0, "fixed": 1}), err)
+
+    @slow("runs adapter commands as processes")
+    def test_a_change_between_failing_verdicts_and_an_absent_fixture_are_worse(self):
+        for fixtures, before in (({PASS: "agree", BLOCKED: "unreadable"}, "unreadable"),
+                                 ({PASS: "agree"}, "(not in the baseline)")):
+            with self.subTest(before=before):
+                self.write(fixtures)
+                code, _, summary, err = conform(PASS, BLOCKED, extra=("--baseline", self.file))
+                self.assertEqual((code, summary["baseline"]), (1, {"worse": 1, "fixed": 0}), err)
+                self.assertIn(f"worse than the baseline: {BLOCKED}: {before} -> executes-blocked", err)
+        # a refused pass recorded as such is no change; with --strict a new one is worse
+        self.write({PASS: "agree", OLLAMA: "agree"})
+        self.assertEqual(conform(PASS, OLLAMA, cmd=REFUSES_PASS, extra=("--baseline", self.file))[0], 0)
+        code, _, _, err = conform(PASS, OLLAMA, cmd=REFUSES_PASS, extra=("--baseline", self.file, "--strict"))
+        self.assertEqual(code, 1, err)
+        self.assertIn(f"worse than the baseline: {PASS}: agree -> refuses-pass", err)
+
+    def test_a_baseline_it_cannot_read_is_a_usage_error(self):
+        for name, text in (("missing", None), ("not json", "{"), ("a list", "[]"),
+                           ("another version", '{"version": 2, "fixtures": {}}'),
+                           ("an unknown verdict", '{"version": 1, "fixtures": {"a.json": "fine"}}'),
+                           ("another member", '{"version": 1, "fixtures": {}, "extra": 1}'),
+                           ("a key twice", '{"version": 1, "version": 1, "fixtures": {}}')):
+            with self.subTest(name=name):
+                if text is None:
+                    path = os.path.join(self.folder, "nothing.json")
+                else:
+                    path = self.file
+                    with open(path, "w", encoding="utf-8") as handle:
+                        handle.write(text)
+                code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--baseline", path, PASS)
+                self.assertEqual((code, out), (3, ""), err)
+                self.assertIn("baseline", err)
+                self.assertNotIn("internal error", err)
+
+    @slow("runs adapter commands as processes")
+    def test_a_baseline_it_cannot_write_is_a_usage_error(self):
+        target = os.path.join(self.folder, "no such folder", "baseline.json")
+        code, _, err = run_cli("conform", "--adapter-cmd", NAIVE, "--write-baseline", target, PASS)
+        self.assertEqual(code, 3)
+        self.assertIn("cannot write the baseline", err)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# An adapter that asks for its stream at `path` under VTS_BASE_URL, then prints []
+def asks_at(path):
+    return python(_ASK.replace("os.environ['VTS_API_URL']", f"(os.environ['VTS_BASE_URL'] + {path!r})") + "print('[]')")
+
+
+class SaysWhatHappened(unittest.TestCase):
+    """issue 32: a difference shows both call lists; --verbose the requests served; 404s are named."""
+
+    @slow("runs adapter commands as processes")
+    def test_a_difference_shows_its_calls_beside_ours(self):
+        changed = asks('print(\'[{"id": "call_Wq8rT2mZkP4vN6xY1bC3dE5f", "name": "get_weather", '
+                       '"arguments": {"city": "Lyon"}}]\')')
+        code, records, _, _ = conform(PASS, cmd=changed)
+        self.assertEqual((code, records[0]["adapter_calls"], records[0]["our_calls"]),
+                         (1, '[{"id":"call_Wq8rT2mZkP4vN6xY1bC3dE5f","name":"get_weather",'
+                             '"arguments":{"city":"Lyon"}}]',
+                          '[{"id":"call_Wq8rT2mZkP4vN6xY1bC3dE5f","name":"get_weather",'
+                          '"arguments":"{\\"city\\":\\"Paris\\",\\"unit\\":\\"celsius\\"}"}]'))
+        code, out, _ = run_cli("conform", "--adapter-cmd", changed, PASS)
+        self.assertIn(f"; call 0: arguments; its calls {records[0]['adapter_calls']}; ours {records[0]['our_calls']}",
+                      out.splitlines()[0])
+        # a blocked turn: what it would execute, beside the calls we found and block
+        code, records, _, _ = conform(BLOCKED)
+        self.assertEqual(records[0]["verdict"], "executes-blocked")
+        self.assertTrue(records[0]["adapter_calls"].startswith('[{"id":"call_'), records[0]["adapter_calls"])
+        self.assertIn("our_calls", records[0])
+        self.assertNotIn("adapter_calls", conform(PASS)[1][0])   # an agreement shows none
+        # credentials masked, long lists clipped, control characters escaped
+        key = "sk-proj-" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz" * 2
+        secret = asks("import json\nprint(json.dumps([{'id': None, 'name': 'get_weather', 'arguments': "
+                      f"{{'key': {key!r}, 'pad': 'x' * 5000, 'bell': chr(7)}}}}]))")
+        code, out, _ = run_cli("conform", "--adapter-cmd", secret, "--report", "json", PASS)
+        record = json.loads(out.splitlines()[0])
+        self.assertEqual(record["verdict"], "differs-on-pass")
+        self.assertNotIn(key, out)
+        self.assertIn("[masked]", record["adapter_calls"])
+        self.assertLess(len(record["adapter_calls"]), 250)
+        self.assertEqual(vts._conform_quoted('{"a": "\\u0073k-proj-' + "A1b2C3d4" * 6 + '"}'),
+                         "(it may hold a credential; not quoted)")
+        code, out, _ = run_cli("conform", "--adapter-cmd", secret, PASS)
+        self.assertNotIn(key, out)
+        self.assertNotIn("\x07", out)
+
+    @slow("runs adapter commands as processes")
+    def test_verbose_lists_the_requests_served_per_fixture(self):
+        code, records, _, err = conform(PASS, BLOCKED, extra=("--verbose",))
+        self.assertEqual([r["served"] for r in records],
+                         [["POST /valid-fragmented-single-call/v1/chat/completions 200"],
+                          ["POST /wrong-terminal-reason-length-truncated-arguments/v1/chat/completions 200"]], err)
+        self.assertNotIn("served", conform(PASS)[1][0])
+        code, out, _ = run_cli("conform", "--adapter-cmd", NAIVE, "--verbose", PASS)
+        self.assertEqual(out.splitlines()[1], "  served: POST /valid-fragmented-single-call/v1/chat/completions 200")
+        # bounded: the requests past the first _CONFORM_REQUESTS_KEPT are counted
+        many = asks("import urllib.request\nfor _ in range(4):\n"
+                    "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], data=b'{}')).read()\n"
+                    f"print({PASS_CALLS!r})")
+        with mock.patch.object(vts, "_CONFORM_REQUESTS_KEPT", 2):
+            code, records, _, err = conform(PASS, cmd=many, extra=("--verbose",))
+        self.assertEqual((code, records[0]["served"][2:]), (0, ["(3 more requests)"]), err)
+
+    @slow("runs adapter commands as processes")
+    def test_the_paths_a_404_asked_for_are_named(self):
+        wrong = asks_at("/v1/chat/completion")
+        code, records, _, err = conform(PASS, cmd=wrong)
+        path = "/valid-fragmented-single-call/v1/chat/completion"
+        self.assertEqual((code, records[0]["verdict"], records[0]["not_found"]), (3, "not-requested", [path]))
+        self.assertIn(f"conform: {PASS}: the adapter's requests were answered 404 for {path} (is its base URL "
+                      "VTS_BASE_URL?)", err)
+        self.assertIn(f"the adapter requested no fixture's stream (first: it printed 0 calls; answered 404 for "
+                      f"{path}); no verdict", err)
+        code, out, _ = run_cli("conform", "--adapter-cmd", wrong, PASS)
+        self.assertIn(f"; answered 404 for {path}", out.splitlines()[0])
+        self.assertNotIn("not_found", conform(PASS)[1][0])
+
+
+class ProfileFilter(unittest.TestCase):
+    @slow("runs adapter commands as processes")
+    def test_only_the_profiles_given_are_judged(self):
+        code, records, summary, err = conform(PASS, OLLAMA, BLOCKED, extra=("--profile", "ollama"))
+        self.assertEqual((code, [r["fixture"] for r in records], summary["fixtures"]), (3, [OLLAMA], 1), err)
+        code, records, _, err = conform(PASS, OLLAMA, BLOCKED, extra=("--profile", "ollama", "--profile", "openai"))
+        self.assertEqual(sorted(r["fixture"] for r in records), sorted([PASS, OLLAMA, BLOCKED]), err)
+
+    def test_an_unknown_profile_or_none_left_is_a_usage_error(self):
+        code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--profile", "openia", PASS)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("--profile openia: no such profile", err)
+        code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--profile", "gemini", PASS)
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("no fixture to serve of profile gemini", err)
+
+
+class ExcludeMatchingNothing(unittest.TestCase):
+    def test_a_warning_for_the_validator_and_pin(self):
+        code, out, err = run_cli(PASS, "--exclude", "nothing-*.json", "--exclude", "valid-*")
+        self.assertEqual(code, 3, err)   # the second glob excludes the only fixture
+        self.assertEqual([line for line in err.splitlines() if "warning" in line],
+                         [f"{vts.TOOL}: warning: --exclude nothing-*.json matches no fixture"])
+        code, out, err = run_cli(PASS, BLOCKED, "--exclude", "nothing-*.json")
+        self.assertEqual(err.splitlines()[0], f"{vts.TOOL}: warning: --exclude nothing-*.json matches no fixture")
+        self.assertEqual(code, 1)
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(PASS, folder)
+            code, out, err = run_cli("pin", folder, "--exclude", "typo*")
+            self.assertEqual(code, 0, err)
+            self.assertIn("warning: --exclude typo* matches no fixture", err)
 
 
 def old_call_differences(theirs, ours):
