@@ -146,7 +146,7 @@ FINDING_CODES: dict[str, str] = {
     ADAPTER_MISMATCH: "the application's adapter reassembled different calls",
 }
 
-ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request"})
+ENVELOPE_KEYS = frozenset({"profile", "tool_schemas", "chunks", "events", "meta", "expect", "request", "serve"})
 
 # What the application executes for a call: a JSON function call (arguments are a JSON
 # object), a custom tool call (free-form text input), or an item kind of its own
@@ -1712,6 +1712,23 @@ class CaptureRules(_FrozenRecord):
         _freeze(self, locals())
 
 
+class HttpError(_FrozenRecord):
+    """One HTTP error a provider answers instead of a stream, as it sends it (a fixture's
+    `"serve": {"error": {"status", "kind"}}` picks it by kind): status, content type, headers and body bytes."""
+
+    __slots__ = ("kind", "status", "content_type", "headers", "body")
+
+    def __init__(self, *, kind: str, status: int, content_type: str, headers: tuple, body: bytes) -> None:
+        _freeze(self, locals())
+
+
+def http_error(kind: str, status: int, body: Any, headers: tuple = (),
+               content_type: str = "application/json") -> HttpError:
+    """An HttpError whose body is `body` as compact JSON (headers: (name, value) pairs)."""
+    return HttpError(kind=kind, status=status, content_type=content_type, headers=tuple(headers),
+                     body=json.dumps(body, separators=(",", ":")).encode("ascii"))
+
+
 class HttpRules(_FrozenRecord):
     """How `serve` answers as the provider's API and `conform` calls it; data, not code paths.
 
@@ -1719,13 +1736,20 @@ class HttpRules(_FrozenRecord):
       frame        (stream, query) -> (content type, body bytes), framed as the provider frames it
       api_example  one path api_path matches (conform's VTS_API_URL)
       tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
+      errors       the HttpErrors it answers before a stream, one per kind (a fault fixture's "serve" block)
+      cut_frame    frame without the provider's terminal framing (a cut-off stream); None: frame has none
     """
 
-    __slots__ = ("api_path", "frame", "api_example", "tools_shape")
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "errors", "cut_frame")
 
     def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
-                 tools_shape: Callable[[dict], Any]) -> None:
+                 tools_shape: Callable[[dict], Any], errors: tuple[HttpError, ...] = (),
+                 cut_frame: Callable[..., tuple] | None = None) -> None:
         _freeze(self, locals())
+
+    def error(self, kind: Any) -> HttpError | None:
+        """The error of this kind the provider answers, or None."""
+        return next((error for error in self.errors if error.kind == kind), None)
 
 
 class Profile(_FrozenRecord):
@@ -2273,6 +2297,37 @@ def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "text/event-stream", sse_body(stream, named=False, done=True)
 
 
+def _chat_cut_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """A chat stream cut off: its data lines without data: [DONE]."""
+    return "text/event-stream", sse_body(stream, named=False, done=False)
+
+
+# OpenAI's errors before a stream (Chat Completions and Responses alike): {"error": {"message", "type",
+# "param", "code"}}, as https://platform.openai.com/docs/guides/error-codes lists them and openai-python's
+# _exceptions.py reads them (RateLimitError on 429, InternalServerError on 500 and 503); a 429 carries
+# the rate-limit headers, and retry-after, which openai-python's retry waits for.
+_OPENAI_ERRORS = (
+    http_error("rate_limit", 429, {"error": {
+        "message": "Rate limit reached for gpt-4.1-mini in organization org-vts on requests per min (RPM): "
+                   "Limit 3, Used 3, Requested 1. Please try again in 1s.",
+        "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+        (("retry-after", "1"), ("x-ratelimit-limit-requests", "3"), ("x-ratelimit-remaining-requests", "0"),
+         ("x-ratelimit-reset-requests", "1s"), ("x-request-id", "req_vts_rate_limit"))),
+    http_error("server_error", 500, {"error": {
+        "message": "The server had an error while processing your request. Sorry about that!",
+        "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_server_error"),)),
+    http_error("overloaded", 503, {"error": {
+        "message": "The engine is currently overloaded, please try again later",
+        "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_overloaded"),)),
+)
+# Mistral's 429, as recorded in cline/cline#9085 and raycast/extensions#31107 (the older gateway body,
+# {"message": "Requests rate limit exceeded"}, is in pydantic/pydantic-ai#1885).
+_MISTRAL_ERRORS = (
+    http_error("rate_limit", 429, {"object": "error", "message": "Rate limit exceeded", "type": "rate_limited",
+                                   "param": None, "code": "1300"}),
+)
+
+
 OPENAI = Profile(
     name="openai", stream_key="chunks",
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
@@ -2283,7 +2338,7 @@ OPENAI = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools))
+                   tools_shape=_function_tools, errors=_OPENAI_ERRORS, cut_frame=_chat_cut_frame))
 
 
 MISTRAL = Profile(
@@ -2297,7 +2352,7 @@ MISTRAL = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools))
+                   tools_shape=_function_tools, errors=_MISTRAL_ERRORS, cut_frame=_chat_cut_frame))
 
 
 # ---------------------------------------------------------------------------
@@ -3144,6 +3199,23 @@ def _anthropic_invoke_event(frame: dict, number: int) -> tuple[Any, str | None]:
     return event, text
 
 
+# Anthropic's errors before a stream: {"type": "error", "error": {"type", "message"}, "request_id"} with
+# the status https://docs.anthropic.com/en/api/errors gives each type (429 rate_limit_error with
+# retry-after, 500 api_error, 529 overloaded_error); the SDK's _client.py maps them to RateLimitError,
+# InternalServerError and OverloadedError and retries 429 and 5xx.
+_ANTHROPIC_ERRORS = (
+    http_error("rate_limit", 429, {"type": "error", "error": {
+        "type": "rate_limit_error",
+        "message": "This request would exceed the rate limit for your organization of 5 requests per minute."},
+        "request_id": "req_vts_rate_limit"}, (("retry-after", "1"), ("request-id", "req_vts_rate_limit"))),
+    http_error("server_error", 500, {"type": "error", "error": {"type": "api_error",
+                                                                "message": "Internal server error"},
+                                     "request_id": "req_vts_server_error"}, (("request-id", "req_vts_server_error"),)),
+    http_error("overloaded", 529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                                   "request_id": "req_vts_overloaded"}, (("request-id", "req_vts_overloaded"),)),
+)
+
+
 ANTHROPIC = Profile(
     name="anthropic", stream_key="events",
     rules=TurnRules(tool_reason="tool_use"),
@@ -3156,7 +3228,8 @@ ANTHROPIC = Profile(
                          stream_error=_anthropic_stream_error, foreign_shape=_anthropic_foreign_shape,
                          whole_response=_anthropic_whole_response),
     http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
-                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()]))
+                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()],
+                   errors=_ANTHROPIC_ERRORS))
 
 
 # ---------------------------------------------------------------------------
@@ -3804,6 +3877,25 @@ def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     return [(where, tool, "")]
 
 
+
+# The Responses API's errors before a stream: the OpenAI platform's {"error": {"message", "type", "param",
+# "code"}} (https://platform.openai.com/docs/guides/error-codes), read by openai-python's _exceptions.py
+# as the chat room's are; a 429 with retry-after, which its retry waits for.
+_RESPONSES_ERRORS = (
+    http_error("rate_limit", 429, {"error": {
+        "message": "Rate limit reached for gpt-4.1 in organization org-vts on requests per min (RPM): Limit 3, "
+                   "Used 3, Requested 1. Please try again in 1s.",
+        "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+        (("retry-after", "1"), ("x-request-id", "req_vts_rate_limit"))),
+    http_error("server_error", 500, {"error": {
+        "message": "The server had an error while processing your request. Sorry about that!",
+        "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_server_error"),)),
+    http_error("overloaded", 503, {"error": {
+        "message": "The engine is currently overloaded, please try again later",
+        "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_overloaded"),)),
+)
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
@@ -3816,7 +3908,8 @@ OPENAI_RESPONSES = Profile(
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
-                                                for n, s in schemas.items()]))
+                                                for n, s in schemas.items()],
+                   errors=_RESPONSES_ERRORS))
 
 
 # ---------------------------------------------------------------------------
@@ -4187,6 +4280,25 @@ def _bedrock_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/vnd.amazon.eventstream", b"".join(eventstream_frame(event) for event in stream)
 
 
+# Bedrock's errors before a stream: the exception's name in the x-amzn-ErrorType header (botocore's
+# rest-json parser reads the code from it, up to the first ":") and {"message"} as the body, as the
+# ConverseStream API reference lists them (ThrottlingException 429, InternalServerException 500,
+# ServiceUnavailableException 503); botocore's retry handler retries all three.
+_BEDROCK_CORAL = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
+_BEDROCK_ERRORS = (
+    http_error("rate_limit", 429, {"message": "Too many requests, please wait before trying again."},
+               (("x-amzn-ErrorType", "ThrottlingException" + _BEDROCK_CORAL),
+                ("x-amzn-RequestId", "7c1a9d7e-0000-4000-8000-00000000a429"))),
+    http_error("server_error", 500, {"message": "The system encountered an unexpected error during processing. "
+                                                "Try your request again."},
+               (("x-amzn-ErrorType", "InternalServerException" + _BEDROCK_CORAL),
+                ("x-amzn-RequestId", "7c1a9d7e-0000-4000-8000-00000000a500"))),
+    http_error("overloaded", 503, {"message": "Bedrock is unable to process your request."},
+               (("x-amzn-ErrorType", "ServiceUnavailableException" + _BEDROCK_CORAL),
+                ("x-amzn-RequestId", "7c1a9d7e-0000-4000-8000-00000000a503"))),
+)
+
+
 def _eventstream_envelope(raw: bytes, encode: bool = False) -> EventStreamRead:
     """The bedrock capture: a binary AWS event stream instead of SSE."""
     return EventStreamRead("AWS event stream")
@@ -4205,7 +4317,8 @@ BEDROCK = Profile(
     http=HttpRules(api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
                    api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
                    tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
-                                                          for n, s in schemas.items()]}))
+                                                          for n, s in schemas.items()]},
+                   errors=_BEDROCK_ERRORS))
 
 
 # ---------------------------------------------------------------------------
@@ -5371,6 +5484,32 @@ def _gemini_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/json", ("[" + ",\r\n".join(wire_json(chunk) for chunk in stream) + "]").encode("ascii")
 
 
+def _gemini_cut_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """A cut-off stream: the SSE body as it is (it has no terminal), the JSON array without its "]"."""
+    kind, body = _gemini_frame(stream, query)
+    return kind, body[:-1] if kind == "application/json" else body
+
+
+# Gemini's errors before a stream: Google's {"error": {"code", "message", "status"}} (google-genai's
+# errors.py reads code, message and status from it), with the statuses of
+# https://ai.google.dev/gemini-api/docs/troubleshooting: 429 RESOURCE_EXHAUSTED (with its RetryInfo),
+# 500 INTERNAL, 503 UNAVAILABLE.
+_GEMINI_JSON = "application/json; charset=UTF-8"
+_GEMINI_ERRORS = (
+    http_error("rate_limit", 429, {"error": {
+        "code": 429, "message": "You exceeded your current quota, please check your plan and billing details.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}},
+        content_type=_GEMINI_JSON),
+    http_error("server_error", 500, {"error": {
+        "code": 500, "message": "An internal error has occurred. Please retry or report in "
+                                "https://developers.generativeai.google/guide/troubleshooting",
+        "status": "INTERNAL"}}, content_type=_GEMINI_JSON),
+    http_error("overloaded", 503, {"error": {"code": 503, "message": "The model is overloaded. Please try again later.",
+                                             "status": "UNAVAILABLE"}}, content_type=_GEMINI_JSON),
+)
+
+
 # Gemini API (v1, v1beta, v1alpha) and Vertex AI model paths.
 _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r"|/v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/google/models/[^/]+"
@@ -5584,7 +5723,8 @@ GEMINI = Profile(
     http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
                    api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
                    tools_shape=lambda schemas: [{"functionDeclarations": [
-                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}]))
+                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}],
+                   errors=_GEMINI_ERRORS, cut_frame=_gemini_cut_frame))
 
 
 # ---------------------------------------------------------------------------
@@ -5865,6 +6005,18 @@ def _cohere_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "text/event-stream", sse_body(stream, named=True, done=True)
 
 
+def _cohere_cut_frame(stream: list, query: str) -> tuple[str, bytes]:
+    return "text/event-stream", sse_body(stream, named=True, done=False)
+
+
+# Cohere's 429 before a stream: {"id", "message"}, the body cohere-python's TooManyRequestsError carries
+# (https://docs.cohere.com/reference/errors; its trial-key wording as recorded in public test suites).
+_COHERE_ERRORS = (
+    http_error("rate_limit", 429, {"id": "5f0c3a4e-0000-4000-8000-00000000c429",
+                                   "message": "You are using a Trial key, which is limited to 10 API calls / minute."}),
+)
+
+
 COHERE = Profile(
     name="cohere", stream_key="events",
     rules=TurnRules(tool_reason="TOOL_CALL", needs_close=False, stop_name="message-end finish_reason",
@@ -5876,7 +6028,8 @@ COHERE = Profile(
     capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
                          check_sse_text=_cohere_check_sse, warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
-    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools))
+    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
+                   errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame))
 
 
 # ---------------------------------------------------------------------------
@@ -6268,6 +6421,17 @@ def _ollama_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/x-ndjson", ndjson_body(stream)
 
 
+# Ollama's errors before a stream: {"error": "<text>"} (server/routes.go answers gin.H{"error": ...}); 503
+# with the scheduler's ErrMaxQueue text when OLLAMA_MAX_QUEUE requests wait (server/sched.go), 500 when
+# the model runner fails.  ollama-python raises ResponseError with the text and the status.
+_OLLAMA_ERRORS = (
+    http_error("overloaded", 503, {"error": "server busy, please try again.  maximum pending requests exceeded"}),
+    http_error("server_error", 500, {"error": "model runner has unexpectedly stopped, this may be due to "
+                                              "resource limitations or an internal error, check ollama server "
+                                              "logs for details"}),
+)
+
+
 def _ollama_foreign_shape(payload: dict) -> str | None:
     """A line of Ollama's /api/generate stream."""
     if "done" in payload and "model" in payload and "response" in payload and "message" not in payload:
@@ -6291,7 +6455,8 @@ OLLAMA = Profile(
                          tool_entry=_function_entry),
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
                          check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
-    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools))
+    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools,
+                   errors=_OLLAMA_ERRORS))
 
 
 # ---------------------------------------------------------------------------
@@ -9834,7 +9999,7 @@ def _envelope_key_problems(doc: dict, row: Profile | None) -> Iterator[Finding]:
         yield Finding(INVALID_FIXTURE, "missing required key \"tool_schemas\"")
     elif not isinstance(doc["tool_schemas"], dict):
         yield Finding(INVALID_FIXTURE, f"\"tool_schemas\" must be an object, got {_describe(doc['tool_schemas'])}")
-    for key in ("meta", "expect", "request"):
+    for key in ("meta", "expect", "request", "serve"):
         if key in doc and not isinstance(doc[key], dict):
             yield Finding(INVALID_FIXTURE, f"\"{key}\" must be an object, got {_describe(doc[key])}")
 
@@ -9858,7 +10023,56 @@ def _envelope_row_problems(doc: dict, row: Profile, gate: StreamGate | None,
         problems.append(Finding(INVALID_FIXTURE, f"missing required key \"{wanted}\" for profile {profile}"))
     elif not isinstance(doc[wanted], list):
         problems.append(Finding(INVALID_FIXTURE, f"\"{wanted}\" must be a list, got {_describe(doc[wanted])}"))
+    if isinstance(doc.get("serve"), dict):   # a gate fed already holds the stream (the envelope keeps [])
+        items = gate._position if gate is not None else len(doc[wanted]) if isinstance(doc.get(wanted), list) else 0
+        problems.extend(Finding(INVALID_FIXTURE, f"\"serve\": {problem}")
+                        for problem in _serve_block_problems(doc["serve"], row, items))
     return context
+
+
+SERVE_MEMBERS = ("cut", "error", "times")   # a fixture's "serve" block: how `serve` answers it (README)
+
+
+def _serve_block_problems(block: dict, row: Profile, items: int) -> Iterator[str]:
+    """What is wrong with a fixture's "serve" block (the transport fault `serve` plays): known members
+    only; "cut" true; "error" {"status", "kind"} naming one of the room's HttpErrors with its status;
+    "times" a count of requests >= 1, with an error; an error on every request (no "times") serves
+    no stream, so the fixture's stream (of `items` payloads) must be empty: what is judged is what is served."""
+    for key in block:
+        if key not in SERVE_MEMBERS:
+            yield f"unknown member {_token(key)} (members: {', '.join(SERVE_MEMBERS)})"
+    if not block:
+        yield "names no fault (members: " + ", ".join(SERVE_MEMBERS) + ")"
+    if "cut" in block and block["cut"] is not True:
+        yield f"\"cut\" must be true, got {_describe(block['cut'])}"
+    error, times = block.get("error"), block.get("times")
+    if "times" in block and (type(times) is not int or times < 1):
+        yield f"\"times\" must be an integer of at least 1, got {_describe(times)}"
+    if "error" not in block:
+        if "times" in block:
+            yield "\"times\" counts the requests answered with \"error\", and there is none"
+        return
+    yield from _serve_error_problems(error, row)
+    if "times" not in block and items:
+        yield ("an error on every request serves no stream, so the stream must be empty (give \"times\" for "
+               "the requests answered with it before the stream)")
+    if "times" not in block and "cut" in block:
+        yield "\"cut\" cuts a stream, and an error on every request serves none"
+
+
+def _serve_error_problems(error: Any, row: Profile) -> Iterator[str]:
+    """What is wrong with a "serve" block's "error": {"status", "kind"}, the kind one of the room's errors."""
+    if not isinstance(error, dict) or set(error) != {"status", "kind"}:
+        yield f"\"error\" must be an object with exactly \"status\" and \"kind\", got {_describe(error)}"
+        return
+    kinds = [known.kind for known in row.http.errors] if row.http is not None else []
+    known = row.http.error(error["kind"]) if row.http is not None else None
+    if known is None:
+        yield (f"\"error\" kind {_token(error['kind'])} is not one profile {row.name} answers (kinds: "
+               f"{', '.join(kinds) or 'none'})")
+    elif error["status"] != known.status or type(error["status"]) is not int:
+        yield (f"\"error\" kind {_token(error['kind'])} is answered with status {known.status} on profile "
+               f"{row.name}, not {_describe(error['status'])}")
 
 
 _MEMBER_END = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
@@ -13153,16 +13367,19 @@ SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; 
 
 class _Served(_Record):
     """One fixture as served: its URL prefix, file, profile's row and stream (and, for `conform`, the
-    bytes read, which are what it judges: the file may change after it was read)."""
+    bytes read, which are what it judges: the file may change after it was read), and its "serve"
+    block (the transport fault it is served with; {} for none)."""
 
-    __slots__ = ("prefix", "path", "row", "stream", "data")
+    __slots__ = ("prefix", "path", "row", "stream", "data", "fault")
 
-    def __init__(self, prefix: str, path: str, row: Profile, stream: list, data: bytes | None = None) -> None:
+    def __init__(self, prefix: str, path: str, row: Profile, stream: list, data: bytes | None = None,
+                 fault: Mapping[str, Any] | None = None) -> None:
         self.prefix = prefix
         self.path = path
         self.row = row
         self.stream = stream
         self.data = data
+        self.fault = fault or {}
 
     @property
     def profile(self) -> str:
@@ -13210,7 +13427,8 @@ def serve_plan(paths: list[str], collisions_fail: bool = False, keep_bytes: bool
             elif prefix in served:
                 refused.append((path, f"its URL prefix {prefix!r} is taken by {served[prefix].path}"))
             else:
-                served[prefix] = _Served(prefix, path, row, doc[row.stream_key], data if keep_bytes else None)
+                served[prefix] = _Served(prefix, path, row, doc[row.stream_key], data if keep_bytes else None,
+                                         doc.get("serve"))
     return served, refused
 
 
@@ -13249,11 +13467,18 @@ def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served 
     return None, [], parts.query
 
 
-def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
-                  length: str | None, bodies: _ServeBodies | None = None) -> tuple[int, str, bytes, dict[str, str]]:
+def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str, length: str | None,
+                  bodies: _ServeBodies | None = None,
+                  on_stream: Callable[[str], None] | None = None) -> tuple[int, str, bytes, dict[str, str]]:
     """(status, content type, body, extra headers) for one request; the body is read by the caller
     only when the status is 200 (its length is checked here).  With `bodies`, a fixture's body is
-    the one built at its first request (the same bytes object for every answer), else built now."""
+    the one built at its first request (the same bytes object for every answer), else built now.
+
+    A fixture's "serve" block is played here: its error answers the first "times" requests (every
+    request without it; without `bodies`, which counts them, this one), as the room's HttpError of
+    that kind; "cut" answers the stream without its terminal framing and a Connection: close header,
+    which makes the caller send it without a length, ended by closing.  on_stream gets the request
+    path of each request answered with the fixture's stream or its error, before it is sent."""
     fixture, api_paths, query = _serve_route(served, raw_path)
     row = fixture.row if fixture is not None else None
     if row is None or row.http is None or not any(re.fullmatch(row.http.api_path, path) for path in api_paths):
@@ -13268,8 +13493,19 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str,
     if int(length) > SERVE_MAX_REQUEST_BYTES:
         return _serve_error(413, "request_too_large",
                             f"a request body may hold at most {SERVE_MAX_REQUEST_BYTES} bytes")
-    kind, body = bodies.get(fixture, query) if bodies is not None else row.http.frame(fixture.stream, query)
-    return 200, kind, body, {}
+    if on_stream is not None:
+        on_stream(raw_path)
+    fault = fixture.fault
+    if "error" in fault and ("times" not in fault or (bodies.asked(fixture) if bodies is not None else 1)
+                             <= fault["times"]):
+        error = row.http.error(fault["error"]["kind"])
+        return error.status, error.content_type, error.body, dict(error.headers)
+    if bodies is not None:
+        kind, body = bodies.get(fixture, query)
+    else:
+        kind, body = (row.http.cut_frame or row.http.frame if fault.get("cut") else row.http.frame)(fixture.stream,
+                                                                                                  query)
+    return 200, kind, body, {"Connection": "close"} if fault.get("cut") else {}
 
 
 def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes, dict[str, str]]:
@@ -13292,9 +13528,17 @@ class _ServeBodies:
         self._lock = threading.Lock()
         self.builds = 0   # bodies built (a test reads it: one per fixture and framing)
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
+        self.errors: dict[str, int] = {}     # prefix -> requests of a fixture with an error to answer
+
+    def asked(self, fixture: _Served) -> int:
+        """Count one more request of a fixture whose "serve" block has an error: its number, from 1."""
+        with self._lock:
+            number = self.errors[fixture.prefix] = self.errors.get(fixture.prefix, 0) + 1
+        return number
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        frame = fixture.row.http.frame
+        http = fixture.row.http
+        frame = (http.cut_frame or http.frame) if fixture.fault.get("cut") else http.frame
         key = (fixture.prefix, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
@@ -13421,9 +13665,10 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     `unlogged` then says how many were not written.  `server.bodies.requests` counts, per fixture
     prefix, the requests answered with its stream (counted before the answer is written).
     on_stream: called with the request path of each request answered with a fixture's stream
-    (not a HEAD), before any of the stream is sent (`conform` learns from it which fixtures were
-    asked for).  on_answer: called with (method, request path, status) of every answer, on the
-    connection's thread, before any of the answer is sent (`conform` keeps them per fixture)."""
+    (or the error its "serve" block answers instead; not a HEAD), before any of it is sent (`conform`
+    learns from it which fixtures were asked for).  on_answer: called with (method, request path,
+    status) of every answer, on the connection's thread, before any of the answer is sent (`conform`
+    keeps them per fixture)."""
     import errno
     import io
     import socket
@@ -13495,7 +13740,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                                                            "Content-Length and no Transfer-Encoding beside it")
                 self._send(status, kind, body, headers)
                 return
-            status, kind, body, headers = _serve_answer(served, self.command, self.path, length, bodies)
+            status, kind, body, headers = _serve_answer(served, self.command, self.path, length, bodies, on_stream)
             if length and length.isascii() and length.isdigit() and int(length) <= 16 * SERVE_MAX_REQUEST_BYTES:
                 remaining = int(length)
                 while remaining > 0:   # read the request body, so the connection stays usable
@@ -13503,21 +13748,22 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     if not chunk:
                         break
                     remaining -= len(chunk)
-            if status == 200 and self.command != "HEAD" and on_stream is not None:
-                on_stream(self.path)
             self._send(status, kind, body, headers)
 
         def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
             if on_answer is not None:
                 on_answer(self.command, self.path, status)
             self.connection.settimeout(self.timeout)   # reads left the request's deadline on it
+            cut = status == 200 and headers.get("Connection") == "close"   # a cut-off stream: the close ends it
             self.send_response(status)
             self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
+            if not cut:
+                self.send_header("Content-Length", str(len(body)))
             for name, value in headers.items():
                 self.send_header(name, value)
-            if status != 200:
-                self.send_header("Connection", "close")
+            if status != 200 or cut:
+                if not cut:
+                    self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
             if self.command != "HEAD":

@@ -1102,5 +1102,52 @@ class Order(unittest.TestCase):
                              (theirs, ours))
 
 
+class TransportFaults(unittest.TestCase):
+    """Fixtures whose "serve" block plays a fault: what is judged is what is served."""
+
+    CUT = os.path.join(FIXTURES, "openai", "missing-terminal-connection-closed-mid-call.json")
+    ERROR = os.path.join(FIXTURES, "openai", "not-applicable-http-500-server-error-before-the-stream.json")
+    RETRY = os.path.join(FIXTURES, "openai", "pass-http-429-rate-limit-then-the-stream-on-retry.json")
+
+    def test_the_naive_adapter_executes_a_cut_off_turn_and_gives_up_on_an_error(self):
+        code, records, summary, err = conform(self.CUT, self.ERROR, self.RETRY)
+        self.assertEqual(code, 1, err)
+        verdicts = {os.path.basename(r["fixture"]): (r["verdict"], r["requested"]) for r in records}
+        self.assertEqual(verdicts, {os.path.basename(self.CUT): ("executes-blocked", True),
+                                    os.path.basename(self.ERROR): ("refuses", True),
+                                    os.path.basename(self.RETRY): ("refuses-pass", True)})   # a pass it gave up on
+        self.assertEqual(summary["by_code"]["missing_terminal"]["executes-blocked"], 1)
+        refused = {os.path.basename(r["fixture"]): r.get("refused", "") for r in records}
+        self.assertIn("HTTP Error 500", refused[os.path.basename(self.ERROR)])   # it gave up: not a failure
+        self.assertIn("HTTP Error 429", refused[os.path.basename(self.RETRY)])
+
+    def test_handing_on_a_call_of_any_rooms_cut_off_turn_or_after_its_error_executes_blocked(self):
+        folder = tempfile.mkdtemp(prefix="vts-faults-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        errors = 0
+        for profile in vts.PROFILES:   # each room's cut-off and error-only fixtures, under its profile's folder
+            os.mkdir(os.path.join(folder, profile))
+            for name in os.listdir(os.path.join(FIXTURES, profile)):
+                if name == os.path.basename(self.CUT) or name.endswith("-before-the-stream.json"):
+                    shutil.copy(os.path.join(FIXTURES, profile, name), os.path.join(folder, profile))
+                    errors += name != os.path.basename(self.CUT)
+        code, records, summary, err = conform(folder, cmd=asks('print(\'[{"id": null, "name": "x", "arguments": '
+                                                                '"{}"}]\')'))
+        self.assertEqual(code, 1, err)
+        self.assertEqual({(r["profile"], r["status"], r["verdict"], r["requested"]) for r in records
+                          if r["status"] == "blocked"},
+                         {(profile, "blocked", "executes-blocked", True) for profile in vts.PROFILES})
+        self.assertEqual(summary["by_code"]["missing_terminal"]["executes-blocked"], len(vts.PROFILES))
+        self.assertEqual(summary["executes-blocked"], len(vts.PROFILES) + errors)
+        self.assertGreaterEqual(errors, len(vts.PROFILES) - 1)   # mistral, read as openai, has the retry only
+
+    def test_an_adapter_that_retries_agrees_and_one_that_runs_calls_after_an_error_executes_blocked(self):
+        retry_then_print = asks(_ASK + f"print({PASS_CALLS!r})")   # two requests: the error, then the stream
+        code, records, summary, err = conform(self.ERROR, self.RETRY, cmd=retry_then_print)
+        self.assertEqual(code, 1, err)
+        self.assertEqual({os.path.basename(r["fixture"]): r["verdict"] for r in records},
+                         {os.path.basename(self.ERROR): "executes-blocked", os.path.basename(self.RETRY): "agree"})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -733,6 +733,78 @@ class Envelope(unittest.TestCase):
         self.assertEqual(gate.finish()["status"], "pass")
 
 
+class ServeBlock(unittest.TestCase):
+    """The envelope's "serve" block (the transport fault `serve` plays): refused when unknown or malformed,
+    never a change of the stream's verdict."""
+
+    def problems(self, block, profile="openai", stream=()):
+        doc = {"profile": profile, "tool_schemas": {}, vts.PROFILES[profile].stream_key: list(stream), "serve": block}
+        return [(f.code, f.message) for f in vts.check_envelope(doc)]
+
+    def test_every_rooms_errors_and_a_cut_are_valid_and_change_no_verdict(self):
+        for name, row in vts.PROFILES.items():
+            doc = {"profile": name, "tool_schemas": {}, row.stream_key: []}
+            plain = vts.validate_envelope(doc)
+            for error in row.http.errors:
+                for block in ({"error": {"status": error.status, "kind": error.kind}},
+                              {"error": {"status": error.status, "kind": error.kind}, "times": 3, "cut": True}):
+                    with self.subTest(profile=name, block=block):
+                        self.assertEqual(vts.check_envelope(dict(doc, serve=block)), [])
+                        self.assertEqual(vts.validate_envelope(dict(doc, serve=block)), plain)
+            self.assertEqual(vts.check_envelope(dict(doc, serve={"cut": True})), [])
+
+    def test_malformed_blocks_are_invalid_with_a_clear_message(self):
+        invalid = "invalid_fixture"
+        cases = [
+            ([1], [(invalid, '"serve" must be an object, got a list')]),
+            ({}, [(invalid, '"serve": names no fault (members: cut, error, times)')]),
+            ({"cut_after": 2}, [(invalid, '"serve": unknown member "cut_after" (members: cut, error, times)')]),
+            ({"cut": False}, [(invalid, '"serve": "cut" must be true, got false')]),
+            ({"times": 1}, [(invalid, '"serve": "times" counts the requests answered with "error", and there is '
+                                      'none')]),
+            ({"error": {"status": 429, "kind": "rate_limit"}, "times": 0},
+             [(invalid, '"serve": "times" must be an integer of at least 1, got 0')]),
+            ({"error": {"status": 429, "kind": "rate_limit"}, "times": True},
+             [(invalid, '"serve": "times" must be an integer of at least 1, got true')]),
+            ({"error": {"status": 429}}, [(invalid, '"serve": "error" must be an object with exactly "status" and '
+                                                    '"kind", got an object')]),
+            ({"error": {"status": 429, "kind": "quota"}},
+             [(invalid, '"serve": "error" kind "quota" is not one profile openai answers (kinds: '
+                        'rate_limit, server_error, overloaded)')]),
+            ({"error": {"status": 429, "kind": "no such kind, with a secret sk-0123"}},
+             [(invalid, '"serve": "error" kind an unrecognised string is not one profile openai answers (kinds: '
+                        'rate_limit, server_error, overloaded)')]),
+            ({"error": {"status": 529, "kind": "overloaded"}},
+             [(invalid, '"serve": "error" kind "overloaded" is answered with status 503 on profile openai, not 529')]),
+            ({"error": {"status": 429.0, "kind": "rate_limit"}},
+             [(invalid, '"serve": "error" kind "rate_limit" is answered with status 429 on profile openai, not '
+                        '429.0')]),
+        ]
+        for block, want in cases:
+            with self.subTest(block=block):
+                self.assertEqual(self.problems(block), want)
+
+    def test_an_error_on_every_request_needs_an_empty_stream(self):
+        chunk = {"object": "chat.completion.chunk", "choices": []}
+        want = [("invalid_fixture", '"serve": an error on every request serves no stream, so the stream must be '
+                                    'empty (give "times" for the requests answered with it before the stream)')]
+        block = {"error": {"status": 503, "kind": "overloaded"}}
+        self.assertEqual(self.problems(block, stream=[chunk]), want)
+        self.assertEqual(self.problems(dict(block, times=1), stream=[chunk]), [])
+        self.assertEqual(self.problems(dict(block, cut=True)),
+                         [("invalid_fixture", '"serve": "cut" cuts a stream, and an error on every request serves '
+                                              'none')])
+        # read a batch at a time while validating (the streamed path), the stream is seen all the same
+        data = json.dumps(envelope("openai", [chunk] * 3, serve=block)).encode()
+        self.assertEqual([f["message"] for f in vts.validate_bytes(data)["findings"]], [want[0][1]])
+        self.assertEqual([f["message"] for f in canonical(data)["findings"]], [want[0][1]])
+
+    def test_a_kind_the_room_does_not_answer(self):
+        self.assertEqual(self.problems({"error": {"status": 429, "kind": "overloaded"}}, profile="cohere"),
+                         [("invalid_fixture", '"serve": "error" kind "overloaded" is not one profile cohere answers '
+                                              '(kinds: rate_limit)')])
+
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -98,12 +98,21 @@ class ServedBytes(unittest.TestCase):
         self.assertEqual({p for p in (f.profile for f in self.served.values())}, set(vts.PROFILES))
         self.assertEqual([name for name in vts.PROFILES if name not in CONTENT_TYPE], [],
                          "rows of PROFILES with no content type in test_serve.CONTENT_TYPE")
+        faults = 0
         for prefix, fixture in sorted(self.served.items()):
             with self.subTest(fixture=prefix):
-                status, kind, body = post(self.url + prefix + "/" + api_path(fixture.profile))
+                url = self.url + prefix + "/" + api_path(fixture.profile)
+                error = fixture.row.http.error(fixture.fault.get("error", {}).get("kind"))
+                for _ in range(fixture.fault.get("times", 1) if error else 0):   # its error first: see ServedFaults
+                    self.assertEqual(post(url), (error.status, error.content_type, error.body))
+                    faults += 1
+                if error and "times" not in fixture.fault:
+                    continue   # an error on every request: no stream is ever served
+                status, kind, body = post(url)
                 self.assertEqual(status, 200)
                 self.assertEqual(kind, CONTENT_TYPE[fixture.profile])
                 self.assertEqual(read_back(kind, body), as_framed(kind, fixture.stream))
+        self.assertGreaterEqual(faults, 2 * len(vts.PROFILES) - 1)   # each room's error-only and retry fixtures
 
     def test_passing_fixtures_read_back_through_capture(self):
         checked = 0
@@ -113,7 +122,10 @@ class ServedBytes(unittest.TestCase):
             if doc.get("expect", {}).get("status") != "pass":
                 continue
             with self.subTest(fixture=prefix):
-                _, _, body = post(self.url + prefix + "/" + api_path(fixture.profile))
+                for _ in range(fixture.fault.get("times", 0) + 1):   # a retry fixture's errors come first
+                    status, _, body = post(self.url + prefix + "/" + api_path(fixture.profile))
+                    if status == 200:
+                        break
                 envelope, _ = vts.sse_to_envelope(body, fixture.profile, doc["tool_schemas"], redact=False)
                 self.assertEqual(envelope[vts.STREAM_KEY[fixture.profile]], fixture.stream)
                 report = vts.validate_envelope(dict(envelope, request=doc["request"]) if "request" in doc
@@ -196,7 +208,7 @@ class ServedBytes(unittest.TestCase):
         self.assertEqual(status, 404)
 
     def test_concurrent_requests(self):
-        prefixes = sorted(self.served)[:40]
+        prefixes = sorted(p for p, f in self.served.items() if "error" not in f.fault)[:40]
         results = {}
 
         def fetch(prefix):
@@ -623,6 +635,157 @@ def unserved(name):
 def without_http(row):
     """A stand-in of `row` with no http rules."""
     return vts.Profile(**{field: getattr(row, field) for field in row.__slots__ if field != "http"})
+
+
+CUT_FIXTURE = "missing-terminal-connection-closed-mid-call"   # each room's cut-off fixture, by name
+
+
+def raw_post(port, path):
+    """(status, [(header, value)], body) of one POST read to the connection's end, byte for byte."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("POST", path, body=b"{}")
+        response = connection.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        connection.close()
+
+
+def fault_fixture(folder, name, row, stream, block):
+    """Write fixtures/<name>.json of row's profile with `stream` and the "serve" block; its path."""
+    path = os.path.join(folder, name + ".json")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump({"profile": row.name, "tool_schemas": {}, row.stream_key: stream, "serve": block}, handle)
+    return path
+
+
+class ServedFaults(unittest.TestCase):
+    """A fixture's "serve" block: each room's own errors answered exactly, the retry sequence, the cut."""
+
+    def setUp(self):
+        import tempfile
+
+        self.folder = tempfile.mkdtemp(prefix="vts-faults-")
+        self.addCleanup(__import__("shutil").rmtree, self.folder, True)
+
+    def test_every_rooms_errors_are_answered_exactly(self):
+        answered = 0
+        for name, row in vts.PROFILES.items():
+            self.assertTrue(row.http.errors, f"the row {name!r} answers no error: give its HttpRules errors")
+            self.assertTrue(any(error.status in (429, 503, 529) for error in row.http.errors), name)
+            for error in row.http.errors:
+                fault_fixture(self.folder, f"{name}-{error.kind}", row, [],
+                              {"error": {"status": error.status, "kind": error.kind}})
+        server, _ = start_with([self.folder])
+        try:
+            port = server.server_address[1]
+            for name, row in vts.PROFILES.items():
+                for error in row.http.errors:
+                    with self.subTest(profile=name, kind=error.kind):
+                        for _ in range(2):   # every request, without "times"
+                            status, headers, body = raw_post(port, f"/{name}-{error.kind}{row.http.api_example}")
+                            self.assertEqual((status, body), (error.status, error.body))
+                            got = [(key.lower(), value) for key, value in headers]
+                            self.assertIn(("content-type", error.content_type), got)
+                            self.assertIn(("content-length", str(len(error.body))), got)
+                            self.assertIn(("connection", "close"), got)
+                            for header in error.headers:
+                                self.assertIn((header[0].lower(), header[1]), got)
+                            answered += 1
+        finally:
+            stop(server)
+        self.assertEqual(server.bodies.builds, 0)   # no stream was ever built
+        self.assertEqual(answered, 2 * sum(len(row.http.errors) for row in vts.PROFILES.values()))
+
+    def test_the_providers_own_error_shapes(self):
+        def body(profile, kind):
+            return json.loads(vts.PROFILES[profile].http.error(kind).body)
+
+        def header(profile, kind, name):
+            return dict(vts.PROFILES[profile].http.error(kind).headers).get(name)
+
+        self.assertEqual(set(body("openai", "rate_limit")["error"]), {"message", "type", "param", "code"})
+        self.assertEqual(header("openai", "rate_limit", "retry-after"), "1")
+        self.assertEqual(body("anthropic", "overloaded")["error"]["type"], "overloaded_error")
+        self.assertEqual(vts.PROFILES["anthropic"].http.error("overloaded").status, 529)
+        self.assertEqual(body("gemini", "rate_limit")["error"]["status"], "RESOURCE_EXHAUSTED")
+        self.assertEqual(header("bedrock", "rate_limit", "x-amzn-ErrorType").split(":")[0], "ThrottlingException")
+        self.assertEqual(set(body("cohere", "rate_limit")), {"id", "message"})
+        self.assertEqual(set(body("ollama", "overloaded")), {"error"})
+        self.assertEqual(body("mistral", "rate_limit")["type"], "rate_limited")
+
+    def test_the_retry_sequence(self):
+        for name, row in vts.PROFILES.items():
+            error = row.http.errors[0]
+            fault_fixture(self.folder, name, row, [{}], {"error": {"status": error.status, "kind": error.kind},
+                                                         "times": 2})
+        served, refused = vts.serve_plan([self.folder])
+        self.assertEqual(refused, [])
+        asked = []
+        server = vts.make_server(served, on_stream=asked.append)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        try:
+            port = server.server_address[1]
+            for name, row in vts.PROFILES.items():
+                with self.subTest(profile=name):
+                    error, path = row.http.errors[0], f"/{name}{row.http.api_example}"
+                    statuses = [raw_post(port, path)[0] for _ in range(4)]
+                    self.assertEqual(statuses, [error.status, error.status, 200, 200])
+                    self.assertEqual(raw_post(port, path)[2], row.http.frame([{}], "alt=sse")[1])
+        finally:
+            stop(server)
+        self.assertEqual(server.bodies.errors, {name: 5 for name in vts.PROFILES})
+        self.assertEqual(server.bodies.requests, {name: 3 for name in vts.PROFILES})
+        self.assertEqual(len(asked), 5 * len(vts.PROFILES))   # conform hears of the errors too: requested
+
+    def test_without_the_bodies_cache_an_error_answers_once_more(self):
+        row = vts.PROFILES["anthropic"]
+        fault_fixture(self.folder, "f", row, [], {"error": {"status": 529, "kind": "overloaded"}, "times": 1})
+        served, _ = vts.serve_plan([self.folder])
+        status, kind, body, headers = vts._serve_answer(served, "POST", "/f/v1/messages", "2")
+        self.assertEqual((status, kind, body, headers["request-id"]),
+                         (529, "application/json", row.http.error("overloaded").body, "req_vts_overloaded"))
+
+    def test_a_cut_stream_ends_without_its_terminal_and_closes(self):
+        served, _ = vts.serve_plan([FIXTURES])
+        server = vts.make_server(served)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        try:
+            port = server.server_address[1]
+            for name, row in vts.PROFILES.items():
+                fixture = served.get(f"{name}/{CUT_FIXTURE}")
+                self.assertIsNotNone(fixture, f"fixtures/{name}/{CUT_FIXTURE}.json: each room has a cut fixture")
+                self.assertEqual(fixture.fault, {"cut": True})
+                for query in ("", "?alt=sse"):
+                    with self.subTest(profile=name, query=query):
+                        path = f"/{name}/{CUT_FIXTURE}{row.http.api_example.split('?')[0]}{query}"
+                        status, headers, body = raw_post(port, path)
+                        got = {key.lower(): value for key, value in headers}
+                        self.assertEqual(status, 200)
+                        self.assertNotIn("content-length", got)
+                        self.assertEqual(got["connection"], "close")
+                        kind, whole = row.http.frame(fixture.stream, query[1:])
+                        self.assertEqual(got["content-type"], kind)
+                        self.assertEqual(body, (row.http.cut_frame or row.http.frame)(fixture.stream, query[1:])[1])
+                        self.assertTrue(whole.startswith(body))
+                        self.assertEqual(whole[len(body):], {"text/event-stream": b"data: [DONE]\n\n" if
+                                                             name in ("openai", "mistral", "cohere") else b"",
+                                                             "application/json": b"]"}.get(kind, b""))
+                        self.assertEqual(read_back(kind, body) if kind != "application/json" else
+                                         json.loads(body + b"]"), as_framed(kind, fixture.stream))
+        finally:
+            stop(server)
+
+    def test_a_fault_fixture_with_a_bad_serve_block_is_not_served(self):
+        row = vts.PROFILES["openai"]
+        fault_fixture(self.folder, "bad", row, [], {"error": {"status": 529, "kind": "overloaded"}})
+        served, refused = vts.serve_plan([self.folder])
+        self.assertEqual(served, {})
+        self.assertEqual([why for _, why in refused],
+                         ['not a valid envelope (invalid_fixture: "serve": "error" kind "overloaded" is answered with '
+                          'status 503 on profile openai, not 529)'])
 
 
 class NotServed(unittest.TestCase):
