@@ -1030,6 +1030,77 @@ def ndjson_body(payloads: list) -> bytes:
     return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
 
 
+# Legal SSE framing variants (`serve --framing`): the same events, read identically by a reader that
+# follows the SSE spec.  A room's HttpRules names the ones its providers' SDKs read so.
+SSE_FRAMINGS = frozenset({"crlf", "comments", "ids"})
+SSE_RETRY_MS = 3000   # the retry: field the ids variant gives the first event
+
+
+def sse_reframed(body: bytes, framing: frozenset) -> bytes:
+    """An SSE body as sse_body writes it (each event's lines, then a blank line), in the framing
+    variants named: crlf (every line ended by CRLF), comments (a `: keep-alive` comment line and a
+    blank line between events), ids (an `id: N` line per event, the first also `retry:`)."""
+    if not framing or not body:
+        return body
+    eol = b"\r\n" if b"\r\n" in body else b"\n"
+    end = b"\r\n" if "crlf" in framing else eol
+    out = []
+    for number, event in enumerate(body.split(eol + eol)[:-1]):   # no blank line inside an event: JSON is escaped
+        lines = event.split(eol)
+        if "comments" in framing and number:
+            out.append(b": keep-alive" + end + end)
+        if "ids" in framing:
+            lines = [b"retry: %d" % SSE_RETRY_MS] * (number == 0) + [b"id: %d" % (number + 1)] + lines
+        out.append(end.join(lines) + end + end)
+    return b"".join(out)
+
+
+def _ends_after(body: bytes, mark: bytes) -> list[int]:
+    """The offsets just after each `mark` in body."""
+    ends, at = [], body.find(mark)
+    while at >= 0:
+        ends.append(at + len(mark))
+        at = body.find(mark, at + len(mark))
+    return ends
+
+
+def _sse_ends(body: bytes) -> list[int]:
+    return _ends_after(body, b"\r\n\r\n" if b"\r\n" in body else b"\n\n")
+
+
+def _json_array_ends(body: bytes) -> list[int]:
+    """After each element of a JSON array and the separator behind it (its text is ASCII)."""
+    decoder, text, ends = json.JSONDecoder(), body.decode("ascii", "replace"), []
+    at = text.find("[") + 1
+    try:
+        while at and text[at:].strip() not in ("]", ""):
+            at = len(text) - len(text[at:].lstrip())
+            _, at = decoder.raw_decode(text, at)
+            at = len(text) - len(text[at:].lstrip(" \t\r\n,"))
+            ends.append(at)
+    except ValueError:   # not an array of JSON values: one write
+        return []
+    return ends
+
+
+def _eventstream_ends(body: bytes) -> list[int]:
+    """After each AWS event-stream frame (its prelude's first four bytes: the frame's length)."""
+    ends, at = [], 0
+    while at + 4 <= len(body):
+        at += max(16, int.from_bytes(body[at:at + 4], "big"))
+        ends.append(min(at, len(body)))
+    return ends
+
+
+# A body's content type -> where its events end (serve's `event` chunking writes each alone).
+EVENT_ENDS: Mapping[str, Callable[[bytes], list[int]]] = MappingProxyType({
+    "text/event-stream": _sse_ends,
+    "application/x-ndjson": lambda body: _ends_after(body, b"\n"),
+    "application/json": _json_array_ends,
+    "application/vnd.amazon.eventstream": _eventstream_ends,
+})
+
+
 # --- redaction: same structure, no text -------------------------------------------
 
 REDACTED_TEXT = "[redacted]"
@@ -1719,12 +1790,14 @@ class HttpRules(_FrozenRecord):
       frame        (stream, query) -> (content type, body bytes), framed as the provider frames it
       api_example  one path api_path matches (conform's VTS_API_URL)
       tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
+      framings     the SSE framing variants (SSE_FRAMINGS) its SDKs read as they read its own SSE body:
+                   `serve --framing` applies these to its text/event-stream answers, no others
     """
 
-    __slots__ = ("api_path", "frame", "api_example", "tools_shape")
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "framings")
 
     def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
-                 tools_shape: Callable[[dict], Any]) -> None:
+                 tools_shape: Callable[[dict], Any], framings: frozenset = frozenset()) -> None:
         _freeze(self, locals())
 
 
@@ -2279,7 +2352,7 @@ OPENAI = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools))
+                   tools_shape=_function_tools, framings=SSE_FRAMINGS))
 
 
 MISTRAL = Profile(
@@ -2293,7 +2366,7 @@ MISTRAL = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools))
+                   tools_shape=_function_tools, framings=SSE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3152,7 +3225,8 @@ ANTHROPIC = Profile(
                          stream_error=_anthropic_stream_error, foreign_shape=_anthropic_foreign_shape,
                          whole_response=_anthropic_whole_response),
     http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
-                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()]))
+                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()],
+                   framings=SSE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3812,7 +3886,7 @@ OPENAI_RESPONSES = Profile(
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
-                                                for n, s in schemas.items()]))
+                                                for n, s in schemas.items()], framings=SSE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -5367,6 +5441,12 @@ def _gemini_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/json", ("[" + ",\r\n".join(wire_json(chunk) for chunk in stream) + "]").encode("ascii")
 
 
+# google-genai reads each non-empty line not starting "data: " as part of a JSON error body
+# (googleapis/python-genai, google/genai/_api_client.py, _iter_response_stream): a comment, id: or
+# retry: line would fail it, so of the SSE framing variants only crlf is served (alt=sse ends lines
+# in CRLF already).
+_GEMINI_FRAMINGS = frozenset({"crlf"})
+
 # Gemini API (v1, v1beta, v1alpha) and Vertex AI model paths.
 _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r"|/v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/google/models/[^/]+"
@@ -5580,7 +5660,8 @@ GEMINI = Profile(
     http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
                    api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
                    tools_shape=lambda schemas: [{"functionDeclarations": [
-                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}]))
+                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}],
+                   framings=_GEMINI_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -5872,7 +5953,8 @@ COHERE = Profile(
     capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
                          check_sse_text=_cohere_check_sse, warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
-    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools))
+    http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
+                   framings=SSE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -13020,6 +13102,105 @@ SERVE_REQUEST_SECONDS = 30.0        # a whole request (line, headers, body) must
 SERVE_STALL_SECONDS = 30.0          # an answer's slice (_SERVE_SLICE bytes) not taken by the client within this
                                     # ends the connection
 SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; one more is dropped and counted
+SERVE_MAX_DELAY_MS = 10_000         # --delay-ms: the longest pause between two writes of a stream
+SERVE_MAX_FIRST_BYTE_MS = 60_000    # --first-byte-ms: the longest pause before an answer's first byte
+SERVE_RANDOM_MOST = 16              # random:SEED chunking: each write is 1 to this many bytes
+_SERVE_SLICE = 1 << 16              # bytes of an answer handed to the socket at once (at most, in every chunking)
+SERVE_CHUNKINGS = ("whole", "event", "byte", "random:SEED")
+
+
+class ServeTransport(_Record):
+    """How `serve` writes a stream's body (never what it writes: the bytes are the same in every
+    chunking).  chunking: (mode, seed) with mode one of whole, event, byte, random; framing: the
+    SSE framing variants asked for (each room applies those its HttpRules names); delay_ms: the
+    pause between two writes; first_byte_ms: the pause before the answer's first byte."""
+
+    __slots__ = ("chunking", "framing", "delay_ms", "first_byte_ms")
+
+    def __init__(self, chunking: tuple[str, int | None] = ("whole", None), framing: frozenset = frozenset(),
+                 delay_ms: int = 0, first_byte_ms: int = 0) -> None:
+        self.chunking = chunking
+        self.framing = framing
+        self.delay_ms = delay_ms
+        self.first_byte_ms = first_byte_ms
+
+    @property
+    def name(self) -> str:
+        mode, seed = self.chunking
+        return mode if seed is None else f"{mode}:{seed}"
+
+
+def serve_chunking(text: str) -> tuple[str, int | None]:
+    """(mode, seed) for a chunking as written: whole, event, byte or random:SEED (SEED a whole
+    number of at most 20 digits); ValueError for anything else."""
+    mode, colon, seed = text.partition(":")
+    if mode in ("whole", "event", "byte") and not colon:
+        return mode, None
+    if mode == "random" and seed.isascii() and seed.isdigit() and len(seed) <= 20:
+        return mode, int(seed)
+    raise ValueError(f"--chunking {_clip(text)!r}: give one of {', '.join(SERVE_CHUNKINGS)}")
+
+
+def serve_transport(chunking: str = "whole", framing: Iterable[str] = (), delay_ms: int = 0,
+                    first_byte_ms: int = 0) -> ServeTransport:
+    """A ServeTransport from the options as written (framing: names, or one comma-separated
+    string); ValueError for an unknown chunking or framing, or a pause out of its bounds."""
+    names = [name.strip() for name in (framing.split(",") if isinstance(framing, str) else framing)]
+    unknown = sorted(name for name in names if name not in SSE_FRAMINGS)
+    if unknown:
+        raise ValueError(f"--framing {_clip(unknown[0])!r}: give {', '.join(sorted(SSE_FRAMINGS))} "
+                         "(comma-separated)")
+    for option, value, most in (("delay-ms", delay_ms, SERVE_MAX_DELAY_MS),
+                                ("first-byte-ms", first_byte_ms, SERVE_MAX_FIRST_BYTE_MS)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+            raise ValueError(f"--{option} must be a whole number of milliseconds from 0 to {most}")
+    return ServeTransport(serve_chunking(chunking), frozenset(names), delay_ms, first_byte_ms)
+
+
+def _whole_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    yield from _cut_writes(0, size)
+
+
+def _cut_writes(start: int, end: int) -> Iterator[tuple[int, int]]:
+    """start..end in writes of at most _SERVE_SLICE bytes."""
+    while start < end:
+        yield start, min(end, start + _SERVE_SLICE)
+        start += _SERVE_SLICE
+
+
+def _event_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    start = 0
+    for end in [*ends(), size]:
+        yield from _cut_writes(start, min(max(end, start), size))
+        start = max(end, start)
+
+
+def _byte_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    return ((start, start + 1) for start in range(size))
+
+
+def _random_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    import random
+
+    chooser, start = random.Random(seed), 0   # a new one per answer: the same seed, the same writes
+    while start < size:
+        end = min(size, start + chooser.randint(1, SERVE_RANDOM_MOST))
+        yield start, end
+        start = end
+
+
+# chunking mode -> (body size, seed, where its events end) -> the (start, end) of each write
+_SERVE_WRITES: Mapping[str, Callable[..., Iterator[tuple[int, int]]]] = MappingProxyType({
+    "whole": _whole_writes, "event": _event_writes, "byte": _byte_writes, "random": _random_writes})
+
+
+def serve_writes(body: bytes, kind: str, chunking: tuple[str, int | None],
+                 ends: Callable[[], list[int]] | None = None) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each write of a stream's body of content type `kind` under a chunking
+    (as serve_chunking gives it), one at a time: they cover the body once, in order.  ends: where
+    its events end, when known (else found from `kind`, by EVENT_ENDS, if the chunking asks)."""
+    mode, seed = chunking
+    return _SERVE_WRITES[mode](len(body), seed, ends or (lambda: EVENT_ENDS.get(kind, lambda _: [])(body)))
 
 
 class _Served(_Record):
@@ -13154,17 +13335,19 @@ class _ServeBodies:
     the framing of an empty stream under the request's query names the variant: a fixture has as
     many bodies as its room has framings (one, or two on gemini), whatever queries are sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: ServeTransport | None = None) -> None:
         import threading
 
-        self._bodies: dict[tuple[str, str, bytes], tuple[str, bytes]] = {}
+        self._bodies: dict[tuple, tuple[str, bytes]] = {}
+        self._ends: dict[int, list[int]] = {}   # id of a body kept in _bodies -> where its events end
         self._lock = threading.Lock()
         self.builds = 0   # bodies built (a test reads it: one per fixture and framing)
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
+        self.transport = transport or ServeTransport()   # its framing applies to the bodies built after
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        frame = fixture.row.http.frame
-        key = (fixture.prefix, *frame([], query))
+        http, framing = fixture.row.http, self.transport.framing
+        key = (fixture.prefix, framing, *http.frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
         found = self._bodies.get(key)
@@ -13172,12 +13355,23 @@ class _ServeBodies:
             with self._lock:   # two first requests at once build it once
                 found = self._bodies.get(key)
                 if found is None:
-                    found = self._bodies[key] = frame(fixture.stream, query)
+                    kind, body = http.frame(fixture.stream, query)
+                    if kind == "text/event-stream":   # the variants its room's SDKs read alike, no others
+                        body = sse_reframed(body, framing & http.framings)
+                    found = self._bodies[key] = (kind, body)
                     self.builds += 1
         return found
 
+    def ends(self, kind: str, body: bytes) -> list[int]:
+        """Where the events of a body `get` gave end, found once per body (`event` chunking)."""
+        found = self._ends.get(id(body))
+        if found is None:
+            found = EVENT_ENDS.get(kind, lambda _: [])(body)
+            with self._lock:
+                found = self._ends.setdefault(id(body), found)
+        return found
 
-_SERVE_SLICE = 1 << 16               # bytes of an answer handed to the socket at once
+
 _SERVE_LINGER = 64                   # turned-away connections kept open (reading) until they can close cleanly
 _SERVE_LINGER_SECONDS = 1.0          # ... for at most this long
 _SERVE_ACCEPT_PAUSE = (0.05, 1.0)    # seconds accepting pauses when no descriptor is left: first, most (doubling)
@@ -13279,7 +13473,9 @@ def _serve_unread(sock: Any) -> bool:
 def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: int = 0,
                 log: Callable[[str], None] | None = None, *, max_connections: int = SERVE_MAX_CONNECTIONS,
                 request_seconds: float = SERVE_REQUEST_SECONDS, stall_seconds: float = SERVE_STALL_SECONDS,
-                log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None) -> Any:
+                log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None,
+                transport: ServeTransport | None = None,
+                on_write: Callable[[Any, int, int], None] | None = None) -> Any:
     """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it).
 
     At most `max_connections` connections are answered at once (one more is answered 503 and
@@ -13290,7 +13486,11 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     prefix, the requests answered with its stream (counted before the answer is written).
     on_stream: called with the request path of each request answered with a fixture's stream
     (not a HEAD), before any of the stream is sent (`conform` learns from it which fixtures were
-    asked for)."""
+    asked for).
+    transport: how a stream's body is written (ServeTransport: chunking, framing, pauses); the
+    server's `transport` may be replaced between requests (`conform` does, per chunking).
+    on_write: called with the connection's socket, start and end of each write of a stream's body,
+    after it (a test records the write boundaries)."""
     import errno
     import io
     import socket
@@ -13300,7 +13500,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     logger = _ServeLog(log, log_lines) if log is not None else None
-    bodies = _ServeBodies()
+    bodies = _ServeBodies(transport)
 
     class Reader(io.RawIOBase):
         """The connection's bytes, read against the request's deadline: each read waits only for
@@ -13376,6 +13576,10 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
 
         def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
             self.connection.settimeout(self.timeout)   # reads left the request's deadline on it
+            transport = bodies.transport   # read once: conform may change it for the next request
+            if status == 200 and transport.first_byte_ms and self.server.pause(transport.first_byte_ms):
+                self.close_connection = True   # the server is stopping
+                return
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -13386,13 +13590,24 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self.close_connection = True
             self.end_headers()
             if self.command != "HEAD":
-                with memoryview(body) as view:   # slices of the shared body, never a copy
-                    for start in range(0, len(view), _SERVE_SLICE):
-                        self.wfile.write(view[start:start + _SERVE_SLICE])
+                self._write(body, kind, transport if status == 200 else ServeTransport())
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
                 logger(f"{self.command} {path} {status}")
+
+        def _write(self, body: bytes, kind: str, transport: ServeTransport) -> None:
+            """The body in the transport's writes (each straight to the socket: the writer is
+            unbuffered, and Nagle's algorithm is off on every connection), paused between them."""
+            writes = serve_writes(body, kind, transport.chunking, lambda: bodies.ends(kind, body))
+            with memoryview(body) as view:   # slices of the shared body, never a copy
+                for number, (start, end) in enumerate(writes):
+                    if number and transport.delay_ms and self.server.pause(transport.delay_ms):
+                        self.close_connection = True   # the server is stopping
+                        return
+                    self.wfile.write(view[start:end])
+                    if on_write is not None:
+                        on_write(self.connection, start, end)
 
         def _refuse(self, code: int, kind: str, message: str) -> None:
             """A refusal outside _answer, as a JSON body like every other, on a connection then closed."""
@@ -13521,8 +13736,20 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 kind = sys.exc_info()[0]
                 logger(f"connection from {client_address[0]} ended early ({kind.__name__ if kind else 'error'})")
 
+        @property
+        def transport(self) -> ServeTransport:
+            return bodies.transport
+
+        @transport.setter
+        def transport(self, value: ServeTransport) -> None:
+            bodies.transport = value
+
+        def pause(self, milliseconds: int) -> bool:
+            """Wait that long (a stream's pacing); True when the server began stopping meanwhile."""
+            return self._stopping.wait(milliseconds / 1000)
+
         def shutdown(self) -> None:
-            self._stopping.set()   # ends a pause in accepting at once
+            self._stopping.set()   # ends a pause in accepting, or in a stream's pacing, at once
             super().shutdown()
 
         def server_close(self) -> None:
@@ -13592,19 +13819,23 @@ def _run_serve(argv: list[str]) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="the port (default 0: any free port)")
     parser.add_argument("--quiet", action="store_true", help="do not print a line per request")
+    _transport_options(parser)
     args = _strict_parse(parser, argv)
+    transport = _transport_of(args, args.chunking)
     served, refused = serve_plan(args.fixtures)
     for path, why in refused:
         _err(f"{TOOL} serve: not served: {_printable(path)}: {_printable(why)}")
     if not served:
         raise UsageError("no fixture to serve")
+    for name, why in _framing_notes(served, transport):
+        _err(f"{TOOL} serve: --framing {name} is not applied to {why}")
     if not _loopback(args.host):
         _err(f"{TOOL} serve: listening on {_printable(args.host)}, not loopback: other machines can reach "
              "the fixtures")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: a port is 0 to 65535 (0: any free port)")
     try:
-        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log())
+        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log(), transport=transport)
     except (OSError, OverflowError) as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {getattr(exc, 'strerror', None) or exc}") from None
     host, port = server.server_address[:2]
@@ -13620,6 +13851,45 @@ def _run_serve(argv: list[str]) -> int:
         if server.unlogged:
             _err(f"{TOOL} serve: {server.unlogged} request log lines were not written: standard output was not read")
     return EXIT_PASS
+
+
+def _transport_options(parser: Any, many: bool = False) -> None:
+    """serve's and conform's options for how a stream is written (conform: several chunkings)."""
+    modes = "MODE[,MODE...]" if many else "MODE"
+    parser.add_argument("--chunking", default="whole", metavar=modes,
+                        help="how each stream is written: whole (one write, the default), event (one write per "
+                             "event, line, frame or array element), byte (one write per byte), random:SEED (writes "
+                             f"of 1 to {SERVE_RANDOM_MOST} bytes, seeded)"
+                             + ("; each fixture is run under each, and calls that differ are split-sensitive"
+                                if many else ""))
+    parser.add_argument("--framing", default="", metavar="VARIANT[,VARIANT...]",
+                        help="legal SSE framing variants, on the profiles whose SDKs read them alike: crlf (CRLF "
+                             "line ends), comments (a keep-alive comment between events), ids (id: per event, "
+                             "retry: first)")
+    parser.add_argument("--delay-ms", type=int, default=0, metavar="N",
+                        help=f"pause N ms between two writes of a stream (at most {SERVE_MAX_DELAY_MS})")
+    parser.add_argument("--first-byte-ms", type=int, default=0, metavar="N",
+                        help=f"pause N ms before an answer's first byte (at most {SERVE_MAX_FIRST_BYTE_MS})")
+
+
+def _framing_notes(served: Mapping[str, _Served], transport: ServeTransport) -> list[tuple[str, str]]:
+    """(variant, the profiles it is not applied to) for each framing variant asked for that some
+    served fixture's row does not take (its body is not SSE, or its SDKs do not read it alike)."""
+    notes = []
+    for name in sorted(transport.framing):
+        left = sorted({fixture.profile for fixture in served.values() if name not in fixture.row.http.framings})
+        if left:
+            notes.append((name, f"{', '.join(left)} (no SSE body, or one its SDKs would not read alike)"))
+    return notes
+
+
+def _transport_of(args: Any, chunking: str) -> ServeTransport:
+    """The ServeTransport the options give, for one chunking; a usage error for a bad one."""
+    try:
+        return serve_transport(chunking, [name for name in args.framing.split(",") if name.strip()],
+                               args.delay_ms, args.first_byte_ms)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _serve_log() -> Callable[[str], None]:
@@ -13650,6 +13920,66 @@ def _serve_log() -> Callable[[str], None]:
             broken.append(True)
 
     return write
+
+
+class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as server:`
+    """The fixtures served on a thread, for an adapter's own test suite (no subprocess):
+
+        with vts.serving(["fixtures/openai"], chunking="byte") as server:
+            client = OpenAI(base_url=server.base_url("valid-fragmented-single-call") + "/v1", api_key="x")
+
+    paths: fixture files and folders (or one), served as `serve` serves them, on `host` (loopback
+    by default) and a free port; chunking, framing, delay_ms and first_byte_ms as serve's options
+    (serve_transport: ValueError for a bad one; ValueError too when no fixture can be served).
+    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `prefixes` (sorted),
+    `refused` ([(file, why not served)]), `requests` (prefix -> streams answered) and `server`.
+    On leaving, the server stops and its socket is closed (a stream being paced ends at once)."""
+
+    def __init__(self, paths: str | Iterable[str], *, chunking: str = "whole", framing: Iterable[str] = (),
+                 delay_ms: int = 0, first_byte_ms: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._transport = serve_transport(chunking, framing, delay_ms, first_byte_ms)
+        try:
+            self._served, self.refused = serve_plan([paths] if isinstance(paths, str) else list(paths))
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        if not self._served:
+            raise ValueError("no fixture to serve" + (f" ({self.refused[0][0]}: {self.refused[0][1]})"
+                                                      if self.refused else ""))
+        self._address = (host, port)
+        self.prefixes = sorted(self._served)
+        self.server: Any = None
+        self.url = ""
+        self._thread: Any = None
+
+    def __enter__(self) -> "serving":
+        import threading
+
+        self.server = make_server(self._served, *self._address, transport=self._transport)
+        host, port = self.server.server_address[:2]
+        self.url = f"http://{_url_host(host)}:{port}/"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="vts-serving", daemon=True)
+        self._thread.start()
+        return self
+
+    def base_url(self, prefix: str) -> str:
+        """A fixture's base URL: the server's URL and its prefix, percent-encoded (KeyError for a
+        prefix not served)."""
+        from urllib.parse import quote
+
+        if prefix not in self._served:
+            raise KeyError(prefix)
+        return self.url + quote(prefix, errors="surrogateescape")
+
+    @property
+    def requests(self) -> dict[str, int]:
+        return dict(self.server.bodies.requests) if self.server is not None else {}
+
+    def __exit__(self, *_: Any) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self._thread.join()
 
 
 # ---------------------------------------------------------------------------
@@ -15173,6 +15503,7 @@ __all__ = [
     "sse_to_envelope", "schemas_from_doc", "CaptureError",
     "compare_calls", "adapter_calls_from_doc", "adapter_verdict", "ADAPTER_VERDICTS",
     "serve_plan", "make_server", "conform_fixture", "conform_summary",
+    "serving", "serve_transport", "ServeTransport", "serve_writes", "SSE_FRAMINGS",
     # the command line
     "main",
 ]
