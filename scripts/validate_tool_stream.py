@@ -13991,7 +13991,9 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
 # prints the calls it would execute as JSON.  The verdict is the adapter harness's
 # (adapter_verdict): what the adapter would run against what this tool decided.
 
-CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested")
+CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested", "split-sensitive")
+CONFORM_VERDICTS = ADAPTER_VERDICTS + ("split-sensitive",)   # split-sensitive: conform's own, across chunkings
+_CONFORM_MAX_CHUNKINGS = 16        # chunkings one conform run may try each fixture under
 _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
 _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
@@ -14295,7 +14297,7 @@ class ConformCannotRun(Exception):
 
 def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
                     folder: str, number: int, requested: set[str] | None = None,
-                    mark: str = "") -> dict[str, Any]:
+                    mark: str = "", keep_calls: bool = False) -> dict[str, Any]:
     """One fixture through the adapter command: our report, its calls and the verdict, as one record.
 
     What is judged is the bytes the fixture was served from (fixture.data, read once by
@@ -14303,7 +14305,8 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     sent (make_server's on_stream); the fixture's own is dropped before the run and looked up after
     it, so only a request made while this fixture's command ran counts.  None: not tracked.  The
     tools file written for it in `folder` is removed before this returns; `mark` is this run's
-    CONFORM_RUN_VARIABLE value (see _end_adapter)."""
+    CONFORM_RUN_VARIABLE value (see _end_adapter).  keep_calls: the record also holds the calls
+    themselves, as "adapter_calls" (None when there are none), for conform_across."""
     import os
 
     data = fixture.data
@@ -14352,7 +14355,10 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
         calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
         verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
                                             requested=asked)
-    return _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems))
+    record = _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems))
+    if keep_calls:
+        record["adapter_calls"] = calls
+    return record
 
 
 def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple[Any, str, bool], asked: bool,
@@ -14369,14 +14375,60 @@ def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple
     return record
 
 
+# One fixture's verdict across chunkings: the worst of its verdicts under each, split-sensitive
+# standing among them when its calls differ between chunkings.  Worst first.
+_CONFORM_WORST = ("executes-blocked", "not-requested", "split-sensitive", "unreadable", "differs-on-pass", "refuses",
+                  "not-applicable", "agree")
+_CONFORM_NAMES_SHOWN = 8   # call names shown per chunking in a split-sensitive difference
+
+
+def _calls_said(record: dict) -> str:
+    """What one run would execute, briefly: "N calls: name, name" or "nothing (why)"."""
+    calls = record.get("adapter_calls") or []
+    if not calls:
+        return "nothing" + (f" ({_clip(record.get('refused') or record.get('unreadable') or '')})"
+                            if record.get("refused") or record.get("unreadable") else "")
+    names = ", ".join(_clip(call["name"], 40) for call in calls[:_CONFORM_NAMES_SHOWN])
+    return f"{len(calls)} call{'s' * (len(calls) != 1)}: {names}" + (", ..." if len(calls) > _CONFORM_NAMES_SHOWN
+                                                                   else "")
+
+
+def conform_across(runs: list[tuple[str, dict]]) -> dict[str, Any]:
+    """One record for a fixture run under several chunkings ([(chunking, its record with
+    "adapter_calls")]): the verdict is the worst of theirs (_CONFORM_WORST), or split-sensitive
+    when what the adapter would execute differs between them (a refusal executes nothing) and no
+    run executes a blocked turn's call or was never requested; "chunkings" gives each run's
+    verdict and call count (and why it has none)."""
+    keys = []
+    for _, record in runs:
+        try:
+            keys.append(json.dumps(record.get("adapter_calls") or [], sort_keys=True))
+        except (ValueError, TypeError, RecursionError):   # cannot be compared: taken as different
+            keys.append(object())
+    verdicts = [record["verdict"] for _, record in runs]
+    if any(key != keys[0] for key in keys):
+        verdicts.append("split-sensitive")
+    verdict = min(verdicts, key=_CONFORM_WORST.index)
+    base = next((record for _, record in runs if record["verdict"] == verdict), runs[0][1])
+    record = {key: value for key, value in base.items() if key != "adapter_calls"}
+    record["verdict"] = verdict
+    record["requested"] = all(run["requested"] for _, run in runs)
+    record["chunkings"] = {name: {key: run[key] for key in ("verdict", "calls", "refused", "unreadable")
+                                  if key in run} for name, run in runs}
+    if verdict == "split-sensitive":
+        record["differences"] = ["its calls differ between chunkings: " + "; ".join(
+            f"{name} {_calls_said(run)}" for name, run in runs)]
+    return record
+
+
 def conform_summary(records: list[dict]) -> dict[str, Any]:
     """Verdict counts, and for each finding code how the adapter handled the turns that raise it."""
-    counts = {verdict: 0 for verdict in ADAPTER_VERDICTS}
+    counts = {verdict: 0 for verdict in CONFORM_VERDICTS}
     by_code: dict[str, dict[str, int]] = {}
     for record in records:
         counts[record["verdict"]] += 1
         for code in record["codes"] or ["(none)"]:
-            row = by_code.setdefault(code, {verdict: 0 for verdict in ADAPTER_VERDICTS})
+            row = by_code.setdefault(code, {verdict: 0 for verdict in CONFORM_VERDICTS})
             row[record["verdict"]] += 1
     return {"fixtures": len(records), **counts, "by_code": dict(sorted(by_code.items()))}
 
@@ -14391,15 +14443,18 @@ def _conform_text(record: dict) -> str:
             line += f"; {record[why]}"
     if record.get("differences"):
         line += "; " + "; ".join(_printable(d) for d in record["differences"][:5])
+    if record.get("chunkings") and record["verdict"] != "split-sensitive":
+        runs = record["chunkings"].items()
+        line += " [" + ", ".join(f"{_printable(name)} {run['verdict']}" for name, run in runs) + "]"
     return line
 
 
 def _conform_table(summary: dict) -> str:
-    header = ("finding code",) + ADAPTER_VERDICTS
+    header = ("finding code",) + CONFORM_VERDICTS
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for code, row in summary["by_code"].items():
-        lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in ADAPTER_VERDICTS)) + " |")
-    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + ADAPTER_VERDICTS)
+        lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in CONFORM_VERDICTS)) + " |")
+    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + CONFORM_VERDICTS)
                  + (f", not served {summary['not_served']}" if summary.get("not_served") else ""))
     return "\n".join(lines)
 
@@ -14447,9 +14502,13 @@ def _run_conform(argv: list[str]) -> int:
                         help=f"seconds per fixture (default 60, at most {_CONFORM_MAX_TIMEOUT})")
     parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="text")
     parser.add_argument("--quiet", action="store_true", help="print only the fixtures that fail, and the summary")
+    _transport_options(parser, many=True)
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
+    transports = _conform_transports(args)
     served, unjudged = _conform_plan(args.fixtures)
+    for name, why in _framing_notes(served, transports[0]):
+        _err(f"{TOOL} conform: --framing {name} is not applied to {why}")
     # Every served fixture through the adapter command, in the order of its prefix, each record printed as
     # it is judged, the server on a thread of its own meanwhile.  conform_fixture is called from here, not
     # from a helper: each frame more above it would lower how deep arguments compare as JSON
@@ -14461,7 +14520,7 @@ def _run_conform(argv: list[str]) -> int:
         if fixture is not None:
             requested.add(fixture.prefix)
 
-    server = make_server(served, on_stream=asked)
+    server = make_server(served, on_stream=asked, transport=transports[0])
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records: list[dict] = []
@@ -14473,13 +14532,19 @@ def _run_conform(argv: list[str]) -> int:
                 raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
             with temporary as folder:
                 for number, prefix in enumerate(sorted(served)):
-                    try:
-                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                                 args.shell, args.timeout, folder, number, requested, mark)
-                    except AdapterNotStarted as exc:
-                        raise UsageError(str(exc)) from None
-                    except ConformCannotRun as exc:
-                        raise UsageError(f"{exc}; no verdict") from None
+                    runs = []
+                    for transport in transports:   # each chunking in turn, the same server
+                        server.transport = transport
+                        try:
+                            record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
+                                                     args.shell, args.timeout, folder, number, requested, mark,
+                                                     keep_calls=len(transports) > 1)
+                        except AdapterNotStarted as exc:
+                            raise UsageError(str(exc)) from None
+                        except ConformCannotRun as exc:
+                            raise UsageError(f"{exc}; no verdict") from None
+                        runs.append((transport.name, record))
+                    record = conform_across(runs) if len(runs) > 1 else runs[0][1]
                     records.append(record)
                     _conform_each(record, args)
         finally:
@@ -14490,6 +14555,14 @@ def _run_conform(argv: list[str]) -> int:
     summary["not_served"] = len(unjudged)
     _out(_CONFORM_END[args.report](records, summary, unjudged))
     return _conform_exit(records, unjudged)
+
+
+def _conform_transports(args: Any) -> list[ServeTransport]:
+    """One ServeTransport per chunking of --chunking (comma-separated, each once, in order)."""
+    names = list(dict.fromkeys(name.strip() for name in args.chunking.split(",")))
+    if len(names) > _CONFORM_MAX_CHUNKINGS:
+        raise UsageError(f"--chunking names {len(names)} chunkings; at most {_CONFORM_MAX_CHUNKINGS}")
+    return [_transport_of(args, name) for name in names]
 
 
 def _conform_command(args: Any) -> Any:
