@@ -15576,7 +15576,8 @@ __all__ = [
     "sse_to_envelope", "schemas_from_doc", "CaptureError",
     "compare_calls", "adapter_calls_from_doc", "adapter_verdict", "ADAPTER_VERDICTS",
     "serve_plan", "make_server", "conform_fixture", "conform_summary",
-    "serving", "serve_transport", "ServeTransport", "serve_writes", "SSE_FRAMINGS",
+    "serving", "serve_transport", "ServeTransport", "serve_writes", "SSE_FRAMINGS", "conform_across",
+    "CONFORM_FAILING",
     # the command line
     "main",
 ]
