@@ -1030,10 +1030,30 @@ def ndjson_body(payloads: list) -> bytes:
     return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
 
 
-# Legal SSE framing variants (`serve --framing`): the same events, read identically by a reader that
-# follows the SSE spec.  A room's HttpRules names the ones its providers' SDKs read so.
+# Legal framing variants (`serve --framing`): the same payloads, read identically by a reader that
+# follows the SSE spec (crlf, comments, ids: SSE bodies only) and JSON's (utf8: any JSON text body).
+# A room's HttpRules names the ones its providers' SDKs read so.
 SSE_FRAMINGS = frozenset({"crlf", "comments", "ids"})
+SERVE_FRAMINGS = SSE_FRAMINGS | {"utf8"}
 SSE_RETRY_MS = 3000   # the retry: field the ids variant gives the first event
+_UNICODE_ESCAPE = re.compile(rb"\\\\|\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u([0-9a-f]{4})", re.I)
+
+
+def _raw_character(match: Any) -> bytes:
+    high, low, single = match.groups()
+    if high:   # a surrogate pair in one string: one character
+        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00).encode("utf-8")
+    point = int(single, 16) if single else 0
+    if point < 0x80 or 0xD800 <= point <= 0xDFFF:   # an escaped backslash, a control, a lone surrogate: kept
+        return match.group(0)
+    return chr(point).encode("utf-8")
+
+
+def json_raw_utf8(body: bytes) -> bytes:
+    """A body of compact ASCII JSON texts (wire_json's) with each \\uXXXX escape of a character
+    past ASCII written as that character in UTF-8, as most providers send it (the `utf8` framing
+    variant); controls and lone surrogates stay escaped, so the JSON reads as the same values."""
+    return _UNICODE_ESCAPE.sub(_raw_character, body)
 
 
 def sse_reframed(body: bytes, framing: frozenset) -> bytes:
@@ -1790,8 +1810,8 @@ class HttpRules(_FrozenRecord):
       frame        (stream, query) -> (content type, body bytes), framed as the provider frames it
       api_example  one path api_path matches (conform's VTS_API_URL)
       tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
-      framings     the SSE framing variants (SSE_FRAMINGS) its SDKs read as they read its own SSE body:
-                   `serve --framing` applies these to its text/event-stream answers, no others
+      framings     the framing variants (SERVE_FRAMINGS) its SDKs read as they read its own body:
+                   `serve --framing` applies these (crlf, comments, ids to its text/event-stream answers), no others
     """
 
     __slots__ = ("api_path", "frame", "api_example", "tools_shape", "framings")
@@ -2352,7 +2372,7 @@ OPENAI = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools, framings=SSE_FRAMINGS))
+                   tools_shape=_function_tools, framings=SERVE_FRAMINGS))
 
 
 MISTRAL = Profile(
@@ -2366,7 +2386,7 @@ MISTRAL = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools, framings=SSE_FRAMINGS))
+                   tools_shape=_function_tools, framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3226,7 +3246,7 @@ ANTHROPIC = Profile(
                          whole_response=_anthropic_whole_response),
     http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
                    tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()],
-                   framings=SSE_FRAMINGS))
+                   framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3886,7 +3906,7 @@ OPENAI_RESPONSES = Profile(
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
-                                                for n, s in schemas.items()], framings=SSE_FRAMINGS))
+                                                for n, s in schemas.items()], framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -5444,8 +5464,8 @@ def _gemini_frame(stream: list, query: str) -> tuple[str, bytes]:
 # google-genai reads each non-empty line not starting "data: " as part of a JSON error body
 # (googleapis/python-genai, google/genai/_api_client.py, _iter_response_stream): a comment, id: or
 # retry: line would fail it, so of the SSE framing variants only crlf is served (alt=sse ends lines
-# in CRLF already).
-_GEMINI_FRAMINGS = frozenset({"crlf"})
+# in CRLF already); raw UTF-8 it decodes as JSON does (also in the JSON array of a request without alt=sse).
+_GEMINI_FRAMINGS = frozenset({"crlf", "utf8"})
 
 # Gemini API (v1, v1beta, v1alpha) and Vertex AI model paths.
 _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
@@ -5954,7 +5974,7 @@ COHERE = Profile(
                          check_sse_text=_cohere_check_sse, warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
     http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
-                   framings=SSE_FRAMINGS))
+                   framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -6369,7 +6389,8 @@ OLLAMA = Profile(
                          tool_entry=_function_entry),
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
                          check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
-    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools))
+    http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools,
+                   framings=frozenset({"utf8"})))   # Go's encoding/json writes UTF-8 as it is
 
 
 # ---------------------------------------------------------------------------
@@ -13146,9 +13167,9 @@ def serve_transport(chunking: str = "whole", framing: Iterable[str] = (), delay_
     """A ServeTransport from the options as written (framing: names, or one comma-separated
     string); ValueError for an unknown chunking or framing, or a pause out of its bounds."""
     names = [name.strip() for name in (framing.split(",") if isinstance(framing, str) else framing)]
-    unknown = sorted(name for name in names if name not in SSE_FRAMINGS)
+    unknown = sorted(name for name in names if name not in SERVE_FRAMINGS)
     if unknown:
-        raise ValueError(f"--framing {_clip(unknown[0])!r}: give {', '.join(sorted(SSE_FRAMINGS))} "
+        raise ValueError(f"--framing {_clip(unknown[0])!r}: give {', '.join(sorted(SERVE_FRAMINGS))} "
                          "(comma-separated)")
     for option, value, most in (("delay-ms", delay_ms, SERVE_MAX_DELAY_MS),
                                 ("first-byte-ms", first_byte_ms, SERVE_MAX_FIRST_BYTE_MS)):
@@ -13356,8 +13377,11 @@ class _ServeBodies:
                 found = self._bodies.get(key)
                 if found is None:
                     kind, body = http.frame(fixture.stream, query)
-                    if kind == "text/event-stream":   # the variants its room's SDKs read alike, no others
-                        body = sse_reframed(body, framing & http.framings)
+                    applied = framing & http.framings   # the variants its room's SDKs read alike, no others
+                    if kind == "text/event-stream":
+                        body = sse_reframed(body, applied & SSE_FRAMINGS)
+                    if "utf8" in applied:
+                        body = json_raw_utf8(body)
                     found = self._bodies[key] = (kind, body)
                     self.builds += 1
         return found
@@ -13863,9 +13887,9 @@ def _transport_options(parser: Any, many: bool = False) -> None:
                              + ("; each fixture is run under each, and calls that differ are split-sensitive"
                                 if many else ""))
     parser.add_argument("--framing", default="", metavar="VARIANT[,VARIANT...]",
-                        help="legal SSE framing variants, on the profiles whose SDKs read them alike: crlf (CRLF "
+                        help="legal framing variants, on the profiles whose SDKs read them alike: crlf (CRLF "
                              "line ends), comments (a keep-alive comment between events), ids (id: per event, "
-                             "retry: first)")
+                             "retry: first), utf8 (raw UTF-8 for JSON's \\u escapes)")
     parser.add_argument("--delay-ms", type=int, default=0, metavar="N",
                         help=f"pause N ms between two writes of a stream (at most {SERVE_MAX_DELAY_MS})")
     parser.add_argument("--first-byte-ms", type=int, default=0, metavar="N",
@@ -13879,7 +13903,7 @@ def _framing_notes(served: Mapping[str, _Served], transport: ServeTransport) -> 
     for name in sorted(transport.framing):
         left = sorted({fixture.profile for fixture in served.values() if name not in fixture.row.http.framings})
         if left:
-            notes.append((name, f"{', '.join(left)} (no SSE body, or one its SDKs would not read alike)"))
+            notes.append((name, f"{', '.join(left)} (its SDKs would not read it alike, or its body is not SSE)"))
     return notes
 
 
@@ -15576,7 +15600,7 @@ __all__ = [
     "sse_to_envelope", "schemas_from_doc", "CaptureError",
     "compare_calls", "adapter_calls_from_doc", "adapter_verdict", "ADAPTER_VERDICTS",
     "serve_plan", "make_server", "conform_fixture", "conform_summary",
-    "serving", "serve_transport", "ServeTransport", "serve_writes", "SSE_FRAMINGS", "conform_across",
+    "serving", "serve_transport", "ServeTransport", "serve_writes", "SERVE_FRAMINGS", "json_raw_utf8", "conform_across",
     "CONFORM_FAILING",
     # the command line
     "main",

@@ -758,7 +758,17 @@ class Chunking(unittest.TestCase):
             self.assertEqual([body[start:end] for start, end in writes], pieces, kind)
 
     def test_random_chunking_is_seeded_and_splits_utf8_and_crlf(self):
-        body = ("data: {\"city\":\"Zürich 東京 🌍\"}\r\n\r\n" * 40).encode("utf-8")
+        served, _ = vts.serve_plan([os.path.join(FIXTURES, "openai", "valid-non-ascii-and-emoji-arguments.json")])
+        recorded = []
+        server, url = serving_with(served, vts.serve_transport("random:42", framing="crlf,utf8"),
+                                   lambda sock, start, end: recorded.append((start, end)))
+        try:
+            (body,) = raw_answers(url, ["valid-non-ascii-and-emoji-arguments/v1/chat/completions"])
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertIn("ü".encode("utf-8"), body)
+        self.assertEqual(recorded, list(vts.serve_writes(body, "text/event-stream", ("random", 42))))
         plan = vts.serve_chunking("random:42")
         first = list(vts.serve_writes(body, "text/event-stream", plan))
         self.assertEqual(first, list(vts.serve_writes(body, "text/event-stream", plan)))   # the same seed
@@ -839,6 +849,33 @@ class Framing(unittest.TestCase):
         self.assertEqual(code, 3)
         self.assertIn("--framing ids is not applied to gemini (", err)
         self.assertNotIn("openai", err.split("not applied to")[1].split("\n")[0])
+
+
+def ascii_again(body):
+    """A body served with the utf8 variant, each character past ASCII escaped again as wire_json does."""
+    return "".join(c if ord(c) < 0x80 else json.dumps(c)[1:-1] for c in body.decode("utf-8")).encode("ascii")
+
+
+class RawUtf8(unittest.TestCase):
+    def test_utf8_writes_json_escapes_as_utf8_and_nothing_else(self):
+        served, _ = vts.serve_plan([FIXTURES])
+        server, url = serving_with(served, vts.serve_transport("event", framing="utf8"))
+        try:
+            streams = stream_paths(served)
+            answers = raw_answers(url, [path for path, _, _ in streams])
+        finally:
+            server.shutdown()
+            server.server_close()
+        raw = 0
+        for (path, kind, whole), answer in zip(streams, answers):
+            if kind == "application/vnd.amazon.eventstream":   # bedrock's row does not take it
+                self.assertEqual(answer, whole, path)
+                continue
+            self.assertEqual(ascii_again(answer), whole, path)
+            raw += answer != whole
+        self.assertGreaterEqual(raw, 15)
+        self.assertEqual(vts.json_raw_utf8(b'["\\u00e9","\\\\u00e9","\\ud83d\\ude00","\\ud800","\\u0085","\\u001f"]'),
+                         '["é","\\\\u00e9","😀","\\ud800","\u0085","\\u001f"]'.encode("utf-8"))
 
 
 class InProcess(unittest.TestCase):
