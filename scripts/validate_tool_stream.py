@@ -1088,18 +1088,24 @@ def _sse_ends(body: bytes) -> list[int]:
     return _ends_after(body, b"\r\n\r\n" if b"\r\n" in body else b"\n\n")
 
 
+_JSON_ARRAY_GAP = re.compile(r"[ \t\r\n,]*")
+
+
 def _json_array_ends(body: bytes) -> list[int]:
-    """After each element of a JSON array and the separator behind it (its text is ASCII)."""
+    """After each element of a JSON array and the separator behind it.  Decoded as ASCII with each
+    other byte one replacement character, so a character's index is its byte's."""
     decoder, text, ends = json.JSONDecoder(), body.decode("ascii", "replace"), []
-    at = text.find("[") + 1
-    try:
-        while at and text[at:].strip() not in ("]", ""):
-            at = len(text) - len(text[at:].lstrip())
-            _, at = decoder.raw_decode(text, at)
-            at = len(text) - len(text[at:].lstrip(" \t\r\n,"))
-            ends.append(at)
-    except ValueError:   # not an array of JSON values: one write
+    opening = text.find("[")
+    if opening < 0:
         return []
+    at = _JSON_ARRAY_GAP.match(text, opening + 1).end()
+    try:
+        while at < len(text) and text[at] != "]":
+            _, at = decoder.raw_decode(text, at)
+            at = _JSON_ARRAY_GAP.match(text, at).end()
+            ends.append(at)
+    except (ValueError, RecursionError):   # not an array of JSON values: the writes end where they may
+        return ends
     return ends
 
 
