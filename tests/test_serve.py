@@ -709,7 +709,7 @@ class Chunking(unittest.TestCase):
     def test_every_fixture_is_the_same_bytes_under_every_chunking(self):
         paths = [path for path, _, _ in self.streams]
         whole = [body for _, _, body in self.streams]
-        for chunking in ("whole", "event", "random:1"):   # byte mode: one fixture per frame below (CPU)
+        for chunking in ("event", "random:1"):   # whole: ServedBytes; byte: one fixture per frame below (CPU)
             server, url = serving_with(self.served, vts.serve_transport(chunking))
             try:
                 self.assertEqual(raw_answers(url, paths), whole, chunking)
@@ -859,7 +859,7 @@ def ascii_again(body):
 class RawUtf8(unittest.TestCase):
     def test_utf8_writes_json_escapes_as_utf8_and_nothing_else(self):
         served, _ = vts.serve_plan([FIXTURES])
-        server, url = serving_with(served, vts.serve_transport("event", framing="utf8"))
+        server, url = serving_with(served, vts.serve_transport(framing="utf8"))
         try:
             streams = stream_paths(served)
             answers = raw_answers(url, [path for path, _, _ in streams])
