@@ -920,6 +920,8 @@ class Chunkings(unittest.TestCase):
             self.assertEqual(list(record["chunkings"]), [name for name, _ in runs])
         self.assertEqual(vts.conform_across([("whole", agree), ("byte", refuses)])["chunkings"]["byte"],
                          {"verdict": "refuses", "calls": None, "refused": "it exited with status 1"})
+        self.assertEqual(vts._conform_text(vts.conform_across([("whole", agree), ("random:3", agree)])),
+                         "agree: f (pass) [whole agree, random:3 agree]")
 
     def test_bad_chunkings_are_usage_errors(self):
         for extra in (("--chunking", "whole,lines"), ("--chunking", ",".join(f"random:{n}" for n in range(17))),
