@@ -1030,6 +1030,103 @@ def ndjson_body(payloads: list) -> bytes:
     return "".join(wire_json(payload) + "\n" for payload in payloads).encode("ascii")
 
 
+# Legal framing variants (`serve --framing`): the same payloads, read identically by a reader that
+# follows the SSE spec (crlf, comments, ids: SSE bodies only) and JSON's (utf8: any JSON text body).
+# A room's HttpRules names the ones its providers' SDKs read so.
+SSE_FRAMINGS = frozenset({"crlf", "comments", "ids"})
+SERVE_FRAMINGS = SSE_FRAMINGS | {"utf8"}
+SSE_RETRY_MS = 3000   # the retry: field the ids variant gives the first event
+_UNICODE_ESCAPE = re.compile(rb"\\\\|\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u([0-9a-f]{4})", re.I)
+
+
+def _raw_character(match: Any) -> bytes:
+    high, low, single = match.groups()
+    if high:   # a surrogate pair in one string: one character
+        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00).encode("utf-8")
+    point = int(single, 16) if single else 0
+    if point < 0x80 or 0xD800 <= point <= 0xDFFF:   # an escaped backslash, a control, a lone surrogate: kept
+        return match.group(0)
+    return chr(point).encode("utf-8")
+
+
+def json_raw_utf8(body: bytes) -> bytes:
+    """A body of compact ASCII JSON texts (wire_json's) with each \\uXXXX escape of a character
+    past ASCII written as that character in UTF-8, as most providers send it (the `utf8` framing
+    variant); controls and lone surrogates stay escaped, so the JSON reads as the same values."""
+    return _UNICODE_ESCAPE.sub(_raw_character, body)
+
+
+def sse_reframed(body: bytes, framing: frozenset) -> bytes:
+    """An SSE body as sse_body writes it (each event's lines, then a blank line), in the framing
+    variants named: crlf (every line ended by CRLF), comments (a `: keep-alive` comment line and a
+    blank line between events), ids (an `id: N` line per event, the first also `retry:`)."""
+    if not framing or not body:
+        return body
+    eol = b"\r\n" if b"\r\n" in body else b"\n"
+    end = b"\r\n" if "crlf" in framing else eol
+    out = []
+    for number, event in enumerate(body.split(eol + eol)[:-1]):   # no blank line inside an event: JSON is escaped
+        lines = event.split(eol)
+        if "comments" in framing and number:
+            out.append(b": keep-alive" + end + end)
+        if "ids" in framing:
+            lines = [b"retry: %d" % SSE_RETRY_MS] * (number == 0) + [b"id: %d" % (number + 1)] + lines
+        out.append(end.join(lines) + end + end)
+    return b"".join(out)
+
+
+def _ends_after(body: bytes, mark: bytes) -> list[int]:
+    """The offsets just after each `mark` in body."""
+    ends, at = [], body.find(mark)
+    while at >= 0:
+        ends.append(at + len(mark))
+        at = body.find(mark, at + len(mark))
+    return ends
+
+
+def _sse_ends(body: bytes) -> list[int]:
+    return _ends_after(body, b"\r\n\r\n" if b"\r\n" in body else b"\n\n")
+
+
+_JSON_ARRAY_GAP = re.compile(r"[ \t\r\n,]*")
+
+
+def _json_array_ends(body: bytes) -> list[int]:
+    """After each element of a JSON array and the separator behind it.  Decoded as ASCII with each
+    other byte one replacement character, so a character's index is its byte's."""
+    decoder, text, ends = json.JSONDecoder(), body.decode("ascii", "replace"), []
+    opening = text.find("[")
+    if opening < 0:
+        return []
+    at = _JSON_ARRAY_GAP.match(text, opening + 1).end()
+    try:
+        while at < len(text) and text[at] != "]":
+            _, at = decoder.raw_decode(text, at)
+            at = _JSON_ARRAY_GAP.match(text, at).end()
+            ends.append(at)
+    except (ValueError, RecursionError):   # not an array of JSON values: the writes end where they may
+        return ends
+    return ends
+
+
+def _eventstream_ends(body: bytes) -> list[int]:
+    """After each AWS event-stream frame (its prelude's first four bytes: the frame's length)."""
+    ends, at = [], 0
+    while at + 4 <= len(body):
+        at += max(16, int.from_bytes(body[at:at + 4], "big"))
+        ends.append(min(at, len(body)))
+    return ends
+
+
+# A body's content type -> where its events end (serve's `event` chunking writes each alone).
+EVENT_ENDS: Mapping[str, Callable[[bytes], list[int]]] = MappingProxyType({
+    "text/event-stream": _sse_ends,
+    "application/x-ndjson": lambda body: _ends_after(body, b"\n"),
+    "application/json": _json_array_ends,
+    "application/vnd.amazon.eventstream": _eventstream_ends,
+})
+
+
 # --- redaction: same structure, no text -------------------------------------------
 
 REDACTED_TEXT = "[redacted]"
@@ -1738,13 +1835,15 @@ class HttpRules(_FrozenRecord):
       tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
       errors       the HttpErrors it answers before a stream, one per kind (a fault fixture's "serve" block)
       cut_frame    frame without the provider's terminal framing (a cut-off stream); None: frame has none
+      framings     the framing variants (SERVE_FRAMINGS) its SDKs read as they read its own body:
+                   `serve --framing` applies these (crlf, comments, ids to its text/event-stream answers), no others
     """
 
-    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "errors", "cut_frame")
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "errors", "cut_frame", "framings")
 
     def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
                  tools_shape: Callable[[dict], Any], errors: tuple[HttpError, ...] = (),
-                 cut_frame: Callable[..., tuple] | None = None) -> None:
+                 cut_frame: Callable[..., tuple] | None = None, framings: frozenset = frozenset()) -> None:
         _freeze(self, locals())
 
     def error(self, kind: Any) -> HttpError | None:
@@ -2338,7 +2437,8 @@ OPENAI = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools, errors=_OPENAI_ERRORS, cut_frame=_chat_cut_frame))
+                   tools_shape=_function_tools, errors=_OPENAI_ERRORS, cut_frame=_chat_cut_frame,
+                   framings=SERVE_FRAMINGS))
 
 
 MISTRAL = Profile(
@@ -2352,7 +2452,8 @@ MISTRAL = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools, errors=_MISTRAL_ERRORS, cut_frame=_chat_cut_frame))
+                   tools_shape=_function_tools, errors=_MISTRAL_ERRORS, cut_frame=_chat_cut_frame,
+                   framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3229,7 +3330,7 @@ ANTHROPIC = Profile(
                          whole_response=_anthropic_whole_response),
     http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
                    tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()],
-                   errors=_ANTHROPIC_ERRORS))
+                   errors=_ANTHROPIC_ERRORS, framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3909,7 +4010,7 @@ OPENAI_RESPONSES = Profile(
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
                                                 for n, s in schemas.items()],
-                   errors=_RESPONSES_ERRORS))
+                   errors=_RESPONSES_ERRORS, framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -5509,6 +5610,11 @@ _GEMINI_ERRORS = (
                                              "status": "UNAVAILABLE"}}, content_type=_GEMINI_JSON),
 )
 
+# google-genai reads each non-empty line not starting "data: " as part of a JSON error body
+# (googleapis/python-genai, google/genai/_api_client.py, _iter_response_stream): a comment, id: or
+# retry: line would fail it, so of the SSE framing variants only crlf is served (alt=sse ends lines
+# in CRLF already); raw UTF-8 it decodes as JSON does (also in the JSON array of a request without alt=sse).
+_GEMINI_FRAMINGS = frozenset({"crlf", "utf8"})
 
 # Gemini API (v1, v1beta, v1alpha) and Vertex AI model paths.
 _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
@@ -5724,7 +5830,7 @@ GEMINI = Profile(
                    api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
                    tools_shape=lambda schemas: [{"functionDeclarations": [
                        {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}],
-                   errors=_GEMINI_ERRORS, cut_frame=_gemini_cut_frame))
+                   errors=_GEMINI_ERRORS, cut_frame=_gemini_cut_frame, framings=_GEMINI_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -6029,7 +6135,7 @@ COHERE = Profile(
                          check_sse_text=_cohere_check_sse, warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
     http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
-                   errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame))
+                   errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame, framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -6456,7 +6562,7 @@ OLLAMA = Profile(
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
                          check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
     http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools,
-                   errors=_OLLAMA_ERRORS))
+                   errors=_OLLAMA_ERRORS, framings=frozenset({"utf8"})))   # Go's encoding/json writes UTF-8 as it is
 
 
 # ---------------------------------------------------------------------------
@@ -13363,6 +13469,105 @@ SERVE_REQUEST_SECONDS = 30.0        # a whole request (line, headers, body) must
 SERVE_STALL_SECONDS = 30.0          # an answer's slice (_SERVE_SLICE bytes) not taken by the client within this
                                     # ends the connection
 SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; one more is dropped and counted
+SERVE_MAX_DELAY_MS = 10_000         # --delay-ms: the longest pause between two writes of a stream
+SERVE_MAX_FIRST_BYTE_MS = 60_000    # --first-byte-ms: the longest pause before an answer's first byte
+SERVE_RANDOM_MOST = 16              # random:SEED chunking: each write is 1 to this many bytes
+_SERVE_SLICE = 1 << 16              # bytes of an answer handed to the socket at once (at most, in every chunking)
+SERVE_CHUNKINGS = ("whole", "event", "byte", "random:SEED")
+
+
+class ServeTransport(_Record):
+    """How `serve` writes a stream's body (never what it writes: the bytes are the same in every
+    chunking).  chunking: (mode, seed) with mode one of whole, event, byte, random; framing: the
+    SSE framing variants asked for (each room applies those its HttpRules names); delay_ms: the
+    pause between two writes; first_byte_ms: the pause before the answer's first byte."""
+
+    __slots__ = ("chunking", "framing", "delay_ms", "first_byte_ms")
+
+    def __init__(self, chunking: tuple[str, int | None] = ("whole", None), framing: frozenset = frozenset(),
+                 delay_ms: int = 0, first_byte_ms: int = 0) -> None:
+        self.chunking = chunking
+        self.framing = framing
+        self.delay_ms = delay_ms
+        self.first_byte_ms = first_byte_ms
+
+    @property
+    def name(self) -> str:
+        mode, seed = self.chunking
+        return mode if seed is None else f"{mode}:{seed}"
+
+
+def serve_chunking(text: str) -> tuple[str, int | None]:
+    """(mode, seed) for a chunking as written: whole, event, byte or random:SEED (SEED a whole
+    number of at most 20 digits); ValueError for anything else."""
+    mode, colon, seed = text.partition(":")
+    if mode in ("whole", "event", "byte") and not colon:
+        return mode, None
+    if mode == "random" and seed.isascii() and seed.isdigit() and len(seed) <= 20:
+        return mode, int(seed)
+    raise ValueError(f"--chunking {_clip(text)!r}: give one of {', '.join(SERVE_CHUNKINGS)}")
+
+
+def serve_transport(chunking: str = "whole", framing: Iterable[str] = (), delay_ms: int = 0,
+                    first_byte_ms: int = 0) -> ServeTransport:
+    """A ServeTransport from the options as written (framing: names, or one comma-separated
+    string); ValueError for an unknown chunking or framing, or a pause out of its bounds."""
+    names = [name.strip() for name in (framing.split(",") if isinstance(framing, str) else framing)]
+    unknown = sorted(name for name in names if name not in SERVE_FRAMINGS)
+    if unknown:
+        raise ValueError(f"--framing {_clip(unknown[0])!r}: give {', '.join(sorted(SERVE_FRAMINGS))} "
+                         "(comma-separated)")
+    for option, value, most in (("delay-ms", delay_ms, SERVE_MAX_DELAY_MS),
+                                ("first-byte-ms", first_byte_ms, SERVE_MAX_FIRST_BYTE_MS)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+            raise ValueError(f"--{option} must be a whole number of milliseconds from 0 to {most}")
+    return ServeTransport(serve_chunking(chunking), frozenset(names), delay_ms, first_byte_ms)
+
+
+def _whole_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    yield from _cut_writes(0, size)
+
+
+def _cut_writes(start: int, end: int) -> Iterator[tuple[int, int]]:
+    """start..end in writes of at most _SERVE_SLICE bytes."""
+    while start < end:
+        yield start, min(end, start + _SERVE_SLICE)
+        start += _SERVE_SLICE
+
+
+def _event_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    start = 0
+    for end in [*ends(), size]:
+        yield from _cut_writes(start, min(max(end, start), size))
+        start = max(end, start)
+
+
+def _byte_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    return ((start, start + 1) for start in range(size))
+
+
+def _random_writes(size: int, seed: Any, ends: Callable[[], list[int]]) -> Iterator[tuple[int, int]]:
+    import random
+
+    chooser, start = random.Random(seed), 0   # a new one per answer: the same seed, the same writes
+    while start < size:
+        end = min(size, start + chooser.randint(1, SERVE_RANDOM_MOST))
+        yield start, end
+        start = end
+
+
+# chunking mode -> (body size, seed, where its events end) -> the (start, end) of each write
+_SERVE_WRITES: Mapping[str, Callable[..., Iterator[tuple[int, int]]]] = MappingProxyType({
+    "whole": _whole_writes, "event": _event_writes, "byte": _byte_writes, "random": _random_writes})
+
+
+def serve_writes(body: bytes, kind: str, chunking: tuple[str, int | None],
+                 ends: Callable[[], list[int]] | None = None) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each write of a stream's body of content type `kind` under a chunking
+    (as serve_chunking gives it), one at a time: they cover the body once, in order.  ends: where
+    its events end, when known (else found from `kind`, by EVENT_ENDS, if the chunking asks)."""
+    mode, seed = chunking
+    return _SERVE_WRITES[mode](len(body), seed, ends or (lambda: EVENT_ENDS.get(kind, lambda _: [])(body)))
 
 
 class _Served(_Record):
@@ -13521,14 +13726,16 @@ class _ServeBodies:
     the framing of an empty stream under the request's query names the variant: a fixture has as
     many bodies as its room has framings (one, or two on gemini), whatever queries are sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: ServeTransport | None = None) -> None:
         import threading
 
-        self._bodies: dict[tuple[str, str, bytes], tuple[str, bytes]] = {}
+        self._bodies: dict[tuple, tuple[str, bytes]] = {}
+        self._ends: dict[int, list[int]] = {}   # id of a body kept in _bodies -> where its events end
         self._lock = threading.Lock()
         self.builds = 0   # bodies built (a test reads it: one per fixture and framing)
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
         self.errors: dict[str, int] = {}     # prefix -> requests of a fixture with an error to answer
+        self.transport = transport or ServeTransport()   # its framing applies to the bodies built after
 
     def asked(self, fixture: _Served) -> int:
         """Count one more request of a fixture whose "serve" block has an error: its number, from 1."""
@@ -13537,9 +13744,9 @@ class _ServeBodies:
         return number
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
-        http = fixture.row.http
+        http, framing = fixture.row.http, self.transport.framing
         frame = (http.cut_frame or http.frame) if fixture.fault.get("cut") else http.frame
-        key = (fixture.prefix, *frame([], query))
+        key = (fixture.prefix, framing, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
         found = self._bodies.get(key)
@@ -13547,12 +13754,26 @@ class _ServeBodies:
             with self._lock:   # two first requests at once build it once
                 found = self._bodies.get(key)
                 if found is None:
-                    found = self._bodies[key] = frame(fixture.stream, query)
+                    kind, body = frame(fixture.stream, query)
+                    applied = framing & http.framings   # the variants its room's SDKs read alike, no others
+                    if kind == "text/event-stream":
+                        body = sse_reframed(body, applied & SSE_FRAMINGS)
+                    if "utf8" in applied:
+                        body = json_raw_utf8(body)
+                    found = self._bodies[key] = (kind, body)
                     self.builds += 1
         return found
 
+    def ends(self, kind: str, body: bytes) -> list[int]:
+        """Where the events of a body `get` gave end, found once per body (`event` chunking)."""
+        found = self._ends.get(id(body))
+        if found is None:
+            found = EVENT_ENDS.get(kind, lambda _: [])(body)
+            with self._lock:
+                found = self._ends.setdefault(id(body), found)
+        return found
 
-_SERVE_SLICE = 1 << 16               # bytes of an answer handed to the socket at once
+
 _SERVE_LINGER = 64                   # turned-away connections kept open (reading) until they can close cleanly
 _SERVE_LINGER_SECONDS = 1.0          # ... for at most this long
 _SERVE_ACCEPT_PAUSE = (0.05, 1.0)    # seconds accepting pauses when no descriptor is left: first, most (doubling)
@@ -13655,7 +13876,9 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 log: Callable[[str], None] | None = None, *, max_connections: int = SERVE_MAX_CONNECTIONS,
                 request_seconds: float = SERVE_REQUEST_SECONDS, stall_seconds: float = SERVE_STALL_SECONDS,
                 log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None,
-                on_answer: Callable[[str, str, int], None] | None = None) -> Any:
+                on_answer: Callable[[str, str, int], None] | None = None,
+                transport: ServeTransport | None = None,
+                on_write: Callable[[Any, int, int], None] | None = None) -> Any:
     """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it).
 
     At most `max_connections` connections are answered at once (one more is answered 503 and
@@ -13668,7 +13891,11 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     (or the error its "serve" block answers instead; not a HEAD), before any of it is sent (`conform`
     learns from it which fixtures were asked for).  on_answer: called with (method, request path,
     status) of every answer, on the connection's thread, before any of the answer is sent (`conform`
-    keeps them per fixture)."""
+    keeps them per fixture).
+    transport: how a stream's body is written (ServeTransport: chunking, framing, pauses); the
+    server's `transport` may be replaced between requests (`conform` does, per chunking).
+    on_write: called with the connection's socket, start and end of each write of a stream's body,
+    after it (a test records the write boundaries)."""
     import errno
     import io
     import socket
@@ -13678,7 +13905,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     logger = _ServeLog(log, log_lines) if log is not None else None
-    bodies = _ServeBodies()
+    bodies = _ServeBodies(transport)
 
     class Reader(io.RawIOBase):
         """The connection's bytes, read against the request's deadline: each read waits only for
@@ -13755,6 +13982,10 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 on_answer(self.command, self.path, status)
             self.connection.settimeout(self.timeout)   # reads left the request's deadline on it
             cut = status == 200 and headers.get("Connection") == "close"   # a cut-off stream: the close ends it
+            transport = bodies.transport   # read once: conform may change it for the next request
+            if status == 200 and transport.first_byte_ms and self.server.pause(transport.first_byte_ms):
+                self.close_connection = True   # the server is stopping
+                return
             self.send_response(status)
             self.send_header("Content-Type", kind)
             if not cut:
@@ -13767,13 +13998,24 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self.close_connection = True
             self.end_headers()
             if self.command != "HEAD":
-                with memoryview(body) as view:   # slices of the shared body, never a copy
-                    for start in range(0, len(view), _SERVE_SLICE):
-                        self.wfile.write(view[start:start + _SERVE_SLICE])
+                self._write(body, kind, transport if status == 200 else ServeTransport())
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
                 logger(f"{self.command} {path} {status}")
+
+        def _write(self, body: bytes, kind: str, transport: ServeTransport) -> None:
+            """The body in the transport's writes (each straight to the socket: the writer is
+            unbuffered, and Nagle's algorithm is off on every connection), paused between them."""
+            writes = serve_writes(body, kind, transport.chunking, lambda: bodies.ends(kind, body))
+            with memoryview(body) as view:   # slices of the shared body, never a copy
+                for number, (start, end) in enumerate(writes):
+                    if number and transport.delay_ms and self.server.pause(transport.delay_ms):
+                        self.close_connection = True   # the server is stopping
+                        return
+                    self.wfile.write(view[start:end])
+                    if on_write is not None:
+                        on_write(self.connection, start, end)
 
         def _refuse(self, code: int, kind: str, message: str) -> None:
             """A refusal outside _answer, as a JSON body like every other, on a connection then closed."""
@@ -13902,8 +14144,20 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 kind = sys.exc_info()[0]
                 logger(f"connection from {client_address[0]} ended early ({kind.__name__ if kind else 'error'})")
 
+        @property
+        def transport(self) -> ServeTransport:
+            return bodies.transport
+
+        @transport.setter
+        def transport(self, value: ServeTransport) -> None:
+            bodies.transport = value
+
+        def pause(self, milliseconds: int) -> bool:
+            """Wait that long (a stream's pacing); True when the server began stopping meanwhile."""
+            return self._stopping.wait(milliseconds / 1000)
+
         def shutdown(self) -> None:
-            self._stopping.set()   # ends a pause in accepting at once
+            self._stopping.set()   # ends a pause in accepting, or in a stream's pacing, at once
             super().shutdown()
 
         def server_close(self) -> None:
@@ -13973,19 +14227,23 @@ def _run_serve(argv: list[str]) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="the port (default 0: any free port)")
     parser.add_argument("--quiet", action="store_true", help="do not print a line per request")
+    _transport_options(parser)
     args = _strict_parse(parser, argv)
+    transport = _transport_of(args, args.chunking)
     served, refused = serve_plan(args.fixtures)
     for path, why in refused:
         _err(f"{TOOL} serve: not served: {_printable(path)}: {_printable(why)}")
     if not served:
         raise UsageError("no fixture to serve")
+    for name, why in _framing_notes(served, transport):
+        _err(f"{TOOL} serve: --framing {name} is not applied to {why}")
     if not _loopback(args.host):
         _err(f"{TOOL} serve: listening on {_printable(args.host)}, not loopback: other machines can reach "
              "the fixtures")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: a port is 0 to 65535 (0: any free port)")
     try:
-        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log())
+        server = make_server(served, args.host, args.port, None if args.quiet else _serve_log(), transport=transport)
     except (OSError, OverflowError) as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {getattr(exc, 'strerror', None) or exc}") from None
     host, port = server.server_address[:2]
@@ -14001,6 +14259,45 @@ def _run_serve(argv: list[str]) -> int:
         if server.unlogged:
             _err(f"{TOOL} serve: {server.unlogged} request log lines were not written: standard output was not read")
     return EXIT_PASS
+
+
+def _transport_options(parser: Any, many: bool = False) -> None:
+    """serve's and conform's options for how a stream is written (conform: several chunkings)."""
+    modes = "MODE[,MODE...]" if many else "MODE"
+    parser.add_argument("--chunking", default="whole", metavar=modes,
+                        help="how each stream is written: whole (one write, the default), event (one write per "
+                             "event, line, frame or array element), byte (one write per byte), random:SEED (writes "
+                             f"of 1 to {SERVE_RANDOM_MOST} bytes, seeded)"
+                             + ("; each fixture is run under each, and calls that differ are split-sensitive"
+                                if many else ""))
+    parser.add_argument("--framing", default="", metavar="VARIANT[,VARIANT...]",
+                        help="legal framing variants, on the profiles whose SDKs read them alike: crlf (CRLF "
+                             "line ends), comments (a keep-alive comment between events), ids (id: per event, "
+                             "retry: first), utf8 (raw UTF-8 for JSON's \\u escapes)")
+    parser.add_argument("--delay-ms", type=int, default=0, metavar="N",
+                        help=f"pause N ms between two writes of a stream (at most {SERVE_MAX_DELAY_MS})")
+    parser.add_argument("--first-byte-ms", type=int, default=0, metavar="N",
+                        help=f"pause N ms before an answer's first byte (at most {SERVE_MAX_FIRST_BYTE_MS})")
+
+
+def _framing_notes(served: Mapping[str, _Served], transport: ServeTransport) -> list[tuple[str, str]]:
+    """(variant, the profiles it is not applied to) for each framing variant asked for that some
+    served fixture's row does not take (its body is not SSE, or its SDKs do not read it alike)."""
+    notes = []
+    for name in sorted(transport.framing):
+        left = sorted({fixture.profile for fixture in served.values() if name not in fixture.row.http.framings})
+        if left:
+            notes.append((name, f"{', '.join(left)} (its SDKs would not read it alike, or its body is not SSE)"))
+    return notes
+
+
+def _transport_of(args: Any, chunking: str) -> ServeTransport:
+    """The ServeTransport the options give, for one chunking; a usage error for a bad one."""
+    try:
+        return serve_transport(chunking, [name for name in args.framing.split(",") if name.strip()],
+                               args.delay_ms, args.first_byte_ms)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _serve_log() -> Callable[[str], None]:
@@ -14033,6 +14330,66 @@ def _serve_log() -> Callable[[str], None]:
     return write
 
 
+class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as server:`
+    """The fixtures served on a thread, for an adapter's own test suite (no subprocess):
+
+        with vts.serving(["fixtures/openai"], chunking="byte") as server:
+            client = OpenAI(base_url=server.base_url("valid-fragmented-single-call") + "/v1", api_key="x")
+
+    paths: fixture files and folders (or one), served as `serve` serves them, on `host` (loopback
+    by default) and a free port; chunking, framing, delay_ms and first_byte_ms as serve's options
+    (serve_transport: ValueError for a bad one; ValueError too when no fixture can be served).
+    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `prefixes` (sorted),
+    `refused` ([(file, why not served)]), `requests` (prefix -> streams answered) and `server`.
+    On leaving, the server stops and its socket is closed (a stream being paced ends at once)."""
+
+    def __init__(self, paths: str | Iterable[str], *, chunking: str = "whole", framing: Iterable[str] = (),
+                 delay_ms: int = 0, first_byte_ms: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._transport = serve_transport(chunking, framing, delay_ms, first_byte_ms)
+        try:
+            self._served, self.refused = serve_plan([paths] if isinstance(paths, str) else list(paths))
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        if not self._served:
+            raise ValueError("no fixture to serve" + (f" ({self.refused[0][0]}: {self.refused[0][1]})"
+                                                      if self.refused else ""))
+        self._address = (host, port)
+        self.prefixes = sorted(self._served)
+        self.server: Any = None
+        self.url = ""
+        self._thread: Any = None
+
+    def __enter__(self) -> "serving":
+        import threading
+
+        self.server = make_server(self._served, *self._address, transport=self._transport)
+        host, port = self.server.server_address[:2]
+        self.url = f"http://{_url_host(host)}:{port}/"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="vts-serving", daemon=True)
+        self._thread.start()
+        return self
+
+    def base_url(self, prefix: str) -> str:
+        """A fixture's base URL: the server's URL and its prefix, percent-encoded (KeyError for a
+        prefix not served)."""
+        from urllib.parse import quote
+
+        if prefix not in self._served:
+            raise KeyError(prefix)
+        return self.url + quote(prefix, errors="surrogateescape")
+
+    @property
+    def requests(self) -> dict[str, int]:
+        return dict(self.server.bodies.requests) if self.server is not None else {}
+
+    def __exit__(self, *_: Any) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self._thread.join()
+
+
 # ---------------------------------------------------------------------------
 # Conform: an adapter command judged against the served fixtures
 # ---------------------------------------------------------------------------
@@ -14042,8 +14399,10 @@ def _serve_log() -> Callable[[str], None]:
 # prints the calls it would execute as JSON.  The verdict is the adapter harness's
 # (adapter_verdict): what the adapter would run against what this tool decided.
 
-CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested")
+CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested", "split-sensitive")
 CONFORM_STRICT_FAILING = CONFORM_FAILING + ("refuses-pass",)   # what fails a run with --strict
+CONFORM_VERDICTS = ADAPTER_VERDICTS + ("split-sensitive",)   # split-sensitive: conform's own, across chunkings
+_CONFORM_MAX_CHUNKINGS = 16        # chunkings one conform run may try each fixture under
 _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
 _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
@@ -14352,7 +14711,7 @@ class ConformCannotRun(Exception):
 
 def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
                     folder: str, number: int, requested: set[str] | None = None,
-                    mark: str = "") -> dict[str, Any]:
+                    mark: str = "", keep_calls: bool = False) -> dict[str, Any]:
     """One fixture through the adapter command: our report, its calls and the verdict, as one record.
 
     What is judged is the bytes the fixture was served from (fixture.data, read once by
@@ -14360,7 +14719,8 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     sent (make_server's on_stream); the fixture's own is dropped before the run and looked up after
     it, so only a request made while this fixture's command ran counts.  None: not tracked.  The
     tools file written for it in `folder` is removed before this returns; `mark` is this run's
-    CONFORM_RUN_VARIABLE value (see _end_adapter)."""
+    CONFORM_RUN_VARIABLE value (see _end_adapter).  keep_calls: the record also holds the calls
+    themselves, as "adapter_calls" (None when there are none), for conform_across."""
     import os
 
     data = fixture.data
@@ -14409,8 +14769,11 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
         calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
         verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
                                             requested=asked)
-    return _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems),
-                           ours)
+    record = _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems),
+                             ours)
+    if keep_calls:
+        record["_calls"] = calls   # compared across chunkings by conform_across, which drops it
+    return record
 
 
 def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple[Any, str, bool], asked: bool,
@@ -14440,16 +14803,60 @@ def _conform_quoted(text: str) -> str:
     if "\\" in text and _secret_spans(_json_unescaped(text)):
         return "(it may hold a credential; not quoted)"
     return _clip(text)
+# One fixture's verdict across chunkings: the worst of its verdicts under each, split-sensitive
+# standing among them when its calls differ between chunkings.  Worst first.
+_CONFORM_WORST = ("executes-blocked", "not-requested", "split-sensitive", "unreadable", "differs-on-pass",
+                  "refuses-pass", "refuses", "not-applicable", "agree")
+_CONFORM_NAMES_SHOWN = 8   # call names shown per chunking in a split-sensitive difference
+
+
+def _calls_said(record: dict) -> str:
+    """What one run would execute, briefly: "N calls: name, name" or "nothing (why)"."""
+    calls = record.get("_calls") or []
+    if not calls:
+        return "nothing" + (f" ({_clip(record.get('refused') or record.get('unreadable') or '')})"
+                            if record.get("refused") or record.get("unreadable") else "")
+    names = ", ".join(_clip(call["name"], 40) for call in calls[:_CONFORM_NAMES_SHOWN])
+    return f"{len(calls)} call{'s' * (len(calls) != 1)}: {names}" + (", ..." if len(calls) > _CONFORM_NAMES_SHOWN
+                                                                   else "")
+
+
+def conform_across(runs: list[tuple[str, dict]]) -> dict[str, Any]:
+    """One record for a fixture run under several chunkings ([(chunking, its record with
+    "_calls")]): the verdict is the worst of theirs (_CONFORM_WORST), or split-sensitive
+    when what the adapter would execute differs between them (a refusal executes nothing) and no
+    run executes a blocked turn's call or was never requested; "chunkings" gives each run's
+    verdict and call count (and why it has none)."""
+    keys = []
+    for _, record in runs:
+        try:
+            keys.append(json.dumps(record.get("_calls") or [], sort_keys=True))
+        except (ValueError, TypeError, RecursionError):   # cannot be compared: taken as different
+            keys.append(object())
+    verdicts = [record["verdict"] for _, record in runs]
+    if any(key != keys[0] for key in keys):
+        verdicts.append("split-sensitive")
+    verdict = min(verdicts, key=_CONFORM_WORST.index)
+    base = next((record for _, record in runs if record["verdict"] == verdict), runs[0][1])
+    record = {key: value for key, value in base.items() if key != "_calls"}
+    record["verdict"] = verdict
+    record["requested"] = all(run["requested"] for _, run in runs)
+    record["chunkings"] = {name: {key: run[key] for key in ("verdict", "calls", "refused", "unreadable")
+                                  if key in run} for name, run in runs}
+    if verdict == "split-sensitive":
+        record["differences"] = ["its calls differ between chunkings: " + "; ".join(
+            f"{name} {_calls_said(run)}" for name, run in runs)]
+    return record
 
 
 def conform_summary(records: list[dict]) -> dict[str, Any]:
     """Verdict counts, and for each finding code how the adapter handled the turns that raise it."""
-    counts = {verdict: 0 for verdict in ADAPTER_VERDICTS}
+    counts = {verdict: 0 for verdict in CONFORM_VERDICTS}
     by_code: dict[str, dict[str, int]] = {}
     for record in records:
         counts[record["verdict"]] += 1
         for code in record["codes"] or ["(none)"]:
-            row = by_code.setdefault(code, {verdict: 0 for verdict in ADAPTER_VERDICTS})
+            row = by_code.setdefault(code, {verdict: 0 for verdict in CONFORM_VERDICTS})
             row[record["verdict"]] += 1
     return {"fixtures": len(records), **counts, "by_code": dict(sorted(by_code.items()))}
 
@@ -14509,15 +14916,18 @@ def _conform_text(record: dict) -> str:
         line += "; answered 404 for " + ", ".join(_printable(path) for path in record["not_found"])
     if "baseline" in record:
         line += f"; baseline {record['baseline'] or 'none'}"
+    if record.get("chunkings") and record["verdict"] != "split-sensitive":
+        runs = record["chunkings"].items()
+        line += " [" + ", ".join(f"{_printable(name)} {run['verdict']}" for name, run in runs) + "]"
     return line
 
 
 def _conform_table(summary: dict) -> str:
-    header = ("finding code",) + ADAPTER_VERDICTS
+    header = ("finding code",) + CONFORM_VERDICTS
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for code, row in summary["by_code"].items():
-        lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in ADAPTER_VERDICTS)) + " |")
-    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + ADAPTER_VERDICTS)
+        lines.append("| " + " | ".join((code,) + tuple(str(row[v]) for v in CONFORM_VERDICTS)) + " |")
+    lines.append("summary: " + ", ".join(f"{v} {summary[v]}" for v in ("fixtures",) + CONFORM_VERDICTS)
                  + (f", not served {summary['not_served']}" if summary.get("not_served") else "")
                  + (f", worse than the baseline {summary['baseline']['worse']}, fixed since the baseline "
                     f"{summary['baseline']['fixed']}" if "baseline" in summary else ""))
@@ -14612,11 +15022,15 @@ def _run_conform(argv: list[str]) -> int:
                                                                "command ran (method, path, status)")
     parser.add_argument("--profile", action="append", default=[], metavar="P",
                         help="judge only the fixtures of profile P (repeatable)")
+    _transport_options(parser, many=True)
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
+    transports = _conform_transports(args)
     baseline = None if args.baseline is None else _conform_baseline(args.baseline)
     rules = _ConformRules(CONFORM_STRICT_FAILING if args.strict else CONFORM_FAILING, baseline, args.verbose)
     served, unjudged = _conform_plan(args.fixtures, args.profile)
+    for name, why in _framing_notes(served, transports[0]):
+        _err(f"{TOOL} conform: --framing {name} is not applied to {why}")
     # Every served fixture through the adapter command, in the order of its prefix, each record printed as
     # it is judged, the server on a thread of its own meanwhile.  conform_fixture is called from here, not
     # from a helper: each frame more above it would lower how deep arguments compare as JSON
@@ -14629,7 +15043,7 @@ def _run_conform(argv: list[str]) -> int:
         if fixture is not None:
             requested.add(fixture.prefix)
 
-    server = make_server(served, on_stream=asked, on_answer=answered)
+    server = make_server(served, on_stream=asked, on_answer=answered, transport=transports[0])
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records: list[dict] = []
@@ -14642,13 +15056,20 @@ def _run_conform(argv: list[str]) -> int:
             with temporary as folder:
                 for number, prefix in enumerate(sorted(served)):
                     answered.take()   # what came between two fixtures is neither's
-                    try:
-                        record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                                 args.shell, args.timeout, folder, number, requested, mark)
-                    except AdapterNotStarted as exc:
-                        raise UsageError(str(exc)) from None
-                    except ConformCannotRun as exc:
-                        raise UsageError(f"{exc}; no verdict") from None
+                    runs = []
+                    for transport in transports:   # each chunking in turn, the same server
+                        server.transport = transport
+                        server.bodies.errors.pop(prefix, None)   # a "serve" block's error count starts again
+                        try:
+                            record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
+                                                     args.shell, args.timeout, folder, number, requested, mark,
+                                                     keep_calls=len(transports) > 1)
+                        except AdapterNotStarted as exc:
+                            raise UsageError(str(exc)) from None
+                        except ConformCannotRun as exc:
+                            raise UsageError(f"{exc}; no verdict") from None
+                        runs.append((transport.name, record))
+                    record = conform_across(runs) if len(runs) > 1 else runs[0][1]
                     records.append(_conform_answered(record, answered.take(), rules))
                     _conform_each(record, args.report, args.quiet, rules)
         finally:
@@ -14715,6 +15136,14 @@ def _conform_write_baseline(path: str, records: list[dict]) -> None:
         write_atomically(path, (json.dumps(doc, ensure_ascii=True, indent=1, sort_keys=True) + "\n").encode("ascii"))
     except OSError as exc:
         raise UsageError(f"cannot write the baseline {path}: {exc.strerror or exc}") from None
+
+
+def _conform_transports(args: Any) -> list[ServeTransport]:
+    """One ServeTransport per chunking of --chunking (comma-separated, each once, in order)."""
+    names = list(dict.fromkeys(name.strip() for name in args.chunking.split(",")))
+    if len(names) > _CONFORM_MAX_CHUNKINGS:
+        raise UsageError(f"--chunking names {len(names)} chunkings; at most {_CONFORM_MAX_CHUNKINGS}")
+    return [_transport_of(args, name) for name in names]
 
 
 def _conform_command(args: Any) -> Any:
@@ -15636,6 +16065,8 @@ __all__ = [
     "sse_to_envelope", "schemas_from_doc", "CaptureError",
     "compare_calls", "adapter_calls_from_doc", "adapter_verdict", "ADAPTER_VERDICTS",
     "serve_plan", "make_server", "conform_fixture", "conform_summary",
+    "serving", "serve_transport", "ServeTransport", "serve_writes", "SERVE_FRAMINGS", "json_raw_utf8", "conform_across",
+    "CONFORM_FAILING",
     # the command line
     "main",
 ]

@@ -455,9 +455,10 @@ class Reports(unittest.TestCase):
         self.assertTrue(lines[1].startswith(f"not-requested: {BLOCKED} (blocked: wrong_terminal_reason); it never "
                                             "requested this fixture's stream; its standard output"), lines[1])
         self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | refuses-pass | "
-                      "not-applicable | unreadable | not-requested |", out)
+                      "not-applicable | unreadable | not-requested | split-sensitive |", out)
         self.assertEqual(lines[-1], "summary: fixtures 2, agree 0, differs-on-pass 0, executes-blocked 0, refuses 0, "
-                                    "refuses-pass 0, not-applicable 0, unreadable 1, not-requested 1")
+                                    "refuses-pass 0, not-applicable 0, unreadable 1, not-requested 1, "
+                                    "split-sensitive 0")
         code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--report", "junit", PASS, BLOCKED)
         suite = ET.fromstring(out)
         self.assertEqual((code, suite.get("failures")), (1, "2"))
@@ -1151,3 +1152,91 @@ class TransportFaults(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# An adapter that reads its stream with one read after the headers, as a naive client might: it prints
+# PASS's calls when that read held the whole stream (up to data: [DONE]), else nothing.
+ONE_READ = python("import os, socket\n"
+                  "_host, _, _path = os.environ['VTS_API_URL'].split('://', 1)[1].partition('/')\n"
+                  "_s = socket.create_connection((_host.rpartition(':')[0], int(_host.rpartition(':')[2])), 30)\n"
+                  "_s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n'\n"
+                  "            'Connection: close\\r\\n\\r\\n{}').encode('ascii'))\n"
+                  "_got = b''\n"
+                  "while b'\\r\\n\\r\\n' not in _got:\n"
+                  "    _got += _s.recv(65536)\n"
+                  "_body = _got.partition(b'\\r\\n\\r\\n')[2]\n"
+                  "_body += b'' if b'[DONE]' in _body else _s.recv(65536)\n"
+                  f"print({PASS_CALLS!r} if b'data: [DONE]' in _body else '[]')\n")
+
+
+class Chunkings(unittest.TestCase):
+    """--chunking: each fixture under each chunking; calls that differ between them are split-sensitive."""
+
+    @slow("runs adapter commands as processes")
+    def test_the_naive_adapter_agrees_under_every_chunking(self):
+        modes = ("whole", "event", "byte", "random:5")
+        code, records, summary, err = conform(PASS, BLOCKED, extra=("--chunking", ",".join(modes), "--framing",
+                                                                    "crlf,comments,ids"))
+        self.assertEqual(code, 1, err)   # BLOCKED: it executes the blocked turn's call under every chunking
+        self.assertEqual([(r["verdict"], list(r["chunkings"])) for r in records],
+                         [("agree", list(modes)), ("executes-blocked", list(modes))])
+        self.assertEqual({run["verdict"] for run in records[0]["chunkings"].values()}, {"agree"})
+        self.assertEqual((summary["agree"], summary["split-sensitive"]), (1, 0))
+
+    @slow("runs adapter commands as processes")
+    def test_an_adapter_that_reads_once_is_split_sensitive(self):
+        # whole: the stream is one write, so one read after the headers holds it; event with a pause
+        # between writes: that read holds the first events only, and the adapter executes nothing
+        extra = ("--chunking", "whole,event", "--delay-ms", "100")
+        code, records, summary, err = conform(PASS, cmd=ONE_READ, extra=extra)
+        self.assertEqual((code, [r["verdict"] for r in records]), (1, ["split-sensitive"]), err)
+        self.assertEqual(records[0]["chunkings"], {"whole": {"verdict": "agree", "calls": 1},
+                                                   "event": {"verdict": "refuses-pass", "calls": 0}})
+        self.assertEqual(records[0]["differences"],
+                         ["its calls differ between chunkings: whole 1 call: get_weather; event nothing"])
+        self.assertEqual(summary["split-sensitive"], 1)
+        self.assertIn("split-sensitive", vts.CONFORM_FAILING)
+        code, out, _ = run_cli("conform", "--adapter-cmd", ONE_READ, *extra, PASS)
+        self.assertEqual(code, 1)
+        self.assertTrue(out.startswith(f"split-sensitive: {PASS} (pass); its calls differ between chunkings"), out)
+        self.assertTrue(out.rstrip().endswith("split-sensitive 1"), out)
+        code, out, _ = run_cli("conform", "--adapter-cmd", ONE_READ, "--report", "junit", *extra, PASS)
+        self.assertEqual(ET.fromstring(out).find(".//failure").get("type"), "split-sensitive")
+        code, out, _ = run_cli("conform", "--adapter-cmd", ONE_READ, "--report", "github", *extra, PASS)
+        self.assertEqual([line.split(" ")[0] for line in out.splitlines() if line.startswith("::")],
+                         ["::error"])
+        self.assertIn("::split-sensitive: ", out)
+
+    def test_the_verdict_across_chunkings(self):
+        def run(verdict, calls, **more):
+            return {"fixture": "f", "profile": "openai", "status": "pass", "codes": [], "verdict": verdict,
+                    "calls": None if calls is None else len(calls), "requested": more.pop("requested", True),
+                    "_calls": calls, **more}
+
+        call = {"id": None, "name": "get_weather", "arguments": "{}"}
+        agree, refuses = run("agree", [call]), run("refuses-pass", None, refused="it exited with status 1")
+        cases = [
+            ([("whole", agree), ("byte", agree)], "agree"),
+            ([("whole", agree), ("byte", refuses)], "split-sensitive"),
+            ([("whole", run("refuses-pass", [])), ("byte", refuses)], "refuses-pass"),   # nothing either way: not split
+            ([("whole", run("refuses-pass", [])), ("byte", run("executes-blocked", [call]))], "executes-blocked"),
+            ([("whole", agree), ("byte", run("not-requested", [], requested=False))], "not-requested"),
+            ([("whole", agree), ("byte", run("differs-on-pass", [dict(call, arguments="{\"a\":1}")]))],
+             "split-sensitive"),
+        ]
+        for runs, verdict in cases:
+            record = vts.conform_across(runs)
+            self.assertEqual(record["verdict"], verdict, runs)
+            self.assertNotIn("_calls", record)
+            self.assertEqual(list(record["chunkings"]), [name for name, _ in runs])
+        self.assertEqual(vts.conform_across([("whole", agree), ("byte", refuses)])["chunkings"]["byte"],
+                         {"verdict": "refuses-pass", "calls": None, "refused": "it exited with status 1"})
+        self.assertEqual(vts._conform_text(vts.conform_across([("whole", agree), ("random:3", agree)])),
+                         "agree: f (pass) [whole agree, random:3 agree]")
+
+    def test_bad_chunkings_are_usage_errors(self):
+        for extra in (("--chunking", "whole,lines"), ("--chunking", ",".join(f"random:{n}" for n in range(17))),
+                      ("--framing", "lf"), ("--delay-ms", "99999"), ("--first-byte-ms", "-1")):
+            code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, *extra, PASS)
+            self.assertEqual((code, out), (3, ""), extra)
+            self.assertIn("--", err)

@@ -819,3 +819,288 @@ class NotServed(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def raw_answers(url, paths):
+    """The bodies answered to POSTs of each path, in order, over one kept-alive raw socket (headers
+    parsed by hand: nothing between the socket and the bytes)."""
+    import socket
+
+    host, _, port = url.split("://", 1)[1].rstrip("/").rpartition(":")
+    bodies = []
+    with socket.create_connection((host, int(port)), 10) as sock:
+        pending = b""
+        for path in paths:
+            sock.sendall(f"POST /{path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}".encode("ascii"))
+            while b"\r\n\r\n" not in pending:
+                pending += sock.recv(65536)
+            head, _, pending = pending.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200 "), head[:200]
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            while len(pending) < length:
+                pending += sock.recv(65536)
+            bodies.append(pending[:length])
+            pending = pending[length:]
+    return bodies
+
+
+def stream_paths(served):
+    """(URL path, content type, the body as built whole) of each fixture's stream, Gemini's both ways; not
+    of a fixture whose "serve" block plays a fault (ServedFaults reads those)."""
+    found = []
+    for prefix, fixture in sorted(served.items()):
+        if fixture.fault:
+            continue
+        for query in ("", "?alt=sse") if "alt" in fixture.row.http.api_example else ("",):
+            path = prefix + fixture.row.http.api_example.split("?")[0] + query
+            found.append((path, *fixture.row.http.frame(fixture.stream, query.lstrip("?"))))
+    return found
+
+
+def serving_with(served, transport, on_write=None):
+    server = vts.make_server(served, transport=transport, on_write=on_write)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"http://{host}:{port}/"
+
+
+class Chunking(unittest.TestCase):
+    """--chunking changes where the writes of a stream end, never its bytes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.served, _ = vts.serve_plan([FIXTURES])
+        cls.streams = stream_paths(cls.served)
+
+    def test_every_fixture_is_the_same_bytes_under_every_chunking(self):
+        paths = [path for path, _, _ in self.streams]
+        whole = [body for _, _, body in self.streams]
+        for chunking in ("event", "random:1"):   # whole: ServedBytes; byte: one fixture per frame below (CPU)
+            server, url = serving_with(self.served, vts.serve_transport(chunking))
+            try:
+                self.assertEqual(raw_answers(url, paths), whole, chunking)
+            finally:
+                server.shutdown()
+                server.server_close()
+        for chunking in ("event", "random:SEED"):   # the writes cover every body once, in order (byte: below)
+            for _, kind, body in self.streams:
+                writes = vts.serve_writes(body, kind, vts.serve_chunking(chunking.replace("SEED", "9")))
+                self.assertEqual(b"".join(body[start:end] for start, end in writes), body)
+
+    def test_byte_chunking_writes_each_byte_alone_on_a_socket_without_nagle(self):
+        import socket
+
+        kinds = {}
+        for path, kind, body in self.streams:   # one stream of each frame (SSE, CRLF SSE, array, NDJSON, frames)
+            kinds.setdefault((kind, kind == "text/event-stream" and b"\r\n" in body), (path, body))
+        writes, nodelay = [], set()
+
+        def record(sock, start, end):
+            writes.append(end - start)
+            nodelay.add(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        server, url = serving_with(self.served, vts.serve_transport("byte"), record)
+        try:
+            paths, bodies = zip(*kinds.values())
+            self.assertEqual(raw_answers(url, paths), list(bodies))
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertEqual(len(kinds), 5, sorted(kinds))
+        self.assertEqual((set(writes), len(writes), nodelay), ({1}, sum(map(len, bodies)), {1}))
+
+    def test_event_chunking_ends_a_write_at_each_event(self):
+        cases = {
+            "text/event-stream": (vts.sse_body([{"a": 1}, {"b": 2}], named=False, done=True),
+                                  [b'data: {"a":1}\n\n', b'data: {"b":2}\n\n', b"data: [DONE]\n\n"]),
+            "application/x-ndjson": (vts.ndjson_body([{"a": 1}, {"b": 2}]), [b'{"a":1}\n', b'{"b":2}\n']),
+            "application/json": (b'[{"a":[1]},\r\n{"b":"],"}]', [b'[{"a":[1]},\r\n', b'{"b":"],"}', b"]"]),
+            "application/vnd.amazon.eventstream": (
+                vts.eventstream_frame({"a": {}}) + vts.eventstream_frame({"bExc": {"m": 1}}),
+                [vts.eventstream_frame({"a": {}}), vts.eventstream_frame({"bExc": {"m": 1}})]),
+        }
+        for kind, (body, pieces) in cases.items():
+            writes = vts.serve_writes(body, kind, ("event", None))
+            self.assertEqual([body[start:end] for start, end in writes], pieces, kind)
+
+    def test_random_chunking_is_seeded_and_splits_utf8_and_crlf(self):
+        served, _ = vts.serve_plan([os.path.join(FIXTURES, "openai", "valid-non-ascii-and-emoji-arguments.json")])
+        recorded = []
+        server, url = serving_with(served, vts.serve_transport("random:42", framing="crlf,utf8"),
+                                   lambda sock, start, end: recorded.append((start, end)))
+        try:
+            (body,) = raw_answers(url, ["valid-non-ascii-and-emoji-arguments/v1/chat/completions"])
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertIn("ü".encode("utf-8"), body)
+        self.assertEqual(recorded, list(vts.serve_writes(body, "text/event-stream", ("random", 42))))
+        plan = vts.serve_chunking("random:42")
+        first = list(vts.serve_writes(body, "text/event-stream", plan))
+        self.assertEqual(first, list(vts.serve_writes(body, "text/event-stream", plan)))   # the same seed
+        self.assertNotEqual(first, list(vts.serve_writes(body, "text/event-stream", vts.serve_chunking("random:43"))))
+        sizes = {end - start for start, end in first}
+        self.assertLessEqual(max(sizes), vts.SERVE_RANDOM_MOST)
+        self.assertGreater(len(sizes), 4)
+        cuts = {end for _, end in first[:-1]}
+        inside_utf8 = [cut for cut in cuts if 0x80 <= body[cut] < 0xC0]   # the next byte continues a character
+        between_cr_lf = [cut for cut in cuts if body[cut - 1:cut + 1] == b"\r\n"]
+        inside_data = [cut for cut in cuts if body.rfind(b"data: ", 0, cut) > body.rfind(b"\n", 0, cut)]
+        self.assertTrue(inside_utf8 and between_cr_lf and inside_data, (inside_utf8, between_cr_lf))
+
+    def test_the_pacing_pauses_between_writes_and_before_the_first_byte(self):
+        import time
+
+        path, kind, body = next(s for s in self.streams if s[0].startswith("openai/valid-fragmented-single-call/"))
+        events = len(list(vts.serve_writes(body, kind, ("event", None))))
+        server, url = serving_with(self.served, vts.serve_transport("event", delay_ms=30, first_byte_ms=200))
+        try:
+            began = time.monotonic()
+            self.assertEqual(raw_answers(url, [path]), [body])
+            took = time.monotonic() - began
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertGreaterEqual(took, 0.2 + 0.03 * (events - 1) - 0.01)
+
+    def test_bad_options_are_usage_errors(self):
+        for extra in (("--chunking", "lines"), ("--chunking", "random"), ("--chunking", "random:-1"),
+                      ("--chunking", "byte:1"), ("--framing", "crlf,tabs"), ("--delay-ms", "-1"),
+                      ("--delay-ms", str(vts.SERVE_MAX_DELAY_MS + 1)), ("--first-byte-ms", "x"),
+                      ("--first-byte-ms", str(vts.SERVE_MAX_FIRST_BYTE_MS + 1))):
+            code, out, err = run_cli("serve", *extra, FIXTURES)
+            self.assertEqual((code, out), (3, ""), extra)
+            self.assertIn(extra[0], err)
+        for bad in ({"chunking": "bytes"}, {"framing": ["ids", "utf16"]}, {"delay_ms": 1.5}, {"first_byte_ms": -3}):
+            with self.assertRaises(ValueError):
+                vts.serve_transport(**bad)
+
+
+class Framing(unittest.TestCase):
+    """--framing: the same events in legal SSE variants, only on the rows whose SDKs read them alike."""
+
+    def test_the_variants_on_an_sse_body(self):
+        body = vts.sse_body([{"type": "a"}, {"type": "b"}], named=True, done=False)
+        self.assertEqual(vts.sse_reframed(body, frozenset()), body)
+        self.assertEqual(vts.sse_reframed(body, frozenset({"crlf"})), body.replace(b"\n", b"\r\n"))
+        self.assertEqual(vts.sse_reframed(body, vts.SSE_FRAMINGS),
+                         b'retry: 3000\r\nid: 1\r\nevent: a\r\ndata: {"type":"a"}\r\n\r\n: keep-alive\r\n\r\n'
+                         b'id: 2\r\nevent: b\r\ndata: {"type":"b"}\r\n\r\n')
+        gemini = vts.sse_body([{"x": 1}, {"y": 2}], named=False, done=False, end="\r\n")
+        self.assertEqual(vts.sse_reframed(gemini, frozenset({"crlf"})), gemini)   # CRLF already: no CR added
+        self.assertEqual(vts.sse_reframed(gemini, frozenset({"ids"})),
+                         b'retry: 3000\r\nid: 1\r\ndata: {"x":1}\r\n\r\nid: 2\r\ndata: {"y":2}\r\n\r\n')
+
+    def test_served_with_every_variant_the_events_read_back_alike(self):
+        served, _ = vts.serve_plan([os.path.join(FIXTURES, name) for name in (
+            "openai/valid-fragmented-single-call.json", "anthropic", "gemini", "ollama", "bedrock")])
+        server, url = serving_with(served, vts.serve_transport("random:3", framing="crlf,comments,ids"))
+        try:
+            streams = stream_paths(served)
+            answers = raw_answers(url, [path for path, _, _ in streams])
+        finally:
+            server.shutdown()
+            server.server_close()
+        for (path, kind, whole), answer in zip(streams, answers):
+            self.assertEqual(read_back(kind, answer), read_back(kind, whole), path)
+            row = served[path.split("/v1")[0].split("/model/")[0].split("/api/")[0]].row
+            framed = kind == "text/event-stream" and row.http.framings >= {"comments"}
+            self.assertEqual(b": keep-alive\r\n" in answer, framed and whole.count(b"data: ") > 1, path)
+            self.assertEqual(answer == whole, not framed or not whole, path)   # gemini: only crlf, a no-op there
+
+    def test_the_command_says_which_profiles_a_variant_is_not_applied_to(self):
+        with mock.patch.object(vts, "make_server", side_effect=OSError(98, "in use")):
+            code, out, err = run_cli("serve", "--framing", "ids", os.path.join(FIXTURES, "gemini"),
+                                     os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json"))
+        self.assertEqual(code, 3)
+        self.assertIn("--framing ids is not applied to gemini (", err)
+        self.assertNotIn("openai", err.split("not applied to")[1].split("\n")[0])
+
+
+def ascii_again(body):
+    """A body served with the utf8 variant, each character past ASCII escaped again as wire_json does."""
+    return "".join(c if ord(c) < 0x80 else json.dumps(c)[1:-1] for c in body.decode("utf-8")).encode("ascii")
+
+
+class RawUtf8(unittest.TestCase):
+    def test_utf8_writes_json_escapes_as_utf8_and_nothing_else(self):
+        served, _ = vts.serve_plan([FIXTURES])
+        server, url = serving_with(served, vts.serve_transport(framing="utf8"))
+        try:
+            streams = stream_paths(served)
+            answers = raw_answers(url, [path for path, _, _ in streams])
+        finally:
+            server.shutdown()
+            server.server_close()
+        raw = 0
+        for (path, kind, whole), answer in zip(streams, answers):
+            if kind == "application/vnd.amazon.eventstream":   # bedrock's row does not take it
+                self.assertEqual(answer, whole, path)
+                continue
+            self.assertEqual(ascii_again(answer), whole, path)
+            raw += answer != whole
+        self.assertGreaterEqual(raw, 15)
+        self.assertEqual(vts.json_raw_utf8(b'["\\u00e9","\\\\u00e9","\\ud83d\\ude00","\\ud800","\\u0085","\\u001f"]'),
+                         '["é","\\\\u00e9","😀","\\ud800","\u0085","\\u001f"]'.encode("utf-8"))
+
+
+class InProcess(unittest.TestCase):
+    """vts.serving: an adapter's own unittest reads a fixture's stream with no subprocess."""
+
+    FIXTURE = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
+
+    def test_an_http_client_reads_the_whole_body_under_byte_and_random_chunking(self):
+        import http.client
+        from urllib.parse import urlsplit
+
+        served, _ = vts.serve_plan([self.FIXTURE])
+        whole = vts.PROFILES["openai"].http.frame(served["valid-fragmented-single-call.json"[:-5]].stream, "")[1]
+        for chunking in ("byte", "random:7"):
+            with vts.serving([self.FIXTURE], chunking=chunking) as server:
+                base = urlsplit(server.base_url("valid-fragmented-single-call"))
+                connection = http.client.HTTPConnection(base.hostname, base.port, timeout=10)
+                connection.request("POST", base.path + "/v1/chat/completions", body=b"{}",
+                                   headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                got = b""
+                while True:   # read as a streaming client does: what has arrived, until the end
+                    piece = response.read1(65536)
+                    if not piece:
+                        break
+                    got += piece
+                connection.close()
+                self.assertEqual((response.status, got), (200, whole), chunking)
+                self.assertEqual(server.requests, {"valid-fragmented-single-call": 1})
+            self.assertTrue(server.url.startswith("http://127.0.0.1:"))
+
+    def test_it_shuts_down_on_leaving_even_while_a_stream_is_paced(self):
+        import socket
+
+        with vts.serving(self.FIXTURE, chunking="byte", delay_ms=vts.SERVE_MAX_DELAY_MS) as server:
+            host, port = server.server.server_address[:2]
+            sock = socket.create_connection((host, port), 10)
+            sock.sendall(b"POST /valid-fragmented-single-call/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: 2\r\n\r\n{}")
+            self.assertTrue(sock.recv(65536).startswith(b"HTTP/1.1 200 "))
+        sock.settimeout(10)
+        try:
+            rest = b""
+            while True:   # the stream ends (the server stopped) long before its 10 s pause
+                piece = sock.recv(65536)
+                if not piece:
+                    break
+                rest += piece
+        except ConnectionResetError:
+            pass
+        finally:
+            sock.close()
+        self.assertRaises(OSError, socket.create_connection, (host, port), 1)
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            vts.serving(self.FIXTURE, chunking="random:x")
+        with self.assertRaises(ValueError):
+            vts.serving(os.path.join(FIXTURES, "no-such-folder"))
+        with vts.serving(self.FIXTURE) as server:
+            self.assertRaises(KeyError, server.base_url, "no-such-prefix")
+            self.assertEqual(server.prefixes, ["valid-fragmented-single-call"])
