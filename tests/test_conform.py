@@ -41,13 +41,14 @@ def python(code):
     return f"{PYTHON} -c {shlex.quote(code)}"
 
 
-# An HTTP POST of "{}" to VTS_API_URL that reads the answer to its end, over a bare socket: importing
-# urllib.request costs each of the module's many adapter starts more than the rest of its run.
+# An HTTP POST of the fixture's request (VTS_REQUEST_FILE) to VTS_API_URL that reads the answer to its end, over
+# a bare socket: importing urllib.request costs each of the module's many adapter starts more than the rest of its run.
 _ASK = ("import os, socket\n"
         "_host, _, _path = os.environ['VTS_API_URL'].split('://', 1)[1].partition('/')\n"
+        "_body = open(os.environ['VTS_REQUEST_FILE'], 'rb').read()\n"
         "with socket.create_connection((_host.rpartition(':')[0], int(_host.rpartition(':')[2])), 30) as _s:\n"
         "    _s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: ' + _host + '\\r\\nContent-Type: application/json'\n"
-        "               '\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{}').encode('ascii'))\n"
+        "               '\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n' % len(_body)).encode('ascii') + _body)\n"
         "    while _s.recv(65536):\n"
         "        pass\n")
 
@@ -224,7 +225,7 @@ class Verdicts(unittest.TestCase):
         only_passes = python("import os, json, subprocess, sys, urllib.request\n"
                              "if 'wrong-terminal' in os.environ['VTS_FIXTURE']:\n"
                              "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
-                             "data=b'{}')).read()\n"
+                             "data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
                              "    sys.exit(1)\n"
                              f"sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=only_passes)
@@ -254,7 +255,8 @@ class Verdicts(unittest.TestCase):
             "import os, urllib.request\n"
             "url = os.environ['VTS_API_URL'].replace('valid-fragmented-single-call', "
             "'wrong-terminal-reason-length-truncated-arguments')\n"
-            "urllib.request.urlopen(urllib.request.Request(url, data=b'{}')).read()\n"
+            "urllib.request.urlopen(urllib.request.Request(url, data=open(os.environ['VTS_REQUEST_FILE'], 'rb')"
+            ".read())).read()\n"
             f"print({PASS_CALLS!r} if 'valid-fragmented' in os.environ['VTS_FIXTURE'] else '[]')")
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=other)
         self.assertEqual((code, [r["verdict"] for r in records]), (1, ["not-requested", "refuses"]))
@@ -348,7 +350,8 @@ class Environment(unittest.TestCase):
     def test_another_profile_through_its_own_api(self):
         reads_ndjson = python(
             "import json, os, urllib.request\n"
-            "body = urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], data=b'{}')).read()\n"
+            "body = urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
+            "data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
             "calls = [c for line in body.splitlines() for c in json.loads(line)['message'].get('tool_calls') or []]\n"
             "print(json.dumps([{'id': c.get('id'), 'name': c['function']['name'], "
             "'arguments': c['function']['arguments']} for c in calls]))")
@@ -433,7 +436,7 @@ class Reports(unittest.TestCase):
                      "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: print('[')\n"
                      "else:\n"
                      "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
-                     "data=b'{}')).read()\n"
+                     "data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
                      "    print('nonsense')")
         code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--quiet", PASS, BLOCKED)
         self.assertEqual(code, 1)
@@ -443,9 +446,9 @@ class Reports(unittest.TestCase):
         self.assertTrue(lines[1].startswith(f"not-requested: {BLOCKED} (blocked: wrong_terminal_reason); it never "
                                             "requested this fixture's stream; its standard output"), lines[1])
         self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | not-applicable | "
-                      "unreadable | not-requested |", out)
+                      "unreadable | not-requested | request-differs |", out)
         self.assertEqual(lines[-1], "summary: fixtures 2, agree 0, differs-on-pass 0, executes-blocked 0, refuses 0, "
-                                    "not-applicable 0, unreadable 1, not-requested 1")
+                                    "not-applicable 0, unreadable 1, not-requested 1, request-differs 0")
         code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--report", "junit", PASS, BLOCKED)
         suite = ET.fromstring(out)
         self.assertEqual((code, suite.get("failures")), (1, "2"))
@@ -582,15 +585,16 @@ class Resources(unittest.TestCase):
             log = os.path.join(folder, "log")
             lister = python("import json, os\n"
                             "here = os.path.dirname(os.environ['VTS_TOOLS_FILE'])\n"
-                            f"print(json.dumps([here, os.path.basename(os.environ['VTS_TOOLS_FILE']), "
+                            f"print(json.dumps([here, sorted(os.path.basename(os.environ[k]) for k in "
+                            "('VTS_TOOLS_FILE', 'VTS_REQUEST_FILE')), "
                             f"sorted(os.listdir(here))]), file=open({log!r}, 'a'))\n"
                             "print('x' * 100000)")
             conform(PASS, BLOCKED, OLLAMA, cmd=lister)
             with open(log, encoding="utf-8") as handle:
                 seen = [json.loads(line) for line in handle]
         self.assertEqual(len(seen), 3)
-        for here, tools, listing in seen:
-            self.assertEqual(listing, [tools])   # nothing of an earlier fixture, and no output file
+        for here, files, listing in seen:
+            self.assertEqual(listing, files)   # nothing of an earlier fixture, and no output file
         self.assertFalse(os.path.exists(seen[0][0]))   # the folder itself is removed at the end
 
     @slow("starts conform as a process under a file size limit")
