@@ -14159,7 +14159,7 @@ def request_differences(row: Profile, doc: dict, sent: bytes) -> list[str]:
     except JsonProblem as problem:
         return [f"its request body is not JSON ({problem.message})"]
     except (CaptureError, RequestError) as exc:
-        return [f"its request is not a {row.name} request this tool reads ({_clip(str(exc))})"]
+        return [f"its request body is not a request this tool reads ({_clip(str(exc))})"]
     except (MemoryError, RecursionError) as exc:
         return [f"reading its request body ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'}"]
     problems = []
