@@ -37,7 +37,8 @@ Sections, in data-flow order, each with its one door (what the sections after it
                                      readers; wire_json(), sse_body(), ndjson_body(), eventstream_frame();
                                      _neutral()
   Envelope loading ................. parse_envelope_bytes()
-  Request context .................. RequestContext, RequestError; the request translators a row defaults to
+  Request context .................. RequestContext, RequestError; the request translators a row defaults to;
+                                     offered_schemas() (what each row's request_body builds on)
   Neutral events ................... the event records, TurnRules, Profile and its rule groups
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
@@ -56,7 +57,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Adapter differential ............. compare_calls()
   Command-line toolkit ............. UsageError, _new_parser(), _strict_parse(), _read_input(), _walk_json()
   Serve ............................ serve_plan(), make_server(); each room's http rules
-  Conform .......................... conform_fixture(), conform_summary()
+  Conform .......................... conform_fixture(), request_differences(), conform_summary()
   Command line ..................... main()
 
 Standard library only; Python 3.10+.
