@@ -49,7 +49,8 @@ _ASK = ("import os, socket\n"
         "_body = open(os.environ['VTS_REQUEST_FILE'], 'rb').read()\n"
         "with socket.create_connection((_host.rpartition(':')[0], int(_host.rpartition(':')[2])), 30) as _s:\n"
         "    _s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: ' + _host + '\\r\\nContent-Type: application/json'\n"
-        "               '\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n' % len(_body)).encode('ascii') + _body)\n"
+        "               '\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n' % len(_body))\n"
+        "              .encode('ascii') + _body)\n"
         "    while _s.recv(65536):\n"
         "        pass\n")
 
@@ -349,7 +350,8 @@ class RequestFile(unittest.TestCase):
              {"type": "custom", "custom": {"name": "patch"}}),
             ("openai-responses", {"tool_choice": {"type": "custom", "name": "patch"}},
              {"type": "custom", "name": "patch"}),
-            ("openai-responses", {"tool_choice": {"type": "function", "name": "crm.patch"}, "parallel_tool_calls": False},
+            ("openai-responses",
+             {"tool_choice": {"type": "function", "name": "crm.patch"}, "parallel_tool_calls": False},
              {"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "patch",
                                                              "parameters": {"type": "string"}}]}),
             ("openai-responses", {"tool_choice": {"type": "web_search"}},
