@@ -491,6 +491,35 @@ class ReferenceAdapter(unittest.TestCase):
         self.assertGreaterEqual(summary["agree"], 95)
         self.assertEqual(summary["fixtures"], len(records))
 
+    @slow("runs the reference adapter as a process, twice")
+    def test_it_reads_gemini_as_a_json_array_and_refuses_what_it_cannot_read(self):
+        import threading
+
+        path = os.path.join(FIXTURES, "gemini", "pass-call-with-id.json")
+        served, _ = vts.serve_plan([path])
+        server = vts.make_server(served)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        row, doc, body = built("gemini/pass-call-with-id.json")
+        expected = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+                    for c in vts.validate_envelope(doc)["calls"]]
+        try:
+            with tempfile.TemporaryDirectory() as folder:
+                request_file = os.path.join(folder, "request.json")
+                with open(request_file, "w", encoding="utf-8") as handle:
+                    json.dump(body, handle)
+                url = f"http://127.0.0.1:{server.server_address[1]}/pass-call-with-id"
+                api = url + row.http.api_example.split("?")[0]   # no alt=sse: one JSON array
+                runs = [subprocess.run([sys.executable, "-S", REFERENCE], capture_output=True, timeout=60,
+                                       env=dict(ENV, VTS_API_URL=where, VTS_REQUEST_FILE=request_file,
+                                                VTS_PROFILE="gemini")) for where in (api, url + "/v1/nowhere")]
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertTrue(expected)
+        self.assertEqual((runs[0].returncode, json.loads(runs[0].stdout)), (0, expected), runs[0].stderr)
+        self.assertEqual((runs[1].returncode, runs[1].stdout, runs[1].stderr),
+                         (1, b"", b"streamgate_adapter: refused: HTTP 404\n"))
+
 
 class WhatIsJudged(unittest.TestCase):
     """issue 30: each fixture was judged from its file as it was at its turn, not from the bytes served."""
