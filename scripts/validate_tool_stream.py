@@ -37,7 +37,8 @@ Sections, in data-flow order, each with its one door (what the sections after it
                                      readers; wire_json(), sse_body(), ndjson_body(), eventstream_frame();
                                      _neutral()
   Envelope loading ................. parse_envelope_bytes()
-  Request context .................. RequestContext, RequestError; the request translators a row defaults to
+  Request context .................. RequestContext, RequestError; the request translators a row defaults to;
+                                     offered_schemas() (what each row's request_body builds on)
   Neutral events ................... the event records, TurnRules, Profile and its rule groups
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
@@ -56,7 +57,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Adapter differential ............. compare_calls()
   Command-line toolkit ............. UsageError, _new_parser(), _strict_parse(), _read_input(), _walk_json()
   Serve ............................ serve_plan(), make_server(); each room's http rules
-  Conform .......................... conform_fixture(), conform_summary()
+  Conform .......................... conform_fixture(), request_differences(), conform_summary()
   Command line ..................... main()
 
 Standard library only; Python 3.10+.
@@ -1303,6 +1304,28 @@ def _restricted(names: list[str]) -> dict:
     return {"allowed": frozenset(names), "choice_text": "tool_choice allows only " + ((shown + more) or "hosted tools")}
 
 
+# --- the request again, from the envelope: what `conform` hands an adapter (each room's HttpRules.request_body)
+
+# The one user message of a request built from an envelope (the fixture holds no prompt; the server ignores it).
+REQUEST_PROMPT = "Answer with the tool calls this turn needs."
+
+
+def offered_schemas(tool_schemas: dict, request: Any) -> dict:
+    """The tools a fixture's request offered, name -> schema: the names of request.tools in their order
+    (a name without a schema gets {"type": "object"}), or every tool_schemas entry when the request does
+    not list its tools (no request block, or one without "tools")."""
+    names = request.get("tools") if isinstance(request, dict) else None
+    if not isinstance(names, list):
+        return dict(tool_schemas)
+    return {name: tool_schemas.get(name, {"type": "object"}) for name in names}
+
+
+def _request_controls(request: Any, keys: tuple[str, ...]) -> dict:
+    """The members of a fixture's request block among keys that are given (not null), as they are."""
+    request = request if isinstance(request, dict) else {}
+    return {key: request[key] for key in keys if request.get(key) is not None}
+
+
 
 
 
@@ -1833,17 +1856,21 @@ class HttpRules(_FrozenRecord):
       frame        (stream, query) -> (content type, body bytes), framed as the provider frames it
       api_example  one path api_path matches (conform's VTS_API_URL)
       tools_shape  tool_schemas -> the tools of a request in the provider's shape (conform's tools file)
+      request_body (offered tool schemas, the fixture's request block or {}) -> the body of a streaming request
+                   in the provider's shape (conform's request file): the tools, the tool choice and, where the
+                   API has it, parallel_tool_calls, as the room's RequestRules read them back (request_from_body)
       errors       the HttpErrors it answers before a stream, one per kind (a fault fixture's "serve" block)
       cut_frame    frame without the provider's terminal framing (a cut-off stream); None: frame has none
       framings     the framing variants (SERVE_FRAMINGS) its SDKs read as they read its own body:
                    `serve --framing` applies these (crlf, comments, ids to its text/event-stream answers), no others
     """
 
-    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "errors", "cut_frame", "framings")
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "request_body", "errors", "cut_frame", "framings")
 
     def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
-                 tools_shape: Callable[[dict], Any], errors: tuple[HttpError, ...] = (),
-                 cut_frame: Callable[..., tuple] | None = None, framings: frozenset = frozenset()) -> None:
+                 tools_shape: Callable[[dict], Any], request_body: Callable[[dict, dict], dict],
+                 errors: tuple[HttpError, ...] = (), cut_frame: Callable[..., tuple] | None = None,
+                 framings: frozenset = frozenset()) -> None:
         _freeze(self, locals())
 
     def error(self, kind: Any) -> HttpError | None:
@@ -2391,6 +2418,26 @@ def _chat_whole_response(payload: dict) -> str | None:
     return None
 
 
+def _chat_custom_names(choice: Any) -> set:
+    """The names a chat tool_choice forces or allows as custom tools (their tools are custom tools)."""
+    if not isinstance(choice, dict):
+        return set()
+    refs = choice.get("allowed_tools", {}).get("tools", []) if choice.get("type") == "allowed_tools" else [choice]
+    return {ref["custom"]["name"] for ref in refs if isinstance(ref, dict) and ref.get("type") == "custom"}
+
+
+def _chat_request_body(model: str, schemas: dict, request: dict) -> dict:
+    """A chat completions request: the offered tools (a tool the choice names as custom is a custom tool),
+    tool_choice and parallel_tool_calls as the fixture's request gives them."""
+    body: dict[str, Any] = {"model": model, "stream": True, "messages": [{"role": "user", "content": REQUEST_PROMPT}]}
+    custom = _chat_custom_names(request.get("tool_choice"))
+    tools = [{"type": "custom", "custom": {"name": name}} if name in custom else
+             {"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
+    if tools:
+        body["tools"] = tools
+    return dict(body, **_request_controls(request, ("tool_choice", "parallel_tool_calls")))
+
+
 def _chat_frame(stream: list, query: str) -> tuple[str, bytes]:
     """Chat completions streams: data lines, then data: [DONE]."""
     return "text/event-stream", sse_body(stream, named=False, done=True)
@@ -2437,8 +2484,8 @@ OPENAI = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools, errors=_OPENAI_ERRORS, cut_frame=_chat_cut_frame,
-                   framings=SERVE_FRAMINGS))
+                   tools_shape=_function_tools, request_body=functools.partial(_chat_request_body, "gpt-4o"),
+                   errors=_OPENAI_ERRORS, cut_frame=_chat_cut_frame, framings=SERVE_FRAMINGS))
 
 
 MISTRAL = Profile(
@@ -2452,8 +2499,9 @@ MISTRAL = Profile(
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
     http=HttpRules(api_path=r"/v1/chat/completions", frame=_chat_frame, api_example="/v1/chat/completions",
-                   tools_shape=_function_tools, errors=_MISTRAL_ERRORS, cut_frame=_chat_cut_frame,
-                   framings=SERVE_FRAMINGS))
+                   tools_shape=_function_tools,
+                   request_body=functools.partial(_chat_request_body, "mistral-large-latest"),
+                   errors=_MISTRAL_ERRORS, cut_frame=_chat_cut_frame, framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3315,6 +3363,24 @@ _ANTHROPIC_ERRORS = (
     http_error("overloaded", 529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
                                    "request_id": "req_vts_overloaded"}, (("request-id", "req_vts_overloaded"),)),
 )
+def _anthropic_tools(schemas: dict) -> list:
+    """Messages tools: an Anthropic-defined client tool as its type names it (the schema of a reviewed type, or
+    the unreviewed stand-in), every other tool with its input_schema."""
+    tools = []
+    for name, schema in schemas.items():
+        kind = schema.get(UNREVIEWED_TOOL_KEYWORD) if isinstance(schema, dict) and len(schema) == 1 else None
+        kind = kind if isinstance(kind, str) and _ANTHROPIC_CLIENT_TOOL_TYPE.fullmatch(kind) else next(
+            (k for k, (n, reviewed) in ANTHROPIC_CLIENT_TOOLS.items() if n == name and reviewed == schema), None)
+        tools.append({"type": kind, "name": name} if kind else {"name": name, "input_schema": schema})
+    return tools
+
+
+def _anthropic_request_body(schemas: dict, request: dict) -> dict:
+    body: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
+                            "messages": [{"role": "user", "content": REQUEST_PROMPT}]}
+    if schemas:
+        body["tools"] = _anthropic_tools(schemas)
+    return dict(body, **_request_controls(request, ("tool_choice",)))
 
 
 ANTHROPIC = Profile(
@@ -3329,8 +3395,8 @@ ANTHROPIC = Profile(
                          stream_error=_anthropic_stream_error, foreign_shape=_anthropic_foreign_shape,
                          whole_response=_anthropic_whole_response),
     http=HttpRules(api_path=r"/v1/messages", frame=_named_events_frame, api_example="/v1/messages",
-                   tools_shape=lambda schemas: [{"name": n, "input_schema": s} for n, s in schemas.items()],
-                   errors=_ANTHROPIC_ERRORS, framings=SERVE_FRAMINGS))
+                   tools_shape=_anthropic_tools, request_body=_anthropic_request_body, errors=_ANTHROPIC_ERRORS,
+                   framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -3995,6 +4061,33 @@ _RESPONSES_ERRORS = (
         "message": "The engine is currently overloaded, please try again later",
         "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_overloaded"),)),
 )
+def _responses_tools(schemas: dict, custom: set | frozenset = frozenset()) -> list:
+    """Responses tools: flat function tools (a name in `custom` a custom tool); the functions named
+    "namespace.name" grouped into their namespace tools, as openai-agents sends them."""
+    tools: list = []
+    spaces: dict[str, list] = {}
+    for name, schema in schemas.items():
+        space, _, inner = name.partition(".")
+        entry = {"type": "custom", "name": inner or name} if name in custom else \
+            {"type": "function", "name": inner or name, "parameters": schema}
+        if inner and space and "." not in inner and inner != space:
+            if space not in spaces:
+                spaces[space] = []
+                tools.append({"type": "namespace", "name": space, "tools": spaces[space]})
+            spaces[space].append(entry)
+        else:
+            tools.append(dict(entry, name=name))
+    return tools
+
+
+def _responses_request_body(schemas: dict, request: dict) -> dict:
+    choice = request.get("tool_choice")
+    refs = choice.get("tools", []) if isinstance(choice, dict) and choice.get("type") == "allowed_tools" else [choice]
+    custom = {ref["name"] for ref in refs if isinstance(ref, dict) and ref.get("type") == "custom"}
+    body: dict[str, Any] = {"model": "gpt-4.1", "stream": True, "input": REQUEST_PROMPT}
+    if schemas:
+        body["tools"] = _responses_tools(schemas, custom)
+    return dict(body, **_request_controls(request, ("tool_choice", "parallel_tool_calls")))
 
 
 OPENAI_RESPONSES = Profile(
@@ -4008,9 +4101,8 @@ OPENAI_RESPONSES = Profile(
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
-                   tools_shape=lambda schemas: [{"type": "function", "name": n, "parameters": s}
-                                                for n, s in schemas.items()],
-                   errors=_RESPONSES_ERRORS, framings=SERVE_FRAMINGS))
+                   tools_shape=_responses_tools, request_body=_responses_request_body, errors=_RESPONSES_ERRORS,
+                   framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -4405,6 +4497,22 @@ def _eventstream_envelope(raw: bytes, encode: bool = False) -> EventStreamRead:
     return EventStreamRead("AWS event stream")
 
 
+def _bedrock_tools(schemas: dict) -> dict:
+    """Converse toolConfig's tools: a toolSpec per tool."""
+    return {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}} for n, s in schemas.items()]}
+
+
+def _bedrock_request_body(schemas: dict, request: dict) -> dict:
+    """A ConverseStream request (the model is in its path; the endpoint streams): toolConfig holds the tools
+    and toolChoice."""
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": [{"text": REQUEST_PROMPT}]}]}
+    config = dict(_bedrock_tools(schemas) if schemas else {}, **{
+        "toolChoice": value for value in _request_controls(request, ("tool_choice",)).values()})
+    if config:
+        body["toolConfig"] = config
+    return body
+
+
 BEDROCK = Profile(
     name="bedrock", stream_key="events",
     rules=TurnRules(tool_reason="tool_use", needs_close=False, stop_name="messageStop.stopReason",
@@ -4417,9 +4525,7 @@ BEDROCK = Profile(
                          foreign_shape=_bedrock_foreign_shape, whole_response=_bedrock_whole_response),
     http=HttpRules(api_path=r"/model/[^/]+/converse-stream", frame=_bedrock_frame,
                    api_example="/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream",
-                   tools_shape=lambda schemas: {"tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}}
-                                                          for n, s in schemas.items()]},
-                   errors=_BEDROCK_ERRORS))
+                   tools_shape=_bedrock_tools, request_body=_bedrock_request_body, errors=_BEDROCK_ERRORS))
 
 
 # ---------------------------------------------------------------------------
@@ -5815,6 +5921,22 @@ def _gemini_request_tools(body: dict) -> tuple[list, Any]:
     return out, choice
 
 
+def _gemini_tools(schemas: dict) -> list:
+    """One Tool of function declarations, each with its JSON Schema (parametersJsonSchema)."""
+    return [{"functionDeclarations": [{"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}]
+
+
+def _gemini_request_body(schemas: dict, request: dict) -> dict:
+    """A streamGenerateContent request (the model is in its path; the endpoint streams): the tools and
+    toolConfig.functionCallingConfig."""
+    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": REQUEST_PROMPT}]}]}
+    if schemas:
+        body["tools"] = _gemini_tools(schemas)
+    for choice in _request_controls(request, ("tool_choice",)).values():
+        body["toolConfig"] = {"functionCallingConfig": choice}
+    return body
+
+
 # The normalizer ends each call at its final part and emits the finish of the candidate
 # with calls as the turn's stop reason, at the end of the stream, so "STOP" is the tool
 # reason here; a text turn's STOP never reaches the machine.
@@ -5828,9 +5950,8 @@ GEMINI = Profile(
                          check_sse_text=_gemini_check_sse),
     http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
                    api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-                   tools_shape=lambda schemas: [{"functionDeclarations": [
-                       {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()]}],
-                   errors=_GEMINI_ERRORS, cut_frame=_gemini_cut_frame, framings=_GEMINI_FRAMINGS))
+                   tools_shape=_gemini_tools, request_body=_gemini_request_body, errors=_GEMINI_ERRORS,
+                   cut_frame=_gemini_cut_frame, framings=_GEMINI_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -6121,6 +6242,12 @@ _COHERE_ERRORS = (
     http_error("rate_limit", 429, {"id": "5f0c3a4e-0000-4000-8000-00000000c429",
                                    "message": "You are using a Trial key, which is limited to 10 API calls / minute."}),
 )
+def _cohere_request_body(schemas: dict, request: dict) -> dict:
+    body: dict[str, Any] = {"model": "command-a-03-2025", "stream": True,
+                            "messages": [{"role": "user", "content": REQUEST_PROMPT}]}
+    if schemas:
+        body["tools"] = _function_tools(schemas)
+    return dict(body, **_request_controls(request, ("tool_choice",)))
 
 
 COHERE = Profile(
@@ -6135,7 +6262,8 @@ COHERE = Profile(
                          check_sse_text=_cohere_check_sse, warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
     http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
-                   errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame, framings=SERVE_FRAMINGS))
+                   request_body=_cohere_request_body, errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame,
+                   framings=SERVE_FRAMINGS))
 
 
 # ---------------------------------------------------------------------------
@@ -6550,6 +6678,15 @@ def _ollama_claims(payload: dict) -> bool:
     return "done" in payload and "model" in payload and "message" in payload
 
 
+def _ollama_request_body(schemas: dict, request: dict) -> dict:
+    """An /api/chat request: the tools (the API has no tool choice, no parallel control)."""
+    body: dict[str, Any] = {"model": "llama3.1", "stream": True,
+                            "messages": [{"role": "user", "content": REQUEST_PROMPT}]}
+    if schemas:
+        body["tools"] = _function_tools(schemas)
+    return body
+
+
 OLLAMA = Profile(
     name="ollama", stream_key="chunks",
     rules=TurnRules(tool_reason="stop", needs_close=False, stop_name="line with \"done\": true",
@@ -6562,7 +6699,8 @@ OLLAMA = Profile(
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
                          check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
     http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools,
-                   errors=_OLLAMA_ERRORS, framings=frozenset({"utf8"})))   # Go's encoding/json writes UTF-8 as it is
+                   request_body=_ollama_request_body, errors=_OLLAMA_ERRORS,
+                   framings=frozenset({"utf8"})))   # Go's encoding/json writes UTF-8 as it is
 
 
 # ---------------------------------------------------------------------------
@@ -13736,12 +13874,18 @@ class _ServeBodies:
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
         self.errors: dict[str, int] = {}     # prefix -> requests of a fixture with an error to answer
         self.transport = transport or ServeTransport()   # its framing applies to the bodies built after
+        self.sent: dict[str, bytes] = {}     # prefix -> the body of the last request answered with its stream
+                                             # (make_server's keep_requests; each at most SERVE_MAX_REQUEST_BYTES)
 
     def asked(self, fixture: _Served) -> int:
         """Count one more request of a fixture whose "serve" block has an error: its number, from 1."""
         with self._lock:
             number = self.errors[fixture.prefix] = self.errors.get(fixture.prefix, 0) + 1
         return number
+
+    def keep(self, prefix: str, body: bytes) -> None:
+        with self._lock:
+            self.sent[prefix] = body
 
     def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
         http, framing = fixture.row.http, self.transport.framing
@@ -13878,7 +14022,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 log_lines: int = SERVE_LOG_LINES, on_stream: Callable[[str], None] | None = None,
                 on_answer: Callable[[str, str, int], None] | None = None,
                 transport: ServeTransport | None = None,
-                on_write: Callable[[Any, int, int], None] | None = None) -> Any:
+                on_write: Callable[[Any, int, int], None] | None = None, keep_requests: bool = False) -> Any:
     """A threading HTTP server answering the served fixtures (call serve_forever(); shutdown() stops it).
 
     At most `max_connections` connections are answered at once (one more is answered 503 and
@@ -13895,7 +14039,10 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     transport: how a stream's body is written (ServeTransport: chunking, framing, pauses); the
     server's `transport` may be replaced between requests (`conform` does, per chunking).
     on_write: called with the connection's socket, start and end of each write of a stream's body,
-    after it (a test records the write boundaries)."""
+    after it (a test records the write boundaries).  keep_requests: `server.bodies.sent` keeps, per
+    fixture prefix, the body of the last request answered with its stream (whole bodies only, each at
+    most SERVE_MAX_REQUEST_BYTES; take them out with pop() to keep it small: `conform` compares each
+    with the fixture's request)."""
     import errno
     import io
     import socket
@@ -13968,6 +14115,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self._send(status, kind, body, headers)
                 return
             status, kind, body, headers = _serve_answer(served, self.command, self.path, length, bodies, on_stream)
+            streams = status == 200 and self.command != "HEAD"
+            kept = bytearray() if streams and keep_requests else None   # 200: the length is checked
             if length and length.isascii() and length.isdigit() and int(length) <= 16 * SERVE_MAX_REQUEST_BYTES:
                 remaining = int(length)
                 while remaining > 0:   # read the request body, so the connection stays usable
@@ -13975,6 +14124,12 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     if not chunk:
                         break
                     remaining -= len(chunk)
+                    if kept is not None:
+                        kept += chunk
+                if kept is not None and not remaining:
+                    fixture = _serve_route(served, self.path)[0]
+                    if fixture is not None:
+                        bodies.keep(fixture.prefix, bytes(kept))
             self._send(status, kind, body, headers)
 
         def _send(self, status: int, kind: str, body: bytes, headers: Mapping[str, str]) -> None:
@@ -14399,9 +14554,12 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
 # prints the calls it would execute as JSON.  The verdict is the adapter harness's
 # (adapter_verdict): what the adapter would run against what this tool decided.
 
-CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested", "split-sensitive")
+CONFORM_FAILING = ("executes-blocked", "differs-on-pass", "unreadable", "not-requested", "split-sensitive",
+                   "request-differs")
 CONFORM_STRICT_FAILING = CONFORM_FAILING + ("refuses-pass",)   # what fails a run with --strict
-CONFORM_VERDICTS = ADAPTER_VERDICTS + ("split-sensitive",)   # split-sensitive: conform's own, across chunkings
+# The adapter harness's verdicts, and conform's own: split-sensitive (its calls differ between chunkings) and
+# request-differs (its request contradicts the fixture's).
+CONFORM_VERDICTS = ADAPTER_VERDICTS + ("split-sensitive", "request-differs")
 _CONFORM_MAX_CHUNKINGS = 16        # chunkings one conform run may try each fixture under
 _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
@@ -14709,18 +14867,79 @@ class ConformCannotRun(Exception):
     """conform itself cannot go on (it cannot write a file it needs): no verdict, exit 3."""
 
 
+def _context_choice(context: RequestContext) -> tuple:
+    """What a request context's tool choice decides: no call, the allowed names, the forced tool and kind."""
+    return context.none, context.allowed, context.forced, context.forced_kind if context.forced else None
+
+
+def _choice_words(context: RequestContext) -> str:
+    if context.none:
+        return "no call allowed"
+    return context.choice_text or "any tool offered"
+
+
+def _names_listed(names: list[str]) -> str:
+    more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    return ", ".join(_quoted(name) for name in names[:_NAMES_SHOWN]) + more
+
+
+def request_differences(row: Profile, doc: dict, sent: bytes) -> list[str]:
+    """Where the body an adapter sent contradicts the fixture's request, read as the gate reads both (the
+    room's request_from_body, then the request context): the tools offered (every tool_schemas entry
+    when the fixture's request does not list them), what tool_choice allows (no call, a forced tool and
+    its kind, an allowed list) and whether calls may be parallel.  A body that is not a JSON object of
+    the provider's request shape contradicts it too.  [] when it does not."""
+    request = doc.get("request") or {}
+    want = _request_context(row, request) or RequestContext()
+    offered = frozenset(offered_schemas(doc["tool_schemas"], request))
+    try:
+        body = adapter_json(sent.decode("utf-8"), what="the request body")
+        _, theirs, _ = request_from_body(row.name, body)
+        got = _request_context(row, theirs)
+    except UnicodeDecodeError:
+        return ["its request body is not UTF-8"]
+    except JsonProblem as problem:
+        return [f"its request body is not JSON ({problem.message})"]
+    except (CaptureError, RequestError) as exc:
+        return [f"its request body is not a request this tool reads ({_clip(str(exc))})"]
+    except (MemoryError, RecursionError) as exc:
+        return [f"reading its request body ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'}"]
+    problems = []
+    if got.tools - offered:
+        problems.append(f"its request offers {_names_listed(sorted(got.tools - offered))}, which the fixture's "
+                        "does not")
+    if offered - got.tools:
+        problems.append(f"its request does not offer {_names_listed(sorted(offered - got.tools))}")
+    if _context_choice(got) != _context_choice(want):
+        problems.append(f"its tool choice: {_choice_words(got)}; the fixture's: {_choice_words(want)}")
+    if got.single != want.single:
+        problems.append("its request allows " + ("one call at most" if got.single else "parallel calls")
+                        + "; the fixture's " + ("one call at most" if want.single else "parallel calls"))
+    return problems
+
+
+def _write_conform_file(path: str, value: Any, what: str, fixture: _Served) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(value, handle, ensure_ascii=True)
+    except OSError as exc:   # a full disk (ENOSPC), a file size limit (EFBIG): no verdict, and said
+        raise ConformCannotRun(f"cannot write the {what} file for {fixture.path}: {exc.strerror or exc}") from None
+
+
 def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
                     folder: str, number: int, requested: set[str] | None = None,
-                    mark: str = "", keep_calls: bool = False) -> dict[str, Any]:
+                    mark: str = "", sent: dict[str, bytes] | None = None, keep_calls: bool = False) -> dict[str, Any]:
     """One fixture through the adapter command: our report, its calls and the verdict, as one record.
 
     What is judged is the bytes the fixture was served from (fixture.data, read once by
     serve_plan), never the file as it is now.  requested: the prefixes whose stream the server has
     sent (make_server's on_stream); the fixture's own is dropped before the run and looked up after
-    it, so only a request made while this fixture's command ran counts.  None: not tracked.  The
-    tools file written for it in `folder` is removed before this returns; `mark` is this run's
+    it, so only a request made while this fixture's command ran counts.  None: not tracked.  sent: the
+    request bodies the server kept (make_server's keep_requests), looked up the same way: the last one
+    for this fixture is compared with its request (request_differences).  The tools and request files
+    written for it in `folder` are removed before this returns; `mark` is this run's
     CONFORM_RUN_VARIABLE value (see _end_adapter).  keep_calls: the record also holds the calls
-    themselves, as "adapter_calls" (None when there are none), for conform_across."""
+    themselves, as "_calls" (None when there are none), for conform_across."""
     import os
 
     data = fixture.data
@@ -14733,11 +14952,15 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     report = validate_bytes(data)
     doc = parse_envelope_bytes(data)
     tools_file = os.path.join(folder, f"tools-{number}.json")
+    request_file = os.path.join(folder, f"request-{number}.json")
+    offered = offered_schemas(doc["tool_schemas"], doc.get("request"))
     try:
-        with open(tools_file, "w", encoding="utf-8") as handle:
-            json.dump(row.http.tools_shape(doc["tool_schemas"]), handle, ensure_ascii=True)
-    except OSError as exc:   # a full disk (ENOSPC), a file size limit (EFBIG): no verdict, and said
-        raise ConformCannotRun(f"cannot write the tools file for {fixture.path}: {exc.strerror or exc}") from None
+        _write_conform_file(tools_file, row.http.tools_shape(offered), "tools", fixture)
+        _write_conform_file(request_file, row.http.request_body(offered, doc.get("request") or {}), "request",
+                            fixture)
+    except ConformCannotRun:
+        _remove_files(tools_file, request_file)
+        raise
     from urllib.parse import quote
 
     # a name that is not UTF-8 is held with surrogate escapes: its URL carries the original bytes
@@ -14745,18 +14968,19 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     loopback = ",".join(filter(None, ("127.0.0.1", "localhost", "::1", os.environ.get("NO_PROXY"))))
     # NO_PROXY: a proxy set for the CI job must not carry loopback requests away
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.http.api_example, VTS_PROFILE=fixture.profile,
-               VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, NO_PROXY=loopback,
-               no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
+               VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, VTS_REQUEST_FILE=request_file,
+               NO_PROXY=loopback, no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
     if requested is not None:
         requested.discard(fixture.prefix)
+    if sent is not None:
+        sent.pop(fixture.prefix, None)
     try:
         calls, why, refused = run_adapter(command, shell, env, timeout, folder, number)
     finally:
-        try:
-            os.unlink(tools_file)   # nothing of a fixture is kept once it is judged
-        except OSError:
-            pass
+        _remove_files(tools_file, request_file)   # nothing of a fixture is kept once it is judged
     asked = requested is None or fixture.prefix in requested
+    body = sent.pop(fixture.prefix, None) if sent is not None else None
+    contradicts = request_differences(row, doc, body) if body is not None and asked else []
     codes = sorted({finding["code"] for finding in report["findings"]})
     ours = [{key: call.get(key) for key in ("id", "name", "arguments", "kind", "namespace") if key in call}
             for call in report["calls"]]
@@ -14769,11 +14993,23 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
         calls, refused, why = None, False, f"comparing its calls with ours ran out of {_what_ran_out(exc)}"
         verdict, problems = adapter_verdict(report["status"], None, False, False, ours, codes, unreadable=True,
                                             requested=asked)
+    if contradicts:   # what it did with the stream answers another request: that is said first
+        verdict, problems = "request-differs", contradicts + [f"on the stream alone: {verdict}"]
     record = _conform_record(fixture, report["status"], codes, (calls, why, refused), asked, (verdict, problems),
                              ours)
     if keep_calls:
         record["_calls"] = calls   # compared across chunkings by conform_across, which drops it
     return record
+
+
+def _remove_files(*paths: str) -> None:
+    import os
+
+    for path in paths:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _conform_record(fixture: _Served, status: str, codes: list[str], said: tuple[Any, str, bool], asked: bool,
@@ -14805,8 +15041,8 @@ def _conform_quoted(text: str) -> str:
     return _clip(text)
 # One fixture's verdict across chunkings: the worst of its verdicts under each, split-sensitive
 # standing among them when its calls differ between chunkings.  Worst first.
-_CONFORM_WORST = ("executes-blocked", "not-requested", "split-sensitive", "unreadable", "differs-on-pass",
-                  "refuses-pass", "refuses", "not-applicable", "agree")
+_CONFORM_WORST = ("executes-blocked", "not-requested", "request-differs", "split-sensitive", "unreadable",
+                  "differs-on-pass", "refuses-pass", "refuses", "not-applicable", "agree")
 _CONFORM_NAMES_SHOWN = 8   # call names shown per chunking in a split-sensitive difference
 
 
@@ -14999,11 +15235,13 @@ def _run_conform(argv: list[str]) -> int:
 
     parser = _new_parser(f"{_prog()} conform",
                          "Serve the fixtures, run the adapter command once per fixture with VTS_BASE_URL, "
-                         "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE and VTS_TOOLS_FILE in its environment, read the "
+                         "VTS_API_URL, VTS_PROFILE, VTS_FIXTURE, VTS_TOOLS_FILE and VTS_REQUEST_FILE in its "
+                         "environment, read the "
                          "calls it prints (a JSON list of {id, name, arguments}) and compare them with this "
                          "tool's verdict. Exit 1 when it would execute a call of a turn this tool blocks, or "
                          "other calls than a turn it passes, or prints what cannot be read, or never requests a "
-                         "fixture's stream; exit 3 when it requests none.")
+                         "fixture's stream, or sends another request than the fixture's; exit 3 when it requests "
+                         "none.")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
     parser.add_argument("--adapter-cmd", required=True, metavar="CMD",
                         help="the adapter command: split like a shell would (shlex) and run without a shell, "
@@ -15043,7 +15281,7 @@ def _run_conform(argv: list[str]) -> int:
         if fixture is not None:
             requested.add(fixture.prefix)
 
-    server = make_server(served, on_stream=asked, on_answer=answered, transport=transports[0])
+    server = make_server(served, on_stream=asked, on_answer=answered, transport=transports[0], keep_requests=True)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     host, port = server.server_address[:2]
     records: list[dict] = []
@@ -15063,7 +15301,7 @@ def _run_conform(argv: list[str]) -> int:
                         try:
                             record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
                                                      args.shell, args.timeout, folder, number, requested, mark,
-                                                     keep_calls=len(transports) > 1)
+                                                     server.bodies.sent, keep_calls=len(transports) > 1)
                         except AdapterNotStarted as exc:
                             raise UsageError(str(exc)) from None
                         except ConformCannotRun as exc:

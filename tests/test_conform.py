@@ -19,12 +19,13 @@ import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
-from support import ENV, FIXTURES, ROOT, SCRIPT, run_cli, slow, vts
+from support import ENV, FIXTURES, ROOT, SCRIPT, fixture_paths, load_fixture, run_cli, slow, vts
 
 # The adapter commands start Python with -S: they use the standard library only, and leaving out the
 # site start-up (the installation's path files) makes each of the module's many starts cheaper.
 PYTHON = f"{shlex.quote(sys.executable)} -S"
 NAIVE = f"{PYTHON} {shlex.quote(os.path.join(ROOT, 'tests', 'conform', 'naive_chat_adapter.py'))}"
+REFERENCE = os.path.join(ROOT, "tests", "conform", "streamgate_adapter.py")
 PASS = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
 BLOCKED = os.path.join(FIXTURES, "openai", "wrong-terminal-reason-length-truncated-arguments.json")
 OLLAMA = os.path.join(FIXTURES, "ollama", "pass-call-line-then-done-line.json")
@@ -41,13 +42,15 @@ def python(code):
     return f"{PYTHON} -c {shlex.quote(code)}"
 
 
-# An HTTP POST of "{}" to VTS_API_URL that reads the answer to its end, over a bare socket: importing
-# urllib.request costs each of the module's many adapter starts more than the rest of its run.
+# An HTTP POST of the fixture's request (VTS_REQUEST_FILE) to VTS_API_URL that reads the answer to its end, over
+# a bare socket: importing urllib.request costs each of the module's many adapter starts more than the rest of its run.
 _ASK = ("import os, socket\n"
         "_host, _, _path = os.environ['VTS_API_URL'].split('://', 1)[1].partition('/')\n"
+        "_body = open(os.environ['VTS_REQUEST_FILE'], 'rb').read()\n"
         "with socket.create_connection((_host.rpartition(':')[0], int(_host.rpartition(':')[2])), 30) as _s:\n"
         "    _s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: ' + _host + '\\r\\nContent-Type: application/json'\n"
-        "               '\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{}').encode('ascii'))\n"
+        "               '\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n' % len(_body))\n"
+        "              .encode('ascii') + _body)\n"
         "    while _s.recv(65536):\n"
         "        pass\n")
 
@@ -225,7 +228,7 @@ class Verdicts(unittest.TestCase):
         only_passes = python("import os, json, subprocess, sys, urllib.request\n"
                              "if 'wrong-terminal' in os.environ['VTS_FIXTURE']:\n"
                              "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
-                             "data=b'{}')).read()\n"
+                             "data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
                              "    sys.exit(1)\n"
                              f"sys.exit(subprocess.call({shlex.split(NAIVE)!r}))")
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=only_passes)
@@ -255,7 +258,8 @@ class Verdicts(unittest.TestCase):
             "import os, urllib.request\n"
             "url = os.environ['VTS_API_URL'].replace('valid-fragmented-single-call', "
             "'wrong-terminal-reason-length-truncated-arguments')\n"
-            "urllib.request.urlopen(urllib.request.Request(url, data=b'{}')).read()\n"
+            "urllib.request.urlopen(urllib.request.Request(url, data=open(os.environ['VTS_REQUEST_FILE'], 'rb')"
+            ".read())).read()\n"
             f"print({PASS_CALLS!r} if 'valid-fragmented' in os.environ['VTS_FIXTURE'] else '[]')")
         code, records, summary, _ = conform(PASS, BLOCKED, cmd=other)
         self.assertEqual((code, [r["verdict"] for r in records]), (1, ["not-requested", "refuses"]))
@@ -283,6 +287,243 @@ class Verdicts(unittest.TestCase):
             "'[{\"id\": \"call_Wq8rT2mZkP4vN6xY1bC3dE5f\", \"name\": \"get_weather\", "
             "\"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}]')"))
         self.assertEqual((code, [r["verdict"] for r in records]), (0, ["agree", "refuses"]))
+
+
+def decisions(context):
+    """What a request context decides: the tools offered, no call, the allowed names, the forced tool and
+    its kind, at most one call."""
+    context = context or vts.RequestContext()
+    return (context.tools, context.none, context.allowed, context.forced,
+            context.forced_kind if context.forced else None, context.single)
+
+
+def built(relpath):
+    """(row, envelope, the request body conform hands the adapter for this bundled fixture)."""
+    doc = load_fixture(relpath)[1]
+    row = vts.PROFILES[doc["profile"]]
+    offered = vts.offered_schemas(doc["tool_schemas"], doc.get("request"))
+    return row, doc, row.http.request_body(offered, doc.get("request") or {})
+
+
+class RequestFile(unittest.TestCase):
+    """VTS_REQUEST_FILE: each served room builds the fixture's request in its own shape (its HttpRules'
+    request_body), which its RequestRules read back (request_from_body) as the same request context."""
+
+    def test_every_bundled_request_round_trips_through_its_room(self):
+        rooms, with_request = set(), 0
+        for relpath in fixture_paths():
+            try:
+                doc = load_fixture(relpath)[1]
+                row = vts.PROFILES[doc["profile"]]
+                want = vts.request_context(row.name, doc.get("request"))
+            except (ValueError, KeyError, TypeError, AttributeError):   # no valid envelope: never served
+                continue
+            if row.http is None or not isinstance(doc.get("tool_schemas"), dict):
+                continue
+            with self.subTest(fixture=relpath):
+                offered = vts.offered_schemas(doc["tool_schemas"], doc.get("request"))
+                body = json.loads(json.dumps(row.http.request_body(offered, doc.get("request") or {})))
+                schemas, request, _ = vts.request_from_body(row.name, body)
+                self.assertEqual(decisions(vts.request_context(row.name, request)),
+                                 (frozenset(offered),) + decisions(want)[1:])
+                if doc.get("request") is None:   # the tools are the fixture's own, schemas included
+                    self.assertEqual(schemas, doc["tool_schemas"])
+                self.assertEqual(vts.request_differences(row, doc, json.dumps(body).encode()), [])
+            rooms.add(row.name)
+            with_request += doc.get("request") is not None
+        self.assertEqual(rooms, {name for name, row in vts.PROFILES.items() if row.http is not None})
+        self.assertGreaterEqual(with_request, 20)
+
+    def test_every_room_builds_requests_with_and_without_tools(self):
+        schemas = {"get_weather": {"type": "object"}, "crm.lookup": {"type": "object", "properties": {}}}
+        for name, row in vts.PROFILES.items():
+            for offered in ({}, schemas):
+                with self.subTest(profile=name, tools=len(offered)):
+                    body = row.http.request_body(offered, {})
+                    _, request, _ = vts.request_from_body(name, body)
+                    self.assertEqual(decisions(vts.request_context(name, request)),
+                                     (frozenset(offered), False, None, None, None, False))
+
+    def test_custom_hosted_and_namespaced_choices_round_trip(self):
+        cases = (
+            ("openai", {"tool_choice": {"type": "allowed_tools", "allowed_tools": {
+                "mode": "required", "tools": [{"type": "custom", "custom": {"name": "patch"}}]}}},
+             {"type": "custom", "custom": {"name": "patch"}}),
+            ("openai-responses", {"tool_choice": {"type": "custom", "name": "patch"}},
+             {"type": "custom", "name": "patch"}),
+            ("openai-responses",
+             {"tool_choice": {"type": "function", "name": "crm.patch"}, "parallel_tool_calls": False},
+             {"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "patch",
+                                                             "parameters": {"type": "string"}}]}),
+            ("openai-responses", {"tool_choice": {"type": "web_search"}},
+             {"type": "function", "name": "patch", "parameters": {"type": "string"}}),
+        )
+        for profile, request, entry in cases:
+            with self.subTest(profile=profile, request=request):
+                name = "crm.patch" if entry.get("type") == "namespace" else "patch"
+                body = vts.PROFILES[profile].http.request_body({name: {"type": "string"}}, request)
+                self.assertEqual(body["tools"], [entry])
+                got = vts.request_context(profile, vts.request_from_body(profile, body)[1])
+                self.assertEqual(decisions(got), (frozenset({name}),) + decisions(
+                    vts.request_context(profile, request))[1:])
+
+    def test_the_tools_offered_are_the_request_tools_else_every_schema(self):
+        schemas = {"a": {"type": "object"}, "b": {"type": "string"}}
+        self.assertEqual(vts.offered_schemas(schemas, None), schemas)
+        self.assertEqual(vts.offered_schemas(schemas, {"tool_choice": "none"}), schemas)
+        self.assertEqual(vts.offered_schemas(schemas, {"tools": ["b", "c"]}), {"b": {"type": "string"},
+                                                                               "c": {"type": "object"}})
+
+
+class RequestDiffers(unittest.TestCase):
+    """What an adapter sent, against the fixture's request (request_differences), and its verdict."""
+
+    def test_each_contradiction_is_named(self):
+        row, doc, body = built("openai/valid-forced-tool-choice-finish-reason-stop.json")
+        differences = lambda sent: vts.request_differences(row, doc, sent)
+        self.assertEqual(differences(json.dumps(body).encode()), [])
+        forced = 'the fixture\'s: tool_choice forces "create_ticket"'
+        self.assertEqual(differences(json.dumps(dict(body, tool_choice="auto")).encode()),
+                         [f"its tool choice: any tool offered; {forced}"])
+        self.assertEqual(differences(json.dumps(dict(body, tool_choice="none")).encode()),
+                         [f"its tool choice: no call allowed; {forced}"])
+        self.assertEqual(differences(b"{}"), ['its request does not offer "create_ticket"',
+                                              f"its tool choice: any tool offered; {forced}"])
+        more = dict(body, tools=body["tools"] + [{"type": "function", "function": {"name": "rm_rf"}}])
+        self.assertEqual(differences(json.dumps(more).encode()), ['its request offers "rm_rf", which the fixture\'s '
+                                                                  'does not'])
+        self.assertEqual(differences(json.dumps(dict(body, parallel_tool_calls=False)).encode()),
+                         ["its request allows one call at most; the fixture's parallel calls"])
+        self.assertEqual(differences(b"\xff{}"), ["its request body is not UTF-8"])
+        self.assertEqual(differences(b'{"a": 1, "a": 2}'),
+                         ['its request body is not JSON (key "a" appears twice in one object)'])
+        self.assertTrue(differences(b"not json")[0].startswith("its request body is not JSON ("))
+        self.assertEqual(differences(b"[]"), ["its request body is not a request this tool reads (the request body "
+                                              "must be a JSON object, got a list)"])
+        self.assertEqual(differences(b"[" * 100000 + b"]" * 100000),
+                         ["its request body is not JSON (the request body: nesting too deep to parse)"])
+        row, doc, body = built("openai-responses/request-violation-parallel-tool-calls-false.json")
+        self.assertEqual(vts.request_differences(row, doc, json.dumps(dict(body, parallel_tool_calls=True)).encode()),
+                         ["its request allows parallel calls; the fixture's one call at most"])
+
+    @slow("runs adapter commands as processes")
+    def test_an_adapter_that_sends_another_request_fails_in_every_report(self):
+        with tempfile.TemporaryDirectory() as folder:
+            dump = os.path.join(folder, "files.json")
+            # the fixture's request offers lookup_flight only, of the two tools it has schemas for
+            only = os.path.join(FIXTURES, "openai", "request-violation-tool-not-in-request-tools.json")
+            sends_its_file = asks(f"json.dump([json.load(open(os.environ[k])) for k in ('VTS_TOOLS_FILE', "
+                                  f"'VTS_REQUEST_FILE')], open({dump!r}, 'w'))\nprint('[]')".replace(
+                                      "json.dump(", "import json\njson.dump(", 1))
+            code, records, summary, err = conform(only, cmd=sends_its_file)
+            self.assertEqual((code, records[0]["verdict"]), (3, "refuses"), err)   # it refused all: no verdict
+            with open(dump, encoding="utf-8") as handle:
+                tools, request = json.load(handle)
+        self.assertEqual([tool["function"]["name"] for tool in tools], ["lookup_flight"])
+        self.assertEqual(request, built("openai/request-violation-tool-not-in-request-tools.json")[2])
+        sends_nothing = python("import os, urllib.request\n"
+                               "urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
+                               f"data=b'{{}}')).read()\nprint({PASS_CALLS!r})")
+        code, records, summary, err = conform(PASS, cmd=sends_nothing)
+        self.assertEqual((code, records[0]["verdict"], records[0]["differences"], summary["request-differs"]),
+                         (1, "request-differs", ['its request does not offer "get_weather"',
+                                                 "on the stream alone: agree"], 1), err)
+        code, out, _ = run_cli("conform", "--adapter-cmd", sends_nothing, "--quiet", PASS)
+        self.assertEqual((code, out.splitlines()[0]),
+                         (1, f'request-differs: {PASS} (pass); its request does not offer "get_weather"; '
+                             "on the stream alone: agree"))
+        self.assertIn(", request-differs 1", out.splitlines()[-1])
+        code, out, _ = run_cli("conform", "--adapter-cmd", sends_nothing, "--report", "junit", PASS)
+        self.assertEqual([f.get("type") for f in ET.fromstring(out).iter("failure")], ["request-differs"])
+        code, out, _ = run_cli("conform", "--adapter-cmd", sends_nothing, "--report", "github", PASS)
+        self.assertTrue(out.startswith("::error file=") and "request-differs: " in out.splitlines()[0], out)
+
+
+class ReferenceAdapter(unittest.TestCase):
+    """The kit's acceptance test: tests/conform/streamgate_adapter.py (StreamGate over http.client, reading
+    the raw bytes itself) goes green under `conform`."""
+
+    @staticmethod
+    def stratified():
+        """The bundled fixtures it runs on: every passing turn, every fixture with a request block, the first
+        not-applicable turn and every tenth other one of each folder (a process each: all 430 took 140 s of
+        CPU; this is about 160 of them)."""
+        chosen, seen = [], {}
+        for relpath in fixture_paths():
+            try:
+                doc = load_fixture(relpath)[1]
+            except ValueError:
+                continue
+            expect = doc.get("expect") if isinstance(doc, dict) else None
+            status = expect.get("status") if isinstance(expect, dict) else None
+            key = (relpath.split(os.sep)[0], status == "not_applicable")
+            seen[key] = seen.get(key, -1) + 1
+            if status == "pass" or doc.get("request") is not None or seen[key] % (100 if key[1] else 10) == 0:
+                chosen.append(relpath)
+        return chosen
+
+    @slow("runs the StreamGate reference adapter as a process per fixture, about 160 of them")
+    def test_the_streamgate_adapter_goes_green(self):
+        import importlib.util
+        import py_compile
+
+        chosen = self.stratified()
+        with tempfile.TemporaryDirectory() as folder:
+            # the adapters read the validator compiled once (each process would compile it again: twice the CPU)
+            cache = os.path.join(folder, "pycache")
+            saved, sys.pycache_prefix = sys.pycache_prefix, cache
+            try:
+                py_compile.compile(SCRIPT, cfile=importlib.util.cache_from_source(os.path.abspath(SCRIPT)),
+                                   doraise=True)
+            finally:
+                sys.pycache_prefix = saved
+            for relpath in chosen:
+                os.makedirs(os.path.join(folder, "fixtures", os.path.dirname(relpath)), exist_ok=True)
+                shutil.copy(os.path.join(FIXTURES, relpath), os.path.join(folder, "fixtures", relpath))
+            cmd = f"{PYTHON} -X pycache_prefix={shlex.quote(cache)} {shlex.quote(REFERENCE)}"
+            code, records, summary, err = conform(os.path.join(folder, "fixtures"), cmd=cmd)
+        self.assertEqual([(r["fixture"], r["verdict"]) for r in records if r["verdict"] in vts.CONFORM_FAILING], [])
+        self.assertEqual(code, 0, err)
+        by_status = {}
+        for record in records:
+            by_status.setdefault(record["status"], set()).add(record["verdict"])
+        # a turn the server answers only with an error (retried, then given up) is a refusal: not applicable
+        self.assertEqual(by_status, {"pass": {"agree"}, "blocked": {"refuses"},
+                                     "not_applicable": {"not-applicable", "refuses"}})
+        self.assertEqual({r["refused"].endswith("after 2 retries") for r in records if r["verdict"] == "refuses"
+                          and r["status"] == "not_applicable"}, {True})
+        self.assertEqual({r["profile"] for r in records}, {n for n, row in vts.PROFILES.items() if row.http})
+        self.assertGreaterEqual(summary["agree"], 95)
+        self.assertEqual(summary["fixtures"], len(records))
+
+    @slow("runs the reference adapter as a process, twice")
+    def test_it_reads_gemini_as_a_json_array_and_refuses_what_it_cannot_read(self):
+        import threading
+
+        path = os.path.join(FIXTURES, "gemini", "pass-call-with-id.json")
+        served, _ = vts.serve_plan([path])
+        server = vts.make_server(served)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        row, doc, body = built("gemini/pass-call-with-id.json")
+        expected = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+                    for c in vts.validate_envelope(doc)["calls"]]
+        try:
+            with tempfile.TemporaryDirectory() as folder:
+                request_file = os.path.join(folder, "request.json")
+                with open(request_file, "w", encoding="utf-8") as handle:
+                    json.dump(body, handle)
+                url = f"http://127.0.0.1:{server.server_address[1]}/pass-call-with-id"
+                api = url + row.http.api_example.split("?")[0]   # no alt=sse: one JSON array
+                runs = [subprocess.run([sys.executable, "-S", REFERENCE], capture_output=True, timeout=60,
+                                       env=dict(ENV, VTS_API_URL=where, VTS_REQUEST_FILE=request_file,
+                                                VTS_PROFILE="gemini")) for where in (api, url + "/v1/nowhere")]
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertTrue(expected)
+        self.assertEqual((runs[0].returncode, json.loads(runs[0].stdout)), (0, expected), runs[0].stderr)
+        self.assertEqual((runs[1].returncode, runs[1].stdout, runs[1].stderr),
+                         (1, b"", b"streamgate_adapter: refused: HTTP 404\n"))
 
 
 class WhatIsJudged(unittest.TestCase):
@@ -349,7 +590,8 @@ class Environment(unittest.TestCase):
     def test_another_profile_through_its_own_api(self):
         reads_ndjson = python(
             "import json, os, urllib.request\n"
-            "body = urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], data=b'{}')).read()\n"
+            "body = urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
+            "data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
             "calls = [c for line in body.splitlines() for c in json.loads(line)['message'].get('tool_calls') or []]\n"
             "print(json.dumps([{'id': c.get('id'), 'name': c['function']['name'], "
             "'arguments': c['function']['arguments']} for c in calls]))")
@@ -445,7 +687,7 @@ class Reports(unittest.TestCase):
                      "if 'wrong-terminal' in os.environ['VTS_FIXTURE']: print('[')\n"
                      "else:\n"
                      "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], "
-                     "data=b'{}')).read()\n"
+                     "data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
                      "    print('nonsense')")
         code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--quiet", PASS, BLOCKED)
         self.assertEqual(code, 1)
@@ -455,10 +697,10 @@ class Reports(unittest.TestCase):
         self.assertTrue(lines[1].startswith(f"not-requested: {BLOCKED} (blocked: wrong_terminal_reason); it never "
                                             "requested this fixture's stream; its standard output"), lines[1])
         self.assertIn("| finding code | agree | differs-on-pass | executes-blocked | refuses | refuses-pass | "
-                      "not-applicable | unreadable | not-requested | split-sensitive |", out)
+                      "not-applicable | unreadable | not-requested | split-sensitive | request-differs |", out)
         self.assertEqual(lines[-1], "summary: fixtures 2, agree 0, differs-on-pass 0, executes-blocked 0, refuses 0, "
                                     "refuses-pass 0, not-applicable 0, unreadable 1, not-requested 1, "
-                                    "split-sensitive 0")
+                                    "split-sensitive 0, request-differs 0")
         code, out, _ = run_cli("conform", "--adapter-cmd", cmd, "--report", "junit", PASS, BLOCKED)
         suite = ET.fromstring(out)
         self.assertEqual((code, suite.get("failures")), (1, "2"))
@@ -595,15 +837,16 @@ class Resources(unittest.TestCase):
             log = os.path.join(folder, "log")
             lister = python("import json, os\n"
                             "here = os.path.dirname(os.environ['VTS_TOOLS_FILE'])\n"
-                            f"print(json.dumps([here, os.path.basename(os.environ['VTS_TOOLS_FILE']), "
+                            f"print(json.dumps([here, sorted(os.path.basename(os.environ[k]) for k in "
+                            "('VTS_TOOLS_FILE', 'VTS_REQUEST_FILE')), "
                             f"sorted(os.listdir(here))]), file=open({log!r}, 'a'))\n"
                             "print('x' * 100000)")
             conform(PASS, BLOCKED, OLLAMA, cmd=lister)
             with open(log, encoding="utf-8") as handle:
                 seen = [json.loads(line) for line in handle]
         self.assertEqual(len(seen), 3)
-        for here, tools, listing in seen:
-            self.assertEqual(listing, [tools])   # nothing of an earlier fixture, and no output file
+        for here, files, listing in seen:
+            self.assertEqual(listing, files)   # nothing of an earlier fixture, and no output file
         self.assertFalse(os.path.exists(seen[0][0]))   # the folder itself is removed at the end
 
     @slow("starts conform as a process under a file size limit")
@@ -978,7 +1221,8 @@ class SaysWhatHappened(unittest.TestCase):
         self.assertEqual(out.splitlines()[1], "  served: POST /valid-fragmented-single-call/v1/chat/completions 200")
         # bounded: the requests past the first _CONFORM_REQUESTS_KEPT are counted
         many = asks("import urllib.request\nfor _ in range(4):\n"
-                    "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'], data=b'{}')).read()\n"
+                    "    urllib.request.urlopen(urllib.request.Request(os.environ['VTS_API_URL'],\n"
+                    "                           data=open(os.environ['VTS_REQUEST_FILE'], 'rb').read())).read()\n"
                     f"print({PASS_CALLS!r})")
         with mock.patch.object(vts, "_CONFORM_REQUESTS_KEPT", 2):
             code, records, _, err = conform(PASS, cmd=many, extra=("--verbose",))
@@ -1159,8 +1403,9 @@ if __name__ == "__main__":
 ONE_READ = python("import os, socket\n"
                   "_host, _, _path = os.environ['VTS_API_URL'].split('://', 1)[1].partition('/')\n"
                   "_s = socket.create_connection((_host.rpartition(':')[0], int(_host.rpartition(':')[2])), 30)\n"
-                  "_s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n'\n"
-                  "            'Connection: close\\r\\n\\r\\n{}').encode('ascii'))\n"
+                  "_ask = open(os.environ['VTS_REQUEST_FILE'], 'rb').read()\n"
+                  "_s.sendall(('POST /' + _path + ' HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n'\n"
+                  "            'Connection: close\\r\\n\\r\\n' % len(_ask)).encode('ascii') + _ask)\n"
                   "_got = b''\n"
                   "while b'\\r\\n\\r\\n' not in _got:\n"
                   "    _got += _s.recv(65536)\n"
@@ -1199,7 +1444,7 @@ class Chunkings(unittest.TestCase):
         code, out, _ = run_cli("conform", "--adapter-cmd", ONE_READ, *extra, PASS)
         self.assertEqual(code, 1)
         self.assertTrue(out.startswith(f"split-sensitive: {PASS} (pass); its calls differ between chunkings"), out)
-        self.assertTrue(out.rstrip().endswith("split-sensitive 1"), out)
+        self.assertTrue(out.rstrip().endswith("split-sensitive 1, request-differs 0"), out)
         code, out, _ = run_cli("conform", "--adapter-cmd", ONE_READ, "--report", "junit", *extra, PASS)
         self.assertEqual(ET.fromstring(out).find(".//failure").get("type"), "split-sensitive")
         code, out, _ = run_cli("conform", "--adapter-cmd", ONE_READ, "--report", "github", *extra, PASS)

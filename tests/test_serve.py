@@ -421,6 +421,24 @@ class Bounds(unittest.TestCase):
         self.assertEqual({(status, body) for status, _, body in results}, {(200, first[2])})
         self.assertEqual((server.bodies.builds, server.bodies.requests), (1, {OPENAI_PATH.split("/")[0]: 5}))
 
+    def test_the_last_request_answered_with_a_stream_is_kept_when_asked(self):
+        prefix = OPENAI_PATH.split("/")[0]
+        server, url = start_with([OPENAI], keep_requests=True)
+        try:
+            for body in (b'{"first": 1}', b'{"second": 2}'):
+                self.assertEqual(post(url + OPENAI_PATH, body)[0], 200)
+            self.assertEqual(post(url + prefix + "/v1/nowhere", b'{"third": 3}')[0], 404)   # no stream: not kept
+            self.assertEqual(post(url + OPENAI_PATH, b"x" * (vts.SERVE_MAX_REQUEST_BYTES + 1))[0], 413)
+        finally:
+            stop(server)
+        self.assertEqual(server.bodies.sent, {prefix: b'{"second": 2}'})
+        server, url = start_with([OPENAI])   # by default nothing is kept
+        try:
+            self.assertEqual(post(url + OPENAI_PATH, b'{"first": 1}')[0], 200)
+        finally:
+            stop(server)
+        self.assertEqual(server.bodies.sent, {})
+
     def test_a_log_sink_that_blocks_never_holds_an_answer(self):
 
         entered, release, lines = threading.Event(), threading.Event(), []

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A small, standard-library adapter command for `validate_tool_stream.py conform` (chat completions).
 
-It does what many hand-written adapters do: POST the request with stream true, read the SSE
+It does what many hand-written adapters do: POST the request (the fixture's, from VTS_REQUEST_FILE:
+its tools, tool_choice and parallel_tool_calls, stream true), read the SSE
 `data:` lines, and join each tool call's fragments by `index` (the first id and name it sees,
 every argument fragment appended). It never checks a finish reason, so it executes turns the
 validator blocks — which is what `conform` is there to show. It prints the calls as JSON.
 
-Environment (set by conform): VTS_API_URL, VTS_TOOLS_FILE, VTS_PROFILE.
+Environment (set by conform): VTS_API_URL, VTS_REQUEST_FILE, VTS_PROFILE.
 Exit 2 for a profile that is not chat completions, without asking for its stream (conform counts
 that as not-requested, a failure: give it chat-completions fixtures only).
 """
@@ -21,10 +22,8 @@ def main() -> int:
     if os.environ.get("VTS_PROFILE") not in ("openai", "mistral"):
         print("naive_chat_adapter: reads chat completions only", file=sys.stderr)
         return 2
-    with open(os.environ["VTS_TOOLS_FILE"], encoding="utf-8") as handle:
-        tools = json.load(handle)
-    body = json.dumps({"model": "gpt-4o", "stream": True, "tools": tools,
-                       "messages": [{"role": "user", "content": "What is the weather?"}]}).encode()
+    with open(os.environ["VTS_REQUEST_FILE"], "rb") as handle:
+        body = handle.read()
     request = urllib.request.Request(os.environ["VTS_API_URL"], data=body,
                                      headers={"Content-Type": "application/json"})
     calls: dict[int, dict] = {}

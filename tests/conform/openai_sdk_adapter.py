@@ -14,10 +14,10 @@ def calls() -> list[dict]:
     import openai
 
     client = openai.OpenAI(base_url=os.environ["VTS_BASE_URL"] + "/v1", api_key="unused", max_retries=0)
-    with open(os.environ["VTS_TOOLS_FILE"], encoding="utf-8") as handle:
-        tools = json.load(handle)
-    with client.chat.completions.stream(model="gpt-4o", tools=tools,
-                                        messages=[{"role": "user", "content": "What is the weather?"}]) as stream:
+    with open(os.environ["VTS_REQUEST_FILE"], encoding="utf-8") as handle:
+        request = json.load(handle)   # the fixture's request: model, messages, tools, tool_choice...
+    request.pop("stream", None)      # the stream helper sets it
+    with client.chat.completions.stream(**request) as stream:
         message = stream.get_final_completion().choices[0].message
     return [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
             for call in message.tool_calls or []]
