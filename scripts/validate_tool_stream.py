@@ -14851,10 +14851,14 @@ def _adapter_said(state: str, status: int, data: bytes, err: bytes, cut: bool,
 
 def _printed_calls(data: bytes) -> list[dict] | None:
     """The calls in what a command that refused (a non-zero exit, a timeout) printed before it ended:
-    a readable list of at least one call, else None (nothing, or nothing readable: a refusal)."""
+    a readable list of at least one call as the first thing it printed, whatever came after it (an
+    error line, a second list, half of one), else None (nothing, or nothing readable first: a refusal)."""
     try:
-        calls, _ = adapter_calls_from(data.decode("utf-8"))
-    except (UnicodeDecodeError, MemoryError, RecursionError):
+        text = data.decode("utf-8")
+        start = len(text) - len(text.lstrip())
+        _, end = json.JSONDecoder().raw_decode(text, start)   # where its first JSON value ends
+        calls, _ = adapter_calls_from(text[:end])
+    except (UnicodeDecodeError, ValueError, MemoryError, RecursionError):
         return None
     return calls or None
 

@@ -136,13 +136,18 @@ class Verdicts(unittest.TestCase):
         # then exited non-zero, or ran past --timeout, was graded `refuses`, and a run beside a pass
         # went green; what it printed it would run, however it ended
         prints = "import sys, time\nprint(%r, flush=True)\n" % PASS_CALLS
-        for cmd, extra in ((asks(prints + "sys.exit(2)"), ()), (asks(prints + "time.sleep(30)"), ("--timeout", "1"))):
+        # found by the issue-32 review: anything printed after the list (an error line, a second list, half of
+        # one) made the whole output unreadable, so the list was taken for a refusal again
+        after = ("print('error: gave up'); ", "print(%r); " % PASS_CALLS, "print('[{\"id\"'); ")
+        for cmd, extra in ((asks(prints + "sys.exit(2)"), ()), (asks(prints + "time.sleep(30)"), ("--timeout", "1")),
+                           *((asks(prints + tail + "sys.exit(1)"), ()) for tail in after)):
             with self.subTest(extra=extra):
                 code, records, summary, err = conform(PASS, BLOCKED, cmd=cmd, extra=extra)
                 self.assertEqual([r["verdict"] for r in records], ["agree", "executes-blocked"], err)
                 self.assertEqual(code, 1, err)
         # printed nothing readable, or no call, then failed: still a refusal
-        for tail in ("print('[]'); sys.exit(2)", "print('[{'); sys.exit(2)"):
+        for tail in ("print('[]'); sys.exit(2)", "print('[{'); sys.exit(2)", "print('error'); print(%r); sys.exit(2)"
+                     % PASS_CALLS):
             with self.subTest(tail=tail):
                 code, records, _, err = conform(BLOCKED, cmd=asks("import sys\n" + tail))
                 self.assertEqual(records[0]["verdict"], "refuses", err)
