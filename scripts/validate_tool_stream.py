@@ -1037,6 +1037,9 @@ def ndjson_body(payloads: list) -> bytes:
 SSE_FRAMINGS = frozenset({"crlf", "comments", "ids"})
 SERVE_FRAMINGS = SSE_FRAMINGS | {"utf8"}
 SSE_RETRY_MS = 3000   # the retry: field the ids variant gives the first event
+# U+2028 and U+2029: str.splitlines (and so httpx's iter_lines, which ollama-python and google-genai read
+# through) ends a line at each, as at U+0085 (a C1 control); Go's encoding/json escapes the two as well.
+_LINE_BREAKING = frozenset({0x2028, 0x2029})
 _UNICODE_ESCAPE = re.compile(rb"\\\\|\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u([0-9a-f]{4})", re.I)
 
 
@@ -1045,22 +1048,23 @@ def _raw_character(match: Any) -> bytes:
     if high:   # a surrogate pair in one string: one character
         return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00).encode("utf-8")
     point = int(single, 16) if single else 0
-    if point < 0x80 or 0xD800 <= point <= 0xDFFF:   # an escaped backslash, a control, a lone surrogate: kept
-        return match.group(0)
+    if point < 0xA0 or 0xD800 <= point <= 0xDFFF or point in _LINE_BREAKING:   # kept escaped: a backslash, a
+        return match.group(0)   # control (C0 or C1), a lone surrogate, a character a line reader breaks at
     return chr(point).encode("utf-8")
 
 
 def json_raw_utf8(body: bytes) -> bytes:
     """A body of compact ASCII JSON texts (wire_json's) with each \\uXXXX escape of a character
     past ASCII written as that character in UTF-8, as most providers send it (the `utf8` framing
-    variant); controls and lone surrogates stay escaped, so the JSON reads as the same values."""
+    variant); controls (C0 and C1), lone surrogates, U+2028 and U+2029 stay escaped, so the JSON reads as the
+    same values and no line reader breaks a line inside it."""
     return _UNICODE_ESCAPE.sub(_raw_character, body)
 
 
 def sse_reframed(body: bytes, framing: frozenset) -> bytes:
     """An SSE body as sse_body writes it (each event's lines, then a blank line), in the framing
-    variants named: crlf (every line ended by CRLF), comments (a `: keep-alive` comment line and a
-    blank line between events), ids (an `id: N` line per event, the first also `retry:`)."""
+    variants named: crlf (every line ended by CRLF), comments (a `: keep-alive` comment line opening
+    each event after the first), ids (an `id: N` line per event, the first also `retry:`)."""
     if not framing or not body:
         return body
     eol = b"\r\n" if b"\r\n" in body else b"\n"
@@ -1068,10 +1072,10 @@ def sse_reframed(body: bytes, framing: frozenset) -> bytes:
     out = []
     for number, event in enumerate(body.split(eol + eol)[:-1]):   # no blank line inside an event: JSON is escaped
         lines = event.split(eol)
-        if "comments" in framing and number:
-            out.append(b": keep-alive" + end + end)
         if "ids" in framing:
             lines = [b"retry: %d" % SSE_RETRY_MS] * (number == 0) + [b"id: %d" % (number + 1)] + lines
+        if "comments" in framing and number:   # opening the event, not a block of its own: after an id:, a
+            lines = [b": keep-alive"] + lines   # blank line alone makes openai-python's decoder yield an empty event
         out.append(end.join(lines) + end + end)
     return b"".join(out)
 
