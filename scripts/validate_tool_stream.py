@@ -15366,9 +15366,10 @@ def _conform_baseline(path: str) -> dict[str, str]:
     except EnvelopeError as exc:
         raise UsageError(f"{where}: {exc}") from None
     fixtures = doc.get("fixtures") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or doc.get("version") != CONFORM_BASELINE_VERSION or not isinstance(fixtures, dict) \
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if type(version) is not int or version != CONFORM_BASELINE_VERSION or not isinstance(fixtures, dict) \
             or set(doc) - {"tool", "version", "fixtures"} \
-            or not all(isinstance(verdict, str) and verdict in ADAPTER_VERDICTS for verdict in fixtures.values()):
+            or not all(isinstance(verdict, str) and verdict in CONFORM_VERDICTS for verdict in fixtures.values()):
         raise UsageError(f"{where}: not a conform baseline (a JSON object {{\"version\": {CONFORM_BASELINE_VERSION}, "
                          "\"fixtures\": {path: verdict}}, as --write-baseline writes it)")
     return fixtures

@@ -1145,7 +1145,9 @@ class Baseline(unittest.TestCase):
                            ("another version", '{"version": 2, "fixtures": {}}'),
                            ("an unknown verdict", '{"version": 1, "fixtures": {"a.json": "fine"}}'),
                            ("another member", '{"version": 1, "fixtures": {}, "extra": 1}'),
-                           ("a key twice", '{"version": 1, "version": 1, "fixtures": {}}')):
+                           ("a key twice", '{"version": 1, "version": 1, "fixtures": {}}'),
+                           ("version true", '{"version": true, "fixtures": {}}'),    # issue-32 review: read as 1
+                           ("version 1.0", '{"version": 1.0, "fixtures": {}}')):
             with self.subTest(name=name):
                 if text is None:
                     path = os.path.join(self.folder, "nothing.json")
@@ -1157,6 +1159,16 @@ class Baseline(unittest.TestCase):
                 self.assertEqual((code, out), (3, ""), err)
                 self.assertIn("baseline", err)
                 self.assertNotIn("internal error", err)
+
+    def test_conforms_own_verdicts_are_read_back(self):
+        # found by the issue-32 review: a baseline --write-baseline wrote with split-sensitive in it was refused
+        for verdict in ("split-sensitive", "request-differs"):
+            with self.subTest(verdict=verdict):
+                with open(self.file, "w", encoding="utf-8") as handle:
+                    json.dump({"version": 1, "fixtures": {PASS: verdict}}, handle)
+                code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--baseline", self.file, PASS)
+                self.assertEqual(code, 0, err)
+                self.assertIn(f"fixed since the baseline: {PASS}: {verdict} -> agree", err)
 
     @slow("runs adapter commands as processes")
     def test_a_baseline_it_cannot_write_is_a_usage_error(self):
