@@ -14495,18 +14495,32 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
         with vts.serving(["fixtures/openai"], chunking="byte") as server:
             client = OpenAI(base_url=server.base_url("valid-fragmented-single-call") + "/v1", api_key="x")
 
-    paths: fixture files and folders (or one), served as `serve` serves them, on `host` (loopback
-    by default) and a free port; chunking, framing, delay_ms and first_byte_ms as serve's options
-    (serve_transport: ValueError for a bad one; ValueError too when no fixture can be served).
+    paths: fixture files and folders (a str, or a list or tuple of them), served as `serve` serves
+    them, on `host` (loopback by default) and a free port; chunking, framing (names, or one
+    comma-separated str), delay_ms and first_byte_ms as serve's options (serve_transport: ValueError
+    for a bad one; ValueError too when no fixture can be served, TypeError for an argument of
+    another type).
     Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `prefixes` (sorted),
     `refused` ([(file, why not served)]), `requests` (prefix -> streams answered) and `server`.
     On leaving, the server stops and its socket is closed (a stream being paced ends at once)."""
 
     def __init__(self, paths: str | Iterable[str], *, chunking: str = "whole", framing: Iterable[str] = (),
                  delay_ms: int = 0, first_byte_ms: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._transport = serve_transport(chunking, framing, delay_ms, first_byte_ms)
+        paths = [paths] if isinstance(paths, str) else list(paths) if isinstance(paths, (list, tuple)) else paths
+        names = framing.split(",") if isinstance(framing, str) else framing
+        for name, value, ok in (("paths", paths, isinstance(paths, list) and all(isinstance(p, str) for p in paths)),
+                                ("chunking", chunking, isinstance(chunking, str)),
+                                ("framing", framing, isinstance(names, (list, tuple, set, frozenset))
+                                 and all(isinstance(n, str) for n in names)),
+                                ("host", host, isinstance(host, str)),
+                                ("port", port, isinstance(port, int) and not isinstance(port, bool))):
+            if not ok:   # found by the issue-32 review: AttributeError, TypeError or OverflowError from inside
+                raise TypeError(f"serving: {name} is {_describe(value)}, not what it takes")
+        if not 0 <= port <= 65535:
+            raise ValueError(f"serving: port {port} is not 0 to 65535")
+        self._transport = serve_transport(chunking, names, delay_ms, first_byte_ms)
         try:
-            self._served, self.refused = serve_plan([paths] if isinstance(paths, str) else list(paths))
+            self._served, self.refused = serve_plan(paths)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
         if not self._served:

@@ -1152,6 +1152,17 @@ class InProcess(unittest.TestCase):
             vts.serving(self.FIXTURE, chunking="random:x")
         with self.assertRaises(ValueError):
             vts.serving(os.path.join(FIXTURES, "no-such-folder"))
+        # found by the issue-32 review: other types raised AttributeError, TypeError or OverflowError from inside
+        for wrong in ({"chunking": None}, {"chunking": 5}, {"chunking": b"byte"}, {"framing": None}, {"framing": [1]},
+                      {"port": "80"}, {"port": True}, {"host": None}):
+            with self.subTest(wrong=wrong), self.assertRaises(TypeError):
+                vts.serving(self.FIXTURE, **wrong)
+        with self.assertRaises(TypeError):
+            vts.serving(FIXTURES.encode())
+        with self.assertRaises(ValueError):
+            vts.serving(self.FIXTURE, port=70000)
+        with vts.serving(self.FIXTURE, framing="crlf,ids", chunking="byte") as server:
+            self.assertEqual(server.prefixes, ["valid-fragmented-single-call"])
         with vts.serving(self.FIXTURE) as server:
             self.assertRaises(KeyError, server.base_url, "no-such-prefix")
             self.assertEqual(server.prefixes, ["valid-fragmented-single-call"])
