@@ -21,7 +21,8 @@ import sys
 import time
 from urllib.parse import urlsplit
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "scripts"))
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                                 "scripts")))   # normalised: a bytecode cache is found by this path
 import validate_tool_stream as vts  # noqa: E402 - the validator is a file in scripts/, not an installed package
 
 
