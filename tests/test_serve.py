@@ -836,9 +836,6 @@ class NotServed(unittest.TestCase):
         self.assertIn(b"not_found", body)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 def raw_answers(url, paths):
     """The bodies answered to POSTs of each path, in order, over one kept-alive raw socket (headers
@@ -874,6 +871,18 @@ def stream_paths(served):
             path = prefix + fixture.row.http.api_example.split("?")[0] + query
             found.append((path, *fixture.row.http.frame(fixture.stream, query.lstrip("?"))))
     return found
+
+
+def answers_under(served, transport):
+    """(URL path, content type, body built whole) of each fixture's stream, and the bytes answered for each
+    under transport, read back over one raw connection."""
+    server, url = serving_with(served, transport)
+    try:
+        streams = stream_paths(served)
+        return streams, raw_answers(url, [path for path, _, _ in streams])
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def serving_with(served, transport, on_write=None):
@@ -1013,13 +1022,7 @@ class Framing(unittest.TestCase):
     def test_served_with_every_variant_the_events_read_back_alike(self):
         served, _ = vts.serve_plan([os.path.join(FIXTURES, name) for name in (
             "openai/valid-fragmented-single-call.json", "anthropic", "gemini", "ollama", "bedrock")])
-        server, url = serving_with(served, vts.serve_transport("random:3", framing="crlf,comments,ids"))
-        try:
-            streams = stream_paths(served)
-            answers = raw_answers(url, [path for path, _, _ in streams])
-        finally:
-            server.shutdown()
-            server.server_close()
+        streams, answers = answers_under(served, vts.serve_transport("random:3", framing="crlf,comments,ids"))
         for (path, kind, whole), answer in zip(streams, answers):
             self.assertEqual(read_back(kind, answer), read_back(kind, whole), path)
             row = served[path.split("/v1")[0].split("/model/")[0].split("/api/")[0]].row
@@ -1074,13 +1077,7 @@ def ascii_again(body):
 class RawUtf8(unittest.TestCase):
     def test_utf8_writes_json_escapes_as_utf8_and_nothing_else(self):
         served, _ = vts.serve_plan([FIXTURES])
-        server, url = serving_with(served, vts.serve_transport(framing="utf8"))
-        try:
-            streams = stream_paths(served)
-            answers = raw_answers(url, [path for path, _, _ in streams])
-        finally:
-            server.shutdown()
-            server.server_close()
+        streams, answers = answers_under(served, vts.serve_transport(framing="utf8"))
         raw = 0
         for (path, kind, whole), answer in zip(streams, answers):
             if kind == "application/vnd.amazon.eventstream":   # bedrock's row does not take it
@@ -1166,3 +1163,7 @@ class InProcess(unittest.TestCase):
         with vts.serving(self.FIXTURE) as server:
             self.assertRaises(KeyError, server.base_url, "no-such-prefix")
             self.assertEqual(server.prefixes, ["valid-fragmented-single-call"])
+
+
+if __name__ == "__main__":
+    unittest.main()
