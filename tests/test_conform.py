@@ -1425,9 +1425,6 @@ class TransportFaults(unittest.TestCase):
                          {os.path.basename(self.ERROR): "executes-blocked", os.path.basename(self.RETRY): "agree"})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 # An adapter that reads its stream with one read after the headers, as a naive client might: it prints
 # PASS's calls when that read held the whole stream (up to data: [DONE]), else nothing.
@@ -1516,3 +1513,7 @@ class Chunkings(unittest.TestCase):
             code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, *extra, PASS)
             self.assertEqual((code, out), (3, ""), extra)
             self.assertIn("--", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
