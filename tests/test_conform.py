@@ -1385,6 +1385,7 @@ class TransportFaults(unittest.TestCase):
     ERROR = os.path.join(FIXTURES, "openai", "not-applicable-http-500-server-error-before-the-stream.json")
     RETRY = os.path.join(FIXTURES, "openai", "pass-http-429-rate-limit-then-the-stream-on-retry.json")
 
+    @slow("runs adapter commands as processes")
     def test_the_naive_adapter_executes_a_cut_off_turn_and_gives_up_on_an_error(self):
         code, records, summary, err = conform(self.CUT, self.ERROR, self.RETRY)
         self.assertEqual(code, 1, err)
@@ -1397,6 +1398,7 @@ class TransportFaults(unittest.TestCase):
         self.assertIn("HTTP Error 500", refused[os.path.basename(self.ERROR)])   # it gave up: not a failure
         self.assertIn("HTTP Error 429", refused[os.path.basename(self.RETRY)])
 
+    @slow("runs adapter commands as processes")
     def test_handing_on_a_call_of_any_rooms_cut_off_turn_or_after_its_error_executes_blocked(self):
         folder = tempfile.mkdtemp(prefix="vts-faults-")
         self.addCleanup(shutil.rmtree, folder, True)

@@ -900,6 +900,7 @@ class Chunking(unittest.TestCase):
         cls.served, _ = vts.serve_plan([FIXTURES])
         cls.streams = stream_paths(cls.served)
 
+    @slow("every fixture served under two chunkings")
     def test_every_fixture_is_the_same_bytes_under_every_chunking(self):
         paths = [path for path, _, _ in self.streams]
         whole = [body for _, _, body in self.streams]
