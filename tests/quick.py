@@ -1,4 +1,4 @@
-"""The quick run: the in-memory tests, serve on loopback and one conform run (about 17 s of CPU).
+"""The quick run: the in-memory tests, serve on loopback and one conform run (about 18 s of CPU).
 
     PYTHONDONTWRITEBYTECODE=1 python3 tests/quick.py [-v] [-f]
 

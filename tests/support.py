@@ -5,7 +5,7 @@ Full suite (what CI runs):
     PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -p 'test_*.py'
 
 Quick run of the in-memory tests (no fuzzing, no random or work budget run to its end, no SDK, no big
-inputs, no process but one conform run), about 17 s of CPU:
+inputs, no process but one conform run), about 18 s of CPU:
 
     PYTHONDONTWRITEBYTECODE=1 python3 tests/quick.py
 
