@@ -13613,6 +13613,7 @@ SERVE_STALL_SECONDS = 30.0          # an answer's slice (_SERVE_SLICE bytes) not
 SERVE_LOG_LINES = 1024              # request log lines waiting for their sink; one more is dropped and counted
 SERVE_MAX_DELAY_MS = 10_000         # --delay-ms: the longest pause between two writes of a stream
 SERVE_MAX_FIRST_BYTE_MS = 60_000    # --first-byte-ms: the longest pause before an answer's first byte
+SERVE_MAX_PAUSED_MS = 300_000       # --delay-ms pauses of one answer in all: the writes after go unpaused
 SERVE_RANDOM_MOST = 16              # random:SEED chunking: each write is 1 to this many bytes
 _SERVE_SLICE = 1 << 16              # bytes of an answer handed to the socket at once (at most, in every chunking)
 SERVE_CHUNKINGS = ("whole", "event", "byte", "random:SEED")
@@ -14167,11 +14168,14 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             """The body in the transport's writes (each straight to the socket: the writer is
             unbuffered, and Nagle's algorithm is off on every connection), paused between them."""
             writes = serve_writes(body, kind, transport.chunking, lambda: bodies.ends(kind, body))
+            paused = 0   # ms; past SERVE_MAX_PAUSED_MS a long body's connection is not held any longer
             with memoryview(body) as view:   # slices of the shared body, never a copy
                 for number, (start, end) in enumerate(writes):
-                    if number and transport.delay_ms and self.server.pause(transport.delay_ms):
-                        self.close_connection = True   # the server is stopping
-                        return
+                    if number and transport.delay_ms and paused < SERVE_MAX_PAUSED_MS:
+                        paused += transport.delay_ms
+                        if self.server.pause(transport.delay_ms):
+                            self.close_connection = True   # the server is stopping
+                            return
                     self.wfile.write(view[start:end])
                     if on_write is not None:
                         on_write(self.connection, start, end)

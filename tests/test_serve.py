@@ -992,6 +992,21 @@ class Chunking(unittest.TestCase):
             server.server_close()
         self.assertGreaterEqual(took, 0.2 + 0.03 * (events - 1) - 0.01)
 
+    def test_the_pauses_of_one_answer_are_bounded_in_all(self):
+        # found by the issue-32 review: byte chunking and --delay-ms held a 3 MB answer's connection for a year
+        path, kind, body = next(s for s in self.streams if s[0].startswith("openai/valid-fragmented-single-call/"))
+        server, url = serving_with(self.served, vts.serve_transport("byte", delay_ms=30))
+        pauses, pause = [], server.pause
+        server.pause = lambda milliseconds: pauses.append(milliseconds) or pause(milliseconds)
+        try:
+            with mock.patch.object(vts, "SERVE_MAX_PAUSED_MS", 90):
+                self.assertEqual(raw_answers(url, [path]), [body])
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertGreater(len(body), 100)
+        self.assertEqual(pauses, [30, 30, 30])   # then the rest of its writes, unpaused
+
     def test_bad_options_are_usage_errors(self):
         for extra in (("--chunking", "lines"), ("--chunking", "random"), ("--chunking", "random:-1"),
                       ("--chunking", "byte:1"), ("--framing", "crlf,tabs"), ("--delay-ms", "-1"),
