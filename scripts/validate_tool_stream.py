@@ -14428,7 +14428,7 @@ def _transport_options(parser: Any, many: bool = False) -> None:
     """serve's and conform's options for how a stream is written (conform: several chunkings)."""
     modes = "MODE[,MODE...]" if many else "MODE"
     parser.add_argument("--chunking", default="whole", metavar=modes,
-                        help="how each stream is written: whole (one write, the default), event (one write per "
+                        help="how each stream is written: whole (the body at once, the default), event (one write per "
                              "event, line, frame or array element), byte (one write per byte), random:SEED (writes "
                              f"of 1 to {SERVE_RANDOM_MOST} bytes, seeded)"
                              + ("; each fixture is run under each, and calls that differ are split-sensitive"
