@@ -1525,6 +1525,12 @@ class Jobs(unittest.TestCase):
             code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--jobs", value, PASS)
             self.assertEqual((code, out), (3, ""), value)
             self.assertIn("--jobs", err)
+        # a command that cannot start: the serial run's usage error, from whichever job met it
+        runs = [run_cli("conform", "--adapter-cmd", "/nonexistent/adapter", "--jobs", jobs, PASS, BLOCKED, TEXT_ONLY)
+                for jobs in ("1", "3")]
+        self.assertEqual(runs[1], runs[0])
+        self.assertEqual(runs[0][:2], (3, ""))
+        self.assertIn("could not be started", runs[0][2])
 
     @slow("runs adapter commands as processes")
     def test_the_same_output_as_a_serial_run(self):
