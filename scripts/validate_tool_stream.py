@@ -14594,6 +14594,7 @@ _CONFORM_NOT_FOUND_SHOWN = 5        # paths of 404 answers named per fixture
 _CONFORM_QUOTED_SEARCH = 4096       # characters of a quoted text searched for credentials (more than is quoted)
 CONFORM_BASELINE_VERSION = 1        # the "version" of a --write-baseline document
 _CONFORM_BASELINE_BYTES = 64 << 20  # a --baseline file over this is a usage error
+_CONFORM_MAX_JOBS = 32              # fixtures one conform run judges at once (--jobs), each job with a server
 
 
 def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
@@ -14630,13 +14631,15 @@ class AdapterNotStarted(Exception):
 
 
 def _marked_processes(mark: str) -> list[int]:
-    """Process ids whose environment, as they were started, holds CONFORM_RUN_VARIABLE=mark.
+    """Process ids whose environment, as they were started, holds CONFORM_RUN_VARIABLE=mark, or
+    mark followed by "." and more (a job's own mark under its run's: see _ConformJob).
 
     Found through /proc (Linux): every process started under an adapter inherits the mark unless
     it was started with an environment of its own; [] where there is no /proc to read."""
     import os
 
     entry = f"{CONFORM_RUN_VARIABLE}={mark}".encode("ascii")
+    under = entry + b"."
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -14647,7 +14650,8 @@ def _marked_processes(mark: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as handle:
-                if entry in handle.read().split(b"\0"):   # a zombie's is empty: it has ended
+                # a zombie's is empty: it has ended
+                if any(item == entry or item.startswith(under) for item in handle.read().split(b"\0")):
                     found.append(int(name))
         except OSError:   # gone meanwhile, or another user's
             continue
@@ -15253,6 +15257,125 @@ class _Answered:
         return found
 
 
+class _ConformJob:
+    """One job of a conform run: a server of its own on a free loopback port, answering on a thread of its
+    own, and what one fixture's record is read from, kept for this server alone as a run of one job
+    keeps it: the prefixes whose stream it sent (on_stream), the requests it answered (on_answer), the
+    request bodies it kept (server.bodies.sent) and its "serve" blocks' error counts (server.bodies.errors).
+    mark: the CONFORM_RUN_VARIABLE value of its adapters (the run's, or under --jobs the run's plus
+    ".N": one job's clean-up never kills another's adapter, the run's kills them all)."""
+
+    def __init__(self, served: Mapping[str, _Served], transport: ServeTransport, mark: str) -> None:
+        import threading
+
+        self.served, self.mark = served, mark
+        self.requested: set[str] = set()
+        self.answered = _Answered()
+        self.server = make_server(served, on_stream=self._asked, on_answer=self.answered, transport=transport,
+                                  keep_requests=True)
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        host, port = self.server.server_address[:2]
+        self.base_url = f"http://{_url_host(host)}:{port}/"
+
+    def _asked(self, path: str) -> None:   # on the server's thread, before the stream is sent
+        fixture = _serve_route(self.served, path)[0]
+        if fixture is not None:
+            self.requested.add(fixture.prefix)
+
+    def use(self, prefix: str, transport: ServeTransport) -> None:
+        """Before a fixture's command runs under a chunking: that chunking, and its "serve" block's error
+        count started again."""
+        self.server.transport = transport
+        self.server.bodies.errors.pop(prefix, None)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _ConformWork:
+    """The fixtures of a --jobs run, handed to the jobs' threads in the order of their prefix, and what each
+    came to, by number: (its record, what its server answered meanwhile), or the exception that ends the
+    run there.  The main thread takes them in that order (wait), each once it and all before it are done.
+    stop: set by such an exception: no job takes another fixture (those taken are finished: the run
+    prints them first).  ending: set when the run ends (a signal, that exception): no command is started."""
+
+    def __init__(self, order: list[str]) -> None:
+        import threading
+
+        self.order = order
+        self._next = 0
+        self._done: dict[int, Any] = {}
+        self._ready = threading.Condition()
+        self.stop = threading.Event()
+        self.ending = threading.Event()
+
+    def take(self) -> tuple[int, str] | None:
+        """The next fixture to judge (number, prefix), or None: none left, or the run is stopping."""
+        with self._ready:
+            if self.stop.is_set() or self._next >= len(self.order):
+                return None
+            number = self._next
+            self._next += 1
+        return number, self.order[number]
+
+    def done(self, number: int, outcome: Any) -> None:
+        with self._ready:
+            self._done[number] = outcome
+            self._ready.notify_all()
+        if isinstance(outcome, BaseException):
+            self.stop.set()
+
+    def wait(self, number: int) -> Any:
+        """What fixture `number` came to, once it is done (waiting in short steps: a signal is handled at once)."""
+        with self._ready:
+            while number not in self._done:
+                self._ready.wait(0.1)
+            return self._done.pop(number)
+
+
+def _conform_job(job: _ConformJob, work: _ConformWork, served: Mapping[str, _Served],
+                 transports: list[ServeTransport], args: Any, command: Any, folder: str) -> None:
+    """One job's thread under --jobs: the fixtures work hands it, each through the adapter command under each
+    chunking on the job's own server, as a run of one job judges them; the outcome of each to work."""
+    while True:
+        taken = work.take()
+        if taken is None:
+            return
+        number, prefix = taken
+        try:
+            job.answered.take()   # what came between two fixtures is neither's
+            runs = []
+            for transport in transports:
+                if work.ending.is_set():
+                    return   # the run is ending: no other command is started
+                job.use(prefix, transport)
+                try:
+                    record = conform_fixture(served[prefix], job.base_url, command, args.shell, args.timeout, folder,
+                                             number, job.requested, job.mark, job.server.bodies.sent,
+                                             keep_calls=len(transports) > 1)
+                except AdapterNotStarted as exc:
+                    raise UsageError(str(exc)) from None
+                except ConformCannotRun as exc:
+                    raise UsageError(f"{exc}; no verdict") from None
+                runs.append((transport.name, record))
+            outcome: Any = (conform_across(runs) if len(runs) > 1 else runs[0][1], job.answered.take())
+        except BaseException as exc:   # noqa: BLE001 - raised on the main thread, where its fixture's turn comes
+            outcome = exc
+        work.done(number, outcome)
+
+
+def _conform_stop_jobs(threads: list[Any], work: _ConformWork, mark: str) -> None:
+    """End a --jobs run's threads: no command started from now, every one running killed (by the run's
+    mark, again until every thread has ended: one may have started a command just before)."""
+    work.stop.set()
+    work.ending.set()
+    while any(thread.is_alive() for thread in threads):
+        _kill_marked(mark)
+        for thread in threads:
+            thread.join(0.05)
+
+
 def _run_conform(argv: list[str]) -> int:
     """`conform`: run an adapter command against every served fixture and judge what it would execute."""
     import secrets
@@ -15286,10 +15409,15 @@ def _run_conform(argv: list[str]) -> int:
                                                                "command ran (method, path, status)")
     parser.add_argument("--profile", action="append", default=[], metavar="P",
                         help="judge only the fixtures of profile P (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help=f"judge N fixtures at once, each job with a server of its own (default 1, at most "
+                             f"{_CONFORM_MAX_JOBS}); records come in the same order")
     _transport_options(parser, many=True)
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
     transports = _conform_transports(args)
+    if not 1 <= args.jobs <= _CONFORM_MAX_JOBS:
+        raise UsageError(f"--jobs must be a whole number from 1 to {_CONFORM_MAX_JOBS}")
     baseline = None if args.baseline is None else _conform_baseline(args.baseline)
     rules = _ConformRules(CONFORM_STRICT_FAILING if args.strict else CONFORM_FAILING, baseline, args.verbose)
     served, unjudged = _conform_plan(args.fixtures, args.profile)
@@ -15297,49 +15425,61 @@ def _run_conform(argv: list[str]) -> int:
         _err(f"{TOOL} conform: --framing {name} is not applied to {why}")
     # Every served fixture through the adapter command, in the order of its prefix, each record printed as
     # it is judged, the server on a thread of its own meanwhile.  conform_fixture is called from here, not
-    # from a helper: each frame more above it would lower how deep arguments compare as JSON
+    # from a helper: each frame more above it would lower how deep arguments compare as JSON.  --jobs N:
+    # N jobs, each with its server, on threads of their own (_conform_job); the records are printed here,
+    # in the same order, each once it and every one before it are done
     mark = secrets.token_hex(16)   # in every adapter's environment: what it leaves running is found by it
-    requested: set[str] = set()
-    answered = _Answered()
-
-    def asked(path: str) -> None:   # on the server's thread, before the stream is sent
-        fixture = _serve_route(served, path)[0]
-        if fixture is not None:
-            requested.add(fixture.prefix)
-
-    server = make_server(served, on_stream=asked, on_answer=answered, transport=transports[0], keep_requests=True)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    host, port = server.server_address[:2]
+    order = sorted(served)
+    count = min(args.jobs, len(order))
+    jobs: list[_ConformJob] = []
     records: list[dict] = []
     with _StopOnSignals(_conform_signals()):
         try:
+            for index in range(count):
+                jobs.append(_ConformJob(served, transports[0], mark if count == 1 else f"{mark}.{index}"))
             try:
                 temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
             except OSError as exc:
                 raise UsageError(f"cannot make a temporary folder: {exc.strerror or exc}; no verdict") from None
             with temporary as folder:
-                for number, prefix in enumerate(sorted(served)):
-                    answered.take()   # what came between two fixtures is neither's
+                if count > 1:
+                    work = _ConformWork(order)
+                    threads = [threading.Thread(target=_conform_job, args=(job, work, served, transports, args,
+                                                                           command, folder), daemon=True)
+                               for job in jobs]
+                    try:
+                        for thread in threads:
+                            thread.start()
+                        for number in range(len(order)):
+                            outcome = work.wait(number)
+                            if isinstance(outcome, BaseException):
+                                raise outcome
+                            records.append(_conform_answered(outcome[0], outcome[1], rules))
+                            _conform_each(outcome[0], args.report, args.quiet, rules)
+                    finally:
+                        _conform_stop_jobs(threads, work, mark)   # before the temporary folder goes
+                for number, prefix in enumerate(order if count == 1 else ()):   # one job: on this thread
+                    job = jobs[0]
+                    job.answered.take()   # what came between two fixtures is neither's
                     runs = []
                     for transport in transports:   # each chunking in turn, the same server
-                        server.transport = transport
-                        server.bodies.errors.pop(prefix, None)   # a "serve" block's error count starts again
+                        job.use(prefix, transport)
                         try:
-                            record = conform_fixture(served[prefix], f"http://{_url_host(host)}:{port}/", command,
-                                                     args.shell, args.timeout, folder, number, requested, mark,
-                                                     server.bodies.sent, keep_calls=len(transports) > 1)
+                            record = conform_fixture(served[prefix], job.base_url, command, args.shell, args.timeout,
+                                                     folder, number, job.requested, job.mark, job.server.bodies.sent,
+                                                     keep_calls=len(transports) > 1)
                         except AdapterNotStarted as exc:
                             raise UsageError(str(exc)) from None
                         except ConformCannotRun as exc:
                             raise UsageError(f"{exc}; no verdict") from None
                         runs.append((transport.name, record))
                     record = conform_across(runs) if len(runs) > 1 else runs[0][1]
-                    records.append(_conform_answered(record, answered.take(), rules))
+                    records.append(_conform_answered(record, job.answered.take(), rules))
                     _conform_each(record, args.report, args.quiet, rules)
         finally:
             _kill_marked(mark)   # once more: a signal may have cut a fixture's own clean-up short
-            server.shutdown()
-            server.server_close()
+            for job in jobs:
+                job.close()
     summary = conform_summary(records)
     summary["not_served"] = len(unjudged)
     worse, fixed = conform_against(records, baseline, rules.failing) if baseline is not None else ([], [])

@@ -1517,5 +1517,86 @@ class Chunkings(unittest.TestCase):
             self.assertIn("--", err)
 
 
+class Jobs(unittest.TestCase):
+    """--jobs N: N fixtures judged at once, each job with its own server, the records as a serial run's."""
+
+    def test_a_bad_jobs_value_is_a_usage_error(self):
+        for value in ("0", "-1", "33", "x", "1.5", ""):
+            code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--jobs", value, PASS)
+            self.assertEqual((code, out), (3, ""), value)
+            self.assertIn("--jobs", err)
+        # a command that cannot start: the serial run's usage error, from whichever job met it
+        runs = [run_cli("conform", "--adapter-cmd", "/nonexistent/adapter", "--jobs", jobs, PASS, BLOCKED, TEXT_ONLY)
+                for jobs in ("1", "3")]
+        self.assertEqual(runs[1], runs[0])
+        self.assertEqual(runs[0][:2], (3, ""))
+        self.assertIn("could not be started", runs[0][2])
+
+    @slow("runs adapter commands as processes")
+    def test_the_same_output_as_a_serial_run(self):
+        # a fault answered before the stream (its error count is per job), a retry, a cut-off stream, the
+        # requests served per fixture (--verbose: per job), a 404; a deterministic adapter
+        faults = [os.path.join(FIXTURES, "openai", name) for name in (
+            "missing-terminal-connection-closed-mid-call.json", "pass-http-429-rate-limit-then-the-stream-on-retry.json",
+            "not-applicable-http-500-server-error-before-the-stream.json")]
+        fixtures = [PASS, BLOCKED, TEXT_ONLY, NAN, *faults]
+        runs = [run_cli("conform", "--adapter-cmd", NAIVE, "--report", "json", "--verbose", "--jobs", jobs, *fixtures)
+                for jobs in ("1", "4")]
+        self.assertEqual(runs[0][0], 1, runs[0][2])
+        self.assertEqual(runs[1], runs[0])
+        records = [json.loads(line) for line in runs[0][1].splitlines()[:-1]]
+        self.assertEqual(len(records), len(fixtures))
+        self.assertTrue(all(record["served"] for record in records))
+        self.assertEqual([record["fixture"] for record in records],
+                         [record["fixture"] for record in sorted(records, key=lambda r: os.path.basename(r["fixture"]))])
+
+    @slow("runs adapter commands as processes")
+    def test_records_come_in_order_when_jobs_end_out_of_order(self):
+        # the first fixture's command ends last; its record is still printed first, and no job's clean-up
+        # kills another job's command (its verdict would be a refusal)
+        with tempfile.TemporaryDirectory() as folder:
+            ended = os.path.join(folder, "ended")
+            cmd = asks("import time\n"
+                       "name = os.path.basename(os.environ['VTS_FIXTURE'])\n"
+                       f"time.sleep(1.5 if name == {os.path.basename(TEXT_ONLY)!r} else 0)\n"
+                       f"print(name, file=open({ended!r}, 'a'))\n"
+                       "print('[]')\n")
+            code, out, err = run_cli("conform", "--adapter-cmd", cmd, "--report", "json", "--jobs", "3",
+                                     PASS, BLOCKED, TEXT_ONLY)
+            with open(ended, encoding="utf-8") as handle:
+                order = handle.read().split()
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(code, 0, err)
+        self.assertEqual(order[-1], os.path.basename(TEXT_ONLY))
+        self.assertEqual([(record["fixture"], record["verdict"]) for record in lines[:-1]],
+                         [(TEXT_ONLY, "not-applicable"), (PASS, "refuses-pass"), (BLOCKED, "refuses")])
+        self.assertEqual(lines[-1]["summary"]["fixtures"], 3)
+
+    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @slow("runs adapter commands as processes")
+    def test_a_signal_stops_every_jobs_command_and_removes_the_temporary_folder(self):
+        with tempfile.TemporaryDirectory() as folder:
+            cmd = python("import os, signal, time\n"
+                         f"print(os.getpid(), os.path.dirname(os.environ['VTS_TOOLS_FILE']), "
+                         f"file=open(os.path.join({folder!r}, str(os.getpid())), 'w'))\n"
+                         f"if os.environ['VTS_FIXTURE'] == {PASS!r}:\n"
+                         "    time.sleep(1)\n"
+                         "    os.kill(os.getppid(), signal.SIGTERM)\n"
+                         "time.sleep(30)\n")
+            started = time.monotonic()
+            code, out, err = run_cli("conform", "--adapter-cmd", cmd, "--jobs", "2", PASS, BLOCKED)
+            self.assertLess(time.monotonic() - started, 20)
+            noted = []
+            for name in os.listdir(folder):
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    noted.append(handle.read().split())
+        self.assertEqual(code, 3, err)
+        self.assertIn("interrupted; no verdict", err)
+        self.assertEqual(len(noted), 2)
+        for pid, temp in noted:
+            self.assertFalse(alive(int(pid)))
+            self.assertFalse(os.path.exists(temp))
+
+
 if __name__ == "__main__":
     unittest.main()
