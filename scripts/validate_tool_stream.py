@@ -13807,12 +13807,17 @@ def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served 
     raw = parts.path.split("/")
     decoded = [unquote(segment, errors="surrogateescape") for segment in raw]   # a name that is not UTF-8
     prefixes = ["/".join(decoded[1:cut]) for cut in range(len(decoded))]   # the path is bounded above
-    for cut in range(len(raw) - 1, 0, -1):   # the longest prefix first: folders may nest
+    found: tuple[_Served | None, list[str], str] = (None, [], parts.query)
+    for cut in range(len(raw) - 1, 0, -1):   # the longest prefix first: folders may nest ...
         fixture = served.get(prefixes[cut])
         if fixture is not None:
             rest = "/" + "/".join(raw[cut:])
-            return fixture, [rest, unquote(rest)], parts.query
-    return None, [], parts.query
+            http = fixture.row.http
+            if http is not None and any(re.fullmatch(http.api_path, path) for path in (rest, unquote(rest))):
+                return fixture, [rest, unquote(rest)], parts.query
+            if found[0] is None:   # ... and the one whose API path follows it wins (a.json beside a/v1.json)
+                found = (fixture, [rest, unquote(rest)], parts.query)
+    return found
 
 
 def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str, length: str | None,

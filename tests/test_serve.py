@@ -538,6 +538,27 @@ class Plan(unittest.TestCase):
         self.assertIn("taken", refused[0][1])
 
 
+    def test_a_fixture_beside_a_folder_of_its_name_is_reached_through_its_api_path(self):
+        # found by the issue-32 review: a.json beside a/v1.json, the longest prefix "a/v1" was taken and its
+        # path "/chat/completions" answered 404, so an adapter of a.json was not-requested
+        import shutil
+        import tempfile
+
+        source = os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")
+        folder = tempfile.mkdtemp(prefix="vts-nest-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        os.mkdir(os.path.join(folder, "a"))
+        shutil.copy(source, os.path.join(folder, "a.json"))
+        shutil.copy(source, os.path.join(folder, "a", "v1.json"))
+        served, refused = vts.serve_plan([folder])
+        self.assertEqual((sorted(served), refused), (["a", "a/v1"], []))
+        for path, prefix in (("/a/v1/chat/completions", "a"), ("/a/v1/v1/chat/completions", "a/v1")):
+            with self.subTest(path=path):
+                self.assertEqual(vts._serve_route(served, path)[0].prefix, prefix)
+                self.assertEqual(vts._serve_answer(served, "POST", path, "2")[0], 200)
+        self.assertEqual(vts._serve_answer(served, "POST", "/a/v1/messages", "2")[0], 404)
+
+
 class Command(unittest.TestCase):
     def test_the_first_line_names_the_url_and_requests_are_logged(self):
         import subprocess
