@@ -1707,6 +1707,14 @@ class Persistent(unittest.TestCase):
         # under the real cap the same line is read
         self.assertEqual(conform(PASS, cmd=cmd, extra=("--persistent",))[1][0]["verdict"], "agree")
 
+    def test_the_refusal_answer(self):
+        # {"refused": "why"} and nothing else; why masked and clipped as conform quotes what an adapter says
+        self.assertEqual(vts._answer_refused('{"refused": "HTTP 401 for key sk-proj-abcdefghijklmnopqrstuvwxyz012"}'),
+                         "it refused: HTTP 401 for key [masked]")
+        for other in ('{"refused": 1}', '{"refused": "a", "b": 1}', '{"refused": "a", "refused": "b"}', "[]", "{"):
+            self.assertIsNone(vts._answer_refused(other), other)
+        self.assertLess(len(vts._answer_refused('{"refused": "%s"}' % ("x" * 5000))), 300)
+
     @slow("runs adapter commands as processes")
     def test_a_command_that_cannot_start_is_a_usage_error(self):
         for jobs in ("1", "2"):
