@@ -14963,7 +14963,8 @@ def _write_conform_file(path: str, value: Any, what: str, fixture: _Served) -> N
 
 def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, timeout: float,
                     folder: str, number: int, requested: set[str] | None = None,
-                    mark: str = "", sent: dict[str, bytes] | None = None, keep_calls: bool = False) -> dict[str, Any]:
+                    mark: str = "", sent: dict[str, bytes] | None = None, keep_calls: bool = False,
+                    persistent: Any = None) -> dict[str, Any]:
     """One fixture through the adapter command: our report, its calls and the verdict, as one record.
 
     What is judged is the bytes the fixture was served from (fixture.data, read once by
@@ -14974,7 +14975,8 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     for this fixture is compared with its request (request_differences).  The tools and request files
     written for it in `folder` are removed before this returns; `mark` is this run's
     CONFORM_RUN_VARIABLE value (see _end_adapter).  keep_calls: the record also holds the calls
-    themselves, as "_calls" (None when there are none), for conform_across."""
+    themselves, as "_calls" (None when there are none), for conform_across.  persistent: a PersistentAdapter
+    (conform --persistent) asked instead of running the command for this fixture alone."""
     import os
 
     data = fixture.data
@@ -15010,7 +15012,8 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     if sent is not None:
         sent.pop(fixture.prefix, None)
     try:
-        calls, why, refused = run_adapter(command, shell, env, timeout, folder, number)
+        calls, why, refused = (persistent.ask(env, timeout) if persistent is not None
+                               else run_adapter(command, shell, env, timeout, folder, number))
     finally:
         _remove_files(tools_file, request_file)   # nothing of a fixture is kept once it is judged
     asked = requested is None or fixture.prefix in requested
@@ -15074,6 +15077,184 @@ def _conform_quoted(text: str) -> str:
     if "\\" in text and _secret_spans(_json_unescaped(text)):
         return "(it may hold a credential; not quoted)"
     return _clip(text)
+
+
+_PERSISTENT_MEMBERS = ("VTS_BASE_URL", "VTS_API_URL", "VTS_PROFILE", "VTS_FIXTURE", "VTS_TOOLS_FILE",
+                       "VTS_REQUEST_FILE")   # a --persistent request's members: the variables a per-fixture run gets
+
+
+class PersistentAdapter:
+    """conform --persistent: the adapter command started once (per job) and asked per fixture over JSON Lines.
+
+    Each request is one line on its standard input, a JSON object of the per-fixture environment variables
+    (_PERSISTENT_MEMBERS, by name); its answer is one line on its standard output: a JSON list of calls, read
+    as run_adapter reads a command's output, or {"refused": "why"}.  A command that ends, does not answer
+    within the timeout or writes more than _CONFORM_OUTPUT_BYTES without ending its line is judged as
+    run_adapter judges a command that did so (everything it wrote for this fixture, its exit status), and is
+    killed (its group and every process carrying its mark: _end_adapter); the next fixture starts it again.
+    What it writes after an answer line is dropped before the next request."""
+
+    def __init__(self, command: str | list[str], shell: bool) -> None:
+        self.command, self.shell = command, shell
+        self.process: Any = None
+        self.mark: str | None = None
+        self._out, self._err, self._cut = bytearray(), bytearray(), False
+
+    def _start(self, env: Mapping[str, str]) -> None:
+        import os
+        import subprocess
+
+        base = {key: value for key, value in env.items() if key not in _PERSISTENT_MEMBERS}
+        try:
+            self.process = subprocess.Popen(self.command, shell=self.shell, env=base, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                                            start_new_session=True)
+        except OSError as exc:
+            raise AdapterNotStarted(f"the adapter command could not be started ({exc.strerror or exc})") from None
+        self.mark = env.get(CONFORM_RUN_VARIABLE)
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            os.set_blocking(stream.fileno(), False)
+        self._out = bytearray()
+
+    def close(self, drain: bool = False) -> None:
+        """Kill it (its group, its mark) and reap it; started again by the next ask.  drain: what it wrote
+        before it ended, still in its pipes, is read into self._out and self._err first."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            _end_adapter(process, self.mark)
+            if drain:
+                _drain(process.stdout.fileno(), self._out, _CONFORM_OUTPUT_BYTES)
+                self._cut = _drain(process.stderr.fileno(), self._err, _CONFORM_STDERR_BYTES, tail=True) or self._cut
+        finally:
+            for stream in (process.stdin, process.stdout, process.stderr):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+    def _exchange(self, line: bytes, timeout: float, err: bytearray) -> tuple[str, bool]:
+        """Write the request line and read until an answer line: ("answered", "exited", "over" or "timeout",
+        whether standard error was cut at its start).  self._out holds what it wrote for this fixture."""
+        import os
+        import selectors
+        import time
+
+        process, out, cut = self.process, self._out, False
+        fds = {process.stdout.fileno(): out, process.stderr.fileno(): err}
+        stdin, written, searched = process.stdin.fileno(), 0, 0
+        deadline = time.monotonic() + timeout
+        ended = None
+        try:
+            ended = os.pidfd_open(process.pid)
+        except (AttributeError, OSError):
+            pass
+        with selectors.DefaultSelector() as selector:
+            for fd in fds:
+                selector.register(fd, selectors.EVENT_READ)
+            selector.register(stdin, selectors.EVENT_WRITE)
+            if ended is not None:
+                selector.register(ended, selectors.EVENT_READ)
+            try:
+                while True:
+                    if out.find(b"\n", searched) >= 0:
+                        return "answered", cut
+                    searched = len(out)
+                    if len(out) > _CONFORM_OUTPUT_BYTES:
+                        return "over", cut
+                    if process.poll() is not None:
+                        return "exited", cut
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return "timeout", cut
+                    for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
+                        if key.fd == ended:
+                            continue
+                        if key.fd == stdin:
+                            try:
+                                written += os.write(stdin, line[written:])
+                            except BlockingIOError:
+                                continue
+                            except OSError:   # it closed its input or ended: seen as it ends, or times out
+                                written = len(line)
+                            if written >= len(line):
+                                selector.unregister(stdin)
+                            continue
+                        try:
+                            chunk = os.read(key.fd, 1 << 16)
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            chunk = b""
+                        if not chunk:
+                            selector.unregister(key.fd)
+                            continue
+                        kept = fds[key.fd]
+                        kept += chunk
+                        if kept is err and len(err) > _CONFORM_STDERR_BYTES:
+                            del err[:len(err) - _CONFORM_STDERR_BYTES]
+                            cut = True
+            finally:
+                if ended is not None:
+                    os.close(ended)
+
+    def ask(self, env: Mapping[str, str], timeout: float) -> tuple[Any, str, bool]:
+        """One fixture: (its calls or None, why there are none, whether that is a refusal), as run_adapter."""
+        import os
+
+        if self.process is not None and self.process.poll() is not None:
+            self.close()   # it ended between two fixtures: neither's refusal
+        if self.process is None:
+            self._start(env)
+        line = (json.dumps({key: env[key] for key in _PERSISTENT_MEMBERS}, ensure_ascii=True) + "\n").encode("ascii")
+        for fd in (self.process.stdout.fileno(), self.process.stderr.fileno()):   # what it wrote past its last answer
+            _drain(fd, bytearray(), 1 << 16, tail=True)
+        self._out, self._err = bytearray(), bytearray()
+        state, self._cut = self._exchange(line, timeout, self._err)
+        status = 0
+        if state == "answered":
+            del self._out[self._out.find(b"\n"):]
+            if len(self._out) > _CONFORM_OUTPUT_BYTES:
+                state = "over"
+        if state != "answered":
+            process = self.process
+            self.close(drain=state == "exited")
+            status = process.returncode
+        data, err = bytes(self._out), bytes(self._err)
+        self._out, self._err = bytearray(), bytearray()
+        # what it answered is read from here, not from a helper (as run_adapter reads): each frame more above the
+        # parse would lower how deep its answer may nest before reading it runs out of stack
+        step, said = _adapter_said("exited" if state == "answered" else state, status, data, err, self._cut, timeout)
+        if step == "printed":   # a refusal, unless it printed calls first
+            printed = _printed_calls(data)
+            return (printed, "", False) if printed else said
+        if step == "read":
+            refused = _answer_refused(said)
+            if refused is not None:
+                return None, refused, True
+            try:
+                calls, why = adapter_calls_from(said)
+            except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
+                return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
+            return calls, why, False
+        return said
+
+
+def _answer_refused(text: str) -> str | None:
+    """Why a --persistent answer refuses: "it refused: <why>" for {"refused": "why"} (quoted as conform quotes),
+    else None (then it is read as a list of calls)."""
+    if not text.lstrip().startswith("{") or _json_values_at_most(text) > 4:
+        return None
+    try:
+        value = adapter_json(text, what="the adapter's answer")
+    except (JsonProblem, MemoryError, RecursionError):
+        return None
+    if isinstance(value, dict) and list(value) == ["refused"] and isinstance(value["refused"], str):
+        return f"it refused: {_conform_quoted(value['refused'])}"
+    return None
+
+
 # One fixture's verdict across chunkings: the worst of its verdicts under each, split-sensitive
 # standing among them when its calls differ between chunkings.  Worst first.
 _CONFORM_WORST = ("executes-blocked", "not-requested", "request-differs", "split-sensitive", "unreadable",
@@ -15270,10 +15451,11 @@ class _ConformJob:
     mark: the CONFORM_RUN_VARIABLE value of its adapters (the run's, or under --jobs the run's plus
     ".N": one job's clean-up never kills another's adapter, the run's kills them all)."""
 
-    def __init__(self, served: Mapping[str, _Served], transport: ServeTransport, mark: str) -> None:
+    def __init__(self, served: Mapping[str, _Served], transport: ServeTransport, mark: str,
+                 adapter: Any = None) -> None:
         import threading
 
-        self.served, self.mark = served, mark
+        self.served, self.mark, self.adapter = served, mark, adapter
         self.requested: set[str] = set()
         self.answered = _Answered()
         self.server = make_server(served, on_stream=self._asked, on_answer=self.answered, transport=transport,
@@ -15294,6 +15476,8 @@ class _ConformJob:
         self.server.bodies.errors.pop(prefix, None)
 
     def close(self) -> None:
+        if self.adapter is not None:
+            self.adapter.close()
         self.server.shutdown()
         self.server.server_close()
 
@@ -15358,7 +15542,7 @@ def _conform_job(job: _ConformJob, work: _ConformWork, served: Mapping[str, _Ser
                 try:
                     record = conform_fixture(served[prefix], job.base_url, command, args.shell, args.timeout, folder,
                                              number, job.requested, job.mark, job.server.bodies.sent,
-                                             keep_calls=len(transports) > 1)
+                                             keep_calls=len(transports) > 1, persistent=job.adapter)
                 except AdapterNotStarted as exc:
                     raise UsageError(str(exc)) from None
                 except ConformCannotRun as exc:
@@ -15417,6 +15601,9 @@ def _run_conform(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help=f"judge N fixtures at once, each job with a server of its own (default 1, at most "
                              f"{_CONFORM_MAX_JOBS}); records come in the same order")
+    parser.add_argument("--persistent", action="store_true",
+                        help="start the adapter command once (per job) and ask it per fixture over JSON Lines "
+                             "(see README: conform)")
     _transport_options(parser, many=True)
     args = _strict_parse(parser, argv)
     command = _conform_command(args)
@@ -15441,7 +15628,8 @@ def _run_conform(argv: list[str]) -> int:
     with _StopOnSignals(_conform_signals()):
         try:
             for index in range(count):
-                jobs.append(_ConformJob(served, transports[0], mark if count == 1 else f"{mark}.{index}"))
+                adapter = PersistentAdapter(command, args.shell) if args.persistent else None
+                jobs.append(_ConformJob(served, transports[0], mark if count == 1 else f"{mark}.{index}", adapter))
             try:
                 temporary = tempfile.TemporaryDirectory(prefix="vts-conform-", ignore_cleanup_errors=True)
             except OSError as exc:
@@ -15472,7 +15660,7 @@ def _run_conform(argv: list[str]) -> int:
                         try:
                             record = conform_fixture(served[prefix], job.base_url, command, args.shell, args.timeout,
                                                      folder, number, job.requested, job.mark, job.server.bodies.sent,
-                                                     keep_calls=len(transports) > 1)
+                                                     keep_calls=len(transports) > 1, persistent=job.adapter)
                         except AdapterNotStarted as exc:
                             raise UsageError(str(exc)) from None
                         except ConformCannotRun as exc:

@@ -467,7 +467,7 @@ class ReferenceAdapter(unittest.TestCase):
                 chosen.append(relpath)
         return chosen
 
-    @slow("runs the StreamGate reference adapter as a process per fixture, about 160 of them")
+    @slow("runs the StreamGate reference adapter (--persistent) over about 160 fixtures")
     def test_the_streamgate_adapter_goes_green(self):
         chosen = self.stratified()
         # under other read boundaries and framings too: a pass and a blocked turn of each profile
@@ -480,23 +480,16 @@ class ReferenceAdapter(unittest.TestCase):
                 kinds.add(kind)
                 sample.append(relpath)
         with tempfile.TemporaryDirectory() as folder:
-            # the adapters read the validator, and the standard library modules it and the adapter import, compiled
-            # once into a cache of their own (with a cache prefix and no bytecode written, each process would
-            # compile them all again: four times the CPU)
-            cache = os.path.join(folder, "pycache")
-            warm = ("import sys; sys.path.insert(0, sys.argv[1]); import validate_tool_stream, http.client, json, "
-                    "os, time, urllib.parse")
-            subprocess.run([sys.executable, "-S", "-X", f"pycache_prefix={cache}", "-c", warm, os.path.dirname(SCRIPT)],
-                           env={key: value for key, value in ENV.items() if key != "PYTHONDONTWRITEBYTECODE"},
-                           check=True, timeout=120)
             for name, relpaths in (("all", chosen), ("sample", sample)):
                 for relpath in relpaths:
                     os.makedirs(os.path.join(folder, name, os.path.dirname(relpath)), exist_ok=True)
                     shutil.copy(os.path.join(FIXTURES, relpath), os.path.join(folder, name, relpath))
-            cmd = f"{PYTHON} -X pycache_prefix={shlex.quote(cache)} {shlex.quote(REFERENCE)}"
-            code, records, summary, err = conform(os.path.join(folder, "all"), cmd=cmd)
+            # --persistent: one adapter process per run, not one per fixture (Persistent shows the records are the
+            # same; a process per fixture took 17 s of CPU here, this takes 2)
+            cmd, extra = f"{PYTHON} {shlex.quote(REFERENCE)} --persistent", ("--persistent",)
+            code, records, summary, err = conform(os.path.join(folder, "all"), cmd=cmd, extra=extra)
             split = conform(os.path.join(folder, "sample"), cmd=cmd,
-                            extra=("--chunking", "byte,random:7", "--framing", "crlf,comments,ids,utf8"))
+                            extra=extra + ("--chunking", "byte,random:7", "--framing", "crlf,comments,ids,utf8"))
         self.assertEqual([(r["fixture"], r["verdict"]) for r in records if r["verdict"] in vts.CONFORM_FAILING], [])
         self.assertEqual(code, 0, err)
         by_status = {}
@@ -1596,6 +1589,139 @@ class Jobs(unittest.TestCase):
         for pid, temp in noted:
             self.assertFalse(alive(int(pid)))
             self.assertFalse(os.path.exists(temp))
+
+
+# A --persistent adapter: for each request line it reads the fixture's stream as _ASK does (but for the fixture named
+# SKIP; n: how many requests this process has had), then runs the code given, which prints one answer line.
+_LOOP = ("import json, os, socket, sys\n"
+         "n = 0\n"
+         "for line in sys.stdin:\n"
+         "    env, n = json.loads(line), n + 1\n"
+         "    fixture = os.path.basename(env['VTS_FIXTURE'])\n"
+         "    if fixture != SKIP:\n"
+         "        host, _, path = env['VTS_API_URL'].split('://', 1)[1].partition('/')\n"
+         "        body = open(env['VTS_REQUEST_FILE'], 'rb').read()\n"
+         "        with socket.create_connection((host.rpartition(':')[0], int(host.rpartition(':')[2])), 30) as s:\n"
+         "            s.sendall(('POST /' + path + ' HTTP/1.1\\r\\nHost: ' + host + '\\r\\nContent-Length: %d'\n"
+         "                       '\\r\\nConnection: close\\r\\n\\r\\n' % len(body)).encode('ascii') + body)\n"
+         "            while s.recv(65536):\n"
+         "                pass\n")
+
+
+def looping(code, skip=""):
+    """A --persistent adapter command: _LOOP (not asking for fixture `skip`), then this code for each request."""
+    return python(_LOOP.replace("SKIP", repr(skip)) + "".join(f"    {line}\n" for line in code.splitlines()))
+
+
+def answer(calls):
+    return f"print(json.dumps({calls}), flush=True)"
+
+
+class Persistent(unittest.TestCase):
+    """--persistent: the adapter started once (per job), one JSON line asked and answered per fixture; a crash, a
+    timeout or output past the cap judged as a per-fixture run's, and the adapter started again."""
+
+    FAULTS = [os.path.join(FIXTURES, "openai", name) for name in (
+        "missing-terminal-connection-closed-mid-call.json", "pass-http-429-rate-limit-then-the-stream-on-retry.json",
+        "not-applicable-http-500-server-error-before-the-stream.json")]
+
+    @staticmethod
+    def same(records):
+        """The records without the words of a refusal (a per-fixture run's is its exit status and last stderr
+        line, a persistent one's its answer), and the reason the reference adapter gave."""
+        return [{key: value for key, value in record.items() if key != "refused"} for record in records], \
+            [record.get("refused", "").rpartition("refused: ")[2] for record in records]
+
+    @slow("runs the reference adapter as a process per fixture, and once persistent")
+    def test_the_reference_adapter_gives_the_same_records(self):
+        fixtures = [PASS, BLOCKED, TEXT_ONLY, NAN, OLLAMA, *self.FAULTS]
+        cmd = f"{PYTHON} {shlex.quote(REFERENCE)}"
+        each = conform(*fixtures, cmd=cmd)
+        once = conform(*fixtures, cmd=cmd + " --persistent", extra=("--persistent",))
+        jobs = conform(*fixtures, cmd=cmd + " --persistent", extra=("--persistent", "--jobs", "2"))
+        self.assertEqual(each[0], 0, each[3])
+        self.assertEqual([r["verdict"] for r in each[1]].count("agree"), 3)
+        self.assertIn("refuses", [r["verdict"] for r in each[1]])
+        for run in (once, jobs):
+            self.assertEqual(run[0], 0, run[3])
+            self.assertEqual(self.same(run[1]), self.same(each[1]))
+            self.assertEqual(run[2], each[2])
+        self.assertTrue(all(r["refused"].startswith("it refused: ") for r in once[1] if "refused" in r))
+
+    @slow("runs adapter commands as processes")
+    def test_a_crash_is_that_fixtures_refusal_and_it_starts_again(self):
+        # TEXT_ONLY, PASS, BLOCKED in this order: it crashes on PASS; BLOCKED is the next process's first request
+        cmd = looping("if fixture.startswith('valid'):\n"
+                      "    print('boom', file=sys.stderr, flush=True)\n"
+                      "    os._exit(5)\n"
+                      + answer("[] if 'not-applicable' in fixture else [{'name': f'n{n}', 'arguments': {}}]"))
+        code, records, summary, err = conform(PASS, BLOCKED, TEXT_ONLY, cmd=cmd, extra=("--persistent",))
+        self.assertEqual([r["verdict"] for r in records], ["not-applicable", "refuses-pass", "executes-blocked"], err)
+        self.assertEqual(records[1]["refused"], "it exited with status 5: boom")
+        self.assertIn('"n1"', records[2]["adapter_calls"])   # a new process: its first request
+        self.assertEqual(code, 1)
+
+    @slow("runs adapter commands as processes")
+    def test_no_answer_in_time_is_a_refusal_and_it_starts_again(self):
+        cmd = looping("if fixture.startswith('valid'):\n"
+                      "    import time; time.sleep(30)\n"
+                      + answer("[{'name': f'n{n}', 'arguments': {}}]"))
+        started = time.monotonic()
+        code, records, _, err = conform(PASS, BLOCKED, cmd=cmd, extra=("--persistent", "--timeout", "1"))
+        self.assertLess(time.monotonic() - started, 20)
+        self.assertEqual([r["verdict"] for r in records], ["refuses-pass", "executes-blocked"], err)
+        self.assertEqual(records[0]["refused"], "it did not finish within 1 s")
+        self.assertIn('"n1"', records[1]["adapter_calls"])
+
+    @slow("runs adapter commands as processes")
+    def test_answers_it_cannot_read_a_refusal_and_no_request(self):
+        # the same process answers all four (n counts on); TEXT_ONLY's stream is never asked for
+        cmd = looping("if fixture.startswith('valid'):\n"
+                      "    print('not json', flush=True)\n"
+                      "elif fixture.startswith('wrong'):\n"
+                      "    print(json.dumps({'refused': f'no {n}'}), flush=True)\n"
+                      "elif fixture.startswith('non-finite'):\n"
+                      "    print(json.dumps({'refused': 1}), flush=True)\n"
+                      "else:\n"
+                      "    print('[]', flush=True)\n", skip=os.path.basename(TEXT_ONLY))
+        code, records, _, err = conform(PASS, BLOCKED, TEXT_ONLY, NAN, cmd=cmd, extra=("--persistent",))
+        self.assertEqual([(os.path.basename(r["fixture"])[:5], r["verdict"]) for r in records],
+                         [("non-f", "unreadable"), ("not-a", "not-requested"), ("valid", "unreadable"),
+                          ("wrong", "refuses")], err)
+        self.assertIn("not a JSON list of calls", records[0]["unreadable"])
+        self.assertIn("not one JSON value", records[2]["unreadable"])
+        self.assertEqual(records[3]["refused"], "it refused: no 4")
+        self.assertEqual(code, 1)
+
+    @slow("runs adapter commands as processes")
+    def test_an_answer_past_the_cap_is_unreadable_and_it_starts_again(self):
+        cmd = looping("if fixture.startswith('valid'):\n"
+                      f"    print(' ' * 2000 + {PASS_CALLS!r}, flush=True)\n"
+                      "else:\n"
+                      "    " + answer("[{'name': f'n{n}', 'arguments': {}}]"))
+        with mock.patch.object(vts, "_CONFORM_OUTPUT_BYTES", 1000):
+            code, records, _, err = conform(PASS, BLOCKED, cmd=cmd, extra=("--persistent",))
+        self.assertEqual([r["verdict"] for r in records], ["unreadable", "executes-blocked"], err)
+        self.assertEqual(records[0]["unreadable"], "its standard output is over 1000 bytes (it was stopped there)")
+        self.assertIn('"n1"', records[1]["adapter_calls"])
+        # under the real cap the same line is read
+        self.assertEqual(conform(PASS, cmd=cmd, extra=("--persistent",))[1][0]["verdict"], "agree")
+
+    def test_the_refusal_answer(self):
+        # {"refused": "why"} and nothing else; why masked and clipped as conform quotes what an adapter says
+        self.assertEqual(vts._answer_refused('{"refused": "HTTP 401 for key sk-proj-abcdefghijklmnopqrstuvwxyz012"}'),
+                         "it refused: HTTP 401 for key [masked]")
+        for other in ('{"refused": 1}', '{"refused": "a", "b": 1}', '{"refused": "a", "refused": "b"}', "[]", "{"):
+            self.assertIsNone(vts._answer_refused(other), other)
+        self.assertLess(len(vts._answer_refused('{"refused": "%s"}' % ("x" * 5000))), 300)
+
+    @slow("runs adapter commands as processes")
+    def test_a_command_that_cannot_start_is_a_usage_error(self):
+        for jobs in ("1", "2"):
+            code, out, err = run_cli("conform", "--adapter-cmd", "/no/such/adapter", "--persistent", "--jobs", jobs,
+                                     PASS, BLOCKED)
+            self.assertEqual((code, out), (3, ""))
+            self.assertIn("could not be started", err)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ that is not JSON or holds a key twice, a framing it does not know) is a refusal:
 `conform` with it exits 0 on every bundled fixture: that is the kit's acceptance test
 (tests/test_conform.py, ReferenceAdapter).
 
-Environment (set by conform): VTS_API_URL, VTS_REQUEST_FILE, VTS_PROFILE.
+Environment (set by conform): VTS_API_URL, VTS_REQUEST_FILE, VTS_PROFILE.  With `--persistent` (for
+`conform --persistent`) it reads them from one JSON object per line on stdin instead, and answers each with
+one line: the calls, or {"refused": "why"}.
 """
 
 import http.client
@@ -135,24 +137,44 @@ def payloads(kind: str, data: bytes):
     raise Refused(f"content type {kind!r} is not a stream this adapter reads")
 
 
-def main() -> int:
-    profile = os.environ["VTS_PROFILE"]
-    with open(os.environ["VTS_REQUEST_FILE"], "rb") as handle:
+def calls_of(env) -> list:
+    """The calls it would execute for one fixture (env: the conform variables); Refused when it cannot read it."""
+    profile = env["VTS_PROFILE"]
+    with open(env["VTS_REQUEST_FILE"], "rb") as handle:
         body = handle.read()
     schemas, request, _ = vts.request_from_body(profile, json.loads(body))
     gate = vts.StreamGate(profile, schemas, request=request)
+    for payload in payloads(*post(env["VTS_API_URL"], body)):
+        gate.feed(payload)
+        if gate.blocked:   # it can only stay blocked: nothing of this turn will run
+            break
+    report = gate.finish()
+    calls = report["calls"] if report["executable"] else []
+    return [{key: call[key] for key in ("id", "name", "arguments", "namespace") if call.get(key) is not None
+             or key != "namespace"} for call in calls]
+
+
+def persistent() -> int:
+    """conform --persistent: one request per line on stdin (a JSON object of the conform variables), one answer
+    per line on stdout: the JSON list of calls, or {"refused": "why"}."""
+    for line in sys.stdin:
+        try:
+            answer = calls_of(json.loads(line))
+        except Refused as exc:
+            answer = {"refused": str(exc)}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--persistent"]:
+        return persistent()
     try:
-        for payload in payloads(*post(os.environ["VTS_API_URL"], body)):
-            gate.feed(payload)
-            if gate.blocked:   # it can only stay blocked: nothing of this turn will run
-                break
+        calls = calls_of(os.environ)
     except Refused as exc:
         print(f"streamgate_adapter: refused: {exc}", file=sys.stderr)
         return 1
-    report = gate.finish()
-    calls = report["calls"] if report["executable"] else []
-    print(json.dumps([{key: call[key] for key in ("id", "name", "arguments", "namespace") if call.get(key) is not None
-                       or key != "namespace"} for call in calls]))
+    print(json.dumps(calls))
     return 0
 
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""How many fixtures per second `conform` judges with the reference adapter.  Not a unit test.
+
+Standard library only, Python 3.10+.  It runs `validate_tool_stream.py conform` over a folder of
+fixtures (default fixtures/openai) with tests/conform/streamgate_adapter.py as the adapter command,
+each way in turn: a process per fixture, --persistent, a process per fixture with --jobs 2 and
+--persistent with --jobs 2; per way it prints the wall time, the CPU time of conform and its
+adapters (getrusage of the children), fixtures/s and the exit status (0: every verdict green).
+
+Usage:
+  python3 tests/bench/conform_speed.py                      # fixtures/openai, each way once
+  python3 tests/bench/conform_speed.py --repeat 3 fixtures/anthropic
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "validate_tool_stream.py"
+ADAPTER = ROOT / "tests" / "conform" / "streamgate_adapter.py"
+WAYS = (("a process per fixture", (), ""), ("--persistent", ("--persistent",), " --persistent"),
+        ("a process per fixture, --jobs 2", ("--jobs", "2"), ""),
+        ("--persistent --jobs 2", ("--persistent", "--jobs", "2"), " --persistent"))
+
+
+def run(folder: str, options: tuple, adapter_flag: str) -> tuple[float, float, int]:
+    """(wall s, CPU s of conform and everything it started, exit status) of one conform run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(SCRIPT), "conform", "--quiet", "--adapter-cmd",
+                           f"{sys.executable} {ADAPTER}{adapter_flag}", *options, folder],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", nargs="?", default=str(ROOT / "fixtures" / "openai"))
+    parser.add_argument("--repeat", type=int, default=1, help="runs per way; the best wall time is printed")
+    args = parser.parse_args()
+    count = sum(1 for _, _, files in os.walk(args.folder) for name in files if name.endswith(".json"))
+    print(f"{count} fixtures in {args.folder}; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"{'way':34} {'wall s':>8} {'CPU s':>8} {'fixtures/s':>11} {'exit':>5}")
+    for name, options, flag in WAYS:
+        wall, cpu, status = min(run(args.folder, options, flag) for _ in range(max(1, args.repeat)))
+        print(f"{name:34} {wall:8.2f} {cpu:8.2f} {count / wall:11.1f} {status:5d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
