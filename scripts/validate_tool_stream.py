@@ -14616,8 +14616,13 @@ def adapter_calls_from(text: str) -> tuple[list[dict] | None, str]:
         value = adapter_json(text, what="the adapter's output")
     except JsonProblem as problem:
         return None, f"its standard output is not one JSON value ({problem.message})"
+    return _calls_listed(value, "its standard output")
+
+
+def _calls_listed(value: Any, where: str) -> tuple[list[dict] | None, str]:
+    """The calls of an adapter's parsed output (`where` names it in the reason): see adapter_calls_from."""
     if not isinstance(value, list):
-        return None, f"its standard output is {_describe(value)}, not a JSON list of calls"
+        return None, f"{where} is {_describe(value)}, not a JSON list of calls"
     calls = []
     for number, entry in enumerate(value):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or "arguments" not in entry \
@@ -15083,6 +15088,41 @@ _PERSISTENT_MEMBERS = ("VTS_BASE_URL", "VTS_API_URL", "VTS_PROFILE", "VTS_FIXTUR
                        "VTS_REQUEST_FILE")   # a --persistent request's members: the variables a per-fixture run gets
 
 
+PERSISTENT_REQUEST_ID = "VTS_REQUEST_ID"   # a --persistent request's id, which its answer names as "request"
+
+
+def _persistent_answer(value: Any, request: str) -> tuple[list[dict] | None, str, bool]:
+    """(calls or None, why none, whether a refusal) of a parsed --persistent answer to request `request`:
+    {"request": id, "calls": [...]} or {"request": id, "refused": "why"}; anything else is unreadable, and
+    an answer naming another request (a line left from an earlier one) too."""
+    if not isinstance(value, dict) or set(value) not in ({"request", "calls"}, {"request", "refused"}):
+        return None, (f"its answer is {_describe(value)}, not {{\"request\": id, \"calls\": [...]}} or "
+                      "{\"request\": id, \"refused\": \"why\"}"), False
+    if value["request"] != request:
+        return None, f"its answer names request {_conform_quoted(json.dumps(value['request']))}, not {request}", False
+    if "refused" in value:
+        if not isinstance(value["refused"], str):
+            return None, f"its refusal is {_describe(value['refused'])}, not a string", False
+        return None, f"it refused: {_conform_quoted(value['refused'])}", True
+    calls, why = _calls_listed(value["calls"], "its answer's calls")
+    return calls, why, False
+
+
+def _printed_answer(data: bytes, request: str) -> list[dict] | None:
+    """The calls of a --persistent command that ended or ran out of time without ending its answer's line: its
+    answer to this request with at least one call, when that came first, else None (a refusal)."""
+    try:
+        text = data.decode("utf-8")
+        start = len(text) - len(text.lstrip())
+        _, end = json.JSONDecoder().raw_decode(text, start)
+        if _json_values_at_most(text[:end]) > _CONFORM_OUTPUT_VALUES:
+            return None
+        calls = _persistent_answer(adapter_json(text[:end], what="the adapter's answer"), request)[0]
+    except (UnicodeDecodeError, ValueError, JsonProblem, MemoryError, RecursionError):
+        return None
+    return calls or None
+
+
 class PersistentAdapter:
     """conform --persistent: the adapter command started once (per job) and asked per fixture over JSON Lines.
 
@@ -15098,6 +15138,7 @@ class PersistentAdapter:
         self.command, self.shell = command, shell
         self.process: Any = None
         self.mark: str | None = None
+        self.asked = 0   # requests written, all processes: each one's id, so an answer is matched to its request
         self._out, self._err, self._cut = bytearray(), bytearray(), False
 
     def _start(self, env: Mapping[str, str]) -> None:
@@ -15207,7 +15248,10 @@ class PersistentAdapter:
             self.close()   # it ended between two fixtures: neither's refusal
         if self.process is None:
             self._start(env)
-        line = (json.dumps({key: env[key] for key in _PERSISTENT_MEMBERS}, ensure_ascii=True) + "\n").encode("ascii")
+        self.asked += 1
+        request = str(self.asked)
+        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS}, PERSISTENT_REQUEST_ID: request},
+                           ensure_ascii=True) + "\n").encode("ascii")
         for fd in (self.process.stdout.fileno(), self.process.stderr.fileno()):   # what it wrote past its last answer
             _drain(fd, bytearray(), 1 << 16, tail=True)
         self._out, self._err = bytearray(), bytearray()
@@ -15226,33 +15270,25 @@ class PersistentAdapter:
         # what it answered is read from here, not from a helper (as run_adapter reads): each frame more above the
         # parse would lower how deep its answer may nest before reading it runs out of stack
         step, said = _adapter_said("exited" if state == "answered" else state, status, data, err, self._cut, timeout)
-        if step == "printed":   # a refusal, unless it printed calls first
-            printed = _printed_calls(data)
+        if step == "printed":   # a refusal, unless its answer with calls came first
+            printed = _printed_answer(data, request)
             return (printed, "", False) if printed else said
         if step == "read":
-            refused = _answer_refused(said)
-            if refused is not None:
-                return None, refused, True
+            values = _json_values_at_most(said)
+            if values > _CONFORM_OUTPUT_VALUES:
+                return None, (f"its answer holds up to {values} JSON values, more than the "
+                              f"{_CONFORM_OUTPUT_VALUES} read"), False
             try:
-                calls, why = adapter_calls_from(said)
+                value = adapter_json(said, what="the adapter's answer")
+            except JsonProblem as problem:
+                return None, f"its answer is not one JSON value ({problem.message})", False
             except (MemoryError, RecursionError) as exc:   # fail closed: what cannot be read is never a verdict
-                return None, f"reading its standard output ran out of {_what_ran_out(exc)}", False
-            return calls, why, False
+                return None, f"reading its answer ran out of {_what_ran_out(exc)}", False
+            found = _persistent_answer(value, request)
+            if found[0] is None and not found[2]:
+                self.close()   # an answer it cannot read (another request's, say): nothing it writes next is trusted
+            return found
         return said
-
-
-def _answer_refused(text: str) -> str | None:
-    """Why a --persistent answer refuses: "it refused: <why>" for {"refused": "why"} (quoted as conform quotes),
-    else None (then it is read as a list of calls)."""
-    if not text.lstrip().startswith("{") or _json_values_at_most(text) > 4:
-        return None
-    try:
-        value = adapter_json(text, what="the adapter's answer")
-    except (JsonProblem, MemoryError, RecursionError):
-        return None
-    if isinstance(value, dict) and list(value) == ["refused"] and isinstance(value["refused"], str):
-        return f"it refused: {_conform_quoted(value['refused'])}"
-    return None
 
 
 # One fixture's verdict across chunkings: the worst of its verdicts under each, split-sensitive

@@ -1614,7 +1614,7 @@ def looping(code, skip=""):
 
 
 def answer(calls):
-    return f"print(json.dumps({calls}), flush=True)"
+    return f"print(json.dumps({{'request': env['VTS_REQUEST_ID'], 'calls': {calls}}}), flush=True)"
 
 
 class Persistent(unittest.TestCase):
@@ -1675,28 +1675,46 @@ class Persistent(unittest.TestCase):
 
     @slow("runs adapter commands as processes")
     def test_answers_it_cannot_read_a_refusal_and_no_request(self):
-        # the same process answers all four (n counts on); TEXT_ONLY's stream is never asked for
+        # an answer it cannot read restarts the command; TEXT_ONLY's stream is never asked for
         cmd = looping("if fixture.startswith('valid'):\n"
                       "    print('not json', flush=True)\n"
                       "elif fixture.startswith('wrong'):\n"
-                      "    print(json.dumps({'refused': f'no {n}'}), flush=True)\n"
+                      "    print(json.dumps({'request': env['VTS_REQUEST_ID'], 'refused': f'no {n}'}), flush=True)\n"
                       "elif fixture.startswith('non-finite'):\n"
-                      "    print(json.dumps({'refused': 1}), flush=True)\n"
+                      "    print(json.dumps({'request': env['VTS_REQUEST_ID'], 'refused': 1}), flush=True)\n"
                       "else:\n"
                       "    print('[]', flush=True)\n", skip=os.path.basename(TEXT_ONLY))
         code, records, _, err = conform(PASS, BLOCKED, TEXT_ONLY, NAN, cmd=cmd, extra=("--persistent",))
         self.assertEqual([(os.path.basename(r["fixture"])[:5], r["verdict"]) for r in records],
                          [("non-f", "unreadable"), ("not-a", "not-requested"), ("valid", "unreadable"),
                           ("wrong", "refuses")], err)
-        self.assertIn("not a JSON list of calls", records[0]["unreadable"])
-        self.assertIn("not one JSON value", records[2]["unreadable"])
-        self.assertEqual(records[3]["refused"], "it refused: no 4")
+        self.assertEqual(records[0]["unreadable"], "its refusal is 1, not a string")
+        self.assertIn("its answer is not one JSON value", records[2]["unreadable"])
+        self.assertRegex(records[3]["refused"], r"^it refused: no [12]$")   # started again after an unreadable answer
         self.assertEqual(code, 1)
+
+    @slow("runs adapter commands as processes")
+    def test_an_answer_left_from_an_earlier_request_is_never_taken_for_this_ones(self):
+        # found by review: a line written after an answer, arriving once the next request was sent, was read as
+        # that request's answer; now each answer names its request, and one naming another is unreadable (and the
+        # command is started again, so nothing it wrote before is read)
+        cmd = looping("if n == 2:\n"
+                      "    print(json.dumps({'request': str(n - 1), 'calls': []}), flush=True)\n"
+                      + answer("[{'name': f'n{n}', 'arguments': {}}]"))
+        code, records, _, err = conform(BLOCKED, TEXT_ONLY, PASS, cmd=cmd, extra=("--persistent",))
+        by_name = {os.path.basename(r["fixture"])[:5]: r for r in records}
+        self.assertEqual(by_name["valid"]["unreadable"], 'its answer names request "1", not 2', err)
+        self.assertEqual([r["verdict"] for r in records], ["executes-blocked", "unreadable", "executes-blocked"], err)
+        self.assertIn('"n1"', by_name["wrong"]["adapter_calls"])   # a new process: its first request
+        self.assertEqual(code, 1)
+        bare = looping("print(json.dumps([]), flush=True)")
+        self.assertIn("its answer is a list, not {", conform(BLOCKED, cmd=bare, extra=("--persistent",))[1][0]["unreadable"])
 
     @slow("runs adapter commands as processes")
     def test_an_answer_past_the_cap_is_unreadable_and_it_starts_again(self):
         cmd = looping("if fixture.startswith('valid'):\n"
-                      f"    print(' ' * 2000 + {PASS_CALLS!r}, flush=True)\n"
+                      f"    print(' ' * 2000 + json.dumps({{'request': env['VTS_REQUEST_ID'], "
+                      f"'calls': json.loads({PASS_CALLS!r})}}), flush=True)\n"
                       "else:\n"
                       "    " + answer("[{'name': f'n{n}', 'arguments': {}}]"))
         with mock.patch.object(vts, "_CONFORM_OUTPUT_BYTES", 1000):
@@ -1708,12 +1726,16 @@ class Persistent(unittest.TestCase):
         self.assertEqual(conform(PASS, cmd=cmd, extra=("--persistent",))[1][0]["verdict"], "agree")
 
     def test_the_refusal_answer(self):
-        # {"refused": "why"} and nothing else; why masked and clipped as conform quotes what an adapter says
-        self.assertEqual(vts._answer_refused('{"refused": "HTTP 401 for key sk-proj-abcdefghijklmnopqrstuvwxyz012"}'),
-                         "it refused: HTTP 401 for key [masked]")
-        for other in ('{"refused": 1}', '{"refused": "a", "b": 1}', '{"refused": "a", "refused": "b"}', "[]", "{"):
-            self.assertIsNone(vts._answer_refused(other), other)
-        self.assertLess(len(vts._answer_refused('{"refused": "%s"}' % ("x" * 5000))), 300)
+        # {"request": id, "refused": "why"} and nothing else; why masked and clipped as conform quotes an adapter
+        self.assertEqual(vts._persistent_answer({"request": "3", "refused": "HTTP 401 for key "
+                                                 "sk-proj-abcdefghijklmnopqrstuvwxyz012"}, "3"),
+                         (None, "it refused: HTTP 401 for key [masked]", True))
+        for other in ({"request": "3", "refused": 1}, {"request": "3", "refused": "a", "b": 1}, {"refused": "a"},
+                      {"request": 3, "refused": "a"}, {"request": "2", "refused": "a"}, [], "x"):
+            self.assertFalse(vts._persistent_answer(other, "3")[2], other)
+        self.assertLess(len(vts._persistent_answer({"request": "3", "refused": "x" * 5000}, "3")[1]), 300)
+        self.assertEqual(vts._persistent_answer({"request": "3", "calls": [{"name": "f", "arguments": "{}"}]}, "3"),
+                         ([{"id": None, "name": "f", "arguments": "{}"}], "", False))
 
     @slow("runs adapter commands as processes")
     def test_a_command_that_cannot_start_is_a_usage_error(self):

@@ -155,13 +155,15 @@ def calls_of(env) -> list:
 
 
 def persistent() -> int:
-    """conform --persistent: one request per line on stdin (a JSON object of the conform variables), one answer
-    per line on stdout: the JSON list of calls, or {"refused": "why"}."""
+    """conform --persistent: one request per line on stdin (a JSON object of the conform variables and its
+    VTS_REQUEST_ID), one answer per line on stdout: {"request": that id, "calls": [...]} or {"request": that
+    id, "refused": "why"}."""
     for line in sys.stdin:
+        request = json.loads(line)
         try:
-            answer = calls_of(json.loads(line))
+            answer = {"request": request["VTS_REQUEST_ID"], "calls": calls_of(request)}
         except Refused as exc:
-            answer = {"refused": str(exc)}
+            answer = {"request": request["VTS_REQUEST_ID"], "refused": str(exc)}
         print(json.dumps(answer), flush=True)
     return 0
 
