@@ -15494,8 +15494,11 @@ class _ConformJob:
         self.served, self.mark, self.adapter = served, mark, adapter
         self.requested: set[str] = set()
         self.answered = _Answered()
-        self.server = make_server(served, on_stream=self._asked, on_answer=self.answered, transport=transport,
-                                  keep_requests=True)
+        try:
+            self.server = make_server(served, on_stream=self._asked, on_answer=self.answered, transport=transport,
+                                      keep_requests=True)
+        except (OSError, OverflowError) as exc:   # no loopback port to listen on: no verdict, said
+            raise UsageError(f"cannot listen on 127.0.0.1: {getattr(exc, 'strerror', None) or exc}") from None
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         host, port = self.server.server_address[:2]
         self.base_url = f"http://{_url_host(host)}:{port}/"

@@ -831,6 +831,15 @@ class Resources(unittest.TestCase):
     """What an adapter prints costs bounded memory and no disk, and every file of a fixture is gone
     once that fixture is judged."""
 
+    def test_no_port_to_listen_on_is_a_usage_error(self):
+        # found by the issue-32 jobs work: an OSError from binding escaped as an internal error
+        for jobs in ("1", "2"):
+            with self.subTest(jobs=jobs), mock.patch.object(vts, "make_server",
+                                                            side_effect=OSError(98, "Address already in use")):
+                code, out, err = run_cli("conform", "--adapter-cmd", NAIVE, "--jobs", jobs, PASS, BLOCKED)
+            self.assertEqual((code, out, err), (3, "", f"{vts.TOOL}: cannot listen on 127.0.0.1: Address already in "
+                                                       "use\n"))
+
     @slow("runs adapter commands as processes")
     def test_an_adapter_printing_past_the_cap_is_stopped_there(self):
         # it writes 8 MiB and then waits: it is stopped as its output passes the cap (1 MiB here), not
