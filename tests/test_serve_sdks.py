@@ -206,5 +206,40 @@ class VercelThroughConform(unittest.TestCase):
         self.assertEqual({r["verdict"] for r in records}, {"agree"}, records)
 
 
+
+class FaultFixturesThroughSdkAdapters(unittest.TestCase):
+    """tests/conform/anthropic_sdk_adapter.py and litellm_adapter.py (run with this interpreter) on the
+    fault fixtures, as tests/conform/README.md's "Real adapters" table reports them: the SDK's default
+    retries take the 429 then the stream (agree); an error on every try is refused; the Anthropic SDK
+    hands over a turn cut off mid call, LiteLLM raises. Skipped, naming the package, without it."""
+
+    def verdicts(self, module, adapter, profile, error):
+        import shlex
+        import sys
+
+        from support import ROOT, run_cli
+
+        import importlib.util
+
+        if importlib.util.find_spec(module) is None:   # not imported here: litellm's import would fetch its cost map
+            self.skipTest(f"{module} is not installed (python3 tests/adapters/setup.py)")
+        names = ("missing-terminal-connection-closed-mid-call.json", "pass-http-429-rate-limit-then-the-stream-on-retry.json",
+                 f"not-applicable-http-{error}-before-the-stream.json")
+        command = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(ROOT, 'tests', 'conform', adapter))}"
+        code, out, err = run_cli("conform", "--adapter-cmd", command, "--report", "json",
+                                 *[os.path.join(FIXTURES, profile, name) for name in names])
+        records = {os.path.basename(r["fixture"]): r["verdict"] for r in map(json.loads, out.splitlines()) if "fixture" in r}
+        self.assertEqual(len(records), 3, err)
+        return code, [records[name] for name in names]
+
+    def test_anthropic_sdk(self):
+        self.assertEqual(self.verdicts("anthropic", "anthropic_sdk_adapter.py", "anthropic", "529-overloaded"),
+                         (1, ["executes-blocked", "agree", "refuses"]))
+
+    def test_litellm(self):
+        self.assertEqual(self.verdicts("litellm", "litellm_adapter.py", "openai", "500-server-error"),
+                         (0, ["refuses", "agree", "refuses"]))
+
+
 if __name__ == "__main__":
     unittest.main()
