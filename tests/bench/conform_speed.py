@@ -30,12 +30,13 @@ WAYS = (("a process per fixture", (), ""), ("--persistent", ("--persistent",), "
         ("--persistent --jobs 2", ("--persistent", "--jobs", "2"), " --persistent"))
 
 
-def run(folder: str, options: tuple, adapter_flag: str) -> tuple[float, float, int]:
+def run(folder: str, options: tuple, adapter_flag: str, adapter: str = f"{sys.executable} {ADAPTER}"
+        ) -> tuple[float, float, int]:
     """(wall s, CPU s of conform and everything it started, exit status) of one conform run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(SCRIPT), "conform", "--quiet", "--adapter-cmd",
-                           f"{sys.executable} {ADAPTER}{adapter_flag}", *options, folder],
+                           f"{adapter}{adapter_flag}", *options, folder],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -47,12 +48,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", default=str(ROOT / "fixtures" / "openai"))
     parser.add_argument("--repeat", type=int, default=1, help="runs per way; the best wall time is printed")
+    parser.add_argument("--adapter", default=f"{sys.executable} {ADAPTER}",
+                        help="the adapter command (it must take --persistent), e.g. tests/adapters/.venv/bin/python "
+                             "tests/conform/openai_sdk_adapter.py; default: the reference adapter")
     args = parser.parse_args()
     count = sum(1 for _, _, files in os.walk(args.folder) for name in files if name.endswith(".json"))
     print(f"{count} fixtures in {args.folder}; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print(f"{'way':34} {'wall s':>8} {'CPU s':>8} {'fixtures/s':>11} {'exit':>5}")
     for name, options, flag in WAYS:
-        wall, cpu, status = min(run(args.folder, options, flag) for _ in range(max(1, args.repeat)))
+        wall, cpu, status = min(run(args.folder, options, flag, args.adapter) for _ in range(max(1, args.repeat)))
         print(f"{name:34} {wall:8.2f} {cpu:8.2f} {count / wall:11.1f} {status:5d}")
     return 0
 
