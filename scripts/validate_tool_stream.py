@@ -14701,13 +14701,16 @@ def _end_adapter(process: Any, mark: str | None) -> None:
     process.wait()
 
 
-def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray) -> tuple[str, bool]:
+def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
+                  request: bytes | None = None) -> tuple[str, bool]:
     """Read the command's standard output and error while it runs: ("exited", "over" or "timeout",
     whether standard error was cut at its start).
 
     Standard output is kept whole up to _CONFORM_OUTPUT_BYTES: "over" as soon as it passes that
     (the caller stops the command there, by count, not time); of standard error only the last
-    _CONFORM_STDERR_BYTES are kept.  Nothing is written to disk."""
+    _CONFORM_STDERR_BYTES are kept.  Nothing is written to disk.  With `request` (conform
+    --persistent), that line is written to its standard input meanwhile, and ("answered", cut) comes
+    as soon as standard output holds a line end."""
     import os
     import selectors
     import time
@@ -14738,14 +14741,21 @@ def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray) 
         ended = os.pidfd_open(process.pid)   # readable when the command ends (Linux 5.3 and later)
     except (AttributeError, OSError):
         pass
+    stdin, written, searched = (process.stdin.fileno() if request is not None else None), 0, 0
     with selectors.DefaultSelector() as selector:
         for fd in streams:
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ)
         if ended is not None:
             selector.register(ended, selectors.EVENT_READ)
+        if stdin is not None:
+            selector.register(stdin, selectors.EVENT_WRITE)
         try:
             while True:
+                if request is not None:
+                    if out.find(b"\n", searched) >= 0:
+                        return "answered", cut
+                    searched = len(out)
                 if len(out) > _CONFORM_OUTPUT_BYTES:
                     return "over", cut
                 if process.poll() is not None:
@@ -14754,7 +14764,16 @@ def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray) 
                 if left <= 0:
                     return "timeout", cut
                 for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
-                    if key.fd != ended and not read(key.fd):
+                    if key.fd == stdin:
+                        try:
+                            written += os.write(stdin, request[written:])
+                        except BlockingIOError:
+                            continue
+                        except OSError:   # it closed its input or ended: seen as it ends, or times out
+                            written = len(request)
+                        if written >= len(request):
+                            selector.unregister(stdin)
+                    elif key.fd != ended and not read(key.fd):
                         selector.unregister(key.fd)
         finally:
             if ended is not None:
@@ -15175,71 +15194,6 @@ class PersistentAdapter:
                 except OSError:
                     pass
 
-    def _exchange(self, line: bytes, timeout: float, err: bytearray) -> tuple[str, bool]:
-        """Write the request line and read until an answer line: ("answered", "exited", "over" or "timeout",
-        whether standard error was cut at its start).  self._out holds what it wrote for this fixture."""
-        import os
-        import selectors
-        import time
-
-        process, out, cut = self.process, self._out, False
-        fds = {process.stdout.fileno(): out, process.stderr.fileno(): err}
-        stdin, written, searched = process.stdin.fileno(), 0, 0
-        deadline = time.monotonic() + timeout
-        ended = None
-        try:
-            ended = os.pidfd_open(process.pid)
-        except (AttributeError, OSError):
-            pass
-        with selectors.DefaultSelector() as selector:
-            for fd in fds:
-                selector.register(fd, selectors.EVENT_READ)
-            selector.register(stdin, selectors.EVENT_WRITE)
-            if ended is not None:
-                selector.register(ended, selectors.EVENT_READ)
-            try:
-                while True:
-                    if out.find(b"\n", searched) >= 0:
-                        return "answered", cut
-                    searched = len(out)
-                    if len(out) > _CONFORM_OUTPUT_BYTES:
-                        return "over", cut
-                    if process.poll() is not None:
-                        return "exited", cut
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return "timeout", cut
-                    for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
-                        if key.fd == ended:
-                            continue
-                        if key.fd == stdin:
-                            try:
-                                written += os.write(stdin, line[written:])
-                            except BlockingIOError:
-                                continue
-                            except OSError:   # it closed its input or ended: seen as it ends, or times out
-                                written = len(line)
-                            if written >= len(line):
-                                selector.unregister(stdin)
-                            continue
-                        try:
-                            chunk = os.read(key.fd, 1 << 16)
-                        except BlockingIOError:
-                            continue
-                        except OSError:
-                            chunk = b""
-                        if not chunk:
-                            selector.unregister(key.fd)
-                            continue
-                        kept = fds[key.fd]
-                        kept += chunk
-                        if kept is err and len(err) > _CONFORM_STDERR_BYTES:
-                            del err[:len(err) - _CONFORM_STDERR_BYTES]
-                            cut = True
-            finally:
-                if ended is not None:
-                    os.close(ended)
-
     def ask(self, env: Mapping[str, str], timeout: float) -> tuple[Any, str, bool]:
         """One fixture: (its calls or None, why there are none, whether that is a refusal), as run_adapter."""
         import os
@@ -15255,7 +15209,7 @@ class PersistentAdapter:
         for fd in (self.process.stdout.fileno(), self.process.stderr.fileno()):   # what it wrote past its last answer
             _drain(fd, bytearray(), 1 << 16, tail=True)
         self._out, self._err = bytearray(), bytearray()
-        state, self._cut = self._exchange(line, timeout, self._err)
+        state, self._cut = _pump_adapter(self.process, timeout, self._out, self._err, line)
         status = 0
         if state == "answered":
             del self._out[self._out.find(b"\n"):]
