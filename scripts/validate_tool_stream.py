@@ -1760,6 +1760,40 @@ def _error_member(payload: dict) -> bool:
     return "error" in payload
 
 
+def _sdk_dump(item: Any) -> Any:
+    """The wire payload an SDK's stream item was built from, by duck typing (no SDK is imported).
+
+    The generic reader of WireRules.sdk_item: a pydantic model (openai-python, the Anthropic SDK,
+    cohere-python, ollama-python and mistralai build theirs from the wire JSON) gives
+    model_dump(mode="json", by_alias=True, exclude_unset=True): only the members the server sent
+    (pydantic's fields_set; the Stainless SDKs' BaseModel.construct in openai/_models.py and
+    anthropic/_models.py sets it to the keys present and keeps unknown members as extras), under
+    their wire names, as JSON values.  Without model_dump, to_dict(), which must give a JSON object.
+    Anything else (a JSON value, an unknown object) is returned as it is, for the room to judge.
+    """
+    dump = getattr(item, "model_dump", None)
+    serializer = getattr(type(item), "__pydantic_serializer__", None)
+    if dump is not None and serializer is not None:
+        # what model_dump does with these arguments in pydantic 2 (none of those SDKs overrides it there),
+        # without its own checks of its arguments: JSON values by construction
+        return serializer.to_python(item, mode="json", by_alias=True, exclude_unset=True)
+    if dump is not None:
+        payload = dump(mode="json", by_alias=True, exclude_unset=True)
+    else:
+        to_dict = getattr(item, "to_dict", None)
+        if to_dict is None:
+            return item
+        payload = to_dict()
+    if not _is_json(payload):
+        raise TypeError("its dump holds values that are not JSON")
+    return payload
+
+
+def _sdk_payload(item: Any, normalizer: Any, pos: int) -> Any:
+    """The generic reader of an SDK's stream item (WireRules.sdk_item): its wire payload (see _sdk_dump)."""
+    return _sdk_dump(item)
+
+
 class WireRules(_FrozenRecord):
     """How a room reads its wire payloads; data, not code paths.
 
@@ -1770,13 +1804,18 @@ class WireRules(_FrozenRecord):
       final_reader     a final (not streamed) message of its API, an adapter's output -> the function that
                        reads its calls (each from _adapter_call), or None when the document is not of that
                        shape (adapter_calls_from_doc calls it: a frame less above a deep argument object)
+      sdk_item         (item that is not a dict, the turn's normalizer, its position) -> the wire payload an SDK's
+                       stream object stands for (StreamGate.feed reads every non-dict item through it), a
+                       WireProblem, or None (an item that restates what was read and adds nothing); a value it
+                       does not know is returned as it is.  It may raise: feed() makes that a finding
     """
 
-    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_reader")
+    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_reader", "sdk_item")
 
     def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
                  fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key,
-                 final_reader: Callable[[dict], Callable[[dict], list] | None] = _no_final_reader) -> None:
+                 final_reader: Callable[[dict], Callable[[dict], list] | None] = _no_final_reader,
+                 sdk_item: Callable[[Any, Any, int], Any] = _sdk_payload) -> None:
         _freeze(self, locals())
 
 
@@ -10067,6 +10106,7 @@ class StreamGate:
         self.meta = meta
         self.request = request
         self._normalizer = row.wire.normalizer(self.limits)
+        self._sdk_item = row.wire.sdk_item   # how feed() reads an item that is not a dict (an SDK's object)
         forced = (self.request.forced, self.request.forced_kind) if self.request and self.request.forced else None
         self._machine = TurnMachine(row.rules, self.limits, forced)
         # what the feed loop looks up, bound once (feed() runs the loop for every item)
@@ -10101,6 +10141,10 @@ class StreamGate:
             self._unexamined += count
             return
         self._position = at + 1   # taken first: an exception from the item shifts no later position
+        if type(item) is not dict and type(item) is not FragmentRun and item is not None:   # an SDK's object?
+            item = self._read_object(item, at)
+            if item is None:
+                return
         hit = plain(item)
         if hit is None or not append(*hit):
             if type(item) is FragmentRun:
@@ -10108,6 +10152,24 @@ class StreamGate:
             else:
                 for event in translate(at, item):
                     handlers[type(event)](event)
+
+    def _read_object(self, item: Any, at: int) -> Any:
+        """The wire payload of an item that is not a dict, read by the room's WireRules.sdk_item: a dict to
+        translate, the item itself (a value no SDK made: the room judges it), or None (nothing more to read,
+        a finding recorded here).  What the SDK object raises, or a dump that is not a JSON object, is a
+        finding, never an exception out of feed()."""
+        try:
+            read = self._sdk_item(item, self._normalizer, at)
+        except Exception as exc:   # noqa: BLE001 - the SDK's own code: any exception is a finding
+            read = WireProblem(at, UNSUPPORTED_EVENT, f"the SDK object {_token(type(item).__name__)} could not be "
+                               f"read ({_token(type(exc).__name__)})")
+        if read is item or type(read) is dict or read is None:
+            return read
+        if type(read) is not WireProblem:
+            read = WireProblem(at, UNSUPPORTED_EVENT, f"the SDK object {_token(type(item).__name__)} reads as "
+                               f"{_describe(read)}, not a JSON object")
+        self._machine.handlers[WireProblem](read)
+        return None
 
     def feed_all(self, items: Iterable[Any]) -> None:
         """Consume each item in turn: feed() for each."""
