@@ -1956,7 +1956,6 @@ def _optional_str(entry: dict, key: str) -> tuple[bool, str | None]:
 
 _CHUNK_OBJECT = "chat.completion.chunk"
 _TOOL_FINISH_REASONS = frozenset({"tool_calls", "function_call"})
-_ABSENT = object()  # a member that is not there (None is JSON null)
 _UNTYPED_CHUNK = ("a chunk with tool-call data has no \"object\" while others are \"chat.completion.chunk\": "
                   "openai-python's stream helper drops it and would run the call without its fragments")
 
@@ -2110,7 +2109,7 @@ class ChatNormalizer:
         if not isinstance(choices, list):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk has no \"choices\" list (got {_describe(choices)})")
             return
-        kind = chunk.get("object", _ABSENT)
+        kind = chunk.get("object")   # null reads as absent (openai-python's model_dump() writes it so)
         if kind != _CHUNK_OBJECT or not self.typed:  # the common chunk needs no look
             yield from self._object(pos, kind, choices)
         if len(choices) > 1:
@@ -2132,8 +2131,8 @@ class ChatNormalizer:
         """
         if type(chunk) is not dict or "error" in chunk:
             return None
-        kind = chunk.get("object", _ABSENT)
-        if not (kind == _CHUNK_OBJECT if self.typed else kind is _ABSENT and self.untyped is not None):
+        kind = chunk.get("object")
+        if not (kind == _CHUNK_OBJECT if self.typed else kind is None and self.untyped is not None):
             return None   # _object would have something to say, or to note
         try:  # subscripts, not get(): this runs for nearly every chunk
             choice = _sole_object(chunk["choices"])
@@ -2165,7 +2164,7 @@ class ChatNormalizer:
                 yield WireProblem(self.untyped, UNEXPECTED_EVENT, _UNTYPED_CHUNK)
         if typed or not _chat_tool_data(choices):
             return
-        if kind is _ABSENT:
+        if kind is None:
             if self.typed:
                 yield WireProblem(pos, UNEXPECTED_EVENT, _UNTYPED_CHUNK)
             elif self.untyped is None:
@@ -2447,6 +2446,25 @@ def _chat_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
     return None
 
 
+# SDK objects (WireRules.sdk_item).  openai-python's ChatCompletionChunk (openai/types/chat/
+# chat_completion_chunk.py) is built by construct_type (openai/_models.py) without validation, but every member
+# typed Optional is first tried through pydantic's lax validation (construct_type's union branch): a tool_calls
+# entry's index "0", 0.0 or true becomes 0, so those three blocked wire streams pass when read from the objects
+# (openai-python would run them so too).  Members it does not know are kept (extra="allow").
+# mistralai's CompletionEvent (mistralai/client/models/completionevent.py) holds the chunk as `data`; its models
+# are validated (pydantic's default extra="ignore": an unknown member is dropped) and their serializers
+# (completionchunk.py, toolcall.py serialize_model) write the defaults they invent (a tool call's id "null",
+# type "function", index 0) unless exclude_unset leaves them out, as the generic reader does.
+
+
+def _mistral_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
+    """A chunk object (openai-python, or mistralai's CompletionChunk), or mistralai's CompletionEvent: its data."""
+    payload = _sdk_dump(item)
+    if type(payload) is dict and len(payload) == 1 and type(payload.get("data")) is dict:
+        return payload["data"]
+    return payload
+
+
 def _chat_claims(payload: dict) -> bool:
     return "choices" in payload
 
@@ -2536,7 +2554,7 @@ MISTRAL = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader, sdk_item=_mistral_sdk_item),
     request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True,
                          tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
