@@ -5743,6 +5743,27 @@ def _gemini_claims(payload: dict) -> bool:
     return "candidates" in payload or "promptFeedback" in payload
 
 
+# google-genai's GenerateContentResponse (google/genai/types.py; built in models.py generate_content_stream by
+# _GenerateContentResponse_from_mldev, then _common.py BaseModel._from_response): _remove_extra_fields drops every
+# member its models lack (finishMessage, continuationToken, a Vertex payload's createTime through the Gemini API
+# client), then model_validate validates (extra="forbid"): a candidate index "0" becomes 0 (a blocked wire stream
+# passes, as google-genai would run it), a partialArgs numberValue 2 becomes 2.0 (the call's arguments say 2.0).
+# Its members are snake_case with camelCase aliases (alias_generator=to_camel), bytes fields serialise as base64
+# (ser_json_bytes), so model_dump(mode="json", by_alias=True, exclude_unset=True) gives the wire names and values
+# it kept; exclude_unset, not exclude_none, so that "args": null stays null (unexpected_event, as on the wire).  The
+# SDK sets members of its own, which no wire chunk has: these are dropped from the dump.
+_GENAI_OWN_MEMBERS = ("sdkHttpResponse", "automaticFunctionCallingHistory", "parsed")
+
+
+def _gemini_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
+    """A GenerateContentResponse: its wire chunk (the generic dump without the SDK's own members)."""
+    payload = _sdk_dump(item)
+    if type(payload) is dict:
+        for member in _GENAI_OWN_MEMBERS:
+            payload.pop(member, None)
+    return payload
+
+
 def _gemini_frame(stream: list, query: str) -> tuple[str, bytes]:
     """alt=sse: data lines ended by CRLF CRLF; without it, one JSON array of the same objects."""
     from urllib.parse import parse_qs
@@ -6005,7 +6026,8 @@ GEMINI = Profile(
     name="gemini", stream_key="chunks",
     rules=TurnRules(tool_reason="STOP", needs_close=False, stop_name="finishReason",
                     slot_end_name="its final functionCall part", requires_id=False),
-    wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected),
+    wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected,
+                   sdk_item=_gemini_sdk_item),
     request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
                          check_sse_text=_gemini_check_sse),
