@@ -2685,6 +2685,19 @@ class AnthropicNormalizer:
 
     def __init__(self) -> None:
         self.state = _AnthropicState()
+        self.noted: tuple[int, Any] = (-1, None)   # the last content_block_delta SDK object: (position, delta)
+
+    def restated(self, pos: int, payload: dict, restating: tuple[str, str, str]) -> WireProblem | None:
+        """A derived event of the Anthropic SDK's stream helper (see _anthropic_sdk_item): None when it
+        restates exactly the delta fed just before it, once; else unexpected_event."""
+        kind, delta_type, member = restating
+        at, delta = self.noted
+        self.noted = (-1, None)
+        if (at == pos - 1 and isinstance(delta, dict) and delta.get("type") == delta_type and member in payload
+                and member in delta and payload[member] == delta[member]):
+            return None
+        return WireProblem(pos, UNEXPECTED_EVENT, f"a {kind} event of the Anthropic SDK's stream helper does not "
+                           f"restate a {delta_type} fed just before it")
 
     def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The input_json_delta events for one block that start at text[pos], read at once: (the run,
@@ -2787,8 +2800,13 @@ class AnthropicNormalizer:
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            yield _untyped(pos, event)
-            return
+            if not (isinstance(event, dict) and len(event) == 1 and _invoke_member(event)):
+                yield _untyped(pos, event)
+                return
+            event = _anthropic_boto3_event(pos, event)   # boto3's invoke_model_with_response_stream item
+            if type(event) is WireProblem:
+                yield event
+                return
         kind = event["type"]
         if kind == "ping":   # opens nothing; late only after message_stop
             yield from _ANTHROPIC_ROOM.late(pos, kind, state)
@@ -3384,29 +3402,101 @@ def _anthropic_invoke_text(member: str, text: str, decoded: str | None = None) -
 def _anthropic_invoke_event(frame: dict, number: int) -> tuple[Any, str | None]:
     """The Anthropic event one frame carries (an exception frame: an Anthropic error event), and the
     event's text the chunk's bytes decode to (None for an exception frame)."""
+    (member, payload), = frame.items()
+    try:
+        return _invoke_frame_event(member, payload, False)
+    except CaptureError as exc:
+        raise CaptureError(f"frame {number}: {exc}") from None
+
+
+def _invoke_frame_event(member: str, payload: Any, decoded: bool) -> tuple[Any, str | None]:
+    """The Anthropic event of one InvokeModelWithResponseStream frame (member: its event type, payload: its
+    JSON payload) and its text; CaptureError says what is wrong.  decoded: the chunk's bytes are the event's
+    bytes already (botocore decodes the base64 of the wire: a boto3 event dict), not the wire's base64."""
     import base64
     import binascii
 
-    (member, payload), = frame.items()
     if member.endswith("Exception"):   # botocore and the Anthropic SDKs raise on every one
         return {"type": "error", "error": {"type": member}}, None
     if member != "chunk":
-        raise CaptureError(f"frame {number}: an event {_token(member)}, not a chunk of InvokeModelWithResponseStream "
+        raise CaptureError(f"an event {_token(member)}, not a chunk of InvokeModelWithResponseStream "
                            "(a ConverseStream body is --profile bedrock)")
-    extra = sorted(key for key in payload if key not in _INVOKE_PAYLOAD_KEYS)
-    if extra or not isinstance(payload.get("bytes"), str):
-        raise CaptureError(f"frame {number}: a chunk is not {{\"bytes\": base64, \"p\": padding}}"
+    kind = (bytes, bytearray) if decoded else str
+    extra = sorted(key for key in payload if key not in _INVOKE_PAYLOAD_KEYS) if isinstance(payload, dict) else []
+    if not isinstance(payload, dict) or extra or not isinstance(payload.get("bytes"), kind):
+        raise CaptureError(f"a chunk is not {{\"bytes\": {'bytes' if decoded else 'base64'}, \"p\": padding}}"
                            + (f" (it has {_token(extra[0])})" if extra else ""))
     try:
-        text = base64.b64decode(payload["bytes"], validate=True).decode("utf-8")
+        raw = payload["bytes"] if decoded else base64.b64decode(payload["bytes"], validate=True)
+        text = bytes(raw).decode("utf-8")
         event = decode_document(text, what="the chunk's event")
     except (binascii.Error, ValueError):
-        raise CaptureError(f"frame {number}: the chunk's bytes are not base64 of UTF-8 text") from None
+        raise CaptureError(f"the chunk's bytes are not {'' if decoded else 'base64 of '}UTF-8 text") from None
     except JsonProblem as problem:
-        raise CaptureError(f"frame {number}: the chunk's event is not strict JSON: {problem.message}") from None
+        raise CaptureError(f"the chunk's event is not strict JSON: {problem.message}") from None
     if not isinstance(event, dict):
-        raise CaptureError(f"frame {number}: the chunk's event must be a JSON object, got {_describe(event)}")
+        raise CaptureError(f"the chunk's event must be a JSON object, got {_describe(event)}")
     return event, text
+
+
+def _invoke_member(item: dict) -> bool:
+    """Whether the one member of item names an InvokeModelWithResponseStream event (a chunk, an exception)."""
+    member = next(iter(item))
+    return member == "chunk" or isinstance(member, str) and member.endswith("Exception")
+
+
+def _anthropic_boto3_event(pos: int, item: dict) -> Any:
+    """The Anthropic event a boto3 invoke_model_with_response_stream item carries ({"chunk": {"bytes": the
+    event's bytes}}: botocore's EventStream parser has decoded the frame's base64), read by capture's rules for
+    a frame (_invoke_frame_event); a WireProblem (unsupported_event) with capture's message when it is not one."""
+    (member, payload), = item.items()
+    try:
+        return _invoke_frame_event(member, payload, True)[0]
+    except CaptureError as exc:
+        return WireProblem(pos, UNSUPPORTED_EVENT, f"a boto3 InvokeModelWithResponseStream item: {exc}")
+
+
+# The Anthropic SDK's objects (WireRules.sdk_item).  messages.create(stream=True) yields the raw events
+# (anthropic/_streaming.py Stream.__stream__; it skips `ping` and raises on `error`, so a position counts the
+# items fed), built by construct_type (anthropic/_models.py) as openai-python builds its chunks: the generic
+# dump gives the wire.  The stream helper, messages.stream() (anthropic/lib/streaming/_messages.py), yields the
+# raw events too, but build_events adds after a content_block_delta a derived event restating it (text,
+# input_json, citation, thinking, signature; each with an accumulated `snapshot`, except signature) and replaces
+# content_block_stop and message_stop by events rebuilt from type and index alone, carrying a snapshot
+# (content_block, message) that accumulate_event builds from the deltas.  Decision: a helper stream is read,
+# not refused.  A derived event is read as a restatement: it must restate exactly the member of the raw delta
+# fed just before it (else unexpected_event) and adds nothing; a snapshot is left out, never judged (it is the
+# SDK's own accumulation, not the server's word; and a tool_use block's snapshot is partial JSON parsed
+# leniently).  So a helper stream gives the raw stream's verdict and calls (positions count every item fed).
+# Found by class name, never by type: a wire event of type "text" or "input_json" stays unsupported_event.
+_ANTHROPIC_RESTATEMENTS: Mapping[str, tuple[str, str, str]] = MappingProxyType({
+    # class name: (its type, the delta type it restates, the member both carry)
+    "TextEvent": ("text", "text_delta", "text"),
+    "InputJsonEvent": ("input_json", "input_json_delta", "partial_json"),
+    "CitationEvent": ("citation", "citations_delta", "citation"),
+    "ThinkingEvent": ("thinking", "thinking_delta", "thinking"),
+    "SignatureEvent": ("signature", "signature_delta", "signature"),
+})
+_ANTHROPIC_SNAPSHOTS: Mapping[str, str] = MappingProxyType({
+    "ParsedContentBlockStopEvent": "content_block", "ParsedMessageStopEvent": "message"})
+
+
+def _anthropic_sdk_item(item: Any, normalizer: "AnthropicNormalizer", pos: int) -> Any:
+    """An Anthropic SDK event object: its wire event; a helper's derived event: None when it restates the raw
+    delta fed just before it, else a WireProblem; a helper's rebuilt stop event: without its snapshot."""
+    name = type(item).__name__
+    payload = _sdk_dump(item)
+    if type(payload) is not dict:
+        return payload
+    restating = _ANTHROPIC_RESTATEMENTS.get(name)
+    if restating is not None and payload.get("type") == restating[0]:
+        return normalizer.restated(pos, payload, restating)
+    snapshot = _ANTHROPIC_SNAPSHOTS.get(name)
+    if snapshot is not None:
+        payload.pop(snapshot, None)
+    elif payload.get("type") == "content_block_delta":
+        normalizer.noted = (pos, payload.get("delta"))
+    return payload
 
 
 # Anthropic's errors before a stream: {"type": "error", "error": {"type", "message"}, "request_id"} with
@@ -3448,7 +3538,8 @@ ANTHROPIC = Profile(
     name="anthropic", stream_key="events",
     rules=TurnRules(tool_reason="tool_use"),
     wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
-                   fragment_key=_fragment_key_at("index"), final_reader=_anthropic_final_reader),
+                   fragment_key=_fragment_key_at("index"), final_reader=_anthropic_final_reader,
+                   sdk_item=_anthropic_sdk_item),
     request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                          defined_tool=_anthropic_defined_tool, tool_entry=_anthropic_tool_entry),
     capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
