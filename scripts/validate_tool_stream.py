@@ -3817,7 +3817,7 @@ def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
         value = body.get(key)
         if (value != known) if required else (value is not None and value != "" and value != known):
             yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {index} as "
-                              f"{_token(value) if key in body else 'nothing'}, not {_token(known)}", None, index)
+                              f"{_token(value) if value is not None else 'nothing'}, not {_token(known)}", None, index)
     if item.kind in _RESPONSES_ARGUMENT_ITEMS and body.get("namespace") != item.namespace:
         # openai-agents routes a call by (namespace, name): a restatement in another namespace is another tool
         said = body.get("namespace")
@@ -4000,7 +4000,7 @@ def _responses_call_done(pos: int, index: int, body: dict, item: _ResponsesItem)
     if not isinstance(final, str):
         # the Vercel AI SDK runs the done item, openai-agents parses a missing one as {}
         yield WireProblem(pos, UNEXPECTED_EVENT, f"output_item.done states {member} of item {index} as "
-                          f"{_describe(final) if member in body else 'nothing'}, not a string: an SDK that runs "
+                          f"{_describe(final) if final is not None else 'nothing'}, not a string: an SDK that runs "
                           "the done item would run other arguments", None, index)
     else:
         restated.append(("output_item.done", final))
