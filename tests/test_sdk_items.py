@@ -1,0 +1,655 @@
+"""SDK objects in StreamGate.feed: each room's WireRules.sdk_item, null members read as absent, the
+Anthropic stream helper's derived events, boto3's event dicts.
+
+The default run uses small duck-typed stand-ins (a class with model_dump(...) or to_dict()), never an SDK.
+The SDK environment (tests/adapters/.venv) serves every passing and blocked fixture with `serve` and reads it
+with the real client: its objects, and their plain model_dump() dicts, give the wire's report, or one of the
+differences pinned below (each one the SDK's own doing: a member it drops, a value it converts).  Without the
+package a class skips, naming it.
+"""
+
+import copy
+import json
+import threading
+import unittest
+
+from support import FIXTURES, fixture_envelope_report, fixture_paths, load_fixture, vts
+
+
+def passing_and_blocked(profile):
+    """Every bundled fixture of the profile whose expected status is pass or blocked."""
+    for relpath in fixture_paths():
+        doc = load_fixture(relpath)[1]
+        if relpath.startswith(profile + "/") and doc["expect"]["status"] in ("pass", "blocked"):
+            yield relpath, doc
+
+
+def report_of(doc, items):
+    gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], meta=doc.get("meta"), request=doc.get("request"))
+    for item in items:
+        gate.feed(item)
+    return gate.finish()
+
+
+def stream_of(doc):
+    return doc[vts.PROFILES[doc["profile"]].stream_key]
+
+
+def verdict(report):
+    """What a report says, positions aside (an SDK that skips an event, as the Anthropic SDK skips ping,
+    shifts the positions of what follows)."""
+    return (report["status"], [(f["code"], f["message"]) for f in report["findings"]],
+            [(c["id"], c["name"], c["arguments"], c["state"]) for c in report["calls"]])
+
+
+# Members a plain model_dump() of the SDK's model writes as null when the server left them out (found by
+# dumping the SDK objects of every served fixture, see SdkEnvironment), as paths of member names ("*": each list
+# item).  The rooms read each of these nulls as absent.  Each profile has an entry, so a new room is not skipped.
+PLAIN_DUMP_NULLS = {
+    "openai": [("object",), ("service_tier",), ("system_fingerprint",), ("usage",), ("obfuscation",),
+               ("moderation",), ("choices", "*", "logprobs"), ("choices", "*", "delta", "audio"),
+               ("choices", "*", "delta", "content"), ("choices", "*", "delta", "function_call"),
+               ("choices", "*", "delta", "refusal"), ("choices", "*", "delta", "role"),
+               ("choices", "*", "delta", "tool_calls"), ("choices", "*", "delta", "tool_calls", "*", "id"),
+               ("choices", "*", "delta", "tool_calls", "*", "type"),
+               ("choices", "*", "delta", "tool_calls", "*", "function", "name"),
+               ("choices", "*", "delta", "tool_calls", "*", "function", "arguments")],
+    "openai-responses": [("response", "instructions"), ("response", "max_output_tokens"),
+                         ("response", "previous_response_id"), ("response", "reasoning"), ("response", "user"),
+                         ("response", "service_tier"), ("response", "temperature"), ("response", "top_p"),
+                         ("response", "truncation"), ("response", "incomplete_details"), ("response", "usage"),
+                         ("item", "namespace"), ("item", "caller"), ("item", "phase"), ("item", "encrypted_content"),
+                         ("response", "output", "*", "namespace"), ("response", "output", "*", "caller"),
+                         ("logprobs",)],
+    "anthropic": [("message", "container"), ("message", "stop_details"),
+                  ("message", "usage", "cache_creation_input_tokens"), ("message", "usage", "cache_read_input_tokens"),
+                  ("message", "usage", "server_tool_use"), ("message", "usage", "service_tier"),
+                  ("content_block", "caller"), ("delta", "container"), ("delta", "stop_details"),
+                  ("usage", "cache_creation_input_tokens"), ("usage", "cache_read_input_tokens"),
+                  ("usage", "server_tool_use")],
+    "cohere": [("delta", "error"), ("delta", "usage", "billed_units"), ("delta", "usage", "tokens"),
+               ("delta", "usage", "cached_tokens"), ("logprobs",)],
+    "ollama": [("created_at",), ("done_reason",), ("total_duration",), ("load_duration",), ("eval_duration",),
+               ("prompt_eval_duration",), ("logprobs",), ("message", "images"), ("message", "thinking"),
+               ("message", "tool_name")],
+    # boto3's ConverseStream events are botocore's parsed dicts: it writes no member the server left out
+    "bedrock": [],
+    # not read as absent: a plain model_dump() of google-genai's GenerateContentResponse writes "args": null
+    # and every PartialArg value as null, and README gives both a meaning (see GeminiNullsKeepTheirMeaning)
+    "gemini": None,
+}
+PLAIN_DUMP_NULLS["mistral"] = PLAIN_DUMP_NULLS["openai"]   # openai-python's client reads Mistral's API too
+
+
+def with_nulls(value, paths):
+    """A copy of value with null written for each path's member wherever its parent exists without it."""
+    value = copy.deepcopy(value)
+    for path in paths:
+        parents = [value]
+        for key in path[:-1]:
+            if key == "*":
+                parents = [item for parent in parents if isinstance(parent, list) for item in parent]
+            else:
+                parents = [parent[key] for parent in parents if isinstance(parent, dict) and key in parent]
+        for parent in parents:
+            if isinstance(parent, dict):
+                parent.setdefault(path[-1], None)
+    return value
+
+
+class Model:
+    """A pydantic-style stand-in built from a wire payload: model_dump honours exclude_unset (the members the
+    server sent) and writes, without it, null for the `unset` paths; by_alias and mode are accepted."""
+
+    def __init__(self, payload, unset=()):
+        self.payload, self.unset = payload, unset
+        self.calls = []
+
+    def model_dump(self, *, mode="python", by_alias=False, exclude_unset=False, **rest):
+        self.calls.append((mode, by_alias, exclude_unset))
+        return copy.deepcopy(self.payload) if exclude_unset else with_nulls(self.payload, self.unset)
+
+
+class Serialized(Model):
+    """A stand-in that also has a class-level __pydantic_serializer__, which the generic reader prefers."""
+
+    class _Serializer:
+        def to_python(self, item, *, mode, by_alias, exclude_unset):
+            item.calls.append(("serializer", mode, by_alias, exclude_unset))
+            return copy.deepcopy(item.payload)
+
+    __pydantic_serializer__ = _Serializer()
+
+
+class Dict:
+    """A stand-in with to_dict() only."""
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def to_dict(self):
+        return copy.deepcopy(self.payload)
+
+
+class GenericReader(unittest.TestCase):
+    """Every room: SDK-style objects give the report the wire dicts give, position for position."""
+
+    def test_model_dump_objects_of_every_profile_give_the_wire_report(self):
+        checked = set()
+        for profile in vts.PROFILES:
+            for relpath, doc in passing_and_blocked(profile):
+                with self.subTest(fixture=relpath):
+                    objects = [Model(item) for item in stream_of(doc)]
+                    self.assertEqual(report_of(doc, objects), fixture_envelope_report(relpath))
+                    self.assertTrue(all(o.calls == [("json", True, True)] for o in objects if not o.calls == []))
+                checked.add(profile)
+        self.assertEqual(checked, set(vts.PROFILES))
+
+    def test_serializer_and_to_dict_objects_too(self):
+        for relpath in ("openai/valid-fragmented-single-call.json", "anthropic/pass-three-parallel-tool-uses.json",
+                        "cohere/pass-parallel-calls-one-after-another.json"):
+            doc = load_fixture(relpath)[1]
+            serialized = [Serialized(item) for item in stream_of(doc)]
+            self.assertEqual(report_of(doc, serialized), fixture_envelope_report(relpath))
+            self.assertEqual(serialized[0].calls, [("serializer", "json", True, True)])
+            self.assertEqual(report_of(doc, [Dict(item) for item in stream_of(doc)]), fixture_envelope_report(relpath))
+
+    def test_what_an_object_raises_or_a_dump_that_is_no_object_is_a_finding(self):
+        class Raises:
+            def model_dump(self, **kwargs):
+                raise ValueError("boom")
+
+        class Listed:
+            def model_dump(self, **kwargs):
+                return [1, 2]
+
+        class NotJson:
+            def to_dict(self):
+                return {"type": "message_start", "when": object()}
+
+        class Restless:
+            def __getattr__(self, name):
+                raise RuntimeError(name)
+
+        cases = ((Raises(), 'the SDK object "Raises" could not be read ("ValueError")'),
+                 (Listed(), 'the SDK object "Listed" reads as a list, not a JSON object'),
+                 (NotJson(), 'the SDK object "NotJson" could not be read ("TypeError")'),
+                 (Restless(), 'the SDK object "Restless" could not be read ("RuntimeError")'))
+        for profile in vts.PROFILES:
+            for item, message in cases:
+                with self.subTest(profile=profile, item=type(item).__name__):
+                    gate = vts.StreamGate(profile, {})
+                    gate.feed(item)
+                    self.assertTrue(gate.blocked)
+                    report = gate.finish()
+                    self.assertEqual(report["status"], "blocked")
+                    self.assertEqual([(f["code"], f["message"], f["position"]) for f in report["findings"]][:1],
+                                     [("unsupported_event", message, 0)])
+
+    def test_values_no_sdk_made_are_judged_by_the_room_as_before(self):
+        class Plain:
+            pass
+
+        for item, described in ((Plain(), "Plain"), ([1], "a list"), ("x", "a string"), (7, "7"), (None, "null")):
+            gate = vts.StreamGate("openai", {})
+            gate.feed(item)
+            self.assertEqual([f["message"] for f in gate.finish()["findings"]][:1],
+                             [f"chunk is {described}, not an object"])
+
+    def test_a_dict_subclass_is_read_as_a_dict(self):
+        class Sub(dict):
+            pass
+
+        relpath = "openai/valid-fragmented-single-call.json"
+        doc = load_fixture(relpath)[1]
+        self.assertEqual(report_of(doc, [Sub(item) for item in stream_of(doc)]), fixture_envelope_report(relpath))
+
+
+class NullsReadAsAbsent(unittest.TestCase):
+    """Per room, nulls a plain model_dump() writes for members the server left out change nothing."""
+
+    def test_every_profile_has_an_entry(self):
+        self.assertEqual(set(PLAIN_DUMP_NULLS), set(vts.PROFILES))
+
+    def test_nulls_added_give_the_same_report(self):
+        for profile, paths in PLAIN_DUMP_NULLS.items():
+            if not paths:
+                continue
+            for relpath, doc in passing_and_blocked(profile):
+                with self.subTest(fixture=relpath):
+                    stream = [with_nulls(item, paths) for item in stream_of(doc)]
+                    self.assertEqual(report_of(doc, stream), fixture_envelope_report(relpath))
+                    objects = [Model(item, paths) for item in stream_of(doc)]
+                    self.assertEqual(report_of(doc, [o.model_dump() for o in objects]),
+                                     fixture_envelope_report(relpath))
+
+    def test_object_null_in_every_chunk_passes_as_object_absent_does(self):
+        relpath = "openai/valid-no-object-member-anywhere.json"
+        doc = load_fixture(relpath)[1]
+        self.assertEqual(fixture_envelope_report(relpath)["status"], "pass")
+        report = report_of(doc, [dict(chunk, object=None) for chunk in doc["chunks"]])
+        self.assertEqual(report, fixture_envelope_report(relpath))
+
+    def test_documented_nulls_keep_their_meaning(self):
+        gate = vts.StreamGate("openai", {})
+        gate.feed({"error": None, "choices": []})
+        self.assertEqual([f["code"] for f in gate.finish()["findings"]], ["stream_error"])
+
+
+class GeminiNullsKeepTheirMeaning(unittest.TestCase):
+    """google-genai: the reader drops the SDK's own members; "args": null stays unexpected_event."""
+
+    def test_sdk_members_are_dropped(self):
+        relpath = "gemini/pass-call-with-id.json"
+        doc = load_fixture(relpath)[1]
+        objects = [Model(dict(chunk, sdkHttpResponse={"headers": {}}, automaticFunctionCallingHistory=[]))
+                   for chunk in doc["chunks"]]
+        self.assertEqual(report_of(doc, objects), fixture_envelope_report(relpath))
+        read = vts.PROFILES["gemini"].wire.sdk_item(objects[0], None, 0)
+        self.assertEqual(read, doc["chunks"][0])
+
+    def test_args_null_from_an_object_is_unexpected_event(self):
+        relpath = "gemini/unexpected-event-args-null.json"
+        doc = load_fixture(relpath)[1]
+        self.assertEqual(verdict(report_of(doc, [Model(chunk) for chunk in doc["chunks"]])),
+                         verdict(fixture_envelope_report(relpath)))
+        self.assertEqual([f["code"] for f in fixture_envelope_report(relpath)["findings"]], ["unexpected_event"])
+
+
+class MistralaiEvents(unittest.TestCase):
+    def test_completion_event_objects_read_as_their_data(self):
+        for relpath, doc in passing_and_blocked("mistral"):
+            with self.subTest(fixture=relpath):
+                events = [Model({"data": chunk}) for chunk in doc["chunks"]]
+                self.assertEqual(report_of(doc, events), fixture_envelope_report(relpath))
+
+    def test_only_objects_are_unwrapped(self):
+        relpath = "mistral/valid-incremental-call-with-index.json"
+        doc = load_fixture(relpath)[1]
+        report = report_of(doc, [{"data": chunk} for chunk in doc["chunks"]])
+        self.assertEqual(report["status"], "blocked")   # a {"data": ...} dict is no chunk
+
+
+# --- the Anthropic SDK's stream helper, by hand ---------------------------------------------------
+
+
+def helper_event(name, payload):
+    """A stand-in of the helper's class `name` (the reader knows the helper's classes by name only)."""
+    return type(name, (Model,), {})(payload)
+
+
+def helper_stream(events):
+    """The objects messages.stream() yields for these raw events (anthropic/lib/streaming/_messages.py
+    build_events): each raw event, a derived event after each delta, stop events carrying snapshots."""
+    derived = {"text_delta": ("TextEvent", "text", "text"), "input_json_delta": ("InputJsonEvent", "input_json",
+                                                                                  "partial_json"),
+               "citations_delta": ("CitationEvent", "citation", "citation"),
+               "thinking_delta": ("ThinkingEvent", "thinking", "thinking"),
+               "signature_delta": ("SignatureEvent", "signature", "signature")}
+    out = []
+    for event in events:
+        kind = event.get("type")
+        if kind == "content_block_stop":
+            out.append(helper_event("ParsedContentBlockStopEvent", dict(event, content_block={"type": "junk"})))
+        elif kind == "message_stop":
+            out.append(helper_event("ParsedMessageStopEvent", dict(event, message={"content": "junk"})))
+        else:
+            out.append(helper_event("RawEvent", event))
+        delta = event.get("delta") if kind == "content_block_delta" else None
+        if isinstance(delta, dict) and delta.get("type") in derived and derived[delta["type"]][2] in delta:
+            name, derived_type, member = derived[delta["type"]]
+            payload = {"type": derived_type, member: delta[member]}
+            if derived_type != "signature":
+                payload["snapshot"] = "whatever the SDK accumulated"
+            out.append(helper_event(name, payload))
+    return out
+
+
+class AnthropicHelperStream(unittest.TestCase):
+    def test_every_fixture_through_the_helper_gives_the_raw_report(self):
+        for relpath, doc in passing_and_blocked("anthropic"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(verdict(report_of(doc, helper_stream(doc["events"]))),
+                                 verdict(fixture_envelope_report(relpath)))
+
+    def restating(self, derived):
+        relpath = "anthropic/pass-three-parallel-tool-uses.json"
+        doc = load_fixture(relpath)[1]
+        stream = helper_stream(doc["events"])
+        at = next(i for i, o in enumerate(stream) if type(o).__name__ == "InputJsonEvent")
+        return report_of(doc, derived(stream, at))
+
+    def test_a_derived_event_that_restates_something_else_is_unexpected_event(self):
+        def changed(stream, at):
+            stream[at] = helper_event("InputJsonEvent", {"type": "input_json", "partial_json": "{\"x\"",
+                                                         "snapshot": {}})
+            return stream
+
+        def moved(stream, at):   # after another item: it restates nothing just before it
+            return stream[:at - 1] + [stream[at], stream[at - 1]] + stream[at + 1:]
+
+        def twice(stream, at):
+            return stream[:at + 1] + [stream[at]] + stream[at + 1:]
+
+        message = ("a input_json event of the Anthropic SDK's stream helper does not restate a input_json_delta "
+                   "fed just before it")
+        for derived in (changed, moved, twice):
+            with self.subTest(derived.__name__):
+                report = self.restating(derived)
+                self.assertEqual(report["status"], "blocked")
+                self.assertIn(("unexpected_event", message), [(f["code"], f["message"]) for f in report["findings"]])
+
+    def test_a_text_event_after_a_tool_delta_is_unexpected_event(self):
+        def text(stream, at):
+            stream[at] = helper_event("TextEvent", {"type": "text", "text": stream[at].payload["partial_json"],
+                                                    "snapshot": ""})
+            return stream
+
+        report = self.restating(text)
+        self.assertIn("unexpected_event", [f["code"] for f in report["findings"]])
+
+    def test_wire_dicts_of_derived_types_stay_unsupported(self):
+        relpath = "anthropic/pass-three-parallel-tool-uses.json"
+        doc = load_fixture(relpath)[1]
+        for item in ({"type": "text", "text": "x", "snapshot": "x"}, helper_event("RawEvent", {"type": "text"})):
+            events = doc["events"][:2] + [item] + doc["events"][2:]
+            self.assertEqual([(f["code"], f["message"]) for f in report_of(doc, events)["findings"]],
+                             [("unsupported_event", 'unknown event type "text"')])
+
+
+class Boto3EventDicts(unittest.TestCase):
+    def test_invoke_chunks_give_the_wire_report(self):
+        for relpath, doc in passing_and_blocked("anthropic"):
+            with self.subTest(fixture=relpath):
+                chunks = [{"chunk": {"bytes": json.dumps(event).encode()}} for event in doc["events"]]
+                self.assertEqual(report_of(doc, chunks), fixture_envelope_report(relpath))
+
+    def test_invoke_chunks_read_by_capture_rules(self):
+        cases = (({"chunk": {"bytes": b"\xff"}}, "the chunk's bytes are not UTF-8 text"),
+                 ({"chunk": {"bytes": b"{'a': 1}"}}, "the chunk's event is not strict JSON: "),
+                 ({"chunk": {"bytes": b"[1]"}}, "the chunk's event must be a JSON object, got a list"),
+                 ({"chunk": {"bytes": b"{}", "x": 1}}, 'a chunk is not {"bytes": bytes, "p": padding} (it has "x")'),
+                 ({"chunk": {"bytes": "e30="}}, 'a chunk is not {"bytes": bytes, "p": padding}'),
+                 ({"chunk": []}, 'a chunk is not {"bytes": bytes, "p": padding}'))
+        for item, message in cases:
+            with self.subTest(message=message):
+                gate = vts.StreamGate("anthropic", {})
+                gate.feed(item)
+                finding = gate.finish()["findings"][0]
+                self.assertEqual(finding["code"], "unsupported_event")
+                self.assertTrue(finding["message"].startswith("a boto3 InvokeModelWithResponseStream item: " + message),
+                                finding["message"])
+
+    def test_an_exception_member_is_a_stream_error(self):
+        gate = vts.StreamGate("anthropic", {})
+        gate.feed({"modelStreamErrorException": {"message": "x"}})
+        self.assertEqual([f["code"] for f in gate.finish()["findings"]], ["stream_error"])
+
+    def test_capture_keeps_its_messages(self):
+        with self.assertRaisesRegex(vts.CaptureError, r"^frame 3: the chunk's bytes are not base64 of UTF-8 text$"):
+            vts._anthropic_invoke_event({"chunk": {"bytes": "!!"}}, 3)
+
+
+# --- the SDK environment ------------------------------------------------------------------------
+
+
+def importable(module):
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+class _Served:
+    """Every passing and blocked fixture of PROFILE served, read with the SDK (read(prefix) -> its items)."""
+
+    MODULE = ""
+    PROFILE = ""
+    # fixture prefix -> why its objects cannot give the wire's verdict: the SDK's own doing
+    DIFFERS = {}
+    # fixture prefix -> why the SDK refuses the stream (it raises while reading: nothing is handed over)
+    RAISES = {}
+
+    @classmethod
+    def setUpClass(cls):
+        if not importable(cls.MODULE):
+            raise unittest.SkipTest(f"{cls.MODULE} is not installed (python3 tests/adapters/setup.py)")
+        cls.served, _ = vts.serve_plan([FIXTURES])
+        cls.server = vts.make_server(cls.served)
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        host, port = cls.server.server_address[:2]
+        cls.url = f"http://{host}:{port}/"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def fixtures(self):
+        for prefix, fixture in sorted(self.served.items()):
+            doc = load_fixture(prefix + ".json")[1]
+            if (fixture.profile == self.PROFILE and doc["expect"]["status"] in ("pass", "blocked")
+                    and "error" not in fixture.fault):
+                yield prefix, doc
+
+    def test_objects_and_plain_dumps_give_the_wire_verdict(self):
+        import warnings
+
+        differs, raises, read = set(), set(), 0
+        for prefix, doc in self.fixtures():
+            with self.subTest(fixture=prefix), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    items = self.read(prefix)
+                except Exception:   # noqa: BLE001 - the SDK refuses the stream
+                    raises.add(prefix)
+                    continue
+                read += 1
+                want = verdict(fixture_envelope_report(prefix + ".json"))
+                got = verdict(report_of(doc, items))
+                if got != want:
+                    differs.add(prefix)
+                plain = verdict(report_of(doc, [self.plain(item) for item in items]))
+                if prefix in self.DIFFERS:   # the same findings; the calls may show what the SDK changed
+                    plain, got = plain[:2], got[:2]
+                self.assertEqual(plain, got)
+        self.assertEqual(sorted(differs), sorted(self.DIFFERS))
+        self.assertEqual(sorted(raises), sorted(self.RAISES))
+        self.assertGreater(read, 5)
+
+    def plain(self, item):
+        return item.model_dump()
+
+
+class OpenAIChatObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "openai", "openai"
+    DIFFERS = dict.fromkeys(("openai/missing-index-boolean-true", "openai/missing-index-float-zero",
+                             "openai/missing-index-string-zero"),
+                            "construct_type validates Optional members laxly: the entry's index becomes 0")
+    RAISES = {"openai/stream-error-error-member-mid-call": "openai-python raises APIError on an error member"}
+
+    def read(self, prefix):
+        import openai
+
+        client = openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
+        return list(client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                   stream=True))
+
+
+class OpenAIChatObjectsOfMistral(OpenAIChatObjects):
+    PROFILE = "mistral"
+    DIFFERS, RAISES = {}, {}
+
+
+class MistralaiObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "mistralai", "mistral"
+
+    def read(self, prefix):
+        from mistralai.client import Mistral
+
+        client = Mistral(api_key="test", server_url=self.url + prefix)
+        return list(client.chat.stream(model="mistral-large-latest", messages=[{"role": "user", "content": "x"}]))
+
+    def plain(self, item):
+        return item.data.model_dump(by_alias=True, exclude_unset=True)   # a plain one writes invented defaults
+
+    def test_a_plain_dump_writes_defaults_mistralai_invents(self):
+        relpath = "mistral/missing-index-entry-without-index-and-id"
+        items = self.read(relpath)
+        dumped = [item.model_dump()["data"] for item in items]
+        calls = [call for chunk in dumped for choice in chunk["choices"] for call in choice["delta"].get("tool_calls") or []]
+        # the wire's second entry has neither id nor index (missing_index); the plain dump says "null" and 0
+        self.assertEqual([(call["id"], call["index"]) for call in calls], [("ZnDpBqqGt", 0), ("null", 0)])
+
+
+class ResponsesObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "openai", "openai-responses"
+    DIFFERS = dict.fromkeys(("openai-responses/unsupported-event-apply-patch-call-item",
+                             "openai-responses/unsupported-event-computer-call-item",
+                             "openai-responses/unsupported-event-local-shell-call-item"),
+                            "an unreviewed item's input is shown in the model's member order (blocked either way)")
+
+    def read(self, prefix):
+        import openai
+
+        client = openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
+        return list(client.responses.create(model="gpt-5", input="x", stream=True))
+
+
+class AnthropicObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "anthropic", "anthropic"
+    RAISES = {"anthropic/stream-error-overloaded-mid-tool-block": "the SDK raises on an error event"}
+
+    def client(self, prefix):
+        import anthropic
+
+        return anthropic.Anthropic(base_url=self.url + prefix, api_key="sk-test", max_retries=0)
+
+    def read(self, prefix):
+        return list(self.client(prefix).messages.create(model="claude-sonnet-4-5", max_tokens=64, stream=True,
+                                                        messages=[{"role": "user", "content": "x"}]))
+
+    def test_the_stream_helper_gives_the_raw_verdict(self):
+        refused = {"anthropic/malformed-json-trailing-comma", "anthropic/missing-slot-block-index-gap",
+                   "anthropic/missing-slot-delta-for-unopened-index", "anthropic/missing-slot-stop-for-unopened-index",
+                   "anthropic/pass-non-ascii-surrogate-pair-split", "anthropic/stream-error-overloaded-mid-tool-block"}
+        raised, read = set(), 0
+        for prefix, doc in self.fixtures():
+            gate = vts.StreamGate("anthropic", doc["tool_schemas"], request=doc.get("request"))
+            with self.subTest(fixture=prefix):
+                try:
+                    with self.client(prefix).messages.stream(model="claude-sonnet-4-5", max_tokens=64,
+                                                              messages=[{"role": "user", "content": "x"}]) as stream:
+                        for event in stream:
+                            gate.feed(event)
+                except Exception:   # noqa: BLE001 - the helper refuses the stream: nothing is handed over
+                    raised.add(prefix)
+                    continue
+                read += 1
+                self.assertEqual(verdict(gate.finish()), verdict(fixture_envelope_report(prefix + ".json")))
+        # the helper's accumulate_event raises on JSON it cannot parse, an index it has no block for, a lone
+        # surrogate it cannot encode (a stream the gate passes), and on an error event
+        self.assertEqual(raised, refused)
+        self.assertGreater(read, 60)
+
+
+class GoogleGenaiObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "google.genai", "gemini"
+    DIFFERS = {
+        "gemini/missing-index-candidate-index-string": "validated: a candidate index \"0\" becomes 0",
+        "gemini/missing-terminal-turn-ends-on-continuation": "continuationToken is dropped",
+        "gemini/missing-terminal-streamed-call-without-final-part": "numberValue 4 becomes 4.0 in the arguments",
+        "gemini/pass-vertex-final-part-is-last-partial-args": "numberValue becomes a float",
+        "gemini/pass-vertex-number-bool-null-values": "numberValue becomes a float",
+        "gemini/pass-vertex-streamed-nested-object-array-paths": "numberValue becomes a float",
+        "gemini/pass-vertex-two-streamed-calls-in-sequence": "numberValue becomes a float",
+        "gemini/unexpected-event-args-with-partial-args": "args 19 becomes 19.0 (a float field)",
+        "gemini/unexpected-event-bracket-quoted-path-member-name": "numberValue becomes a float",
+        "gemini/unsupported-event-part-with-text-and-function-call": "the message names the model's member order",
+    }
+    RAISES = dict.fromkeys((
+        "gemini/non-object-arguments-args-list", "gemini/pass-vertex-integer-enums-two-calls",
+        "gemini/stream-error-error-chunk-mid-stream", "gemini/unsupported-event-avg-logprobs-not-a-number",
+        "gemini/unsupported-event-thought-signature-not-base64",
+        "gemini/wrong-terminal-reason-integer-finish-that-may-be-a-failed-call",
+        "gemini/wrong-terminal-reason-integer-max-tokens-with-call"), "google-genai's validation refuses the chunk")
+
+    def read(self, prefix):
+        from google import genai
+
+        client = genai.Client(api_key="test", http_options={"base_url": self.url + prefix})
+        return list(client.models.generate_content_stream(model="gemini-2.5-flash", contents="x"))
+
+    def plain(self, item):
+        # a plain model_dump() writes every unset member as null, which the gemini room does not read as absent
+        return item.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"sdk_http_response"})
+
+
+class CohereObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "cohere", "cohere"
+    DIFFERS = {
+        "cohere/missing-id-start-without-id": "cohere-python skips (logs) a tool-call-start its model refuses",
+        "cohere/unsupported-event-tool-calls-as-a-list": "cohere-python skips (logs) the event its model refuses",
+        "cohere/unsupported-event-unknown-event-type": "cohere-python skips (logs) an event type it does not know",
+    }
+
+    def read(self, prefix):
+        import logging
+
+        import cohere
+
+        logging.getLogger().setLevel(logging.CRITICAL)
+        client = cohere.ClientV2(api_key="test", base_url=self.url + prefix)
+        return list(client.chat_stream(model="command-a-03-2025", messages=[{"role": "user", "content": "x"}]))
+
+
+class OllamaObjects(_Served, unittest.TestCase):
+    MODULE, PROFILE = "ollama", "ollama"
+    _DROPS_IDS = "ollama-python's ToolCall has no id (and its function no index): pydantic drops them"
+    DIFFERS = dict.fromkeys((
+        "ollama/delta-after-terminal-call-after-the-done-line", "ollama/duplicate-terminal-second-done-line",
+        "ollama/identity-collision-two-calls-share-an-id", "ollama/missing-index-index-not-an-integer",
+        "ollama/missing-name-empty-name", "ollama/missing-terminal-connection-closed-mid-call",
+        "ollama/missing-terminal-no-done-line", "ollama/pass-call-inside-the-done-line",
+        "ollama/pass-call-line-then-done-line", "ollama/pass-cloud-line-with-thinking-logprobs-and-remote-model",
+        "ollama/pass-every-call-says-index-zero", "ollama/pass-no-argument-call-empty-object",
+        "ollama/pass-parallel-calls-in-one-line", "ollama/pass-parallel-calls-in-separate-lines",
+        "ollama/pass-text-then-call", "ollama/request-violation-tool-not-offered",
+        "ollama/schema-violation-missing-required", "ollama/unexpected-event-langchain-rewrites-a-json-string-argument",
+        "ollama/unsupported-event-openai-shaped-call", "ollama/wrong-terminal-reason-done-without-reason",
+        "ollama/wrong-terminal-reason-length"), _DROPS_IDS)
+    RAISES = dict.fromkeys((
+        "ollama/stream-error-error-line", "ollama/unsupported-event-arguments-as-a-string",
+        "ollama/unsupported-event-arguments-null", "ollama/unsupported-event-content-not-a-string",
+        "ollama/unsupported-event-logprobs-entry-without-logprob"), "ollama-python raises (error line, validation)")
+
+    def read(self, prefix):
+        import ollama
+
+        client = ollama.Client(host=self.url + prefix)
+        return list(client.chat(model="qwen3", messages=[{"role": "user", "content": "x"}], stream=True))
+
+
+class Boto3ConverseStream(_Served, unittest.TestCase):
+    MODULE, PROFILE = "boto3", "bedrock"
+    DIFFERS = {
+        "bedrock/unsupported-event-tool-use-start-with-input": "botocore drops toolUse.input its model lacks",
+        "bedrock/unsupported-event-unknown-member": "botocore drops an event member its model lacks",
+    }
+    RAISES = {"bedrock/stream-error-model-stream-error-exception": "botocore raises EventStreamError"}
+
+    def read(self, prefix):
+        import boto3
+
+        client = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=self.url + prefix,
+                              aws_access_key_id="test", aws_secret_access_key="test")
+        return list(client.converse_stream(modelId="us.anthropic.claude-sonnet-4-v1:0",
+                                           messages=[{"role": "user", "content": [{"text": "x"}]}])["stream"])
+
+    def plain(self, item):
+        return item   # boto3's events are dicts already: the wire, as botocore parsed it
+
+
+if __name__ == "__main__":
+    unittest.main()
