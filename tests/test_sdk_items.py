@@ -651,5 +651,51 @@ class Boto3ConverseStream(_Served, unittest.TestCase):
         return item   # boto3's events are dicts already: the wire, as botocore parsed it
 
 
+class Boto3InvokeModelWithResponseStream(unittest.TestCase):
+    """boto3's invoke_model_with_response_stream over loopback HTTP: every passing and blocked anthropic
+    fixture framed as Bedrock frames it (a chunk frame per event, its bytes base64), each event dict fed."""
+
+    def test_chunks_give_the_wire_verdict(self):
+        import base64
+        import http.server
+
+        if not importable("boto3"):
+            self.skipTest("boto3 is not installed (python3 tests/adapters/setup.py)")
+        import boto3
+
+        docs = [doc for _, doc in passing_and_blocked("anthropic")]
+        relpaths = [relpath for relpath, _ in passing_and_blocked("anthropic")]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):   # /model/<number>/invoke-with-response-stream
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                events = docs[int(self.path.split("/")[2])]["events"]
+                body = b"".join(vts.eventstream_frame({"chunk": {"bytes": base64.b64encode(
+                    json.dumps(event).encode()).decode()}}) for event in events)
+                self.send_response(200)
+                self.send_header("content-type", "application/vnd.amazon.eventstream")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="test",
+                                  aws_secret_access_key="test", endpoint_url=f"http://127.0.0.1:{server.server_port}")
+            for number, (relpath, doc) in enumerate(zip(relpaths, docs)):
+                with self.subTest(fixture=relpath):
+                    stream = client.invoke_model_with_response_stream(modelId=str(number), body=b"{}")["body"]
+                    items = list(stream)
+                    self.assertEqual(type(items[0]["chunk"]["bytes"]), bytes)
+                    self.assertEqual(report_of(doc, items), fixture_envelope_report(relpath))
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
 if __name__ == "__main__":
     unittest.main()
