@@ -114,7 +114,7 @@ class Serialized(Model):
     """A stand-in that also has a class-level __pydantic_serializer__, which the generic reader prefers."""
 
     class _Serializer:
-        def to_python(self, item, *, mode, by_alias, exclude_unset):
+        def to_python(self, item, *, mode="python", by_alias=False, exclude_unset=False):
             item.calls.append(("serializer", mode, by_alias, exclude_unset))
             return copy.deepcopy(item.payload)
 
@@ -146,12 +146,14 @@ class GenericReader(unittest.TestCase):
         self.assertEqual(checked, set(vts.PROFILES))
 
     def test_serializer_and_to_dict_objects_too(self):
-        for relpath in ("openai/valid-fragmented-single-call.json", "anthropic/pass-three-parallel-tool-uses.json",
-                        "cohere/pass-parallel-calls-one-after-another.json"):
+        # cohere: python mode (its JSON-mode serializer dumps twice; see the cohere room)
+        for relpath, mode in (("openai/valid-fragmented-single-call.json", "json"),
+                              ("anthropic/pass-three-parallel-tool-uses.json", "json"),
+                              ("cohere/pass-parallel-calls-one-after-another.json", "python")):
             doc = load_fixture(relpath)[1]
             serialized = [Serialized(item) for item in stream_of(doc)]
             self.assertEqual(report_of(doc, serialized), fixture_envelope_report(relpath))
-            self.assertEqual(serialized[0].calls, [("serializer", "json", True, True)])
+            self.assertEqual(serialized[0].calls, [("serializer", mode, True, True)])
             self.assertEqual(report_of(doc, [Dict(item) for item in stream_of(doc)]), fixture_envelope_report(relpath))
 
     def test_what_an_object_raises_or_a_dump_that_is_no_object_is_a_finding(self):
