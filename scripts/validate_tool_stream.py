@@ -2687,14 +2687,15 @@ class AnthropicNormalizer:
         self.state = _AnthropicState()
         self.noted: tuple[int, Any] = (-1, None)   # the last content_block_delta SDK object: (position, delta)
 
-    def restated(self, pos: int, payload: dict, restating: tuple[str, str, str]) -> WireProblem | None:
-        """A derived event of the Anthropic SDK's stream helper (see _anthropic_sdk_item): None when it
-        restates exactly the delta fed just before it, once; else unexpected_event."""
+    def restated(self, pos: int, said: Any, restating: tuple[str, str, str]) -> WireProblem | None:
+        """A derived event of the Anthropic SDK's stream helper (see _anthropic_sdk_item) that says `said`
+        (its member, read back to JSON): None when it restates exactly the delta fed just before it, once;
+        else unexpected_event."""
         kind, delta_type, member = restating
         at, delta = self.noted
         self.noted = (-1, None)
-        if (at == pos - 1 and isinstance(delta, dict) and delta.get("type") == delta_type and member in payload
-                and member in delta and payload[member] == delta[member]):
+        if (at == pos - 1 and isinstance(delta, dict) and delta.get("type") == delta_type and said is not None
+                and delta.get(member) == said):
             return None
         return WireProblem(pos, UNEXPECTED_EVENT, f"a {kind} event of the Anthropic SDK's stream helper does not "
                            f"restate a {delta_type} fed just before it")
@@ -3485,12 +3486,14 @@ def _anthropic_sdk_item(item: Any, normalizer: "AnthropicNormalizer", pos: int) 
     """An Anthropic SDK event object: its wire event; a helper's derived event: None when it restates the raw
     delta fed just before it, else a WireProblem; a helper's rebuilt stop event: without its snapshot."""
     name = type(item).__name__
+    restating = _ANTHROPIC_RESTATEMENTS.get(name)
+    if restating is not None and getattr(item, "type", None) == restating[0]:
+        # read by attribute, not dumped (half a helper stream's items): a string as it is, a citation dumped
+        said = getattr(item, restating[2], None)
+        return normalizer.restated(pos, said if type(said) is str else _sdk_dump(said), restating)
     payload = _sdk_dump(item)
     if type(payload) is not dict:
         return payload
-    restating = _ANTHROPIC_RESTATEMENTS.get(name)
-    if restating is not None and payload.get("type") == restating[0]:
-        return normalizer.restated(pos, payload, restating)
     snapshot = _ANTHROPIC_SNAPSHOTS.get(name)
     if snapshot is not None:
         payload.pop(snapshot, None)

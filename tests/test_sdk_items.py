@@ -105,6 +105,12 @@ class Model:
         self.payload, self.unset = payload, unset
         self.calls = []
 
+    def __getattr__(self, name):   # a member as an attribute, as a model has it
+        try:
+            return self.__dict__["payload"][name]
+        except (KeyError, TypeError):
+            raise AttributeError(name) from None
+
     def model_dump(self, *, mode="python", by_alias=False, exclude_unset=False, **rest):
         self.calls.append((mode, by_alias, exclude_unset))
         return copy.deepcopy(self.payload) if exclude_unset else with_nulls(self.payload, self.unset)
