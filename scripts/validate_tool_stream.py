@@ -1794,6 +1794,26 @@ def _sdk_payload(item: Any, normalizer: Any, pos: int) -> Any:
     return _sdk_dump(item)
 
 
+_UNSENT = object()   # a member an SDK model was not built with
+
+
+def _sent(model: Any, member: str) -> Any:
+    """What a pydantic model built from a wire payload holds for `member` when the payload had it (a field in its
+    fields set, or an extra member), else _UNSENT: the value its exclude_unset dump would write there.  Only for a
+    member whose field has no alias; AttributeError for anything that is not such a model.  For the rooms' readers of
+    a plain fragment straight from an SDK object (a normalizer's plain_object), which skip the dump."""
+    if member in model.__pydantic_fields_set__:
+        return getattr(model, member)
+    extra = model.__pydantic_extra__
+    return extra.get(member, _UNSENT) if extra else _UNSENT
+
+
+def _sent_members(model: Any) -> set:
+    """The members a pydantic model was built with (see _sent)."""
+    extra = model.__pydantic_extra__
+    return set(model.__pydantic_fields_set__).union(extra) if extra else set(model.__pydantic_fields_set__)
+
+
 class WireRules(_FrozenRecord):
     """How a room reads its wire payloads; data, not code paths.
 
@@ -2147,6 +2167,47 @@ class ChatNormalizer:
                 or not _PLAIN_DELTA_KEYS.issuperset(delta) or choice.get("finish_reason") not in (None, "")
                 or "message" in choice or cidx in self.finished or (cidx, index) in self.whole
                 or self.next_free.get(cidx, 0) <= index):
+            return None
+        return (cidx, index), text, FUNCTION
+
+    def plain_object(self, chunk: Any, pos: int) -> tuple[SlotKey, str, str] | None:
+        """plain_fragment() of an SDK's chunk object at position pos (openai-python's ChatCompletionChunk, built by
+        construct_type: the wire's values, fields set to the members sent), read from its attributes instead of its
+        dump: the answer the dump would get, or None (always safe: the gate then dumps it)."""
+        try:
+            return self._plain_object(chunk)
+        except Exception:   # noqa: BLE001 - not such a model, or a value that will not compare: the dump decides
+            return None
+
+    def _plain_object(self, chunk: Any) -> tuple[SlotKey, str, str] | None:
+        if _sent(chunk, "error") is not _UNSENT:
+            return None
+        kind = _sent(chunk, "object")
+        kind = None if kind is _UNSENT else kind
+        if not (kind == _CHUNK_OBJECT if self.typed else kind is None and self.untyped is not None):
+            return None
+        choices = _sent(chunk, "choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        cidx, delta = _sent(choice, "index"), _sent(choice, "delta")
+        if (type(cidx) is not int or cidx < 0 or _sent(choice, "message") is not _UNSENT
+                or _sent(choice, "finish_reason") not in (_UNSENT, None, "")
+                or not _PLAIN_DELTA_KEYS.issuperset(_sent_members(delta))):
+            return None
+        calls = _sent(delta, "tool_calls")
+        if type(calls) is not list or len(calls) != 1:
+            return None
+        entry = calls[0]
+        index, function = _sent(entry, "index"), _sent(entry, "function")
+        if type(index) is not int or index < 0:
+            return None
+        text = _sent(function, "arguments")
+        if (type(text) is not str or _sent(entry, "id") not in (_UNSENT, None, "")
+                or _sent(function, "name") not in (_UNSENT, None, "")
+                or _sent(entry, "type") not in (_UNSENT, None, FUNCTION)
+                or _sent(entry, "custom") not in (_UNSENT, None)
+                or cidx in self.finished or (cidx, index) in self.whole or self.next_free.get(cidx, 0) <= index):
             return None
         return (cidx, index), text, FUNCTION
 
@@ -2773,6 +2834,27 @@ class AnthropicNormalizer:
             partial = delta["partial_json"]
         except KeyError:
             return None
+        return self._plain(index, partial)
+
+    def plain_object(self, event: Any, pos: int) -> tuple[SlotKey, str] | None:
+        """plain_fragment() of an SDK event object at position pos (the Anthropic SDK's RawContentBlockDeltaEvent,
+        built by construct_type as the wire has it), read from its attributes instead of its dump; None is always
+        safe.  The delta is noted for the stream helper's restatement, as _anthropic_sdk_item notes it."""
+        try:
+            if _sent(event, "type") != "content_block_delta":
+                return None
+            index, delta = _sent(event, "index"), _sent(event, "delta")
+            if type(index) is not int or _sent(delta, "type") != "input_json_delta":
+                return None
+            partial = _sent(delta, "partial_json")
+        except Exception:   # noqa: BLE001 - not such a model, or a value that will not compare: the dump decides
+            return None
+        hit = self._plain(index, partial)
+        if hit is not None:
+            self.noted = (pos, {"type": "input_json_delta", "partial_json": partial})
+        return hit
+
+    def _plain(self, index: int, partial: Any) -> tuple[SlotKey, str] | None:
         state = self.state
         block = state.blocks.get(index)
         if (type(partial) is not str or block is None or block[0] != "tool_use" or state.opening != "open"
@@ -10216,6 +10298,11 @@ def _no_plain_fragment(item: Any) -> None:
     return None
 
 
+def _no_plain_object(item: Any, pos: int) -> None:
+    """For normalizers without a plain_object() fast path (an SDK object's plain fragment read from its attributes)."""
+    return None
+
+
 def _no_events() -> tuple:
     """For normalizers without end-of-stream rules of their own."""
     return ()
@@ -10265,7 +10352,8 @@ class StreamGate:
         self._machine = TurnMachine(row.rules, self.limits, forced)
         # what the feed loop looks up, bound once (feed() runs the loop for every item)
         self._loop = (self._machine, self._normalizer.translate, self._machine.handlers,
-                      getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain)
+                      getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain,
+                      getattr(self._normalizer, "plain_object", _no_plain_object))
         # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
         self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -10287,7 +10375,7 @@ class StreamGate:
         """
         if self._report is not None:
             raise RuntimeError("finish() was already called for this turn")
-        machine, translate, handlers, plain, append = self._loop
+        machine, translate, handlers, plain, append, plain_object = self._loop
         at = self._position
         if machine.saturated:   # counted, never examined
             count = len(item.pieces) if type(item) is FragmentRun else 1
@@ -10296,6 +10384,9 @@ class StreamGate:
             return
         self._position = at + 1   # taken first: an exception from the item shifts no later position
         if type(item) is not dict and type(item) is not FragmentRun and item is not None:   # an SDK's object?
+            hit = plain_object(item, at)   # a plain fragment read from its attributes, without its dump
+            if hit is not None and append(*hit):
+                return
             item = self._read_object(item, at)
             if item is None:
                 return

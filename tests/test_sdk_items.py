@@ -10,6 +10,7 @@ package a class skips, naming it.
 
 import copy
 import json
+import os
 import threading
 import unittest
 
@@ -127,6 +128,27 @@ class Serialized(Model):
     __pydantic_serializer__ = _Serializer()
 
 
+def wrapped(value):
+    return Pyd(value) if isinstance(value, dict) else [wrapped(v) for v in value] if isinstance(value, list) else value
+
+
+class Pyd:
+    """A pydantic-like model built as construct_type builds one: each member sent an attribute (objects nested as
+    Pyd), __pydantic_fields_set__ the members sent, the `extra` ones in __pydantic_extra__ instead; model_dump
+    counts its calls (the rooms' plain_object reads a plain fragment from the attributes, without it)."""
+
+    def __init__(self, payload, extra=()):
+        self.__pydantic_fields_set__ = {key for key in payload if key not in extra}
+        self.__pydantic_extra__ = {key: wrapped(payload[key]) for key in payload if key in extra} or None
+        for key in self.__pydantic_fields_set__:
+            setattr(self, key, wrapped(payload[key]))
+        self.payload, self.dumps = payload, 0
+
+    def model_dump(self, **kwargs):
+        self.dumps += 1
+        return copy.deepcopy(self.payload)
+
+
 class Dict:
     """A stand-in with to_dict() only."""
 
@@ -151,6 +173,31 @@ class GenericReader(unittest.TestCase):
                     self.assertTrue(all(o.calls in ([], [("json", True, True)]) for o in objects))
                 checked.add(profile)
         self.assertEqual(checked, set(vts.PROFILES))
+
+    def test_models_with_attributes_give_the_wire_report_and_plain_fragments_skip_the_dump(self):
+        for profile in vts.PROFILES:
+            for relpath, doc in passing_and_blocked(profile):
+                with self.subTest(fixture=relpath):
+                    self.assertEqual(report_of(doc, [Pyd(item) for item in stream_of(doc)]),
+                                     fixture_envelope_report(relpath))
+        for relpath in ("openai/valid-fragmented-single-call.json", "anthropic/pass-three-parallel-tool-uses.json"):
+            doc = load_fixture(relpath)[1]
+            objects = [Pyd(item) for item in stream_of(doc)]
+            report_of(doc, objects)
+            self.assertGreater([o.dumps for o in objects].count(0), 3, relpath)
+
+    def test_a_member_held_as_an_extra_is_seen(self):
+        doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
+        chunks = copy.deepcopy(doc["chunks"])
+        chunks[2]["error"] = None   # stream_error, even null
+        objects = [Pyd(chunk, extra=("error",)) for chunk in chunks]
+        self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
+        self.assertIn("stream_error", [f["code"] for f in report_of(doc, chunks)["findings"]])
+        entry = chunks[3]["choices"][0]["delta"]["tool_calls"][0]
+        entry["custom"] = {"input": "x"}
+        objects = [Pyd(chunk) for chunk in chunks[:3]] + [wrapped(chunks[3])] + [Pyd(c) for c in chunks[4:]]
+        objects[3].choices[0].delta.tool_calls[0] = Pyd(entry, extra=("custom",))
+        self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
 
     def test_serializer_and_to_dict_objects_too(self):
         # cohere: python mode (its JSON-mode serializer dumps twice; see the cohere room)
@@ -671,6 +718,96 @@ class Boto3ConverseStream(_Served, unittest.TestCase):
 
     def plain(self, item):
         return item   # boto3's events are dicts already: the wire, as botocore parsed it
+
+
+def split_fragments(row, stream):
+    """The stream with every argument fragment (a "fragment" path of the room's protected_paths holding a string)
+    cut into one item per character: a long run of plain fragments."""
+    def at(value, path):
+        for key in path:
+            value = value[key]
+        return value
+
+    out = []
+    for item in stream:
+        paths = []
+        for path, kind in row.wire.protected_paths(item).items():
+            try:
+                if kind == "fragment" and isinstance(at(item, path), str):
+                    paths.append(path)
+            except (KeyError, IndexError, TypeError):
+                pass
+        if len(paths) != 1:
+            out.append(item)
+            continue
+        for char in at(item, paths[0]) or [""]:
+            piece = copy.deepcopy(item)
+            at(piece, paths[0][:-1])[paths[0][-1]] = char
+            out.append(piece)
+    return out
+
+
+class SplitStreamsThroughSdks(unittest.TestCase):
+    """The rooms' plain_object shortcut on real objects: the passing and blocked fixtures of openai, mistral and
+    anthropic with every argument fragment cut into one-character items, served, read with openai-python and the
+    Anthropic SDK (raw and helper): the objects give exactly the report their dumps give, and the wire's verdict."""
+
+    def test_objects_give_their_dumps_report(self):
+        import tempfile
+
+        if not (importable("openai") and importable("anthropic")):
+            self.skipTest("openai and anthropic are needed (python3 tests/adapters/setup.py)")
+        with tempfile.TemporaryDirectory() as tmp:
+            for profile in ("openai", "mistral", "anthropic"):
+                os.makedirs(os.path.join(tmp, profile))
+                for relpath, doc in passing_and_blocked(profile):
+                    if "serve" in doc:
+                        continue
+                    row = vts.PROFILES[profile]
+                    split = dict(doc, **{row.stream_key: split_fragments(row, doc[row.stream_key])})
+                    with open(os.path.join(tmp, relpath), "w") as handle:
+                        json.dump(split, handle)
+            plan, _ = vts.serve_plan([tmp])
+            server = vts.make_server(plan)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            url = "http://%s:%d/" % server.server_address[:2]
+            try:
+                read = 0
+                for prefix, fixture in sorted(plan.items()):
+                    with open(fixture.path) as handle:
+                        doc = json.load(handle)
+                    for objects in self.streams(url, prefix, fixture.profile):
+                        with self.subTest(fixture=prefix):
+                            got = report_of(doc, objects)
+                            row = vts.PROFILES[fixture.profile]
+                            dumps = [row.wire.sdk_item(o, row.wire.normalizer(vts.Limits()), 0) for o in objects]
+                            if len(dumps) == len(objects) and all(type(d) is dict for d in dumps):
+                                self.assertEqual(got, report_of(doc, dumps))
+                            if prefix not in OpenAIChatObjects.DIFFERS:   # openai-python's own conversions
+                                self.assertEqual(verdict(got)[0], vts.validate_envelope(doc)["status"])
+                            read += 1
+                self.assertGreater(read, 150)
+            finally:
+                server.shutdown()
+                server.server_close()
+
+    def streams(self, url, prefix, profile):
+        import anthropic
+        import openai
+
+        try:
+            if profile != "anthropic":
+                client = openai.OpenAI(base_url=url + prefix + "/v1", api_key="sk-test", max_retries=0)
+                yield list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
+                                                          stream=True))
+                return
+            client = anthropic.Anthropic(base_url=url + prefix, api_key="sk-test", max_retries=0)
+            yield list(client.messages.create(model="m", max_tokens=9, stream=True,
+                                              messages=[{"role": "user", "content": "x"}]))
+            with client.messages.stream(model="m", max_tokens=9, messages=[{"role": "user", "content": "x"}]) as s:
+                yield list(s)
+        except Exception:   # noqa: BLE001 - the SDK refuses the stream (pinned per fixture above)
+            return
 
 
 class Boto3InvokeModelWithResponseStream(unittest.TestCase):
