@@ -1794,26 +1794,6 @@ def _sdk_payload(item: Any, normalizer: Any, pos: int) -> Any:
     return _sdk_dump(item)
 
 
-_UNSENT = object()   # a member an SDK model was not built with
-
-
-def _sent(model: Any, member: str) -> Any:
-    """What a pydantic model built from a wire payload holds for `member` when the payload had it (a field in its
-    fields set, or an extra member), else _UNSENT: the value its exclude_unset dump would write there.  Only for a
-    member whose field has no alias; AttributeError for anything that is not such a model.  For the rooms' readers of
-    a plain fragment straight from an SDK object (a normalizer's plain_object), which skip the dump."""
-    if member in model.__pydantic_fields_set__:
-        return getattr(model, member)
-    extra = model.__pydantic_extra__
-    return extra.get(member, _UNSENT) if extra else _UNSENT
-
-
-def _sent_members(model: Any) -> set:
-    """The members a pydantic model was built with (see _sent)."""
-    extra = model.__pydantic_extra__
-    return set(model.__pydantic_fields_set__).union(extra) if extra else set(model.__pydantic_fields_set__)
-
-
 class WireRules(_FrozenRecord):
     """How a room reads its wire payloads; data, not code paths.
 
@@ -2180,36 +2160,43 @@ class ChatNormalizer:
             return None
 
     def _plain_object(self, chunk: Any) -> tuple[SlotKey, str, str] | None:
-        if _sent(chunk, "error") is not _UNSENT:
+        # Each model's declared fields (its fields set and values; pydantic keeps other members apart, as extras):
+        # a member the dict path looks at that is an extra here, or any extra below the chunk, declines
+        sent, values, extra = chunk.__pydantic_fields_set__, chunk.__dict__, chunk.__pydantic_extra__
+        kind = values["object"] if "object" in sent else None
+        if (extra and ("error" in extra or "object" in extra) or "error" in sent or "choices" not in sent
+                or not (kind == _CHUNK_OBJECT if self.typed else kind is None and self.untyped is not None)):
             return None
-        kind = _sent(chunk, "object")
-        kind = None if kind is _UNSENT else kind
-        if not (kind == _CHUNK_OBJECT if self.typed else kind is None and self.untyped is not None):
-            return None
-        choices = _sent(chunk, "choices")
+        choices = values["choices"]
         if type(choices) is not list or len(choices) != 1:
             return None
         choice = choices[0]
-        cidx, delta = _sent(choice, "index"), _sent(choice, "delta")
-        if (type(cidx) is not int or cidx < 0 or _sent(choice, "message") is not _UNSENT
-                or _sent(choice, "finish_reason") not in (_UNSENT, None, "")
-                or not _PLAIN_DELTA_KEYS.issuperset(_sent_members(delta))):
+        sent, values, extra = choice.__pydantic_fields_set__, choice.__dict__, choice.__pydantic_extra__
+        if (extra or "message" in sent or "index" not in sent or "delta" not in sent
+                or "finish_reason" in sent and values["finish_reason"] not in (None, "")):
             return None
-        calls = _sent(delta, "tool_calls")
+        cidx, delta = values["index"], values["delta"]
+        sent, values, extra = delta.__pydantic_fields_set__, delta.__dict__, delta.__pydantic_extra__
+        if (type(cidx) is not int or cidx < 0 or extra or not _PLAIN_DELTA_KEYS.issuperset(sent)
+                or "tool_calls" not in sent):
+            return None
+        calls = values["tool_calls"]
         if type(calls) is not list or len(calls) != 1:
             return None
         entry = calls[0]
-        index, function = _sent(entry, "index"), _sent(entry, "function")
-        if type(index) is not int or index < 0:
+        sent, values, extra = entry.__pydantic_fields_set__, entry.__dict__, entry.__pydantic_extra__
+        if ("index" not in sent or "function" not in sent or extra or "custom" in sent
+                or "id" in sent and values["id"] not in (None, "")
+                or "type" in sent and values["type"] not in (None, FUNCTION)):
             return None
-        text = _sent(function, "arguments")
-        if (type(text) is not str or _sent(entry, "id") not in (_UNSENT, None, "")
-                or _sent(function, "name") not in (_UNSENT, None, "")
-                or _sent(entry, "type") not in (_UNSENT, None, FUNCTION)
-                or _sent(entry, "custom") not in (_UNSENT, None)
+        index, function = values["index"], values["function"]
+        sent, values = function.__pydantic_fields_set__, function.__dict__
+        if (type(index) is not int or index < 0 or function.__pydantic_extra__ or "arguments" not in sent
+                or type(values["arguments"]) is not str
+                or "name" in sent and values["name"] not in (None, "")
                 or cidx in self.finished or (cidx, index) in self.whole or self.next_free.get(cidx, 0) <= index):
             return None
-        return (cidx, index), text, FUNCTION
+        return (cidx, index), values["arguments"], FUNCTION
 
     def _object(self, pos: int, kind: Any, choices: list) -> Iterator[NeutralEvent]:
         """openai-python's stream helper drops every chunk whose object is not "chat.completion.chunk".
@@ -2840,13 +2827,17 @@ class AnthropicNormalizer:
         """plain_fragment() of an SDK event object at position pos (the Anthropic SDK's RawContentBlockDeltaEvent,
         built by construct_type as the wire has it), read from its attributes instead of its dump; None is always
         safe.  The delta is noted for the stream helper's restatement, as _anthropic_sdk_item notes it."""
-        try:
-            if _sent(event, "type") != "content_block_delta":
+        try:   # declared fields only (fields set and values); anything else declines and the dump decides
+            sent, values = event.__pydantic_fields_set__, event.__dict__
+            if ("type" not in sent or values["type"] != "content_block_delta" or "index" not in sent
+                    or "delta" not in sent):
                 return None
-            index, delta = _sent(event, "index"), _sent(event, "delta")
-            if type(index) is not int or _sent(delta, "type") != "input_json_delta":
+            index, delta = values["index"], values["delta"]
+            sent, values = delta.__pydantic_fields_set__, delta.__dict__
+            if (type(index) is not int or "type" not in sent or values["type"] != "input_json_delta"
+                    or "partial_json" not in sent):
                 return None
-            partial = _sent(delta, "partial_json")
+            partial = values["partial_json"]
         except Exception:   # noqa: BLE001 - not such a model, or a value that will not compare: the dump decides
             return None
         hit = self._plain(index, partial)

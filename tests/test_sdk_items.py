@@ -199,6 +199,37 @@ class GenericReader(unittest.TestCase):
         objects[3].choices[0].delta.tool_calls[0] = Pyd(entry, extra=("custom",))
         self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
 
+    def test_members_the_plain_path_reads_are_seen_as_extras_at_every_level(self):
+        doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
+        plain = doc["chunks"][3]
+        levels = {(): ("object", "error"), ("choices", 0): ("finish_reason", "message"),
+                  ("choices", 0, "delta"): ("role", "content"),
+                  ("choices", 0, "delta", "tool_calls", 0): ("id", "type", "custom"),
+                  ("choices", 0, "delta", "tool_calls", 0, "function"): ("name",)}
+        for path, members in levels.items():
+            for member in members:
+                with self.subTest(path=path, member=member):
+                    chunk = copy.deepcopy(plain)
+                    node = chunk
+                    for key in path:
+                        node = node[key]
+                    node[member] = "x" if member != "error" else None
+                    objects = [Pyd(c) for c in doc["chunks"][:3]] + [wrapped(chunk)] + \
+                        [Pyd(c) for c in doc["chunks"][4:]]
+                    parent, last = objects[3], None
+                    for key in path:
+                        parent, last = (parent[key] if isinstance(parent, list) else getattr(parent, key)), parent
+                    rebuilt = Pyd(node, extra=(member,))
+                    if not path:
+                        objects[3] = rebuilt
+                    elif isinstance(last, list):
+                        last[path[-1]] = rebuilt
+                    else:
+                        setattr(last, path[-1], rebuilt)
+                    chunks = doc["chunks"][:3] + [chunk] + doc["chunks"][4:]
+                    self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
+                    self.assertEqual(objects[3].dumps, 1)   # the shortcut declined: the dump decided
+
     def test_serializer_and_to_dict_objects_too(self):
         # cohere: python mode (its JSON-mode serializer dumps twice; see the cohere room)
         for relpath, mode in (("openai/valid-fragmented-single-call.json", "json"),
@@ -567,7 +598,8 @@ class MistralaiObjects(_Served, unittest.TestCase):
         relpath = "mistral/missing-index-entry-without-index-and-id"
         items = self.read(relpath)
         dumped = [item.model_dump()["data"] for item in items]
-        calls = [call for chunk in dumped for choice in chunk["choices"] for call in choice["delta"].get("tool_calls") or []]
+        calls = [call for chunk in dumped for choice in chunk["choices"]
+                 for call in choice["delta"].get("tool_calls") or []]
         # the wire's second entry has neither id nor index (missing_index); the plain dump says "null" and 0
         self.assertEqual([(call["id"], call["index"]) for call in calls], [("ZnDpBqqGt", 0), ("null", 0)])
 
