@@ -2821,7 +2821,12 @@ class AnthropicNormalizer:
             partial = delta["partial_json"]
         except KeyError:
             return None
-        return self._plain(index, partial)
+        state = self.state   # as _plain, inline: this runs for nearly every event
+        block = state.blocks.get(index)
+        if (type(partial) is not str or block is None or block[0] != "tool_use" or state.opening != "open"
+                or state.ending != "running"):
+            return None
+        return (None, index), partial
 
     def plain_object(self, event: Any, pos: int) -> tuple[SlotKey, str] | None:
         """plain_fragment() of an SDK event object at position pos (the Anthropic SDK's RawContentBlockDeltaEvent,
@@ -10343,8 +10348,9 @@ class StreamGate:
         self._machine = TurnMachine(row.rules, self.limits, forced)
         # what the feed loop looks up, bound once (feed() runs the loop for every item)
         self._loop = (self._machine, self._normalizer.translate, self._machine.handlers,
-                      getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain,
-                      getattr(self._normalizer, "plain_object", _no_plain_object))
+                      getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain)
+        # the normalizer's reader of a plain fragment from an SDK object's attributes (see _feed_object)
+        self._plain_object = getattr(self._normalizer, "plain_object", _no_plain_object)
         # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
         self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -10366,7 +10372,7 @@ class StreamGate:
         """
         if self._report is not None:
             raise RuntimeError("finish() was already called for this turn")
-        machine, translate, handlers, plain, append, plain_object = self._loop
+        machine, translate, handlers, plain, append = self._loop
         at = self._position
         if machine.saturated:   # counted, never examined
             count = len(item.pieces) if type(item) is FragmentRun else 1
@@ -10374,20 +10380,30 @@ class StreamGate:
             self._unexamined += count
             return
         self._position = at + 1   # taken first: an exception from the item shifts no later position
-        if type(item) is not dict and type(item) is not FragmentRun and item is not None:   # an SDK's object?
-            hit = plain_object(item, at)   # a plain fragment read from its attributes, without its dump
-            if hit is not None and append(*hit):
-                return
-            item = self._read_object(item, at)
-            if item is None:
-                return
         hit = plain(item)
         if hit is None or not append(*hit):
             if type(item) is FragmentRun:
                 self._position = self._feed_run(item, at)
+            elif type(item) is not dict and item is not None:   # an SDK's object (or no object at all)
+                self._feed_object(item, at)
             else:
                 for event in translate(at, item):
                     handlers[type(event)](event)
+
+    def _feed_object(self, item: Any, at: int) -> None:
+        """feed() of an item that is not a dict: a plain fragment read from its attributes when the normalizer
+        has such a reader (plain_object, no dump), else its wire payload (_read_object) fed as a dict is."""
+        machine, translate, handlers, plain, append = self._loop
+        hit = self._plain_object(item, at)
+        if hit is not None and append(*hit):
+            return
+        item = self._read_object(item, at)
+        if item is None:
+            return
+        hit = plain(item)
+        if hit is None or not append(*hit):
+            for event in translate(at, item):
+                handlers[type(event)](event)
 
     def _read_object(self, item: Any, at: int) -> Any:
         """The wire payload of an item that is not a dict, read by the room's WireRules.sdk_item: a dict to
