@@ -2161,7 +2161,8 @@ class ChatNormalizer:
 
     def _plain_object(self, chunk: Any) -> tuple[SlotKey, str, str] | None:
         # Each model's declared fields (its fields set and values; pydantic keeps other members apart, as extras):
-        # a member the dict path looks at that is an extra here, or any extra below the chunk, declines
+        # a member the dict path looks at that is an extra here, or any extra below the chunk, declines.  Fields
+        # are named as on the wire in openai-python's and mistralai's chunk models (no alias), which this assumes.
         sent, values, extra = chunk.__pydantic_fields_set__, chunk.__dict__, chunk.__pydantic_extra__
         kind = values["object"] if "object" in sent else None
         if (extra and ("error" in extra or "object" in extra) or "error" in sent or "choices" not in sent
