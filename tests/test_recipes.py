@@ -171,7 +171,7 @@ def openai_objects(stream, module, name):
 class OpenAIChat(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "openai-chat", "openai", ("openai",)
     PARAMS = {"model": "gpt-4o", "messages": USER}
-    MINIMUM = 80
+    MINIMUM = 90
     # openai/_streaming.py Stream.__stream__: a chunk with an "error" member raises APIError
     CANNOT_READ = {"openai/stream-error-error-member-mid-call": "APIError"}
 
@@ -192,7 +192,7 @@ class OpenAIChat(_Recipe, unittest.TestCase):
 class OpenAIResponses(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "openai-responses", "openai", ("openai-responses",)
     PARAMS = {"model": "gpt-5", "input": "x"}
-    MINIMUM = 45
+    MINIMUM = 52
     CANNOT_READ = {}
 
     def hands_over(self, stream):
@@ -207,7 +207,7 @@ class OpenAIResponses(_Recipe, unittest.TestCase):
 class Anthropic(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "anthropic", "anthropic", ("anthropic",)
     PARAMS = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": USER}
-    MINIMUM = 75
+    MINIMUM = 81
     # anthropic/_streaming.py Stream.__stream__: an "error" event raises (APIStatusError from _make_status_error)
     CANNOT_READ = {"anthropic/stream-error-overloaded-mid-tool-block": "APIStatusError"}
 
@@ -229,7 +229,7 @@ class Anthropic(_Recipe, unittest.TestCase):
 class GoogleGenai(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "google-genai", "google.genai", ("gemini",)
     PARAMS = {"model": "gemini-2.5-flash", "contents": "x"}
-    MINIMUM = 75
+    MINIMUM = 82
     # models.py Models._generate_content_stream_with_continuation: a hop that ends on CONTINUATION with a
     # continuation token starts another (_extra_utils.py StreamContinuation.end_hop), which serve answers
     # with the same stream once more
@@ -270,7 +270,7 @@ class GoogleGenai(_Recipe, unittest.TestCase):
 class Cohere(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "cohere", "cohere", ("cohere",)
     PARAMS = {"model": "command-a-03-2025", "messages": USER}
-    MINIMUM = 30
+    MINIMUM = 36
     # cohere/v2/raw_client.py V2RawClient.chat_stream: an event it cannot build as one of its types (an
     # unknown type, a tool-call-start whose id is null or whose tool_calls is a list) is skipped with a
     # warning, so the gate never sees it: the first turn, blocked on the wire, passes on what it hands over
@@ -290,7 +290,7 @@ class Cohere(_Recipe, unittest.TestCase):
 class Ollama(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "ollama", "ollama", ("ollama",)
     PARAMS = {"model": "qwen3:8b", "messages": USER}
-    MINIMUM = 25
+    MINIMUM = 26
     # ollama/_client.py Client._request, its inner() (stream): an {"error"} line raises ResponseError; each line is
     # validated as a ChatResponse (ollama/_types.py, pydantic): a member of the wrong type raises ValidationError
     CANNOT_READ = {"ollama/stream-error-error-line": "ResponseError",
@@ -321,7 +321,7 @@ class Ollama(_Recipe, unittest.TestCase):
 class Mistral(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "mistralai", "mistralai.client", ("mistral",)
     PARAMS = {"model": "mistral-large-latest", "messages": USER}
-    MINIMUM = 8
+    MINIMUM = 9
     CANNOT_READ = {}
 
     def client(self, prefix, fixture):
@@ -341,7 +341,7 @@ class BedrockConverseStream(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "boto3-converse-stream", "boto3", ("bedrock",)
     PARAMS = {"modelId": "us.anthropic.claude-sonnet-4-20250514-v1:0",
               "messages": [{"role": "user", "content": [{"text": "x"}]}]}
-    MINIMUM = 30
+    MINIMUM = 34
     # botocore/eventstream.py EventStream._parse_event: an exception frame raises EventStreamError
     CANNOT_READ = {"bedrock/stream-error-model-stream-error-exception": "EventStreamError"}
     # botocore/parsers.py BaseEventStreamParser._do_parse reads an event by the service model: an event type
@@ -381,7 +381,7 @@ class BedrockInvokeAnthropic(_Recipe, unittest.TestCase):
     RECIPE, MODULE, PROFILES = "boto3-invoke-anthropic", "boto3", ("anthropic",)
     PARAMS = {"modelId": "anthropic.claude-sonnet-4-5-20250929-v1:0",
               "body": json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": USER})}
-    MINIMUM = 75
+    MINIMUM = 82
     CANNOT_READ = {}
 
     def client(self, prefix, fixture):
@@ -403,11 +403,14 @@ class BedrockInvokeAnthropic(_Recipe, unittest.TestCase):
 
 class HttpxBytes(_Recipe, unittest.TestCase):
     """The raw-bytes recipe over every profile `serve` answers (gemini both as SSE and as its JSON array):
-    the relayed bytes are the served body, unchanged, and the report the envelope's."""
+    the relayed bytes are the served body, unchanged, and the report the envelope's.  Needs StreamGate.feed_bytes
+    (branch fb).  Open until it is merged: the two bodies `capture` refuses where the envelope is judged, the
+    gemini JSON array cut before its "]" (the envelope: missing_terminal) and the empty array "[]"
+    (not_applicable); if feed_bytes judges them otherwise, they belong in a table here with the reason."""
 
     RECIPE, MODULE = "httpx-bytes", "httpx"
     PROFILES = tuple(name for name, row in vts.PROFILES.items() if row.http is not None)
-    MINIMUM = 400
+    MINIMUM = 516
     CANNOT_READ = {}
 
     def fixtures(self):
