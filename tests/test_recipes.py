@@ -119,6 +119,12 @@ class _Recipe:
         """The items of a stream the SDK hands over (all, unless a class says otherwise)."""
         return stream
 
+    def close(self, names):
+        """Close the fixture's client, where the SDK's client has close()."""
+        close = getattr(names["client"], "close", None)
+        if close is not None:
+            close()
+
     def test_recipe_gives_the_envelope_report_for_every_fixture(self):
         code = compile(RECIPES[self.RECIPE], f"README.md recipe {self.RECIPE}", "exec")
         checked, raised, changed = 0, set(), {}
@@ -127,24 +133,31 @@ class _Recipe:
                 handed = []
                 names = dict(self.namespace(prefix, fixture, doc), vts=vts, json=json, tool_schemas=doc["tool_schemas"],
                              request=doc.get("request"), run_calls=handed.append, print=lambda *a, **k: None)
-                if prefix in self.CANNOT_READ:
-                    raised.add(prefix)
-                    with self.assertRaises(Exception) as caught:
-                        exec(code, names)
-                    self.assertEqual(type(caught.exception).__name__, self.CANNOT_READ[prefix])
-                    self.assertIsNone(names["stream"].report)
-                    self.assertEqual(handed, [])   # a refusal: nothing runs (a passing one is noted in the table)
-                    continue
-                key = fixture.row.stream_key
-                seen = self.LEFT_OUT.get(prefix, lambda stream: stream)(self.hands_over(doc[key]))
-                want = vts.validate_envelope(dict(doc, **{key: seen}))
-                if outcome(want) != outcome(vts.validate_envelope(doc)):
-                    changed[prefix] = want["status"]
-                self.check(names, code, handed, want)
-                checked += 1
+                try:
+                    checked += self.judge(prefix, fixture, doc, code, names, handed, raised, changed)
+                finally:
+                    self.close(names)
         self.assertEqual(raised, set(self.CANNOT_READ), "CANNOT_READ names a fixture that is not served")
         self.assertEqual(changed, self.CHANGED, "what the SDK hands over changes these verdicts")
         self.assertGreaterEqual(checked, self.MINIMUM)
+
+    def judge(self, prefix, fixture, doc, code, names, handed, raised, changed):
+        """Run the recipe on one fixture; 1 when its report was checked, 0 when its SDK cannot read it."""
+        if prefix in self.CANNOT_READ:
+            raised.add(prefix)
+            with self.assertRaises(Exception) as caught:
+                exec(code, names)
+            self.assertEqual(type(caught.exception).__name__, self.CANNOT_READ[prefix])
+            self.assertIsNone(names["stream"].report)
+            self.assertEqual(handed, [])   # a refusal: nothing runs (a passing one is noted in the table)
+            return 0
+        key = fixture.row.stream_key
+        seen = self.LEFT_OUT.get(prefix, lambda stream: stream)(self.hands_over(doc[key]))
+        want = vts.validate_envelope(dict(doc, **{key: seen}))
+        if outcome(want) != outcome(vts.validate_envelope(doc)):
+            changed[prefix] = want["status"]
+        self.check(names, code, handed, want)
+        return 1
 
     def check(self, names, code, handed, want):
         exec(code, names)
@@ -259,7 +272,7 @@ class GoogleGenai(_Recipe, unittest.TestCase):
 
         return [types.GenerateContentResponse._from_response(
                     response=_GenerateContentResponse_from_mldev(item, None, None), kwargs={}).model_dump(
-                    mode="json", by_alias=True, exclude_unset=True) for item in stream]
+                    mode="json", by_alias=True, exclude_unset=True, warnings=False) for item in stream]
 
     def client(self, prefix, fixture):
         from google import genai
@@ -310,7 +323,8 @@ class Ollama(_Recipe, unittest.TestCase):
     def hands_over(self, stream):
         from ollama import ChatResponse
 
-        return [ChatResponse(**item).model_dump(mode="json", exclude_unset=True) for item in stream]
+        return [ChatResponse(**item).model_dump(mode="json", exclude_unset=True, warnings=False)
+                for item in stream]
 
     def client(self, prefix, fixture):
         import ollama
@@ -438,6 +452,9 @@ class HttpxBytes(_Recipe, unittest.TestCase):
     def check(self, names, code, handed, want):
         super().check(names, code, handed, want)
         self.assertEqual(b"".join(self.relayed), self.served_body)
+
+    def close(self, names):
+        pass   # one client for every fixture, closed at the end
 
 
 if __name__ == "__main__":
