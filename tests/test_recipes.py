@@ -6,11 +6,15 @@ README itself, so the text and its test cannot drift.  It is executed with its S
 botocore transport, since `serve` answers the anthropic profile at /v1/messages only) for every fixture of
 its profile that `serve` plays as a stream: passing, blocked and not applicable, cut-off ones included.
 Fault fixtures with `serve.error` are left out: the provider's HTTP error is the SDK raising before any
-stream, never a report.  The recipe's report must equal `validate_envelope` of the fixture (status,
-findings' codes and messages, calls), and `run_calls` gets the calls exactly when the report is executable.
+stream, never a report.  The recipe's report must equal `validate_envelope` of the fixture's envelope
+holding what the SDK hands over (status, findings' codes and messages, calls; see _Recipe), and
+`run_calls` gets the calls exactly when the report is executable; every fixture where what the SDK hands
+over has another verdict than the wire is listed in the class's CHANGED, with the SDK source that says why.
 A fixture whose stream the SDK itself cannot read (it raises mid-stream, e.g. on an in-stream error
 event) is listed in the class's CANNOT_READ with the exception's type: the recipe must raise it, with
 `.report` still None and no call handed on.  Without the SDK the class skips, naming the package.
+Until branches sdk (SDK objects in feed) and fb (feed_bytes) are merged, the recipes fail where items are
+SDK objects or bytes (boto3's ConverseStream items are plain dicts and pass already).
 """
 
 import base64
