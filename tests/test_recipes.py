@@ -422,9 +422,16 @@ class BedrockInvokeAnthropic(_Recipe, unittest.TestCase):
 class HttpxBytes(_Recipe, unittest.TestCase):
     """The raw-bytes recipe over every profile `serve` answers (gemini both as SSE and as its JSON array):
     the relayed bytes are the served body, unchanged, and the report the envelope's.  Needs StreamGate.feed_bytes
-    (branch fb).  Open until it is merged: the two bodies `capture` refuses where the envelope is judged, the
-    gemini JSON array cut before its "]" (the envelope: missing_terminal) and the empty array "[]"
-    (not_applicable); if feed_bytes judges them otherwise, they belong in a table here with the reason."""
+    (branch fb), which reads a body by capture's rules: where capture refuses one, the report is blocked with that
+    refusal as one unsupported_event (REFUSED), although the envelope of the same payloads is judged."""
+
+    # the gemini JSON array cut before its "]" (its envelope: missing_terminal) and the empty array "[]" (its
+    # envelope: not_applicable)
+    REFUSED = {"gemini/missing-terminal-connection-closed-mid-call?json-array":
+               'line 2: the body starts like a JSON list but is not strict JSON: expecting "," delimiter at line 2 '
+               'column 439',
+               "gemini/not-applicable-empty-chunks?json-array": "the body holds no payloads"}
+    CHANGED = dict.fromkeys(REFUSED, "blocked")
 
     RECIPE, MODULE = "httpx-bytes", "httpx"
     PROFILES = tuple(name for name, row in vts.PROFILES.items() if row.http is not None)
@@ -452,6 +459,16 @@ class HttpxBytes(_Recipe, unittest.TestCase):
             self.addCleanup(self.http.close)
         return {"client": self.http, "url": self.url + prefix + path + ("?" + query if query else ""), "body": {},
                 "profile": fixture.profile, "relay": self.relayed.append}
+
+    def judge(self, prefix, fixture, doc, code, names, handed, raised, changed):
+        if prefix not in self.REFUSED:
+            return super().judge(prefix, fixture, doc, code, names, handed, raised, changed)
+        changed[prefix] = "blocked"
+        exec(code, names)
+        refusal = [("unsupported_event", self.REFUSED[prefix])]
+        self.assertEqual(verdict(names["stream"].report), ("blocked", refusal, []))
+        self.assertEqual((handed, b"".join(self.relayed)), ([], self.served_body))
+        return 1
 
     def check(self, names, code, handed, want):
         super().check(names, code, handed, want)
