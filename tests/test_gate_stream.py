@@ -41,10 +41,10 @@ class Boom(Exception):
     pass
 
 
-def failing(items, after):
-    """The items, then Boom after `after` of them."""
+def failing(items, after, error):
+    """The items, then `error` raised after `after` of them."""
     yield from items[:after]
-    raise Boom("the source failed")
+    raise error
 
 
 async def agen(items, fail_after=None):
@@ -95,11 +95,13 @@ class GateStream(unittest.TestCase):
         _, doc = load_fixture("openai/valid-fragmented-single-call.json")
         for after in (0, 2, len(doc["chunks"])):
             with self.subTest(after=after):
-                stream = vts.gate_stream(failing(doc["chunks"], after), "openai", doc["tool_schemas"])
+                error = Boom("the source failed")
+                stream = vts.gate_stream(failing(doc["chunks"], after, error), "openai", doc["tool_schemas"])
                 got = []
-                with self.assertRaises(Boom):
+                with self.assertRaises(Boom) as caught:
                     for item in stream:
                         got.append(item)
+                self.assertIs(caught.exception, error)   # unchanged: the very exception the source raised
                 self.assertEqual(got, doc["chunks"][:after])
                 self.assertIsNone(stream.report)
                 self.assertEqual(list(stream), [])   # over: never a report after a failed source
