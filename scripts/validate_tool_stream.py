@@ -11022,6 +11022,84 @@ def _expect_calls(report: dict[str, Any], expect: dict) -> list[str]:
     return differences
 
 
+# --- the common loop: a gate in front of a stream the caller reads (gate_stream, agate_stream) ----
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)   # what gate_stream hands to feed_bytes; anything else goes to feed
+
+
+class gate_stream:   # noqa: N801 - used as a function: `for item in (stream := vts.gate_stream(items, ...)):`
+    """Iterate `items` through a StreamGate: every item comes back unchanged (text can be shown as it
+    arrives) after it is fed, bytes-like items to gate.feed_bytes and the rest to gate.feed.
+
+    `report` is None until the source is exhausted; then finish() has run and it is the report.  It
+    stays None when the consumer stops early (the turn was not read to its end) and when the source
+    (or feeding) raises: the exception propagates unchanged and the stream is over.  Calls are handed
+    on only from a report.  `gate` is the StreamGate (its `blocked` is current for each item yielded).
+    The arguments are checked before any item is read: the StreamGate's errors, and TypeError when
+    items is not iterable.  One pass only: the object is its own iterator.
+    """
+
+    def __init__(self, items: Iterable[Any], profile: str, tool_schemas: dict, request: dict | None = None,
+                 limits: Limits | None = None, meta: dict | None = None) -> None:
+        self.gate = StreamGate(profile, tool_schemas, limits, meta, request)
+        self.report: dict[str, Any] | None = None
+        self._source: Iterator[Any] | None = iter(items)
+
+    def __iter__(self) -> "gate_stream":
+        return self
+
+    def __next__(self) -> Any:
+        source = self._source
+        if source is None:   # exhausted, or ended by an exception
+            raise StopIteration
+        try:
+            item = next(source)
+            if isinstance(item, _BYTES_LIKE):
+                self.gate.feed_bytes(item)
+            else:
+                self.gate.feed(item)
+        except StopIteration:
+            self._source = None
+            self.report = self.gate.finish()
+            raise
+        except BaseException:
+            self._source = None   # never a report after a source that failed
+            raise
+        return item
+
+
+class agate_stream:   # noqa: N801 - used as a function: `async for item in vts.agate_stream(aitems, ...):`
+    """gate_stream over an async iterable, for `async for`: the same items, `gate` and `report`."""
+
+    def __init__(self, items: Any, profile: str, tool_schemas: dict, request: dict | None = None,
+                 limits: Limits | None = None, meta: dict | None = None) -> None:
+        self.gate = StreamGate(profile, tool_schemas, limits, meta, request)
+        self.report: dict[str, Any] | None = None
+        self._source: Any = aiter(items)   # TypeError when items is not an async iterable
+
+    def __aiter__(self) -> "agate_stream":
+        return self
+
+    async def __anext__(self) -> Any:
+        source = self._source
+        if source is None:
+            raise StopAsyncIteration
+        try:
+            item = await source.__anext__()
+            if isinstance(item, _BYTES_LIKE):
+                self.gate.feed_bytes(item)
+            else:
+                self.gate.feed(item)
+        except StopAsyncIteration:
+            self._source = None
+            self.report = self.gate.finish()
+            raise
+        except BaseException:
+            self._source = None
+            raise
+        return item
+
+
 # ---------------------------------------------------------------------------
 # Output: the one door to standard output and standard error, and the report formats
 # ---------------------------------------------------------------------------
@@ -16963,6 +17041,7 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     # the verdict
     "StreamGate", "validate_envelope", "validate_bytes", "check_expect", "Limits", "Finding", "FINDING_CODES",
+    "gate_stream", "agate_stream",
     "PROFILES", "Profile", "TurnRules", "VERSION",
     # the schema subset and the request
     "compile_schema", "validate_instance", "gemini_schema", "request_from_body", "ANTHROPIC_CLIENT_TOOLS",

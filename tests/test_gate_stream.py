@@ -1,0 +1,228 @@
+"""vts.gate_stream and vts.agate_stream: the common loop, items handed back unchanged, the verdict in `.report`.
+
+Dict items run in the default run.  The classes marked NEEDS FEED_BYTES feed bytes-like items, which go to
+StreamGate.feed_bytes (issue 33 item 2, branch fb): they fail until that branch is merged.
+"""
+
+import asyncio
+import unittest
+
+from support import fixture_paths, load_fixture, vts
+
+
+def fixtures_of_every_profile():
+    """(relpath, envelope) of the first passing and the first blocked fixture of each profile, served as a
+    stream (no `serve.error`)."""
+    chosen = {}
+    for relpath in fixture_paths():
+        if relpath.startswith("envelope/"):
+            continue
+        doc = load_fixture(relpath)[1]
+        if not isinstance(doc, dict) or doc.get("profile") not in vts.PROFILES or "error" in doc.get("serve", {}):
+            continue
+        status = doc.get("expect", {}).get("status")
+        if status in ("pass", "blocked"):
+            chosen.setdefault((doc["profile"], status), (relpath, doc))
+    return [chosen[key] for key in sorted(chosen)]
+
+
+FIXTURES = fixtures_of_every_profile()
+
+
+def items_of(doc):
+    return doc[vts.PROFILES[doc["profile"]].stream_key]
+
+
+def gate_args(doc):
+    return dict(request=doc.get("request"), meta=doc.get("meta"))
+
+
+class Boom(Exception):
+    pass
+
+
+def failing(items, after, error):
+    """The items, then `error` raised after `after` of them."""
+    yield from items[:after]
+    raise error
+
+
+async def agen(items, fail_after=None):
+    for number, item in enumerate(items):
+        if number == fail_after:
+            raise Boom("the source failed")
+        yield item
+
+
+class GateStream(unittest.TestCase):
+    def test_the_fixtures_cover_a_pass_and_a_blocked_turn_of_every_profile(self):
+        self.assertEqual(len(FIXTURES), 2 * len(vts.PROFILES))
+
+    def test_report_is_the_envelope_report_and_items_come_back_unchanged(self):
+        for relpath, doc in FIXTURES:
+            with self.subTest(fixture=relpath):
+                items = items_of(doc)
+                stream = vts.gate_stream(items, doc["profile"], doc["tool_schemas"], **gate_args(doc))
+                self.assertIsInstance(stream.gate, vts.StreamGate)
+                self.assertIs(iter(stream), stream)
+                got = []
+                for item in stream:
+                    self.assertIsNone(stream.report)   # also after the last item: the end is not known yet
+                    got.append(item)
+                self.assertEqual(len(got), len(items))
+                self.assertTrue(all(a is b for a, b in zip(got, items)))
+                self.assertEqual(stream.report, vts.validate_envelope(doc))
+                self.assertIs(stream.report, stream.gate.finish())
+                self.assertEqual(list(stream), [])    # one pass
+                self.assertEqual(stream.report["status"], doc["expect"]["status"])
+
+    def test_blocked_is_current_for_each_item_yielded(self):
+        _, doc = load_fixture("openai/identity-collision-name-change-on-continuation.json")
+        stream = vts.gate_stream(doc["chunks"], "openai", doc["tool_schemas"])
+        seen = [stream.gate.blocked for _ in stream]
+        self.assertTrue(seen[-1])
+        self.assertEqual(seen, sorted(seen))
+
+    def test_stopping_early_leaves_no_report(self):
+        for relpath, doc in FIXTURES:
+            with self.subTest(fixture=relpath):
+                stream = vts.gate_stream(items_of(doc), doc["profile"], doc["tool_schemas"], **gate_args(doc))
+                for _ in stream:
+                    break
+                self.assertIsNone(stream.report)
+
+    def test_an_exception_of_the_source_propagates_and_leaves_no_report(self):
+        _, doc = load_fixture("openai/valid-fragmented-single-call.json")
+        for after in (0, 2, len(doc["chunks"])):
+            with self.subTest(after=after):
+                error = Boom("the source failed")
+                stream = vts.gate_stream(failing(doc["chunks"], after, error), "openai", doc["tool_schemas"])
+                got = []
+                with self.assertRaises(Boom) as caught:
+                    for item in stream:
+                        got.append(item)
+                self.assertIs(caught.exception, error)   # unchanged: the very exception the source raised
+                self.assertEqual(got, doc["chunks"][:after])
+                self.assertIsNone(stream.report)
+                self.assertEqual(list(stream), [])   # over: never a report after a failed source
+                self.assertIsNone(stream.report)
+
+    def test_argument_errors_are_the_gates_and_come_before_any_item_is_read(self):
+        read = []
+
+        def source():
+            read.append(1)
+            yield {}
+
+        for args, kwargs, error in ((("nope", {}), {}, ValueError), (("openai", []), {}, TypeError),
+                                    (("openai", {}), {"meta": []}, ValueError),
+                                    (("openai", {}), {"limits": {}}, TypeError),
+                                    (("openai", {}), {"request": {"tool_choice": 7}}, ValueError)):
+            for wrapper, items in ((vts.gate_stream, source()), (vts.agate_stream, agen([{}]))):
+                with self.subTest(wrapper=wrapper.__name__, args=args, kwargs=kwargs):
+                    with self.assertRaises(error):
+                        wrapper(items, *args, **kwargs)
+        self.assertEqual(read, [])
+        with self.assertRaises(TypeError):
+            vts.gate_stream(7, "openai", {})
+        with self.assertRaises(TypeError):
+            vts.agate_stream([{}], "openai", {})   # a list is not an async iterable
+
+    def test_hostile_items_give_a_report(self):
+        stream = vts.gate_stream([None, "x", 7, [], {"choices": 1}], "openai", {})
+        self.assertEqual(len(list(stream)), 5)
+        self.assertEqual(stream.report["status"], "blocked")
+
+
+class AsyncGateStream(unittest.TestCase):
+    def test_report_is_the_envelope_report_and_items_come_back_unchanged(self):
+        async def run(doc):
+            stream = vts.agate_stream(agen(items_of(doc)), doc["profile"], doc["tool_schemas"], **gate_args(doc))
+            self.assertIs(stream.__aiter__(), stream)
+            got = []
+            async for item in stream:
+                self.assertIsNone(stream.report)
+                got.append(item)
+            return stream, got
+
+        for relpath, doc in FIXTURES:
+            with self.subTest(fixture=relpath):
+                stream, got = asyncio.run(run(doc))
+                self.assertTrue(len(got) == len(items_of(doc)) and all(a is b for a, b in zip(got, items_of(doc))))
+                self.assertEqual(stream.report, vts.validate_envelope(doc))
+
+    def test_stopping_early_and_a_failing_source_leave_no_report(self):
+        _, doc = load_fixture("anthropic/pass-three-parallel-tool-uses.json")
+
+        async def early():
+            stream = vts.agate_stream(agen(doc["events"]), "anthropic", doc["tool_schemas"])
+            async for _ in stream:
+                break
+            return stream
+
+        async def failed():
+            stream = vts.agate_stream(agen(doc["events"], fail_after=3), "anthropic", doc["tool_schemas"])
+            got = []
+            with self.assertRaises(Boom):
+                async for item in stream:
+                    got.append(item)
+            self.assertEqual(len(got), 3)
+            self.assertEqual([item async for item in stream], [])
+            return stream
+
+        self.assertIsNone(asyncio.run(early()).report)
+        self.assertIsNone(asyncio.run(failed()).report)
+
+
+# --- NEEDS FEED_BYTES: these fail until branch fb (StreamGate.feed_bytes) is merged -----------------
+
+def body_of(doc):
+    """The raw HTTP body `serve` answers for the fixture (gemini as alt=sse)."""
+    http = vts.PROFILES[doc["profile"]].http
+    return http.frame(items_of(doc), "alt=sse")[1]
+
+
+def pieces(body, size):
+    """The body cut every `size` bytes, as bytes, bytearray and memoryview in turn."""
+    kinds = (bytes, bytearray, memoryview)
+    return [kinds[n % 3](body[at:at + size]) for n, at in enumerate(range(0, len(body), size))]
+
+
+class GateStreamOfBytes(unittest.TestCase):
+    """NEEDS FEED_BYTES (branch fb): bytes-like items go to gate.feed_bytes."""
+
+    def test_bytes_give_the_envelope_report_under_any_split(self):
+        for relpath, doc in FIXTURES:
+            body = body_of(doc)
+            for size in (1, 7, len(body)):
+                with self.subTest(fixture=relpath, size=size):
+                    items = pieces(body, size)
+                    stream = vts.gate_stream(items, doc["profile"], doc["tool_schemas"], **gate_args(doc))
+                    got = list(stream)
+                    self.assertTrue(all(a is b for a, b in zip(got, items)) and len(got) == len(items))
+                    self.assertEqual(stream.report, vts.validate_envelope(doc))
+
+    def test_async_bytes_give_the_envelope_report(self):
+        async def run(doc):
+            stream = vts.agate_stream(agen(pieces(body_of(doc), 5)), doc["profile"], doc["tool_schemas"],
+                                      **gate_args(doc))
+            async for _ in stream:
+                pass
+            return stream.report
+
+        for relpath, doc in FIXTURES:
+            with self.subTest(fixture=relpath):
+                self.assertEqual(asyncio.run(run(doc)), vts.validate_envelope(doc))
+
+    def test_bytes_and_items_in_one_turn_raise_and_leave_no_report(self):
+        _, doc = load_fixture("openai/valid-fragmented-single-call.json")
+        for items in ([doc["chunks"][0], body_of(doc)], [body_of(doc), doc["chunks"][0]]):
+            with self.subTest(first=type(items[0]).__name__):
+                stream = vts.gate_stream(items, "openai", doc["tool_schemas"])
+                with self.assertRaises(RuntimeError):
+                    list(stream)
+                self.assertIsNone(stream.report)
+
+
+if __name__ == "__main__":
+    unittest.main()
