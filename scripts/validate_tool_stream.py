@@ -6722,6 +6722,184 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
 STREAM_KEY: Mapping[str, str] = MappingProxyType({name: row.stream_key for name, row in PROFILES.items()})
 
 
+# --- what a body's payloads look like: read by capture and by StreamGate.feed_bytes ----------
+
+def _json_body(raw: bytes) -> bool:
+    """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
+    (whitespace aside).  It must be bytes, and not empty."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
+    head = bytes(raw[:4096]).lstrip(b" \t\r\n")
+    if not head and not raw.strip(b" \t\r\n"):
+        raise CaptureError("the body is empty: nothing was captured")
+    return head[:1] in (b"[", b"{")
+
+
+def _profile_of(payload: Any) -> str | None:
+    """The profile family a payload's shape belongs to: the one family whose rooms claim it (None:
+    no room claims it, or rooms of two families do, and then it cannot tell).  A claim is a room's
+    own yes or no; the tests keep the claims of different families exclusive."""
+    if not isinstance(payload, dict):
+        return None
+    families = _families_of(payload)
+    return families[0] if len(families) == 1 else None
+
+
+def _families_of(payload: Any) -> list[str]:
+    """Every profile family whose rooms claim a payload's shape, in PROFILES order (none, one, or -- for
+    a payload that mixes two APIs' shapes -- more)."""
+    if not isinstance(payload, dict):
+        return []
+    return list(dict.fromkeys(row.capture.family for row in PROFILES.values() if row.capture.claims(payload)))
+
+
+# Bodies of APIs no profile reads, by what their payloads look like (each room's foreign_shape):
+# refused by capture with that name, instead of becoming an envelope that can only block with
+# unsupported_event.
+def _foreign_shape(payload: Any) -> str | None:
+    """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
+    if not isinstance(payload, dict):
+        return None
+    for row in PROFILES.values():
+        found = row.capture.foreign_shape(payload)
+        if found is not None:
+            return found
+    return None
+
+
+def _error_payload(payload: dict) -> bool:
+    """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
+    return any(row.capture.stream_error(payload) for row in PROFILES.values())
+
+
+def _whole_response(payload: dict, rows: Iterable[Profile]) -> str | None:
+    """How capture names one whole JSON object of a non-streaming API of these rows (None: of none)."""
+    for row in rows:
+        found = row.capture.whole_response(payload)
+        if found is not None:
+            return found
+    return None
+
+
+def _no_stream_payload(whole: dict) -> bool:
+    """Whether one whole JSON object is no stream payload: no family claims it, or it is a whole response
+    of the family that claims it (a chat completion has choices, as a chunk has)."""
+    seen = _profile_of(whole)
+    return seen is None or _whole_response(whole, [row for row in PROFILES.values()
+                                                    if row.capture.family == seen]) is not None
+
+
+def _non_stream_shape(payload: dict) -> str:
+    """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
+    found = _whole_response(payload, PROFILES.values())
+    if found is not None:
+        return found
+    members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
+    return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
+
+
+def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) -> bool:
+    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
+
+    True once a payload of the profile's own shape came (what follows it is not looked at)."""
+    want = row.capture.family
+    for payload, line in zip(payloads, lines):
+        foreign = _foreign_shape(payload)
+        if foreign is not None:
+            raise CaptureError(f"this body looks like {foreign}", line)
+        seen = _families_of(payload)   # a payload two families claim is refused unless one is the profile's
+        if seen and want not in seen:
+            use = " or ".join(f"--profile {other.name}" for other in PROFILES.values() if other.capture.family in seen)
+            raise CaptureError(f"this body looks like {' or '.join(seen)} payloads, not {row.name}: use {use}", line)
+        if want in seen:
+            return True
+    return False
+
+
+class _shape_stage:
+    """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
+
+    __slots__ = ("row", "settled")
+
+    def __init__(self, row: Profile) -> None:
+        self.row = row
+        self.settled = False
+
+    def __call__(self, payload: Any, line: int | None) -> Any:
+        if not self.settled:
+            self.settled = _check_profile_shape(self.row, [payload], [line])
+        return payload
+
+
+def _refuse_whole_document(text: str, row: Profile) -> tuple[Any, int, int] | None:
+    """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
+    response or another API's object is refused with what it looks like.  Returns the value the body
+    starts with (_first_json_value), for the line reader not to parse it again."""
+    first = _first_json_value(text)   # where decode_document read the whole body: as deep a value passes
+    if first is None or _skip_ws(text, first[2]) != len(text):
+        return first   # no value, or several documents: JSON Lines
+    whole = first[0]
+    if not isinstance(whole, dict):
+        return first
+    if isinstance(whole.get("log"), dict):
+        raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
+    if "profile" in whole and ("chunks" in whole or "events" in whole):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    if set(whole) == {"data"} and isinstance(whole["data"], dict):
+        whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
+    if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
+            and _no_stream_payload(whole)):
+        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
+    return first
+
+
+def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
+    """A payload of a JSON body, out of its {"data": {...}} wrapper; it must be an object."""
+    if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
+        payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
+    if not isinstance(payload, dict):
+        raise CaptureError(f"payload {context[0]} is {_describe(payload)}, not a JSON object", context[1])
+    return payload
+
+
+def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
+    if context[0] == 0 and "profile" in payload and ("chunks" in payload or "events" in payload):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    return payload
+
+
+# The checking stages of each framing (see _staged): what every payload passes before capture's
+# scrubber writes it, or before StreamGate.feed_bytes feeds it; (payload, context) -> payload.
+
+def _sse_checks(row: Profile, check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
+    """An SSE event's (its context is the event): strict JSON, the profile's shape, the room's event checks."""
+    stages: list[Callable[[Any, Any], Any]] = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+    if row.capture.check_sse_events is not None:
+        stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
+    return stages
+
+
+def _json_checks(check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
+    """A payload of a JSON list or JSON Lines (its context: (its number, its line)): an object, out of a
+    {"data": ...} wrapper, no envelope, the profile's shape."""
+    return [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1])]
+
+
+def _frame_checks(convert: Callable[[Any, int], tuple[Any, str | None]] | None,
+                  check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
+    """An AWS event-stream frame's event (its context: (frame number, payload text)): the profile's shape;
+    with convert (a room's), first the payload convert makes of it, which goes on as (payload, its text)."""
+    if convert is None:
+        return [lambda event, _: check_shape(event, None)]
+
+    def check_converted(converted: tuple[Any, str | None], _: Any) -> tuple[Any, str | None]:
+        check_shape(converted[0], None)
+        return converted
+
+    return [lambda event, context: convert(event, context[0]), check_converted]
+
+
+
 # ---------------------------------------------------------------------------
 # Slot state machine: provider-neutral reassembly
 # ---------------------------------------------------------------------------
@@ -12098,21 +12276,6 @@ def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], 
     return count
 
 
-class _shape_stage:
-    """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
-
-    __slots__ = ("row", "settled")
-
-    def __init__(self, row: Profile) -> None:
-        self.row = row
-        self.settled = False
-
-    def __call__(self, payload: Any, line: int | None) -> Any:
-        if not self.settled:
-            self.settled = _check_profile_shape(self.row, [payload], [line])
-        return payload
-
-
 # Members that tell apart the choices, blocks, items or candidates whose text arrives in pieces: a
 # group of text fragments is one string's path plus the values of these members on the way to it.
 _TEXT_GROUP_KEYS = ("index", "contentBlockIndex", "output_index", "content_index", "summary_index", "item_id")
@@ -12382,17 +12545,6 @@ def _capture_row(profile: str) -> Profile:
     return row
 
 
-def _json_body(raw: bytes) -> bool:
-    """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
-    (whitespace aside).  It must be bytes, and not empty."""
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
-    head = bytes(raw[:4096]).lstrip(b" \t\r\n")
-    if not head and not raw.strip(b" \t\r\n"):
-        raise CaptureError("the body is empty: nothing was captured")
-    return head[:1] in (b"[", b"{")
-
-
 class _SseCapture:
     """One SSE body read for capture: its events go through the stages (strict JSON, the profile's
     shape, the room's event checks, the scrubber) into payloads, written as they are read with encode;
@@ -12408,9 +12560,7 @@ class _SseCapture:
         self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
                                              lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
         self.check_shape = check_shape = _shape_stage(row)
-        self.stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
-        if row.capture.check_sse_events is not None:
-            self.stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
+        self.stages = _sse_checks(row, check_shape)
         self.stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data,
                                                                  event.name))
         payloads: Any = _EncodedPayloads() if encode else []
@@ -12452,87 +12602,6 @@ class _SseCapture:
                      "redacted": bool(self.redact)},
         }
         return envelope, warnings
-
-
-def _profile_of(payload: Any) -> str | None:
-    """The profile family a payload's shape belongs to: the one family whose rooms claim it (None:
-    no room claims it, or rooms of two families do, and then it cannot tell).  A claim is a room's
-    own yes or no; the tests keep the claims of different families exclusive."""
-    if not isinstance(payload, dict):
-        return None
-    families = _families_of(payload)
-    return families[0] if len(families) == 1 else None
-
-
-def _families_of(payload: Any) -> list[str]:
-    """Every profile family whose rooms claim a payload's shape, in PROFILES order (none, one, or -- for
-    a payload that mixes two APIs' shapes -- more)."""
-    if not isinstance(payload, dict):
-        return []
-    return list(dict.fromkeys(row.capture.family for row in PROFILES.values() if row.capture.claims(payload)))
-
-
-# Bodies of APIs no profile reads, by what their payloads look like (each room's foreign_shape):
-# refused by capture with that name, instead of becoming an envelope that can only block with
-# unsupported_event.
-def _foreign_shape(payload: Any) -> str | None:
-    """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
-    if not isinstance(payload, dict):
-        return None
-    for row in PROFILES.values():
-        found = row.capture.foreign_shape(payload)
-        if found is not None:
-            return found
-    return None
-
-
-def _error_payload(payload: dict) -> bool:
-    """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
-    return any(row.capture.stream_error(payload) for row in PROFILES.values())
-
-
-def _whole_response(payload: dict, rows: Iterable[Profile]) -> str | None:
-    """How capture names one whole JSON object of a non-streaming API of these rows (None: of none)."""
-    for row in rows:
-        found = row.capture.whole_response(payload)
-        if found is not None:
-            return found
-    return None
-
-
-def _no_stream_payload(whole: dict) -> bool:
-    """Whether one whole JSON object is no stream payload: no family claims it, or it is a whole response
-    of the family that claims it (a chat completion has choices, as a chunk has)."""
-    seen = _profile_of(whole)
-    return seen is None or _whole_response(whole, [row for row in PROFILES.values()
-                                                    if row.capture.family == seen]) is not None
-
-
-def _non_stream_shape(payload: dict) -> str:
-    """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
-    found = _whole_response(payload, PROFILES.values())
-    if found is not None:
-        return found
-    members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
-    return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
-
-
-def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) -> bool:
-    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
-
-    True once a payload of the profile's own shape came (what follows it is not looked at)."""
-    want = row.capture.family
-    for payload, line in zip(payloads, lines):
-        foreign = _foreign_shape(payload)
-        if foreign is not None:
-            raise CaptureError(f"this body looks like {foreign}", line)
-        seen = _families_of(payload)   # a payload two families claim is refused unless one is the profile's
-        if seen and want not in seen:
-            use = " or ".join(f"--profile {other.name}" for other in PROFILES.values() if other.capture.family in seen)
-            raise CaptureError(f"this body looks like {' or '.join(seen)} payloads, not {row.name}: use {use}", line)
-        if want in seen:
-            return True
-    return False
 
 
 def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
@@ -12592,14 +12661,8 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
             return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text, decoded), None)
         return scrubber.scrub(payload, ("frame", number), text, next(iter(payload)))
 
-    def check_converted(converted: tuple[Any, str | None], _: Any) -> tuple[Any, str | None]:
-        check_shape(converted[0], None)
-        return converted
-
-    if convert is None:
-        stages = [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
-    else:   # (payload, the text convert read it from) go on together, for scrub's templates
-        stages = [lambda event, context: convert(event, context[0]), check_converted, scrub]
+    # with convert, (payload, the text convert read it from) go on together, for scrub's templates
+    stages = _frame_checks(convert, check_shape) + [scrub]
     chunk = fast_chunks if encode and chunk_match is not None else None
     fast = fast_frame if encode and chunk is None else None
     _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
@@ -12611,43 +12674,6 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
     envelope = {"profile": row.name, "tool_schemas": tool_schemas, row.stream_key: payloads,
                 "meta": {"capture_point": capture_point, "redacted": bool(redact)}}
     return envelope, warnings
-
-
-def _refuse_whole_document(text: str, row: Profile) -> tuple[Any, int, int] | None:
-    """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
-    response or another API's object is refused with what it looks like.  Returns the value the body
-    starts with (_first_json_value), for the line reader not to parse it again."""
-    first = _first_json_value(text)   # where decode_document read the whole body: as deep a value passes
-    if first is None or _skip_ws(text, first[2]) != len(text):
-        return first   # no value, or several documents: JSON Lines
-    whole = first[0]
-    if not isinstance(whole, dict):
-        return first
-    if isinstance(whole.get("log"), dict):
-        raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
-    if "profile" in whole and ("chunks" in whole or "events" in whole):
-        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    if set(whole) == {"data"} and isinstance(whole["data"], dict):
-        whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
-    if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
-            and _no_stream_payload(whole)):
-        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
-    return first
-
-
-def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
-    """A payload of a JSON body, out of its {"data": {...}} wrapper; it must be an object."""
-    if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
-        payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
-    if not isinstance(payload, dict):
-        raise CaptureError(f"payload {context[0]} is {_describe(payload)}, not a JSON object", context[1])
-    return payload
-
-
-def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
-    if context[0] == 0 and "profile" in payload and ("chunks" in payload or "events" in payload):
-        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    return payload
 
 
 def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_schemas: bool,
@@ -12668,9 +12694,9 @@ def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_sch
         del first
     check_shape = _shape_stage(row)
     scrubber = _Scrubber(row, redact, walk, encode)
-    stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
-              lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
-                                                      else f"item {context[0]}")]
+    stages = _json_checks(check_shape) + [
+        lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
+                                                else f"item {context[0]}")]
     out: Any = _EncodedPayloads() if encode else []
     count = _staged((((payload, (number, line))) for number, (payload, line) in enumerate(read)), stages,
                     out.append, "a payload nests too deeply to process")
