@@ -600,15 +600,17 @@ class _SseState:
 
 
 def _sse_lines(text: str, state: _SseState | None = None,
-               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, line) of every line, read as they come (a final unterminated line still counts).
+               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None,
+               first_line: int = 0) -> Iterator[tuple[int, Any]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts); the
+    lines are numbered after first_line (a body read in pieces: the lines of those before).
 
     With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
     is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
     number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
     fast_run(text, pos, number) may write events itself and say where it stopped.
     """
-    pos = number = 0
+    pos, number = 0, first_line
     size = len(text)
     find = text.find
     if "\r" not in text:   # the common body: LF only, found without a regex
@@ -649,8 +651,11 @@ def _sse_lines(text: str, state: _SseState | None = None,
 
 
 def _sse_events(text: str, state: _SseState,
-                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
-    """The events of an SSE body, in order, as they are read; state collects the rest.
+                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None,
+                first_line: int = 0) -> Iterator[_SseEvent]:
+    """The events of an SSE body, in order, as they are read; state collects the rest.  A body read in
+    pieces (StreamGate.feed_bytes) comes a piece at a time, each ending where no event is pending, with
+    the lines before it (first_line) and the same state.
 
     The [DONE] sentinel is not an event.  A framing error is raised where it is read.  The line
     loop stays here (a call per line would cost every body); each step that ends an event, or the
@@ -660,7 +665,7 @@ def _sse_events(text: str, state: _SseState,
     name: str | None = None
     data: list[str] = []
     data_lines: list[int] = []
-    for number, line in _sse_lines(text, state, fast_run):
+    for number, line in _sse_lines(text, state, fast_run, first_line):
         if line.__class__ is _SseEvent:   # a plain event, read whole
             yield line
             continue
@@ -770,14 +775,16 @@ def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
     return value, [1] * len(value), "JSON list"
 
 
-def _json_lines_iter(text: str, first: tuple[Any, int, int] | None = None) -> Iterator[tuple[Any, int]]:
-    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read.
+def _json_lines_iter(text: str, first: tuple[Any, int, int] | None = None,
+                     first_line: int = 0) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read (first_line:
+    the lines before text, when the body comes in pieces of whole lines).
 
     first: (value, start, end) of the value the body starts with, read already (_first_json_value):
     when the first non-blank line is that value alone, spaces and tabs aside, it is not parsed again,
     unless it is bracketed deeply enough that a parse here might run out of stack where that one did not.
     """
-    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
+    for number, line in _sse_lines(text, first_line=first_line):   # not U+2028 & co: JSON text
         if not line.strip(" \t"):
             continue
         if first is not None and _is_first_value(line, first):
@@ -909,8 +916,8 @@ def eventstream_events(raw: bytes) -> list[dict]:
 
 def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
                         parse: Callable[[str, str], Any] | None = None,
-                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
-                        ) -> Iterator[tuple[Any, int, str]]:
+                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None,
+                        first_frame: int = 0, first_byte: int = 0) -> Iterator[tuple[Any, int, str]]:
     """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
     is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
     does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
@@ -918,7 +925,8 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     not come either.  parse(member, text): the payload read another way, exactly as the strict
     parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
     previous frame's is not parsed again.  The frame loop stays here: a call more per frame would
-    cost every body, and a payload parsed a frame deeper could nest one level less."""
+    cost every body, and a payload parsed a frame deeper could nest one level less.  A body read in
+    pieces of whole frames (StreamGate.feed_bytes) gives the frames and bytes before each piece."""
     import struct
     import zlib
 
@@ -929,21 +937,21 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
     last, last_size, member = b"", -1, ""   # the previous frame's header bytes, their size and member
     startswith = raw.startswith
-    pos = frame = 0
+    pos, frame = 0, first_frame
     size = len(raw)
     while pos < size:
         frame += 1
         if size - pos < 12:
-            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {first_byte + pos})")
         total, header_size, prelude_crc = unpack(raw, pos)
         if crc32(view[pos:pos + 8]) != prelude_crc:
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {first_byte + pos}): not an AWS "
                                "event stream, or a corrupt one")
         if header_size > total - 16 or size - pos < total:   # (so a frame has its 16 bytes of prelude and CRC)
-            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {first_byte + pos})")
         end = pos + total
         if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
-            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {first_byte + pos})")
         start = pos + 12 + header_size
         if header_size != last_size or not startswith(last, pos + 12):
             last, last_size = raw[pos + 12:start], header_size
@@ -1811,9 +1819,12 @@ class CaptureRules(_FrozenRecord):
                          own yes or no (rooms of one family share it; no payload is claimed by two families)
       redact             one payload -> the same structure without content
       binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead),
-                         or None (it declines); no binary_body: every body is text
-      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None
-      check_lines_text   the framing rules of its JSON Lines body (an NDJSON API), or None
+                         or None (it declines), decided from the body's first 12 bytes (StreamGate.feed_bytes
+                         asks once those came); no binary_body: every body is text
+      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None;
+                         check_sse_text(text, first_line) reads line by line: a body read in pieces of whole
+                         events (feed_bytes) is checked a piece at a time, its lines numbered after first_line
+      check_lines_text   the same for its JSON Lines body (an NDJSON API), or None
       warn_without_done  warn when its SSE body has no "data: [DONE]"
       stream_error       whether one payload is an error its stream may carry (kept: it becomes stream_error)
       foreign_shape      one payload of a neighbouring API of the provider that no profile reads (another
@@ -1827,9 +1838,9 @@ class CaptureRules(_FrozenRecord):
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
-                 check_sse_text: Callable[[str], None] | None = None,
+                 check_sse_text: Callable[[str, int], None] | None = None,
                  check_sse_events: Callable[[list], None] | None = None,
-                 check_lines_text: Callable[[str], None] | None = None, warn_without_done: bool = False,
+                 check_lines_text: Callable[[str, int], None] | None = None, warn_without_done: bool = False,
                  stream_error: Callable[[dict], bool] = _error_member,
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape) -> None:
@@ -5732,8 +5743,9 @@ _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r":streamGenerateContent")
 
 
-def _gemini_check_sse(text: str) -> None:
-    """Gemini SSE framing that every reader reads alike (CaptureError otherwise).
+def _gemini_check_sse(text: str, first_line: int = 0) -> None:
+    """Gemini SSE framing that every reader reads alike (CaptureError otherwise); lines numbered after
+    first_line (see CaptureRules).
 
     google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
     a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
@@ -5741,7 +5753,7 @@ def _gemini_check_sse(text: str) -> None:
     js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
     each event must be one data line ended by one of those.
     """
-    for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
+    for number, line in enumerate(re.split(_SSE_LINE_END, text), first_line + 1):
         if line and not line.startswith("data: "):
             raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
                                "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
@@ -5750,7 +5762,7 @@ def _gemini_check_sse(text: str) -> None:
     if framing.end() != len(text):
         raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                            "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
-                           text.count("\n", 0, framing.end()) + 1)
+                           first_line + len(re.split(_SSE_LINE_END, text[:framing.end()])))
 
 
 # The events of a gemini body as every reader splits them (see sse_to_envelope).
@@ -6164,10 +6176,11 @@ def _cohere_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     return _function_tool(where, tool, "Cohere v2")
 
 
-def _cohere_check_sse(text: str) -> None:
+def _cohere_check_sse(text: str, first_line: int = 0) -> None:
     """Framing cohere-python reads otherwise: its sync reader ends a line only at LF (and strips every
-    CR before it), its async reader (httpx aiter_lines) at every line break str.splitlines() knows."""
-    for number, line in enumerate(text.split("\n"), 1):
+    CR before it), its async reader (httpx aiter_lines) at every line break str.splitlines() knows.
+    Lines numbered after first_line (see CaptureRules)."""
+    for number, line in enumerate(text.split("\n"), first_line + 1):
         if "\r" in (line[:-1] if line.endswith("\r") else line):
             raise CaptureError("a line ends in a bare CR: cohere-python's sync reader splits lines only at LF "
                                "and would join or lose events there", number)
@@ -6591,16 +6604,18 @@ def _ollama_not_an_object(pos: int, number: int, function: dict) -> WireProblem:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
-def _ollama_check_lines(text: str) -> None:
+def _ollama_check_lines(text: str, first_line: int = 0) -> None:
     """Framing ollama-python reads otherwise: it reads the body with httpx's iter_lines, which ends a
-    line at every break str.splitlines() knows, and parses every line, a blank one too."""
+    line at every break str.splitlines() knows, and parses every line, a blank one too.  Lines numbered
+    after first_line (see CaptureRules)."""
     lines = re.split(r"\r\n|\r|\n", text)
-    for number, line in enumerate(lines, 1):
+    last = first_line + len(lines)
+    for number, line in enumerate(lines, first_line + 1):
         for mark in _SPLITLINES_BREAKS:
             if mark in line:
                 raise CaptureError(f"a raw U+{ord(mark):04X} in a line: ollama-python's line reader ends the line "
                                    "there and cannot parse either half", number)
-        if not line.strip(" \t") and number < len(lines):
+        if not line.strip(" \t") and number < last:
             raise CaptureError("a blank line: ollama-python parses every line as JSON and fails there", number)
 
 
