@@ -211,13 +211,13 @@ class Limits(_FrozenRecord):
 
     __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
                  "max_schema_depth", "max_evaluations", "max_turn_evaluations", "max_pattern_subject",
-                 "max_findings", "max_schema_seconds")
+                 "max_findings", "max_schema_seconds", "max_frame_bytes")
 
     def __init__(self, max_input_bytes: int = 256 * 1024 * 1024, max_argument_bytes: int = 32 * 1024 * 1024,
                  max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
                  max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
                  max_findings: int = 1000, max_schema_seconds: float | None = None,
-                 max_turn_evaluations: int = 4_000_000) -> None:
+                 max_turn_evaluations: int = 4_000_000, max_frame_bytes: int = 64 * 1024 * 1024) -> None:
         values = dict(locals())
         for name in self.__slots__:
             value = values[name]
@@ -447,9 +447,7 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg   # "...string starting at" + " at line"
-        reason = (reason[:1].lower() + reason[1:]).replace("'", '"')      # Python's wording in our dialect
-        raise JsonProblem(MALFORMED_JSON, f"{reason} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
+        raise _decode_problem(exc, exc.lineno, exc.colno) from None
     except RecursionError:
         raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
     except ValueError as exc:  # integers beyond CPython's digit limit
@@ -458,6 +456,14 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
         raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
                           text.count("\n", 0, end) + 1)
     return value
+
+
+def _decode_problem(exc: json.JSONDecodeError, line: int, column: int) -> JsonProblem:
+    """The JsonProblem of Python's decoding error at line and column (of the document; a reader of a
+    document in pieces gives them)."""
+    reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg   # "...string starting at" + " at line"
+    reason = (reason[:1].lower() + reason[1:]).replace("'", '"')      # Python's wording in our dialect
+    return JsonProblem(MALFORMED_JSON, f"{reason} at line {line} column {column}", line)
 
 
 def _has_surrogate(text: str) -> bool:
@@ -578,15 +584,26 @@ def _sse_decode(raw: bytes) -> str:
     """
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
+    text = _utf8_text(bytes(raw))
+    _no_bom(text)
+    return text
+
+
+def _utf8_text(raw: bytes, first_byte: int = 0, first_line: int = 0) -> str:
+    """raw as UTF-8 text, or CaptureError naming the first byte that is not (and its line); a piece of a
+    body (StreamGate.feed_bytes: whole characters, not ending in CR) counts after the bytes and lines before it."""
     try:
-        text = bytes(raw).decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
-        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
+        line = first_line + len(_compiled(_SSE_LINE_END).split(raw[:exc.start].decode("utf-8")))
+        raise CaptureError(f"the body is not UTF-8 (byte {first_byte + exc.start})", line) from None
+
+
+def _no_bom(text: str) -> None:
+    """The body's text must not start with a byte order mark (see _sse_decode)."""
     if text.startswith("\ufeff"):
         raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
                            "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
-    return text
 
 
 class _SseState:
@@ -6739,12 +6756,15 @@ STREAM_KEY: Mapping[str, str] = MappingProxyType({name: row.stream_key for name,
 
 # --- what a body's payloads look like: read by capture and by StreamGate.feed_bytes ----------
 
+_JSON_HEAD_BYTES = 4096   # a JSON body starts with [ or { within its first bytes, whitespace aside
+
+
 def _json_body(raw: bytes) -> bool:
     """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
     (whitespace aside).  It must be bytes, and not empty."""
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
-    head = bytes(raw[:4096]).lstrip(b" \t\r\n")
+    head = bytes(raw[:_JSON_HEAD_BYTES]).lstrip(b" \t\r\n")
     if not head and not raw.strip(b" \t\r\n"):
         raise CaptureError("the body is empty: nothing was captured")
     return head[:1] in (b"[", b"{")
@@ -10221,12 +10241,397 @@ def _no_events() -> tuple:
     return ()
 
 
+# --- a raw body read as it arrives (StreamGate.feed_bytes) -------------------------------------
+#
+# The body is read as capture reads it (_capture_body), by the same code, in pieces that end where
+# no unit is pending: an SSE piece after a blank line (at its LF), a JSON Lines piece after an LF, an
+# event-stream piece after a whole frame, a JSON list piece after a whole character.  Each piece goes
+# through capture's readers (_sse_events, _json_lines_iter, _eventstream_frames, the room's line
+# checks, its framing's checking stages), its lines, frames and bytes numbered after the pieces
+# before it, and the payloads that pass are fed at once.  A CaptureError is held by rank, as capture
+# would raise it: the body's decoding, its byte order mark, a whole-document refusal, the room's
+# line checks, the framing, then the stages in order (see _staged); the first of a rank wins.  Once
+# one is held nothing more is fed (the turn is blocked), and later pieces are read only as far as an
+# error of a better rank could still come from them.
+
+_RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK, _RANK_FRAMING, _RANK_STAGE = range(6)
+_RANK_NONE = 1 << 30
+
+_BODY_UNDECIDED, _BODY_SSE, _BODY_LINES, _BODY_LIST, _BODY_FRAMES = range(5)
+_BODY_UNITS = {_BODY_UNDECIDED: "body head", _BODY_SSE: "SSE event", _BODY_LINES: "line",
+               _BODY_LIST: "JSON list item", _BODY_FRAMES: "event-stream frame"}
+
+# Where an SSE blank line ends at an LF: its two line ends are LF LF, LF CRLF or CR CRLF.
+_SSE_BLANK_ENDS = (b"\n\n", b"\n\r\n", b"\r\r\n")
+
+# The JSON list's state before what is left to read -> the text that puts Python's parser in it.
+_LIST_PREFIX = {"first": "[", "item": "[0,", "sep": "[0"}
+
+
+def _list_item_pending(exc: BaseException, size: int) -> bool:
+    """Whether an item that failed to parse in size characters may still parse once more come: the
+    error is an unterminated string, or lies near the end (a literal, a number or an escape cut short)."""
+    return isinstance(exc, json.JSONDecodeError) and (exc.msg.startswith("Unterminated string")
+                                                      or exc.pos >= size - 10)
+
+
+class _BodyReader:
+    """One raw HTTP body of a profile read as it arrives (StreamGate.feed_bytes): push() each piece of
+    bytes, end() at the end of the body; feed(payloads) gets the payloads that pass, a piece's at once.
+    What capture would refuse the body for is end()'s Finding (unsupported_event, capture's message);
+    a body or a pending unit beyond its limit is limit_exceeded, its buffers dropped."""
+
+    def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None]) -> None:
+        self.row, self.limits, self.feed = row, limits, feed
+        self.kind = _BODY_UNDECIDED
+        self.buf = bytearray()       # bytes not in a piece yet
+        self.scanned = 0             # of buf, searched for an SSE cut already
+        self.size = self.offset = 0  # bytes pushed; bytes in pieces read
+        self.lines = self.frames = 0  # line ends, frames in pieces read
+        self.content = False         # a byte other than JSON whitespace came
+        self.rank, self.error = _RANK_NONE, None
+        self.limit: Finding | None = None
+        self.count = 0               # units read: events, payloads, frames
+        self.check_shape = _shape_stage(row)
+        self.stages: list[Callable[[Any, Any], Any]] = []
+        self.deep = "an event nests too deeply to process"
+        self.state = _SseState()
+        self.convert = False         # frames: a stage converts each event into (payload, text)
+        self.parse: Callable[[str, str], Any] | None = None
+        self.head: str | None = ""   # JSON Lines: the text held while the body may be one document
+        self.first: tuple[Any, int, int] | None = None
+        self.doubt = False           # JSON Lines: the first value runs past its line (an error is certain)
+        self.parts: list[str] = []   # JSON list: the text after its last state change, in pieces
+        self.held = 0                # their length
+        self.retry_at = 0            # held text an item that did not parse yet waits for
+        self.list_state, self.base, self.lf, self.last_lf = "open", 0, 0, -1
+        self.list_end: tuple[int, int] | None = None   # after its "]": (character, its line)
+
+    @property
+    def blocked(self) -> bool:
+        return self.rank < _RANK_NONE or self.limit is not None or self.doubt
+
+    def push(self, data: Any) -> None:
+        self.size += len(memoryview(data).cast("B")) if isinstance(data, memoryview) else len(data)
+        if self.limit is not None or self.rank == _RANK_DECODE:
+            return   # only counted
+        if self.size > self.limits.max_input_bytes:
+            self._over(f"the body is larger than {self.limits.max_input_bytes} bytes (max_input_bytes)")
+            return
+        self.buf += data
+        if not self.content:
+            self.content = bool(bytes(data).strip(b" \t\r\n"))
+        if self.kind == _BODY_UNDECIDED and not self._decide(False):
+            return
+        self._read(False)
+        if self.limit is None and len(self.buf) + self.held + len(self.head or "") > self.limits.max_frame_bytes:
+            self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
+                       f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+
+    def end(self) -> Finding | None:
+        """The end of the body: what is left is read; the Finding capture's refusal (or a limit) makes, or None."""
+        if self.limit is not None:
+            return self.limit
+        if not self.content:
+            return Finding(UNSUPPORTED_EVENT, "the body is empty: nothing was captured")
+        if self.kind == _BODY_UNDECIDED:
+            self._decide(True)
+        self._read(True)
+        if self.rank == _RANK_NONE and not self.count and self.kind != _BODY_FRAMES:
+            if self.kind != _BODY_SSE:
+                self._hold(_RANK_STAGE, CaptureError("the body holds no payloads"))
+            elif not self.state.done:
+                self._hold(_RANK_STAGE, CaptureError("the body holds no data events (an SSE body has \"data:\" lines)"))
+        return None if self.error is None else Finding(UNSUPPORTED_EVENT, str(self.error))
+
+    def _over(self, message: str) -> None:
+        self.limit = Finding(LIMIT_EXCEEDED, message)
+        self._drop()
+
+    def _drop(self) -> None:
+        self.buf, self.parts, self.held, self.head = bytearray(), [], 0, None
+
+    def _hold(self, rank: int, error: CaptureError) -> None:
+        if rank < self.rank:
+            self.rank, self.error = rank, error
+            if rank == _RANK_DECODE:
+                self._drop()
+
+    def _decide(self, final: bool) -> bool:
+        """The body's kind, as _capture_body chooses it, once enough came (or at its end); False: not yet."""
+        head = bytes(self.buf[:_JSON_HEAD_BYTES]).lstrip(b" \t\r\n")
+        if head[:1] in (b"[", b"{"):
+            self.kind = _BODY_LIST if head[:1] == b"[" else _BODY_LINES
+            self.stages, self.deep = _json_checks(self.check_shape), "a payload nests too deeply to process"
+            return True
+        if not final and not head and len(self.buf) < _JSON_HEAD_BYTES:
+            return False
+        binary = self.row.capture.binary_body
+        if binary is not None:
+            if not final and len(self.buf) < 12:
+                return False
+            read = binary(bytes(self.buf[:12]), False)
+            if read is not None:
+                self.kind, self.convert, self.parse = _BODY_FRAMES, read.convert is not None, read.parse
+                self.stages = _frame_checks(read.convert, self.check_shape)
+                return True
+        self.kind, self.stages = _BODY_SSE, _sse_checks(self.row, self.check_shape)
+        return True
+
+    def _read(self, final: bool) -> None:
+        """Read the pieces that came whole (at the end, all that is left)."""
+        if self.rank == _RANK_DECODE or (self.kind == _BODY_FRAMES and self.rank <= _RANK_FRAMING):
+            self.buf = bytearray()   # nothing later can outrank what is held
+            return
+        buf = self.buf
+        if final:
+            cut = len(buf)
+        elif self.kind == _BODY_SSE:
+            start, cut = max(0, self.scanned - 2), -1
+            for mark in _SSE_BLANK_ENDS:
+                at = buf.rfind(mark, start)
+                if at >= 0:
+                    cut = max(cut, at + len(mark))
+            self.scanned = len(buf)
+        elif self.kind == _BODY_LINES:
+            cut = buf.rfind(b"\n", self.scanned) + 1
+            self.scanned = len(buf)
+        elif self.kind == _BODY_LIST:
+            cut = _whole_characters(buf)
+        else:
+            cut = self._frames_cut()
+        if cut <= 0 and not (final and self.kind in (_BODY_LINES, _BODY_LIST)):
+            return   # (at the end, a JSON body's rules still apply to what was read)
+        piece = bytes(buf[:cut])
+        del buf[:cut]
+        self.scanned = max(0, self.scanned - cut)
+        if self.kind == _BODY_FRAMES:
+            self._frames_piece(piece)
+            return
+        first_line = self.lines
+        text = self._text(piece)
+        if text is None:
+            return
+        if self.kind == _BODY_SSE:
+            self._sse_piece(text, first_line)
+        elif self.kind == _BODY_LINES:
+            self._lines_text(text, first_line, final)
+        else:
+            self._list_piece(text, final)
+
+    def _text(self, piece: bytes) -> str | None:
+        first_byte, first_line = self.offset, self.lines
+        self.offset += len(piece)
+        try:
+            text = _utf8_text(piece, first_byte, first_line)
+        except CaptureError as exc:
+            self._hold(_RANK_DECODE, exc)
+            return None
+        self.lines += text.count("\n") + text.count("\r") - text.count("\r\n")
+        if not first_byte:
+            try:
+                _no_bom(text)
+            except CaptureError as exc:
+                self._hold(_RANK_BOM, exc)
+        return text
+
+    def _run(self, items: Iterable[tuple[Any, Any]]) -> None:
+        """_staged over a piece's items (framing errors raised by items, stage errors held by stage), the
+        payloads that pass fed."""
+        stages, passed = self.stages, []
+        try:
+            for value, context in items:
+                self.count += 1
+                for phase in range(min(len(stages), self.rank - _RANK_STAGE)):
+                    try:
+                        value = stages[phase](value, context)
+                    except CaptureError as exc:
+                        self._hold(_RANK_STAGE + phase, exc)
+                        break
+                    except RecursionError:
+                        self._hold(_RANK_STAGE + phase, CaptureError(self.deep))
+                        break
+                else:
+                    passed.append(value)
+        except CaptureError as exc:
+            self._hold(_RANK_FRAMING, exc)
+        if passed and self.rank == _RANK_NONE:
+            self.feed([value[0] for value in passed] if self.convert else passed)
+
+    def _checked(self, check: Callable[[str, int], None] | None, text: str, first_line: int) -> bool:
+        """The room's line check of a piece (held when it fails); whether its framing is still to read."""
+        if self.rank <= _RANK_CHECK:
+            return False
+        if check is not None:
+            try:
+                check(text, first_line)
+            except CaptureError as exc:
+                self._hold(_RANK_CHECK, exc)
+        return self.rank > _RANK_FRAMING
+
+    def _sse_piece(self, text: str, first_line: int) -> None:
+        if self._checked(self.row.capture.check_sse_text, text, first_line):
+            self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+
+    def _lines_text(self, text: str, first_line: int, final: bool) -> None:
+        """JSON Lines: held while the body may still be one JSON document (refused whole by capture)."""
+        if self.head is None:
+            self._lines_piece(text, first_line, self.first)
+            return
+        if self.head.strip(" \t\r\n") and not self.doubt and _skip_ws(text, 0) < len(text):
+            text, first_line, self.head = self.head + text, 0, None   # a second value: not one document
+            self._lines_piece(text, first_line, self.first)
+            return
+        self.head += text
+        if final:
+            text, self.head = self.head, None
+            try:
+                first = _refuse_whole_document(text, self.row)
+            except CaptureError as exc:
+                self._hold(_RANK_WHOLE, exc)
+                return
+            self._lines_piece(text, 0, first)
+            return
+        if self.first is None and not self.doubt and self.head.strip(" \t\r\n"):
+            self.first = _first_json_value(self.head)
+            self.doubt = self.first is None
+            if self.first is not None and _skip_ws(self.head, self.first[2]) < len(self.head):
+                text, self.head = self.head, None
+                self._lines_piece(text, 0, self.first)
+
+    def _lines_piece(self, text: str, first_line: int, first: tuple[Any, int, int] | None) -> None:
+        self.first = None
+        if self._checked(self.row.capture.check_lines_text, text, first_line):
+            self._run((payload, (number, line)) for number, (payload, line)
+                      in enumerate(_json_lines_iter(text, first, first_line), self.count))
+
+    def _list_piece(self, text: str, final: bool) -> None:
+        """A JSON list's items, each fed once whole; an error as decode_document gives it for the whole body."""
+        if self.rank <= _RANK_FRAMING:
+            return
+        self.parts.append(text)
+        self.held += len(text)
+        if not final and self.held < self.retry_at:
+            return   # an item is still cut short: it is looked for again once the text held doubled
+        text = "".join(self.parts)
+        size, pos, items = len(text), 0, []
+        while True:
+            at = _skip_ws(text, pos)
+            if at == size:
+                break
+            state = self.list_state
+            if state == "open" or (state == "first" and text[at] == "]") or (state == "sep" and text[at] in ",]"):
+                pos, self.list_state = at + 1, ("first" if state == "open" else "item" if text[at] == "," else "after")
+                if self.list_state == "after":
+                    end = self.base + pos
+                    self.list_end = (end, self.lf + text.count("\n", 0, pos) + 1)
+                continue
+            if state == "after":
+                self._list_trailing()
+                break
+            if state == "sep":
+                self._list_error(text, pos)
+                break
+            try:
+                value, end = _DEFAULT_DECODER.raw_decode(text, at)
+            except (ValueError, JsonProblem, RecursionError) as exc:
+                if final or not _list_item_pending(exc, size):
+                    self._list_error(text, pos)
+                self.retry_at = 2 * (size - pos)
+                break
+            if end == size and not final and text[end - 1] not in "\"}]":
+                break   # a number or a literal may go on
+            items.append(value)
+            pos, self.list_state, self.retry_at = end, "sep", 0
+        if final and self.list_state != "after" and self.rank > _RANK_FRAMING:
+            self._list_error(text, pos)
+        self.lf += text.count("\n", 0, pos)
+        last = text.rfind("\n", 0, pos)
+        self.last_lf = self.base + last if last >= 0 else self.last_lf
+        self.base += pos
+        self.parts, self.held = [text[pos:]], size - pos
+        self._run((value, (number, 1)) for number, value in enumerate(items, self.count))
+
+    def _list_error(self, text: str, mark: int) -> None:
+        """Hold the error decode_document gives the whole body, the list's state being the one at mark."""
+        prefix = _LIST_PREFIX[self.list_state]
+        try:
+            _DEFAULT_DECODER.raw_decode(prefix + text[mark:], 0)
+            return
+        except json.JSONDecodeError as exc:
+            at = mark + exc.pos - len(prefix)
+            last = text.rfind("\n", 0, at)
+            column = at - last if last >= 0 else self.base + at - self.last_lf
+            problem = _decode_problem(exc, self.lf + text.count("\n", 0, at) + 1, column)
+        except RecursionError:
+            problem = JsonProblem(LIMIT_EXCEEDED, "the body: nesting too deep to parse")
+        except JsonProblem as exc:
+            problem = exc
+        except ValueError as exc:  # integers beyond CPython's digit limit
+            problem = JsonProblem(LIMIT_EXCEEDED, f"a number cannot be read: {str(exc)[:80]}")
+        self._hold(_RANK_FRAMING, CaptureError(f"the body starts like a JSON list but is not strict JSON: "
+                                               f"{problem.message}", problem.line))
+
+    def _list_trailing(self) -> None:
+        end, line = self.list_end
+        self._hold(_RANK_FRAMING, CaptureError(f"the body starts like a JSON list but is not strict JSON: data after "
+                                               f"the JSON document at character {end}", line))
+
+    def _frames_cut(self) -> int:
+        """Where the whole frames that came end (after a prelude that fails: the reader says how)."""
+        import zlib
+
+        buf, pos, size = self.buf, 0, len(self.buf)
+        while size - pos >= 12:
+            total, header_size, prelude_crc = (int.from_bytes(buf[pos + n:pos + n + 4], "big") for n in (0, 4, 8))
+            if zlib.crc32(buf[pos:pos + 8]) != prelude_crc or header_size > total - 16:
+                return pos + 12
+            if total > self.limits.max_frame_bytes:
+                self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
+                           f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+                return 0
+            if size - pos < total:
+                break
+            pos += total
+        return pos
+
+    def _frames_piece(self, piece: bytes) -> None:
+        first_frame, first_byte = self.frames, self.offset
+        self.offset += len(piece)
+        if self.rank <= _RANK_FRAMING:
+            return
+        frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
+        self._run((event, (number, text)) for event, number, text in frames)
+        pos = 0
+        while len(piece) - pos >= 12:   # the piece's whole frames (a last one cut short: only at the end)
+            pos += max(16, int.from_bytes(piece[pos:pos + 4], "big"))
+            self.frames += 1
+
+
+def _whole_characters(buf: bytearray) -> int:
+    """How much of buf is whole UTF-8 characters (a sequence cut short at its end is left, and a CR, which
+    may be half of a CRLF)."""
+    end = len(buf)
+    back = end
+    while back > 0 and end - back < 3 and 0x80 <= buf[back - 1] < 0xC0:
+        back -= 1
+    if back > 0 and buf[back - 1] >= 0xC0:
+        lead = buf[back - 1]
+        need = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        if end - (back - 1) < need:
+            end = back - 1
+    if end > 0 and buf[end - 1] == 0x0D:
+        end -= 1
+    return end
+
+
 class StreamGate:
     """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
 
     This is the library API an adapter calls, and what the CLI uses.  feed()
     takes one parsed wire object (a chunk or an event of the profile's
-    stream); finish() runs every end-of-stream rule and the validation, and
+    stream), or feed_bytes() the raw HTTP body in pieces (one or the other
+    in a turn); finish() runs every end-of-stream rule and the validation, and
     returns the report dict.  `blocked` turns true as soon as any finding has
     arisen, so an adapter may stop early; it never turns a turn into a pass.
     """
@@ -10255,6 +10660,7 @@ class StreamGate:
     def _start(self, row: Profile, tool_schemas: dict, limits: Limits, meta: dict | None,
                request: RequestContext | None) -> None:
         self.profile = row.name
+        self._row = row
         self.tool_schemas = tool_schemas
         self.limits = limits
         self.meta = meta
@@ -10270,10 +10676,12 @@ class StreamGate:
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
+        self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
+        self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
 
     @property
     def blocked(self) -> bool:
-        return bool(self._machine.findings)
+        return bool(self._machine.findings) or (self._reader is not None and self._reader.blocked)
 
     def feed(self, item: Any) -> None:
         """Consume the next chunk (openai, mistral, gemini) or event (the other profiles).
@@ -10284,8 +10692,8 @@ class StreamGate:
         taken before it is read, so an exception from one item shifts no later position.  Once
         the machine is saturated (see TurnMachine._find) the rest is only counted.
         """
-        if self._report is not None:
-            raise RuntimeError("finish() was already called for this turn")
+        if self._closed is not None:
+            raise RuntimeError(self._closed)
         machine, translate, handlers, plain, append = self._loop
         at = self._position
         if machine.saturated:   # counted, never examined
@@ -10304,11 +10712,38 @@ class StreamGate:
 
     def feed_all(self, items: Iterable[Any]) -> None:
         """Consume each item in turn: feed() for each."""
-        if self._report is not None:   # also for an empty list: a finished turn takes nothing more
-            raise RuntimeError("finish() was already called for this turn")
+        if self._closed is not None:   # also for an empty list: a finished turn takes nothing more
+            raise RuntimeError(self._closed)
         feed = self.feed
         for item in items:
             feed(item)
+
+    def feed_bytes(self, data: bytes | bytearray | memoryview) -> None:
+        """Consume the next piece of the raw HTTP response body, split anywhere; finish() ends the body.
+
+        The body is read as capture reads it (see _BodyReader): each payload is fed as soon as its unit
+        (SSE event, line, JSON-list item, frame) is whole, and the report is validate_envelope's of the
+        envelope capture makes of the same bytes, or, for a body capture refuses, one unsupported_event
+        finding with capture's message.  A gate fed items takes no bytes, and one fed bytes no items.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed_bytes takes bytes, bytearray or memoryview, not {type(data).__name__}")
+        if self._report is not None:
+            raise RuntimeError("finish() was already called for this turn")
+        if self._reader is None:
+            if self._position:
+                raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
+            self._reader = _BodyReader(self._row, self.limits, self._feed_read)
+            self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
+        self._reader.push(data)
+
+    def _feed_read(self, payloads: list) -> None:
+        """feed_all() of the payloads the body's reader read."""
+        closed, self._closed = self._closed, None
+        try:
+            self.feed_all(payloads)
+        finally:
+            self._closed = closed
 
     def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> int:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
@@ -10332,7 +10767,10 @@ class StreamGate:
         return self._position
 
     def finish(self) -> dict[str, Any]:
-        """End of stream: terminal checks, validation, the gate. Returns the report."""
+        """End of stream (and of the body fed as bytes): terminal checks, validation, the gate. Returns the report."""
+        refused = None if self._reader is None or self._report is not None else self._reader.end()
+        if refused is not None:   # a body capture refuses, or one beyond a limit: its one finding
+            self._report = _report(Outcome([refused], self.profile, self.meta))
         if self._report is None:
             machine = self._machine
             for event in getattr(self._normalizer, "finish", _no_events)():
@@ -10344,6 +10782,7 @@ class StreamGate:
                 check_request(machine, self.request)
             self._report = _report(Outcome(profile=self.profile, meta=self.meta, max_findings=self.limits.max_findings,
                                            unexamined=self._unexamined, **machine.outcome()))
+        self._closed = "finish() was already called for this turn"
         return self._report
 
 
@@ -16590,7 +17029,7 @@ def run(argv: list[str]) -> int:
     if argv[:1] and argv[0] in _SUBCOMMANDS:
         return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
-    limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
+    limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__ if hasattr(args, name)})
     paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")
