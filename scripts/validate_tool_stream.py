@@ -962,8 +962,8 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
             raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {first_byte + pos})")
         total, header_size, prelude_crc = unpack(raw, pos)
         if crc32(view[pos:pos + 8]) != prelude_crc:
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {first_byte + pos}): not an AWS "
-                               "event stream, or a corrupt one")
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {first_byte + pos}): not an "
+                               "AWS event stream, or a corrupt one")
         if header_size > total - 16 or size - pos < total:   # (so a frame has its 16 bytes of prelude and CRC)
             raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {first_byte + pos})")
         end = pos + total
