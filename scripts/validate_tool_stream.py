@@ -10258,6 +10258,7 @@ _RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK, _RANK_FRAMING, _RANK_STAGE = 
 _RANK_NONE = 1 << 30
 
 _BODY_UNDECIDED, _BODY_SSE, _BODY_LINES, _BODY_LIST, _BODY_FRAMES = range(5)
+_UTF8_BOM = b"\xef\xbb\xbf"
 _BODY_UNITS = {_BODY_UNDECIDED: "body head", _BODY_SSE: "SSE event", _BODY_LINES: "line",
                _BODY_LIST: "JSON list item", _BODY_FRAMES: "event-stream frame"}
 
@@ -10376,6 +10377,11 @@ class _BodyReader:
                 self.stages = _frame_checks(read.convert, self.check_shape)
                 return True
         self.kind, self.stages = _BODY_SSE, _sse_checks(self.row, self.check_shape)
+        if self.buf.startswith(_UTF8_BOM):   # held before the first event is whole
+            try:
+                _no_bom(_UTF8_BOM.decode("utf-8"))
+            except CaptureError as exc:
+                self._hold(_RANK_BOM, exc)
         return True
 
     def _read(self, final: bool) -> None:
