@@ -10131,7 +10131,7 @@ class _ArrayItems:
     that parses is exactly the items the whole list holds there.
 
     runs(text, pos), when given and more than _RUNS_MIN_CHARS of text are
-    left, is asked first wherever a batch or an item would start.  It may
+    left (runs_min: a caller's own bound), is asked first wherever a batch or an item would start.  It may
     answer (run, end, count): one object standing for the count items of
     text[pos:end] (the caller knows what it stands for; see FragmentRun),
     which is yielded in their place.  Where runs declines, the batch is
@@ -10144,8 +10144,9 @@ class _ArrayItems:
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
-                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
-        self.text, self.start, self.scan, self.runs = text, start, scan, runs
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
+                 runs_min: int = _RUNS_MIN_CHARS) -> None:
+        self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
@@ -10156,7 +10157,7 @@ class _ArrayItems:
             return
         batch_from = pos  # after a failed candidate, items go one by one up to it
         # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
-        runs_from = pos if runs is not None and len(text) - pos > _RUNS_MIN_CHARS else len(text) + 1
+        runs_from = pos if runs is not None and len(text) - pos > self.runs_min else len(text) + 1
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
@@ -10262,6 +10263,9 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _BODY_UNITS = {_BODY_UNDECIDED: "body head", _BODY_SSE: "SSE event", _BODY_LINES: "line",
                _BODY_LIST: "JSON list item", _BODY_FRAMES: "event-stream frame"}
 
+# A piece of SSE events that are all plain (_SSE_PLAIN_EVENT), read at once by StreamGate.feed_bytes.
+_SSE_PLAIN_RUN = r"(?:(?:event: ?[^\n]*\n)?data: ?[^\n]*\n\n)*"
+
 # Where an SSE blank line ends at an LF: its two line ends are LF LF, LF CRLF or CR CRLF.
 _SSE_BLANK_ENDS = (b"\n\n", b"\n\r\n", b"\r\r\n")
 
@@ -10282,8 +10286,10 @@ class _BodyReader:
     What capture would refuse the body for is end()'s Finding (unsupported_event, capture's message);
     a body or a pending unit beyond its limit is limit_exceeded, its buffers dropped."""
 
-    def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None]) -> None:
-        self.row, self.limits, self.feed = row, limits, feed
+    def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
+        self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
+        self.scan = _strict_decoder().scan_once
         self.kind = _BODY_UNDECIDED
         self.buf = bytearray()       # bytes not in a piece yet
         self.scanned = 0             # of buf, searched for an SSE cut already
@@ -10476,8 +10482,72 @@ class _BodyReader:
         return self.rank > _RANK_FRAMING
 
     def _sse_piece(self, text: str, first_line: int) -> None:
-        if self._checked(self.row.capture.check_sse_text, text, first_line):
+        if self._checked(self.row.capture.check_sse_text, text, first_line) and not self._sse_plain(text):
             self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+
+    def _sse_plain(self, text: str) -> bool:
+        """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel) once the profile's
+        shape came: their
+        data read as one JSON list, as validate_bytes reads a stream list (batches, the room's runs of
+        fragments), and fed when each passes what _sse_checks asks (an object whose type is the event's
+        name, the room's event checks); False (nothing done) for anything else, which goes the exact way."""
+        if self.rank != _RANK_NONE or not self.check_shape.settled or self.state.done:
+            return False
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
+            if "\r" in text:
+                return False
+        if _compiled(_SSE_PLAIN_RUN).fullmatch(text) is None:
+            return False
+        pairs = _compiled(_SSE_PLAIN_EVENT).findall(text)
+        names = [name for name, _ in pairs]
+        datas = [data for _, data in pairs]
+        if len(pairs) < 2 or _SSE_DONE in datas:
+            return False
+        values, whole = self._plain_values(",".join(datas))
+        if values is None:
+            return False
+        at = 0
+        for value in values:
+            if value.__class__ is FragmentRun:
+                size, sample = len(value.pieces), value.item(value.pieces[0])
+            elif value.__class__ is dict:
+                size, sample = 1, value
+            else:
+                return False
+            kinds = {names[at]} if size == 1 else set(names[at:at + size])
+            kinds.discard("")
+            if kinds and "type" in sample and kinds != {sample["type"]}:
+                return False
+            at += size
+        if at != len(pairs) or not whole:
+            return False
+        check = self.row.capture.check_sse_events
+        if check is not None:
+            try:
+                check([_SseEvent(0, (0,), name or None, data) for name, data in pairs])
+            except CaptureError:
+                return False
+        self.count += at
+        self.feed(values)
+        return True
+
+    def _plain_values(self, joined: str) -> tuple[list | None, bool]:
+        """(the values of the JSON list "[joined]" or None, whether they are all of it): parsed at once inside
+        the pad (see _PAD), or, where the room reads runs of fragments, by _ArrayItems with those runs."""
+        if self.runs is None:
+            padded = _PAD_OPEN + "[" + joined + "]" + _PAD_CLOSE
+            try:
+                value, end = self.scan(padded, 0)
+                return (_unpad(value) if end == len(padded) else None), True
+            except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+                return None, False
+        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0)
+        try:
+            values = list(items)
+        except _NotStreamable:
+            return None, False
+        return values, items.end == len(joined) + 2
 
     def _lines_text(self, text: str, first_line: int, final: bool) -> None:
         """JSON Lines: held while the body may still be one JSON document (refused whole by capture)."""
@@ -10739,7 +10809,7 @@ class StreamGate:
         if self._reader is None:
             if self._position:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
-            self._reader = _BodyReader(self._row, self.limits, self._feed_read)
+            self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs)
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
         self._reader.push(data)
 
