@@ -5770,12 +5770,14 @@ def _gemini_check_sse(text: str, first_line: int = 0) -> None:
     js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
     each event must be one data line ended by one of those.
     """
+    framing = _GEMINI_SSE_EVENT.match(text)
+    if framing.end() == len(text):
+        return   # (every line a "data: " line or blank)
     for number, line in enumerate(re.split(_SSE_LINE_END, text), first_line + 1):
         if line and not line.startswith("data: "):
             raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
                                "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
                                "other readers skip it", number)
-    framing = _GEMINI_SSE_EVENT.match(text)
     if framing.end() != len(text):
         raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                            "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
@@ -6197,6 +6199,8 @@ def _cohere_check_sse(text: str, first_line: int = 0) -> None:
     """Framing cohere-python reads otherwise: its sync reader ends a line only at LF (and strips every
     CR before it), its async reader (httpx aiter_lines) at every line break str.splitlines() knows.
     Lines numbered after first_line (see CaptureRules)."""
+    if "\r" not in text and not any(mark in text for mark in _SPLITLINES_BREAKS):
+        return   # (no line can fail)
     for number, line in enumerate(text.split("\n"), first_line + 1):
         if "\r" in (line[:-1] if line.endswith("\r") else line):
             raise CaptureError("a line ends in a bare CR: cohere-python's sync reader splits lines only at LF "
@@ -6621,10 +6625,17 @@ def _ollama_not_an_object(pos: int, number: int, function: dict) -> WireProblem:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
+# A line of spaces and tabs at most, ended (it follows the body's start or a line end): what
+# _ollama_check_lines refuses, looked for at once.
+_OLLAMA_BLANK = re.compile(r"(?:\A|\n|\r(?!\n))[ \t]*[\r\n]")
+
+
 def _ollama_check_lines(text: str, first_line: int = 0) -> None:
     """Framing ollama-python reads otherwise: it reads the body with httpx's iter_lines, which ends a
     line at every break str.splitlines() knows, and parses every line, a blank one too.  Lines numbered
     after first_line (see CaptureRules)."""
+    if not any(mark in text for mark in _SPLITLINES_BREAKS) and _OLLAMA_BLANK.search(text) is None:
+        return   # (no line can fail)
     lines = re.split(r"\r\n|\r|\n", text)
     last = first_line + len(lines)
     for number, line in enumerate(lines, first_line + 1):
@@ -10305,6 +10316,7 @@ class _BodyReader:
         self.state = _SseState()
         self.convert = False         # frames: a stage converts each event into (payload, text)
         self.parse: Callable[[str, str], Any] | None = None
+        self.unwrap: Callable[..., str | None] | None = None
         self.head: str | None = ""   # JSON Lines: the text held while the body may be one document
         self.first: tuple[Any, int, int] | None = None
         self.doubt = False           # JSON Lines: the first value runs past its line (an error is certain)
@@ -10380,6 +10392,7 @@ class _BodyReader:
             read = binary(bytes(self.buf[:12]), False)
             if read is not None:
                 self.kind, self.convert, self.parse = _BODY_FRAMES, read.convert is not None, read.parse
+                self.unwrap = read.unwrap
                 self.stages = _frame_checks(read.convert, self.check_shape)
                 return True
         self.kind, self.stages = _BODY_SSE, _sse_checks(self.row, self.check_shape)
@@ -10487,10 +10500,9 @@ class _BodyReader:
 
     def _sse_plain(self, text: str) -> bool:
         """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel) once the profile's
-        shape came: their
-        data read as one JSON list, as validate_bytes reads a stream list (batches, the room's runs of
-        fragments), and fed when each passes what _sse_checks asks (an object whose type is the event's
-        name, the room's event checks); False (nothing done) for anything else, which goes the exact way."""
+        shape came: their data read as one JSON list, as validate_bytes reads a stream list, and fed when
+        each passes what _sse_checks asks (an object whose type is the event's name, the room's event
+        checks); False (nothing done) for anything else, which goes the exact way."""
         if self.rank != _RANK_NONE or not self.check_shape.settled or self.state.done:
             return False
         if "\r" in text:
@@ -10505,8 +10517,13 @@ class _BodyReader:
         if len(pairs) < 2 or _SSE_DONE in datas:
             return False
         values, whole = self._plain_values(",".join(datas))
-        if values is None:
+        if values is None or not whole:
             return False
+        if len(values) == len(pairs):   # no run: each value is its event's
+            if set(map(type, values)) != {dict} or (any(names) and (
+                    "" in names or [value.get("type", name) for value, name in zip(values, names)] != names)):
+                return False   # (a named event whose data has another type, or unnamed ones among named)
+            return self._plain_fed(pairs, values, len(pairs))
         at = 0
         for value in values:
             if value.__class__ is FragmentRun:
@@ -10515,20 +10532,24 @@ class _BodyReader:
                 size, sample = 1, value
             else:
                 return False
+            if at + size > len(pairs):
+                return False
             kinds = {names[at]} if size == 1 else set(names[at:at + size])
             kinds.discard("")
             if kinds and "type" in sample and kinds != {sample["type"]}:
                 return False
             at += size
-        if at != len(pairs) or not whole:
-            return False
+        return at == len(pairs) and self._plain_fed(pairs, values, at)
+
+    def _plain_fed(self, pairs: list[tuple[str, str]], values: list, count: int) -> bool:
+        """Feed the values of a piece's plain events once the room's event checks pass them."""
         check = self.row.capture.check_sse_events
         if check is not None:
             try:
                 check([_SseEvent(0, (0,), name or None, data) for name, data in pairs])
             except CaptureError:
                 return False
-        self.count += at
+        self.count += count
         self.feed(values)
         return True
 
@@ -10577,9 +10598,63 @@ class _BodyReader:
 
     def _lines_piece(self, text: str, first_line: int, first: tuple[Any, int, int] | None) -> None:
         self.first = None
-        if self._checked(self.row.capture.check_lines_text, text, first_line):
+        if self._checked(self.row.capture.check_lines_text, text, first_line) and not self._lines_plain(text):
             self._run((payload, (number, line)) for number, (payload, line)
                       in enumerate(_json_lines_iter(text, first, first_line), self.count))
+
+    def _lines_plain(self, text: str) -> bool:
+        """A piece of JSON Lines after the first payload, once the profile's shape came, each line one JSON
+        object (LF ends, no blank line): read at once as _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or not self.check_shape.settled or not self.count or "\r" in text:
+            return False
+        lines = text.count("\n")
+        if lines < 2 or not text.endswith("\n"):
+            return False
+        values, whole = self._plain_values(text[:-1].replace("\n", ","))
+        if values is None or not whole or len(values) != lines or set(map(type, values)) != {dict}:
+            return False
+        if any(len(value) == 1 and "data" in value for value in values):
+            return False   # a {"data": ...} wrapper: _unwrapped's
+        self.count += lines
+        self.feed(values)
+        return True
+
+    def _frames_plain(self, piece: bytes, first_frame: int, first_byte: int) -> bool:
+        """A piece of whole frames once the profile's shape came, each a JSON object (or, in a room that
+        unwraps them, a plain chunk carrying one): their checksums and headers checked frame by frame,
+        their payloads read at once as _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or not self.check_shape.settled or (self.convert and self.unwrap is None):
+            return False
+        texts, members, unwrap = [], [], self.unwrap
+
+        def fast(member: str, text: str) -> bool:
+            if unwrap is not None:
+                text = unwrap(member, text)
+                if text is None:
+                    raise _NotStreamable
+            texts.append(text)
+            members.append(member)
+            return True
+
+        try:
+            for _ in _eventstream_frames(piece, fast, self.parse, None, first_frame, first_byte):
+                return False
+        except (CaptureError, _NotStreamable):
+            return False
+        if len(texts) < 2:
+            return False
+        values, whole = self._plain_values(",".join(texts))
+        if values is None or not whole:
+            return False
+        if len(values) == len(texts) and set(map(type, values)) == {dict}:
+            payloads = values if unwrap is not None else [{member: value} for member, value in zip(members, values)]
+        elif unwrap is not None and _items_stood_for(values) == len(texts):
+            payloads = values   # runs of the room's fragments among the events
+        else:
+            return False
+        self.count += len(texts)
+        self.feed(payloads)
+        return True
 
     def _list_piece(self, text: str, final: bool) -> None:
         """A JSON list's items, each fed once whole; an error as decode_document gives it for the whole body."""
@@ -10676,12 +10751,21 @@ class _BodyReader:
         self.offset += len(piece)
         if self.rank <= _RANK_FRAMING:
             return
-        frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
-        self._run((event, (number, text)) for event, number, text in frames)
+        if not self._frames_plain(piece, first_frame, first_byte):
+            frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
+            self._run((event, (number, text)) for event, number, text in frames)
         pos = 0
         while len(piece) - pos >= 12:   # the piece's whole frames (a last one cut short: only at the end)
             pos += max(16, int.from_bytes(piece[pos:pos + 4], "big"))
             self.frames += 1
+
+
+def _items_stood_for(values: list) -> int:
+    """How many items values stand for: a FragmentRun its pieces, an object one (anything else: too many)."""
+    count = 0
+    for value in values:
+        count += len(value.pieces) if value.__class__ is FragmentRun else 1 if value.__class__ is dict else 1 << 62
+    return count
 
 
 def _whole_characters(buf: bytearray) -> int:

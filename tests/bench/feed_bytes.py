@@ -63,7 +63,7 @@ def body_of(vts, capture, bench, row: str, case: str, events: int) -> tuple[str,
         texts = bench.anthropic_stream(calls) if profile == "anthropic" else bench.chat_stream(profile, calls)
         stream = [json.loads(text) for text in texts]
     else:
-        ntext, nfrag = {"fragments": (0, events), "arg-1MB": (0, 10_000), "text": (events, 4)}[case]
+        ntext, nfrag = {"fragments": (1, events), "arg-1MB": (1, 10_000), "text": (events, 4)}[case]
         plain = capture.arguments
         if case == "arg-1MB":   # fragments of about 100 characters
             def longer(pieces, plain=plain):
