@@ -10452,7 +10452,7 @@ class _BodyReader:
         except CaptureError as exc:
             self._hold(_RANK_DECODE, exc)
             return None
-        self.lines += text.count("\n") + text.count("\r") - text.count("\r\n")
+        self.lines += text.count("\n") + (text.count("\r") - text.count("\r\n") if "\r" in text else 0)
         if not first_byte:
             try:
                 _no_bom(text)
@@ -10499,11 +10499,11 @@ class _BodyReader:
             self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
 
     def _sse_plain(self, text: str) -> bool:
-        """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel) once the profile's
-        shape came: their data read as one JSON list, as validate_bytes reads a stream list, and fed when
-        each passes what _sse_checks asks (an object whose type is the event's name, the room's event
-        checks); False (nothing done) for anything else, which goes the exact way."""
-        if self.rank != _RANK_NONE or not self.check_shape.settled or self.state.done:
+        """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel): their data read
+        as one JSON list, as validate_bytes reads a stream list, and fed when each passes what _sse_checks
+        asks (an object whose type is the event's name, the profile's shape, the room's event checks);
+        False (nothing done) for anything else, which goes the exact way."""
+        if self.rank != _RANK_NONE or self.state.done:
             return False
         if "\r" in text:
             text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
@@ -10542,7 +10542,10 @@ class _BodyReader:
         return at == len(pairs) and self._plain_fed(pairs, values, at)
 
     def _plain_fed(self, pairs: list[tuple[str, str]], values: list, count: int) -> bool:
-        """Feed the values of a piece's plain events once the room's event checks pass them."""
+        """Feed the values of a piece's plain events once the profile's shape and the room's event checks
+        pass them."""
+        if not self._shapes_pass(values):
+            return False
         check = self.row.capture.check_sse_events
         if check is not None:
             try:
@@ -10551,6 +10554,21 @@ class _BodyReader:
                 return False
         self.count += count
         self.feed(values)
+        return True
+
+    def _shapes_pass(self, values: list) -> bool:
+        """Whether the profile's shape stage passes each of values (objects, until one of the profile's own
+        shape settles it); a payload it refuses goes the exact way, which says why and where."""
+        check = self.check_shape
+        try:
+            for value in values:
+                if check.settled:
+                    return True
+                if value.__class__ is not dict:
+                    return False
+                check(value, None)
+        except CaptureError:
+            return False
         return True
 
     def _plain_values(self, joined: str) -> tuple[list | None, bool]:
@@ -10603,9 +10621,9 @@ class _BodyReader:
                       in enumerate(_json_lines_iter(text, first, first_line), self.count))
 
     def _lines_plain(self, text: str) -> bool:
-        """A piece of JSON Lines after the first payload, once the profile's shape came, each line one JSON
-        object (LF ends, no blank line): read at once as _sse_plain reads events; False for anything else."""
-        if self.rank != _RANK_NONE or not self.check_shape.settled or not self.count or "\r" in text:
+        """A piece of JSON Lines, each line one JSON object (LF ends, no blank line): read at once as
+        _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or "\r" in text:
             return False
         lines = text.count("\n")
         if lines < 2 or not text.endswith("\n"):
@@ -10613,17 +10631,18 @@ class _BodyReader:
         values, whole = self._plain_values(text[:-1].replace("\n", ","))
         if values is None or not whole or len(values) != lines or set(map(type, values)) != {dict}:
             return False
-        if any(len(value) == 1 and "data" in value for value in values):
-            return False   # a {"data": ...} wrapper: _unwrapped's
+        if any(len(value) == 1 and "data" in value for value in values) or not self._shapes_pass(values) or (
+                not self.count and "profile" in values[0] and ("chunks" in values[0] or "events" in values[0])):
+            return False   # (a {"data": ...} wrapper: _unwrapped's; an envelope: _not_an_envelope's)
         self.count += lines
         self.feed(values)
         return True
 
     def _frames_plain(self, piece: bytes, first_frame: int, first_byte: int) -> bool:
-        """A piece of whole frames once the profile's shape came, each a JSON object (or, in a room that
-        unwraps them, a plain chunk carrying one): their checksums and headers checked frame by frame,
-        their payloads read at once as _sse_plain reads events; False for anything else."""
-        if self.rank != _RANK_NONE or not self.check_shape.settled or (self.convert and self.unwrap is None):
+        """A piece of whole frames, each a JSON object (or, in a room that unwraps them, a plain chunk carrying
+        one): their checksums and headers checked frame by frame, their payloads read at once as
+        _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or (self.convert and self.unwrap is None):
             return False
         texts, members, unwrap = [], [], self.unwrap
 
@@ -10651,6 +10670,8 @@ class _BodyReader:
         elif unwrap is not None and _items_stood_for(values) == len(texts):
             payloads = values   # runs of the room's fragments among the events
         else:
+            return False
+        if not self._shapes_pass(payloads):
             return False
         self.count += len(texts)
         self.feed(payloads)

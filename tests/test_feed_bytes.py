@@ -196,7 +196,8 @@ class CapturesRefusals(unittest.TestCase):
                      f'line 2: {prefix}expecting "," delimiter at line 2 column 20')
         self.refused("gemini", b'[{"candidates":[]},\n {"x": "abc',
                      f"line 2: {prefix}unterminated string starting at line 2 column 8")
-        self.refused("gemini", b'[{"candidates":[]}]\n x', f"line 1: {prefix}data after the JSON document at character 19")
+        self.refused("gemini", b'[{"candidates":[]}]\n x',
+                     f"line 1: {prefix}data after the JSON document at character 19")
         self.refused("gemini", b'[{"candidates":[], "candidates": []}]',
                      f'{prefix}key "candidates" appears twice in one object')
         self.refused("gemini", b'[{"candidates":[]},\n {"x": "\xe2\x82"}]', "line 2: the body is not UTF-8 (byte 28)")
@@ -228,6 +229,57 @@ class CapturesRefusals(unittest.TestCase):
         gate.feed_bytes(CHUNK * 3)
         self.assertEqual(gate.finish()["findings"][0]["message"], "line 3: event data is not strict JSON: expecting "
                          "property name enclosed in double quotes at line 1 column 2")
+
+
+class PiecesReadAtOnce(unittest.TestCase):
+    """A piece of several whole events, lines or frames is read at once; whatever that way does not read
+    as the exact way does goes the exact way: fed whole, in byte pieces and split, the report is capture's."""
+
+    def same(self, profile, body):
+        _, want = captured(profile, body, {"f": {"type": "object"}}, None)
+        for cuts in ([], list(range(1, len(body))), random_cuts(random.Random(len(body)), len(body), 5)):
+            with self.subTest(profile=profile, body=body[:60], cuts=cuts[:5]):
+                self.assertEqual(verdict(fed(profile, body, cuts, {"f": {"type": "object"}})), want)
+        return want
+
+    def test_bodies_the_fast_way_declines(self):
+        start = b"event: message_start\ndata: " + MESSAGE_START + b"\n\n"
+        ping = b'event: ping\ndata: {"type":"ping"}\n\n'
+        for profile, body, code in (
+                ("openai", CHUNK * 3 + b'data: {"a":1},{"b":2}\n\n' + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: [1]\n\n" + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: [DONE]\n\n", None),
+                ("openai", CHUNK * 3 + b"id: 4\ndata: [DONE]\r\n\r\n", None),
+                ("anthropic", start + ping * 3 + b'event: pong\ndata: {"type":"ping"}\n\n' + ping, "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'data: {"type":"ping"}\n\n' + ping, "unsupported_event"),
+                ("ollama", OLLAMA * 3 + b'{"data": {"model":"m","done":false}}\n' + OLLAMA, "unsupported_event"),
+                ("ollama", OLLAMA * 3 + b"[1]\n" + OLLAMA, "unsupported_event"),
+                ("bedrock", eventstream([{"messageStart": {"role": "assistant"}}] * 3 + [
+                    {"internalServerException": {"message": "x"}}]), "unexpected_event")):
+            want = self.same(profile, body)
+            self.assertEqual((want["status"], want["findings"][0]["code"] if want["findings"] else None),
+                             ("blocked" if code else "not_applicable", code))
+
+    def test_a_passing_turn_read_at_once_on_every_framing(self):
+        taken = {}
+        for name in ("_sse_plain", "_lines_plain", "_frames_plain"):
+            def counted(reader, *args, name=name, read=getattr(vts._BodyReader, name)):
+                answer = read(reader, *args)
+                taken[name] = taken.get(name, 0) + answer
+                return answer
+            self.addCleanup(setattr, vts._BodyReader, name, getattr(vts._BodyReader, name))
+            setattr(vts._BodyReader, name, counted)
+        for relpath in ("openai/valid-delayed-id-and-name.json", "anthropic/pass-pings-everywhere.json",
+                        "bedrock/pass-fragmented-single-call.json", "ollama/pass-text-then-call.json",
+                        "gemini/pass-call-with-id.json", "cohere/pass-parallel-calls-one-after-another.json"):
+            _, doc = load_fixture(relpath)
+            for body in served_bodies(doc):
+                with self.subTest(relpath=relpath, body=body[:40]):
+                    envelope, want = captured(doc["profile"], body, doc["tool_schemas"], doc.get("request"))
+                    self.assertEqual(want["status"], "pass")
+                    self.assertEqual(verdict(fed(doc["profile"], body, [], doc["tool_schemas"])), want)
+        self.assertEqual(sorted(name for name, count in taken.items() if count), ["_frames_plain", "_lines_plain",
+                                                                                  "_sse_plain"])
 
 
 class Bounds(unittest.TestCase):
