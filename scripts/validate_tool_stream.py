@@ -43,14 +43,16 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
                                      anthropic, openai-responses, bedrock, gemini, cohere, ollama)
-  Profiles ......................... PROFILES: name -> row (nothing else branches on a name)
+  Profiles ......................... PROFILES: name -> row (nothing else branches on a name); what a body's
+                                     payloads look like (_check_profile_shape) and each framing's checks
   Slot state machine ............... TurnMachine.feed() for events, TurnMachine.record() for
                                      every later finding (validation, the request check)
   Strict JSON for arguments ........ check_arguments()
   Schema subset .................... compile_schema(), validate_instance()
   Validation ....................... validate_slots(), check_hosted_names(), check_request()
   Gate and report .................. check_envelope(), request_context(); StreamGate (feed, feed_all,
-                                     finish; the stream list is read by feed_text()), validate_envelope(),
+                                     feed_bytes, finish; the stream list is read by feed_text(), a raw
+                                     body by _BodyReader), validate_envelope(),
                                      validate_bytes(), check_expect()
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
@@ -10306,6 +10308,7 @@ class _BodyReader:
         self.scanned = 0             # of buf, searched for an SSE cut already
         self.size = self.offset = 0  # bytes pushed; bytes in pieces read
         self.lines = self.frames = 0  # line ends, frames in pieces read
+        self.whole = 0               # whole frames in the piece being cut
         self.content = False         # a byte other than JSON whitespace came
         self.rank, self.error = _RANK_NONE, None
         self.limit: Finding | None = None
@@ -10751,20 +10754,27 @@ class _BodyReader:
 
     def _frames_cut(self) -> int:
         """Where the whole frames that came end (after a prelude that fails: the reader says how)."""
+        import struct
         import zlib
 
         buf, pos, size = self.buf, 0, len(self.buf)
-        while size - pos >= 12:
-            total, header_size, prelude_crc = (int.from_bytes(buf[pos + n:pos + n + 4], "big") for n in (0, 4, 8))
-            if zlib.crc32(buf[pos:pos + 8]) != prelude_crc or header_size > total - 16:
-                return pos + 12
-            if total > self.limits.max_frame_bytes:
-                self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
-                           f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
-                return 0
-            if size - pos < total:
-                break
-            pos += total
+        unpack, crc32, view = struct.Struct(">III").unpack_from, zlib.crc32, memoryview(buf)
+        try:
+            while size - pos >= 12:
+                total, header_size, prelude_crc = unpack(buf, pos)
+                if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
+                    return pos + 12
+                if total > self.limits.max_frame_bytes:
+                    view.release()
+                    self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
+                               f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+                    return 0
+                if size - pos < total:
+                    break
+                pos += total
+                self.whole += 1
+        finally:
+            view.release()   # (the buffer is cut next)
         return pos
 
     def _frames_piece(self, piece: bytes) -> None:
@@ -10775,10 +10785,7 @@ class _BodyReader:
         if not self._frames_plain(piece, first_frame, first_byte):
             frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
             self._run((event, (number, text)) for event, number, text in frames)
-        pos = 0
-        while len(piece) - pos >= 12:   # the piece's whole frames (a last one cut short: only at the end)
-            pos += max(16, int.from_bytes(piece[pos:pos + 4], "big"))
-            self.frames += 1
+        self.frames, self.whole = self.frames + self.whole, 0   # (a frame cut short comes last, and once)
 
 
 def _items_stood_for(values: list) -> int:
