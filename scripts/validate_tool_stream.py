@@ -1245,7 +1245,6 @@ def _raw_body_hint(text: str) -> str:
     return ""
 
 
-
 def _nesting_exceeds(value: Any, limit: int) -> bool:
     """True when containers nest deeper than limit (walked without recursion)."""
     stack = [(value, 1)]
@@ -1265,7 +1264,6 @@ def _limits(limits: Any) -> Limits:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
-
 
 
 # ---------------------------------------------------------------------------
@@ -1355,9 +1353,6 @@ def _request_controls(request: Any, keys: tuple[str, ...]) -> dict:
     """The members of a fixture's request block among keys that are given (not null), as they are."""
     request = request if isinstance(request, dict) else {}
     return {key: request[key] for key in keys if request.get(key) is not None}
-
-
-
 
 
 def _listed_request_tools(body: dict) -> tuple[list, Any]:
@@ -4076,7 +4071,6 @@ def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     if isinstance(tool, dict) and tool.get("type") == "namespace":
         return _responses_namespace(where, tool)
     return [(where, tool, "")]
-
 
 
 # The Responses API's errors before a stream: the OpenAI platform's {"error": {"message", "type", "param",
@@ -6946,6 +6940,67 @@ def _frame_checks(convert: Callable[[Any, int], tuple[Any, str | None]] | None,
 
     return [lambda event, context: convert(event, context[0]), check_converted]
 
+
+class _Written:
+    """A payload a template wrote (its capture_text line): it needs no stage."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+
+class _Holding:
+    """Whether _staged holds an error (then nothing more is written)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = False
+
+
+def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
+            sink: Callable[[Any], Any], deep: str, fast: Callable[[Any, Any], str | None] | None = None,
+            holding: _Holding | None = None, until: int | None = None) -> int:
+    """Runs every item through the stages (functions (value, context) -> value) and hands the result to
+    sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
+    turn: an error of stage k is held while later items still go through the stages before k (an earlier
+    stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
+    raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
+    once an error is held, so a body is read once, without keeping its payloads.  An item that is
+    _Written already (or that fast(value, context) writes) passes every stage by construction.
+    until: an error of that stage is held already (a body read in pieces, StreamGate.feed_bytes): only
+    the stages before it run.  The error raised for a stage's carries its number (stage); a framing
+    error none.
+    """
+    held_at, held = len(stages) if until is None else until, None
+    count = 0
+    for value, context in items:
+        count += 1
+        line = value.line if value.__class__ is _Written else None if fast is None else fast(value, context)
+        if line is not None:
+            if held is None:
+                sink(line)
+            continue
+        for phase in range(held_at):   # not in a helper: a frame more would lower how deep a payload may nest
+            try:
+                value = stages[phase](value, context)
+            except CaptureError as exc:
+                held_at, held = phase, exc
+                break
+            except RecursionError:
+                held_at, held = phase, CaptureError(deep)
+                break
+        else:
+            if held is None:
+                sink(value)
+            continue
+        if holding is not None:
+            holding.held = True
+    if held is not None:
+        held.stage = held_at
+        raise held
+    return count
 
 
 # ---------------------------------------------------------------------------
@@ -10464,25 +10519,21 @@ class _BodyReader:
         return text
 
     def _run(self, items: Iterable[tuple[Any, Any]]) -> None:
-        """_staged over a piece's items (framing errors raised by items, stage errors held by stage), the
-        payloads that pass fed."""
-        stages, passed = self.stages, []
-        try:
-            for value, context in items:
+        """_staged over a piece's items, the stages after an error held already left out; the payloads
+        that pass fed."""
+        passed: list = []
+
+        def counted() -> Iterator[tuple[Any, Any]]:
+            for item in items:
                 self.count += 1
-                for phase in range(min(len(stages), self.rank - _RANK_STAGE)):
-                    try:
-                        value = stages[phase](value, context)
-                    except CaptureError as exc:
-                        self._hold(_RANK_STAGE + phase, exc)
-                        break
-                    except RecursionError:
-                        self._hold(_RANK_STAGE + phase, CaptureError(self.deep))
-                        break
-                else:
-                    passed.append(value)
+                yield item
+
+        try:
+            _staged(counted(), self.stages, passed.append, self.deep,
+                    until=min(len(self.stages), self.rank - _RANK_STAGE))
         except CaptureError as exc:
-            self._hold(_RANK_FRAMING, exc)
+            stage = getattr(exc, "stage", None)
+            self._hold(_RANK_FRAMING if stage is None else _RANK_STAGE + stage, exc)
         if passed and self.rank == _RANK_NONE:
             self.feed([value[0] for value in passed] if self.convert else passed)
 
@@ -11887,7 +11938,6 @@ MASKED_SECRET = "[masked]"
 CAPTURE_MAX_BYTES = 256 * 1024 * 1024
 
 
-
 # (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
 # are compiled on first use (_compiled): only `capture` needs them, and every start pays
 # for a compile at import.
@@ -12216,15 +12266,6 @@ class _Template:
 # An integer token a template takes: written back by json.dumps exactly as it is (not -0, a few digits).
 _TEMPLATE_INTEGER = r"-?(?:0|[1-9][0-9]{0,15})(?![0-9.eE])"
 _TEMPLATE_PROBE = 904_857_316_000_000   # + hole number: the stand-in for an integer while a template is checked
-
-
-class _Written:
-    """A payload a template wrote (its capture_text line): it needs no stage."""
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: str) -> None:
-        self.line = line
 
 
 _LINE_ENCODER: list = []   # the C encoder of _line, made on first use
@@ -12867,55 +12908,6 @@ class _EncodedPayloads:
             out += (block, self._JOIN)
         out[-1] = "\n  ]"
         return out
-
-
-class _Holding:
-    """Whether _staged holds an error (then nothing more is written)."""
-
-    __slots__ = ("held",)
-
-    def __init__(self) -> None:
-        self.held = False
-
-
-def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
-            sink: Callable[[Any], Any], deep: str, fast: Callable[[Any, Any], str | None] | None = None,
-            holding: _Holding | None = None) -> int:
-    """Runs every item through the stages (functions (value, context) -> value) and hands the result to
-    sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
-    turn: an error of stage k is held while later items still go through the stages before k (an earlier
-    stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
-    raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
-    once an error is held, so a body is read once, without keeping its payloads.  An item that is
-    _Written already (or that fast(value, context) writes) passes every stage by construction.
-    """
-    held_at, held = len(stages), None
-    count = 0
-    for value, context in items:
-        count += 1
-        line = value.line if value.__class__ is _Written else None if fast is None else fast(value, context)
-        if line is not None:
-            if held is None:
-                sink(line)
-            continue
-        for phase in range(held_at):   # not in a helper: a frame more would lower how deep a payload may nest
-            try:
-                value = stages[phase](value, context)
-            except CaptureError as exc:
-                held_at, held = phase, exc
-                break
-            except RecursionError:
-                held_at, held = phase, CaptureError(deep)
-                break
-        else:
-            if held is None:
-                sink(value)
-            continue
-        if holding is not None:
-            holding.held = True
-    if held is not None:
-        raise held
-    return count
 
 
 # Members that tell apart the choices, blocks, items or candidates whose text arrives in pieces: a
