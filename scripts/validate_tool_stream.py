@@ -1245,6 +1245,7 @@ def _raw_body_hint(text: str) -> str:
     return ""
 
 
+
 def _nesting_exceeds(value: Any, limit: int) -> bool:
     """True when containers nest deeper than limit (walked without recursion)."""
     stack = [(value, 1)]
@@ -1264,6 +1265,7 @@ def _limits(limits: Any) -> Limits:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
+
 
 
 # ---------------------------------------------------------------------------
@@ -1353,6 +1355,9 @@ def _request_controls(request: Any, keys: tuple[str, ...]) -> dict:
     """The members of a fixture's request block among keys that are given (not null), as they are."""
     request = request if isinstance(request, dict) else {}
     return {key: request[key] for key in keys if request.get(key) is not None}
+
+
+
 
 
 def _listed_request_tools(body: dict) -> tuple[list, Any]:
@@ -4071,6 +4076,7 @@ def _responses_expand_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     if isinstance(tool, dict) and tool.get("type") == "namespace":
         return _responses_namespace(where, tool)
     return [(where, tool, "")]
+
 
 
 # The Responses API's errors before a stream: the OpenAI platform's {"error": {"message", "type", "param",
@@ -11936,6 +11942,7 @@ MASKED_SECRET = "[masked]"
 # --max-input-bytes, since the envelope must be validated in turn.  A larger one is an error
 # (capture never writes an envelope of the first 256 MiB of a longer stream).
 CAPTURE_MAX_BYTES = 256 * 1024 * 1024
+
 
 
 # (what it looks like, pattern); group 1 is the secret itself.  Patterns of this section
