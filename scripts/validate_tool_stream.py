@@ -10394,8 +10394,10 @@ class _BodyReader:
     def blocked(self) -> bool:
         return self.rank < _RANK_NONE or self.limit is not None or self.doubt
 
-    def push(self, data: Any) -> None:
-        self.size += len(memoryview(data).cast("B")) if isinstance(data, memoryview) else len(data)
+    def push(self, data: bytes | bytearray | memoryview) -> None:
+        if isinstance(data, memoryview):
+            data = data.tobytes()   # (any shape or format: its bytes)
+        self.size += len(data)
         if self.limit is not None or self.rank == _RANK_DECODE:
             return   # only counted
         if self.size > self.limits.max_input_bytes:

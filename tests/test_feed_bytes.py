@@ -330,8 +330,9 @@ class Api(unittest.TestCase):
             with self.assertRaisesRegex(TypeError, "feed_bytes takes bytes, bytearray or memoryview, not "):
                 gate.feed_bytes(wrong)
         gate.feed_bytes(bytearray(CHUNK))
-        gate.feed_bytes(memoryview(b"data: [DONE]\n\n"))
-        self.assertEqual(gate.finish()["status"], fed("openai", CHUNK + b"data: [DONE]\n\n", [])["status"])
+        gate.feed_bytes(memoryview(b"data: [DONE]\n\n")[::1])
+        gate.feed_bytes(memoryview(b"  ")[::2])   # not contiguous: its bytes
+        self.assertEqual(verdict(gate.finish()), verdict(fed("openai", CHUNK + b"data: [DONE]\n\n ", [])))
 
     def test_finished_turn_and_one_way_of_feeding(self):
         gate = vts.StreamGate("openai", {})
