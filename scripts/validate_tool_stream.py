@@ -10219,7 +10219,7 @@ class _ArrayItems:
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 runs_min: int = _RUNS_MIN_CHARS) -> None:
+                 runs_min: int | None = None) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
         self.end = -1
 
@@ -10231,7 +10231,8 @@ class _ArrayItems:
             return
         batch_from = pos  # after a failed candidate, items go one by one up to it
         # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
-        runs_from = pos if runs is not None and len(text) - pos > self.runs_min else len(text) + 1
+        runs_min = _RUNS_MIN_CHARS if self.runs_min is None else self.runs_min
+        runs_from = pos if runs is not None and len(text) - pos > runs_min else len(text) + 1
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
