@@ -1840,10 +1840,12 @@ class CaptureRules(_FrozenRecord):
       binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead),
                          or None (it declines), decided from the body's first 12 bytes (StreamGate.feed_bytes
                          asks once those came); no binary_body: every body is text
-      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None;
-                         check_sse_text(text, first_line) reads line by line: a body read in pieces of whole
-                         events (feed_bytes) is checked a piece at a time, its lines numbered after first_line
-      check_lines_text   the same for its JSON Lines body (an NDJSON API), or None
+      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError): check_sse_text
+                         a tuple of checks, each run over the whole text in turn (a later one's error stands
+                         only where no earlier one fails anywhere), each check(text, first_line) reading line
+                         by line: a body read in pieces of whole events (feed_bytes) is checked a piece at a
+                         time, its lines numbered after first_line; check_sse_events(events), or None
+      check_lines_text   the same tuple for its JSON Lines body (an NDJSON API)
       warn_without_done  warn when its SSE body has no "data: [DONE]"
       stream_error       whether one payload is an error its stream may carry (kept: it becomes stream_error)
       foreign_shape      one payload of a neighbouring API of the provider that no profile reads (another
@@ -1857,9 +1859,9 @@ class CaptureRules(_FrozenRecord):
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
-                 check_sse_text: Callable[[str, int], None] | None = None,
+                 check_sse_text: tuple[Callable[[str, int], None], ...] = (),
                  check_sse_events: Callable[[list], None] | None = None,
-                 check_lines_text: Callable[[str, int], None] | None = None, warn_without_done: bool = False,
+                 check_lines_text: tuple[Callable[[str, int], None], ...] = (), warn_without_done: bool = False,
                  stream_error: Callable[[dict], bool] = _error_member,
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape) -> None:
@@ -5762,24 +5764,28 @@ _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r":streamGenerateContent")
 
 
-def _gemini_check_sse(text: str, first_line: int = 0) -> None:
-    """Gemini SSE framing that every reader reads alike (CaptureError otherwise); lines numbered after
+def _gemini_check_lines(text: str, first_line: int = 0) -> None:
+    """Gemini SSE lines that every reader reads alike (CaptureError otherwise); lines numbered after
     first_line (see CaptureRules).
 
     google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
     a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
     breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
-    js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
-    each event must be one data line ended by one of those.
     """
-    framing = _GEMINI_SSE_EVENT.match(text)
-    if framing.end() == len(text):
+    if _GEMINI_SSE_EVENT.match(text).end() == len(text):
         return   # (every line a "data: " line or blank)
     for number, line in enumerate(re.split(_SSE_LINE_END, text), first_line + 1):
         if line and not line.startswith("data: "):
             raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
                                "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
                                "other readers skip it", number)
+
+
+def _gemini_check_events(text: str, first_line: int = 0) -> None:
+    """Gemini SSE events that every reader splits alike (CaptureError otherwise), once every line is one
+    _gemini_check_lines passes: js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips
+    one "data: ", so each event must be one data line ended by one of those."""
+    framing = _GEMINI_SSE_EVENT.match(text)
     if framing.end() != len(text):
         raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                            "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
@@ -5984,7 +5990,7 @@ GEMINI = Profile(
     wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected),
     request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
-                         check_sse_text=_gemini_check_sse),
+                         check_sse_text=(_gemini_check_lines, _gemini_check_events)),
     http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
                    api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
                    tools_shape=_gemini_tools, request_body=_gemini_request_body, errors=_GEMINI_ERRORS,
@@ -6299,7 +6305,7 @@ COHERE = Profile(
     request=RequestRules(choice=_choice_cohere, parallel_instead=" (Cohere's API has no such control)",
                          expand_tool=_cohere_tool, tool_entry=_function_entry),
     capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
-                         check_sse_text=_cohere_check_sse, warn_without_done=True,
+                         check_sse_text=(_cohere_check_sse,), warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
     http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
                    request_body=_cohere_request_body, errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame,
@@ -6746,7 +6752,7 @@ OLLAMA = Profile(
                          expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
                          tool_entry=_function_entry),
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
-                         check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
+                         check_lines_text=(_ollama_check_lines,), foreign_shape=_ollama_foreign_shape),
     http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools,
                    request_body=_ollama_request_body, errors=_OLLAMA_ERRORS,
                    framings=frozenset({"utf8"})))   # Go's encoding/json writes UTF-8 as it is
@@ -10330,16 +10336,17 @@ def _no_events() -> tuple:
 # one is held nothing more is fed (the turn is blocked), and later pieces are read only as far as an
 # error of a better rank could still come from them.
 
-_RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK, _RANK_FRAMING, _RANK_STAGE = range(6)
-_RANK_NONE = 1 << 30
+_RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK = range(4)   # a room's check i ranks _RANK_CHECK + i
+_RANK_FRAMING, _RANK_STAGE, _RANK_NONE = 16, 17, 1 << 30       # stage k ranks _RANK_STAGE + k
 
 _BODY_UNDECIDED, _BODY_SSE, _BODY_LINES, _BODY_LIST, _BODY_FRAMES = range(5)
 _UTF8_BOM = b"\xef\xbb\xbf"
 _BODY_UNITS = {_BODY_UNDECIDED: "body head", _BODY_SSE: "SSE event", _BODY_LINES: "line",
                _BODY_LIST: "JSON list item", _BODY_FRAMES: "event-stream frame"}
 
-# A piece of SSE events that are all plain (_SSE_PLAIN_EVENT), read at once by StreamGate.feed_bytes.
-_SSE_PLAIN_RUN = r"(?:(?:event: ?[^\n]*\n)?data: ?[^\n]*\n\n)*"
+# A piece of SSE events that are all plain (_SSE_PLAIN_EVENT), read at once by StreamGate.feed_bytes; one
+# way to match a line, so a piece that fails to match fails in linear time.
+_SSE_PLAIN_RUN = r"(?:(?:event:[^\n]*\n)?data:[^\n]*\n\n)*"
 
 # Where an SSE blank line ends at an LF: its two line ends are LF LF, LF CRLF or CR CRLF.
 _SSE_BLANK_ENDS = (b"\n\n", b"\n\r\n", b"\r\r\n")
@@ -10546,15 +10553,16 @@ class _BodyReader:
         if passed and self.rank == _RANK_NONE:
             self.feed([value[0] for value in passed] if self.convert else passed)
 
-    def _checked(self, check: Callable[[str, int], None] | None, text: str, first_line: int) -> bool:
-        """The room's line check of a piece (held when it fails); whether its framing is still to read."""
-        if self.rank <= _RANK_CHECK:
-            return False
-        if check is not None:
+    def _checked(self, checks: tuple[Callable[[str, int], None], ...], text: str, first_line: int) -> bool:
+        """The room's line checks of a piece, each at its rank (an error held when one fails); whether the
+        piece's framing is still to read."""
+        for number, check in enumerate(checks):
+            if _RANK_CHECK + number >= self.rank:
+                break
             try:
                 check(text, first_line)
             except CaptureError as exc:
-                self._hold(_RANK_CHECK, exc)
+                self._hold(_RANK_CHECK + number, exc)
         return self.rank > _RANK_FRAMING
 
     def _sse_piece(self, text: str, first_line: int) -> None:
@@ -13197,8 +13205,8 @@ class _SseCapture:
     def __init__(self, raw: bytes, row: Profile, redact: bool, encode: bool) -> None:
         walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
         self.text: str | None = _sse_decode(raw)
-        if row.capture.check_sse_text is not None:
-            row.capture.check_sse_text(self.text)
+        for check in row.capture.check_sse_text:
+            check(self.text)
         self.row, self.redact = row, redact
         self.state = _SseState()
         self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
@@ -13331,8 +13339,8 @@ def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_sch
         del payloads
     else:
         first = _refuse_whole_document(text, row)
-        if row.capture.check_lines_text is not None:
-            row.capture.check_lines_text(text)
+        for check in row.capture.check_lines_text:
+            check(text)
         point = "JSON Lines"
         read = _json_lines_iter(text, first)
         del first

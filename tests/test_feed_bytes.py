@@ -214,6 +214,9 @@ class CapturesRefusals(unittest.TestCase):
         self.refused("gemini", b"data: {bad}\r\n\r\n" + GEMINI + b"event: x\r\n\r\n",
                      'line 5: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
                      "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
+        self.refused("gemini", GEMINI + b"data: {\r\ndata: }\r\n\r\n" + GEMINI * 3 + b": hi\r\n\r\n",
+                     'line 12: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
+                     "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
         self.refused("openai", b"data: " + MESSAGE_START + b"\n\n" + b"data: {bad}\n\n", "line 3: event data is not "
                      "strict JSON: expecting property name enclosed in double quotes at line 1 column 2")
         self.refused("openai", b"data: {bad}\n\n" + CHUNK + b"foo: bar\n\n", 'line 5: "foo" is not an SSE field '
@@ -280,6 +283,36 @@ class PiecesReadAtOnce(unittest.TestCase):
                     self.assertEqual(verdict(fed(doc["profile"], body, [], doc["tool_schemas"])), want)
         self.assertEqual(sorted(name for name, count in taken.items() if count), ["_frames_plain", "_lines_plain",
                                                                                   "_sse_plain"])
+
+
+class DamagedBodies(unittest.TestCase):
+
+    @slow("a thousand damaged bodies, each fed whole and split")
+    def test_damaged_bodies_give_capture_s_report(self):
+        """Fixture bodies with bytes deleted, replaced or inserted (line ends, field names, brackets, bytes
+        that are not UTF-8, a BOM, U+2028, the sentinel): the same report whole and split as capture's."""
+        rng = random.Random(33)
+        bodies = [(doc, body) for _, doc in fixtures_with_bodies() for body in served_bodies(doc)]
+        junk = [b"\n", b"\r", b"\r\n", b"\n\n", b":", b"data: ", b"event: x\n", b"[DONE]", b"\xff", b"\xe2\x82",
+                b"{", b"}", b"[", b"]", b",", b'"', b"\x00", b" ", b"\xef\xbb\xbf", "\u2028".encode(), b"id: 1\n",
+                b"\\", b"data: [DONE]\n\n"]
+        for _ in range(1000):
+            doc, body = rng.choice(bodies)
+            damaged = bytearray(body)
+            for _ in range(rng.randint(1, 3)):
+                at, roll = rng.randint(0, len(damaged)), rng.random()
+                if roll < 0.3:
+                    del damaged[at:at + rng.randint(1, 8)]
+                elif roll < 0.7 or not damaged:
+                    damaged[at:at] = rng.choice(junk)
+                else:
+                    damaged[min(at, len(damaged) - 1)] = rng.randrange(256)
+            damaged = bytes(damaged)
+            _, want = captured(doc["profile"], damaged, doc["tool_schemas"], doc.get("request"))
+            for cuts in ([], random_cuts(rng, len(damaged), rng.choice((1, 3, 10, 50)))):
+                with self.subTest(profile=doc["profile"], body=damaged[:80], cuts=cuts[:6]):
+                    self.assertEqual(verdict(fed(doc["profile"], damaged, cuts, doc["tool_schemas"],
+                                                 doc.get("request"))), want)
 
 
 class Bounds(unittest.TestCase):
