@@ -95,8 +95,8 @@ class EverySplitOfEveryFixture(unittest.TestCase):
     @slow("every fixture's bodies in byte pieces and several random splits")
     def test_byte_pieces_and_random_splits(self):
         def splits(rng, body):
-            found = [random_cuts(rng, len(body), most) for most in (2, 8, 64)]
-            if len(body) <= 4096:
+            found = [random_cuts(rng, len(body), most) for most in (3, 64)]
+            if len(body) <= 1024:
                 found.append(list(range(1, len(body))))
             return found
         self.check_fixtures(splits)
