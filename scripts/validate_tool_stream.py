@@ -1844,7 +1844,8 @@ class CaptureRules(_FrozenRecord):
                          a tuple of checks, each run over the whole text in turn (a later one's error stands
                          only where no earlier one fails anywhere), each check(text, first_line) reading line
                          by line: a body read in pieces of whole events (feed_bytes) is checked a piece at a
-                         time, its lines numbered after first_line; check_sse_events(events), or None
+                         time, its lines numbered after first_line; check_sse_events(events), or None, checks
+                         each event alone by its name (and names its line): feed_bytes asks it once per name
       check_lines_text   the same tuple for its JSON Lines body (an NDJSON API)
       warn_without_done  warn when its SSE body has no "data: [DONE]"
       stream_error       whether one payload is an error its stream may carry (kept: it becomes stream_error)
@@ -10590,11 +10591,10 @@ class _BodyReader:
         values, whole = self._plain_values(",".join(datas))
         if values is None or not whole:
             return False
-        if len(values) == len(pairs):   # no run: each value is its event's
-            if set(map(type, values)) != {dict} or (any(names) and (
-                    "" in names or [value.get("type", name) for value, name in zip(values, names)] != names)):
+        if len(values) == len(pairs) and set(map(type, values)) == {dict}:   # no run: each value is its event's
+            if any(names) and ("" in names or [value.get("type", name) for value, name in zip(values, names)] != names):
                 return False   # (a named event whose data has another type, or unnamed ones among named)
-            return self._plain_fed(pairs, values, len(pairs))
+            return self._plain_fed(names, values, len(pairs))
         at = 0
         for value in values:
             if value.__class__ is FragmentRun:
@@ -10610,9 +10610,9 @@ class _BodyReader:
             if kinds and "type" in sample and kinds != {sample["type"]}:
                 return False
             at += size
-        return at == len(pairs) and self._plain_fed(pairs, values, at)
+        return at == len(pairs) and self._plain_fed(names, values, at)
 
-    def _plain_fed(self, pairs: list[tuple[str, str]], values: list, count: int) -> bool:
+    def _plain_fed(self, names: list[str], values: list, count: int) -> bool:
         """Feed the values of a piece's plain events once the profile's shape and the room's event checks
         pass them."""
         if not self._shapes_pass(values):
@@ -10620,7 +10620,7 @@ class _BodyReader:
         check = self.row.capture.check_sse_events
         if check is not None:
             try:
-                check([_SseEvent(0, (0,), name or None, data) for name, data in pairs])
+                check([_SseEvent(0, (0,), name or None, "") for name in set(names)])   # (see CaptureRules)
             except CaptureError:
                 return False
         self.count += count
