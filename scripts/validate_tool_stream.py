@@ -43,14 +43,16 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Provider: one sub-section each ... its Profile row: normalizer, TurnRules, request translators,
                                      redactor, protected paths, capture rules (openai and mistral,
                                      anthropic, openai-responses, bedrock, gemini, cohere, ollama)
-  Profiles ......................... PROFILES: name -> row (nothing else branches on a name)
+  Profiles ......................... PROFILES: name -> row (nothing else branches on a name); what a body's
+                                     payloads look like (_check_profile_shape) and each framing's checks
   Slot state machine ............... TurnMachine.feed() for events, TurnMachine.record() for
                                      every later finding (validation, the request check)
   Strict JSON for arguments ........ check_arguments()
   Schema subset .................... compile_schema(), validate_instance()
   Validation ....................... validate_slots(), check_hosted_names(), check_request()
   Gate and report .................. check_envelope(), request_context(); StreamGate (feed, feed_all,
-                                     finish; the stream list is read by feed_text()), validate_envelope(),
+                                     feed_bytes, finish; the stream list is read by feed_text(), a raw
+                                     body by _BodyReader), validate_envelope(),
                                      validate_bytes(), check_expect()
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
@@ -211,13 +213,13 @@ class Limits(_FrozenRecord):
 
     __slots__ = ("max_input_bytes", "max_argument_bytes", "max_depth", "max_number_length", "max_calls",
                  "max_schema_depth", "max_evaluations", "max_turn_evaluations", "max_pattern_subject",
-                 "max_findings", "max_schema_seconds")
+                 "max_findings", "max_schema_seconds", "max_frame_bytes")
 
     def __init__(self, max_input_bytes: int = 256 * 1024 * 1024, max_argument_bytes: int = 32 * 1024 * 1024,
                  max_depth: int = 64, max_number_length: int = 1000, max_calls: int = 256,
                  max_schema_depth: int = 64, max_evaluations: int = 1_000_000, max_pattern_subject: int = 1_000,
                  max_findings: int = 1000, max_schema_seconds: float | None = None,
-                 max_turn_evaluations: int = 4_000_000) -> None:
+                 max_turn_evaluations: int = 4_000_000, max_frame_bytes: int = 64 * 1024 * 1024) -> None:
         values = dict(locals())
         for name in self.__slots__:
             value = values[name]
@@ -447,9 +449,7 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg   # "...string starting at" + " at line"
-        reason = (reason[:1].lower() + reason[1:]).replace("'", '"')      # Python's wording in our dialect
-        raise JsonProblem(MALFORMED_JSON, f"{reason} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
+        raise _decode_problem(exc, exc.lineno, exc.colno) from None
     except RecursionError:
         raise JsonProblem(LIMIT_EXCEEDED, f"{what}: nesting too deep to parse") from None
     except ValueError as exc:  # integers beyond CPython's digit limit
@@ -458,6 +458,14 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
         raise JsonProblem(TRAILING_DATA, f"data after the JSON document at character {end}",
                           text.count("\n", 0, end) + 1)
     return value
+
+
+def _decode_problem(exc: json.JSONDecodeError, line: int, column: int) -> JsonProblem:
+    """The JsonProblem of Python's decoding error at line and column (of the document; a reader of a
+    document in pieces gives them)."""
+    reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg   # "...string starting at" + " at line"
+    reason = (reason[:1].lower() + reason[1:]).replace("'", '"')      # Python's wording in our dialect
+    return JsonProblem(MALFORMED_JSON, f"{reason} at line {line} column {column}", line)
 
 
 def _has_surrogate(text: str) -> bool:
@@ -578,15 +586,26 @@ def _sse_decode(raw: bytes) -> str:
     """
     if not isinstance(raw, (bytes, bytearray)):
         raise CaptureError(f"the SSE body must be bytes, got {type(raw).__name__}")
+    text = _utf8_text(bytes(raw))
+    _no_bom(text)
+    return text
+
+
+def _utf8_text(raw: bytes, first_byte: int = 0, first_line: int = 0) -> str:
+    """raw as UTF-8 text, or CaptureError naming the first byte that is not (and its line); a piece of a
+    body (StreamGate.feed_bytes: whole characters, not ending in CR) counts after the bytes and lines before it."""
     try:
-        text = bytes(raw).decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = len(_compiled(_SSE_LINE_END).split(bytes(raw[:exc.start]).decode("utf-8")))
-        raise CaptureError(f"the body is not UTF-8 (byte {exc.start})", line) from None
+        line = first_line + len(_compiled(_SSE_LINE_END).split(raw[:exc.start].decode("utf-8")))
+        raise CaptureError(f"the body is not UTF-8 (byte {first_byte + exc.start})", line) from None
+
+
+def _no_bom(text: str) -> None:
+    """The body's text must not start with a byte order mark (see _sse_decode)."""
     if text.startswith("\ufeff"):
         raise CaptureError("the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
                            "first event behind it while WHATWG parsers skip it; remove it only if your SDK does", 1)
-    return text
 
 
 class _SseState:
@@ -600,15 +619,17 @@ class _SseState:
 
 
 def _sse_lines(text: str, state: _SseState | None = None,
-               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, line) of every line, read as they come (a final unterminated line still counts).
+               fast_run: Callable[[str, int, int], tuple[int, int]] | None = None,
+               first_line: int = 0) -> Iterator[tuple[int, Any]]:
+    """(number, line) of every line, read as they come (a final unterminated line still counts); the
+    lines are numbered after first_line (a body read in pieces: the lines of those before).
 
     With state, in a body without CR: a plain event (_SSE_PLAIN_EVENT) that starts where no event
     is pending (after a blank line, or only comment lines since) comes whole, as (its first line's
     number, the _SseEvent the line reader would dispatch); data: [DONE] never does.  There, first,
     fast_run(text, pos, number) may write events itself and say where it stopped.
     """
-    pos = number = 0
+    pos, number = 0, first_line
     size = len(text)
     find = text.find
     if "\r" not in text:   # the common body: LF only, found without a regex
@@ -649,8 +670,11 @@ def _sse_lines(text: str, state: _SseState | None = None,
 
 
 def _sse_events(text: str, state: _SseState,
-                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None) -> Iterator[_SseEvent]:
-    """The events of an SSE body, in order, as they are read; state collects the rest.
+                fast_run: Callable[[str, int, int], tuple[int, int]] | None = None,
+                first_line: int = 0) -> Iterator[_SseEvent]:
+    """The events of an SSE body, in order, as they are read; state collects the rest.  A body read in
+    pieces (StreamGate.feed_bytes) comes a piece at a time, each ending where no event is pending, with
+    the lines before it (first_line) and the same state.
 
     The [DONE] sentinel is not an event.  A framing error is raised where it is read.  The line
     loop stays here (a call per line would cost every body); each step that ends an event, or the
@@ -660,7 +684,7 @@ def _sse_events(text: str, state: _SseState,
     name: str | None = None
     data: list[str] = []
     data_lines: list[int] = []
-    for number, line in _sse_lines(text, state, fast_run):
+    for number, line in _sse_lines(text, state, fast_run, first_line):
         if line.__class__ is _SseEvent:   # a plain event, read whole
             yield line
             continue
@@ -770,14 +794,16 @@ def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
     return value, [1] * len(value), "JSON list"
 
 
-def _json_lines_iter(text: str, first: tuple[Any, int, int] | None = None) -> Iterator[tuple[Any, int]]:
-    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read.
+def _json_lines_iter(text: str, first: tuple[Any, int, int] | None = None,
+                     first_line: int = 0) -> Iterator[tuple[Any, int]]:
+    """(payload, line number) of every non-blank line of a JSON Lines body, as they are read (first_line:
+    the lines before text, when the body comes in pieces of whole lines).
 
     first: (value, start, end) of the value the body starts with, read already (_first_json_value):
     when the first non-blank line is that value alone, spaces and tabs aside, it is not parsed again,
     unless it is bracketed deeply enough that a parse here might run out of stack where that one did not.
     """
-    for number, line in _sse_lines(text):   # not U+2028 & co: JSON text
+    for number, line in _sse_lines(text, first_line=first_line):   # not U+2028 & co: JSON text
         if not line.strip(" \t"):
             continue
         if first is not None and _is_first_value(line, first):
@@ -909,8 +935,8 @@ def eventstream_events(raw: bytes) -> list[dict]:
 
 def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = None,
                         parse: Callable[[str, str], Any] | None = None,
-                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None
-                        ) -> Iterator[tuple[Any, int, str]]:
+                        chunk: Callable[[bytes, int, bytes], tuple[int, int]] | None = None,
+                        first_frame: int = 0, first_byte: int = 0) -> Iterator[tuple[Any, int, str]]:
     """(event, frame number, its payload's text) of eventstream_events, one frame at a time as it
     is read.  A frame whose checks hold and whose payload fast(member, text) writes (it says True)
     does not come.  At a "chunk" frame (its checks held), chunk(raw, pos, its header bytes) is asked
@@ -918,7 +944,8 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     not come either.  parse(member, text): the payload read another way, exactly as the strict
     parser reads it, or None (then the parser reads it).  A frame whose header bytes are the
     previous frame's is not parsed again.  The frame loop stays here: a call more per frame would
-    cost every body, and a payload parsed a frame deeper could nest one level less."""
+    cost every body, and a payload parsed a frame deeper could nest one level less.  A body read in
+    pieces of whole frames (StreamGate.feed_bytes) gives the frames and bytes before each piece."""
     import struct
     import zlib
 
@@ -929,21 +956,21 @@ def _eventstream_frames(raw: bytes, fast: Callable[[str, str], bool] | None = No
     members: dict[bytes, str] = {}   # header bytes -> member: a stream repeats a few header blocks
     last, last_size, member = b"", -1, ""   # the previous frame's header bytes, their size and member
     startswith = raw.startswith
-    pos = frame = 0
+    pos, frame = 0, first_frame
     size = len(raw)
     while pos < size:
         frame += 1
         if size - pos < 12:
-            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {pos})")
+            raise CaptureError(f"frame {frame}: the body ends inside a frame's prelude (byte {first_byte + pos})")
         total, header_size, prelude_crc = unpack(raw, pos)
         if crc32(view[pos:pos + 8]) != prelude_crc:
-            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {pos}): not an AWS "
-                               "event stream, or a corrupt one")
+            raise CaptureError(f"frame {frame}: the prelude checksum does not match (byte {first_byte + pos}): not an "
+                               "AWS event stream, or a corrupt one")
         if header_size > total - 16 or size - pos < total:   # (so a frame has its 16 bytes of prelude and CRC)
-            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {pos})")
+            raise CaptureError(f"frame {frame}: the frame length does not fit the body (byte {first_byte + pos})")
         end = pos + total
         if crc32(view[pos:end - 4]) != tail(raw, end - 4)[0]:
-            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {pos})")
+            raise CaptureError(f"frame {frame}: the message checksum does not match (byte {first_byte + pos})")
         start = pos + 12 + header_size
         if header_size != last_size or not startswith(last, pos + 12):
             last, last_size = raw[pos + 12:start], header_size
@@ -1850,9 +1877,15 @@ class CaptureRules(_FrozenRecord):
                          own yes or no (rooms of one family share it; no payload is claimed by two families)
       redact             one payload -> the same structure without content
       binary_body        (raw, encode) -> how capture reads a body that is not SSE text (an EventStreamRead),
-                         or None (it declines); no binary_body: every body is text
-      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError), or None
-      check_lines_text   the framing rules of its JSON Lines body (an NDJSON API), or None
+                         or None (it declines), decided from the body's first 12 bytes (StreamGate.feed_bytes
+                         asks once those came); no binary_body: every body is text
+      check_sse_text, check_sse_events   the framing rules of its SSE body (raise CaptureError): check_sse_text
+                         a tuple of checks, each run over the whole text in turn (a later one's error stands
+                         only where no earlier one fails anywhere), each check(text, first_line) reading line
+                         by line: a body read in pieces of whole events (feed_bytes) is checked a piece at a
+                         time, its lines numbered after first_line; check_sse_events(events), or None, checks
+                         each event alone by its name (and names its line): feed_bytes asks it once per name
+      check_lines_text   the same tuple for its JSON Lines body (an NDJSON API)
       warn_without_done  warn when its SSE body has no "data: [DONE]"
       stream_error       whether one payload is an error its stream may carry (kept: it becomes stream_error)
       foreign_shape      one payload of a neighbouring API of the provider that no profile reads (another
@@ -1866,9 +1899,9 @@ class CaptureRules(_FrozenRecord):
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
-                 check_sse_text: Callable[[str], None] | None = None,
+                 check_sse_text: tuple[Callable[[str, int], None], ...] = (),
                  check_sse_events: Callable[[list], None] | None = None,
-                 check_lines_text: Callable[[str], None] | None = None, warn_without_done: bool = False,
+                 check_lines_text: tuple[Callable[[str, int], None], ...] = (), warn_without_done: bool = False,
                  stream_error: Callable[[dict], bool] = _error_member,
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape) -> None:
@@ -5983,25 +6016,32 @@ _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r":streamGenerateContent")
 
 
-def _gemini_check_sse(text: str) -> None:
-    """Gemini SSE framing that every reader reads alike (CaptureError otherwise).
+def _gemini_check_lines(text: str, first_line: int = 0) -> None:
+    """Gemini SSE lines that every reader reads alike (CaptureError otherwise); lines numbered after
+    first_line (see CaptureRules).
 
     google-genai reads "data: " lines and blank lines as SSE and pushes every other line into
     a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
     breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
-    js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips one "data: ", so
-    each event must be one data line ended by one of those.
     """
-    for number, line in enumerate(re.split(_SSE_LINE_END, text), 1):
+    if _GEMINI_SSE_EVENT.match(text).end() == len(text):
+        return   # (every line a "data: " line or blank)
+    for number, line in enumerate(re.split(_SSE_LINE_END, text), first_line + 1):
         if line and not line.startswith("data: "):
             raise CaptureError("a gemini SSE line other than \"data: ...\" or a blank line (a comment, event:, "
                                "id:, or data: without a space): google-genai reads it as raw JSON and fails, "
                                "other readers skip it", number)
+
+
+def _gemini_check_events(text: str, first_line: int = 0) -> None:
+    """Gemini SSE events that every reader splits alike (CaptureError otherwise), once every line is one
+    _gemini_check_lines passes: js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips
+    one "data: ", so each event must be one data line ended by one of those."""
     framing = _GEMINI_SSE_EVENT.match(text)
     if framing.end() != len(text):
         raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                            "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events",
-                           text.count("\n", 0, framing.end()) + 1)
+                           first_line + len(re.split(_SSE_LINE_END, text[:framing.end()])))
 
 
 # The events of a gemini body as every reader splits them (see sse_to_envelope).
@@ -6203,7 +6243,7 @@ GEMINI = Profile(
                    sdk_item=_gemini_sdk_item),
     request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
-                         check_sse_text=_gemini_check_sse),
+                         check_sse_text=(_gemini_check_lines, _gemini_check_events)),
     http=HttpRules(api_path=_GEMINI_API_PATH, frame=_gemini_frame,
                    api_example="/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
                    tools_shape=_gemini_tools, request_body=_gemini_request_body, errors=_GEMINI_ERRORS,
@@ -6416,10 +6456,13 @@ def _cohere_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
     return _function_tool(where, tool, "Cohere v2")
 
 
-def _cohere_check_sse(text: str) -> None:
+def _cohere_check_sse(text: str, first_line: int = 0) -> None:
     """Framing cohere-python reads otherwise: its sync reader ends a line only at LF (and strips every
-    CR before it), its async reader (httpx aiter_lines) at every line break str.splitlines() knows."""
-    for number, line in enumerate(text.split("\n"), 1):
+    CR before it), its async reader (httpx aiter_lines) at every line break str.splitlines() knows.
+    Lines numbered after first_line (see CaptureRules)."""
+    if "\r" not in text and not any(mark in text for mark in _SPLITLINES_BREAKS):
+        return   # (no line can fail)
+    for number, line in enumerate(text.split("\n"), first_line + 1):
         if "\r" in (line[:-1] if line.endswith("\r") else line):
             raise CaptureError("a line ends in a bare CR: cohere-python's sync reader splits lines only at LF "
                                "and would join or lose events there", number)
@@ -6535,7 +6578,7 @@ COHERE = Profile(
     request=RequestRules(choice=_choice_cohere, parallel_instead=" (Cohere's API has no such control)",
                          expand_tool=_cohere_tool, tool_entry=_function_entry),
     capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,
-                         check_sse_text=_cohere_check_sse, warn_without_done=True,
+                         check_sse_text=(_cohere_check_sse,), warn_without_done=True,
                          foreign_shape=_cohere_foreign_shape),
     http=HttpRules(api_path=r"/v2/chat", frame=_cohere_frame, api_example="/v2/chat", tools_shape=_function_tools,
                    request_body=_cohere_request_body, errors=_COHERE_ERRORS, cut_frame=_cohere_cut_frame,
@@ -6863,16 +6906,25 @@ def _ollama_not_an_object(pos: int, number: int, function: dict) -> WireProblem:
 # --- its request, redaction, capture rules and its Profile row ---------------
 
 
-def _ollama_check_lines(text: str) -> None:
+# A line of spaces and tabs at most, ended (it follows the body's start or a line end): what
+# _ollama_check_lines refuses, looked for at once.
+_OLLAMA_BLANK = re.compile(r"(?:\A|\n|\r(?!\n))[ \t]*[\r\n]")
+
+
+def _ollama_check_lines(text: str, first_line: int = 0) -> None:
     """Framing ollama-python reads otherwise: it reads the body with httpx's iter_lines, which ends a
-    line at every break str.splitlines() knows, and parses every line, a blank one too."""
+    line at every break str.splitlines() knows, and parses every line, a blank one too.  Lines numbered
+    after first_line (see CaptureRules)."""
+    if not any(mark in text for mark in _SPLITLINES_BREAKS) and _OLLAMA_BLANK.search(text) is None:
+        return   # (no line can fail)
     lines = re.split(r"\r\n|\r|\n", text)
-    for number, line in enumerate(lines, 1):
+    last = first_line + len(lines)
+    for number, line in enumerate(lines, first_line + 1):
         for mark in _SPLITLINES_BREAKS:
             if mark in line:
                 raise CaptureError(f"a raw U+{ord(mark):04X} in a line: ollama-python's line reader ends the line "
                                    "there and cannot parse either half", number)
-        if not line.strip(" \t") and number < len(lines):
+        if not line.strip(" \t") and number < last:
             raise CaptureError("a blank line: ollama-python parses every line as JSON and fails there", number)
 
 
@@ -6973,7 +7025,7 @@ OLLAMA = Profile(
                          expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
                          tool_entry=_function_entry),
     capture=CaptureRules(family="ollama", claims=_ollama_claims, redact=_redact_ollama_chunk,
-                         check_lines_text=_ollama_check_lines, foreign_shape=_ollama_foreign_shape),
+                         check_lines_text=(_ollama_check_lines,), foreign_shape=_ollama_foreign_shape),
     http=HttpRules(api_path=r"/api/chat", frame=_ollama_frame, api_example="/api/chat", tools_shape=_function_tools,
                    request_body=_ollama_request_body, errors=_OLLAMA_ERRORS,
                    framings=frozenset({"utf8"})))   # Go's encoding/json writes UTF-8 as it is
@@ -6992,6 +7044,248 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
 
 # profile -> its stream list's key (a view of the rows, for library callers)
 STREAM_KEY: Mapping[str, str] = MappingProxyType({name: row.stream_key for name, row in PROFILES.items()})
+
+
+# --- what a body's payloads look like: read by capture and by StreamGate.feed_bytes ----------
+
+_JSON_HEAD_BYTES = 4096   # a JSON body starts with [ or { within its first bytes, whitespace aside
+
+
+def _json_body(raw: bytes) -> bool:
+    """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
+    (whitespace aside).  It must be bytes, and not empty."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
+    head = bytes(raw[:_JSON_HEAD_BYTES]).lstrip(b" \t\r\n")
+    if not head and not raw.strip(b" \t\r\n"):
+        raise CaptureError("the body is empty: nothing was captured")
+    return head[:1] in (b"[", b"{")
+
+
+def _profile_of(payload: Any) -> str | None:
+    """The profile family a payload's shape belongs to: the one family whose rooms claim it (None:
+    no room claims it, or rooms of two families do, and then it cannot tell).  A claim is a room's
+    own yes or no; the tests keep the claims of different families exclusive."""
+    if not isinstance(payload, dict):
+        return None
+    families = _families_of(payload)
+    return families[0] if len(families) == 1 else None
+
+
+def _families_of(payload: Any) -> list[str]:
+    """Every profile family whose rooms claim a payload's shape, in PROFILES order (none, one, or -- for
+    a payload that mixes two APIs' shapes -- more)."""
+    if not isinstance(payload, dict):
+        return []
+    return list(dict.fromkeys(row.capture.family for row in PROFILES.values() if row.capture.claims(payload)))
+
+
+# Bodies of APIs no profile reads, by what their payloads look like (each room's foreign_shape):
+# refused by capture with that name, instead of becoming an envelope that can only block with
+# unsupported_event.
+def _foreign_shape(payload: Any) -> str | None:
+    """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
+    if not isinstance(payload, dict):
+        return None
+    for row in PROFILES.values():
+        found = row.capture.foreign_shape(payload)
+        if found is not None:
+            return found
+    return None
+
+
+def _error_payload(payload: dict) -> bool:
+    """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
+    return any(row.capture.stream_error(payload) for row in PROFILES.values())
+
+
+def _whole_response(payload: dict, rows: Iterable[Profile]) -> str | None:
+    """How capture names one whole JSON object of a non-streaming API of these rows (None: of none)."""
+    for row in rows:
+        found = row.capture.whole_response(payload)
+        if found is not None:
+            return found
+    return None
+
+
+def _no_stream_payload(whole: dict) -> bool:
+    """Whether one whole JSON object is no stream payload: no family claims it, or it is a whole response
+    of the family that claims it (a chat completion has choices, as a chunk has)."""
+    seen = _profile_of(whole)
+    return seen is None or _whole_response(whole, [row for row in PROFILES.values()
+                                                    if row.capture.family == seen]) is not None
+
+
+def _non_stream_shape(payload: dict) -> str:
+    """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
+    found = _whole_response(payload, PROFILES.values())
+    if found is not None:
+        return found
+    members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
+    return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
+
+
+def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) -> bool:
+    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
+
+    True once a payload of the profile's own shape came (what follows it is not looked at)."""
+    want = row.capture.family
+    for payload, line in zip(payloads, lines):
+        foreign = _foreign_shape(payload)
+        if foreign is not None:
+            raise CaptureError(f"this body looks like {foreign}", line)
+        seen = _families_of(payload)   # a payload two families claim is refused unless one is the profile's
+        if seen and want not in seen:
+            use = " or ".join(f"--profile {other.name}" for other in PROFILES.values() if other.capture.family in seen)
+            raise CaptureError(f"this body looks like {' or '.join(seen)} payloads, not {row.name}: use {use}", line)
+        if want in seen:
+            return True
+    return False
+
+
+class _shape_stage:
+    """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
+
+    __slots__ = ("row", "settled")
+
+    def __init__(self, row: Profile) -> None:
+        self.row = row
+        self.settled = False
+
+    def __call__(self, payload: Any, line: int | None) -> Any:
+        if not self.settled:
+            self.settled = _check_profile_shape(self.row, [payload], [line])
+        return payload
+
+
+def _refuse_whole_document(text: str, row: Profile) -> tuple[Any, int, int] | None:
+    """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
+    response or another API's object is refused with what it looks like.  Returns the value the body
+    starts with (_first_json_value), for the line reader not to parse it again."""
+    first = _first_json_value(text)   # where decode_document read the whole body: as deep a value passes
+    if first is None or _skip_ws(text, first[2]) != len(text):
+        return first   # no value, or several documents: JSON Lines
+    whole = first[0]
+    if not isinstance(whole, dict):
+        return first
+    if isinstance(whole.get("log"), dict):
+        raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
+    if "profile" in whole and ("chunks" in whole or "events" in whole):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    if set(whole) == {"data"} and isinstance(whole["data"], dict):
+        whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
+    if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
+            and _no_stream_payload(whole)):
+        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
+    return first
+
+
+def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
+    """A payload of a JSON body, out of its {"data": {...}} wrapper; it must be an object."""
+    if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
+        payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
+    if not isinstance(payload, dict):
+        raise CaptureError(f"payload {context[0]} is {_describe(payload)}, not a JSON object", context[1])
+    return payload
+
+
+def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
+    if context[0] == 0 and "profile" in payload and ("chunks" in payload or "events" in payload):
+        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
+    return payload
+
+
+# The checking stages of each framing (see _staged): what every payload passes before capture's
+# scrubber writes it, or before StreamGate.feed_bytes feeds it; (payload, context) -> payload.
+
+def _sse_checks(row: Profile, check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
+    """An SSE event's (its context is the event): strict JSON, the profile's shape, the room's event checks."""
+    stages: list[Callable[[Any, Any], Any]] = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+    if row.capture.check_sse_events is not None:
+        stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
+    return stages
+
+
+def _json_checks(check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
+    """A payload of a JSON list or JSON Lines (its context: (its number, its line)): an object, out of a
+    {"data": ...} wrapper, no envelope, the profile's shape."""
+    return [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1])]
+
+
+def _frame_checks(convert: Callable[[Any, int], tuple[Any, str | None]] | None,
+                  check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
+    """An AWS event-stream frame's event (its context: (frame number, payload text)): the profile's shape;
+    with convert (a room's), first the payload convert makes of it, which goes on as (payload, its text)."""
+    if convert is None:
+        return [lambda event, _: check_shape(event, None)]
+
+    def check_converted(converted: tuple[Any, str | None], _: Any) -> tuple[Any, str | None]:
+        check_shape(converted[0], None)
+        return converted
+
+    return [lambda event, context: convert(event, context[0]), check_converted]
+
+
+class _Written:
+    """A payload a template wrote (its capture_text line): it needs no stage."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+
+class _Holding:
+    """Whether _staged holds an error (then nothing more is written)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = False
+
+
+def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
+            sink: Callable[[Any], Any], deep: str, fast: Callable[[Any, Any], str | None] | None = None,
+            holding: _Holding | None = None, until: int | None = None) -> int:
+    """Runs every item through the stages (functions (value, context) -> value) and hands the result to
+    sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
+    turn: an error of stage k is held while later items still go through the stages before k (an earlier
+    stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
+    raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
+    once an error is held, so a body is read once, without keeping its payloads.  An item that is
+    _Written already (or that fast(value, context) writes) passes every stage by construction.
+    until: an error of that stage is held already (a body read in pieces, StreamGate.feed_bytes): only
+    the stages before it run.  The error raised for a stage's carries its number (stage); a framing
+    error none.
+    """
+    held_at, held = len(stages) if until is None else until, None
+    count = 0
+    for value, context in items:
+        count += 1
+        line = value.line if value.__class__ is _Written else None if fast is None else fast(value, context)
+        if line is not None:
+            if held is None:
+                sink(line)
+            continue
+        for phase in range(held_at):   # not in a helper: a frame more would lower how deep a payload may nest
+            try:
+                value = stages[phase](value, context)
+            except CaptureError as exc:
+                held_at, held = phase, exc
+                break
+            except RecursionError:
+                held_at, held = phase, CaptureError(deep)
+                break
+        else:
+            if held is None:
+                sink(value)
+            continue
+        if holding is not None:
+            holding.held = True
+    if held is not None:
+        held.stage = held_at
+        raise held
+    return count
 
 
 # ---------------------------------------------------------------------------
@@ -10190,7 +10484,7 @@ class _ArrayItems:
     that parses is exactly the items the whole list holds there.
 
     runs(text, pos), when given and more than _RUNS_MIN_CHARS of text are
-    left, is asked first wherever a batch or an item would start.  It may
+    left (runs_min: a caller's own bound), is asked first wherever a batch or an item would start.  It may
     answer (run, end, count): one object standing for the count items of
     text[pos:end] (the caller knows what it stands for; see FragmentRun),
     which is yielded in their place.  Where runs declines, the batch is
@@ -10203,8 +10497,9 @@ class _ArrayItems:
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
-                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
-        self.text, self.start, self.scan, self.runs = text, start, scan, runs
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
+                 runs_min: int | None = None) -> None:
+        self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
@@ -10215,7 +10510,8 @@ class _ArrayItems:
             return
         batch_from = pos  # after a failed candidate, items go one by one up to it
         # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
-        runs_from = pos if runs is not None and len(text) - pos > _RUNS_MIN_CHARS else len(text) + 1
+        runs_min = _RUNS_MIN_CHARS if self.runs_min is None else self.runs_min
+        runs_from = pos if runs is not None and len(text) - pos > runs_min else len(text) + 1
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
@@ -10305,12 +10601,570 @@ def _no_events() -> tuple:
     return ()
 
 
+# --- a raw body read as it arrives (StreamGate.feed_bytes) -------------------------------------
+#
+# The body is read as capture reads it (_capture_body), by the same code, in pieces that end where
+# no unit is pending: an SSE piece after a blank line (at its LF), a JSON Lines piece after an LF, an
+# event-stream piece after a whole frame, a JSON list piece after a whole character.  Each piece goes
+# through capture's readers (_sse_events, _json_lines_iter, _eventstream_frames, the room's line
+# checks, its framing's checking stages), its lines, frames and bytes numbered after the pieces
+# before it, and the payloads that pass are fed at once.  A CaptureError is held by rank, as capture
+# would raise it: the body's decoding, its byte order mark, a whole-document refusal, the room's
+# line checks, the framing, then the stages in order (see _staged); the first of a rank wins.  Once
+# one is held nothing more is fed (the turn is blocked), and later pieces are read only as far as an
+# error of a better rank could still come from them.
+
+_RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK = range(4)   # a room's check i ranks _RANK_CHECK + i
+_RANK_FRAMING, _RANK_STAGE, _RANK_NONE = 16, 17, 1 << 30       # stage k ranks _RANK_STAGE + k
+
+_BODY_UNDECIDED, _BODY_SSE, _BODY_LINES, _BODY_LIST, _BODY_FRAMES = range(5)
+_UTF8_BOM = b"\xef\xbb\xbf"
+_BODY_UNITS = {_BODY_UNDECIDED: "body head", _BODY_SSE: "SSE event", _BODY_LINES: "line",
+               _BODY_LIST: "JSON list item", _BODY_FRAMES: "event-stream frame"}
+
+# A piece of SSE events that are all plain (_SSE_PLAIN_EVENT), read at once by StreamGate.feed_bytes; one
+# way to match a line, so a piece that fails to match fails in linear time.
+_SSE_PLAIN_RUN = r"(?:(?:event:[^\n]*\n)?data:[^\n]*\n\n)*"
+
+# Where an SSE blank line ends at an LF: its two line ends are LF LF, LF CRLF or CR CRLF.
+_SSE_BLANK_ENDS = (b"\n\n", b"\n\r\n", b"\r\r\n")
+
+# The JSON list's state before what is left to read -> the text that puts Python's parser in it.
+_LIST_PREFIX = {"first": "[", "item": "[0,", "sep": "[0"}
+
+
+def _list_item_pending(exc: BaseException, size: int) -> bool:
+    """Whether an item that failed to parse in size characters may still parse once more come: the
+    error is an unterminated string, or lies near the end (a literal, a number or an escape cut short)."""
+    return isinstance(exc, json.JSONDecodeError) and (exc.msg.startswith("Unterminated string")
+                                                      or exc.pos >= size - 10)
+
+
+class _BodyReader:
+    """One raw HTTP body of a profile read as it arrives (StreamGate.feed_bytes): push() each piece of
+    bytes, end() at the end of the body; feed(payloads) gets the payloads that pass, a piece's at once.
+    What capture would refuse the body for is end()'s Finding (unsupported_event, capture's message);
+    a body or a pending unit beyond its limit is limit_exceeded, its buffers dropped."""
+
+    def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
+        self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
+        self.scan = _strict_decoder().scan_once
+        self.kind = _BODY_UNDECIDED
+        self.buf = bytearray()       # bytes not in a piece yet
+        self.scanned = 0             # of buf, searched for an SSE cut already
+        self.size = self.offset = 0  # bytes pushed; bytes in pieces read
+        self.lines = self.frames = 0  # line ends, frames in pieces read
+        self.whole = 0               # whole frames in the piece being cut
+        self.content = False         # a byte other than JSON whitespace came
+        self.rank, self.error = _RANK_NONE, None
+        self.limit: Finding | None = None
+        self.count = 0               # units read: events, payloads, frames
+        self.check_shape = _shape_stage(row)
+        self.stages: list[Callable[[Any, Any], Any]] = []
+        self.deep = "an event nests too deeply to process"
+        self.state = _SseState()
+        self.convert = False         # frames: a stage converts each event into (payload, text)
+        self.parse: Callable[[str, str], Any] | None = None
+        self.unwrap: Callable[..., str | None] | None = None
+        self.head: str | None = ""   # JSON Lines: the text held while the body may be one document
+        self.first: tuple[Any, int, int] | None = None
+        self.doubt = False           # JSON Lines: the first value runs past its line (an error is certain)
+        self.parts: list[str] = []   # JSON list: the text after its last state change, in pieces
+        self.held = 0                # their length
+        self.retry_at = 0            # held text an item that did not parse yet waits for
+        self.list_state, self.base, self.lf, self.last_lf = "open", 0, 0, -1
+        self.list_end: tuple[int, int] | None = None   # after its "]": (character, its line)
+
+    @property
+    def blocked(self) -> bool:
+        return self.rank < _RANK_NONE or self.limit is not None or self.doubt
+
+    def push(self, data: bytes | bytearray | memoryview) -> None:
+        if isinstance(data, memoryview):
+            data = data.tobytes()   # (any shape or format: its bytes)
+        self.size += len(data)
+        if self.limit is not None or self.rank == _RANK_DECODE:
+            return   # only counted
+        if self.size > self.limits.max_input_bytes:
+            self._over(f"the body is larger than {self.limits.max_input_bytes} bytes (max_input_bytes)")
+            return
+        self.buf += data
+        if not self.content:
+            self.content = bool(bytes(data).strip(b" \t\r\n"))
+        if self.kind == _BODY_UNDECIDED and not self._decide(False):
+            return
+        self._read(False)
+        if self.limit is None and len(self.buf) + self.held + len(self.head or "") > self.limits.max_frame_bytes:
+            self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
+                       f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+
+    def end(self) -> Finding | None:
+        """The end of the body: what is left is read; the Finding capture's refusal (or a limit) makes, or None."""
+        if self.limit is not None:
+            return self.limit
+        if not self.content:
+            return Finding(UNSUPPORTED_EVENT, "the body is empty: nothing was captured")
+        if self.kind == _BODY_UNDECIDED:
+            self._decide(True)
+        self._read(True)
+        if self.rank == _RANK_NONE and not self.count and self.kind != _BODY_FRAMES:
+            if self.kind != _BODY_SSE:
+                self._hold(_RANK_STAGE, CaptureError("the body holds no payloads"))
+            elif not self.state.done:
+                self._hold(_RANK_STAGE, CaptureError("the body holds no data events (an SSE body has \"data:\" lines)"))
+        return None if self.error is None else Finding(UNSUPPORTED_EVENT, str(self.error))
+
+    def _over(self, message: str) -> None:
+        self.limit = Finding(LIMIT_EXCEEDED, message)
+        self._drop()
+
+    def _drop(self) -> None:
+        self.buf, self.parts, self.held, self.head = bytearray(), [], 0, None
+
+    def _hold(self, rank: int, error: CaptureError) -> None:
+        if rank < self.rank:
+            self.rank, self.error = rank, error
+            if rank == _RANK_DECODE:
+                self._drop()
+
+    def _decide(self, final: bool) -> bool:
+        """The body's kind, as _capture_body chooses it, once enough came (or at its end); False: not yet."""
+        head = bytes(self.buf[:_JSON_HEAD_BYTES]).lstrip(b" \t\r\n")
+        if head[:1] in (b"[", b"{"):
+            self.kind = _BODY_LIST if head[:1] == b"[" else _BODY_LINES
+            self.stages, self.deep = _json_checks(self.check_shape), "a payload nests too deeply to process"
+            return True
+        if not final and not head and len(self.buf) < _JSON_HEAD_BYTES:
+            return False
+        binary = self.row.capture.binary_body
+        if binary is not None:
+            if not final and len(self.buf) < 12:
+                return False
+            read = binary(bytes(self.buf[:12]), False)
+            if read is not None:
+                self.kind, self.convert, self.parse = _BODY_FRAMES, read.convert is not None, read.parse
+                self.unwrap = read.unwrap
+                self.stages = _frame_checks(read.convert, self.check_shape)
+                return True
+        self.kind, self.stages = _BODY_SSE, _sse_checks(self.row, self.check_shape)
+        if self.buf.startswith(_UTF8_BOM):   # held before the first event is whole
+            try:
+                _no_bom(_UTF8_BOM.decode("utf-8"))
+            except CaptureError as exc:
+                self._hold(_RANK_BOM, exc)
+        return True
+
+    def _read(self, final: bool) -> None:
+        """Read the pieces that came whole (at the end, all that is left)."""
+        if self.rank == _RANK_DECODE or (self.kind == _BODY_FRAMES and self.rank <= _RANK_FRAMING):
+            self.buf = bytearray()   # nothing later can outrank what is held
+            return
+        buf = self.buf
+        if final:
+            cut = len(buf)
+        elif self.kind == _BODY_SSE:
+            start, cut = max(0, self.scanned - 2), -1
+            for mark in _SSE_BLANK_ENDS:
+                at = buf.rfind(mark, start)
+                if at >= 0:
+                    cut = max(cut, at + len(mark))
+            self.scanned = len(buf)
+        elif self.kind == _BODY_LINES:
+            cut = buf.rfind(b"\n", self.scanned) + 1
+            self.scanned = len(buf)
+        elif self.kind == _BODY_LIST:
+            cut = _whole_characters(buf)
+        else:
+            cut = self._frames_cut()
+        if cut <= 0 and not (final and self.kind in (_BODY_LINES, _BODY_LIST)):
+            return   # (at the end, a JSON body's rules still apply to what was read)
+        piece = bytes(buf[:cut])
+        del buf[:cut]
+        self.scanned = max(0, self.scanned - cut)
+        if self.kind == _BODY_FRAMES:
+            self._frames_piece(piece)
+            return
+        first_line = self.lines
+        text = self._text(piece)
+        if text is None:
+            return
+        if self.kind == _BODY_SSE:
+            self._sse_piece(text, first_line)
+        elif self.kind == _BODY_LINES:
+            self._lines_text(text, first_line, final)
+        else:
+            self._list_piece(text, final)
+
+    def _text(self, piece: bytes) -> str | None:
+        first_byte, first_line = self.offset, self.lines
+        self.offset += len(piece)
+        try:
+            text = _utf8_text(piece, first_byte, first_line)
+        except CaptureError as exc:
+            self._hold(_RANK_DECODE, exc)
+            return None
+        self.lines += text.count("\n") + (text.count("\r") - text.count("\r\n") if "\r" in text else 0)
+        if not first_byte:
+            try:
+                _no_bom(text)
+            except CaptureError as exc:
+                self._hold(_RANK_BOM, exc)
+        return text
+
+    def _run(self, items: Iterable[tuple[Any, Any]]) -> None:
+        """_staged over a piece's items, the stages after an error held already left out; the payloads
+        that pass fed."""
+        passed: list = []
+
+        def counted() -> Iterator[tuple[Any, Any]]:
+            for item in items:
+                self.count += 1
+                yield item
+
+        try:
+            _staged(counted(), self.stages, passed.append, self.deep,
+                    until=min(len(self.stages), self.rank - _RANK_STAGE))
+        except CaptureError as exc:
+            stage = getattr(exc, "stage", None)
+            self._hold(_RANK_FRAMING if stage is None else _RANK_STAGE + stage, exc)
+        if passed and self.rank == _RANK_NONE:
+            self.feed([value[0] for value in passed] if self.convert else passed)
+
+    def _checked(self, checks: tuple[Callable[[str, int], None], ...], text: str, first_line: int) -> bool:
+        """The room's line checks of a piece, each at its rank (an error held when one fails); whether the
+        piece's framing is still to read."""
+        for number, check in enumerate(checks):
+            if _RANK_CHECK + number >= self.rank:
+                break
+            try:
+                check(text, first_line)
+            except CaptureError as exc:
+                self._hold(_RANK_CHECK + number, exc)
+        return self.rank > _RANK_FRAMING
+
+    def _sse_piece(self, text: str, first_line: int) -> None:
+        if self._checked(self.row.capture.check_sse_text, text, first_line) and not self._sse_plain(text):
+            self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+
+    def _sse_plain(self, text: str) -> bool:
+        """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel): their data read
+        as one JSON list, as validate_bytes reads a stream list, and fed when each passes what _sse_checks
+        asks (an object whose type is the event's name, the profile's shape, the room's event checks);
+        False (nothing done) for anything else, which goes the exact way."""
+        if self.rank != _RANK_NONE or self.state.done:
+            return False
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
+            if "\r" in text:
+                return False
+        if _compiled(_SSE_PLAIN_RUN).fullmatch(text) is None:
+            return False
+        pairs = _compiled(_SSE_PLAIN_EVENT).findall(text)
+        names = [name for name, _ in pairs]
+        datas = [data for _, data in pairs]
+        if len(pairs) < 2 or _SSE_DONE in datas:
+            return False
+        values, whole = self._plain_values(",".join(datas))
+        if values is None or not whole:
+            return False
+        if len(values) == len(pairs) and set(map(type, values)) == {dict}:   # no run: each value is its event's
+            if any(names) and ("" in names or [value.get("type", name) for value, name in zip(values, names)] != names):
+                return False   # (a named event whose data has another type, or unnamed ones among named)
+            return self._plain_fed(names, values, len(pairs))
+        at = 0
+        for value in values:
+            if value.__class__ is FragmentRun:
+                size, sample = len(value.pieces), value.item(value.pieces[0])
+            elif value.__class__ is dict:
+                size, sample = 1, value
+            else:
+                return False
+            if at + size > len(pairs):
+                return False
+            kinds = {names[at]} if size == 1 else set(names[at:at + size])
+            kinds.discard("")
+            if kinds and "type" in sample and kinds != {sample["type"]}:
+                return False
+            at += size
+        return at == len(pairs) and self._plain_fed(names, values, at)
+
+    def _plain_fed(self, names: list[str], values: list, count: int) -> bool:
+        """Feed the values of a piece's plain events once the profile's shape and the room's event checks
+        pass them."""
+        if not self._shapes_pass(values):
+            return False
+        check = self.row.capture.check_sse_events
+        if check is not None:
+            try:
+                check([_SseEvent(0, (0,), name or None, "") for name in set(names)])   # (see CaptureRules)
+            except CaptureError:
+                return False
+        self.count += count
+        self.feed(values)
+        return True
+
+    def _shapes_pass(self, values: list) -> bool:
+        """Whether the profile's shape stage passes each of values (objects, until one of the profile's own
+        shape settles it); a payload it refuses goes the exact way, which says why and where."""
+        check = self.check_shape
+        try:
+            for value in values:
+                if check.settled:
+                    return True
+                if value.__class__ is not dict:
+                    return False
+                check(value, None)
+        except CaptureError:
+            return False
+        return True
+
+    def _plain_values(self, joined: str) -> tuple[list | None, bool]:
+        """(the values of the JSON list "[joined]" or None, whether they are all of it): parsed at once inside
+        the pad (see _PAD), or, where the room reads runs of fragments, by _ArrayItems with those runs."""
+        if self.runs is None:
+            padded = _PAD_OPEN + "[" + joined + "]" + _PAD_CLOSE
+            try:
+                value, end = self.scan(padded, 0)
+                return (_unpad(value) if end == len(padded) else None), True
+            except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+                return None, False
+        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0)
+        try:
+            values = list(items)
+        except _NotStreamable:
+            return None, False
+        return values, items.end == len(joined) + 2
+
+    def _lines_text(self, text: str, first_line: int, final: bool) -> None:
+        """JSON Lines: held while the body may still be one JSON document (refused whole by capture)."""
+        if self.head is None:
+            self._lines_piece(text, first_line, self.first)
+            return
+        if self.head.strip(" \t\r\n") and not self.doubt and _skip_ws(text, 0) < len(text):
+            text, first_line, self.head = self.head + text, 0, None   # a second value: not one document
+            self._lines_piece(text, first_line, self.first)
+            return
+        self.head += text
+        if final:
+            text, self.head = self.head, None
+            try:
+                first = _refuse_whole_document(text, self.row)
+            except CaptureError as exc:
+                self._hold(_RANK_WHOLE, exc)
+                return
+            self._lines_piece(text, 0, first)
+            return
+        if self.first is None and not self.doubt and self.head.strip(" \t\r\n"):
+            self.first = _first_json_value(self.head)
+            self.doubt = self.first is None
+            if self.first is not None and _skip_ws(self.head, self.first[2]) < len(self.head):
+                text, self.head = self.head, None
+                self._lines_piece(text, 0, self.first)
+
+    def _lines_piece(self, text: str, first_line: int, first: tuple[Any, int, int] | None) -> None:
+        self.first = None
+        if self._checked(self.row.capture.check_lines_text, text, first_line) and not self._lines_plain(text):
+            self._run((payload, (number, line)) for number, (payload, line)
+                      in enumerate(_json_lines_iter(text, first, first_line), self.count))
+
+    def _lines_plain(self, text: str) -> bool:
+        """A piece of JSON Lines, each line one JSON object (LF ends, no blank line): read at once as
+        _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or "\r" in text:
+            return False
+        lines = text.count("\n")
+        if lines < 2 or not text.endswith("\n"):
+            return False
+        values, whole = self._plain_values(text[:-1].replace("\n", ","))
+        if values is None or not whole or len(values) != lines or set(map(type, values)) != {dict}:
+            return False
+        if any(len(value) == 1 and "data" in value for value in values) or not self._shapes_pass(values) or (
+                not self.count and "profile" in values[0] and ("chunks" in values[0] or "events" in values[0])):
+            return False   # (a {"data": ...} wrapper: _unwrapped's; an envelope: _not_an_envelope's)
+        self.count += lines
+        self.feed(values)
+        return True
+
+    def _frames_plain(self, piece: bytes, first_frame: int, first_byte: int) -> bool:
+        """A piece of whole frames, each a JSON object (or, in a room that unwraps them, a plain chunk carrying
+        one): their checksums and headers checked frame by frame, their payloads read at once as
+        _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or (self.convert and self.unwrap is None):
+            return False
+        texts, members, unwrap = [], [], self.unwrap
+
+        def fast(member: str, text: str) -> bool:
+            if unwrap is not None:
+                text = unwrap(member, text)
+                if text is None:
+                    raise _NotStreamable
+            texts.append(text)
+            members.append(member)
+            return True
+
+        try:
+            for _ in _eventstream_frames(piece, fast, self.parse, None, first_frame, first_byte):
+                return False
+        except (CaptureError, _NotStreamable):
+            return False
+        if len(texts) < 2:
+            return False
+        values, whole = self._plain_values(",".join(texts))
+        if values is None or not whole:
+            return False
+        if len(values) == len(texts) and set(map(type, values)) == {dict}:
+            payloads = values if unwrap is not None else [{member: value} for member, value in zip(members, values)]
+        elif unwrap is not None and _items_stood_for(values) == len(texts):
+            payloads = values   # runs of the room's fragments among the events
+        else:
+            return False
+        if not self._shapes_pass(payloads):
+            return False
+        self.count += len(texts)
+        self.feed(payloads)
+        return True
+
+    def _list_piece(self, text: str, final: bool) -> None:
+        """A JSON list's items, each fed once whole; an error as decode_document gives it for the whole body."""
+        if self.rank <= _RANK_FRAMING:
+            return
+        self.parts.append(text)
+        self.held += len(text)
+        if not final and self.held < self.retry_at:
+            return   # an item is still cut short: it is looked for again once the text held doubled
+        text = "".join(self.parts)
+        size, pos, items = len(text), 0, []
+        while True:
+            at = _skip_ws(text, pos)
+            if at == size:
+                break
+            state = self.list_state
+            if state == "open" or (state == "first" and text[at] == "]") or (state == "sep" and text[at] in ",]"):
+                pos, self.list_state = at + 1, ("first" if state == "open" else "item" if text[at] == "," else "after")
+                if self.list_state == "after":
+                    end = self.base + pos
+                    self.list_end = (end, self.lf + text.count("\n", 0, pos) + 1)
+                continue
+            if state == "after":
+                self._list_trailing()
+                break
+            if state == "sep":
+                self._list_error(text, pos)
+                break
+            try:
+                value, end = _DEFAULT_DECODER.raw_decode(text, at)
+            except (ValueError, JsonProblem, RecursionError) as exc:
+                if final or not _list_item_pending(exc, size):
+                    self._list_error(text, pos)
+                self.retry_at = 2 * (size - pos)
+                break
+            if end == size and not final and text[end - 1] not in "\"}]":
+                break   # a number or a literal may go on
+            items.append(value)
+            pos, self.list_state, self.retry_at = end, "sep", 0
+        if final and self.list_state != "after" and self.rank > _RANK_FRAMING:
+            self._list_error(text, pos)
+        self.lf += text.count("\n", 0, pos)
+        last = text.rfind("\n", 0, pos)
+        self.last_lf = self.base + last if last >= 0 else self.last_lf
+        self.base += pos
+        self.parts, self.held = [text[pos:]], size - pos
+        self._run((value, (number, 1)) for number, value in enumerate(items, self.count))
+
+    def _list_error(self, text: str, mark: int) -> None:
+        """Hold the error decode_document gives the whole body, the list's state being the one at mark."""
+        prefix = _LIST_PREFIX[self.list_state]
+        try:
+            _DEFAULT_DECODER.raw_decode(prefix + text[mark:], 0)
+            return
+        except json.JSONDecodeError as exc:
+            at = mark + exc.pos - len(prefix)
+            last = text.rfind("\n", 0, at)
+            column = at - last if last >= 0 else self.base + at - self.last_lf
+            problem = _decode_problem(exc, self.lf + text.count("\n", 0, at) + 1, column)
+        except RecursionError:
+            problem = JsonProblem(LIMIT_EXCEEDED, "the body: nesting too deep to parse")
+        except JsonProblem as exc:
+            problem = exc
+        except ValueError as exc:  # integers beyond CPython's digit limit
+            problem = JsonProblem(LIMIT_EXCEEDED, f"a number cannot be read: {str(exc)[:80]}")
+        self._hold(_RANK_FRAMING, CaptureError(f"the body starts like a JSON list but is not strict JSON: "
+                                               f"{problem.message}", problem.line))
+
+    def _list_trailing(self) -> None:
+        end, line = self.list_end
+        self._hold(_RANK_FRAMING, CaptureError(f"the body starts like a JSON list but is not strict JSON: data after "
+                                               f"the JSON document at character {end}", line))
+
+    def _frames_cut(self) -> int:
+        """Where the whole frames that came end (after a prelude that fails: the reader says how)."""
+        import struct
+        import zlib
+
+        buf, pos, size = self.buf, 0, len(self.buf)
+        unpack, crc32, view = struct.Struct(">III").unpack_from, zlib.crc32, memoryview(buf)
+        try:
+            while size - pos >= 12:
+                total, header_size, prelude_crc = unpack(buf, pos)
+                if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
+                    return pos + 12
+                if total > self.limits.max_frame_bytes:
+                    view.release()
+                    self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
+                               f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+                    return 0
+                if size - pos < total:
+                    break
+                pos += total
+                self.whole += 1
+        finally:
+            view.release()   # (the buffer is cut next)
+        return pos
+
+    def _frames_piece(self, piece: bytes) -> None:
+        first_frame, first_byte = self.frames, self.offset
+        self.offset += len(piece)
+        if self.rank <= _RANK_FRAMING:
+            return
+        if not self._frames_plain(piece, first_frame, first_byte):
+            frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
+            self._run((event, (number, text)) for event, number, text in frames)
+        self.frames, self.whole = self.frames + self.whole, 0   # (a frame cut short comes last, and once)
+
+
+def _items_stood_for(values: list) -> int:
+    """How many items values stand for: a FragmentRun its pieces, an object one (anything else: too many)."""
+    count = 0
+    for value in values:
+        count += len(value.pieces) if value.__class__ is FragmentRun else 1 if value.__class__ is dict else 1 << 62
+    return count
+
+
+def _whole_characters(buf: bytearray) -> int:
+    """How much of buf is whole UTF-8 characters (a sequence cut short at its end is left, and a CR, which
+    may be half of a CRLF)."""
+    end = len(buf)
+    back = end
+    while back > 0 and end - back < 3 and 0x80 <= buf[back - 1] < 0xC0:
+        back -= 1
+    if back > 0 and buf[back - 1] >= 0xC0:
+        lead = buf[back - 1]
+        need = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        if end - (back - 1) < need:
+            end = back - 1
+    if end > 0 and buf[end - 1] == 0x0D:
+        end -= 1
+    return end
+
+
 class StreamGate:
     """The runtime gate for one turn: feed raw chunks/events as they arrive, then finish().
 
     This is the library API an adapter calls, and what the CLI uses.  feed()
     takes one parsed wire object (a chunk or an event of the profile's
-    stream); finish() runs every end-of-stream rule and the validation, and
+    stream), or feed_bytes() the raw HTTP body in pieces (one or the other
+    in a turn); finish() runs every end-of-stream rule and the validation, and
     returns the report dict.  `blocked` turns true as soon as any finding has
     arisen, so an adapter may stop early; it never turns a turn into a pass.
     """
@@ -10339,6 +11193,7 @@ class StreamGate:
     def _start(self, row: Profile, tool_schemas: dict, limits: Limits, meta: dict | None,
                request: RequestContext | None) -> None:
         self.profile = row.name
+        self._row = row
         self.tool_schemas = tool_schemas
         self.limits = limits
         self.meta = meta
@@ -10357,10 +11212,12 @@ class StreamGate:
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
+        self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
+        self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
 
     @property
     def blocked(self) -> bool:
-        return bool(self._machine.findings)
+        return bool(self._machine.findings) or (self._reader is not None and self._reader.blocked)
 
     def feed(self, item: Any) -> None:
         """Consume the next chunk (openai, mistral, gemini) or event (the other profiles).
@@ -10371,8 +11228,8 @@ class StreamGate:
         taken before it is read, so an exception from one item shifts no later position.  Once
         the machine is saturated (see TurnMachine._find) the rest is only counted.
         """
-        if self._report is not None:
-            raise RuntimeError("finish() was already called for this turn")
+        if self._closed is not None:
+            raise RuntimeError(self._closed)
         machine, translate, handlers, plain, append = self._loop
         at = self._position
         if machine.saturated:   # counted, never examined
@@ -10426,11 +11283,38 @@ class StreamGate:
 
     def feed_all(self, items: Iterable[Any]) -> None:
         """Consume each item in turn: feed() for each."""
-        if self._report is not None:   # also for an empty list: a finished turn takes nothing more
-            raise RuntimeError("finish() was already called for this turn")
+        if self._closed is not None:   # also for an empty list: a finished turn takes nothing more
+            raise RuntimeError(self._closed)
         feed = self.feed
         for item in items:
             feed(item)
+
+    def feed_bytes(self, data: bytes | bytearray | memoryview) -> None:
+        """Consume the next piece of the raw HTTP response body, split anywhere; finish() ends the body.
+
+        The body is read as capture reads it (see _BodyReader): each payload is fed as soon as its unit
+        (SSE event, line, JSON-list item, frame) is whole, and the report is validate_envelope's of the
+        envelope capture makes of the same bytes, or, for a body capture refuses, one unsupported_event
+        finding with capture's message.  A gate fed items takes no bytes, and one fed bytes no items.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"feed_bytes takes bytes, bytearray or memoryview, not {type(data).__name__}")
+        if self._report is not None:
+            raise RuntimeError("finish() was already called for this turn")
+        if self._reader is None:
+            if self._position:
+                raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
+            self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs)
+            self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
+        self._reader.push(data)
+
+    def _feed_read(self, payloads: list) -> None:
+        """feed_all() of the payloads the body's reader read."""
+        closed, self._closed = self._closed, None
+        try:
+            self.feed_all(payloads)
+        finally:
+            self._closed = closed
 
     def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> int:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
@@ -10454,7 +11338,10 @@ class StreamGate:
         return self._position
 
     def finish(self) -> dict[str, Any]:
-        """End of stream: terminal checks, validation, the gate. Returns the report."""
+        """End of stream (and of the body fed as bytes): terminal checks, validation, the gate. Returns the report."""
+        refused = None if self._reader is None or self._report is not None else self._reader.end()
+        if refused is not None:   # a body capture refuses, or one beyond a limit: its one finding
+            self._report = _report(Outcome([refused], self.profile, self.meta))
         if self._report is None:
             machine = self._machine
             for event in getattr(self._normalizer, "finish", _no_events)():
@@ -10466,6 +11353,7 @@ class StreamGate:
                 check_request(machine, self.request)
             self._report = _report(Outcome(profile=self.profile, meta=self.meta, max_findings=self.limits.max_findings,
                                            unexamined=self._unexamined, **machine.outcome()))
+        self._closed = "finish() was already called for this turn"
         return self._report
 
 
@@ -11791,15 +12679,6 @@ _TEMPLATE_INTEGER = r"-?(?:0|[1-9][0-9]{0,15})(?![0-9.eE])"
 _TEMPLATE_PROBE = 904_857_316_000_000   # + hole number: the stand-in for an integer while a template is checked
 
 
-class _Written:
-    """A payload a template wrote (its capture_text line): it needs no stage."""
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: str) -> None:
-        self.line = line
-
-
 _LINE_ENCODER: list = []   # the C encoder of _line, made on first use
 
 
@@ -12442,70 +13321,6 @@ class _EncodedPayloads:
         return out
 
 
-class _Holding:
-    """Whether _staged holds an error (then nothing more is written)."""
-
-    __slots__ = ("held",)
-
-    def __init__(self) -> None:
-        self.held = False
-
-
-def _staged(items: Iterable[tuple[Any, Any]], stages: list[Callable[[Any, Any], Any]],
-            sink: Callable[[Any], Any], deep: str, fast: Callable[[Any, Any], str | None] | None = None,
-            holding: _Holding | None = None) -> int:
-    """Runs every item through the stages (functions (value, context) -> value) and hands the result to
-    sink; returns how many items came.  Errors come out as when each stage ran over the whole body in
-    turn: an error of stage k is held while later items still go through the stages before k (an earlier
-    stage's error wins, at any item; within a stage the first item's), and items' own errors (framing,
-    raised by the iterator) win over all.  A RecursionError is CaptureError(deep).  Nothing is sunk
-    once an error is held, so a body is read once, without keeping its payloads.  An item that is
-    _Written already (or that fast(value, context) writes) passes every stage by construction.
-    """
-    held_at, held = len(stages), None
-    count = 0
-    for value, context in items:
-        count += 1
-        line = value.line if value.__class__ is _Written else None if fast is None else fast(value, context)
-        if line is not None:
-            if held is None:
-                sink(line)
-            continue
-        for phase in range(held_at):   # not in a helper: a frame more would lower how deep a payload may nest
-            try:
-                value = stages[phase](value, context)
-            except CaptureError as exc:
-                held_at, held = phase, exc
-                break
-            except RecursionError:
-                held_at, held = phase, CaptureError(deep)
-                break
-        else:
-            if held is None:
-                sink(value)
-            continue
-        if holding is not None:
-            holding.held = True
-    if held is not None:
-        raise held
-    return count
-
-
-class _shape_stage:
-    """_check_profile_shape one payload at a time: once a payload of the profile came (settled), the rest pass."""
-
-    __slots__ = ("row", "settled")
-
-    def __init__(self, row: Profile) -> None:
-        self.row = row
-        self.settled = False
-
-    def __call__(self, payload: Any, line: int | None) -> Any:
-        if not self.settled:
-            self.settled = _check_profile_shape(self.row, [payload], [line])
-        return payload
-
-
 # Members that tell apart the choices, blocks, items or candidates whose text arrives in pieces: a
 # group of text fragments is one string's path plus the values of these members on the way to it.
 _TEXT_GROUP_KEYS = ("index", "contentBlockIndex", "output_index", "content_index", "summary_index", "item_id")
@@ -12775,17 +13590,6 @@ def _capture_row(profile: str) -> Profile:
     return row
 
 
-def _json_body(raw: bytes) -> bool:
-    """Whether a captured body holds its payloads as JSON (a list, or lines): it starts with [ or {
-    (whitespace aside).  It must be bytes, and not empty."""
-    if not isinstance(raw, (bytes, bytearray)):
-        raise CaptureError(f"the body must be bytes, got {type(raw).__name__}")
-    head = bytes(raw[:4096]).lstrip(b" \t\r\n")
-    if not head and not raw.strip(b" \t\r\n"):
-        raise CaptureError("the body is empty: nothing was captured")
-    return head[:1] in (b"[", b"{")
-
-
 class _SseCapture:
     """One SSE body read for capture: its events go through the stages (strict JSON, the profile's
     shape, the room's event checks, the scrubber) into payloads, written as they are read with encode;
@@ -12794,16 +13598,14 @@ class _SseCapture:
     def __init__(self, raw: bytes, row: Profile, redact: bool, encode: bool) -> None:
         walk = _may_hold_secrets(bytes(raw))   # first: its lower-cased copy of the body is gone before the text comes
         self.text: str | None = _sse_decode(raw)
-        if row.capture.check_sse_text is not None:
-            row.capture.check_sse_text(self.text)
+        for check in row.capture.check_sse_text:
+            check(self.text)
         self.row, self.redact = row, redact
         self.state = _SseState()
         self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
                                              lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
         self.check_shape = check_shape = _shape_stage(row)
-        self.stages = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
-        if row.capture.check_sse_events is not None:
-            self.stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
+        self.stages = _sse_checks(row, check_shape)
         self.stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data,
                                                                  event.name))
         payloads: Any = _EncodedPayloads() if encode else []
@@ -12845,87 +13647,6 @@ class _SseCapture:
                      "redacted": bool(self.redact)},
         }
         return envelope, warnings
-
-
-def _profile_of(payload: Any) -> str | None:
-    """The profile family a payload's shape belongs to: the one family whose rooms claim it (None:
-    no room claims it, or rooms of two families do, and then it cannot tell).  A claim is a room's
-    own yes or no; the tests keep the claims of different families exclusive."""
-    if not isinstance(payload, dict):
-        return None
-    families = _families_of(payload)
-    return families[0] if len(families) == 1 else None
-
-
-def _families_of(payload: Any) -> list[str]:
-    """Every profile family whose rooms claim a payload's shape, in PROFILES order (none, one, or -- for
-    a payload that mixes two APIs' shapes -- more)."""
-    if not isinstance(payload, dict):
-        return []
-    return list(dict.fromkeys(row.capture.family for row in PROFILES.values() if row.capture.claims(payload)))
-
-
-# Bodies of APIs no profile reads, by what their payloads look like (each room's foreign_shape):
-# refused by capture with that name, instead of becoming an envelope that can only block with
-# unsupported_event.
-def _foreign_shape(payload: Any) -> str | None:
-    """What a payload no profile reads as it is looks like, and what to do (None: not one of those)."""
-    if not isinstance(payload, dict):
-        return None
-    for row in PROFILES.values():
-        found = row.capture.foreign_shape(payload)
-        if found is not None:
-            return found
-    return None
-
-
-def _error_payload(payload: dict) -> bool:
-    """An error a stream may carry as its payload (kept: it becomes stream_error, as in a stream)."""
-    return any(row.capture.stream_error(payload) for row in PROFILES.values())
-
-
-def _whole_response(payload: dict, rows: Iterable[Profile]) -> str | None:
-    """How capture names one whole JSON object of a non-streaming API of these rows (None: of none)."""
-    for row in rows:
-        found = row.capture.whole_response(payload)
-        if found is not None:
-            return found
-    return None
-
-
-def _no_stream_payload(whole: dict) -> bool:
-    """Whether one whole JSON object is no stream payload: no family claims it, or it is a whole response
-    of the family that claims it (a chat completion has choices, as a chunk has)."""
-    seen = _profile_of(whole)
-    return seen is None or _whole_response(whole, [row for row in PROFILES.values()
-                                                    if row.capture.family == seen]) is not None
-
-
-def _non_stream_shape(payload: dict) -> str:
-    """What one whole JSON object that is no stream payload looks like, for capture's refusal."""
-    found = _whole_response(payload, PROFILES.values())
-    if found is not None:
-        return found
-    members = ", ".join(_token(key) if _protocol_word(key) else "a member" for key in list(payload)[:6])
-    return f"one JSON object of no streaming API this tool reads (members: {members or 'none'})"
-
-
-def _check_profile_shape(row: Profile, payloads: list, lines: list[int | None]) -> bool:
-    """Refuse a body of another provider's shape with a hint, instead of a report of identical findings.
-
-    True once a payload of the profile's own shape came (what follows it is not looked at)."""
-    want = row.capture.family
-    for payload, line in zip(payloads, lines):
-        foreign = _foreign_shape(payload)
-        if foreign is not None:
-            raise CaptureError(f"this body looks like {foreign}", line)
-        seen = _families_of(payload)   # a payload two families claim is refused unless one is the profile's
-        if seen and want not in seen:
-            use = " or ".join(f"--profile {other.name}" for other in PROFILES.values() if other.capture.family in seen)
-            raise CaptureError(f"this body looks like {' or '.join(seen)} payloads, not {row.name}: use {use}", line)
-        if want in seen:
-            return True
-    return False
 
 
 def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bool, redact: bool, walk: bool,
@@ -12985,14 +13706,8 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
             return scrubber.scrub(payload, ("frame", number), lambda: unwrap("chunk", text, decoded), None)
         return scrubber.scrub(payload, ("frame", number), text, next(iter(payload)))
 
-    def check_converted(converted: tuple[Any, str | None], _: Any) -> tuple[Any, str | None]:
-        check_shape(converted[0], None)
-        return converted
-
-    if convert is None:
-        stages = [lambda event, _: check_shape(event, None), scrub]   # frames, not lines
-    else:   # (payload, the text convert read it from) go on together, for scrub's templates
-        stages = [lambda event, context: convert(event, context[0]), check_converted, scrub]
+    # with convert, (payload, the text convert read it from) go on together, for scrub's templates
+    stages = _frame_checks(convert, check_shape) + [scrub]
     chunk = fast_chunks if encode and chunk_match is not None else None
     fast = fast_frame if encode and chunk is None else None
     _staged(((event, (number, text)) for event, number, text in _eventstream_frames(raw, fast, parse, chunk)),
@@ -13006,43 +13721,6 @@ def frames_envelope(row: Profile, raw: bytes, tool_schemas: dict, no_schemas: bo
     return envelope, warnings
 
 
-def _refuse_whole_document(text: str, row: Profile) -> tuple[Any, int, int] | None:
-    """A body that is one JSON object but no stream payload: a HAR, an envelope, a non-streaming
-    response or another API's object is refused with what it looks like.  Returns the value the body
-    starts with (_first_json_value), for the line reader not to parse it again."""
-    first = _first_json_value(text)   # where decode_document read the whole body: as deep a value passes
-    if first is None or _skip_ws(text, first[2]) != len(text):
-        return first   # no value, or several documents: JSON Lines
-    whole = first[0]
-    if not isinstance(whole, dict):
-        return first
-    if isinstance(whole.get("log"), dict):
-        raise CaptureError("this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
-    if "profile" in whole and ("chunks" in whole or "events" in whole):
-        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    if set(whole) == {"data"} and isinstance(whole["data"], dict):
-        whole = whole["data"]   # one wrapped payload (mistralai's CompletionEvent): judged unwrapped
-    if (isinstance(whole, dict) and _foreign_shape(whole) is None and not _error_payload(whole)
-            and _no_stream_payload(whole)):
-        raise CaptureError(f"the body is {_non_stream_shape(whole)}, not a stream of {row.name} payloads")
-    return first
-
-
-def _unwrapped(payload: Any, context: tuple[int, int]) -> dict:
-    """A payload of a JSON body, out of its {"data": {...}} wrapper; it must be an object."""
-    if isinstance(payload, dict) and set(payload) == {"data"} and isinstance(payload["data"], dict):
-        payload = payload["data"]   # mistralai's CompletionEvent, and other {"data": ...} wrappers
-    if not isinstance(payload, dict):
-        raise CaptureError(f"payload {context[0]} is {_describe(payload)}, not a JSON object", context[1])
-    return payload
-
-
-def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
-    if context[0] == 0 and "profile" in payload and ("chunks" in payload or "events" in payload):
-        raise CaptureError("this is already a fixture envelope: validate it directly, without capture")
-    return payload
-
-
 def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_schemas: bool,
                             redact: bool, encode: bool = False) -> tuple[dict, list[str]]:
     """A JSON list of payloads, or JSON Lines of them (SDK dumps), as an envelope."""
@@ -13054,16 +13732,16 @@ def _json_payloads_envelope(raw: bytes, row: Profile, tool_schemas: dict, no_sch
         del payloads
     else:
         first = _refuse_whole_document(text, row)
-        if row.capture.check_lines_text is not None:
-            row.capture.check_lines_text(text)
+        for check in row.capture.check_lines_text:
+            check(text)
         point = "JSON Lines"
         read = _json_lines_iter(text, first)
         del first
     check_shape = _shape_stage(row)
     scrubber = _Scrubber(row, redact, walk, encode)
-    stages = [_unwrapped, _not_an_envelope, lambda payload, context: check_shape(payload, context[1]),
-              lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
-                                                      else f"item {context[0]}")]
+    stages = _json_checks(check_shape) + [
+        lambda payload, context: scrubber.scrub(payload, f"line {context[1]}" if point == "JSON Lines"
+                                                else f"item {context[0]}")]
     out: Any = _EncodedPayloads() if encode else []
     count = _staged((((payload, (number, line))) for number, (payload, line) in enumerate(read)), stages,
                     out.append, "a payload nests too deeply to process")
@@ -16942,7 +17620,7 @@ def run(argv: list[str]) -> int:
     if argv[:1] and argv[0] in _SUBCOMMANDS:
         return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
-    limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__})
+    limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__ if hasattr(args, name)})
     paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")

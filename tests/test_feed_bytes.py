@@ -1,0 +1,403 @@
+"""StreamGate.feed_bytes: the raw HTTP body of a profile, split anywhere, gives the report that capture
+(sse_to_envelope) followed by validate_envelope gives, and capture's refusal as one finding."""
+
+import json
+import random
+import unittest
+
+from support import (FIXTURES, eventstream, fixture_paths, fixture_report, load_fixture,  # noqa: F401
+                     slow, vts)
+
+KEYS = ("status", "findings", "calls")
+
+
+def verdict(report):
+    return {key: report.get(key) for key in KEYS}
+
+
+def fed(profile, body, cuts, schemas=None, request=None, limits=None):
+    """The gate's report of body fed in the pieces cuts (sorted offsets) make."""
+    gate = vts.StreamGate(profile, schemas or {}, limits=limits, request=request)
+    start = 0
+    for cut in list(cuts) + [len(body)]:
+        gate.feed_bytes(body[start:cut])
+        start = cut
+    return gate.finish()
+
+
+def random_cuts(rng, size, most=24):
+    return sorted(rng.sample(range(1, size), min(most, size - 1))) if size > 1 else []
+
+
+def captured(profile, body, schemas, request):
+    """(capture's envelope or None, the verdict capture + validate_envelope give: a refusal is one finding)."""
+    try:
+        envelope, _ = vts.sse_to_envelope(body, profile, None, redact=False)
+    except vts.CaptureError as exc:
+        refused = vts.Finding(vts.UNSUPPORTED_EVENT, str(exc))
+        return None, verdict(vts._report(vts.Outcome([refused], profile)))
+    envelope["tool_schemas"] = schemas
+    if request is not None:
+        envelope["request"] = request
+    return envelope, verdict(vts.validate_envelope(envelope))
+
+
+def served_bodies(doc):
+    """Every body `serve` frames a fixture's stream as: both queries (Gemini's alt=sse or not), its cut
+    frame when it is served cut, and each framing variant its room's SDKs read alike."""
+    row = vts.PROFILES[doc["profile"]]
+    frame = (row.http.cut_frame or row.http.frame) if doc.get("serve", {}).get("cut") else row.http.frame
+    variants = [frozenset()] + [frozenset({name}) for name in sorted(row.http.framings)] + [row.http.framings]
+    bodies = {}
+    for query in ("", "alt=sse"):
+        kind, plain = frame(doc[row.stream_key], query)
+        for framing in variants:
+            body = vts.sse_reframed(plain, framing & vts.SSE_FRAMINGS) if kind == "text/event-stream" else plain
+            body = vts.json_raw_utf8(body) if "utf8" in framing else body
+            bodies.setdefault(body, (query, sorted(framing)))
+    return bodies
+
+
+def fixtures_with_bodies():
+    """(relative path, parsed fixture) of every fixture whose envelope is valid and whose room serves a body."""
+    for relpath in fixture_paths():
+        _, doc = load_fixture(relpath)
+        row = vts.PROFILES.get(doc.get("profile")) if isinstance(doc, dict) else None
+        if row is not None and row.http is not None and not vts.check_envelope(doc):
+            yield relpath, doc
+
+
+class EverySplitOfEveryFixture(unittest.TestCase):
+    """For every profile (the table, not a list here) and every fixture with a body."""
+
+    def check_fixtures(self, splits):
+        seen = set()
+        kept = 0
+        for relpath, doc in fixtures_with_bodies():
+            seen.add(doc["profile"])
+            schemas, request = doc["tool_schemas"], doc.get("request")
+            for body, (query, framing) in served_bodies(doc).items():
+                envelope, want = captured(doc["profile"], body, schemas, request)
+                if envelope is not None and envelope[vts.STREAM_KEY[doc["profile"]]] == doc[
+                        vts.STREAM_KEY[doc["profile"]]] and query == "" and not framing:
+                    kept += 1   # capture kept every payload: the fixture's own verdict too
+                    self.assertEqual(want, verdict(fixture_report(relpath)), relpath)
+                rng = random.Random(f"{relpath} {query} {framing}")
+                for cuts in splits(rng, body):
+                    with self.subTest(fixture=relpath, query=query, framing=framing, cuts=cuts[:8]):
+                        self.assertEqual(verdict(fed(doc["profile"], body, cuts, schemas, request)), want)
+        self.assertEqual(seen, set(vts.PROFILES))
+        self.assertGreater(kept, 300)
+
+    def test_one_random_split_of_each_body(self):
+        self.check_fixtures(lambda rng, body: [random_cuts(rng, len(body))])
+
+    @slow("every fixture's bodies in byte pieces and several random splits")
+    def test_byte_pieces_and_random_splits(self):
+        def splits(rng, body):
+            found = [random_cuts(rng, len(body), most) for most in (3, 64)]
+            if len(body) <= 1024:
+                found.append(list(range(1, len(body))))
+            return found
+        self.check_fixtures(splits)
+
+
+CHUNK = (b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+         b'"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}\n\n')
+MESSAGE_START = (b'{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],'
+                 b'"model":"x","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}')
+GEMINI = b'data: {"candidates":[{"content":{"parts":[{"text":"hi"}],"role":"model"},"index":0}]}\r\n\r\n'
+COHERE = (b'event: message-start\ndata: {"type":"message-start","id":"x","delta":{"message":{"role":"assistant"}}}'
+          b'\n\n')
+OLLAMA = b'{"model":"m","created_at":"t","message":{"role":"assistant","content":"hi"},"done":false}\n'
+BEDROCK = eventstream([{"messageStart": {"role": "assistant"}}, {"messageStop": {"stopReason": "end_turn"}}])
+WHOLE = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+         "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+
+
+class CapturesRefusals(unittest.TestCase):
+    """Each kind of body capture refuses: one unsupported_event finding with capture's exact message,
+    whole, in byte pieces and in a random split."""
+
+    def refused(self, profile, body, message):
+        try:
+            vts.sse_to_envelope(body, profile, None, redact=False)
+        except vts.CaptureError as exc:
+            want = str(exc)
+        else:
+            self.fail("capture reads the body")
+        self.assertEqual(want, message)
+        for cuts in ([], list(range(1, len(body))), random_cuts(random.Random(message), len(body), 7)):
+            report = fed(profile, body, cuts)
+            self.assertEqual(report["status"], "blocked")
+            self.assertEqual([(f["code"], f["message"]) for f in report["findings"]], [("unsupported_event", want)])
+
+    def test_sse_framing(self):
+        self.refused("openai", b"\xef\xbb\xbf" + CHUNK,
+                     "line 1: the body starts with a byte order mark: openai-python and the Anthropic SDK lose the "
+                     "first event behind it while WHATWG parsers skip it; remove it only if your SDK does")
+        self.refused("openai", CHUNK + b'data: {"a": "\xff"}\n\n', "line 3: the body is not UTF-8 (byte 177)")
+        self.refused("openai", CHUNK + b"foo: bar\n\n", 'line 3: "foo" is not an SSE field (data, event, id, retry) '
+                     "nor a comment; capture the response body only")
+        self.refused("openai", CHUNK + CHUNK[:-1], "line 3: the body ends inside an event (no blank line after it): "
+                     "WHATWG parsers and the SDKs discard such an event; capture the whole body")
+        self.refused("openai", CHUNK + b"data: {bad}\n\n", "line 3: event data is not strict JSON: expecting property "
+                     "name enclosed in double quotes at line 1 column 2")
+        self.refused("openai", CHUNK + b"data: [DONE]\n\n" + CHUNK, "line 5: content after the data: [DONE] sentinel")
+        self.refused("openai", b": keep-alive\n\n", 'the body holds no data events (an SSE body has "data:" lines)')
+        self.refused("anthropic", b"event: ping\ndata: " + MESSAGE_START + b"\n\n",
+                     'line 1: event: "ping" does not match the data\'s type a string')
+        self.refused("anthropic", b"data: " + MESSAGE_START + b"\n\n", 'line 1: an event without an "event:" line: '
+                     "the Anthropic SDK skips it while other readers do not, so they would read different streams")
+
+    def test_room_line_rules(self):
+        self.refused("gemini", GEMINI + b": hi\r\n\r\n" + GEMINI,
+                     'line 3: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
+                     "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
+        self.refused("gemini", GEMINI + b"data: {\r\ndata: }\r\n\r\n",
+                     "line 3: a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
+                     "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events")
+        self.refused("cohere", COHERE + b"data: {}\r\r\n\n" + COHERE, "line 4: a line ends in a bare CR: "
+                     "cohere-python's sync reader splits lines only at LF and would join or lose events there")
+        self.refused("cohere", COHERE + 'data: {"type":"x\u2028"}\n\n'.encode(), "line 4: a raw U+2028 in a line: "
+                     "cohere-python's async reader ends the line there and reads another stream")
+        self.refused("ollama", OLLAMA + b"\n" + OLLAMA,
+                     "line 2: a blank line: ollama-python parses every line as JSON and fails there")
+        self.refused("ollama", OLLAMA + b"{bad\n", "line 2: JSON Lines: line 2 is not one strict JSON value: "
+                     "expecting property name enclosed in double quotes at line 1 column 2")
+
+    def test_event_stream(self):
+        self.refused("bedrock", eventstream([{"messageStart": {"role": "assistant"}}], corrupt=True),
+                     "frame 1: the message checksum does not match (byte 0)")
+        self.refused("bedrock", BEDROCK[:-3], "frame 2: the frame length does not fit the body (byte 119)")
+        self.refused("bedrock", BEDROCK + BEDROCK[:7], "frame 3: the body ends inside a frame's prelude (byte 242)")
+        self.refused("bedrock", BEDROCK + b"x" * 20, "frame 3: the prelude checksum does not match (byte 242): not an "
+                     "AWS event stream, or a corrupt one")
+
+    def test_whole_documents(self):
+        self.refused("openai", b"data: " + MESSAGE_START + b"\n\n",
+                     "line 1: this body looks like anthropic payloads, not openai: use --profile anthropic")
+        message = ('the body is a non-streaming chat completion ("object": "chat.completion"); capture the stream=true '
+                   "response, not a stream of openai payloads")
+        self.refused("openai", json.dumps(WHOLE).encode(), message)
+        self.refused("openai", json.dumps(WHOLE, indent=2).encode() + b"\n\n", message)
+        self.refused("openai", b'{"log": {"entries": []}}\n',
+                     "this is an HTTP Archive (HAR): pick the request with --entry (an index or URL text)")
+        self.refused("openai", b'{"profile": "openai", "chunks": []}',
+                     "this is already a fixture envelope: validate it directly, without capture")
+        self.refused("openai", b" \r\n\t", "the body is empty: nothing was captured")
+        self.refused("openai", b"", "the body is empty: nothing was captured")
+
+    def test_json_bodies(self):
+        prefix = "the body starts like a JSON list but is not strict JSON: "
+        self.refused("gemini", b'[{"candidates":[]},\n {"candidates": [}]',
+                     f"line 2: {prefix}expecting value at line 2 column 18")
+        self.refused("gemini", b'[{"candidates":[]},\n {"candidates": []}',
+                     f'line 2: {prefix}expecting "," delimiter at line 2 column 20')
+        self.refused("gemini", b'[{"candidates":[]},\n {"x": "abc',
+                     f"line 2: {prefix}unterminated string starting at line 2 column 8")
+        self.refused("gemini", b'[{"candidates":[]}]\n x',
+                     f"line 1: {prefix}data after the JSON document at character 19")
+        self.refused("gemini", b'[{"candidates":[], "candidates": []}]',
+                     f'{prefix}key "candidates" appears twice in one object')
+        self.refused("gemini", b'[{"candidates":[]},\n {"x": "\xe2\x82"}]', "line 2: the body is not UTF-8 (byte 28)")
+        self.refused("gemini", b"[ ]", "the body holds no payloads")
+        self.refused("gemini", b"[1, 2]", "line 1: payload 0 is 1, not a JSON object")
+        self.refused("openai", b'{\n"a":1\n}\n{"b":2}\n', "line 1: JSON Lines: line 1 is not one strict JSON value: "
+                     "expecting property name enclosed in double quotes at line 1 column 2 (a whole JSON document? "
+                     "give the payloads as a list, or one per line)")
+
+    def test_capture_priority(self):
+        """The body's decoding, then the room's line rules, then the framing, then the stages in order."""
+        self.refused("openai", b"data: {bad}\n\n" + CHUNK + b'data: {"a": "\xff"}\n\n',
+                     "line 5: the body is not UTF-8 (byte 190)")
+        self.refused("gemini", b"data: {bad}\r\n\r\n" + GEMINI + b"event: x\r\n\r\n",
+                     'line 5: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
+                     "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
+        self.refused("gemini", GEMINI + b"data: {\r\ndata: }\r\n\r\n" + GEMINI * 3 + b": hi\r\n\r\n",
+                     'line 12: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
+                     "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
+        self.refused("openai", b"data: " + MESSAGE_START + b"\n\n" + b"data: {bad}\n\n", "line 3: event data is not "
+                     "strict JSON: expecting property name enclosed in double quotes at line 1 column 2")
+        self.refused("openai", b"data: {bad}\n\n" + CHUNK + b"foo: bar\n\n", 'line 5: "foo" is not an SSE field '
+                     "(data, event, id, retry) nor a comment; capture the response body only")
+
+    def test_blocked_as_soon_as_an_error_is_held(self):
+        gate = vts.StreamGate("openai", {})
+        gate.feed_bytes(b"\xef\xbb\xbf")
+        self.assertTrue(gate.blocked)
+        gate = vts.StreamGate("openai", {})
+        gate.feed_bytes(CHUNK + b"data: {bad}\n\n")
+        self.assertTrue(gate.blocked)
+        gate.feed_bytes(CHUNK * 3)
+        self.assertEqual(gate.finish()["findings"][0]["message"], "line 3: event data is not strict JSON: expecting "
+                         "property name enclosed in double quotes at line 1 column 2")
+
+
+class PiecesReadAtOnce(unittest.TestCase):
+    """A piece of several whole events, lines or frames is read at once; whatever that way does not read
+    as the exact way does goes the exact way: fed whole, in byte pieces and split, the report is capture's."""
+
+    def same(self, profile, body):
+        _, want = captured(profile, body, {"f": {"type": "object"}}, None)
+        for cuts in ([], list(range(1, len(body))), random_cuts(random.Random(len(body)), len(body), 5)):
+            with self.subTest(profile=profile, body=body[:60], cuts=cuts[:5]):
+                self.assertEqual(verdict(fed(profile, body, cuts, {"f": {"type": "object"}})), want)
+        return want
+
+    def test_bodies_the_fast_way_declines(self):
+        start = b"event: message_start\ndata: " + MESSAGE_START + b"\n\n"
+        ping = b'event: ping\ndata: {"type":"ping"}\n\n'
+        for profile, body, code in (
+                ("openai", CHUNK * 3 + b'data: {"a":1},{"b":2}\n\n' + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: [1]\n\n" + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: [DONE]\n\n", None),
+                ("openai", CHUNK * 3 + b"id: 4\ndata: [DONE]\r\n\r\n", None),
+                ("anthropic", start + ping * 3 + b'event: pong\ndata: {"type":"ping"}\n\n' + ping, "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'data: {"type":"ping"}\n\n' + ping, "unsupported_event"),
+                ("ollama", OLLAMA * 3 + b'{"data": {"model":"m","done":false}}\n' + OLLAMA, "unsupported_event"),
+                ("ollama", OLLAMA * 3 + b"[1]\n" + OLLAMA, "unsupported_event"),
+                ("bedrock", eventstream([{"messageStart": {"role": "assistant"}}] * 3 + [
+                    {"internalServerException": {"message": "x"}}]), "unexpected_event")):
+            want = self.same(profile, body)
+            self.assertEqual((want["status"], want["findings"][0]["code"] if want["findings"] else None),
+                             ("blocked" if code else "not_applicable", code))
+
+    def test_a_passing_turn_read_at_once_on_every_framing(self):
+        taken = {}
+        for name in ("_sse_plain", "_lines_plain", "_frames_plain"):
+            def counted(reader, *args, name=name, read=getattr(vts._BodyReader, name)):
+                answer = read(reader, *args)
+                taken[name] = taken.get(name, 0) + answer
+                return answer
+            self.addCleanup(setattr, vts._BodyReader, name, getattr(vts._BodyReader, name))
+            setattr(vts._BodyReader, name, counted)
+        for relpath in ("openai/valid-delayed-id-and-name.json", "anthropic/pass-pings-everywhere.json",
+                        "bedrock/pass-fragmented-single-call.json", "ollama/pass-text-then-call.json",
+                        "gemini/pass-call-with-id.json", "cohere/pass-parallel-calls-one-after-another.json"):
+            _, doc = load_fixture(relpath)
+            for body in served_bodies(doc):
+                with self.subTest(relpath=relpath, body=body[:40]):
+                    envelope, want = captured(doc["profile"], body, doc["tool_schemas"], doc.get("request"))
+                    self.assertEqual(want["status"], "pass")
+                    self.assertEqual(verdict(fed(doc["profile"], body, [], doc["tool_schemas"])), want)
+        self.assertEqual(sorted(name for name, count in taken.items() if count), ["_frames_plain", "_lines_plain",
+                                                                                  "_sse_plain"])
+
+
+class DamagedBodies(unittest.TestCase):
+
+    @slow("a thousand damaged bodies, each fed whole and split")
+    def test_damaged_bodies_give_capture_s_report(self):
+        """Fixture bodies with bytes deleted, replaced or inserted (line ends, field names, brackets, bytes
+        that are not UTF-8, a BOM, U+2028, the sentinel): the same report whole and split as capture's."""
+        rng = random.Random(33)
+        bodies = [(doc, body) for _, doc in fixtures_with_bodies() for body in served_bodies(doc)]
+        junk = [b"\n", b"\r", b"\r\n", b"\n\n", b":", b"data: ", b"event: x\n", b"[DONE]", b"\xff", b"\xe2\x82",
+                b"{", b"}", b"[", b"]", b",", b'"', b"\x00", b" ", b"\xef\xbb\xbf", "\u2028".encode(), b"id: 1\n",
+                b"\\", b"data: [DONE]\n\n"]
+        for _ in range(1000):
+            doc, body = rng.choice(bodies)
+            damaged = bytearray(body)
+            for _ in range(rng.randint(1, 3)):
+                at, roll = rng.randint(0, len(damaged)), rng.random()
+                if roll < 0.3:
+                    del damaged[at:at + rng.randint(1, 8)]
+                elif roll < 0.7 or not damaged:
+                    damaged[at:at] = rng.choice(junk)
+                else:
+                    damaged[min(at, len(damaged) - 1)] = rng.randrange(256)
+            damaged = bytes(damaged)
+            _, want = captured(doc["profile"], damaged, doc["tool_schemas"], doc.get("request"))
+            for cuts in ([], random_cuts(rng, len(damaged), rng.choice((1, 3, 10, 50)))):
+                with self.subTest(profile=doc["profile"], body=damaged[:80], cuts=cuts[:6]):
+                    self.assertEqual(verdict(fed(doc["profile"], damaged, cuts, doc["tool_schemas"],
+                                                 doc.get("request"))), want)
+
+
+class Bounds(unittest.TestCase):
+
+    def test_the_body_beyond_max_input_bytes(self):
+        gate = vts.StreamGate("openai", {}, limits=vts.Limits(max_input_bytes=len(CHUNK) * 2))
+        gate.feed_bytes(CHUNK * 2)
+        self.assertFalse(gate.blocked)
+        gate.feed_bytes(b"x")
+        self.assertTrue(gate.blocked)
+        gate.feed_bytes(CHUNK * 100)
+        self.assertEqual(gate._reader.buf, bytearray())
+        self.assertEqual([(f["code"], f["message"]) for f in gate.finish()["findings"]],
+                         [("limit_exceeded", f"the body is larger than {len(CHUNK) * 2} bytes (max_input_bytes)")])
+
+    def test_a_pending_unit_beyond_max_frame_bytes(self):
+        limits = vts.Limits(max_frame_bytes=1000)
+        for profile, body, unit in (("openai", CHUNK + b"data: " + b" " * 2000, "SSE event"),
+                                    ("ollama", OLLAMA + b" " * 2000, "line"),
+                                    ("gemini", b'[{"candidates": [], "x": "' + b"a" * 2000, "JSON list item")):
+            with self.subTest(profile=profile):
+                gate = vts.StreamGate(profile, {}, limits=limits)
+                for start in range(0, len(body), 100):
+                    gate.feed_bytes(body[start:start + 100])
+                self.assertTrue(gate.blocked)
+                self.assertEqual(len(gate._reader.buf) + gate._reader.held, 0)
+                self.assertEqual([(f["code"], f["message"]) for f in gate.finish()["findings"]],
+                                 [("limit_exceeded", f"a pending {unit} of the body is larger than 1000 bytes "
+                                                     "(max_frame_bytes)")])
+
+    def test_a_frame_announced_beyond_max_frame_bytes_is_refused_at_its_prelude(self):
+        import struct
+        import zlib
+        prelude = struct.pack(">II", 1 << 20, 0)
+        gate = vts.StreamGate("bedrock", {}, limits=vts.Limits(max_frame_bytes=1000))
+        gate.feed_bytes(BEDROCK + prelude + struct.pack(">I", zlib.crc32(prelude)))
+        self.assertTrue(gate.blocked)
+        self.assertEqual([(f["code"], f["message"]) for f in gate.finish()["findings"]],
+                         [("limit_exceeded", "a pending event-stream frame of the body is larger than 1000 bytes "
+                                             "(max_frame_bytes)")])
+
+
+class Api(unittest.TestCase):
+
+    def test_bytes_like_only(self):
+        gate = vts.StreamGate("openai", {})
+        for wrong in ("data: {}\n\n", [1], None, 3):
+            with self.assertRaisesRegex(TypeError, "feed_bytes takes bytes, bytearray or memoryview, not "):
+                gate.feed_bytes(wrong)
+        gate.feed_bytes(bytearray(CHUNK))
+        gate.feed_bytes(memoryview(b"data: [DONE]\n\n")[::1])
+        gate.feed_bytes(memoryview(b"  ")[::2])   # not contiguous: its bytes
+        self.assertEqual(verdict(gate.finish()), verdict(fed("openai", CHUNK + b"data: [DONE]\n\n ", [])))
+
+    def test_finished_turn_and_one_way_of_feeding(self):
+        gate = vts.StreamGate("openai", {})
+        gate.feed_bytes(CHUNK)
+        with self.assertRaisesRegex(RuntimeError, r"this turn is read from bytes \(feed_bytes\): feed\(\) takes no"):
+            gate.feed({"choices": []})
+        with self.assertRaisesRegex(RuntimeError, "from bytes"):
+            gate.feed_all([])
+        gate.finish()
+        with self.assertRaisesRegex(RuntimeError, r"finish\(\) was already called"):
+            gate.feed_bytes(CHUNK)
+        with self.assertRaisesRegex(RuntimeError, r"finish\(\) was already called"):
+            gate.feed({})
+        gate = vts.StreamGate("openai", {})
+        gate.feed(json.loads(CHUNK[6:]))
+        with self.assertRaisesRegex(RuntimeError, r"this turn is read from items \(feed\): feed_bytes\(\) takes no"):
+            gate.feed_bytes(CHUNK)
+
+    def test_the_report_of_a_passing_body(self):
+        body = (b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+                b'"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":'
+                b'{"name":"f","arguments":"{\\"a\\":"}}]},"finish_reason":null}]}\n\n'
+                b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+                b'"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}]}'
+                b"\n\ndata: [DONE]\n\n")
+        gate = vts.StreamGate("openai", {"f": {"type": "object"}})
+        for byte in range(len(body)):
+            gate.feed_bytes(body[byte:byte + 1])
+        report = gate.finish()
+        self.assertEqual((report["status"], report["findings"]), ("pass", []))
+        self.assertEqual([(c["id"], c["name"], c["arguments"]) for c in report["calls"]], [("call_1", "f", '{"a":1}')])
+
+
+if __name__ == "__main__":
+    unittest.main()
