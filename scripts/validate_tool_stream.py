@@ -1802,10 +1802,15 @@ def _sdk_dump(item: Any) -> Any:
     serializer = getattr(type(item), "__pydantic_serializer__", None)
     if dump is not None and serializer is not None:
         # what model_dump does with these arguments in pydantic 2 (none of those SDKs overrides it there),
-        # without its own checks of its arguments: JSON values by construction
-        return serializer.to_python(item, mode="json", by_alias=True, exclude_unset=True)
+        # without its own checks of its arguments: JSON values by construction.  No serializer warnings: a
+        # member the SDK kept unvalidated (an object where its model says string) is the room's to judge,
+        # not a line on the application's stderr
+        return serializer.to_python(item, mode="json", by_alias=True, exclude_unset=True, warnings=False)
     if dump is not None:
-        payload = dump(mode="json", by_alias=True, exclude_unset=True)
+        try:
+            payload = dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+        except TypeError:   # a model_dump without pydantic 2's warnings argument
+            payload = dump(mode="json", by_alias=True, exclude_unset=True)
     else:
         to_dict = getattr(item, "to_dict", None)
         if to_dict is None:
@@ -6536,7 +6541,7 @@ def _cohere_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
     serializer = getattr(type(item), "__pydantic_serializer__", None)
     if serializer is None or getattr(item, "model_dump", None) is None:
         return _sdk_dump(item)
-    payload = serializer.to_python(item, by_alias=True, exclude_unset=True)
+    payload = serializer.to_python(item, by_alias=True, exclude_unset=True, warnings=False)
     if not _is_json(payload):
         raise TypeError("its dump holds values that are not JSON")
     return payload
