@@ -52,8 +52,8 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Validation ....................... validate_slots(), check_hosted_names(), check_request()
   Gate and report .................. check_envelope(), request_context(); StreamGate (feed, feed_all,
                                      feed_bytes, finish; the stream list is read by feed_text(), a raw
-                                     body by _BodyReader), validate_envelope(),
-                                     validate_bytes(), check_expect()
+                                     body by _BodyReader), gate_stream(), agate_stream(),
+                                     validate_envelope(), validate_bytes(), check_expect()
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
