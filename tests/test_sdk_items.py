@@ -14,7 +14,7 @@ import os
 import threading
 import unittest
 
-from support import FIXTURES, fixture_envelope_report, fixture_paths, load_fixture, vts
+from support import FIXTURES, fixture_envelope_report, fixture_paths, load_fixture, slow, vts
 
 
 def passing_and_blocked(profile):
@@ -501,6 +501,7 @@ def importable(module):
         return False
 
 
+@slow("SDKs: a real SDK client over loopback HTTP")
 class _Served:
     """Every passing and blocked fixture of PROFILE served, read with the SDK (read(prefix) -> its items)."""
 
@@ -779,6 +780,7 @@ def split_fragments(row, stream):
     return out
 
 
+@slow("SDKs: a real SDK client over loopback HTTP")
 class SplitStreamsThroughSdks(unittest.TestCase):
     """The rooms' plain_object shortcut on real objects: the passing and blocked fixtures of openai, mistral and
     anthropic with every argument fragment cut into one-character items, served, read with openai-python and the
@@ -842,6 +844,7 @@ class SplitStreamsThroughSdks(unittest.TestCase):
             return
 
 
+@slow("SDKs: a real SDK client over loopback HTTP")
 class Boto3InvokeModelWithResponseStream(unittest.TestCase):
     """boto3's invoke_model_with_response_stream over loopback HTTP: every passing and blocked anthropic
     fixture framed as Bedrock frames it (a chunk frame per event, its bytes base64), each event dict fed."""
