@@ -11947,16 +11947,22 @@ class gate_stream:   # noqa: N801 - used as a function: `for item in (stream := 
             raise StopIteration
         try:
             item = next(source)
-            if isinstance(item, _BYTES_LIKE):
-                self.gate.feed_bytes(item)
-            else:
-                self.gate.feed(item)
         except StopIteration:
             self._source = None
             self.report = self.gate.finish()
             raise
         except BaseException:
             self._source = None   # never a report after a source that failed
+            raise
+        try:   # apart from next(): a StopIteration out of feed() (an item's own __eq__) is no end of the source
+            if isinstance(item, _BYTES_LIKE):
+                self.gate.feed_bytes(item)
+            else:
+                self.gate.feed(item)
+        except BaseException as exc:
+            self._source = None   # never a report after feeding failed
+            if isinstance(exc, StopIteration):
+                raise RuntimeError("feeding an item raised StopIteration") from exc
             raise
         return item
 
@@ -11979,16 +11985,22 @@ class agate_stream:   # noqa: N801 - used as a function: `async for item in vts.
             raise StopAsyncIteration
         try:
             item = await source.__anext__()
-            if isinstance(item, _BYTES_LIKE):
-                self.gate.feed_bytes(item)
-            else:
-                self.gate.feed(item)
         except StopAsyncIteration:
             self._source = None
             self.report = self.gate.finish()
             raise
         except BaseException:
             self._source = None
+            raise
+        try:   # as gate_stream: what feeding raises never ends the source with a report
+            if isinstance(item, _BYTES_LIKE):
+                self.gate.feed_bytes(item)
+            else:
+                self.gate.feed(item)
+        except BaseException as exc:
+            self._source = None
+            if isinstance(exc, (StopIteration, StopAsyncIteration)):
+                raise RuntimeError(f"feeding an item raised {type(exc).__name__}") from exc
             raise
         return item
 

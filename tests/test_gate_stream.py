@@ -1,7 +1,6 @@
 """vts.gate_stream and vts.agate_stream: the common loop, items handed back unchanged, the verdict in `.report`.
 
-Dict items run in the default run.  The classes marked NEEDS FEED_BYTES feed bytes-like items, which go to
-StreamGate.feed_bytes (issue 33 item 2, branch fb): they fail until that branch is merged.
+Dict items, and bytes-like items (which go to StreamGate.feed_bytes), all in the default run.
 """
 
 import asyncio
@@ -107,6 +106,34 @@ class GateStream(unittest.TestCase):
                 self.assertEqual(list(stream), [])   # over: never a report after a failed source
                 self.assertIsNone(stream.report)
 
+    def test_a_stop_iteration_out_of_feed_is_no_end_of_the_source(self):
+        # an item of your own class whose __eq__ raises StopIteration (the one way feed() raises): were it taken
+        # for the end of the source, finish() would judge a turn whose later items (a stream error) never came
+        class Key(str):
+            def __eq__(self, other):
+                raise StopIteration
+
+            __hash__ = str.__hash__
+
+        _, doc = load_fixture("openai/valid-fragmented-single-call.json")
+        items = [*doc["chunks"], {Key("error"): {}}, {"error": {"message": "overloaded"}}]
+        stream = vts.gate_stream(items, "openai", doc["tool_schemas"])
+        with self.assertRaises(RuntimeError) as caught:
+            for _ in stream:
+                pass
+        self.assertIsInstance(caught.exception.__cause__, StopIteration)
+        self.assertIsNone(stream.report)
+        self.assertEqual(list(stream), [])
+
+        async def run():
+            astream = vts.agate_stream(agen(items), "openai", doc["tool_schemas"])
+            with self.assertRaises(RuntimeError):
+                async for _ in astream:
+                    pass
+            return astream
+
+        self.assertIsNone(asyncio.run(run()).report)
+
     def test_argument_errors_are_the_gates_and_come_before_any_item_is_read(self):
         read = []
 
@@ -174,7 +201,7 @@ class AsyncGateStream(unittest.TestCase):
         self.assertIsNone(asyncio.run(failed()).report)
 
 
-# --- NEEDS FEED_BYTES: these fail until branch fb (StreamGate.feed_bytes) is merged -----------------
+# --- bytes-like items: StreamGate.feed_bytes -----------------
 
 def body_of(doc):
     """The raw HTTP body `serve` answers for the fixture (gemini as alt=sse)."""
@@ -189,7 +216,7 @@ def pieces(body, size):
 
 
 class GateStreamOfBytes(unittest.TestCase):
-    """NEEDS FEED_BYTES (branch fb): bytes-like items go to gate.feed_bytes."""
+    """Bytes-like items go to gate.feed_bytes."""
 
     def test_bytes_give_the_envelope_report_under_any_split(self):
         for relpath, doc in FIXTURES:
