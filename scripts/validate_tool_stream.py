@@ -7324,6 +7324,36 @@ _REFUSED: dict[tuple[str, str], str] = {
 }
 
 
+_SHOWN_NESTING = 500   # an input object nested deeper is not written into the report (json.dumps recurses)
+
+
+def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, str] | None]:
+    """A start input (Anthropic) or a whole args object (Gemini, Ollama) as the slot keeps it, taken when the
+    slot opens: (whether it is non-empty, its compact serialisation, why it cannot be checked or None).
+
+    Taken then, not when the turn ends: the caller still holds the object (gate_stream hands every item on),
+    and what it does to it afterwards must not change the verdict.  StreamGate may be fed objects JSON cannot
+    hold: refused, never raised."""
+    unreadable, text = None, ""
+    if _nesting_exceeds(value, max_depth):
+        unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {max_depth}")
+    if not _nesting_exceeds(value, _SHOWN_NESTING):   # shown even when too deep to check
+        try:
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            unreadable = unreadable or ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
+                                        if isinstance(exc, ValueError) and "digits" in str(exc) else
+                                        (MALFORMED_JSON, "the input object holds a value JSON cannot hold (a Python "
+                                         "object of another type)"))
+        except RecursionError:
+            text = ""
+    try:
+        nonempty = bool(value)
+    except Exception:   # noqa: BLE001 - an object of the caller's own class: it is not empty
+        nonempty = True
+    return nonempty, text, unreadable
+
+
 class Slot(_Record):
     """One tool call being reassembled."""
 
@@ -7508,7 +7538,8 @@ class TurnMachine:
         slot = self._slot(event.key, event.position)
         if slot is None or not self._step(slot, "open", event.position):
             return
-        slot.initial_input = event.initial_input
+        if event.initial_input is not None:
+            slot.initial_input = _input_snapshot(event.initial_input, self.limits.max_depth)
         slot.kind = event.kind
         slot.namespace = event.namespace
         self._set_identity(slot, "id", event.id, event.position)
@@ -7616,7 +7647,7 @@ class TurnMachine:
             self._find(MISSING_NAME, f"slot {_slot_label(slot.key)} reached its terminal without a name", position,
                        slot.key)
         joined_empty = not slot.parts
-        if slot.initial_input and not joined_empty:
+        if slot.initial_input is not None and slot.initial_input[0] and not joined_empty:
             self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)} has both a non-empty start input and "
                        "argument fragments", position, slot.key)
         return True
@@ -10298,9 +10329,6 @@ def _compile_for_turn(schema: Any, limits: Limits, cache: dict) -> Any:
     return compiled
 
 
-_SHOWN_NESTING = 500   # an input object nested deeper is not written into the report (json.dumps recurses)
-
-
 def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> None:
     """Validate, once, every slot that reached its terminal; set call states.
 
@@ -10343,20 +10371,7 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     text, _ = join_fragments(slot.parts)
     if text != "" or slot.initial_input is None:
         return text, None
-    unreadable = None
-    if _nesting_exceeds(slot.initial_input, limits.max_depth):
-        unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {limits.max_depth}")
-    if not _nesting_exceeds(slot.initial_input, _SHOWN_NESTING):   # shown even when too deep to check
-        try:
-            text = json.dumps(slot.initial_input, separators=(",", ":"), ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            unreadable = unreadable or ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
-                                        if isinstance(exc, ValueError) and "digits" in str(exc) else
-                                        (MALFORMED_JSON, "the input object holds a value JSON cannot hold (a Python "
-                                         "object of another type)"))
-        except RecursionError:
-            text = ""
-    return text, unreadable
+    return slot.initial_input[1], slot.initial_input[2]   # taken when the slot opened (_input_snapshot)
 
 
 def _tool_problems(slot: Slot, tool_schemas: dict, out: list[tuple[str, str, str | None]]) -> str | None:

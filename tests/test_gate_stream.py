@@ -253,3 +253,44 @@ class GateStreamOfBytes(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TheVerdictIsOfWhatWasFed(unittest.TestCase):
+    """gate_stream hands every item on: what the application then does to an item it was handed (a default
+    filled into a call's arguments object) must not change the verdict (whole argument objects are taken
+    when their call opens)."""
+
+    def test_an_arguments_object_changed_after_it_was_handed_on(self):
+        import copy
+
+        for relpath, member in (("ollama/schema-violation-missing-required.json", "ollama"),
+                                ("gemini/schema-violation-args-outside-schema.json", "gemini")):
+            with self.subTest(fixture=relpath):
+                doc = load_fixture(relpath)[1]
+                stream = vts.gate_stream(copy.deepcopy(items_of(doc)), doc["profile"], doc["tool_schemas"],
+                                         **gate_args(doc))
+                for chunk in stream:
+                    if member == "ollama":
+                        for call in chunk["message"].get("tool_calls") or ():
+                            call["function"]["arguments"].clear()
+                            call["function"]["arguments"].update(city="Paris")
+                    else:
+                        for candidate in chunk.get("candidates", ()):
+                            for part in candidate.get("content", {}).get("parts", ()):
+                                if "functionCall" in part:
+                                    part["functionCall"]["args"].clear()
+                self.assertEqual(stream.report, vts.validate_envelope(doc))
+
+    def test_an_anthropic_start_input_emptied_after_it_was_fed(self):
+        import copy
+
+        doc = copy.deepcopy(load_fixture("anthropic/unknown-tool.json")[1])
+        start = next(n for n, e in enumerate(doc["events"]) if e.get("type") == "content_block_start"
+                     and e["content_block"].get("type") == "tool_use")
+        doc["events"][start]["content_block"]["input"] = {"x": 1}   # a start input and fragments: unexpected_event
+        gate = vts.StreamGate("anthropic", doc["tool_schemas"], **gate_args(doc))
+        for event in copy.deepcopy(doc["events"]):
+            gate.feed(event)
+            if event.get("type") == "content_block_start":
+                event["content_block"].get("input", {}).clear()
+        self.assertEqual(gate.finish(), vts.validate_envelope(doc))
