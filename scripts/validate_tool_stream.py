@@ -1787,38 +1787,36 @@ def _error_member(payload: dict) -> bool:
     return "error" in payload
 
 
-def _sdk_dump(item: Any) -> Any:
+def _sdk_dump(item: Any, mode: str = "python") -> Any:
     """The wire payload an SDK's stream item was built from, by duck typing (no SDK is imported).
 
     The generic reader of WireRules.sdk_item: a pydantic model (openai-python, the Anthropic SDK,
     cohere-python, ollama-python and mistralai build theirs from the wire JSON) gives
-    model_dump(mode="json", by_alias=True, exclude_unset=True): only the members the server sent
-    (pydantic's fields_set; the Stainless SDKs' BaseModel.construct in openai/_models.py and
-    anthropic/_models.py sets it to the keys present and keeps unknown members as extras), under
-    their wire names, as JSON values.  Without model_dump, to_dict(), which must give a JSON object.
-    Anything else (a JSON value, an unknown object) is returned as it is, for the room to judge.
+    model_dump(by_alias=True, exclude_unset=True): only the members the server sent (pydantic's
+    fields_set; the Stainless SDKs' BaseModel.construct in openai/_models.py and anthropic/_models.py
+    sets it to the keys present and keeps unknown members as extras), under their wire names, with the
+    values the object holds.  Python mode, not JSON mode: JSON mode writes what a value becomes under its
+    declared type (a choice index `true` held in an int field as 1, a non-finite float as null), which
+    would judge a value the server never sent; python mode hands over the object's own values, which
+    the room judges as it judges a dict's.  (A room whose SDK holds enums or bytes asks for mode "json".)
+    Without model_dump, to_dict().  Anything else (a JSON value, an unknown object) is returned as it is,
+    for the room to judge.
     """
     dump = getattr(item, "model_dump", None)
     serializer = getattr(type(item), "__pydantic_serializer__", None)
     if dump is not None and serializer is not None:
         # what model_dump does with these arguments in pydantic 2 (none of those SDKs overrides it there),
-        # without its own checks of its arguments: JSON values by construction.  No serializer warnings: a
-        # member the SDK kept unvalidated (an object where its model says string) is the room's to judge,
-        # not a line on the application's stderr
-        return serializer.to_python(item, mode="json", by_alias=True, exclude_unset=True, warnings=False)
+        # without its own checks of its arguments.  No serializer warnings: a member the SDK kept
+        # unvalidated (an object where its model says string) is the room's to judge, not a line on the
+        # application's stderr
+        return serializer.to_python(item, mode=mode, by_alias=True, exclude_unset=True, warnings=False)
     if dump is not None:
         try:
-            payload = dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+            return dump(mode=mode, by_alias=True, exclude_unset=True, warnings=False)
         except TypeError:   # a model_dump without pydantic 2's warnings argument
-            payload = dump(mode="json", by_alias=True, exclude_unset=True)
-    else:
-        to_dict = getattr(item, "to_dict", None)
-        if to_dict is None:
-            return item
-        payload = to_dict()
-    if not _is_json(payload):
-        raise TypeError("its dump holds values that are not JSON")
-    return payload
+            return dump(mode=mode, by_alias=True, exclude_unset=True)
+    to_dict = getattr(item, "to_dict", None)
+    return item if to_dict is None else to_dict()
 
 
 def _sdk_payload(item: Any, normalizer: Any, pos: int) -> Any:
@@ -5967,12 +5965,38 @@ _GENAI_OWN_MEMBERS = ("sdkHttpResponse", "automaticFunctionCallingHistory", "par
 
 
 def _gemini_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
-    """A GenerateContentResponse: its wire chunk (the generic dump without the SDK's own members)."""
-    payload = _sdk_dump(item)
+    """A GenerateContentResponse: its wire chunk (the JSON-mode dump without the SDK's own members, its
+    enums as their names and its bytes as base64, with each call's own argument values put back)."""
+    payload = _sdk_dump(item, "json")
     if type(payload) is dict:
         for member in _GENAI_OWN_MEMBERS:
             payload.pop(member, None)
+        _genai_call_values(item, payload)
     return payload
+
+
+def _genai_call_values(item: Any, payload: dict) -> None:
+    """Put back into a JSON-mode dump each function call's `args` and each partialArgs `numberValue` as the
+    object holds them: google-genai parses `1e400` into a float infinity, which JSON mode writes as null (a
+    value the server never sent, which a schema may accept); held as it is, it is non_finite_number, as on
+    the wire."""
+    for candidate, dumped in zip(getattr(item, "candidates", None) or (), payload.get("candidates") or ()):
+        parts = getattr(getattr(candidate, "content", None), "parts", None) or ()
+        dumped_parts = (dumped.get("content") or {}).get("parts") if type(dumped) is dict else None
+        if type(dumped_parts) is not list:
+            continue
+        for part, dumped_part in zip(parts, dumped_parts):
+            call = getattr(part, "function_call", None)
+            dumped_call = dumped_part.get("functionCall") if type(dumped_part) is dict else None
+            if call is None or type(dumped_call) is not dict:
+                continue
+            if "args" in dumped_call:
+                dumped_call["args"] = getattr(call, "args", None)
+            pieces = dumped_call.get("partialArgs")
+            for piece, dumped_piece in zip(getattr(call, "partial_args", None) or (),
+                                           pieces if type(pieces) is list else ()):
+                if type(dumped_piece) is dict and "numberValue" in dumped_piece:
+                    dumped_piece["numberValue"] = getattr(piece, "number_value", None)
 
 
 def _gemini_frame(stream: list, query: str) -> tuple[str, bytes]:
@@ -11944,14 +11968,18 @@ class gate_stream:   # noqa: N801 - used as a function: `for item in (stream := 
     (or feeding) raises: the exception propagates unchanged and the stream is over.  Calls are handed
     on only from a report.  `gate` is the StreamGate (its `blocked` is current for each item yielded).
     The arguments are checked before any item is read: the StreamGate's errors, and TypeError when
-    items is not iterable.  One pass only: the object is its own iterator.
+    items is not iterable.  One pass only: the object is its own iterator.  body=True: the items are the
+    pieces of the raw HTTP body, so that a source that yields none is an empty body (blocked, as capture
+    refuses it), not a turn without items (not_applicable); an item that is not bytes-like then raises.
     """
 
     def __init__(self, items: Iterable[Any], profile: str, tool_schemas: dict, request: dict | None = None,
-                 limits: Limits | None = None, meta: dict | None = None) -> None:
+                 limits: Limits | None = None, meta: dict | None = None, *, body: bool = False) -> None:
         self.gate = StreamGate(profile, tool_schemas, limits, meta, request)
         self.report: dict[str, Any] | None = None
         self._source: Iterator[Any] | None = iter(items)
+        if body:   # the items are the raw body's pieces: none at all is an empty body (capture's refusal)
+            self.gate.feed_bytes(b"")
 
     def __iter__(self) -> "gate_stream":
         return self
@@ -11986,10 +12014,12 @@ class agate_stream:   # noqa: N801 - used as a function: `async for item in vts.
     """gate_stream over an async iterable, for `async for`: the same items, `gate` and `report`."""
 
     def __init__(self, items: Any, profile: str, tool_schemas: dict, request: dict | None = None,
-                 limits: Limits | None = None, meta: dict | None = None) -> None:
+                 limits: Limits | None = None, meta: dict | None = None, *, body: bool = False) -> None:
         self.gate = StreamGate(profile, tool_schemas, limits, meta, request)
         self.report: dict[str, Any] | None = None
         self._source: Any = aiter(items)   # TypeError when items is not an async iterable
+        if body:
+            self.gate.feed_bytes(b"")
 
     def __aiter__(self) -> "agate_stream":
         return self

@@ -250,9 +250,32 @@ class GateStreamOfBytes(unittest.TestCase):
                     list(stream)
                 self.assertIsNone(stream.report)
 
+    def test_a_body_that_yields_no_piece_is_an_empty_body(self):
+        # httpx's iter_bytes() yields nothing for an empty 200 body: without body=True that is a turn without
+        # items (not_applicable), with it capture's refusal of an empty body
+        _, doc = load_fixture("openai/valid-fragmented-single-call.json")
+        self.assertEqual(vts.gate_stream([], "openai", {}).__iter__().gate.finish()["status"], "not_applicable")
+        for make in (lambda: vts.gate_stream(iter(()), "openai", {}, body=True),
+                     lambda: vts.agate_stream(agen([]), "openai", {}, body=True)):
+            stream = make()
+            if isinstance(stream, vts.agate_stream):
+                async def drain():
+                    return [item async for item in stream]
+                self.assertEqual(asyncio.run(drain()), [])
+            else:
+                self.assertEqual(list(stream), [])
+            self.assertEqual([(f["code"], f["message"]) for f in stream.report["findings"]],
+                             [("unsupported_event", "the body is empty: nothing was captured")])
+            self.assertEqual(stream.report["status"], "blocked")
+        body = body_of(doc)
+        stream = vts.gate_stream([body[:10], body[10:]], "openai", doc["tool_schemas"], body=True)
+        self.assertEqual(list(stream), [body[:10], body[10:]])
+        self.assertEqual(stream.report["calls"], vts.validate_envelope(doc)["calls"])
+        stream = vts.gate_stream([doc["chunks"][0]], "openai", doc["tool_schemas"], body=True)
+        with self.assertRaises(RuntimeError):
+            list(stream)
+        self.assertIsNone(stream.report)
 
-if __name__ == "__main__":
-    unittest.main()
 
 
 class TheVerdictIsOfWhatWasFed(unittest.TestCase):
@@ -294,3 +317,7 @@ class TheVerdictIsOfWhatWasFed(unittest.TestCase):
             if event.get("type") == "content_block_start":
                 event["content_block"].get("input", {}).clear()
         self.assertEqual(gate.finish(), vts.validate_envelope(doc))
+
+
+if __name__ == "__main__":
+    unittest.main()
