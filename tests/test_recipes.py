@@ -426,11 +426,14 @@ class HttpxBytes(_Recipe, unittest.TestCase):
     refusal as one unsupported_event (REFUSED), although the envelope of the same payloads is judged."""
 
     # the gemini JSON array cut before its "]" (its envelope: missing_terminal) and the empty array "[]" (its
-    # envelope: not_applicable)
+    # envelope: not_applicable); a stream of no events is an empty body, which httpx hands on as no piece at all:
+    # the recipe's body=True makes that the empty body capture refuses, not a turn without items
     REFUSED = {"gemini/missing-terminal-connection-closed-mid-call?json-array":
                'line 2: the body starts like a JSON list but is not strict JSON: expecting "," delimiter at line 2 '
                'column 439',
-               "gemini/not-applicable-empty-chunks?json-array": "the body holds no payloads"}
+               "gemini/not-applicable-empty-chunks?json-array": "the body holds no payloads",
+               "anthropic/not-applicable-empty-events": "the body is empty: nothing was captured",
+               "gemini/not-applicable-empty-chunks": "the body is empty: nothing was captured"}
     CHANGED = dict.fromkeys(REFUSED, "blocked")
 
     RECIPE, MODULE = "httpx-bytes", "httpx"
