@@ -10499,12 +10499,17 @@ class _ArrayItems:
     stopped, so it is not asked about: it starts a short batch.  A run of
     fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
     it saves, so after one, runs rest for a full batch.
+
+    closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
+    batch that finds no candidate boundary left runs to it, rather than the
+    items after its start going one by one.
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 runs_min: int | None = None) -> None:
+                 runs_min: int | None = None, closed: bool = False) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
+        self.closed = closed
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
@@ -10535,6 +10540,9 @@ class _ArrayItems:
                     length = _BATCH_CHARS
                     if batch is not None:
                         yield from batch
+                        if reach < 0:   # (closed: the batch ran to the "]" that ends text)
+                            self.end = len(text)
+                            return
                         pos = reach  # the first character of the next item
                         continue
                     batch_from = reach
@@ -10559,22 +10567,26 @@ class _ArrayItems:
 
     def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
         """The items from pos to a candidate boundary some length on, parsed as one list: (the items,
-        the first character of the next item), or (None, the position up to which items go one by one)."""
+        the first character of the next item, -1 after the list's end), or (None, the position up to which
+        items go one by one)."""
         text = self.text
         is_object = text.startswith("{", pos)
         search = (_ITEM_BOUNDARY if is_object else _LIST_BOUNDARY if text.startswith("[", pos)
                   else _ANY_BOUNDARY).search
         cut = search(text, pos + length)
-        if cut is None:
+        if cut is not None:
+            piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
+        elif self.closed:
+            piece_end, next_pos = len(text) - 1, -1
+        else:
             return None, len(text)
-        piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
         wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
         try:
             batch, end = self.scan(wrapped, 0)
             batch = _unpad(batch) if end == len(wrapped) else None
         except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
             batch = None
-        return (batch, next_pos) if batch is not None else (None, cut.end())
+        return (batch, next_pos) if batch is not None else (None, len(text) if cut is None else cut.end())
 
     def _next_item(self, pos: int) -> int:
         """The first character of the item after the one that ends at pos; -1 after the closing "]"
@@ -10638,6 +10650,32 @@ _SSE_BLANK_ENDS = (b"\n\n", b"\n\r\n", b"\r\r\n")
 _LIST_PREFIX = {"first": "[", "item": "[0,", "sep": "[0"}
 
 
+def _line_ends(text: str) -> int:
+    """How many lines text ends (LF, CRLF or CR)."""
+    return text.count("\n") + (text.count("\r") - text.count("\r\n") if "\r" in text else 0)
+
+
+def _sse_named(text: str) -> tuple[str, int, set[str]] | None:
+    """A piece of SSE events each of exactly two lines, "event: NAME" and "data: {"type":"NAME"..." (LF
+    ends, the name without quote or backslash, so the data's type is the event's name once it parses
+    as an object), read with one str.replace per name: (their data joined by commas, how many events,
+    their names), or None for anything else (StreamGate.feed_bytes then checks event by event)."""
+    if len(text) < 4 or not text.startswith("event: ") or not text.endswith("\n\n"):
+        return None
+    rest, count, names = "\n\n" + text[:-2], 0, set()
+    while "\n" in rest:
+        at = rest.find("\n\nevent: ")
+        end = rest.find("\n", at + 9) if at >= 0 else -1
+        name = rest[at + 9:end]
+        if end < 0 or not name or name in names or '"' in name or "\\" in name:
+            return None
+        names.add(name)
+        shorter = rest.replace(f'\n\nevent: {name}\ndata: {{"type":"{name}"', f',{{"type":"{name}"')
+        count += (len(rest) - len(shorter)) // (15 + len(name))   # ("\n\nevent: NAME\ndata: " became ",")
+        rest = shorter
+    return (rest[1:], count, names) if count >= 2 else None
+
+
 def _list_item_pending(exc: BaseException, size: int) -> bool:
     """Whether an item that failed to parse in size characters may still parse once more come: the
     error is an unterminated string, or lies near the end (a literal, a number or an escape cut short)."""
@@ -10661,6 +10699,7 @@ class _BodyReader:
         self.size = self.offset = 0  # bytes pushed; bytes in pieces read
         self.lines = self.frames = 0  # line ends, frames in pieces read
         self.whole = 0               # whole frames in the piece being cut
+        self.read_lines = 0          # SSE: the lines of the piece being read, when its plain way knows them
         self.content = False         # a byte other than JSON whitespace came
         self.rank, self.error = _RANK_NONE, None
         self.limit: Finding | None = None
@@ -10770,10 +10809,10 @@ class _BodyReader:
             cut = len(buf)
         elif self.kind == _BODY_SSE:
             start, cut = max(0, self.scanned - 2), -1
-            for mark in _SSE_BLANK_ENDS:
+            for mark in _SSE_BLANK_ENDS:   # (one that ends later starts at or after the last LF LF)
                 at = buf.rfind(mark, start)
                 if at >= 0:
-                    cut = max(cut, at + len(mark))
+                    cut, start = max(cut, at + len(mark)), max(start, at)
             self.scanned = len(buf)
         elif self.kind == _BODY_LINES:
             cut = buf.rfind(b"\n", self.scanned) + 1
@@ -10791,7 +10830,7 @@ class _BodyReader:
             self._frames_piece(piece)
             return
         first_line = self.lines
-        text = self._text(piece)
+        text = self._text(piece, self.kind != _BODY_SSE)
         if text is None:
             return
         if self.kind == _BODY_SSE:
@@ -10801,7 +10840,8 @@ class _BodyReader:
         else:
             self._list_piece(text, final)
 
-    def _text(self, piece: bytes) -> str | None:
+    def _text(self, piece: bytes, count: bool = True) -> str | None:
+        """The piece's text, its lines counted unless count is False (SSE: _sse_piece counts them)."""
         first_byte, first_line = self.offset, self.lines
         self.offset += len(piece)
         try:
@@ -10809,7 +10849,8 @@ class _BodyReader:
         except CaptureError as exc:
             self._hold(_RANK_DECODE, exc)
             return None
-        self.lines += text.count("\n") + (text.count("\r") - text.count("\r\n") if "\r" in text else 0)
+        if count:
+            self.lines += _line_ends(text)
         if not first_byte:
             try:
                 _no_bom(text)
@@ -10849,8 +10890,10 @@ class _BodyReader:
         return self.rank > _RANK_FRAMING
 
     def _sse_piece(self, text: str, first_line: int) -> None:
+        self.read_lines = 0   # (set by _sse_plain when it knows them)
         if self._checked(self.row.capture.check_sse_text, text, first_line) and not self._sse_plain(text):
             self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+        self.lines += self.read_lines or _line_ends(text)
 
     def _sse_plain(self, text: str) -> bool:
         """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel): their data read
@@ -10863,6 +10906,17 @@ class _BodyReader:
             text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
             if "\r" in text:
                 return False
+        named = _sse_named(text)
+        if named is not None:
+            joined, count, kinds = named
+            values, whole = self._plain_values(joined)
+            if values is None or not whole or (len(values) != count or set(map(type, values)) != {dict}) and (
+                    _items_stood_for(values) != count):
+                return False
+            if not self._plain_fed(kinds, values, count):
+                return False
+            self.read_lines = 3 * count   # (each event two lines and a blank one)
+            return True
         if _compiled(_SSE_PLAIN_RUN).fullmatch(text) is None:
             return False
         pairs = _compiled(_SSE_PLAIN_EVENT).findall(text)
@@ -10934,7 +10988,7 @@ class _BodyReader:
                 return (_unpad(value) if end == len(padded) else None), True
             except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
                 return None, False
-        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0)
+        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0, closed=True)
         try:
             values = list(items)
         except _NotStreamable:

@@ -255,6 +255,11 @@ class PiecesReadAtOnce(unittest.TestCase):
                 ("openai", CHUNK * 3 + b"id: 4\ndata: [DONE]\r\n\r\n", None),
                 ("anthropic", start + ping * 3 + b'event: pong\ndata: {"type":"ping"}\n\n' + ping, "unsupported_event"),
                 ("anthropic", start + ping * 3 + b'data: {"type":"ping"}\n\n' + ping, "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'event: ping\ndata: {"type":"ping"},{"type":"ping"}\n\n' + ping,
+                 "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'event: ping\ndata: {"type":"ping"}\n\nevent: ping\ndata: '
+                 b'{"type":"pong"}\n\n' + ping, "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'event: ping\ndata: {"type":"p\\u0069ng"}\n\n' + ping, None),
                 ("ollama", OLLAMA * 3 + b'{"data": {"model":"m","done":false}}\n' + OLLAMA, "unsupported_event"),
                 ("ollama", OLLAMA * 3 + b"[1]\n" + OLLAMA, "unsupported_event"),
                 ("bedrock", eventstream([{"messageStart": {"role": "assistant"}}] * 3 + [
@@ -262,6 +267,33 @@ class PiecesReadAtOnce(unittest.TestCase):
             want = self.same(profile, body)
             self.assertEqual((want["status"], want["findings"][0]["code"] if want["findings"] else None),
                              ("blocked" if code else "not_applicable", code))
+
+    def test_named_events_read_with_one_replace_per_name(self):
+        text = 'event: a\ndata: {"type":"a","x":1}\n\nevent: bb\ndata: {"type":"bb"}\n\nevent: a\ndata: {"type":"a"}\n\n'
+        self.assertEqual(vts._sse_named(text), ('{"type":"a","x":1},{"type":"bb"},{"type":"a"}', 3, {"a", "bb"}))
+        for other in (text.replace('"bb"}', '"a"}'), text.replace("event: bb\n", ""), text.replace("bb", 'b"'),
+                      text.replace('{"type":"bb"}', '{ "type":"bb"}'), text.replace("bb", "b\\"), text[:-1],
+                      'event: a\ndata: {"type":"a"}\n\n', ":\n\n" + text):
+            with self.subTest(other=other):
+                self.assertIsNone(vts._sse_named(other))
+
+    def test_a_piece_s_list_is_batched_to_its_end(self):
+        """_ArrayItems(closed=True): a piece's list (its "]" ends the text) is parsed in batches to its end,
+        not item by item after the last candidate boundary, where the room's runs decline."""
+        items = [{"type": "x", "n": n, "s": "a" * 40} for n in range(200)]
+        text = json.dumps(items, separators=(",", ":"))
+        for closed, most in ((True, 10), (False, 10 ** 6)):
+            calls = []
+
+            def scan(text, pos, scan=vts._strict_decoder().scan_once):
+                calls.append(pos)
+                return scan(text, pos)
+
+            array = vts._ArrayItems(text, 0, scan, lambda text, pos: None, 0, closed=closed)
+            self.assertEqual(list(array), items)
+            self.assertEqual(array.end, len(text))
+            self.assertLessEqual(len(calls), most)
+            self.assertEqual(closed, len(calls) < 20)
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
