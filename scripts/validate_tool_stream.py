@@ -11045,42 +11045,38 @@ class _BodyReader:
         self.feed(values)
         return True
 
-    def _frames_plain(self, piece: bytes, first_frame: int, first_byte: int) -> bool:
+    def _frames_plain(self, piece: bytes, first_frame: int) -> bool:
         """A piece of whole frames, each a JSON object (or, in a room that unwraps them, a plain chunk carrying
-        one): their checksums and headers checked frame by frame, their payloads read at once as
-        _sse_plain reads events; False for anything else."""
+        one): their checksums and headers checked frame by frame (_frames_read), their payloads read at once
+        as _sse_plain reads events; False for anything else."""
         if self.rank != _RANK_NONE or (self.convert and self.unwrap is None):
             return False
-        texts, members, unwrap = [], [], self.unwrap
-
-        def fast(member: str, text: str) -> bool:
-            if unwrap is not None:
-                text = unwrap(member, text)
-                if text is None:
-                    raise _NotStreamable
-            texts.append(text)
-            members.append(member)
-            return True
-
-        try:
-            for _ in _eventstream_frames(piece, fast, self.parse, None, first_frame, first_byte):
-                return False
-        except (CaptureError, _NotStreamable):
+        read = _frames_read(piece, first_frame)
+        if read is None or len(read[0]) < 2:
             return False
-        if len(texts) < 2:
+        members, payloads = read
+        unwrap = self.unwrap
+        try:
+            if unwrap is None:
+                texts = [b",".join(payloads).decode("utf-8")]   # (valid as a whole only if each is)
+            else:
+                texts = [unwrap(member, payload.decode("utf-8")) for member, payload in zip(members, payloads)]
+                if None in texts:
+                    return False
+        except UnicodeDecodeError:
             return False
         values, whole = self._plain_values(",".join(texts))
         if values is None or not whole:
             return False
-        if len(values) == len(texts) and set(map(type, values)) == {dict}:
+        if len(values) == len(members) and set(map(type, values)) == {dict}:
             payloads = values if unwrap is not None else [{member: value} for member, value in zip(members, values)]
-        elif unwrap is not None and _items_stood_for(values) == len(texts):
+        elif unwrap is not None and _items_stood_for(values) == len(members):
             payloads = values   # runs of the room's fragments among the events
         else:
             return False
         if not self._shapes_pass(payloads):
             return False
-        self.count += len(texts)
+        self.count += len(members)
         self.feed(payloads)
         return True
 
@@ -11186,10 +11182,45 @@ class _BodyReader:
         self.offset += len(piece)
         if self.rank <= _RANK_FRAMING:
             return
-        if not self._frames_plain(piece, first_frame, first_byte):
+        if not self._frames_plain(piece, first_frame):
             frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
             self._run((event, (number, text)) for event, number, text in frames)
         self.frames, self.whole = self.frames + self.whole, 0   # (a frame cut short comes last, and once)
+
+
+def _frames_read(piece: bytes, first_frame: int) -> tuple[list[str], list[bytes]] | None:
+    """(the members, the payload bytes) of a piece of whole event-stream frames, each checked as
+    _eventstream_frames checks it (both checksums, the lengths, the headers naming a member) in one
+    tight loop; None where one fails (the exact way then says how)."""
+    import struct
+    import zlib
+
+    unpack, tail = struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
+    crc32, view, size, startswith = zlib.crc32, memoryview(piece), len(piece), piece.startswith
+    known: dict[bytes, str] = {}
+    members: list[str] = []
+    payloads: list[bytes] = []
+    last, last_size, member, pos, frame = b"", -1, "", 0, first_frame
+    try:
+        while pos < size:
+            frame += 1
+            if size - pos < 12:
+                return None
+            total, header_size, prelude_crc = unpack(piece, pos)
+            end = pos + total
+            if (header_size > total - 16 or end > size or crc32(view[pos:pos + 8]) != prelude_crc
+                    or crc32(view[pos:end - 4]) != tail(piece, end - 4)[0]):
+                return None
+            start = pos + 12 + header_size
+            if header_size != last_size or not startswith(last, pos + 12):
+                last, last_size = piece[pos + 12:start], header_size
+                member = _eventstream_known_member(known, last, frame)
+            members.append(member)
+            payloads.append(piece[start:end - 4])
+            pos = end
+    except CaptureError:
+        return None
+    return members, payloads
 
 
 def _items_stood_for(values: list) -> int:

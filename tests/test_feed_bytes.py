@@ -295,6 +295,19 @@ class PiecesReadAtOnce(unittest.TestCase):
             self.assertLessEqual(len(calls), most)
             self.assertEqual(closed, len(calls) < 20)
 
+    def test_a_piece_of_frames_checked_in_one_loop(self):
+        events = [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {"contentBlockIndex": 0}},
+                  {"contentBlockStop": {"contentBlockIndex": 1}}, {"messageStop": {"stopReason": "end_turn"}}]
+        body = eventstream(events)
+        self.assertEqual(vts._frames_read(body, 0), (
+            ["messageStart", "contentBlockStop", "contentBlockStop", "messageStop"],
+            [json.dumps(payload).encode() for event in events for payload in event.values()]))
+        second = len(eventstream(events[:1]))
+        for damaged in (body[:-1], body + b"\0" * 12, body[:second + 4] + b"\1" + body[second + 5:],
+                        body[:-5] + bytes([body[-5] ^ 1]) + body[-4:], eventstream([{"x": 1}] * 2)[:-1]):
+            with self.subTest(damaged=damaged):
+                self.assertIsNone(vts._frames_read(damaged, 0))
+
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
         for name in ("_sse_plain", "_lines_plain", "_frames_plain"):
