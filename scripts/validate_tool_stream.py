@@ -10699,6 +10699,7 @@ class _BodyReader:
         self.size = self.offset = 0  # bytes pushed; bytes in pieces read
         self.lines = self.frames = 0  # line ends, frames in pieces read
         self.whole = 0               # whole frames in the piece being cut
+        self.plain: tuple[list[str], list[bytearray]] | None = None   # their members and payloads (_frames_cut)
         self.read_lines = 0          # SSE: the lines of the piece being read, when its plain way knows them
         self.content = False         # a byte other than JSON whitespace came
         self.rank, self.error = _RANK_NONE, None
@@ -10806,7 +10807,7 @@ class _BodyReader:
             return
         buf = self.buf
         if final:
-            cut = len(buf)
+            cut, self.plain = len(buf), None
         elif self.kind == _BODY_SSE:
             start, cut = max(0, self.scanned - 2), -1
             for mark in _SSE_BLANK_ENDS:   # (one that ends later starts at or after the last LF LF)
@@ -11045,16 +11046,13 @@ class _BodyReader:
         self.feed(values)
         return True
 
-    def _frames_plain(self, piece: bytes, first_frame: int) -> bool:
+    def _frames_plain(self, plain: tuple[list[str], list[bytearray]]) -> bool:
         """A piece of whole frames, each a JSON object (or, in a room that unwraps them, a plain chunk carrying
-        one): their checksums and headers checked frame by frame (_frames_read), their payloads read at once
-        as _sse_plain reads events; False for anything else."""
-        if self.rank != _RANK_NONE or (self.convert and self.unwrap is None):
+        one), their checksums and headers checked as the piece was cut (plain: their members and payloads, see
+        _frames_cut): their payloads read at once as _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or (self.convert and self.unwrap is None) or len(plain[0]) < 2:
             return False
-        read = _frames_read(piece, first_frame)
-        if read is None or len(read[0]) < 2:
-            return False
-        members, payloads = read
+        members, payloads = plain
         unwrap = self.unwrap
         try:
             if unwrap is None:
@@ -11153,16 +11151,25 @@ class _BodyReader:
                                                f"the JSON document at character {end}", line))
 
     def _frames_cut(self) -> int:
-        """Where the whole frames that came end (after a prelude that fails: the reader says how)."""
+        """Where the whole frames that came end (after a prelude that fails: the reader says how).  On the
+        way each whole frame is checked as _eventstream_frames checks it (both checksums, the lengths, its
+        header block naming a member) and its member and payload kept in `plain`, for _frames_plain to read
+        the piece at once; None once one fails (the exact way then says how)."""
         import struct
         import zlib
 
         buf, pos, size = self.buf, 0, len(self.buf)
         unpack, crc32, view = struct.Struct(">III").unpack_from, zlib.crc32, memoryview(buf)
+        tail, startswith = struct.Struct(">I").unpack_from, buf.startswith
+        members: list[str] = []
+        payloads: list[bytearray] = []
+        known: dict[bytes, str] = {}
+        plain, last, last_size, member = True, b"", -1, ""
         try:
             while size - pos >= 12:
                 total, header_size, prelude_crc = unpack(buf, pos)
                 if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
+                    plain = False
                     return pos + 12
                 if total > self.limits.max_frame_bytes:
                     view.release()
@@ -11171,56 +11178,36 @@ class _BodyReader:
                     return 0
                 if size - pos < total:
                     break
-                pos += total
+                end = pos + total
+                if plain:
+                    start = pos + 12 + header_size
+                    if crc32(view[pos + 8:end - 4], prelude_crc) != tail(buf, end - 4)[0]:
+                        plain = False   # (the message checksum, the prelude's carried on)
+                    elif header_size != last_size or not startswith(last, pos + 12):
+                        last, last_size = bytes(buf[pos + 12:start]), header_size
+                        try:
+                            member = _eventstream_known_member(known, last, self.frames + self.whole + 1)
+                        except CaptureError:
+                            plain = False
+                    members.append(member)
+                    payloads.append(buf[start:end - 4])
+                pos = end
                 self.whole += 1
         finally:
             view.release()   # (the buffer is cut next)
+            self.plain = (members, payloads) if plain else None
         return pos
 
     def _frames_piece(self, piece: bytes) -> None:
         first_frame, first_byte = self.frames, self.offset
         self.offset += len(piece)
+        plain, self.plain = self.plain, None
         if self.rank <= _RANK_FRAMING:
             return
-        if not self._frames_plain(piece, first_frame):
+        if plain is None or not self._frames_plain(plain):
             frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
             self._run((event, (number, text)) for event, number, text in frames)
         self.frames, self.whole = self.frames + self.whole, 0   # (a frame cut short comes last, and once)
-
-
-def _frames_read(piece: bytes, first_frame: int) -> tuple[list[str], list[bytes]] | None:
-    """(the members, the payload bytes) of a piece of whole event-stream frames, each checked as
-    _eventstream_frames checks it (both checksums, the lengths, the headers naming a member) in one
-    tight loop; None where one fails (the exact way then says how)."""
-    import struct
-    import zlib
-
-    unpack, tail = struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
-    crc32, view, size, startswith = zlib.crc32, memoryview(piece), len(piece), piece.startswith
-    known: dict[bytes, str] = {}
-    members: list[str] = []
-    payloads: list[bytes] = []
-    last, last_size, member, pos, frame = b"", -1, "", 0, first_frame
-    try:
-        while pos < size:
-            frame += 1
-            if size - pos < 12:
-                return None
-            total, header_size, prelude_crc = unpack(piece, pos)
-            end = pos + total
-            if (header_size > total - 16 or end > size or crc32(view[pos:pos + 8]) != prelude_crc
-                    or crc32(view[pos:end - 4]) != tail(piece, end - 4)[0]):
-                return None
-            start = pos + 12 + header_size
-            if header_size != last_size or not startswith(last, pos + 12):
-                last, last_size = piece[pos + 12:start], header_size
-                member = _eventstream_known_member(known, last, frame)
-            members.append(member)
-            payloads.append(piece[start:end - 4])
-            pos = end
-    except CaptureError:
-        return None
-    return members, payloads
 
 
 def _items_stood_for(values: list) -> int:

@@ -295,18 +295,25 @@ class PiecesReadAtOnce(unittest.TestCase):
             self.assertLessEqual(len(calls), most)
             self.assertEqual(closed, len(calls) < 20)
 
-    def test_a_piece_of_frames_checked_in_one_loop(self):
+    def test_a_piece_of_frames_checked_as_it_is_cut(self):
+        """_frames_cut checks each whole frame as _eventstream_frames does and keeps its member and payload for
+        _frames_plain; a frame that fails (a checksum, a prelude) leaves the piece to the exact way."""
         events = [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {"contentBlockIndex": 0}},
                   {"contentBlockStop": {"contentBlockIndex": 1}}, {"messageStop": {"stopReason": "end_turn"}}]
         body = eventstream(events)
-        self.assertEqual(vts._frames_read(body, 0), (
-            ["messageStart", "contentBlockStop", "contentBlockStop", "messageStop"],
-            [json.dumps(payload).encode() for event in events for payload in event.values()]))
         second = len(eventstream(events[:1]))
-        for damaged in (body[:-1], body + b"\0" * 12, body[:second + 4] + b"\1" + body[second + 5:],
-                        body[:-5] + bytes([body[-5] ^ 1]) + body[-4:], eventstream([{"x": 1}] * 2)[:-1]):
+        for damaged, plain in (
+                (body, (["messageStart", "contentBlockStop", "contentBlockStop", "messageStop"],
+                        [json.dumps(payload).encode() for event in events for payload in event.values()])),
+                (body[:-1], (["messageStart", "contentBlockStop", "contentBlockStop"],
+                             [json.dumps(payload).encode() for event in events[:3] for payload in event.values()])),
+                (body + b"\0" * 12, None), (body[:second + 20] + b"\1" + body[second + 21:], None),
+                (body[:-5] + bytes([body[-5] ^ 1]) + body[-4:], None)):
             with self.subTest(damaged=damaged):
-                self.assertIsNone(vts._frames_read(damaged, 0))
+                reader = vts._BodyReader(vts.PROFILES["bedrock"], vts.Limits(), lambda payloads: None)
+                reader.buf = bytearray(damaged)
+                reader._frames_cut()
+                self.assertEqual(reader.plain, plain)
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
