@@ -1018,16 +1018,19 @@ class EventStreamRead(_FrozenRecord):
 
     capture_point: the envelope's meta.capture_point; walk_all: every payload is searched for
     credentials (base64 payloads hide them from the body's quick look), else only a body that may
-    hold one is; convert, unwrap, parse, chunk_match: the room's hooks, as frames_envelope takes them.
+    hold one is; convert, unwrap, parse, chunk_match: the room's hooks, as frames_envelope takes them;
+    unwrap_all(members, payloads): what unwrap reads from each frame of a run (their texts joined by
+    commas) read at once, or None (StreamGate.feed_bytes then asks unwrap frame by frame).
     """
 
-    __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match")
+    __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match", "unwrap_all")
 
     def __init__(self, capture_point: str, *, walk_all: bool = False,
                  convert: Callable[[Any, int], tuple[Any, str | None]] | None = None,
                  unwrap: Callable[..., str | None] | None = None,
                  parse: Callable[[str, str], Any] | None = None,
-                 chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> None:
+                 chunk_match: tuple[bytes, Callable[..., Any]] | None = None,
+                 unwrap_all: Callable[[list[str], list], str | None] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -3468,7 +3471,8 @@ def _anthropic_invoke_body(raw: bytes, encode: bool = False) -> EventStreamRead 
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
     return EventStreamRead("AWS event stream (InvokeModelWithResponseStream)", walk_all=True,
                            convert=_anthropic_invoke_event, unwrap=_anthropic_invoke_text,
-                           parse=_anthropic_invoke_chunk, chunk_match=_invoke_chunk_bytes() if encode else None)
+                           parse=_anthropic_invoke_chunk, chunk_match=_invoke_chunk_bytes() if encode else None,
+                           unwrap_all=_anthropic_invoke_texts)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -3514,6 +3518,34 @@ def _anthropic_invoke_text(member: str, text: str, decoded: str | None = None) -
     try:   # base64.b64decode(..., validate=True) once the characters are known good
         return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
     except (binascii.Error, ValueError):
+        return None
+
+
+_invoke_chunks_found: Callable[[bytes], list] | None = None   # _anthropic_invoke_texts's pattern, compiled on first use
+
+
+def _anthropic_invoke_texts(members: list[str], payloads: list) -> str | None:
+    """The event texts of a run of plain chunk frames (members, payload bytes), joined by commas, read at
+    once: exactly what _anthropic_invoke_text reads from each in turn, else None.  The payloads are
+    joined by LF, which _INVOKE_PLAIN_CHUNK never matches, so each line must be one whole match."""
+    import binascii
+    import functools
+
+    global _invoke_chunks_found
+    if members.count("chunk") != len(members):
+        return None
+    joined = b"\n".join(payloads)
+    if joined.count(b"\n") != len(payloads) - 1:
+        return None
+    if _invoke_chunks_found is None:
+        plain = _INVOKE_PLAIN_CHUNK.replace(r'(?:,"p":"([A-Za-z0-9]*)")', r'(?:,"p":"[A-Za-z0-9]*")')
+        _invoke_chunks_found = re.compile(("^" + plain + "$").encode(), re.MULTILINE).findall
+    found = _invoke_chunks_found(joined)
+    if len(found) != len(payloads):
+        return None
+    try:   # as _anthropic_invoke_text decodes one
+        return b",".join(map(functools.partial(binascii.a2b_base64, strict_mode=True), found)).decode("utf-8")
+    except (binascii.Error, ValueError, TypeError):
         return None
 
 
@@ -10712,6 +10744,7 @@ class _BodyReader:
         self.convert = False         # frames: a stage converts each event into (payload, text)
         self.parse: Callable[[str, str], Any] | None = None
         self.unwrap: Callable[..., str | None] | None = None
+        self.unwrap_all: Callable[[list[str], list], str | None] | None = None
         self.head: str | None = ""   # JSON Lines: the text held while the body may be one document
         self.first: tuple[Any, int, int] | None = None
         self.doubt = False           # JSON Lines: the first value runs past its line (an error is certain)
@@ -10789,7 +10822,7 @@ class _BodyReader:
             read = binary(bytes(self.buf[:12]), False)
             if read is not None:
                 self.kind, self.convert, self.parse = _BODY_FRAMES, read.convert is not None, read.parse
-                self.unwrap = read.unwrap
+                self.unwrap, self.unwrap_all = read.unwrap, read.unwrap_all
                 self.stages = _frame_checks(read.convert, self.check_shape)
                 return True
         self.kind, self.stages = _BODY_SSE, _sse_checks(self.row, self.check_shape)
@@ -11058,7 +11091,9 @@ class _BodyReader:
             if unwrap is None:
                 texts = [b",".join(payloads).decode("utf-8")]   # (valid as a whole only if each is)
             else:
-                texts = [unwrap(member, payload.decode("utf-8")) for member, payload in zip(members, payloads)]
+                texts = [self.unwrap_all(members, payloads)] if self.unwrap_all is not None else [None]
+                if texts[0] is None:
+                    texts = [unwrap(member, payload.decode("utf-8")) for member, payload in zip(members, payloads)]
                 if None in texts:
                     return False
         except UnicodeDecodeError:
