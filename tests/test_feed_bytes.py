@@ -315,6 +315,24 @@ class PiecesReadAtOnce(unittest.TestCase):
                 reader._frames_cut()
                 self.assertEqual(reader.plain, plain)
 
+    def test_invoke_chunks_unwrapped_at_once(self):
+        """The anthropic room's unwrap_all reads what its unwrap reads frame by frame, or declines."""
+        import base64
+        events = [{"type": "ping"}, {"type": "x", "t": "\u00e9\n"}]
+        chunks = [json.dumps({"bytes": base64.b64encode(json.dumps(event).encode()).decode(), **extra},
+                             separators=(",", ":")).encode() for event, extra in zip(events, ({"p": "ab"}, {}))]
+        unwrap_all = vts._anthropic_invoke_body(eventstream([{"chunk": {}}])).unwrap_all
+        self.assertEqual(unwrap_all(["chunk", "chunk"], chunks),
+                         ",".join(vts._anthropic_invoke_text("chunk", chunk.decode()) for chunk in chunks))
+        for members, payloads in ((["chunk", "chunkException"], chunks),
+                                  (["chunk", "chunk"], [chunks[0] + b"\n" + chunks[1], chunks[1]]),
+                                  (["chunk", "chunk"], [chunks[0][:-1], b"}" + chunks[1]]),
+                                  (["chunk", "chunk"], [chunks[0], chunks[1].replace(b'9"}', b'-"}')]),
+                                  (["chunk", "chunk"], [chunks[0], chunks[1][:-3] + b'"}']),
+                                  (["chunk", "chunk"], [chunks[0], chunks[1].replace(b"{", b"{ ")])):
+            with self.subTest(payloads=payloads):
+                self.assertIsNone(unwrap_all(members, payloads))
+
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
         for name in ("_sse_plain", "_lines_plain", "_frames_plain"):
