@@ -10708,6 +10708,19 @@ def _sse_named(text: str) -> tuple[str, int, set[str]] | None:
     return (rest[1:], count, names) if count >= 2 else None
 
 
+def _sse_unnamed(text: str) -> tuple[str, int, set[str]] | None:
+    """A piece of SSE events each of exactly one line "data: ..." (LF ends), read with one str.replace: as
+    _sse_named answers (the names: {""}, none), or None for anything else."""
+    if not text.startswith("data: ") or not text.endswith("\n\n"):
+        return None
+    rest = text[6:-2]
+    joined = rest.replace("\n\ndata: ", ",")
+    if "\n" in joined:
+        return None
+    count = (len(rest) - len(joined)) // 7 + 1   # ("\n\ndata: " became ",")
+    return (joined, count, {""}) if count >= 2 else None
+
+
 def _list_item_pending(exc: BaseException, size: int) -> bool:
     """Whether an item that failed to parse in size characters may still parse once more come: the
     error is an unterminated string, or lies near the end (a literal, a number or an escape cut short)."""
@@ -10940,7 +10953,7 @@ class _BodyReader:
             text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
             if "\r" in text:
                 return False
-        named = _sse_named(text)
+        named = _sse_named(text) if text.startswith("e") else _sse_unnamed(text)
         if named is not None:
             joined, count, kinds = named
             values, whole = self._plain_values(joined)
@@ -10949,7 +10962,7 @@ class _BodyReader:
                 return False
             if not self._plain_fed(kinds, values, count):
                 return False
-            self.read_lines = 3 * count   # (each event two lines and a blank one)
+            self.read_lines = (2 if "" in kinds else 3) * count   # (each event its lines and a blank one)
             return True
         if _compiled(_SSE_PLAIN_RUN).fullmatch(text) is None:
             return False

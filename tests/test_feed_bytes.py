@@ -251,6 +251,8 @@ class PiecesReadAtOnce(unittest.TestCase):
         for profile, body, code in (
                 ("openai", CHUNK * 3 + b'data: {"a":1},{"b":2}\n\n' + CHUNK, "unsupported_event"),
                 ("openai", CHUNK * 3 + b"data: [1]\n\n" + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: \n\n" + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: [DONE]\n\n" + CHUNK, "unsupported_event"),
                 ("openai", CHUNK * 3 + b"data: [DONE]\n\n", None),
                 ("openai", CHUNK * 3 + b"id: 4\ndata: [DONE]\r\n\r\n", None),
                 ("anthropic", start + ping * 3 + b'event: pong\ndata: {"type":"ping"}\n\n' + ping, "unsupported_event"),
@@ -276,6 +278,14 @@ class PiecesReadAtOnce(unittest.TestCase):
                       'event: a\ndata: {"type":"a"}\n\n', ":\n\n" + text):
             with self.subTest(other=other):
                 self.assertIsNone(vts._sse_named(other))
+
+    def test_unnamed_events_read_with_one_replace(self):
+        text = 'data: {"a":1}\n\ndata: [2]\n\ndata:  3\n\n'
+        self.assertEqual(vts._sse_unnamed(text), ('{"a":1},[2], 3', 3, {""}))
+        for other in (text.replace("data:  3", "data:3"), ": x\n\n" + text, text.replace("\n\ndata: [", "\ndata: ["),
+                      text[:-1], 'data: {"a":1}\n\n', text.replace("[2]", "[\r2]\n")):
+            with self.subTest(other=other):
+                self.assertIsNone(vts._sse_unnamed(other))
 
     def test_a_piece_s_list_is_batched_to_its_end(self):
         """_ArrayItems(closed=True): a piece's list (its "]" ends the text) is parsed in batches to its end,
