@@ -161,8 +161,11 @@ class CapturesRefusals(unittest.TestCase):
                      "cohere-python's sync reader splits lines only at LF and would join or lose events there")
         self.refused("cohere", COHERE + 'data: {"type":"x\u2028"}\n\n'.encode(), "line 4: a raw U+2028 in a line: "
                      "cohere-python's async reader ends the line there and reads another stream")
-        self.refused("ollama", OLLAMA + b"\n" + OLLAMA,
-                     "line 2: a blank line: ollama-python parses every line as JSON and fails there")
+        for blank, line in ((b"\n", 2), (b" \t\n", 2), (b"\t\r\n", 2), (b" \r", 2)):
+            self.refused("ollama", OLLAMA + blank + OLLAMA,
+                         f"line {line}: a blank line: ollama-python parses every line as JSON and fails there")
+        self.refused("ollama", b" \n" + OLLAMA,
+                     "line 1: a blank line: ollama-python parses every line as JSON and fails there")
         self.refused("ollama", OLLAMA + b"{bad\n", "line 2: JSON Lines: line 2 is not one strict JSON value: "
                      "expecting property name enclosed in double quotes at line 1 column 2")
 
