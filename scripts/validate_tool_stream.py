@@ -6053,6 +6053,13 @@ _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r":streamGenerateContent")
 
 
+def _gemini_plain_sse(text: str) -> bool:
+    """Whether text is "data: " events each of one line ended by LF LF (so _GEMINI_SSE_EVENT matches all
+    of it), told by counting: every LF is one of a separator LF LF "data: " or of the last LF LF."""
+    return ("\r" not in text and text.startswith("data: ") and text.endswith("\n\n")
+            and text.count("\n") == 2 * text.count("\n\ndata: ") + 2)
+
+
 def _gemini_check_lines(text: str, first_line: int = 0) -> None:
     """Gemini SSE lines that every reader reads alike (CaptureError otherwise); lines numbered after
     first_line (see CaptureRules).
@@ -6061,7 +6068,7 @@ def _gemini_check_lines(text: str, first_line: int = 0) -> None:
     a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
     breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
     """
-    if _GEMINI_SSE_EVENT.match(text).end() == len(text):
+    if _gemini_plain_sse(text) or _GEMINI_SSE_EVENT.match(text).end() == len(text):
         return   # (every line a "data: " line or blank)
     for number, line in enumerate(re.split(_SSE_LINE_END, text), first_line + 1):
         if line and not line.startswith("data: "):
@@ -6074,6 +6081,8 @@ def _gemini_check_events(text: str, first_line: int = 0) -> None:
     """Gemini SSE events that every reader splits alike (CaptureError otherwise), once every line is one
     _gemini_check_lines passes: js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips
     one "data: ", so each event must be one data line ended by one of those."""
+    if _gemini_plain_sse(text):
+        return
     framing = _GEMINI_SSE_EVENT.match(text)
     if framing.end() != len(text):
         raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
@@ -11137,7 +11146,7 @@ class _BodyReader:
         if not final and self.held < self.retry_at:
             return   # an item is still cut short: it is looked for again once the text held doubled
         text = "".join(self.parts)
-        size, pos, items = len(text), 0, []
+        size, pos, items, batched = len(text), 0, [], False
         while True:
             at = _skip_ws(text, pos)
             if at == size:
@@ -11155,6 +11164,12 @@ class _BodyReader:
             if state == "sep":
                 self._list_error(text, pos)
                 break
+            if not batched and size - at > _RUN_BATCH_CHARS:   # (once a piece: the items up to its last boundary)
+                batched, batch = True, _list_batch(text, at)
+                if batch is not None:
+                    items += batch[0]
+                    pos, self.list_state, self.retry_at = batch[1], "sep", 0
+                    continue
             try:
                 value, end = _DEFAULT_DECODER.raw_decode(text, at)
             except (ValueError, JsonProblem, RecursionError) as exc:
@@ -11258,6 +11273,29 @@ class _BodyReader:
             frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
             self._run((event, (number, text)) for event, number, text in frames)
         self.frames, self.whole = self.frames + self.whole, 0   # (a frame cut short comes last, and once)
+
+
+def _list_batch(text: str, at: int) -> tuple[list, int] | None:
+    """The items of a JSON list from text[at] (where one starts) to the last candidate boundary "}, {" of text,
+    parsed as one list by the parser that reads them one by one: (the items, the position after the last
+    one's "}"), or None (a candidate inside a string, or anything the parser refuses: read one by one)."""
+    window, last = 1 << 12, None
+    while last is None:
+        start = max(at, len(text) - window)
+        for last in _ITEM_BOUNDARY.finditer(text, start):
+            pass
+        if start == at:
+            break
+        window *= 4
+    if last is None:
+        return None
+    end = last.start() + 1
+    wrapped = "[" + text[at:end] + "]"
+    try:
+        batch, stop = _DEFAULT_DECODER.raw_decode(wrapped)
+    except (ValueError, JsonProblem, RecursionError):
+        return None
+    return (batch, end) if stop == len(wrapped) else None
 
 
 def _items_stood_for(values: list) -> int:

@@ -290,6 +290,15 @@ class PiecesReadAtOnce(unittest.TestCase):
             with self.subTest(other=other):
                 self.assertIsNone(vts._sse_unnamed(other))
 
+    def test_a_json_list_body_s_items_batched_to_the_last_boundary(self):
+        text = '[{"a":1},\r\n{"b":"}, {"},\r\n{"c":[3]}, {"d"'
+        self.assertEqual(vts._list_batch(text, 1), ([{"a": 1}, {"b": "}, {"}, {"c": [3]}], text.index('}, {"d"') + 1))
+        self.assertEqual(vts._list_batch(text, text.index('{"c"')), ([{"c": [3]}], text.index('}, {"d"') + 1))
+        for other, at in (('[{"a":1},{"a":1,"a":2},{"b"', 1), ('[{"a":1}, [{"b"', 1), ('[{"a":1}, {"b"', 9),
+                          ('[{"a":"},{"}', 1)):
+            with self.subTest(other=other):
+                self.assertIsNone(vts._list_batch(other, at))
+
     def test_a_piece_s_list_is_batched_to_its_end(self):
         """_ArrayItems(closed=True): a piece's list (its "]" ends the text) is parsed in batches to its end,
         not item by item after the last candidate boundary, where the room's runs decline."""
