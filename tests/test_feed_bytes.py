@@ -157,6 +157,17 @@ class CapturesRefusals(unittest.TestCase):
         self.refused("gemini", GEMINI + b"data: {\r\ndata: }\r\n\r\n",
                      "line 3: a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                      "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events")
+        lf = GEMINI.replace(b"\r\n", b"\n")
+        self.refused("gemini", lf * 3 + b": hi\n\n" + lf,
+                     'line 7: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
+                     "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
+        self.refused("gemini", lf * 3 + b"data: {\ndata: }\n\n" + lf,
+                     "line 7: a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
+                     "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events")
+        self.assertTrue(vts._gemini_plain_sse("data: x\n\ndata: y\n\n"))
+        for other in ("data: x\ndata: y\n\n", ": c\n\ndata: y\n\n", "data: x\n\n\n", "data:x\n\n",
+                      "data: x\r\n\r\n", ""):
+            self.assertFalse(vts._gemini_plain_sse(other), other)
         self.refused("cohere", COHERE + b"data: {}\r\r\n\n" + COHERE, "line 4: a line ends in a bare CR: "
                      "cohere-python's sync reader splits lines only at LF and would join or lose events there")
         self.refused("cohere", COHERE + 'data: {"type":"x\u2028"}\n\n'.encode(), "line 4: a raw U+2028 in a line: "
@@ -274,7 +285,8 @@ class PiecesReadAtOnce(unittest.TestCase):
                              ("blocked" if code else "not_applicable", code))
 
     def test_named_events_read_with_one_replace_per_name(self):
-        text = 'event: a\ndata: {"type":"a","x":1}\n\nevent: bb\ndata: {"type":"bb"}\n\nevent: a\ndata: {"type":"a"}\n\n'
+        text = ('event: a\ndata: {"type":"a","x":1}\n\nevent: bb\ndata: {"type":"bb"}\n\n'
+                'event: a\ndata: {"type":"a"}\n\n')
         self.assertEqual(vts._sse_named(text), ('{"type":"a","x":1},{"type":"bb"},{"type":"a"}', 3, {"a", "bb"}))
         for other in (text.replace('"bb"}', '"a"}'), text.replace("event: bb\n", ""), text.replace("bb", 'b"'),
                       text.replace('{"type":"bb"}', '{ "type":"bb"}'), text.replace("bb", "b\\"), text[:-1],
