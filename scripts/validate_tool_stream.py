@@ -6054,10 +6054,13 @@ _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
 
 
 def _gemini_plain_sse(text: str) -> bool:
-    """Whether text is "data: " events each of one line ended by LF LF (so _GEMINI_SSE_EVENT matches all
-    of it), told by counting: every LF is one of a separator LF LF "data: " or of the last LF LF."""
-    return ("\r" not in text and text.startswith("data: ") and text.endswith("\n\n")
-            and text.count("\n") == 2 * text.count("\n\ndata: ") + 2)
+    """Whether text is "data: " events each of one line ended by LF LF, or each by CRLF CRLF (so
+    _GEMINI_SSE_EVENT matches all of it), told by counting: every line end (each CR one of a CRLF) is one
+    of a separator (two line ends and "data: ") or of the last two."""
+    end = "\r\n" if "\r" in text else "\n"
+    return (text.startswith("data: ") and text.endswith(end + end)
+            and text.count("\n") == 2 * text.count(end + end + "data: ") + 2
+            and (end == "\n" or text.count("\r") == text.count("\r\n") == text.count("\n")))
 
 
 def _gemini_check_lines(text: str, first_line: int = 0) -> None:

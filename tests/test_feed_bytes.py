@@ -165,8 +165,13 @@ class CapturesRefusals(unittest.TestCase):
                      "line 7: a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                      "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events")
         self.assertTrue(vts._gemini_plain_sse("data: x\n\ndata: y\n\n"))
+        self.assertTrue(vts._gemini_plain_sse("data: x\r\n\r\ndata: y\r\n\r\n"))
+        rng, tokens = random.Random(6), ["data: ", "x", "\r", "\n", "\r\n", "\n\n", "\r\n\r\n", ":"]
+        for text in ("".join(rng.choice(tokens) for _ in range(rng.randint(0, 10))) for _ in range(3000)):
+            if vts._gemini_plain_sse(text):   # (the counted way only ever says what the framing pattern says)
+                self.assertEqual(vts._GEMINI_SSE_EVENT.match(text).end(), len(text), text)
         for other in ("data: x\ndata: y\n\n", ": c\n\ndata: y\n\n", "data: x\n\n\n", "data:x\n\n",
-                      "data: x\r\n\r\n", ""):
+                      "data: x\r\n\r\ndata: y\n\n", "data: a\rb\r\n\r\n", ""):
             self.assertFalse(vts._gemini_plain_sse(other), other)
         self.refused("cohere", COHERE + b"data: {}\r\r\n\n" + COHERE, "line 4: a line ends in a bare CR: "
                      "cohere-python's sync reader splits lines only at LF and would join or lose events there")
