@@ -3,6 +3,7 @@
 
 import json
 import random
+import re
 import unittest
 
 from support import (FIXTURES, eventstream, fixture_paths, fixture_report, load_fixture,  # noqa: F401
@@ -180,6 +181,15 @@ class CapturesRefusals(unittest.TestCase):
         for blank, line in ((b"\n", 2), (b" \t\n", 2), (b"\t\r\n", 2), (b" \r", 2)):
             self.refused("ollama", OLLAMA + blank + OLLAMA,
                          f"line {line}: a blank line: ollama-python parses every line as JSON and fails there")
+        rng, tokens = random.Random(7), [" ", "\t", "\n", "\r", "\r\n", "x", "{}"]
+        for text in ("".join(rng.choice(tokens) for _ in range(rng.randint(0, 8))) for _ in range(3000)):
+            lines = re.split(r"\r\n|\r|\n", text)
+            blank = any(not line.strip(" \t") for line in lines[:-1])
+            with self.subTest(text=text):
+                if blank:
+                    self.assertRaises(vts.CaptureError, vts._ollama_check_lines, text)
+                else:
+                    vts._ollama_check_lines(text)
         self.refused("ollama", b" \n" + OLLAMA,
                      "line 1: a blank line: ollama-python parses every line as JSON and fails there")
         self.refused("ollama", OLLAMA + b"{bad\n", "line 2: JSON Lines: line 2 is not one strict JSON value: "
