@@ -11230,22 +11230,25 @@ class _BodyReader:
         tail, startswith = struct.Struct(">I").unpack_from, buf.startswith
         members: list[str] = []
         payloads: list[bytearray] = []
+        add_member, add_payload = members.append, payloads.append
         known: dict[bytes, str] = {}
         plain, last, last_size, member = True, b"", -1, ""
+        most, whole = self.limits.max_frame_bytes, self.whole
         try:
             while size - pos >= 12:
                 total, header_size, prelude_crc = unpack(buf, pos)
                 if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
                     plain = False
                     return pos + 12
-                if total > self.limits.max_frame_bytes:
+                if total > most:
                     view.release()
                     self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
-                               f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+                               f"{most} bytes (max_frame_bytes)")
                     return 0
                 if size - pos < total:
                     break
                 end = pos + total
+                whole += 1
                 if plain:
                     start = pos + 12 + header_size
                     if crc32(view[pos + 8:end - 4], prelude_crc) != tail(buf, end - 4)[0]:
@@ -11253,16 +11256,15 @@ class _BodyReader:
                     elif header_size != last_size or not startswith(last, pos + 12):
                         last, last_size = bytes(buf[pos + 12:start]), header_size
                         try:
-                            member = _eventstream_known_member(known, last, self.frames + self.whole + 1)
+                            member = _eventstream_known_member(known, last, self.frames + whole)
                         except CaptureError:
                             plain = False
-                    members.append(member)
-                    payloads.append(buf[start:end - 4])
+                    add_member(member)
+                    add_payload(buf[start:end - 4])
                 pos = end
-                self.whole += 1
         finally:
             view.release()   # (the buffer is cut next)
-            self.plain = (members, payloads) if plain else None
+            self.plain, self.whole = ((members, payloads) if plain else None), whole
         return pos
 
     def _frames_piece(self, piece: bytes) -> None:
