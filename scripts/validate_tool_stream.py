@@ -1018,16 +1018,19 @@ class EventStreamRead(_FrozenRecord):
 
     capture_point: the envelope's meta.capture_point; walk_all: every payload is searched for
     credentials (base64 payloads hide them from the body's quick look), else only a body that may
-    hold one is; convert, unwrap, parse, chunk_match: the room's hooks, as frames_envelope takes them.
+    hold one is; convert, unwrap, parse, chunk_match: the room's hooks, as frames_envelope takes them;
+    unwrap_all(members, payloads): what unwrap reads from each frame of a run (their texts joined by
+    commas) read at once, or None (StreamGate.feed_bytes then asks unwrap frame by frame).
     """
 
-    __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match")
+    __slots__ = ("capture_point", "walk_all", "convert", "unwrap", "parse", "chunk_match", "unwrap_all")
 
     def __init__(self, capture_point: str, *, walk_all: bool = False,
                  convert: Callable[[Any, int], tuple[Any, str | None]] | None = None,
                  unwrap: Callable[..., str | None] | None = None,
                  parse: Callable[[str, str], Any] | None = None,
-                 chunk_match: tuple[bytes, Callable[..., Any]] | None = None) -> None:
+                 chunk_match: tuple[bytes, Callable[..., Any]] | None = None,
+                 unwrap_all: Callable[[list[str], list], str | None] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -3466,7 +3469,8 @@ def _anthropic_invoke_body(raw: bytes, encode: bool = False) -> EventStreamRead 
     # every event is walked for credentials: in base64 they are invisible to the body's quick look
     return EventStreamRead("AWS event stream (InvokeModelWithResponseStream)", walk_all=True,
                            convert=_anthropic_invoke_event, unwrap=_anthropic_invoke_text,
-                           parse=_anthropic_invoke_chunk, chunk_match=_invoke_chunk_bytes() if encode else None)
+                           parse=_anthropic_invoke_chunk, chunk_match=_invoke_chunk_bytes() if encode else None,
+                           unwrap_all=_anthropic_invoke_texts)
 
 
 # A chunk payload that is plainly {"bytes": base64, "p": padding}: read without the JSON parser.
@@ -3512,6 +3516,34 @@ def _anthropic_invoke_text(member: str, text: str, decoded: str | None = None) -
     try:   # base64.b64decode(..., validate=True) once the characters are known good
         return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
     except (binascii.Error, ValueError):
+        return None
+
+
+_invoke_chunks_found: Callable[[bytes], list] | None = None   # _anthropic_invoke_texts's pattern, compiled on first use
+
+
+def _anthropic_invoke_texts(members: list[str], payloads: list) -> str | None:
+    """The event texts of a run of plain chunk frames (members, payload bytes), joined by commas, read at
+    once: exactly what _anthropic_invoke_text reads from each in turn, else None.  The payloads are
+    joined by LF, which _INVOKE_PLAIN_CHUNK never matches, so each line must be one whole match."""
+    import binascii
+    import functools
+
+    global _invoke_chunks_found
+    if members.count("chunk") != len(members):
+        return None
+    joined = b"\n".join(payloads)
+    if joined.count(b"\n") != len(payloads) - 1:
+        return None
+    if _invoke_chunks_found is None:
+        plain = _INVOKE_PLAIN_CHUNK.replace(r'(?:,"p":"([A-Za-z0-9]*)")', r'(?:,"p":"[A-Za-z0-9]*")')
+        _invoke_chunks_found = re.compile(("^" + plain + "$").encode(), re.MULTILINE).findall
+    found = _invoke_chunks_found(joined)
+    if len(found) != len(payloads):
+        return None
+    try:   # as _anthropic_invoke_text decodes one
+        return b",".join(map(functools.partial(binascii.a2b_base64, strict_mode=True), found)).decode("utf-8")
+    except (binascii.Error, ValueError, TypeError):
         return None
 
 
@@ -6045,6 +6077,16 @@ _GEMINI_API_PATH = (r"/v1(?:beta|alpha)?/models/[^/]+:streamGenerateContent"
                     r":streamGenerateContent")
 
 
+def _gemini_plain_sse(text: str) -> bool:
+    """Whether text is "data: " events each of one line ended by LF LF, or each by CRLF CRLF (so
+    _GEMINI_SSE_EVENT matches all of it), told by counting: every line end (each CR one of a CRLF) is one
+    of a separator (two line ends and "data: ") or of the last two."""
+    end = "\r\n" if "\r" in text else "\n"
+    return (text.startswith("data: ") and text.endswith(end + end)
+            and text.count("\n") == 2 * text.count(end + end + "data: ") + 2
+            and (end == "\n" or text.count("\r") == text.count("\r\n") == text.count("\n")))
+
+
 def _gemini_check_lines(text: str, first_line: int = 0) -> None:
     """Gemini SSE lines that every reader reads alike (CaptureError otherwise); lines numbered after
     first_line (see CaptureRules).
@@ -6053,7 +6095,7 @@ def _gemini_check_lines(text: str, first_line: int = 0) -> None:
     a raw-JSON buffer (its error path), so a comment, event:, id: or "data:" without a space
     breaks its stream while WHATWG readers skip or read it: refused, like a BOM.
     """
-    if _GEMINI_SSE_EVENT.match(text).end() == len(text):
+    if _gemini_plain_sse(text) or _GEMINI_SSE_EVENT.match(text).end() == len(text):
         return   # (every line a "data: " line or blank)
     for number, line in enumerate(re.split(_SSE_LINE_END, text), first_line + 1):
         if line and not line.startswith("data: "):
@@ -6066,6 +6108,8 @@ def _gemini_check_events(text: str, first_line: int = 0) -> None:
     """Gemini SSE events that every reader splits alike (CaptureError otherwise), once every line is one
     _gemini_check_lines passes: js-genai splits events only on "\n\n", "\r\r" or "\r\n\r\n" and strips
     one "data: ", so each event must be one data line ended by one of those."""
+    if _gemini_plain_sse(text):
+        return
     framing = _GEMINI_SSE_EVENT.match(text)
     if framing.end() != len(text):
         raise CaptureError("a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
@@ -6944,8 +6988,10 @@ def _ollama_check_lines(text: str, first_line: int = 0) -> None:
     """Framing ollama-python reads otherwise: it reads the body with httpx's iter_lines, which ends a
     line at every break str.splitlines() knows, and parses every line, a blank one too.  Lines numbered
     after first_line (see CaptureRules)."""
-    if not any(mark in text for mark in _SPLITLINES_BREAKS) and _OLLAMA_BLANK.search(text) is None:
-        return   # (no line can fail)
+    if not any(mark in text for mark in _SPLITLINES_BREAKS) and (
+            ("\r" not in text and not text.startswith((" ", "\t", "\n")) and "\n\n" not in text
+             and "\n " not in text and "\n\t" not in text) or _OLLAMA_BLANK.search(text) is None):
+        return   # (no line can fail; without CR, a blank line starts the text or follows an LF: looked for at once)
     lines = re.split(r"\r\n|\r|\n", text)
     last = first_line + len(lines)
     for number, line in enumerate(lines, first_line + 1):
@@ -10538,12 +10584,17 @@ class _ArrayItems:
     stopped, so it is not asked about: it starts a short batch.  A run of
     fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
     it saves, so after one, runs rest for a full batch.
+
+    closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
+    batch that finds no candidate boundary left runs to it, rather than the
+    items after its start going one by one.
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 runs_min: int | None = None) -> None:
+                 runs_min: int | None = None, closed: bool = False) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
+        self.closed = closed
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
@@ -10574,6 +10625,9 @@ class _ArrayItems:
                     length = _BATCH_CHARS
                     if batch is not None:
                         yield from batch
+                        if reach < 0:   # (closed: the batch ran to the "]" that ends text)
+                            self.end = len(text)
+                            return
                         pos = reach  # the first character of the next item
                         continue
                     batch_from = reach
@@ -10598,22 +10652,26 @@ class _ArrayItems:
 
     def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
         """The items from pos to a candidate boundary some length on, parsed as one list: (the items,
-        the first character of the next item), or (None, the position up to which items go one by one)."""
+        the first character of the next item, -1 after the list's end), or (None, the position up to which
+        items go one by one)."""
         text = self.text
         is_object = text.startswith("{", pos)
         search = (_ITEM_BOUNDARY if is_object else _LIST_BOUNDARY if text.startswith("[", pos)
                   else _ANY_BOUNDARY).search
         cut = search(text, pos + length)
-        if cut is None:
+        if cut is not None:
+            piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
+        elif self.closed:
+            piece_end, next_pos = len(text) - 1, -1
+        else:
             return None, len(text)
-        piece_end, next_pos = (cut.start() + 1, cut.end() - 1) if is_object else (cut.start(), cut.end())
         wrapped = _PAD_OPEN + "[" + text[pos:piece_end] + "]" + _PAD_CLOSE
         try:
             batch, end = self.scan(wrapped, 0)
             batch = _unpad(batch) if end == len(wrapped) else None
         except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
             batch = None
-        return (batch, next_pos) if batch is not None else (None, cut.end())
+        return (batch, next_pos) if batch is not None else (None, len(text) if cut is None else cut.end())
 
     def _next_item(self, pos: int) -> int:
         """The first character of the item after the one that ends at pos; -1 after the closing "]"
@@ -10677,6 +10735,44 @@ _SSE_BLANK_ENDS = (b"\n\n", b"\n\r\n", b"\r\r\n")
 _LIST_PREFIX = {"first": "[", "item": "[0,", "sep": "[0"}
 
 
+def _line_ends(text: str) -> int:
+    """How many lines text ends (LF, CRLF or CR)."""
+    return text.count("\n") + (text.count("\r") - text.count("\r\n") if "\r" in text else 0)
+
+
+def _sse_named(text: str) -> tuple[str, int, set[str]] | None:
+    """A piece of SSE events each of exactly two lines, "event: NAME" and "data: {"type":"NAME"..." (LF
+    ends, the name without quote or backslash, so the data's type is the event's name once it parses
+    as an object), read with one str.split per name: (their data joined by commas, how many events,
+    their names), or None for anything else (StreamGate.feed_bytes then checks event by event)."""
+    if len(text) < 4 or not text.startswith("event: ") or not text.endswith("\n\n"):
+        return None
+    rest, count, names = "\n\n" + text[:-2], 0, set()
+    while "\n" in rest:
+        at = rest.find("\n\nevent: ")
+        end = rest.find("\n", at + 9) if at >= 0 else -1
+        name = rest[at + 9:end]
+        if end < 0 or not name or name in names or '"' in name or "\\" in name:
+            return None
+        names.add(name)
+        parts = rest.split(f'\n\nevent: {name}\ndata: {{"type":"{name}"')   # (one pass, where replace takes two)
+        count += len(parts) - 1
+        rest = f',{{"type":"{name}"'.join(parts)
+    return (rest[1:], count, names) if count >= 2 else None
+
+
+def _sse_unnamed(text: str) -> tuple[str, int, set[str]] | None:
+    """A piece of SSE events each of exactly one line "data: ..." (LF ends), read with one str.split: as
+    _sse_named answers (the names: {""}, none), or None for anything else."""
+    if not text.startswith("data: ") or not text.endswith("\n\n"):
+        return None
+    parts = text[6:-2].split("\n\ndata: ")
+    joined = ",".join(parts)
+    if "\n" in joined:
+        return None
+    return (joined, len(parts), {""}) if len(parts) >= 2 else None
+
+
 def _list_item_pending(exc: BaseException, size: int) -> bool:
     """Whether an item that failed to parse in size characters may still parse once more come: the
     error is an unterminated string, or lies near the end (a literal, a number or an escape cut short)."""
@@ -10700,6 +10796,8 @@ class _BodyReader:
         self.size = self.offset = 0  # bytes pushed; bytes in pieces read
         self.lines = self.frames = 0  # line ends, frames in pieces read
         self.whole = 0               # whole frames in the piece being cut
+        self.plain: tuple[list[str], list[bytearray]] | None = None   # their members and payloads (_frames_cut)
+        self.read_lines = 0          # SSE: the lines of the piece being read, when its plain way knows them
         self.content = False         # a byte other than JSON whitespace came
         self.rank, self.error = _RANK_NONE, None
         self.limit: Finding | None = None
@@ -10711,6 +10809,7 @@ class _BodyReader:
         self.convert = False         # frames: a stage converts each event into (payload, text)
         self.parse: Callable[[str, str], Any] | None = None
         self.unwrap: Callable[..., str | None] | None = None
+        self.unwrap_all: Callable[[list[str], list], str | None] | None = None
         self.head: str | None = ""   # JSON Lines: the text held while the body may be one document
         self.first: tuple[Any, int, int] | None = None
         self.doubt = False           # JSON Lines: the first value runs past its line (an error is certain)
@@ -10788,7 +10887,7 @@ class _BodyReader:
             read = binary(bytes(self.buf[:12]), False)
             if read is not None:
                 self.kind, self.convert, self.parse = _BODY_FRAMES, read.convert is not None, read.parse
-                self.unwrap = read.unwrap
+                self.unwrap, self.unwrap_all = read.unwrap, read.unwrap_all
                 self.stages = _frame_checks(read.convert, self.check_shape)
                 return True
         self.kind, self.stages = _BODY_SSE, _sse_checks(self.row, self.check_shape)
@@ -10806,13 +10905,13 @@ class _BodyReader:
             return
         buf = self.buf
         if final:
-            cut = len(buf)
+            cut, self.plain = len(buf), None
         elif self.kind == _BODY_SSE:
             start, cut = max(0, self.scanned - 2), -1
-            for mark in _SSE_BLANK_ENDS:
+            for mark in _SSE_BLANK_ENDS:   # (one that ends later starts at or after the last LF LF)
                 at = buf.rfind(mark, start)
                 if at >= 0:
-                    cut = max(cut, at + len(mark))
+                    cut, start = max(cut, at + len(mark)), max(start, at)
             self.scanned = len(buf)
         elif self.kind == _BODY_LINES:
             cut = buf.rfind(b"\n", self.scanned) + 1
@@ -10830,7 +10929,7 @@ class _BodyReader:
             self._frames_piece(piece)
             return
         first_line = self.lines
-        text = self._text(piece)
+        text = self._text(piece, self.kind != _BODY_SSE)
         if text is None:
             return
         if self.kind == _BODY_SSE:
@@ -10840,7 +10939,8 @@ class _BodyReader:
         else:
             self._list_piece(text, final)
 
-    def _text(self, piece: bytes) -> str | None:
+    def _text(self, piece: bytes, count: bool = True) -> str | None:
+        """The piece's text, its lines counted unless count is False (SSE: _sse_piece counts them)."""
         first_byte, first_line = self.offset, self.lines
         self.offset += len(piece)
         try:
@@ -10848,7 +10948,8 @@ class _BodyReader:
         except CaptureError as exc:
             self._hold(_RANK_DECODE, exc)
             return None
-        self.lines += text.count("\n") + (text.count("\r") - text.count("\r\n") if "\r" in text else 0)
+        if count:
+            self.lines += _line_ends(text)
         if not first_byte:
             try:
                 _no_bom(text)
@@ -10888,8 +10989,10 @@ class _BodyReader:
         return self.rank > _RANK_FRAMING
 
     def _sse_piece(self, text: str, first_line: int) -> None:
+        self.read_lines = 0   # (set by _sse_plain when it knows them)
         if self._checked(self.row.capture.check_sse_text, text, first_line) and not self._sse_plain(text):
             self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+        self.lines += self.read_lines or _line_ends(text)
 
     def _sse_plain(self, text: str) -> bool:
         """A piece of plain events only (lines end in LF or CRLF; no comment, id or sentinel): their data read
@@ -10902,6 +11005,17 @@ class _BodyReader:
             text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
             if "\r" in text:
                 return False
+        named = _sse_named(text) if text.startswith("e") else _sse_unnamed(text)
+        if named is not None:
+            joined, count, kinds = named
+            values, whole = self._plain_values(joined)
+            if values is None or not whole or (len(values) != count or set(map(type, values)) != {dict}) and (
+                    _items_stood_for(values) != count):
+                return False
+            if not self._plain_fed(kinds, values, count):
+                return False
+            self.read_lines = (2 if "" in kinds else 3) * count   # (each event its lines and a blank one)
+            return True
         if _compiled(_SSE_PLAIN_RUN).fullmatch(text) is None:
             return False
         pairs = _compiled(_SSE_PLAIN_EVENT).findall(text)
@@ -10973,7 +11087,7 @@ class _BodyReader:
                 return (_unpad(value) if end == len(padded) else None), True
             except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
                 return None, False
-        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0)
+        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0, closed=True)
         try:
             values = list(items)
         except _NotStreamable:
@@ -11030,42 +11144,37 @@ class _BodyReader:
         self.feed(values)
         return True
 
-    def _frames_plain(self, piece: bytes, first_frame: int, first_byte: int) -> bool:
+    def _frames_plain(self, plain: tuple[list[str], list[bytearray]]) -> bool:
         """A piece of whole frames, each a JSON object (or, in a room that unwraps them, a plain chunk carrying
-        one): their checksums and headers checked frame by frame, their payloads read at once as
-        _sse_plain reads events; False for anything else."""
-        if self.rank != _RANK_NONE or (self.convert and self.unwrap is None):
+        one), their checksums and headers checked as the piece was cut (plain: their members and payloads, see
+        _frames_cut): their payloads read at once as _sse_plain reads events; False for anything else."""
+        if self.rank != _RANK_NONE or (self.convert and self.unwrap is None) or len(plain[0]) < 2:
             return False
-        texts, members, unwrap = [], [], self.unwrap
-
-        def fast(member: str, text: str) -> bool:
-            if unwrap is not None:
-                text = unwrap(member, text)
-                if text is None:
-                    raise _NotStreamable
-            texts.append(text)
-            members.append(member)
-            return True
-
+        members, payloads = plain
+        unwrap = self.unwrap
         try:
-            for _ in _eventstream_frames(piece, fast, self.parse, None, first_frame, first_byte):
-                return False
-        except (CaptureError, _NotStreamable):
-            return False
-        if len(texts) < 2:
+            if unwrap is None:
+                texts = [b",".join(payloads).decode("utf-8")]   # (valid as a whole only if each is)
+            else:
+                texts = [self.unwrap_all(members, payloads)] if self.unwrap_all is not None else [None]
+                if texts[0] is None:
+                    texts = [unwrap(member, payload.decode("utf-8")) for member, payload in zip(members, payloads)]
+                if None in texts:
+                    return False
+        except UnicodeDecodeError:
             return False
         values, whole = self._plain_values(",".join(texts))
         if values is None or not whole:
             return False
-        if len(values) == len(texts) and set(map(type, values)) == {dict}:
+        if len(values) == len(members) and set(map(type, values)) == {dict}:
             payloads = values if unwrap is not None else [{member: value} for member, value in zip(members, values)]
-        elif unwrap is not None and _items_stood_for(values) == len(texts):
+        elif unwrap is not None and _items_stood_for(values) == len(members):
             payloads = values   # runs of the room's fragments among the events
         else:
             return False
         if not self._shapes_pass(payloads):
             return False
-        self.count += len(texts)
+        self.count += len(members)
         self.feed(payloads)
         return True
 
@@ -11078,7 +11187,7 @@ class _BodyReader:
         if not final and self.held < self.retry_at:
             return   # an item is still cut short: it is looked for again once the text held doubled
         text = "".join(self.parts)
-        size, pos, items = len(text), 0, []
+        size, pos, items, batched = len(text), 0, [], False
         while True:
             at = _skip_ws(text, pos)
             if at == size:
@@ -11096,6 +11205,12 @@ class _BodyReader:
             if state == "sep":
                 self._list_error(text, pos)
                 break
+            if not batched and size - at > _RUN_BATCH_CHARS:   # (once a piece: the items up to its last boundary)
+                batched, batch = True, _list_batch(text, at)
+                if batch is not None:
+                    items += batch[0]
+                    pos, self.list_state, self.retry_at = batch[1], "sep", 0
+                    continue
             try:
                 value, end = _DEFAULT_DECODER.raw_decode(text, at)
             except (ValueError, JsonProblem, RecursionError) as exc:
@@ -11142,39 +11257,88 @@ class _BodyReader:
                                                f"the JSON document at character {end}", line))
 
     def _frames_cut(self) -> int:
-        """Where the whole frames that came end (after a prelude that fails: the reader says how)."""
+        """Where the whole frames that came end (after a prelude that fails: the reader says how).  On the
+        way each whole frame is checked as _eventstream_frames checks it (both checksums, the lengths, its
+        header block naming a member) and its member and payload kept in `plain`, for _frames_plain to read
+        the piece at once; None once one fails (the exact way then says how)."""
         import struct
         import zlib
 
         buf, pos, size = self.buf, 0, len(self.buf)
         unpack, crc32, view = struct.Struct(">III").unpack_from, zlib.crc32, memoryview(buf)
+        tail, startswith = struct.Struct(">I").unpack_from, buf.startswith
+        members: list[str] = []
+        payloads: list[bytearray] = []
+        add_member, add_payload = members.append, payloads.append
+        known: dict[bytes, str] = {}
+        plain, last, last_size, member = True, b"", -1, ""
+        most, whole = self.limits.max_frame_bytes, self.whole
         try:
             while size - pos >= 12:
                 total, header_size, prelude_crc = unpack(buf, pos)
                 if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
+                    plain = False
                     return pos + 12
-                if total > self.limits.max_frame_bytes:
+                if total > most:
                     view.release()
                     self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
-                               f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+                               f"{most} bytes (max_frame_bytes)")
                     return 0
                 if size - pos < total:
                     break
-                pos += total
-                self.whole += 1
+                end = pos + total
+                whole += 1
+                if plain:
+                    start = pos + 12 + header_size
+                    if crc32(view[pos + 8:end - 4], prelude_crc) != tail(buf, end - 4)[0]:
+                        plain = False   # (the message checksum, the prelude's carried on)
+                    elif header_size != last_size or not startswith(last, pos + 12):
+                        last, last_size = bytes(buf[pos + 12:start]), header_size
+                        try:
+                            member = _eventstream_known_member(known, last, self.frames + whole)
+                        except CaptureError:
+                            plain = False
+                    add_member(member)
+                    add_payload(buf[start:end - 4])
+                pos = end
         finally:
             view.release()   # (the buffer is cut next)
+            self.plain, self.whole = ((members, payloads) if plain else None), whole
         return pos
 
     def _frames_piece(self, piece: bytes) -> None:
         first_frame, first_byte = self.frames, self.offset
         self.offset += len(piece)
+        plain, self.plain = self.plain, None
         if self.rank <= _RANK_FRAMING:
             return
-        if not self._frames_plain(piece, first_frame, first_byte):
+        if plain is None or not self._frames_plain(plain):
             frames = _eventstream_frames(piece, None, self.parse, None, first_frame, first_byte)
             self._run((event, (number, text)) for event, number, text in frames)
         self.frames, self.whole = self.frames + self.whole, 0   # (a frame cut short comes last, and once)
+
+
+def _list_batch(text: str, at: int) -> tuple[list, int] | None:
+    """The items of a JSON list from text[at] (where one starts) to the last candidate boundary "}, {" of text,
+    parsed as one list by the parser that reads them one by one: (the items, the position after the last
+    one's "}"), or None (a candidate inside a string, or anything the parser refuses: read one by one)."""
+    window, last = 1 << 12, None
+    while last is None:
+        start = max(at, len(text) - window)
+        for last in _ITEM_BOUNDARY.finditer(text, start):
+            pass
+        if start == at:
+            break
+        window *= 4
+    if last is None:
+        return None
+    end = last.start() + 1
+    wrapped = "[" + text[at:end] + "]"
+    try:
+        batch, stop = _DEFAULT_DECODER.raw_decode(wrapped)
+    except (ValueError, JsonProblem, RecursionError):
+        return None
+    return (batch, end) if stop == len(wrapped) else None
 
 
 def _items_stood_for(values: list) -> int:

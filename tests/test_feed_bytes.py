@@ -3,6 +3,7 @@
 
 import json
 import random
+import re
 import unittest
 
 from support import (FIXTURES, eventstream, fixture_paths, fixture_report, load_fixture,  # noqa: F401
@@ -157,12 +158,40 @@ class CapturesRefusals(unittest.TestCase):
         self.refused("gemini", GEMINI + b"data: {\r\ndata: }\r\n\r\n",
                      "line 3: a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
                      "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events")
+        lf = GEMINI.replace(b"\r\n", b"\n")
+        self.refused("gemini", lf * 3 + b": hi\n\n" + lf,
+                     'line 7: a gemini SSE line other than "data: ..." or a blank line (a comment, event:, id:, or '
+                     "data: without a space): google-genai reads it as raw JSON and fails, other readers skip it")
+        self.refused("gemini", lf * 3 + b"data: {\ndata: }\n\n" + lf,
+                     "line 7: a gemini SSE event of more than one data line, or not ended by \\n\\n, \\r\\r or "
+                     "\\r\\n\\r\\n: js-genai splits the stream only there and would read other events")
+        self.assertTrue(vts._gemini_plain_sse("data: x\n\ndata: y\n\n"))
+        self.assertTrue(vts._gemini_plain_sse("data: x\r\n\r\ndata: y\r\n\r\n"))
+        rng, tokens = random.Random(6), ["data: ", "x", "\r", "\n", "\r\n", "\n\n", "\r\n\r\n", ":"]
+        for text in ("".join(rng.choice(tokens) for _ in range(rng.randint(0, 10))) for _ in range(3000)):
+            if vts._gemini_plain_sse(text):   # (the counted way only ever says what the framing pattern says)
+                self.assertEqual(vts._GEMINI_SSE_EVENT.match(text).end(), len(text), text)
+        for other in ("data: x\ndata: y\n\n", ": c\n\ndata: y\n\n", "data: x\n\n\n", "data:x\n\n",
+                      "data: x\r\n\r\ndata: y\n\n", "data: a\rb\r\n\r\n", ""):
+            self.assertFalse(vts._gemini_plain_sse(other), other)
         self.refused("cohere", COHERE + b"data: {}\r\r\n\n" + COHERE, "line 4: a line ends in a bare CR: "
                      "cohere-python's sync reader splits lines only at LF and would join or lose events there")
         self.refused("cohere", COHERE + 'data: {"type":"x\u2028"}\n\n'.encode(), "line 4: a raw U+2028 in a line: "
                      "cohere-python's async reader ends the line there and reads another stream")
-        self.refused("ollama", OLLAMA + b"\n" + OLLAMA,
-                     "line 2: a blank line: ollama-python parses every line as JSON and fails there")
+        for blank, line in ((b"\n", 2), (b" \t\n", 2), (b"\t\r\n", 2), (b" \r", 2)):
+            self.refused("ollama", OLLAMA + blank + OLLAMA,
+                         f"line {line}: a blank line: ollama-python parses every line as JSON and fails there")
+        rng, tokens = random.Random(7), [" ", "\t", "\n", "\r", "\r\n", "x", "{}"]
+        for text in ("".join(rng.choice(tokens) for _ in range(rng.randint(0, 8))) for _ in range(3000)):
+            lines = re.split(r"\r\n|\r|\n", text)
+            blank = any(not line.strip(" \t") for line in lines[:-1])
+            with self.subTest(text=text):
+                if blank:
+                    self.assertRaises(vts.CaptureError, vts._ollama_check_lines, text)
+                else:
+                    vts._ollama_check_lines(text)
+        self.refused("ollama", b" \n" + OLLAMA,
+                     "line 1: a blank line: ollama-python parses every line as JSON and fails there")
         self.refused("ollama", OLLAMA + b"{bad\n", "line 2: JSON Lines: line 2 is not one strict JSON value: "
                      "expecting property name enclosed in double quotes at line 1 column 2")
 
@@ -251,10 +280,17 @@ class PiecesReadAtOnce(unittest.TestCase):
         for profile, body, code in (
                 ("openai", CHUNK * 3 + b'data: {"a":1},{"b":2}\n\n' + CHUNK, "unsupported_event"),
                 ("openai", CHUNK * 3 + b"data: [1]\n\n" + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: \n\n" + CHUNK, "unsupported_event"),
+                ("openai", CHUNK * 3 + b"data: [DONE]\n\n" + CHUNK, "unsupported_event"),
                 ("openai", CHUNK * 3 + b"data: [DONE]\n\n", None),
                 ("openai", CHUNK * 3 + b"id: 4\ndata: [DONE]\r\n\r\n", None),
                 ("anthropic", start + ping * 3 + b'event: pong\ndata: {"type":"ping"}\n\n' + ping, "unsupported_event"),
                 ("anthropic", start + ping * 3 + b'data: {"type":"ping"}\n\n' + ping, "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'event: ping\ndata: {"type":"ping"},{"type":"ping"}\n\n' + ping,
+                 "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'event: ping\ndata: {"type":"ping"}\n\nevent: ping\ndata: '
+                 b'{"type":"pong"}\n\n' + ping, "unsupported_event"),
+                ("anthropic", start + ping * 3 + b'event: ping\ndata: {"type":"p\\u0069ng"}\n\n' + ping, None),
                 ("ollama", OLLAMA * 3 + b'{"data": {"model":"m","done":false}}\n' + OLLAMA, "unsupported_event"),
                 ("ollama", OLLAMA * 3 + b"[1]\n" + OLLAMA, "unsupported_event"),
                 ("bedrock", eventstream([{"messageStart": {"role": "assistant"}}] * 3 + [
@@ -262,6 +298,89 @@ class PiecesReadAtOnce(unittest.TestCase):
             want = self.same(profile, body)
             self.assertEqual((want["status"], want["findings"][0]["code"] if want["findings"] else None),
                              ("blocked" if code else "not_applicable", code))
+
+    def test_named_events_read_with_one_replace_per_name(self):
+        text = ('event: a\ndata: {"type":"a","x":1}\n\nevent: bb\ndata: {"type":"bb"}\n\n'
+                'event: a\ndata: {"type":"a"}\n\n')
+        self.assertEqual(vts._sse_named(text), ('{"type":"a","x":1},{"type":"bb"},{"type":"a"}', 3, {"a", "bb"}))
+        for other in (text.replace('"bb"}', '"a"}'), text.replace("event: bb\n", ""), text.replace("bb", 'b"'),
+                      text.replace('{"type":"bb"}', '{ "type":"bb"}'), text.replace("bb", "b\\"), text[:-1],
+                      'event: a\ndata: {"type":"a"}\n\n', ":\n\n" + text):
+            with self.subTest(other=other):
+                self.assertIsNone(vts._sse_named(other))
+
+    def test_unnamed_events_read_with_one_replace(self):
+        text = 'data: {"a":1}\n\ndata: [2]\n\ndata:  3\n\n'
+        self.assertEqual(vts._sse_unnamed(text), ('{"a":1},[2], 3', 3, {""}))
+        for other in (text.replace("data:  3", "data:3"), ": x\n\n" + text, text.replace("\n\ndata: [", "\ndata: ["),
+                      text[:-1], 'data: {"a":1}\n\n', text.replace("[2]", "[\r2]\n")):
+            with self.subTest(other=other):
+                self.assertIsNone(vts._sse_unnamed(other))
+
+    def test_a_json_list_body_s_items_batched_to_the_last_boundary(self):
+        text = '[{"a":1},\r\n{"b":"}, {"},\r\n{"c":[3]}, {"d"'
+        self.assertEqual(vts._list_batch(text, 1), ([{"a": 1}, {"b": "}, {"}, {"c": [3]}], text.index('}, {"d"') + 1))
+        self.assertEqual(vts._list_batch(text, text.index('{"c"')), ([{"c": [3]}], text.index('}, {"d"') + 1))
+        for other, at in (('[{"a":1},{"a":1,"a":2},{"b"', 1), ('[{"a":1}, [{"b"', 1), ('[{"a":1}, {"b"', 9),
+                          ('[{"a":"},{"}', 1)):
+            with self.subTest(other=other):
+                self.assertIsNone(vts._list_batch(other, at))
+
+    def test_a_piece_s_list_is_batched_to_its_end(self):
+        """_ArrayItems(closed=True): a piece's list (its "]" ends the text) is parsed in batches to its end,
+        not item by item after the last candidate boundary, where the room's runs decline."""
+        items = [{"type": "x", "n": n, "s": "a" * 40} for n in range(200)]
+        text = json.dumps(items, separators=(",", ":"))
+        for closed, most in ((True, 10), (False, 10 ** 6)):
+            calls = []
+
+            def scan(text, pos, scan=vts._strict_decoder().scan_once):
+                calls.append(pos)
+                return scan(text, pos)
+
+            array = vts._ArrayItems(text, 0, scan, lambda text, pos: None, 0, closed=closed)
+            self.assertEqual(list(array), items)
+            self.assertEqual(array.end, len(text))
+            self.assertLessEqual(len(calls), most)
+            self.assertEqual(closed, len(calls) < 20)
+
+    def test_a_piece_of_frames_checked_as_it_is_cut(self):
+        """_frames_cut checks each whole frame as _eventstream_frames does and keeps its member and payload for
+        _frames_plain; a frame that fails (a checksum, a prelude) leaves the piece to the exact way."""
+        events = [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {"contentBlockIndex": 0}},
+                  {"contentBlockStop": {"contentBlockIndex": 1}}, {"messageStop": {"stopReason": "end_turn"}}]
+        body = eventstream(events)
+        second = len(eventstream(events[:1]))
+        for damaged, plain in (
+                (body, (["messageStart", "contentBlockStop", "contentBlockStop", "messageStop"],
+                        [json.dumps(payload).encode() for event in events for payload in event.values()])),
+                (body[:-1], (["messageStart", "contentBlockStop", "contentBlockStop"],
+                             [json.dumps(payload).encode() for event in events[:3] for payload in event.values()])),
+                (body + b"\0" * 12, None), (body[:second + 20] + b"\1" + body[second + 21:], None),
+                (body[:-5] + bytes([body[-5] ^ 1]) + body[-4:], None)):
+            with self.subTest(damaged=damaged):
+                reader = vts._BodyReader(vts.PROFILES["bedrock"], vts.Limits(), lambda payloads: None)
+                reader.buf = bytearray(damaged)
+                reader._frames_cut()
+                self.assertEqual(reader.plain, plain)
+
+    def test_invoke_chunks_unwrapped_at_once(self):
+        """The anthropic room's unwrap_all reads what its unwrap reads frame by frame, or declines."""
+        import base64
+        events = [{"type": "ping"}, {"type": "x", "t": "\u00e9\n"}]
+        chunks = [json.dumps({"bytes": base64.b64encode(json.dumps(event).encode()).decode(), **extra},
+                             separators=(",", ":")).encode() for event, extra in zip(events, ({"p": "ab"}, {}))]
+        unwrap_all = vts._anthropic_invoke_body(eventstream([{"chunk": {}}])).unwrap_all
+        self.assertEqual(unwrap_all(["chunk", "chunk"], chunks),
+                         ",".join(vts._anthropic_invoke_text("chunk", chunk.decode()) for chunk in chunks))
+        for members, payloads in ((["chunk", "chunkException"], chunks),
+                                  (["chunk", "chunk"], [chunks[0] + b"\n" + chunks[1], chunks[1]]),
+                                  (["chunk", "chunk"], [chunks[0][:-1], b"}" + chunks[1]]),
+                                  (["chunk", "chunk"], [chunks[0], chunks[1].replace(b'9"}', b'-"}')]),
+                                  (["chunk", "chunk"], [chunks[0], chunks[1][:-3] + b'"}']),
+                                  (["chunk", "chunk"], [chunks[0], chunks[1].replace(b"{", b"{ ")])):
+            with self.subTest(payloads=payloads):
+                self.assertIsNone(unwrap_all(members, payloads))
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
