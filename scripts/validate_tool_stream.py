@@ -846,6 +846,29 @@ def _first_json_value(text: str) -> tuple[Any, int, int] | None:
     return value, start, end
 
 
+def _a2b_base64_strict_310(data: Any) -> bytes:
+    """a2b_base64 in strict mode where Python has none (3.10): only base64 characters in whole quads, padding
+    only to end the last one, else binascii.Error."""
+    import binascii
+
+    if isinstance(data, str):
+        data = data.encode("ascii")   # a2b_base64 takes ASCII text too (other text: a ValueError)
+    if _BASE64_TEXT.fullmatch(data) is None:
+        raise binascii.Error("Non-base64 digit found")
+    return binascii.a2b_base64(data)
+
+
+_BASE64_TEXT = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")   # whole quads
+
+# binascii.a2b_base64(data, strict_mode=True) from Python 3.11 on; the same check in Python for 3.10.
+if sys.version_info >= (3, 11):
+    import binascii as _binascii
+
+    _a2b_base64_strict: Callable[[Any], bytes] = functools.partial(_binascii.a2b_base64, strict_mode=True)
+else:   # pragma: no cover - Python 3.10
+    _a2b_base64_strict = _a2b_base64_strict_310
+
+
 # --- the AWS event stream (application/vnd.amazon.eventstream) ----------------------
 #
 # Each message: total length (4 bytes, big-endian), headers length (4), CRC32 of those
@@ -3514,7 +3537,7 @@ def _anthropic_invoke_text(member: str, text: str, decoded: str | None = None) -
     if decoded is not None:   # the frame's plain base64 (match.group(1)) was what it decoded
         return decoded
     try:   # base64.b64decode(..., validate=True) once the characters are known good
-        return binascii.a2b_base64(match.group(1), strict_mode=True).decode("utf-8")
+        return _a2b_base64_strict(match.group(1)).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
 
@@ -3527,7 +3550,6 @@ def _anthropic_invoke_texts(members: list[str], payloads: list) -> str | None:
     once: exactly what _anthropic_invoke_text reads from each in turn, else None.  The payloads are
     joined by LF, which _INVOKE_PLAIN_CHUNK never matches, so each line must be one whole match."""
     import binascii
-    import functools
 
     global _invoke_chunks_found
     if members.count("chunk") != len(members):
@@ -3542,7 +3564,7 @@ def _anthropic_invoke_texts(members: list[str], payloads: list) -> str | None:
     if len(found) != len(payloads):
         return None
     try:   # as _anthropic_invoke_text decodes one
-        return b",".join(map(functools.partial(binascii.a2b_base64, strict_mode=True), found)).decode("utf-8")
+        return b",".join(map(_a2b_base64_strict, found)).decode("utf-8")
     except (binascii.Error, ValueError, TypeError):
         return None
 
@@ -13002,7 +13024,7 @@ class _ChunkFrames:
 
         self.raw, self.view, self.crc32 = raw, memoryview(raw), zlib.crc32
         self.unpack, self.tail = struct.Struct(">III").unpack_from, struct.Struct(">I").unpack_from
-        self.a2b, self.error = binascii.a2b_base64, binascii.Error
+        self.a2b, self.error = _a2b_base64_strict, binascii.Error
         self.checked: dict[int, dict[int, int]] = {}
 
     def events(self, pos: int, limit: int, head: bytes, chunk: tuple[bytes, Callable[..., Any]]) -> tuple[list, int]:
@@ -13034,7 +13056,7 @@ class _ChunkFrames:
             if quote < 0 or closing(raw, quote, end - 4) is None:
                 break
             try:   # strict: only base64 characters, padding only at the end (what the chunk pattern takes)
-                events.append(a2b(view[at + skip:quote], strict_mode=True))
+                events.append(a2b(view[at + skip:quote]))
             except error:
                 break
             at, limit = end, limit - 1

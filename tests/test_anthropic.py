@@ -281,5 +281,32 @@ class AnthropicDefinedTools(unittest.TestCase):
         self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
 
+class StrictBase64OnEveryPython(unittest.TestCase):
+    """The invoke body's fast paths decode base64 in strict mode, which Python 3.10 lacks; its stand-in takes
+    canonical base64 only (whole quads, padding only to end the last): all that the SDKs' encoders write, and
+    never more than strict mode or base64.b64decode(validate=True) (the exact path) take, to the same bytes.
+    What it declines goes the exact way (on 3.11 and later both run here)."""
+
+    def test_the_310_stand_in_takes_a_subset_of_strict_mode(self):
+        import base64
+        import binascii
+        import random
+
+        rng = random.Random(33)
+        alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \n-_\x80"
+        cases = [b"", b"QUJD", b"QUI=", b"QQ==", b"Q===", b"=QUJ", b"=", b"3TXD=", b"QU=D", b"QUJ", "QUJD", "QUI\u00e9"]
+        cases += [bytes(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(3000)]
+        encoded = [base64.b64encode(bytes(rng.randrange(256) for _ in range(rng.randrange(20)))) for _ in range(500)]
+        for data in cases + encoded:
+            try:
+                got = vts._a2b_base64_strict_310(data)
+            except (binascii.Error, ValueError):
+                self.assertNotIn(data, encoded)   # every canonical encoding is taken
+                continue
+            self.assertEqual(got, base64.b64decode(data, validate=True), data)
+            if vts._a2b_base64_strict is not vts._a2b_base64_strict_310:
+                self.assertEqual(got, vts._a2b_base64_strict(data), data)
+
+
 if __name__ == "__main__":
     unittest.main()
