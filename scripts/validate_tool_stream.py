@@ -10802,6 +10802,15 @@ def _list_item_pending(exc: BaseException, size: int) -> bool:
                                                       or exc.pos >= size - 10)
 
 
+def _longest_unit(data: bytes, events: bool) -> int:
+    """The size in bytes of the longest unit data holds: an SSE event (events: its lines up to a blank line) or
+    a line; line ends at a unit's ends are not counted, and one inside an event counts one byte.  So a unit
+    has one size however the body is cut (max_frame_bytes)."""
+    text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    units = re.split(rb"\n\n+", text) if events else text.split(b"\n")
+    return max(len(unit.strip(b"\n")) for unit in units)
+
+
 class _BodyReader:
     """One raw HTTP body of a profile read as it arrives (StreamGate.feed_bytes): push() each piece of
     bytes, end() at the end of the body; feed(payloads) gets the payloads that pass, a piece's at once.
@@ -10861,8 +10870,35 @@ class _BodyReader:
             return
         self._read(False)
         if self.limit is None and len(self.buf) + self.held + len(self.head or "") > self.limits.max_frame_bytes:
-            self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
-                       f"{self.limits.max_frame_bytes} bytes (max_frame_bytes)")
+            self._pending_over()
+
+    def _pending_over(self) -> None:
+        """A unit still pending is limit_exceeded when it is larger than max_frame_bytes, measured as a whole
+        unit is (_longest_unit; a JSON list item: its UTF-8 bytes, separators before it not counted)."""
+        most = self.limits.max_frame_bytes
+        if self.kind == _BODY_LIST:
+            if self.retry_at:   # items that came whole since the last try are read (and measured) first
+                self.retry_at = 0
+                self._list_piece("", False)
+                if self.limit is not None:
+                    return
+            size = len("".join(self.parts).lstrip(" \t\r\n,[").encode("utf-8", "surrogatepass")) + len(self.buf)
+        elif self.kind == _BODY_FRAMES:
+            size = len(self.buf) + self.held
+        else:
+            size = _longest_unit((self.head or "").encode("utf-8", "surrogatepass") + bytes(self.buf),
+                                 self.kind == _BODY_SSE)
+        if size > most:
+            self._over(f"one {_BODY_UNITS[self.kind]} of the body is larger than {most} bytes (max_frame_bytes)")
+
+    def _unit_over(self, size: int) -> bool:
+        """Whether a whole unit of size bytes is beyond max_frame_bytes (then limit_exceeded, as when it came
+        in pieces and was held pending)."""
+        most = self.limits.max_frame_bytes
+        if size <= most:
+            return False
+        self._over(f"one {_BODY_UNITS[self.kind]} of the body is larger than {most} bytes (max_frame_bytes)")
+        return True
 
     def end(self) -> Finding | None:
         """The end of the body: what is left is read; the Finding capture's refusal (or a limit) makes, or None."""
@@ -10950,6 +10986,9 @@ class _BodyReader:
         if self.kind == _BODY_FRAMES:
             self._frames_piece(piece)
             return
+        if (self.kind in (_BODY_SSE, _BODY_LINES) and len(piece) > self.limits.max_frame_bytes
+                and self._unit_over(_longest_unit(piece, self.kind == _BODY_SSE))):
+            return   # units that came whole are measured as pending ones are: the verdict is the split's
         first_line = self.lines
         text = self._text(piece, self.kind != _BODY_SSE)
         if text is None:
@@ -11229,6 +11268,8 @@ class _BodyReader:
                 break
             if not batched and size - at > _RUN_BATCH_CHARS:   # (once a piece: the items up to its last boundary)
                 batched, batch = True, _list_batch(text, at)
+                if batch is not None and 4 * (batch[1] - at) > self.limits.max_frame_bytes:
+                    batch = None   # it may hold an item beyond max_frame_bytes: items one by one, each measured
                 if batch is not None:
                     items += batch[0]
                     pos, self.list_state, self.retry_at = batch[1], "sep", 0
@@ -11242,6 +11283,9 @@ class _BodyReader:
                 break
             if end == size and not final and text[end - 1] not in "\"}]":
                 break   # a number or a literal may go on
+            if 4 * (end - at) > self.limits.max_frame_bytes and self._unit_over(
+                    len(text[at:end].encode("utf-8", "surrogatepass"))):
+                return
             items.append(value)
             pos, self.list_state, self.retry_at = end, "sep", 0
         if final and self.list_state != "after" and self.rank > _RANK_FRAMING:
@@ -11303,7 +11347,7 @@ class _BodyReader:
                     return pos + 12
                 if total > most:
                     view.release()
-                    self._over(f"a pending {_BODY_UNITS[self.kind]} of the body is larger than "
+                    self._over(f"one {_BODY_UNITS[self.kind]} of the body is larger than "
                                f"{most} bytes (max_frame_bytes)")
                     return 0
                 if size - pos < total:

@@ -459,8 +459,47 @@ class Bounds(unittest.TestCase):
                 self.assertTrue(gate.blocked)
                 self.assertEqual(len(gate._reader.buf) + gate._reader.held, 0)
                 self.assertEqual([(f["code"], f["message"]) for f in gate.finish()["findings"]],
-                                 [("limit_exceeded", f"a pending {unit} of the body is larger than 1000 bytes "
+                                 [("limit_exceeded", f"one {unit} of the body is larger than 1000 bytes "
                                                      "(max_frame_bytes)")])
+
+    def test_a_unit_has_one_size_however_the_body_is_cut(self):
+        # the largest unit of each body kind, with the limit just below, at and just above its size: the same
+        # report whole, byte by byte and at random cuts (a unit that came whole was once not measured at all,
+        # and one cut between its blank line's two line ends was measured a byte larger; adversarial review)
+        import random
+
+        rng = random.Random(33)
+        _, doc = load_fixture("openai/valid-fragmented-single-call.json")
+        crlf = b"".join(b"data: " + json.dumps(c, separators=(",", ":")).encode() + b"\r\n\r\n"
+                        for c in doc["chunks"]) + b"data: [DONE]\r\n\r\n"
+        bodies = [("openai", crlf, doc["tool_schemas"])]
+        for relpath in ("ollama/pass-call-line-then-done-line.json", "gemini/pass-call-with-id.json"):
+            _, other = load_fixture(relpath)
+            stream = other[vts.PROFILES[other["profile"]].stream_key]
+            for query in ("alt=sse", ""):
+                bodies.append((other["profile"], vts.PROFILES[other["profile"]].http.frame(stream, query)[1],
+                               other["tool_schemas"]))
+        for profile, body, schemas in bodies:
+            events = body.startswith(b"data:")
+            fine = vts._longest_unit(body, events) if not body.startswith(b"[") else len(body) // 2
+            limits = sorted(set(range(fine - 6, fine + 6)) | set(range(16, len(body) + 16, len(body) // 16)))
+            statuses = set()
+            for most in limits:
+                reports = set()
+                cuts = [[body], [body[i:i + 1] for i in range(len(body))]]
+                for _ in range(3):
+                    marks = sorted(rng.sample(range(1, len(body)), 5))
+                    cuts.append([body[a:b] for a, b in zip([0] + marks, marks + [len(body)])])
+                for pieces in cuts:
+                    gate = vts.StreamGate(profile, schemas, limits=vts.Limits(max_frame_bytes=most))
+                    for piece in pieces:
+                        gate.feed_bytes(piece)
+                    report = gate.finish()
+                    reports.add((report["status"], tuple((f["code"], f["message"]) for f in report["findings"])))
+                with self.subTest(profile=profile, limit=most, framing=body[:8]):
+                    self.assertEqual(len(reports), 1, reports)
+                statuses |= {status for status, _ in reports}
+            self.assertEqual(statuses, {"pass", "blocked"})   # the limits tried reach both sides
 
     def test_a_frame_announced_beyond_max_frame_bytes_is_refused_at_its_prelude(self):
         import struct
@@ -470,7 +509,7 @@ class Bounds(unittest.TestCase):
         gate.feed_bytes(BEDROCK + prelude + struct.pack(">I", zlib.crc32(prelude)))
         self.assertTrue(gate.blocked)
         self.assertEqual([(f["code"], f["message"]) for f in gate.finish()["findings"]],
-                         [("limit_exceeded", "a pending event-stream frame of the body is larger than 1000 bytes "
+                         [("limit_exceeded", "one event-stream frame of the body is larger than 1000 bytes "
                                              "(max_frame_bytes)")])
 
 
