@@ -2030,7 +2030,9 @@ def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
 # whose name mentions a tool or function is a tool shape this tool cannot read.
 _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id", "executed_tools"})
 # A delta of only these members has nothing for ChatNormalizer._delta to report (its tool_calls are read apart).
-_PLAIN_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls"})
+# the members of a delta ChatNormalizer._delta has nothing to say about ("index": which message of the reply the
+# delta is for, mistralai/client/models/deltamessage.py; some gateways behind the mistral API send it)
+_PLAIN_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls", "index"})
 # Groq's hosted tools (groq/compound): delta.executed_tools entries {index, type, arguments,
 # output, search_results...}.  Groq ran them; each is sent twice with one index (when it starts,
 # then with its output) and counted once.  Reviewed `type` -> hosted name; other types, which no
@@ -2101,6 +2103,99 @@ def _chat_read_entry(entry: Any, mistral: bool) -> tuple[tuple[str, int | None] 
     if not ok_args:
         return (f"{member}.{text_key} must be a string or null, got {_describe(function.get(text_key))}", slot), None
     return None, (index, slot, member, kind, call_id, name, arguments)
+
+
+# mistralai's stream models (mistralai/client/models/: completionevent.py CompletionEvent, completionchunk.py
+# CompletionChunk, completionresponsestreamchoice.py CompletionResponseStreamChoice, deltamessage.py DeltaMessage,
+# toolcall.py ToolCall, functioncall.py FunctionCall) serialise through a Python model_serializer(mode="wrap") per
+# model (serialize_model, about 18 us a chunk).  What it changes in the dump of the fields set (exclude_unset): the
+# declared fields in their declared order, no alias; a set field whose value is None is left out where the model
+# lists it optional and not nullable (the third entry below); a value equal to mistralai/client/types/basemodel.py's
+# UNSET_SENTINEL is left out; an unset field that is not optional is written as null.  So a model of these classes
+# that holds only strings, ints, None and such models (lists of them where the field is a list) is dumped here from
+# its attributes, to the dict the serializer gives; anything else (another class, an extra member, a required field
+# unset, another value type, the sentinel) declines, and the object is dumped by pydantic (_sdk_dump).
+_MISTRALAI_SENTINEL = "~?~unset~?~sentinel~?~"
+_MISTRALAI_MODELS: dict[str, tuple[tuple[str, ...], frozenset, frozenset]] = {
+    # class name: (declared fields in order, required fields, fields left out when None)
+    "CompletionEvent": (("data",), frozenset({"data"}), frozenset()),
+    "CompletionChunk": (("id", "model", "choices", "object", "created", "usage"), frozenset({"id", "model", "choices"}),
+                        frozenset({"object", "created", "usage"})),
+    "CompletionResponseStreamChoice": (("index", "delta", "finish_reason", "logprobs", "prompt_logprobs"),
+                                       frozenset({"index", "delta", "finish_reason"}), frozenset()),
+    "DeltaMessage": (("role", "content", "tool_calls", "tool_call_id", "index", "metadata"), frozenset(), frozenset()),
+    "ToolCall": (("function", "id", "type", "index"), frozenset({"function"}), frozenset({"id", "type", "index"})),
+    "FunctionCall": (("name", "arguments"), frozenset({"name", "arguments"}), frozenset()),
+}
+_MISTRALAI_CLASSES: dict[type, Any] = {}   # class -> its entry above, or None: asked once per class (bounded below)
+
+
+def _mistralai_model(cls: type) -> tuple[tuple[str, ...], frozenset, frozenset, frozenset] | None:
+    """(declared fields, the same as a set, required, left out when None): the entry of _MISTRALAI_MODELS for a
+    class of mistralai's (its module, name and declared fields, none aliased, as that entry says), else None."""
+    try:
+        return _MISTRALAI_CLASSES[cls]
+    except KeyError:
+        pass
+    entry = _MISTRALAI_MODELS.get(getattr(cls, "__name__", None))
+    try:
+        fields = getattr(cls, "model_fields", None)
+        if (entry is None or not str(getattr(cls, "__module__", "")).startswith("mistralai.")
+                or type(fields) is not dict or tuple(fields) != entry[0]
+                or any(getattr(f, "alias", None) is not None or getattr(f, "serialization_alias", None) is not None
+                       for f in fields.values())):
+            entry = None
+    except Exception:   # noqa: BLE001 - a class that will not say: not one of these
+        entry = None
+    if entry is not None:
+        entry = (entry[0], frozenset(entry[0])) + entry[1:]
+    if len(_MISTRALAI_CLASSES) < 256:
+        _MISTRALAI_CLASSES[cls] = entry
+    return entry
+
+
+class _NotPlain(Exception):
+    """A mistralai model _mistralai_dump does not read (the serializer's dump is taken instead)."""
+
+
+def _mistralai_dump(model: Any) -> dict:
+    """The dict mistralai's serializer gives for a model of _MISTRALAI_MODELS holding only plain members
+    (model_dump(mode="json", by_alias=True, exclude_unset=True)), read from its attributes; _NotPlain else."""
+    cls = type(model)
+    entry = _MISTRALAI_CLASSES[cls] if cls in _MISTRALAI_CLASSES else _mistralai_model(cls)
+    if entry is None:
+        raise _NotPlain
+    fields, known, required, dropped = entry
+    sent = model.__pydantic_fields_set__
+    if model.__pydantic_extra__ or not required <= sent or not sent <= known:
+        raise _NotPlain
+    values = model.__dict__
+    out = {}
+    for name in fields:
+        if name in sent:
+            value = values[name]
+            kind = type(value)
+            if kind is str:
+                if value == _MISTRALAI_SENTINEL:
+                    raise _NotPlain
+            elif kind is list:
+                value = [_mistralai_dump(item) for item in value]
+            elif value is None:
+                if name in dropped:
+                    continue
+            elif kind is not int:
+                value = _mistralai_dump(value)
+            out[name] = value
+    return out
+
+
+def _mistralai_event_data(item: Any) -> Any:
+    """The chunk model a mistralai CompletionEvent holds (its only member, data), else the item itself."""
+    entry = _mistralai_model(type(item))
+    if (entry is not None and entry[0] == ("data",) and not item.__pydantic_extra__
+            and "data" in item.__pydantic_fields_set__):
+        return item.__dict__["data"]
+    return item
 
 
 def _sole_object(items: Any) -> dict | None:
@@ -2193,7 +2288,7 @@ class ChatNormalizer:
         construct_type: the wire's values, fields set to the members sent), read from its attributes instead of its
         dump: the answer the dump would get, or None (always safe: the gate then dumps it)."""
         try:
-            return self._plain_object(chunk)
+            return self._plain_object(_mistralai_event_data(chunk) if self.mistral else chunk)
         except Exception:   # noqa: BLE001 - not such a model, or a value that will not compare: the dump decides
             return None
 
@@ -2545,8 +2640,12 @@ def _chat_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
 
 
 def _mistral_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
-    """A chunk object (openai-python, or mistralai's CompletionChunk), or mistralai's CompletionEvent: its data."""
-    payload = _sdk_dump(item)
+    """A chunk object (openai-python, or mistralai's CompletionChunk), or mistralai's CompletionEvent: its data.
+    mistralai's models holding only plain members are read from their attributes (_mistralai_dump)."""
+    try:
+        payload = _mistralai_dump(item)
+    except Exception:   # noqa: BLE001 - _NotPlain, or an attribute that is not there: the serializer decides
+        payload = _sdk_dump(item)
     if type(payload) is dict and len(payload) == 1 and type(payload.get("data")) is dict:
         return payload["data"]
     return payload

@@ -370,6 +370,135 @@ class MistralaiEvents(unittest.TestCase):
         self.assertEqual(report["status"], "blocked")   # a {"data": ...} dict is no chunk
 
 
+class _MistralaiField:
+    alias = serialization_alias = None
+
+
+class _Mistralai:
+    """A stand-in of a mistralai model (the reader knows them by module, name and declared fields): the members
+    of its class's fields are attributes (nested objects as their classes, see mistralai_objects) and its
+    __pydantic_fields_set__, the `extra` ones held in __pydantic_extra__; model_dump gives the wire payload and
+    counts its calls (the room reads a model holding only plain members from its attributes, without it)."""
+
+    FIELDS, NESTED = (), {}
+
+    def __init__(self, payload, extra=()):
+        self.__pydantic_fields_set__ = {key for key in payload if key in self.FIELDS and key not in extra}
+        self.__pydantic_extra__ = {key: payload[key] for key in payload if key not in self.__pydantic_fields_set__}
+        for key in self.__pydantic_fields_set__:
+            setattr(self, key, mistralai_objects(self.NESTED.get(key), payload[key]))
+        self.payload, self.dumps = payload, 0
+
+    def model_dump(self, **kwargs):
+        self.dumps += 1
+        return copy.deepcopy(self.payload)
+
+
+def mistralai_class(name, fields, nested=None, module="mistralai.client.models.stand_in", alias=None):
+    field = type("Field", (_MistralaiField,), {"alias": alias}) if alias else _MistralaiField
+    return type(name, (_Mistralai,), {"__module__": module, "FIELDS": fields, "NESTED": nested or {},
+                                      "model_fields": {key: field() for key in fields}})
+
+
+def mistralai_objects(cls, value):
+    if cls is None or value is None:
+        return value
+    return [cls(item) for item in value] if isinstance(value, list) else cls(value)
+
+
+MISTRALAI_FUNCTION = mistralai_class("FunctionCall", ("name", "arguments"))
+MISTRALAI_TOOL_CALL = mistralai_class("ToolCall", ("function", "id", "type", "index"), {"function": MISTRALAI_FUNCTION})
+MISTRALAI_DELTA = mistralai_class("DeltaMessage", ("role", "content", "tool_calls", "tool_call_id", "index",
+                                                   "metadata"), {"tool_calls": MISTRALAI_TOOL_CALL})
+MISTRALAI_CHOICE = mistralai_class("CompletionResponseStreamChoice", ("index", "delta", "finish_reason", "logprobs",
+                                                                      "prompt_logprobs"), {"delta": MISTRALAI_DELTA})
+MISTRALAI_CHUNK = mistralai_class("CompletionChunk", ("id", "model", "choices", "object", "created", "usage"),
+                                  {"choices": MISTRALAI_CHOICE})
+MISTRALAI_EVENT = mistralai_class("CompletionEvent", ("data",), {"data": MISTRALAI_CHUNK})
+
+
+class MistralaiModelsReadFromAttributes(unittest.TestCase):
+    """mistralai's models holding only plain members are read from their attributes, to the dict its serializer
+    gives; anything the reader does not know (an extra member at any level, a class of another module or with an
+    alias, a value of another type, the SDK's unset sentinel, a required field unset) leaves it to the dump."""
+
+    DOC = load_fixture("mistral/valid-incremental-call-with-index.json")[1]
+
+    def events(self, chunks=None):
+        return [MISTRALAI_EVENT({"data": chunk}) for chunk in (chunks or self.DOC["chunks"])]
+
+    def test_every_fixture_gives_the_wire_report_and_plain_chunks_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("mistral"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, self.events(doc["chunks"])), fixture_envelope_report(relpath))
+        events = self.events()
+        report_of(self.DOC, events)
+        self.assertEqual([event.dumps for event in events], [0] * 6 + [1])   # the last one holds usage
+
+    def test_the_dict_is_the_serializers(self):
+        chunk = copy.deepcopy(self.DOC["chunks"][0])
+        chunk["created"] = None                                      # optional, not nullable: left out
+        chunk["choices"][0]["delta"]["role"] = None                  # nullable and set: kept
+        chunk["choices"][0]["delta"]["tool_calls"][0]["id"] = None   # optional, not nullable: left out
+        got = vts._mistral_sdk_item(self.events([chunk])[0], None, 0)
+        self.assertEqual(json.dumps(got), json.dumps({
+            "id": chunk["id"], "model": "glm-4.6",
+            "choices": [{"index": 0, "delta": {"role": None, "content": "", "tool_calls": [
+                {"function": {"name": "create_ticket", "arguments": ""}, "type": "function", "index": 0}],
+                "index": 0}, "finish_reason": None, "logprobs": None}],
+            "object": "chat.completion.chunk"}))   # in declared order, as the serializer writes it
+
+    def test_an_extra_member_at_each_level_declines(self):
+        levels = {(): MISTRALAI_EVENT, ("data",): MISTRALAI_CHUNK, ("data", "choices", 0): MISTRALAI_CHOICE,
+                  ("data", "choices", 0, "delta"): MISTRALAI_DELTA,
+                  ("data", "choices", 0, "delta", "tool_calls", 0): MISTRALAI_TOOL_CALL,
+                  ("data", "choices", 0, "delta", "tool_calls", 0, "function"): MISTRALAI_FUNCTION}
+        for at in (0, 2):   # a call's first chunk (dumped), a plain fragment (read by plain_object)
+            for path, cls in levels.items():
+                with self.subTest(chunk=at, path=path):
+                    events = self.events()
+                    node, parent = events[at], None
+                    for key in path:
+                        node, parent = (node[key] if isinstance(node, list) else getattr(node, key)), node
+                    # "error": the one extra a chunk's plain_object looks at; the event's dump keeps it
+                    rebuilt = cls(dict(node.payload, error="x"), extra=("error",))
+                    wire = [event.payload["data"] for event in events]
+                    if not path:
+                        events[at] = rebuilt
+                        wire[at] = rebuilt.payload   # not a CompletionEvent's dump: not unwrapped
+                    elif isinstance(parent, list):
+                        parent[path[-1]] = rebuilt
+                    else:
+                        setattr(parent, path[-1], rebuilt)
+                    self.assertEqual(report_of(self.DOC, events), report_of(self.DOC, wire))
+                    self.assertEqual(events[at].dumps, 1)   # the shortcuts declined: the dump decided
+
+    def test_what_the_reader_does_not_know_declines(self):
+        def first_event(**changes):
+            chunk = copy.deepcopy(self.DOC["chunks"][0])
+            chunk["choices"][0]["delta"]["tool_calls"][0]["function"].update(changes)
+            return self.events([chunk])[0]
+
+        cases = {"sentinel": first_event(name="~?~unset~?~sentinel~?~"), "a float": first_event(arguments=1.5),
+                 "a bool": first_event(arguments=True), "a dict": first_event(arguments={"a": 1})}
+        event = first_event()
+        event.data.choices[0].delta.tool_calls[0].function.__pydantic_fields_set__.discard("name")   # required
+        cases["a required field unset"] = event
+        for label, cls in (("another module", mistralai_class("CompletionEvent", ("data",), module="other.models")),
+                           ("an alias", mistralai_class("CompletionEvent", ("data",), alias="Data")),
+                           ("other fields", mistralai_class("CompletionEvent", ("data", "more")))):
+            event = first_event()
+            cases[label] = cls({"data": event.payload["data"]})
+            cases[label].data = event.data
+        for label, event in cases.items():
+            with self.subTest(label):
+                with self.assertRaises(vts._NotPlain):
+                    vts._mistralai_dump(event)
+                payload = vts._mistral_sdk_item(event, None, 0)
+                self.assertEqual(event.dumps, 1)
+                self.assertEqual(payload, event.payload["data"])
+
+
 # --- the Anthropic SDK's stream helper, by hand ---------------------------------------------------
 
 
@@ -602,6 +731,23 @@ class MistralaiObjects(_Served, unittest.TestCase):
                  for call in choice["delta"].get("tool_calls") or []]
         # the wire's second entry has neither id nor index (missing_index); the plain dump says "null" and 0
         self.assertEqual([(call["id"], call["index"]) for call in calls], [("ZnDpBqqGt", 0), ("null", 0)])
+
+    def test_models_read_from_attributes_give_the_serializers_dict(self):
+        import warnings
+
+        read = 0
+        for prefix, _ in self.fixtures():
+            for item in self.read(prefix):
+                with self.subTest(fixture=prefix), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = item.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                    try:
+                        got = vts._mistralai_dump(item)
+                    except vts._NotPlain:
+                        continue
+                    self.assertEqual(json.dumps(got), json.dumps(want))   # the same members in the same order
+                    read += 1
+        self.assertGreater(read, 20)
 
 
 class ResponsesObjects(_Served, unittest.TestCase):
