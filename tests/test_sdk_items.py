@@ -499,6 +499,118 @@ class MistralaiModelsReadFromAttributes(unittest.TestCase):
                 self.assertEqual(payload, event.payload["data"])
 
 
+class _CohereField:
+    alias = serialization_alias = None
+
+
+class _CohereDecorators:
+    def __init__(self, field_serializers=None, model_serializer_when="json"):
+        info = type("Info", (), {"when_used": model_serializer_when, "mode": "plain"})()
+        self.field_serializers, self.computed_fields = field_serializers or {}, {}
+        self.model_serializers = {"serialize_model": type("Decorator", (), {"info": info})()}
+
+
+_COHERE_CLASSES = {}
+
+
+def cohere_class(fields, module="cohere.v2.types.stand_in", alias=None, **decorators):
+    """A stand-in class of cohere-python's models (the reader asks its module, fields and pydantic decorators)."""
+    key = (fields, module, alias, repr(sorted(decorators.items())))
+    if key not in _COHERE_CLASSES:
+        field = type("Field", (_CohereField,), {"alias": alias}) if alias else _CohereField
+        _COHERE_CLASSES[key] = type("CohereModel", (_Cohere,), {
+            "__module__": module, "model_fields": {name: field() for name in fields},
+            "__pydantic_decorators__": _CohereDecorators(**decorators)})
+    return _COHERE_CLASSES[key]
+
+
+class _Cohere:
+    """A stand-in of a cohere-python model built by construct_type: the members sent are its declared fields (its
+    class is made from them; objects nested as such models), the `extra` ones held in __pydantic_extra__ instead;
+    model_dump gives the wire payload and counts its calls (the room reads a plain model from its attributes)."""
+
+    def __init__(self, payload, extra=()):
+        self.__pydantic_fields_set__ = {key for key in payload if key not in extra}
+        self.__pydantic_extra__ = {key: payload[key] for key in extra if key in payload} or None
+        for key in self.__pydantic_fields_set__:
+            setattr(self, key, cohere_objects(payload[key]))
+        self.payload, self.dumps = payload, 0
+
+    def model_dump(self, **kwargs):
+        self.dumps += 1
+        return copy.deepcopy(self.payload)
+
+
+def cohere_model(payload, extra=(), **changes):
+    return cohere_class(tuple(key for key in payload if key not in extra), **changes)(payload, extra)
+
+
+def cohere_objects(value):
+    if isinstance(value, dict):
+        return cohere_model(value)
+    return [cohere_objects(item) for item in value] if isinstance(value, list) else value
+
+
+class CohereModelsReadFromAttributes(unittest.TestCase):
+    """cohere-python's models holding only plain members are read from their attributes, to the dict pydantic's
+    python-mode dump gives; anything the reader does not know (an extra member at any level, a class of another
+    module, with an alias, a field serializer or a model serializer for python mode, a value of another type)
+    leaves it to the dump."""
+
+    RELPATH = "cohere/pass-parallel-calls-one-after-another.json"
+
+    def test_every_fixture_gives_the_wire_report_and_plain_events_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("cohere"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, [cohere_model(e) for e in doc["events"]]),
+                                 fixture_envelope_report(relpath))
+        doc = load_fixture(self.RELPATH)[1]
+        events = [cohere_model(e) for e in doc["events"]]
+        report_of(doc, events)
+        deltas = [e for e in events if e.type == "tool-call-delta"]
+        self.assertGreater(len(deltas), 3)
+        self.assertEqual([e.dumps for e in deltas], [0] * len(deltas))
+
+    def delta(self):
+        doc = load_fixture(self.RELPATH)[1]
+        at = [e["type"] for e in doc["events"]].index("tool-call-delta")
+        return doc, at
+
+    def test_an_extra_member_at_each_level_declines(self):
+        doc, at = self.delta()
+        for depth in range(5):   # the event, delta, message, tool_calls, function
+            with self.subTest(depth=depth):
+                events = [cohere_model(e) for e in doc["events"]]
+                node, parent, key = events[at], None, None
+                for key in ("delta", "message", "tool_calls", "function")[:depth]:
+                    node, parent = getattr(node, key), node
+                rebuilt = cohere_model(dict(node.payload, more="x"), extra=("more",))
+                if parent is None:
+                    events[at] = rebuilt
+                else:
+                    setattr(parent, key, rebuilt)
+                wire = [e.payload for e in events]   # the event's dump: the wire (with `more` when it is the event)
+                self.assertEqual(report_of(doc, events), report_of(doc, wire))
+                self.assertEqual(events[at].dumps, 1)
+
+    def test_what_the_reader_does_not_know_declines(self):
+        doc, at = self.delta()
+        event = doc["events"][at]
+        cases = {"another module": cohere_model(event, module="other.types"),
+                 "an alias": cohere_model(event, alias="Index"),
+                 "a field serializer": cohere_model(event, field_serializers={"index": 1}),
+                 "a python-mode model serializer": cohere_model(event, model_serializer_when="always")}
+        for label, value in (("a float", 1.5), ("a dict", {"a": 1}), ("a tuple", ("a",))):
+            cases[label] = cohere_model(event)
+            cases[label].delta.message.tool_calls.function.arguments = value
+        for label, model in cases.items():
+            with self.subTest(label):
+                with self.assertRaises(vts._NotPlain):
+                    vts._cohere_dump(model)
+                self.assertEqual(vts._cohere_sdk_item(model, None, 0), event)
+                self.assertEqual(model.dumps, 1)
+
+
 # --- the Anthropic SDK's stream helper, by hand ---------------------------------------------------
 
 
@@ -849,6 +961,21 @@ class CohereObjects(_Served, unittest.TestCase):
         logging.getLogger().setLevel(logging.CRITICAL)
         client = cohere.ClientV2(api_key="test", base_url=self.url + prefix)
         return list(client.chat_stream(model="command-a-03-2025", messages=[{"role": "user", "content": "x"}]))
+
+    def test_models_read_from_attributes_give_the_dumps_dict(self):
+        read = 0
+        for prefix, _ in self.fixtures():
+            for item in self.read(prefix):
+                with self.subTest(fixture=prefix):
+                    want = type(item).__pydantic_serializer__.to_python(item, by_alias=True, exclude_unset=True,
+                                                                        warnings=False)
+                    try:
+                        got = vts._cohere_dump(item)
+                    except vts._NotPlain:
+                        continue
+                    self.assertEqual(json.dumps(got), json.dumps(want))   # the same members in the same order
+                    read += 1
+        self.assertGreater(read, 200)
 
 
 class OllamaObjects(_Served, unittest.TestCase):
