@@ -2295,7 +2295,7 @@ class ChatNormalizer:
 
     def _plain_object(self, chunk: Any) -> tuple[SlotKey, str, str] | None:
         # Each model's declared fields (its fields set and values; pydantic keeps other members apart, as extras):
-        # a member the dict path looks at that is an extra here, or any extra below the chunk, declines.  Fields
+        # a member the dict path looks at that is an extra of the chunk or choice, or any extra below, declines.  Fields
         # are named as on the wire in openai-python's and mistralai's chunk models (no alias), which this assumes.
         sent, values, extra = chunk.__pydantic_fields_set__, chunk.__dict__, chunk.__pydantic_extra__
         kind = values["object"] if "object" in sent else None
@@ -2307,7 +2307,8 @@ class ChatNormalizer:
             return None
         choice = choices[0]
         sent, values, extra = choice.__pydantic_fields_set__, choice.__dict__, choice.__pydantic_extra__
-        if (extra or "message" in sent or "index" not in sent or "delta" not in sent
+        if (extra and ("message" in extra or "finish_reason" in extra) or "message" in sent or "index" not in sent
+                or "delta" not in sent
                 or "finish_reason" in sent and values["finish_reason"] not in (None, "")):
             return None
         cidx, delta = values["index"], values["delta"]

@@ -199,6 +199,19 @@ class GenericReader(unittest.TestCase):
         objects[3].choices[0].delta.tool_calls[0] = Pyd(entry, extra=("custom",))
         self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
 
+    def test_a_choice_member_the_plain_path_does_not_read_keeps_the_shortcut(self):
+        doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
+        chunks = copy.deepcopy(doc["chunks"])
+        for chunk in chunks:   # Azure's, kept by openai-python as an extra of the choice
+            for choice in chunk["choices"]:
+                choice["content_filter_results"] = {}
+        objects = [Pyd(chunk) for chunk in chunks]
+        for chunk, model in zip(chunks, objects):
+            model.choices[:] = [Pyd(choice, extra=("content_filter_results",)) for choice in chunk["choices"]]
+        self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
+        self.assertEqual(report_of(doc, chunks)["status"], "pass")
+        self.assertGreater([o.dumps for o in objects].count(0), 3)
+
     def test_members_the_plain_path_reads_are_seen_as_extras_at_every_level(self):
         doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
         plain = doc["chunks"][3]
@@ -460,8 +473,9 @@ class MistralaiModelsReadFromAttributes(unittest.TestCase):
                     node, parent = events[at], None
                     for key in path:
                         node, parent = (node[key] if isinstance(node, list) else getattr(node, key)), node
-                    # "error": the one extra a chunk's plain_object looks at; the event's dump keeps it
-                    rebuilt = cls(dict(node.payload, error="x"), extra=("error",))
+                    # members plain_object reads when extras of a chunk ("error") or choice ("message")
+                    member = "message" if cls is MISTRALAI_CHOICE else "error"
+                    rebuilt = cls(dict(node.payload, **{member: "x"}), extra=(member,))
                     wire = [event.payload["data"] for event in events]
                     if not path:
                         events[at] = rebuilt
