@@ -2127,28 +2127,37 @@ _MISTRALAI_MODELS: dict[str, tuple[tuple[str, ...], frozenset, frozenset]] = {
     "ToolCall": (("function", "id", "type", "index"), frozenset({"function"}), frozenset({"id", "type", "index"})),
     "FunctionCall": (("name", "arguments"), frozenset({"name", "arguments"}), frozenset()),
 }
+# models nested in those that are dumped by their own serializer (its wrap serializer, given the same arguments as the
+# chunk's: what the chunk's dump writes for them; about 3 us instead of the chunk's 18)
+_MISTRALAI_SERIALIZED = frozenset({"UsageInfo"})
+_MISTRALAI_DUMPED = ((), frozenset(), frozenset(), frozenset())   # the entry of such a class
 _MISTRALAI_CLASSES: dict[type, Any] = {}   # class -> its entry above, or None: asked once per class (bounded below)
 
 
 def _mistralai_model(cls: type) -> tuple[tuple[str, ...], frozenset, frozenset, frozenset] | None:
     """(declared fields, the same as a set, required, left out when None): the entry of _MISTRALAI_MODELS for a
-    class of mistralai's (its module, name and declared fields, none aliased, as that entry says), else None."""
+    class of mistralai's (its module, name and declared fields, none aliased, as that entry says);
+    _MISTRALAI_DUMPED for one of _MISTRALAI_SERIALIZED; else None."""
     try:
         return _MISTRALAI_CLASSES[cls]
     except KeyError:
         pass
-    entry = _MISTRALAI_MODELS.get(getattr(cls, "__name__", None))
+    name = getattr(cls, "__name__", None)
+    entry = _MISTRALAI_MODELS.get(name)
     try:
+        theirs = str(getattr(cls, "__module__", "")).startswith("mistralai.")
         fields = getattr(cls, "model_fields", None)
-        if (entry is None or not str(getattr(cls, "__module__", "")).startswith("mistralai.")
-                or type(fields) is not dict or tuple(fields) != entry[0]
+        if name in _MISTRALAI_SERIALIZED:
+            serialized = theirs and getattr(cls, "__pydantic_serializer__", None) is not None
+            entry = _MISTRALAI_DUMPED if serialized else None
+        elif (entry is None or not theirs or type(fields) is not dict or tuple(fields) != entry[0]
                 or any(getattr(f, "alias", None) is not None or getattr(f, "serialization_alias", None) is not None
                        for f in fields.values())):
             entry = None
+        else:
+            entry = (entry[0], frozenset(entry[0])) + entry[1:]
     except Exception:   # noqa: BLE001 - a class that will not say: not one of these
         entry = None
-    if entry is not None:
-        entry = (entry[0], frozenset(entry[0])) + entry[1:]
     if len(_MISTRALAI_CLASSES) < 256:
         _MISTRALAI_CLASSES[cls] = entry
     return entry
@@ -2166,6 +2175,12 @@ def _mistralai_dump(model: Any) -> dict:
     entry = _MISTRALAI_CLASSES[cls] if cls in _MISTRALAI_CLASSES else _mistralai_model(cls)
     if entry is None:
         raise _NotPlain
+    if entry is _MISTRALAI_DUMPED:
+        dump = cls.__pydantic_serializer__.to_python(model, mode="json", by_alias=True, exclude_unset=True,
+                                                     warnings=False)
+        if type(dump) is not dict:
+            raise _NotPlain
+        return dump
     fields, known, required, dropped = entry
     sent = model.__pydantic_fields_set__
     if model.__pydantic_extra__ or not required <= sent or not sent <= known:

@@ -448,6 +448,25 @@ class MistralaiModelsReadFromAttributes(unittest.TestCase):
         report_of(self.DOC, events)
         self.assertEqual([event.dumps for event in events], [0] * 6 + [1])   # the last one holds usage
 
+    def test_usage_is_dumped_by_its_own_serializer(self):
+        class Serializer:
+            def to_python(self, item, **kwargs):
+                item.serialized.append(kwargs)
+                return copy.deepcopy(item.payload)
+
+        for module, skips in (("mistralai.client.models.usageinfo", True), ("other.models", False)):
+            with self.subTest(module=module):
+                usage_class = type("UsageInfo", (), {"__module__": module, "__pydantic_serializer__": Serializer()})
+                events = self.events()
+                usage = usage_class()
+                usage.payload, usage.serialized = self.DOC["chunks"][-1]["usage"], []
+                events[-1].data.usage = usage
+                self.assertEqual(report_of(self.DOC, events), fixture_envelope_report(
+                    "mistral/valid-incremental-call-with-index.json"))
+                self.assertEqual(events[-1].dumps, 0 if skips else 1)
+                want = [{"mode": "json", "by_alias": True, "exclude_unset": True, "warnings": False}] if skips else []
+                self.assertEqual(usage.serialized, want)
+
     def test_the_dict_is_the_serializers(self):
         chunk = copy.deepcopy(self.DOC["chunks"][0])
         chunk["created"] = None                                      # optional, not nullable: left out
