@@ -4478,12 +4478,59 @@ def _responses_request_body(schemas: dict, request: dict) -> dict:
     return dict(body, **_request_controls(request, ("tool_choice", "parallel_tool_calls")))
 
 
+# openai-python's ResponseFunctionCallArgumentsDeltaEvent (openai/types/responses/
+# response_function_call_arguments_delta_event.py), nearly every event of a long stream, is built by construct_type
+# (openai/_models.py: fields set = the members sent, unknown ones kept as extras) and has no alias, field or model
+# serializer: one holding only strings, integers and nulls and no extra member is read from its attributes to the
+# dict the generic dump gives (the fields set, in declared order).  Any other object is dumped (_sdk_dump).
+_RESPONSES_FLAT_CLASSES: dict[type, Any] = {}   # class -> (declared fields, the same as a set), or None (bounded)
+
+
+def _responses_flat_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | None:
+    if cls in _RESPONSES_FLAT_CLASSES:
+        return _RESPONSES_FLAT_CLASSES[cls]
+    found = None
+    try:
+        fields = getattr(cls, "model_fields", None)
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        if (getattr(cls, "__name__", None) == "ResponseFunctionCallArgumentsDeltaEvent"
+                and str(getattr(cls, "__module__", "")).startswith("openai.") and type(fields) is dict
+                and decorators is not None and not decorators.field_serializers and not decorators.model_serializers
+                and not decorators.computed_fields and not getattr(cls, "__pydantic_computed_fields__", None)
+                and all(f.alias is None and f.serialization_alias is None for f in fields.values())):
+            found = (tuple(fields), frozenset(fields))
+    except Exception:   # noqa: BLE001 - a class that will not say: not this one
+        found = None
+    if len(_RESPONSES_FLAT_CLASSES) < 256:
+        _RESPONSES_FLAT_CLASSES[cls] = found
+    return found
+
+
+def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
+    """An openai-python Responses event: an arguments delta of plain members read from its attributes (see above),
+    any other object dumped as the generic reader dumps it."""
+    try:
+        entry = _responses_flat_fields(type(item))
+        if entry is not None and not item.__pydantic_extra__ and item.__pydantic_fields_set__ <= entry[1]:
+            sent, values, out = item.__pydantic_fields_set__, item.__dict__, {}
+            for name in entry[0]:
+                if name in sent:
+                    value = out[name] = values[name]
+                    if value is not None and type(value) is not str and type(value) is not int:
+                        break
+            else:
+                return out
+    except Exception:   # noqa: BLE001 - an attribute that is not there: the dump decides
+        pass
+    return _sdk_dump(item)
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
                     slot_end_name="response.output_item.done"),
     wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
-                   fragment_key=_fragment_key_at("output_index")),
+                   fragment_key=_fragment_key_at("output_index"), sdk_item=_responses_sdk_item),
     request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,

@@ -644,6 +644,57 @@ class CohereModelsReadFromAttributes(unittest.TestCase):
                 self.assertEqual(model.dumps, 1)
 
 
+class ResponsesArgumentDeltasReadFromAttributes(unittest.TestCase):
+    """openai-python's ResponseFunctionCallArgumentsDeltaEvent holding only strings, integers and nulls is read from
+    its attributes, to the dict the generic dump gives; an extra member, a nested or other value, another class,
+    module, an alias or a serializer leave it to the dump."""
+
+    RELPATH = "openai-responses/pass-fragmented-single-call.json"
+
+    @staticmethod
+    def model(payload, extra=(), name="ResponseFunctionCallArgumentsDeltaEvent", module="openai.types.responses.x",
+              **decorators):
+        if payload.get("type") != "response.function_call_arguments.delta":
+            return Pyd(payload)
+        cls = cohere_class(tuple(key for key in payload if key not in extra), module=module, **decorators)
+        cls = type(name, (cls,), {"__module__": module})
+        if not decorators:
+            cls.__pydantic_decorators__ = _CohereDecorators()
+            cls.__pydantic_decorators__.model_serializers = {}
+        return cls(payload, extra)
+
+    def doc(self):
+        return self.RELPATH, load_fixture(self.RELPATH)[1]
+
+    def test_every_fixture_gives_the_wire_report_and_deltas_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("openai-responses"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, [self.model(e) for e in doc["events"]]),
+                                 fixture_envelope_report(relpath))
+        relpath, doc = self.doc()
+        events = [self.model(e) for e in doc["events"]]
+        report_of(doc, events)
+        deltas = [e for e in events if e.payload["type"] == "response.function_call_arguments.delta"]
+        self.assertGreater(len(deltas), 2)
+        self.assertEqual([e.dumps for e in deltas], [0] * len(deltas))
+
+    def test_what_the_reader_does_not_know_declines(self):
+        relpath, doc = self.doc()
+        event = next(e for e in doc["events"] if e["type"] == "response.function_call_arguments.delta")
+        cases = {"an extra member": self.model(dict(event, more="x"), extra=("more",)),
+                 "another class": self.model(event, name="ResponseOtherEvent"),
+                 "another module": self.model(event, module="other.types"),
+                 "a model serializer": self.model(event, model_serializer_when="json"),
+                 "a field serializer": self.model(event, field_serializers={"delta": 1})}
+        for label, value in (("a float", 1.5), ("a bool", True), ("a list", ["x"]), ("a model", Pyd({"a": 1}))):
+            cases[label] = self.model(event)
+            cases[label].delta = value
+        for label, model in cases.items():
+            with self.subTest(label):
+                self.assertEqual(vts.PROFILES["openai-responses"].wire.sdk_item(model, None, 0), model.payload)
+                self.assertEqual(model.dumps, 1)
+
+
 # --- the Anthropic SDK's stream helper, by hand ---------------------------------------------------
 
 
@@ -907,6 +958,16 @@ class ResponsesObjects(_Served, unittest.TestCase):
 
         client = openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
         return list(client.responses.create(model="gpt-5", input="x", stream=True))
+
+    def test_argument_deltas_read_from_attributes_give_the_dumps_dict(self):
+        read = 0
+        for prefix, _ in self.fixtures():
+            for item in self.read(prefix):
+                with self.subTest(fixture=prefix):
+                    got = vts.PROFILES["openai-responses"].wire.sdk_item(item, None, 0)
+                    self.assertEqual(json.dumps(got), json.dumps(vts._sdk_dump(item)))   # members and their order
+                    read += type(item).__name__ == "ResponseFunctionCallArgumentsDeltaEvent"
+        self.assertGreater(read, 50)
 
 
 class AnthropicObjects(_Served, unittest.TestCase):
