@@ -2113,8 +2113,9 @@ def _chat_read_entry(entry: Any, mistral: bool) -> tuple[tuple[str, int | None] 
 # lists it optional and not nullable (the third entry below); a value equal to mistralai/client/types/basemodel.py's
 # UNSET_SENTINEL is left out; an unset field that is not optional is written as null.  So a model of these classes
 # that holds only strings, ints, None and such models (lists of them where the field is a list) is dumped here from
-# its attributes, to the dict the serializer gives; anything else (another class, an extra member, a required field
-# unset, another value type, the sentinel) declines, and the object is dumped by pydantic (_sdk_dump).
+# its attributes, to the dict the serializer gives; anything else (another class, its fields otherwise declared, an
+# alias, an excluded field, a field serializer, a model serializer other than that wrap one, an extra member, a
+# required field unset, another value type, the sentinel) declines, and the object is dumped by pydantic (_sdk_dump).
 _MISTRALAI_SENTINEL = "~?~unset~?~sentinel~?~"
 _MISTRALAI_MODELS: dict[str, tuple[tuple[str, ...], frozenset, frozenset]] = {
     # class name: (declared fields in order, required fields, fields left out when None)
@@ -2151,8 +2152,9 @@ def _mistralai_model(cls: type) -> tuple[tuple[str, ...], frozenset, frozenset, 
             serialized = theirs and getattr(cls, "__pydantic_serializer__", None) is not None
             entry = _MISTRALAI_DUMPED if serialized else None
         elif (entry is None or not theirs or type(fields) is not dict or tuple(fields) != entry[0]
-                or any(getattr(f, "alias", None) is not None or getattr(f, "serialization_alias", None) is not None
-                       for f in fields.values())):
+                or any(f.alias is not None or f.serialization_alias is not None or f.exclude for f in fields.values())
+                or cls.__pydantic_decorators__.field_serializers or cls.__pydantic_decorators__.computed_fields
+                or any(d.info.mode != "wrap" for d in cls.__pydantic_decorators__.model_serializers.values())):
             entry = None
         else:
             entry = (entry[0], frozenset(entry[0])) + entry[1:]
@@ -4497,7 +4499,7 @@ def _responses_flat_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | Non
                 and str(getattr(cls, "__module__", "")).startswith("openai.") and type(fields) is dict
                 and decorators is not None and not decorators.field_serializers and not decorators.model_serializers
                 and not decorators.computed_fields and not getattr(cls, "__pydantic_computed_fields__", None)
-                and all(f.alias is None and f.serialization_alias is None for f in fields.values())):
+                and all(f.alias is None and f.serialization_alias is None and not f.exclude for f in fields.values())):
             found = (tuple(fields), frozenset(fields))
     except Exception:   # noqa: BLE001 - a class that will not say: not this one
         found = None
@@ -6703,7 +6705,7 @@ def _cohere_foreign_shape(payload: dict) -> str | None:
 # the declared fields in the fields set, in declared order, by alias, then the extras.  So a model of a cohere.* class
 # without aliases, field serializers, computed fields or other model serializers, holding no extra member and only
 # str, int, bool, None, such models and lists of them, is read from its attributes to that dict (about 4 us less
-# an event); anything else declines (_NotPlain) to the dump.
+# an event); anything else (an excluded field too) declines (_NotPlain) to the dump.
 _COHERE_CLASSES: dict[type, Any] = {}   # class -> its declared fields, or None (asked once per class, bounded)
 
 
@@ -6720,7 +6722,7 @@ def _cohere_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | None:
                 and decorators is not None and not decorators.field_serializers and not decorators.computed_fields
                 and all(d.info.when_used == "json" for d in decorators.model_serializers.values())
                 and not getattr(cls, "__pydantic_computed_fields__", None)
-                and all(f.alias is None and f.serialization_alias is None for f in fields.values())):
+                and all(f.alias is None and f.serialization_alias is None and not f.exclude for f in fields.values())):
             found = (tuple(fields), frozenset(fields))
     except Exception:   # noqa: BLE001 - a class that will not say: not one of these
         found = None

@@ -384,7 +384,16 @@ class MistralaiEvents(unittest.TestCase):
 
 
 class _MistralaiField:
-    alias = serialization_alias = None
+    alias = serialization_alias = exclude = None
+
+
+class _MistralaiDecorators:
+    """What pydantic's __pydantic_decorators__ says of a mistralai model: its serialize_model wraps the dump."""
+
+    def __init__(self, mode="wrap", field_serializers=None):
+        info = type("Info", (), {"mode": mode, "when_used": "always"})()
+        self.field_serializers, self.computed_fields = field_serializers or {}, {}
+        self.model_serializers = {"serialize_model": type("Decorator", (), {"info": info})()}
 
 
 class _Mistralai:
@@ -407,10 +416,12 @@ class _Mistralai:
         return copy.deepcopy(self.payload)
 
 
-def mistralai_class(name, fields, nested=None, module="mistralai.client.models.stand_in", alias=None):
-    field = type("Field", (_MistralaiField,), {"alias": alias}) if alias else _MistralaiField
+def mistralai_class(name, fields, nested=None, module="mistralai.client.models.stand_in", alias=None, exclude=None,
+                    **decorators):
+    field = type("Field", (_MistralaiField,), {"alias": alias, "exclude": exclude})
     return type(name, (_Mistralai,), {"__module__": module, "FIELDS": fields, "NESTED": nested or {},
-                                      "model_fields": {key: field() for key in fields}})
+                                      "model_fields": {key: field() for key in fields},
+                                      "__pydantic_decorators__": _MistralaiDecorators(**decorators)})
 
 
 def mistralai_objects(cls, value):
@@ -519,6 +530,10 @@ class MistralaiModelsReadFromAttributes(unittest.TestCase):
         cases["a required field unset"] = event
         for label, cls in (("another module", mistralai_class("CompletionEvent", ("data",), module="other.models")),
                            ("an alias", mistralai_class("CompletionEvent", ("data",), alias="Data")),
+                           ("an excluded field", mistralai_class("CompletionEvent", ("data",), exclude=True)),
+                           ("a plain model serializer", mistralai_class("CompletionEvent", ("data",), mode="plain")),
+                           ("a field serializer", mistralai_class("CompletionEvent", ("data",),
+                                                                  field_serializers={"data": 1})),
                            ("other fields", mistralai_class("CompletionEvent", ("data", "more")))):
             event = first_event()
             cases[label] = cls({"data": event.payload["data"]})
@@ -533,7 +548,7 @@ class MistralaiModelsReadFromAttributes(unittest.TestCase):
 
 
 class _CohereField:
-    alias = serialization_alias = None
+    alias = serialization_alias = exclude = None
 
 
 class _CohereDecorators:
@@ -546,11 +561,11 @@ class _CohereDecorators:
 _COHERE_CLASSES = {}
 
 
-def cohere_class(fields, module="cohere.v2.types.stand_in", alias=None, **decorators):
+def cohere_class(fields, module="cohere.v2.types.stand_in", alias=None, exclude=None, **decorators):
     """A stand-in class of cohere-python's models (the reader asks its module, fields and pydantic decorators)."""
-    key = (fields, module, alias, repr(sorted(decorators.items())))
+    key = (fields, module, alias, exclude, repr(sorted(decorators.items())))
     if key not in _COHERE_CLASSES:
-        field = type("Field", (_CohereField,), {"alias": alias}) if alias else _CohereField
+        field = type("Field", (_CohereField,), {"alias": alias, "exclude": exclude})
         _COHERE_CLASSES[key] = type("CohereModel", (_Cohere,), {
             "__module__": module, "model_fields": {name: field() for name in fields},
             "__pydantic_decorators__": _CohereDecorators(**decorators)})
@@ -631,6 +646,7 @@ class CohereModelsReadFromAttributes(unittest.TestCase):
         event = doc["events"][at]
         cases = {"another module": cohere_model(event, module="other.types"),
                  "an alias": cohere_model(event, alias="Index"),
+                 "an excluded field": cohere_model(event, exclude=True),
                  "a field serializer": cohere_model(event, field_serializers={"index": 1}),
                  "a python-mode model serializer": cohere_model(event, model_serializer_when="always")}
         for label, value in (("a float", 1.5), ("a dict", {"a": 1}), ("a tuple", ("a",))):
@@ -653,10 +669,11 @@ class ResponsesArgumentDeltasReadFromAttributes(unittest.TestCase):
 
     @staticmethod
     def model(payload, extra=(), name="ResponseFunctionCallArgumentsDeltaEvent", module="openai.types.responses.x",
-              **decorators):
+              exclude=None, **decorators):
         if payload.get("type") != "response.function_call_arguments.delta":
             return Pyd(payload)
-        cls = cohere_class(tuple(key for key in payload if key not in extra), module=module, **decorators)
+        cls = cohere_class(tuple(key for key in payload if key not in extra), module=module, exclude=exclude,
+                           **decorators)
         cls = type(name, (cls,), {"__module__": module})
         if not decorators:
             cls.__pydantic_decorators__ = _CohereDecorators()
@@ -684,6 +701,7 @@ class ResponsesArgumentDeltasReadFromAttributes(unittest.TestCase):
         cases = {"an extra member": self.model(dict(event, more="x"), extra=("more",)),
                  "another class": self.model(event, name="ResponseOtherEvent"),
                  "another module": self.model(event, module="other.types"),
+                 "an excluded field": self.model(event, exclude=True),
                  "a model serializer": self.model(event, model_serializer_when="json"),
                  "a field serializer": self.model(event, field_serializers={"delta": 1})}
         for label, value in (("a float", 1.5), ("a bool", True), ("a list", ["x"]), ("a model", Pyd({"a": 1}))):
