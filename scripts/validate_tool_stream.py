@@ -2054,7 +2054,9 @@ def _chat_repeated_choices(pos: int, choices: list) -> Iterator[NeutralEvent]:
 # whose name mentions a tool or function is a tool shape this tool cannot read.
 _KNOWN_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id", "executed_tools"})
 # A delta of only these members has nothing for ChatNormalizer._delta to report (its tool_calls are read apart).
-_PLAIN_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls"})
+# the members of a delta ChatNormalizer._delta has nothing to say about ("index": which message of the reply the
+# delta is for, mistralai/client/models/deltamessage.py; some gateways behind the mistral API send it)
+_PLAIN_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls", "index"})
 # Groq's hosted tools (groq/compound): delta.executed_tools entries {index, type, arguments,
 # output, search_results...}.  Groq ran them; each is sent twice with one index (when it starts,
 # then with its output) and counted once.  Reviewed `type` -> hosted name; other types, which no
@@ -2125,6 +2127,117 @@ def _chat_read_entry(entry: Any, mistral: bool) -> tuple[tuple[str, int | None] 
     if not ok_args:
         return (f"{member}.{text_key} must be a string or null, got {_describe(function.get(text_key))}", slot), None
     return None, (index, slot, member, kind, call_id, name, arguments)
+
+
+# mistralai's stream models (mistralai/client/models/: completionevent.py CompletionEvent, completionchunk.py
+# CompletionChunk, completionresponsestreamchoice.py CompletionResponseStreamChoice, deltamessage.py DeltaMessage,
+# toolcall.py ToolCall, functioncall.py FunctionCall) serialise through a Python model_serializer(mode="wrap") per
+# model (serialize_model, about 18 us a chunk).  What it changes in the dump of the fields set (exclude_unset): the
+# declared fields in their declared order, no alias; a set field whose value is None is left out where the model
+# lists it optional and not nullable (the third entry below); a value equal to mistralai/client/types/basemodel.py's
+# UNSET_SENTINEL is left out; an unset field that is not optional is written as null.  So a model of these classes
+# that holds only strings, ints, None and such models (lists of them where the field is a list) is dumped here from
+# its attributes, to the dict the serializer gives; anything else (another class, its fields otherwise declared, an
+# alias, an excluded field, a field serializer, a model serializer other than that wrap one, an extra member, a
+# required field unset, another value type, the sentinel) declines, and the object is dumped by pydantic (_sdk_dump).
+_MISTRALAI_SENTINEL = "~?~unset~?~sentinel~?~"
+_MISTRALAI_MODELS: dict[str, tuple[tuple[str, ...], frozenset, frozenset]] = {
+    # class name: (declared fields in order, required fields, fields left out when None)
+    "CompletionEvent": (("data",), frozenset({"data"}), frozenset()),
+    "CompletionChunk": (("id", "model", "choices", "object", "created", "usage"), frozenset({"id", "model", "choices"}),
+                        frozenset({"object", "created", "usage"})),
+    "CompletionResponseStreamChoice": (("index", "delta", "finish_reason", "logprobs", "prompt_logprobs"),
+                                       frozenset({"index", "delta", "finish_reason"}), frozenset()),
+    "DeltaMessage": (("role", "content", "tool_calls", "tool_call_id", "index", "metadata"), frozenset(), frozenset()),
+    "ToolCall": (("function", "id", "type", "index"), frozenset({"function"}), frozenset({"id", "type", "index"})),
+    "FunctionCall": (("name", "arguments"), frozenset({"name", "arguments"}), frozenset()),
+}
+# models nested in those that are dumped by their own serializer (its wrap serializer, given the same arguments as the
+# chunk's: what the chunk's dump writes for them; about 3 us instead of the chunk's 18)
+_MISTRALAI_SERIALIZED = frozenset({"UsageInfo"})
+_MISTRALAI_DUMPED = ((), frozenset(), frozenset(), frozenset())   # the entry of such a class
+_MISTRALAI_CLASSES: dict[type, Any] = {}   # class -> its entry above, or None: asked once per class (bounded below)
+
+
+def _mistralai_model(cls: type) -> tuple[tuple[str, ...], frozenset, frozenset, frozenset] | None:
+    """(declared fields, the same as a set, required, left out when None): the entry of _MISTRALAI_MODELS for a
+    class of mistralai's (its module, name and declared fields, none aliased, as that entry says);
+    _MISTRALAI_DUMPED for one of _MISTRALAI_SERIALIZED; else None."""
+    try:
+        return _MISTRALAI_CLASSES[cls]
+    except KeyError:
+        pass
+    name = getattr(cls, "__name__", None)
+    entry = _MISTRALAI_MODELS.get(name)
+    try:
+        theirs = str(getattr(cls, "__module__", "")).startswith("mistralai.")
+        fields = getattr(cls, "model_fields", None)
+        if name in _MISTRALAI_SERIALIZED:
+            serialized = theirs and getattr(cls, "__pydantic_serializer__", None) is not None
+            entry = _MISTRALAI_DUMPED if serialized else None
+        elif (entry is None or not theirs or type(fields) is not dict or tuple(fields) != entry[0]
+                or any(f.alias is not None or f.serialization_alias is not None or f.exclude for f in fields.values())
+                or cls.__pydantic_decorators__.field_serializers or cls.__pydantic_decorators__.computed_fields
+                or any(d.info.mode != "wrap" for d in cls.__pydantic_decorators__.model_serializers.values())):
+            entry = None
+        else:
+            entry = (entry[0], frozenset(entry[0])) + entry[1:]
+    except Exception:   # noqa: BLE001 - a class that will not say: not one of these
+        entry = None
+    if len(_MISTRALAI_CLASSES) < 256:
+        _MISTRALAI_CLASSES[cls] = entry
+    return entry
+
+
+class _NotPlain(Exception):
+    """An SDK's model a room's reader of plain models does not read (_mistralai_dump, _cohere_dump): the SDK's
+    dump is taken instead."""
+
+
+def _mistralai_dump(model: Any) -> dict:
+    """The dict mistralai's serializer gives for a model of _MISTRALAI_MODELS holding only plain members
+    (model_dump(mode="json", by_alias=True, exclude_unset=True)), read from its attributes; _NotPlain else."""
+    cls = type(model)
+    entry = _MISTRALAI_CLASSES[cls] if cls in _MISTRALAI_CLASSES else _mistralai_model(cls)
+    if entry is None:
+        raise _NotPlain
+    if entry is _MISTRALAI_DUMPED:
+        dump = cls.__pydantic_serializer__.to_python(model, mode="json", by_alias=True, exclude_unset=True,
+                                                     warnings=False)
+        if type(dump) is not dict:
+            raise _NotPlain
+        return dump
+    fields, known, required, dropped = entry
+    sent = model.__pydantic_fields_set__
+    if model.__pydantic_extra__ or not required <= sent or not sent <= known:
+        raise _NotPlain
+    values = model.__dict__
+    out = {}
+    for name in fields:
+        if name in sent:
+            value = values[name]
+            kind = type(value)
+            if kind is str:
+                if value == _MISTRALAI_SENTINEL:
+                    raise _NotPlain
+            elif kind is list:
+                value = [_mistralai_dump(item) for item in value]
+            elif value is None:
+                if name in dropped:
+                    continue
+            elif kind is not int:
+                value = _mistralai_dump(value)
+            out[name] = value
+    return out
+
+
+def _mistralai_event_data(item: Any) -> Any:
+    """The chunk model a mistralai CompletionEvent holds (its only member, data), else the item itself."""
+    entry = _mistralai_model(type(item))
+    if (entry is not None and entry[0] == ("data",) and not item.__pydantic_extra__
+            and "data" in item.__pydantic_fields_set__):
+        return item.__dict__["data"]
+    return item
 
 
 def _sole_object(items: Any) -> dict | None:
@@ -2217,13 +2330,13 @@ class ChatNormalizer:
         construct_type: the wire's values, fields set to the members sent), read from its attributes instead of its
         dump: the answer the dump would get, or None (always safe: the gate then dumps it)."""
         try:
-            return self._plain_object(chunk)
+            return self._plain_object(_mistralai_event_data(chunk) if self.mistral else chunk)
         except Exception:   # noqa: BLE001 - not such a model, or a value that will not compare: the dump decides
             return None
 
     def _plain_object(self, chunk: Any) -> tuple[SlotKey, str, str] | None:
         # Each model's declared fields (its fields set and values; pydantic keeps other members apart, as extras):
-        # a member the dict path looks at that is an extra here, or any extra below the chunk, declines.  Fields
+        # a member the dict path looks at that is an extra of the chunk or choice, or any extra below, declines.  Fields
         # are named as on the wire in openai-python's and mistralai's chunk models (no alias), which this assumes.
         sent, values, extra = chunk.__pydantic_fields_set__, chunk.__dict__, chunk.__pydantic_extra__
         kind = values["object"] if "object" in sent else None
@@ -2235,7 +2348,8 @@ class ChatNormalizer:
             return None
         choice = choices[0]
         sent, values, extra = choice.__pydantic_fields_set__, choice.__dict__, choice.__pydantic_extra__
-        if (extra or "message" in sent or "index" not in sent or "delta" not in sent
+        if (extra and ("message" in extra or "finish_reason" in extra) or "message" in sent or "index" not in sent
+                or "delta" not in sent
                 or "finish_reason" in sent and values["finish_reason"] not in (None, "")):
             return None
         cidx, delta = values["index"], values["delta"]
@@ -2569,8 +2683,12 @@ def _chat_final_reader(doc: dict) -> Callable[[dict], list[dict]] | None:
 
 
 def _mistral_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
-    """A chunk object (openai-python, or mistralai's CompletionChunk), or mistralai's CompletionEvent: its data."""
-    payload = _sdk_dump(item)
+    """A chunk object (openai-python, or mistralai's CompletionChunk), or mistralai's CompletionEvent: its data.
+    mistralai's models holding only plain members are read from their attributes (_mistralai_dump)."""
+    try:
+        payload = _mistralai_dump(item)
+    except Exception:   # noqa: BLE001 - _NotPlain, or an attribute that is not there: the serializer decides
+        payload = _sdk_dump(item)
     if type(payload) is dict and len(payload) == 1 and type(payload.get("data")) is dict:
         return payload["data"]
     return payload
@@ -4414,12 +4532,59 @@ def _responses_request_body(schemas: dict, request: dict) -> dict:
     return dict(body, **_request_controls(request, ("tool_choice", "parallel_tool_calls")))
 
 
+# openai-python's ResponseFunctionCallArgumentsDeltaEvent (openai/types/responses/
+# response_function_call_arguments_delta_event.py), nearly every event of a long stream, is built by construct_type
+# (openai/_models.py: fields set = the members sent, unknown ones kept as extras) and has no alias, field or model
+# serializer: one holding only strings, integers and nulls and no extra member is read from its attributes to the
+# dict the generic dump gives (the fields set, in declared order).  Any other object is dumped (_sdk_dump).
+_RESPONSES_FLAT_CLASSES: dict[type, Any] = {}   # class -> (declared fields, the same as a set), or None (bounded)
+
+
+def _responses_flat_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | None:
+    if cls in _RESPONSES_FLAT_CLASSES:
+        return _RESPONSES_FLAT_CLASSES[cls]
+    found = None
+    try:
+        fields = getattr(cls, "model_fields", None)
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        if (getattr(cls, "__name__", None) == "ResponseFunctionCallArgumentsDeltaEvent"
+                and str(getattr(cls, "__module__", "")).startswith("openai.") and type(fields) is dict
+                and decorators is not None and not decorators.field_serializers and not decorators.model_serializers
+                and not decorators.computed_fields and not getattr(cls, "__pydantic_computed_fields__", None)
+                and all(f.alias is None and f.serialization_alias is None and not f.exclude for f in fields.values())):
+            found = (tuple(fields), frozenset(fields))
+    except Exception:   # noqa: BLE001 - a class that will not say: not this one
+        found = None
+    if len(_RESPONSES_FLAT_CLASSES) < 256:
+        _RESPONSES_FLAT_CLASSES[cls] = found
+    return found
+
+
+def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
+    """An openai-python Responses event: an arguments delta of plain members read from its attributes (see above),
+    any other object dumped as the generic reader dumps it."""
+    try:
+        entry = _responses_flat_fields(type(item))
+        if entry is not None and not item.__pydantic_extra__ and item.__pydantic_fields_set__ <= entry[1]:
+            sent, values, out = item.__pydantic_fields_set__, item.__dict__, {}
+            for name in entry[0]:
+                if name in sent:
+                    value = out[name] = values[name]
+                    if value is not None and type(value) is not str and type(value) is not int:
+                        break
+            else:
+                return out
+    except Exception:   # noqa: BLE001 - an attribute that is not there: the dump decides
+        pass
+    return _sdk_dump(item)
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
                     slot_end_name="response.output_item.done"),
     wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
-                   fragment_key=_fragment_key_at("output_index")),
+                   fragment_key=_fragment_key_at("output_index"), sdk_item=_responses_sdk_item),
     request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
@@ -6626,8 +6791,68 @@ def _cohere_foreign_shape(payload: dict) -> str | None:
 # so the room reads it so, and checks that it is JSON (fail closed) in 3 us more.
 
 
+# That python-mode dump is pydantic's own model serializer (UniversalBaseModel's serialize_model is when_used="json"):
+# the declared fields in the fields set, in declared order, by alias, then the extras.  So a model of a cohere.* class
+# without aliases, field serializers, computed fields or other model serializers, holding no extra member and only
+# str, int, bool, None, such models and lists of them, is read from its attributes to that dict (about 4 us less
+# an event); anything else (an excluded field too) declines (_NotPlain) to the dump.
+_COHERE_CLASSES: dict[type, Any] = {}   # class -> its declared fields, or None (asked once per class, bounded)
+
+
+def _cohere_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | None:
+    """(declared fields, the same as a set) of a cohere-python model whose python-mode dump is pydantic's own
+    (see above), else None."""
+    if cls in _COHERE_CLASSES:
+        return _COHERE_CLASSES[cls]
+    found = None
+    try:
+        fields = getattr(cls, "model_fields", None)
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        if (str(getattr(cls, "__module__", "")).startswith("cohere.") and type(fields) is dict
+                and decorators is not None and not decorators.field_serializers and not decorators.computed_fields
+                and all(d.info.when_used == "json" for d in decorators.model_serializers.values())
+                and not getattr(cls, "__pydantic_computed_fields__", None)
+                and all(f.alias is None and f.serialization_alias is None and not f.exclude for f in fields.values())):
+            found = (tuple(fields), frozenset(fields))
+    except Exception:   # noqa: BLE001 - a class that will not say: not one of these
+        found = None
+    if len(_COHERE_CLASSES) < 256:
+        _COHERE_CLASSES[cls] = found
+    return found
+
+
+def _cohere_dump(model: Any) -> dict:
+    """pydantic's python-mode dump (by_alias, exclude_unset) of a cohere-python model holding only plain members,
+    read from its attributes; _NotPlain for anything else."""
+    cls = type(model)
+    entry = _COHERE_CLASSES[cls] if cls in _COHERE_CLASSES else _cohere_fields(cls)
+    if entry is None or model.__pydantic_extra__:
+        raise _NotPlain
+    fields, known = entry
+    sent = model.__pydantic_fields_set__
+    if not sent <= known:
+        raise _NotPlain
+    values = model.__dict__
+    out = {}
+    for name in fields:
+        if name in sent:
+            value = values[name]
+            kind = type(value)
+            if kind is list:
+                value = [item if type(item) in (str, int, bool) or item is None else _cohere_dump(item)
+                         for item in value]
+            elif kind is not str and kind is not int and kind is not bool and value is not None:
+                value = _cohere_dump(value)
+            out[name] = value
+    return out
+
+
 def _cohere_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
     """A cohere-python event object: its wire event (see above); anything else as the generic reader reads it."""
+    try:
+        return _cohere_dump(item)
+    except Exception:   # noqa: BLE001 - _NotPlain, or an attribute that is not there: the dump decides
+        pass
     serializer = getattr(type(item), "__pydantic_serializer__", None)
     if serializer is None or getattr(item, "model_dump", None) is None:
         return _sdk_dump(item)

@@ -201,6 +201,19 @@ class GenericReader(unittest.TestCase):
         objects[3].choices[0].delta.tool_calls[0] = Pyd(entry, extra=("custom",))
         self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
 
+    def test_a_choice_member_the_plain_path_does_not_read_keeps_the_shortcut(self):
+        doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
+        chunks = copy.deepcopy(doc["chunks"])
+        for chunk in chunks:   # Azure's, kept by openai-python as an extra of the choice
+            for choice in chunk["choices"]:
+                choice["content_filter_results"] = {}
+        objects = [Pyd(chunk) for chunk in chunks]
+        for chunk, model in zip(chunks, objects):
+            model.choices[:] = [Pyd(choice, extra=("content_filter_results",)) for choice in chunk["choices"]]
+        self.assertEqual(report_of(doc, objects), report_of(doc, chunks))
+        self.assertEqual(report_of(doc, chunks)["status"], "pass")
+        self.assertGreater([o.dumps for o in objects].count(0), 3)
+
     def test_members_the_plain_path_reads_are_seen_as_extras_at_every_level(self):
         doc = load_fixture("openai/valid-fragmented-single-call.json")[1]
         plain = doc["chunks"][3]
@@ -376,6 +389,336 @@ class MistralaiEvents(unittest.TestCase):
         doc = load_fixture(relpath)[1]
         report = report_of(doc, [{"data": chunk} for chunk in doc["chunks"]])
         self.assertEqual(report["status"], "blocked")   # a {"data": ...} dict is no chunk
+
+
+class _MistralaiField:
+    alias = serialization_alias = exclude = None
+
+
+class _MistralaiDecorators:
+    """What pydantic's __pydantic_decorators__ says of a mistralai model: its serialize_model wraps the dump."""
+
+    def __init__(self, mode="wrap", field_serializers=None):
+        info = type("Info", (), {"mode": mode, "when_used": "always"})()
+        self.field_serializers, self.computed_fields = field_serializers or {}, {}
+        self.model_serializers = {"serialize_model": type("Decorator", (), {"info": info})()}
+
+
+class _Mistralai:
+    """A stand-in of a mistralai model (the reader knows them by module, name and declared fields): the members
+    of its class's fields are attributes (nested objects as their classes, see mistralai_objects) and its
+    __pydantic_fields_set__, the `extra` ones held in __pydantic_extra__; model_dump gives the wire payload and
+    counts its calls (the room reads a model holding only plain members from its attributes, without it)."""
+
+    FIELDS, NESTED = (), {}
+
+    def __init__(self, payload, extra=()):
+        self.__pydantic_fields_set__ = {key for key in payload if key in self.FIELDS and key not in extra}
+        self.__pydantic_extra__ = {key: payload[key] for key in payload if key not in self.__pydantic_fields_set__}
+        for key in self.__pydantic_fields_set__:
+            setattr(self, key, mistralai_objects(self.NESTED.get(key), payload[key]))
+        self.payload, self.dumps = payload, 0
+
+    def model_dump(self, **kwargs):
+        self.dumps += 1
+        return copy.deepcopy(self.payload)
+
+
+def mistralai_class(name, fields, nested=None, module="mistralai.client.models.stand_in", alias=None, exclude=None,
+                    **decorators):
+    field = type("Field", (_MistralaiField,), {"alias": alias, "exclude": exclude})
+    return type(name, (_Mistralai,), {"__module__": module, "FIELDS": fields, "NESTED": nested or {},
+                                      "model_fields": {key: field() for key in fields},
+                                      "__pydantic_decorators__": _MistralaiDecorators(**decorators)})
+
+
+def mistralai_objects(cls, value):
+    if cls is None or value is None:
+        return value
+    return [cls(item) for item in value] if isinstance(value, list) else cls(value)
+
+
+MISTRALAI_FUNCTION = mistralai_class("FunctionCall", ("name", "arguments"))
+MISTRALAI_TOOL_CALL = mistralai_class("ToolCall", ("function", "id", "type", "index"), {"function": MISTRALAI_FUNCTION})
+MISTRALAI_DELTA = mistralai_class("DeltaMessage", ("role", "content", "tool_calls", "tool_call_id", "index",
+                                                   "metadata"), {"tool_calls": MISTRALAI_TOOL_CALL})
+MISTRALAI_CHOICE = mistralai_class("CompletionResponseStreamChoice", ("index", "delta", "finish_reason", "logprobs",
+                                                                      "prompt_logprobs"), {"delta": MISTRALAI_DELTA})
+MISTRALAI_CHUNK = mistralai_class("CompletionChunk", ("id", "model", "choices", "object", "created", "usage"),
+                                  {"choices": MISTRALAI_CHOICE})
+MISTRALAI_EVENT = mistralai_class("CompletionEvent", ("data",), {"data": MISTRALAI_CHUNK})
+
+
+class MistralaiModelsReadFromAttributes(unittest.TestCase):
+    """mistralai's models holding only plain members are read from their attributes, to the dict its serializer
+    gives; anything the reader does not know (an extra member at any level, a class of another module or with an
+    alias, a value of another type, the SDK's unset sentinel, a required field unset) leaves it to the dump."""
+
+    DOC = load_fixture("mistral/valid-incremental-call-with-index.json")[1]
+
+    def events(self, chunks=None):
+        return [MISTRALAI_EVENT({"data": chunk}) for chunk in (chunks or self.DOC["chunks"])]
+
+    def test_every_fixture_gives_the_wire_report_and_plain_chunks_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("mistral"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, self.events(doc["chunks"])), fixture_envelope_report(relpath))
+        events = self.events()
+        report_of(self.DOC, events)
+        self.assertEqual([event.dumps for event in events], [0] * 6 + [1])   # the last one holds usage
+
+    def test_usage_is_dumped_by_its_own_serializer(self):
+        class Serializer:
+            def to_python(self, item, **kwargs):
+                item.serialized.append(kwargs)
+                return copy.deepcopy(item.payload)
+
+        for module, skips in (("mistralai.client.models.usageinfo", True), ("other.models", False)):
+            with self.subTest(module=module):
+                usage_class = type("UsageInfo", (), {"__module__": module, "__pydantic_serializer__": Serializer()})
+                events = self.events()
+                usage = usage_class()
+                usage.payload, usage.serialized = self.DOC["chunks"][-1]["usage"], []
+                events[-1].data.usage = usage
+                self.assertEqual(report_of(self.DOC, events), fixture_envelope_report(
+                    "mistral/valid-incremental-call-with-index.json"))
+                self.assertEqual(events[-1].dumps, 0 if skips else 1)
+                want = [{"mode": "json", "by_alias": True, "exclude_unset": True, "warnings": False}] if skips else []
+                self.assertEqual(usage.serialized, want)
+
+    def test_the_dict_is_the_serializers(self):
+        chunk = copy.deepcopy(self.DOC["chunks"][0])
+        chunk["created"] = None                                      # optional, not nullable: left out
+        chunk["choices"][0]["delta"]["role"] = None                  # nullable and set: kept
+        chunk["choices"][0]["delta"]["tool_calls"][0]["id"] = None   # optional, not nullable: left out
+        got = vts._mistral_sdk_item(self.events([chunk])[0], None, 0)
+        self.assertEqual(json.dumps(got), json.dumps({
+            "id": chunk["id"], "model": "glm-4.6",
+            "choices": [{"index": 0, "delta": {"role": None, "content": "", "tool_calls": [
+                {"function": {"name": "create_ticket", "arguments": ""}, "type": "function", "index": 0}],
+                "index": 0}, "finish_reason": None, "logprobs": None}],
+            "object": "chat.completion.chunk"}))   # in declared order, as the serializer writes it
+
+    def test_an_extra_member_at_each_level_declines(self):
+        levels = {(): MISTRALAI_EVENT, ("data",): MISTRALAI_CHUNK, ("data", "choices", 0): MISTRALAI_CHOICE,
+                  ("data", "choices", 0, "delta"): MISTRALAI_DELTA,
+                  ("data", "choices", 0, "delta", "tool_calls", 0): MISTRALAI_TOOL_CALL,
+                  ("data", "choices", 0, "delta", "tool_calls", 0, "function"): MISTRALAI_FUNCTION}
+        for at in (0, 2):   # a call's first chunk (dumped), a plain fragment (read by plain_object)
+            for path, cls in levels.items():
+                with self.subTest(chunk=at, path=path):
+                    events = self.events()
+                    node, parent = events[at], None
+                    for key in path:
+                        node, parent = (node[key] if isinstance(node, list) else getattr(node, key)), node
+                    # members plain_object reads when extras of a chunk ("error") or choice ("message")
+                    member = "message" if cls is MISTRALAI_CHOICE else "error"
+                    rebuilt = cls(dict(node.payload, **{member: "x"}), extra=(member,))
+                    wire = [event.payload["data"] for event in events]
+                    if not path:
+                        events[at] = rebuilt
+                        wire[at] = rebuilt.payload   # not a CompletionEvent's dump: not unwrapped
+                    elif isinstance(parent, list):
+                        parent[path[-1]] = rebuilt
+                    else:
+                        setattr(parent, path[-1], rebuilt)
+                    self.assertEqual(report_of(self.DOC, events), report_of(self.DOC, wire))
+                    self.assertEqual(events[at].dumps, 1)   # the shortcuts declined: the dump decided
+
+    def test_what_the_reader_does_not_know_declines(self):
+        def first_event(**changes):
+            chunk = copy.deepcopy(self.DOC["chunks"][0])
+            chunk["choices"][0]["delta"]["tool_calls"][0]["function"].update(changes)
+            return self.events([chunk])[0]
+
+        cases = {"sentinel": first_event(name="~?~unset~?~sentinel~?~"), "a float": first_event(arguments=1.5),
+                 "a bool": first_event(arguments=True), "a dict": first_event(arguments={"a": 1})}
+        event = first_event()
+        event.data.choices[0].delta.tool_calls[0].function.__pydantic_fields_set__.discard("name")   # required
+        cases["a required field unset"] = event
+        for label, cls in (("another module", mistralai_class("CompletionEvent", ("data",), module="other.models")),
+                           ("an alias", mistralai_class("CompletionEvent", ("data",), alias="Data")),
+                           ("an excluded field", mistralai_class("CompletionEvent", ("data",), exclude=True)),
+                           ("a plain model serializer", mistralai_class("CompletionEvent", ("data",), mode="plain")),
+                           ("a field serializer", mistralai_class("CompletionEvent", ("data",),
+                                                                  field_serializers={"data": 1})),
+                           ("other fields", mistralai_class("CompletionEvent", ("data", "more")))):
+            event = first_event()
+            cases[label] = cls({"data": event.payload["data"]})
+            cases[label].data = event.data
+        for label, event in cases.items():
+            with self.subTest(label):
+                with self.assertRaises(vts._NotPlain):
+                    vts._mistralai_dump(event)
+                payload = vts._mistral_sdk_item(event, None, 0)
+                self.assertEqual(event.dumps, 1)
+                self.assertEqual(payload, event.payload["data"])
+
+
+class _CohereField:
+    alias = serialization_alias = exclude = None
+
+
+class _CohereDecorators:
+    def __init__(self, field_serializers=None, model_serializer_when="json"):
+        info = type("Info", (), {"when_used": model_serializer_when, "mode": "plain"})()
+        self.field_serializers, self.computed_fields = field_serializers or {}, {}
+        self.model_serializers = {"serialize_model": type("Decorator", (), {"info": info})()}
+
+
+_COHERE_CLASSES = {}
+
+
+def cohere_class(fields, module="cohere.v2.types.stand_in", alias=None, exclude=None, **decorators):
+    """A stand-in class of cohere-python's models (the reader asks its module, fields and pydantic decorators)."""
+    key = (fields, module, alias, exclude, repr(sorted(decorators.items())))
+    if key not in _COHERE_CLASSES:
+        field = type("Field", (_CohereField,), {"alias": alias, "exclude": exclude})
+        _COHERE_CLASSES[key] = type("CohereModel", (_Cohere,), {
+            "__module__": module, "model_fields": {name: field() for name in fields},
+            "__pydantic_decorators__": _CohereDecorators(**decorators)})
+    return _COHERE_CLASSES[key]
+
+
+class _Cohere:
+    """A stand-in of a cohere-python model built by construct_type: the members sent are its declared fields (its
+    class is made from them; objects nested as such models), the `extra` ones held in __pydantic_extra__ instead;
+    model_dump gives the wire payload and counts its calls (the room reads a plain model from its attributes)."""
+
+    def __init__(self, payload, extra=()):
+        self.__pydantic_fields_set__ = {key for key in payload if key not in extra}
+        self.__pydantic_extra__ = {key: payload[key] for key in extra if key in payload} or None
+        for key in self.__pydantic_fields_set__:
+            setattr(self, key, cohere_objects(payload[key]))
+        self.payload, self.dumps = payload, 0
+
+    def model_dump(self, **kwargs):
+        self.dumps += 1
+        return copy.deepcopy(self.payload)
+
+
+def cohere_model(payload, extra=(), **changes):
+    return cohere_class(tuple(key for key in payload if key not in extra), **changes)(payload, extra)
+
+
+def cohere_objects(value):
+    if isinstance(value, dict):
+        return cohere_model(value)
+    return [cohere_objects(item) for item in value] if isinstance(value, list) else value
+
+
+class CohereModelsReadFromAttributes(unittest.TestCase):
+    """cohere-python's models holding only plain members are read from their attributes, to the dict pydantic's
+    python-mode dump gives; anything the reader does not know (an extra member at any level, a class of another
+    module, with an alias, a field serializer or a model serializer for python mode, a value of another type)
+    leaves it to the dump."""
+
+    RELPATH = "cohere/pass-parallel-calls-one-after-another.json"
+
+    def test_every_fixture_gives_the_wire_report_and_plain_events_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("cohere"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, [cohere_model(e) for e in doc["events"]]),
+                                 fixture_envelope_report(relpath))
+        doc = load_fixture(self.RELPATH)[1]
+        events = [cohere_model(e) for e in doc["events"]]
+        report_of(doc, events)
+        deltas = [e for e in events if e.type == "tool-call-delta"]
+        self.assertGreater(len(deltas), 3)
+        self.assertEqual([e.dumps for e in deltas], [0] * len(deltas))
+
+    def delta(self):
+        doc = load_fixture(self.RELPATH)[1]
+        at = [e["type"] for e in doc["events"]].index("tool-call-delta")
+        return doc, at
+
+    def test_an_extra_member_at_each_level_declines(self):
+        doc, at = self.delta()
+        for depth in range(5):   # the event, delta, message, tool_calls, function
+            with self.subTest(depth=depth):
+                events = [cohere_model(e) for e in doc["events"]]
+                node, parent, key = events[at], None, None
+                for key in ("delta", "message", "tool_calls", "function")[:depth]:
+                    node, parent = getattr(node, key), node
+                rebuilt = cohere_model(dict(node.payload, more="x"), extra=("more",))
+                if parent is None:
+                    events[at] = rebuilt
+                else:
+                    setattr(parent, key, rebuilt)
+                wire = [e.payload for e in events]   # the event's dump: the wire (with `more` when it is the event)
+                self.assertEqual(report_of(doc, events), report_of(doc, wire))
+                self.assertEqual(events[at].dumps, 1)
+
+    def test_what_the_reader_does_not_know_declines(self):
+        doc, at = self.delta()
+        event = doc["events"][at]
+        cases = {"another module": cohere_model(event, module="other.types"),
+                 "an alias": cohere_model(event, alias="Index"),
+                 "an excluded field": cohere_model(event, exclude=True),
+                 "a field serializer": cohere_model(event, field_serializers={"index": 1}),
+                 "a python-mode model serializer": cohere_model(event, model_serializer_when="always")}
+        for label, value in (("a float", 1.5), ("a dict", {"a": 1}), ("a tuple", ("a",))):
+            cases[label] = cohere_model(event)
+            cases[label].delta.message.tool_calls.function.arguments = value
+        for label, model in cases.items():
+            with self.subTest(label):
+                with self.assertRaises(vts._NotPlain):
+                    vts._cohere_dump(model)
+                self.assertEqual(vts._cohere_sdk_item(model, None, 0), event)
+                self.assertEqual(model.dumps, 1)
+
+
+class ResponsesArgumentDeltasReadFromAttributes(unittest.TestCase):
+    """openai-python's ResponseFunctionCallArgumentsDeltaEvent holding only strings, integers and nulls is read from
+    its attributes, to the dict the generic dump gives; an extra member, a nested or other value, another class,
+    module, an alias or a serializer leave it to the dump."""
+
+    RELPATH = "openai-responses/pass-fragmented-single-call.json"
+
+    @staticmethod
+    def model(payload, extra=(), name="ResponseFunctionCallArgumentsDeltaEvent", module="openai.types.responses.x",
+              exclude=None, **decorators):
+        if payload.get("type") != "response.function_call_arguments.delta":
+            return Pyd(payload)
+        cls = cohere_class(tuple(key for key in payload if key not in extra), module=module, exclude=exclude,
+                           **decorators)
+        cls = type(name, (cls,), {"__module__": module})
+        if not decorators:
+            cls.__pydantic_decorators__ = _CohereDecorators()
+            cls.__pydantic_decorators__.model_serializers = {}
+        return cls(payload, extra)
+
+    def doc(self):
+        return self.RELPATH, load_fixture(self.RELPATH)[1]
+
+    def test_every_fixture_gives_the_wire_report_and_deltas_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("openai-responses"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, [self.model(e) for e in doc["events"]]),
+                                 fixture_envelope_report(relpath))
+        relpath, doc = self.doc()
+        events = [self.model(e) for e in doc["events"]]
+        report_of(doc, events)
+        deltas = [e for e in events if e.payload["type"] == "response.function_call_arguments.delta"]
+        self.assertGreater(len(deltas), 2)
+        self.assertEqual([e.dumps for e in deltas], [0] * len(deltas))
+
+    def test_what_the_reader_does_not_know_declines(self):
+        relpath, doc = self.doc()
+        event = next(e for e in doc["events"] if e["type"] == "response.function_call_arguments.delta")
+        cases = {"an extra member": self.model(dict(event, more="x"), extra=("more",)),
+                 "another class": self.model(event, name="ResponseOtherEvent"),
+                 "another module": self.model(event, module="other.types"),
+                 "an excluded field": self.model(event, exclude=True),
+                 "a model serializer": self.model(event, model_serializer_when="json"),
+                 "a field serializer": self.model(event, field_serializers={"delta": 1})}
+        for label, value in (("a float", 1.5), ("a bool", True), ("a list", ["x"]), ("a model", Pyd({"a": 1}))):
+            cases[label] = self.model(event)
+            cases[label].delta = value
+        for label, model in cases.items():
+            with self.subTest(label):
+                self.assertEqual(vts.PROFILES["openai-responses"].wire.sdk_item(model, None, 0), model.payload)
+                self.assertEqual(model.dumps, 1)
 
 
 # --- the Anthropic SDK's stream helper, by hand ---------------------------------------------------
@@ -612,6 +955,23 @@ class MistralaiObjects(_Served, unittest.TestCase):
         # the wire's second entry has neither id nor index (missing_index); the plain dump says "null" and 0
         self.assertEqual([(call["id"], call["index"]) for call in calls], [("ZnDpBqqGt", 0), ("null", 0)])
 
+    def test_models_read_from_attributes_give_the_serializers_dict(self):
+        import warnings
+
+        read = 0
+        for prefix, _ in self.fixtures():
+            for item in self.read(prefix):
+                with self.subTest(fixture=prefix), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = item.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                    try:
+                        got = vts._mistralai_dump(item)
+                    except vts._NotPlain:
+                        continue
+                    self.assertEqual(json.dumps(got), json.dumps(want))   # the same members in the same order
+                    read += 1
+        self.assertGreater(read, 20)
+
 
 class ResponsesObjects(_Served, unittest.TestCase):
     MODULE, PROFILE = "openai", "openai-responses"
@@ -625,6 +985,16 @@ class ResponsesObjects(_Served, unittest.TestCase):
 
         client = openai.OpenAI(base_url=self.url + prefix + "/v1", api_key="sk-test", max_retries=0)
         return list(client.responses.create(model="gpt-5", input="x", stream=True))
+
+    def test_argument_deltas_read_from_attributes_give_the_dumps_dict(self):
+        read = 0
+        for prefix, _ in self.fixtures():
+            for item in self.read(prefix):
+                with self.subTest(fixture=prefix):
+                    got = vts.PROFILES["openai-responses"].wire.sdk_item(item, None, 0)
+                    self.assertEqual(json.dumps(got), json.dumps(vts._sdk_dump(item)))   # members and their order
+                    read += type(item).__name__ == "ResponseFunctionCallArgumentsDeltaEvent"
+        self.assertGreater(read, 50)
 
 
 class AnthropicObjects(_Served, unittest.TestCase):
@@ -712,6 +1082,21 @@ class CohereObjects(_Served, unittest.TestCase):
         logging.getLogger().setLevel(logging.CRITICAL)
         client = cohere.ClientV2(api_key="test", base_url=self.url + prefix)
         return list(client.chat_stream(model="command-a-03-2025", messages=[{"role": "user", "content": "x"}]))
+
+    def test_models_read_from_attributes_give_the_dumps_dict(self):
+        read = 0
+        for prefix, _ in self.fixtures():
+            for item in self.read(prefix):
+                with self.subTest(fixture=prefix):
+                    want = type(item).__pydantic_serializer__.to_python(item, by_alias=True, exclude_unset=True,
+                                                                        warnings=False)
+                    try:
+                        got = vts._cohere_dump(item)
+                    except vts._NotPlain:
+                        continue
+                    self.assertEqual(json.dumps(got), json.dumps(want))   # the same members in the same order
+                    read += 1
+        self.assertGreater(read, 200)
 
 
 class OllamaObjects(_Served, unittest.TestCase):

@@ -22,6 +22,7 @@ Target (issue 33): feed of SDK objects <= 1.5x feed of the dicts.
 
 Usage:
   tests/adapters/.venv/bin/python tests/bench/sdk_items.py [--repeat 7] [--profiles openai,anthropic]
+      [--rows mistralai,helper]   (rows whose label holds one of these words)
 """
 
 from __future__ import annotations
@@ -240,15 +241,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--profiles", default="")
+    parser.add_argument("--rows", default="", help="only rows whose label holds one of these comma-separated words")
     args = parser.parse_args()
     wanted = set(filter(None, args.profiles.split(",")))
+    rows = list(filter(None, args.rows.split(",")))
     warnings.simplefilter("ignore")
     logging.disable(logging.CRITICAL)   # cohere-python logs each event it skips
     print(f"{'row':36} {'workload':8} {'fixtures':>8} {'items':>7} {'dicts us/item':>13} {'objects us/item':>15} "
           f"{'x':>5}  {'model_dump us':>13} {'to_python us':>12}")
     with tempfile.TemporaryDirectory() as tmp:
         for label, (profile, module, read) in READERS.items():
-            if wanted and profile not in wanted:
+            if wanted and profile not in wanted or rows and not any(word in label for word in rows):
                 continue
             try:
                 __import__(module)
