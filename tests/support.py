@@ -367,3 +367,36 @@ def eventstream(events, corrupt=False):
         message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
         out += message + struct.pack(">I", zlib.crc32(message) ^ (1 if corrupt else 0))
     return out
+
+
+def importable(module):
+    """Whether an optional package (an SDK) can be imported here."""
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+class ServedFixtures:
+    """A test class mixin: every fixture under fixtures/ served by `serve` on loopback for the class (`served`,
+    `server`, `url`); the class is skipped, naming MODULE, when that package is not installed."""
+
+    MODULE = ""
+
+    @classmethod
+    def setUpClass(cls):
+        import threading
+
+        if not importable(cls.MODULE):
+            raise unittest.SkipTest(f"{cls.MODULE} is not installed (python3 tests/adapters/setup.py)")
+        cls.served, _ = vts.serve_plan([FIXTURES])
+        cls.server = vts.make_server(cls.served)
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        host, port = cls.server.server_address[:2]
+        cls.url = f"http://{host}:{port}/"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()

@@ -22,10 +22,9 @@ import json
 import logging
 import os
 import re
-import threading
 import unittest
 
-from support import FIXTURES, ROOT, load_fixture, slow, vts
+from support import FIXTURES, ROOT, ServedFixtures, load_fixture, slow, vts
 
 with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
     README = handle.read()
@@ -33,14 +32,6 @@ with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
 RECIPES = dict(re.findall(r"^<!-- recipe: ([a-z0-9-]+) -->\n```python\n(.*?)^```$", README, re.S | re.M))
 
 USER = [{"role": "user", "content": "x"}]
-
-
-def importable(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
 
 
 def outcome(report):
@@ -72,7 +63,7 @@ def leave_out(*numbers):
 
 
 @slow("SDK clients over loopback HTTP, every fixture of a profile")
-class _Recipe:
+class _Recipe(ServedFixtures):
     """One recipe, a TestCase by its subclasses (with unittest.TestCase).
 
     What the recipe's report must equal is validate_envelope of the envelope whose stream is what the SDK
@@ -92,13 +83,7 @@ class _Recipe:
 
     @classmethod
     def setUpClass(cls):
-        if not importable(cls.MODULE):
-            raise unittest.SkipTest(f"{cls.MODULE} is not installed (python3 tests/adapters/setup.py)")
-        cls.served, _ = vts.serve_plan([FIXTURES])
-        cls.server = vts.make_server(cls.served)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
-        host, port = cls.server.server_address[:2]
-        cls.url = f"http://{host}:{port}/"
+        super().setUpClass()
         logging.getLogger("google_genai").setLevel(logging.ERROR)   # chunk.text on a call part warns
         cls.root_level = logging.getLogger().level   # cohere-python warns through the root logger when it skips
         logging.getLogger().setLevel(logging.ERROR)
@@ -106,8 +91,7 @@ class _Recipe:
     @classmethod
     def tearDownClass(cls):
         logging.getLogger().setLevel(cls.root_level)
-        cls.server.shutdown()
-        cls.server.server_close()
+        super().tearDownClass()
 
     def fixtures(self):
         """(prefix, served fixture, its envelope) for each fixture of the profiles served as a stream."""

@@ -14,7 +14,7 @@ import os
 import threading
 import unittest
 
-from support import FIXTURES, fixture_envelope_report, fixture_paths, load_fixture, slow, vts
+from support import ServedFixtures, fixture_envelope_report, fixture_paths, importable, load_fixture, slow, vts
 
 
 def passing_and_blocked(profile):
@@ -844,16 +844,8 @@ class Boto3EventDicts(unittest.TestCase):
 # --- the SDK environment ------------------------------------------------------------------------
 
 
-def importable(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
-
-
 @slow("SDKs: a real SDK client over loopback HTTP")
-class _Served:
+class _Served(ServedFixtures):
     """Every passing and blocked fixture of PROFILE served, read with the SDK (read(prefix) -> its items)."""
 
     MODULE = ""
@@ -863,20 +855,6 @@ class _Served:
     # fixture prefix -> why the SDK refuses the stream (it raises while reading: nothing is handed over)
     RAISES = {}
 
-    @classmethod
-    def setUpClass(cls):
-        if not importable(cls.MODULE):
-            raise unittest.SkipTest(f"{cls.MODULE} is not installed (python3 tests/adapters/setup.py)")
-        cls.served, _ = vts.serve_plan([FIXTURES])
-        cls.server = vts.make_server(cls.served)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
-        host, port = cls.server.server_address[:2]
-        cls.url = f"http://{host}:{port}/"
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.shutdown()
-        cls.server.server_close()
 
     def fixtures(self):
         for prefix, fixture in sorted(self.served.items()):

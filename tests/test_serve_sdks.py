@@ -10,38 +10,14 @@ So a served stream reads as the provider's own. Skipped, naming the package, wit
 
 import json
 import os
-import threading
 import unittest
 
-from support import FIXTURES, load_fixture, vts
+from support import FIXTURES, ServedFixtures, load_fixture
 from adapters import drivers
 
 
-def importable(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
+class _Served(ServedFixtures, unittest.TestCase):
 
-
-class _Served(unittest.TestCase):
-    MODULE = ""
-
-    @classmethod
-    def setUpClass(cls):
-        if not importable(cls.MODULE):
-            raise unittest.SkipTest(f"{cls.MODULE} is not installed (python3 tests/adapters/setup.py)")
-        cls.served, _ = vts.serve_plan([FIXTURES])
-        cls.server = vts.make_server(cls.served)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
-        host, port = cls.server.server_address[:2]
-        cls.url = f"http://{host}:{port}/"
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.shutdown()
-        cls.server.server_close()
 
     def passing(self, *profiles):
         for prefix, fixture in sorted(self.served.items()):
