@@ -2946,6 +2946,8 @@ class AnthropicNormalizer:
         """
         return self._delta_run(text, pos, None)
 
+    sse_fragment_lead = _ANTHROPIC_SSE_DELTA   # how each event sse_fragment_run reads begins
+
     def sse_fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The input_json_delta events for one block that start at text[pos] in an SSE body's text, read
         at once: (the run, the end of its last event's data line, how many events).
@@ -11068,9 +11070,11 @@ class _BodyReader:
 
     def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 sse_runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
+                 sse_runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
+                 sse_lead: str = "") -> None:
         self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
         self.sse_runs = sse_runs     # the room's reader of runs of fragments in SSE text (see _sse_runs)
+        self.sse_lead = sse_lead     # how an event that may start one begins (see _sse_around_runs)
         self.scan = _strict_decoder().scan_once
         self.kind = _BODY_UNDECIDED
         self.buf = bytearray()       # bytes not in a piece yet
@@ -11303,7 +11307,50 @@ class _BodyReader:
 
     def _sse_piece(self, text: str, first_line: int) -> None:
         self.read_lines = 0   # (set by _sse_plain when it knows them)
-        if self._checked(self.row.capture.check_sse_text, text, first_line) and not self._sse_plain(text):
+        if not self._checked(self.row.capture.check_sse_text, text, first_line):
+            self.lines += _line_ends(text)
+            return
+        if self.sse_runs is not None and "\r" not in text:
+            text = self._sse_around_runs(text)
+            if not text:
+                return
+            first_line, self.read_lines = self.lines, 0
+        if not self._sse_plain(text):
+            self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+        self.lines += self.read_lines or _line_ends(text)
+
+    def _sse_around_runs(self, text: str) -> str:
+        """A piece (LF ends) whose events start with the room's runs of fragments (see _sse_runs), or come to
+        them: the events before an event that may start a run (sse_lead) read as a piece of their own (as if
+        the body had been cut there), the runs from there fed, and the rest returned, to read as a piece of
+        its own.  A piece that starts with such an event that starts no run is returned whole; in one that
+        does not, a few more are tried, each after the next event of another kind."""
+        lead, tries, skip = self.sse_lead, 4, False
+        while tries and text and self.rank == _RANK_NONE and not self.state.done and lead:
+            tries -= 1
+            if not text.startswith(lead):
+                skip, at = True, text.find("\n\n" + lead)
+                if at < 0:
+                    break
+                self._sse_part(text[:at + 2])
+                text = text[at + 2:]
+                continue
+            end, count = self._sse_runs_read(text, False)
+            if count:
+                self.lines += 3 * count   # (each event its two lines and a blank one)
+                text = text[end:]
+                continue
+            other = _compiled("\n\n(?!" + re.escape(lead) + ")").search(text) if skip else None
+            if other is None or other.end() == len(text):
+                break
+            self._sse_part(text[:other.end()])
+            text = text[other.end():]
+        return text
+
+    def _sse_part(self, text: str) -> None:
+        """Events at the start of a piece, read as a piece of their own (their checks were made with the piece's)."""
+        first_line, self.read_lines = self.lines, 0
+        if not self._sse_plain(text):
             self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
         self.lines += self.read_lines or _line_ends(text)
 
@@ -11318,8 +11365,8 @@ class _BodyReader:
             text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
             if "\r" in text:
                 return False
-        if self.sse_runs is not None and self._sse_runs(text):
-            return True
+            if self.sse_runs is not None and self._sse_runs(text):   # (LF ones: see _sse_around_runs)
+                return True
         named = _sse_named(text) if text.startswith("e") else _sse_unnamed(text)
         if named is not None:
             joined, count, kinds = named
@@ -11364,27 +11411,36 @@ class _BodyReader:
 
     def _sse_runs(self, text: str) -> bool:
         """A piece (LF ends) that is nothing but runs of fragments the room reads straight from the SSE
-        text (sse_runs: answers as _ArrayItems's runs, the end after a run's last data line, each event
-        named by its data's type): fed as _sse_plain feeds its values; False (nothing done) for anything
-        else, and for a run of fewer than _SHORT_RUN_ITEMS events before the piece's end (interleaved
-        blocks), which _sse_plain reads its own way."""
-        runs, size = self.sse_runs, len(text)
-        values, names, pos, count = [], set(), 0, 0
-        while pos < size:
-            hit = runs(text, pos)
-            if hit is None:
-                return False
-            run, pos, items = hit
-            if not text.startswith("\n\n", pos) or items < _SHORT_RUN_ITEMS and pos + 2 < size:
-                return False   # (short runs, interleaved blocks, cost more than they save)
-            pos += 2
-            values.append(run)
-            names.add(run.item(run.pieces[0]).get("type", ""))
-            count += items
-        if count < 2 or not self._plain_fed(list(names), values, count):
+        text: fed (see _sse_runs_read); False (nothing done) for anything else."""
+        end, count = self._sse_runs_read(text, True)
+        if not count:
             return False
         self.read_lines = 3 * count   # (each event its two lines and a blank one)
         return True
+
+    def _sse_runs_read(self, text: str, whole: bool) -> tuple[int, int]:
+        """The runs of fragments the room reads straight from the SSE text (sse_runs: answers as _ArrayItems's
+        runs, the end after a run's last data line, each event named by its data's type) from the piece's
+        start, fed as _sse_plain feeds its values: (where they end, after a blank line; how many events).
+        (0, 0), nothing done, for fewer than two events, for a run of fewer than _SHORT_RUN_ITEMS events
+        before the piece's end (interleaved blocks: they cost more than they save), and, when whole, unless
+        they are all of the piece."""
+        runs, size = self.sse_runs, len(text)
+        values, names, pos, count, end = [], set(), 0, 0, 0
+        while pos < size:
+            hit = runs(text, pos)
+            if hit is None:
+                break
+            run, at, items = hit
+            if not text.startswith("\n\n", at) or items < _SHORT_RUN_ITEMS and at + 2 < size:
+                break   # (short runs, interleaved blocks, cost more than they save)
+            pos = at + 2
+            values.append(run)
+            names.add(run.item(run.pieces[0]).get("type", ""))
+            count += items
+        if count < 2 or whole and pos < size or not self._plain_fed(list(names), values, count):
+            return 0, 0
+        return pos, count
 
     def _plain_fed(self, names: list[str], values: list, count: int) -> bool:
         """Feed the values of a piece's plain events once the profile's shape and the room's event checks
@@ -11762,6 +11818,7 @@ class StreamGate:
         # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
         self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
         self._sse_runs = getattr(self._normalizer, "sse_fragment_run", None)   # the same in SSE text (_BodyReader)
+        self._sse_lead = getattr(self._normalizer, "sse_fragment_lead", "")   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
@@ -11858,7 +11915,7 @@ class StreamGate:
             if self._position:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
             self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
-                                       self._sse_runs)
+                                       self._sse_runs, self._sse_lead)
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
         self._reader.push(data)
 

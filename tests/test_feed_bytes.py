@@ -409,15 +409,24 @@ class PiecesReadAtOnce(unittest.TestCase):
             runs.append(None if hit is None else hit[2])
             return hit
 
-        with mock.patch.object(vts.AnthropicNormalizer, "sse_fragment_run", spy):
-            report = fed("anthropic", start + deltas + end, [len(start), len(start) + len(deltas)], schemas)
-        self.assertEqual(runs, [None, len(parts), None])
-        self.assertEqual(verdict(report), captured("anthropic", start + deltas + end, schemas, None)[1])
-        self.assertEqual((report["status"], [call["arguments"] for call in report["calls"]]),
-                         ("pass", ['{"a": 1, "b": "\\u00e9\\n"}']))
-        taken, took, read = [], [], vts._BodyReader._sse_runs
-        with mock.patch.object(vts._BodyReader, "_sse_runs", lambda reader, text: taken.append(read(reader, text))
-                               or taken[-1]):
+        # Whole, the events before and after the run are read as pieces of their own (the room's reader is
+        # asked once more after the run, where the events after it start).
+        for cuts, asked in (([len(start), len(start) + len(deltas)], [len(parts)]), ([], [len(parts), None])):
+            del runs[:]
+            with mock.patch.object(vts.AnthropicNormalizer, "sse_fragment_run", spy):
+                report = fed("anthropic", start + deltas + end, cuts, schemas)
+            self.assertEqual(runs, asked)
+            self.assertEqual(verdict(report), captured("anthropic", start + deltas + end, schemas, None)[1])
+            self.assertEqual((report["status"], [call["arguments"] for call in report["calls"]]),
+                             ("pass", ['{"a": 1, "b": "\\u00e9\\n"}']))
+        taken, took, read = [], [], vts._BodyReader._sse_runs_read
+
+        def counted(reader, text, whole):
+            answer = read(reader, text, whole)
+            taken.append(answer[1])
+            return answer
+
+        with mock.patch.object(vts._BodyReader, "_sse_runs_read", counted):
             for other in (deltas.replace(b"\n", b"\r\n"), deltas.replace(b"data: {", b"data:  {"),
                           deltas.replace(b'{"type":"input', b'{ "type":"input'), deltas + b": note\n\n",
                           deltas.replace(b"\n\n", b"\nid: 1\n\n", 1), deltas.replace(b"\n\n", b"\n\n\n", 1),
@@ -437,8 +446,9 @@ class PiecesReadAtOnce(unittest.TestCase):
                         took.append(any(taken))
         # The deltas fed as one piece (random cuts may leave pieces of deltas alone, read at once).  Read
         # at once: CRLF lines (read as LF ones), JSON whitespace laid out alike in every event, any
-        # escapes; declined: anything else around or between the events, another block, a bad index.
-        self.assertEqual(took, [True, False, True] + [False] * 5 + [True, False, True, False, False])
+        # escapes, a comment after them (read as a piece of its own); declined: anything else between or
+        # in the events, another block, a bad index.
+        self.assertEqual(took, [True, False, True, True] + [False] * 4 + [True, False, True, False, False])
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
