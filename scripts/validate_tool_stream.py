@@ -2879,6 +2879,7 @@ class _AnthropicState(_Record):
 _ANTHROPIC_DELTA_TOKENS = ("{", '"type"', ":", '"content_block_delta"', ",", '"index"', ":", None, ",", '"delta"', ":",
                            "{", '"type"', ":", '"input_json_delta"', ",", '"partial_json"', ":", None, "}", "}")
 _RUN_ITEMS = 4096  # events read at once at most
+_ANTHROPIC_SSE_DELTA = "event: content_block_delta\ndata: "   # an SSE body's delta event, up to its data
 
 
 @functools.lru_cache(maxsize=1)
@@ -2943,6 +2944,27 @@ class AnthropicNormalizer:
         the rest (see StreamGate._feed_run).  None (anything else, even valid)
         leaves the text to the parser.
         """
+        return self._delta_run(text, pos, None)
+
+    sse_fragment_lead = _ANTHROPIC_SSE_DELTA   # how each event sse_fragment_run reads begins
+
+    def sse_fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
+        """The input_json_delta events for one block that start at text[pos] in an SSE body's text, read
+        at once: (the run, the end of its last event's data line, how many events).
+
+        Each event is exactly the line "event: content_block_delta", one "data: "
+        line holding the event as fragment_run() reads it (no line end inside),
+        and a blank line, LF ends; the name is the data's type, so capture's
+        checks of a named event pass (StreamGate.feed_bytes; see _BodyReader).
+        None for anything else, which the caller reads the general way.
+        """
+        if not text.startswith(_ANTHROPIC_SSE_DELTA, pos):
+            return None
+        return self._delta_run(text, pos + len(_ANTHROPIC_SSE_DELTA), "\n\n" + _ANTHROPIC_SSE_DELTA)
+
+    def _delta_run(self, text: str, pos: int, sse: str | None) -> tuple[FragmentRun, int, int] | None:
+        """fragment_run() at pos; sse: the exact text between two events of an SSE body (then no
+        JSON whitespace may hold a line end: the data is one line)."""
         if not text.startswith("{", pos):
             return None
         head, tail, comma = _anthropic_delta_patterns()
@@ -2964,11 +2986,15 @@ class AnthropicNormalizer:
         # Every event of the run is laid out as this one: the same text before the string
         # (index included) and after it.  Only the strings and the commas between may differ.
         before, after, end = text[pos:found.end()], closed.group(), closed.end()
-        skip, pieces, separator = len(before), [piece], ","
+        skip, pieces, separator = len(before), [piece], "," if sse is None else sse
+        if sse is not None and ("\n" in before or "\r" in before or "\n" in after or "\r" in after):
+            return None
         append, starts = pieces.append, text.startswith
         while len(pieces) < _RUN_ITEMS:
             at = end + len(separator)
             if not (starts(separator, end) and starts(before, at)):
+                if sse is not None:
+                    break
                 between = comma_at(text, end)
                 if between is None or not starts(before, between.end()):
                     break
@@ -11043,8 +11069,12 @@ class _BodyReader:
     a body or a pending unit beyond its limit is limit_exceeded, its buffers dropped."""
 
     def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
-                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None) -> None:
+                 runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
+                 sse_runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
+                 sse_lead: str = "") -> None:
         self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
+        self.sse_runs = sse_runs     # the room's reader of runs of fragments in SSE text (see _sse_runs)
+        self.sse_lead = sse_lead     # how an event that may start one begins (see _sse_around_runs)
         self.scan = _strict_decoder().scan_once
         self.kind = _BODY_UNDECIDED
         self.buf = bytearray()       # bytes not in a piece yet
@@ -11191,7 +11221,8 @@ class _BodyReader:
             cut, self.plain = len(buf), None
         elif self.kind == _BODY_SSE:
             start, cut = max(0, self.scanned - 2), -1
-            for mark in _SSE_BLANK_ENDS:   # (one that ends later starts at or after the last LF LF)
+            # (one that ends later starts at or after the last LF LF; the others hold a CR: none, none of them)
+            for mark in _SSE_BLANK_ENDS if buf.find(b"\r", start) >= 0 else _SSE_BLANK_ENDS[:1]:
                 at = buf.rfind(mark, start)
                 if at >= 0:
                     cut, start = max(cut, at + len(mark)), max(start, at)
@@ -11276,7 +11307,50 @@ class _BodyReader:
 
     def _sse_piece(self, text: str, first_line: int) -> None:
         self.read_lines = 0   # (set by _sse_plain when it knows them)
-        if self._checked(self.row.capture.check_sse_text, text, first_line) and not self._sse_plain(text):
+        if not self._checked(self.row.capture.check_sse_text, text, first_line):
+            self.lines += _line_ends(text)
+            return
+        if self.sse_runs is not None and "\r" not in text:
+            text = self._sse_around_runs(text)
+            if not text:
+                return
+            first_line, self.read_lines = self.lines, 0
+        if not self._sse_plain(text):
+            self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
+        self.lines += self.read_lines or _line_ends(text)
+
+    def _sse_around_runs(self, text: str) -> str:
+        """A piece (LF ends) whose events start with the room's runs of fragments (see _sse_runs), or come to
+        them: the events before an event that may start a run (sse_lead) read as a piece of their own (as if
+        the body had been cut there), the runs from there fed, and the rest returned, to read as a piece of
+        its own.  A piece that starts with such an event that starts no run is returned whole; in one that
+        does not, a few more are tried, each after the next event of another kind."""
+        lead, tries, skip = self.sse_lead, 4, False
+        while tries and text and self.rank == _RANK_NONE and not self.state.done and lead:
+            tries -= 1
+            if not text.startswith(lead):
+                skip, at = True, text.find("\n\n" + lead)
+                if at < 0:
+                    break
+                self._sse_part(text[:at + 2])
+                text = text[at + 2:]
+                continue
+            end, count = self._sse_runs_read(text, False)
+            if count:
+                self.lines += 3 * count   # (each event its two lines and a blank one)
+                text = text[end:]
+                continue
+            other = _compiled("\n\n(?!" + re.escape(lead) + ")").search(text) if skip else None
+            if other is None or other.end() == len(text):
+                break
+            self._sse_part(text[:other.end()])
+            text = text[other.end():]
+        return text
+
+    def _sse_part(self, text: str) -> None:
+        """Events at the start of a piece, read as a piece of their own (their checks were made with the piece's)."""
+        first_line, self.read_lines = self.lines, 0
+        if not self._sse_plain(text):
             self._run((event, event) for event in _sse_events(text, self.state, None, first_line))
         self.lines += self.read_lines or _line_ends(text)
 
@@ -11291,6 +11365,8 @@ class _BodyReader:
             text = text.replace("\r\n", "\n")   # CRLF lines are the same lines
             if "\r" in text:
                 return False
+            if self.sse_runs is not None and self._sse_runs(text):   # (LF ones: see _sse_around_runs)
+                return True
         named = _sse_named(text) if text.startswith("e") else _sse_unnamed(text)
         if named is not None:
             joined, count, kinds = named
@@ -11332,6 +11408,39 @@ class _BodyReader:
                 return False
             at += size
         return at == len(pairs) and self._plain_fed(names, values, at)
+
+    def _sse_runs(self, text: str) -> bool:
+        """A piece (LF ends) that is nothing but runs of fragments the room reads straight from the SSE
+        text: fed (see _sse_runs_read); False (nothing done) for anything else."""
+        end, count = self._sse_runs_read(text, True)
+        if not count:
+            return False
+        self.read_lines = 3 * count   # (each event its two lines and a blank one)
+        return True
+
+    def _sse_runs_read(self, text: str, whole: bool) -> tuple[int, int]:
+        """The runs of fragments the room reads straight from the SSE text (sse_runs: answers as _ArrayItems's
+        runs, the end after a run's last data line, each event named by its data's type) from the piece's
+        start, fed as _sse_plain feeds its values: (where they end, after a blank line; how many events).
+        (0, 0), nothing done, for fewer than two events, for a run of fewer than _SHORT_RUN_ITEMS events
+        before the piece's end (interleaved blocks: they cost more than they save), and, when whole, unless
+        they are all of the piece."""
+        runs, size = self.sse_runs, len(text)
+        values, names, pos, count, end = [], set(), 0, 0, 0
+        while pos < size:
+            hit = runs(text, pos)
+            if hit is None:
+                break
+            run, at, items = hit
+            if not text.startswith("\n\n", at) or items < _SHORT_RUN_ITEMS and at + 2 < size:
+                break   # (short runs, interleaved blocks, cost more than they save)
+            pos = at + 2
+            values.append(run)
+            names.add(run.item(run.pieces[0]).get("type", ""))
+            count += items
+        if count < 2 or whole and pos < size or not self._plain_fed(list(names), values, count):
+            return 0, 0
+        return pos, count
 
     def _plain_fed(self, names: list[str], values: list, count: int) -> bool:
         """Feed the values of a piece's plain events once the profile's shape and the room's event checks
@@ -11708,6 +11817,8 @@ class StreamGate:
         self._plain_object = getattr(self._normalizer, "plain_object", _no_plain_object)
         # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
         self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
+        self._sse_runs = getattr(self._normalizer, "sse_fragment_run", None)   # the same in SSE text (_BodyReader)
+        self._sse_lead = getattr(self._normalizer, "sse_fragment_lead", "")   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
@@ -11803,7 +11914,8 @@ class StreamGate:
         if self._reader is None:
             if self._position:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
-            self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs)
+            self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
+                                       self._sse_runs, self._sse_lead)
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
         self._reader.push(data)
 

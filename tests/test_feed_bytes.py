@@ -5,6 +5,7 @@ import json
 import random
 import re
 import unittest
+from unittest import mock
 
 from support import (FIXTURES, eventstream, fixture_paths, fixture_report, load_fixture,  # noqa: F401
                      slow, vts)
@@ -381,6 +382,73 @@ class PiecesReadAtOnce(unittest.TestCase):
                                   (["chunk", "chunk"], [chunks[0], chunks[1].replace(b"{", b"{ ")])):
             with self.subTest(payloads=payloads):
                 self.assertIsNone(unwrap_all(members, payloads))
+
+    def test_anthropic_deltas_read_straight_from_the_sse_text(self):
+        """A piece of nothing but plain input_json_delta events is read by the anthropic room's sse_fragment_run
+        (no JSON list assembled); a piece it declines (any other layout, even valid) goes the other ways and
+        the report is capture's, whatever the split."""
+        schemas = {"f": {"type": "object"}}
+        start = (b"event: message_start\ndata: " + MESSAGE_START + b'\n\nevent: content_block_start\ndata: '
+                 b'{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1",'
+                 b'"name":"f","input":{}}}\n\n')
+        end = (b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\nevent: message_delta\n'
+               b'data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":'
+               b'{"output_tokens":5}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n')
+        parts = ['{"a"', ": ", "1", ', "b": "\\u00e9', '\\n"', "}"] + [""] * 20
+
+        def delta(piece, index=0):
+            return (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'
+                    b'{"type":"input_json_delta","partial_json":%s}}\n\n' % (index, json.dumps(piece).encode()))
+
+        deltas = b"".join(map(delta, parts))
+        runs = []
+        real = vts.AnthropicNormalizer.sse_fragment_run
+
+        def spy(normalizer, text, pos):
+            hit = real(normalizer, text, pos)
+            runs.append(None if hit is None else hit[2])
+            return hit
+
+        # Whole, the events before and after the run are read as pieces of their own (the room's reader is
+        # asked once more after the run, where the events after it start).
+        for cuts, asked in (([len(start), len(start) + len(deltas)], [len(parts)]), ([], [len(parts), None])):
+            del runs[:]
+            with mock.patch.object(vts.AnthropicNormalizer, "sse_fragment_run", spy):
+                report = fed("anthropic", start + deltas + end, cuts, schemas)
+            self.assertEqual(runs, asked)
+            self.assertEqual(verdict(report), captured("anthropic", start + deltas + end, schemas, None)[1])
+            self.assertEqual((report["status"], [call["arguments"] for call in report["calls"]]),
+                             ("pass", ['{"a": 1, "b": "\\u00e9\\n"}']))
+        taken, took, read = [], [], vts._BodyReader._sse_runs_read
+
+        def counted(reader, text, whole):
+            answer = read(reader, text, whole)
+            taken.append(answer[1])
+            return answer
+
+        with mock.patch.object(vts._BodyReader, "_sse_runs_read", counted):
+            for other in (deltas.replace(b"\n", b"\r\n"), deltas.replace(b"data: {", b"data:  {"),
+                          deltas.replace(b'{"type":"input', b'{ "type":"input'), deltas + b": note\n\n",
+                          deltas.replace(b"\n\n", b"\nid: 1\n\n", 1), deltas.replace(b"\n\n", b"\n\n\n", 1),
+                          deltas.replace(b'"index":0', b'"index":1'), deltas.replace(b'"index":0', b'"index":00', 1),
+                          deltas.replace(b"\\u00e9", b"\\x"), deltas.replace(b'"}}\n', b'"} }\n', 1),
+                          deltas.replace(b'"a\\"', b'"a\\"\\u0000\xc3\xa9'),
+                          deltas.replace(b"}}\n\n", b"}}\n", 1), b"".join(delta(piece, n % 2) for n, piece in
+                                                                         enumerate(parts))):
+                body = start + other + end
+                del taken[:]
+                for number, cuts in enumerate(([len(start), len(start) + len(other)],
+                                               random_cuts(random.Random(len(body)), len(body)))):
+                    with self.subTest(other=other[:80], cuts=cuts[:4]):
+                        self.assertEqual(verdict(fed("anthropic", body, cuts, schemas)),
+                                         captured("anthropic", body, schemas, None)[1])
+                    if not number:
+                        took.append(any(taken))
+        # The deltas fed as one piece (random cuts may leave pieces of deltas alone, read at once).  Read
+        # at once: CRLF lines (read as LF ones), JSON whitespace laid out alike in every event, any
+        # escapes, a comment after them (read as a piece of its own); declined: anything else between or
+        # in the events, another block, a bad index.
+        self.assertEqual(took, [True, False, True, True] + [False] * 4 + [True, False, True, False, False])
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
