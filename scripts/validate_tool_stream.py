@@ -1850,6 +1850,29 @@ def _sdk_payload(item: Any, normalizer: Any, pos: int) -> Any:
     return _sdk_dump(item)
 
 
+def _plain_model_class(known: dict, cls: type, name: str, module: str) -> bool:
+    """Whether cls is the SDK's pydantic model class `name`, of a module under `module`, whose dump is its own
+    values (declared fields without alias or exclusion; no field or model serializer, no computed field), so that
+    a room may read such an object from its attributes to the dict _sdk_dump gives.  Asked once per class and
+    kept in known (one dict per name, bounded); a class that will not say is not one."""
+    found = known.get(cls)
+    if found is None:
+        try:
+            fields = getattr(cls, "model_fields", None)
+            decorators = getattr(cls, "__pydantic_decorators__", None)
+            found = bool(cls.__name__ == name and str(cls.__module__).startswith(module) and type(fields) is dict
+                         and decorators is not None and not decorators.field_serializers
+                         and not decorators.model_serializers and not decorators.computed_fields
+                         and not getattr(cls, "__pydantic_computed_fields__", None)
+                         and all(f.alias is None and f.serialization_alias is None and not f.exclude
+                                 for f in fields.values()))
+        except Exception:   # noqa: BLE001 - a class that will not say: not this one
+            found = False
+        if len(known) < 256:
+            known[cls] = found
+    return found
+
+
 class WireRules(_FrozenRecord):
     """How a room reads its wire payloads; data, not code paths.
 
@@ -2910,12 +2933,18 @@ def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
     return event
 
 
+# the members of the Anthropic SDK's delta event and its InputJSONDelta (see _anthropic_json_delta)
+_ANTHROPIC_DELTA_EVENT_FIELDS = frozenset({"delta", "index", "type"})
+_ANTHROPIC_JSON_DELTA_FIELDS = frozenset({"partial_json", "type"})
+
+
 class AnthropicNormalizer:
     """Translate Messages-API stream events into neutral events, one at a time."""
 
     def __init__(self) -> None:
         self.state = _AnthropicState()
-        self.noted: tuple[int, Any] = (-1, None)   # the last content_block_delta SDK object: (position, delta)
+        # the last content_block_delta SDK object: (position, its delta dict, or the partial_json of plain_object's)
+        self.noted: tuple[int, Any] = (-1, None)
 
     def restated(self, pos: int, said: Any, restating: tuple[str, str, str]) -> WireProblem | None:
         """A derived event of the Anthropic SDK's stream helper (see _anthropic_sdk_item) that says `said`
@@ -2924,6 +2953,8 @@ class AnthropicNormalizer:
         kind, delta_type, member = restating
         at, delta = self.noted
         self.noted = (-1, None)
+        if type(delta) is str:   # noted by plain_object
+            delta = {"type": "input_json_delta", "partial_json": delta}
         if (at == pos - 1 and isinstance(delta, dict) and delta.get("type") == delta_type and said is not None
                 and delta.get(member) == said):
             return None
@@ -3039,30 +3070,25 @@ class AnthropicNormalizer:
         """plain_fragment() of an SDK event object at position pos (the Anthropic SDK's RawContentBlockDeltaEvent,
         built by construct_type as the wire has it), read from its attributes instead of its dump; None is always
         safe.  The delta is noted for the stream helper's restatement, as _anthropic_sdk_item notes it."""
-        try:   # declared fields only (fields set and values); anything else declines and the dump decides
-            sent, values = event.__pydantic_fields_set__, event.__dict__
-            if ("type" not in sent or values["type"] != "content_block_delta" or "index" not in sent
-                    or "delta" not in sent):
+        try:   # declared fields only (all set, values); anything else declines and the dump decides
+            values = event.__dict__
+            if (event.__pydantic_fields_set__ != _ANTHROPIC_DELTA_EVENT_FIELDS
+                    or values["type"] != "content_block_delta"):
                 return None
             index, delta = values["index"], values["delta"]
-            sent, values = delta.__pydantic_fields_set__, delta.__dict__
-            if (type(index) is not int or "type" not in sent or values["type"] != "input_json_delta"
-                    or "partial_json" not in sent):
+            values = delta.__dict__
+            if (type(index) is not int or delta.__pydantic_fields_set__ != _ANTHROPIC_JSON_DELTA_FIELDS
+                    or values["type"] != "input_json_delta"):
                 return None
             partial = values["partial_json"]
         except Exception:   # noqa: BLE001 - not such a model, or a value that will not compare: the dump decides
             return None
-        hit = self._plain(index, partial)
-        if hit is not None:
-            self.noted = (pos, {"type": "input_json_delta", "partial_json": partial})
-        return hit
-
-    def _plain(self, index: int, partial: Any) -> tuple[SlotKey, str] | None:
-        state = self.state
+        state = self.state   # as plain_fragment
         block = state.blocks.get(index)
         if (type(partial) is not str or block is None or block[0] != "tool_use" or state.opening != "open"
                 or state.ending != "running"):
             return None
+        self.noted = (pos, partial)   # the str of a delta {"type": "input_json_delta", "partial_json": partial}
         return (None, index), partial
 
     def finish(self) -> Iterator[NeutralEvent]:
@@ -3795,6 +3821,61 @@ _ANTHROPIC_SNAPSHOTS: Mapping[str, str] = MappingProxyType({
     "ParsedContentBlockStopEvent": "content_block", "ParsedMessageStopEvent": "message"})
 
 
+# The Anthropic SDK's RawContentBlockDeltaEvent (anthropic/types/raw_content_block_delta_event.py: delta, index,
+# type) and InputJSONDelta (anthropic/types/input_json_delta.py: partial_json, type) are built by construct_type
+# (anthropic/_models.py: fields set = the members sent, unknown ones kept as extras) and have no alias or serializer.
+# An input_json_delta that plain_object does not take (a hosted tool's input, server_tool_use) is read from its
+# attributes to the dict the generic dump gives (declared order) when both models have all their members set, none
+# extra, and hold a str type, an int index and a str partial_json; anything else is dumped (_sdk_dump).
+_ANTHROPIC_DELTA_EVENT_CLASSES: dict[type, bool] = {}   # see _plain_model_class
+_ANTHROPIC_JSON_DELTA_CLASSES: dict[type, bool] = {}
+# The same for its stop events (anthropic/types/raw_content_block_stop_event.py: index, type;
+# raw_message_stop_event.py: type): class name -> its members in declared order, their set, its classes seen.
+_ANTHROPIC_FLAT_EVENTS: Mapping[str, tuple[tuple[str, ...], frozenset, dict]] = MappingProxyType({
+    "RawContentBlockStopEvent": (("index", "type"), frozenset({"index", "type"}), {}),
+    "RawMessageStopEvent": (("type",), frozenset({"type"}), {})})
+
+
+def _anthropic_json_delta(event: Any) -> dict | None:
+    """The dict the dump of an input_json_delta event gives, read from its attributes (see above), or None."""
+    try:
+        if (not _plain_model_class(_ANTHROPIC_DELTA_EVENT_CLASSES, type(event), "RawContentBlockDeltaEvent",
+                                   "anthropic.")
+                or event.__pydantic_extra__ or event.__pydantic_fields_set__ != _ANTHROPIC_DELTA_EVENT_FIELDS):
+            return None
+        values = event.__dict__
+        delta, index, kind = values["delta"], values["index"], values["type"]
+        if (type(index) is not int or type(kind) is not str
+                or not _plain_model_class(_ANTHROPIC_JSON_DELTA_CLASSES, type(delta), "InputJSONDelta", "anthropic.")
+                or delta.__pydantic_extra__ or delta.__pydantic_fields_set__ != _ANTHROPIC_JSON_DELTA_FIELDS):
+            return None
+        values = delta.__dict__
+        partial, delta_type = values["partial_json"], values["type"]
+        if type(partial) is not str or type(delta_type) is not str:
+            return None
+    except Exception:   # noqa: BLE001 - not such a model: the dump decides
+        return None
+    return {"delta": {"partial_json": partial, "type": delta_type}, "index": index, "type": kind}
+
+
+def _anthropic_flat_event(event: Any, name: str) -> dict | None:
+    """The dict the dump of a stop event gives (see _ANTHROPIC_FLAT_EVENTS), read from its attributes when it has
+    all its members set, none extra, each a str or an int; else None."""
+    members, sent, known = _ANTHROPIC_FLAT_EVENTS[name]
+    try:
+        if (not _plain_model_class(known, type(event), name, "anthropic.") or event.__pydantic_extra__
+                or event.__pydantic_fields_set__ != sent):
+            return None
+        values = event.__dict__
+        out = {member: values[member] for member in members}
+    except Exception:   # noqa: BLE001 - not such a model: the dump decides
+        return None
+    for value in out.values():
+        if type(value) is not str and type(value) is not int:
+            return None
+    return out
+
+
 def _anthropic_sdk_item(item: Any, normalizer: "AnthropicNormalizer", pos: int) -> Any:
     """An Anthropic SDK event object: its wire event; a helper's derived event: None when it restates the raw
     delta fed just before it, else a WireProblem; a helper's rebuilt stop event: without its snapshot."""
@@ -3804,14 +3885,18 @@ def _anthropic_sdk_item(item: Any, normalizer: "AnthropicNormalizer", pos: int) 
         # read by attribute, not dumped (half a helper stream's items): a string as it is, a citation dumped
         said = getattr(item, restating[2], None)
         return normalizer.restated(pos, said if type(said) is str else _sdk_dump(said), restating)
-    payload = _sdk_dump(item)
+    payload = (_anthropic_json_delta(item) if name == "RawContentBlockDeltaEvent"
+               else _anthropic_flat_event(item, name) if name in _ANTHROPIC_FLAT_EVENTS else None)
+    if payload is None:
+        payload = _sdk_dump(item)
     if type(payload) is not dict:
         return payload
     snapshot = _ANTHROPIC_SNAPSHOTS.get(name)
     if snapshot is not None:
         payload.pop(snapshot, None)
-    elif payload.get("type") == "content_block_delta":
-        normalizer.noted = (pos, payload.get("delta"))
+    elif payload.get("type") == "content_block_delta":   # a delta that is not an object restates nothing
+        delta = payload.get("delta")
+        normalizer.noted = (pos, delta if isinstance(delta, dict) else None)
     return payload
 
 
@@ -4009,6 +4094,35 @@ def _client_item(body: Any) -> bool:
     return kind in _RESPONSES_ARGUMENT_ITEMS or kind in _RESPONSES_UNCHECKED_CALLS
 
 
+# openai-python's ResponseFunctionCallArgumentsDeltaEvent (openai/types/responses/
+# response_function_call_arguments_delta_event.py), nearly every event of a long stream, is built by construct_type
+# (openai/_models.py: fields set = the members sent, unknown ones kept as extras) and has no alias, field or model
+# serializer: one holding only strings, integers and nulls and no extra member is read from its attributes to the
+# dict the generic dump gives (the fields set, in declared order).  Any other object is dumped (_sdk_dump).
+_RESPONSES_FLAT_CLASSES: dict[type, Any] = {}   # class -> (declared fields, the same as a set), or None (bounded)
+_RESPONSES_DELTA_FIELDS = frozenset({"type", "output_index", "item_id", "delta", "sequence_number"})
+
+
+def _responses_flat_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | None:
+    if cls in _RESPONSES_FLAT_CLASSES:
+        return _RESPONSES_FLAT_CLASSES[cls]
+    found = None
+    try:
+        fields = getattr(cls, "model_fields", None)
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        if (getattr(cls, "__name__", None) == "ResponseFunctionCallArgumentsDeltaEvent"
+                and str(getattr(cls, "__module__", "")).startswith("openai.") and type(fields) is dict
+                and decorators is not None and not decorators.field_serializers and not decorators.model_serializers
+                and not decorators.computed_fields and not getattr(cls, "__pydantic_computed_fields__", None)
+                and all(f.alias is None and f.serialization_alias is None and not f.exclude for f in fields.values())):
+            found = (tuple(fields), frozenset(fields))
+    except Exception:   # noqa: BLE001 - a class that will not say: not this one
+        found = None
+    if len(_RESPONSES_FLAT_CLASSES) < 256:
+        _RESPONSES_FLAT_CLASSES[cls] = found
+    return found
+
+
 class ResponsesNormalizer:
     """Translate Responses-API stream events into neutral events, one at a time.
 
@@ -4018,6 +4132,32 @@ class ResponsesNormalizer:
 
     def __init__(self) -> None:
         self.state = _ResponsesState()
+
+    def plain_object(self, event: Any, pos: int) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event is openai-python's arguments delta (see _responses_flat_fields) with all its
+        members set, none extra, that only adds its text to a function call's slot: translate() of its dump would
+        emit exactly Fragment(pos, key, None, None, delta) and change only item.streamed, set here (as translate()
+        sets it when the machine does not take the fragment plain).  Read from its attributes, no dump; None is
+        always safe."""
+        try:   # the class's declared fields, all set, no extra member; anything else declines and the dump decides
+            if (_responses_flat_fields(type(event)) is None or event.__pydantic_extra__
+                    or event.__pydantic_fields_set__ != _RESPONSES_DELTA_FIELDS):
+                return None
+            values = event.__dict__
+            kind, index, item_id, delta = values["type"], values["output_index"], values["item_id"], values["delta"]
+            if (type(kind) is not str or kind != "response.function_call_arguments.delta" or type(index) is not int
+                    or type(item_id) is not str or type(delta) is not str
+                    or type(values["sequence_number"]) is not int):
+                return None
+        except Exception:   # noqa: BLE001 - not such a model: the dump decides
+            return None
+        state = self.state   # as translate() and _responses_arguments() read it for such an event
+        item = state.items.get(index)
+        if (item is None or item.kind != "function_call" or item.finished or item.arguments_done
+                or item.item_id != item_id or state.opening != "open" or state.ending != "running"):
+            return None
+        item.streamed = True
+        return (None, index), delta
 
     def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
@@ -4556,34 +4696,6 @@ def _responses_request_body(schemas: dict, request: dict) -> dict:
     if schemas:
         body["tools"] = _responses_tools(schemas, custom)
     return dict(body, **_request_controls(request, ("tool_choice", "parallel_tool_calls")))
-
-
-# openai-python's ResponseFunctionCallArgumentsDeltaEvent (openai/types/responses/
-# response_function_call_arguments_delta_event.py), nearly every event of a long stream, is built by construct_type
-# (openai/_models.py: fields set = the members sent, unknown ones kept as extras) and has no alias, field or model
-# serializer: one holding only strings, integers and nulls and no extra member is read from its attributes to the
-# dict the generic dump gives (the fields set, in declared order).  Any other object is dumped (_sdk_dump).
-_RESPONSES_FLAT_CLASSES: dict[type, Any] = {}   # class -> (declared fields, the same as a set), or None (bounded)
-
-
-def _responses_flat_fields(cls: type) -> tuple[tuple[str, ...], frozenset] | None:
-    if cls in _RESPONSES_FLAT_CLASSES:
-        return _RESPONSES_FLAT_CLASSES[cls]
-    found = None
-    try:
-        fields = getattr(cls, "model_fields", None)
-        decorators = getattr(cls, "__pydantic_decorators__", None)
-        if (getattr(cls, "__name__", None) == "ResponseFunctionCallArgumentsDeltaEvent"
-                and str(getattr(cls, "__module__", "")).startswith("openai.") and type(fields) is dict
-                and decorators is not None and not decorators.field_serializers and not decorators.model_serializers
-                and not decorators.computed_fields and not getattr(cls, "__pydantic_computed_fields__", None)
-                and all(f.alias is None and f.serialization_alias is None and not f.exclude for f in fields.values())):
-            found = (tuple(fields), frozenset(fields))
-    except Exception:   # noqa: BLE001 - a class that will not say: not this one
-        found = None
-    if len(_RESPONSES_FLAT_CLASSES) < 256:
-        _RESPONSES_FLAT_CLASSES[cls] = found
-    return found
 
 
 def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
@@ -11853,18 +11965,17 @@ class StreamGate:
             if type(item) is FragmentRun:
                 self._position = self._feed_run(item, at)
             elif type(item) is not dict and item is not None:   # an SDK's object (or no object at all)
-                self._feed_object(item, at)
+                hit = self._plain_object(item, at)   # a plain fragment read from its attributes, no dump
+                if hit is None or not append(*hit):
+                    self._feed_object(item, at)
             else:
                 for event in translate(at, item):
                     handlers[type(event)](event)
 
     def _feed_object(self, item: Any, at: int) -> None:
-        """feed() of an item that is not a dict: a plain fragment read from its attributes when the normalizer
-        has such a reader (plain_object, no dump), else its wire payload (_read_object) fed as a dict is."""
+        """feed() of an item that is not a dict and that the normalizer's plain_object (called by feed(), inline)
+        did not take: its wire payload (_read_object) fed as a dict is."""
         machine, translate, handlers, plain, append = self._loop
-        hit = self._plain_object(item, at)
-        if hit is not None and append(*hit):
-            return
         item = self._read_object(item, at)
         if item is None:
             return

@@ -721,6 +721,141 @@ class ResponsesArgumentDeltasReadFromAttributes(unittest.TestCase):
                 self.assertEqual(model.dumps, 1)
 
 
+    def test_plain_object_reads_a_plain_delta_and_declines_what_it_does_not_know(self):
+        relpath, doc = self.doc()
+        events = doc["events"]
+        at = next(i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.delta")
+        event = events[at]
+        gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
+        for item in events[:at]:
+            gate.feed(item)
+        plain = gate._normalizer.plain_object
+        self.assertEqual(plain(self.model(event), at), ((None, event["output_index"]), event["delta"]))
+        unset = dict(event)
+        del unset["sequence_number"]
+        cases = {"an extra member": self.model(dict(event, more="x"), extra=("more",)),
+                 "a member set beyond the five": self.model(dict(event, more="x")),
+                 "a member not set": self.model(unset),
+                 "another class": self.model(event, name="ResponseOtherEvent"),
+                 "another module": self.model(event, module="other.types"),
+                 "an excluded field": self.model(event, exclude=True),
+                 "a model serializer": self.model(event, model_serializer_when="json"),
+                 "another item": self.model(dict(event, item_id="fc_other")),
+                 "another output item": self.model(dict(event, output_index=event["output_index"] + 1))}
+        for label, model in cases.items():   # through feed(): the room's reader or the dump, as the dict is read
+            with self.subTest(label, through="feed"):
+                objects = [self.model(e) for e in events]
+                objects[at] = model
+                self.assertEqual(report_of(doc, objects), report_of(doc, events[:at] + [model.payload]
+                                                                   + events[at + 1:]))
+        for member, value in (("delta", 1.5), ("output_index", True), ("item_id", None), ("sequence_number", "1")):
+            cases[f"{member} {value!r}"] = self.model(event)
+            setattr(cases[f"{member} {value!r}"], member, value)
+        for label, model in cases.items():
+            with self.subTest(label):
+                dumps = model.dumps
+                self.assertIsNone(plain(model, at))
+                self.assertEqual(model.dumps, dumps)   # nothing dumped here: feed() goes on to the reader
+
+
+class AnthropicModelsReadFromAttributes(unittest.TestCase):
+    """The Anthropic SDK's input_json_delta events and stop events holding only strings and integers are read from
+    their attributes to the dict the generic dump gives (plain_object takes a client tool_use block's deltas; a
+    hosted block's go to the room's reader); an extra member at either level, a member not set, another class or
+    module, an alias or a serializer, or a value of another type leave them to the dump."""
+
+    RELPATH = "anthropic/pass-tool-search-and-code-execution-then-tool-use.json"
+    NAMES = {"content_block_stop": "RawContentBlockStopEvent", "message_stop": "RawMessageStopEvent"}
+
+    @staticmethod
+    def cls(payload, name, extra=(), module="anthropic.types.stand_in", **changes):
+        cls = cohere_class(tuple(key for key in payload if key not in extra), module=module, **changes)
+        cls = type(name, (cls,), {"__module__": module})
+        if "model_serializer_when" not in changes and "field_serializers" not in changes:
+            cls.__pydantic_decorators__ = _CohereDecorators()
+            cls.__pydantic_decorators__.model_serializers = {}
+        return cls
+
+    def model(self, payload, extra=(), name=None, delta_extra=(), delta_name="InputJSONDelta", **changes):
+        delta = payload.get("delta")
+        if payload.get("type") == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == \
+                "input_json_delta":
+            model = self.cls(payload, name or "RawContentBlockDeltaEvent", extra, **changes)(payload, extra)
+            model.delta = self.cls(delta, delta_name, delta_extra, **changes)(delta, delta_extra)
+            return model
+        if payload.get("type") in self.NAMES:
+            return self.cls(payload, name or self.NAMES[payload["type"]], extra, **changes)(payload, extra)
+        return Pyd(payload)
+
+    def test_every_fixture_gives_the_wire_report_and_plain_events_skip_the_dump(self):
+        for relpath, doc in passing_and_blocked("anthropic"):
+            with self.subTest(fixture=relpath):
+                self.assertEqual(report_of(doc, [self.model(e) for e in doc["events"]]),
+                                 fixture_envelope_report(relpath))
+        doc = load_fixture(self.RELPATH)[1]
+        objects = [self.model(e) for e in doc["events"]]
+        self.assertEqual(verdict(report_of(doc, objects))[0], "pass")
+        read = [o for o in objects if not isinstance(o, Pyd)]
+        self.assertEqual(len(read), 17)   # 9 deltas (6 of hosted blocks), 7 block stops, message_stop
+        self.assertEqual([o.dumps for o in read], [0] * len(read))
+
+    def test_what_the_readers_do_not_know_declines(self):
+        doc = load_fixture(self.RELPATH)[1]
+        hosted = doc["events"][3]   # an input_json_delta of a server_tool_use block: the room's reader
+        stop = doc["events"][4]
+        self.assertEqual((hosted["delta"]["type"], stop["type"]), ("input_json_delta", "content_block_stop"))
+        no_index = {key: value for key, value in stop.items() if key != "index"}
+        cases = {"an extra member": self.model(dict(hosted, more="x"), extra=("more",)),
+                 "an extra member of the delta": self.model(dict(hosted, delta=dict(hosted["delta"], more="x")),
+                                                            delta_extra=("more",)),
+                 "a member set beyond the delta's": self.model(dict(hosted, delta=dict(hosted["delta"], more="x"))),
+                 "another class": self.model(hosted, name="RawOtherEvent"),
+                 "another delta class": self.model(hosted, delta_name="TextDelta"),
+                 "another module": self.model(hosted, module="other.types"),
+                 "an excluded field": self.model(hosted, exclude=True),
+                 "a model serializer": self.model(hosted, model_serializer_when="json"),
+                 "a field serializer": self.model(hosted, field_serializers={"index": 1}),
+                 "a stop's extra member": self.model(dict(stop, more="x"), extra=("more",)),
+                 "a stop's member set beyond": self.model(dict(stop, more="x")),
+                 "a stop without its index": self.model(no_index),
+                 "a stop of another class": self.model(stop, name="RawOtherEvent"),
+                 "a message_stop's extra member": self.model({"type": "message_stop", "more": 1}, extra=("more",))}
+        for label, value in (("a float", 1.5), ("a bool", True), ("a model", Pyd({"a": 1}))):
+            cases["partial_json " + label] = self.model(hosted)
+            cases["partial_json " + label].delta.partial_json = value
+            cases["index " + label] = self.model(hosted)
+            cases["index " + label].index = value
+            cases["a stop's index " + label] = self.model(stop)
+            cases["a stop's index " + label].index = value
+        row = vts.PROFILES["anthropic"]
+        for label, model in cases.items():
+            with self.subTest(label):
+                self.assertEqual(row.wire.sdk_item(model, row.wire.normalizer(vts.Limits()), 0), model.payload)
+                self.assertEqual(model.dumps, 1)
+        plain = self.model(hosted)
+        self.assertEqual(row.wire.sdk_item(plain, row.wire.normalizer(vts.Limits()), 0), hosted)
+        self.assertEqual(plain.dumps, 0)
+
+    def test_plain_object_declines_a_member_set_beyond_or_not_set(self):
+        doc = load_fixture(self.RELPATH)[1]
+        events = doc["events"]
+        at = 21   # a delta of the client tool_use block
+        self.assertEqual(events[at]["index"], 6)
+        gate = vts.StreamGate("anthropic", doc["tool_schemas"])
+        for item in events[:at]:
+            gate.feed(item)
+        plain = gate._normalizer.plain_object
+        event = events[at]
+        self.assertEqual(plain(self.model(event), at), ((None, 6), event["delta"]["partial_json"]))
+        unset = {"type": "input_json_delta"}
+        for label, model in {"beyond": self.model(dict(event, more="x")),
+                             "the delta's beyond": self.model(dict(event, delta=dict(event["delta"], more="x"))),
+                             "the delta's not set": self.model(dict(event, delta=unset)),
+                             "index a bool": self.model(dict(event, index=True))}.items():
+            with self.subTest(label):
+                self.assertIsNone(plain(model, at))
+
+
 # --- the Anthropic SDK's stream helper, by hand ---------------------------------------------------
 
 
@@ -1153,9 +1288,10 @@ def split_fragments(row, stream):
 
 @slow("SDKs: a real SDK client over loopback HTTP")
 class SplitStreamsThroughSdks(unittest.TestCase):
-    """The rooms' plain_object shortcut on real objects: the passing and blocked fixtures of openai, mistral and
-    anthropic with every argument fragment cut into one-character items, served, read with openai-python and the
-    Anthropic SDK (raw and helper): the objects give exactly the report their dumps give, and the wire's verdict."""
+    """The rooms' plain_object shortcut on real objects: the passing and blocked fixtures of openai, mistral,
+    anthropic and openai-responses with every argument fragment cut into one-character items, served, read with
+    openai-python (chat and Responses) and the Anthropic SDK (raw and helper): the objects give exactly the report
+    their dumps give, and the wire's verdict."""
 
     def test_objects_give_their_dumps_report(self):
         import tempfile
@@ -1163,7 +1299,7 @@ class SplitStreamsThroughSdks(unittest.TestCase):
         if not (importable("openai") and importable("anthropic")):
             self.skipTest("openai and anthropic are needed (python3 tests/adapters/setup.py)")
         with tempfile.TemporaryDirectory() as tmp:
-            for profile in ("openai", "mistral", "anthropic"):
+            for profile in ("openai", "mistral", "anthropic", "openai-responses"):
                 os.makedirs(os.path.join(tmp, profile))
                 for relpath, doc in passing_and_blocked(profile):
                     if "serve" in doc:
@@ -1201,6 +1337,10 @@ class SplitStreamsThroughSdks(unittest.TestCase):
         import openai
 
         try:
+            if profile == "openai-responses":
+                client = openai.OpenAI(base_url=url + prefix + "/v1", api_key="sk-test", max_retries=0)
+                yield list(client.responses.create(model="m", input="x", stream=True))
+                return
             if profile != "anthropic":
                 client = openai.OpenAI(base_url=url + prefix + "/v1", api_key="sk-test", max_retries=0)
                 yield list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
