@@ -11195,6 +11195,7 @@ class _BodyReader:
         self.lines = self.frames = 0  # line ends, frames in pieces read
         self.whole = 0               # whole frames in the piece being cut
         self.plain: tuple[list[str], list[bytearray]] | None = None   # their members and payloads (_frames_cut)
+        self.preludes: set[tuple[int, int, int]] = set()   # frame preludes checked already (at most 256 held)
         self.read_lines = 0          # SSE: the lines of the piece being read, when its plain way knows them
         self.content = False         # a byte other than JSON whitespace came
         self.rank, self.error = _RANK_NONE, None
@@ -11783,19 +11784,25 @@ class _BodyReader:
         payloads: list[bytearray] = []
         add_member, add_payload = members.append, payloads.append
         known: dict[bytes, str] = {}
+        good = self.preludes   # each distinct prelude (lengths and checksum) is checked once
         plain, last, last_size, member = True, b"", -1, ""
         most, whole = self.limits.max_frame_bytes, self.whole
         try:
             while size - pos >= 12:
-                total, header_size, prelude_crc = unpack(buf, pos)
-                if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
-                    plain = False
-                    return pos + 12
-                if total > most:
-                    view.release()
-                    self._over(f"one {_BODY_UNITS[self.kind]} of the body is larger than "
-                               f"{most} bytes (max_frame_bytes)")
-                    return 0
+                prelude = unpack(buf, pos)
+                total, header_size, prelude_crc = prelude
+                if prelude not in good:
+                    if crc32(view[pos:pos + 8]) != prelude_crc or header_size > total - 16:
+                        plain = False
+                        return pos + 12
+                    if total > most:
+                        view.release()
+                        self._over(f"one {_BODY_UNITS[self.kind]} of the body is larger than "
+                                   f"{most} bytes (max_frame_bytes)")
+                        return 0
+                    if len(good) >= 256:
+                        good.clear()
+                    good.add(prelude)
                 if size - pos < total:
                     break
                 end = pos + total

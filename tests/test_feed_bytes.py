@@ -4,6 +4,7 @@
 import json
 import random
 import re
+import struct
 import unittest
 from unittest import mock
 
@@ -202,6 +203,10 @@ class CapturesRefusals(unittest.TestCase):
         self.refused("bedrock", BEDROCK[:-3], "frame 2: the frame length does not fit the body (byte 119)")
         self.refused("bedrock", BEDROCK + BEDROCK[:7], "frame 3: the body ends inside a frame's prelude (byte 242)")
         self.refused("bedrock", BEDROCK + b"x" * 20, "frame 3: the prelude checksum does not match (byte 242): not an "
+                     "AWS event stream, or a corrupt one")
+        first = BEDROCK[:struct.unpack(">I", BEDROCK[:4])[0]]   # a prelude seen good, then its checksum changed
+        self.refused("bedrock", BEDROCK + first + first[:8] + bytes([first[8] ^ 1]) + first[9:],
+                     f"frame 4: the prelude checksum does not match (byte {242 + len(first)}): not an "
                      "AWS event stream, or a corrupt one")
 
     def test_whole_documents(self):
@@ -570,7 +575,6 @@ class Bounds(unittest.TestCase):
             self.assertEqual(statuses, {"pass", "blocked"})   # the limits tried reach both sides
 
     def test_a_frame_announced_beyond_max_frame_bytes_is_refused_at_its_prelude(self):
-        import struct
         import zlib
         prelude = struct.pack(">II", 1 << 20, 0)
         gate = vts.StreamGate("bedrock", {}, limits=vts.Limits(max_frame_bytes=1000))
