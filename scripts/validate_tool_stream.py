@@ -4159,7 +4159,45 @@ class ResponsesNormalizer:
         item.streamed = True
         return (None, index), delta
 
-    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event is an arguments delta that only adds its text to a function call's
+        slot: translate() would emit exactly Fragment(pos, key, None, None, delta) and change only
+        item.streamed, set here (as plain_object does).  Nearly every event of a long call; None is
+        always safe."""
+        if type(event) is not dict:
+            return None
+        try:  # subscripts, not get(): this runs for nearly every event
+            kind = event["type"]
+            if type(kind) is not str or kind != "response.function_call_arguments.delta":
+                return None
+            index, item_id, delta = event["output_index"], event["item_id"], event["delta"]
+        except KeyError:
+            return None
+        if type(index) is not int or type(item_id) is not str or type(delta) is not str:
+            return None
+        state = self.state   # as translate() and _responses_arguments() read it for such an event
+        item = state.items.get(index)
+        if (item is None or item.kind != "function_call" or item.finished or item.arguments_done
+                or item.item_id != item_id or state.opening != "open" or state.ending != "running"):
+            return None
+        item.streamed = True
+        return (None, index), delta
+
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        """The neutral events of one event.  A text event (output_text.delta...) of an item of its kind,
+        not done, while the response runs (nearly every event of a long answer) says nothing: answered
+        here, no generator."""
+        if type(event) is dict:
+            kind = event.get("type")
+            wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
+            if wanted is not None and self.state.opening == "open" and self.state.ending == "running":
+                index = event.get("output_index")
+                item = self.state.items.get(index) if type(index) is int else None
+                if item is not None and item.kind in wanted and not item.finished:
+                    return ()
+        return self._translate(pos, event)
+
+    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             yield _untyped(pos, event)
@@ -4809,7 +4847,45 @@ class BedrockNormalizer:
             if not stopped and kind in ("serverToolUse", "toolResult"):
                 yield WireProblem(None, MISSING_TERMINAL, f"{kind} block {index} has no contentBlockStop", None, index)
 
-    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event only adds toolUse.input to a client toolUse block already started.
+
+        Such deltas are nearly every event of a long call.  This answers without
+        building events and changes no state; translate() would emit exactly
+        Fragment(pos, key, None, None, text) for it.  None is always safe.
+        """
+        if type(event) is not dict or len(event) != 1:
+            return None
+        body = event.get("contentBlockDelta")
+        if type(body) is not dict:
+            return None
+        try:  # subscripts, not get(): this runs for nearly every event
+            index, delta = body["contentBlockIndex"], body["delta"]
+            if type(index) is not int or type(delta) is not dict or len(delta) != 1:
+                return None
+            tool = delta["toolUse"]
+            if type(tool) is not dict:
+                return None
+            text = tool["input"]
+        except KeyError:
+            return None
+        state = self.state
+        block = state.blocks.get(index)
+        if (type(text) is not str or block is None or block[0] != "toolUse" or state.opening != "open"
+                or state.ending != "running"):
+            return None
+        return (None, index), text
+
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        """The neutral events of one event.  A delta of a text or reasoning block already begun and not
+        stopped (nearly every event of a long answer) says nothing: answered here, no generator."""
+        if type(event) is dict and len(event) == 1:
+            body = event.get("contentBlockDelta")
+            if type(body) is dict and _bedrock_quiet_delta(body, self.state):
+                return ()
+        return self._translate(pos, event)
+
+    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         if not isinstance(event, dict) or len(event) != 1:
             yield WireProblem(pos, UNSUPPORTED_EVENT,
@@ -4827,6 +4903,21 @@ class BedrockNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
             return
         yield from _BEDROCK_ROOM.read(pos, member, body, state)
+
+
+def _bedrock_quiet_delta(body: dict, state: _BedrockState) -> bool:
+    """Whether a contentBlockDelta body says nothing: one reviewed member other than toolUse, for a block of
+    its kind already begun and not stopped (or one whose start was already reported), while the message is
+    open and not stopped -- what _bedrock_block_delta would read without a word."""
+    index, delta = body.get("contentBlockIndex"), body.get("delta")
+    if type(index) is not int or type(delta) is not dict or len(delta) != 1:
+        return False
+    block = state.blocks.get(index)
+    if block is None or state.opening != "open" or state.ending != "running":
+        return False
+    wanted = _BEDROCK_DELTA_BLOCKS.get(next(iter(delta)))
+    kind, stopped = block
+    return wanted is not None and (kind is None or kind in wanted and kind != "toolUse" and not stopped)
 
 
 def _bedrock_message_stop(pos: int, member: str, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
@@ -6698,7 +6789,43 @@ class CohereNormalizer:
     def __init__(self) -> None:
         self.state = _CohereState()
 
-    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event is a tool-call-delta of exactly the wire's shape ({"type", "index",
+        "delta": {"message": {"tool_calls": {"function": {"arguments": text}}}}}, nothing else, so nothing
+        the Vercel AI SDK's parser refuses) for the call streaming now, while the message is open: translate()
+        would emit exactly Fragment(pos, key, None, None, text).  Nearly every event of a long call; None is
+        always safe."""
+        if type(event) is not dict or len(event) != 3:
+            return None
+        try:  # subscripts, not get(): this runs for nearly every event
+            kind, index = event["type"], event["index"]
+            if type(kind) is not str or kind != "tool-call-delta" or type(index) is not int:
+                return None
+            text = _cohere_sole(_cohere_sole(_cohere_sole(_cohere_sole(event["delta"], "message"), "tool_calls"),
+                                             "function"), "arguments")
+        except (KeyError, TypeError):   # TypeError: a level that is not an object
+            return None
+        state = self.state
+        if type(text) is not str or state.open != index or state.opening != "open" or state.ending != "running":
+            return None
+        return (None, index), text
+
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        """The neutral events of one event.  A content-delta of exactly the wire's shape ({"type", "index",
+        "delta": {"message": {"content": {"text": text}}}}, nothing the screen refuses) while the message is
+        open (nearly every event of a long answer) says nothing: answered here, no generator."""
+        if type(event) is dict and len(event) == 3 and event.get("type") == "content-delta":
+            state = self.state
+            try:
+                text = _cohere_sole(_cohere_sole(_cohere_sole(event["delta"], "message"), "content"), "text")
+                quiet = type(text) is str and type(event["index"]) is int
+            except (KeyError, TypeError):
+                quiet = False
+            if quiet and state.opening == "open" and state.ending == "running":
+                return ()
+        return self._translate(pos, event)
+
+    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         kind = _wire_str(event.get("type")) if isinstance(event, dict) else None
         if kind not in _COHERE_EVENTS:
@@ -6706,6 +6833,14 @@ class CohereNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer")
             return
         yield from _COHERE_ROOM.read(pos, kind, event, state)
+
+
+def _cohere_sole(value: Any, member: str) -> Any:
+    """The value of an object's one member, which must be `member` (KeyError); TypeError when value is not
+    a plain object or holds more."""
+    if type(value) is not dict or len(value) != 1:
+        raise TypeError(member)
+    return value[member]
 
 
 def _cohere_refused(pos: int, kind: str, event: dict) -> WireProblem | None:
