@@ -4857,20 +4857,12 @@ class BedrockNormalizer:
         if type(event) is not dict or len(event) != 1:
             return None
         body = event.get("contentBlockDelta")
-        if type(body) is not dict:
+        delta = body.get("delta") if type(body) is dict else None
+        tool = delta.get("toolUse") if type(delta) is dict and len(delta) == 1 else None
+        if type(tool) is not dict:   # a text delta declines here, without an exception
             return None
-        try:  # subscripts, not get(): this runs for nearly every event
-            index, delta = body["contentBlockIndex"], body["delta"]
-            if type(index) is not int or type(delta) is not dict or len(delta) != 1:
-                return None
-            tool = delta["toolUse"]
-            if type(tool) is not dict:
-                return None
-            text = tool["input"]
-        except KeyError:
-            return None
-        state = self.state
-        block = state.blocks.get(index)
+        index, text, state = body.get("contentBlockIndex"), tool.get("input"), self.state
+        block = state.blocks.get(index) if type(index) is int else None
         if (type(text) is not str or block is None or block[0] != "toolUse" or state.opening != "open"
                 or state.ending != "running"):
             return None
@@ -6795,18 +6787,16 @@ class CohereNormalizer:
         the Vercel AI SDK's parser refuses) for the call streaming now, while the message is open: translate()
         would emit exactly Fragment(pos, key, None, None, text).  Nearly every event of a long call; None is
         always safe."""
-        if type(event) is not dict or len(event) != 3:
+        if type(event) is not dict or len(event) != 3 or event.get("type") != "tool-call-delta":
             return None
-        try:  # subscripts, not get(): this runs for nearly every event
-            kind, index = event["type"], event["index"]
-            if type(kind) is not str or kind != "tool-call-delta" or type(index) is not int:
-                return None
-            text = _cohere_sole(_cohere_sole(_cohere_sole(_cohere_sole(event["delta"], "message"), "tool_calls"),
-                                             "function"), "arguments")
-        except (KeyError, TypeError):   # TypeError: a level that is not an object
-            return None
-        state = self.state
-        if type(text) is not str or state.open != index or state.opening != "open" or state.ending != "running":
+        # each level a plain object of its one member (inline: this runs for nearly every event)
+        delta, index, state = event.get("delta"), event.get("index"), self.state
+        message = delta.get("message") if type(delta) is dict and len(delta) == 1 else None
+        call = message.get("tool_calls") if type(message) is dict and len(message) == 1 else None
+        function = call.get("function") if type(call) is dict and len(call) == 1 else None
+        text = function.get("arguments") if type(function) is dict and len(function) == 1 else None
+        if (type(text) is not str or type(index) is not int or state.open != index or state.opening != "open"
+                or state.ending != "running"):
             return None
         return (None, index), text
 
@@ -6815,13 +6805,12 @@ class CohereNormalizer:
         "delta": {"message": {"content": {"text": text}}}}, nothing the screen refuses) while the message is
         open (nearly every event of a long answer) says nothing: answered here, no generator."""
         if type(event) is dict and len(event) == 3 and event.get("type") == "content-delta":
-            state = self.state
-            try:
-                text = _cohere_sole(_cohere_sole(_cohere_sole(event["delta"], "message"), "content"), "text")
-                quiet = type(text) is str and type(event["index"]) is int
-            except (KeyError, TypeError):
-                quiet = False
-            if quiet and state.opening == "open" and state.ending == "running":
+            delta, state = event.get("delta"), self.state
+            message = delta.get("message") if type(delta) is dict and len(delta) == 1 else None
+            content = message.get("content") if type(message) is dict and len(message) == 1 else None
+            text = content.get("text") if type(content) is dict and len(content) == 1 else None
+            if (type(text) is str and type(event.get("index")) is int and state.opening == "open"
+                    and state.ending == "running"):
                 return ()
         return self._translate(pos, event)
 
@@ -6833,14 +6822,6 @@ class CohereNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer")
             return
         yield from _COHERE_ROOM.read(pos, kind, event, state)
-
-
-def _cohere_sole(value: Any, member: str) -> Any:
-    """The value of an object's one member, which must be `member` (KeyError); TypeError when value is not
-    a plain object or holds more."""
-    if type(value) is not dict or len(value) != 1:
-        raise TypeError(member)
-    return value[member]
 
 
 def _cohere_refused(pos: int, kind: str, event: dict) -> WireProblem | None:

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "validate_tool_stream.py")
@@ -226,6 +227,35 @@ def judge(profile, stream, schemas=SCHEMAS):
 
 def judge_events(profile, events, schemas=SCHEMAS):
     return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
+
+
+def room_fast_paths_agree(case, profile, streams, schemas=SCHEMAS):
+    """Assert that each (name, events) of streams gets the same report from the room's fast answers
+    (plain_fragment, and translate() answering a quiet event itself) as from its general path
+    (plain_fragment declining, translate() the room's generator _translate); returns [answered,
+    declined]: how often a fast answer was given and refused, for the caller to check both happen."""
+    cls = type(vts.PROFILES[profile].wire.normalizer(vts.Limits()))
+    plain, translate, counts = cls.plain_fragment, cls.translate, [0, 0]
+
+    def spy_plain(self, item):
+        hit = plain(self, item)
+        counts[hit is None] += 1
+        return hit
+
+    def spy_translate(self, pos, item):
+        events = translate(self, pos, item)
+        counts[events != ()] += 1
+        return events
+
+    for name, events in streams:
+        doc = {"profile": profile, "tool_schemas": schemas, "events": events}
+        with case.subTest(stream=name):
+            with mock.patch.object(cls, "plain_fragment", lambda self, item: None), \
+                    mock.patch.object(cls, "translate", cls._translate):
+                general = vts.validate_envelope(json.loads(json.dumps(doc)))
+            with mock.patch.object(cls, "plain_fragment", spy_plain), mock.patch.object(cls, "translate", spy_translate):
+                case.assertEqual(vts.validate_envelope(json.loads(json.dumps(doc))), general)
+    return counts
 
 
 def chat_chunk(*entries, finish=None, choice=0, **delta):

@@ -7,7 +7,7 @@ import zlib
 
 from support import (
     b_delta, b_start, b_stop, bedrock_call, code_set, codes, judge_events, META, MSG_START,
-    MSG_STOP, positions, vts,
+    MSG_STOP, positions, room_fast_paths_agree, vts,
 )
 
 
@@ -204,6 +204,70 @@ class BedrockSystemToolNames(unittest.TestCase):
                   {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]
         report = vts.validate_envelope({"profile": "anthropic", "tool_schemas": {"web_search": {}}, "events": events})
         self.assertEqual((report["status"], codes(report)), ("not_applicable", []))
+
+
+class BedrockFastPaths(unittest.TestCase):
+    """plain_fragment() and translate()'s quiet text deltas answer only where the general path would add
+    text to a started toolUse block, or say nothing; everywhere else it decides, with the same report."""
+
+    def test_plain_fragment_answers_for_the_plain_delta_only(self):
+        normalizer = vts.BedrockNormalizer()
+        plain = b_delta(0, toolUse={"input": "{"})
+        self.assertIsNone(normalizer.plain_fragment(plain))   # no messageStart yet
+        for pos, event in enumerate([MSG_START, b_start()]):
+            list(normalizer.translate(pos, event))
+        self.assertEqual(normalizer.plain_fragment(plain), ((None, 0), "{"))
+        body = plain["contentBlockDelta"]
+        for name, other in {
+                "index true": b_delta(True, toolUse={"input": "{"}), "index 0.0": b_delta(0.0, toolUse={"input": "{"}),
+                "a block not started": b_delta(1, toolUse={"input": "{"}),
+                "input not text": b_delta(0, toolUse={"input": 5}), "no input": b_delta(0, toolUse={}),
+                "two delta members": b_delta(0, toolUse={"input": "{"}, text="x"),
+                "toolUse not an object": b_delta(0, toolUse="{"), "a text delta": b_delta(0, text="x"),
+                "a second member": {**plain, "messageStop": {}}, "body not an object": {"contentBlockDelta": [body]},
+                "a list": [plain], "nothing": None}.items():
+            with self.subTest(event=name):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def probes(self):
+        tool = {"input": " "}
+        yield "plain", b_delta(1, toolUse=tool)
+        yield "extra body member", {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": tool}, "p": "ab"}}
+        yield "extra toolUse member", b_delta(1, toolUse={"input": " ", "toolUseId": "x"})
+        for name, index in (("true", True), ("0.0", 0.0), ("-1", -1), ("text", "1"), ("unstarted", 3)):
+            yield f"index {name}", b_delta(index, toolUse=tool)
+            yield f"text, index {name}", b_delta(index, text="x")
+        for name, value in (("5", 5), ("null", None), ("a list", [" "])):
+            yield f"input {name}", b_delta(1, toolUse={"input": value})
+        yield "two members", b_delta(1, toolUse=tool, text="x")
+        yield "no member", b_delta(1)
+        yield "unknown member", b_delta(0, image={})
+        yield "toolUse to a text block", b_delta(0, toolUse=tool)
+        for member in ("text", "citation", "reasoningContent", "toolResult"):
+            yield f"{member} to the text block", b_delta(0, **{member: "x"})
+            yield f"{member} to the toolUse block", b_delta(1, **{member: "x"})
+            yield f"{member} to a new block", b_delta(2, **{member: "x"})
+        yield "text not text", b_delta(0, text=5)
+        yield "two events", {**b_delta(0, text="x"), **MSG_STOP}
+        yield "body a list", {"contentBlockDelta": [b_delta(0, text="x")["contentBlockDelta"]]}
+
+    def test_every_probe_in_every_place_gets_the_general_report(self):
+        turn = [MSG_START, b_delta(0, text="hi"), b_delta(0, text=" there"), b_start(1),
+                b_delta(1, toolUse={"input": '{"a":'}), b_delta(1, toolUse={"input": "1}"}), b_stop(1),
+                MSG_STOP, META]
+        places = {"before messageStart": 0, "in the text block": 2, "in the toolUse block": 5,
+                  "after the toolUse block stops": 7, "after messageStop": 8}
+        text_stopped = turn[:3] + [b_stop(0)] + turn[3:]
+        streams = [(f"{name} {where}", turn[:at] + [probe] + turn[at:])
+                   for name, probe in self.probes() for where, at in places.items()]
+        streams += [(f"{name} after the text block stops", text_stopped[:4] + [probe] + text_stopped[4:])
+                    for name, probe in self.probes()]
+        early = turn[1:6] + turn[:1] + turn[6:]   # the blocks begin before messageStart
+        streams += [(f"{name} before a late messageStart", early[:5] + [probe] + early[5:])
+                    for name, probe in self.probes()]
+        streams.append(("the turn", turn))
+        answered, declined = room_fast_paths_agree(self, "bedrock", streams, {"f": {"type": "object"}})
+        self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
 
 
 if __name__ == "__main__":

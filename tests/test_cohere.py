@@ -8,7 +8,7 @@ positions and messages, the shapes a start or a delta may have, capture and the 
 import json
 import unittest
 
-from support import code_set, codes, positions, vts
+from support import code_set, codes, positions, room_fast_paths_agree, vts
 
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
            "g": {"type": "object"}}
@@ -325,6 +325,85 @@ class Gate(unittest.TestCase):
         for event in events:
             gate.feed(event)
         self.assertEqual(gate.finish()["calls"], judge(events)["calls"])
+
+
+def content_delta(text, **top):
+    return {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": text}}}, **top}
+
+
+class FastPaths(unittest.TestCase):
+    """plain_fragment() and translate()'s quiet content-delta answer only for the wire's exact shape (so the
+    screen has nothing to refuse) while the message is open; anywhere else the general path decides."""
+
+    def test_plain_fragment_answers_for_the_plain_delta_only(self):
+        normalizer = vts.CohereNormalizer()
+        plain = delta(0, "{")
+        self.assertIsNone(normalizer.plain_fragment(plain))   # no message-start yet
+        for pos, event in enumerate([START, start(0)]):
+            list(normalizer.translate(pos, event))
+        self.assertEqual(normalizer.plain_fragment(plain), ((None, 0), "{"))
+        function = {"arguments": "{"}
+        for name, other in {
+                "index true": {**plain, "index": True}, "another call": delta(1, "{"),
+                "arguments not text": delta(0, 5), "an id too": {**plain, "id": "x"},
+                "a null id in the call": {**plain, "delta": {"message": {"tool_calls": {"id": None,
+                                                                                         "function": function}}}},
+                "__proto__ in the function": {**plain, "delta": {"message": {"tool_calls": {"function": {
+                    "arguments": "{", "__proto__": {}}}}}},
+                "a list of calls": {**plain, "delta": {"message": {"tool_calls": [{"function": function}]}}},
+                "a content delta": content_delta("x"), "a list": [plain], "nothing": None}.items():
+            with self.subTest(event=name):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def probes(self):
+        plain, function = delta(0, " "), {"arguments": " "}
+
+        def call_body(body):
+            return {**plain, "delta": {"message": {"tool_calls": body}}}
+
+        yield "plain", plain
+        yield "another call", delta(1, " ")
+        for name, index in (("true", True), ("0.0", 0.0), ("-1", -1), ("absent", None)):
+            yield f"index {name}", {**plain, "index": index} if index is not None else \
+                {key: value for key, value in plain.items() if key != "index"}
+            yield f"content, index {name}", content_delta("x", index=index)
+        yield "an id on top", {**plain, "id": "x"}
+        yield "__proto__ on top", {"type": "tool-call-delta", "__proto__": {}, "delta": plain["delta"]}
+        yield "constructor.prototype on top", {"type": "tool-call-delta", "constructor": {"prototype": {}},
+                                               "delta": plain["delta"]}
+        yield "a null id", call_body({"id": None, "function": function})
+        yield "an id", call_body({"id": "x", "function": function})
+        yield "a null name", call_body({"function": {**function, "name": None}})
+        yield "__proto__ in the function", call_body({"function": {**function, "__proto__": {}}})
+        yield "constructor in the call", call_body({"function": function, "constructor": {"prototype": 1}})
+        yield "a list of calls", call_body([{"function": function}])
+        yield "__proto__ in the message", {**plain, "delta": {"message": {"tool_calls": {"function": function},
+                                                                          "__proto__": {}}}}
+        yield "a second member of delta", {**plain, "delta": {**plain["delta"], "constructor": {"prototype": 0}}}
+        for name, value in (("5", 5), ("null", None), ("an object", {})):
+            yield f"arguments {name}", delta(0, value)
+            yield f"text {name}", content_delta(value)
+        yield "content plain", content_delta("x")
+        yield "content with __proto__ in the message", {**content_delta("x"), "delta": {"message": {
+            "content": {"text": "x"}, "__proto__": {}}}}
+        yield "content with constructor.prototype on top", {"type": "content-delta", "constructor": {"prototype": {}},
+                                                            "delta": content_delta("x")["delta"]}
+        yield "content with a type too", content_delta("x") | {"delta": {"message": {"content": {
+            "type": "text", "text": "x"}}}}
+        yield "content as a list", {**content_delta("x"), "delta": {"message": {"content": [{"text": "x"}]}}}
+        yield "tool-plan-delta", {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "x"}}}
+
+    def test_every_probe_in_every_place_gets_the_general_report(self):
+        text = [{"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}},
+                content_delta("hi"), {"type": "content-end", "index": 0}]
+        turn = [START] + text + call(0) + [message_end()]
+        places = {"before message-start": 0, "in the text": 2, "in the call": 6, "after the call": 8,
+                  "after message-end": len(turn)}
+        streams = [(f"{name} {where}", turn[:at] + [probe] + turn[at:])
+                   for name, probe in self.probes() for where, at in places.items()]
+        streams.append(("the turn", turn))
+        answered, declined = room_fast_paths_agree(self, "cohere", streams, SCHEMAS)
+        self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
 
 
 if __name__ == "__main__":

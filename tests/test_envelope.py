@@ -86,7 +86,9 @@ class BundledFixtures(unittest.TestCase):
                     self.assertEqual(vts.validate_bytes(data), expected[relpath])
 
     def test_plain_fragment_path_changes_nothing(self):
-        self.assertEqual([cls.__name__ for cls in plain_fragment_readers()], ["AnthropicNormalizer", "ChatNormalizer"])
+        self.assertEqual([cls.__name__ for cls in plain_fragment_readers()],
+                         ["AnthropicNormalizer", "BedrockNormalizer", "ChatNormalizer", "CohereNormalizer",
+                          "ResponsesNormalizer"])
         for relpath in fixture_paths():
             data, _ = load_fixture(relpath)
             with self.subTest(fixture=relpath):
