@@ -4183,19 +4183,23 @@ class ResponsesNormalizer:
         item.streamed = True
         return (None, index), delta
 
+    def plain_text(self, event: Any) -> bool:
+        """Whether translate() would yield nothing for event and change no state: an event of an item's
+        content (output_text.delta...) for an item of its kind, not done, while the response runs.  Nearly
+        every event of a long answer; False is always safe."""
+        if type(event) is not dict:
+            return False
+        kind, state = event.get("type"), self.state
+        wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
+        if wanted is None or state.opening != "open" or state.ending != "running":
+            return False
+        index = event.get("output_index")
+        item = state.items.get(index) if type(index) is int else None
+        return item is not None and item.kind in wanted and not item.finished
+
     def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
-        """The neutral events of one event.  A text event (output_text.delta...) of an item of its kind,
-        not done, while the response runs (nearly every event of a long answer) says nothing: answered
-        here, no generator."""
-        if type(event) is dict:
-            kind = event.get("type")
-            wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
-            if wanted is not None and self.state.opening == "open" and self.state.ending == "running":
-                index = event.get("output_index")
-                item = self.state.items.get(index) if type(index) is int else None
-                if item is not None and item.kind in wanted and not item.finished:
-                    return ()
-        return self._translate(pos, event)
+        """The neutral events of one event; a quiet one (see plain_text) is answered here, no generator."""
+        return () if self.plain_text(event) else self._translate(pos, event)
 
     def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
@@ -4868,14 +4872,28 @@ class BedrockNormalizer:
             return None
         return (None, index), text
 
+    def plain_text(self, event: Any) -> bool:
+        """Whether translate() would yield nothing for event and change no state: a delta of a text or
+        reasoning block already begun and not stopped (or of a block whose start was already reported), while
+        the message is open and not stopped.  Nearly every event of a long answer; False is always safe."""
+        if type(event) is not dict or len(event) != 1:
+            return False
+        body = event.get("contentBlockDelta")
+        if type(body) is not dict:
+            return False
+        index, delta, state = body.get("contentBlockIndex"), body.get("delta"), self.state
+        if type(index) is not int or type(delta) is not dict or len(delta) != 1:
+            return False
+        block = state.blocks.get(index)
+        if block is None or state.opening != "open" or state.ending != "running":
+            return False
+        wanted = _BEDROCK_DELTA_BLOCKS.get(next(iter(delta)))
+        kind, stopped = block
+        return wanted is not None and (kind is None or kind in wanted and kind != "toolUse" and not stopped)
+
     def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
-        """The neutral events of one event.  A delta of a text or reasoning block already begun and not
-        stopped (nearly every event of a long answer) says nothing: answered here, no generator."""
-        if type(event) is dict and len(event) == 1:
-            body = event.get("contentBlockDelta")
-            if type(body) is dict and _bedrock_quiet_delta(body, self.state):
-                return ()
-        return self._translate(pos, event)
+        """The neutral events of one event; a quiet one (see plain_text) is answered here, no generator."""
+        return () if self.plain_text(event) else self._translate(pos, event)
 
     def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
@@ -4895,21 +4913,6 @@ class BedrockNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"{member} is {_describe(body)}, not an object")
             return
         yield from _BEDROCK_ROOM.read(pos, member, body, state)
-
-
-def _bedrock_quiet_delta(body: dict, state: _BedrockState) -> bool:
-    """Whether a contentBlockDelta body says nothing: one reviewed member other than toolUse, for a block of
-    its kind already begun and not stopped (or one whose start was already reported), while the message is
-    open and not stopped -- what _bedrock_block_delta would read without a word."""
-    index, delta = body.get("contentBlockIndex"), body.get("delta")
-    if type(index) is not int or type(delta) is not dict or len(delta) != 1:
-        return False
-    block = state.blocks.get(index)
-    if block is None or state.opening != "open" or state.ending != "running":
-        return False
-    wanted = _BEDROCK_DELTA_BLOCKS.get(next(iter(delta)))
-    kind, stopped = block
-    return wanted is not None and (kind is None or kind in wanted and kind != "toolUse" and not stopped)
 
 
 def _bedrock_message_stop(pos: int, member: str, body: dict, state: _BedrockState) -> Iterator[NeutralEvent]:
@@ -6800,19 +6803,22 @@ class CohereNormalizer:
             return None
         return (None, index), text
 
+    def plain_text(self, event: Any) -> bool:
+        """Whether translate() would yield nothing for event and change no state: a content-delta of exactly
+        the wire's shape ({"type", "index", "delta": {"message": {"content": {"text": text}}}}, nothing the
+        screen refuses) while the message is open.  Nearly every event of a long answer; False is always safe."""
+        if type(event) is not dict or len(event) != 3 or event.get("type") != "content-delta":
+            return False
+        delta, state = event.get("delta"), self.state
+        message = delta.get("message") if type(delta) is dict and len(delta) == 1 else None
+        content = message.get("content") if type(message) is dict and len(message) == 1 else None
+        text = content.get("text") if type(content) is dict and len(content) == 1 else None
+        return (type(text) is str and type(event.get("index")) is int and state.opening == "open"
+                and state.ending == "running")
+
     def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
-        """The neutral events of one event.  A content-delta of exactly the wire's shape ({"type", "index",
-        "delta": {"message": {"content": {"text": text}}}}, nothing the screen refuses) while the message is
-        open (nearly every event of a long answer) says nothing: answered here, no generator."""
-        if type(event) is dict and len(event) == 3 and event.get("type") == "content-delta":
-            delta, state = event.get("delta"), self.state
-            message = delta.get("message") if type(delta) is dict and len(delta) == 1 else None
-            content = message.get("content") if type(message) is dict and len(message) == 1 else None
-            text = content.get("text") if type(content) is dict and len(content) == 1 else None
-            if (type(text) is str and type(event.get("index")) is int and state.opening == "open"
-                    and state.ending == "running"):
-                return ()
-        return self._translate(pos, event)
+        """The neutral events of one event; a quiet one (see plain_text) is answered here, no generator."""
+        return () if self.plain_text(event) else self._translate(pos, event)
 
     def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
