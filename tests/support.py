@@ -253,7 +253,8 @@ def room_fast_paths_agree(case, profile, streams, schemas=SCHEMAS):
             with mock.patch.object(cls, "plain_fragment", lambda self, item: None), \
                     mock.patch.object(cls, "translate", cls._translate):
                 general = vts.validate_envelope(json.loads(json.dumps(doc)))
-            with mock.patch.object(cls, "plain_fragment", spy_plain), mock.patch.object(cls, "translate", spy_translate):
+            with mock.patch.object(cls, "plain_fragment", spy_plain), \
+                    mock.patch.object(cls, "translate", spy_translate):
                 case.assertEqual(vts.validate_envelope(json.loads(json.dumps(doc))), general)
     return counts
 

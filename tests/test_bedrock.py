@@ -232,7 +232,8 @@ class BedrockFastPaths(unittest.TestCase):
     def probes(self):
         tool = {"input": " "}
         yield "plain", b_delta(1, toolUse=tool)
-        yield "extra body member", {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": tool}, "p": "ab"}}
+        yield "extra body member", {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": tool},
+                                                          "p": "ab"}}
         yield "extra toolUse member", b_delta(1, toolUse={"input": " ", "toolUseId": "x"})
         for name, index in (("true", True), ("0.0", 0.0), ("-1", -1), ("text", "1"), ("unstarted", 3)):
             yield f"index {name}", b_delta(index, toolUse=tool)
