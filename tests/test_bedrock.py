@@ -7,7 +7,7 @@ import zlib
 
 from support import (
     b_delta, b_start, b_stop, bedrock_call, code_set, codes, judge_events, META, MSG_START,
-    MSG_STOP, positions, room_fast_paths_agree, vts,
+    MSG_STOP, positions, room_fast_paths_agree, room_runs_agree, vts,
 )
 
 
@@ -269,6 +269,50 @@ class BedrockFastPaths(unittest.TestCase):
         streams.append(("the turn", turn))
         answered, declined = room_fast_paths_agree(self, "bedrock", streams, {"f": {"type": "object"}})
         self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+def bedrock_run_probes(index, member, inner):
+    """Events written as text at the edge of a run of `member` deltas (inner: the member's value's text)."""
+    plain = '{"contentBlockDelta": {"contentBlockIndex": %s, "delta": {"%s": %s}}}'
+    yield "plain", plain % (index, member, inner)
+    for number in ("%s.0", "%se0", "-%s", "0%s", "%s "):
+        yield f"index {number % 'N'}", plain % (number % index, member, inner)
+    yield "index -0", plain % ("-0", member, inner)
+    yield "compact", plain.replace(": ", ":").replace(", ", ",") % (index, member, inner)
+    yield "newlines", plain.replace(": ", ":\n ").replace(", ", "\r\n,\t") % (index, member, inner)
+    yield "reordered", '{"contentBlockDelta": {"delta": {"%s": %s}, "contentBlockIndex": %s}}' % (member, inner, index)
+    yield "index twice", ('{"contentBlockDelta": {"contentBlockIndex": %s, "contentBlockIndex": %s, "delta": {"%s": %s}}}'
+                          % (index, index, member, inner))
+    yield "delta twice", ('{"contentBlockDelta": {"contentBlockIndex": %s, "delta": {"%s": %s}, "delta": {"%s": %s}}}'
+                          % (index, member, inner, member, inner))
+    yield "escaped member name", plain % (index, "\\u00%x" % ord(member[0]) + member[1:], inner)
+    yield "escaped event name", plain.replace("contentBlockDelta", "\\u0063ontentBlockDelta") % (index, member, inner)
+    yield "a second delta member", plain % (index, member, inner + ', "text": "x"')
+    yield "a member beside the body", plain[:-1] % (index, member, inner) + ', "p": "ab"}'
+    yield "__proto__ escaped", plain[:-1] % (index, member, inner) + ', "\\u005f_proto__": {}}'
+
+
+class BedrockRuns(unittest.TestCase):
+    """Runs of toolUse and text deltas read from text give the report of the whole document's parse, whatever
+    sits at their edge."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        fragments = ['{"a": 1'] + [" "] * 40 + ["}"]
+        turn = ([MSG_START] + [b_delta(0, text=f"w{k} ") for k in range(40)] + [b_stop(0), b_start(1)]
+                + [b_delta(1, toolUse={"input": piece}) for piece in fragments] + [b_stop(1), MSG_STOP, META])
+        text_places = [("a text run's start", 1), ("in a text run", 20), ("a text run's end", 41)]
+        tool_places = [("a fragment run's start", 43), ("in a fragment run", 64), ("a fragment run's end", 85)]
+        strings = [("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                   ("not a string", "5"), ("null", "null"), ("raw é", '"é"')]
+        probes = list(bedrock_run_probes(1, "toolUse", '{"input": " "}'))
+        probes.append(("input twice", '{"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": '
+                                      '{"input": " ", "input": " "}}}}'))
+        probes += [(name, next(bedrock_run_probes(1, "toolUse", '{"input": %s}' % string))[1])
+                   for name, string in strings]
+        room_runs_agree(self, "bedrock", turn, probes, tool_places, {"f": {"type": "object"}})
+        probes = list(bedrock_run_probes(0, "text", '" "'))
+        probes += [(name, next(bedrock_run_probes(0, "text", string))[1]) for name, string in strings]
+        room_runs_agree(self, "bedrock", turn, probes, text_places, {"f": {"type": "object"}})
 
 
 if __name__ == "__main__":

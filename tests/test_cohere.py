@@ -8,7 +8,7 @@ positions and messages, the shapes a start or a delta may have, capture and the 
 import json
 import unittest
 
-from support import code_set, codes, positions, room_fast_paths_agree, vts
+from support import code_set, codes, positions, room_fast_paths_agree, room_runs_agree, vts
 
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
            "g": {"type": "object"}}
@@ -404,6 +404,52 @@ class FastPaths(unittest.TestCase):
         streams.append(("the turn", turn))
         answered, declined = room_fast_paths_agree(self, "cohere", streams, SCHEMAS)
         self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+def cohere_run_probes(kind, index, path, string):
+    """Events written as text at the edge of a run of `kind` events (path: the members down to the string)."""
+    def event(top="", inner="", number=str(index), name=kind, last=path[-1]):
+        nested = string + inner
+        for member in reversed(path[:-1] + (last,)):
+            nested = '{"%s": %s}' % (member, nested) if member != last else '{"%s": %s}' % (member, nested)
+        return '{"type": "%s", "index": %s, "delta": %s%s}' % (name, number, nested, top)
+
+    yield "plain", event()
+    for number in ("%s.0", "%se0", "-%s", "0%s", "%s "):
+        yield f"index {number % 'N'}", event(number=number % index)
+    yield "index -0", event(number="-0")
+    yield "compact", event().replace(": ", ":").replace(", ", ",")
+    yield "newlines", event().replace(": ", ":\n ").replace(", ", "\r\n,\t")
+    yield "reordered", event().replace('"type": "%s", "index": %s' % (kind, index), '"index": %s, "type": "%s"'
+                                       % (index, kind))
+    yield "type twice", event(top=', "type": "%s"' % kind)
+    yield "a member beside the string", event(inner=', "x": 1')
+    yield "__proto__ escaped beside the string", event(inner=', "\\u005f_proto__": {}')
+    yield "__proto__ escaped on top", event(top=', "\\u005f_proto__": {}')
+    yield "constructor.prototype on top", event(top=', "constructor": {"prototype": {}}')
+    yield "escaped string name", event(last="\\u00%x" % ord(path[-1][0]) + path[-1][1:])
+    yield "escaped type", event(name="\\u00%x" % ord(kind[0]) + kind[1:])
+    yield "an id of null", event().replace('{"function"', '{"id": null, "function"')
+
+
+class Runs(unittest.TestCase):
+    """Runs of tool-call-delta and content-delta events read from text give the report of the whole document's
+    parse, whatever sits at their edge."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        text = ([{"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}}]
+                + [content_delta(f"w{k} ") for k in range(40)] + [{"type": "content-end", "index": 0}])
+        turn = [START] + text + call(0, ['{"a": 1'] + [" "] * 40 + ["}"]) + [message_end()]
+        text_places = [("a text run's start", 2), ("in a text run", 20), ("a text run's end", 42)]
+        tool_places = [("a fragment run's start", 44), ("in a fragment run", 64), ("a fragment run's end", 86)]
+        strings = [("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                   ("not a string", "5"), ("null", "null"), ("raw é", '"é"')]
+        for kind, index, path, places in (
+                ("tool-call-delta", 0, ("message", "tool_calls", "function", "arguments"), tool_places),
+                ("content-delta", 0, ("message", "content", "text"), text_places)):
+            probes = list(cohere_run_probes(kind, index, path, '" "'))
+            probes += [(name, next(cohere_run_probes(kind, index, path, string))[1]) for name, string in strings]
+            room_runs_agree(self, "cohere", turn, probes, places, SCHEMAS)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 import json
 import unittest
 
-from support import code_set, codes, frames_deep, judge_events, positions, room_fast_paths_agree, vts
+from support import (
+    code_set, codes, frames_deep, judge_events, positions, room_fast_paths_agree, room_runs_agree, vts,
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -470,6 +472,60 @@ class FastPaths(unittest.TestCase):
         answered, declined = room_fast_paths_agree(self, "openai-responses", streams,
                                                    {"f": {"type": "object"}})
         self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+def responses_run_probes(kind, index, item_id, string, sequence=7):
+    """Events written as text at the edge of a run of `kind` events."""
+    text = kind == "response.output_text.delta"   # (then written as text_delta writes it)
+
+    def event(top="", number=str(index), name=kind, member="delta", item=item_id, seq=str(sequence)):
+        return ('{"type": "%s", "item_id": "%s", "output_index": %s%s, "%s": %s%s, "sequence_number": %s%s}'
+                % (name, item, number, ', "content_index": 0' if text else "", member, string,
+                   ', "logprobs": []' if text else "", seq, top))
+
+    yield "plain", event()
+    for number in ("%s.0", "%se0", "-%s", "0%s", "%s "):
+        yield f"index {number % 'N'}", event(number=number % index)
+        yield f"sequence number {number % 'N'}", event(seq=number % sequence)
+    yield "index -0", event(number="-0")
+    yield "compact", event().replace(": ", ":").replace(", ", ",")
+    yield "newlines", event().replace(": ", ":\n ").replace(", ", "\r\n,\t")
+    yield "reordered", event().replace('"item_id": "%s", "output_index": %s' % (item_id, index),
+                                       '"output_index": %s, "item_id": "%s"' % (index, item_id))
+    yield "delta twice", event(top=', "delta": " "')
+    yield "index twice", event(top=', "output_index": %s' % index)
+    yield "a member beside", event(top=', "obfuscation": "x"')
+    yield "escaped delta name", event(member="\\u0064elta")
+    yield "escaped type", event(name="\\u0072" + kind[1:])
+    yield "another item id", event(item="fc_other")
+    yield "an item id escaped", event(item="\\u00%x" % ord(item_id[0]) + item_id[1:])
+    yield "no sequence number", event().replace(', "sequence_number": %s' % sequence, "")
+
+
+class Runs(unittest.TestCase):
+    """Runs of argument and text deltas read from text give the report of the whole document's parse, whatever
+    sits at their edge."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        message_done = {"type": "response.output_item.done", "output_index": 0,
+                        "item": {**MESSAGE, "status": "completed"}}
+        pieces = ['{"a": 1'] + [" "] * 40 + ["}"]
+        turn = ([created(), {"type": "response.output_item.added", "output_index": 0, "item": MESSAGE}]
+                + [text_delta(f"w{k} ", logprobs=[]) for k in range(40)] + [message_done, added(oi=1)]
+                + [delta(piece, oi=1) for piece in pieces]
+                + [done("".join(pieces), oi=1), item_done("".join(pieces), oi=1), COMPLETED])
+        for k, event in enumerate(turn):
+            event["sequence_number"] = k
+        text_places = [("a text run's start", 2), ("in a text run", 20), ("a text run's end", 42)]
+        tool_places = [("a fragment run's start", 44), ("in a fragment run", 64), ("a fragment run's end", 86)]
+        strings = [("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                   ("not a string", "5"), ("null", "null"), ("raw é", '"é"')]
+        for kind, index, item_id, places in (("response.function_call_arguments.delta", 1, "fc_1", tool_places),
+                                             ("response.output_text.delta", 0, "msg_1", text_places)):
+            probes = list(responses_run_probes(kind, index, item_id, '" "'))
+            probes += [(name, next(responses_run_probes(kind, index, item_id, string))[1])
+                       for name, string in strings]
+            room_runs_agree(self, "openai-responses", turn, probes, places, {"f": {"type": "object"}})
 
 
 if __name__ == "__main__":
