@@ -5215,12 +5215,22 @@ def _bedrock_request_body(schemas: dict, request: dict) -> dict:
     return body
 
 
+# The events a long stream repeats (see RunShape): a toolUse block's input, a text block's text (read only
+# from JSON lists: the wire is an AWS event stream, not SSE).
+_BEDROCK_RUNS = (
+    RunShape(string=("contentBlockDelta", "delta", "toolUse", "input"),
+             numbers=(("contentBlockDelta", "contentBlockIndex"),), plain=BedrockNormalizer.plain_fragment),
+    RunShape(string=("contentBlockDelta", "delta", "text"), numbers=(("contentBlockDelta", "contentBlockIndex"),),
+             plain=BedrockNormalizer.plain_text, text=True),
+)
+
+
 BEDROCK = Profile(
     name="bedrock", stream_key="events",
     rules=TurnRules(tool_reason="tool_use", needs_close=False, stop_name="messageStop.stopReason",
                     slot_end_name="contentBlockStop"),
     wire=WireRules(normalizer=lambda limits: BedrockNormalizer(), protected_paths=_bedrock_protected,
-                   fragment_key=_bedrock_fragment_key),
+                   fragment_key=_bedrock_fragment_key, runs=_BEDROCK_RUNS),
     request=RequestRules(choice=_choice_bedrock, tools=_bedrock_request_tools),
     capture=CaptureRules(family="bedrock", claims=_bedrock_claims, redact=_redact_bedrock_event,
                          binary_body=_eventstream_envelope, stream_error=_bedrock_stream_error,
@@ -7138,12 +7148,22 @@ def _cohere_request_body(schemas: dict, request: dict) -> dict:
     return dict(body, **_request_controls(request, ("tool_choice",)))
 
 
+# The events a long stream repeats (see RunShape): a call's arguments delta, a text content delta.  Read only
+# from JSON lists: the two are named apart in an SSE body.
+_COHERE_RUNS = (
+    RunShape(string=("delta", "message", "tool_calls", "function", "arguments"), numbers=(("index",),),
+             plain=CohereNormalizer.plain_fragment),
+    RunShape(string=("delta", "message", "content", "text"), numbers=(("index",),),
+             plain=CohereNormalizer.plain_text, text=True),
+)
+
+
 COHERE = Profile(
     name="cohere", stream_key="events",
     rules=TurnRules(tool_reason="TOOL_CALL", needs_close=False, stop_name="message-end finish_reason",
                     slot_end_name="tool-call-end"),
     wire=WireRules(normalizer=lambda limits: CohereNormalizer(), protected_paths=_cohere_protected,
-                   fragment_key=_fragment_key_at("index"), sdk_item=_cohere_sdk_item),
+                   fragment_key=_fragment_key_at("index"), sdk_item=_cohere_sdk_item, runs=_COHERE_RUNS),
     request=RequestRules(choice=_choice_cohere, parallel_instead=" (Cohere's API has no such control)",
                          expand_tool=_cohere_tool, tool_entry=_function_entry),
     capture=CaptureRules(family="cohere", claims=_cohere_claims, redact=_redact_cohere_event,

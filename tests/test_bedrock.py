@@ -309,10 +309,10 @@ class BedrockRuns(unittest.TestCase):
                                       '{"input": " ", "input": " "}}}}'))
         probes += [(name, next(bedrock_run_probes(1, "toolUse", '{"input": %s}' % string))[1])
                    for name, string in strings]
-        room_runs_agree(self, "bedrock", turn, probes, tool_places, {"f": {"type": "object"}})
+        self.assertTrue(room_runs_agree(self, "bedrock", turn, probes, tool_places, {"f": {"type": "object"}}))
         probes = list(bedrock_run_probes(0, "text", '" "'))
         probes += [(name, next(bedrock_run_probes(0, "text", string))[1]) for name, string in strings]
-        room_runs_agree(self, "bedrock", turn, probes, text_places, {"f": {"type": "object"}})
+        self.assertTrue(room_runs_agree(self, "bedrock", turn, probes, text_places, {"f": {"type": "object"}}))
 
 
 if __name__ == "__main__":

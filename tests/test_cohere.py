@@ -449,7 +449,7 @@ class Runs(unittest.TestCase):
                 ("content-delta", 0, ("message", "content", "text"), text_places)):
             probes = list(cohere_run_probes(kind, index, path, '" "'))
             probes += [(name, next(cohere_run_probes(kind, index, path, string))[1]) for name, string in strings]
-            room_runs_agree(self, "cohere", turn, probes, places, SCHEMAS)
+            self.assertTrue(room_runs_agree(self, "cohere", turn, probes, places, SCHEMAS), "runs were read")
 
 
 if __name__ == "__main__":
