@@ -314,6 +314,22 @@ class BedrockRuns(unittest.TestCase):
         probes += [(name, next(bedrock_run_probes(0, "text", string))[1]) for name, string in strings]
         self.assertTrue(room_runs_agree(self, "bedrock", turn, probes, text_places, {"f": {"type": "object"}}))
 
+    def test_whole_runs_in_every_state(self):
+        text = [b_delta(0, text=f"w{k} ") for k in range(30)]
+        tool = [b_delta(1, toolUse={"input": " "}) for _ in range(30)]
+        turns = {"before messageStart": text + [MSG_START, b_start(1), b_delta(1, toolUse={"input": "{}"}), b_stop(1),
+                                                MSG_STOP],
+                 "for a block never started": [MSG_START] + text + tool + [MSG_STOP],
+                 "after the block stopped": [MSG_START] + text + [b_stop(0), b_start(1), b_stop(1)] + text + tool
+                 + [MSG_STOP],
+                 "after messageStop": [MSG_START] + text + [b_start(1), b_delta(1, toolUse={"input": "{}"}), MSG_STOP]
+                 + text + tool,
+                 "of a toolUse block's text": [MSG_START, b_start(0)] + [b_delta(0, text="x")] * 30 + [b_stop(0),
+                                                                                                      MSG_STOP]}
+        for name, turn in turns.items():
+            with self.subTest(turn=name):
+                room_runs_agree(self, "bedrock", turn, [("as it is", None)], [("", 0)], {"f": {"type": "object"}})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -451,6 +451,21 @@ class Runs(unittest.TestCase):
             probes += [(name, next(cohere_run_probes(kind, index, path, string))[1]) for name, string in strings]
             self.assertTrue(room_runs_agree(self, "cohere", turn, probes, places, SCHEMAS), "runs were read")
 
+    def test_whole_runs_in_every_state(self):
+        text = [content_delta(f"w{k} ") for k in range(30)]
+        pieces = [delta(0, " ") for _ in range(30)]
+        turns = {"before message-start": text + pieces + [START] + call(0) + [message_end()],
+                 "for a call never started": [START] + text + pieces + [message_end()],
+                 "for a call that ended": [START] + call(0) + pieces + text + [message_end()],
+                 "for another call while one streams": [START, start(0)] + [delta(1, " ") for _ in range(30)]
+                 + [end(0), message_end()],
+                 "for a call begun before the one streaming": [START, start(0), start(1)] + pieces
+                 + [end(0), end(1), message_end()],
+                 "after message-end": [START] + call(0) + [message_end()] + text + pieces}
+        for name, turn in turns.items():
+            with self.subTest(turn=name):
+                room_runs_agree(self, "cohere", turn, [("as it is", None)], [("", 0)], SCHEMAS)
+
 
 if __name__ == "__main__":
     unittest.main()
