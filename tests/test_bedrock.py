@@ -4,6 +4,7 @@ import json
 import struct
 import unittest
 import zlib
+from unittest import mock
 
 from support import (
     b_delta, b_start, b_stop, bedrock_call, code_set, codes, judge_events, META, MSG_START,
@@ -313,6 +314,15 @@ class BedrockRuns(unittest.TestCase):
         probes = list(bedrock_run_probes(0, "text", '" "'))
         probes += [(name, next(bedrock_run_probes(0, "text", string))[1]) for name, string in strings]
         self.assertTrue(room_runs_agree(self, "bedrock", turn, probes, text_places, {"f": {"type": "object"}}))
+
+    def test_a_window_boundary_inside_a_run(self):
+        turn = ([MSG_START] + [b_delta(0, text=f"w{k} é") for k in range(300)] + [b_stop(0), b_start(1)]
+                + [b_delta(1, toolUse={"input": piece}) for piece in ['{"a": 1'] + [" "] * 300 + ["}"]]
+                + [b_stop(1), MSG_STOP, META])
+        for batch in (1 << 10, 5000):
+            with self.subTest(batch=batch), mock.patch.object(vts, "_BATCH_CHARS", batch):
+                self.assertTrue(room_runs_agree(self, "bedrock", turn, [("as it is", None)], [("", 0)],
+                                                {"f": {"type": "object"}}))
 
     def test_whole_runs_in_every_state(self):
         text = [b_delta(0, text=f"w{k} ") for k in range(30)]

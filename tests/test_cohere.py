@@ -7,6 +7,7 @@ positions and messages, the shapes a start or a delta may have, capture and the 
 
 import json
 import unittest
+from unittest import mock
 
 from support import code_set, codes, positions, room_fast_paths_agree, room_runs_agree, vts
 
@@ -450,6 +451,13 @@ class Runs(unittest.TestCase):
             probes = list(cohere_run_probes(kind, index, path, '" "'))
             probes += [(name, next(cohere_run_probes(kind, index, path, string))[1]) for name, string in strings]
             self.assertTrue(room_runs_agree(self, "cohere", turn, probes, places, SCHEMAS), "runs were read")
+
+    def test_a_window_boundary_inside_a_run(self):
+        turn = ([START] + [content_delta(f"w{k} é") for k in range(300)]
+                + call(0, ['{"a": 1'] + [" "] * 300 + ["}"]) + [message_end()])
+        for batch in (1 << 10, 5000):
+            with self.subTest(batch=batch), mock.patch.object(vts, "_BATCH_CHARS", batch):
+                self.assertTrue(room_runs_agree(self, "cohere", turn, [("as it is", None)], [("", 0)], SCHEMAS))
 
     def test_whole_runs_in_every_state(self):
         text = [content_delta(f"w{k} ") for k in range(30)]
