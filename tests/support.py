@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "validate_tool_stream.py")
@@ -226,6 +227,65 @@ def judge(profile, stream, schemas=SCHEMAS):
 
 def judge_events(profile, events, schemas=SCHEMAS):
     return vts.validate_envelope({"profile": profile, "tool_schemas": schemas, "events": events})
+
+
+def room_fast_paths_agree(case, profile, streams, schemas=SCHEMAS):
+    """Assert that each (name, events) of streams gets the same report from the room's fast answers
+    (plain_fragment, and translate() answering a quiet event itself) as from its general path
+    (plain_fragment declining, translate() the room's generator _translate); returns [answered,
+    declined]: how often a fast answer was given and refused, for the caller to check both happen."""
+    cls = type(vts.PROFILES[profile].wire.normalizer(vts.Limits()))
+    plain, translate, counts = cls.plain_fragment, cls.translate, [0, 0]
+
+    def spy_plain(self, item):
+        hit = plain(self, item)
+        counts[hit is None] += 1
+        return hit
+
+    def spy_translate(self, pos, item):
+        events = translate(self, pos, item)
+        counts[events != ()] += 1
+        return events
+
+    for name, events in streams:
+        doc = {"profile": profile, "tool_schemas": schemas, "events": events}
+        with case.subTest(stream=name):
+            with mock.patch.object(cls, "plain_fragment", lambda self, item: None), \
+                    mock.patch.object(cls, "translate", cls._translate):
+                general = vts.validate_envelope(json.loads(json.dumps(doc)))
+            with mock.patch.object(cls, "plain_fragment", spy_plain), \
+                    mock.patch.object(cls, "translate", spy_translate):
+                case.assertEqual(vts.validate_envelope(json.loads(json.dumps(doc))), general)
+    return counts
+
+
+def room_runs_agree(case, profile, turn, probes, places, schemas=SCHEMAS):
+    """Assert that validate_bytes of the envelope of turn (a list of events), with each probe (name, the JSON
+    text of one event, or None) written in at each place (name, index into turn), and written compact and as capture
+    lays it out, reports what the room's general path does with the whole document's parse (no fast answer, see
+    room_fast_paths_agree); runs are looked for however short the text (_RUNS_MIN_CHARS 0).  Returns how many
+    runs the gate was handed (StreamGate._feed_run)."""
+    taken, feed_run = [0], vts.StreamGate._feed_run
+    cls = type(vts.PROFILES[profile].wire.normalizer(vts.Limits()))
+
+    def spy(self, run, position):
+        taken[0] += 1
+        return feed_run(self, run, position)
+
+    head = json.dumps({"profile": profile, "tool_schemas": schemas})[:-1]
+    for layout, separators in (("compact", (",", ":")), ("capture", (", ", ": "))):
+        texts = [json.dumps(event, separators=separators, ensure_ascii=False) for event in turn]
+        for (name, probe), (where, at) in [(probe, place) for probe in probes for place in places]:
+            written = texts[:at] + [probe] + texts[at:] if probe is not None else texts   # None: the turn as it is
+            blob = (head + ', "events": [\n' + ",\n".join(written) + "\n]}").encode()
+            with case.subTest(layout=layout, probe=name, place=where):
+                with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None), \
+                        mock.patch.object(cls, "plain_fragment", lambda self, item: None), \
+                        mock.patch.object(cls, "translate", cls._translate):
+                    whole = vts.validate_bytes(blob)
+                with mock.patch.object(vts, "_RUNS_MIN_CHARS", 0), mock.patch.object(vts.StreamGate, "_feed_run", spy):
+                    case.assertEqual(vts.validate_bytes(blob), whole)
+    return taken[0]
 
 
 def chat_chunk(*entries, finish=None, choice=0, **delta):

@@ -4,10 +4,11 @@ import json
 import struct
 import unittest
 import zlib
+from unittest import mock
 
 from support import (
     b_delta, b_start, b_stop, bedrock_call, code_set, codes, judge_events, META, MSG_START,
-    MSG_STOP, positions, vts,
+    MSG_STOP, positions, room_fast_paths_agree, room_runs_agree, vts,
 )
 
 
@@ -204,6 +205,140 @@ class BedrockSystemToolNames(unittest.TestCase):
                   {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]
         report = vts.validate_envelope({"profile": "anthropic", "tool_schemas": {"web_search": {}}, "events": events})
         self.assertEqual((report["status"], codes(report)), ("not_applicable", []))
+
+
+class BedrockFastPaths(unittest.TestCase):
+    """plain_fragment() and translate()'s quiet text deltas answer only where the general path would add
+    text to a started toolUse block, or say nothing; everywhere else it decides, with the same report."""
+
+    def test_plain_fragment_answers_for_the_plain_delta_only(self):
+        normalizer = vts.BedrockNormalizer()
+        plain = b_delta(0, toolUse={"input": "{"})
+        self.assertIsNone(normalizer.plain_fragment(plain))   # no messageStart yet
+        for pos, event in enumerate([MSG_START, b_start()]):
+            list(normalizer.translate(pos, event))
+        self.assertEqual(normalizer.plain_fragment(plain), ((None, 0), "{"))
+        body = plain["contentBlockDelta"]
+        for name, other in {
+                "index true": b_delta(True, toolUse={"input": "{"}), "index 0.0": b_delta(0.0, toolUse={"input": "{"}),
+                "a block not started": b_delta(1, toolUse={"input": "{"}),
+                "input not text": b_delta(0, toolUse={"input": 5}), "no input": b_delta(0, toolUse={}),
+                "two delta members": b_delta(0, toolUse={"input": "{"}, text="x"),
+                "toolUse not an object": b_delta(0, toolUse="{"), "a text delta": b_delta(0, text="x"),
+                "a second member": {**plain, "messageStop": {}}, "body not an object": {"contentBlockDelta": [body]},
+                "a list": [plain], "nothing": None}.items():
+            with self.subTest(event=name):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def probes(self):
+        tool = {"input": " "}
+        yield "plain", b_delta(1, toolUse=tool)
+        yield "extra body member", {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": tool},
+                                                          "p": "ab"}}
+        yield "extra toolUse member", b_delta(1, toolUse={"input": " ", "toolUseId": "x"})
+        for name, index in (("true", True), ("0.0", 0.0), ("-1", -1), ("text", "1"), ("unstarted", 3)):
+            yield f"index {name}", b_delta(index, toolUse=tool)
+            yield f"text, index {name}", b_delta(index, text="x")
+        for name, value in (("5", 5), ("null", None), ("a list", [" "])):
+            yield f"input {name}", b_delta(1, toolUse={"input": value})
+        yield "two members", b_delta(1, toolUse=tool, text="x")
+        yield "no member", b_delta(1)
+        yield "unknown member", b_delta(0, image={})
+        yield "toolUse to a text block", b_delta(0, toolUse=tool)
+        for member in ("text", "citation", "reasoningContent", "toolResult"):
+            yield f"{member} to the text block", b_delta(0, **{member: "x"})
+            yield f"{member} to the toolUse block", b_delta(1, **{member: "x"})
+            yield f"{member} to a new block", b_delta(2, **{member: "x"})
+        yield "text not text", b_delta(0, text=5)
+        yield "two events", {**b_delta(0, text="x"), **MSG_STOP}
+        yield "body a list", {"contentBlockDelta": [b_delta(0, text="x")["contentBlockDelta"]]}
+
+    def test_every_probe_in_every_place_gets_the_general_report(self):
+        turn = [MSG_START, b_delta(0, text="hi"), b_delta(0, text=" there"), b_start(1),
+                b_delta(1, toolUse={"input": '{"a":'}), b_delta(1, toolUse={"input": "1}"}), b_stop(1),
+                MSG_STOP, META]
+        places = {"before messageStart": 0, "in the text block": 2, "in the toolUse block": 5,
+                  "after the toolUse block stops": 7, "after messageStop": 8}
+        text_stopped = turn[:3] + [b_stop(0)] + turn[3:]
+        streams = [(f"{name} {where}", turn[:at] + [probe] + turn[at:])
+                   for name, probe in self.probes() for where, at in places.items()]
+        streams += [(f"{name} after the text block stops", text_stopped[:4] + [probe] + text_stopped[4:])
+                    for name, probe in self.probes()]
+        early = turn[1:6] + turn[:1] + turn[6:]   # the blocks begin before messageStart
+        streams += [(f"{name} before a late messageStart", early[:5] + [probe] + early[5:])
+                    for name, probe in self.probes()]
+        streams.append(("the turn", turn))
+        answered, declined = room_fast_paths_agree(self, "bedrock", streams, {"f": {"type": "object"}})
+        self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+def bedrock_run_probes(index, member, inner):
+    """Events written as text at the edge of a run of `member` deltas (inner: the member's value's text)."""
+    plain = '{"contentBlockDelta": {"contentBlockIndex": %s, "delta": {"%s": %s}}}'
+    yield "plain", plain % (index, member, inner)
+    for number in ("%s.0", "%se0", "-%s", "0%s", "%s "):
+        yield f"index {number % 'N'}", plain % (number % index, member, inner)
+    yield "index -0", plain % ("-0", member, inner)
+    yield "compact", plain.replace(": ", ":").replace(", ", ",") % (index, member, inner)
+    yield "newlines", plain.replace(": ", ":\n ").replace(", ", "\r\n,\t") % (index, member, inner)
+    yield "reordered", '{"contentBlockDelta": {"delta": {"%s": %s}, "contentBlockIndex": %s}}' % (member, inner, index)
+    yield "index twice", ('{"contentBlockDelta": {"contentBlockIndex": %s, "contentBlockIndex": %s, "delta": {"%s": %s}}}'
+                          % (index, index, member, inner))
+    yield "delta twice", ('{"contentBlockDelta": {"contentBlockIndex": %s, "delta": {"%s": %s}, "delta": {"%s": %s}}}'
+                          % (index, member, inner, member, inner))
+    yield "escaped member name", plain % (index, "\\u00%x" % ord(member[0]) + member[1:], inner)
+    yield "escaped event name", plain.replace("contentBlockDelta", "\\u0063ontentBlockDelta") % (index, member, inner)
+    yield "a second delta member", plain % (index, member, inner + ', "text": "x"')
+    yield "a member beside the body", plain[:-1] % (index, member, inner) + ', "p": "ab"}'
+    yield "__proto__ escaped", plain[:-1] % (index, member, inner) + ', "\\u005f_proto__": {}}'
+
+
+class BedrockRuns(unittest.TestCase):
+    """Runs of toolUse and text deltas read from text give the report of the whole document's parse, whatever
+    sits at their edge."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        fragments = ['{"a": 1'] + [" "] * 40 + ["}"]
+        turn = ([MSG_START] + [b_delta(0, text=f"w{k} ") for k in range(40)] + [b_stop(0), b_start(1)]
+                + [b_delta(1, toolUse={"input": piece}) for piece in fragments] + [b_stop(1), MSG_STOP, META])
+        text_places = [("a text run's start", 1), ("in a text run", 20), ("a text run's end", 41)]
+        tool_places = [("a fragment run's start", 43), ("in a fragment run", 64), ("a fragment run's end", 85)]
+        strings = [("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                   ("not a string", "5"), ("null", "null"), ("raw é", '"é"')]
+        probes = list(bedrock_run_probes(1, "toolUse", '{"input": " "}'))
+        probes.append(("input twice", '{"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": '
+                                      '{"input": " ", "input": " "}}}}'))
+        probes += [(name, next(bedrock_run_probes(1, "toolUse", '{"input": %s}' % string))[1])
+                   for name, string in strings]
+        self.assertTrue(room_runs_agree(self, "bedrock", turn, probes, tool_places, {"f": {"type": "object"}}))
+        probes = list(bedrock_run_probes(0, "text", '" "'))
+        probes += [(name, next(bedrock_run_probes(0, "text", string))[1]) for name, string in strings]
+        self.assertTrue(room_runs_agree(self, "bedrock", turn, probes, text_places, {"f": {"type": "object"}}))
+
+    def test_a_window_boundary_inside_a_run(self):
+        turn = ([MSG_START] + [b_delta(0, text=f"w{k} é") for k in range(300)] + [b_stop(0), b_start(1)]
+                + [b_delta(1, toolUse={"input": piece}) for piece in ['{"a": 1'] + [" "] * 300 + ["}"]]
+                + [b_stop(1), MSG_STOP, META])
+        for batch in (1 << 10, 5000):
+            with self.subTest(batch=batch), mock.patch.object(vts, "_BATCH_CHARS", batch):
+                self.assertTrue(room_runs_agree(self, "bedrock", turn, [("as it is", None)], [("", 0)],
+                                                {"f": {"type": "object"}}))
+
+    def test_whole_runs_in_every_state(self):
+        text = [b_delta(0, text=f"w{k} ") for k in range(30)]
+        tool = [b_delta(1, toolUse={"input": " "}) for _ in range(30)]
+        turns = {"before messageStart": text + [MSG_START, b_start(1), b_delta(1, toolUse={"input": "{}"}), b_stop(1),
+                                                MSG_STOP],
+                 "for a block never started": [MSG_START] + text + tool + [MSG_STOP],
+                 "after the block stopped": [MSG_START] + text + [b_stop(0), b_start(1), b_stop(1)] + text + tool
+                 + [MSG_STOP],
+                 "after messageStop": [MSG_START] + text + [b_start(1), b_delta(1, toolUse={"input": "{}"}), MSG_STOP]
+                 + text + tool,
+                 "of a toolUse block's text": [MSG_START, b_start(0)] + [b_delta(0, text="x")] * 30 + [b_stop(0),
+                                                                                                      MSG_STOP]}
+        for name, turn in turns.items():
+            with self.subTest(turn=name):
+                room_runs_agree(self, "bedrock", turn, [("as it is", None)], [("", 0)], {"f": {"type": "object"}})
 
 
 if __name__ == "__main__":

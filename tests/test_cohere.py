@@ -7,8 +7,9 @@ positions and messages, the shapes a start or a delta may have, capture and the 
 
 import json
 import unittest
+from unittest import mock
 
-from support import code_set, codes, positions, vts
+from support import code_set, codes, positions, room_fast_paths_agree, room_runs_agree, vts
 
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
            "g": {"type": "object"}}
@@ -325,6 +326,153 @@ class Gate(unittest.TestCase):
         for event in events:
             gate.feed(event)
         self.assertEqual(gate.finish()["calls"], judge(events)["calls"])
+
+
+def content_delta(text, **top):
+    return {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": text}}}, **top}
+
+
+class FastPaths(unittest.TestCase):
+    """plain_fragment() and translate()'s quiet content-delta answer only for the wire's exact shape (so the
+    screen has nothing to refuse) while the message is open; anywhere else the general path decides."""
+
+    def test_plain_fragment_answers_for_the_plain_delta_only(self):
+        normalizer = vts.CohereNormalizer()
+        plain = delta(0, "{")
+        self.assertIsNone(normalizer.plain_fragment(plain))   # no message-start yet
+        for pos, event in enumerate([START, start(0)]):
+            list(normalizer.translate(pos, event))
+        self.assertEqual(normalizer.plain_fragment(plain), ((None, 0), "{"))
+        function = {"arguments": "{"}
+        for name, other in {
+                "index true": {**plain, "index": True}, "another call": delta(1, "{"),
+                "arguments not text": delta(0, 5), "an id too": {**plain, "id": "x"},
+                "a null id in the call": {**plain, "delta": {"message": {"tool_calls": {"id": None,
+                                                                                         "function": function}}}},
+                "__proto__ in the function": {**plain, "delta": {"message": {"tool_calls": {"function": {
+                    "arguments": "{", "__proto__": {}}}}}},
+                "a list of calls": {**plain, "delta": {"message": {"tool_calls": [{"function": function}]}}},
+                "a content delta": content_delta("x"), "a list": [plain], "nothing": None}.items():
+            with self.subTest(event=name):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def probes(self):
+        plain, function = delta(0, " "), {"arguments": " "}
+
+        def call_body(body):
+            return {**plain, "delta": {"message": {"tool_calls": body}}}
+
+        yield "plain", plain
+        yield "another call", delta(1, " ")
+        for name, index in (("true", True), ("0.0", 0.0), ("-1", -1), ("absent", None)):
+            yield f"index {name}", {**plain, "index": index} if index is not None else \
+                {key: value for key, value in plain.items() if key != "index"}
+            yield f"content, index {name}", content_delta("x", index=index)
+        yield "an id on top", {**plain, "id": "x"}
+        yield "__proto__ on top", {"type": "tool-call-delta", "__proto__": {}, "delta": plain["delta"]}
+        yield "constructor.prototype on top", {"type": "tool-call-delta", "constructor": {"prototype": {}},
+                                               "delta": plain["delta"]}
+        yield "a null id", call_body({"id": None, "function": function})
+        yield "an id", call_body({"id": "x", "function": function})
+        yield "a null name", call_body({"function": {**function, "name": None}})
+        yield "__proto__ in the function", call_body({"function": {**function, "__proto__": {}}})
+        yield "constructor in the call", call_body({"function": function, "constructor": {"prototype": 1}})
+        yield "a list of calls", call_body([{"function": function}])
+        yield "__proto__ in the message", {**plain, "delta": {"message": {"tool_calls": {"function": function},
+                                                                          "__proto__": {}}}}
+        yield "a second member of delta", {**plain, "delta": {**plain["delta"], "constructor": {"prototype": 0}}}
+        for name, value in (("5", 5), ("null", None), ("an object", {})):
+            yield f"arguments {name}", delta(0, value)
+            yield f"text {name}", content_delta(value)
+        yield "content plain", content_delta("x")
+        yield "content with __proto__ in the message", {**content_delta("x"), "delta": {"message": {
+            "content": {"text": "x"}, "__proto__": {}}}}
+        yield "content with constructor.prototype on top", {"type": "content-delta", "constructor": {"prototype": {}},
+                                                            "delta": content_delta("x")["delta"]}
+        yield "content with a type too", content_delta("x") | {"delta": {"message": {"content": {
+            "type": "text", "text": "x"}}}}
+        yield "content as a list", {**content_delta("x"), "delta": {"message": {"content": [{"text": "x"}]}}}
+        yield "tool-plan-delta", {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "x"}}}
+
+    def test_every_probe_in_every_place_gets_the_general_report(self):
+        text = [{"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}},
+                content_delta("hi"), {"type": "content-end", "index": 0}]
+        turn = [START] + text + call(0) + [message_end()]
+        places = {"before message-start": 0, "in the text": 2, "in the call": 6, "after the call": 8,
+                  "after message-end": len(turn)}
+        streams = [(f"{name} {where}", turn[:at] + [probe] + turn[at:])
+                   for name, probe in self.probes() for where, at in places.items()]
+        streams.append(("the turn", turn))
+        answered, declined = room_fast_paths_agree(self, "cohere", streams, SCHEMAS)
+        self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+def cohere_run_probes(kind, index, path, string):
+    """Events written as text at the edge of a run of `kind` events (path: the members down to the string)."""
+    def event(top="", inner="", number=str(index), name=kind, last=path[-1]):
+        nested = string + inner
+        for member in reversed(path[:-1] + (last,)):
+            nested = '{"%s": %s}' % (member, nested) if member != last else '{"%s": %s}' % (member, nested)
+        return '{"type": "%s", "index": %s, "delta": %s%s}' % (name, number, nested, top)
+
+    yield "plain", event()
+    for number in ("%s.0", "%se0", "-%s", "0%s", "%s "):
+        yield f"index {number % 'N'}", event(number=number % index)
+    yield "index -0", event(number="-0")
+    yield "compact", event().replace(": ", ":").replace(", ", ",")
+    yield "newlines", event().replace(": ", ":\n ").replace(", ", "\r\n,\t")
+    yield "reordered", event().replace('"type": "%s", "index": %s' % (kind, index), '"index": %s, "type": "%s"'
+                                       % (index, kind))
+    yield "type twice", event(top=', "type": "%s"' % kind)
+    yield "a member beside the string", event(inner=', "x": 1')
+    yield "__proto__ escaped beside the string", event(inner=', "\\u005f_proto__": {}')
+    yield "__proto__ escaped on top", event(top=', "\\u005f_proto__": {}')
+    yield "constructor.prototype on top", event(top=', "constructor": {"prototype": {}}')
+    yield "escaped string name", event(last="\\u00%x" % ord(path[-1][0]) + path[-1][1:])
+    yield "escaped type", event(name="\\u00%x" % ord(kind[0]) + kind[1:])
+    yield "an id of null", event().replace('{"function"', '{"id": null, "function"')
+
+
+class Runs(unittest.TestCase):
+    """Runs of tool-call-delta and content-delta events read from text give the report of the whole document's
+    parse, whatever sits at their edge."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        text = ([{"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}}]
+                + [content_delta(f"w{k} ") for k in range(40)] + [{"type": "content-end", "index": 0}])
+        turn = [START] + text + call(0, ['{"a": 1'] + [" "] * 40 + ["}"]) + [message_end()]
+        text_places = [("a text run's start", 2), ("in a text run", 20), ("a text run's end", 42)]
+        tool_places = [("a fragment run's start", 44), ("in a fragment run", 64), ("a fragment run's end", 86)]
+        strings = [("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                   ("not a string", "5"), ("null", "null"), ("raw é", '"é"')]
+        for kind, index, path, places in (
+                ("tool-call-delta", 0, ("message", "tool_calls", "function", "arguments"), tool_places),
+                ("content-delta", 0, ("message", "content", "text"), text_places)):
+            probes = list(cohere_run_probes(kind, index, path, '" "'))
+            probes += [(name, next(cohere_run_probes(kind, index, path, string))[1]) for name, string in strings]
+            self.assertTrue(room_runs_agree(self, "cohere", turn, probes, places, SCHEMAS), "runs were read")
+
+    def test_a_window_boundary_inside_a_run(self):
+        turn = ([START] + [content_delta(f"w{k} é") for k in range(300)]
+                + call(0, ['{"a": 1'] + [" "] * 300 + ["}"]) + [message_end()])
+        for batch in (1 << 10, 5000):
+            with self.subTest(batch=batch), mock.patch.object(vts, "_BATCH_CHARS", batch):
+                self.assertTrue(room_runs_agree(self, "cohere", turn, [("as it is", None)], [("", 0)], SCHEMAS))
+
+    def test_whole_runs_in_every_state(self):
+        text = [content_delta(f"w{k} ") for k in range(30)]
+        pieces = [delta(0, " ") for _ in range(30)]
+        turns = {"before message-start": text + pieces + [START] + call(0) + [message_end()],
+                 "for a call never started": [START] + text + pieces + [message_end()],
+                 "for a call that ended": [START] + call(0) + pieces + text + [message_end()],
+                 "for another call while one streams": [START, start(0)] + [delta(1, " ") for _ in range(30)]
+                 + [end(0), message_end()],
+                 "for a call begun before the one streaming": [START, start(0), start(1)] + pieces
+                 + [end(0), end(1), message_end()],
+                 "after message-end": [START] + call(0) + [message_end()] + text + pieces}
+        for name, turn in turns.items():
+            with self.subTest(turn=name):
+                room_runs_agree(self, "cohere", turn, [("as it is", None)], [("", 0)], SCHEMAS)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 import json
 import unittest
 
-from support import code_set, codes, frames_deep, judge_events, positions, vts
+from support import (
+    code_set, codes, frames_deep, judge_events, positions, room_fast_paths_agree, room_runs_agree, vts,
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -401,6 +403,129 @@ class Namespaces(unittest.TestCase):
         self.assertEqual(slot.tool_key, "ns.f")
         slot.namespace = "f"
         self.assertEqual(slot.tool_key, "f")
+
+
+MESSAGE = {"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []}
+
+
+def text_delta(piece, oi=0, kind="response.output_text.delta", **more):
+    return {"type": kind, "item_id": "msg_1", "output_index": oi, "content_index": 0, "delta": piece, **more}
+
+
+class FastPaths(unittest.TestCase):
+    """plain_fragment() and translate()'s quiet text events answer only where the general path would add text
+    to a function call's slot, or say nothing; anywhere else it decides, with the same report."""
+
+    def test_plain_fragment_answers_for_the_plain_delta_only(self):
+        normalizer = vts.ResponsesNormalizer()
+        plain = delta("{")
+        self.assertIsNone(normalizer.plain_fragment(plain))   # no response.created yet
+        for pos, event in enumerate([created(), added()]):
+            list(normalizer.translate(pos, event))
+        self.assertEqual(normalizer.plain_fragment(plain), ((None, 0), "{"))
+        for name, other in {
+                "another item id": delta("{", fc="fc_2"), "no item id": {**plain, "item_id": None},
+                "index true": delta("{", oi=True), "an item not added": delta("{", oi=1),
+                "delta not text": delta(5), "a custom tool's delta": {**plain, "type": "response.custom_tool_call_"
+                                                                                       "input.delta"},
+                "a text delta": text_delta("x"), "a list": [plain], "nothing": None}.items():
+            with self.subTest(event=name):
+                self.assertIsNone(normalizer.plain_fragment(other))
+
+    def probes(self):
+        yield "plain", delta(" ", oi=1)
+        yield "extra members", {**delta(" ", oi=1), "sequence_number": 9, "obfuscation": "abc"}
+        for name, index in (("true", True), ("1.0", 1.0), ("-1", -1), ("text", "1"), ("not added", 5)):
+            yield f"index {name}", delta(" ", oi=index)
+            yield f"text, index {name}", text_delta("x", oi=index)
+        for name, item_id in (("another", "fc_2"), ("null", None), ("the message's", "msg_1")):
+            yield f"item id {name}", delta(" ", oi=1, fc=item_id)
+        yield "no item id", {key: value for key, value in delta(" ", oi=1).items() if key != "item_id"}
+        for name, value in (("5", 5), ("null", None), ("a list", [" "])):
+            yield f"delta {name}", delta(value, oi=1)
+            yield f"text delta {name}", text_delta(value)
+        yield "arguments delta to the message", delta(" ", oi=0, fc="msg_1")
+        yield "text to the call", text_delta("x", oi=1)
+        yield "text plain", text_delta("x")
+        yield "no output index", {key: value for key, value in text_delta("x").items() if key != "output_index"}
+        for kind in ("response.refusal.delta", "response.reasoning_text.delta", "response.output_text.done",
+                     "response.custom_tool_call_input.delta", "response.unknown.delta", "error"):
+            yield kind, text_delta("x", kind=kind)
+        yield "type not text", text_delta("x", kind=5)
+
+    def test_every_probe_in_every_place_gets_the_general_report(self):
+        message_done = {"type": "response.output_item.done", "output_index": 0, "item": {**MESSAGE,
+                                                                                        "status": "completed"}}
+        turn = [created(), {"type": "response.output_item.added", "output_index": 0, "item": MESSAGE},
+                text_delta("hi"), text_delta(" there"), message_done,
+                added(oi=1), delta('{"a":', oi=1), delta("1}", oi=1), done('{"a":1}', oi=1),
+                item_done('{"a":1}', oi=1), COMPLETED]
+        places = {"before response.created": 0, "in the message": 3, "after the message is done": 5,
+                  "in the call": 7, "after the arguments are done": 9, "after the call is done": 10,
+                  "after the response": len(turn)}
+        streams = [(f"{name} {where}", turn[:at] + [probe] + turn[at:])
+                   for name, probe in self.probes() for where, at in places.items()]
+        open_message = turn[:4] + turn[5:]   # the message item is never done
+        streams += [(f"{name} after the response, the message not done", open_message + [probe])
+                    for name, probe in self.probes()]
+        streams.append(("the turn", turn))
+        answered, declined = room_fast_paths_agree(self, "openai-responses", streams,
+                                                   {"f": {"type": "object"}})
+        self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+def responses_run_probes(kind, index, item_id, string, sequence=7):
+    """Events written as text at the edge of a run of `kind` events."""
+    text = kind == "response.output_text.delta"   # (then written as text_delta writes it)
+
+    def event(top="", number=str(index), name=kind, member="delta", item=item_id, seq=str(sequence)):
+        return ('{"type": "%s", "item_id": "%s", "output_index": %s%s, "%s": %s%s, "sequence_number": %s%s}'
+                % (name, item, number, ', "content_index": 0' if text else "", member, string,
+                   ', "logprobs": []' if text else "", seq, top))
+
+    yield "plain", event()
+    for number in ("%s.0", "%se0", "-%s", "0%s", "%s "):
+        yield f"index {number % 'N'}", event(number=number % index)
+        yield f"sequence number {number % 'N'}", event(seq=number % sequence)
+    yield "index -0", event(number="-0")
+    yield "compact", event().replace(": ", ":").replace(", ", ",")
+    yield "newlines", event().replace(": ", ":\n ").replace(", ", "\r\n,\t")
+    yield "reordered", event().replace('"item_id": "%s", "output_index": %s' % (item_id, index),
+                                       '"output_index": %s, "item_id": "%s"' % (index, item_id))
+    yield "delta twice", event(top=', "delta": " "')
+    yield "index twice", event(top=', "output_index": %s' % index)
+    yield "a member beside", event(top=', "obfuscation": "x"')
+    yield "escaped delta name", event(member="\\u0064elta")
+    yield "escaped type", event(name="\\u0072" + kind[1:])
+    yield "another item id", event(item="fc_other")
+    yield "an item id escaped", event(item="\\u00%x" % ord(item_id[0]) + item_id[1:])
+    yield "no sequence number", event().replace(', "sequence_number": %s' % sequence, "")
+
+
+class Runs(unittest.TestCase):
+    """Runs of argument and text deltas read from text give the report of the whole document's parse, whatever
+    sits at their edge."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        message_done = {"type": "response.output_item.done", "output_index": 0,
+                        "item": {**MESSAGE, "status": "completed"}}
+        pieces = ['{"a": 1'] + [" "] * 40 + ["}"]
+        turn = ([created(), {"type": "response.output_item.added", "output_index": 0, "item": MESSAGE}]
+                + [text_delta(f"w{k} ", logprobs=[]) for k in range(40)] + [message_done, added(oi=1)]
+                + [delta(piece, oi=1) for piece in pieces]
+                + [done("".join(pieces), oi=1), item_done("".join(pieces), oi=1), COMPLETED])
+        for k, event in enumerate(turn):
+            event["sequence_number"] = k
+        text_places = [("a text run's start", 2), ("in a text run", 20), ("a text run's end", 42)]
+        tool_places = [("a fragment run's start", 44), ("in a fragment run", 64), ("a fragment run's end", 86)]
+        strings = [("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                   ("not a string", "5"), ("null", "null"), ("raw é", '"é"')]
+        for kind, index, item_id, places in (("response.function_call_arguments.delta", 1, "fc_1", tool_places),
+                                             ("response.output_text.delta", 0, "msg_1", text_places)):
+            probes = list(responses_run_probes(kind, index, item_id, '" "'))
+            probes += [(name, next(responses_run_probes(kind, index, item_id, string))[1])
+                       for name, string in strings]
+            room_runs_agree(self, "openai-responses", turn, probes, places, {"f": {"type": "object"}})
 
 
 if __name__ == "__main__":
