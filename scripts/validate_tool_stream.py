@@ -5400,6 +5400,17 @@ class GeminiNormalizer:
                 stopped = True
                 yield from _gemini_turn_end(index, cand)
 
+    def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
+        """The chunks that start at text[pos] and differ only in one string, each a text part or a piece
+        continuing a string of the streaming call, read at once: (the run, its end, how many chunks);
+        None (anything else, even valid) leaves the text to the parser.  See _gemini_run."""
+        return _gemini_run(text, pos, self.max_depth)
+
+    def apply_run(self, run: FragmentRun) -> bool:
+        """Do what translate() would do with each chunk of a run of fragment_run(), when it would give
+        no event (its candidate, its call and path are as the run needs); False changes nothing."""
+        return _gemini_apply_run(self.candidates, self.max_depth, run)
+
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk is {_describe(chunk)}, not a GenerateContentResponse "
@@ -6155,6 +6166,228 @@ def _gemini_serialise(tree: dict) -> str:
         elif item is not _GEMINI_NOTHING:
             out.append(json.dumps(item))
     return "".join(out)
+
+
+# --- runs of chunks read at once from a capture's text (fragment_run, apply_run) ---------
+#
+# A long stream is nearly all chunks of two kinds, each laid out as the one before it but for one
+# string: a text part, or (Vertex) one stringValue piece that continues a string of the call that
+# streams.  Neither gives an event: a text part only makes its candidate known, a piece only adds
+# to its string.  fragment_run() reads a run of them from the text at once, and apply_run() does
+# to the state what translate() would do with each.  Only a layout read whole here is taken: the
+# tokens below with any JSON whitespace between them, strings by the parser's own reader, a jsonPath
+# without escapes, the chunk's other members only those of _GEMINI_RUN_MEMBERS (with the types
+# translate() accepts, none twice).  Anything else, even valid, is left to the parser.
+
+_GEMINI_RUN_ITEMS = 4096   # chunks read at once at most
+_gemini_scan_string = json.decoder.scanstring   # the strict parser's own string reader
+# The chunk members a run's chunk may hold after its candidates: member -> how its value is read
+# ("string", or "usage": an object of usageMetadata members, enums as strings, counts as integers).
+_GEMINI_RUN_MEMBERS = MappingProxyType({"usageMetadata": "usage", "modelVersion": "string", "responseId": "string",
+                                        "createTime": "string"})
+
+
+class _GeminiRunPatterns(_Record):
+    """The patterns of a run's chunk (see _gemini_run_patterns)."""
+
+    __slots__ = ("head", "text_after", "piece_after", "member", "close", "comma", "gap", "usage_member", "count")
+
+    def __init__(self, **patterns: re.Pattern) -> None:
+        for name, pattern in patterns.items():
+            setattr(self, name, pattern)
+
+
+@functools.lru_cache(maxsize=1)
+def _gemini_run_patterns() -> _GeminiRunPatterns:
+    """head: a run chunk from its start to its string's opening quote (groups role, and path: a piece's
+    jsonPath, None for a text part); text_after / piece_after: from the string's closing quote to the
+    candidates' "]" (groups role, index); member: a chunk member after them, up to its value; close,
+    comma, gap; usage_member: a usageMetadata member up to its value; count: an integer.  Compiled on
+    first use: a short capture never needs them."""
+    gap = r"[ \t\n\r]*"
+
+    def tokens(*parts: str) -> str:
+        return gap.join(parts)
+
+    piece = tokens(r'"functionCall"', ":", r"\{", r'"partialArgs"', ":", r"\[", r"\{", r'"jsonPath"', ":",
+                   r'"(?P<path>[^"\\\x00-\x1f]*)"', ",", r'"stringValue"', ":", '"')
+    head = tokens(r"\{", r'"candidates"', ":", r"\[", r"\{", r'"content"', ":", r"\{",
+                  r'(?P<role>"role"' + gap + ":" + gap + r'"model"' + gap + "," + gap + ")?" + r'"parts"', ":",
+                  r"\[", r"\{",
+                  r'(?:"text"' + gap + ":" + gap + '"|' + piece + ")")
+    ends = (r'(?P<role>,' + gap + r'"role"' + gap + ":" + gap + r'"model")?' + r"\}",
+            r'(?:,' + gap + r'"index"' + gap + ":" + gap + r"(?P<index>0|[1-9][0-9]{0,8}))?" + r"\}", r"\]")
+    return _GeminiRunPatterns(
+        head=re.compile(head), text_after=re.compile(tokens('"', r"\}", r"\]", *ends)),
+        piece_after=re.compile(tokens('"', ",", r'"willContinue"', ":", "true", r"\}", r"\]", ",", r'"willContinue"',
+                                      ":", "true", r"\}", r"\}", r"\]", *ends)),
+        member=re.compile(tokens("", ",", r'"([A-Za-z]{1,40})"', ":", "")), close=re.compile(gap + r"\}"),
+        comma=re.compile(tokens("", ",", "")), gap=re.compile(gap),
+        usage_member=re.compile(tokens(r'"([A-Za-z]{1,40})"', ":", "")), count=re.compile(r"0|[1-9][0-9]{0,14}"))
+
+
+class _GeminiRunChunk(_Record):
+    """What every chunk of a run holds but its string: called with one string, the chunk (FragmentRun.item);
+    its candidate index and, for pieces, its path tell apply_run() what to do."""
+
+    __slots__ = ("index", "path", "json_path", "role", "indexed", "members")
+
+    def __init__(self, index: int, path: tuple | None, json_path: str | None, role: str | None,
+                 indexed: bool, members: dict) -> None:
+        self.index, self.path, self.json_path, self.role = index, path, json_path, role
+        self.indexed, self.members = indexed, members
+
+    def __call__(self, value: str) -> dict:
+        if self.path is None:
+            part: dict = {"text": value}
+        else:
+            part = {"functionCall": {"partialArgs": [{"jsonPath": self.json_path, "stringValue": value,
+                                                      "willContinue": True}], "willContinue": True}}
+        content: dict = {"role": "model", "parts": [part]} if self.role == "first" else {"parts": [part]}
+        if self.role == "after":
+            content["role"] = "model"
+        candidate: dict = {"content": content, "index": self.index} if self.indexed else {"content": content}
+        return {"candidates": [candidate], **self.members}
+
+
+def _gemini_run_value(text: str, at: int, how: str) -> tuple[Any, int] | None:
+    """A run chunk's member value at text[at], read as `how` says (see _GEMINI_RUN_MEMBERS): (value, end), or None."""
+    if how == "string":
+        if not text.startswith('"', at):
+            return None
+        try:
+            return _gemini_scan_string(text, at + 1)
+        except ValueError:
+            return None
+    patterns = _gemini_run_patterns()
+    if not text.startswith("{", at):
+        return None
+    usage: dict = {}
+    at = patterns.gap.match(text, at + 1).end()
+    if text.startswith("}", at):
+        return usage, at + 1
+    while True:
+        found = patterns.usage_member.match(text, at)
+        if found is None or found.group(1) in usage:
+            return None
+        key, at = found.group(1), found.end()
+        kind = _GEMINI_USAGE_TYPES.get(key)
+        number = patterns.count.match(text, at) if kind is int else None
+        if kind is _GEMINI_ENUM:
+            read = _gemini_run_value(text, at, "string")
+            if read is None:
+                return None
+            usage[key], at = read
+        elif number is not None:
+            usage[key], at = int(number.group()), number.end()
+        else:
+            return None
+        comma = patterns.comma.match(text, at)
+        if comma is None:
+            closed = patterns.close.match(text, at)
+            return None if closed is None else (usage, closed.end())
+        at = comma.end()
+
+
+def _gemini_run_members(text: str, at: int) -> tuple[dict, int] | None:
+    """The members of a run chunk after its candidates, to its closing brace: (members, end), or None."""
+    patterns = _gemini_run_patterns()
+    members: dict = {}
+    while True:
+        found = patterns.member.match(text, at)
+        if found is None:
+            closed = patterns.close.match(text, at)
+            return None if closed is None else (members, closed.end())
+        key = found.group(1)
+        how = _GEMINI_RUN_MEMBERS.get(key)
+        read = None if how is None or key in members else _gemini_run_value(text, found.end(), how)
+        if read is None:
+            return None
+        members[key], at = read
+
+
+def _gemini_run_first(text: str, pos: int, max_depth: int) -> tuple[_GeminiRunChunk, str, int, str, int] | None:
+    """The run chunk at text[pos]: (its shape, its string, the position after its opening quote, the text
+    after its string (from the closing quote), its end), or None when it is not one."""
+    patterns = _gemini_run_patterns()
+    found = patterns.head.match(text, pos)
+    if found is None:
+        return None
+    json_path, path = found.group("path"), None
+    if json_path is not None:
+        path = _gemini_path(json_path, max_depth)
+        if not path or "['" in json_path:   # not read, too deep, or quoted: translate() says why
+            return None
+    try:
+        value, closing = _gemini_scan_string(text, found.end())
+    except ValueError:
+        return None
+    after = (patterns.text_after if path is None else patterns.piece_after).match(text, closing - 1)
+    if after is None or found.group("role") and after.group("role"):
+        return None
+    read = _gemini_run_members(text, after.end())
+    if read is None:
+        return None
+    members, end = read
+    role = "first" if found.group("role") else "after" if after.group("role") else None
+    index = after.group("index")
+    shape = _GeminiRunChunk(int(index or 0), path, json_path, role, index is not None, members)
+    return shape, value, found.end(), text[closing - 1:end], end
+
+
+def _gemini_run(text: str, pos: int, max_depth: int) -> tuple[FragmentRun, int, int] | None:
+    """GeminiNormalizer.fragment_run(): the run starting at text[pos], (run, end, count), or None."""
+    first = _gemini_run_first(text, pos, max_depth)
+    if first is None:
+        return None
+    shape, value, start, after, end = first
+    before, pieces = text[pos:start], [value]
+    skip, separator, comma_at = len(before), ",", _gemini_run_patterns().comma.match
+    append, starts = pieces.append, text.startswith
+    while len(pieces) < _GEMINI_RUN_ITEMS:
+        at = end + len(separator)
+        if not (starts(separator, end) and starts(before, at)):
+            between = comma_at(text, end)
+            if between is None or not starts(before, between.end()):
+                break
+            separator, at = between.group(), between.end()
+        try:
+            value, closing = _gemini_scan_string(text, at + skip)
+        except ValueError:
+            break
+        if not starts(after, closing - 1):
+            break
+        append(value)
+        end = closing - 1 + len(after)
+    # no slot has the key None: the gate's machine never takes these pieces (apply_run does, or each chunk
+    # is rebuilt and translated)
+    return FragmentRun(None, pieces, shape), end, len(pieces)
+
+
+def _gemini_apply_run(candidates: dict[int, _GeminiCandidate], max_depth: int, run: FragmentRun) -> bool:
+    """GeminiNormalizer.apply_run(): what translate() would do with each chunk of the run, when it would
+    give no event; False (nothing changed) otherwise."""
+    shape = run.item
+    if type(shape) is not _GeminiRunChunk:
+        return False
+    cand = candidates.get(shape.index)
+    if shape.path is None:   # text parts: the candidate is known
+        if cand is None:
+            candidates[shape.index] = _GeminiCandidate(max_depth)
+        return True
+    call = None if cand is None else cand.open
+    if call is None:
+        return False
+    pieces = run.pieces
+    leaf = call.open_strings.get(shape.path)
+    if leaf is None:   # the run's first piece starts its string (or is refused: nothing changed)
+        if _gemini_place({"jsonPath": shape.json_path, "stringValue": pieces[0], "willContinue": True}, call):
+            return False
+        leaf = call.open_strings[shape.path]
+        pieces = pieces[1:]
+    leaf.pieces.extend(pieces)
+    cand.after_reason = cand.reason is not None
+    return True
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -11083,6 +11316,11 @@ def _no_plain_object(item: Any, pos: int) -> None:
     return None
 
 
+def _no_apply_run(run: Any) -> bool:
+    """For normalizers whose runs (if any) only add text to a slot (see StreamGate._feed_run)."""
+    return False
+
+
 def _no_events() -> tuple:
     """For normalizers without end-of-stream rules of their own."""
     return ()
@@ -11936,6 +12174,7 @@ class StreamGate:
         self._plain_object = getattr(self._normalizer, "plain_object", _no_plain_object)
         # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
         self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
+        self._apply_run = getattr(self._normalizer, "apply_run", _no_apply_run)   # a run it applies itself
         self._sse_runs = getattr(self._normalizer, "sse_fragment_run", None)   # the same in SSE text (_BodyReader)
         self._sse_lead = getattr(self._normalizer, "sse_fragment_lead", "")   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -12056,11 +12295,12 @@ class StreamGate:
     def _feed_run(self, run: FragmentRun, position: int) -> int:
         """Consume the items a FragmentRun stands for; returns the position after them.
 
-        At once when the machine takes every piece as a plain fragment, which is
-        what it would do with each item in turn; otherwise the rebuilt items go
+        At once when the normalizer applies the run itself (apply_run: runs that
+        give no event), or the machine takes every piece as a plain fragment, which
+        is what it would do with each item in turn; otherwise the rebuilt items go
         through the feed loop, one by one.
         """
-        if self._machine.append_run(run.key, run.pieces):
+        if self._apply_run(run) or self._machine.append_run(run.key, run.pieces):
             return position + len(run.pieces)
         self._position = position
         self.feed_all(map(run.item, run.pieces))
