@@ -1596,22 +1596,81 @@ class WireProblem(_Record):
         self.index = index
 
 
-class FragmentRun(_Record):
-    """Consecutive wire items, each of which only adds text to slot `key`, read from text at once.
+_json_string = json.decoder.scanstring  # the strict parser's own string reader
+_encode_ascii = json.encoder.encode_basestring_ascii   # what json.dumps(ensure_ascii=True) writes for a string
+_RUN_ITEMS = 4096  # events a FragmentRun stands for at most
 
-    A normalizer's fragment_run() recognises them in a capture's text (see
-    _ArrayItems).  `pieces` holds each item's text in stream order, empty ones
-    too (len(pieces) is the number of items), and item(piece) rebuilds the wire
-    item, for the gate to translate one by one when the machine cannot take
-    the pieces at once.  Not a neutral event: the gate handles it in their place.
+
+def _json_copy(value: Any) -> Any:
+    """A parsed JSON value copied down to its leaves (no object or list shared with the original)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item) for item in value]
+    return value
+
+
+def _json_put(value: Any, path: tuple, leaf: Any) -> None:
+    """Set the member or list element at path (from value, which holds it) to leaf."""
+    for step in path[:-1]:
+        value = value[step]
+    value[path[-1]] = leaf
+
+
+class RunShape(_FrozenRecord):
+    """One kind of event a room's stream repeats with little change, declared on its WireRules (runs): the
+    gate reads a run of them from a capture's text at once (see FragmentRun; the reader is _RunReader).
+
+      string    the path (member names and list positions) from the event to its one string that changes:
+                an argument fragment, or a text delta
+      numbers   the paths of its integer members that may change from event to event too (a slot's indexes:
+                interleaved calls make one run); every other member is the same text in every event
+      plain     (the turn's normalizer, one event) -> what the general path would do with it: for a fragment
+                shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
+                shape True when the event yields nothing and changes no state.  None (always safe): anything
+                else.  It changes no state, and must not depend on the string: it is asked once per distinct
+                numbers of a run, when the run is fed
+      text      True: the string is a text delta (fed, nothing happens); False: a fragment of plain's slot
+      apply     (the turn's normalizer, the run) -> True when the room has done with the run's items what the
+                general path would do with each, where that gives no event and changes only the room's own
+                state (a string the room assembles itself, as Gemini's partialArgs); False changes nothing.
+                Asked first, when the run is fed; None: plain decides
+      sse_lead  how such an event begins in the room's SSE body ("event: NAME\\ndata: ", the name being the
+                event's "type", or "data: "); "" when runs are read only from a JSON list.  A row's shapes
+                share one lead
     """
 
-    __slots__ = ("key", "pieces", "item")
+    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply")
 
-    def __init__(self, key: SlotKey, pieces: list[str], item: Callable[[str], Any]) -> None:
-        self.key = key
+    def __init__(self, *, string: tuple, plain: Callable[[Any, Any], Any], numbers: tuple[tuple, ...] = (),
+                 text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None) -> None:
+        _freeze(self, locals())
+
+
+class FragmentRun(_Record):
+    """Consecutive wire items of one RunShape, read from a capture's text at once (see _RunReader).
+
+    `pieces` holds each item's string in stream order, empty ones too (len(pieces) is the number
+    of items); `samples` the distinct items by their numbers (each as parsed, with the string of its
+    first item), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
+    item(k) rebuilds the k-th wire item, for the gate to translate one by one when the machine
+    cannot take the pieces at once.  Not a neutral event: the gate handles it in their place.
+    """
+
+    __slots__ = ("shape", "pieces", "samples", "which")
+
+    def __init__(self, shape: RunShape, pieces: list[str], samples: list[Any], which: list[int] | None) -> None:
+        self.shape = shape
         self.pieces = pieces
-        self.item = item
+        self.samples = samples
+        self.which = which
+
+    def item(self, k: int) -> Any:
+        """The k-th item, as the parser reads it."""
+        item = _json_copy(self.samples[0 if self.which is None else self.which[k]])
+        _json_put(item, self.shape.string, self.pieces[k])
+        return item
 
 
 NeutralEvent = Union[SlotOpen, Fragment, SlotEnd, CallRestated, ChoiceEnd, TurnEnd, TurnClose, SnapshotCall, HostedUse,
@@ -1887,14 +1946,16 @@ class WireRules(_FrozenRecord):
                        stream object stands for (StreamGate.feed reads every non-dict item through it), a
                        WireProblem, or None (an item that restates what was read and adds nothing); a value it
                        does not know is returned as it is.  It may raise: feed() makes that a finding
+      runs             the RunShapes of the events its long streams repeat (fragments, text deltas), which the
+                       gate reads from a capture's text a run at a time (see _RunReader); () reads each event
     """
 
-    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_reader", "sdk_item")
+    __slots__ = ("normalizer", "fragment_key", "protected_paths", "final_reader", "sdk_item", "runs")
 
     def __init__(self, *, normalizer: Callable[[Limits], Any], protected_paths: Callable[[dict], dict],
                  fragment_key: Callable[[dict, tuple], Any] = _no_fragment_key,
                  final_reader: Callable[[dict], Callable[[dict], list] | None] = _no_final_reader,
-                 sdk_item: Callable[[Any, Any, int], Any] = _sdk_payload) -> None:
+                 sdk_item: Callable[[Any, Any, int], Any] = _sdk_payload, runs: tuple[RunShape, ...] = ()) -> None:
         _freeze(self, locals())
 
 
@@ -2348,6 +2409,22 @@ class ChatNormalizer:
             return None
         return (cidx, index), text, FUNCTION
 
+    def plain_text(self, chunk: Any) -> bool:
+        """Whether translate() would yield nothing for chunk and change no state: a chunk typed as every one
+        before it, of one choice, not finished, with no finish_reason and no message, whose delta holds only
+        members _delta has nothing to say about and no tool_calls (its content is not read).  False is
+        always safe."""
+        if type(chunk) is not dict or "error" in chunk or not self.typed or chunk.get("object") != _CHUNK_OBJECT:
+            return False
+        try:
+            choice = _sole_object(chunk["choices"])
+            cidx, delta = _indexed(choice, "delta")
+        except (KeyError, TypeError):
+            return False
+        return (cidx is not None and cidx not in self.finished and _PLAIN_DELTA_KEYS.issuperset(delta)
+                and delta.get("tool_calls") is None and choice.get("finish_reason") in (None, "")
+                and "message" not in choice)
+
     def plain_object(self, chunk: Any, pos: int) -> tuple[SlotKey, str, str] | None:
         """plain_fragment() of an SDK's chunk object at position pos (openai-python's ChatCompletionChunk, built by
         construct_type: the wire's values, fields set to the members sent), read from its attributes instead of its
@@ -2787,12 +2864,23 @@ _MISTRAL_ERRORS = (
 )
 
 
+# The chunks a long stream repeats (see RunShape): one call's arguments fragment, and content text; the
+# choice and the call's index may change from chunk to chunk (parallel calls interleave).
+_CHAT_RUNS = (
+    RunShape(string=("choices", 0, "delta", "tool_calls", 0, "function", "arguments"),
+             numbers=(("choices", 0, "index"), ("choices", 0, "delta", "tool_calls", 0, "index")),
+             plain=ChatNormalizer.plain_fragment, sse_lead="data: "),
+    RunShape(string=("choices", 0, "delta", "content"), numbers=(("choices", 0, "index"),),
+             plain=ChatNormalizer.plain_text, text=True, sse_lead="data: "),
+)
+
+
 OPENAI = Profile(
     name="openai", stream_key="chunks",
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", forced_reason="stop", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=False), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader, runs=_CHAT_RUNS),
     request=RequestRules(choice=_choice_chat, parallel_field=True, tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
                          stream_error=_chat_stream_error, whole_response=_chat_whole_response),
@@ -2806,7 +2894,8 @@ MISTRAL = Profile(
     rules=TurnRules(tool_reason="tool_calls", per_choice_terminal=True, contiguous_slots=True, implicit_open=True,
                     stop_name="finish_reason", names_concatenate=True),
     wire=WireRules(normalizer=lambda limits: ChatNormalizer(mistral=True), protected_paths=_chat_protected,
-                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader, sdk_item=_mistral_sdk_item),
+                   fragment_key=_chat_fragment_key, final_reader=_chat_final_reader, sdk_item=_mistral_sdk_item,
+                   runs=_CHAT_RUNS),
     request=RequestRules(choice=functools.partial(_choice_chat, mistral=True), parallel_field=True,
                          tool_entry=_function_entry),
     capture=CaptureRules(family="chat", claims=_chat_claims, redact=_redact_chat_chunk, warn_without_done=True,
@@ -2896,43 +2985,6 @@ class _AnthropicState(_Record):
         self.ids: dict[str, str] = {}      # every tool id of this turn -> what it names (a result pairs by it)
 
 
-# An input_json_delta event: its tokens in the API's member order, the index and the string
-# left open (None).  A run of them for one block is read at once (fragment_run), whatever
-# JSON whitespace separates the tokens (capture writes the envelope indented).
-_ANTHROPIC_DELTA_TOKENS = ("{", '"type"', ":", '"content_block_delta"', ",", '"index"', ":", None, ",", '"delta"', ":",
-                           "{", '"type"', ":", '"input_json_delta"', ",", '"partial_json"', ":", None, "}", "}")
-_RUN_ITEMS = 4096  # events read at once at most
-_ANTHROPIC_SSE_DELTA = "event: content_block_delta\ndata: "   # an SSE body's delta event, up to its data
-
-
-@functools.lru_cache(maxsize=1)
-def _anthropic_delta_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """Patterns of an input_json_delta event's text, any JSON whitespace between tokens:
-    (from its start to its string's opening quote, with the index as group 1; from the
-    string's closing quote to the event's end; a comma between two items).
-
-    Compiled on first use: a short capture never needs them.
-    """
-    gap = r"[ \t\n\r]*"
-    cut = _ANTHROPIC_DELTA_TOKENS.index(None, 8)
-    head = gap.join(re.escape(token) if token is not None else "(0|[1-9][0-9]{0,17})"
-                    for token in _ANTHROPIC_DELTA_TOKENS[:cut]) + gap + '"'
-    tail = '"' + gap + gap.join(map(re.escape, _ANTHROPIC_DELTA_TOKENS[cut + 1:]))
-    return re.compile(head), re.compile(tail), re.compile(gap + "," + gap)
-
-
-_json_string = json.decoder.scanstring  # the strict parser's own string reader
-_encode_ascii = json.encoder.encode_basestring_ascii   # what json.dumps(ensure_ascii=True) writes for a string
-
-
-def _anthropic_delta_event(index: int) -> Callable[[str], dict[str, Any]]:
-    """The event an input_json_delta of block index with that text parses to."""
-    def event(partial: str) -> dict[str, Any]:
-        return {"type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": partial}}
-    return event
-
-
 # the members of the Anthropic SDK's delta event and its InputJSONDelta (see _anthropic_json_delta)
 _ANTHROPIC_DELTA_EVENT_FIELDS = frozenset({"delta", "index", "type"})
 _ANTHROPIC_JSON_DELTA_FIELDS = frozenset({"partial_json", "type"})
@@ -2961,85 +3013,6 @@ class AnthropicNormalizer:
         return WireProblem(pos, UNEXPECTED_EVENT, f"a {kind} event of the Anthropic SDK's stream helper does not "
                            f"restate a {delta_type} fed just before it")
 
-    def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
-        """The input_json_delta events for one block that start at text[pos], read at once: (the run,
-        its end, how many events).
-
-        A long stream is nearly all such events, and each is a plain fragment
-        (see plain_fragment).  Only what the strict parser reads as exactly those
-        objects is recognised: the API's member order (so no member repeats), any
-        JSON whitespace between tokens, an index in JSON's integer grammar, and
-        strings read by the parser's own string reader.  The run goes on while
-        the events are laid out exactly as its first, up to _RUN_ITEMS.  The
-        block must be one plain_fragment() would answer for; the machine decides
-        the rest (see StreamGate._feed_run).  None (anything else, even valid)
-        leaves the text to the parser.
-        """
-        return self._delta_run(text, pos, None)
-
-    sse_fragment_lead = _ANTHROPIC_SSE_DELTA   # how each event sse_fragment_run reads begins
-
-    def sse_fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
-        """The input_json_delta events for one block that start at text[pos] in an SSE body's text, read
-        at once: (the run, the end of its last event's data line, how many events).
-
-        Each event is exactly the line "event: content_block_delta", one "data: "
-        line holding the event as fragment_run() reads it (no line end inside),
-        and a blank line, LF ends; the name is the data's type, so capture's
-        checks of a named event pass (StreamGate.feed_bytes; see _BodyReader).
-        None for anything else, which the caller reads the general way.
-        """
-        if not text.startswith(_ANTHROPIC_SSE_DELTA, pos):
-            return None
-        return self._delta_run(text, pos + len(_ANTHROPIC_SSE_DELTA), "\n\n" + _ANTHROPIC_SSE_DELTA)
-
-    def _delta_run(self, text: str, pos: int, sse: str | None) -> tuple[FragmentRun, int, int] | None:
-        """fragment_run() at pos; sse: the exact text between two events of an SSE body (then no
-        JSON whitespace may hold a line end: the data is one line)."""
-        if not text.startswith("{", pos):
-            return None
-        head, tail, comma = _anthropic_delta_patterns()
-        comma_at = comma.match
-        found = head.match(text, pos)
-        if found is None:
-            return None
-        index, state = int(found.group(1)), self.state
-        block = state.blocks.get(index)
-        if block is None or block[0] != "tool_use" or state.opening != "open" or state.ending != "running":
-            return None
-        try:
-            piece, closing = _json_string(text, found.end())
-        except ValueError:  # not a strict JSON string: the parser says why
-            return None
-        closed = tail.match(text, closing - 1)
-        if closed is None:
-            return None
-        # Every event of the run is laid out as this one: the same text before the string
-        # (index included) and after it.  Only the strings and the commas between may differ.
-        before, after, end = text[pos:found.end()], closed.group(), closed.end()
-        skip, pieces, separator = len(before), [piece], "," if sse is None else sse
-        if sse is not None and ("\n" in before or "\r" in before or "\n" in after or "\r" in after):
-            return None
-        append, starts = pieces.append, text.startswith
-        while len(pieces) < _RUN_ITEMS:
-            at = end + len(separator)
-            if not (starts(separator, end) and starts(before, at)):
-                if sse is not None:
-                    break
-                between = comma_at(text, end)
-                if between is None or not starts(before, between.end()):
-                    break
-                separator, at = between.group(), between.end()
-            try:
-                piece, closing = _json_string(text, at + skip)
-            except ValueError:
-                break
-            if not starts(after, closing - 1):
-                break
-            append(piece)
-            end = closing - 1 + len(after)
-        return FragmentRun((None, index), pieces, _anthropic_delta_event(index)), end, len(pieces)
-
     def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
         """(slot key, text) when event only adds partial_json to a started tool_use block.
 
@@ -3065,6 +3038,16 @@ class AnthropicNormalizer:
                 or state.ending != "running"):
             return None
         return (None, index), partial
+
+    def plain_text(self, event: Any) -> bool:
+        """Whether event is a text_delta of a started, unstopped text block in the open turn: translate() would
+        yield nothing for it and change no state (the text is not read).  False is always safe."""
+        if type(event) is not dict or event.get("type") != "content_block_delta":
+            return False
+        index, delta, state = event.get("index"), event.get("delta"), self.state
+        block = state.blocks.get(index) if type(index) is int else None
+        return (block is not None and block[0] == "text" and not block[1] and type(delta) is dict
+                and delta.get("type") == "text_delta" and state.opening == "open" and state.ending == "running")
 
     def plain_object(self, event: Any, pos: int) -> tuple[SlotKey, str] | None:
         """plain_fragment() of an SDK event object at position pos (the Anthropic SDK's RawContentBlockDeltaEvent,
@@ -3935,12 +3918,22 @@ def _anthropic_request_body(schemas: dict, request: dict) -> dict:
     return dict(body, **_request_controls(request, ("tool_choice",)))
 
 
+# The events a long stream repeats (see RunShape): a tool_use block's input_json_delta, a text block's text_delta.
+_ANTHROPIC_SSE_DELTA = "event: content_block_delta\ndata: "   # an SSE body's delta event, up to its data
+_ANTHROPIC_RUNS = (
+    RunShape(string=("delta", "partial_json"), numbers=(("index",),), plain=AnthropicNormalizer.plain_fragment,
+             sse_lead=_ANTHROPIC_SSE_DELTA),
+    RunShape(string=("delta", "text"), numbers=(("index",),), plain=AnthropicNormalizer.plain_text, text=True,
+             sse_lead=_ANTHROPIC_SSE_DELTA),
+)
+
+
 ANTHROPIC = Profile(
     name="anthropic", stream_key="events",
     rules=TurnRules(tool_reason="tool_use"),
     wire=WireRules(normalizer=lambda limits: AnthropicNormalizer(), protected_paths=_anthropic_protected,
                    fragment_key=_fragment_key_at("index"), final_reader=_anthropic_final_reader,
-                   sdk_item=_anthropic_sdk_item),
+                   sdk_item=_anthropic_sdk_item, runs=_ANTHROPIC_RUNS),
     request=RequestRules(choice=_choice_anthropic, parallel_instead=" (use tool_choice.disable_parallel_tool_use)",
                          defined_tool=_anthropic_defined_tool, tool_entry=_anthropic_tool_entry),
     capture=CaptureRules(family="anthropic", claims=_anthropic_claims, redact=_redact_anthropic_event,
@@ -5400,16 +5393,19 @@ class GeminiNormalizer:
                 stopped = True
                 yield from _gemini_turn_end(index, cand)
 
-    def fragment_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
-        """The chunks that start at text[pos] and differ only in one string, each a text part or a piece
-        continuing a string of the streaming call, read at once: (the run, its end, how many chunks);
-        None (anything else, even valid) leaves the text to the parser.  See _gemini_run."""
-        return _gemini_run(text, pos, self.max_depth)
+    def plain_text(self, chunk: Any) -> bool:
+        """Whether translate() would yield nothing for chunk and change no state: one candidate holding one
+        text part, no other member translate() reads, every type a reader checks as it wants.  (A candidate
+        not seen yet would be made, empty: no event ever comes of an empty one, so that is no change.)
+        False is always safe."""
+        part = _gemini_run_part(chunk, False)
+        return part is not None and type(part.get("text")) is str
 
-    def apply_run(self, run: FragmentRun) -> bool:
-        """Do what translate() would do with each chunk of a run of fragment_run(), when it would give
-        no event (its candidate, its call and path are as the run needs); False changes nothing."""
-        return _gemini_apply_run(self.candidates, self.max_depth, run)
+    def apply_pieces(self, run: Any) -> bool:
+        """Do what translate() does with each chunk of a run of stringValue pieces that continue a string of the
+        call that streams (a RunShape's apply): add them to it.  False (nothing changed) when any chunk would
+        give an event or do anything else."""
+        return _gemini_apply_pieces(self.candidates, self.max_depth, run)
 
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
@@ -6168,226 +6164,83 @@ def _gemini_serialise(tree: dict) -> str:
     return "".join(out)
 
 
-# --- runs of chunks read at once from a capture's text (fragment_run, apply_run) ---------
+# --- runs (RunShape): text parts, and Vertex stringValue pieces, read at once ------------------------
 #
-# A long stream is nearly all chunks of two kinds, each laid out as the one before it but for one
-# string: a text part, or (Vertex) one stringValue piece that continues a string of the call that
-# streams.  Neither gives an event: a text part only makes its candidate known, a piece only adds
-# to its string.  fragment_run() reads a run of them from the text at once, and apply_run() does
-# to the state what translate() would do with each.  Only a layout read whole here is taken: the
-# tokens below with any JSON whitespace between them, strings by the parser's own reader, a jsonPath
-# without escapes, the chunk's other members only those of _GEMINI_RUN_MEMBERS (with the types
-# translate() accepts, none twice).  Anything else, even valid, is left to the parser.
+# Long streams are nearly all chunks of two kinds that give no event: a text part, and (Vertex) one
+# stringValue piece that continues a string of the call that streams.  The gate's reader takes runs
+# of them laid out alike but for that string (see RunShape); the room answers for a sample of each run:
+# a text part changes nothing (plain_text), pieces are added to their string here (apply_pieces), when
+# every check translate() makes would pass for each chunk.  Anything else goes chunk by chunk.
 
-_GEMINI_RUN_ITEMS = 4096   # chunks read at once at most
-_gemini_scan_string = json.decoder.scanstring   # the strict parser's own string reader
-# The chunk members a run's chunk may hold after its candidates: member -> how its value is read
-# ("string", or "usage": an object of usageMetadata members, enums as strings, counts as integers).
-_GEMINI_RUN_MEMBERS = MappingProxyType({"usageMetadata": "usage", "modelVersion": "string", "responseId": "string",
-                                        "createTime": "string"})
+# What a run's chunk may hold beside its candidates: members translate() only type-checks.
+_GEMINI_RUN_CHUNK_KEYS = frozenset({"candidates", "usageMetadata", "modelVersion", "responseId", "createTime",
+                                    "modelStatus"})
+_GEMINI_RUN_CANDIDATE_KEYS = frozenset({"content", "index"})
+_GEMINI_RUN_CONTENT_KEYS = frozenset({"role", "parts"})
+_GEMINI_PIECE_CALL_KEYS = frozenset({"partialArgs", "willContinue"})
+_GEMINI_PIECE_KEYS = frozenset({"jsonPath", "stringValue", "willContinue"})
 
 
-class _GeminiRunPatterns(_Record):
-    """The patterns of a run's chunk (see _gemini_run_patterns)."""
-
-    __slots__ = ("head", "text_after", "piece_after", "member", "close", "comma", "gap", "usage_member", "count")
-
-    def __init__(self, **patterns: re.Pattern) -> None:
-        for name, pattern in patterns.items():
-            setattr(self, name, pattern)
-
-
-@functools.lru_cache(maxsize=1)
-def _gemini_run_patterns() -> _GeminiRunPatterns:
-    """head: a run chunk from its start to its string's opening quote (groups role, and path: a piece's
-    jsonPath, None for a text part); text_after / piece_after: from the string's closing quote to the
-    candidates' "]" (groups role, index); member: a chunk member after them, up to its value; close,
-    comma, gap; usage_member: a usageMetadata member up to its value; count: an integer.  Compiled on
-    first use: a short capture never needs them."""
-    gap = r"[ \t\n\r]*"
-
-    def tokens(*parts: str) -> str:
-        return gap.join(parts)
-
-    piece = tokens(r'"functionCall"', ":", r"\{", r'"partialArgs"', ":", r"\[", r"\{", r'"jsonPath"', ":",
-                   r'"(?P<path>[^"\\\x00-\x1f]*)"', ",", r'"stringValue"', ":", '"')
-    head = tokens(r"\{", r'"candidates"', ":", r"\[", r"\{", r'"content"', ":", r"\{",
-                  r'(?P<role>"role"' + gap + ":" + gap + r'"model"' + gap + "," + gap + ")?" + r'"parts"', ":",
-                  r"\[", r"\{",
-                  r'(?:"text"' + gap + ":" + gap + '"|' + piece + ")")
-    ends = (r'(?P<role>,' + gap + r'"role"' + gap + ":" + gap + r'"model")?' + r"\}",
-            r'(?:,' + gap + r'"index"' + gap + ":" + gap + r"(?P<index>0|[1-9][0-9]{0,8}))?" + r"\}", r"\]")
-    return _GeminiRunPatterns(
-        head=re.compile(head), text_after=re.compile(tokens('"', r"\}", r"\]", *ends)),
-        piece_after=re.compile(tokens('"', ",", r'"willContinue"', ":", "true", r"\}", r"\]", ",", r'"willContinue"',
-                                      ":", "true", r"\}", r"\}", r"\]", *ends)),
-        member=re.compile(tokens("", ",", r'"([A-Za-z]{1,40})"', ":", "")), close=re.compile(gap + r"\}"),
-        comma=re.compile(tokens("", ",", "")), gap=re.compile(gap),
-        usage_member=re.compile(tokens(r'"([A-Za-z]{1,40})"', ":", "")), count=re.compile(r"0|[1-9][0-9]{0,14}"))
-
-
-class _GeminiRunChunk(_Record):
-    """What every chunk of a run holds but its string: called with one string, the chunk (FragmentRun.item);
-    its candidate index and, for pieces, its path tell apply_run() what to do."""
-
-    __slots__ = ("index", "path", "json_path", "role", "indexed", "members")
-
-    def __init__(self, index: int, path: tuple | None, json_path: str | None, role: str | None,
-                 indexed: bool, members: dict) -> None:
-        self.index, self.path, self.json_path, self.role = index, path, json_path, role
-        self.indexed, self.members = indexed, members
-
-    def __call__(self, value: str) -> dict:
-        if self.path is None:
-            part: dict = {"text": value}
-        else:
-            part = {"functionCall": {"partialArgs": [{"jsonPath": self.json_path, "stringValue": value,
-                                                      "willContinue": True}], "willContinue": True}}
-        content: dict = {"role": "model", "parts": [part]} if self.role == "first" else {"parts": [part]}
-        if self.role == "after":
-            content["role"] = "model"
-        candidate: dict = {"content": content, "index": self.index} if self.indexed else {"content": content}
-        return {"candidates": [candidate], **self.members}
-
-
-def _gemini_run_value(text: str, at: int, how: str) -> tuple[Any, int] | None:
-    """A run chunk's member value at text[at], read as `how` says (see _GEMINI_RUN_MEMBERS): (value, end), or None."""
-    if how == "string":
-        if not text.startswith('"', at):
-            return None
-        try:
-            return _gemini_scan_string(text, at + 1)
-        except ValueError:
-            return None
-    patterns = _gemini_run_patterns()
-    if not text.startswith("{", at):
+def _gemini_run_part(chunk: Any, carries: bool) -> dict | None:
+    """The one part of a chunk of one candidate with one part and nothing else translate() reads, when every
+    type check of the chunk passes (carries: it holds a functionCall part, so the Vercel checks apply too);
+    else None."""
+    if type(chunk) is not dict or not _GEMINI_RUN_CHUNK_KEYS.issuperset(chunk):
         return None
-    usage: dict = {}
-    at = patterns.gap.match(text, at + 1).end()
-    if text.startswith("}", at):
-        return usage, at + 1
-    while True:
-        found = patterns.usage_member.match(text, at)
-        if found is None or found.group(1) in usage:
-            return None
-        key, at = found.group(1), found.end()
-        kind = _GEMINI_USAGE_TYPES.get(key)
-        number = patterns.count.match(text, at) if kind is int else None
-        if kind is _GEMINI_ENUM:
-            read = _gemini_run_value(text, at, "string")
-            if read is None:
-                return None
-            usage[key], at = read
-        elif number is not None:
-            usage[key], at = int(number.group()), number.end()
-        else:
-            return None
-        comma = patterns.comma.match(text, at)
-        if comma is None:
-            closed = patterns.close.match(text, at)
-            return None if closed is None else (usage, closed.end())
-        at = comma.end()
-
-
-def _gemini_run_members(text: str, at: int) -> tuple[dict, int] | None:
-    """The members of a run chunk after its candidates, to its closing brace: (members, end), or None."""
-    patterns = _gemini_run_patterns()
-    members: dict = {}
-    while True:
-        found = patterns.member.match(text, at)
-        if found is None:
-            closed = patterns.close.match(text, at)
-            return None if closed is None else (members, closed.end())
-        key = found.group(1)
-        how = _GEMINI_RUN_MEMBERS.get(key)
-        read = None if how is None or key in members else _gemini_run_value(text, found.end(), how)
-        if read is None:
-            return None
-        members[key], at = read
-
-
-def _gemini_run_first(text: str, pos: int, max_depth: int) -> tuple[_GeminiRunChunk, str, int, str, int] | None:
-    """The run chunk at text[pos]: (its shape, its string, the position after its opening quote, the text
-    after its string (from the closing quote), its end), or None when it is not one."""
-    patterns = _gemini_run_patterns()
-    found = patterns.head.match(text, pos)
-    if found is None:
+    candidates = chunk.get("candidates")
+    candidate = candidates[0] if type(candidates) is list and len(candidates) == 1 else None
+    if type(candidate) is not dict or not _GEMINI_RUN_CANDIDATE_KEYS.issuperset(candidate) \
+            or not _is_index(candidate.get("index", 0)):
         return None
-    json_path, path = found.group("path"), None
-    if json_path is not None:
-        path = _gemini_path(json_path, max_depth)
-        if not path or "['" in json_path:   # not read, too deep, or quoted: translate() says why
-            return None
-    try:
-        value, closing = _gemini_scan_string(text, found.end())
-    except ValueError:
+    content = candidate.get("content")
+    parts = content.get("parts") if type(content) is dict else None
+    if not (type(parts) is list and len(parts) == 1 and type(parts[0]) is dict and len(parts[0]) == 1
+            and _GEMINI_RUN_CONTENT_KEYS.issuperset(content) and content.get("role") in (None, "model")):
         return None
-    after = (patterns.text_after if path is None else patterns.piece_after).match(text, closing - 1)
-    if after is None or found.group("role") and after.group("role"):
-        return None
-    read = _gemini_run_members(text, after.end())
-    if read is None:
-        return None
-    members, end = read
-    role = "first" if found.group("role") else "after" if after.group("role") else None
-    index = after.group("index")
-    shape = _GeminiRunChunk(int(index or 0), path, json_path, role, index is not None, members)
-    return shape, value, found.end(), text[closing - 1:end], end
+    return parts[0] if _gemini_shape_problem(chunk, carries) is None else None
 
 
-def _gemini_run(text: str, pos: int, max_depth: int) -> tuple[FragmentRun, int, int] | None:
-    """GeminiNormalizer.fragment_run(): the run starting at text[pos], (run, end, count), or None."""
-    first = _gemini_run_first(text, pos, max_depth)
-    if first is None:
-        return None
-    shape, value, start, after, end = first
-    before, pieces = text[pos:start], [value]
-    skip, separator, comma_at = len(before), ",", _gemini_run_patterns().comma.match
-    append, starts = pieces.append, text.startswith
-    while len(pieces) < _GEMINI_RUN_ITEMS:
-        at = end + len(separator)
-        if not (starts(separator, end) and starts(before, at)):
-            between = comma_at(text, end)
-            if between is None or not starts(before, between.end()):
-                break
-            separator, at = between.group(), between.end()
-        try:
-            value, closing = _gemini_scan_string(text, at + skip)
-        except ValueError:
-            break
-        if not starts(after, closing - 1):
-            break
-        append(value)
-        end = closing - 1 + len(after)
-    # no slot has the key None: the gate's machine never takes these pieces (apply_run does, or each chunk
-    # is rebuilt and translated)
-    return FragmentRun(None, pieces, shape), end, len(pieces)
+def _gemini_no_plain(normalizer: Any, chunk: Any) -> None:
+    """A RunShape's plain for pieces: apply_pieces decides, and when it declines the chunks go one by one."""
+    return None
 
 
-def _gemini_apply_run(candidates: dict[int, _GeminiCandidate], max_depth: int, run: FragmentRun) -> bool:
-    """GeminiNormalizer.apply_run(): what translate() would do with each chunk of the run, when it would
-    give no event; False (nothing changed) otherwise."""
-    shape = run.item
-    if type(shape) is not _GeminiRunChunk:
+def _gemini_apply_pieces(candidates: dict[int, _GeminiCandidate], max_depth: int, run: Any) -> bool:
+    """GeminiNormalizer.apply_pieces: the run's chunks (one sample: only their string differs) each hold one
+    partialArgs entry that continues (willContinue) the string at its path in the call that streams."""
+    if len(run.samples) != 1:
         return False
-    cand = candidates.get(shape.index)
-    if shape.path is None:   # text parts: the candidate is known
-        if cand is None:
-            candidates[shape.index] = _GeminiCandidate(max_depth)
-        return True
-    call = None if cand is None else cand.open
-    if call is None:
+    sample = run.samples[0]
+    part = _gemini_run_part(sample, True)
+    call = part.get("functionCall") if part is not None else None
+    entries = call.get("partialArgs") if type(call) is dict and _GEMINI_PIECE_CALL_KEYS == call.keys() else None
+    entry = entries[0] if type(entries) is list and len(entries) == 1 else None
+    if (type(entry) is not dict or _GEMINI_PIECE_KEYS != entry.keys() or entry["willContinue"] is not True
+            or call["willContinue"] is not True or type(entry["jsonPath"]) is not str or "['" in entry["jsonPath"]):
+        return False
+    path = _gemini_path(entry["jsonPath"], max_depth)
+    cand = candidates.get(sample["candidates"][0].get("index", 0))
+    streaming = cand.open if cand is not None else None
+    if not path or streaming is None:   # (a path not read or too deep: translate() says why)
         return False
     pieces = run.pieces
-    leaf = call.open_strings.get(shape.path)
-    if leaf is None:   # the run's first piece starts its string (or is refused: nothing changed)
-        if _gemini_place({"jsonPath": shape.json_path, "stringValue": pieces[0], "willContinue": True}, call):
+    leaf = streaming.open_strings.get(path)
+    if leaf is None:   # the first piece starts its string, as translate() would place it (or nothing changes)
+        if _gemini_place({"jsonPath": entry["jsonPath"], "stringValue": pieces[0], "willContinue": True}, streaming):
             return False
-        leaf = call.open_strings[shape.path]
-        pieces = pieces[1:]
+        leaf, pieces = streaming.open_strings[path], pieces[1:]
     leaf.pieces.extend(pieces)
     cand.after_reason = cand.reason is not None
     return True
+
+
+# The candidate's first part: its text, or its functionCall's one partialArgs entry's string.
+_GEMINI_PART_PATH = ("candidates", 0, "content", "parts", 0)
+_GEMINI_RUNS = (
+    RunShape(string=_GEMINI_PART_PATH + ("text",), plain=GeminiNormalizer.plain_text, text=True, sse_lead="data: "),
+    RunShape(string=_GEMINI_PART_PATH + ("functionCall", "partialArgs", 0, "stringValue"), plain=_gemini_no_plain,
+             apply=GeminiNormalizer.apply_pieces, sse_lead="data: "),
+)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -6871,7 +6724,7 @@ GEMINI = Profile(
     rules=TurnRules(tool_reason="STOP", needs_close=False, stop_name="finishReason",
                     slot_end_name="its final functionCall part", requires_id=False),
     wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected,
-                   sdk_item=_gemini_sdk_item),
+                   sdk_item=_gemini_sdk_item, runs=_GEMINI_RUNS),
     request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
                          check_sse_text=(_gemini_check_lines, _gemini_check_events)),
@@ -8248,12 +8101,23 @@ class TurnMachine:
             slot.parts.append(text)
         return True
 
-    def append_run(self, key: SlotKey, texts: list[str]) -> bool:
-        """append_plain() for several texts at once: all are added, or none (False)."""
-        slot = self.slots.get(key)
-        if slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends:
-            return False
-        slot.parts.extend(filter(None, texts))
+    def append_run(self, keys: list[SlotKey], kinds: list[str | None], which: list[int] | None,
+                   texts: list[str]) -> bool:
+        """append_plain() for several texts at once: texts[n] to slot keys[which[n]] of kind kinds[which[n]]
+        (which None: every text to keys[0]); all are added, or none (False)."""
+        parts = []
+        for key, kind in zip(keys, kinds):
+            slot = self.slots.get(key)
+            if (slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends
+                    or (kind is not None and kind != slot.kind)):
+                return False
+            parts.append(slot.parts)
+        if which is None:
+            parts[0].extend(filter(None, texts))
+        else:
+            for k, text in zip(which, texts):
+                if text:
+                    parts[k].append(text)
         return True
 
     def _on_Fragment(self, event: Fragment) -> None:
@@ -11176,6 +11040,240 @@ _RUN_BATCH_CHARS = 1 << 10
 _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
 
+# --- runs of a room's like events (its WireRules.runs), read from text at once --------------------
+
+_RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
+_RUN_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+_RUN_SAMPLES = 256   # distinct numbers within one run at most (then the run ends)
+_RUN_LAYOUTS = 8     # layouts a reader keeps, the latest first
+
+
+def _json_at(value: Any, path: tuple) -> Any:
+    """The value at path in a parsed value, or None where the path does not lead."""
+    for step in path:
+        if type(step) is str:
+            value = value.get(step) if type(value) is dict else None
+        else:
+            value = value[step] if type(value) is list and 0 <= step < len(value) else None
+    return value
+
+
+def _text_span(text: str, pos: int, path: tuple) -> tuple[int, int] | None:
+    """Where the value at path sits in the JSON text of a value at pos, which the strict parser read whole
+    (so no member repeats): (its first character, the position after it), or None."""
+    scan = _DEFAULT_DECODER.scan_once
+    for step in path:
+        pos = _skip_ws(text, pos)
+        opener, skip = ("{", -1) if type(step) is str else ("[", step)
+        if not text.startswith(opener, pos):
+            return None
+        pos = _skip_ws(text, pos + 1)
+        while True:
+            if skip < 0:
+                if not text.startswith('"', pos):
+                    return None
+                key, pos = _json_string(text, pos + 1)
+                pos = _skip_ws(text, pos)
+                if not text.startswith(":", pos):
+                    return None
+                pos = _skip_ws(text, pos + 1)
+                if key == step:
+                    break
+            elif skip == 0:
+                break
+            else:
+                skip -= 1
+            pos = _skip_ws(text, scan(text, pos)[1])
+            if not text.startswith(",", pos):
+                return None
+            pos = _skip_ws(text, pos + 1)
+    pos = _skip_ws(text, pos)
+    return pos, scan(text, pos)[1]
+
+
+class _RunLayout(_Record):
+    """How one event of a RunShape is written, learned from one the strict parser read (sample): head, from
+    its start up to its string's opening quote, and tail, from the string's closing quote to its end, as
+    patterns where its numbers are groups (in text order; paths: theirs), literal elsewhere; heads: how many
+    of them are in head; one_line: no line break outside the string (an SSE data line may hold it)."""
+
+    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line")
+
+    def __init__(self, shape: RunShape, sample: dict, head: re.Pattern, tail: re.Pattern, heads: int,
+                 paths: tuple, one_line: bool) -> None:
+        self.shape, self.sample, self.head, self.tail, self.heads = shape, sample, head, tail, heads
+        self.paths, self.one_line = paths, one_line
+
+    def event(self, numbers: tuple[str, ...], piece: str) -> dict:
+        """The event this layout reads with these numbers and this string, as the parser reads it."""
+        event = _json_copy(self.sample)
+        for path, number in zip(self.paths, numbers):
+            _json_put(event, path, int(number))
+        _json_put(event, self.shape.string, piece)
+        return event
+
+
+def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) -> _RunLayout | None:
+    """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
+    not of the shape, a number is not spelled in JSON's integer grammar, or it nests too deep to matter)."""
+    if type(_json_at(sample, shape.string)) is not str or any(
+            type(_json_at(sample, path)) is not int for path in shape.numbers):
+        return None
+    try:
+        spans = [_text_span(text, pos, path) for path in (shape.string,) + shape.numbers]
+    except (JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    if None in spans or not pos < spans[0][0] < spans[0][1] <= end:
+        return None
+    first, last = spans[0]
+    holes = sorted(zip(spans[1:], shape.numbers))
+    if any(_compiled(_RUN_NUMBER).fullmatch(text, *span) is None for span, _ in holes):
+        return None
+    outside = text[pos:first + 1] + text[last - 1:end]
+    if outside.count("[") + outside.count("{") >= _SHALLOW_BRACKETS:
+        return None
+
+    def pattern(start: int, stop: int) -> re.Pattern:
+        parts, at = [], start
+        for (number_at, number_end), _ in holes:
+            if start <= number_at < stop:
+                parts += [re.escape(text[at:number_at]), _RUN_NUMBER]
+                at = number_end
+        return re.compile("".join(parts) + re.escape(text[at:stop]))
+
+    heads = sum(span[0] < first for span, _ in holes)
+    return _RunLayout(shape, sample, pattern(pos, first + 1), pattern(last - 1, end), heads,
+                      tuple(path for _, path in holes), "\n" not in outside and "\r" not in outside)
+
+
+class _RunReader:
+    """Reads runs of a room's RunShapes (its WireRules.runs) from text, for one turn: list_run(text, pos) in a
+    JSON list (the runs of _ArrayItems), sse_run(text, pos) in an SSE body's text (see _BodyReader).
+
+    A run is consecutive events written exactly as its first, but for the shape's string and numbers:
+    the first is read by the strict parser (or matches a layout learned from one it read), and each
+    further one only where its text outside the string is the same, its numbers in JSON's integer
+    grammar (no sign, no fraction, no exponent) and its string read by the parser's own string reader;
+    so each is exactly the object the parser would give (member order, no repeated member, whitespace
+    variants as the first).  Between two events: a comma with any JSON whitespace (list), or exactly a
+    blank line and the shape's sse_lead (SSE).  A run ends at anything else, at _RUN_ITEMS events or at
+    _RUN_SAMPLES distinct numbers; None (anything else, even valid) leaves the text to the parser.  The
+    reader decides nothing: the gate asks the shape's plain for each sample when it feeds the run.
+    """
+
+    def __init__(self, shapes: tuple[RunShape, ...]) -> None:
+        self.shapes = shapes
+        self.layouts: list[_RunLayout] = []
+        leads = {shape.sse_lead for shape in shapes}
+        self.lead = leads.pop() if len(leads) == 1 else ""   # (a row's shapes share one lead)
+        named = self.lead.startswith("event: ") and self.lead.endswith("\ndata: ")
+        self.name = self.lead[len("event: "):-len("\ndata: ")] if named else None   # the events' type, if named
+        if self.lead and not named and self.lead != "data: ":
+            self.lead = ""
+
+    def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
+        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None."""
+        return self._run(text, pos, None)
+
+    def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
+        """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
+        text[pos] (an event's start) in an SSE body's text: (the run, the end of its last data line, how
+        many events), or None."""
+        if not self.lead or not text.startswith(self.lead, pos):
+            return None
+        return self._run(text, pos + len(self.lead), "\n\n" + self.lead)
+
+    def _first(self, text: str, pos: int, sse: str | None) -> tuple[_RunLayout, tuple, str, int, str, str] | None:
+        """The event at pos by a layout (one kept, else learned from the parser's reading): (the layout, its
+        numbers, its string, its end, its head's and its tail's text), or None."""
+        for attempt in (0, 1):
+            for layout in self.layouts if attempt == 0 else self.layouts[:1]:
+                if sse is not None and (not layout.one_line or self.name is not None
+                                        and layout.sample.get("type") != self.name):
+                    continue
+                head = layout.head.match(text, pos)
+                if head is None:
+                    continue
+                try:
+                    piece, closing = _json_string(text, head.end())
+                except ValueError:
+                    return None
+                tail = layout.tail.match(text, closing - 1)
+                if tail is not None:
+                    return layout, head.groups() + tail.groups(), piece, tail.end(), head.group(), tail.group()
+            if attempt == 1:
+                return None
+            try:
+                sample, end = _DEFAULT_DECODER.scan_once(text, pos)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                return None
+            if type(sample) is not dict:
+                return None
+            layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
+            if layout is None:
+                return None
+            self.layouts.insert(0, layout)
+            del self.layouts[_RUN_LAYOUTS:]
+        return None
+
+    def _run(self, text: str, pos: int, sse: str | None) -> tuple[FragmentRun, int, int] | None:
+        if not text.startswith("{", pos):
+            return None
+        first = self._first(text, pos, sse)
+        if first is None:
+            return None
+        layout, numbers, piece, end, before, after = first
+        samples, seen, which, current = [layout.event(numbers, piece)], {numbers: 0}, None, 0
+        heads, head, tail = layout.heads, layout.head.match, layout.tail.match
+        pieces, separator = [piece], "," if sse is None else sse
+        append, starts, comma_at = pieces.append, text.startswith, _RUN_COMMA.match
+        while len(pieces) < _RUN_ITEMS:
+            at = end + len(separator)
+            if not (starts(separator, end) and starts("{", at)):
+                if sse is not None:
+                    break
+                between = comma_at(text, end)
+                if between is None:
+                    break
+                separator, at = between.group(), between.end()
+            changed = False
+            if starts(before, at):
+                at += len(before)
+            else:
+                found = head(text, at)
+                if found is None:
+                    break
+                before, at, changed = found.group(), found.end(), True
+                numbers = found.groups() + numbers[heads:]
+            try:
+                piece, closing = _json_string(text, at)
+            except ValueError:
+                break
+            if starts(after, closing - 1):
+                stop = closing - 1 + len(after)
+            else:
+                found = tail(text, closing - 1)
+                if found is None:
+                    break
+                after, stop, changed = found.group(), found.end(), True
+                numbers = numbers[:heads] + found.groups()
+            if changed:
+                k = seen.get(numbers)
+                if k is None:
+                    if len(samples) >= _RUN_SAMPLES:
+                        break
+                    k = seen[numbers] = len(samples)
+                    samples.append(layout.event(numbers, piece))
+                if k != current and which is None:
+                    which = [0] * len(pieces)
+                current = k
+            if which is not None:
+                which.append(current)
+            append(piece)
+            end = stop
+        return FragmentRun(layout.shape, pieces, samples, which), end, len(pieces)
+
+
 class _ArrayItems:
     """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
 
@@ -11314,11 +11412,6 @@ def _no_plain_fragment(item: Any) -> None:
 def _no_plain_object(item: Any, pos: int) -> None:
     """For normalizers without a plain_object() fast path (an SDK object's plain fragment read from its attributes)."""
     return None
-
-
-def _no_apply_run(run: Any) -> bool:
-    """For normalizers whose runs (if any) only add text to a slot (see StreamGate._feed_run)."""
-    return False
 
 
 def _no_events() -> tuple:
@@ -11688,7 +11781,7 @@ class _BodyReader:
                 continue
             end, count = self._sse_runs_read(text, False)
             if count:
-                self.lines += 3 * count   # (each event its two lines and a blank one)
+                self.lines += (lead.count("\n") + 2) * count   # (each event its lines and a blank one)
                 text = text[end:]
                 continue
             other = _compiled("\n\n(?!" + re.escape(lead) + ")").search(text) if skip else None
@@ -11746,7 +11839,7 @@ class _BodyReader:
         at = 0
         for value in values:
             if value.__class__ is FragmentRun:
-                size, sample = len(value.pieces), value.item(value.pieces[0])
+                size, sample = len(value.pieces), value.samples[0]
             elif value.__class__ is dict:
                 size, sample = 1, value
             else:
@@ -11766,7 +11859,7 @@ class _BodyReader:
         end, count = self._sse_runs_read(text, True)
         if not count:
             return False
-        self.read_lines = 3 * count   # (each event its two lines and a blank one)
+        self.read_lines = (self.sse_lead.count("\n") + 2) * count   # (each event its lines and a blank one)
         return True
 
     def _sse_runs_read(self, text: str, whole: bool) -> tuple[int, int]:
@@ -11787,7 +11880,7 @@ class _BodyReader:
                 break   # (short runs, interleaved blocks, cost more than they save)
             pos = at + 2
             values.append(run)
-            names.add(run.item(run.pieces[0]).get("type", ""))
+            names.add(run.samples[0].get("type", "") if self.sse_lead.startswith("event: ") else "")
             count += items
         if count < 2 or whole and pos < size or not self._plain_fed(list(names), values, count):
             return 0, 0
@@ -12172,11 +12265,11 @@ class StreamGate:
                       getattr(self._normalizer, "plain_fragment", _no_plain_fragment), self._machine.append_plain)
         # the normalizer's reader of a plain fragment from an SDK object's attributes (see _feed_object)
         self._plain_object = getattr(self._normalizer, "plain_object", _no_plain_object)
-        # The normalizer's reader of runs of plain fragments in capture text, or None (see _ArrayItems).
-        self._fragment_runs = getattr(self._normalizer, "fragment_run", None)
-        self._apply_run = getattr(self._normalizer, "apply_run", _no_apply_run)   # a run it applies itself
-        self._sse_runs = getattr(self._normalizer, "sse_fragment_run", None)   # the same in SSE text (_BodyReader)
-        self._sse_lead = getattr(self._normalizer, "sse_fragment_lead", "")   # how an event of one begins
+        # The reader of runs of the room's like events in capture text, or None (see _RunReader, _ArrayItems).
+        runs = _RunReader(row.wire.runs) if row.wire.runs else None
+        self._fragment_runs = None if runs is None else runs.list_run
+        self._sse_runs = None if runs is None or not runs.lead else runs.sse_run   # the same in SSE text (_BodyReader)
+        self._sse_lead = "" if runs is None else runs.lead   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
@@ -12295,15 +12388,22 @@ class StreamGate:
     def _feed_run(self, run: FragmentRun, position: int) -> int:
         """Consume the items a FragmentRun stands for; returns the position after them.
 
-        At once when the normalizer applies the run itself (apply_run: runs that
-        give no event), or the machine takes every piece as a plain fragment, which
-        is what it would do with each item in turn; otherwise the rebuilt items go
-        through the feed loop, one by one.
+        At once when the room applies the run itself (the shape's apply), or its plain
+        answer for each of its samples says what the general path would do with each
+        item in turn: nothing (a text shape), or add its string to a slot that the
+        machine takes every piece for as a plain fragment; otherwise the rebuilt items
+        go through the feed loop, one by one.
         """
-        if self._apply_run(run) or self._machine.append_run(run.key, run.pieces):
+        shape, normalizer = run.shape, self._normalizer
+        if shape.apply is not None and shape.apply(normalizer, run):
+            return position + len(run.pieces)
+        answers = [shape.plain(normalizer, sample) for sample in run.samples]
+        if all(answers) and (shape.text or self._machine.append_run(
+                [answer[0] for answer in answers], [answer[2] if len(answer) > 2 else None for answer in answers],
+                run.which, run.pieces)):
             return position + len(run.pieces)
         self._position = position
-        self.feed_all(map(run.item, run.pieces))
+        self.feed_all(map(run.item, range(len(run.pieces))))
         return self._position
 
     def finish(self) -> dict[str, Any]:

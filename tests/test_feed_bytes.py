@@ -389,7 +389,7 @@ class PiecesReadAtOnce(unittest.TestCase):
                 self.assertIsNone(unwrap_all(members, payloads))
 
     def test_anthropic_deltas_read_straight_from_the_sse_text(self):
-        """A piece of nothing but plain input_json_delta events is read by the anthropic room's sse_fragment_run
+        """A piece of nothing but plain input_json_delta events is read by the reader of the anthropic row's runs (_RunReader.sse_run)
         (no JSON list assembled); a piece it declines (any other layout, even valid) goes the other ways and
         the report is capture's, whatever the split."""
         schemas = {"f": {"type": "object"}}
@@ -407,7 +407,7 @@ class PiecesReadAtOnce(unittest.TestCase):
 
         deltas = b"".join(map(delta, parts))
         runs = []
-        real = vts.AnthropicNormalizer.sse_fragment_run
+        real = vts._RunReader.sse_run
 
         def spy(normalizer, text, pos):
             hit = real(normalizer, text, pos)
@@ -418,7 +418,7 @@ class PiecesReadAtOnce(unittest.TestCase):
         # asked once more after the run, where the events after it start).
         for cuts, asked in (([len(start), len(start) + len(deltas)], [len(parts)]), ([], [len(parts), None])):
             del runs[:]
-            with mock.patch.object(vts.AnthropicNormalizer, "sse_fragment_run", spy):
+            with mock.patch.object(vts._RunReader, "sse_run", spy):
                 report = fed("anthropic", start + deltas + end, cuts, schemas)
             self.assertEqual(runs, asked)
             self.assertEqual(verdict(report), captured("anthropic", start + deltas + end, schemas, None)[1])
@@ -451,9 +451,10 @@ class PiecesReadAtOnce(unittest.TestCase):
                         took.append(any(taken))
         # The deltas fed as one piece (random cuts may leave pieces of deltas alone, read at once).  Read
         # at once: CRLF lines (read as LF ones), JSON whitespace laid out alike in every event, any
-        # escapes, a comment after them (read as a piece of its own); declined: anything else between or
-        # in the events, another block, a bad index.
-        self.assertEqual(took, [True, False, True, True] + [False] * 4 + [True, False, True, False, False])
+        # escapes, a comment after them (read as a piece of its own), a block never started and blocks in
+        # turn (read, then fed item by item where the room's plain answer says no); declined: anything else
+        # between or in the events, a bad index.
+        self.assertEqual(took, [True, False, True, True, False, False, True, False, True, False, True, False, True])
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}

@@ -1998,18 +1998,25 @@ class Runs(unittest.TestCase):
     def agree(self, data, limits=None):
         """The report with runs, which must be the parser's way's (and validate_envelope's of the parsed
         document when it parses without duplicates); returns (report, chunks taken in runs)."""
-        taken, real = [], vts.GeminiNormalizer.fragment_run
+        taken, real = [], vts._RunReader.list_run
 
-        def spy(normalizer, text, pos):
-            hit = real(normalizer, text, pos)
+        def spy(reader, text, pos):
+            hit = real(reader, text, pos)
             if hit is not None:
                 self.assertEqual(hit[2], len(hit[0].pieces))
                 taken.append(hit[2])
             return hit
 
-        with mock.patch.object(vts.GeminiNormalizer, "fragment_run", spy):
+        self.applied, apply = [], vts._gemini_apply_pieces
+
+        def applied(candidates, max_depth, run):
+            self.applied.append(apply(candidates, max_depth, run))
+            return self.applied[-1]
+
+        with mock.patch.object(vts._RunReader, "list_run", spy), mock.patch.object(vts, "_gemini_apply_pieces",
+                                                                                      applied):
             report = vts.validate_bytes(data, limits)
-        with mock.patch.object(vts.GeminiNormalizer, "fragment_run", lambda normalizer, text, pos: None):
+        with mock.patch.object(vts._RunReader, "list_run", lambda reader, text, pos: None):
             self.assertEqual(report, vts.validate_bytes(data, limits))
         def unique(pairs):
             if len({key for key, _ in pairs}) != len(pairs):
@@ -2035,6 +2042,7 @@ class Runs(unittest.TestCase):
                     # the text, then the pieces (the first opens the string; a few after it may go in a batch)
                     self.assertEqual(taken[0], 40)
                     self.assertGreater(sum(taken), 75)
+                    self.assertEqual(self.applied, [True])
 
     def test_gemini_api_text_then_a_whole_call(self):
         turn = [chunk({"text": t}, index=0) for t in self.TEXTS] + [chunk(whole("f", {"a": 1}), finish="STOP")]
@@ -2124,6 +2132,10 @@ class Runs(unittest.TestCase):
             with self.subTest(case=name):
                 report, taken = self.agree(written(turn, "ascii"))
                 self.assertTrue(taken)
+                applies = {"no call streams": [False], "after the final part": [False], "cut off mid-string": [True],
+                           "a path that holds a closed string": [False], "a number where the string is": [False]}
+                if name in applies:
+                    self.assertEqual(self.applied, applies[name])
         deep = [tailed(start("f"))] + [tailed(piece(s("$.a.b.c", t, more=True))) for t in texts] + [tailed(FINAL)]
         for depth in (2, 3, 64):
             with self.subTest(max_depth=depth):
@@ -2139,14 +2151,23 @@ class Runs(unittest.TestCase):
     def test_a_body_fed_as_bytes(self):
         body = sse_body(pieces_turn(self.TEXTS * 4))
         reports = []
-        for fragment_run in (vts.GeminiNormalizer.fragment_run, lambda normalizer, text, pos: None):
-            with mock.patch.object(vts.GeminiNormalizer, "fragment_run", fragment_run):
+        applied, real = [], vts._gemini_apply_pieces
+
+        def spy(candidates, max_depth, run):
+            applied.append(real(candidates, max_depth, run))
+            return applied[-1]
+
+        # (the row's RunShapes hold the normalizer's methods; these call the module's functions)
+        for patched in ({"_gemini_apply_pieces": spy}, {"_gemini_apply_pieces": lambda candidates, depth, run: False,
+                                                         "_gemini_run_part": lambda chunk, carries: None}):
+            with mock.patch.multiple(vts, **patched):
                 gate = vts.StreamGate("gemini", {"f": {"type": "object"}})
                 for at in range(0, len(body), 5000):
                     gate.feed_bytes(body[at:at + 5000])
                 reports.append(gate.finish())
         self.assertEqual(reports[0], reports[1])
         self.assertEqual(reports[0]["status"], "pass")
+        self.assertTrue(any(applied))
 
 
 if __name__ == "__main__":
