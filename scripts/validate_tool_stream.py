@@ -5594,13 +5594,34 @@ def _gemini_holder_type_problem(holder: dict) -> str | None:
     return None
 
 
+# A chunk of only these members, strings beside candidates of only the candidate members below, holds
+# nothing the type checks or the Vercel rows read: they all pass (only the secure parse is left).
+_GEMINI_PLAIN_CHUNK_KEYS = frozenset({"candidates", "modelVersion", "responseId", "createTime"})
+_GEMINI_PLAIN_CANDIDATE_KEYS = frozenset({"content", "index", "finishReason"})
+
+
+def _gemini_plain_chunk(chunk: dict) -> bool:
+    """Whether every type check of chunk and every Vercel row passes without asking (see above)."""
+    if not _GEMINI_PLAIN_CHUNK_KEYS.issuperset(chunk):
+        return False
+    for key in ("modelVersion", "responseId", "createTime"):
+        value = chunk.get(key)
+        if value is not None and not isinstance(value, str):
+            return False
+    candidates = chunk.get("candidates")
+    return isinstance(candidates, list) and all(type(candidate) is dict and
+                                                _GEMINI_PLAIN_CANDIDATE_KEYS.issuperset(candidate)
+                                                for candidate in candidates)
+
+
 def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
     """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
-    problem = _gemini_type_problem(chunk)
+    plain = _gemini_plain_chunk(chunk)
+    problem = None if plain else _gemini_type_problem(chunk)
     if problem is not None:
         return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
     if carries:
-        dropped = _gemini_dropped_by_vercel(chunk)
+        dropped = _gemini_dropped_by_vercel(chunk, plain)
         if dropped is not None:
             return UNEXPECTED_EVENT, (f"a chunk with a functionCall part that the Vercel AI SDK drops ({dropped}), "
                                       "so it would run other calls")
@@ -5681,14 +5702,15 @@ _VERCEL_ROWS: Mapping[str, tuple[tuple[tuple[str, ...], Callable[..., str | None
                       for side in ("chunk", "candidate")})
 
 
-def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
-    """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None."""
-    for path, read, needs, lacks in _VERCEL_ROWS["chunk"]:
+def _gemini_dropped_by_vercel(chunk: dict, plain: bool = False) -> str | None:
+    """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None (plain: a
+    chunk _gemini_plain_chunk passes, which no row refuses)."""
+    for path, read, needs, lacks in () if plain else _VERCEL_ROWS["chunk"]:
         refused = read(_gemini_member_at(chunk, path), path, needs, lacks)
         if refused is not None:
             return refused
     rows = _VERCEL_ROWS["candidate"]
-    for candidate in chunk.get("candidates") or ():
+    for candidate in () if plain else chunk.get("candidates") or ():
         for path, read, needs, lacks in rows:
             refused = read(_gemini_member_at(candidate, path), path, needs, lacks)
             if refused is not None:
@@ -6126,6 +6148,9 @@ def _gemini_grow(call: _GeminiCall, parent: Any, path: tuple, depth: int, kind: 
         call.open_strings[path] = leaf
 
 
+_GEMINI_SURROGATE = re.compile("[\ud800-\udfff]")   # half of a UTF-16 pair (a string's pieces may split one)
+
+
 def _gemini_serialise(tree: dict) -> str:
     """Compact JSON of an assembled object, without recursion (a path may be long).
 
@@ -6153,7 +6178,7 @@ def _gemini_serialise(tree: dict) -> str:
                 stack.append(("," if number else None, item[number]))
         elif isinstance(item, _GeminiString):
             text = "".join(item.pieces)
-            if any("\ud800" <= ch <= "\udfff" for ch in text):
+            if not text.isascii() and _GEMINI_SURROGATE.search(text) is not None:
                 try:
                     text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
                 except UnicodeDecodeError:

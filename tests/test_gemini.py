@@ -2170,5 +2170,35 @@ class Runs(unittest.TestCase):
         self.assertTrue(any(applied))
 
 
+class PlainChunks(unittest.TestCase):
+    """A chunk of only candidates (content, index, finishReason) and string members skips the type checks and
+    the Vercel rows, which all pass for it: the report is the one every check gives, at the edge too."""
+
+    def test_the_edge_of_a_plain_chunk(self):
+        call = whole("f", {"a": 1})
+
+        def top(**members):
+            return {**chunk(call, finish="STOP", index=0), **members}
+
+        cases = {
+            "plain": top(modelVersion="m", responseId="r", createTime="t"),
+            "modelVersion a number": top(modelVersion=3),
+            "responseId null": top(responseId=None),
+            "usageMetadata": top(usageMetadata={"promptTokensDetails": [{"modality": 1}]}),
+            "modelStatus": top(modelStatus=[]),
+            "a candidate's safetyRatings": chunk(call, finish="STOP", safetyRatings={}),
+            "a candidate's groundingMetadata": chunk(call, finish="STOP", groundingMetadata={"groundingChunks": [1]}),
+            "__proto__ in args": chunk(whole("f", json.loads('{"__proto__": {}}')), finish="STOP"),
+            "constructor.prototype in args": chunk(whole("f", {"constructor": {"prototype": 1}}), finish="STOP"),
+            "a candidate that is no object": {"candidates": [cand(call, finish="STOP"), 7]},
+        }
+        for name, item in cases.items():
+            with self.subTest(case=name):
+                report = run([item])
+                with mock.patch.object(vts, "_gemini_plain_chunk", lambda chunk: False):
+                    self.assertEqual(report, run([item]))
+                self.assertEqual(vts._gemini_plain_chunk(item), name in ("plain", "responseId null") or "args" in name)
+
+
 if __name__ == "__main__":
     unittest.main()
