@@ -11251,36 +11251,44 @@ class _RunReader:
         samples, seen, which, current = [layout.event(numbers, piece)], {numbers: 0}, None, 0
         heads, head, tail = layout.heads, layout.head.match, layout.tail.match
         pieces, separator = [piece], "," if sse is None else sse
-        append, starts, comma_at = pieces.append, text.startswith, _RUN_COMMA.match
-        while len(pieces) < _RUN_ITEMS:
-            at = end + len(separator)
-            if not (starts(separator, end) and starts("{", at)):
-                if sse is not None:
-                    break
-                between = comma_at(text, end)
-                if between is None:
-                    break
-                separator, at = between.group(), between.end()
+        append, starts, comma_at, string = pieces.append, text.startswith, _RUN_COMMA.match, _json_string
+        # the usual event: the text between the last event's string and this one's as the last one's (lead),
+        # its tail as the last one's (after); anything else is looked at again (_RUN_COMMA, the patterns)
+        lead, after_size, count = separator + before, len(after), 1
+        while count < _RUN_ITEMS:
             changed = False
-            if starts(before, at):
-                at += len(before)
+            if starts(lead, end):
+                at = end + len(lead)
             else:
-                found = head(text, at)
-                if found is None:
-                    break
-                before, at, changed = found.group(), found.end(), True
-                numbers = found.groups() + numbers[heads:]
+                at = end + len(separator)
+                if not (starts(separator, end) and starts("{", at)):
+                    if sse is not None:
+                        break
+                    between = comma_at(text, end)
+                    if between is None:
+                        break
+                    separator, at = between.group(), between.end()
+                if starts(before, at):
+                    at += len(before)
+                else:
+                    found = head(text, at)
+                    if found is None:
+                        break
+                    before, at, changed = found.group(), found.end(), True
+                    numbers = found.groups() + numbers[heads:]
+                lead = separator + before
             try:
-                piece, closing = _json_string(text, at)
+                piece, closing = string(text, at)
             except ValueError:
                 break
             if starts(after, closing - 1):
-                stop = closing - 1 + len(after)
+                stop = closing - 1 + after_size
             else:
                 found = tail(text, closing - 1)
                 if found is None:
                     break
                 after, stop, changed = found.group(), found.end(), True
+                after_size = len(after)
                 numbers = numbers[:heads] + found.groups()
             if changed:
                 k = seen.get(numbers)
@@ -11290,12 +11298,12 @@ class _RunReader:
                     k = seen[numbers] = len(samples)
                     samples.append(layout.event(numbers, piece))
                 if k != current and which is None:
-                    which = [0] * len(pieces)
+                    which = [0] * count
                 current = k
             if which is not None:
                 which.append(current)
             append(piece)
-            end = stop
+            end, count = stop, count + 1
         return FragmentRun(layout.shape, pieces, samples, which), end, len(pieces)
 
 

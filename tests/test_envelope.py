@@ -805,6 +805,146 @@ class ServeBlock(unittest.TestCase):
                                               '(kinds: rate_limit)')])
 
 
+def anthropic_text_turn(texts, fragments=("{}",)):
+    """A text block of these text_delta events, then a tool_use block of these fragments (blocks 0 and 1)."""
+    events = anthropic_turn(fragments)
+    for event in events[1:-2]:
+        if "index" in event:
+            event["index"] = 1
+    text = [{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
+    text += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}} for t in texts]
+    return events[:1] + text + [{"type": "content_block_stop", "index": 0}] + events[1:]
+
+
+def chat_stream(texts, calls, interleave=False):
+    """An openai chat stream: content text chunks, then each call opened and its fragments (in turn when
+    interleave), then the finish; every chunk with the members a real one has."""
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1767225600, "model": "gpt-4o"}
+
+    def chunk(delta, finish=None):
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})] + [chunk({"content": t}) for t in texts]
+    out += [chunk({"tool_calls": [{"index": k, "id": f"call_{k}", "type": "function",
+                                   "function": {"name": "save", "arguments": ""}}]}) for k in range(len(calls))]
+    order = ([(k, c[j]) for j in range(max(map(len, calls))) for k, c in enumerate(calls) if j < len(c)] if interleave
+             else [(k, f) for k, c in enumerate(calls) for f in c])
+    out += [chunk({"tool_calls": [{"index": k, "function": {"arguments": f}}]}) for k, f in order]
+    return out + [chunk({}, "tool_calls")]
+
+
+def written(profile, items, edits=(), separator=",", compact_items=True):
+    """The envelope's bytes with the stream's items written one by one; edits: (item number, old, new), each
+    replacing old by new once in that item's text."""
+    texts = [json.dumps(item, separators=(",", ":")) if compact_items else json.dumps(item) for item in items]
+    for number, old, new in edits:
+        assert old in texts[number], (old, texts[number])
+        texts[number] = texts[number].replace(old, new, 1)
+    head = json.dumps({"profile": profile, "tool_schemas": {"save": {"type": "object"}}}, separators=(",", ":"))
+    key = "events" if profile == "anthropic" else "chunks"
+    return (head[:-1] + f',"{key}":[' + separator.join(texts) + "]}").encode()
+
+
+class DeclaredRuns(unittest.TestCase):
+    """Each row's declared RunShapes (anthropic text_delta, chat arguments and content) are read at once
+    only where each event is exactly what the parser reads: at the edge of each, the report is that of
+    the general path (runs declined, and the whole document parsed and fed item by item)."""
+
+    def setUp(self):
+        patcher = mock.patch.object(vts, "_RUNS_MIN_CHARS", 0)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def agree(self, blob: bytes, limits=None) -> tuple[dict, list[int]]:
+        report, taken = with_runs_counted(blob, limits)
+        self.assertEqual(report, without_runs(blob, limits))
+        with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None):
+            self.assertEqual(report, vts.validate_bytes(blob, limits))
+        try:   # and fed item by item, where the whole document is strict JSON
+            doc = vts.decode_document(blob.decode())
+        except vts.JsonProblem:
+            doc = None
+        if doc is not None:
+            gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], limits)
+            for item in doc["events" if doc["profile"] == "anthropic" else "chunks"]:
+                gate.feed(item)
+            self.assertEqual(report, gate.finish())
+        return report, taken
+
+    def streams(self):
+        texts = [f"word {k} é \"q\" 😀 " for k in range(300)]
+        fragments = rows_fragments(60)
+        # (the last: an item in the middle of a run, where the edges are put)
+        yield "anthropic", "text", anthropic_text_turn(texts, fragments), 150
+        yield "openai", "content", chat_stream(texts, [fragments]), 150
+        yield "openai", "arguments", chat_stream([], [fragments]), len(fragments) // 2
+        yield "openai", "interleaved calls", chat_stream([], [rows_fragments(12)] * 8, interleave=True), 200
+
+    def test_each_shape_is_read_in_runs_and_agrees(self):
+        for profile, name, items, at in self.streams():
+            for layout in (True, False):
+                with self.subTest(profile=profile, stream=name, compact=layout):
+                    report, taken = self.agree(written(profile, items, compact_items=layout))
+                    self.assertEqual(report["status"], "pass")
+                    self.assertGreater(sum(taken), 50)
+
+    def test_edges_of_each_shape_agree(self):
+        for profile, name, items, at in self.streams():
+            string = "text" if name == "text" else "content" if name == "content" else "arguments"
+            number = '"index":0' if name != "interleaved calls" else '"index":7'
+            edits = {
+                "an escape in the string": (at, f'"{string}":"', f'"{string}":"\\u00e9\\n\\/'),
+                "a lone surrogate": (at, f'"{string}":"', f'"{string}":"\\ud83d'),
+                "a raw control character": (at, f'"{string}":"', f'"{string}":"\x01'),
+                "an unknown escape": (at, f'"{string}":"', f'"{string}":"\\x41'),
+                "a duplicate key": (at, number, number + "," + number),
+                "a reordered member": (at, '"type":', '"zz":1,"type":') if profile == "anthropic"
+                else (at, '"id":', '"created":0,"id":'),
+                "a number spelled 1.0": (at, number, number + ".0"),
+                "a number spelled 1e0": (at, number, number + "e0"),
+                "a number spelled -0": (at, number, number[:-1] + "-" + number[-1]),
+                "a number of 19 digits": (at, number, number[:-1] + "1000000000000000000"),
+                "an index of another slot": (at, number, number[:-1] + "7"),
+                "__proto__ with escapes": (at, "{", '{"\\u005f_proto__":{},'),
+                "whitespace inside": (at, ":", ": \n\t"),
+                "the first item's layout": (at - 1, ",", ", "),
+            }
+            for edit, (k, old, new) in edits.items():
+                for separator in (",", ",\n  "):
+                    with self.subTest(profile=profile, stream=name, edit=edit, separator=separator):
+                        report, taken = self.agree(written(profile, items, [(k, old, new)], separator))
+                        self.assertTrue(taken)
+
+    def test_text_the_room_would_judge_goes_item_by_item(self):
+        texts = [f"t{k}" for k in range(300)]
+        stopped = anthropic_text_turn(texts)
+        stop = stopped.index({"type": "content_block_stop", "index": 0})
+        stopped[stop + 1:stop + 1] = stopped[3:200]          # text deltas after the text block stopped
+        unstarted = anthropic_text_turn(texts)
+        for event in unstarted[3:200]:
+            event["index"] = 5                                # a block never started
+        chat = chat_stream(texts, [["{}"]])
+        finished = chat[:-1] + [chat[-1]] + chat[1:200]       # content after the finish
+        untyped = [{k: v for k, v in item.items() if k != "object"} for item in chat]   # no "object" anywhere
+        cases = {("anthropic", "after the block stopped"): stopped, ("anthropic", "a block never started"): unstarted,
+                 ("openai", "after the finish"): finished, ("openai", "untyped chunks"): untyped}
+        for (profile, name), items in cases.items():
+            with self.subTest(profile=profile, case=name):
+                report, taken = self.agree(written(profile, items))
+                self.assertTrue(taken)
+        self.assertEqual(self.agree(written("anthropic", stopped), vts.Limits(max_findings=1))[0]["status"], "blocked")
+
+    def test_a_window_boundary_inside_a_run(self):
+        items = chat_stream([f"w{k}" for k in range(3000)], [rows_fragments(400)])
+        for batch in (1 << 10, 5000, 1 << 15):
+            with self.subTest(batch=batch), mock.patch.object(vts, "_BATCH_CHARS", batch):
+                report, taken = self.agree(written("openai", items))
+                self.assertEqual(report["status"], "pass")
+                self.assertGreater(sum(taken), 3000)
+
+
+
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -389,8 +389,8 @@ class PiecesReadAtOnce(unittest.TestCase):
                 self.assertIsNone(unwrap_all(members, payloads))
 
     def test_anthropic_deltas_read_straight_from_the_sse_text(self):
-        """A piece of nothing but plain input_json_delta events is read by the reader of the anthropic row's runs (_RunReader.sse_run)
-        (no JSON list assembled); a piece it declines (any other layout, even valid) goes the other ways and
+        """A piece of nothing but plain input_json_delta events is read by the reader of the anthropic row's runs
+        (_RunReader.sse_run; no JSON list assembled); a piece it declines (any other layout, even valid) goes the other ways and
         the report is capture's, whatever the split."""
         schemas = {"f": {"type": "object"}}
         start = (b"event: message_start\ndata: " + MESSAGE_START + b'\n\nevent: content_block_start\ndata: '
@@ -455,6 +455,51 @@ class PiecesReadAtOnce(unittest.TestCase):
         # turn (read, then fed item by item where the room's plain answer says no); declined: anything else
         # between or in the events, a bad index.
         self.assertEqual(took, [True, False, True, True, False, False, True, False, True, False, True, False, True])
+
+    def test_chat_runs_read_straight_from_the_sse_text(self):
+        """The chat rows' runs (content text, arguments fragments, interleaved calls) are read from an SSE body's
+        "data: " events at once; whatever the split, and at the edges of the shapes, the report is capture's."""
+        head = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,'
+
+        def event(delta, finish="null"):
+            return "data: " + head + '"delta":' + json.dumps(delta, separators=(",", ":")) + \
+                ',"finish_reason":' + finish + "}]}\n\n"
+
+        args = json.dumps({"rows": [{"id": k, "note": "é \"q\" 😀"} for k in range(30)]})
+        parts = [args[k:k + 5] for k in range(0, len(args), 5)]
+        opening = "".join(event({"tool_calls": [{"index": k, "id": f"call_{k}", "type": "function",
+                                                  "function": {"name": "f", "arguments": ""}}]}) for k in range(2))
+        texts = "".join(event({"content": f"word {k} é"}) for k in range(60))
+        fragments = "".join(event({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
+                            for piece in parts for k in range(2))
+        body = (event({"role": "assistant", "content": ""}) + texts + opening + fragments
+                + event({}, '"tool_calls"') + "data: [DONE]\n\n")
+        schemas = {"f": {"type": "object"}}
+        runs, real = [], vts._RunReader.sse_run
+
+        def spy(reader, text, pos):
+            hit = real(reader, text, pos)
+            runs.append(0 if hit is None else hit[2])
+            return hit
+
+        edges = ((None, ""), ('"content":"word 7', '"content":"word 7 \\ud83d'),   # (old, new), once past the middle
+                 ('"index":1,"function"', '"index":1,"index":1,"function"'),
+                 ('"index":1,"function"', '"index":1.0,"function"'),
+                 ('"index":0,"function"', '"index":-0,"function"'), ('"index":1,"function"', '"index":1 ,"function"'),
+                 ('"arguments":"', '"arguments":"\\x41'), ('"index":1,"function"', '"index":9,"function"'))
+        with mock.patch.object(vts._RunReader, "sse_run", spy):
+            for old, edge in edges:
+                for number, crlf in ((0, False), (1, False), (2, True)):
+                    text = body
+                    if old is not None:
+                        at = text.index(old, len(text) // 2 if "content" not in old else 0)
+                        text = text[:at] + edge + text[at + len(old):]
+                    data = text.encode().replace(b"\n", b"\r\n") if crlf else text.encode()
+                    cuts = [] if number == 0 else random_cuts(random.Random(number + len(edge)), len(data))
+                    with self.subTest(edge=edge, cuts=cuts[:3], crlf=crlf):
+                        self.assertEqual(verdict(fed("openai", data, cuts, schemas)),
+                                         captured("openai", data, schemas, None)[1])
+        self.assertGreater(max(runs), 100)
 
     def test_a_passing_turn_read_at_once_on_every_framing(self):
         taken = {}
