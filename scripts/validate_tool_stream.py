@@ -1632,15 +1632,19 @@ class RunShape(_FrozenRecord):
                 else.  It changes no state, and must not depend on the string: it is asked once per distinct
                 numbers of a run, when the run is fed
       text      True: the string is a text delta (fed, nothing happens); False: a fragment of plain's slot
+      apply     (the turn's normalizer, the run) -> True when the room has done with the run's items what the
+                general path would do with each, where that gives no event and changes only the room's own
+                state (a string the room assembles itself, as Gemini's partialArgs); False changes nothing.
+                Asked first, when the run is fed; None: plain decides
       sse_lead  how such an event begins in the room's SSE body ("event: NAME\\ndata: ", the name being the
                 event's "type", or "data: "); "" when runs are read only from a JSON list.  A row's shapes
                 share one lead
     """
 
-    __slots__ = ("string", "numbers", "plain", "text", "sse_lead")
+    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply")
 
     def __init__(self, *, string: tuple, plain: Callable[[Any, Any], Any], numbers: tuple[tuple, ...] = (),
-                 text: bool = False, sse_lead: str = "") -> None:
+                 text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -5485,6 +5489,20 @@ class GeminiNormalizer:
                 stopped = True
                 yield from _gemini_turn_end(index, cand)
 
+    def plain_text(self, chunk: Any) -> bool:
+        """Whether translate() would yield nothing for chunk and change no state: one candidate holding one
+        text part, no other member translate() reads, every type a reader checks as it wants.  (A candidate
+        not seen yet would be made, empty: no event ever comes of an empty one, so that is no change.)
+        False is always safe."""
+        part = _gemini_run_part(chunk, False)
+        return part is not None and type(part.get("text")) is str
+
+    def apply_pieces(self, run: Any) -> bool:
+        """Do what translate() does with each chunk of a run of stringValue pieces that continue a string of the
+        call that streams (a RunShape's apply): add them to it.  False (nothing changed) when any chunk would
+        give an event or do anything else."""
+        return _gemini_apply_pieces(self.candidates, self.max_depth, run)
+
     def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict) or not any(key in _GEMINI_CHUNK_KEYS for key in chunk):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"chunk is {_describe(chunk)}, not a GenerateContentResponse "
@@ -5672,13 +5690,34 @@ def _gemini_holder_type_problem(holder: dict) -> str | None:
     return None
 
 
+# A chunk of only these members, strings beside candidates of only the candidate members below, holds
+# nothing the type checks or the Vercel rows read: they all pass (only the secure parse is left).
+_GEMINI_PLAIN_CHUNK_KEYS = frozenset({"candidates", "modelVersion", "responseId", "createTime"})
+_GEMINI_PLAIN_CANDIDATE_KEYS = frozenset({"content", "index", "finishReason"})
+
+
+def _gemini_plain_chunk(chunk: dict) -> bool:
+    """Whether every type check of chunk and every Vercel row passes without asking (see above)."""
+    if not _GEMINI_PLAIN_CHUNK_KEYS.issuperset(chunk):
+        return False
+    for key in ("modelVersion", "responseId", "createTime"):
+        value = chunk.get(key)
+        if value is not None and not isinstance(value, str):
+            return False
+    candidates = chunk.get("candidates")
+    return isinstance(candidates, list) and all(type(candidate) is dict and
+                                                _GEMINI_PLAIN_CANDIDATE_KEYS.issuperset(candidate)
+                                                for candidate in candidates)
+
+
 def _gemini_shape_problem(chunk: dict, carries: bool) -> tuple[str, str] | None:
     """(code, message) when a reader would refuse this chunk or (with calls in it) drop it; else None."""
-    problem = _gemini_type_problem(chunk)
+    plain = _gemini_plain_chunk(chunk)
+    problem = None if plain else _gemini_type_problem(chunk)
     if problem is not None:
         return UNSUPPORTED_EVENT, f"{problem}, a type google-genai refuses (it raises on the chunk)"
     if carries:
-        dropped = _gemini_dropped_by_vercel(chunk)
+        dropped = _gemini_dropped_by_vercel(chunk, plain)
         if dropped is not None:
             return UNEXPECTED_EVENT, (f"a chunk with a functionCall part that the Vercel AI SDK drops ({dropped}), "
                                       "so it would run other calls")
@@ -5759,14 +5798,15 @@ _VERCEL_ROWS: Mapping[str, tuple[tuple[tuple[str, ...], Callable[..., str | None
                       for side in ("chunk", "candidate")})
 
 
-def _gemini_dropped_by_vercel(chunk: dict) -> str | None:
-    """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None."""
-    for path, read, needs, lacks in _VERCEL_ROWS["chunk"]:
+def _gemini_dropped_by_vercel(chunk: dict, plain: bool = False) -> str | None:
+    """Why the Vercel AI SDK's chunk schema (or its secure JSON parse) refuses a chunk, or None (plain: a
+    chunk _gemini_plain_chunk passes, which no row refuses)."""
+    for path, read, needs, lacks in () if plain else _VERCEL_ROWS["chunk"]:
         refused = read(_gemini_member_at(chunk, path), path, needs, lacks)
         if refused is not None:
             return refused
     rows = _VERCEL_ROWS["candidate"]
-    for candidate in chunk.get("candidates") or ():
+    for candidate in () if plain else chunk.get("candidates") or ():
         for path, read, needs, lacks in rows:
             refused = read(_gemini_member_at(candidate, path), path, needs, lacks)
             if refused is not None:
@@ -6204,6 +6244,9 @@ def _gemini_grow(call: _GeminiCall, parent: Any, path: tuple, depth: int, kind: 
         call.open_strings[path] = leaf
 
 
+_GEMINI_SURROGATE = re.compile("[\ud800-\udfff]")   # half of a UTF-16 pair (a string's pieces may split one)
+
+
 def _gemini_serialise(tree: dict) -> str:
     """Compact JSON of an assembled object, without recursion (a path may be long).
 
@@ -6231,7 +6274,7 @@ def _gemini_serialise(tree: dict) -> str:
                 stack.append(("," if number else None, item[number]))
         elif isinstance(item, _GeminiString):
             text = "".join(item.pieces)
-            if any("\ud800" <= ch <= "\udfff" for ch in text):
+            if not text.isascii() and _GEMINI_SURROGATE.search(text) is not None:
                 try:
                     text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
                 except UnicodeDecodeError:
@@ -6240,6 +6283,85 @@ def _gemini_serialise(tree: dict) -> str:
         elif item is not _GEMINI_NOTHING:
             out.append(json.dumps(item))
     return "".join(out)
+
+
+# --- runs (RunShape): text parts, and Vertex stringValue pieces, read at once ------------------------
+#
+# Long streams are nearly all chunks of two kinds that give no event: a text part, and (Vertex) one
+# stringValue piece that continues a string of the call that streams.  The gate's reader takes runs
+# of them laid out alike but for that string (see RunShape); the room answers for a sample of each run:
+# a text part changes nothing (plain_text), pieces are added to their string here (apply_pieces), when
+# every check translate() makes would pass for each chunk.  Anything else goes chunk by chunk.
+
+# What a run's chunk may hold beside its candidates: members translate() only type-checks.
+_GEMINI_RUN_CHUNK_KEYS = frozenset({"candidates", "usageMetadata", "modelVersion", "responseId", "createTime",
+                                    "modelStatus"})
+_GEMINI_RUN_CANDIDATE_KEYS = frozenset({"content", "index"})
+_GEMINI_RUN_CONTENT_KEYS = frozenset({"role", "parts"})
+_GEMINI_PIECE_CALL_KEYS = frozenset({"partialArgs", "willContinue"})
+_GEMINI_PIECE_KEYS = frozenset({"jsonPath", "stringValue", "willContinue"})
+
+
+def _gemini_run_part(chunk: Any, carries: bool) -> dict | None:
+    """The one part of a chunk of one candidate with one part and nothing else translate() reads, when every
+    type check of the chunk passes (carries: it holds a functionCall part, so the Vercel checks apply too);
+    else None."""
+    if type(chunk) is not dict or not _GEMINI_RUN_CHUNK_KEYS.issuperset(chunk):
+        return None
+    candidates = chunk.get("candidates")
+    candidate = candidates[0] if type(candidates) is list and len(candidates) == 1 else None
+    if type(candidate) is not dict or not _GEMINI_RUN_CANDIDATE_KEYS.issuperset(candidate) \
+            or not _is_index(candidate.get("index", 0)):
+        return None
+    content = candidate.get("content")
+    parts = content.get("parts") if type(content) is dict else None
+    if not (type(parts) is list and len(parts) == 1 and type(parts[0]) is dict and len(parts[0]) == 1
+            and _GEMINI_RUN_CONTENT_KEYS.issuperset(content) and content.get("role") in (None, "model")):
+        return None
+    return parts[0] if _gemini_shape_problem(chunk, carries) is None else None
+
+
+def _gemini_no_plain(normalizer: Any, chunk: Any) -> None:
+    """A RunShape's plain for pieces: apply_pieces decides, and when it declines the chunks go one by one."""
+    return None
+
+
+def _gemini_apply_pieces(candidates: dict[int, _GeminiCandidate], max_depth: int, run: Any) -> bool:
+    """GeminiNormalizer.apply_pieces: the run's chunks (one sample: only their string differs) each hold one
+    partialArgs entry that continues (willContinue) the string at its path in the call that streams."""
+    if len(run.samples) != 1:
+        return False
+    sample = run.samples[0]
+    part = _gemini_run_part(sample, True)
+    call = part.get("functionCall") if part is not None else None
+    entries = call.get("partialArgs") if type(call) is dict and _GEMINI_PIECE_CALL_KEYS == call.keys() else None
+    entry = entries[0] if type(entries) is list and len(entries) == 1 else None
+    if (type(entry) is not dict or _GEMINI_PIECE_KEYS != entry.keys() or entry["willContinue"] is not True
+            or call["willContinue"] is not True or type(entry["jsonPath"]) is not str or "['" in entry["jsonPath"]):
+        return False
+    path = _gemini_path(entry["jsonPath"], max_depth)
+    cand = candidates.get(sample["candidates"][0].get("index", 0))
+    streaming = cand.open if cand is not None else None
+    if not path or streaming is None:   # (a path not read or too deep: translate() says why)
+        return False
+    pieces = run.pieces
+    leaf = streaming.open_strings.get(path)
+    if leaf is None:   # the first piece starts its string, as translate() would place it (or nothing changes)
+        if _gemini_place({"jsonPath": entry["jsonPath"], "stringValue": pieces[0], "willContinue": True}, streaming):
+            return False
+        leaf, pieces = streaming.open_strings[path], pieces[1:]
+    leaf.pieces.extend(pieces)
+    cand.after_reason = cand.reason is not None
+    return True
+
+
+# The candidate's first part: its text, or its functionCall's one partialArgs entry's string.
+_GEMINI_PART_PATH = ("candidates", 0, "content", "parts", 0)
+_GEMINI_RUNS = (
+    RunShape(string=_GEMINI_PART_PATH + ("text",), plain=GeminiNormalizer.plain_text, text=True, sse_lead="data: "),
+    RunShape(string=_GEMINI_PART_PATH + ("functionCall", "partialArgs", 0, "stringValue"), plain=_gemini_no_plain,
+             apply=GeminiNormalizer.apply_pieces, sse_lead="data: "),
+)
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
@@ -6723,7 +6845,7 @@ GEMINI = Profile(
     rules=TurnRules(tool_reason="STOP", needs_close=False, stop_name="finishReason",
                     slot_end_name="its final functionCall part", requires_id=False),
     wire=WireRules(normalizer=lambda limits: GeminiNormalizer(limits.max_depth), protected_paths=_gemini_protected,
-                   sdk_item=_gemini_sdk_item),
+                   sdk_item=_gemini_sdk_item, runs=_GEMINI_RUNS),
     request=RequestRules(choice=_choice_gemini, tools=_gemini_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini", claims=_gemini_claims, redact=_redact_gemini_chunk,
                          check_sse_text=(_gemini_check_lines, _gemini_check_events)),
@@ -12441,12 +12563,15 @@ class StreamGate:
     def _feed_run(self, run: FragmentRun, position: int) -> int:
         """Consume the items a FragmentRun stands for; returns the position after them.
 
-        At once when the room's plain answer for each of its samples says what the
-        general path would do with each item in turn: nothing (a text shape), or add
-        its string to a slot that the machine takes every piece for as a plain
-        fragment; otherwise the rebuilt items go through the feed loop, one by one.
+        At once when the room applies the run itself (the shape's apply), or its plain
+        answer for each of its samples says what the general path would do with each
+        item in turn: nothing (a text shape), or add its string to a slot that the
+        machine takes every piece for as a plain fragment; otherwise the rebuilt items
+        go through the feed loop, one by one.
         """
         shape, normalizer = run.shape, self._normalizer
+        if shape.apply is not None and shape.apply(normalizer, run):
+            return position + len(run.pieces)
         answers = [shape.plain(normalizer, sample) for sample in run.samples]
         if all(answers) and (shape.text or self._machine.append_run(
                 [answer[0] for answer in answers], [answer[2] if len(answer) > 2 else None for answer in answers],

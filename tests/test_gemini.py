@@ -13,6 +13,7 @@ import random
 import re
 import tempfile
 import unittest
+from unittest import mock
 
 from support import codes, frames_deep, gem, positions, run_cli, SCHEMAS, slow, vts
 
@@ -1944,6 +1945,259 @@ class GeminiEnumNumbers(unittest.TestCase):
                   gem([{"functionCall": {}}], 1)]
         report = gemini(stream)
         self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":null}'))
+
+
+# --- runs of chunks read at once (GeminiNormalizer.fragment_run / apply_run) ----------------------
+
+TAIL = {"usageMetadata": {"trafficType": "ON_DEMAND"}, "modelVersion": "gemini-3.1-pro-preview",
+        "createTime": "2026-04-14T10:02:11.732019Z", "responseId": "T3JkZXJTdHJlYW1lZA"}
+
+
+def tailed(*parts, **extra):
+    """A one-candidate chunk with the members Vertex writes beside candidates."""
+    return {**chunk(*parts, **extra), **TAIL}
+
+
+def pieces_turn(texts, body="$.body", tail=True):
+    """A Vertex turn: text chunks, then one call whose `body` streams as the pieces of texts."""
+    make = tailed if tail else chunk
+    return ([make({"text": t}) for t in texts] + [make(start("f")), make(piece(s("$.title", "bench")))]
+            + [make(piece(s(body, t, more=True))) for t in texts] + [make(piece(s(body, ""))), make(FINAL),
+                                                                     make(TEXT, finish="STOP")])
+
+
+def written(chunks, layout=None, separator=",\n"):
+    """The envelope's bytes: each chunk as json.dumps writes it with `layout` (separators or indent)."""
+    dumps = {None: lambda c: json.dumps(c, ensure_ascii=False),
+             "compact": lambda c: json.dumps(c, separators=(",", ":"), ensure_ascii=False),
+             "indent": lambda c: json.dumps(c, indent=1),
+             "tabs": lambda c: json.dumps(c, indent="\t").replace("\n", "\r\n"), "ascii": json.dumps}[layout]
+    return ('{"profile": "gemini", "tool_schemas": {"f": {"type": "object"}}, "chunks": [\n'
+            + separator.join(map(dumps, chunks)) + "\n]}\n").encode("utf-8", "surrogatepass")
+
+
+def nth(text, old, new, k=3):
+    """text with the k-th occurrence of old replaced by new."""
+    at = -1
+    for _ in range(k):
+        at = text.index(old, at + 1)
+    return text[:at] + new + text[at + len(old):]
+
+
+class Runs(unittest.TestCase):
+    """Runs of text parts and of stringValue pieces are read at once from the text: the report is the
+    parser's way's, on the edge of what a run takes too.  Runs are looked for in any stream here."""
+
+    TEXTS = [f"w{k} é \"q\" \\ \U0001f600 " for k in range(40)]
+
+    def setUp(self):
+        patcher = mock.patch.object(vts, "_RUNS_MIN_CHARS", 0)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def agree(self, data, limits=None):
+        """The report with runs, which must be the parser's way's (and validate_envelope's of the parsed
+        document when it parses without duplicates); returns (report, chunks taken in runs)."""
+        taken, real = [], vts._RunReader.list_run
+
+        def spy(reader, text, pos):
+            hit = real(reader, text, pos)
+            if hit is not None:
+                self.assertEqual(hit[2], len(hit[0].pieces))
+                taken.append(hit[2])
+            return hit
+
+        self.applied, apply = [], vts._gemini_apply_pieces
+
+        def applied(candidates, max_depth, run):
+            self.applied.append(apply(candidates, max_depth, run))
+            return self.applied[-1]
+
+        with mock.patch.object(vts._RunReader, "list_run", spy), mock.patch.object(vts, "_gemini_apply_pieces",
+                                                                                      applied):
+            report = vts.validate_bytes(data, limits)
+        with mock.patch.object(vts._RunReader, "list_run", lambda reader, text, pos: None):
+            self.assertEqual(report, vts.validate_bytes(data, limits))
+        def unique(pairs):
+            if len({key for key, _ in pairs}) != len(pairs):
+                raise ValueError("a duplicate key")
+            return dict(pairs)
+
+        try:
+            doc = json.loads(data, object_pairs_hook=unique)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and all(isinstance(c, dict) for c in doc.get("chunks") or [None]):
+            self.assertEqual(report, vts.validate_envelope(doc, limits))
+        return report, taken
+
+    def test_text_parts_and_pieces_in_every_layout(self):
+        turn, body = pieces_turn(self.TEXTS), "".join(self.TEXTS)
+        for layout in (None, "compact", "indent", "tabs"):
+            for separator in (",\n", ",", " ,\t"):
+                with self.subTest(layout=layout, separator=separator):
+                    report, taken = self.agree(written(turn, layout, separator))
+                    self.assertEqual(report["status"], "pass")
+                    self.assertEqual(json.loads(report["calls"][0]["arguments"]), {"title": "bench", "body": body})
+                    # the text, then the pieces (the first opens the string; a few after it may go in a batch)
+                    self.assertEqual(taken[0], 40)
+                    self.assertGreater(sum(taken), 75)
+                    self.assertEqual(self.applied, [True])
+
+    def test_gemini_api_text_then_a_whole_call(self):
+        turn = [chunk({"text": t}, index=0) for t in self.TEXTS] + [chunk(whole("f", {"a": 1}), finish="STOP")]
+        report, taken = self.agree(written(turn))
+        self.assertEqual((report["status"], taken), ("pass", [40]))
+
+    def test_members_a_run_takes(self):
+        role_after = [{"candidates": [{"content": {"parts": [{"text": t}], "role": "model"}, "index": 0}],
+                       "usageMetadata": {"promptTokenCount": 120, "totalTokenCount": 127, "serviceTier": "x"},
+                       "modelVersion": "m"} for t in self.TEXTS]
+        no_role = [{"candidates": [{"content": {"parts": [{"text": t}]}, "index": 2}], "usageMetadata": {}}
+                   for t in self.TEXTS]
+        for name, texts in (("role after parts", role_after), ("no role, candidate 2", no_role)):
+            with self.subTest(case=name):
+                report, taken = self.agree(written(texts + [chunk(whole("f", {}), finish="STOP")]))
+                self.assertEqual((report["status"], taken), ("pass", [40]))
+
+    def test_look_alikes_go_the_parsed_way(self):
+        text = written(pieces_turn(self.TEXTS)).decode()
+        key = '{"jsonPath": "$.body", '
+        cases = {
+            "index 00": nth(text, '"role": "model", "parts"', '"role": "model", "parts"').replace(
+                '}]}}], "usage', '}]}, "index": 00}], "usage', 1),
+            "index 0.0": text.replace('}]}}], "usage', '}]}, "index": 0.0}], "usage', 3),
+            "index 1e0": text.replace('}]}}], "usage', '}]}, "index": 1e0}], "usage', 3),
+            "index -0": text.replace('}]}}], "usage', '}]}, "index": -0}], "usage', 3),
+            "index true": text.replace('}]}}], "usage', '}]}, "index": true}], "usage', 3),
+            "text twice": nth(text, '{"text": "w2', '{"text": "x", "text": "w2'),
+            "role twice": nth(text, '"parts": [{"text": "w2', '"parts": [{"text": "w2').replace(
+                '"role": "model", "parts": [{"text": "w3 é \\"q\\" \\\\ 😀 "}]}',
+                '"role": "model", "parts": [{"text": "w3 é \\"q\\" \\\\ 😀 "}], "role": "model"}'),
+            "modelVersion twice": nth(text, '"modelVersion"', '"modelVersion": "a", "modelVersion"', 5),
+            "usage member twice": nth(text, '{"trafficType"', '{"trafficType": "a", "trafficType"', 5),
+            "__proto__ spelled with escapes": nth(text, '"modelVersion"', '"\\u005f_proto__": {}, "modelVersion"', 5),
+            "__proto__ member": nth(text, '"modelVersion"', '"__proto__": {}, "modelVersion"', 50),
+            "an escaped member name": nth(text, '"modelVersion"', '"m\\u006fdelVersion"', 50),
+            "an escaped text member": nth(text, '{"text": "w2', '{"t\\u0065xt": "w2'),
+            "modelVersion a number": nth(text, '"modelVersion": "gemini-3.1-pro-preview"', '"modelVersion": 3', 50),
+            "usage count 1.0": nth(text, '{"trafficType"', '{"totalTokenCount": 1.0, "trafficType"', 50),
+            "usage count 1e0": nth(text, '{"trafficType"', '{"totalTokenCount": 1e0, "trafficType"', 50),
+            "usage count -0": nth(text, '{"trafficType"', '{"totalTokenCount": -0, "trafficType"', 50),
+            "usage count 16 digits": nth(text, '{"trafficType"', '{"totalTokenCount": 9007199254740993, '
+                                         '"trafficType"', 50),
+            "usage trafficType a number": nth(text, '{"trafficType": "ON_DEMAND"', '{"trafficType": 1.5', 50),
+            "usage details": nth(text, '{"trafficType"', '{"promptTokensDetails": [{"modality": true}], '
+                                 '"trafficType"', 50),
+            "an unknown member": nth(text, '"modelVersion"', '"extra": 1, "modelVersion"', 50),
+            "jsonPath with an escape": nth(text, key, '{"jsonPath": "$.b\\u006fdy", ', 10),
+            "jsonPath quoted": nth(text, key, '{"jsonPath": "$[\'body\']", ', 10),
+            "jsonPath through __proto__": text.replace(key, '{"jsonPath": "$.__proto__", '),
+            "piece willContinue false": nth(text, '"willContinue": true}], "willContinue": true}',
+                                            '"willContinue": false}], "willContinue": true}', 10),
+            "a raw control character": nth(text, key + '"stringValue": "w2', key + '"stringValue": "\x01w2'),
+            "a lone surrogate escape": nth(text, key + '"stringValue": "w2', key + '"stringValue": "\\ud800w2'),
+            "finishReason in a run": nth(text, '}]}}], "usage', '}]}, "finishReason": "STOP"}], "usage', 60),
+            "thoughtSignature on a piece": nth(text, '"willContinue": true}}]', '"willContinue": true}, '
+                                               '"thoughtSignature": "c2lnLTU="}]', 30),
+            "a second entry": nth(text, '"willContinue": true}], "willContinue": true}',
+                                  '"willContinue": true}, {"jsonPath": "$.x", "numberValue": 1}], '
+                                  '"willContinue": true}', 30),
+        }
+        for name, case in cases.items():
+            with self.subTest(case=name):
+                self.assertNotEqual(case, text)
+                self.agree(case.encode("utf-8", "surrogatepass"))
+
+    def test_the_state_a_run_meets(self):
+        texts = self.TEXTS[:20]
+        body = [tailed(piece(s("$.body", t, more=True))) for t in texts]
+        opened = [tailed(start("f")), tailed(piece(s("$.body", "x")))]
+        cases = {
+            "no call streams": body + [tailed(TEXT, finish="STOP")],
+            "after the final part": [tailed(start("f")), tailed(FINAL)] + body + [tailed(TEXT, finish="STOP")],
+            "a path that holds a closed string": opened + body + [tailed(FINAL), tailed(TEXT, finish="STOP")],
+            "a path beside another open one": [tailed(start("f")), tailed(piece(s("$.a", "x", more=True)))] + body
+            + [tailed(FINAL), tailed(TEXT, finish="STOP")],
+            "after its STOP": [tailed(start("f"))] + body[:3] + [tailed(TEXT, finish="STOP")] + body[3:]
+            + [tailed(FINAL)],
+            "a number where the string is": [tailed(start("f")), tailed(piece(n("$.body", 1)))] + body
+            + [tailed(FINAL), tailed(TEXT, finish="STOP")],
+            "surrogate halves across pieces": [tailed(start("f"))] + [tailed(piece(s("$.body", h, more=True)))
+                                                                     for h in ("\ud83d", "\ude00") * 20]
+            + [tailed(piece(s("$.body", ""))), tailed(FINAL), tailed(TEXT, finish="STOP")],
+            "cut off mid-string": [tailed(start("f"))] + body,
+        }
+        for name, turn in cases.items():
+            with self.subTest(case=name):
+                report, taken = self.agree(written(turn, "ascii"))
+                self.assertTrue(taken)
+                applies = {"no call streams": [False], "after the final part": [False], "cut off mid-string": [True],
+                           "a path that holds a closed string": [False], "a number where the string is": [False]}
+                if name in applies:
+                    self.assertEqual(self.applied, applies[name])
+        deep = [tailed(start("f"))] + [tailed(piece(s("$.a.b.c", t, more=True))) for t in texts] + [tailed(FINAL)]
+        for depth in (2, 3, 64):
+            with self.subTest(max_depth=depth):
+                self.agree(written(deep), vts.Limits(max_depth=depth))
+
+    def test_a_saturated_turn_counts_the_run(self):
+        noise = [tailed(piece(s("$.body", "x", more=True)))] * 30   # missing_slot each, no call streams
+        turn = noise + pieces_turn(self.TEXTS)
+        report, taken = self.agree(written(turn), vts.Limits(max_findings=2))
+        self.assertTrue(taken)
+        self.assertEqual(report["status"], "blocked")
+
+    def test_a_body_fed_as_bytes(self):
+        body = sse_body(pieces_turn(self.TEXTS * 4))
+        reports = []
+        applied, real = [], vts._gemini_apply_pieces
+
+        def spy(candidates, max_depth, run):
+            applied.append(real(candidates, max_depth, run))
+            return applied[-1]
+
+        # (the row's RunShapes hold the normalizer's methods; these call the module's functions)
+        for patched in ({"_gemini_apply_pieces": spy}, {"_gemini_apply_pieces": lambda candidates, depth, run: False,
+                                                         "_gemini_run_part": lambda chunk, carries: None}):
+            with mock.patch.multiple(vts, **patched):
+                gate = vts.StreamGate("gemini", {"f": {"type": "object"}})
+                for at in range(0, len(body), 5000):
+                    gate.feed_bytes(body[at:at + 5000])
+                reports.append(gate.finish())
+        self.assertEqual(reports[0], reports[1])
+        self.assertEqual(reports[0]["status"], "pass")
+        self.assertTrue(any(applied))
+
+
+class PlainChunks(unittest.TestCase):
+    """A chunk of only candidates (content, index, finishReason) and string members skips the type checks and
+    the Vercel rows, which all pass for it: the report is the one every check gives, at the edge too."""
+
+    def test_the_edge_of_a_plain_chunk(self):
+        call = whole("f", {"a": 1})
+
+        def top(**members):
+            return {**chunk(call, finish="STOP", index=0), **members}
+
+        cases = {
+            "plain": top(modelVersion="m", responseId="r", createTime="t"),
+            "modelVersion a number": top(modelVersion=3),
+            "responseId null": top(responseId=None),
+            "usageMetadata": top(usageMetadata={"promptTokensDetails": [{"modality": 1}]}),
+            "modelStatus": top(modelStatus=[]),
+            "a candidate's safetyRatings": chunk(call, finish="STOP", safetyRatings={}),
+            "a candidate's groundingMetadata": chunk(call, finish="STOP", groundingMetadata={"groundingChunks": [1]}),
+            "__proto__ in args": chunk(whole("f", json.loads('{"__proto__": {}}')), finish="STOP"),
+            "constructor.prototype in args": chunk(whole("f", {"constructor": {"prototype": 1}}), finish="STOP"),
+            "a candidate that is no object": {"candidates": [cand(call, finish="STOP"), 7]},
+        }
+        for name, item in cases.items():
+            with self.subTest(case=name):
+                report = run([item])
+                with mock.patch.object(vts, "_gemini_plain_chunk", lambda chunk: False):
+                    self.assertEqual(report, run([item]))
+                self.assertEqual(vts._gemini_plain_chunk(item), name in ("plain", "responseId null") or "args" in name)
 
 
 if __name__ == "__main__":
