@@ -15881,6 +15881,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
 
     logger = _ServeLog(log, log_lines) if log is not None else None
     bodies = _ServeBodies(transport)
+    quick_ack = getattr(socket, "TCP_QUICKACK", None)   # Linux: acknowledge what arrives at once (see readinto)
 
     class Reader(io.RawIOBase):
         """The connection's bytes, read against the request's deadline: each read waits only for
@@ -15899,6 +15900,11 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 if left <= 0:
                     raise TimeoutError("the request did not arrive in time")
                 handler.connection.settimeout(left)
+                if quick_ack is not None:   # a client that sends its headers and body in two writes, Nagle on,
+                    try:                    # holds the body until the headers are acknowledged: not ~40 ms later
+                        handler.connection.setsockopt(socket.IPPROTO_TCP, quick_ack, 1)   # (the kernel resets it)
+                    except OSError:
+                        pass
                 count = handler.connection.recv_into(buffer)
             except TimeoutError:
                 handler.timed_out = True
@@ -15979,17 +15985,29 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 if not cut:
                     self.send_header("Connection", "close")
                 self.close_connection = True
-            self.end_headers()
+            head = self._head()   # sent with the body's first write: one send where the chunking allows it
             if self.command != "HEAD":
-                self._write(body, kind, transport if status == 200 else ServeTransport())
+                self._write(body, kind, transport if status == 200 else ServeTransport(), head)
+            elif head:
+                self.wfile.write(head)
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
                 logger(f"{self.command} {path} {status}")
 
-        def _write(self, body: bytes, kind: str, transport: ServeTransport) -> None:
+        def _head(self) -> bytes:
+            """The status line and headers end_headers would send (nothing for HTTP/0.9), taken, not sent."""
+            if self.request_version == "HTTP/0.9":
+                return b""
+            self._headers_buffer.append(b"\r\n")
+            head = b"".join(self._headers_buffer)
+            self._headers_buffer = []
+            return head
+
+        def _write(self, body: bytes, kind: str, transport: ServeTransport, head: bytes = b"") -> None:
             """The body in the transport's writes (each straight to the socket: the writer is
-            unbuffered, and Nagle's algorithm is off on every connection), paused between them."""
+            unbuffered, and Nagle's algorithm is off on every connection), paused between them; `head`
+            (the status line and headers) goes out in the first write (alone when the body is empty)."""
             writes = serve_writes(body, kind, transport.chunking, lambda: bodies.ends(kind, body))
             paused = 0   # ms; past SERVE_MAX_PAUSED_MS a long body's connection is not held any longer
             with memoryview(body) as view:   # slices of the shared body, never a copy
@@ -15999,9 +16017,15 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                         if self.server.pause(transport.delay_ms):
                             self.close_connection = True   # the server is stopping
                             return
-                    self.wfile.write(view[start:end])
+                    if head:   # a copy of at most _SERVE_SLICE bytes, once per answer
+                        self.wfile.write(head + view[start:end])
+                        head = b""
+                    else:
+                        self.wfile.write(view[start:end])
                     if on_write is not None:
                         on_write(self.connection, start, end)
+            if head:
+                self.wfile.write(head)
 
         def _refuse(self, code: int, kind: str, message: str) -> None:
             """A refusal outside _answer, as a JSON body like every other, on a connection then closed."""

@@ -959,6 +959,47 @@ class Chunking(unittest.TestCase):
         self.assertEqual(len(kinds), 5, sorted(kinds))
         self.assertEqual((set(writes), len(writes), nodelay), ({1}, sum(map(len, bodies)), {1}))
 
+    def test_a_kept_alive_client_that_sends_headers_and_body_apart_is_answered_request_after_request(self):
+        # issue 34: such a client (Nagle on) holds its body until its headers are acknowledged; each answer is
+        # still its body's bytes, on one connection whose accepted socket has Nagle's algorithm off
+        import socket
+
+        picked = {}
+        for path, kind, body in self.streams:   # a stream of each frame, and a second openai one
+            picked.setdefault(kind, (path, body))
+        picked["again"] = next((p, b) for p, k, b in self.streams if k == "text/event-stream" and
+                               p != picked["text/event-stream"][0])
+        paths, bodies = zip(*picked.values())
+        for chunking in ("whole", "random:3"):
+            sockets, nodelay = set(), set()
+
+            def record(sock, start, end):
+                sockets.add(id(sock))
+                nodelay.add(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+            server, url = serving_with(self.served, vts.serve_transport(chunking), record)
+            answers = []
+            try:
+                with socket.create_connection(server.server_address[:2], 10) as sock:
+                    pending = b""
+                    for path in paths * 2:
+                        sock.sendall(f"POST /{path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n".encode())
+                        sock.sendall(b"{}")   # a write of its own
+                        while b"\r\n\r\n" not in pending:
+                            pending += sock.recv(65536)
+                        head, _, pending = pending.partition(b"\r\n\r\n")
+                        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:200])
+                        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                        while len(pending) < length:
+                            pending += sock.recv(65536)
+                        answers.append(pending[:length])
+                        pending = pending[length:]
+            finally:
+                server.shutdown()
+                server.server_close()
+            self.assertEqual(answers, list(bodies) * 2, chunking)
+            self.assertEqual((len(sockets), nodelay, len(paths)), (1, {1}, 5), chunking)
+
     def test_event_chunking_ends_a_write_at_each_event(self):
         cases = {
             "text/event-stream": (vts.sse_body([{"a": 1}, {"b": 2}], named=False, done=True),
