@@ -16433,6 +16433,7 @@ _CONFORM_MAX_CHUNKINGS = 16        # chunkings one conform run may try each fixt
 _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
 _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
+_CONFORM_KILL_SECONDS = 0.25       # how long those scans wait, in all, for the processes they killed to end
 CONFORM_RUN_VARIABLE = "VTS_CONFORM_RUN"   # in every adapter's environment: this run's mark
 _CONFORM_OUTPUT_VALUES = 2_000_000  # JSON values read from an adapter's output (more: unreadable)
 _CONFORM_MAX_TIMEOUT = 86_400       # seconds --timeout may give one fixture (a day)
@@ -16512,21 +16513,75 @@ def _marked_processes(mark: str) -> list[int]:
 
 def _kill_marked(mark: str | None) -> None:
     """Kill every process carrying the run's mark (a `setsid` child, a daemon), scanning again
-    until a scan finds none, at most _CONFORM_KILL_ROUNDS scans."""
+    until a scan finds none, at most _CONFORM_KILL_ROUNDS scans.  Between two scans it waits for
+    the ones it killed to end (each through a descriptor of its own, pidfd: no polling), at most
+    _CONFORM_KILL_SECONDS in all; where no such descriptor can be had, a millisecond's pause."""
     import os
+    import selectors
     import signal
     import time
 
+    until = time.monotonic() + _CONFORM_KILL_SECONDS
     for _ in range(_CONFORM_KILL_ROUNDS if mark else 0):
         found = _marked_processes(mark)
         if not found:
             break
+        ending = []
         for pid in found:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.001)   # let the killed ones end before the next scan
+                ending.append(os.pidfd_open(pid))   # this process, even should its number be reused
+                signal.pidfd_send_signal(ending[-1], signal.SIGKILL)
+            except (AttributeError, OSError):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        try:
+            if len(ending) < len(found):
+                time.sleep(0.001)   # nothing to block on: let the killed ones end before the next scan
+            with selectors.DefaultSelector() as selector:
+                for fd in ending:
+                    selector.register(fd, selectors.EVENT_READ)
+                while selector.get_map() and time.monotonic() < until:   # readable: it has ended
+                    for key, _ in selector.select(until - time.monotonic()):
+                        selector.unregister(key.fd)
+        finally:
+            for fd in ending:
+                os.close(fd)
+
+
+def _ended_descriptor(process: Any) -> int | None:
+    """A descriptor that becomes readable once `process` (a child) has ended, kept until _end_adapter: its
+    pidfd (Linux 5.3 and later), else the read end of a pipe whose write end a thread closes once its
+    wait() for the process returns.  None when neither can be had (no descriptor or thread left)."""
+    import os
+    import threading
+
+    found = getattr(process, "_vts_ended", None)
+    if found is not None:
+        return found
+    try:
+        found = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        try:
+            found, write = os.pipe()
+        except OSError:
+            return None
+
+        def wait() -> None:
+            try:
+                process.wait()   # blocks in waitpid; the caller's poll() and wait() share its lock
+            finally:
+                os.close(write)
+
+        try:
+            threading.Thread(target=wait, name="vts-adapter-wait", daemon=True).start()
+        except RuntimeError:   # no thread left
+            os.close(found)
+            os.close(write)
+            return None
+    process._vts_ended = found
+    return found
 
 
 def _end_adapter(process: Any, mark: str | None) -> None:
@@ -16539,8 +16594,14 @@ def _end_adapter(process: Any, mark: str | None) -> None:
         os.killpg(process.pid, signal.SIGKILL)   # it, and anything it left running in its group
     except OSError:
         pass
-    _kill_marked(mark)
-    process.wait()
+    try:
+        _kill_marked(mark)
+        process.wait()
+    finally:
+        ended = getattr(process, "_vts_ended", None)
+        if ended is not None:
+            process._vts_ended = None
+            os.close(ended)
 
 
 def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
@@ -16578,11 +16639,7 @@ def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
         return True
 
     deadline = time.monotonic() + timeout
-    ended = None
-    try:
-        ended = os.pidfd_open(process.pid)   # readable when the command ends (Linux 5.3 and later)
-    except (AttributeError, OSError):
-        pass
+    ended = _ended_descriptor(process)   # readable when the command ends: its end is waited on, never polled
     stdin, written, searched = (process.stdin.fileno() if request is not None else None), 0, 0
     with selectors.DefaultSelector() as selector:
         for fd in streams:
@@ -16592,34 +16649,30 @@ def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
             selector.register(ended, selectors.EVENT_READ)
         if stdin is not None:
             selector.register(stdin, selectors.EVENT_WRITE)
-        try:
-            while True:
-                if request is not None:
-                    if out.find(b"\n", searched) >= 0:
-                        return "answered", cut
-                    searched = len(out)
-                if len(out) > _CONFORM_OUTPUT_BYTES:
-                    return "over", cut
-                if process.poll() is not None:
-                    return "exited", cut
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return "timeout", cut
-                for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
-                    if key.fd == stdin:
-                        try:
-                            written += os.write(stdin, request[written:])
-                        except BlockingIOError:
-                            continue
-                        except OSError:   # it closed its input or ended: seen as it ends, or times out
-                            written = len(request)
-                        if written >= len(request):
-                            selector.unregister(stdin)
-                    elif key.fd != ended and not read(key.fd):
-                        selector.unregister(key.fd)
-        finally:
-            if ended is not None:
-                os.close(ended)
+        while True:
+            if request is not None:
+                if out.find(b"\n", searched) >= 0:
+                    return "answered", cut
+                searched = len(out)
+            if len(out) > _CONFORM_OUTPUT_BYTES:
+                return "over", cut
+            if process.poll() is not None:
+                return "exited", cut
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout", cut
+            for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
+                if key.fd == stdin:
+                    try:
+                        written += os.write(stdin, request[written:])
+                    except BlockingIOError:
+                        continue
+                    except OSError:   # it closed its input or ended: seen as it ends, or times out
+                        written = len(request)
+                    if written >= len(request):
+                        selector.unregister(stdin)
+                elif key.fd != ended and not read(key.fd):
+                    selector.unregister(key.fd)
 
 
 def _drain(fd: int, kept: bytearray, most: int, tail: bool = False) -> bool:
