@@ -7,7 +7,8 @@ each way in turn: a process per fixture, --persistent, a process per fixture wit
 --persistent with --jobs 2; per way it prints the wall time, the CPU time of conform and its
 adapters (getrusage of the children), fixtures/s and the exit status (0: every verdict green).
 --script runs each way against another copy of the validator too, in turn (before/after in one run; the adapter
-imports this tree's validator either way); --ways picks the ways by number (1-4).
+imports this tree's validator either way); --ways picks the ways by number (1-4); --no-pidfd runs conform with
+os.pidfd_open taken away (as on macOS, or a Linux before 5.3), where it cannot wait on a descriptor of the process.
 
 Usage:
   python3 tests/bench/conform_speed.py                      # fixtures/openai, each way once
@@ -33,12 +34,16 @@ WAYS = (("a process per fixture", (), ""), ("--persistent", ("--persistent",), "
         ("--persistent --jobs 2", ("--persistent", "--jobs", "2"), " --persistent"))
 
 
+NO_PIDFD = ("-c", "import os, runpy, sys; del os.pidfd_open; sys.argv = sys.argv[1:]; "
+                  "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
 def run(folder: str, options: tuple, adapter_flag: str, adapter: str = f"{sys.executable} {ADAPTER}",
-        script: Path = SCRIPT) -> tuple[float, float, int]:
+        script: Path = SCRIPT, no_pidfd: bool = False) -> tuple[float, float, int]:
     """(wall s, CPU s of conform and everything it started, exit status) of one conform run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(script), "conform", "--quiet", "--adapter-cmd",
+    done = subprocess.run([sys.executable, *(NO_PIDFD if no_pidfd else ()), str(script), "conform", "--quiet", "--adapter-cmd",
                            f"{adapter}{adapter_flag}", *options, folder],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall = time.monotonic() - started
@@ -56,10 +61,12 @@ def main() -> int:
                              "tests/conform/openai_sdk_adapter.py; default: the reference adapter")
     parser.add_argument("--script", type=Path, help="another copy of the validator, run in turn (before/after)")
     parser.add_argument("--ways", default="1,2,3,4", help="the ways to run, by number (default 1,2,3,4)")
+    parser.add_argument("--no-pidfd", action="store_true", help="conform without os.pidfd_open (Linux 5.3 and later)")
     args = parser.parse_args()
     count = sum(1 for _, _, files in os.walk(args.folder) for name in files if name.endswith(".json"))
     scripts = [("", SCRIPT)] + ([("--script ", args.script)] if args.script else [])
-    print(f"{count} fixtures in {args.folder}; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"{count} fixtures in {args.folder}; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+          + ("; conform without os.pidfd_open" if args.no_pidfd else ""))
     for label, path in scripts:
         print(f"# {label or 'this '}script: {path}")
     print(f"{'way':44} {'wall s':>8} {'CPU s':>8} {'fixtures/s':>11} {'exit':>5}")
@@ -68,7 +75,7 @@ def main() -> int:
         best: dict[str, tuple[float, float, int]] = {}
         for _ in range(max(1, args.repeat)):
             for label, path in scripts:   # in turn: a slow spell of the machine falls on both
-                result = run(args.folder, options, flag, args.adapter, path)
+                result = run(args.folder, options, flag, args.adapter, path, args.no_pidfd)
                 best[label] = min(best.get(label, result), result)
         for label, _ in scripts:
             wall, cpu, status = best[label]
