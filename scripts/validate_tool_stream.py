@@ -16526,18 +16526,26 @@ def _kill_marked(mark: str | None) -> None:
         found = _marked_processes(mark)
         if not found:
             break
-        ending = []
+        ending, blind = [], False   # pidfds of the ones killed; whether one was killed by its number alone
         for pid in found:
             try:
-                ending.append(os.pidfd_open(pid))   # this process, even should its number be reused
-                signal.pidfd_send_signal(ending[-1], signal.SIGKILL)
+                fd = os.pidfd_open(pid)   # this process, even should its number be reused
             except (AttributeError, OSError):
-                try:
+                fd, blind = None, True
+            try:
+                if fd is None:
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                else:
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    ending.append(fd)
+                    fd = None
+            except OSError:
+                pass
+            finally:
+                if fd is not None:   # not killed (gone, or not ours): not waited on
+                    os.close(fd)
         try:
-            if len(ending) < len(found):
+            if blind:
                 time.sleep(0.001)   # nothing to block on: let the killed ones end before the next scan
             with selectors.DefaultSelector() as selector:
                 for fd in ending:

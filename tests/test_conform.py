@@ -1790,17 +1790,20 @@ class WaitsWithoutPolling(unittest.TestCase):
     @unittest.skipUnless(os.path.isdir("/proc/self") and hasattr(os, "pidfd_open"), "needs /proc and pidfd")
     def test_what_carries_the_mark_is_killed_and_waited_on_without_a_sleep(self):
         mark = f"waits-{os.getpid()}"
-        child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"],
-                                 env=dict(ENV, **{vts.CONFORM_RUN_VARIABLE: mark + ".1"}))
-        try:
-            with mock.patch.object(time, "sleep", side_effect=AssertionError("slept")):
-                vts._kill_marked(mark)
-            self.assertEqual(child.wait(10), -signal.SIGKILL)
-            self.assertEqual(vts._marked_processes(mark), [])
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        no_pidfd = mock.patch.object(os, "pidfd_open", side_effect=OSError(errno.ENOSYS, "no pidfd"))
+        no_sleep = mock.patch.object(time, "sleep", side_effect=AssertionError("slept"))
+        for patched in (no_sleep, no_pidfd):   # without pidfd: killed by number, a millisecond's pause
+            child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"],
+                                     env=dict(ENV, **{vts.CONFORM_RUN_VARIABLE: mark + ".1"}))
+            try:
+                with patched:
+                    vts._kill_marked(mark)
+                self.assertEqual(child.wait(10), -signal.SIGKILL)
+                self.assertEqual(vts._marked_processes(mark), [])
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
 
 
 if __name__ == "__main__":
