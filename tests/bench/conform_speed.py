@@ -43,8 +43,8 @@ def run(folder: str, options: tuple, adapter_flag: str, adapter: str = f"{sys.ex
     """(wall s, CPU s of conform and everything it started, exit status) of one conform run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, *(NO_PIDFD if no_pidfd else ()), str(script), "conform", "--quiet", "--adapter-cmd",
-                           f"{adapter}{adapter_flag}", *options, folder],
+    done = subprocess.run([sys.executable, *(NO_PIDFD if no_pidfd else ()), str(script), "conform", "--quiet",
+                           "--adapter-cmd", f"{adapter}{adapter_flag}", *options, folder],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

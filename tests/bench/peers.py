@@ -73,7 +73,8 @@ def transport(httpx_module, body: bytes, kind: str):
 
 
 def tools_openai(schemas: dict) -> list[dict]:
-    return [{"type": "function", "function": {"name": n, "description": n, "parameters": s}} for n, s in schemas.items()]
+    return [{"type": "function", "function": {"name": n, "description": n, "parameters": s}}
+            for n, s in schemas.items()]
 
 
 # Each peer: body (bytes), schemas -> [(name, arguments as a JSON value)] of the calls it hands over.
