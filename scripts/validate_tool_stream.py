@@ -15873,6 +15873,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     with the fixture's request)."""
     import errno
     import io
+    import selectors
     import socket
     import threading
     import time
@@ -16072,7 +16073,35 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             self._lingering: deque = deque()   # (until, socket) of turned-away connections
             self._pause = _SERVE_ACCEPT_PAUSE[0]
             self._stopping = threading.Event()
-            super().__init__(address, handler)
+            self._stopped = threading.Event()   # serve_forever has returned
+            self._wake = socket.socketpair()   # written by shutdown(): the loop waits on it, never polls for the stop
+            self._wake[1].setblocking(False)
+            try:
+                super().__init__(address, handler)
+            except BaseException:
+                for end in self._wake:
+                    end.close()
+                raise
+
+        def serve_forever(self, poll_interval: float = 0.5) -> None:
+            """socketserver's loop, but waiting on the listening socket and the wake-up socket alone: shutdown()
+            ends it at once (the library's polls for it every poll_interval); poll_interval only paces the
+            checks of turned-away connections, while some linger."""
+            self._stopped.clear()
+            try:
+                with selectors.DefaultSelector() as selector:
+                    selector.register(self, selectors.EVENT_READ)
+                    selector.register(self._wake[0], selectors.EVENT_READ)
+                    while not self._stopping.is_set():
+                        ready = selector.select(poll_interval if self._lingering else None)
+                        if self._stopping.is_set():
+                            break
+                        if any(key.fileobj is self for key, _ in ready):
+                            self._handle_request_noblock()
+                        else:
+                            self.service_actions()
+            finally:
+                self._stopped.set()
 
         def get_request(self) -> Any:
             """accept(); when no descriptor is left, a pause before the next try (growing while it
@@ -16167,11 +16196,18 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             return self._stopping.wait(milliseconds / 1000)
 
         def shutdown(self) -> None:
+            """Stop serve_forever (running on another thread) and wait until it has returned."""
             self._stopping.set()   # ends a pause in accepting, or in a stream's pacing, at once
-            super().shutdown()
+            try:
+                self._wake[1].send(b"\0")
+            except OSError:   # full (shut down before) or closed
+                pass
+            self._stopped.wait()
 
         def server_close(self) -> None:
             super().server_close()
+            for end in self._wake:
+                end.close()
             while self._lingering:
                 self.shutdown_request(self._lingering.popleft()[1])
             if logger is not None:

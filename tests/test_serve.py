@@ -1000,6 +1000,22 @@ class Chunking(unittest.TestCase):
             self.assertEqual(answers, list(bodies) * 2, chunking)
             self.assertEqual((len(sockets), nodelay, len(paths)), (1, {1}, 5), chunking)
 
+    def test_the_loop_waits_on_its_sockets_and_stops_when_told_whatever_its_poll_interval(self):
+        # issue 34: shutdown() wakes the loop (socketserver's polls for it every poll_interval)
+        path, _, body = self.streams[0]
+        server = vts.make_server(self.served)
+        loop = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 3600}, daemon=True)
+        loop.start()
+        try:
+            self.assertEqual(raw_answers("http://%s:%d/" % server.server_address[:2], [path, path]), [body, body])
+        finally:
+            stopping = threading.Thread(target=server.shutdown, daemon=True)
+            stopping.start()
+            stopping.join(60)
+            loop.join(60)
+            server.server_close()
+        self.assertEqual((stopping.is_alive(), loop.is_alive()), (False, False))
+
     def test_event_chunking_ends_a_write_at_each_event(self):
         cases = {
             "text/event-stream": (vts.sse_body([{"a": 1}, {"b": 2}], named=False, done=True),
