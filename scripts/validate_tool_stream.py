@@ -15901,9 +15901,13 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 if left <= 0:
                     raise TimeoutError("the request did not arrive in time")
                 handler.connection.settimeout(left)
-                if quick_ack is not None:   # a client that sends its headers and body in two writes, Nagle on,
-                    try:                    # holds the body until the headers are acknowledged: not ~40 ms later
-                        handler.connection.setsockopt(socket.IPPROTO_TCP, quick_ack, 1)   # (the kernel resets it)
+                if handler.received and quick_ack is not None:
+                    # part of the request came and the rest is awaited: a client that sends its headers and body
+                    # in two writes, Nagle on, holds the body until the headers are acknowledged, which the
+                    # kernel would delay ~40 ms; this sends that acknowledgement now (a whole request's is left
+                    # to go with the answer)
+                    try:
+                        handler.connection.setsockopt(socket.IPPROTO_TCP, quick_ack, 1)
                     except OSError:
                         pass
                 count = handler.connection.recv_into(buffer)
