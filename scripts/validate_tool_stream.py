@@ -16388,6 +16388,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
     with the fixture's request)."""
     import errno
     import io
+    import selectors
     import socket
     import threading
     import time
@@ -16396,6 +16397,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
 
     logger = _ServeLog(log, log_lines) if log is not None else None
     bodies = _ServeBodies(transport)
+    quick_ack = getattr(socket, "TCP_QUICKACK", None)   # Linux: acknowledge what arrives at once (see readinto)
 
     class Reader(io.RawIOBase):
         """The connection's bytes, read against the request's deadline: each read waits only for
@@ -16414,6 +16416,15 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 if left <= 0:
                     raise TimeoutError("the request did not arrive in time")
                 handler.connection.settimeout(left)
+                if handler.received and quick_ack is not None:
+                    # part of the request came and the rest is awaited: a client that sends its headers and body
+                    # in two writes, Nagle on, holds the body until the headers are acknowledged, which the
+                    # kernel would delay ~40 ms; this sends that acknowledgement now (a whole request's is left
+                    # to go with the answer)
+                    try:
+                        handler.connection.setsockopt(socket.IPPROTO_TCP, quick_ack, 1)
+                    except OSError:
+                        pass
                 count = handler.connection.recv_into(buffer)
             except TimeoutError:
                 handler.timed_out = True
@@ -16494,17 +16505,29 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 if not cut:
                     self.send_header("Connection", "close")
                 self.close_connection = True
-            self.end_headers()
+            head = self._head()   # sent with the body's first write: one send where the chunking allows it
             if self.command != "HEAD":
-                self._write(body, kind, transport if status == 200 else ServeTransport())
+                self._write(body, kind, transport if status == 200 else ServeTransport(), head)
+            elif head:
+                self.wfile.write(head)
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
                 logger(f"{self.command} {path} {status}")
 
-        def _write(self, body: bytes, kind: str, transport: ServeTransport) -> None:
+        def _head(self) -> bytes:
+            """The status line and headers end_headers would send (nothing for HTTP/0.9), taken, not sent."""
+            if self.request_version == "HTTP/0.9":
+                return b""
+            self._headers_buffer.append(b"\r\n")
+            head = b"".join(self._headers_buffer)
+            self._headers_buffer = []
+            return head
+
+        def _write(self, body: bytes, kind: str, transport: ServeTransport, head: bytes = b"") -> None:
             """The body in the transport's writes (each straight to the socket: the writer is
-            unbuffered, and Nagle's algorithm is off on every connection), paused between them."""
+            unbuffered, and Nagle's algorithm is off on every connection), paused between them; `head`
+            (the status line and headers) goes out in the first write (alone when the body is empty)."""
             writes = serve_writes(body, kind, transport.chunking, lambda: bodies.ends(kind, body))
             paused = 0   # ms; past SERVE_MAX_PAUSED_MS a long body's connection is not held any longer
             with memoryview(body) as view:   # slices of the shared body, never a copy
@@ -16514,9 +16537,15 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                         if self.server.pause(transport.delay_ms):
                             self.close_connection = True   # the server is stopping
                             return
-                    self.wfile.write(view[start:end])
+                    if head:   # a copy of at most _SERVE_SLICE bytes, once per answer
+                        self.wfile.write(head + view[start:end])
+                        head = b""
+                    else:
+                        self.wfile.write(view[start:end])
                     if on_write is not None:
                         on_write(self.connection, start, end)
+            if head:
+                self.wfile.write(head)
 
         def _refuse(self, code: int, kind: str, message: str) -> None:
             """A refusal outside _answer, as a JSON body like every other, on a connection then closed."""
@@ -16563,7 +16592,35 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             self._lingering: deque = deque()   # (until, socket) of turned-away connections
             self._pause = _SERVE_ACCEPT_PAUSE[0]
             self._stopping = threading.Event()
-            super().__init__(address, handler)
+            self._stopped = threading.Event()   # serve_forever has returned
+            self._wake = socket.socketpair()   # written by shutdown(): the loop waits on it, never polls for the stop
+            self._wake[1].setblocking(False)
+            try:
+                super().__init__(address, handler)
+            except BaseException:
+                for end in self._wake:
+                    end.close()
+                raise
+
+        def serve_forever(self, poll_interval: float = 0.5) -> None:
+            """socketserver's loop, but waiting on the listening socket and the wake-up socket alone: shutdown()
+            ends it at once (the library's polls for it every poll_interval); poll_interval only paces the
+            checks of turned-away connections, while some linger."""
+            self._stopped.clear()
+            try:
+                with selectors.DefaultSelector() as selector:
+                    selector.register(self, selectors.EVENT_READ)
+                    selector.register(self._wake[0], selectors.EVENT_READ)
+                    while not self._stopping.is_set():
+                        ready = selector.select(poll_interval if self._lingering else None)
+                        if self._stopping.is_set():
+                            break
+                        if any(key.fileobj is self for key, _ in ready):
+                            self._handle_request_noblock()
+                        else:
+                            self.service_actions()
+            finally:
+                self._stopped.set()
 
         def get_request(self) -> Any:
             """accept(); when no descriptor is left, a pause before the next try (growing while it
@@ -16658,11 +16715,18 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             return self._stopping.wait(milliseconds / 1000)
 
         def shutdown(self) -> None:
+            """Stop serve_forever (running on another thread) and wait until it has returned."""
             self._stopping.set()   # ends a pause in accepting, or in a stream's pacing, at once
-            super().shutdown()
+            try:
+                self._wake[1].send(b"\0")
+            except OSError:   # full (shut down before) or closed
+                pass
+            self._stopped.wait()
 
         def server_close(self) -> None:
             super().server_close()
+            for end in self._wake:
+                end.close()
             while self._lingering:
                 self.shutdown_request(self._lingering.popleft()[1])
             if logger is not None:
@@ -16924,6 +16988,7 @@ _CONFORM_MAX_CHUNKINGS = 16        # chunkings one conform run may try each fixt
 _CONFORM_OUTPUT_BYTES = 64 << 20   # an adapter command's standard output past this: it is stopped, and unreadable
 _CONFORM_STDERR_BYTES = 64 << 10   # the end of its standard error kept, for the last line quoted
 _CONFORM_KILL_ROUNDS = 50          # scans for what is left of an adapter run, each killing what it finds
+_CONFORM_KILL_SECONDS = 0.25       # how long those scans wait, in all, for the processes they killed to end
 CONFORM_RUN_VARIABLE = "VTS_CONFORM_RUN"   # in every adapter's environment: this run's mark
 _CONFORM_OUTPUT_VALUES = 2_000_000  # JSON values read from an adapter's output (more: unreadable)
 _CONFORM_MAX_TIMEOUT = 86_400       # seconds --timeout may give one fixture (a day)
@@ -17003,21 +17068,83 @@ def _marked_processes(mark: str) -> list[int]:
 
 def _kill_marked(mark: str | None) -> None:
     """Kill every process carrying the run's mark (a `setsid` child, a daemon), scanning again
-    until a scan finds none, at most _CONFORM_KILL_ROUNDS scans."""
+    until a scan finds none, at most _CONFORM_KILL_ROUNDS scans.  Between two scans it waits for
+    the ones it killed to end (each through a descriptor of its own, pidfd: no polling), at most
+    _CONFORM_KILL_SECONDS in all; where no such descriptor can be had, a millisecond's pause."""
     import os
+    import selectors
     import signal
     import time
 
+    until = time.monotonic() + _CONFORM_KILL_SECONDS
     for _ in range(_CONFORM_KILL_ROUNDS if mark else 0):
         found = _marked_processes(mark)
         if not found:
             break
+        ending, blind = [], False   # pidfds of the ones killed; whether one was killed by its number alone
         for pid in found:
             try:
-                os.kill(pid, signal.SIGKILL)
+                fd = os.pidfd_open(pid)   # this process, even should its number be reused
+            except (AttributeError, OSError):
+                fd, blind = None, True
+            try:
+                if fd is None:
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    ending.append(fd)
+                    fd = None
             except OSError:
                 pass
-        time.sleep(0.001)   # let the killed ones end before the next scan
+            finally:
+                if fd is not None:   # not killed (gone, or not ours): not waited on
+                    os.close(fd)
+        try:
+            if blind:
+                time.sleep(0.001)   # nothing to block on: let the killed ones end before the next scan
+            with selectors.DefaultSelector() as selector:
+                for fd in ending:
+                    selector.register(fd, selectors.EVENT_READ)
+                while selector.get_map() and time.monotonic() < until:   # readable: it has ended
+                    for key, _ in selector.select(until - time.monotonic()):
+                        selector.unregister(key.fd)
+        finally:
+            for fd in ending:
+                os.close(fd)
+
+
+def _ended_descriptor(process: Any) -> int | None:
+    """A descriptor that becomes readable once `process` (a child) has ended, kept until _end_adapter: its
+    pidfd (Linux 5.3 and later), else the read end of a pipe whose write end a thread closes once its
+    wait() for the process returns.  None when neither can be had (no descriptor or thread left)."""
+    import os
+    import threading
+
+    found = getattr(process, "_vts_ended", None)
+    if found is not None:
+        return found
+    try:
+        found = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        try:
+            found, write = os.pipe()
+        except OSError:
+            return None
+
+        def wait() -> None:
+            try:
+                process.wait()   # blocks in waitpid; the caller's poll() and wait() share its lock
+            finally:
+                os.close(write)
+
+        try:
+            threading.Thread(target=wait, name="vts-adapter-wait", daemon=True).start()
+        except RuntimeError:   # no thread left
+            os.close(found)
+            os.close(write)
+            return None
+    process._vts_ended = found
+    return found
 
 
 def _end_adapter(process: Any, mark: str | None) -> None:
@@ -17030,8 +17157,14 @@ def _end_adapter(process: Any, mark: str | None) -> None:
         os.killpg(process.pid, signal.SIGKILL)   # it, and anything it left running in its group
     except OSError:
         pass
-    _kill_marked(mark)
-    process.wait()
+    try:
+        _kill_marked(mark)
+        process.wait()
+    finally:
+        ended = getattr(process, "_vts_ended", None)
+        if ended is not None:
+            process._vts_ended = None
+            os.close(ended)
 
 
 def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
@@ -17069,11 +17202,7 @@ def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
         return True
 
     deadline = time.monotonic() + timeout
-    ended = None
-    try:
-        ended = os.pidfd_open(process.pid)   # readable when the command ends (Linux 5.3 and later)
-    except (AttributeError, OSError):
-        pass
+    ended = _ended_descriptor(process)   # readable when the command ends: its end is waited on, never polled
     stdin, written, searched = (process.stdin.fileno() if request is not None else None), 0, 0
     with selectors.DefaultSelector() as selector:
         for fd in streams:
@@ -17083,34 +17212,30 @@ def _pump_adapter(process: Any, timeout: float, out: bytearray, err: bytearray,
             selector.register(ended, selectors.EVENT_READ)
         if stdin is not None:
             selector.register(stdin, selectors.EVENT_WRITE)
-        try:
-            while True:
-                if request is not None:
-                    if out.find(b"\n", searched) >= 0:
-                        return "answered", cut
-                    searched = len(out)
-                if len(out) > _CONFORM_OUTPUT_BYTES:
-                    return "over", cut
-                if process.poll() is not None:
-                    return "exited", cut
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return "timeout", cut
-                for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
-                    if key.fd == stdin:
-                        try:
-                            written += os.write(stdin, request[written:])
-                        except BlockingIOError:
-                            continue
-                        except OSError:   # it closed its input or ended: seen as it ends, or times out
-                            written = len(request)
-                        if written >= len(request):
-                            selector.unregister(stdin)
-                    elif key.fd != ended and not read(key.fd):
-                        selector.unregister(key.fd)
-        finally:
-            if ended is not None:
-                os.close(ended)
+        while True:
+            if request is not None:
+                if out.find(b"\n", searched) >= 0:
+                    return "answered", cut
+                searched = len(out)
+            if len(out) > _CONFORM_OUTPUT_BYTES:
+                return "over", cut
+            if process.poll() is not None:
+                return "exited", cut
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout", cut
+            for key, _ in selector.select(left if ended is not None else min(left, 0.05)):
+                if key.fd == stdin:
+                    try:
+                        written += os.write(stdin, request[written:])
+                    except BlockingIOError:
+                        continue
+                    except OSError:   # it closed its input or ended: seen as it ends, or times out
+                        written = len(request)
+                    if written >= len(request):
+                        selector.unregister(stdin)
+                elif key.fd != ended and not read(key.fd):
+                    selector.unregister(key.fd)
 
 
 def _drain(fd: int, kept: bytearray, most: int, tail: bool = False) -> bool:

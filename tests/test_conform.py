@@ -1755,5 +1755,56 @@ class Persistent(unittest.TestCase):
             self.assertIn("could not be started", err)
 
 
+class WaitsWithoutPolling(unittest.TestCase):
+    """issue 34: the adapter's end is waited on through a descriptor (its pidfd, or a pipe a thread closes once
+    its wait() returns), never polled; each way gives the same answers and leaves no process unreaped."""
+
+    COMMANDS = (([sys.executable, "-S", "-c", "print('[]')"], 10, ([], "", False)),
+                ([sys.executable, "-S", "-c", "import sys; print('bad news', file=sys.stderr); sys.exit(2)"], 10,
+                 (None, "it exited with status 2: bad news", True)),
+                ([sys.executable, "-S", "-c", "import time; print('[]', flush=True); time.sleep(60)"], 0.3,
+                 (None, "it did not finish within 0.3 s", True)))
+
+    def runs(self):
+        answers = []
+        for command, timeout, _ in self.COMMANDS:
+            answers.append(vts.run_adapter(command, False, dict(ENV, **{vts.CONFORM_RUN_VARIABLE: ""}), timeout))
+        persistent = vts.PersistentAdapter([sys.executable, "-S", "-c", "import json, sys\nfor line in sys.stdin:\n"
+                                            "    env = json.loads(line)\n    " + answer("[]")], False)
+        env = {**ENV, **{name: "x" for name in vts._PERSISTENT_MEMBERS}, vts.CONFORM_RUN_VARIABLE: ""}
+        try:
+            answers += [persistent.ask(env, 10) for _ in range(3)]
+            process = persistent.process
+        finally:
+            persistent.close()
+        self.assertIsNotNone(process.returncode)   # reaped
+        self.assertIsNone(getattr(process, "_vts_ended", None))   # its descriptor closed
+        return answers
+
+    def test_a_pipe_and_a_thread_where_there_is_no_pidfd_the_same_answers(self):
+        expected = [want for _, _, want in self.COMMANDS] + [([], "", False)] * 3
+        self.assertEqual(self.runs(), expected)
+        with mock.patch.object(os, "pidfd_open", side_effect=OSError(errno.ENOSYS, "no pidfd"), create=True):
+            self.assertEqual(self.runs(), expected)
+
+    @unittest.skipUnless(os.path.isdir("/proc/self") and hasattr(os, "pidfd_open"), "needs /proc and pidfd")
+    def test_what_carries_the_mark_is_killed_and_waited_on_without_a_sleep(self):
+        mark = f"waits-{os.getpid()}"
+        no_pidfd = mock.patch.object(os, "pidfd_open", side_effect=OSError(errno.ENOSYS, "no pidfd"))
+        no_sleep = mock.patch.object(time, "sleep", side_effect=AssertionError("slept"))
+        for patched in (no_sleep, no_pidfd):   # without pidfd: killed by number, a millisecond's pause
+            child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"],
+                                     env=dict(ENV, **{vts.CONFORM_RUN_VARIABLE: mark + ".1"}))
+            try:
+                with patched:
+                    vts._kill_marked(mark)
+                self.assertEqual(child.wait(10), -signal.SIGKILL)
+                self.assertEqual(vts._marked_processes(mark), [])
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -906,6 +906,14 @@ def answers_under(served, transport):
         server.server_close()
 
 
+def all_answered(server):
+    """Wait until every connection the server took has been answered and closed (each holds one of its slots
+    until its thread ends, on_write's last call included): the client has the last byte before that call."""
+    taken = [server.slots.acquire(timeout=30) for _ in range(vts.SERVE_MAX_CONNECTIONS)]
+    for _ in filter(None, taken):
+        server.slots.release()
+
+
 def serving_with(served, transport, on_write=None):
     server = vts.make_server(served, transport=transport, on_write=on_write)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -953,11 +961,69 @@ class Chunking(unittest.TestCase):
         try:
             paths, bodies = zip(*kinds.values())
             self.assertEqual(raw_answers(url, paths), list(bodies))
+            all_answered(server)
         finally:
             server.shutdown()
             server.server_close()
         self.assertEqual(len(kinds), 5, sorted(kinds))
         self.assertEqual((set(writes), len(writes), nodelay), ({1}, sum(map(len, bodies)), {1}))
+
+    def test_a_kept_alive_client_that_sends_headers_and_body_apart_is_answered_request_after_request(self):
+        # issue 34: such a client (Nagle on) holds its body until its headers are acknowledged; each answer is
+        # still its body's bytes, on one connection whose accepted socket has Nagle's algorithm off
+        import socket
+
+        picked = {}
+        for path, kind, body in self.streams:   # a stream of each frame, and a second openai one
+            picked.setdefault(kind, (path, body))
+        picked["again"] = next((p, b) for p, k, b in self.streams if k == "text/event-stream" and
+                               p != picked["text/event-stream"][0])
+        paths, bodies = zip(*picked.values())
+        for chunking in ("whole", "random:3"):
+            writes = []   # (the client's address, Nagle off) per write of a body
+
+            def record(sock, start, end, writes=writes):
+                writes.append((sock.getpeername(), sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)))
+
+            server, url = serving_with(self.served, vts.serve_transport(chunking), record)
+            answers = []
+            try:
+                with socket.create_connection(server.server_address[:2], 10) as sock:
+                    client, pending = sock.getsockname(), b""
+                    for path in paths * 2:
+                        sock.sendall(f"POST /{path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n".encode())
+                        sock.sendall(b"{}")   # a write of its own
+                        while b"\r\n\r\n" not in pending:
+                            pending += sock.recv(65536)
+                        head, _, pending = pending.partition(b"\r\n\r\n")
+                        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:200])
+                        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                        while len(pending) < length:
+                            pending += sock.recv(65536)
+                        answers.append(pending[:length])
+                        pending = pending[length:]
+            finally:
+                server.shutdown()
+                server.server_close()
+            self.assertEqual(answers, list(bodies) * 2, chunking)   # ten answers on one connection
+            ours = {nodelay for peer, nodelay in writes if peer == client}
+            self.assertEqual((ours, len(paths)), ({1}, 5), chunking)
+
+    def test_the_loop_waits_on_its_sockets_and_stops_when_told_whatever_its_poll_interval(self):
+        # issue 34: shutdown() wakes the loop (socketserver's polls for it every poll_interval)
+        path, _, body = self.streams[0]
+        server = vts.make_server(self.served)
+        loop = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 3600}, daemon=True)
+        loop.start()
+        try:
+            self.assertEqual(raw_answers("http://%s:%d/" % server.server_address[:2], [path, path]), [body, body])
+        finally:
+            stopping = threading.Thread(target=server.shutdown, daemon=True)
+            stopping.start()
+            stopping.join(60)
+            loop.join(60)
+            server.server_close()
+        self.assertEqual((stopping.is_alive(), loop.is_alive()), (False, False))
 
     def test_event_chunking_ends_a_write_at_each_event(self):
         cases = {
@@ -980,6 +1046,7 @@ class Chunking(unittest.TestCase):
                                    lambda sock, start, end: recorded.append((start, end)))
         try:
             (body,) = raw_answers(url, ["valid-non-ascii-and-emoji-arguments/v1/chat/completions"])
+            all_answered(server)
         finally:
             server.shutdown()
             server.server_close()
