@@ -77,6 +77,7 @@ if sys.version_info < (3, 10):   # before any newer code runs: exit 3 ("could no
     raise ImportError(_NEEDS)
 
 import bisect
+import contextvars
 import functools
 import json
 import math
@@ -1635,10 +1636,78 @@ def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
+# --- walks skipped where the capture's bytes cannot spell what they look for --------------------
+#
+# Some reader checks walk a whole parsed payload for a word in its keys or strings (secure-json-parse's
+# __proto__, a character a line reader ends a line at).  A string parsed from JSON text holds a word only
+# where that text spells it: each character of a decoded string comes from one spelling in the text, in
+# order (the character in UTF-8, a short escape such as \n, a \uXXXX escape with hex digits of either
+# case, a surrogate pair as two escapes).  So while validate_bytes reads a capture (_PARSED_FROM), a check
+# first asks _may_hold whether those bytes spell one of its words anywhere (searched once per capture and
+# word: the word as it is, then, only where an escape of one of its characters occurs, every spelling),
+# and walks only then.  Only for values parsed from those bytes: a value joined from pieces of them
+# (fragments, partialArgs) may hold a word no one spelling shows, and is walked whatever they hold.
+_JSON_SHORT_ESCAPES = MappingProxyType({'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n",
+                                        "\r": "r", "\t": "t"})
+
+
+def _escape_spellings(char: str) -> str:
+    """A regular expression of every escape a JSON string may spell one character with."""
+    units = char.encode("utf-16-be")
+    hexes = (f"{int.from_bytes(units[k:k + 2], 'big'):04x}" for k in range(0, len(units), 2))
+    escape = "".join("\\\\u" + "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+                     for digits in hexes)
+    short = _JSON_SHORT_ESCAPES.get(char)
+    return escape if short is None else f"{escape}|\\\\{re.escape(short)}"
+
+
+@functools.lru_cache(maxsize=None)
+def _spellings(word: str) -> tuple[bytes, re.Pattern, re.Pattern]:
+    """(the word in UTF-8, any escape of one of its characters, every spelling of the word) in bytes."""
+    escapes = re.compile("|".join(_escape_spellings(char) for char in sorted(set(word))).encode("ascii"))
+    whole = "".join(f"(?:{re.escape(char)}|{_escape_spellings(char)})" for char in word)
+    return word.encode("utf-8"), escapes, re.compile(whole.encode("utf-8"))
+
+
+class _SpelledIn:
+    """The bytes of one capture, and which words (each a tuple of alternatives) they were found to spell."""
+
+    __slots__ = ("data", "found")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.found: dict[tuple[str, ...], bool] = {}
+
+    def spells(self, words: tuple[str, ...]) -> bool:
+        found = self.found.get(words)
+        if found is None:
+            found = self.found[words] = any(self._spells(word) for word in words)
+        return found
+
+    def _spells(self, word: str) -> bool:
+        literal, escapes, whole = _spellings(word)
+        data = self.data
+        return literal in data or (escapes.search(data) is not None and whole.search(data) is not None)
+
+
+# The bytes the values being checked were parsed from (set by validate_bytes while it reads them), or None.
+_PARSED_FROM: contextvars.ContextVar[_SpelledIn | None] = contextvars.ContextVar("_PARSED_FROM", default=None)
+
+
+def _may_hold(words: tuple[str, ...]) -> bool:
+    """Whether a value being checked may hold one of `words` in a key or a string: False only when
+    it was parsed from bytes that spell none of them anywhere (see above)."""
+    source = _PARSED_FROM.get()
+    return source is None or source.spells(words)
+
+
+_SECURE_PARSE_WORDS = ("proto",)   # in both keys it refuses: __proto__, and prototype (in constructor)
+
+
 def _secure_parse_refuses(value: Any) -> bool:
     """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
     __proto__ member, or a constructor member holding prototype, at any depth."""
-    if not isinstance(value, (dict, list)):
+    if not isinstance(value, (dict, list)) or not _may_hold(_SECURE_PARSE_WORDS):
         return False
     stack: list = [value]      # only objects and arrays are ever pushed
     seen: set[int] = set()     # a value fed by a library caller may refer to itself
@@ -7104,6 +7173,8 @@ def _ollama_wrong_entry(chunk: dict, message: dict) -> str | None:
 
 def _ollama_breaks_lines(value: Any) -> bool:
     """Whether a string anywhere in the parsed line holds a character httpx ends a line at."""
+    if not _may_hold(_OLLAMA_LINE_BREAKS):
+        return False
     stack: list = [value]
     seen: set[int] = set()   # a value fed by a library caller may refer to itself
     while stack:
@@ -12407,15 +12478,18 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
     if len(data) > limits.max_input_bytes:
         finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
         return _report(Outcome([finding])), None
+    parsed_from = _PARSED_FROM.set(_SpelledIn(data))   # every value checked below is parsed from data
     try:
         text = _envelope_text(data)
         streamed = _stream_envelope(text, limits)
         if streamed is not None:
             return streamed
         doc = _parse_envelope_text(text)
+        return validate_envelope(doc, limits), doc
     except EnvelopeError as exc:
         return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
-    return validate_envelope(doc, limits), doc
+    finally:
+        _PARSED_FROM.reset(parsed_from)
 
 
 # Codes whose messages may quote argument content (keys, values); --redact-arguments

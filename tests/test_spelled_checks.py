@@ -1,0 +1,151 @@
+"""Reader checks that walk a parsed payload for a word (secure-json-parse's __proto__, U+0085 for ollama's
+line readers) run only where the capture's bytes can spell the word (see _may_hold): every spelling a JSON
+string can use -- the character as it is, \\uXXXX in lower, upper and mixed-case hex, short escapes,
+surrogate pairs -- in keys and values, nested, across the loader's 32 KiB window, gives the report
+validate_envelope gives the parsed envelope (which walks every payload).
+"""
+
+import json
+import random
+import unittest
+
+from support import vts
+
+SCHEMAS = {"f": {"type": "object"}, "g": {"type": "object"}}
+PLACEHOLDER = "QQWORDQQ"
+
+
+def spellings_of(word, rng, count=12):
+    """JSON-string spellings (ASCII text, no quotes) of word: each character as it is, escaped with
+    lower/upper/mixed-case hex digits, or short-escaped; always the all-plain and all-escaped ones."""
+    def one(char, how):
+        units = char.encode("utf-16-be")
+        hexes = [f"{int.from_bytes(units[k:k + 2], 'big'):04x}" for k in range(0, len(units), 2)]
+        short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\n": "\\n", "\t": "\\t"}.get(char)
+        if how == "plain":
+            return json.dumps(char, ensure_ascii=False)[1:-1]
+        if how == "short" and short:
+            return short
+        if how == "upper":
+            return "".join("\\u" + h.upper() for h in hexes)
+        if how == "mixed":
+            return "".join("\\u" + "".join(d.upper() if k % 2 else d for k, d in enumerate(h)) for h in hexes)
+        return "".join("\\u" + h for h in hexes)
+
+    hows = ("plain", "lower", "upper", "mixed", "short")
+    out = ["".join(one(c, "plain") for c in word), "".join(one(c, "lower") for c in word),
+           "".join(one(c, "upper") for c in word)]
+    out += ["".join(one(c, "plain" if k != j else how) for k, c in enumerate(word))
+            for j in range(len(word)) for how in hows[1:]]
+    out += ["".join(one(c, rng.choice(hows)) for c in word) for _ in range(count)]
+    return sorted(set(out))
+
+
+class SpellingsTest(unittest.TestCase):
+    def test_every_spelling_is_found(self):
+        rng = random.Random(34)
+        for word in ("proto", "__proto__", "prototype", "\x85", "a\x85b", "\u00ab/\"\\\n\U0001F600z"):
+            for spelled in spellings_of(word, rng):
+                with self.subTest(word=word, spelled=spelled):
+                    text = '{"k' + spelled + '": ["x' + spelled + 'y"]}'
+                    (key, value), = json.loads(text).items()   # it does spell the word, twice
+                    self.assertEqual((key, value), ("k" + word, ["x" + word + "y"]))
+                    data = b"[" + b"0," * 9000 + text.encode("utf-8") + b"]"
+                    self.assertTrue(vts._SpelledIn(data).spells((word,)))
+                    self.assertTrue(vts._SpelledIn(data).spells(("nowhere", word)))
+
+    def test_near_misses_skip_the_walk(self):
+        for text in (b'{"prot": "o", "PROTO": 1, "p-roto": 2}', b'{"\\u0050roto": "\\u0086 \xc2\x86"}',
+                     b'{"\\u00e9": "\xc3\xa9"}'):
+            with self.subTest(text=text):
+                self.assertFalse(vts._SpelledIn(text).spells(("proto", "\x85")))
+
+    def test_only_while_reading_bytes(self):
+        self.assertIsNone(vts._PARSED_FROM.get())   # set only inside validate_bytes, and reset after it
+        self.assertTrue(vts._secure_parse_refuses({"a": [{"__proto__": 1}]}))
+        vts.validate_bytes(b'{"profile": "cohere", "tool_schemas": {}, "events": []}')
+        self.assertIsNone(vts._PARSED_FROM.get())
+
+
+def cohere_turn(pad, hostile):
+    start = {"id": "c0ffee00-1", "type": "message-start", "delta": {"message": {"role": "assistant",
+                                                                                "content": [], "tool_calls": []}}}
+    text = [{"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}},
+            {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": pad}}}},
+            {"type": "content-end", "index": 0}]
+    call = [{"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {
+        "id": "f_abc123def456", "type": "function", "function": {"name": "f", "arguments": ""}}}}},
+        {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {"function": {
+            "arguments": "{\"a\":1}"}}}}}, {"type": "tool-call-end", "index": 0}]
+    end = {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}
+    call[1]["delta"].update(hostile)
+    return "cohere", [start] + text + call + [end]
+
+
+def gemini_turn(pad, hostile):
+    text = {"candidates": [{"content": {"role": "model", "parts": [{"text": pad}]}}]}
+    call = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                            "finishReason": "STOP"}], **hostile}
+    return "gemini", [text, call]
+
+
+def ollama_turn(pad, hostile):
+    def line(message, done=False):
+        return {"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00Z",
+                "message": {"role": "assistant", "content": "", **message}, "done": done}
+    call = line({"tool_calls": [{"function": {"index": 0, "name": "f", "arguments": {"a": 1}}}]})
+    call.update(hostile)
+    return "ollama", [line({"content": pad}), call, dict(line({}, True), done_reason="stop")]
+
+
+# (room's turn, hostile members holding PLACEHOLDER where the word goes, the word)
+CASES = [
+    (cohere_turn, {PLACEHOLDER: {}}, "__proto__"),
+    (cohere_turn, {"x": [{"constructor": {PLACEHOLDER: 1}}]}, "prototype"),
+    (gemini_turn, {PLACEHOLDER: {}}, "__proto__"),
+    (gemini_turn, {"usageMetadata": {"x": {"constructor": {PLACEHOLDER: {}}}}}, "prototype"),
+    (ollama_turn, {"model": "m" + PLACEHOLDER}, "a\x85b"),
+    (ollama_turn, {"extra": {"deep": [{"k" + PLACEHOLDER: "v"}]}}, "\x85"),
+]
+
+
+class SameFindingsTest(unittest.TestCase):
+    """validate_bytes (which may skip a walk) against validate_envelope (which walks every payload)."""
+
+    def check(self, turn, hostile, word, spelled, pad):
+        profile, stream = turn("p" * pad, hostile)
+        head = json.dumps({"profile": profile, "tool_schemas": SCHEMAS})[:-1]
+        text = head + ', "' + vts.STREAM_KEY[profile] + '": [\n' + ",\n".join(map(json.dumps, stream)) + "]}"
+        data = text.replace(PLACEHOLDER, spelled).encode("utf-8")
+        expected = vts.validate_envelope(json.loads(data))
+        self.assertEqual(vts.validate_bytes(data), expected)
+        self.assertIn("unexpected_event", [f["code"] for f in expected["findings"]])
+        return data.index(spelled.encode("utf-8"))
+
+    def test_every_spelling_in_keys_and_values_nested(self):
+        rng = random.Random(3434)
+        for turn, hostile, word in CASES:
+            for spelled in spellings_of(word, rng, count=4):
+                with self.subTest(room=turn.__name__, hostile=hostile, spelled=spelled):
+                    self.check(turn, hostile, word, spelled, 10)
+
+    def test_across_the_window(self):
+        # the spelling starts some characters before the loader's 32 KiB batch boundary, and ends after it
+        for turn, hostile, word in CASES[::2]:
+            escaped = "".join(f"\\u{ord(c):04X}" if c in "ot\x85" else c for c in word)
+            where = self.check(turn, hostile, word, escaped, 32768)
+            for pad in (32768 - (where - 32768) - 3, 32768 - (where - 32768) - 7):
+                with self.subTest(room=turn.__name__, pad=pad):
+                    where = self.check(turn, hostile, word, escaped, pad)
+                    self.assertLess(where, 32768)
+                    self.assertGreater(where + len(escaped), 32768)
+
+    def test_a_clean_capture_still_passes(self):
+        for turn, _, _ in CASES[::2]:
+            profile, stream = turn("p", {})
+            data = json.dumps({"profile": profile, "tool_schemas": SCHEMAS, vts.STREAM_KEY[profile]: stream})
+            self.assertEqual(vts.validate_bytes(data.encode())["status"], "pass", turn.__name__)
+
+
+if __name__ == "__main__":
+    unittest.main()
