@@ -7171,6 +7171,15 @@ def _ollama_wrong_entry(chunk: dict, message: dict) -> str | None:
     return None
 
 
+def _ollama_types_fit(holder: dict, types: Mapping[str, type]) -> bool:
+    """Whether every member of `holder` has its declared type or null (_ollama_wrong_type finds none)."""
+    for key, value in holder.items():
+        kind = types.get(key)
+        if kind is not None and value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return False
+    return True
+
+
 def _ollama_breaks_lines(value: Any) -> bool:
     """Whether a string anywhere in the parsed line holds a character httpx ends a line at."""
     if not _may_hold(_OLLAMA_LINE_BREAKS):
@@ -7192,6 +7201,34 @@ def _ollama_breaks_lines(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+_OLLAMA_LAYOUTS = 64   # line layouts a normalizer remembers the verdict of (_ollama_quiet_line)
+
+
+def _ollama_layout_fits(chunk: dict, message: dict) -> bool:
+    """Whether a line's members and its message's (names and types) are reviewed ones of their declared
+    types or null, with no error member."""
+    return ("error" not in chunk and _OLLAMA_MESSAGE_KEYS.issuperset(message)
+            and _ollama_types_fit(message, _OLLAMA_MESSAGE_TYPES) and _ollama_types_fit(chunk, _OLLAMA_LINE_TYPES))
+
+
+def _ollama_quiet_line(chunk: dict, layouts: dict) -> bool:
+    """Whether a line that is not done is one the normalizer reads nothing from and finds nothing in: an
+    assistant message of reviewed members and types, no call, no image or logprobs entry, no line break.
+    layouts: the verdict of _ollama_layout_fits by the names and the types of the members (it reads nothing
+    else), kept for _OLLAMA_LAYOUTS of them."""
+    message = chunk.get("message")
+    if type(message) is not dict or message.get("role") != "assistant":
+        return False
+    layout = (tuple(chunk), tuple(map(type, chunk.values())), tuple(message), tuple(map(type, message.values())))
+    fits = layouts.get(layout)
+    if fits is None:
+        fits = _ollama_layout_fits(chunk, message)
+        if len(layouts) < _OLLAMA_LAYOUTS:
+            layouts[layout] = fits
+    return (fits and not message.get("tool_calls") and not message.get("images") and not chunk.get("logprobs")
+            and not _ollama_breaks_lines(chunk))
 
 
 # Bounds of the langchain-ollama check (README "Limits"): Python's ast.literal_eval costs about 500
@@ -7330,8 +7367,16 @@ class OllamaNormalizer:
         self.calls = 0          # calls so far: the next call's slot
         self.opened = False     # a call opened a slot
         self.done = False       # a line said "done": true
+        self.layouts: dict[tuple, bool] = {}   # see _ollama_quiet_line
 
-    def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
+    def translate(self, pos: int, chunk: Any) -> Iterable[NeutralEvent]:
+        """The line's neutral events: none for a text line every reader reads (most lines), found at once."""
+        if (type(chunk) is dict and chunk.get("done") is False and not self.done
+                and _ollama_quiet_line(chunk, self.layouts)):
+            return ()
+        return self._read(pos, chunk)
+
+    def _read(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"line is {_describe(chunk)}, not an object")
             return
