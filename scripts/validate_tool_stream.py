@@ -430,7 +430,11 @@ def _strict_decoder(parse_float: Callable[[str], Any] = _finite_float,
                             parse_constant=_strict_constant)
 
 
-_DEFAULT_DECODER = _strict_decoder()   # stateless: one serves every document parsed with the default hooks
+# Decoders are stateless: one serves every document parsed with the same hooks (the default ones, each
+# number-length limit's of parse_strict_json); a few are kept, by their hooks.
+_DEFAULT_DECODER = _strict_decoder()
+_DECODERS: dict[tuple, json.JSONDecoder] = {(_finite_float, int): _DEFAULT_DECODER}
+_DECODERS_KEPT = 16
 
 
 def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float,
@@ -445,8 +449,11 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     start = _skip_ws(text, 0)
     if start == len(text):
         raise JsonProblem(MALFORMED_JSON, f"{what}: empty" if not text else f"{what}: only whitespace")
-    default = parse_float is _finite_float and parse_int is int
-    decoder = _DEFAULT_DECODER if default else _strict_decoder(parse_float, parse_int)
+    decoder = _DECODERS.get((parse_float, parse_int))
+    if decoder is None:
+        decoder = _strict_decoder(parse_float, parse_int)
+        if len(_DECODERS) < _DECODERS_KEPT:
+            _DECODERS[(parse_float, parse_int)] = decoder
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
@@ -1283,6 +1290,20 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
                 return True
             stack.extend((item, depth + 1) for item in (node.values() if isinstance(node, dict) else node))
     return False
+
+
+def _deepest_nesting(value: Any, cap: int) -> int:
+    """How deep containers nest in value (0: value is none), cap + 1 once past cap: _nesting_exceeds(value,
+    limit) is _deepest_nesting(value, cap) > limit for every limit up to cap, in one walk."""
+    stack, deepest = [(value, 1)], 0
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > cap:
+                return cap + 1
+            deepest = max(deepest, depth)
+            stack.extend((item, depth + 1) for item in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def _limits(limits: Any) -> Limits:
@@ -7906,9 +7927,10 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
     and what it does to it afterwards must not change the verdict.  StreamGate may be fed objects JSON cannot
     hold: refused, never raised."""
     unreadable, text = None, ""
-    if _nesting_exceeds(value, max_depth):
+    deepest = _deepest_nesting(value, max(max_depth, _SHOWN_NESTING))   # one walk for both bounds
+    if deepest > max_depth:
         unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {max_depth}")
-    if not _nesting_exceeds(value, _SHOWN_NESTING):   # shown even when too deep to check
+    if deepest <= _SHOWN_NESTING:   # shown even when too deep to check
         try:
             text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         except (TypeError, ValueError) as exc:
@@ -8389,15 +8411,10 @@ def _refusal_message(code: str, action: str, slot: Slot) -> str:
 # ---------------------------------------------------------------------------
 
 
-def parse_strict_json(text: str, limits: Limits) -> Any:
-    """Parse text as exactly one strict JSON document or raise JsonProblem.
-
-    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
-    last duplicate key and accepts lone surrogate escapes; each is caught here,
-    and so is an integer outside JavaScript's safe range (MAX_SAFE_INTEGER).
-    """
-    max_digits = limits.max_number_length
-
+@functools.lru_cache(maxsize=8)
+def _argument_number_hooks(max_digits: int) -> tuple[Callable[[str], float], Callable[[str], int]]:
+    """parse_float and parse_int of parse_strict_json under one number-length limit (made once: the
+    decoder made of them is kept, see decode_document)."""
     def parse_float(token: str) -> float:
         if len(token) > max_digits:
             raise JsonProblem(LIMIT_EXCEEDED, f"a number is {len(token)} characters long (limit {max_digits})")
@@ -8417,6 +8434,17 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
                 raise JsonProblem(LIMIT_EXCEEDED, UNSAFE_INTEGER_MESSAGE)
         return value
 
+    return parse_float, parse_int
+
+
+def parse_strict_json(text: str, limits: Limits) -> Any:
+    """Parse text as exactly one strict JSON document or raise JsonProblem.
+
+    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
+    last duplicate key and accepts lone surrogate escapes; each is caught here,
+    and so is an integer outside JavaScript's safe range (MAX_SAFE_INTEGER).
+    """
+    parse_float, parse_int = _argument_number_hooks(limits.max_number_length)
     try:
         value = decode_document(text, parse_float, parse_int, what="the arguments")
     except JsonProblem as problem:
@@ -9876,6 +9904,13 @@ class _SchRun:
         self.max_depth = limits.max_schema_depth
         self.max_subject = limits.max_pattern_subject
 
+    @classmethod
+    def counting(cls, max_depth: int, max_evaluations: int, max_subject: int) -> "_SchRun":
+        """The counters of a call under these bounds (what SchemaLimits holds), with no record built."""
+        run = cls.__new__(cls)
+        run.count, run.max_evaluations, run.max_depth, run.max_subject = 0, max_evaluations, max_depth, max_subject
+        return run
+
 
 class _SchErrorsFull(Exception):
     """_SCH_MAX_ERRORS violations are collected: the verdict is known, the rest is not looked at."""
@@ -10773,6 +10808,11 @@ class _TurnWork:
         self.left = limits.max_turn_evaluations
 
 
+def _turn_spent(limits: Limits) -> str:
+    return (f"this turn's schema checks needed more than max_turn_evaluations "
+            f"({limits.max_turn_evaluations}) units of work")
+
+
 def check_against_schema(compiled: Any, value: Any, limits: Limits,
                          turn: _TurnWork | None = None) -> list[tuple[str, str, str | None]]:
     """Schema problems of parsed arguments: [(code, message, pointer)], bounded by counted work.
@@ -10781,23 +10821,24 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits,
     and what it spent is taken from the turn: a count, so the same turn stops at the same call
     on any machine.
     """
-    turn_text = (f"this turn's schema checks needed more than max_turn_evaluations "
-                 f"({limits.max_turn_evaluations}) units of work")
     budget = limits.max_evaluations
     if turn is not None:
         if turn.left <= 0:
-            return [(LIMIT_EXCEEDED, turn_text + ", so this call was not checked", None)]
+            return [(LIMIT_EXCEEDED, _turn_spent(limits) + ", so this call was not checked", None)]
         budget = min(budget, turn.left)
-    run = _SchRun(SchemaLimits(limits.max_schema_depth, budget, limits.max_pattern_subject))
+    run = _SchRun.counting(limits.max_schema_depth, budget, limits.max_pattern_subject)
     try:
-        with _Deadline(limits.max_schema_seconds):
+        if limits.max_schema_seconds is None:   # the default: no clock to arm (see _Deadline)
             errors = _sch_validate(compiled, value, run)
+        else:
+            with _Deadline(limits.max_schema_seconds):
+                errors = _sch_validate(compiled, value, run)
     except _DeadlinePassed:
         return [(LIMIT_EXCEEDED, f"schema evaluation took longer than {limits.max_schema_seconds} s "
                  "(the opt-in --max-schema-seconds)", None)]
     except SchemaLimitExceeded as exc:
         if run.count > budget and budget < limits.max_evaluations:   # the turn's budget, not the call's, ran out
-            return [(LIMIT_EXCEEDED, turn_text + ", and this call's check was cut short", exc.pointer)]
+            return [(LIMIT_EXCEEDED, _turn_spent(limits) + ", and this call's check was cut short", exc.pointer)]
         return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
     except SchemaUnsupported as exc:
         return [(UNSUPPORTED_SCHEMA, exc.message, None)]   # the message names its location
