@@ -1292,20 +1292,6 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def _deepest_nesting(value: Any, cap: int) -> int:
-    """How deep containers nest in value (0: value is none), cap + 1 once past cap: _nesting_exceeds(value,
-    limit) is _deepest_nesting(value, cap) > limit for every limit up to cap, in one walk."""
-    stack, deepest = [(value, 1)], 0
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            if depth > cap:
-                return cap + 1
-            deepest = max(deepest, depth)
-            stack.extend((item, depth + 1) for item in (node.values() if isinstance(node, dict) else node))
-    return deepest
-
-
 def _limits(limits: Any) -> Limits:
     """The caller's Limits, or the defaults; anything else is a programming error (TypeError)."""
     if limits is None:
@@ -7919,15 +7905,44 @@ _REFUSED: dict[tuple[str, str], str] = {
 _SHOWN_NESTING = 500   # an input object nested deeper is not written into the report (json.dumps recurses)
 
 
-def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, str] | None]:
+_KEPT_NESTING = 100   # an input object nested deeper is parsed again from its text (see _kept_arguments)
+_JSON_SCALARS = frozenset({str, float, bool, type(None)})   # and int, within MAX_SAFE_INTEGER
+
+
+def _input_shape(value: Any, cap: int) -> tuple[int, bool]:
+    """(how deep containers nest in value: 0 when it is none, cap + 1 once past cap; whether it is made of
+    JSON's own types alone, string keys, every integer within MAX_SAFE_INTEGER), in one walk.
+    _nesting_exceeds(value, limit) is the depth > limit, for every limit up to cap."""
+    stack, deepest, plain = [(value, 1)], 0, True
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > cap:
+                return cap + 1, False
+            deepest = max(deepest, depth)
+            if isinstance(node, dict):
+                plain = plain and type(node) is dict and all(type(key) is str for key in node)
+                node = node.values()
+            else:
+                plain = plain and type(node) is list
+            stack.extend((item, depth + 1) for item in node)
+        elif plain:
+            kind = type(node)
+            plain = kind in _JSON_SCALARS or kind is int and -MAX_SAFE_INTEGER <= node <= MAX_SAFE_INTEGER
+    return deepest, plain
+
+
+def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, str] | None, dict | None]:
     """A start input (Anthropic) or a whole args object (Gemini, Ollama) as the slot keeps it, taken when the
-    slot opens: (whether it is non-empty, its compact serialisation, why it cannot be checked or None).
+    slot opens: (whether it is non-empty, its compact serialisation, why it cannot be checked or None, the
+    object itself when it may stand for what parsing that text gives back, or None; see _kept_arguments).
 
     Taken then, not when the turn ends: the caller still holds the object (gate_stream hands every item on),
-    and what it does to it afterwards must not change the verdict.  StreamGate may be fed objects JSON cannot
-    hold: refused, never raised."""
+    and what it does to it afterwards must not change the verdict, so the object is kept only when it was
+    parsed from the bytes validate_bytes reads (no caller holds those).  StreamGate may be fed objects JSON
+    cannot hold: refused, never raised."""
     unreadable, text = None, ""
-    deepest = _deepest_nesting(value, max(max_depth, _SHOWN_NESTING))   # one walk for both bounds
+    deepest, plain = _input_shape(value, max(max_depth, _SHOWN_NESTING))   # one walk for both bounds
     if deepest > max_depth:
         unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {max_depth}")
     if deepest <= _SHOWN_NESTING:   # shown even when too deep to check
@@ -7944,7 +7959,9 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
         nonempty = bool(value)
     except Exception:   # noqa: BLE001 - an object of the caller's own class: it is not empty
         nonempty = True
-    return nonempty, text, unreadable
+    kept = (plain and type(value) is dict and unreadable is None and text and deepest <= _KEPT_NESTING
+            and _PARSED_FROM.get() is not None)
+    return nonempty, text, unreadable, value if kept else None
 
 
 class Slot(_Record):
@@ -10963,7 +10980,8 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         value = tool = None
         if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
             read = check_custom_input if slot.kind == CUSTOM else check_arguments
-            value, problems = (None, [unreadable]) if unreadable is not None else read(slot.arguments, limits)
+            value, problems = ((None, [unreadable]) if unreadable is not None else
+                               _kept_arguments(slot, limits) or read(slot.arguments, limits))
             found.extend((code, message, None) for code, message in problems)
             tool = _tool_problems(slot, tool_schemas, found)
         for code, message, pointer in found:
@@ -10984,6 +11002,24 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     if text != "" or slot.initial_input is None:
         return text, None
     return slot.initial_input[1], slot.initial_input[2]   # taken when the slot opened (_input_snapshot)
+
+
+# A float's shortest text (json.dumps writes it so) has at most 24 characters: "-2.2250738585072014e-308".
+_FLOAT_TEXT_MOST = 24
+
+
+def _kept_arguments(slot: Slot, limits: Limits) -> tuple[Any, list[tuple[str, str]]] | None:
+    """check_arguments() of a function call's arguments when they are an object's compact text and the slot
+    kept that object (_input_snapshot): parsing that text again would give back an equal object and no
+    problem, so the object is taken as it is; the text's own checks (_text_problems) still run.  None when
+    that is not known (check_arguments then parses the text): text from fragments, nothing kept, or a
+    number-length limit that even a float's text could pass."""
+    snapshot = slot.initial_input
+    if (slot.kind != FUNCTION or snapshot is None or snapshot[3] is None or slot.arguments is not snapshot[1]
+            or limits.max_number_length < _FLOAT_TEXT_MOST):
+        return None
+    problems = _text_problems(slot.arguments, limits, "arguments")   # check_arguments' first step
+    return (None if problems else snapshot[3]), problems
 
 
 def _tool_problems(slot: Slot, tool_schemas: dict, out: list[tuple[str, str, str | None]]) -> str | None:

@@ -1,8 +1,11 @@
-"""Reader checks that walk a parsed payload for a word (secure-json-parse's __proto__, U+0085 for ollama's
-line readers) run only where the capture's bytes can spell the word (see _may_hold): every spelling a JSON
-string can use -- the character as it is, \\uXXXX in lower, upper and mixed-case hex, short escapes,
-surrogate pairs -- in keys and values, nested, across the loader's 32 KiB window, gives the report
-validate_envelope gives the parsed envelope (which walks every payload).
+"""Work validate_bytes skips where it cannot change the report, against the general path on inputs at the edge.
+
+Reader checks that walk a parsed payload for a word (secure-json-parse's __proto__, U+0085 for ollama's line
+readers) run only where the capture's bytes can spell the word (see _may_hold): every spelling a JSON string
+can use -- the character as it is, \\uXXXX in lower, upper and mixed-case hex, short escapes, surrogate
+pairs -- in keys and values, nested, across the loader's 32 KiB window, gives the report validate_envelope
+gives the parsed envelope (which walks every payload).  A whole call's arguments object is not parsed again
+from its text (see _kept_arguments): numbers at every edge, surrogates, nesting, limits.
 """
 
 import json
@@ -145,6 +148,63 @@ class SameFindingsTest(unittest.TestCase):
             profile, stream = turn("p", {})
             data = json.dumps({"profile": profile, "tool_schemas": SCHEMAS, vts.STREAM_KEY[profile]: stream})
             self.assertEqual(vts.validate_bytes(data.encode())["status"], "pass", turn.__name__)
+
+
+# --- a whole call's arguments object taken as it is (_kept_arguments) ------------------------------------
+
+EDGE_ARGS = [
+    '{"a": 9007199254740991, "b": -9007199254740991}', '{"a": 9007199254740992}', '{"a": -9007199254740992}',
+    '{"a": 1.0, "b": 1e0, "c": -0, "d": -0.0, "e": 1E400}', '{"a": 1e308, "b": 5e-324, "c": -2.2250738585072014e-308}',
+    '{"a": 12345678901234567890123}', '{"a": 1' + '0' * 400 + '}', '{"a": "\\ud800"}', '{"\\udc00": 1}',
+    '{"a": "\\\\ud800"}', '{"a": "\\ud83d\\ude00 \\u0000"}', '{"a": [[[[[[1]]]]]]}', '{}', '{"a": {}}',
+    '{"a": ' + "[" * 64 + "]" * 64 + '}', '{"a": ' + "[" * 63 + "]" * 63 + '}', '{"a": ' + "[" * 99 + "]" * 99 + '}',
+    '{"a": ' + "[" * 101 + "]" * 101 + '}', '{"a": "' + "x" * 3000 + '"}', '{"a": 1, "a": 2}', '[1]', '"s"', 'null',
+    '{"q": "{\\"x\\": 1}"}', '{"a": 1.5e-7, "b": 123456789012345.6, "c": 0.1}',
+]
+LIMITS = [None, {"max_number_length": 16}, {"max_number_length": 23}, {"max_number_length": 24},
+          {"max_depth": 100, "max_number_length": 24}, {"max_argument_bytes": 100}, {"max_depth": 200}]
+
+
+def whole_call_envelope(profile, args_text):
+    if profile == "ollama":
+        line = '{"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "", "tool_calls": ' \
+               '[{"function": {"name": "f", "arguments": %s}}]}, "done": false}' % args_text
+        stream = [line, '{"model": "m", "created_at": "t", "message": {"role": "assistant", "content": ""}, ' \
+                        '"done": true, "done_reason": "stop"}']
+    else:
+        stream = ['{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": '
+                  '%s}}]}, "finishReason": "STOP"}]}' % args_text]
+    return ('{"profile": "%s", "tool_schemas": {"f": {"type": "object"}}, "%s": [\n%s\n]}'
+            % (profile, vts.STREAM_KEY[profile], ",\n".join(stream))).encode("utf-8")
+
+
+class KeptArgumentsTest(unittest.TestCase):
+    def test_the_report_of_the_text_parsed_again(self):
+        for profile in ("ollama", "gemini"):
+            for args in EDGE_ARGS:
+                data = whole_call_envelope(profile, args)
+                for limits in LIMITS:
+                    with self.subTest(profile=profile, args=args[:60], limits=limits):
+                        made = vts.Limits(**limits) if limits else None
+                        real = vts._kept_arguments
+                        vts._kept_arguments = lambda slot, limits: None   # always parse the text again
+                        try:
+                            expected = vts.validate_bytes(data, made)
+                        finally:
+                            vts._kept_arguments = real
+                        self.assertEqual(vts.validate_bytes(data, made), expected)
+
+    def test_kept_only_from_bytes(self):
+        args = {"a": [1, 2]}
+        snapshot = vts._input_snapshot(args, 64)
+        self.assertIsNone(snapshot[3])   # a caller's object: it may change it after feeding it
+        token = vts._PARSED_FROM.set(vts._SpelledIn(b""))
+        try:
+            self.assertIs(vts._input_snapshot(args, 64)[3], args)
+            for odd in ({"a": (1, 2)}, {1: 2}, {"a": 2 ** 53}, {"a": True, "b": [{"c": 1.5, "d": None}]}):
+                self.assertEqual(vts._input_snapshot(odd, 64)[3] is odd, odd == {"a": True, "b": [{"c": 1.5, "d": None}]})
+        finally:
+            vts._PARSED_FROM.reset(token)
 
 
 if __name__ == "__main__":
