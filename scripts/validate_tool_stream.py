@@ -1694,7 +1694,9 @@ class _SpelledIn:
     def _spells(self, word: str) -> bool:
         literal, escapes, whole = _spellings(word)
         data = self.data
-        return literal in data or (escapes.search(data) is not None and whole.search(data) is not None)
+        # its last byte first: one byte is looked for at memchr's pace (U+0085's 0x85 is rare in UTF-8 text)
+        return ((literal[-1:] in data and literal in data)
+                or (escapes.search(data) is not None and whole.search(data) is not None))
 
 
 # The bytes the values being checked were parsed from (set by validate_bytes while it reads them), or None.
@@ -7285,6 +7287,12 @@ def _bracket_depth(text: str) -> int:
     return deepest
 
 
+@functools.lru_cache(maxsize=1)
+def _langchain_long_number() -> re.Pattern:
+    """A string that starts (after JSON whitespace) with more digits than json.loads reads; compiled on first use."""
+    return re.compile(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1))
+
+
 def _langchain_reading(value: str) -> tuple[str, str]:
     """What langchain-ollama (1.1.0) makes of an argument string: (outcome, detail).
 
@@ -7294,7 +7302,7 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     "raises" (an exception it lets through: the turn fails there); "limit" (past a bound of this
     check, or this machine ran out of memory or stack: it may run an object or a list).
     """
-    if re.match(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1), value):
+    if _langchain_long_number().match(value):
         return "limit", f"a number of more than {_LANGCHAIN_EVAL_DIGITS} digits"   # json.loads's integer limit
     if "{" not in value and "[" not in value:
         return "keep", ""   # neither parser can make an object or a list of it
@@ -7913,23 +7921,35 @@ def _input_shape(value: Any, cap: int) -> tuple[int, bool]:
     """(how deep containers nest in value: 0 when it is none, cap + 1 once past cap; whether it is made of
     JSON's own types alone, string keys, every integer within MAX_SAFE_INTEGER), in one walk.
     _nesting_exceeds(value, limit) is the depth > limit, for every limit up to cap."""
+    if not isinstance(value, (dict, list)):
+        return 0, _json_scalar(value)
     stack, deepest, plain = [(value, 1)], 0, True
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            if depth > cap:
-                return cap + 1, False
-            deepest = max(deepest, depth)
-            if isinstance(node, dict):
-                plain = plain and type(node) is dict and all(type(key) is str for key in node)
-                node = node.values()
-            else:
-                plain = plain and type(node) is list
-            stack.extend((item, depth + 1) for item in node)
-        elif plain:
-            kind = type(node)
-            plain = kind in _JSON_SCALARS or kind is int and -MAX_SAFE_INTEGER <= node <= MAX_SAFE_INTEGER
+        if depth > cap:
+            return cap + 1, False
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            plain = plain and type(node) is dict and {*map(type, node)} <= _STR_TYPE
+            node = node.values()
+        else:
+            plain = plain and type(node) is list
+        for item in node:
+            if isinstance(item, (dict, list)):
+                stack.append((item, depth + 1))
+            elif plain:
+                plain = _json_scalar(item)
     return deepest, plain
+
+
+_STR_TYPE = frozenset({str})
+
+
+def _json_scalar(value: Any) -> bool:
+    """Whether value is a JSON string, number (an integer within MAX_SAFE_INTEGER), boolean or null, of Python's
+    own types."""
+    kind = type(value)
+    return kind in _JSON_SCALARS or kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
 def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, str] | None, dict | None]:
@@ -10975,7 +10995,7 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         # the arguments are parsed, and the schema compiled and checked, from here and not from a helper:
         # each frame more would lower how deep they may nest before the interpreter's limit (raised limits)
         found: list[tuple[str, str, str | None]] = []
-        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+        if _has_surrogate(f"{slot.id or ''}{slot.name or ''}{slot.namespace or ''}"):   # each surrogate counts alone
             found.append((INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None))
         value = tool = None
         if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
