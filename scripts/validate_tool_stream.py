@@ -1292,10 +1292,13 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_DEFAULT_LIMITS = Limits()   # read-only: one serves every call that gives none
+
+
 def _limits(limits: Any) -> Limits:
     """The caller's Limits, or the defaults; anything else is a programming error (TypeError)."""
     if limits is None:
-        return Limits()
+        return _DEFAULT_LIMITS
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
@@ -1467,6 +1470,8 @@ class SlotOpen(_Record):
 
     namespace: the namespace the wire names the tool in (Responses), part of the
     call's identity: the tool is looked up as "namespace.name" (see tool_key).
+    initial_input: the wire's own object (or a new one), which no normalizer changes
+    afterwards: read from validate_bytes, the machine may keep it (_input_snapshot).
     """
 
     __slots__ = ("position", "key", "id", "name", "initial_input", "kind", "namespace")
