@@ -7918,6 +7918,8 @@ _REFUSED: dict[tuple[str, str], str] = {
 _SHOWN_NESTING = 500   # an input object nested deeper is not written into the report (json.dumps recurses)
 
 
+# json.dumps(value, separators=(",", ":"), ensure_ascii=False), its encoder made once (it holds no state)
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _KEPT_NESTING = 100   # an input object nested deeper is parsed again from its text (see _kept_arguments)
 _JSON_SCALARS = frozenset({str, float, bool, type(None)})   # and int, within MAX_SAFE_INTEGER
 
@@ -7972,7 +7974,7 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
         unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {max_depth}")
     if deepest <= _SHOWN_NESTING:   # shown even when too deep to check
         try:
-            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            text = _COMPACT_JSON.encode(value)
         except (TypeError, ValueError) as exc:
             unreadable = unreadable or ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
                                         if isinstance(exc, ValueError) and "digits" in str(exc) else
