@@ -7217,30 +7217,46 @@ def _ollama_breaks_lines(value: Any) -> bool:
     return False
 
 
-_OLLAMA_LAYOUTS = 64   # line layouts a normalizer remembers the verdict of (_ollama_quiet_line)
+_OLLAMA_LAYOUTS = 64   # line layouts a normalizer remembers (_ollama_quiet_line)
 
 
 def _ollama_layout_fits(chunk: dict, message: dict) -> bool:
-    """Whether a line's members and its message's (names and types) are reviewed ones of their declared
-    types or null, with no error member."""
+    """Whether a line's members and its message's are reviewed ones of their declared types or null, with no
+    error member."""
     return ("error" not in chunk and _OLLAMA_MESSAGE_KEYS.issuperset(message)
             and _ollama_types_fit(message, _OLLAMA_MESSAGE_TYPES) and _ollama_types_fit(chunk, _OLLAMA_LINE_TYPES))
+
+
+def _ollama_layout_kinds(chunk: dict, message: dict) -> tuple[tuple, tuple] | None:
+    """For the layout of a line (its members' names and its message's, in order): what each value must be an
+    instance of for _ollama_layout_fits to hold, (the line's, the message's); None when values are judged one
+    by one: an error member, a message member not reviewed, or a member declared an integer (a bool is one)."""
+    if "error" in chunk or not _OLLAMA_MESSAGE_KEYS.issuperset(message):
+        return None
+    kinds = []
+    for holder, types in ((chunk, _OLLAMA_LINE_TYPES), (message, _OLLAMA_MESSAGE_TYPES)):
+        declared = [types.get(key) for key in holder]
+        if int in declared:
+            return None
+        kinds.append(tuple(object if kind is None else (kind, type(None)) for kind in declared))
+    return kinds[0], kinds[1]
 
 
 def _ollama_quiet_line(chunk: dict, layouts: dict) -> bool:
     """Whether a line that is not done is one the normalizer reads nothing from and finds nothing in: an
     assistant message of reviewed members and types, no call, no image or logprobs entry, no line break.
-    layouts: the verdict of _ollama_layout_fits by the names and the types of the members (it reads nothing
-    else), kept for _OLLAMA_LAYOUTS of them."""
+    layouts: _ollama_layout_kinds by layout, kept for _OLLAMA_LAYOUTS of them."""
     message = chunk.get("message")
     if type(message) is not dict or message.get("role") != "assistant":
         return False
-    layout = (tuple(chunk), tuple(map(type, chunk.values())), tuple(message), tuple(map(type, message.values())))
-    fits = layouts.get(layout)
-    if fits is None:
-        fits = _ollama_layout_fits(chunk, message)
+    layout = (tuple(chunk), tuple(message))
+    kinds = layouts.get(layout, layouts)   # (the dict itself: not seen yet)
+    if kinds is layouts:
+        kinds = _ollama_layout_kinds(chunk, message)
         if len(layouts) < _OLLAMA_LAYOUTS:
-            layouts[layout] = fits
+            layouts[layout] = kinds
+    fits = (_ollama_layout_fits(chunk, message) if kinds is None else
+            all(map(isinstance, chunk.values(), kinds[0])) and all(map(isinstance, message.values(), kinds[1])))
     return (fits and not message.get("tool_calls") and not message.get("images") and not chunk.get("logprobs")
             and not _ollama_breaks_lines(chunk))
 
@@ -7387,7 +7403,7 @@ class OllamaNormalizer:
         self.calls = 0          # calls so far: the next call's slot
         self.opened = False     # a call opened a slot
         self.done = False       # a line said "done": true
-        self.layouts: dict[tuple, bool] = {}   # see _ollama_quiet_line
+        self.layouts: dict[tuple, Any] = {}   # see _ollama_quiet_line
 
     def translate(self, pos: int, chunk: Any) -> Iterable[NeutralEvent]:
         """The line's neutral events: none for a text line every reader reads (most lines), found at once."""
