@@ -451,7 +451,8 @@ class QuietLines(unittest.TestCase):
         plain = line(content="hi")
         variants = [plain, dict(plain, done=0), dict(plain, done=None), dict(plain, error="x"),
                     dict(plain, model=1), dict(plain, model=True), dict(plain, model=None), dict(plain, eval_count=1.0),
-                    dict(plain, eval_count=True), dict(plain, eval_count=1), dict(plain, done_reason=None), dict(plain, logprobs=[]), dict(plain, logprobs={}),
+                    dict(plain, eval_count=True), dict(plain, eval_count=1), dict(plain, done_reason=None),
+                    dict(plain, logprobs=[]), dict(plain, logprobs={}),
                     dict(plain, logprobs=[{"token": "a", "logprob": -1}]), dict(plain, extra={"k": "\x85"}),
                     dict(plain, message=None), dict(plain, message=[]), dict(plain, content="a\x85b")]
         for message in ({"content": "x"}, {"role": None}, {"role": "user"}, {"role": "assistant", "images": []},
