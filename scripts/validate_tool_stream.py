@@ -1471,7 +1471,7 @@ class SlotOpen(_Record):
     namespace: the namespace the wire names the tool in (Responses), part of the
     call's identity: the tool is looked up as "namespace.name" (see tool_key).
     initial_input: the wire's own object (or a new one), which no normalizer changes
-    afterwards: read from validate_bytes, the machine may keep it (_input_snapshot).
+    afterwards: read from bytes, the machine may keep it (_input_snapshot).
     """
 
     __slots__ = ("position", "key", "id", "name", "initial_input", "kind", "namespace")
@@ -1654,11 +1654,12 @@ def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
 # __proto__, a character a line reader ends a line at).  A string parsed from JSON text holds a word only
 # where that text spells it: each character of a decoded string comes from one spelling in the text, in
 # order (the character in UTF-8, a short escape such as \n, a \uXXXX escape with hex digits of either
-# case, a surrogate pair as two escapes).  So while validate_bytes reads a capture (_PARSED_FROM), a check
-# first asks _may_hold whether those bytes spell one of its words anywhere (searched once per capture and
-# word: the word as it is, then, only where an escape of one of its characters occurs, every spelling),
-# and walks only then.  Only for values parsed from those bytes: a value joined from pieces of them
-# (fragments, partialArgs) may hold a word no one spelling shows, and is walked whatever they hold.
+# case, a surrogate pair as two escapes).  So while validate_bytes reads a capture, or StreamGate.feed_bytes
+# a text body (_PARSED_FROM), a check first asks _may_hold whether those bytes spell one of its words anywhere
+# (searched once per capture and word: the word as it is, then, only where an escape of one of its
+# characters occurs, every spelling; a body piece by piece, _BodySpelled), and walks only then.  Only for
+# values parsed from those bytes: a value joined from pieces of them (fragments, partialArgs) may hold a word
+# no one spelling shows, and is walked whatever they hold.
 _JSON_SHORT_ESCAPES = MappingProxyType({'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n",
                                         "\r": "r", "\t": "t"})
 
@@ -1704,8 +1705,60 @@ class _SpelledIn:
                 or (escapes.search(data) is not None and whole.search(data) is not None))
 
 
-# The bytes the values being checked were parsed from (set by validate_bytes while it reads them), or None.
-_PARSED_FROM: contextvars.ContextVar[_SpelledIn | None] = contextvars.ContextVar("_PARSED_FROM", default=None)
+# Every check's words (each check declares its tuple with _gated): what a body read in pieces is searched for.
+_GATED_WORDS: list[tuple[str, ...]] = []
+
+
+def _gated(words: tuple[str, ...]) -> tuple[str, ...]:
+    """A check's words, declared where the check is: a body read in pieces (_BodySpelled) looks for them."""
+    _GATED_WORDS.append(words)
+    return words
+
+
+_BODY_HEAD_KEPT = 1 << 16   # bytes of a body kept for a check's first question (see _BodySpelled)
+
+
+class _BodySpelled:
+    """_SpelledIn for a text body read in pieces (StreamGate.feed_bytes).  A check's words are searched for in
+    the body's start when it first asks (the body's first _BODY_HEAD_KEPT bytes are kept for that; asked later
+    than that, its walk always runs), then in each piece as it comes, after the end of the pieces before it
+    (as long as a spelling of a declared word can be), until found; a word once found stays found."""
+
+    __slots__ = ("head", "tail", "found", "keep")
+
+    def __init__(self) -> None:
+        self.head: bytearray | None = bytearray()   # the body so far, while short enough
+        self.tail = b""                             # its last `keep` bytes
+        self.found: dict[tuple[str, ...], bool] = {}
+        self.keep = 12 * max(len(word) for words in _GATED_WORDS for word in words)   # \uXXXX\uXXXX a character
+
+    def add(self, data: bytes) -> None:
+        """Take the next piece of the body, before any value parsed from it is checked."""
+        window = self.tail + data
+        searched = None
+        for words, found in self.found.items():
+            if not found:
+                searched = searched or _SpelledIn(window)
+                self.found[words] = searched.spells(words)
+        self.tail = window[-self.keep:]
+        if self.head is not None:
+            self.head += data
+            if len(self.head) > _BODY_HEAD_KEPT:
+                self.head = None
+
+    def spells(self, words: tuple[str, ...]) -> bool:
+        found = self.found.get(words)
+        if found is None:
+            if self.head is None or not any(words == gated for gated in _GATED_WORDS):
+                return True   # the body's start is gone, or words no piece would be searched for
+            found = self.found[words] = _SpelledIn(bytes(self.head)).spells(words)
+        return found
+
+
+# The bytes the values being checked were parsed from (set by validate_bytes and StreamGate.feed_bytes
+# while they read them), or None.
+_PARSED_FROM: contextvars.ContextVar[_SpelledIn | _BodySpelled | None] = contextvars.ContextVar("_PARSED_FROM",
+                                                                                                default=None)
 
 
 def _may_hold(words: tuple[str, ...]) -> bool:
@@ -1715,7 +1768,7 @@ def _may_hold(words: tuple[str, ...]) -> bool:
     return source is None or source.spells(words)
 
 
-_SECURE_PARSE_WORDS = ("proto",)   # in both keys it refuses: __proto__, and prototype (in constructor)
+_SECURE_PARSE_WORDS = _gated(("proto",))   # in both keys it refuses: __proto__, and prototype (in constructor)
 
 
 def _secure_parse_refuses(value: Any) -> bool:
@@ -7156,7 +7209,7 @@ _OLLAMA_MESSAGE_KEYS = frozenset({"role", "content", "thinking", "images", "tool
 # Characters Python's str.splitlines() ends a line at that Ollama's server writes unescaped inside a
 # string (Go's encoder escapes U+2028 and U+2029, not U+0085): httpx's iter_lines, which ollama-python,
 # LangChain and LiteLLM read the body with, cuts the line there and the JSON of both halves fails.
-_OLLAMA_LINE_BREAKS = ("\x85",)
+_OLLAMA_LINE_BREAKS = _gated(("\x85",))
 
 
 def _ollama_wrong_type(holder: dict, types: Mapping[str, type], where: str) -> str | None:
@@ -7982,8 +8035,8 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
 
     Taken then, not when the turn ends: the caller still holds the object (gate_stream hands every item on),
     and what it does to it afterwards must not change the verdict, so the object is kept only when it was
-    parsed from the bytes validate_bytes reads (no caller holds those).  StreamGate may be fed objects JSON
-    cannot hold: refused, never raised."""
+    parsed from the bytes validate_bytes or feed_bytes reads (no caller holds those).  StreamGate may be fed
+    objects JSON cannot hold: refused, never raised."""
     unreadable, text = None, ""
     deepest, plain = _input_shape(value, max(max_depth, _SHOWN_NESTING))   # one walk for both bounds
     if deepest > max_depth:
@@ -12178,6 +12231,7 @@ class StreamGate:
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
         self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
+        self._spelled: _BodySpelled | None = None  # what its bytes spell, for a text body (see _may_hold)
         self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
 
     @property
@@ -12270,8 +12324,26 @@ class StreamGate:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
             self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
                                        self._sse_runs, self._sse_lead)
+            # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
+            self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
-        self._reader.push(data)
+        if self._spelled is None:
+            self._reader.push(data)
+            return
+        self._spelled.add(bytes(data))
+        parsed_from = _PARSED_FROM.set(self._spelled)
+        try:
+            self._reader.push(data)
+        finally:
+            _PARSED_FROM.reset(parsed_from)
+
+    def _end_body(self) -> Finding | None:
+        """The body reader's end(), what it feeds then checked as what push() feeds is."""
+        parsed_from = _PARSED_FROM.set(self._spelled)
+        try:
+            return self._reader.end()
+        finally:
+            _PARSED_FROM.reset(parsed_from)
 
     def _feed_read(self, payloads: list) -> None:
         """feed_all() of the payloads the body's reader read."""
@@ -12304,7 +12376,7 @@ class StreamGate:
 
     def finish(self) -> dict[str, Any]:
         """End of stream (and of the body fed as bytes): terminal checks, validation, the gate. Returns the report."""
-        refused = None if self._reader is None or self._report is not None else self._reader.end()
+        refused = None if self._reader is None or self._report is not None else self._end_body()
         if refused is not None:   # a body capture refuses, or one beyond a limit: its one finding
             self._report = _report(Outcome([refused], self.profile, self.meta))
         if self._report is None:

@@ -208,5 +208,49 @@ class KeptArgumentsTest(unittest.TestCase):
             vts._PARSED_FROM.reset(token)
 
 
+class BodyInPiecesTest(unittest.TestCase):
+    """StreamGate.feed_bytes: a text body's pieces are searched as they come (_BodySpelled), with the end of the
+    pieces before: a spelling cut by a piece's end at any byte is still found."""
+
+    def report(self, profile, body, cuts):
+        gate = vts.StreamGate(profile, SCHEMAS)
+        for start, end in zip((0,) + cuts, cuts + (len(body),)):
+            gate.feed_bytes(body[start:end])
+        return gate.finish()
+
+    def test_a_spelling_cut_anywhere(self):
+        for (turn, hostile, word), query in zip(CASES, ("", "", "alt=sse", "", "", "")):
+            profile, stream = turn("p", hostile)
+            escaped = "".join(f"\\u{ord(c):04x}" if c in "pt\x85" else c for c in word)
+            for spelled, raw in ((escaped, False), (word, True)):
+                body = vts.PROFILES[profile].http.frame(stream, query)[1]
+                replaced = spelled.encode("utf-8") if raw else json.dumps(spelled)[1:-1].replace("\\\\", "\\").encode()
+                body = body.replace(PLACEHOLDER.encode(), replaced)
+                where = body.index(replaced)
+                whole = self.report(profile, body, ())
+                self.assertEqual(whole["status"], "blocked")
+                if not raw or profile != "ollama":   # (a raw U+0085 ends the line: capture refuses such a body)
+                    self.assertIn("unexpected_event", [f["code"] for f in whole["findings"]], (profile, spelled))
+                for cut in range(where - 1, where + len(replaced) + 2):
+                    with self.subTest(profile=profile, spelled=spelled, cut=cut - where):
+                        self.assertEqual(self.report(profile, body, (cut,)), whole)
+                self.assertEqual(self.report(profile, body, tuple(range(1, len(body)))), whole)   # byte by byte
+
+    def test_first_asked_past_the_kept_start(self):
+        # a first line longer than the body's start kept for a check's first question: the check walks
+        for turn, hostile, word in CASES[4:]:
+            profile, stream = turn("p" * 70_000, hostile)
+            body = vts.PROFILES[profile].http.frame(stream, "")[1].replace(PLACEHOLDER.encode(), b"\\u0085")
+            whole = self.report(profile, body, ())
+            self.assertIn("unexpected_event", [f["code"] for f in whole["findings"]])
+            self.assertEqual(self.report(profile, body, tuple(range(4096, len(body), 4096))), whole)
+
+    def test_a_clean_body_in_pieces_passes(self):
+        for turn, _, _ in CASES[::2]:
+            profile, stream = turn("p", {})
+            body = vts.PROFILES[profile].http.frame(stream, "alt=sse")[1]
+            self.assertEqual(self.report(profile, body, tuple(range(7, len(body), 7)))["status"], "pass")
+
+
 if __name__ == "__main__":
     unittest.main()
