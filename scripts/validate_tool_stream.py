@@ -77,6 +77,7 @@ if sys.version_info < (3, 10):   # before any newer code runs: exit 3 ("could no
     raise ImportError(_NEEDS)
 
 import bisect
+import contextvars
 import functools
 import json
 import math
@@ -429,7 +430,11 @@ def _strict_decoder(parse_float: Callable[[str], Any] = _finite_float,
                             parse_constant=_strict_constant)
 
 
-_DEFAULT_DECODER = _strict_decoder()   # stateless: one serves every document parsed with the default hooks
+# Decoders are stateless: one serves every document parsed with the same hooks (the default ones, each
+# number-length limit's of parse_strict_json); a few are kept, by their hooks.
+_DEFAULT_DECODER = _strict_decoder()
+_DECODERS: dict[tuple, json.JSONDecoder] = {(_finite_float, int): _DEFAULT_DECODER}
+_DECODERS_KEPT = 16
 
 
 def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float,
@@ -444,8 +449,11 @@ def decode_document(text: str, parse_float: Callable[[str], Any] = _finite_float
     start = _skip_ws(text, 0)
     if start == len(text):
         raise JsonProblem(MALFORMED_JSON, f"{what}: empty" if not text else f"{what}: only whitespace")
-    default = parse_float is _finite_float and parse_int is int
-    decoder = _DEFAULT_DECODER if default else _strict_decoder(parse_float, parse_int)
+    decoder = _DECODERS.get((parse_float, parse_int))
+    if decoder is None:
+        decoder = _strict_decoder(parse_float, parse_int)
+        if len(_DECODERS) < _DECODERS_KEPT:
+            _DECODERS[(parse_float, parse_int)] = decoder
     try:
         value, end = decoder.raw_decode(text, start)
     except json.JSONDecodeError as exc:
@@ -1284,10 +1292,13 @@ def _nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_DEFAULT_LIMITS = Limits()   # read-only: one serves every call that gives none
+
+
 def _limits(limits: Any) -> Limits:
     """The caller's Limits, or the defaults; anything else is a programming error (TypeError)."""
     if limits is None:
-        return Limits()
+        return _DEFAULT_LIMITS
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits instance or None, not {type(limits).__name__}")
     return limits
@@ -1459,6 +1470,8 @@ class SlotOpen(_Record):
 
     namespace: the namespace the wire names the tool in (Responses), part of the
     call's identity: the tool is looked up as "namespace.name" (see tool_key).
+    initial_input: the wire's own object (or a new one), which no normalizer changes
+    afterwards: read from bytes, the machine may keep it (_input_snapshot).
     """
 
     __slots__ = ("position", "key", "id", "name", "initial_input", "kind", "namespace")
@@ -1694,10 +1707,133 @@ def _no_fragment_key(payload: dict, path: tuple) -> tuple | None:
     return None
 
 
+# --- walks skipped where the capture's bytes cannot spell what they look for --------------------
+#
+# Some reader checks walk a whole parsed payload for a word in its keys or strings (secure-json-parse's
+# __proto__, a character a line reader ends a line at).  A string parsed from JSON text holds a word only
+# where that text spells it: each character of a decoded string comes from one spelling in the text, in
+# order (the character in UTF-8, a short escape such as \n, a \uXXXX escape with hex digits of either
+# case, a surrogate pair as two escapes).  So while validate_bytes reads a capture, or StreamGate.feed_bytes
+# a text body (_PARSED_FROM), a check first asks _may_hold whether those bytes spell one of its words anywhere
+# (searched once per capture and word: the word as it is, then, only where an escape of one of its
+# characters occurs, every spelling; a body piece by piece, _BodySpelled), and walks only then.  Only for
+# values parsed from those bytes: a value joined from pieces of them (fragments, partialArgs) may hold a word
+# no one spelling shows, and is walked whatever they hold.
+_JSON_SHORT_ESCAPES = MappingProxyType({'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n",
+                                        "\r": "r", "\t": "t"})
+
+
+def _escape_spellings(char: str) -> str:
+    """A regular expression of every escape a JSON string may spell one character with."""
+    units = char.encode("utf-16-be")
+    hexes = (f"{int.from_bytes(units[k:k + 2], 'big'):04x}" for k in range(0, len(units), 2))
+    escape = "".join("\\\\u" + "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+                     for digits in hexes)
+    short = _JSON_SHORT_ESCAPES.get(char)
+    return escape if short is None else f"{escape}|\\\\{re.escape(short)}"
+
+
+@functools.lru_cache(maxsize=None)
+def _spellings(word: str) -> tuple[bytes, re.Pattern, re.Pattern]:
+    """(the word in UTF-8, any escape of one of its characters, every spelling of the word) in bytes."""
+    escapes = re.compile("|".join(_escape_spellings(char) for char in sorted(set(word))).encode("ascii"))
+    whole = "".join(f"(?:{re.escape(char)}|{_escape_spellings(char)})" for char in word)
+    return word.encode("utf-8"), escapes, re.compile(whole.encode("utf-8"))
+
+
+class _SpelledIn:
+    """The bytes of one capture, and which words (each a tuple of alternatives) they were found to spell."""
+
+    __slots__ = ("data", "found")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.found: dict[tuple[str, ...], bool] = {}
+
+    def spells(self, words: tuple[str, ...]) -> bool:
+        found = self.found.get(words)
+        if found is None:
+            found = self.found[words] = any(self._spells(word) for word in words)
+        return found
+
+    def _spells(self, word: str) -> bool:
+        literal, escapes, whole = _spellings(word)
+        data = self.data
+        # its last byte first: one byte is looked for at memchr's pace (U+0085's 0x85 is rare in UTF-8 text)
+        return ((literal[-1:] in data and literal in data)
+                or (escapes.search(data) is not None and whole.search(data) is not None))
+
+
+# Every check's words (each check declares its tuple with _gated): what a body read in pieces is searched for.
+_GATED_WORDS: list[tuple[str, ...]] = []
+
+
+def _gated(words: tuple[str, ...]) -> tuple[str, ...]:
+    """A check's words, declared where the check is: a body read in pieces (_BodySpelled) looks for them."""
+    _GATED_WORDS.append(words)
+    return words
+
+
+_BODY_HEAD_KEPT = 1 << 16   # bytes of a body kept for a check's first question (see _BodySpelled)
+
+
+class _BodySpelled:
+    """_SpelledIn for a text body read in pieces (StreamGate.feed_bytes).  A check's words are searched for in
+    the body's start when it first asks (the body's first _BODY_HEAD_KEPT bytes are kept for that; asked later
+    than that, its walk always runs), then in each piece as it comes, after the end of the pieces before it
+    (as long as a spelling of a declared word can be), until found; a word once found stays found."""
+
+    __slots__ = ("head", "tail", "found", "keep")
+
+    def __init__(self) -> None:
+        self.head: bytearray | None = bytearray()   # the body so far, while short enough
+        self.tail = b""                             # its last `keep` bytes
+        self.found: dict[tuple[str, ...], bool] = {}
+        self.keep = 12 * max(len(word) for words in _GATED_WORDS for word in words)   # \uXXXX\uXXXX a character
+
+    def add(self, data: bytes) -> None:
+        """Take the next piece of the body, before any value parsed from it is checked."""
+        window = self.tail + data
+        searched = None
+        for words, found in self.found.items():
+            if not found:
+                searched = searched or _SpelledIn(window)
+                self.found[words] = searched.spells(words)
+        self.tail = window[-self.keep:]
+        if self.head is not None:
+            self.head += data
+            if len(self.head) > _BODY_HEAD_KEPT:
+                self.head = None
+
+    def spells(self, words: tuple[str, ...]) -> bool:
+        found = self.found.get(words)
+        if found is None:
+            if self.head is None or not any(words == gated for gated in _GATED_WORDS):
+                return True   # the body's start is gone, or words no piece would be searched for
+            found = self.found[words] = _SpelledIn(bytes(self.head)).spells(words)
+        return found
+
+
+# The bytes the values being checked were parsed from (set by validate_bytes and StreamGate.feed_bytes
+# while they read them), or None.
+_PARSED_FROM: contextvars.ContextVar[_SpelledIn | _BodySpelled | None] = contextvars.ContextVar("_PARSED_FROM",
+                                                                                                default=None)
+
+
+def _may_hold(words: tuple[str, ...]) -> bool:
+    """Whether a value being checked may hold one of `words` in a key or a string: False only when
+    it was parsed from bytes that spell none of them anywhere (see above)."""
+    source = _PARSED_FROM.get()
+    return source is None or source.spells(words)
+
+
+_SECURE_PARSE_WORDS = _gated(("proto",))   # in both keys it refuses: __proto__, and prototype (in constructor)
+
+
 def _secure_parse_refuses(value: Any) -> bool:
     """Whether secure-json-parse (the Vercel AI SDK's event parser) refuses this parsed value: a
     __proto__ member, or a constructor member holding prototype, at any depth."""
-    if not isinstance(value, (dict, list)):
+    if not isinstance(value, (dict, list)) or not _may_hold(_SECURE_PARSE_WORDS):
         return False
     stack: list = [value]      # only objects and arrays are ever pushed
     seen: set[int] = set()     # a value fed by a library caller may refer to itself
@@ -7326,7 +7462,7 @@ _OLLAMA_MESSAGE_KEYS = frozenset({"role", "content", "thinking", "images", "tool
 # Characters Python's str.splitlines() ends a line at that Ollama's server writes unescaped inside a
 # string (Go's encoder escapes U+2028 and U+2029, not U+0085): httpx's iter_lines, which ollama-python,
 # LangChain and LiteLLM read the body with, cuts the line there and the JSON of both halves fails.
-_OLLAMA_LINE_BREAKS = ("\x85",)
+_OLLAMA_LINE_BREAKS = _gated(("\x85",))
 
 
 def _ollama_wrong_type(holder: dict, types: Mapping[str, type], where: str) -> str | None:
@@ -7355,8 +7491,19 @@ def _ollama_wrong_entry(chunk: dict, message: dict) -> str | None:
     return None
 
 
+def _ollama_types_fit(holder: dict, types: Mapping[str, type]) -> bool:
+    """Whether every member of `holder` has its declared type or null (_ollama_wrong_type finds none)."""
+    for key, value in holder.items():
+        kind = types.get(key)
+        if kind is not None and value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return False
+    return True
+
+
 def _ollama_breaks_lines(value: Any) -> bool:
     """Whether a string anywhere in the parsed line holds a character httpx ends a line at."""
+    if not _may_hold(_OLLAMA_LINE_BREAKS):
+        return False
     stack: list = [value]
     seen: set[int] = set()   # a value fed by a library caller may refer to itself
     while stack:
@@ -7374,6 +7521,50 @@ def _ollama_breaks_lines(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+_OLLAMA_LAYOUTS = 64   # line layouts a normalizer remembers (_ollama_quiet_line)
+
+
+def _ollama_layout_fits(chunk: dict, message: dict) -> bool:
+    """Whether a line's members and its message's are reviewed ones of their declared types or null, with no
+    error member."""
+    return ("error" not in chunk and _OLLAMA_MESSAGE_KEYS.issuperset(message)
+            and _ollama_types_fit(message, _OLLAMA_MESSAGE_TYPES) and _ollama_types_fit(chunk, _OLLAMA_LINE_TYPES))
+
+
+def _ollama_layout_kinds(chunk: dict, message: dict) -> tuple[tuple, tuple] | None:
+    """For the layout of a line (its members' names and its message's, in order): what each value must be an
+    instance of for _ollama_layout_fits to hold, (the line's, the message's); None when values are judged one
+    by one: an error member, a message member not reviewed, or a member declared an integer (a bool is one)."""
+    if "error" in chunk or not _OLLAMA_MESSAGE_KEYS.issuperset(message):
+        return None
+    kinds = []
+    for holder, types in ((chunk, _OLLAMA_LINE_TYPES), (message, _OLLAMA_MESSAGE_TYPES)):
+        declared = [types.get(key) for key in holder]
+        if int in declared:
+            return None
+        kinds.append(tuple(object if kind is None else (kind, type(None)) for kind in declared))
+    return kinds[0], kinds[1]
+
+
+def _ollama_quiet_line(chunk: dict, layouts: dict) -> bool:
+    """Whether a line that is not done is one the normalizer reads nothing from and finds nothing in: an
+    assistant message of reviewed members and types, no call, no image or logprobs entry, no line break.
+    layouts: _ollama_layout_kinds by layout, kept for _OLLAMA_LAYOUTS of them."""
+    message = chunk.get("message")
+    if type(message) is not dict or message.get("role") != "assistant":
+        return False
+    layout = (tuple(chunk), tuple(message))
+    kinds = layouts.get(layout, layouts)   # (the dict itself: not seen yet)
+    if kinds is layouts:
+        kinds = _ollama_layout_kinds(chunk, message)
+        if len(layouts) < _OLLAMA_LAYOUTS:
+            layouts[layout] = kinds
+    fits = (_ollama_layout_fits(chunk, message) if kinds is None else
+            all(map(isinstance, chunk.values(), kinds[0])) and all(map(isinstance, message.values(), kinds[1])))
+    return (fits and not message.get("tool_calls") and not message.get("images") and not chunk.get("logprobs")
+            and not _ollama_breaks_lines(chunk))
 
 
 # Bounds of the langchain-ollama check (README "Limits"): Python's ast.literal_eval costs about 500
@@ -7423,6 +7614,12 @@ def _bracket_depth(text: str) -> int:
     return deepest
 
 
+@functools.lru_cache(maxsize=1)
+def _langchain_long_number() -> re.Pattern:
+    """A string that starts (after JSON whitespace) with more digits than json.loads reads; compiled on first use."""
+    return re.compile(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1))
+
+
 def _langchain_reading(value: str) -> tuple[str, str]:
     """What langchain-ollama (1.1.0) makes of an argument string: (outcome, detail).
 
@@ -7432,7 +7629,7 @@ def _langchain_reading(value: str) -> tuple[str, str]:
     "raises" (an exception it lets through: the turn fails there); "limit" (past a bound of this
     check, or this machine ran out of memory or stack: it may run an object or a list).
     """
-    if re.match(r"[ \t\n\r]*-?[0-9]{%d}" % (_LANGCHAIN_EVAL_DIGITS + 1), value):
+    if _langchain_long_number().match(value):
         return "limit", f"a number of more than {_LANGCHAIN_EVAL_DIGITS} digits"   # json.loads's integer limit
     if "{" not in value and "[" not in value:
         return "keep", ""   # neither parser can make an object or a list of it
@@ -7512,8 +7709,16 @@ class OllamaNormalizer:
         self.calls = 0          # calls so far: the next call's slot
         self.opened = False     # a call opened a slot
         self.done = False       # a line said "done": true
+        self.layouts: dict[tuple, Any] = {}   # see _ollama_quiet_line
 
-    def translate(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
+    def translate(self, pos: int, chunk: Any) -> Iterable[NeutralEvent]:
+        """The line's neutral events: none for a text line every reader reads (most lines), found at once."""
+        if (type(chunk) is dict and chunk.get("done") is False and not self.done
+                and _ollama_quiet_line(chunk, self.layouts)):
+            return ()
+        return self._read(pos, chunk)
+
+    def _read(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"line is {_describe(chunk)}, not an object")
             return
@@ -8035,19 +8240,63 @@ _REFUSED: dict[tuple[str, str], str] = {
 _SHOWN_NESTING = 500   # an input object nested deeper is not written into the report (json.dumps recurses)
 
 
-def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, str] | None]:
+# json.dumps(value, separators=(",", ":"), ensure_ascii=False), its encoder made once (it holds no state)
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_KEPT_NESTING = 100   # an input object nested deeper is parsed again from its text (see _kept_arguments)
+_JSON_SCALARS = frozenset({str, float, bool, type(None)})   # and int, within MAX_SAFE_INTEGER
+
+
+def _input_shape(value: Any, cap: int) -> tuple[int, bool]:
+    """(how deep containers nest in value: 0 when it is none, cap + 1 once past cap; whether it is made of
+    JSON's own types alone, string keys, every integer within MAX_SAFE_INTEGER), in one walk.
+    _nesting_exceeds(value, limit) is the depth > limit, for every limit up to cap."""
+    if not isinstance(value, (dict, list)):
+        return 0, _json_scalar(value)
+    stack, deepest, plain = [(value, 1)], 0, True
+    while stack:
+        node, depth = stack.pop()
+        if depth > cap:
+            return cap + 1, False
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            plain = plain and type(node) is dict and {*map(type, node)} <= _STR_TYPE
+            node = node.values()
+        else:
+            plain = plain and type(node) is list
+        for item in node:
+            if isinstance(item, (dict, list)):
+                stack.append((item, depth + 1))
+            elif plain:
+                plain = _json_scalar(item)
+    return deepest, plain
+
+
+_STR_TYPE = frozenset({str})
+
+
+def _json_scalar(value: Any) -> bool:
+    """Whether value is a JSON string, number (an integer within MAX_SAFE_INTEGER), boolean or null, of Python's
+    own types."""
+    kind = type(value)
+    return kind in _JSON_SCALARS or kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+
+
+def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, str] | None, dict | None]:
     """A start input (Anthropic) or a whole args object (Gemini, Ollama) as the slot keeps it, taken when the
-    slot opens: (whether it is non-empty, its compact serialisation, why it cannot be checked or None).
+    slot opens: (whether it is non-empty, its compact serialisation, why it cannot be checked or None, the
+    object itself when it may stand for what parsing that text gives back, or None; see _kept_arguments).
 
     Taken then, not when the turn ends: the caller still holds the object (gate_stream hands every item on),
-    and what it does to it afterwards must not change the verdict.  StreamGate may be fed objects JSON cannot
-    hold: refused, never raised."""
+    and what it does to it afterwards must not change the verdict, so the object is kept only when it was
+    parsed from the bytes validate_bytes or feed_bytes reads (no caller holds those).  StreamGate may be fed
+    objects JSON cannot hold: refused, never raised."""
     unreadable, text = None, ""
-    if _nesting_exceeds(value, max_depth):
+    deepest, plain = _input_shape(value, max(max_depth, _SHOWN_NESTING))   # one walk for both bounds
+    if deepest > max_depth:
         unreadable = (LIMIT_EXCEEDED, f"the input object nests deeper than the limit of {max_depth}")
-    if not _nesting_exceeds(value, _SHOWN_NESTING):   # shown even when too deep to check
+    if deepest <= _SHOWN_NESTING:   # shown even when too deep to check
         try:
-            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            text = _COMPACT_JSON.encode(value)
         except (TypeError, ValueError) as exc:
             unreadable = unreadable or ((LIMIT_EXCEEDED, "the input object holds a number with too many digits")
                                         if isinstance(exc, ValueError) and "digits" in str(exc) else
@@ -8059,7 +8308,9 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
         nonempty = bool(value)
     except Exception:   # noqa: BLE001 - an object of the caller's own class: it is not empty
         nonempty = True
-    return nonempty, text, unreadable
+    kept = (plain and type(value) is dict and unreadable is None and text and deepest <= _KEPT_NESTING
+            and _PARSED_FROM.get() is not None)
+    return nonempty, text, unreadable, value if kept else None
 
 
 class Slot(_Record):
@@ -8537,15 +8788,10 @@ def _refusal_message(code: str, action: str, slot: Slot) -> str:
 # ---------------------------------------------------------------------------
 
 
-def parse_strict_json(text: str, limits: Limits) -> Any:
-    """Parse text as exactly one strict JSON document or raise JsonProblem.
-
-    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
-    last duplicate key and accepts lone surrogate escapes; each is caught here,
-    and so is an integer outside JavaScript's safe range (MAX_SAFE_INTEGER).
-    """
-    max_digits = limits.max_number_length
-
+@functools.lru_cache(maxsize=8)
+def _argument_number_hooks(max_digits: int) -> tuple[Callable[[str], float], Callable[[str], int]]:
+    """parse_float and parse_int of parse_strict_json under one number-length limit (made once: the
+    decoder made of them is kept, see decode_document)."""
     def parse_float(token: str) -> float:
         if len(token) > max_digits:
             raise JsonProblem(LIMIT_EXCEEDED, f"a number is {len(token)} characters long (limit {max_digits})")
@@ -8565,6 +8811,17 @@ def parse_strict_json(text: str, limits: Limits) -> Any:
                 raise JsonProblem(LIMIT_EXCEEDED, UNSAFE_INTEGER_MESSAGE)
         return value
 
+    return parse_float, parse_int
+
+
+def parse_strict_json(text: str, limits: Limits) -> Any:
+    """Parse text as exactly one strict JSON document or raise JsonProblem.
+
+    Python's json accepts NaN and Infinity, turns 1e400 into inf, keeps the
+    last duplicate key and accepts lone surrogate escapes; each is caught here,
+    and so is an integer outside JavaScript's safe range (MAX_SAFE_INTEGER).
+    """
+    parse_float, parse_int = _argument_number_hooks(limits.max_number_length)
     try:
         value = decode_document(text, parse_float, parse_int, what="the arguments")
     except JsonProblem as problem:
@@ -10024,6 +10281,13 @@ class _SchRun:
         self.max_depth = limits.max_schema_depth
         self.max_subject = limits.max_pattern_subject
 
+    @classmethod
+    def counting(cls, max_depth: int, max_evaluations: int, max_subject: int) -> "_SchRun":
+        """The counters of a call under these bounds (what SchemaLimits holds), with no record built."""
+        run = cls.__new__(cls)
+        run.count, run.max_evaluations, run.max_depth, run.max_subject = 0, max_evaluations, max_depth, max_subject
+        return run
+
 
 class _SchErrorsFull(Exception):
     """_SCH_MAX_ERRORS violations are collected: the verdict is known, the rest is not looked at."""
@@ -10921,6 +11185,11 @@ class _TurnWork:
         self.left = limits.max_turn_evaluations
 
 
+def _turn_spent(limits: Limits) -> str:
+    return (f"this turn's schema checks needed more than max_turn_evaluations "
+            f"({limits.max_turn_evaluations}) units of work")
+
+
 def check_against_schema(compiled: Any, value: Any, limits: Limits,
                          turn: _TurnWork | None = None) -> list[tuple[str, str, str | None]]:
     """Schema problems of parsed arguments: [(code, message, pointer)], bounded by counted work.
@@ -10929,23 +11198,24 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits,
     and what it spent is taken from the turn: a count, so the same turn stops at the same call
     on any machine.
     """
-    turn_text = (f"this turn's schema checks needed more than max_turn_evaluations "
-                 f"({limits.max_turn_evaluations}) units of work")
     budget = limits.max_evaluations
     if turn is not None:
         if turn.left <= 0:
-            return [(LIMIT_EXCEEDED, turn_text + ", so this call was not checked", None)]
+            return [(LIMIT_EXCEEDED, _turn_spent(limits) + ", so this call was not checked", None)]
         budget = min(budget, turn.left)
-    run = _SchRun(SchemaLimits(limits.max_schema_depth, budget, limits.max_pattern_subject))
+    run = _SchRun.counting(limits.max_schema_depth, budget, limits.max_pattern_subject)
     try:
-        with _Deadline(limits.max_schema_seconds):
+        if limits.max_schema_seconds is None:   # the default: no clock to arm (see _Deadline)
             errors = _sch_validate(compiled, value, run)
+        else:
+            with _Deadline(limits.max_schema_seconds):
+                errors = _sch_validate(compiled, value, run)
     except _DeadlinePassed:
         return [(LIMIT_EXCEEDED, f"schema evaluation took longer than {limits.max_schema_seconds} s "
                  "(the opt-in --max-schema-seconds)", None)]
     except SchemaLimitExceeded as exc:
         if run.count > budget and budget < limits.max_evaluations:   # the turn's budget, not the call's, ran out
-            return [(LIMIT_EXCEEDED, turn_text + ", and this call's check was cut short", exc.pointer)]
+            return [(LIMIT_EXCEEDED, _turn_spent(limits) + ", and this call's check was cut short", exc.pointer)]
         return [(LIMIT_EXCEEDED, exc.message, exc.pointer)]
     except SchemaUnsupported as exc:
         return [(UNSUPPORTED_SCHEMA, exc.message, None)]   # the message names its location
@@ -11065,12 +11335,13 @@ def validate_slots(machine: TurnMachine, tool_schemas: dict, limits: Limits) -> 
         # the arguments are parsed, and the schema compiled and checked, from here and not from a helper:
         # each frame more would lower how deep they may nest before the interpreter's limit (raised limits)
         found: list[tuple[str, str, str | None]] = []
-        if any(_has_surrogate(part) for part in (slot.id or "", slot.name or "", slot.namespace or "")):
+        if _has_surrogate(f"{slot.id or ''}{slot.name or ''}{slot.namespace or ''}"):   # each surrogate counts alone
             found.append((INVALID_UNICODE, "the call's id, name or namespace holds an unpaired UTF-16 surrogate", None))
         value = tool = None
         if slot.kind in (FUNCTION, CUSTOM):   # other kinds: reported with their kind; the normalizer blocked them
             read = check_custom_input if slot.kind == CUSTOM else check_arguments
-            value, problems = (None, [unreadable]) if unreadable is not None else read(slot.arguments, limits)
+            value, problems = ((None, [unreadable]) if unreadable is not None else
+                               _kept_arguments(slot, limits) or read(slot.arguments, limits))
             found.extend((code, message, None) for code, message in problems)
             tool = _tool_problems(slot, tool_schemas, found)
         for code, message, pointer in found:
@@ -11091,6 +11362,24 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     if text != "" or slot.initial_input is None:
         return text, None
     return slot.initial_input[1], slot.initial_input[2]   # taken when the slot opened (_input_snapshot)
+
+
+# A float's shortest text (json.dumps writes it so) has at most 24 characters: "-2.2250738585072014e-308".
+_FLOAT_TEXT_MOST = 24
+
+
+def _kept_arguments(slot: Slot, limits: Limits) -> tuple[Any, list[tuple[str, str]]] | None:
+    """check_arguments() of a function call's arguments when they are an object's compact text and the slot
+    kept that object (_input_snapshot): parsing that text again would give back an equal object and no
+    problem, so the object is taken as it is; the text's own checks (_text_problems) still run.  None when
+    that is not known (check_arguments then parses the text): text from fragments, nothing kept, or a
+    number-length limit that even a float's text could pass."""
+    snapshot = slot.initial_input
+    if (slot.kind != FUNCTION or snapshot is None or snapshot[3] is None or slot.arguments is not snapshot[1]
+            or limits.max_number_length < _FLOAT_TEXT_MOST):
+        return None
+    problems = _text_problems(slot.arguments, limits, "arguments")   # check_arguments' first step
+    return (None if problems else snapshot[3]), problems
 
 
 def _tool_problems(slot: Slot, tool_schemas: dict, out: list[tuple[str, str, str | None]]) -> str | None:
@@ -12449,6 +12738,7 @@ class StreamGate:
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
         self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
+        self._spelled: _BodySpelled | None = None  # what its bytes spell, for a text body (see _may_hold)
         self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
 
     @property
@@ -12541,8 +12831,26 @@ class StreamGate:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
             self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
                                        self._sse_runs, self._sse_lead)
+            # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
+            self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
-        self._reader.push(data)
+        if self._spelled is None:
+            self._reader.push(data)
+            return
+        self._spelled.add(bytes(data))
+        parsed_from = _PARSED_FROM.set(self._spelled)
+        try:
+            self._reader.push(data)
+        finally:
+            _PARSED_FROM.reset(parsed_from)
+
+    def _end_body(self) -> Finding | None:
+        """The body reader's end(), what it feeds then checked as what push() feeds is."""
+        parsed_from = _PARSED_FROM.set(self._spelled)
+        try:
+            return self._reader.end()
+        finally:
+            _PARSED_FROM.reset(parsed_from)
 
     def _feed_read(self, payloads: list) -> None:
         """feed_all() of the payloads the body's reader read."""
@@ -12583,7 +12891,7 @@ class StreamGate:
 
     def finish(self) -> dict[str, Any]:
         """End of stream (and of the body fed as bytes): terminal checks, validation, the gate. Returns the report."""
-        refused = None if self._reader is None or self._report is not None else self._reader.end()
+        refused = None if self._reader is None or self._report is not None else self._end_body()
         if refused is not None:   # a body capture refuses, or one beyond a limit: its one finding
             self._report = _report(Outcome([refused], self.profile, self.meta))
         if self._report is None:
@@ -12922,15 +13230,18 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
     if len(data) > limits.max_input_bytes:
         finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
         return _report(Outcome([finding])), None
+    parsed_from = _PARSED_FROM.set(_SpelledIn(data))   # every value checked below is parsed from data
     try:
         text = _envelope_text(data)
         streamed = _stream_envelope(text, limits)
         if streamed is not None:
             return streamed
         doc = _parse_envelope_text(text)
+        return validate_envelope(doc, limits), doc
     except EnvelopeError as exc:
         return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
-    return validate_envelope(doc, limits), doc
+    finally:
+        _PARSED_FROM.reset(parsed_from)
 
 
 # Codes whose messages may quote argument content (keys, values); --redact-arguments

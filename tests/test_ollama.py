@@ -309,7 +309,7 @@ class CallShapes(unittest.TestCase):
         def watch(frame, event, arg):
             if event == "call" and frame.f_code.co_name == "loads" and frame.f_back.f_code.co_name != "loads":
                 chain = []
-                while frame.f_code.co_name != "translate":
+                while frame.f_code.co_name != "_read":   # the generator translate() returns
                     chain.append(frame.f_code.co_name)
                     frame = frame.f_back
                 chains.append(chain[::-1])
@@ -441,6 +441,36 @@ class Gate(unittest.TestCase):
         for chunk in chunks:
             gate.feed(chunk)
         self.assertEqual(gate.finish()["calls"], judge(chunks)["calls"])
+
+
+class QuietLines(unittest.TestCase):
+    """translate() finds a text line that yields nothing at once (_ollama_quiet_line, by key layout): on every
+    line at its edge it yields what the general reading (_read) yields, in a fresh normalizer and after done."""
+
+    def test_the_fast_reading_declines_at_every_edge(self):
+        plain = line(content="hi")
+        variants = [plain, dict(plain, done=0), dict(plain, done=None), dict(plain, error="x"),
+                    dict(plain, model=1), dict(plain, model=True), dict(plain, model=None), dict(plain, eval_count=1.0),
+                    dict(plain, eval_count=True), dict(plain, eval_count=1), dict(plain, done_reason=None),
+                    dict(plain, logprobs=[]), dict(plain, logprobs={}),
+                    dict(plain, logprobs=[{"token": "a", "logprob": -1}]), dict(plain, extra={"k": "\x85"}),
+                    dict(plain, message=None), dict(plain, message=[]), dict(plain, content="a\x85b")]
+        for message in ({"content": "x"}, {"role": None}, {"role": "user"}, {"role": "assistant", "images": []},
+                        {"role": "assistant", "images": ["a"]}, {"role": "assistant", "images": {}},
+                        {"role": "assistant", "tool_calls": []}, {"role": "assistant", "tool_calls": {}},
+                        {"role": "assistant", "tool_calls": [entry()]}, {"role": "assistant", "tool_name": "f"},
+                        {"role": "assistant", "tool_name": 1}, {"role": "assistant", "thinking": 1},
+                        {"role": "assistant", "function": {"name": "f"}}, {"role": "assistant", "toolish": None},
+                        {"role": "assistant", "n\x85": "x"}, {"role": "assistant", "content": 2}):
+            variants.append(dict(plain, message=message))
+        for variant in variants:
+            for after_done in (False, True):
+                with self.subTest(line=variant, after_done=after_done):
+                    fast, slow = vts.OllamaNormalizer(), vts.OllamaNormalizer()
+                    fast.done = slow.done = after_done
+                    for _ in range(2):   # the second time, the layout's verdict is remembered
+                        self.assertEqual(list(fast.translate(3, variant)), list(slow._read(3, variant)))
+                    self.assertEqual((fast.opened, fast.done, fast.calls), (slow.opened, slow.done, slow.calls))
 
 
 if __name__ == "__main__":
