@@ -11133,10 +11133,11 @@ class _RunReader:
         # the usual event: the text between the last event's string and this one's as the last one's (lead),
         # its tail as the last one's (after); anything else is looked at again (_RUN_COMMA, the patterns)
         lead, after_size, count = separator + before, len(after), 1
+        lead_size = len(lead)
         while count < _RUN_ITEMS:
             changed = False
             if starts(lead, end):
-                at = end + len(lead)
+                at = end + lead_size
             else:
                 at = end + len(separator)
                 if not (starts(separator, end) and starts("{", at)):
@@ -11155,6 +11156,7 @@ class _RunReader:
                     before, at, changed = found.group(), found.end(), True
                     numbers = found.groups() + numbers[heads:]
                 lead = separator + before
+                lead_size = len(lead)
             try:
                 piece, closing = string(text, at)
             except ValueError:
