@@ -11087,37 +11087,47 @@ class _RunReader:
         return self._run(text, pos + len(self.lead), "\n\n" + self.lead)
 
     def _first(self, text: str, pos: int, sse: str | None) -> tuple[_RunLayout, tuple, str, int, str, str] | None:
-        """The event at pos by a layout (one kept, else learned from the parser's reading): (the layout, its
-        numbers, its string, its end, its head's and its tail's text), or None."""
-        for attempt in (0, 1):
-            for layout in self.layouts if attempt == 0 else self.layouts[:1]:
-                if sse is not None and (not layout.one_line or self.name is not None
-                                        and layout.sample.get("type") != self.name):
-                    continue
-                head = layout.head.match(text, pos)
-                if head is None:
-                    continue
-                try:
-                    piece, closing = _json_string(text, head.end())
-                except ValueError:
-                    return None
-                tail = layout.tail.match(text, closing - 1)
-                if tail is not None:
-                    return layout, head.groups() + tail.groups(), piece, tail.end(), head.group(), tail.group()
-            if attempt == 1:
-                return None
+        """The event at pos read by a layout (one kept, else one learned from the parser's reading of it): (the
+        layout, its numbers, its string, its end, its head's and its tail's text), or None."""
+        found = self._read(self.layouts, text, pos, sse)
+        if found is None:
+            learned = self._learn(text, pos)
+            found = None if learned is None else self._read((learned,), text, pos, sse)
+        return found
+
+    def _read(self, layouts: Iterable[_RunLayout], text: str, pos: int,
+              sse: str | None) -> tuple[_RunLayout, tuple, str, int, str, str] | None:
+        """The event at pos read by the first of layouts that reads it whole (in SSE text: one of one line, of
+        the lead's event name), as _first answers."""
+        for layout in layouts:
+            if sse is not None and (not layout.one_line or self.name is not None
+                                    and layout.sample.get("type") != self.name):
+                continue
+            head = layout.head.match(text, pos)
+            if head is None:
+                continue
             try:
-                sample, end = _DEFAULT_DECODER.scan_once(text, pos)
-            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                piece, closing = _json_string(text, head.end())
+            except ValueError:
                 return None
-            if type(sample) is not dict:
-                return None
-            layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
-            if layout is None:
-                return None
+            tail = layout.tail.match(text, closing - 1)
+            if tail is not None:
+                return layout, head.groups() + tail.groups(), piece, tail.end(), head.group(), tail.group()
+        return None
+
+    def _learn(self, text: str, pos: int) -> _RunLayout | None:
+        """The layout of the first shape the event at pos (read by the strict parser) is of, kept; or None."""
+        try:
+            sample, end = _DEFAULT_DECODER.scan_once(text, pos)
+        except (JsonProblem, ValueError, RecursionError, StopIteration):
+            return None
+        if type(sample) is not dict:
+            return None
+        layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
+        if layout is not None:
             self.layouts.insert(0, layout)
             del self.layouts[_RUN_LAYOUTS:]
-        return None
+        return layout
 
     def _run(self, text: str, pos: int, sse: str | None) -> tuple[FragmentRun, int, int] | None:
         if not text.startswith("{", pos):
