@@ -10943,6 +10943,9 @@ _RUN_BATCH_CHARS = 1 << 10
 _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
 
+_RUN_SINGLES = 4  # items runs may answer one at a time (see _ArrayItems) before a batch is parsed
+
+
 # --- runs of a room's like events (its WireRules.runs), read from text at once --------------------
 
 _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
@@ -11067,6 +11070,7 @@ class _RunReader:
     def __init__(self, shapes: tuple[RunShape, ...]) -> None:
         self.shapes = shapes
         self.layouts: list[_RunLayout] = []
+        self.parsed: tuple[Any, int] | None = None   # the item _learn parsed at a position that starts no run
         leads = {shape.sse_lead for shape in shapes}
         self.lead = leads.pop() if len(leads) == 1 else ""   # (a row's shapes share one lead)
         named = self.lead.startswith("event: ") and self.lead.endswith("\ndata: ")
@@ -11074,9 +11078,19 @@ class _RunReader:
         if self.lead and not named and self.lead != "data: ":
             self.lead = ""
 
-    def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
-        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None."""
-        return self._run(text, pos, None)
+    def list_run(self, text: str, pos: int) -> tuple[Any, int, int] | None:
+        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events); else
+        (the item, its end, 0) where the item was parsed to find that it starts none (see _ArrayItems), when
+        it nests too shallowly for the pad to matter (see _scan_padded); or None."""
+        self.parsed = None
+        hit = self._run(text, pos, None)
+        if hit is None and self.parsed is not None:
+            item, end = self.parsed
+            piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+            if not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS:
+                hit = item, end, 0
+        self.parsed = None
+        return hit
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
@@ -11121,6 +11135,7 @@ class _RunReader:
             sample, end = _DEFAULT_DECODER.scan_once(text, pos)
         except (JsonProblem, ValueError, RecursionError, StopIteration):
             return None
+        self.parsed = sample, end   # (list_run may answer with it)
         if type(sample) is not dict:
             return None
         layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
@@ -11216,13 +11231,16 @@ class _ArrayItems:
     left (runs_min: a caller's own bound), is asked first wherever a batch or an item would start.  It may
     answer (run, end, count): one object standing for the count items of
     text[pos:end] (the caller knows what it stands for; see FragmentRun),
-    which is yielded in their place.  Where runs declines, the batch is
+    which is yielded in their place, or (item, end, 0): the one item at pos,
+    which it parsed as the scan would (so it is not parsed again), up to
+    _RUN_SINGLES times in a row.  Where runs declines, the batch is
     short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
     by item; each further decline doubles that length, up to a full batch,
-    and a run brings it back.  The item after a run is where the run
-    stopped, so it is not asked about: it starts a short batch.  A run of
-    fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
-    it saves, so after one, runs rest for a full batch.
+    and a run brings it back.  The item after a run is asked about too (the
+    items between two runs, a block's end and the next one's start, are
+    read one by one).  A run of fewer than _SHORT_RUN_ITEMS items
+    (interleaved blocks) costs more than it saves, so after one, runs rest
+    for a full batch.
 
     closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
     batch that finds no candidate boundary left runs to it, rather than the
@@ -11249,16 +11267,18 @@ class _ArrayItems:
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
+        singles = _RUN_SINGLES   # items runs may still answer one by one before a batch
         while True:
-            count = 0  # the items of a run read at pos, if any
+            count, single = 0, False  # the items of a run read at pos, if any; or one item runs parsed
             if pos >= runs_from:
                 hit = runs(text, pos)
-                if hit is None:
+                if hit is None or not (hit[2] or singles):
                     length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
                 else:
                     run, pos, count = hit
+                    single = not count
                     yield run
-            if not count:
+            if not count and not single:
                 if pos >= batch_from:
                     batch, reach = self._batch(pos, length)
                     length = _BATCH_CHARS
@@ -11278,15 +11298,19 @@ class _ArrayItems:
             pos = self._next_item(pos)
             if pos < 0:
                 return
-            if count:
-                # The item after a run is where the run stopped: not asked again.  After a
-                # short run (it did not pay), runs rest for a full batch; else that item
-                # starts a short batch.
-                run_batch = short_batch
+            if single:
+                # One item runs parsed (and did not pay for): the next is asked about too, a
+                # few times, then a batch goes first, as after a decline.
+                singles -= 1
+                if not singles:
+                    runs_from, length, run_batch = pos + 1, run_batch, min(2 * run_batch, _BATCH_CHARS)
+            elif count:
+                # After a short run (it did not pay), runs rest for a full batch; else the item
+                # where the run stopped is asked about again (it may start another run, or be
+                # read as one item).
+                run_batch, singles = short_batch, _RUN_SINGLES
                 if count < _SHORT_RUN_ITEMS:
                     runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
-                else:
-                    runs_from, length = pos + 1, short_batch
 
 
     def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
