@@ -880,6 +880,19 @@ class DeclaredRuns(unittest.TestCase):
         yield "openai", "arguments", chat_stream([], [fragments]), len(fragments) // 2
         yield "openai", "interleaved calls", chat_stream([], [rows_fragments(12)] * 8, interleave=True), 200
 
+    def test_every_row_s_shapes_are_well_formed(self):
+        for name, row in vts.PROFILES.items():
+            leads = {shape.sse_lead for shape in row.wire.runs}
+            with self.subTest(profile=name):
+                self.assertLessEqual(len(leads), 1, "a row's shapes share one SSE lead")
+                for shape in row.wire.runs:
+                    self.assertTrue(shape.string and all(type(step) in (str, int) for step in shape.string))
+                    self.assertTrue(all(path and path != shape.string for path in shape.numbers))
+                    self.assertTrue(callable(shape.plain))
+                    self.assertIn(shape.sse_lead, ("", "data: ") if not shape.sse_lead.startswith("event: ")
+                                  else (shape.sse_lead,))
+                    self.assertTrue(vts._RunReader(row.wire.runs).lead == shape.sse_lead)
+
     def test_each_shape_is_read_in_runs_and_agrees(self):
         for profile, name, items, at in self.streams():
             for layout in (True, False):
