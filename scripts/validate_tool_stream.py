@@ -11157,6 +11157,7 @@ class _RunReader:
         append, starts, comma_at, string = pieces.append, text.startswith, _RUN_COMMA.match, _json_string
         # the usual event: the text between the last event's string and this one's as the last one's (lead),
         # its tail as the last one's (after); anything else is looked at again (_RUN_COMMA, the patterns)
+        seen_heads = {before: numbers[:heads]}   # head text -> its numbers
         lead, after_size, count = separator + before, len(after), 1
         lead_size = len(lead)
         while count < _RUN_ITEMS:
@@ -11174,12 +11175,20 @@ class _RunReader:
                     separator, at = between.group(), between.end()
                 if starts(before, at):
                     at += len(before)
-                else:
-                    found = head(text, at)
-                    if found is None:
-                        break
-                    before, at, changed = found.group(), found.end(), True
-                    numbers = found.groups() + numbers[heads:]
+                else:   # another head: one seen in this run (looked up by its text), else the pattern's
+                    size = len(before)
+                    known = seen_heads.get(text[at:at + size])
+                    if known is not None:
+                        before, at, changed = text[at:at + size], at + size, True
+                        numbers = known + numbers[heads:]
+                    else:
+                        found = head(text, at)
+                        if found is None:
+                            break
+                        before, at, changed = found.group(), found.end(), True
+                        numbers = found.groups() + numbers[heads:]
+                        if len(seen_heads) < _RUN_SAMPLES:
+                            seen_heads[before] = numbers[:heads]
                 lead = separator + before
                 lead_size = len(lead)
             try:
