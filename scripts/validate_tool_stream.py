@@ -10952,6 +10952,7 @@ _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: 
 _RUN_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _RUN_SAMPLES = 256   # distinct numbers within one run at most (then the run ends)
 _RUN_LAYOUTS = 8     # layouts a reader keeps, the latest first
+_RUN_LAYOUT_CHARS = 1 << 12   # an event longer than this but for its string is not read in runs
 
 
 def _json_at(value: Any, path: tuple) -> Any:
@@ -11021,7 +11022,8 @@ class _RunLayout(_Record):
 
 def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) -> _RunLayout | None:
     """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
-    not of the shape, a number is not spelled in JSON's integer grammar, or it nests too deep to matter)."""
+    not of the shape, a number is not spelled in JSON's integer grammar, it nests too deep to matter, or it is
+    longer than _RUN_LAYOUT_CHARS but for its string)."""
     if type(_json_at(sample, shape.string)) is not str or any(
             type(_json_at(sample, path)) is not int for path in shape.numbers):
         return None
@@ -11035,6 +11037,8 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     holes = sorted(zip(spans[1:], shape.numbers))
     if any(_compiled(_RUN_NUMBER).fullmatch(text, *span) is None for span, _ in holes):
         return None
+    if end - pos - (last - first) > _RUN_LAYOUT_CHARS:
+        return None   # (its patterns would cost more to build than such events to parse)
     outside = text[pos:first + 1] + text[last - 1:end]
     if outside.count("[") + outside.count("{") >= _SHALLOW_BRACKETS:
         return None

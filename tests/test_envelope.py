@@ -947,6 +947,14 @@ class DeclaredRuns(unittest.TestCase):
                 self.assertTrue(taken)
         self.assertEqual(self.agree(written("anthropic", stopped), vts.Limits(max_findings=1))[0]["status"], "blocked")
 
+    def test_an_event_long_but_for_its_string_is_parsed(self):
+        # (a layout's patterns would cost more to build than such events to parse)
+        items = chat_stream([f"w{k}" for k in range(200)], [["{}"]])
+        padded = [{**item, "model": "m" * vts._RUN_LAYOUT_CHARS} for item in items]
+        report, taken = self.agree(written("openai", padded))
+        self.assertEqual((report["status"], taken), ("pass", []))
+        self.assertTrue(self.agree(written("openai", items))[1])
+
     def test_a_window_boundary_inside_a_run(self):
         items = chat_stream([f"w{k}" for k in range(3000)], [rows_fragments(400)])
         for batch in (1 << 10, 5000, 1 << 15):
