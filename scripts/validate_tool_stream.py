@@ -11004,19 +11004,25 @@ class _RunLayout(_Record):
     patterns where its numbers are groups (in text order; paths: theirs), literal elsewhere; heads: how many
     of them are in head; one_line: no line break outside the string (an SSE data line may hold it)."""
 
-    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line")
+    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line", "events")
 
     def __init__(self, shape: RunShape, sample: dict, head: re.Pattern, tail: re.Pattern, heads: int,
                  paths: tuple, one_line: bool) -> None:
         self.shape, self.sample, self.head, self.tail, self.heads = shape, sample, head, tail, heads
         self.paths, self.one_line = paths, one_line
+        self.events: dict[tuple[str, ...], dict] = {}   # event() by numbers, at most _RUN_SAMPLES
 
     def event(self, numbers: tuple[str, ...], piece: str) -> dict:
-        """The event this layout reads with these numbers and this string, as the parser reads it."""
-        event = _json_copy(self.sample)
-        for path, number in zip(self.paths, numbers):
-            _json_put(event, path, int(number))
-        _json_put(event, self.shape.string, piece)
+        """An event this layout reads with these numbers, as the parser reads it: its string is piece, or that of
+        an event with these numbers made before (never changed: FragmentRun.item copies it)."""
+        event = self.events.get(numbers)
+        if event is None:
+            event = _json_copy(self.sample)
+            for path, number in zip(self.paths, numbers):
+                _json_put(event, path, int(number))
+            _json_put(event, self.shape.string, piece)
+            if len(self.events) < _RUN_SAMPLES:
+                self.events[numbers] = event
         return event
 
 
