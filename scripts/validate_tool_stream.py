@@ -12237,6 +12237,7 @@ class StreamGate:
         self._sse_runs = None if runs is None or not runs.lead else runs.sse_run   # the same in SSE text (_BodyReader)
         self._sse_lead = "" if runs is None else runs.lead   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
+        self._answers: dict[int, tuple[Any, Any]] = {}   # id of a run sample -> (it, the room's answer): _feed_run
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
         self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
@@ -12269,7 +12270,10 @@ class StreamGate:
         if hit is None or not append(*hit):
             if type(item) is FragmentRun:
                 self._position = self._feed_run(item, at)
-            elif type(item) is not dict and item is not None:   # an SDK's object (or no object at all)
+                return
+            if self._answers:   # the room's state may change: its answers for runs are asked again
+                self._answers.clear()
+            if type(item) is not dict and item is not None:   # an SDK's object (or no object at all)
                 hit = self._plain_object(item, at)   # a plain fragment read from its attributes, no dump
                 if hit is None or not append(*hit):
                     self._feed_object(item, at)
@@ -12359,8 +12363,14 @@ class StreamGate:
         its string to a slot that the machine takes every piece for as a plain
         fragment; otherwise the rebuilt items go through the feed loop, one by one.
         """
-        shape, normalizer = run.shape, self._normalizer
-        answers = [shape.plain(normalizer, sample) for sample in run.samples]
+        shape, normalizer, known, answers = run.shape, self._normalizer, self._answers, []
+        for sample in run.samples:   # (a sample is asked once until the room's state may change; see feed)
+            entry = known.get(id(sample))
+            if entry is None or entry[0] is not sample:
+                if len(known) >= _RUN_ITEMS:
+                    known.clear()
+                entry = known[id(sample)] = sample, shape.plain(normalizer, sample)
+            answers.append(entry[1])
         if all(answers) and (shape.text or self._machine.append_run(
                 [answer[0] for answer in answers], [answer[2] if len(answer) > 2 else None for answer in answers],
                 run.which, run.pieces)):
