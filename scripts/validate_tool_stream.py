@@ -2406,11 +2406,15 @@ class ChatNormalizer:
         return (cidx, index), text, FUNCTION
 
     def plain_text(self, chunk: Any) -> bool:
-        """Whether translate() would yield nothing for chunk and change no state: a chunk typed as every one
-        before it, of one choice, not finished, with no finish_reason and no message, whose delta holds only
-        members _delta has nothing to say about and no tool_calls (its content is not read).  False is
-        always safe."""
-        if type(chunk) is not dict or "error" in chunk or not self.typed or chunk.get("object") != _CHUNK_OBJECT:
+        """Whether translate() would yield nothing for chunk and change no state: a chunk that is not an error,
+        not the first to say "object": "chat.completion.chunk" (_object notes that; with no tool data, no other
+        "object" is looked at), of one choice, not finished, with no finish_reason and no message, whose delta
+        holds only members _delta has nothing to say about and no tool_calls (its content is not read).  False
+        is always safe."""
+        if type(chunk) is not dict or "error" in chunk:
+            return False
+        kind = chunk.get("object")
+        if kind == "error" or kind == _CHUNK_OBJECT and not self.typed:
             return False
         try:
             choice = _sole_object(chunk["choices"])

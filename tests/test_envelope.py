@@ -939,8 +939,11 @@ class DeclaredRuns(unittest.TestCase):
         chat = chat_stream(texts, [["{}"]])
         finished = chat[:-1] + [chat[-1]] + chat[1:200]       # content after the finish
         untyped = [{k: v for k, v in item.items() if k != "object"} for item in chat]   # no "object" anywhere
+        typed_late = untyped[:150] + chat[150:]                       # "object" said first in the middle of the text
+        other = [{**item, "object": "chat.completion"} if k < 150 else item for k, item in enumerate(chat)]
         cases = {("anthropic", "after the block stopped"): stopped, ("anthropic", "a block never started"): unstarted,
-                 ("openai", "after the finish"): finished, ("openai", "untyped chunks"): untyped}
+                 ("openai", "after the finish"): finished, ("openai", "untyped chunks"): untyped,
+                 ("openai", "typed from the middle"): typed_late, ("openai", "another object first"): other}
         for (profile, name), items in cases.items():
             with self.subTest(profile=profile, case=name):
                 report, taken = self.agree(written(profile, items))
