@@ -1648,8 +1648,9 @@ class FragmentRun(_Record):
     """Consecutive wire items of one RunShape, read from a capture's text at once (see _RunReader).
 
     `pieces` holds each item's string in stream order, empty ones too (len(pieces) is the number
-    of items); `samples` the distinct items by their numbers (each as parsed, with the string of its
-    first item), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
+    of items); `samples` the distinct items by their numbers, as parsed but for their string (that of
+    some item with those numbers, maybe of an earlier run: not to be read; a sample is shared between
+    runs and never changed), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
     item(k) rebuilds the k-th wire item, for the gate to translate one by one when the machine
     cannot take the pieces at once.  Not a neutral event: the gate handles it in their place.
     """
