@@ -1630,7 +1630,7 @@ class RunShape(_FrozenRecord):
                 shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
                 shape True when the event yields nothing and changes no state.  None (always safe): anything
                 else.  It changes no state, and must not depend on the string: it is asked once per distinct
-                numbers of a run, when the run is fed
+                numbers, when a run is fed, and not again until an item goes the general way
       text      True: the string is a text delta (fed, nothing happens); False: a fragment of plain's slot
       sse_lead  how such an event begins in the room's SSE body ("event: NAME\\ndata: ", the name being the
                 event's "type", or "data: "); "" when runs are read only from a JSON list.  A row's shapes
