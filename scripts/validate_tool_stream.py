@@ -11085,7 +11085,7 @@ class _RunReader:
     def __init__(self, shapes: tuple[RunShape, ...]) -> None:
         self.shapes = shapes
         self.layouts: list[_RunLayout] = []
-        self.parsed: tuple[Any, int] | None = None   # the item _learn parsed at a position that starts no run
+        self.parsed: tuple[str, int, Any, int] | None = None   # (text, pos, item, end) _learn parsed (see taken)
         leads = {shape.sse_lead for shape in shapes}
         self.lead = leads.pop() if len(leads) == 1 else ""   # (a row's shapes share one lead)
         named = self.lead.startswith("event: ") and self.lead.endswith("\ndata: ")
@@ -11093,19 +11093,21 @@ class _RunReader:
         if self.lead and not named and self.lead != "data: ":
             self.lead = ""
 
-    def list_run(self, text: str, pos: int) -> tuple[Any, int, int] | None:
-        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events); else
-        (the item, its end, 0) where the item was parsed to find that it starts none (see _ArrayItems), when
-        it nests too shallowly for the pad to matter (see _scan_padded); or None."""
+    def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
+        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
+        (then taken() may hold the item, parsed to find that it starts none)."""
         self.parsed = None
-        hit = self._run(text, pos, None)
-        if hit is None and self.parsed is not None:
-            item, end = self.parsed
-            piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-            if not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS:
-                hit = item, end, 0
-        self.parsed = None
-        return hit
+        return self._run(text, pos, None)
+
+    def taken(self, text: str, pos: int) -> tuple[Any, int] | None:
+        """(the item at text[pos], its end) when list_run just parsed it there to find that it starts no run, and
+        it nests too shallowly for the pad to matter (see _scan_padded); else None.  Forgotten once asked."""
+        parsed, self.parsed = self.parsed, None
+        if parsed is None or parsed[0] is not text or parsed[1] != pos:
+            return None
+        item, end = parsed[2:]
+        piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+        return (item, end) if not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS else None
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
@@ -11150,7 +11152,7 @@ class _RunReader:
             sample, end = _DEFAULT_DECODER.scan_once(text, pos)
         except (JsonProblem, ValueError, RecursionError, StopIteration):
             return None
-        self.parsed = sample, end   # (list_run may answer with it)
+        self.parsed = text, pos, sample, end   # (see taken)
         if type(sample) is not dict:
             return None
         layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
@@ -11255,9 +11257,10 @@ class _ArrayItems:
     left (runs_min: a caller's own bound), is asked first wherever a batch or an item would start.  It may
     answer (run, end, count): one object standing for the count items of
     text[pos:end] (the caller knows what it stands for; see FragmentRun),
-    which is yielded in their place, or (item, end, 0): the one item at pos,
-    which it parsed as the scan would (so it is not parsed again), up to
-    _RUN_SINGLES times in a row.  Where runs declines, the batch is
+    which is yielded in their place.  Where it declines, taken(text, pos),
+    when given, may answer (item, end): the one item at pos, which runs
+    parsed as the scan would (so it is not parsed again), up to _RUN_SINGLES
+    times in a row.  Where runs declines otherwise, the batch is
     short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
     by item; each further decline doubles that length, up to a full batch,
     and a run brings it back.  The item after a run is asked about too (the
@@ -11273,13 +11276,14 @@ class _ArrayItems:
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 runs_min: int | None = None, closed: bool = False) -> None:
+                 runs_min: int | None = None, closed: bool = False,
+                 taken: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
-        self.closed = closed
+        self.closed, self.taken = closed, taken
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, runs = self.text, self.scan, self.runs
+        text, scan, runs, taken = self.text, self.scan, self.runs, self.taken
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -11296,12 +11300,17 @@ class _ArrayItems:
             count, single = 0, False  # the items of a run read at pos, if any; or one item runs parsed
             if pos >= runs_from:
                 hit = runs(text, pos)
-                if hit is None or not (hit[2] or singles):
-                    length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
-                else:
+                if hit is not None:
                     run, pos, count = hit
-                    single = not count
                     yield run
+                else:
+                    item = taken(text, pos) if taken is not None and singles else None
+                    if item is None:
+                        length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
+                    else:
+                        item, pos = item
+                        single = True
+                        yield item
             if not count and not single:
                 if pos >= batch_from:
                     batch, reach = self._batch(pos, length)
@@ -12239,6 +12248,7 @@ class StreamGate:
         # The reader of runs of the room's like events in capture text, or None (see _RunReader, _ArrayItems).
         runs = _RunReader(row.wire.runs) if row.wire.runs else None
         self._fragment_runs = None if runs is None else runs.list_run
+        self._taken = None if runs is None else runs.taken   # an item the reader parsed, that starts no run
         self._sse_runs = None if runs is None or not runs.lead else runs.sse_run   # the same in SSE text (_BodyReader)
         self._sse_lead = "" if runs is None else runs.lead   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -12356,7 +12366,7 @@ class StreamGate:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
         position after its "]".  _NotStreamable when the text is not read here (the caller then
         parses the whole document).  The normalizer may read runs of plain fragments at once."""
-        items = _ArrayItems(text, start, scan, self._fragment_runs)
+        items = _ArrayItems(text, start, scan, self._fragment_runs, taken=self._taken)
         self.feed_all(items)
         return items.end
 

@@ -441,7 +441,7 @@ def with_runs_counted(data: bytes, limits=None) -> tuple[dict, list[int]]:
 
     def spy(self, text, pos):
         hit = real(self, text, pos)
-        if hit is not None and hit[2]:   # (else one item, parsed to see it starts no run)
+        if hit is not None:
             assert hit[2] == len(hit[0].pieces), "the count a run reports is its number of events"
             taken.append(hit[2])
         return hit
