@@ -11260,14 +11260,14 @@ class _ArrayItems:
     which is yielded in their place.  Where it declines, taken(text, pos),
     when given, may answer (item, end): the one item at pos, which runs
     parsed as the scan would (so it is not parsed again), up to _RUN_SINGLES
-    times in a row.  Where runs declines otherwise, the batch is
-    short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
-    by item; each further decline doubles that length, up to a full batch,
-    and a run brings it back.  The item after a run is asked about too (the
-    items between two runs, a block's end and the next one's start, are
-    read one by one).  A run of fewer than _SHORT_RUN_ITEMS items
-    (interleaved blocks) costs more than it saves, so after one, runs rest
-    for a full batch.
+    times in a row (a run of one item counts as one of them).  Where runs
+    declines otherwise, the batch is short (_RUN_BATCH_CHARS), so that a run
+    starting soon is not parsed item by item; each further decline doubles
+    that length, up to a full batch, and a run brings it back.  The item
+    after a run is asked about too (the items between two runs, a block's
+    end and the next one's start, are read one by one).  A run of 2 to
+    _SHORT_RUN_ITEMS - 1 items (interleaved blocks) costs more than it
+    saves, so after one, runs rest for a full batch.
 
     closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
     batch that finds no candidate boundary left runs to it, rather than the
@@ -11331,9 +11331,9 @@ class _ArrayItems:
             pos = self._next_item(pos)
             if pos < 0:
                 return
-            if single:
-                # One item runs parsed (and did not pay for): the next is asked about too, a
-                # few times, then a batch goes first, as after a decline.
+            if single or count == 1:
+                # One item runs parsed, or a run of one (neither paid): the next is asked about
+                # too, a few times, then a batch goes first, as after a decline.
                 singles -= 1
                 if not singles:
                     runs_from, length, run_batch = pos + 1, run_batch, min(2 * run_batch, _BATCH_CHARS)
