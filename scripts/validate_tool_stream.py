@@ -11095,9 +11095,12 @@ class _RunReader:
 
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
-        (then taken() may hold the item, parsed to find that it starts none)."""
+        (then taken() may hold the item, parsed to find that it starts none, or a run of one event alone)."""
         self.parsed = None
-        return self._run(text, pos, None)
+        hit = self._run(text, pos, None)
+        if hit is not None and hit[2] == 1:
+            self.parsed, hit = (text, pos, hit[0].item(0), hit[1]), None
+        return hit
 
     def taken(self, text: str, pos: int) -> tuple[Any, int] | None:
         """(the item at text[pos], its end) when list_run just parsed it there to find that it starts no run, and
@@ -11333,7 +11336,8 @@ class _ArrayItems:
                 return
             if single or count == 1:
                 # One item runs parsed, or a run of one (neither paid): the next is asked about
-                # too, a few times, then a batch goes first, as after a decline.
+                # too, a few times, then a batch goes first, as after a decline.  (list_run gives
+                # its run of one as an item of taken.)
                 singles -= 1
                 if not singles:
                     runs_from, length, run_batch = pos + 1, run_batch, min(2 * run_batch, _BATCH_CHARS)
