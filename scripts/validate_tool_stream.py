@@ -1643,7 +1643,7 @@ class RunShape(_FrozenRecord):
                 shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
                 shape True when the event yields nothing and changes no state.  None (always safe): anything
                 else.  It changes no state, and must not depend on the string: it is asked once per distinct
-                numbers of a run, when the run is fed
+                numbers, when a run is fed, and not again until an item goes the general way
       text      True: the string is a text delta (fed, nothing happens); False: a fragment of plain's slot
       apply     (the turn's normalizer, the run) -> True when the room has done with the run's items what the
                 general path would do with each, where that gives no event and changes only the room's own
@@ -1665,8 +1665,9 @@ class FragmentRun(_Record):
     """Consecutive wire items of one RunShape, read from a capture's text at once (see _RunReader).
 
     `pieces` holds each item's string in stream order, empty ones too (len(pieces) is the number
-    of items); `samples` the distinct items by their numbers (each as parsed, with the string of its
-    first item), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
+    of items); `samples` the distinct items by their numbers, as parsed but for their string (that of
+    some item with those numbers, maybe of an earlier run: not to be read; a sample is shared between
+    runs and never changed), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
     item(k) rebuilds the k-th wire item, for the gate to translate one by one when the machine
     cannot take the pieces at once.  Not a neutral event: the gate handles it in their place.
     """
@@ -2546,11 +2547,15 @@ class ChatNormalizer:
         return (cidx, index), text, FUNCTION
 
     def plain_text(self, chunk: Any) -> bool:
-        """Whether translate() would yield nothing for chunk and change no state: a chunk typed as every one
-        before it, of one choice, not finished, with no finish_reason and no message, whose delta holds only
-        members _delta has nothing to say about and no tool_calls (its content is not read).  False is
-        always safe."""
-        if type(chunk) is not dict or "error" in chunk or not self.typed or chunk.get("object") != _CHUNK_OBJECT:
+        """Whether translate() would yield nothing for chunk and change no state: a chunk that is not an error,
+        not the first to say "object": "chat.completion.chunk" (_object notes that; with no tool data, no other
+        "object" is looked at), of one choice, not finished, with no finish_reason and no message, whose delta
+        holds only members _delta has nothing to say about and no tool_calls (its content is not read).  False
+        is always safe."""
+        if type(chunk) is not dict or "error" in chunk:
+            return False
+        kind = chunk.get("object")
+        if kind == "error" or kind == _CHUNK_OBJECT and not self.typed:
             return False
         try:
             choice = _sole_object(chunk["choices"])
@@ -11496,12 +11501,16 @@ _RUN_BATCH_CHARS = 1 << 10
 _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
 
+_RUN_SINGLES = 4  # items runs may answer one at a time (see _ArrayItems) before a batch is parsed
+
+
 # --- runs of a room's like events (its WireRules.runs), read from text at once --------------------
 
 _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
 _RUN_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _RUN_SAMPLES = 256   # distinct numbers within one run at most (then the run ends)
 _RUN_LAYOUTS = 8     # layouts a reader keeps, the latest first
+_RUN_LAYOUT_CHARS = 1 << 12   # an event longer than this but for its string is not read in runs
 
 
 def _json_at(value: Any, path: tuple) -> Any:
@@ -11553,25 +11562,32 @@ class _RunLayout(_Record):
     patterns where its numbers are groups (in text order; paths: theirs), literal elsewhere; heads: how many
     of them are in head; one_line: no line break outside the string (an SSE data line may hold it)."""
 
-    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line")
+    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line", "events")
 
     def __init__(self, shape: RunShape, sample: dict, head: re.Pattern, tail: re.Pattern, heads: int,
                  paths: tuple, one_line: bool) -> None:
         self.shape, self.sample, self.head, self.tail, self.heads = shape, sample, head, tail, heads
         self.paths, self.one_line = paths, one_line
+        self.events: dict[tuple[str, ...], dict] = {}   # event() by numbers, at most _RUN_SAMPLES
 
     def event(self, numbers: tuple[str, ...], piece: str) -> dict:
-        """The event this layout reads with these numbers and this string, as the parser reads it."""
-        event = _json_copy(self.sample)
-        for path, number in zip(self.paths, numbers):
-            _json_put(event, path, int(number))
-        _json_put(event, self.shape.string, piece)
+        """An event this layout reads with these numbers, as the parser reads it: its string is piece, or that of
+        an event with these numbers made before (never changed: FragmentRun.item copies it)."""
+        event = self.events.get(numbers)
+        if event is None:
+            event = _json_copy(self.sample)
+            for path, number in zip(self.paths, numbers):
+                _json_put(event, path, int(number))
+            _json_put(event, self.shape.string, piece)
+            if len(self.events) < _RUN_SAMPLES:
+                self.events[numbers] = event
         return event
 
 
 def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) -> _RunLayout | None:
     """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
-    not of the shape, a number is not spelled in JSON's integer grammar, or it nests too deep to matter)."""
+    not of the shape, a number is not spelled in JSON's integer grammar, it nests too deep to matter, or it is
+    longer than _RUN_LAYOUT_CHARS but for its string)."""
     if type(_json_at(sample, shape.string)) is not str or any(
             type(_json_at(sample, path)) is not int for path in shape.numbers):
         return None
@@ -11585,6 +11601,8 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     holes = sorted(zip(spans[1:], shape.numbers))
     if any(_compiled(_RUN_NUMBER).fullmatch(text, *span) is None for span, _ in holes):
         return None
+    if end - pos - (last - first) > _RUN_LAYOUT_CHARS:
+        return None   # (its patterns would cost more to build than such events to parse)
     outside = text[pos:first + 1] + text[last - 1:end]
     if outside.count("[") + outside.count("{") >= _SHALLOW_BRACKETS:
         return None
@@ -11620,6 +11638,7 @@ class _RunReader:
     def __init__(self, shapes: tuple[RunShape, ...]) -> None:
         self.shapes = shapes
         self.layouts: list[_RunLayout] = []
+        self.parsed: tuple[str, int, Any, int] | None = None   # (text, pos, item, end) _learn parsed (see taken)
         leads = {shape.sse_lead for shape in shapes}
         self.lead = leads.pop() if len(leads) == 1 else ""   # (a row's shapes share one lead)
         named = self.lead.startswith("event: ") and self.lead.endswith("\ndata: ")
@@ -11628,8 +11647,23 @@ class _RunReader:
             self.lead = ""
 
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
-        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None."""
-        return self._run(text, pos, None)
+        """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
+        (then taken() may hold the item, parsed to find that it starts none, or a run of one event alone)."""
+        self.parsed = None
+        hit = self._run(text, pos, None)
+        if hit is not None and hit[2] == 1:
+            self.parsed, hit = (text, pos, hit[0].item(0), hit[1]), None
+        return hit
+
+    def taken(self, text: str, pos: int) -> tuple[Any, int] | None:
+        """(the item at text[pos], its end) when list_run just parsed it there to find that it starts no run, and
+        it nests too shallowly for the pad to matter (see _scan_padded); else None.  Forgotten once asked."""
+        parsed, self.parsed = self.parsed, None
+        if parsed is None or parsed[0] is not text or parsed[1] != pos:
+            return None
+        item, end = parsed[2:]
+        piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
+        return (item, end) if not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS else None
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
@@ -11640,37 +11674,48 @@ class _RunReader:
         return self._run(text, pos + len(self.lead), "\n\n" + self.lead)
 
     def _first(self, text: str, pos: int, sse: str | None) -> tuple[_RunLayout, tuple, str, int, str, str] | None:
-        """The event at pos by a layout (one kept, else learned from the parser's reading): (the layout, its
-        numbers, its string, its end, its head's and its tail's text), or None."""
-        for attempt in (0, 1):
-            for layout in self.layouts if attempt == 0 else self.layouts[:1]:
-                if sse is not None and (not layout.one_line or self.name is not None
-                                        and layout.sample.get("type") != self.name):
-                    continue
-                head = layout.head.match(text, pos)
-                if head is None:
-                    continue
-                try:
-                    piece, closing = _json_string(text, head.end())
-                except ValueError:
-                    return None
-                tail = layout.tail.match(text, closing - 1)
-                if tail is not None:
-                    return layout, head.groups() + tail.groups(), piece, tail.end(), head.group(), tail.group()
-            if attempt == 1:
-                return None
+        """The event at pos read by a layout (one kept, else one learned from the parser's reading of it): (the
+        layout, its numbers, its string, its end, its head's and its tail's text), or None."""
+        found = self._read(self.layouts, text, pos, sse)
+        if found is None:
+            learned = self._learn(text, pos)
+            found = None if learned is None else self._read((learned,), text, pos, sse)
+        return found
+
+    def _read(self, layouts: Iterable[_RunLayout], text: str, pos: int,
+              sse: str | None) -> tuple[_RunLayout, tuple, str, int, str, str] | None:
+        """The event at pos read by the first of layouts that reads it whole (in SSE text: one of one line, of
+        the lead's event name), as _first answers."""
+        for layout in layouts:
+            if sse is not None and (not layout.one_line or self.name is not None
+                                    and layout.sample.get("type") != self.name):
+                continue
+            head = layout.head.match(text, pos)
+            if head is None:
+                continue
             try:
-                sample, end = _DEFAULT_DECODER.scan_once(text, pos)
-            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                piece, closing = _json_string(text, head.end())
+            except ValueError:
                 return None
-            if type(sample) is not dict:
-                return None
-            layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
-            if layout is None:
-                return None
+            tail = layout.tail.match(text, closing - 1)
+            if tail is not None:
+                return layout, head.groups() + tail.groups(), piece, tail.end(), head.group(), tail.group()
+        return None
+
+    def _learn(self, text: str, pos: int) -> _RunLayout | None:
+        """The layout of the first shape the event at pos (read by the strict parser) is of, kept; or None."""
+        try:
+            sample, end = _DEFAULT_DECODER.scan_once(text, pos)
+        except (JsonProblem, ValueError, RecursionError, StopIteration):
+            return None
+        self.parsed = text, pos, sample, end   # (see taken)
+        if type(sample) is not dict:
+            return None
+        layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
+        if layout is not None:
             self.layouts.insert(0, layout)
             del self.layouts[_RUN_LAYOUTS:]
-        return None
+        return layout
 
     def _run(self, text: str, pos: int, sse: str | None) -> tuple[FragmentRun, int, int] | None:
         if not text.startswith("{", pos):
@@ -11685,11 +11730,13 @@ class _RunReader:
         append, starts, comma_at, string = pieces.append, text.startswith, _RUN_COMMA.match, _json_string
         # the usual event: the text between the last event's string and this one's as the last one's (lead),
         # its tail as the last one's (after); anything else is looked at again (_RUN_COMMA, the patterns)
+        seen_heads = {before: numbers[:heads]}   # head text -> its numbers
         lead, after_size, count = separator + before, len(after), 1
+        lead_size = len(lead)
         while count < _RUN_ITEMS:
             changed = False
             if starts(lead, end):
-                at = end + len(lead)
+                at = end + lead_size
             else:
                 at = end + len(separator)
                 if not (starts(separator, end) and starts("{", at)):
@@ -11701,13 +11748,22 @@ class _RunReader:
                     separator, at = between.group(), between.end()
                 if starts(before, at):
                     at += len(before)
-                else:
-                    found = head(text, at)
-                    if found is None:
-                        break
-                    before, at, changed = found.group(), found.end(), True
-                    numbers = found.groups() + numbers[heads:]
+                else:   # another head: one seen in this run (looked up by its text), else the pattern's
+                    size = len(before)
+                    known = seen_heads.get(text[at:at + size])
+                    if known is not None:
+                        before, at, changed = text[at:at + size], at + size, True
+                        numbers = known + numbers[heads:]
+                    else:
+                        found = head(text, at)
+                        if found is None:
+                            break
+                        before, at, changed = found.group(), found.end(), True
+                        numbers = found.groups() + numbers[heads:]
+                        if len(seen_heads) < _RUN_SAMPLES:
+                            seen_heads[before] = numbers[:heads]
                 lead = separator + before
+                lead_size = len(lead)
             try:
                 piece, closing = string(text, at)
             except ValueError:
@@ -11757,13 +11813,17 @@ class _ArrayItems:
     left (runs_min: a caller's own bound), is asked first wherever a batch or an item would start.  It may
     answer (run, end, count): one object standing for the count items of
     text[pos:end] (the caller knows what it stands for; see FragmentRun),
-    which is yielded in their place.  Where runs declines, the batch is
-    short (_RUN_BATCH_CHARS), so that a run starting soon is not parsed item
-    by item; each further decline doubles that length, up to a full batch,
-    and a run brings it back.  The item after a run is where the run
-    stopped, so it is not asked about: it starts a short batch.  A run of
-    fewer than _SHORT_RUN_ITEMS items (interleaved blocks) costs more than
-    it saves, so after one, runs rest for a full batch.
+    which is yielded in their place.  Where it declines, taken(text, pos),
+    when given, may answer (item, end): the one item at pos, which runs
+    parsed as the scan would (so it is not parsed again), up to _RUN_SINGLES
+    times in a row (a run of one item counts as one of them).  Where runs
+    declines otherwise, the batch is short (_RUN_BATCH_CHARS), so that a run
+    starting soon is not parsed item by item; each further decline doubles
+    that length, up to a full batch, and a run brings it back.  The item
+    after a run is asked about too (the items between two runs, a block's
+    end and the next one's start, are read one by one).  A run of 2 to
+    _SHORT_RUN_ITEMS - 1 items (interleaved blocks) costs more than it
+    saves, so after one, runs rest for a full batch.
 
     closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
     batch that finds no candidate boundary left runs to it, rather than the
@@ -11772,13 +11832,14 @@ class _ArrayItems:
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 runs_min: int | None = None, closed: bool = False) -> None:
+                 runs_min: int | None = None, closed: bool = False,
+                 taken: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
-        self.closed = closed
+        self.closed, self.taken = closed, taken
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, runs = self.text, self.scan, self.runs
+        text, scan, runs, taken = self.text, self.scan, self.runs, self.taken
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -11790,16 +11851,23 @@ class _ArrayItems:
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
+        singles = _RUN_SINGLES   # items runs may still answer one by one before a batch
         while True:
-            count = 0  # the items of a run read at pos, if any
+            count, single = 0, False  # the items of a run read at pos, if any; or one item runs parsed
             if pos >= runs_from:
                 hit = runs(text, pos)
-                if hit is None:
-                    length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
-                else:
+                if hit is not None:
                     run, pos, count = hit
                     yield run
-            if not count:
+                else:
+                    item = taken(text, pos) if taken is not None and singles else None
+                    if item is None:
+                        length, run_batch = run_batch, min(2 * run_batch, _BATCH_CHARS)
+                    else:
+                        item, pos = item
+                        single = True
+                        yield item
+            if not count and not single:
                 if pos >= batch_from:
                     batch, reach = self._batch(pos, length)
                     length = _BATCH_CHARS
@@ -11819,15 +11887,20 @@ class _ArrayItems:
             pos = self._next_item(pos)
             if pos < 0:
                 return
-            if count:
-                # The item after a run is where the run stopped: not asked again.  After a
-                # short run (it did not pay), runs rest for a full batch; else that item
-                # starts a short batch.
-                run_batch = short_batch
+            if single or count == 1:
+                # One item runs parsed, or a run of one (neither paid): the next is asked about
+                # too, a few times, then a batch goes first, as after a decline.  (list_run gives
+                # its run of one as an item of taken.)
+                singles -= 1
+                if not singles:
+                    runs_from, length, run_batch = pos + 1, run_batch, min(2 * run_batch, _BATCH_CHARS)
+            elif count:
+                # After a short run (it did not pay), runs rest for a full batch; else the item
+                # where the run stopped is asked about again (it may start another run, or be
+                # read as one item).
+                run_batch, singles = short_batch, _RUN_SINGLES
                 if count < _SHORT_RUN_ITEMS:
                     runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
-                else:
-                    runs_from, length = pos + 1, short_batch
 
 
     def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
@@ -12732,9 +12805,11 @@ class StreamGate:
         # The reader of runs of the room's like events in capture text, or None (see _RunReader, _ArrayItems).
         runs = _RunReader(row.wire.runs) if row.wire.runs else None
         self._fragment_runs = None if runs is None else runs.list_run
+        self._taken = None if runs is None else runs.taken   # an item the reader parsed, that starts no run
         self._sse_runs = None if runs is None or not runs.lead else runs.sse_run   # the same in SSE text (_BodyReader)
         self._sse_lead = "" if runs is None else runs.lead   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
+        self._answers: dict[int, tuple[Any, Any]] = {}   # id of a run sample -> (it, the room's answer): _feed_run
         self._position = 0     # of the next item in the stream
         self._report: dict[str, Any] | None = None
         self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
@@ -12768,7 +12843,10 @@ class StreamGate:
         if hit is None or not append(*hit):
             if type(item) is FragmentRun:
                 self._position = self._feed_run(item, at)
-            elif type(item) is not dict and item is not None:   # an SDK's object (or no object at all)
+                return
+            if self._answers:   # the room's state may change: its answers for runs are asked again
+                self._answers.clear()
+            if type(item) is not dict and item is not None:   # an SDK's object (or no object at all)
                 hit = self._plain_object(item, at)   # a plain fragment read from its attributes, no dump
                 if hit is None or not append(*hit):
                     self._feed_object(item, at)
@@ -12864,7 +12942,7 @@ class StreamGate:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
         position after its "]".  _NotStreamable when the text is not read here (the caller then
         parses the whole document).  The normalizer may read runs of plain fragments at once."""
-        items = _ArrayItems(text, start, scan, self._fragment_runs)
+        items = _ArrayItems(text, start, scan, self._fragment_runs, taken=self._taken)
         self.feed_all(items)
         return items.end
 
@@ -12877,10 +12955,18 @@ class StreamGate:
         machine takes every piece for as a plain fragment; otherwise the rebuilt items
         go through the feed loop, one by one.
         """
-        shape, normalizer = run.shape, self._normalizer
-        if shape.apply is not None and shape.apply(normalizer, run):
-            return position + len(run.pieces)
-        answers = [shape.plain(normalizer, sample) for sample in run.samples]
+        shape, normalizer, known, answers = run.shape, self._normalizer, self._answers, []
+        if shape.apply is not None:
+            known.clear()   # (apply changes the room's state)
+            if shape.apply(normalizer, run):
+                return position + len(run.pieces)
+        for sample in run.samples:   # (a sample is asked once until the room's state may change; see feed)
+            entry = known.get(id(sample))
+            if entry is None or entry[0] is not sample:
+                if len(known) >= _RUN_ITEMS:
+                    known.clear()
+                entry = known[id(sample)] = sample, shape.plain(normalizer, sample)
+            answers.append(entry[1])
         if all(answers) and (shape.text or self._machine.append_run(
                 [answer[0] for answer in answers], [answer[2] if len(answer) > 2 else None for answer in answers],
                 run.which, run.pieces)):

@@ -390,8 +390,8 @@ class PiecesReadAtOnce(unittest.TestCase):
 
     def test_anthropic_deltas_read_straight_from_the_sse_text(self):
         """A piece of nothing but plain input_json_delta events is read by the reader of the anthropic row's runs
-        (_RunReader.sse_run; no JSON list assembled); a piece it declines (any other layout, even valid) goes the other ways and
-        the report is capture's, whatever the split."""
+        (_RunReader.sse_run; no JSON list assembled); a piece it declines (any other layout, even valid) goes the
+        other ways and the report is capture's, whatever the split."""
         schemas = {"f": {"type": "object"}}
         start = (b"event: message_start\ndata: " + MESSAGE_START + b'\n\nevent: content_block_start\ndata: '
                  b'{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1",'
