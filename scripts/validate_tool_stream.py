@@ -1254,6 +1254,88 @@ def _envelope_text(data: bytes) -> str:
         raise EnvelopeError(f"the file is not UTF-8 (byte {exc.start})") from None
 
 
+# validate_bytes reads a fixture's text a window at a time (_TextWindow): a window is slid on once fewer
+# than _WINDOW_AHEAD characters are left ahead of the reader, and then holds about _WINDOW_BYTES bytes
+# more, so a large file is never held as one string (at up to 4 bytes a character).
+_WINDOW_BYTES = 1 << 17
+_WINDOW_AHEAD = 40 << 10
+
+
+class _TextWindow:
+    """A file's bytes as text, decoded a window at a time: `text` holds data[first:done] decoded, from
+    somewhat before the reader's position on; `eof` once the last byte is decoded.  A window is decoded
+    from the bytes each time (nothing of the one before is kept while it is), and ends before a byte
+    that starts a character (or before a fourth continuation byte in a row, where no character goes
+    on), so the windows decode as the whole file does: a byte that is not UTF-8 gives _envelope_text's
+    message with its offset in the file when the window holding it is decoded.  Whoever holds the old
+    text (a reader's local) drops it before a slide, so that it is freed."""
+
+    __slots__ = ("data", "first", "done", "text")
+
+    def __init__(self, data: bytes, text: str = "") -> None:
+        self.data, self.first, self.done, self.text = data, 0, 0, text
+        if data.startswith(_UTF8_BOM_BYTES):
+            raise EnvelopeError("the file starts with a UTF-8 byte order mark")
+
+    @property
+    def eof(self) -> bool:
+        return self.done == len(self.data)
+
+    def slide(self, pos: int, size: int = 0) -> int:
+        """The window from pos on, holding at least `size` more characters than are left (and about
+        _WINDOW_BYTES more bytes; to the end of the file at most); returns pos's place in it (0)."""
+        text, data = self.text, self.data
+        start = self.first + (pos if text.isascii() else len(text[:pos].encode("utf-8")))
+        ahead = len(text) - pos
+        self.text = text = ""   # (freed here when no reader holds it)
+        end = min(len(data), self.done + max(size, ahead, _WINDOW_BYTES))
+        if end < len(data):   # back (or, in a window of a few bytes, on) to where a character starts
+            back = end
+            while back > max(end - 3, self.done + 1) and data[back] & 0xC0 == 0x80:
+                back -= 1
+            if data[back] & 0xC0 != 0x80:
+                end = back
+            else:
+                back = end
+                while back < min(end + 3, len(data)) and data[back] & 0xC0 == 0x80:
+                    back += 1
+                end = back   # (where a character starts, the end, or after three continuation bytes)
+        try:
+            self.text = str(memoryview(data)[start:end], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise EnvelopeError(f"the file is not UTF-8 (byte {start + exc.start})") from None
+        self.first, self.done = start, end
+        return 0
+
+    def ahead(self, pos: int, chars: int) -> int:
+        """pos's place in the text once at least `chars` characters are held from it on (or the rest of
+        the file): slides when fewer are."""
+        if len(self.text) - pos < chars and not self.eof:
+            pos = self.slide(pos)
+        return pos
+
+    def read(self, pos: int, reader: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
+        """reader(text, pos) for a value at pos, the window slid on and grown until the value ends
+        inside it, short of its end (a value cut by the window's end may fail or read as less, as a
+        number does); (value, its end in `text`).  What reader raises on the whole rest, it raises."""
+        pos = self.ahead(pos, _WINDOW_AHEAD)
+        while True:
+            try:
+                value, end = reader(self.text, pos)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                if self.eof:
+                    raise
+                pos = self.slide(pos, len(self.text) - pos)
+                continue
+            if self.eof or len(self.text) - end >= _WINDOW_SLACK:
+                return value, end
+            pos = self.slide(pos, len(self.text) - pos)
+
+
+_UTF8_BOM_BYTES = b"\xef\xbb\xbf"
+_WINDOW_SLACK = 1 << 10   # characters a value read in a window must end before the window's end
+
+
 def _parse_envelope_text(text: str) -> Any:
     try:
         return decode_document(text, what="the envelope")
@@ -10943,6 +11025,9 @@ _RUN_BATCH_CHARS = 1 << 10
 _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 
 
+_NEVER = 1 << 62   # a position no text reaches
+
+
 class _ArrayItems:
     """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
 
@@ -10973,17 +11058,25 @@ class _ArrayItems:
     closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
     batch that finds no candidate boundary left runs to it, rather than the
     items after its start going one by one.
+
+    window: text is that _TextWindow's (validate_bytes), slid on whenever less
+    than _WINDOW_AHEAD characters are left ahead (then text, and `end`, are
+    the new window's).  Batches, runs and items are read in the window as
+    they are in a whole text: a run stops at the window's end (its last event
+    cut there is not read); an item that ends near the window's end (or fails
+    to parse there) is read again once the window is grown from it, so an
+    item larger than a window is read whole.
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 runs_min: int | None = None, closed: bool = False) -> None:
+                 runs_min: int | None = None, closed: bool = False, window: _TextWindow | None = None) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
-        self.closed = closed
+        self.closed, self.window = closed, window
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, runs = self.text, self.scan, self.runs
+        text, scan, runs, window = self.text, self.scan, self.runs, self.window
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -10991,11 +11084,17 @@ class _ArrayItems:
         batch_from = pos  # after a failed candidate, items go one by one up to it
         # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
         runs_min = _RUNS_MIN_CHARS if self.runs_min is None else self.runs_min
-        runs_from = pos if runs is not None and len(text) - pos > runs_min else len(text) + 1
+        left = len(text) - pos + (0 if window is None else len(window.data) - window.done)
+        runs_from = pos if runs is not None and left > runs_min else _NEVER
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
         while True:
+            if window is not None and len(text) - pos < _WINDOW_AHEAD and not window.eof:
+                text, shift = "", pos   # (the old window is freed as it slides)
+                pos = self._slide(pos, 0)
+                text = self.text
+                batch_from, runs_from = batch_from - shift, runs_from - shift
             count = 0  # the items of a run read at pos, if any
             if pos >= runs_from:
                 hit = runs(text, pos)
@@ -11017,10 +11116,26 @@ class _ArrayItems:
                         continue
                     batch_from = reach
                 try:
-                    item, pos = _scan_padded(text, pos, scan)
+                    item, end = _scan_padded(text, pos, scan)
                 except (JsonProblem, ValueError, RecursionError, StopIteration):
-                    raise _NotStreamable from None
+                    if window is None or window.eof:
+                        raise _NotStreamable from None
+                    end = len(text)
+                if window is not None and len(text) - end < _WINDOW_SLACK and not window.eof:
+                    # cut by the window's end, or too close to it: read again in a grown window
+                    size, text, shift = len(text) - pos, "", pos
+                    pos = self._slide(pos, size)
+                    text = self.text
+                    batch_from, runs_from = batch_from - shift, runs_from - shift
+                    continue
+                pos = end
                 yield item
+            elif window is not None and len(text) - pos < _WINDOW_SLACK and not window.eof:
+                # a run that stopped near the window's end: its separator is read in the next
+                text, shift = "", pos
+                pos = self._slide(pos, 0)
+                text = self.text
+                batch_from, runs_from = batch_from - shift, runs_from - shift
             pos = self._next_item(pos)
             if pos < 0:
                 return
@@ -11034,6 +11149,13 @@ class _ArrayItems:
                 else:
                     runs_from, length = pos + 1, short_batch
 
+
+    def _slide(self, pos: int, size: int) -> int:
+        """The window slid on from pos (see _TextWindow.slide), its text now self.text; pos's place in it."""
+        self.text = ""
+        pos = self.window.slide(pos, size)
+        self.text = self.window.text
+        return pos
 
     def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
         """The items from pos to a candidate boundary some length on, parsed as one list: (the items,
@@ -12045,11 +12167,14 @@ class StreamGate:
         finally:
             self._closed = closed
 
-    def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> int:
+    def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
+                  window: _TextWindow | None = None) -> int:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
         position after its "]".  _NotStreamable when the text is not read here (the caller then
-        parses the whole document).  The normalizer may read runs of plain fragments at once."""
-        items = _ArrayItems(text, start, scan, self._fragment_runs)
+        parses the whole document).  The normalizer may read runs of plain fragments at once.
+        window: text is that window's, slid on while the list is read (the position returned is
+        in its text then)."""
+        items = _ArrayItems(text if window is None else window.text, start, scan, self._fragment_runs, window=window)
         self.feed_all(items)
         return items.end
 
@@ -12300,7 +12425,7 @@ def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]
     return value, end
 
 
-def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
+def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[str, Any], Any] | None:
     """(report, envelope) validated while reading, or None to take the canonical path.
 
     A large capture is mostly its stream list.  When "profile" and "tool_schemas"
@@ -12310,21 +12435,30 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
     place of the stream.  Other layouts are parsed whole and validated as by
     validate_envelope().  Any error returns None: the caller then parses the
     whole document, so verdicts and messages are those of the canonical path.
+
+    source: the text, or a _TextWindow over the file's bytes (validate_bytes): the text
+    is then read a window at a time and never held whole; a byte that is not UTF-8
+    raises its EnvelopeError when its window is decoded.
     """
+    window = source if isinstance(source, _TextWindow) else _TextWindow(b"", source)
     scan = _strict_decoder().scan_once
     ws, member_end = _WS_RUN.match, _MEMBER_END.match
-    pos = ws(text, 0).end()
+    pos = window.ahead(0, _WINDOW_AHEAD)
+    text = window.text
+    pos = ws(text, pos).end()
     if not text.startswith("{", pos):
         return None
     pos = ws(text, pos + 1).end()
     doc: dict[str, Any] = {}
     gate: StreamGate | None = None
     row: Profile | None = None   # the profile member's row, once it was read
+    read = window.read
     try:
         while True:
             if not text.startswith('"', pos):
                 return None
-            key, pos = scan(text, pos)
+            key, pos = read(pos, scan)
+            text = window.text
             pos = ws(text, pos).end()
             if key in doc or not text.startswith(":", pos):
                 return None
@@ -12332,24 +12466,34 @@ def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | 
             schemas = doc.get("tool_schemas")
             if gate is not None and key == "request":
                 return None  # the request shapes the gate: after the stream, read the whole document
+            pos = window.ahead(pos, _WINDOW_AHEAD)
+            text = window.text
             if (gate is None and row is not None and row.stream_key == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
                 gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
-                value, pos = [], gate.feed_text(text, pos, scan)
+                text = ""   # (the window's text alone, freed as it slides)
+                value, pos = [], gate.feed_text(text, pos, scan, window)
             else:
-                value, pos = _scan_padded(text, pos, scan)
+                value, pos = read(pos, functools.partial(_scan_padded, scan=scan))
+            text = window.text
             doc[key] = value
             if key == "profile" and isinstance(value, str):
                 row = PROFILES.get(value)
+            pos = window.ahead(pos, _WINDOW_SLACK)
+            text = window.text
             sep = member_end(text, pos)
             if sep is None:
                 return None
             pos = sep.end()
             if sep.group(1) == "}":
                 break
+            pos = window.ahead(pos, _WINDOW_AHEAD)
+            text = window.text
     except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
         return None
-    if pos != len(text):
+    while pos == len(window.text) and not window.eof:   # whitespace after the "}" to the end of the file
+        pos = ws(window.text, window.slide(pos)).end()
+    if pos != len(window.text) or not window.eof:
         return None
     return _finish_envelope(doc, limits, gate), doc
 
@@ -12408,11 +12552,10 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
         finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
         return _report(Outcome([finding])), None
     try:
-        text = _envelope_text(data)
-        streamed = _stream_envelope(text, limits)
+        streamed = _stream_envelope(_TextWindow(data), limits)
         if streamed is not None:
             return streamed
-        doc = _parse_envelope_text(text)
+        doc = _parse_envelope_text(_envelope_text(data))
     except EnvelopeError as exc:
         return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
     return validate_envelope(doc, limits), doc
