@@ -1257,7 +1257,7 @@ def _envelope_text(data: bytes) -> str:
 # validate_bytes reads a fixture's text a window at a time (_TextWindow): a window is slid on once fewer
 # than _WINDOW_AHEAD characters are left ahead of the reader, and then holds about _WINDOW_BYTES bytes
 # more, so a large file is never held as one string (at up to 4 bytes a character).
-_WINDOW_BYTES = 1 << 17
+_WINDOW_BYTES = 1 << 16
 _WINDOW_AHEAD = 40 << 10
 
 
@@ -7891,6 +7891,31 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
     return nonempty, text, unreadable
 
 
+# A slot's fragments are packed (_pack_parts) once this many are held: a long call's text is then held as UTF-8
+# bytes, not as a str object per fragment (each with its header, at up to 4 bytes a character).
+_PACK_PARTS = 64
+
+
+def _pack_parts(parts: list) -> None:
+    """parts (str fragments, after a bytearray of those packed before, if any) as one bytearray: their UTF-8,
+    lone surrogates written as they are ("surrogatepass"), so that decoding gives back the same code points."""
+    blob = parts[0] if type(parts[0]) is bytearray else None
+    text = "".join(parts[1:] if blob is not None else parts).encode("utf-8", "surrogatepass")
+    if blob is None:
+        blob = bytearray(text)
+    else:
+        blob += text
+    parts[:] = [blob]
+
+
+def _joined_parts(parts: list) -> tuple[str, bool]:
+    """join_fragments() of a slot's parts, some of them packed (see _pack_parts) or not."""
+    if parts and (len(parts) > 1 or type(parts[0]) is bytearray):
+        _pack_parts(parts)   # (one decode, into one string, rather than a copy of each piece)
+        return join_fragments([parts[0].decode("utf-8", "surrogatepass")])
+    return join_fragments(parts)
+
+
 class Slot(_Record):
     """One tool call being reassembled."""
 
@@ -8094,7 +8119,10 @@ class TurnMachine:
                 or (kind is not None and kind != slot.kind)):
             return False
         if text:
-            slot.parts.append(text)
+            parts = slot.parts
+            parts.append(text)
+            if len(parts) > _PACK_PARTS:
+                _pack_parts(parts)
         return True
 
     def append_run(self, key: SlotKey, texts: list[str]) -> bool:
@@ -8102,7 +8130,10 @@ class TurnMachine:
         slot = self.slots.get(key)
         if slot is None or slot.phase != ACCUMULATING or key[0] in self.choice_ends:
             return False
-        slot.parts.extend(filter(None, texts))
+        parts = slot.parts
+        parts.extend(filter(None, texts))
+        if len(parts) > _PACK_PARTS:
+            _pack_parts(parts)
         return True
 
     def _on_Fragment(self, event: Fragment) -> None:
@@ -8129,6 +8160,8 @@ class TurnMachine:
         self._set_identity(slot, "name", event.name, event.position)
         if event.arguments:
             slot.parts.append(event.arguments)
+            if len(slot.parts) > _PACK_PARTS:
+                _pack_parts(slot.parts)
 
     def _fragment_after_finish(self, event: Fragment) -> None:
         """A fragment of a choice that finished: late; a slot it opens still gets its identity."""
@@ -8167,7 +8200,7 @@ class TurnMachine:
             self._compare_restated(slot, event.where, event.arguments, event.position)
 
     def _compare_restated(self, slot: Slot, where: str, text: str, position: int) -> None:
-        joined, _ = join_fragments(slot.parts)
+        joined, _ = _joined_parts(slot.parts)
         if joined != text:
             self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)}: {where} restates arguments that differ from "
                        "the joined fragments (an SDK that reads that restatement would run other arguments)",
@@ -10905,7 +10938,8 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     Joined fragments; or a start input (Anthropic) or a whole args object (Gemini) as its compact
     serialisation.  StreamGate may be fed objects JSON cannot hold: refused, never raised.
     """
-    text, _ = join_fragments(slot.parts)
+    text, _ = _joined_parts(slot.parts)
+    slot.parts = []   # (held as the text from here on)
     if text != "" or slot.initial_input is None:
         return text, None
     return slot.initial_input[1], slot.initial_input[2]   # taken when the slot opened (_input_snapshot)
@@ -12484,8 +12518,8 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
             sep = member_end(text, pos)
             if sep is None:
                 return None
-            pos = sep.end()
-            if sep.group(1) == "}":
+            pos, sep = sep.end(), sep.group(1)   # (a match would hold the window's text)
+            if sep == "}":
                 break
             pos = window.ahead(pos, _WINDOW_AHEAD)
             text = window.text
@@ -12495,6 +12529,7 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
         pos = ws(window.text, window.slide(pos)).end()
     if pos != len(window.text) or not window.eof:
         return None
+    window.text = text = ""   # (validating the calls needs no more of it)
     return _finish_envelope(doc, limits, gate), doc
 
 

@@ -954,3 +954,29 @@ def with_runs_counted_in(data: bytes, window_bytes: int) -> tuple[dict, list[int
     with mock.patch.multiple(vts, _WINDOW_BYTES=window_bytes, _WINDOW_AHEAD=window_bytes // 2,
                              _RUNS_MIN_CHARS=0, _BATCH_CHARS=256):
         return with_runs_counted(data)
+
+
+class PackedFragments(unittest.TestCase):
+    """A slot's fragments are packed as UTF-8 every _PACK_PARTS: the same report as fragments held one by one."""
+
+    def both(self, data: bytes) -> dict:
+        with mock.patch.object(vts, "_PACK_PARTS", 1 << 30):
+            unpacked = vts.validate_bytes(data)
+        for every in (0, 1, 2, 5):
+            with self.subTest(pack_parts=every), mock.patch.object(vts, "_PACK_PARTS", every):
+                self.assertEqual(vts.validate_bytes(data), unpacked)
+        return unpacked
+
+    def test_surrogate_halves_and_lone_surrogates_across_a_pack(self):
+        for name, fragments, status in (
+                ("a pair split between two fragments", ['{"rows":["', "\\ud83d", "\\ude00", "é😀", '"]}'], "pass"),
+                ("a lone high surrogate", ['{"rows":["', "\\ud83d", "x", '"]}'], "blocked"),
+                ("a lone low surrogate last", ['{"rows":["', "x", '"]}', "\\ude00"], "blocked")):
+            with self.subTest(case=name):
+                data = compact(anthropic_turn(fragments), SAVE_SCHEMA)
+                self.assertEqual(self.both(data)["status"], status)
+
+    def test_bundled_fixtures(self):
+        for path in fixture_paths()[::5]:
+            with self.subTest(fixture=path):
+                self.both(load_fixture(path)[0])
