@@ -1281,11 +1281,16 @@ class _TextWindow:
     def eof(self) -> bool:
         return self.done == len(self.data)
 
+    def offset(self, pos: int) -> int:
+        """The byte offset in the file of text[pos]."""
+        text = self.text
+        return self.first + (pos if text.isascii() else len(text[:pos].encode("utf-8")))
+
     def slide(self, pos: int, size: int = 0) -> int:
         """The window from pos on, holding at least `size` more characters than are left (and about
         _WINDOW_BYTES more bytes; to the end of the file at most); returns pos's place in it (0)."""
         text, data = self.text, self.data
-        start = self.first + (pos if text.isascii() else len(text[:pos].encode("utf-8")))
+        start = self.offset(pos)
         ahead = len(text) - pos
         self.text = text = ""   # (freed here when no reader holds it)
         end = min(len(data), self.done + max(size, ahead, _WINDOW_BYTES))
@@ -12466,9 +12471,11 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
     come before that list (the usual layout), each chunk is parsed, fed to the
     gate and dropped, so memory stays flat and each chunk is handled while it is
     still in the CPU cache; the envelope returned then holds an empty list in
-    place of the stream.  Other layouts are parsed whole and validated as by
-    validate_envelope().  Any error returns None: the caller then parses the
-    whole document, so verdicts and messages are those of the canonical path.
+    place of the stream.  A stream list before them (or a "request" after it,
+    which shapes the gate) is read through and fed again from where it starts
+    once the envelope's end is reached (_stream_again).  Anything else returns
+    None: the caller then parses the whole document, so verdicts and messages
+    are those of the canonical path.
 
     source: the text, or a _TextWindow over the file's bytes (validate_bytes): the text
     is then read a window at a time and never held whole; a byte that is not UTF-8
@@ -12487,6 +12494,8 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
     gate: StreamGate | None = None
     row: Profile | None = None   # the profile member's row, once it was read
     read = window.read
+    skipped: tuple[str, int] | None = None   # a stream list met before the gate could be made: (key, where)
+    fed = skipped   # the stream list fed to the gate: (key, where)
     try:
         while True:
             if not text.startswith('"', pos):
@@ -12499,14 +12508,24 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
             pos = ws(text, pos + 1).end()
             schemas = doc.get("tool_schemas")
             if gate is not None and key == "request":
-                return None  # the request shapes the gate: after the stream, read the whole document
+                # the request shapes the gate: the stream is fed again, to a gate made with it, at the end
+                gate, skipped = None, fed
             pos = window.ahead(pos, _WINDOW_AHEAD)
             text = window.text
             if (gate is None and row is not None and row.stream_key == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
                 gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
-                text = ""   # (the window's text alone, freed as it slides)
+                fed, text = (key, window.offset(pos) if window.data else pos), ""   # (the window's text alone,
+                # freed as it slides)
                 value, pos = [], gate.feed_text(text, pos, scan, window)
+            elif gate is None and skipped is None and key in _STREAM_KEYS and text.startswith("[", pos):
+                # before "profile" or "tool_schemas": read here (and dropped), then fed from the same place
+                # once the envelope's end is reached (_stream_again)
+                skipped, text = (key, window.offset(pos) if window.data else pos), ""
+                items = _ArrayItems(window.text, pos, scan, window=window)
+                for _ in items:
+                    pass
+                value, pos = [], items.end
             else:
                 value, pos = read(pos, functools.partial(_scan_padded, scan=scan))
             text = window.text
@@ -12529,8 +12548,40 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
         pos = ws(window.text, window.slide(pos)).end()
     if pos != len(window.text) or not window.eof:
         return None
+    if skipped is not None:
+        gate = _stream_again(window, doc, skipped, limits, scan)
+        if gate is None:
+            return None
     window.text = text = ""   # (validating the calls needs no more of it)
     return _finish_envelope(doc, limits, gate), doc
+
+
+_STREAM_KEYS = frozenset(row.stream_key for row in PROFILES.values())
+
+
+def _stream_again(window: _TextWindow, doc: dict, skipped: tuple[str, int], limits: Limits,
+                  scan: Callable[[str, int], tuple[Any, int]]) -> StreamGate | None:
+    """The gate fed the stream list _stream_envelope read before the gate could be made, read again from
+    where it starts (skipped: its key, and its byte offset, or its position in a text held whole); None when
+    the envelope makes no gate for it (the whole-document parse decides)."""
+    key, at = skipped
+    value = doc.get("profile")
+    row = PROFILES.get(value) if isinstance(value, str) else None
+    schemas = doc.get("tool_schemas")
+    if row is None or row.stream_key != key or not isinstance(schemas, dict):
+        return None
+    try:
+        gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
+        if not window.data:
+            gate.feed_text(window.text, at, scan)
+            return gate
+        again = _TextWindow(window.data)
+        again.first = again.done = at
+        again.slide(0)
+        gate.feed_text("", 0, scan, again)
+    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    return gate
 
 
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
@@ -15403,11 +15454,37 @@ def _read_input(path: str, limit: int) -> bytes:
         if path == "-":
             if sys.stdin is None:
                 raise UsageError("cannot read standard input: it is closed")
-            return sys.stdin.buffer.read(limit + 1)
+            return _read_limited(sys.stdin.buffer, limit)
         with open(path, "rb") as handle:
-            return handle.read(limit + 1)
+            return _read_limited(handle, limit)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read_limited(handle: Any, limit: int) -> bytes:
+    """handle's bytes up to limit + 1 (one more says the input is over the limit).  read(limit + 1) would
+    allocate limit + 1 bytes first whatever the size: a regular file is read at its size (and on, should
+    it have grown), anything else in pieces of at most 1 MiB."""
+    import os
+    import stat
+
+    try:
+        status = os.fstat(handle.fileno())
+        size = status.st_size if stat.S_ISREG(status.st_mode) else -1
+    except (OSError, ValueError, AttributeError):   # (no file descriptor: an in-memory stream)
+        size = -1
+    data = handle.read(min(limit + 1, size + 1)) if size >= 0 else b""
+    if size >= 0 and len(data) <= size:
+        return data   # (the whole file: it ended before size + 1)
+    pieces = [data]
+    got = len(data)
+    while got <= limit:
+        piece = handle.read(min(1 << 20, limit + 1 - got))
+        if not piece:
+            break
+        pieces.append(piece)
+        got += len(piece)
+    return b"".join(pieces)
 
 
 def _walk_json(top: str) -> list[str]:

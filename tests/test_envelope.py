@@ -160,10 +160,22 @@ class BatchBoundaries(unittest.TestCase):
         doc = envelope("anthropic", anthropic_turn(['{"rows":[]}']), SAVE_SCHEMA)
         report, kept = vts._stream_envelope(json.dumps(doc), vts.Limits())
         self.assertEqual((report["status"], kept["events"]), ("pass", []))
-        # A stream before "profile" cannot be fed yet: it is parsed whole, then validated.
+        # A stream before "profile" cannot be fed yet: it is read (and dropped), then fed from where it
+        # starts once the envelope's end is reached.
         stream_first = dict(reversed(list(doc.items())))
         report, kept = vts._stream_envelope(json.dumps(stream_first), vts.Limits())
-        self.assertEqual((report["status"], kept["events"]), ("pass", doc["events"]))
+        self.assertEqual((report["status"], kept["events"]), ("pass", []))
+        self.assertEqual(report, vts.validate_envelope(doc))
+        data = json.dumps(dict(stream_first, request={"tools": []})).encode()
+        self.assertEqual(windowed(data), (canonical(data), True))
+        # a request after the stream: fed again to a gate made with it
+        for request in ({"tools": []}, {"tool_choice": {"type": "tool", "name": "save"}}, {"tools": 3}):
+            later = json.dumps(dict(doc, request=request)).encode()
+            with self.subTest(request=request):   # (a malformed request is the whole-document parse's to report)
+                self.assertEqual(windowed(later), (canonical(later), request != {"tools": 3}))
+        # a stream key the profile does not read: the whole-document parse decides
+        other = json.dumps(dict(stream_first, chunks=stream_first.pop("events"))).encode()
+        self.assertEqual(windowed(other), (canonical(other), False))
         # Broken JSON is left to the whole-document parse and its messages.
         self.assertIsNone(vts._stream_envelope(json.dumps(doc)[:-1], vts.Limits()))
 
@@ -922,9 +934,12 @@ class Windows(unittest.TestCase):
 
     def test_every_bundled_fixture_read_in_tiny_windows(self):
         for path in fixture_paths()[::7]:
-            data = load_fixture(path)[0]
-            with self.subTest(fixture=path):
-                self.assertEqual(windowed(data, 211, 150, 40)[0], canonical(data))
+            data, doc = load_fixture(path)
+            blobs = [data] + ([json.dumps(dict(reversed(list(doc.items()))), ensure_ascii=False).encode()]
+                              if isinstance(doc, dict) else [])
+            for blob in blobs:
+                with self.subTest(fixture=path, stream_first=blob is not data):
+                    self.assertEqual(windowed(blob, 211, 150, 40)[0], canonical(blob))
 
     def test_a_byte_order_mark_and_bytes_that_are_not_utf8_late_in_the_file(self):
         data = compact(anthropic_turn(rows_fragments(200)), SAVE_SCHEMA)
