@@ -1284,7 +1284,11 @@ class _TextWindow:
     def offset(self, pos: int) -> int:
         """The byte offset in the file of text[pos]."""
         text = self.text
-        return self.first + (pos if text.isascii() else len(text[:pos].encode("utf-8")))
+        if text.isascii():
+            return self.first + pos
+        if 2 * pos < len(text):   # (the shorter side encoded: a slide's is the few characters left ahead)
+            return self.first + len(text[:pos].encode("utf-8"))
+        return self.done - len(text[pos:].encode("utf-8"))
 
     def slide(self, pos: int, size: int = 0) -> int:
         """The window from pos on, holding at least `size` more characters than are left (and about
@@ -11167,7 +11171,13 @@ class _ArrayItems:
                     text = self.text
                     batch_from, runs_from = batch_from - shift, runs_from - shift
                     continue
-                pos = end
+                if window is not None and len(text) > 4 * (_WINDOW_BYTES + _WINDOW_AHEAD):
+                    text, shift = "", end   # a window grown for a large item: slid past it (and freed)
+                    pos = self._slide(end, 0)
+                    text = self.text
+                    batch_from, runs_from = batch_from - shift, runs_from - shift
+                else:
+                    pos = end
                 yield item
             elif window is not None and len(text) - pos < _WINDOW_SLACK and not window.eof:
                 # a run that stopped near the window's end: its separator is read in the next
@@ -12454,9 +12464,9 @@ def _unpad(value: Any) -> Any:
 def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
-    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
-        padded = _PAD_OPEN + piece + _PAD_CLOSE
+    if end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS:
+        value = None   # (parsed again, and held once: a value may be as large as the file)
+        padded = "".join((_PAD_OPEN, text[pos:end], _PAD_CLOSE))
         value, padded_end = scan(padded, 0)
         if padded_end != len(padded):
             raise _NotStreamable
