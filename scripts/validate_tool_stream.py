@@ -12555,7 +12555,8 @@ def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[st
     except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
         return None
     while pos == len(window.text) and not window.eof:   # whitespace after the "}" to the end of the file
-        pos = ws(window.text, window.slide(pos)).end()
+        pos = window.slide(pos)
+        pos = ws(window.text, pos).end()
     if pos != len(window.text) or not window.eof:
         return None
     if skipped is not None:

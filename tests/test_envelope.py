@@ -952,6 +952,18 @@ class Windows(unittest.TestCase):
                 self.assertEqual(report, canonical(bad))
                 self.assertEqual(report["findings"][0]["code"], "invalid_fixture")
 
+    def test_broken_json_late_in_the_file_gets_the_whole_documents_message(self):
+        data = compact(anthropic_turn(rows_fragments(200)), SAVE_SCHEMA)
+        middle = data.rindex(b"}},{", 0, len(data) // 2)
+        for name, bad in (("cut short", data[:-5]), ("trailing data", data + b" x"), ("a second document", data + data),
+                          ("a bracket swapped", data[:middle] + b"]" + data[middle + 1:]),
+                          ("whitespace only after", data + b" " * 5000),
+                          ("a NaN", data.replace(b'"index":0', b'"index":NaN', 1))):
+            with self.subTest(case=name):
+                report, streamed = windowed(bad)
+                self.assertEqual(report, canonical(bad))
+                self.assertEqual(streamed, name == "whitespace only after")
+
     def test_a_run_cut_by_a_window_declines_there(self):
         # runs stop at each window's end, are asked again after it, and the turn is the parser's
         fragments = ["ab\\u00e9", "\\ud83d", "\\ude00", "é", '\\"'] * 200
