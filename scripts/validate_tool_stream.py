@@ -7902,7 +7902,7 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
 
 # A slot's fragments are packed (_pack_parts) once this many are held: a long call's text is then held as UTF-8
 # bytes, not as a str object per fragment (each with its header, at up to 4 bytes a character).
-_PACK_PARTS = 64
+_PACK_PARTS = 16
 
 
 def _pack_parts(parts: list) -> None:
