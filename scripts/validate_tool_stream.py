@@ -1262,6 +1262,97 @@ def _envelope_text(data: bytes) -> str:
         raise EnvelopeError(f"the file is not UTF-8 (byte {exc.start})") from None
 
 
+# validate_bytes reads a fixture's text a window at a time (_TextWindow): a window is slid on once fewer
+# than _WINDOW_AHEAD characters are left ahead of the reader, and then holds about _WINDOW_BYTES bytes
+# more, so a large file is never held as one string (at up to 4 bytes a character).
+_WINDOW_BYTES = 1 << 16
+_WINDOW_AHEAD = 40 << 10
+
+
+class _TextWindow:
+    """A file's bytes as text, decoded a window at a time: `text` holds data[first:done] decoded, from
+    somewhat before the reader's position on; `eof` once the last byte is decoded.  A window is decoded
+    from the bytes each time (nothing of the one before is kept while it is), and ends before a byte
+    that starts a character (or before a fourth continuation byte in a row, where no character goes
+    on), so the windows decode as the whole file does: a byte that is not UTF-8 gives _envelope_text's
+    message with its offset in the file when the window holding it is decoded.  Whoever holds the old
+    text (a reader's local) drops it before a slide, so that it is freed."""
+
+    __slots__ = ("data", "first", "done", "text")
+
+    def __init__(self, data: bytes, text: str = "") -> None:
+        self.data, self.first, self.done, self.text = data, 0, 0, text
+        if data.startswith(_UTF8_BOM_BYTES):
+            raise EnvelopeError("the file starts with a UTF-8 byte order mark")
+
+    @property
+    def eof(self) -> bool:
+        return self.done == len(self.data)
+
+    def offset(self, pos: int) -> int:
+        """The byte offset in the file of text[pos]."""
+        text = self.text
+        if text.isascii():
+            return self.first + pos
+        if 2 * pos < len(text):   # (the shorter side encoded: a slide's is the few characters left ahead)
+            return self.first + len(text[:pos].encode("utf-8"))
+        return self.done - len(text[pos:].encode("utf-8"))
+
+    def slide(self, pos: int, size: int = 0) -> int:
+        """The window from pos on, holding at least `size` more characters than are left (and about
+        _WINDOW_BYTES more bytes; to the end of the file at most); returns pos's place in it (0)."""
+        text, data = self.text, self.data
+        start = self.offset(pos)
+        ahead = len(text) - pos
+        self.text = text = ""   # (freed here when no reader holds it)
+        end = min(len(data), self.done + max(size, ahead, _WINDOW_BYTES))
+        if end < len(data):   # back (or, in a window of a few bytes, on) to where a character starts
+            back = end
+            while back > max(end - 3, self.done + 1) and data[back] & 0xC0 == 0x80:
+                back -= 1
+            if data[back] & 0xC0 != 0x80:
+                end = back
+            else:
+                back = end
+                while back < min(end + 3, len(data)) and data[back] & 0xC0 == 0x80:
+                    back += 1
+                end = back   # (where a character starts, the end, or after three continuation bytes)
+        try:
+            self.text = str(memoryview(data)[start:end], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise EnvelopeError(f"the file is not UTF-8 (byte {start + exc.start})") from None
+        self.first, self.done = start, end
+        return 0
+
+    def ahead(self, pos: int, chars: int) -> int:
+        """pos's place in the text once at least `chars` characters are held from it on (or the rest of
+        the file): slides when fewer are."""
+        if len(self.text) - pos < chars and not self.eof:
+            pos = self.slide(pos)
+        return pos
+
+    def read(self, pos: int, reader: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
+        """reader(text, pos) for a value at pos, the window slid on and grown until the value ends
+        inside it, short of its end (a value cut by the window's end may fail or read as less, as a
+        number does); (value, its end in `text`).  What reader raises on the whole rest, it raises."""
+        pos = self.ahead(pos, _WINDOW_AHEAD)
+        while True:
+            try:
+                value, end = reader(self.text, pos)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                if self.eof:
+                    raise
+                pos = self.slide(pos, len(self.text) - pos)
+                continue
+            if self.eof or len(self.text) - end >= _WINDOW_SLACK:
+                return value, end
+            pos = self.slide(pos, len(self.text) - pos)
+
+
+_UTF8_BOM_BYTES = b"\xef\xbb\xbf"
+_WINDOW_SLACK = 1 << 10   # characters a value read in a window must end before the window's end
+
+
 def _parse_envelope_text(text: str) -> Any:
     try:
         return decode_document(text, what="the envelope")
@@ -8318,6 +8409,31 @@ def _input_snapshot(value: Any, max_depth: int) -> tuple[bool, str, tuple[str, s
     return nonempty, text, unreadable, value if kept else None
 
 
+# A slot's fragments are packed (_pack_parts) once this many are held: a long call's text is then held as UTF-8
+# bytes, not as a str object per fragment (each with its header, at up to 4 bytes a character).
+_PACK_PARTS = 16
+
+
+def _pack_parts(parts: list) -> None:
+    """parts (str fragments, after a bytearray of those packed before, if any) as one bytearray: their UTF-8,
+    lone surrogates written as they are ("surrogatepass"), so that decoding gives back the same code points."""
+    blob = parts[0] if type(parts[0]) is bytearray else None
+    text = "".join(parts[1:] if blob is not None else parts).encode("utf-8", "surrogatepass")
+    if blob is None:
+        blob = bytearray(text)
+    else:
+        blob += text
+    parts[:] = [blob]
+
+
+def _joined_parts(parts: list) -> tuple[str, bool]:
+    """join_fragments() of a slot's parts, some of them packed (see _pack_parts) or not."""
+    if parts and (len(parts) > 1 or type(parts[0]) is bytearray):
+        _pack_parts(parts)   # (one decode, into one string, rather than a copy of each piece)
+        return join_fragments([parts[0].decode("utf-8", "surrogatepass")])
+    return join_fragments(parts)
+
+
 class Slot(_Record):
     """One tool call being reassembled."""
 
@@ -8521,7 +8637,10 @@ class TurnMachine:
                 or (kind is not None and kind != slot.kind)):
             return False
         if text:
-            slot.parts.append(text)
+            parts = slot.parts
+            parts.append(text)
+            if len(parts) > _PACK_PARTS:
+                _pack_parts(parts)
         return True
 
     def append_run(self, keys: list[SlotKey], kinds: list[str | None], which: list[int] | None,
@@ -8541,6 +8660,9 @@ class TurnMachine:
             for k, text in zip(which, texts):
                 if text:
                     parts[k].append(text)
+        for slot_parts in parts:
+            if len(slot_parts) > _PACK_PARTS:
+                _pack_parts(slot_parts)
         return True
 
     def _on_Fragment(self, event: Fragment) -> None:
@@ -8567,6 +8689,8 @@ class TurnMachine:
         self._set_identity(slot, "name", event.name, event.position)
         if event.arguments:
             slot.parts.append(event.arguments)
+            if len(slot.parts) > _PACK_PARTS:
+                _pack_parts(slot.parts)
 
     def _fragment_after_finish(self, event: Fragment) -> None:
         """A fragment of a choice that finished: late; a slot it opens still gets its identity."""
@@ -8605,7 +8729,7 @@ class TurnMachine:
             self._compare_restated(slot, event.where, event.arguments, event.position)
 
     def _compare_restated(self, slot: Slot, where: str, text: str, position: int) -> None:
-        joined, _ = join_fragments(slot.parts)
+        joined, _ = _joined_parts(slot.parts)
         if joined != text:
             self._find(UNEXPECTED_EVENT, f"slot {_slot_label(slot.key)}: {where} restates arguments that differ from "
                        "the joined fragments (an SDK that reads that restatement would run other arguments)",
@@ -11363,7 +11487,8 @@ def _slot_text(slot: Slot, limits: Limits) -> tuple[str, tuple[str, str] | None]
     Joined fragments; or a start input (Anthropic) or a whole args object (Gemini) as its compact
     serialisation.  StreamGate may be fed objects JSON cannot hold: refused, never raised.
     """
-    text, _ = join_fragments(slot.parts)
+    text, _ = _joined_parts(slot.parts)
+    slot.parts = []   # (held as the text from here on)
     if text != "" or slot.initial_input is None:
         return text, None
     return slot.initial_input[1], slot.initial_input[2]   # taken when the slot opened (_input_snapshot)
@@ -11794,6 +11919,9 @@ class _RunReader:
         return FragmentRun(layout.shape, pieces, samples, which), end, len(pieces)
 
 
+_NEVER = 1 << 62   # a position no text reaches
+
+
 class _ArrayItems:
     """The items of the JSON array at text[start] (a "["), parsed a batch at a time.
 
@@ -11828,18 +11956,27 @@ class _ArrayItems:
     closed: the list's "]" ends text (StreamGate.feed_bytes's pieces), so a
     batch that finds no candidate boundary left runs to it, rather than the
     items after its start going one by one.
+
+    window: text is that _TextWindow's (validate_bytes), slid on whenever less
+    than _WINDOW_AHEAD characters are left ahead (then text, and `end`, are
+    the new window's).  Batches, runs and items are read in the window as
+    they are in a whole text: a run stops at the window's end (its last event
+    cut there is not read); an item that ends near the window's end (or fails
+    to parse there) is read again once the window is grown from it, so an
+    item larger than a window is read whole.
     """
 
     def __init__(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
                  runs_min: int | None = None, closed: bool = False,
-                 taken: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
+                 taken: Callable[[str, int], tuple[Any, int] | None] | None = None,
+                 window: _TextWindow | None = None) -> None:
         self.text, self.start, self.scan, self.runs, self.runs_min = text, start, scan, runs, runs_min
-        self.closed, self.taken = closed, taken
+        self.closed, self.taken, self.window = closed, taken, window
         self.end = -1
 
     def __iter__(self) -> Iterator[Any]:
-        text, scan, runs, taken = self.text, self.scan, self.runs, self.taken
+        text, scan, runs, taken, window = self.text, self.scan, self.runs, self.taken, self.window
         pos = _WS_RUN.match(text, self.start + 1).end()
         if text.startswith("]", pos):
             self.end = pos + 1
@@ -11847,12 +11984,18 @@ class _ArrayItems:
         batch_from = pos  # after a failed candidate, items go one by one up to it
         # Where runs(text, pos) is next asked; past the end: never (a short stream is a batch or two).
         runs_min = _RUNS_MIN_CHARS if self.runs_min is None else self.runs_min
-        runs_from = pos if runs is not None and len(text) - pos > runs_min else len(text) + 1
+        left = len(text) - pos + (0 if window is None else len(window.data) - window.done)
+        runs_from = pos if runs is not None and left > runs_min else _NEVER
         short_batch = min(_RUN_BATCH_CHARS, _BATCH_CHARS)
         run_batch = short_batch  # the length of the batch after the next decline
         length = _BATCH_CHARS    # the length of the next batch
         singles = _RUN_SINGLES   # items runs may still answer one by one before a batch
         while True:
+            if window is not None and len(text) - pos < _WINDOW_AHEAD and not window.eof:
+                text, shift = "", pos   # (the old window is freed as it slides)
+                pos = self._slide(pos, 0)
+                text = self.text
+                batch_from, runs_from = batch_from - shift, runs_from - shift
             count, single = 0, False  # the items of a run read at pos, if any; or one item runs parsed
             if pos >= runs_from:
                 hit = runs(text, pos)
@@ -11880,10 +12023,32 @@ class _ArrayItems:
                         continue
                     batch_from = reach
                 try:
-                    item, pos = _scan_padded(text, pos, scan)
+                    item, end = _scan_padded(text, pos, scan)
                 except (JsonProblem, ValueError, RecursionError, StopIteration):
-                    raise _NotStreamable from None
+                    if window is None or window.eof:
+                        raise _NotStreamable from None
+                    end = len(text)
+                if window is not None and len(text) - end < _WINDOW_SLACK and not window.eof:
+                    # cut by the window's end, or too close to it: read again in a grown window
+                    size, text, shift = len(text) - pos, "", pos
+                    pos = self._slide(pos, size)
+                    text = self.text
+                    batch_from, runs_from = batch_from - shift, runs_from - shift
+                    continue
+                if window is not None and len(text) > 4 * (_WINDOW_BYTES + _WINDOW_AHEAD):
+                    text, shift = "", end   # a window grown for a large item: slid past it (and freed)
+                    pos = self._slide(end, 0)
+                    text = self.text
+                    batch_from, runs_from = batch_from - shift, runs_from - shift
+                else:
+                    pos = end
                 yield item
+            elif window is not None and len(text) - pos < _WINDOW_SLACK and not window.eof:
+                # a run that stopped near the window's end: its separator is read in the next
+                text, shift = "", pos
+                pos = self._slide(pos, 0)
+                text = self.text
+                batch_from, runs_from = batch_from - shift, runs_from - shift
             pos = self._next_item(pos)
             if pos < 0:
                 return
@@ -11902,6 +12067,13 @@ class _ArrayItems:
                 if count < _SHORT_RUN_ITEMS:
                     runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
 
+
+    def _slide(self, pos: int, size: int) -> int:
+        """The window slid on from pos (see _TextWindow.slide), its text now self.text; pos's place in it."""
+        self.text = ""
+        pos = self.window.slide(pos, size)
+        self.text = self.window.text
+        return pos
 
     def _batch(self, pos: int, length: int) -> tuple[list | None, int]:
         """The items from pos to a candidate boundary some length on, parsed as one list: (the items,
@@ -12938,11 +13110,15 @@ class StreamGate:
         finally:
             self._closed = closed
 
-    def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]]) -> int:
+    def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
+                  window: _TextWindow | None = None) -> int:
         """Consume the JSON list at text[start] (a "[") item by item as it is read; returns the
         position after its "]".  _NotStreamable when the text is not read here (the caller then
-        parses the whole document).  The normalizer may read runs of plain fragments at once."""
-        items = _ArrayItems(text, start, scan, self._fragment_runs, taken=self._taken)
+        parses the whole document).  The normalizer may read runs of plain fragments at once.
+        window: text is that window's, slid on while the list is read (the position returned is
+        in its text then)."""
+        items = _ArrayItems(text if window is None else window.text, start, scan, self._fragment_runs,
+                             window=window, taken=self._taken)
         self.feed_all(items)
         return items.end
 
@@ -13199,9 +13375,9 @@ def _unpad(value: Any) -> Any:
 def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
-    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
-        padded = _PAD_OPEN + piece + _PAD_CLOSE
+    if end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS:
+        value = None   # (parsed again, and held once: a value may be as large as the file)
+        padded = "".join((_PAD_OPEN, text[pos:end], _PAD_CLOSE))
         value, padded_end = scan(padded, 0)
         if padded_end != len(padded):
             raise _NotStreamable
@@ -13209,58 +13385,125 @@ def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]
     return value, end
 
 
-def _stream_envelope(text: str, limits: Limits) -> tuple[dict[str, Any], Any] | None:
+def _stream_envelope(source: str | _TextWindow, limits: Limits) -> tuple[dict[str, Any], Any] | None:
     """(report, envelope) validated while reading, or None to take the canonical path.
 
     A large capture is mostly its stream list.  When "profile" and "tool_schemas"
     come before that list (the usual layout), each chunk is parsed, fed to the
     gate and dropped, so memory stays flat and each chunk is handled while it is
     still in the CPU cache; the envelope returned then holds an empty list in
-    place of the stream.  Other layouts are parsed whole and validated as by
-    validate_envelope().  Any error returns None: the caller then parses the
-    whole document, so verdicts and messages are those of the canonical path.
+    place of the stream.  A stream list before them (or a "request" after it,
+    which shapes the gate) is read through and fed again from where it starts
+    once the envelope's end is reached (_stream_again).  Anything else returns
+    None: the caller then parses the whole document, so verdicts and messages
+    are those of the canonical path.
+
+    source: the text, or a _TextWindow over the file's bytes (validate_bytes): the text
+    is then read a window at a time and never held whole; a byte that is not UTF-8
+    raises its EnvelopeError when its window is decoded.
     """
+    window = source if isinstance(source, _TextWindow) else _TextWindow(b"", source)
     scan = _strict_decoder().scan_once
     ws, member_end = _WS_RUN.match, _MEMBER_END.match
-    pos = ws(text, 0).end()
+    pos = window.ahead(0, _WINDOW_AHEAD)
+    text = window.text
+    pos = ws(text, pos).end()
     if not text.startswith("{", pos):
         return None
     pos = ws(text, pos + 1).end()
     doc: dict[str, Any] = {}
     gate: StreamGate | None = None
     row: Profile | None = None   # the profile member's row, once it was read
+    read = window.read
+    skipped: tuple[str, int] | None = None   # a stream list met before the gate could be made: (key, where)
+    fed = skipped   # the stream list fed to the gate: (key, where)
     try:
         while True:
             if not text.startswith('"', pos):
                 return None
-            key, pos = scan(text, pos)
+            key, pos = read(pos, scan)
+            text = window.text
             pos = ws(text, pos).end()
             if key in doc or not text.startswith(":", pos):
                 return None
             pos = ws(text, pos + 1).end()
             schemas = doc.get("tool_schemas")
             if gate is not None and key == "request":
-                return None  # the request shapes the gate: after the stream, read the whole document
+                # the request shapes the gate: the stream is fed again, to a gate made with it, at the end
+                gate, skipped = None, fed
+            pos = window.ahead(pos, _WINDOW_AHEAD)
+            text = window.text
             if (gate is None and row is not None and row.stream_key == key
                     and isinstance(schemas, dict) and text.startswith("[", pos)):
                 gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
-                value, pos = [], gate.feed_text(text, pos, scan)
+                fed, text = (key, window.offset(pos) if window.data else pos), ""   # (the window's text alone,
+                # freed as it slides)
+                value, pos = [], gate.feed_text(text, pos, scan, window)
+            elif gate is None and skipped is None and key in _STREAM_KEYS and text.startswith("[", pos):
+                # before "profile" or "tool_schemas": read here (and dropped), then fed from the same place
+                # once the envelope's end is reached (_stream_again)
+                skipped, text = (key, window.offset(pos) if window.data else pos), ""
+                items = _ArrayItems(window.text, pos, scan, window=window)
+                for _ in items:
+                    pass
+                value, pos = [], items.end
             else:
-                value, pos = _scan_padded(text, pos, scan)
+                value, pos = read(pos, functools.partial(_scan_padded, scan=scan))
+            text = window.text
             doc[key] = value
             if key == "profile" and isinstance(value, str):
                 row = PROFILES.get(value)
+            pos = window.ahead(pos, _WINDOW_SLACK)
+            text = window.text
             sep = member_end(text, pos)
             if sep is None:
                 return None
-            pos = sep.end()
-            if sep.group(1) == "}":
+            pos, sep = sep.end(), sep.group(1)   # (a match would hold the window's text)
+            if sep == "}":
                 break
+            pos = window.ahead(pos, _WINDOW_AHEAD)
+            text = window.text
     except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
         return None
-    if pos != len(text):
+    while pos == len(window.text) and not window.eof:   # whitespace after the "}" to the end of the file
+        pos = window.slide(pos)
+        pos = ws(window.text, pos).end()
+    if pos != len(window.text) or not window.eof:
         return None
+    if skipped is not None:
+        gate = _stream_again(window, doc, skipped, limits, scan)
+        if gate is None:
+            return None
+    window.text = text = ""   # (validating the calls needs no more of it)
     return _finish_envelope(doc, limits, gate), doc
+
+
+_STREAM_KEYS = frozenset(row.stream_key for row in PROFILES.values())
+
+
+def _stream_again(window: _TextWindow, doc: dict, skipped: tuple[str, int], limits: Limits,
+                  scan: Callable[[str, int], tuple[Any, int]]) -> StreamGate | None:
+    """The gate fed the stream list _stream_envelope read before the gate could be made, read again from
+    where it starts (skipped: its key, and its byte offset, or its position in a text held whole); None when
+    the envelope makes no gate for it (the whole-document parse decides)."""
+    key, at = skipped
+    value = doc.get("profile")
+    row = PROFILES.get(value) if isinstance(value, str) else None
+    schemas = doc.get("tool_schemas")
+    if row is None or row.stream_key != key or not isinstance(schemas, dict):
+        return None
+    try:
+        gate = StreamGate._of_row(row, schemas, limits, None, _request_context(row, doc.get("request")))
+        if not window.data:
+            gate.feed_text(window.text, at, scan)
+            return gate
+        again = _TextWindow(window.data)
+        again.first = again.done = at
+        again.slide(0)
+        gate.feed_text("", 0, scan, again)
+    except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
+        return None
+    return gate
 
 
 def _finish_envelope(doc: Any, limits: Limits, gate: StreamGate | None) -> dict[str, Any]:
@@ -13318,11 +13561,10 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
         return _report(Outcome([finding])), None
     parsed_from = _PARSED_FROM.set(_SpelledIn(data))   # every value checked below is parsed from data
     try:
-        text = _envelope_text(data)
-        streamed = _stream_envelope(text, limits)
+        streamed = _stream_envelope(_TextWindow(data), limits)
         if streamed is not None:
             return streamed
-        doc = _parse_envelope_text(text)
+        doc = _parse_envelope_text(_envelope_text(data))
         return validate_envelope(doc, limits), doc
     except EnvelopeError as exc:
         return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
@@ -16137,11 +16379,37 @@ def _read_input(path: str, limit: int) -> bytes:
         if path == "-":
             if sys.stdin is None:
                 raise UsageError("cannot read standard input: it is closed")
-            return sys.stdin.buffer.read(limit + 1)
+            return _read_limited(sys.stdin.buffer, limit)
         with open(path, "rb") as handle:
-            return handle.read(limit + 1)
+            return _read_limited(handle, limit)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read_limited(handle: Any, limit: int) -> bytes:
+    """handle's bytes up to limit + 1 (one more says the input is over the limit).  read(limit + 1) would
+    allocate limit + 1 bytes first whatever the size: a regular file is read at its size (and on, should
+    it have grown), anything else in pieces of at most 1 MiB."""
+    import os
+    import stat
+
+    try:
+        status = os.fstat(handle.fileno())
+        size = status.st_size if stat.S_ISREG(status.st_mode) else -1
+    except (OSError, ValueError, AttributeError):   # (no file descriptor: an in-memory stream)
+        size = -1
+    data = handle.read(min(limit + 1, size + 1)) if size >= 0 else b""
+    if size >= 0 and len(data) <= size:
+        return data   # (the whole file: it ended before size + 1)
+    pieces = [data]
+    got = len(data)
+    while got <= limit:
+        piece = handle.read(min(1 << 20, limit + 1 - got))
+        if not piece:
+            break
+        pieces.append(piece)
+        got += len(piece)
+    return b"".join(pieces)
 
 
 def _walk_json(top: str) -> list[str]:

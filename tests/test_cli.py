@@ -780,3 +780,29 @@ class SpecialFiles(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReadingTheInput(unittest.TestCase):
+    """The CLI reads a file at its size, never a buffer of max_input_bytes first: the bytes up to the limit and
+    one more (which says the input is over it), from a file, a pipe or an in-memory stream alike."""
+
+    def test_up_to_the_limit_and_one_byte_more(self):
+        import io
+        limit = 1000
+        with tempfile.TemporaryDirectory() as folder:
+            for size in (0, 1, limit - 1, limit, limit + 1, limit + 7, 3 * limit):
+                content = bytes(range(256)) * (size // 256 + 1)
+                content = content[:size]
+                path = os.path.join(folder, f"f{size}")
+                with open(path, "wb") as handle:
+                    handle.write(content)
+                with self.subTest(size=size):
+                    with open(path, "rb") as handle:
+                        self.assertEqual(vts._read_limited(handle, limit), content[:limit + 1])
+                    self.assertEqual(vts._read_limited(io.BytesIO(content), limit), content[:limit + 1])
+                    read, write = os.pipe()
+                    with open(read, "rb") as pipe, open(write, "wb") as out:
+                        out.write(content)
+                        out.close()
+                        self.assertEqual(vts._read_limited(pipe, limit), content[:limit + 1])
+                    self.assertEqual(vts._read_input(path, limit), content[:limit + 1])

@@ -162,10 +162,22 @@ class BatchBoundaries(unittest.TestCase):
         doc = envelope("anthropic", anthropic_turn(['{"rows":[]}']), SAVE_SCHEMA)
         report, kept = vts._stream_envelope(json.dumps(doc), vts.Limits())
         self.assertEqual((report["status"], kept["events"]), ("pass", []))
-        # A stream before "profile" cannot be fed yet: it is parsed whole, then validated.
+        # A stream before "profile" cannot be fed yet: it is read (and dropped), then fed from where it
+        # starts once the envelope's end is reached.
         stream_first = dict(reversed(list(doc.items())))
         report, kept = vts._stream_envelope(json.dumps(stream_first), vts.Limits())
-        self.assertEqual((report["status"], kept["events"]), ("pass", doc["events"]))
+        self.assertEqual((report["status"], kept["events"]), ("pass", []))
+        self.assertEqual(report, vts.validate_envelope(doc))
+        data = json.dumps(dict(stream_first, request={"tools": []})).encode()
+        self.assertEqual(windowed(data), (canonical(data), True))
+        # a request after the stream: fed again to a gate made with it
+        for request in ({"tools": []}, {"tool_choice": {"type": "tool", "name": "save"}}, {"tools": 3}):
+            later = json.dumps(dict(doc, request=request)).encode()
+            with self.subTest(request=request):   # (a malformed request is the whole-document parse's to report)
+                self.assertEqual(windowed(later), (canonical(later), request != {"tools": 3}))
+        # a stream key the profile does not read: the whole-document parse decides
+        other = json.dumps(dict(stream_first, chunks=stream_first.pop("events"))).encode()
+        self.assertEqual(windowed(other), (canonical(other), False))
         # Broken JSON is left to the whole-document parse and its messages.
         self.assertIsNone(vts._stream_envelope(json.dumps(doc)[:-1], vts.Limits()))
 
@@ -482,7 +494,8 @@ class FragmentRuns(unittest.TestCase):
 
     def test_a_long_stream_is_read_in_runs_and_passes_byte_for_byte(self):
         fragments = rows_fragments(3000)
-        report, taken = self.agree(compact(anthropic_turn(fragments)))
+        with mock.patch.object(vts, "_WINDOW_BYTES", 1 << 22):   # one window: runs are cut by nothing else
+            report, taken = self.agree(compact(anthropic_turn(fragments)))
         self.assertEqual(report["status"], "pass")
         self.assertEqual(report["calls"][0]["arguments"], "".join(fragments))
         self.assertGreater(sum(taken), len(fragments) - 40)  # all but a few (before the first run, after each cap)
@@ -1016,3 +1029,147 @@ class CalledFromADeepStack(unittest.TestCase):
                 self.assertEqual(report["status"], "blocked")
                 self.assertEqual([f["code"] for f in report["findings"]], ["limit_exceeded"])
                 self.assertIn("stack ran out", report["findings"][0]["message"])
+
+
+def windowed(data: bytes, window_bytes: int = 300, ahead: int = 200, batch_chars: int = 64) -> tuple[dict, bool]:
+    """validate_bytes with tiny windows (see _TextWindow), and whether the stream was read window by window
+    (the whole-document parse not taken)."""
+    parsed = []
+    real = vts._parse_envelope_text
+
+    def spy(text):
+        parsed.append(text)
+        return real(text)
+
+    with mock.patch.multiple(vts, _WINDOW_BYTES=window_bytes, _WINDOW_AHEAD=ahead, _BATCH_CHARS=batch_chars,
+                             _RUNS_MIN_CHARS=0, _parse_envelope_text=spy):
+        return vts.validate_bytes(data), not parsed
+
+
+class Windows(unittest.TestCase):
+    """validate_bytes decodes and reads the file a window at a time: the same report as the whole text's."""
+
+    def test_decoding_window_by_window_fails_where_the_whole_file_does(self):
+        import random
+        pieces = [b"a", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\x80", b"\xc3", b"\xe2\x82", b"\xf0\x9f",
+                  b"\xed\xa0\x80", b"\xff", b"\xc0\xaf", b"\x80\x80\x80\x80\x80"]
+        rng = random.Random(34)
+        for trial in range(400):
+            good = b"".join(rng.choice(pieces[:4]) for _ in range(rng.randrange(1, 40)))
+            bad = rng.choice(pieces[4:]) if trial % 4 else b""
+            at = rng.randrange(len(good) + 1)
+            data = good[:at] + bad + good[at:]
+            try:
+                expected = vts._envelope_text(data)
+            except vts.EnvelopeError as exc:
+                expected = str(exc)
+            for size in (1, 2, 3, 5, 7):
+                with self.subTest(data=data, size=size), mock.patch.object(vts, "_WINDOW_BYTES", size):
+                    window, text = vts._TextWindow(data), ""
+                    try:
+                        while not window.eof:
+                            window.slide(len(window.text))
+                            text += window.text
+                        got = text
+                    except vts.EnvelopeError as exc:
+                        got = str(exc)
+                    self.assertEqual(got, expected)
+
+    def test_a_stream_read_in_tiny_windows_gives_the_whole_texts_report(self):
+        value = 'é \"}},{\"type\":\"content_block_delta\" \\ / \b\f\n\r\t \u2028 \U0001f600 \x7f'
+        text = json.dumps({"rows": [value, "}},{", "😀" * 40]}, ensure_ascii=False)
+        fragments = [text[i:i + 3] for i in range(0, len(text), 3)]
+        big = json.dumps({"rows": ["x" * 5000 + "😀"]})
+        cases = {
+            "escapes cut anywhere": compact(anthropic_turn(fragments), SAVE_SCHEMA),
+            "escapes, ASCII": json.dumps({"profile": "anthropic", "tool_schemas": SAVE_SCHEMA,
+                                          "events": anthropic_turn(fragments)}).encode(),
+            "surrogate halves": compact(anthropic_turn(['{"rows":["\ud83d', '\ude00"]}'] * 30), SAVE_SCHEMA),
+            "an event larger than a window": compact(anthropic_turn([big[:10], big[10:], "x"]), SAVE_SCHEMA),
+            "one event per line": compact(anthropic_turn(fragments), SAVE_SCHEMA, ",\n"),
+            "a number cut by a window": compact([7] * 300 + [123456789] * 300, SAVE_SCHEMA),
+            "a blocked turn": compact(anthropic_turn(fragments, stop_reason="end_turn"), SAVE_SCHEMA),
+        }
+        for name, data in cases.items():
+            for sizes in ((300, 200, 64), (97, 130, 16), (1000, 333, 128), (4, 4, 8)):
+                with self.subTest(case=name, sizes=sizes):
+                    report, streamed = windowed(data, *sizes)
+                    self.assertTrue(streamed)
+                    self.assertEqual(report, canonical(data))
+                    self.assertEqual(report, vts.validate_envelope(json.loads(data)))
+
+    def test_every_bundled_fixture_read_in_tiny_windows(self):
+        for path in fixture_paths()[::7]:
+            data, doc = load_fixture(path)
+            blobs = [data] + ([json.dumps(dict(reversed(list(doc.items()))), ensure_ascii=False).encode()]
+                              if isinstance(doc, dict) else [])
+            for blob in blobs:
+                with self.subTest(fixture=path, stream_first=blob is not data):
+                    self.assertEqual(windowed(blob, 211, 150, 40)[0], canonical(blob))
+
+    def test_a_byte_order_mark_and_bytes_that_are_not_utf8_late_in_the_file(self):
+        data = compact(anthropic_turn(rows_fragments(200)), SAVE_SCHEMA)
+        for name, bad in (("bom", b"\xef\xbb\xbf" + data), ("late", data[:-40] + b"\xe2\x82" + data[-40:]),
+                          ("last byte", data + b"\xc3"), ("at a window's end", data[:300] + b"\xff" + data[300:]),
+                          ("split character", data[:299] + b"\xf0\x9f\x98" + data[299:]),
+                          ("surrogate", data[:-100] + b"\xed\xa0\x80" + data[-100:])):
+            with self.subTest(case=name):
+                report = windowed(bad)[0]
+                self.assertEqual(report, canonical(bad))
+                self.assertEqual(report["findings"][0]["code"], "invalid_fixture")
+
+    def test_broken_json_late_in_the_file_gets_the_whole_documents_message(self):
+        data = compact(anthropic_turn(rows_fragments(200)), SAVE_SCHEMA)
+        middle = data.rindex(b"}},{", 0, len(data) // 2)
+        for name, bad in (("cut short", data[:-5]), ("trailing data", data + b" x"), ("a second document", data + data),
+                          ("a bracket swapped", data[:middle] + b"]" + data[middle + 1:]),
+                          ("whitespace only after", data + b" " * 5000),
+                          ("a NaN", data.replace(b'"index":0', b'"index":NaN', 1))):
+            with self.subTest(case=name):
+                report, streamed = windowed(bad)
+                self.assertEqual(report, canonical(bad))
+                self.assertEqual(streamed, name == "whitespace only after")
+
+    def test_a_run_cut_by_a_window_declines_there(self):
+        # runs stop at each window's end, are asked again after it, and the turn is the parser's
+        fragments = ["ab\\u00e9", "\\ud83d", "\\ude00", "é", '\\"'] * 200
+        data = compact(anthropic_turn(fragments), SAVE_SCHEMA)
+        expected = without_runs(data)
+        for window_bytes in (1500, 1501, 1502, 1503, 4099):
+            with self.subTest(window_bytes=window_bytes):
+                report, taken = with_runs_counted_in(data, window_bytes)
+                self.assertEqual(report, expected)
+                self.assertGreater(len(taken), 3)
+                self.assertGreater(sum(taken), len(fragments) // 2)
+
+
+def with_runs_counted_in(data: bytes, window_bytes: int) -> tuple[dict, list[int]]:
+    with mock.patch.multiple(vts, _WINDOW_BYTES=window_bytes, _WINDOW_AHEAD=window_bytes // 2,
+                             _RUNS_MIN_CHARS=0, _BATCH_CHARS=256):
+        return with_runs_counted(data)
+
+
+class PackedFragments(unittest.TestCase):
+    """A slot's fragments are packed as UTF-8 every _PACK_PARTS: the same report as fragments held one by one."""
+
+    def both(self, data: bytes) -> dict:
+        with mock.patch.object(vts, "_PACK_PARTS", 1 << 30):
+            unpacked = vts.validate_bytes(data)
+        for every in (0, 1, 2, 5):
+            with self.subTest(pack_parts=every), mock.patch.object(vts, "_PACK_PARTS", every):
+                self.assertEqual(vts.validate_bytes(data), unpacked)
+        return unpacked
+
+    def test_surrogate_halves_and_lone_surrogates_across_a_pack(self):
+        for name, fragments, status in (
+                ("a pair split between two fragments", ['{"rows":["', "\\ud83d", "\\ude00", "é😀", '"]}'], "pass"),
+                ("a lone high surrogate", ['{"rows":["', "\\ud83d", "x", '"]}'], "blocked"),
+                ("a lone low surrogate last", ['{"rows":["', "x", '"]}', "\\ude00"], "blocked")):
+            with self.subTest(case=name):
+                data = compact(anthropic_turn(fragments), SAVE_SCHEMA)
+                self.assertEqual(self.both(data)["status"], status)
+
+    def test_bundled_fixtures(self):
+        for path in fixture_paths()[::5]:
+            with self.subTest(fixture=path):
+                self.both(load_fixture(path)[0])
