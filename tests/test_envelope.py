@@ -683,7 +683,8 @@ class FragmentRuns(unittest.TestCase):
         report, taken = self.agree(blob, None)
         self.assertEqual(report["status"], "pass")
         self.assertEqual(len(report["calls"]), blocks)
-        self.assertEqual(max(taken), vts._RUN_ITEMS)
+        # runs span the blocks (validate_bytes cuts them only at its window's end)
+        self.assertGreater(max(taken), 8 * blocks)
         self.assertGreater(sum(taken), 400 * blocks - 40)
 
     def test_several_blocks_in_sequence(self):
