@@ -12009,6 +12009,11 @@ class _ArrayItems:
                     else:
                         item, pos = item
                         single = True
+                        if window is not None and len(text) > 4 * (_WINDOW_BYTES + _WINDOW_AHEAD):
+                            text, shift = "", pos   # a window grown for a large item: slid past it, as below
+                            pos = self._slide(pos, 0)
+                            text = self.text
+                            batch_from, runs_from = batch_from - shift, runs_from - shift
                         yield item
             if not count and not single:
                 if pos >= batch_from:
@@ -12029,11 +12034,13 @@ class _ArrayItems:
                         raise _NotStreamable from None
                     end = len(text)
                 if window is not None and len(text) - end < _WINDOW_SLACK and not window.eof:
-                    # cut by the window's end, or too close to it: read again in a grown window
+                    # cut by the window's end, or too close to it: read again in a grown window (as an item:
+                    # runs are asked again from the next one; an item this large gains nothing from being a
+                    # run's first, and each ask would parse it up to the window's end once more)
                     size, text, shift = len(text) - pos, "", pos
                     pos = self._slide(pos, size)
                     text = self.text
-                    batch_from, runs_from = batch_from - shift, runs_from - shift
+                    batch_from, runs_from = batch_from - shift, max(runs_from - shift, pos + 1)
                     continue
                 if window is not None and len(text) > 4 * (_WINDOW_BYTES + _WINDOW_AHEAD):
                     text, shift = "", end   # a window grown for a large item: slid past it (and freed)

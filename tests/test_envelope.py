@@ -1099,6 +1099,39 @@ class Windows(unittest.TestCase):
                     self.assertEqual(report, canonical(data))
                     self.assertEqual(report, vts.validate_envelope(json.loads(data)))
 
+    def test_whole_calls_larger_than_a_window(self):
+        """Gemini and ollama calls whose chunk or line outgrows its window (grown until the item ends, read as one
+        item, the grown window dropped before the item is fed): the whole text's report, at every edge the
+        arguments can hold."""
+        body = "x" * 2500 + "\U0001f600"
+        args = {
+            "plain": '{"title":"t","body":"%s"}' % body,
+            "proto": '{"title":"t","body":"%s","\\u005f_proto__":{"a":1}}' % body,
+            "huge number": '{"title":"t","body":"%s","n":1%s}' % (body, "0" * 400),
+            "float spellings": '{"title":"t","body":"%s","n":[1.0,1e0,-0,1E+2]}' % body,
+            "duplicate key": '{"title":"t","body":"%s","body":"y"}' % body,
+            "lone surrogate": '{"title":"t","body":"%s\\ud83d"}' % body,
+            "deep": '{"title":"t","body":"%s","d":%s}' % (body, "[" * 150 + "]" * 150),
+        }
+        schemas = {"save_note": {"type": "object", "required": ["title", "body"],
+                                 "properties": {"title": {"type": "string"}, "body": {"type": "string"}}}}
+        for name, text in args.items():
+            gemini = ('{"candidates":[{"content":{"role":"model","parts":[%s,%s]},"finishReason":"STOP"}]}'
+                      % tuple('{"functionCall":{"name":"save_note","args":%s}}' % text for _ in range(2)))
+            ollama = ('{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"",'
+                      '"tool_calls":[{"function":{"name":"save_note","arguments":%s}},{"function":{"name":"save_note",'
+                      '"arguments":%s}}]},"done":false},{"model":"m","created_at":"2026-01-01T00:00:01Z","message":'
+                      '{"role":"assistant","content":""},"done":true,"done_reason":"stop"}' % (text, text))
+            for profile, key, items in (("gemini", "chunks", gemini), ("ollama", "chunks", ollama)):
+                head = json.dumps({"profile": profile, "tool_schemas": schemas}, separators=(",", ":"))[:-1]
+                data = (head + ',"%s":[{"candidates":[{"content":{"role":"model","parts":[{"text":"a"}]}}]},'
+                        % key if profile == "gemini" else head + ',"%s":[' % key).encode() + items.encode() + b"]}"
+                for sizes in ((300, 200, 64), (1000, 333, 128)):
+                    with self.subTest(case=name, profile=profile, sizes=sizes):
+                        report, streamed = windowed(data, *sizes)
+                        self.assertEqual(streamed, name != "duplicate key")   # (that one: the whole text's parse)
+                        self.assertEqual(report, canonical(data))
+
     def test_every_bundled_fixture_read_in_tiny_windows(self):
         for path in fixture_paths()[::7]:
             data, doc = load_fixture(path)
