@@ -13379,10 +13379,27 @@ def _unpad(value: Any) -> Any:
     return value
 
 
+def _nests_below(value: Any, depth: int) -> bool:
+    """Whether the containers of a parsed value nest fewer than depth deep (as its text's brackets would, had it
+    fewer than depth of them: many brackets, in strings or side by side, need not be deep).  A level at a time:
+    a look at each value it holds, less than parsing its text again costs."""
+    nodes = [value]
+    for _ in range(depth):
+        nodes = [node for node in nodes if type(node) is dict or type(node) is list]
+        if not nodes:
+            return True
+        held: list = []
+        for node in nodes:
+            held += node.values() if type(node) is dict else node
+        nodes = held
+    return False
+
+
 def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
-    if end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS:
+    if (end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS
+            and not _nests_below(value, _SHALLOW_BRACKETS)):
         value = None   # (parsed again, and held once: a value may be as large as the file)
         padded = "".join((_PAD_OPEN, text[pos:end], _PAD_CLOSE))
         value, padded_end = scan(padded, 0)

@@ -315,6 +315,18 @@ class InterpreterDepthLimit(unittest.TestCase):
                             streamed = vts.validate_bytes(blob)
                         self.assertEqual(streamed, whole)
 
+    def test_many_brackets_need_not_be_deep(self):
+        """An item of many brackets side by side is read without the pad when its value nests shallowly
+        (_nests_below); a deep one still is padded: the whole text's report either way."""
+        self.assertEqual([vts._nests_below(v, 4) for v in (1, [], [[[1]]], [[[[1]]]], {"a": [{}]}, {"a": [{"b": []}]})],
+                         [True, True, True, False, True, False])
+        wide = self.CALL + b',"x":[' + b",".join([b'[1],{"a":[]}'] * 40)
+        for depth in (0, 57, 58, 59, 60, 61, 62, 300):
+            deep = b"," + b"[" * depth + b"]" * depth if depth else b""
+            data = b'{"profile":"openai","tool_schemas":{"w":{}},"chunks":[' + wide + deep + b"]}]}"
+            with self.subTest(depth=depth), mock.patch.object(vts, "_BATCH_CHARS", 1):
+                self.assertEqual(vts.validate_bytes(data), canonical(data))
+
     def test_a_pass_just_below_the_limit_still_passes(self):
         blob = dict(self.places(200))["chunk member"]
         self.assertEqual(vts.validate_bytes(blob)["status"], "pass")
