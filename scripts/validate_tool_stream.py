@@ -11602,6 +11602,8 @@ _ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 # Where one object item of a list may end and the next begin.  Only a candidate: the
 # same characters occur inside strings and nested lists.
 _ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+# Where an object item that outgrows its window may end, in the file's bytes (see _ArrayItems._grown).
+_OBJECT_END_BYTES = re.compile(rb"\}[ \t\n\r]*[,\]]")
 
 
 # The same for a list of other items (a hostile stream of numbers or strings): a comma
@@ -12032,12 +12034,13 @@ class _ArrayItems:
                 except (JsonProblem, ValueError, RecursionError, StopIteration):
                     if window is None or window.eof:
                         raise _NotStreamable from None
-                    end = len(text)
-                if window is not None and len(text) - end < _WINDOW_SLACK and not window.eof:
+                    item, end = None, -1   # (end: not read)
+                if window is not None and (end < 0 or len(text) - end < _WINDOW_SLACK) and not window.eof:
                     # cut by the window's end, or too close to it: read again in a grown window (as an item:
                     # runs are asked again from the next one; an item this large gains nothing from being a
                     # run's first, and each ask would parse it up to the window's end once more)
-                    size, text, shift = len(text) - pos, "", pos
+                    size = self._grown(len(text) - pos, end < 0 and text.startswith("{", pos))
+                    item, text, shift = None, "", pos
                     pos = self._slide(pos, size)
                     text = self.text
                     batch_from, runs_from = batch_from - shift, max(runs_from - shift, pos + 1)
@@ -12074,6 +12077,16 @@ class _ArrayItems:
                 if count < _SHORT_RUN_ITEMS:
                     runs_from, length = pos + _BATCH_CHARS, _BATCH_CHARS
 
+
+    def _grown(self, size: int, cut_object: bool) -> int:
+        """How much more a window that holds size characters of an item is grown by: as much again, or, for an
+        object that did not parse in it (cut_object), at least to the next place in the file's bytes where an
+        object item may end ("}", then "," or "]": a candidate at or before its real end, as these occur
+        inside strings too), and a window more: an item of many windows is then mostly read again once, not
+        once each time the window doubles."""
+        window = self.window
+        found = _OBJECT_END_BYTES.search(window.data, window.done) if cut_object else None
+        return size if found is None else max(size, found.end() - window.done + _WINDOW_BYTES)
 
     def _slide(self, pos: int, size: int) -> int:
         """The window slid on from pos (see _TextWindow.slide), its text now self.text; pos's place in it."""
