@@ -11504,6 +11504,27 @@ _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 _RUN_SINGLES = 4  # items runs may answer one at a time (see _ArrayItems) before a batch is parsed
 
 
+_DEPTH_WALK = 1 << 12   # members _nests_shallowly looks at, at most
+
+
+def _nests_shallowly(value: Any) -> bool:
+    """True when the parsed value nests fewer than _SHALLOW_BRACKETS containers deep (as a text with fewer brackets
+    than that does), seen within _DEPTH_WALK members; False when it does not or that is not seen so soon."""
+    level, budget = [value] if type(value) is dict or type(value) is list else [], _DEPTH_WALK
+    for _ in range(_SHALLOW_BRACKETS - 1):
+        if not level:
+            return True
+        inner: list = []
+        for container in level:
+            members = container.values() if type(container) is dict else container
+            budget -= len(members)
+            if budget < 0:
+                return False
+            inner += [member for member in members if type(member) is dict or type(member) is list]
+        level = inner
+    return not level
+
+
 # --- runs of a room's like events (its WireRules.runs), read from text at once --------------------
 
 _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
@@ -11645,6 +11666,10 @@ class _RunReader:
         self.name = self.lead[len("event: "):-len("\ndata: ")] if named else None   # the events' type, if named
         if self.lead and not named and self.lead != "data: ":
             self.lead = ""
+        # the member name each shape's string sits under, as JSON text: an event of a shape holds it within
+        # _RUN_LAYOUT_CHARS of its start (see _run_layout), so an event without it there is not parsed to learn
+        names = [next((step for step in reversed(shape.string) if type(step) is str), None) for shape in shapes]
+        self.names = None if None in names else tuple({json.dumps(name) for name in names})
 
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
@@ -11663,7 +11688,8 @@ class _RunReader:
             return None
         item, end = parsed[2:]
         piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-        return (item, end) if not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS else None
+        return (item, end) if (not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS
+                               or _nests_shallowly(item)) else None
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
@@ -11677,7 +11703,8 @@ class _RunReader:
         """The event at pos read by a layout (one kept, else one learned from the parser's reading of it): (the
         layout, its numbers, its string, its end, its head's and its tail's text), or None."""
         found = self._read(self.layouts, text, pos, sse)
-        if found is None:
+        if found is None and (self.names is None or any(
+                text.find(name, pos, pos + _RUN_LAYOUT_CHARS) >= 0 for name in self.names)):
             learned = self._learn(text, pos)
             found = None if learned is None else self._read((learned,), text, pos, sse)
         return found
@@ -13200,7 +13227,7 @@ def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
     piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS:
+    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS and not _nests_shallowly(value):
         padded = _PAD_OPEN + piece + _PAD_CLOSE
         value, padded_end = scan(padded, 0)
         if padded_end != len(padded):

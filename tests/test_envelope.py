@@ -309,6 +309,53 @@ class InterpreterDepthLimit(unittest.TestCase):
         self.assertEqual(vts.validate_bytes(blob), canonical(blob))
 
 
+class ShallowManyBrackets(unittest.TestCase):
+    """A value with many brackets but shallow nesting is parsed once (no pad needed), and agrees with the
+    whole-document parse; one nested deep enough is still parsed inside the pad."""
+
+    def test_nests_shallowly_at_its_bounds(self):
+        def nested(depth):
+            value = 0
+            for _ in range(depth):
+                value = [value]
+            return value
+        self.assertTrue(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS - 1)))
+        self.assertFalse(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS)))
+        self.assertTrue(vts._nests_shallowly({"a": [{"b": "[[[["}] * 100}))
+        self.assertTrue(vts._nests_shallowly("[[[["))
+        self.assertFalse(vts._nests_shallowly([[0]] * (vts._DEPTH_WALK + 1)))   # (too many to look at)
+
+    def test_reports_agree_with_the_whole_document(self):
+        call = InterpreterDepthLimit.CALL
+        head = b'{"profile":"openai","tool_schemas":{"w":{}},"chunks":['
+        for depth in (2, 62, 63, 64, 65, 200):
+            deep = b"[" * depth + b"]" * depth
+            for member in (b"[" + b",".join([deep] * 80) + b"]", b'{"s":"' + b"[{" * 100 + b'","d":' + deep + b"}"):
+                for blob in (head + call + b',"x":' + member + b"}]}", head + call + b"}," + member + b"]}"):
+                    with self.subTest(depth=depth, blob=blob[:80]):
+                        self.assertEqual(vts.validate_bytes(blob), canonical(blob))
+
+
+class GeminiRunsLookForTheirMember(unittest.TestCase):
+    """An event whose shape's member is not within _RUN_LAYOUT_CHARS of its start (or is spelled with escapes)
+    is not parsed to learn a layout; the report is the general path's."""
+
+    def blob(self, first_extra, key):
+        chunk = '{"candidates":[{"content":{"role":"model","parts":[{"%s":"some text "}]}}]}' % key
+        first = chunk.replace('{"candidates"', '{%s"candidates"' % first_extra, 1)
+        last = '{"candidates":[{"content":{"role":"model","parts":[{"text":"."}]},"finishReason":"STOP"}]}'
+        return ('{"profile":"gemini","tool_schemas":{},"chunks":[' + ",".join([first] + [chunk] * 3000 + [last])
+                + "]}").encode()
+
+    def test_far_or_escaped_members(self):
+        for extra, key in (("", "text"), ('"pad":"%s",' % ("x" * 5000), "text"), ("", "te\\u0078t"),
+                           ('"pad":"%s",' % ("x" * 5000), "te\\u0078t")):
+            blob = self.blob(extra, key)
+            with self.subTest(extra=extra[:10], key=key):
+                self.assertEqual(vts.validate_bytes(blob), vts.validate_envelope(json.loads(blob)))
+                self.assertEqual(vts.validate_bytes(blob), without_runs(blob))
+
+
 class PlainFragments(unittest.TestCase):
     """plain_fragment() answers only for a started tool_use block; the machine decides the rest."""
 
