@@ -7723,6 +7723,16 @@ class OllamaNormalizer:
             return ()
         return self._read(pos, chunk)
 
+    def apply_text(self, run: FragmentRun) -> bool:
+        """True when translate() yields nothing for every line of a run of text lines (_OLLAMA_RUNS) and changes
+        nothing: each sample a quiet line, not done, before the done line, and no piece holding a character
+        httpx ends a line at.  False changes nothing (the lines then go one by one)."""
+        if self.done or not all(type(sample) is dict and sample.get("done") is False
+                                and _ollama_quiet_line(sample, self.layouts) for sample in run.samples):
+            return False
+        joined = "".join(run.pieces)
+        return not any(mark in joined for mark in _OLLAMA_LINE_BREAKS)
+
     def _read(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"line is {_describe(chunk)}, not an object")
@@ -7938,11 +7948,22 @@ def _ollama_request_body(schemas: dict, request: dict) -> dict:
     return body
 
 
+def _ollama_no_plain(normalizer: Any, chunk: Any) -> None:
+    """A RunShape's plain for text lines: apply_text decides, and when it declines the lines go one by one."""
+    return None
+
+
+# The line a long answer repeats (see RunShape): its message's text; read only from a JSON list (an envelope's
+# chunks), not from an NDJSON body.
+_OLLAMA_RUNS = (RunShape(string=("message", "content"), plain=_ollama_no_plain, text=True,
+                         apply=OllamaNormalizer.apply_text),)
+
+
 OLLAMA = Profile(
     name="ollama", stream_key="chunks",
     rules=TurnRules(tool_reason="stop", needs_close=False, stop_name="line with \"done\": true",
                     slot_end_name="its tool_calls entry", requires_id=False),
-    wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected),
+    wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected, runs=_OLLAMA_RUNS),
     request=RequestRules(choice=_choice_ollama, parallel_instead=" (Ollama's API has no such control)",
                          tools=_ollama_request_tools,
                          expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),

@@ -1022,6 +1022,64 @@ if __name__ == "__main__":
     unittest.main()
 
 
+def ollama_stream(texts, done_at=None):
+    def line(message, done=False, **more):
+        return {"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00.1Z", "message": {"role": "assistant", **message},
+                "done": done, **more}
+    out = [line({"content": t}) for t in texts]
+    out.append(line({"content": "", "tool_calls": [{"function": {"name": "save", "arguments": {"a": 1}}}]}))
+    done = line({"content": ""}, True, done_reason="stop", eval_count=41)
+    return out + [done] if done_at is None else out[:done_at] + [done] + out[done_at:]
+
+
+class OllamaTextRuns(unittest.TestCase):
+    """Ollama's text lines (its RunShape, applied by OllamaNormalizer.apply_text) are read at once only where
+    each line yields nothing: at the edge of it, the report is the general path's."""
+
+    setUp = DeclaredRuns.setUp
+    agree = DeclaredRuns.agree
+
+    def test_text_lines_are_read_in_runs_and_agree(self):
+        texts = [f"word {k} é \"q\" 😀 " for k in range(300)]
+        for compact_items in (True, False):
+            report, taken = self.agree(written("ollama", ollama_stream(texts), compact_items=compact_items))
+            self.assertEqual(report["status"], "pass")
+            self.assertGreater(sum(taken), 250)
+
+    def test_edges_agree(self):
+        texts = [f"w{k} " for k in range(300)]
+        at = 150
+        edits = {
+            "a raw NEL in the text": (at, '"content":"', '"content":"\x85'),
+            "an escaped NEL in the text": (at, '"content":"', '"content":"\\u0085'),
+            "an escape in the text": (at, '"content":"', '"content":"\\u00e9\\n'),
+            "a lone surrogate": (at, '"content":"', '"content":"\\ud83d'),
+            "a duplicate key": (at, '"done":false', '"done":false,"done":false'),
+            "done spelled 0": (at, '"done":false', '"done":0'),
+            "done true": (at, '"done":false', '"done":true'),
+            "another role": (at, '"assistant"', '"user"'),
+            "an error member": (at, '"done":false', '"done":false,"error":"x"'),
+            "an image": (at, '"content":', '"images":["x"],"content":'),
+            "a call in the middle": (at, '"content":', '"tool_calls":[{"function":{"name":"save","arguments":{}}}],'
+                                                       '"content":'),
+            "a reordered member": (at, '"model":', '"zz":1,"model":'),
+            "__proto__ with escapes": (at, "{", '{"\\u005f_proto__":{},'),
+            "whitespace inside": (at, ":", ": \n\t"),
+            "content not a string": (at, '"content":"w150 "', '"content":150'),
+        }
+        for edit, (k, old, new) in edits.items():
+            with self.subTest(edit=edit):
+                report, taken = self.agree(written("ollama", ollama_stream(texts), [(k, old, new)]))
+                self.assertTrue(taken)
+        for done_at in (0, 150):   # text after the line with "done": true
+            with self.subTest(done_at=done_at):
+                self.assertNotEqual(self.agree(written("ollama", ollama_stream(texts, done_at)))[0]["status"], "pass")
+        stamped = ollama_stream(texts)
+        for k, line in enumerate(stamped):
+            line["created_at"] = f"2026-11-20T09:14:{k % 60:02d}Z"
+        self.agree(written("ollama", stamped))
+
+
 class CalledFromADeepStack(unittest.TestCase):
     """Called with little stack left, the verdict is a blocked report, not an exception.
 
