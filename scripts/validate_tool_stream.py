@@ -1639,6 +1639,11 @@ class RunShape(_FrozenRecord):
                 an argument fragment, or a text delta
       numbers   the paths of its integer members that may change from event to event too (a slot's indexes:
                 interleaved calls make one run); every other member is the same text in every event
+      names     the paths of string members that may change like numbers (an item's id): each distinct value
+                is a sample of its own; matched only where written without an escape
+      counters  the paths of integer members the room never reads that change from event to event (a sequence
+                number): matched as numbers are and kept per event to rebuild it, but never a sample of their
+                own (a sample holds those of some event; plain must not read them)
       plain     (the turn's normalizer, one event) -> what the general path would do with it: for a fragment
                 shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
                 shape True when the event yields nothing and changes no state.  None (always safe): anything
@@ -1654,10 +1659,11 @@ class RunShape(_FrozenRecord):
                 share one lead
     """
 
-    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply")
+    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply", "names", "counters")
 
     def __init__(self, *, string: tuple, plain: Callable[[Any, Any], Any], numbers: tuple[tuple, ...] = (),
-                 text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None) -> None:
+                 text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None,
+                 names: tuple[tuple, ...] = (), counters: tuple[tuple, ...] = ()) -> None:
         _freeze(self, locals())
 
 
@@ -1667,23 +1673,29 @@ class FragmentRun(_Record):
     `pieces` holds each item's string in stream order, empty ones too (len(pieces) is the number
     of items); `samples` the distinct items by their numbers, as parsed but for their string (that of
     some item with those numbers, maybe of an earlier run: not to be read; a sample is shared between
-    runs and never changed), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
-    item(k) rebuilds the k-th wire item, for the gate to translate one by one when the machine
-    cannot take the pieces at once.  Not a neutral event: the gate handles it in their place.
+    runs and never changed), `which` for each piece the index of its sample (None: every piece is samples[0]'s),
+    `counted` for a shape with counters (their paths, each piece's values of them), else None.  item(k)
+    rebuilds the k-th wire item, for the gate to translate one by one when the machine cannot take the pieces
+    at once.  Not a neutral event: the gate handles it in their place.
     """
 
-    __slots__ = ("shape", "pieces", "samples", "which")
+    __slots__ = ("shape", "pieces", "samples", "which", "counted")
 
-    def __init__(self, shape: RunShape, pieces: list[str], samples: list[Any], which: list[int] | None) -> None:
+    def __init__(self, shape: RunShape, pieces: list[str], samples: list[Any], which: list[int] | None,
+                 counted: tuple[tuple, list[tuple]] | None = None) -> None:
         self.shape = shape
         self.pieces = pieces
         self.samples = samples
         self.which = which
+        self.counted = counted
 
     def item(self, k: int) -> Any:
         """The k-th item, as the parser reads it."""
         item = _json_copy(self.samples[0 if self.which is None else self.which[k]])
         _json_put(item, self.shape.string, self.pieces[k])
+        if self.counted is not None:
+            for path, number in zip(self.counted[0], self.counted[1][k]):
+                _json_put(item, path, int(number))
         return item
 
 
@@ -4893,12 +4905,24 @@ def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
     return _sdk_dump(item)
 
 
+# The events a long stream repeats (see RunShape): a message's text delta, a function call's arguments delta (the
+# text shape first: an arguments delta has no content_index, while a text delta would fit the arguments shape);
+# item_id names the item (a sample per item), sequence_number, one more each event, is read by nothing here.  Read
+# only from a JSON list: the two are named apart in an SSE body.
+_RESPONSES_RUNS = (
+    RunShape(string=("delta",), numbers=(("output_index",), ("content_index",)), names=(("item_id",),),
+             counters=(("sequence_number",),), plain=ResponsesNormalizer.plain_text, text=True),
+    RunShape(string=("delta",), numbers=(("output_index",),), names=(("item_id",),),
+             counters=(("sequence_number",),), plain=ResponsesNormalizer.plain_fragment),
+)
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
                     slot_end_name="response.output_item.done"),
     wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
-                   fragment_key=_fragment_key_at("output_index"), sdk_item=_responses_sdk_item),
+                   fragment_key=_fragment_key_at("output_index"), sdk_item=_responses_sdk_item, runs=_RESPONSES_RUNS),
     request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
@@ -11549,6 +11573,7 @@ def _nests_shallowly(value: Any) -> bool:
 # --- runs of a room's like events (its WireRules.runs), read from text at once --------------------
 
 _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
+_RUN_NAME = r'"([^"\\\x00-\x1f]*)"'   # a name that may change within a run (RunShape.names): a string, no escape
 _RUN_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _RUN_SAMPLES = 256   # distinct numbers within one run at most (then the run ends)
 _RUN_LAYOUTS = 8     # layouts a reader keeps, the latest first
@@ -11602,27 +11627,39 @@ class _RunLayout(_Record):
     """How one event of a RunShape is written, learned from one the strict parser read (sample): head, from
     its start up to its string's opening quote, and tail, from the string's closing quote to its end, as
     patterns where its numbers are groups (in text order; paths: theirs), literal elsewhere; heads: how many
-    of them are in head; one_line: no line break outside the string (an SSE data line may hold it)."""
+    of them are in head; one_line: no line break outside the string (an SSE data line may hold it).  The shape's
+    names and counters are groups too (paths: theirs); keys: the positions of the groups but counters (None: all),
+    counters: those of the counters (a sample is one by its keys)."""
 
-    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line", "events")
+    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line", "events", "keys", "counters")
 
     def __init__(self, shape: RunShape, sample: dict, head: re.Pattern, tail: re.Pattern, heads: int,
                  paths: tuple, one_line: bool) -> None:
         self.shape, self.sample, self.head, self.tail, self.heads = shape, sample, head, tail, heads
         self.paths, self.one_line = paths, one_line
-        self.events: dict[tuple[str, ...], dict] = {}   # event() by numbers, at most _RUN_SAMPLES
+        self.events: dict[tuple[str, ...], dict] = {}   # event() by keys, at most _RUN_SAMPLES
+        counted = [k for k, path in enumerate(paths) if path in shape.counters]
+        self.keys = tuple(k for k in range(len(paths)) if k not in counted) if counted else None
+        self.counters = tuple(counted)
+
+    def key(self, numbers: tuple[str, ...]) -> tuple[str, ...]:
+        """The numbers that make a sample: all but the counters'."""
+        keys = self.keys
+        return numbers if keys is None else tuple([numbers[k] for k in keys])
 
     def event(self, numbers: tuple[str, ...], piece: str) -> dict:
         """An event this layout reads with these numbers, as the parser reads it: its string is piece, or that of
         an event with these numbers made before (never changed: FragmentRun.item copies it)."""
-        event = self.events.get(numbers)
+        key = self.key(numbers)
+        event = self.events.get(key)
         if event is None:
             event = _json_copy(self.sample)
+            names = self.shape.names
             for path, number in zip(self.paths, numbers):
-                _json_put(event, path, int(number))
+                _json_put(event, path, number if path in names else int(number))
             _json_put(event, self.shape.string, piece)
             if len(self.events) < _RUN_SAMPLES:
-                self.events[numbers] = event
+                self.events[key] = event
         return event
 
 
@@ -11630,18 +11667,21 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
     not of the shape, a number is not spelled in JSON's integer grammar, it nests too deep to matter, or it is
     longer than _RUN_LAYOUT_CHARS but for its string)."""
+    numbers = shape.numbers + shape.counters
     if type(_json_at(sample, shape.string)) is not str or any(
-            type(_json_at(sample, path)) is not int for path in shape.numbers):
+            type(_json_at(sample, path)) is not int for path in numbers) or any(
+            type(_json_at(sample, path)) is not str for path in shape.names):
         return None
     try:
-        spans = [_text_span(text, pos, path) for path in (shape.string,) + shape.numbers]
+        spans = [_text_span(text, pos, path) for path in (shape.string,) + numbers + shape.names]
     except (JsonProblem, ValueError, RecursionError, StopIteration):
         return None
     if None in spans or not pos < spans[0][0] < spans[0][1] <= end:
         return None
     first, last = spans[0]
-    holes = sorted(zip(spans[1:], shape.numbers))
-    if any(_compiled(_RUN_NUMBER).fullmatch(text, *span) is None for span, _ in holes):
+    holes = sorted(zip(spans[1:], numbers + shape.names))
+    if any(_compiled(_RUN_NAME if path in shape.names else _RUN_NUMBER).fullmatch(text, *span) is None
+           for span, path in holes):
         return None
     if end - pos - (last - first) > _RUN_LAYOUT_CHARS:
         return None   # (its patterns would cost more to build than such events to parse)
@@ -11651,9 +11691,9 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
 
     def pattern(start: int, stop: int) -> re.Pattern:
         parts, at = [], start
-        for (number_at, number_end), _ in holes:
+        for (number_at, number_end), path in holes:
             if start <= number_at < stop:
-                parts += [re.escape(text[at:number_at]), _RUN_NUMBER]
+                parts += [re.escape(text[at:number_at]), _RUN_NAME if path in shape.names else _RUN_NUMBER]
                 at = number_end
         return re.compile("".join(parts) + re.escape(text[at:stop]))
 
@@ -11690,7 +11730,7 @@ class _RunReader:
         # the member name each shape's string sits under, as JSON text: an event of a shape holds it within
         # _RUN_LAYOUT_CHARS of its start (see _run_layout), so an event without it there is not parsed to learn
         names = [next((step for step in reversed(shape.string) if type(step) is str), None) for shape in shapes]
-        self.names = None if None in names else tuple({json.dumps(name) for name in names})
+        self.needles = None if None in names else tuple({json.dumps(name) for name in names})
 
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
@@ -11724,8 +11764,8 @@ class _RunReader:
         """The event at pos read by a layout (one kept, else one learned from the parser's reading of it): (the
         layout, its numbers, its string, its end, its head's and its tail's text), or None."""
         found = self._read(self.layouts, text, pos, sse)
-        if found is None and (self.names is None or any(
-                text.find(name, pos, pos + _RUN_LAYOUT_CHARS) >= 0 for name in self.names)):
+        if found is None and (self.needles is None or any(
+                text.find(name, pos, pos + _RUN_LAYOUT_CHARS) >= 0 for name in self.needles)):
             learned = self._learn(text, pos)
             found = None if learned is None else self._read((learned,), text, pos, sse)
         return found
@@ -11772,7 +11812,13 @@ class _RunReader:
         if first is None:
             return None
         layout, numbers, piece, end, before, after = first
-        samples, seen, which, current = [layout.event(numbers, piece)], {numbers: 0}, None, 0
+        samples, seen, which, current = [layout.event(numbers, piece)], {layout.key(numbers): 0}, None, 0
+        counters = layout.counters
+        every = [tuple([numbers[k] for k in counters])] if counters else None   # each event's counters
+        # (the usual counter: all of the tail's groups, none of the head's; its match alone, no sample asked about)
+        counts_tail = counters and counters == tuple(range(layout.heads, len(numbers)))
+        if counts_tail:
+            tail_counts = layout.tail.match
         heads, head, tail = layout.heads, layout.head.match, layout.tail.match
         pieces, separator = [piece], "," if sse is None else sse
         append, starts, comma_at, string = pieces.append, text.startswith, _RUN_COMMA.match, _json_string
@@ -11816,6 +11862,28 @@ class _RunReader:
                 piece, closing = string(text, at)
             except ValueError:
                 break
+            if counts_tail:
+                found = tail_counts(text, closing - 1)
+                if found is None:
+                    break
+                every.append(found.groups())
+                if changed:
+                    numbers = numbers[:heads] + every[-1]
+                    k = seen.get(layout.key(numbers))
+                    if k is None:
+                        if len(samples) >= _RUN_SAMPLES:
+                            del every[-1]
+                            break
+                        k = seen[layout.key(numbers)] = len(samples)
+                        samples.append(layout.event(numbers, piece))
+                    if k != current and which is None:
+                        which = [0] * count
+                    current = k
+                if which is not None:
+                    which.append(current)
+                append(piece)
+                end, count = found.end(), count + 1
+                continue
             if starts(after, closing - 1):
                 stop = closing - 1 + after_size
             else:
@@ -11826,20 +11894,27 @@ class _RunReader:
                 after_size = len(after)
                 numbers = numbers[:heads] + found.groups()
             if changed:
-                k = seen.get(numbers)
+                key = numbers if every is None else layout.key(numbers)
+                k = seen.get(key)
                 if k is None:
                     if len(samples) >= _RUN_SAMPLES:
                         break
-                    k = seen[numbers] = len(samples)
+                    k = seen[key] = len(samples)
                     samples.append(layout.event(numbers, piece))
                 if k != current and which is None:
                     which = [0] * count
                 current = k
+                if every is not None:
+                    counted = tuple([numbers[k] for k in counters])
             if which is not None:
                 which.append(current)
+            if every is not None:
+                every.append(counted if changed else every[-1])
             append(piece)
             end, count = stop, count + 1
-        return FragmentRun(layout.shape, pieces, samples, which), end, len(pieces)
+        counted_paths = tuple(layout.paths[k] for k in counters)
+        return (FragmentRun(layout.shape, pieces, samples, which, None if every is None else (counted_paths, every)),
+                end, len(pieces))
 
 
 class _ArrayItems:

@@ -890,7 +890,7 @@ def written(profile, items, edits=(), separator=",", compact_items=True):
         assert old in texts[number], (old, texts[number])
         texts[number] = texts[number].replace(old, new, 1)
     head = json.dumps({"profile": profile, "tool_schemas": {"save": {"type": "object"}}}, separators=(",", ":"))
-    key = "events" if profile == "anthropic" else "chunks"
+    key = vts.PROFILES[profile].stream_key
     return (head[:-1] + f',"{key}":[' + separator.join(texts) + "]}").encode()
 
 
@@ -915,7 +915,7 @@ class DeclaredRuns(unittest.TestCase):
             doc = None
         if doc is not None:
             gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], limits)
-            for item in doc["events" if doc["profile"] == "anthropic" else "chunks"]:
+            for item in doc[vts.PROFILES[doc["profile"]].stream_key]:
                 gate.feed(item)
             self.assertEqual(report, gate.finish())
         return report, taken
@@ -1024,8 +1024,8 @@ if __name__ == "__main__":
 
 def ollama_stream(texts, done_at=None):
     def line(message, done=False, **more):
-        return {"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00.1Z", "message": {"role": "assistant", **message},
-                "done": done, **more}
+        return {"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00.1Z",
+                "message": {"role": "assistant", **message}, "done": done, **more}
     out = [line({"content": t}) for t in texts]
     out.append(line({"content": "", "tool_calls": [{"function": {"name": "save", "arguments": {"a": 1}}}]}))
     done = line({"content": ""}, True, done_reason="stop", eval_count=41)
@@ -1078,6 +1078,104 @@ class OllamaTextRuns(unittest.TestCase):
         for k, line in enumerate(stamped):
             line["created_at"] = f"2026-11-20T09:14:{k % 60:02d}Z"
         self.agree(written("ollama", stamped))
+
+
+def responses_stream(texts, calls, interleave=False):
+    """An openai-responses stream (as tests/bench/floor.py writes it): a message's text deltas, then each call's
+    arguments deltas (in turn when interleave), every event with its sequence_number."""
+    response = {"id": "resp_1", "object": "response", "created_at": 1767225600, "status": "in_progress",
+                "model": "gpt-4.1", "output": []}
+    out, output = [{"type": "response.created", "response": response}], []
+    if texts:
+        whole = "".join(texts)
+        message = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "annotations": [], "text": whole}]}
+        where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+        out += [{"type": "response.output_item.added", "output_index": 0,
+                 "item": {**message, "status": "in_progress", "content": []}},
+                {"type": "response.content_part.added", **where,
+                 "part": {"type": "output_text", "annotations": [], "text": ""}}]
+        out += [{"type": "response.output_text.delta", **where, "delta": t, "logprobs": []} for t in texts]
+        out += [{"type": "response.output_text.done", **where, "text": whole, "logprobs": []},
+                {"type": "response.content_part.done", **where, "part": message["content"][0]},
+                {"type": "response.output_item.done", "output_index": 0, "item": message}]
+        output.append(message)
+    first, items = len(output), []
+    for k, frags in enumerate(calls):
+        call = {"id": f"fc_{k}", "type": "function_call", "status": "in_progress", "arguments": "",
+                "call_id": f"call_{k}", "name": "save"}
+        out.append({"type": "response.output_item.added", "output_index": first + k, "item": call})
+        items.append({**call, "status": "completed", "arguments": "".join(frags)})
+    deltas = [[{"type": "response.function_call_arguments.delta", "item_id": f"fc_{k}", "output_index": first + k,
+                "delta": f} for f in frags] for k, frags in enumerate(calls)]
+    out += ([d for j in range(max(map(len, deltas), default=0)) for d in (c[j] for c in deltas if j < len(c))]
+            if interleave else [d for c in deltas for d in c])
+    for k, done in enumerate(items):
+        out += [{"type": "response.function_call_arguments.done", "item_id": done["id"], "output_index": first + k,
+                 "arguments": done["arguments"]},
+                {"type": "response.output_item.done", "output_index": first + k, "item": done}]
+        output.append(done)
+    out.append({"type": "response.completed", "response": {**response, "status": "completed", "output": output}})
+    for k, event in enumerate(out):
+        event["sequence_number"] = k
+    return out
+
+
+class ResponsesRuns(unittest.TestCase):
+    """openai-responses' text and arguments deltas are read in runs (item_id a name, sequence_number a counter:
+    RunShape.names and counters) only where each event is exactly what the parser reads; at the edges the
+    report is the general path's."""
+
+    setUp = DeclaredRuns.setUp
+    agree = DeclaredRuns.agree
+
+    def streams(self):
+        texts = [f"word {k} é \"q\" 😀 " for k in range(300)]
+        yield "text", responses_stream(texts, []), 150
+        yield "arguments", responses_stream([], [rows_fragments(60)]), 30
+        yield "interleaved calls", responses_stream([], [rows_fragments(12)] * 8, interleave=True), 50
+        yield "calls in turn", responses_stream([], [rows_fragments(30)] * 8), 100
+
+    def test_read_in_runs_and_agree(self):
+        for name, items, at in self.streams():
+            for compact_items in (True, False):
+                with self.subTest(stream=name, compact=compact_items):
+                    report, taken = self.agree(written("openai-responses", items, compact_items=compact_items))
+                    self.assertEqual(report["status"], "not_applicable" if name == "text" else "pass")
+                    self.assertGreater(sum(taken), len(items) // 2)
+
+    def test_edges_agree(self):
+        for name, items, at in self.streams():
+            number = f'"sequence_number":{at}'
+            item_id = items[at]["item_id"]
+            edits = {
+                "a counter spelled 1.0": (at, number, number + ".0"),
+                "a counter spelled 1e0": (at, number, number + "e0"),
+                "a negative counter": (at, number, number.replace(":", ":-")),
+                "a counter of 19 digits": (at, number, number + "000000000000000000"),
+                "a counter as a string": (at, number, number.replace(":", ':"') + '"'),
+                "a counter repeated": (at, number, f'"sequence_number":{at - 1}'),
+                "a counter twice": (at, number, number + "," + number),
+                "no counter": (at, "," + number, ""),
+                "an escape in the name": (at, f'"{item_id}"', f'"\\u00{ord(item_id[0]):x}{item_id[1:]}"'),
+                "another item's name": (at, f'"{item_id}"', '"fc_7x"'),
+                "a name that is a number": (at, f'"{item_id}"', "7"),
+                "a name twice": (at, '"item_id":', f'"item_id":"{item_id}","item_id":'),
+                "an escape in the delta": (at, '"delta":"', '"delta":"\\u00e9\\n'),
+                "a lone surrogate": (at, '"delta":"', '"delta":"\\ud83d'),
+                "an index of another item": (at, '"output_index":', '"output_index":9'),
+                "a reordered member": (at, '"type":', '"zz":1,"type":'),
+                "__proto__ with escapes": (at, "{", '{"\\u005f_proto__":{},'),
+                "whitespace inside": (at, ":", ": \n\t"),
+                "the first item's layout": (at - 1, ",", ", "),
+            }
+            if name == "text":
+                edits["logprobs"] = (at, '"logprobs":[]', '"logprobs":[{"token":"a","logprob":0,"bytes":[]}]')
+            for edit, (k, old, new) in edits.items():
+                for separator in (",", ",\n  "):
+                    with self.subTest(stream=name, edit=edit, separator=separator):
+                        report, taken = self.agree(written("openai-responses", items, [(k, old, new)], separator))
+                        self.assertTrue(taken)
 
 
 class CalledFromADeepStack(unittest.TestCase):
