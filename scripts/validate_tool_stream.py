@@ -11748,8 +11748,8 @@ class _RunReader:
         if parsed is None or parsed[0] is not text or parsed[1] != pos:
             return None
         item, end = parsed[2:]
-        piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-        return (item, end) if (not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS
+        return (item, end) if (end - pos < _SHALLOW_BRACKETS
+                               or text.count("[", pos, end) + text.count("{", pos, end) < _SHALLOW_BRACKETS
                                or _nests_shallowly(item)) else None
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
@@ -13322,9 +13322,9 @@ def _unpad(value: Any) -> Any:
 def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
-    piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-    if piece and piece.count("[") + piece.count("{") >= _SHALLOW_BRACKETS and not _nests_shallowly(value):
-        padded = _PAD_OPEN + piece + _PAD_CLOSE
+    if (end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS
+            and not _nests_shallowly(value)):
+        padded = _PAD_OPEN + text[pos:end] + _PAD_CLOSE
         value, padded_end = scan(padded, 0)
         if padded_end != len(padded):
             raise _NotStreamable
