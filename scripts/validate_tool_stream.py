@@ -1644,6 +1644,9 @@ class RunShape(_FrozenRecord):
       counters  the paths of integer members the room never reads that change from event to event (a sequence
                 number): matched as numbers are and kept per event to rebuild it, but never a sample of their
                 own (a sample holds those of some event; plain must not read them)
+      stamps    the paths of string members the room reads no more of than that they are strings, changing from
+                event to event (a timestamp): counters, matched only without an escape or a control character
+                (C0, DEL, C1)
       plain     (the turn's normalizer, one event) -> what the general path would do with it: for a fragment
                 shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
                 shape True when the event yields nothing and changes no state.  None (always safe): anything
@@ -1659,11 +1662,12 @@ class RunShape(_FrozenRecord):
                 share one lead
     """
 
-    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply", "names", "counters")
+    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply", "names", "counters", "stamps")
 
     def __init__(self, *, string: tuple, plain: Callable[[Any, Any], Any], numbers: tuple[tuple, ...] = (),
                  text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None,
-                 names: tuple[tuple, ...] = (), counters: tuple[tuple, ...] = ()) -> None:
+                 names: tuple[tuple, ...] = (), counters: tuple[tuple, ...] = (),
+                 stamps: tuple[tuple, ...] = ()) -> None:
         _freeze(self, locals())
 
 
@@ -1695,7 +1699,7 @@ class FragmentRun(_Record):
         _json_put(item, self.shape.string, self.pieces[k])
         if self.counted is not None:
             for path, number in zip(self.counted[0], self.counted[1][k]):
-                _json_put(item, path, int(number))
+                _json_put(item, path, number if path in self.shape.stamps else int(number))
         return item
 
 
@@ -7977,9 +7981,9 @@ def _ollama_no_plain(normalizer: Any, chunk: Any) -> None:
     return None
 
 
-# The line a long answer repeats (see RunShape): its message's text; read only from a JSON list (an envelope's
-# chunks), not from an NDJSON body.
-_OLLAMA_RUNS = (RunShape(string=("message", "content"), plain=_ollama_no_plain, text=True,
+# The line a long answer repeats (see RunShape): its message's text, created_at a stamp (a string, no line break
+# in it, is all the room reads of it); read only from a JSON list (an envelope's chunks), not from an NDJSON body.
+_OLLAMA_RUNS = (RunShape(string=("message", "content"), stamps=(("created_at",),), plain=_ollama_no_plain, text=True,
                          apply=OllamaNormalizer.apply_text),)
 
 
@@ -11574,6 +11578,7 @@ def _nests_shallowly(value: Any) -> bool:
 
 _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
 _RUN_NAME = r'"([^"\\\x00-\x1f]*)"'   # a name that may change within a run (RunShape.names): a string, no escape
+_RUN_STAMP = r'"([^"\\\x00-\x1f\x7f-\x9f]*)"'   # a stamp (RunShape.stamps): no escape, no control character
 _RUN_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _RUN_SAMPLES = 256   # distinct numbers within one run at most (then the run ends)
 _RUN_LAYOUTS = 8     # layouts a reader keeps, the latest first
@@ -11638,7 +11643,7 @@ class _RunLayout(_Record):
         self.shape, self.sample, self.head, self.tail, self.heads = shape, sample, head, tail, heads
         self.paths, self.one_line = paths, one_line
         self.events: dict[tuple[str, ...], dict] = {}   # event() by keys, at most _RUN_SAMPLES
-        counted = [k for k, path in enumerate(paths) if path in shape.counters]
+        counted = [k for k, path in enumerate(paths) if path in shape.counters or path in shape.stamps]
         self.keys = tuple(k for k in range(len(paths)) if k not in counted) if counted else None
         self.counters = tuple(counted)
 
@@ -11654,9 +11659,9 @@ class _RunLayout(_Record):
         event = self.events.get(key)
         if event is None:
             event = _json_copy(self.sample)
-            names = self.shape.names
+            strings = self.shape.names + self.shape.stamps
             for path, number in zip(self.paths, numbers):
-                _json_put(event, path, number if path in names else int(number))
+                _json_put(event, path, number if path in strings else int(number))
             _json_put(event, self.shape.string, piece)
             if len(self.events) < _RUN_SAMPLES:
                 self.events[key] = event
@@ -11667,21 +11672,24 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
     not of the shape, a number is not spelled in JSON's integer grammar, it nests too deep to matter, or it is
     longer than _RUN_LAYOUT_CHARS but for its string)."""
-    numbers = shape.numbers + shape.counters
+    numbers, strings = shape.numbers + shape.counters, shape.names + shape.stamps
     if type(_json_at(sample, shape.string)) is not str or any(
             type(_json_at(sample, path)) is not int for path in numbers) or any(
-            type(_json_at(sample, path)) is not str for path in shape.names):
+            type(_json_at(sample, path)) is not str for path in strings):
         return None
     try:
-        spans = [_text_span(text, pos, path) for path in (shape.string,) + numbers + shape.names]
+        spans = [_text_span(text, pos, path) for path in (shape.string,) + numbers + strings]
     except (JsonProblem, ValueError, RecursionError, StopIteration):
         return None
     if None in spans or not pos < spans[0][0] < spans[0][1] <= end:
         return None
     first, last = spans[0]
-    holes = sorted(zip(spans[1:], numbers + shape.names))
-    if any(_compiled(_RUN_NAME if path in shape.names else _RUN_NUMBER).fullmatch(text, *span) is None
-           for span, path in holes):
+    holes = sorted(zip(spans[1:], numbers + strings))
+
+    def grammar(path: tuple) -> str:
+        return _RUN_NAME if path in shape.names else _RUN_STAMP if path in shape.stamps else _RUN_NUMBER
+
+    if any(_compiled(grammar(path)).fullmatch(text, *span) is None for span, path in holes):
         return None
     if end - pos - (last - first) > _RUN_LAYOUT_CHARS:
         return None   # (its patterns would cost more to build than such events to parse)
@@ -11693,7 +11701,7 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
         parts, at = [], start
         for (number_at, number_end), path in holes:
             if start <= number_at < stop:
-                parts += [re.escape(text[at:number_at]), _RUN_NAME if path in shape.names else _RUN_NUMBER]
+                parts += [re.escape(text[at:number_at]), grammar(path)]
                 at = number_end
         return re.compile("".join(parts) + re.escape(text[at:stop]))
 
@@ -11819,6 +11827,9 @@ class _RunReader:
         counts_tail = counters and counters == tuple(range(layout.heads, len(numbers)))
         if counts_tail:
             tail_counts = layout.tail.match
+        # (or all of the head's groups, none of the tail's: the head's match gives them, the sample stays)
+        counts_head = counters and not counts_tail and counters == tuple(range(layout.heads))
+        head_counts = every[0] if counts_head else None
         heads, head, tail = layout.heads, layout.head.match, layout.tail.match
         pieces, separator = [piece], "," if sse is None else sse
         append, starts, comma_at, string = pieces.append, text.startswith, _RUN_COMMA.match, _json_string
@@ -11831,6 +11842,8 @@ class _RunReader:
             changed = False
             if starts(lead, end):
                 at = end + lead_size
+                if counts_head:
+                    head_counts = every[0]   # (before is the first event's head)
             else:
                 at = end + len(separator)
                 if not (starts(separator, end) and starts("{", at)):
@@ -11842,6 +11855,12 @@ class _RunReader:
                     separator, at = between.group(), between.end()
                 if starts(before, at):
                     at += len(before)
+                    head_counts = every[0] if counts_head else None
+                elif counts_head:
+                    found = head(text, at)
+                    if found is None:
+                        break
+                    at, head_counts = found.end(), found.groups()
                 else:   # another head: one seen in this run (looked up by its text), else the pattern's
                     size = len(before)
                     known = seen_heads.get(text[at:at + size])
@@ -11909,7 +11928,7 @@ class _RunReader:
             if which is not None:
                 which.append(current)
             if every is not None:
-                every.append(counted if changed else every[-1])
+                every.append(head_counts if counts_head else counted if changed else every[-1])
             append(piece)
             end, count = stop, count + 1
         counted_paths = tuple(layout.paths[k] for k in counters)

@@ -1074,10 +1074,59 @@ class OllamaTextRuns(unittest.TestCase):
         for done_at in (0, 150):   # text after the line with "done": true
             with self.subTest(done_at=done_at):
                 self.assertNotEqual(self.agree(written("ollama", ollama_stream(texts, done_at)))[0]["status"], "pass")
+
+    def test_stamps_edges_agree(self):
+        texts = [f"w{k} " for k in range(300)]
         stamped = ollama_stream(texts)
         for k, line in enumerate(stamped):
-            line["created_at"] = f"2026-11-20T09:14:{k % 60:02d}Z"
-        self.agree(written("ollama", stamped))
+            line["created_at"] = f"2026-11-20T09:14:{k % 60:02d}.{k:09d}Z"
+        report, taken = self.agree(written("ollama", stamped))
+        self.assertGreater(sum(taken), 250)
+        at, stamp = 150, stamped[150]["created_at"]
+        edits = {
+            "a raw NEL in the stamp": (at, stamp, stamp + "\x85"),
+            "an escaped NEL in the stamp": (at, stamp, stamp + "\\u0085"),
+            "a DEL in the stamp": (at, stamp, stamp + "\x7f"),
+            "an escape in the stamp": (at, stamp, "\\u0032" + stamp[1:]),
+            "a stamp that is a number": (at, f'"{stamp}"', "2026"),
+            "a null stamp": (at, f'"{stamp}"', "null"),
+            "no stamp": (at, f'"created_at":"{stamp}",', ""),
+            "a stamp twice": (at, f'"created_at":"{stamp}"', f'"created_at":"{stamp}","created_at":"x"'),
+            "a NEL in the text": (at, '"content":"', '"content":"\x85'),
+        }
+        for edit, (k, old, new) in edits.items():
+            with self.subTest(edit=edit):
+                self.agree(written("ollama", stamped, [(k, old, new)]))
+
+
+class RunItemsRebuilt(unittest.TestCase):
+    """FragmentRun.item(k) is exactly the k-th item as the parser reads it, names, counters and stamps
+    included."""
+
+    def test_items_of_each_run(self):
+        stamped = ollama_stream([f"w{k}" for k in range(200)])
+        for k, line in enumerate(stamped):
+            line["created_at"] = f"2026-11-20T09:{k % 60:02d}Z" if k % 7 else "2026-11-20T09:00Z"
+        streams = {"ollama": stamped,
+                   "openai-responses": responses_stream([], [rows_fragments(12)] * 8, interleave=True)}
+        for profile, items in streams.items():
+            for separator in (",", ", "):
+                text = separator.join(json.dumps(item, separators=(",", ":")) for item in items)
+                reader, pos, seen, in_runs = vts._RunReader(vts.PROFILES[profile].wire.runs), 0, 0, 0
+                with self.subTest(profile=profile, separator=separator):
+                    while pos < len(text):
+                        hit = reader.list_run(text, pos)
+                        if hit is None:
+                            item, end = json.JSONDecoder().raw_decode(text, pos)
+                            self.assertEqual(item, items[seen])
+                            seen += 1
+                        else:
+                            run, end, count = hit
+                            self.assertEqual([run.item(k) for k in range(count)], items[seen:seen + count])
+                            seen, in_runs = seen + count, in_runs + count
+                        pos = end + len(separator) if end < len(text) else end
+                    self.assertEqual(seen, len(items))
+                    self.assertGreater(in_runs, len(items) // 2)
 
 
 def responses_stream(texts, calls, interleave=False):
