@@ -12588,6 +12588,11 @@ class _BodyReader:
             for value in values:
                 if check.settled:
                     return True
+                if value.__class__ is FragmentRun:   # (its first item, exactly as parsed, may settle it)
+                    check(value.item(0), None)
+                    if not check.settled:
+                        return False
+                    continue
                 if value.__class__ is not dict:
                     return False
                 check(value, None)
@@ -12653,10 +12658,12 @@ class _BodyReader:
         if lines < 2 or not text.endswith("\n"):
             return False
         values, whole = self._plain_values(text[:-1].replace("\n", ","))
-        if values is None or not whole or len(values) != lines or set(map(type, values)) != {dict}:
+        if values is None or not whole or _items_stood_for(values) != lines:   # (a run: the lines it stands for)
             return False
-        if any(len(value) == 1 and "data" in value for value in values) or not self._shapes_pass(values) or (
-                not self.count and "profile" in values[0] and ("chunks" in values[0] or "events" in values[0])):
+        first = values[0] if values[0].__class__ is dict else {}
+        if any(value.__class__ is dict and len(value) == 1 and "data" in value for value in values) or (
+                not self._shapes_pass(values) or not self.count and "profile" in first
+                and ("chunks" in first or "events" in first)):
             return False   # (a {"data": ...} wrapper: _unwrapped's; an envelope: _not_an_envelope's)
         self.count += lines
         self.feed(values)
