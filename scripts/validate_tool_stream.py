@@ -1645,8 +1645,9 @@ class RunShape(_FrozenRecord):
                 number): matched as numbers are and kept per event to rebuild it, but never a sample of their
                 own (a sample holds those of some event; plain must not read them)
       stamps    the paths of string members the room reads no more of than that they are strings, changing from
-                event to event (a timestamp): counters, matched only without an escape or a control character
-                (C0, DEL, C1)
+                event to event (a timestamp, OpenAI's obfuscation padding): counters, matched only without an
+                escape or a control character (C0, DEL, C1); one the first event lacks or has as no string is
+                literal text in its run, as any other member
       plain     (the turn's normalizer, one event) -> what the general path would do with it: for a fragment
                 shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
                 shape True when the event yields nothing and changes no state.  None (always safe): anything
@@ -3026,9 +3027,9 @@ _MISTRAL_ERRORS = (
 _CHAT_RUNS = (
     RunShape(string=("choices", 0, "delta", "tool_calls", 0, "function", "arguments"),
              numbers=(("choices", 0, "index"), ("choices", 0, "delta", "tool_calls", 0, "index")),
-             plain=ChatNormalizer.plain_fragment, sse_lead="data: "),
+             stamps=(("obfuscation",),), plain=ChatNormalizer.plain_fragment, sse_lead="data: "),
     RunShape(string=("choices", 0, "delta", "content"), numbers=(("choices", 0, "index"),),
-             plain=ChatNormalizer.plain_text, text=True, sse_lead="data: "),
+             stamps=(("obfuscation",),), plain=ChatNormalizer.plain_text, text=True, sse_lead="data: "),
 )
 
 
@@ -4911,13 +4912,15 @@ def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
 
 # The events a long stream repeats (see RunShape): a message's text delta, a function call's arguments delta (the
 # text shape first: an arguments delta has no content_index, while a text delta would fit the arguments shape);
-# item_id names the item (a sample per item), sequence_number, one more each event, is read by nothing here.  Read
+# item_id names the item (a sample per item), sequence_number, one more each event, and obfuscation (random
+# padding) are read by nothing here.  Read
 # only from a JSON list: the two are named apart in an SSE body.
 _RESPONSES_RUNS = (
     RunShape(string=("delta",), numbers=(("output_index",), ("content_index",)), names=(("item_id",),),
-             counters=(("sequence_number",),), plain=ResponsesNormalizer.plain_text, text=True),
+             counters=(("sequence_number",),), stamps=(("obfuscation",),), plain=ResponsesNormalizer.plain_text,
+             text=True),
     RunShape(string=("delta",), numbers=(("output_index",),), names=(("item_id",),),
-             counters=(("sequence_number",),), plain=ResponsesNormalizer.plain_fragment),
+             counters=(("sequence_number",),), stamps=(("obfuscation",),), plain=ResponsesNormalizer.plain_fragment),
 )
 
 
@@ -11672,7 +11675,8 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
     not of the shape, a number is not spelled in JSON's integer grammar, it nests too deep to matter, or it is
     longer than _RUN_LAYOUT_CHARS but for its string)."""
-    numbers, strings = shape.numbers + shape.counters, shape.names + shape.stamps
+    stamps = tuple(path for path in shape.stamps if type(_json_at(sample, path)) is str)   # (else literal text)
+    numbers, strings = shape.numbers + shape.counters, shape.names + stamps
     if type(_json_at(sample, shape.string)) is not str or any(
             type(_json_at(sample, path)) is not int for path in numbers) or any(
             type(_json_at(sample, path)) is not str for path in strings):
@@ -11687,7 +11691,7 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     holes = sorted(zip(spans[1:], numbers + strings))
 
     def grammar(path: tuple) -> str:
-        return _RUN_NAME if path in shape.names else _RUN_STAMP if path in shape.stamps else _RUN_NUMBER
+        return _RUN_NAME if path in shape.names else _RUN_STAMP if path in stamps else _RUN_NUMBER
 
     if any(_compiled(grammar(path)).fullmatch(text, *span) is None for span, path in holes):
         return None

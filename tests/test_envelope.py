@@ -10,6 +10,7 @@ boundaries inside strings, nested values and broken JSON.
 
 import contextlib
 import json
+import random
 import unittest
 from unittest import mock
 
@@ -1099,6 +1100,36 @@ class OllamaTextRuns(unittest.TestCase):
                 self.agree(written("ollama", stamped, [(k, old, new)]))
 
 
+class ObfuscationStamps(unittest.TestCase):
+    """OpenAI's obfuscation padding, a random string in every chat chunk and Responses delta, is a stamp of their
+    run shapes: streams with it are read in runs, and at its edges the report is the general path's."""
+
+    setUp = DeclaredRuns.setUp
+    agree = DeclaredRuns.agree
+
+    def test_padded_streams_agree(self):
+        rng = random.Random(7)
+        chat = chat_stream([f"w{k} " for k in range(200)], [rows_fragments(40)])
+        responses = responses_stream([f"w{k} " for k in range(200)], [rows_fragments(40)])
+        for profile, items in (("openai", chat), ("openai-responses", responses)):
+            padded = [{**item, "obfuscation": "".join(rng.choice("abcXYZ019") for _ in range(rng.randrange(0, 12)))}
+                      for item in items]
+            report, taken = self.agree(written(profile, padded))
+            self.assertGreater(sum(taken), len(items) // 2)
+            at, stamp = 100, padded[100]["obfuscation"]
+            edits = {
+                "an escape": (at, f'"obfuscation":"{stamp}"', '"obfuscation":"\\u0041"'),
+                "a control character": (at, f'"obfuscation":"{stamp}"', '"obfuscation":"\x7f\x85"'),
+                "null": (at, f'"obfuscation":"{stamp}"', '"obfuscation":null'),
+                "a number": (at, f'"obfuscation":"{stamp}"', '"obfuscation":7'),
+                "missing": (at, f',"obfuscation":"{stamp}"', ""),
+                "twice": (at, f'"obfuscation":"{stamp}"', f'"obfuscation":"{stamp}","obfuscation":"x"'),
+            }
+            for edit, (k, old, new) in edits.items():
+                with self.subTest(profile=profile, edit=edit):
+                    self.agree(written(profile, padded, [(k, old, new)]))
+
+
 class RunItemsRebuilt(unittest.TestCase):
     """FragmentRun.item(k) is exactly the k-th item as the parser reads it, names, counters and stamps
     included."""
@@ -1107,7 +1138,9 @@ class RunItemsRebuilt(unittest.TestCase):
         stamped = ollama_stream([f"w{k}" for k in range(200)])
         for k, line in enumerate(stamped):
             line["created_at"] = f"2026-11-20T09:{k % 60:02d}Z" if k % 7 else "2026-11-20T09:00Z"
-        streams = {"ollama": stamped,
+        padded = [{**item, "obfuscation": f"x{k % 13}"} for k, item in
+                  enumerate(chat_stream([f"w{k}" for k in range(100)], [rows_fragments(12)] * 4, interleave=True))]
+        streams = {"ollama": stamped, "openai": padded,
                    "openai-responses": responses_stream([], [rows_fragments(12)] * 8, interleave=True)}
         for profile, items in streams.items():
             for separator in (",", ", "):
