@@ -11557,12 +11557,15 @@ _RUN_SINGLES = 4  # items runs may answer one at a time (see _ArrayItems) before
 
 
 _DEPTH_WALK = 1 << 12   # members _nests_shallowly looks at, at most
+_DEPTH_WALK_CHARS = 64   # characters of a value's text per member looked at (a walk costs more than parsing them)
 
 
-def _nests_shallowly(value: Any) -> bool:
-    """True when the parsed value nests fewer than _SHALLOW_BRACKETS containers deep (as a text with fewer brackets
-    than that does), seen within _DEPTH_WALK members; False when it does not or that is not seen so soon."""
-    level, budget = [value] if type(value) is dict or type(value) is list else [], _DEPTH_WALK
+def _nests_shallowly(value: Any, chars: int) -> bool:
+    """True when the parsed value, chars long in its text, nests fewer than _SHALLOW_BRACKETS containers deep (as a
+    text with fewer brackets than that does), seen within _DEPTH_WALK members and one per _DEPTH_WALK_CHARS of
+    its text; False when it does not or that is not seen so soon."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    budget = min(_DEPTH_WALK, chars // _DEPTH_WALK_CHARS)
     for _ in range(_SHALLOW_BRACKETS - 1):
         if not level:
             return True
@@ -11762,7 +11765,7 @@ class _RunReader:
         item, end = parsed[2:]
         return (item, end) if (end - pos < _SHALLOW_BRACKETS
                                or text.count("[", pos, end) + text.count("{", pos, end) < _SHALLOW_BRACKETS
-                               or _nests_shallowly(item)) else None
+                               or _nests_shallowly(item, end - pos)) else None
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
@@ -13353,7 +13356,7 @@ def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
     if (end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS
-            and not _nests_shallowly(value)):
+            and not _nests_shallowly(value, end - pos)):
         padded = _PAD_OPEN + text[pos:end] + _PAD_CLOSE
         value, padded_end = scan(padded, 0)
         if padded_end != len(padded):

@@ -320,11 +320,14 @@ class ShallowManyBrackets(unittest.TestCase):
             for _ in range(depth):
                 value = [value]
             return value
-        self.assertTrue(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS - 1)))
-        self.assertFalse(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS)))
-        self.assertTrue(vts._nests_shallowly({"a": [{"b": "[[[["}] * 100}))
-        self.assertTrue(vts._nests_shallowly("[[[["))
-        self.assertFalse(vts._nests_shallowly([[0]] * (vts._DEPTH_WALK + 1)))   # (too many to look at)
+        wide = 1 << 30
+        self.assertTrue(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS - 1), wide))
+        self.assertFalse(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS), wide))
+        self.assertTrue(vts._nests_shallowly({"a": [{"b": "[[[["}] * 100}, wide))
+        self.assertTrue(vts._nests_shallowly("[[[[", 6))
+        self.assertFalse(vts._nests_shallowly([[0]] * (vts._DEPTH_WALK + 1), wide))   # (too many to look at)
+        self.assertFalse(vts._nests_shallowly([[0]] * 100, 100 * vts._DEPTH_WALK_CHARS))   # (more than its text pays)
+        self.assertTrue(vts._nests_shallowly([[0]] * 100, 300 * vts._DEPTH_WALK_CHARS))
 
     def test_reports_agree_with_the_whole_document(self):
         call = InterpreterDepthLimit.CALL
