@@ -1730,6 +1730,15 @@ class RunShape(_FrozenRecord):
                 an argument fragment, or a text delta
       numbers   the paths of its integer members that may change from event to event too (a slot's indexes:
                 interleaved calls make one run); every other member is the same text in every event
+      names     the paths of string members that may change like numbers (an item's id): each distinct value
+                is a sample of its own; matched only where written without an escape
+      counters  the paths of integer members the room never reads that change from event to event (a sequence
+                number): matched as numbers are and kept per event to rebuild it, but never a sample of their
+                own (a sample holds those of some event; plain must not read them)
+      stamps    the paths of string members the room reads no more of than that they are strings, changing from
+                event to event (a timestamp, OpenAI's obfuscation padding): counters, matched only without an
+                escape or a control character (C0, DEL, C1); one the first event lacks or has as no string is
+                literal text in its run, as any other member
       plain     (the turn's normalizer, one event) -> what the general path would do with it: for a fragment
                 shape the answer of the room's plain_fragment ((key, text) or (key, text, kind)); for a text
                 shape True when the event yields nothing and changes no state.  None (always safe): anything
@@ -1745,10 +1754,12 @@ class RunShape(_FrozenRecord):
                 share one lead
     """
 
-    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply")
+    __slots__ = ("string", "numbers", "plain", "text", "sse_lead", "apply", "names", "counters", "stamps")
 
     def __init__(self, *, string: tuple, plain: Callable[[Any, Any], Any], numbers: tuple[tuple, ...] = (),
-                 text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None) -> None:
+                 text: bool = False, sse_lead: str = "", apply: Callable[[Any, Any], bool] | None = None,
+                 names: tuple[tuple, ...] = (), counters: tuple[tuple, ...] = (),
+                 stamps: tuple[tuple, ...] = ()) -> None:
         _freeze(self, locals())
 
 
@@ -1758,23 +1769,29 @@ class FragmentRun(_Record):
     `pieces` holds each item's string in stream order, empty ones too (len(pieces) is the number
     of items); `samples` the distinct items by their numbers, as parsed but for their string (that of
     some item with those numbers, maybe of an earlier run: not to be read; a sample is shared between
-    runs and never changed), `which` for each piece the index of its sample (None: every piece is samples[0]'s).
-    item(k) rebuilds the k-th wire item, for the gate to translate one by one when the machine
-    cannot take the pieces at once.  Not a neutral event: the gate handles it in their place.
+    runs and never changed), `which` for each piece the index of its sample (None: every piece is samples[0]'s),
+    `counted` for a shape with counters (their paths, each piece's values of them), else None.  item(k)
+    rebuilds the k-th wire item, for the gate to translate one by one when the machine cannot take the pieces
+    at once.  Not a neutral event: the gate handles it in their place.
     """
 
-    __slots__ = ("shape", "pieces", "samples", "which")
+    __slots__ = ("shape", "pieces", "samples", "which", "counted")
 
-    def __init__(self, shape: RunShape, pieces: list[str], samples: list[Any], which: list[int] | None) -> None:
+    def __init__(self, shape: RunShape, pieces: list[str], samples: list[Any], which: list[int] | None,
+                 counted: tuple[tuple, list[tuple]] | None = None) -> None:
         self.shape = shape
         self.pieces = pieces
         self.samples = samples
         self.which = which
+        self.counted = counted
 
     def item(self, k: int) -> Any:
         """The k-th item, as the parser reads it."""
         item = _json_copy(self.samples[0 if self.which is None else self.which[k]])
         _json_put(item, self.shape.string, self.pieces[k])
+        if self.counted is not None:
+            for path, number in zip(self.counted[0], self.counted[1][k]):
+                _json_put(item, path, number if path in self.shape.stamps else int(number))
         return item
 
 
@@ -3101,9 +3118,9 @@ _MISTRAL_ERRORS = (
 _CHAT_RUNS = (
     RunShape(string=("choices", 0, "delta", "tool_calls", 0, "function", "arguments"),
              numbers=(("choices", 0, "index"), ("choices", 0, "delta", "tool_calls", 0, "index")),
-             plain=ChatNormalizer.plain_fragment, sse_lead="data: "),
+             stamps=(("obfuscation",),), plain=ChatNormalizer.plain_fragment, sse_lead="data: "),
     RunShape(string=("choices", 0, "delta", "content"), numbers=(("choices", 0, "index"),),
-             plain=ChatNormalizer.plain_text, text=True, sse_lead="data: "),
+             stamps=(("obfuscation",),), plain=ChatNormalizer.plain_text, text=True, sse_lead="data: "),
 )
 
 
@@ -4984,12 +5001,26 @@ def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
     return _sdk_dump(item)
 
 
+# The events a long stream repeats (see RunShape): a message's text delta, a function call's arguments delta (the
+# text shape first: an arguments delta has no content_index, while a text delta would fit the arguments shape);
+# item_id names the item (a sample per item), sequence_number, one more each event, and obfuscation (random
+# padding) are read by nothing here.  Read
+# only from a JSON list: the two are named apart in an SSE body.
+_RESPONSES_RUNS = (
+    RunShape(string=("delta",), numbers=(("output_index",), ("content_index",)), names=(("item_id",),),
+             counters=(("sequence_number",),), stamps=(("obfuscation",),), plain=ResponsesNormalizer.plain_text,
+             text=True),
+    RunShape(string=("delta",), numbers=(("output_index",),), names=(("item_id",),),
+             counters=(("sequence_number",),), stamps=(("obfuscation",),), plain=ResponsesNormalizer.plain_fragment),
+)
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
                     slot_end_name="response.output_item.done"),
     wire=WireRules(normalizer=lambda limits: ResponsesNormalizer(), protected_paths=_responses_protected,
-                   fragment_key=_fragment_key_at("output_index"), sdk_item=_responses_sdk_item),
+                   fragment_key=_fragment_key_at("output_index"), sdk_item=_responses_sdk_item, runs=_RESPONSES_RUNS),
     request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
@@ -7814,6 +7845,16 @@ class OllamaNormalizer:
             return ()
         return self._read(pos, chunk)
 
+    def apply_text(self, run: FragmentRun) -> bool:
+        """True when translate() yields nothing for every line of a run of text lines (_OLLAMA_RUNS) and changes
+        nothing: each sample a quiet line, not done, before the done line, and no piece holding a character
+        httpx ends a line at.  False changes nothing (the lines then go one by one)."""
+        if self.done or not all(type(sample) is dict and sample.get("done") is False
+                                and _ollama_quiet_line(sample, self.layouts) for sample in run.samples):
+            return False
+        joined = "".join(run.pieces)
+        return not any(mark in joined for mark in _OLLAMA_LINE_BREAKS)
+
     def _read(self, pos: int, chunk: Any) -> Iterator[NeutralEvent]:
         if not isinstance(chunk, dict):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"line is {_describe(chunk)}, not an object")
@@ -8029,11 +8070,22 @@ def _ollama_request_body(schemas: dict, request: dict) -> dict:
     return body
 
 
+def _ollama_no_plain(normalizer: Any, chunk: Any) -> None:
+    """A RunShape's plain for text lines: apply_text decides, and when it declines the lines go one by one."""
+    return None
+
+
+# The line a long answer repeats (see RunShape): its message's text, created_at a stamp (a string, no line break
+# in it, is all the room reads of it); read only from a JSON list (an envelope's chunks), not from an NDJSON body.
+_OLLAMA_RUNS = (RunShape(string=("message", "content"), stamps=(("created_at",),), plain=_ollama_no_plain, text=True,
+                         apply=OllamaNormalizer.apply_text),)
+
+
 OLLAMA = Profile(
     name="ollama", stream_key="chunks",
     rules=TurnRules(tool_reason="stop", needs_close=False, stop_name="line with \"done\": true",
                     slot_end_name="its tool_calls entry", requires_id=False),
-    wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected),
+    wire=WireRules(normalizer=lambda limits: OllamaNormalizer(), protected_paths=_ollama_protected, runs=_OLLAMA_RUNS),
     request=RequestRules(choice=_choice_ollama, parallel_instead=" (Ollama's API has no such control)",
                          tools=_ollama_request_tools,
                          expand_tool=lambda where, tool: _function_tool(where, tool, "Ollama"),
@@ -11631,9 +11683,35 @@ _RUNS_MIN_CHARS = 1 << 15  # runs are looked for only in more text than this
 _RUN_SINGLES = 4  # items runs may answer one at a time (see _ArrayItems) before a batch is parsed
 
 
+_DEPTH_WALK = 1 << 12   # members _nests_shallowly looks at, at most
+_DEPTH_WALK_CHARS = 64   # characters of a value's text per member looked at (a walk costs more than parsing them)
+
+
+def _nests_shallowly(value: Any, chars: int) -> bool:
+    """True when the parsed value, chars long in its text, nests fewer than _SHALLOW_BRACKETS containers deep (as a
+    text with fewer brackets than that does), seen within _DEPTH_WALK members and one per _DEPTH_WALK_CHARS of
+    its text; False when it does not or that is not seen so soon."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    budget = min(_DEPTH_WALK, chars // _DEPTH_WALK_CHARS)
+    for _ in range(_SHALLOW_BRACKETS - 1):
+        if not level:
+            return True
+        inner: list = []
+        for container in level:
+            members = container.values() if type(container) is dict else container
+            budget -= len(members)
+            if budget < 0:
+                return False
+            inner += [member for member in members if type(member) is dict or type(member) is list]
+        level = inner
+    return not level
+
+
 # --- runs of a room's like events (its WireRules.runs), read from text at once --------------------
 
 _RUN_NUMBER = "(0|[1-9][0-9]{0,17})"   # a number that may change within a run: JSON's integer grammar, no sign
+_RUN_NAME = r'"([^"\\\x00-\x1f]*)"'   # a name that may change within a run (RunShape.names): a string, no escape
+_RUN_STAMP = r'"([^"\\\x00-\x1f\x7f-\x9f]*)"'   # a stamp (RunShape.stamps): no escape, no control character
 _RUN_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _RUN_SAMPLES = 256   # distinct numbers within one run at most (then the run ends)
 _RUN_LAYOUTS = 8     # layouts a reader keeps, the latest first
@@ -11687,27 +11765,39 @@ class _RunLayout(_Record):
     """How one event of a RunShape is written, learned from one the strict parser read (sample): head, from
     its start up to its string's opening quote, and tail, from the string's closing quote to its end, as
     patterns where its numbers are groups (in text order; paths: theirs), literal elsewhere; heads: how many
-    of them are in head; one_line: no line break outside the string (an SSE data line may hold it)."""
+    of them are in head; one_line: no line break outside the string (an SSE data line may hold it).  The shape's
+    names and counters are groups too (paths: theirs); keys: the positions of the groups but counters (None: all),
+    counters: those of the counters (a sample is one by its keys)."""
 
-    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line", "events")
+    __slots__ = ("shape", "sample", "head", "tail", "heads", "paths", "one_line", "events", "keys", "counters")
 
     def __init__(self, shape: RunShape, sample: dict, head: re.Pattern, tail: re.Pattern, heads: int,
                  paths: tuple, one_line: bool) -> None:
         self.shape, self.sample, self.head, self.tail, self.heads = shape, sample, head, tail, heads
         self.paths, self.one_line = paths, one_line
-        self.events: dict[tuple[str, ...], dict] = {}   # event() by numbers, at most _RUN_SAMPLES
+        self.events: dict[tuple[str, ...], dict] = {}   # event() by keys, at most _RUN_SAMPLES
+        counted = [k for k, path in enumerate(paths) if path in shape.counters or path in shape.stamps]
+        self.keys = tuple(k for k in range(len(paths)) if k not in counted) if counted else None
+        self.counters = tuple(counted)
+
+    def key(self, numbers: tuple[str, ...]) -> tuple[str, ...]:
+        """The numbers that make a sample: all but the counters'."""
+        keys = self.keys
+        return numbers if keys is None else tuple([numbers[k] for k in keys])
 
     def event(self, numbers: tuple[str, ...], piece: str) -> dict:
         """An event this layout reads with these numbers, as the parser reads it: its string is piece, or that of
         an event with these numbers made before (never changed: FragmentRun.item copies it)."""
-        event = self.events.get(numbers)
+        key = self.key(numbers)
+        event = self.events.get(key)
         if event is None:
             event = _json_copy(self.sample)
+            strings = self.shape.names + self.shape.stamps
             for path, number in zip(self.paths, numbers):
-                _json_put(event, path, int(number))
+                _json_put(event, path, number if path in strings else int(number))
             _json_put(event, self.shape.string, piece)
             if len(self.events) < _RUN_SAMPLES:
-                self.events[numbers] = event
+                self.events[key] = event
         return event
 
 
@@ -11715,18 +11805,25 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
     """The layout of shape in the event text[pos:end] the strict parser read as sample, or None (the event is
     not of the shape, a number is not spelled in JSON's integer grammar, it nests too deep to matter, or it is
     longer than _RUN_LAYOUT_CHARS but for its string)."""
+    stamps = tuple(path for path in shape.stamps if type(_json_at(sample, path)) is str)   # (else literal text)
+    numbers, strings = shape.numbers + shape.counters, shape.names + stamps
     if type(_json_at(sample, shape.string)) is not str or any(
-            type(_json_at(sample, path)) is not int for path in shape.numbers):
+            type(_json_at(sample, path)) is not int for path in numbers) or any(
+            type(_json_at(sample, path)) is not str for path in strings):
         return None
     try:
-        spans = [_text_span(text, pos, path) for path in (shape.string,) + shape.numbers]
+        spans = [_text_span(text, pos, path) for path in (shape.string,) + numbers + strings]
     except (JsonProblem, ValueError, RecursionError, StopIteration):
         return None
     if None in spans or not pos < spans[0][0] < spans[0][1] <= end:
         return None
     first, last = spans[0]
-    holes = sorted(zip(spans[1:], shape.numbers))
-    if any(_compiled(_RUN_NUMBER).fullmatch(text, *span) is None for span, _ in holes):
+    holes = sorted(zip(spans[1:], numbers + strings))
+
+    def grammar(path: tuple) -> str:
+        return _RUN_NAME if path in shape.names else _RUN_STAMP if path in stamps else _RUN_NUMBER
+
+    if any(_compiled(grammar(path)).fullmatch(text, *span) is None for span, path in holes):
         return None
     if end - pos - (last - first) > _RUN_LAYOUT_CHARS:
         return None   # (its patterns would cost more to build than such events to parse)
@@ -11736,9 +11833,9 @@ def _run_layout(shape: RunShape, sample: dict, text: str, pos: int, end: int) ->
 
     def pattern(start: int, stop: int) -> re.Pattern:
         parts, at = [], start
-        for (number_at, number_end), _ in holes:
+        for (number_at, number_end), path in holes:
             if start <= number_at < stop:
-                parts += [re.escape(text[at:number_at]), _RUN_NUMBER]
+                parts += [re.escape(text[at:number_at]), grammar(path)]
                 at = number_end
         return re.compile("".join(parts) + re.escape(text[at:stop]))
 
@@ -11772,6 +11869,10 @@ class _RunReader:
         self.name = self.lead[len("event: "):-len("\ndata: ")] if named else None   # the events' type, if named
         if self.lead and not named and self.lead != "data: ":
             self.lead = ""
+        # the member name each shape's string sits under, as JSON text: an event of a shape holds it within
+        # _RUN_LAYOUT_CHARS of its start (see _run_layout), so an event without it there is not parsed to learn
+        names = [next((step for step in reversed(shape.string) if type(step) is str), None) for shape in shapes]
+        self.needles = None if None in names else tuple({json.dumps(name) for name in names})
 
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
@@ -11789,8 +11890,9 @@ class _RunReader:
         if parsed is None or parsed[0] is not text or parsed[1] != pos:
             return None
         item, end = parsed[2:]
-        piece = text[pos:end] if end - pos >= _SHALLOW_BRACKETS else ""
-        return (item, end) if not piece or piece.count("[") + piece.count("{") < _SHALLOW_BRACKETS else None
+        return (item, end) if (end - pos < _SHALLOW_BRACKETS
+                               or text.count("[", pos, end) + text.count("{", pos, end) < _SHALLOW_BRACKETS
+                               or _nests_shallowly(item, end - pos)) else None
 
     def sse_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run of events each exactly sse_lead, its data on one line, and a blank line (LF ends), from
@@ -11804,7 +11906,8 @@ class _RunReader:
         """The event at pos read by a layout (one kept, else one learned from the parser's reading of it): (the
         layout, its numbers, its string, its end, its head's and its tail's text), or None."""
         found = self._read(self.layouts, text, pos, sse)
-        if found is None:
+        if found is None and (self.needles is None or any(
+                text.find(name, pos, pos + _RUN_LAYOUT_CHARS) >= 0 for name in self.needles)):
             learned = self._learn(text, pos)
             found = None if learned is None else self._read((learned,), text, pos, sse)
         return found
@@ -11851,7 +11954,16 @@ class _RunReader:
         if first is None:
             return None
         layout, numbers, piece, end, before, after = first
-        samples, seen, which, current = [layout.event(numbers, piece)], {numbers: 0}, None, 0
+        samples, seen, which, current = [layout.event(numbers, piece)], {layout.key(numbers): 0}, None, 0
+        counters = layout.counters
+        every = [tuple([numbers[k] for k in counters])] if counters else None   # each event's counters
+        # (the usual counter: all of the tail's groups, none of the head's; its match alone, no sample asked about)
+        counts_tail = counters and counters == tuple(range(layout.heads, len(numbers)))
+        if counts_tail:
+            tail_counts = layout.tail.match
+        # (or all of the head's groups, none of the tail's: the head's match gives them, the sample stays)
+        counts_head = counters and not counts_tail and counters == tuple(range(layout.heads))
+        head_counts = every[0] if counts_head else None
         heads, head, tail = layout.heads, layout.head.match, layout.tail.match
         pieces, separator = [piece], "," if sse is None else sse
         append, starts, comma_at, string = pieces.append, text.startswith, _RUN_COMMA.match, _json_string
@@ -11864,6 +11976,8 @@ class _RunReader:
             changed = False
             if starts(lead, end):
                 at = end + lead_size
+                if counts_head:
+                    head_counts = every[0]   # (before is the first event's head)
             else:
                 at = end + len(separator)
                 if not (starts(separator, end) and starts("{", at)):
@@ -11875,6 +11989,12 @@ class _RunReader:
                     separator, at = between.group(), between.end()
                 if starts(before, at):
                     at += len(before)
+                    head_counts = every[0] if counts_head else None
+                elif counts_head:
+                    found = head(text, at)
+                    if found is None:
+                        break
+                    at, head_counts = found.end(), found.groups()
                 else:   # another head: one seen in this run (looked up by its text), else the pattern's
                     size = len(before)
                     known = seen_heads.get(text[at:at + size])
@@ -11895,6 +12015,28 @@ class _RunReader:
                 piece, closing = string(text, at)
             except ValueError:
                 break
+            if counts_tail:
+                found = tail_counts(text, closing - 1)
+                if found is None:
+                    break
+                every.append(found.groups())
+                if changed:
+                    numbers = numbers[:heads] + every[-1]
+                    k = seen.get(layout.key(numbers))
+                    if k is None:
+                        if len(samples) >= _RUN_SAMPLES:
+                            del every[-1]
+                            break
+                        k = seen[layout.key(numbers)] = len(samples)
+                        samples.append(layout.event(numbers, piece))
+                    if k != current and which is None:
+                        which = [0] * count
+                    current = k
+                if which is not None:
+                    which.append(current)
+                append(piece)
+                end, count = found.end(), count + 1
+                continue
             if starts(after, closing - 1):
                 stop = closing - 1 + after_size
             else:
@@ -11905,20 +12047,27 @@ class _RunReader:
                 after_size = len(after)
                 numbers = numbers[:heads] + found.groups()
             if changed:
-                k = seen.get(numbers)
+                key = numbers if every is None else layout.key(numbers)
+                k = seen.get(key)
                 if k is None:
                     if len(samples) >= _RUN_SAMPLES:
                         break
-                    k = seen[numbers] = len(samples)
+                    k = seen[key] = len(samples)
                     samples.append(layout.event(numbers, piece))
                 if k != current and which is None:
                     which = [0] * count
                 current = k
+                if every is not None:
+                    counted = tuple([numbers[k] for k in counters])
             if which is not None:
                 which.append(current)
+            if every is not None:
+                every.append(head_counts if counts_head else counted if changed else every[-1])
             append(piece)
             end, count = stop, count + 1
-        return FragmentRun(layout.shape, pieces, samples, which), end, len(pieces)
+        counted_paths = tuple(layout.paths[k] for k in counters)
+        return (FragmentRun(layout.shape, pieces, samples, which, None if every is None else (counted_paths, every)),
+                end, len(pieces))
 
 
 _NEVER = 1 << 62   # a position no text reaches
@@ -12638,6 +12787,11 @@ class _BodyReader:
             for value in values:
                 if check.settled:
                     return True
+                if value.__class__ is FragmentRun:   # (its first item, exactly as parsed, may settle it)
+                    check(value.item(0), None)
+                    if not check.settled:
+                        return False
+                    continue
                 if value.__class__ is not dict:
                     return False
                 check(value, None)
@@ -12703,10 +12857,12 @@ class _BodyReader:
         if lines < 2 or not text.endswith("\n"):
             return False
         values, whole = self._plain_values(text[:-1].replace("\n", ","))
-        if values is None or not whole or len(values) != lines or set(map(type, values)) != {dict}:
+        if values is None or not whole or _items_stood_for(values) != lines:   # (a run: the lines it stands for)
             return False
-        if any(len(value) == 1 and "data" in value for value in values) or not self._shapes_pass(values) or (
-                not self.count and "profile" in values[0] and ("chunks" in values[0] or "events" in values[0])):
+        first = values[0] if values[0].__class__ is dict else {}
+        if any(value.__class__ is dict and len(value) == 1 and "data" in value for value in values) or (
+                not self._shapes_pass(values) or not self.count and "profile" in first
+                and ("chunks" in first or "events" in first)):
             return False   # (a {"data": ...} wrapper: _unwrapped's; an envelope: _not_an_envelope's)
         self.count += lines
         self.feed(values)
@@ -13392,27 +13548,11 @@ def _unpad(value: Any) -> Any:
     return value
 
 
-def _nests_below(value: Any, depth: int) -> bool:
-    """Whether the containers of a parsed value nest fewer than depth deep (as its text's brackets would, had it
-    fewer than depth of them: many brackets, in strings or side by side, need not be deep).  A level at a time:
-    a look at each value it holds, less than parsing its text again costs."""
-    nodes = [value]
-    for _ in range(depth):
-        nodes = [node for node in nodes if type(node) is dict or type(node) is list]
-        if not nodes:
-            return True
-        held: list = []
-        for node in nodes:
-            held += node.values() if type(node) is dict else node
-        nodes = held
-    return False
-
-
 def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
     if (end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS
-            and not _nests_below(value, _SHALLOW_BRACKETS)):
+            and not _nests_shallowly(value, end - pos)):
         value = None   # (parsed again, and held once: a value may be as large as the file)
         padded = "".join((_PAD_OPEN, text[pos:end], _PAD_CLOSE))
         value, padded_end = scan(padded, 0)

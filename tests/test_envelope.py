@@ -10,6 +10,7 @@ boundaries inside strings, nested values and broken JSON.
 
 import contextlib
 import json
+import random
 import unittest
 from unittest import mock
 
@@ -317,9 +318,7 @@ class InterpreterDepthLimit(unittest.TestCase):
 
     def test_many_brackets_need_not_be_deep(self):
         """An item of many brackets side by side is read without the pad when its value nests shallowly
-        (_nests_below); a deep one still is padded: the whole text's report either way."""
-        self.assertEqual([vts._nests_below(v, 4) for v in (1, [], [[[1]]], [[[[1]]]], {"a": [{}]}, {"a": [{"b": []}]})],
-                         [True, True, True, False, True, False])
+        (_nests_shallowly); a deep one still is padded: the whole text's report either way."""
         wide = self.CALL + b',"x":[' + b",".join([b'[1],{"a":[]}'] * 40)
         for depth in (0, 57, 58, 59, 60, 61, 62, 300):
             deep = b"," + b"[" * depth + b"]" * depth if depth else b""
@@ -331,6 +330,56 @@ class InterpreterDepthLimit(unittest.TestCase):
         blob = dict(self.places(200))["chunk member"]
         self.assertEqual(vts.validate_bytes(blob)["status"], "pass")
         self.assertEqual(vts.validate_bytes(blob), canonical(blob))
+
+
+class ShallowManyBrackets(unittest.TestCase):
+    """A value with many brackets but shallow nesting is parsed once (no pad needed), and agrees with the
+    whole-document parse; one nested deep enough is still parsed inside the pad."""
+
+    def test_nests_shallowly_at_its_bounds(self):
+        def nested(depth):
+            value = 0
+            for _ in range(depth):
+                value = [value]
+            return value
+        wide = 1 << 30
+        self.assertTrue(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS - 1), wide))
+        self.assertFalse(vts._nests_shallowly(nested(vts._SHALLOW_BRACKETS), wide))
+        self.assertTrue(vts._nests_shallowly({"a": [{"b": "[[[["}] * 100}, wide))
+        self.assertTrue(vts._nests_shallowly("[[[[", 6))
+        self.assertFalse(vts._nests_shallowly([[0]] * (vts._DEPTH_WALK + 1), wide))   # (too many to look at)
+        self.assertFalse(vts._nests_shallowly([[0]] * 100, 100 * vts._DEPTH_WALK_CHARS))   # (more than its text pays)
+        self.assertTrue(vts._nests_shallowly([[0]] * 100, 300 * vts._DEPTH_WALK_CHARS))
+
+    def test_reports_agree_with_the_whole_document(self):
+        call = InterpreterDepthLimit.CALL
+        head = b'{"profile":"openai","tool_schemas":{"w":{}},"chunks":['
+        for depth in (2, 62, 63, 64, 65, 200):
+            deep = b"[" * depth + b"]" * depth
+            for member in (b"[" + b",".join([deep] * 80) + b"]", b'{"s":"' + b"[{" * 100 + b'","d":' + deep + b"}"):
+                for blob in (head + call + b',"x":' + member + b"}]}", head + call + b"}," + member + b"]}"):
+                    with self.subTest(depth=depth, blob=blob[:80]):
+                        self.assertEqual(vts.validate_bytes(blob), canonical(blob))
+
+
+class GeminiRunsLookForTheirMember(unittest.TestCase):
+    """An event whose shape's member is not within _RUN_LAYOUT_CHARS of its start (or is spelled with escapes)
+    is not parsed to learn a layout; the report is the general path's."""
+
+    def blob(self, first_extra, key):
+        chunk = '{"candidates":[{"content":{"role":"model","parts":[{"%s":"some text "}]}}]}' % key
+        first = chunk.replace('{"candidates"', '{%s"candidates"' % first_extra, 1)
+        last = '{"candidates":[{"content":{"role":"model","parts":[{"text":"."}]},"finishReason":"STOP"}]}'
+        return ('{"profile":"gemini","tool_schemas":{},"chunks":[' + ",".join([first] + [chunk] * 3000 + [last])
+                + "]}").encode()
+
+    def test_far_or_escaped_members(self):
+        for extra, key in (("", "text"), ('"pad":"%s",' % ("x" * 5000), "text"), ("", "te\\u0078t"),
+                           ('"pad":"%s",' % ("x" * 5000), "te\\u0078t")):
+            blob = self.blob(extra, key)
+            with self.subTest(extra=extra[:10], key=key):
+                self.assertEqual(vts.validate_bytes(blob), vts.validate_envelope(json.loads(blob)))
+                self.assertEqual(vts.validate_bytes(blob), without_runs(blob))
 
 
 class PlainFragments(unittest.TestCase):
@@ -869,7 +918,7 @@ def written(profile, items, edits=(), separator=",", compact_items=True):
         assert old in texts[number], (old, texts[number])
         texts[number] = texts[number].replace(old, new, 1)
     head = json.dumps({"profile": profile, "tool_schemas": {"save": {"type": "object"}}}, separators=(",", ":"))
-    key = "events" if profile == "anthropic" else "chunks"
+    key = vts.PROFILES[profile].stream_key
     return (head[:-1] + f',"{key}":[' + separator.join(texts) + "]}").encode()
 
 
@@ -894,7 +943,7 @@ class DeclaredRuns(unittest.TestCase):
             doc = None
         if doc is not None:
             gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], limits)
-            for item in doc["events" if doc["profile"] == "anthropic" else "chunks"]:
+            for item in doc[vts.PROFILES[doc["profile"]].stream_key]:
                 gate.feed(item)
             self.assertEqual(report, gate.finish())
         return report, taken
@@ -999,6 +1048,243 @@ class DeclaredRuns(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def ollama_stream(texts, done_at=None):
+    def line(message, done=False, **more):
+        return {"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00.1Z",
+                "message": {"role": "assistant", **message}, "done": done, **more}
+    out = [line({"content": t}) for t in texts]
+    out.append(line({"content": "", "tool_calls": [{"function": {"name": "save", "arguments": {"a": 1}}}]}))
+    done = line({"content": ""}, True, done_reason="stop", eval_count=41)
+    return out + [done] if done_at is None else out[:done_at] + [done] + out[done_at:]
+
+
+class OllamaTextRuns(unittest.TestCase):
+    """Ollama's text lines (its RunShape, applied by OllamaNormalizer.apply_text) are read at once only where
+    each line yields nothing: at the edge of it, the report is the general path's."""
+
+    setUp = DeclaredRuns.setUp
+    agree = DeclaredRuns.agree
+
+    def test_text_lines_are_read_in_runs_and_agree(self):
+        texts = [f"word {k} é \"q\" 😀 " for k in range(300)]
+        for compact_items in (True, False):
+            report, taken = self.agree(written("ollama", ollama_stream(texts), compact_items=compact_items))
+            self.assertEqual(report["status"], "pass")
+            self.assertGreater(sum(taken), 250)
+
+    def test_edges_agree(self):
+        texts = [f"w{k} " for k in range(300)]
+        at = 150
+        edits = {
+            "a raw NEL in the text": (at, '"content":"', '"content":"\x85'),
+            "an escaped NEL in the text": (at, '"content":"', '"content":"\\u0085'),
+            "an escape in the text": (at, '"content":"', '"content":"\\u00e9\\n'),
+            "a lone surrogate": (at, '"content":"', '"content":"\\ud83d'),
+            "a duplicate key": (at, '"done":false', '"done":false,"done":false'),
+            "done spelled 0": (at, '"done":false', '"done":0'),
+            "done true": (at, '"done":false', '"done":true'),
+            "another role": (at, '"assistant"', '"user"'),
+            "an error member": (at, '"done":false', '"done":false,"error":"x"'),
+            "an image": (at, '"content":', '"images":["x"],"content":'),
+            "a call in the middle": (at, '"content":', '"tool_calls":[{"function":{"name":"save","arguments":{}}}],'
+                                                       '"content":'),
+            "a reordered member": (at, '"model":', '"zz":1,"model":'),
+            "__proto__ with escapes": (at, "{", '{"\\u005f_proto__":{},'),
+            "whitespace inside": (at, ":", ": \n\t"),
+            "content not a string": (at, '"content":"w150 "', '"content":150'),
+        }
+        for edit, (k, old, new) in edits.items():
+            with self.subTest(edit=edit):
+                report, taken = self.agree(written("ollama", ollama_stream(texts), [(k, old, new)]))
+                self.assertTrue(taken)
+        for done_at in (0, 150):   # text after the line with "done": true
+            with self.subTest(done_at=done_at):
+                self.assertNotEqual(self.agree(written("ollama", ollama_stream(texts, done_at)))[0]["status"], "pass")
+
+    def test_stamps_edges_agree(self):
+        texts = [f"w{k} " for k in range(300)]
+        stamped = ollama_stream(texts)
+        for k, line in enumerate(stamped):
+            line["created_at"] = f"2026-11-20T09:14:{k % 60:02d}.{k:09d}Z"
+        report, taken = self.agree(written("ollama", stamped))
+        self.assertGreater(sum(taken), 250)
+        at, stamp = 150, stamped[150]["created_at"]
+        edits = {
+            "a raw NEL in the stamp": (at, stamp, stamp + "\x85"),
+            "an escaped NEL in the stamp": (at, stamp, stamp + "\\u0085"),
+            "a DEL in the stamp": (at, stamp, stamp + "\x7f"),
+            "an escape in the stamp": (at, stamp, "\\u0032" + stamp[1:]),
+            "a stamp that is a number": (at, f'"{stamp}"', "2026"),
+            "a null stamp": (at, f'"{stamp}"', "null"),
+            "no stamp": (at, f'"created_at":"{stamp}",', ""),
+            "a stamp twice": (at, f'"created_at":"{stamp}"', f'"created_at":"{stamp}","created_at":"x"'),
+            "a NEL in the text": (at, '"content":"', '"content":"\x85'),
+        }
+        for edit, (k, old, new) in edits.items():
+            with self.subTest(edit=edit):
+                self.agree(written("ollama", stamped, [(k, old, new)]))
+
+
+class ObfuscationStamps(unittest.TestCase):
+    """OpenAI's obfuscation padding, a random string in every chat chunk and Responses delta, is a stamp of their
+    run shapes: streams with it are read in runs, and at its edges the report is the general path's."""
+
+    setUp = DeclaredRuns.setUp
+    agree = DeclaredRuns.agree
+
+    def test_padded_streams_agree(self):
+        rng = random.Random(7)
+        chat = chat_stream([f"w{k} " for k in range(200)], [rows_fragments(40)])
+        responses = responses_stream([f"w{k} " for k in range(200)], [rows_fragments(40)])
+        for profile, items in (("openai", chat), ("openai-responses", responses)):
+            padded = [{**item, "obfuscation": "".join(rng.choice("abcXYZ019") for _ in range(rng.randrange(0, 12)))}
+                      for item in items]
+            report, taken = self.agree(written(profile, padded))
+            self.assertGreater(sum(taken), len(items) // 2)
+            at, stamp = 100, padded[100]["obfuscation"]
+            edits = {
+                "an escape": (at, f'"obfuscation":"{stamp}"', '"obfuscation":"\\u0041"'),
+                "a control character": (at, f'"obfuscation":"{stamp}"', '"obfuscation":"\x7f\x85"'),
+                "null": (at, f'"obfuscation":"{stamp}"', '"obfuscation":null'),
+                "a number": (at, f'"obfuscation":"{stamp}"', '"obfuscation":7'),
+                "missing": (at, f',"obfuscation":"{stamp}"', ""),
+                "twice": (at, f'"obfuscation":"{stamp}"', f'"obfuscation":"{stamp}","obfuscation":"x"'),
+            }
+            for edit, (k, old, new) in edits.items():
+                with self.subTest(profile=profile, edit=edit):
+                    self.agree(written(profile, padded, [(k, old, new)]))
+
+
+class RunItemsRebuilt(unittest.TestCase):
+    """FragmentRun.item(k) is exactly the k-th item as the parser reads it, names, counters and stamps
+    included."""
+
+    def test_items_of_each_run(self):
+        stamped = ollama_stream([f"w{k}" for k in range(200)])
+        for k, line in enumerate(stamped):
+            line["created_at"] = f"2026-11-20T09:{k % 60:02d}Z" if k % 7 else "2026-11-20T09:00Z"
+        padded = [{**item, "obfuscation": f"x{k % 13}"} for k, item in
+                  enumerate(chat_stream([f"w{k}" for k in range(100)], [rows_fragments(12)] * 4, interleave=True))]
+        streams = {"ollama": stamped, "openai": padded,
+                   "openai-responses": responses_stream([], [rows_fragments(12)] * 8, interleave=True)}
+        for profile, items in streams.items():
+            for separator in (",", ", "):
+                text = separator.join(json.dumps(item, separators=(",", ":")) for item in items)
+                reader, pos, seen, in_runs = vts._RunReader(vts.PROFILES[profile].wire.runs), 0, 0, 0
+                with self.subTest(profile=profile, separator=separator):
+                    while pos < len(text):
+                        hit = reader.list_run(text, pos)
+                        if hit is None:
+                            item, end = json.JSONDecoder().raw_decode(text, pos)
+                            self.assertEqual(item, items[seen])
+                            seen += 1
+                        else:
+                            run, end, count = hit
+                            self.assertEqual([run.item(k) for k in range(count)], items[seen:seen + count])
+                            seen, in_runs = seen + count, in_runs + count
+                        pos = end + len(separator) if end < len(text) else end
+                    self.assertEqual(seen, len(items))
+                    self.assertGreater(in_runs, len(items) // 2)
+
+
+def responses_stream(texts, calls, interleave=False):
+    """An openai-responses stream (as tests/bench/floor.py writes it): a message's text deltas, then each call's
+    arguments deltas (in turn when interleave), every event with its sequence_number."""
+    response = {"id": "resp_1", "object": "response", "created_at": 1767225600, "status": "in_progress",
+                "model": "gpt-4.1", "output": []}
+    out, output = [{"type": "response.created", "response": response}], []
+    if texts:
+        whole = "".join(texts)
+        message = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "annotations": [], "text": whole}]}
+        where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+        out += [{"type": "response.output_item.added", "output_index": 0,
+                 "item": {**message, "status": "in_progress", "content": []}},
+                {"type": "response.content_part.added", **where,
+                 "part": {"type": "output_text", "annotations": [], "text": ""}}]
+        out += [{"type": "response.output_text.delta", **where, "delta": t, "logprobs": []} for t in texts]
+        out += [{"type": "response.output_text.done", **where, "text": whole, "logprobs": []},
+                {"type": "response.content_part.done", **where, "part": message["content"][0]},
+                {"type": "response.output_item.done", "output_index": 0, "item": message}]
+        output.append(message)
+    first, items = len(output), []
+    for k, frags in enumerate(calls):
+        call = {"id": f"fc_{k}", "type": "function_call", "status": "in_progress", "arguments": "",
+                "call_id": f"call_{k}", "name": "save"}
+        out.append({"type": "response.output_item.added", "output_index": first + k, "item": call})
+        items.append({**call, "status": "completed", "arguments": "".join(frags)})
+    deltas = [[{"type": "response.function_call_arguments.delta", "item_id": f"fc_{k}", "output_index": first + k,
+                "delta": f} for f in frags] for k, frags in enumerate(calls)]
+    out += ([d for j in range(max(map(len, deltas), default=0)) for d in (c[j] for c in deltas if j < len(c))]
+            if interleave else [d for c in deltas for d in c])
+    for k, done in enumerate(items):
+        out += [{"type": "response.function_call_arguments.done", "item_id": done["id"], "output_index": first + k,
+                 "arguments": done["arguments"]},
+                {"type": "response.output_item.done", "output_index": first + k, "item": done}]
+        output.append(done)
+    out.append({"type": "response.completed", "response": {**response, "status": "completed", "output": output}})
+    for k, event in enumerate(out):
+        event["sequence_number"] = k
+    return out
+
+
+class ResponsesRuns(unittest.TestCase):
+    """openai-responses' text and arguments deltas are read in runs (item_id a name, sequence_number a counter:
+    RunShape.names and counters) only where each event is exactly what the parser reads; at the edges the
+    report is the general path's."""
+
+    setUp = DeclaredRuns.setUp
+    agree = DeclaredRuns.agree
+
+    def streams(self):
+        texts = [f"word {k} é \"q\" 😀 " for k in range(300)]
+        yield "text", responses_stream(texts, []), 150
+        yield "arguments", responses_stream([], [rows_fragments(60)]), 30
+        yield "interleaved calls", responses_stream([], [rows_fragments(12)] * 8, interleave=True), 50
+        yield "calls in turn", responses_stream([], [rows_fragments(30)] * 8), 100
+
+    def test_read_in_runs_and_agree(self):
+        for name, items, at in self.streams():
+            for compact_items in (True, False):
+                with self.subTest(stream=name, compact=compact_items):
+                    report, taken = self.agree(written("openai-responses", items, compact_items=compact_items))
+                    self.assertEqual(report["status"], "not_applicable" if name == "text" else "pass")
+                    self.assertGreater(sum(taken), len(items) // 2)
+
+    def test_edges_agree(self):
+        for name, items, at in self.streams():
+            number = f'"sequence_number":{at}'
+            item_id = items[at]["item_id"]
+            edits = {
+                "a counter spelled 1.0": (at, number, number + ".0"),
+                "a counter spelled 1e0": (at, number, number + "e0"),
+                "a negative counter": (at, number, number.replace(":", ":-")),
+                "a counter of 19 digits": (at, number, number + "000000000000000000"),
+                "a counter as a string": (at, number, number.replace(":", ':"') + '"'),
+                "a counter repeated": (at, number, f'"sequence_number":{at - 1}'),
+                "a counter twice": (at, number, number + "," + number),
+                "no counter": (at, "," + number, ""),
+                "an escape in the name": (at, f'"{item_id}"', f'"\\u00{ord(item_id[0]):x}{item_id[1:]}"'),
+                "another item's name": (at, f'"{item_id}"', '"fc_7x"'),
+                "a name that is a number": (at, f'"{item_id}"', "7"),
+                "a name twice": (at, '"item_id":', f'"item_id":"{item_id}","item_id":'),
+                "an escape in the delta": (at, '"delta":"', '"delta":"\\u00e9\\n'),
+                "a lone surrogate": (at, '"delta":"', '"delta":"\\ud83d'),
+                "an index of another item": (at, '"output_index":', '"output_index":9'),
+                "a reordered member": (at, '"type":', '"zz":1,"type":'),
+                "__proto__ with escapes": (at, "{", '{"\\u005f_proto__":{},'),
+                "whitespace inside": (at, ":", ": \n\t"),
+                "the first item's layout": (at - 1, ",", ", "),
+            }
+            if name == "text":
+                edits["logprobs"] = (at, '"logprobs":[]', '"logprobs":[{"token":"a","logprob":0,"bytes":[]}]')
+            for edit, (k, old, new) in edits.items():
+                for separator in (",", ",\n  "):
+                    with self.subTest(stream=name, edit=edit, separator=separator):
+                        report, taken = self.agree(written("openai-responses", items, [(k, old, new)], separator))
+                        self.assertTrue(taken)
 
 
 class CalledFromADeepStack(unittest.TestCase):

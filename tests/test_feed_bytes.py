@@ -523,6 +523,64 @@ class PiecesReadAtOnce(unittest.TestCase):
                                                                                   "_sse_plain"])
 
 
+class OllamaLinesInRuns(unittest.TestCase):
+    """An NDJSON body of ollama text lines, each with its own created_at (a run shape's stamp), is read in runs
+    where every line is exactly what the parser reads: fed whole or split, the verdict is capture's."""
+
+    def test_stamped_lines_agree(self):
+        def line(k, message, done=False, **more):
+            return json.dumps({"model": "qwen3:8b", "created_at": f"2026-11-20T09:14:{k % 60:02d}.{k:09d}Z",
+                               "message": {"role": "assistant", **message}, "done": done, **more},
+                              separators=(",", ":"))
+        lines = [line(k, {"content": f"w{k} é "}) for k in range(600)]
+        lines.append(line(600, {"content": "", "tool_calls": [{"function": {"name": "save", "arguments": {"a": 1}}}]}))
+        lines.append(line(601, {"content": ""}, True, done_reason="stop"))
+        schemas = {"save": {"type": "object"}}
+        stamp = "2026-11-20T09:14:00.000000300Z"
+        for old, new in ((None, ""), (stamp, stamp + "\x85"), (stamp, "\\u0032" + stamp[1:]),
+                         ('"content":"w300', '"content":"\x85w300'), (f'"{stamp}"', "2026")):
+            body = "\n".join(lines) + "\n"
+            if old is not None:
+                body = body.replace(old, new, 1)
+            data = body.encode()
+            want = captured("ollama", data, schemas, None)[1]
+            for number in (0, 1, 2):
+                cuts = [] if number == 0 else random_cuts(random.Random(number + len(new)), len(data))
+                with self.subTest(edit=new, cuts=cuts[:3]):
+                    self.assertEqual(verdict(fed("ollama", data, cuts, schemas)), want)
+
+
+class ObfuscatedChatInRuns(unittest.TestCase):
+    """A chat SSE body whose chunks each carry their own obfuscation padding (a run shape's stamp) is read in
+    runs; fed whole or split, the verdict is capture's."""
+
+    def test_padded_chunks_agree(self):
+        head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+        def chunk(k, delta, finish=None):
+            return json.dumps({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                               "obfuscation": f"p{k * 7919 % 1000}"}, separators=(",", ":"))
+        chunks = [chunk(0, {"role": "assistant", "content": ""})] + [chunk(k, {"content": f"w{k}"})
+                                                                    for k in range(1, 400)]
+        chunks.append(chunk(400, {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                                  "function": {"name": "save", "arguments": ""}}]}))
+        chunks += [chunk(401 + k, {"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
+                   for k, f in enumerate(['{"a"', ":", "1}"] * 1)]
+        chunks.append(chunk(500, {}, "tool_calls"))
+        schemas = {"save": {"type": "object"}}
+        for old, new in ((None, ""), ('"obfuscation":"p', '"obfuscation":"\\u0041'), ('"obfuscation":"p', '"o":"')):
+            body = "".join(f"data: {c}\n\n" for c in chunks) + "data: [DONE]\n\n"
+            if old is not None:
+                at = body.index(old, len(body) // 3)
+                body = body[:at] + new + body[at + len(old):]
+            data = body.encode()
+            want = captured("openai", data, schemas, None)[1]
+            for number in (0, 1, 2):
+                cuts = [] if number == 0 else random_cuts(random.Random(number), len(data))
+                with self.subTest(edit=new, cuts=cuts[:3]):
+                    self.assertEqual(verdict(fed("openai", data, cuts, schemas)), want)
+
+
 class DamagedBodies(unittest.TestCase):
 
     @slow("a thousand damaged bodies, each fed whole and split")
