@@ -1850,6 +1850,12 @@ def _spellings(word: str) -> tuple[bytes, re.Pattern, re.Pattern]:
     return word.encode("utf-8"), escapes, re.compile(whole.encode("utf-8"))
 
 
+@functools.lru_cache(maxsize=None)
+def _literal_pattern(literal: bytes) -> re.Pattern:
+    """literal as an expression: its search reads a large text about twice as fast as `literal in data`."""
+    return re.compile(re.escape(literal))
+
+
 class _SpelledIn:
     """The bytes of one capture, and which words (each a tuple of alternatives) they were found to spell."""
 
@@ -1869,7 +1875,7 @@ class _SpelledIn:
         literal, escapes, whole = _spellings(word)
         data = self.data
         # its last byte first: one byte is looked for at memchr's pace (U+0085's 0x85 is rare in UTF-8 text)
-        return ((literal[-1:] in data and literal in data)
+        return ((literal[-1:] in data and _literal_pattern(literal).search(data) is not None)
                 or (escapes.search(data) is not None and whole.search(data) is not None))
 
 
@@ -11324,7 +11330,7 @@ def _sch_validate(compiled: CompiledSchema, instance: object, run: _SchRun) -> l
 def _text_problems(text: str, limits: Limits, what: str) -> list[tuple[str, str]]:
     """A call's joined text must be valid Unicode and within the size limit."""
     try:
-        size = len(text.encode("utf-8"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))   # (isascii: no surrogate, a byte each)
     except UnicodeEncodeError:
         return [(INVALID_UNICODE, f"the joined {what} hold an unpaired UTF-16 surrogate")]
     if size > limits.max_argument_bytes:
@@ -11656,6 +11662,21 @@ _ITEM_END = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _ITEM_BOUNDARY = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
 # Where an object item that outgrows its window may end, in the file's bytes (see _ArrayItems._grown).
 _OBJECT_END_BYTES = re.compile(rb"\}[ \t\n\r]*[,\]]")
+_OBJECT_END_TRIES = 64   # "}" found at memchr's pace and tried one by one, this many times; then the search goes on
+
+
+def _object_end(data: bytes, start: int) -> re.Match | None:
+    """_OBJECT_END_BYTES.search(data, start): each "}" from start on is found by bytes.find and tried, a few."""
+    match = _OBJECT_END_BYTES.match
+    for _ in range(_OBJECT_END_TRIES):
+        start = data.find(b"}", start)
+        if start < 0:
+            return None
+        found = match(data, start)
+        if found is not None:
+            return found
+        start += 1
+    return _OBJECT_END_BYTES.search(data, start)
 
 
 # The same for a list of other items (a hostile stream of numbers or strings): a comma
@@ -12234,7 +12255,7 @@ class _ArrayItems:
         inside strings too), and a window more: an item of many windows is then mostly read again once, not
         once each time the window doubles."""
         window = self.window
-        found = _OBJECT_END_BYTES.search(window.data, window.done) if cut_object else None
+        found = _object_end(window.data, window.done) if cut_object else None
         return size if found is None else max(size, found.end() - window.done + _WINDOW_BYTES)
 
     def _slide(self, pos: int, size: int) -> int:
@@ -13529,6 +13550,7 @@ class _NotStreamable(Exception):
 # levels of list ("[[...]]" around them): deeper than in the whole document, never
 # shallower.  Where the pad makes a parse fail, the whole-document parse decides.
 _PAD = 32
+_WALK_FIRST_CHARS = 1 << 14   # a value this long is walked (_nests_shallowly) before its brackets are counted
 _PAD_OPEN, _PAD_CLOSE = "[" * _PAD, "]" * _PAD
 # A value whose text holds fewer brackets than this nests too shallowly for the
 # interpreter's limit to matter (unless called within that many frames of it).
@@ -13551,8 +13573,11 @@ def _unpad(value: Any) -> Any:
 def _scan_padded(text: str, pos: int, scan: Callable[[str, int], tuple[Any, int]]) -> tuple[Any, int]:
     """scan(text, pos), but a value with many brackets is parsed again inside the pad."""
     value, end = scan(text, pos)
-    if (end - pos >= _SHALLOW_BRACKETS and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS
-            and not _nests_shallowly(value, end - pos)):
+    size = end - pos
+    # (a large value's walk first: it looks at a few members, where counting brackets reads all its text)
+    if (size >= _SHALLOW_BRACKETS and not (size >= _WALK_FIRST_CHARS and _nests_shallowly(value, size))
+            and text.count("[", pos, end) + text.count("{", pos, end) >= _SHALLOW_BRACKETS
+            and (size >= _WALK_FIRST_CHARS or not _nests_shallowly(value, size))):
         value = None   # (parsed again, and held once: a value may be as large as the file)
         padded = "".join((_PAD_OPEN, text[pos:end], _PAD_CLOSE))
         value, padded_end = scan(padded, 0)

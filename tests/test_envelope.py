@@ -361,6 +361,34 @@ class ShallowManyBrackets(unittest.TestCase):
                     with self.subTest(depth=depth, blob=blob[:80]):
                         self.assertEqual(vts.validate_bytes(blob), canonical(blob))
 
+    def test_a_large_value_is_walked_before_its_brackets_are_counted(self):
+        """From _WALK_FIRST_CHARS on, the walk goes first (and the count only where it fails): the same
+        items padded, the whole document's report, at the bound and either side of it."""
+        call = InterpreterDepthLimit.CALL
+        head = b'{"profile":"openai","tool_schemas":{"w":{}},"chunks":['
+        for depth in (2, 63, 64, 200):
+            deep = b"[" * depth + b"]" * depth
+            for member in (b"[" + b",".join([deep] * 80) + b"]", b'{"s":"' + b"[{" * 100 + b'","d":' + deep + b"}",
+                           b'{"s":"' + b"x" * 300 + b'"}'):
+                blob = head + call + b',"x":' + member + b"}]}"
+                item = len(call) + len(member) + 6
+                for bound in (64, item - 1, item, item + 1):
+                    with self.subTest(depth=depth, blob=member[:40], bound=bound - item), \
+                            mock.patch.object(vts, "_WALK_FIRST_CHARS", bound):
+                        self.assertEqual(vts.validate_bytes(blob), canonical(blob))
+
+
+class ObjectEndInBytes(unittest.TestCase):
+    def test_object_end_is_the_expressions_search(self):
+        """_object_end tries "}" one by one, a few, then searches: where the expression's search finds it."""
+        for data in (b"", b"}", b"},", b"} ]", b"}}}}]", b"x}\n\t,", b"} x } ,", b"}" * 200 + b",", b"} " * 100 + b"]",
+                     b"}" * 70, b"} a" * 63 + b"},", b"} a" * 64 + b"},", b"} a" * 65 + b"},"):
+            for start in (0, 1, 5):
+                with self.subTest(data=data[:20], size=len(data), start=start):
+                    want = vts._OBJECT_END_BYTES.search(data, start)
+                    got = vts._object_end(data, start)
+                    self.assertEqual(None if got is None else got.span(), None if want is None else want.span())
+
 
 class GeminiRunsLookForTheirMember(unittest.TestCase):
     """An event whose shape's member is not within _RUN_LAYOUT_CHARS of its start (or is spelled with escapes)

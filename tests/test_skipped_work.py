@@ -208,6 +208,26 @@ class KeptArgumentsTest(unittest.TestCase):
             vts._PARSED_FROM.reset(token)
 
 
+class TextProblemsTest(unittest.TestCase):
+    def test_counted_as_its_utf8(self):
+        """_text_problems counts an ASCII text by its length and any other by its UTF-8: the same problems as
+        encoding every text, at the size limit and either side of it, surrogates, astral and control text."""
+        def by_encoding(text, limits):
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                return [(vts.INVALID_UNICODE, "the joined arguments hold an unpaired UTF-16 surrogate")]
+            return [(vts.LIMIT_EXCEEDED, f"the arguments exceed {limits.max_argument_bytes} bytes")] \
+                if size > limits.max_argument_bytes else []
+        for text in ("", "{}", '{"a":"x"}', '{"a":"\x00\x1f\x7f"}', '{"a":"\u00e9"}', "\u00e9", "\U0001f600",
+                     "\ud83d", "a\udfff", "\ud83d\ude00", "x" * 100 + "\U0001f600", "\x80" * 3):
+            for delta in (-1, 0, 1):
+                for size in {len(text), len(text.encode("utf-8", "surrogatepass"))}:
+                    limits = vts.Limits(max_argument_bytes=max(1, size + delta))
+                    with self.subTest(text=text[:20], limit=limits.max_argument_bytes):
+                        self.assertEqual(vts._text_problems(text, limits, "arguments"), by_encoding(text, limits))
+
+
 class BodyInPiecesTest(unittest.TestCase):
     """StreamGate.feed_bytes: a text body's pieces are searched as they come (_BodySpelled), with the end of the
     pieces before: a spelling cut by a piece's end at any byte is still found."""
