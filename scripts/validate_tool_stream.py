@@ -12470,8 +12470,9 @@ class _BodyReader:
     def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
                  sse_runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 sse_lead: str = "") -> None:
+                 sse_lead: str = "", taken: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
         self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
+        self.taken = taken           # an item runs parsed to find that it starts none (see _ArrayItems)
         self.sse_runs = sse_runs     # the room's reader of runs of fragments in SSE text (see _sse_runs)
         self.sse_lead = sse_lead     # how an event that may start one begins (see _sse_around_runs)
         self.scan = _strict_decoder().scan_once
@@ -12887,7 +12888,7 @@ class _BodyReader:
                 return (_unpad(value) if end == len(padded) else None), True
             except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
                 return None, False
-        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0, closed=True)
+        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0, closed=True, taken=self.taken)
         try:
             values = list(items)
         except _NotStreamable:
@@ -13334,7 +13335,7 @@ class StreamGate:
             if self._position:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
             self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
-                                       self._sse_runs, self._sse_lead)
+                                       self._sse_runs, self._sse_lead, self._taken)
             # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
             self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
