@@ -11941,6 +11941,7 @@ class _RunReader:
         self.shapes = shapes
         self.layouts: list[_RunLayout] = []
         self.parsed: tuple[str, int, Any, int] | None = None   # (text, pos, item, end) _learn parsed (see taken)
+        self.given: tuple[str, int, Any, int] | None = None    # the same, parsed already by the caller (see give)
         leads = {shape.sse_lead for shape in shapes}
         self.lead = leads.pop() if len(leads) == 1 else ""   # (a row's shapes share one lead)
         named = self.lead.startswith("event: ") and self.lead.endswith("\ndata: ")
@@ -11955,11 +11956,17 @@ class _RunReader:
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
         (then taken() may hold the item, parsed to find that it starts none, or a run of one event alone)."""
-        self.parsed = None
+        given, self.given = self.given, None
+        self.parsed = given if given is not None and given[0] is text and given[1] == pos else None
         hit = self._run(text, pos, None)
         if hit is not None and hit[2] == 1:
             self.parsed, hit = (text, pos, hit[0].item(0), hit[1]), None
         return hit
+
+    def give(self, text: str, pos: int, item: Any, end: int) -> None:
+        """The item at text[pos] (ending at end), parsed by the caller as the scan would: the next list_run there
+        reads it instead of parsing it (and taken may answer it)."""
+        self.given = text, pos, item, end
 
     def taken(self, text: str, pos: int) -> tuple[Any, int] | None:
         """(the item at text[pos], its end) when list_run just parsed it there to find that it starts no run, and
@@ -12012,11 +12019,15 @@ class _RunReader:
 
     def _learn(self, text: str, pos: int) -> _RunLayout | None:
         """The layout of the first shape the event at pos (read by the strict parser) is of, kept; or None."""
-        try:
-            sample, end = _DEFAULT_DECODER.scan_once(text, pos)
-        except (JsonProblem, ValueError, RecursionError, StopIteration):
-            return None
-        self.parsed = text, pos, sample, end   # (see taken)
+        parsed = self.parsed
+        if parsed is not None and parsed[0] is text and parsed[1] == pos:
+            sample, end = parsed[2], parsed[3]   # (given: see give)
+        else:
+            try:
+                sample, end = _DEFAULT_DECODER.scan_once(text, pos)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                return None
+            self.parsed = text, pos, sample, end   # (see taken)
         if type(sample) is not dict:
             return None
         layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
@@ -12470,9 +12481,9 @@ class _BodyReader:
     def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
                  sse_runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 sse_lead: str = "", taken: Callable[[str, int], tuple[Any, int] | None] | None = None) -> None:
+                 sse_lead: str = "", reader: _RunReader | None = None) -> None:
         self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
-        self.taken = taken           # an item runs parsed to find that it starts none (see _ArrayItems)
+        self.reader = reader         # runs' reader: taken, an item it parsed to find that it starts none (_ArrayItems)
         self.sse_runs = sse_runs     # the room's reader of runs of fragments in SSE text (see _sse_runs)
         self.sse_lead = sse_lead     # how an event that may start one begins (see _sse_around_runs)
         self.scan = _strict_decoder().scan_once
@@ -12878,9 +12889,10 @@ class _BodyReader:
             return False
         return True
 
-    def _plain_values(self, joined: str) -> tuple[list | None, bool]:
+    def _plain_values(self, joined: str, first: tuple[Any, int] | None = None) -> tuple[list | None, bool]:
         """(the values of the JSON list "[joined]" or None, whether they are all of it): parsed at once inside
-        the pad (see _PAD), or, where the room reads runs of fragments, by _ArrayItems with those runs."""
+        the pad (see _PAD), or, where the room reads runs of fragments, by _ArrayItems with those runs (first:
+        the first value and its end in joined, parsed already as the scan parses it)."""
         if self.runs is None:
             padded = _PAD_OPEN + "[" + joined + "]" + _PAD_CLOSE
             try:
@@ -12888,7 +12900,11 @@ class _BodyReader:
                 return (_unpad(value) if end == len(padded) else None), True
             except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
                 return None, False
-        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0, closed=True, taken=self.taken)
+        text, reader = "[" + joined + "]", self.reader
+        if first is not None and reader is not None:
+            reader.give(text, 1, first[0], first[1] + 1)
+        items = _ArrayItems(text, 0, self.scan, self.runs, 0, closed=True,
+                            taken=None if reader is None else reader.taken)
         try:
             values = list(items)
         except _NotStreamable:
@@ -12923,19 +12939,22 @@ class _BodyReader:
 
     def _lines_piece(self, text: str, first_line: int, first: tuple[Any, int, int] | None) -> None:
         self.first = None
-        if self._checked(self.row.capture.check_lines_text, text, first_line) and not self._lines_plain(text):
+        if self._checked(self.row.capture.check_lines_text, text, first_line) and not self._lines_plain(text, first):
             self._run((payload, (number, line)) for number, (payload, line)
                       in enumerate(_json_lines_iter(text, first, first_line), self.count))
 
-    def _lines_plain(self, text: str) -> bool:
+    def _lines_plain(self, text: str, first: tuple[Any, int, int] | None = None) -> bool:
         """A piece of JSON Lines, each line one JSON object (LF ends, no blank line): read at once as
-        _sse_plain reads events; False for anything else."""
+        _sse_plain reads events; False for anything else.  first: (value, start, end) of the value text starts
+        with, parsed already (_first_json_value): not parsed again when it is the whole first line."""
         if self.rank != _RANK_NONE or "\r" in text:
             return False
         lines = text.count("\n")
         if lines < 2 or not text.endswith("\n"):
             return False
-        values, whole = self._plain_values(text[:-1].replace("\n", ","))
+        # (the first line's text is the same in the list when it is the first value alone, from its first character)
+        given = (first[0], first[2]) if first is not None and first[1] == 0 and text.find("\n") == first[2] else None
+        values, whole = self._plain_values(text[:-1].replace("\n", ","), given)
         if values is None or not whole or _items_stood_for(values) != lines:   # (a run: the lines it stands for)
             return False
         first = values[0] if values[0].__class__ is dict else {}
@@ -13233,6 +13252,7 @@ class StreamGate:
         runs = _RunReader(row.wire.runs) if row.wire.runs else None
         self._fragment_runs = None if runs is None else runs.list_run
         self._taken = None if runs is None else runs.taken   # an item the reader parsed, that starts no run
+        self._fragment_reader = runs
         self._sse_runs = None if runs is None or not runs.lead else runs.sse_run   # the same in SSE text (_BodyReader)
         self._sse_lead = "" if runs is None else runs.lead   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -13335,7 +13355,7 @@ class StreamGate:
             if self._position:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
             self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
-                                       self._sse_runs, self._sse_lead, self._taken)
+                                       self._sse_runs, self._sse_lead, self._fragment_reader)
             # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
             self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"

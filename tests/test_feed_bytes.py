@@ -586,6 +586,13 @@ class OllamaWholeCallLines(unittest.TestCase):
                     with self.subTest(edit=new, cuts=cuts[:3]):
                         self.assertEqual(verdict(fed("ollama", data, cuts, schemas)), want)
         self.assertIn(True, taken)   # the first line was the run reader's parse
+        # ... which is the parse that found the line ends the body's first value (not parsed a third time)
+        body = (line({"tool_calls": calls}) + "\n" + line({}, True, done_reason="stop") + "\n").encode()
+        scans = []
+        scan = vts._DEFAULT_DECODER.scan_once
+        with mock.patch.object(vts._DEFAULT_DECODER, "scan_once", lambda text, pos: scans.append(pos) or scan(text, pos)):
+            self.assertEqual(verdict(fed("ollama", body, [], schemas)), captured("ollama", body, schemas, None)[1])
+        self.assertNotIn(1, scans)
 
 
 class ObfuscatedChatInRuns(unittest.TestCase):
