@@ -590,7 +590,8 @@ class OllamaWholeCallLines(unittest.TestCase):
         body = (line({"tool_calls": calls}) + "\n" + line({}, True, done_reason="stop") + "\n").encode()
         scans = []
         scan = vts._DEFAULT_DECODER.scan_once
-        with mock.patch.object(vts._DEFAULT_DECODER, "scan_once", lambda text, pos: scans.append(pos) or scan(text, pos)):
+        with mock.patch.object(vts._DEFAULT_DECODER, "scan_once",
+                               lambda text, pos: scans.append(pos) or scan(text, pos)):
             self.assertEqual(verdict(fed("ollama", body, [], schemas)), captured("ollama", body, schemas, None)[1])
         self.assertNotIn(1, scans)
 
