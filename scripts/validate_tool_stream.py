@@ -6136,18 +6136,18 @@ def _gemini_finish_reason(pos: int, index: int, candidate: dict, cand: _GeminiCa
             cand.other_reason = (pos, reason)
 
 
-def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Iterable[NeutralEvent]:
+    """A part's events, read now: a tuple of them, or the generator of a reader that reads on as they are taken
+    (so the events of a whole call pass through no generator of their own; the same events, in the same order)."""
     if not isinstance(part, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} is {_describe(part)}, "
-                          "not an object", index)
-        return
+        return (WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} is {_describe(part)}, "
+                            "not an object", index),)
     data = [key for key in part if key in _GEMINI_PART_DATA]
     # a part of its data member alone (the usual one) has nothing more to check
     problem = None if len(part) == 1 and data else _gemini_part_shape(part, index, data)
     if problem is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, problem, index)
-    elif data:
-        yield from _GEMINI_PART_READERS[data[0]](pos, index, data[0], part[data[0]], cand)
+        return (WireProblem(pos, UNSUPPORTED_EVENT, problem, index),)
+    return _GEMINI_PART_READERS[data[0]](pos, index, data[0], part[data[0]], cand) if data else ()
 
 
 def _gemini_part_shape(part: dict, index: int, data: list[str]) -> str | None:
@@ -6233,42 +6233,46 @@ def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _Gemin
         call[1] = True
 
 
-def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _GeminiCandidate) -> Iterable[NeutralEvent]:
+    """A functionCall part's events, read now (see _gemini_part)."""
     where = f"candidate {index}"
     wrong = _gemini_call_shape(call, where)
     if wrong is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, wrong, index)
-        return
+        return (WireProblem(pos, UNSUPPORTED_EVENT, wrong, index),)
     _, call_id = _optional_str(call, "id")
     _, name = _optional_str(call, "name")
     more, partial = call.get("willContinue"), call.get("partialArgs")
     if more is False:
         # proto3 JSON never writes false; the Vercel AI SDK ends a call only when willContinue is absent
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"functionCall of {where} says willContinue false: readers disagree "
-                          "whether that part ends the call", index, cand.open.key[1] if cand.open else None)
-        return
+        return (WireProblem(pos, UNEXPECTED_EVENT, f"functionCall of {where} says willContinue false: readers "
+                            "disagree whether that part ends the call", index,
+                            cand.open.key[1] if cand.open else None),)
     more = bool(more)
     cand.after_reason = cand.reason is not None
     if cand.open is not None and name is None:
-        yield from _gemini_continue(pos, index, call, call_id, partial, more, cand)
-        return
+        return _gemini_continue(pos, index, call, call_id, partial, more, cand)
     if cand.open is not None:   # a new call while the previous one still streams: that one never ends
-        previous = cand.open
-        cand.open = None
-        yield Fragment(pos, previous.key, None, None, _gemini_serialise(previous.tree))
-    elif name is None and "args" not in call and not call_id:
+        return _gemini_end_then_new(pos, index, call, call_id, name, partial, more, cand)
+    if name is None and "args" not in call and not call_id:
         # only partialArgs / willContinue: a continuation, but no call is streaming
         if cand.last_key is not None:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"functionCall piece after the final part of call "
-                              f"{cand.last_key[1]} of {where}", index, cand.last_key[1])
-        else:
-            yield WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index)
-        return
+            return (WireProblem(pos, DELTA_AFTER_TERMINAL, f"functionCall piece after the final part of call "
+                                f"{cand.last_key[1]} of {where}", index, cand.last_key[1]),)
+        return (WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index),)
+    return _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
+
+
+def _gemini_end_then_new(pos: int, index: int, call: dict, call_id: str | None, name: str | None,
+                         partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A new call while the previous one still streams: that one's object so far (it never ends), then the new."""
+    previous = cand.open
+    cand.open = None
+    yield Fragment(pos, previous.key, None, None, _gemini_serialise(previous.tree))
     yield from _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
 
 
 # A part's data member -> its reader: reader(pos, candidate index, member, value, candidate state).
-_GEMINI_PART_READERS: Mapping[str, Callable[..., Iterator[NeutralEvent]]] = MappingProxyType({
+_GEMINI_PART_READERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingProxyType({
     "functionCall": _gemini_function_call, "text": _gemini_text, "inlineData": _gemini_media,
     "fileData": _gemini_media, "executableCode": _gemini_code, "codeExecutionResult": _gemini_code_result,
     "toolCall": _gemini_server_tool, "toolResponse": _gemini_server_tool,
@@ -6292,24 +6296,22 @@ def _gemini_call_shape(call: Any, where: str) -> str | None:
 
 
 def _gemini_new_call(pos: int, index: int, call: dict, call_id: str | None, name: str | None,
-                     partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
-    """A functionCall that starts a call: whole (args), or the first part of a streamed one."""
+                     partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterable[NeutralEvent]:
+    """A functionCall that starts a call: whole (args), or the first part of a streamed one (see _gemini_part)."""
     where = f"candidate {index}"
     key = (index, cand.calls)
     cand.calls += 1
     cand.last_key = key
     args = call.get("args")
     if "args" in call and args is None:
-        yield SlotOpen(pos, key, call_id or None, name or None, {})
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} says args null: LiteLLM and js-genai hand "
-                          "over null where others run {}", index, key[1])
-        yield SlotEnd(pos, key)
-        return
+        return (SlotOpen(pos, key, call_id or None, name or None, {}),
+                WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} says args null: LiteLLM and js-genai "
+                            "hand over null where others run {}", index, key[1]),
+                SlotEnd(pos, key))
     if partial is None and not more:
-        yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
-        yield SlotEnd(pos, key)   # an unsafe integer in args is found where every profile's are (parse_strict_json)
-        return
-    yield from _gemini_first_part(pos, index, key, call_id, name, partial, more, cand, args is not None)
+        # (an unsafe integer in args is found where every profile's are: parse_strict_json)
+        return SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args), SlotEnd(pos, key)
+    return _gemini_first_part(pos, index, key, call_id, name, partial, more, cand, args is not None)
 
 
 def _gemini_first_part(pos: int, index: int, key: SlotKey, call_id: str | None, name: str | None,
