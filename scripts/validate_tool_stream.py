@@ -6239,8 +6239,7 @@ def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _Gem
     wrong = _gemini_call_shape(call, where)
     if wrong is not None:
         return (WireProblem(pos, UNSUPPORTED_EVENT, wrong, index),)
-    _, call_id = _optional_str(call, "id")
-    _, name = _optional_str(call, "name")
+    call_id, name = call.get("id"), call.get("name")   # (strings or None: the shape says so)
     more, partial = call.get("willContinue"), call.get("partialArgs")
     if more is False:
         # proto3 JSON never writes false; the Vercel AI SDK ends a call only when willContinue is absent
@@ -13964,6 +13963,7 @@ def _report(outcome: Outcome) -> dict[str, Any]:
         status = "pass"
     calls = []
     for slot in slots:
+        own, omitted = findings_for(slot), omitted_for(slot)
         calls.append({
             "choice": slot.key[0],
             "index": slot.key[1],
@@ -13972,8 +13972,8 @@ def _report(outcome: Outcome) -> dict[str, Any]:
             "kind": slot.kind,
             "arguments": slot.arguments,
             "state": slot.state,
-            "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS),
-                                                       omitted_for(slot))],
+            "findings": [f.as_dict() for f in _bounded(own, min(max_findings, PER_CALL_FINDINGS), omitted)]
+            if own or omitted else [],   # (a call with none, the usual one: nothing to order)
         })
         if slot.namespace is not None:   # only where the wire names one, so other reports keep their shape
             calls[-1]["namespace"] = slot.namespace
