@@ -1169,3 +1169,29 @@ class FlatObjects(unittest.TestCase):
         kinds = {"i": 1, "n": 1.5, "any": 1, "told": 2, "yes": 3, "unknown": 4}
         for units in range(1, 16):
             self.assertSame(self.KINDS, kinds, vts.Limits(max_evaluations=units))
+
+    def test_whole_turns_spend_the_turn_budget_as_the_general_evaluation_does(self) -> None:
+        """A turn of many calls, some failing, with a turn budget that runs out among them (each passing call of
+        NOTE costs 9 units): the report is the one the general evaluation alone gives, on bytes and on items."""
+        import json
+        from unittest import mock
+
+        good, bad = '{"title": "a", "body": "b"}', '{"title": "a", "body": 2}'
+        args = [good, good, bad, good, '{"title": "a"}', good, '{"title": 1.0, "body": "b"}', good] * 3
+        general = vts.compile_schema
+
+        def without(schema, limits, size_budget=vts.SCHEMA_MAX_TURN_SIZE):
+            compiled = general(schema, limits, size_budget)
+            compiled.passes = None
+            return compiled
+        for turn in (1_000, 40, 45, 80, 81, 100):
+            limits = vts.Limits(max_turn_evaluations=turn)
+            doc = _turn(self.NOTE, args)
+            vts._COMPILED.clear()
+            with mock.patch.object(vts, "compile_schema", without):
+                want = vts.validate_envelope(json.loads(json.dumps(doc)), limits)
+            vts._COMPILED.clear()
+            with self.subTest(turn=turn):
+                self.assertEqual(vts.validate_envelope(json.loads(json.dumps(doc)), limits), want)
+                self.assertEqual(vts.validate_bytes(json.dumps(doc).encode(), limits), want)
+        self.assertEqual(want["status"], "blocked")
