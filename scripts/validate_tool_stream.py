@@ -6142,18 +6142,18 @@ def _gemini_finish_reason(pos: int, index: int, candidate: dict, cand: _GeminiCa
             cand.other_reason = (pos, reason)
 
 
-def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+def _gemini_part(pos: int, index: int, part: Any, cand: _GeminiCandidate) -> Iterable[NeutralEvent]:
+    """A part's events, read now: a tuple of them, or the generator of a reader that reads on as they are taken
+    (so the events of a whole call pass through no generator of their own; the same events, in the same order)."""
     if not isinstance(part, dict):
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} is {_describe(part)}, "
-                          "not an object", index)
-        return
+        return (WireProblem(pos, UNSUPPORTED_EVENT, f"a part of candidate {index} is {_describe(part)}, "
+                            "not an object", index),)
     data = [key for key in part if key in _GEMINI_PART_DATA]
     # a part of its data member alone (the usual one) has nothing more to check
     problem = None if len(part) == 1 and data else _gemini_part_shape(part, index, data)
     if problem is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, problem, index)
-    elif data:
-        yield from _GEMINI_PART_READERS[data[0]](pos, index, data[0], part[data[0]], cand)
+        return (WireProblem(pos, UNSUPPORTED_EVENT, problem, index),)
+    return _GEMINI_PART_READERS[data[0]](pos, index, data[0], part[data[0]], cand) if data else ()
 
 
 def _gemini_part_shape(part: dict, index: int, data: list[str]) -> str | None:
@@ -6239,42 +6239,45 @@ def _gemini_server_tool(pos: int, index: int, kind: str, body: Any, cand: _Gemin
         call[1] = True
 
 
-def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+def _gemini_function_call(pos: int, index: int, kind: str, call: Any, cand: _GeminiCandidate) -> Iterable[NeutralEvent]:
+    """A functionCall part's events, read now (see _gemini_part)."""
     where = f"candidate {index}"
     wrong = _gemini_call_shape(call, where)
     if wrong is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, wrong, index)
-        return
-    _, call_id = _optional_str(call, "id")
-    _, name = _optional_str(call, "name")
+        return (WireProblem(pos, UNSUPPORTED_EVENT, wrong, index),)
+    call_id, name = call.get("id"), call.get("name")   # (strings or None: the shape says so)
     more, partial = call.get("willContinue"), call.get("partialArgs")
     if more is False:
         # proto3 JSON never writes false; the Vercel AI SDK ends a call only when willContinue is absent
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"functionCall of {where} says willContinue false: readers disagree "
-                          "whether that part ends the call", index, cand.open.key[1] if cand.open else None)
-        return
+        return (WireProblem(pos, UNEXPECTED_EVENT, f"functionCall of {where} says willContinue false: readers "
+                            "disagree whether that part ends the call", index,
+                            cand.open.key[1] if cand.open else None),)
     more = bool(more)
     cand.after_reason = cand.reason is not None
     if cand.open is not None and name is None:
-        yield from _gemini_continue(pos, index, call, call_id, partial, more, cand)
-        return
+        return _gemini_continue(pos, index, call, call_id, partial, more, cand)
     if cand.open is not None:   # a new call while the previous one still streams: that one never ends
-        previous = cand.open
-        cand.open = None
-        yield Fragment(pos, previous.key, None, None, _gemini_serialise(previous.tree))
-    elif name is None and "args" not in call and not call_id:
+        return _gemini_end_then_new(pos, index, call, call_id, name, partial, more, cand)
+    if name is None and "args" not in call and not call_id:
         # only partialArgs / willContinue: a continuation, but no call is streaming
         if cand.last_key is not None:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"functionCall piece after the final part of call "
-                              f"{cand.last_key[1]} of {where}", index, cand.last_key[1])
-        else:
-            yield WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index)
-        return
+            return (WireProblem(pos, DELTA_AFTER_TERMINAL, f"functionCall piece after the final part of call "
+                                f"{cand.last_key[1]} of {where}", index, cand.last_key[1]),)
+        return (WireProblem(pos, MISSING_SLOT, f"functionCall piece of {where}, but no call was started", index),)
+    return _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
+
+
+def _gemini_end_then_new(pos: int, index: int, call: dict, call_id: str | None, name: str | None,
+                         partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
+    """A new call while the previous one still streams: that one's object so far (it never ends), then the new."""
+    previous = cand.open
+    cand.open = None
+    yield Fragment(pos, previous.key, None, None, _gemini_serialise(previous.tree))
     yield from _gemini_new_call(pos, index, call, call_id, name, partial, more, cand)
 
 
 # A part's data member -> its reader: reader(pos, candidate index, member, value, candidate state).
-_GEMINI_PART_READERS: Mapping[str, Callable[..., Iterator[NeutralEvent]]] = MappingProxyType({
+_GEMINI_PART_READERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingProxyType({
     "functionCall": _gemini_function_call, "text": _gemini_text, "inlineData": _gemini_media,
     "fileData": _gemini_media, "executableCode": _gemini_code, "codeExecutionResult": _gemini_code_result,
     "toolCall": _gemini_server_tool, "toolResponse": _gemini_server_tool,
@@ -6298,24 +6301,22 @@ def _gemini_call_shape(call: Any, where: str) -> str | None:
 
 
 def _gemini_new_call(pos: int, index: int, call: dict, call_id: str | None, name: str | None,
-                     partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterator[NeutralEvent]:
-    """A functionCall that starts a call: whole (args), or the first part of a streamed one."""
+                     partial: list | None, more: bool, cand: _GeminiCandidate) -> Iterable[NeutralEvent]:
+    """A functionCall that starts a call: whole (args), or the first part of a streamed one (see _gemini_part)."""
     where = f"candidate {index}"
     key = (index, cand.calls)
     cand.calls += 1
     cand.last_key = key
     args = call.get("args")
     if "args" in call and args is None:
-        yield SlotOpen(pos, key, call_id or None, name or None, {})
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} says args null: LiteLLM and js-genai hand "
-                          "over null where others run {}", index, key[1])
-        yield SlotEnd(pos, key)
-        return
+        return (SlotOpen(pos, key, call_id or None, name or None, {}),
+                WireProblem(pos, UNEXPECTED_EVENT, f"call {key[1]} of {where} says args null: LiteLLM and js-genai "
+                            "hand over null where others run {}", index, key[1]),
+                SlotEnd(pos, key))
     if partial is None and not more:
-        yield SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args)
-        yield SlotEnd(pos, key)   # an unsafe integer in args is found where every profile's are (parse_strict_json)
-        return
-    yield from _gemini_first_part(pos, index, key, call_id, name, partial, more, cand, args is not None)
+        # (an unsafe integer in args is found where every profile's are: parse_strict_json)
+        return SlotOpen(pos, key, call_id or None, name or None, {} if args is None else args), SlotEnd(pos, key)
+    return _gemini_first_part(pos, index, key, call_id, name, partial, more, cand, args is not None)
 
 
 def _gemini_first_part(pos: int, index: int, key: SlotKey, call_id: str | None, name: str | None,
@@ -10449,12 +10450,13 @@ class _SchRefCell:
 class CompiledSchema:
     """A checked schema, ready for many instances; holds no per-call state."""
 
-    __slots__ = ("dialect", "_root", "size")
+    __slots__ = ("dialect", "_root", "size", "passes")
 
     def __init__(self, dialect: str, root: _SchNode, size: int) -> None:
         self.dialect = dialect
         self._root = root
         self.size = size            # subschemas + pattern sizes (_RxMatcher.states) + enum/const values
+        self.passes: Optional[Callable[[object], Optional[int]]] = None   # see _sch_flat_object
 
 
 class _SchRun:
@@ -11292,7 +11294,77 @@ def compile_schema(schema: object, limits: SchemaLimits, size_budget: int = SCHE
     except RecursionError:
         raise SchemaLimitExceeded("the schema is nested too deeply for this interpreter "
                                   "(at #)", "") from None
-    return CompiledSchema(dialect, root, comp.subschemas + comp.states + comp.values)
+    compiled = CompiledSchema(dialect, root, comp.subschemas + comp.states + comp.values)
+    compiled.passes = _sch_flat_object(schema)
+    return compiled
+
+
+# The commonest tool schema is a flat object: "type": "object", "properties" whose schemas hold only a
+# "type" (and annotations), "required", "additionalProperties": false.  For such a schema (already
+# compiled, so accepted) _sch_flat_object gives a function that answers, for an instance that passes
+# every keyword, the units of work the general evaluation spends on it, and None for anything else
+# (a violation, an unusual value): the caller then runs the general evaluation, which finds and words it.
+_SCH_FLAT_TYPES: Mapping[type, str] = MappingProxyType({
+    str: "string", int: "integer", bool: "boolean", type(None): "null", list: "array", dict: "object"})
+
+
+def _sch_flat_types(schema: object) -> Optional[frozenset]:
+    """The type names a property schema of a flat object accepts (every name for a trivial one), else None."""
+    if schema is True:
+        return _SCH_TYPE_NAMES
+    if not isinstance(schema, dict) or not all(isinstance(key, str) and (key == "type" or key in _SCH_ANNOTATIONS
+                                                                         or key.startswith("x-")) for key in schema):
+        return None
+    if "type" not in schema:
+        return _SCH_TYPE_NAMES
+    names = schema["type"]
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names or not all(name in _SCH_TYPE_NAMES for name in names):
+        return None
+    return frozenset(names + ["integer"] if "number" in names else names)
+
+
+def _sch_flat_object(schema: object) -> Optional[Callable[[object], Optional[int]]]:
+    """A quick check of a compiled flat-object schema (see above), or None for any other schema."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or schema.get("additionalProperties", False) \
+            is not False or not all(key in ("type", "properties", "required", "additionalProperties", "$schema", "$id")
+                                    or key in _SCH_ANNOTATIONS or key.startswith("x-") for key in schema):
+        return None
+    props, required = schema.get("properties", {}), schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    types = {name: _sch_flat_types(sub) for name, sub in props.items()}
+    if any(accepted is None for accepted in types.values()):
+        return None
+    typed = {name: accepted for name, accepted in types.items() if accepted is not _SCH_TYPE_NAMES}
+    closed = "additionalProperties" in schema
+    names = tuple(required)
+    # root visit + the properties' look-ups + the required names' look-ups (each keyword charges only when it
+    # has names to look up); then each typed member present, and each member when additionalProperties is false
+    fixed = 1 + len(typed) + len(names)
+    flat_types = _SCH_FLAT_TYPES
+
+    def passes(inst: object) -> Optional[int]:
+        if type(inst) is not dict:
+            return None
+        count = fixed + len(inst) if closed else fixed
+        for key, value in inst.items():
+            accepted = typed.get(key)
+            if accepted is None:
+                if closed and key not in props:
+                    return None
+                continue
+            count += 1
+            kind = flat_types.get(type(value))
+            if kind is None:
+                kind = _sch_type_of(value)
+            if kind not in accepted:
+                return None
+        for name in names:
+            if name not in inst:
+                return None
+        return count
+    return passes
 
 
 def validate_instance(compiled: CompiledSchema, instance: object,
@@ -11390,6 +11462,13 @@ def check_against_schema(compiled: Any, value: Any, limits: Limits,
         if turn.left <= 0:
             return [(LIMIT_EXCEEDED, _turn_spent(limits) + ", so this call was not checked", None)]
         budget = min(budget, turn.left)
+    passes = getattr(compiled, "passes", None)
+    if passes is not None and limits.max_schema_seconds is None and limits.max_schema_depth >= 1:
+        spent = passes(value)   # a flat object that passes: the units the general evaluation would count
+        if spent is not None and spent <= budget:
+            if turn is not None:
+                turn.left -= spent
+            return []
     run = _SchRun.counting(limits.max_schema_depth, budget, limits.max_pattern_subject)
     try:
         if limits.max_schema_seconds is None:   # the default: no clock to arm (see _Deadline)
@@ -11884,6 +11963,7 @@ class _RunReader:
         self.shapes = shapes
         self.layouts: list[_RunLayout] = []
         self.parsed: tuple[str, int, Any, int] | None = None   # (text, pos, item, end) _learn parsed (see taken)
+        self.given: tuple[str, int, Any, int] | None = None    # the same, parsed already by the caller (see give)
         leads = {shape.sse_lead for shape in shapes}
         self.lead = leads.pop() if len(leads) == 1 else ""   # (a row's shapes share one lead)
         named = self.lead.startswith("event: ") and self.lead.endswith("\ndata: ")
@@ -11898,11 +11978,17 @@ class _RunReader:
     def list_run(self, text: str, pos: int) -> tuple[FragmentRun, int, int] | None:
         """The run at text[pos] in a JSON list: (the run, the end of its last event, how many events), or None
         (then taken() may hold the item, parsed to find that it starts none, or a run of one event alone)."""
-        self.parsed = None
+        given, self.given = self.given, None
+        self.parsed = given if given is not None and given[0] is text and given[1] == pos else None
         hit = self._run(text, pos, None)
         if hit is not None and hit[2] == 1:
             self.parsed, hit = (text, pos, hit[0].item(0), hit[1]), None
         return hit
+
+    def give(self, text: str, pos: int, item: Any, end: int) -> None:
+        """The item at text[pos] (ending at end), parsed by the caller as the scan would: the next list_run there
+        reads it instead of parsing it (and taken may answer it)."""
+        self.given = text, pos, item, end
 
     def taken(self, text: str, pos: int) -> tuple[Any, int] | None:
         """(the item at text[pos], its end) when list_run just parsed it there to find that it starts no run, and
@@ -11955,11 +12041,15 @@ class _RunReader:
 
     def _learn(self, text: str, pos: int) -> _RunLayout | None:
         """The layout of the first shape the event at pos (read by the strict parser) is of, kept; or None."""
-        try:
-            sample, end = _DEFAULT_DECODER.scan_once(text, pos)
-        except (JsonProblem, ValueError, RecursionError, StopIteration):
-            return None
-        self.parsed = text, pos, sample, end   # (see taken)
+        parsed = self.parsed
+        if parsed is not None and parsed[0] is text and parsed[1] == pos:
+            sample, end = parsed[2], parsed[3]   # (given: see give)
+        else:
+            try:
+                sample, end = _DEFAULT_DECODER.scan_once(text, pos)
+            except (JsonProblem, ValueError, RecursionError, StopIteration):
+                return None
+            self.parsed = text, pos, sample, end   # (see taken)
         if type(sample) is not dict:
             return None
         layout = next(filter(None, (_run_layout(shape, sample, text, pos, end) for shape in self.shapes)), None)
@@ -12413,8 +12503,9 @@ class _BodyReader:
     def __init__(self, row: Profile, limits: Limits, feed: Callable[[list], None],
                  runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
                  sse_runs: Callable[[str, int], tuple[Any, int, int] | None] | None = None,
-                 sse_lead: str = "") -> None:
+                 sse_lead: str = "", reader: _RunReader | None = None) -> None:
         self.row, self.limits, self.feed, self.runs = row, limits, feed, runs
+        self.reader = reader         # runs' reader: taken, an item it parsed to find that it starts none (_ArrayItems)
         self.sse_runs = sse_runs     # the room's reader of runs of fragments in SSE text (see _sse_runs)
         self.sse_lead = sse_lead     # how an event that may start one begins (see _sse_around_runs)
         self.scan = _strict_decoder().scan_once
@@ -12820,9 +12911,10 @@ class _BodyReader:
             return False
         return True
 
-    def _plain_values(self, joined: str) -> tuple[list | None, bool]:
+    def _plain_values(self, joined: str, first: tuple[Any, int] | None = None) -> tuple[list | None, bool]:
         """(the values of the JSON list "[joined]" or None, whether they are all of it): parsed at once inside
-        the pad (see _PAD), or, where the room reads runs of fragments, by _ArrayItems with those runs."""
+        the pad (see _PAD), or, where the room reads runs of fragments, by _ArrayItems with those runs (first:
+        the first value and its end in joined, parsed already as the scan parses it)."""
         if self.runs is None:
             padded = _PAD_OPEN + "[" + joined + "]" + _PAD_CLOSE
             try:
@@ -12830,7 +12922,11 @@ class _BodyReader:
                 return (_unpad(value) if end == len(padded) else None), True
             except (_NotStreamable, JsonProblem, ValueError, RecursionError, StopIteration):
                 return None, False
-        items = _ArrayItems("[" + joined + "]", 0, self.scan, self.runs, 0, closed=True)
+        text, reader = "[" + joined + "]", self.reader
+        if first is not None and reader is not None:
+            reader.give(text, 1, first[0], first[1] + 1)
+        items = _ArrayItems(text, 0, self.scan, self.runs, 0, closed=True,
+                            taken=None if reader is None else reader.taken)
         try:
             values = list(items)
         except _NotStreamable:
@@ -12865,19 +12961,22 @@ class _BodyReader:
 
     def _lines_piece(self, text: str, first_line: int, first: tuple[Any, int, int] | None) -> None:
         self.first = None
-        if self._checked(self.row.capture.check_lines_text, text, first_line) and not self._lines_plain(text):
+        if self._checked(self.row.capture.check_lines_text, text, first_line) and not self._lines_plain(text, first):
             self._run((payload, (number, line)) for number, (payload, line)
                       in enumerate(_json_lines_iter(text, first, first_line), self.count))
 
-    def _lines_plain(self, text: str) -> bool:
+    def _lines_plain(self, text: str, first: tuple[Any, int, int] | None = None) -> bool:
         """A piece of JSON Lines, each line one JSON object (LF ends, no blank line): read at once as
-        _sse_plain reads events; False for anything else."""
+        _sse_plain reads events; False for anything else.  first: (value, start, end) of the value text starts
+        with, parsed already (_first_json_value): not parsed again when it is the whole first line."""
         if self.rank != _RANK_NONE or "\r" in text:
             return False
         lines = text.count("\n")
         if lines < 2 or not text.endswith("\n"):
             return False
-        values, whole = self._plain_values(text[:-1].replace("\n", ","))
+        # (the first line's text is the same in the list when it is the first value alone, from its first character)
+        given = (first[0], first[2]) if first is not None and first[1] == 0 and text.find("\n") == first[2] else None
+        values, whole = self._plain_values(text[:-1].replace("\n", ","), given)
         if values is None or not whole or _items_stood_for(values) != lines:   # (a run: the lines it stands for)
             return False
         first = values[0] if values[0].__class__ is dict else {}
@@ -13175,6 +13274,7 @@ class StreamGate:
         runs = _RunReader(row.wire.runs) if row.wire.runs else None
         self._fragment_runs = None if runs is None else runs.list_run
         self._taken = None if runs is None else runs.taken   # an item the reader parsed, that starts no run
+        self._fragment_reader = runs
         self._sse_runs = None if runs is None or not runs.lead else runs.sse_run   # the same in SSE text (_BodyReader)
         self._sse_lead = "" if runs is None else runs.lead   # how an event of one begins
         self._unexamined = 0   # items fed after the machine saturated (see TurnMachine._find)
@@ -13277,7 +13377,7 @@ class StreamGate:
             if self._position:
                 raise RuntimeError("this turn is read from items (feed): feed_bytes() takes no bytes")
             self._reader = _BodyReader(self._row, self.limits, self._feed_read, self._fragment_runs,
-                                       self._sse_runs, self._sse_lead)
+                                       self._sse_runs, self._sse_lead, self._fragment_reader)
             # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
             self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
@@ -13888,6 +13988,7 @@ def _report(outcome: Outcome) -> dict[str, Any]:
         status = "pass"
     calls = []
     for slot in slots:
+        own, omitted = findings_for(slot), omitted_for(slot)
         calls.append({
             "choice": slot.key[0],
             "index": slot.key[1],
@@ -13896,8 +13997,8 @@ def _report(outcome: Outcome) -> dict[str, Any]:
             "kind": slot.kind,
             "arguments": slot.arguments,
             "state": slot.state,
-            "findings": [f.as_dict() for f in _bounded(findings_for(slot), min(max_findings, PER_CALL_FINDINGS),
-                                                       omitted_for(slot))],
+            "findings": [f.as_dict() for f in _bounded(own, min(max_findings, PER_CALL_FINDINGS), omitted)]
+            if own or omitted else [],   # (a call with none, the usual one: nothing to order)
         })
         if slot.namespace is not None:   # only where the wire names one, so other reports keep their shape
             calls[-1]["namespace"] = slot.namespace

@@ -550,6 +550,52 @@ class OllamaLinesInRuns(unittest.TestCase):
                     self.assertEqual(verdict(fed("ollama", data, cuts, schemas)), want)
 
 
+class OllamaWholeCallLines(unittest.TestCase):
+    """A line of many whole calls, parsed once by the run reader to find that it starts no run, is that parse's
+    item (not parsed again) where it nests shallowly: fed whole or split, the verdict is capture's, at the edges."""
+
+    def test_a_line_of_64_calls_agrees(self):
+        def line(calls, done=False, **more):
+            return json.dumps({"model": "qwen3:8b", "created_at": "2026-11-20T09:14:00.1Z",
+                               "message": {"role": "assistant", "content": "", **calls}, "done": done, **more},
+                              ensure_ascii=False)
+        calls = [{"id": f"call_{k:04d}", "function": {"index": k, "name": "save_note",
+                                                      "arguments": {"title": "t", "body": "é \"x\" " * (20 + k)}}}
+                 for k in range(64)]
+        schemas = {"save_note": {"type": "object", "properties": {"title": {"type": "string"}, "body": {
+            "type": "string"}}, "required": ["title", "body"], "additionalProperties": False}}
+        edits = ((None, ""), ('"title": "t"', '"title": "t", "title": "u"'), ('"title": "t"', '"\\u0074itle": "t"'),
+                 ('"index": 3', '"index": 3.0'), ('"body": "', '"__proto__": {}, "body": "'),
+                 ('"title": "t"', '"title": 1'), ('"arguments": {"title": "t"', '"arguments": {"t": [' + "[" * 70
+                                                  + "]" * 70 + '], "title": "t"'))
+        taken = []
+        original = vts._RunReader.taken
+
+        def spy(reader, text, pos):
+            item = original(reader, text, pos)
+            taken.append(item is not None)
+            return item
+        with mock.patch.object(vts._RunReader, "taken", spy):
+            for old, new in edits:
+                body = line({"tool_calls": calls}) + "\n" + line({}, True, done_reason="stop") + "\n"
+                if old is not None:
+                    body = body.replace(old, new, 1)
+                data = body.encode()
+                want = captured("ollama", data, schemas, None)[1]
+                for cuts in ([], list(range(16384, len(data), 16384)), random_cuts(random.Random(len(new)), len(data))):
+                    with self.subTest(edit=new, cuts=cuts[:3]):
+                        self.assertEqual(verdict(fed("ollama", data, cuts, schemas)), want)
+        self.assertIn(True, taken)   # the first line was the run reader's parse
+        # ... which is the parse that found the line ends the body's first value (not parsed a third time)
+        body = (line({"tool_calls": calls}) + "\n" + line({}, True, done_reason="stop") + "\n").encode()
+        scans = []
+        scan = vts._DEFAULT_DECODER.scan_once
+        with mock.patch.object(vts._DEFAULT_DECODER, "scan_once",
+                               lambda text, pos: scans.append(pos) or scan(text, pos)):
+            self.assertEqual(verdict(fed("ollama", body, [], schemas)), captured("ollama", body, schemas, None)[1])
+        self.assertNotIn(1, scans)
+
+
 class ObfuscatedChatInRuns(unittest.TestCase):
     """A chat SSE body whose chunks each carry their own obfuscation padding (a run shape's stamp) is read in
     runs; fed whole or split, the verdict is capture's."""

@@ -1068,3 +1068,130 @@ class KeptSchemas(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _schema_limits(limits: "vts.Limits") -> "vts.SchemaLimits":
+    return vts.SchemaLimits(limits.max_schema_depth, limits.max_evaluations, limits.max_pattern_subject)
+
+
+class FlatObjects(unittest.TestCase):
+    """A flat-object schema's quick check (CompiledSchema.passes) gives exactly what the general evaluation gives:
+    the same problems (none) and the same units of work spent, or it declines and the general evaluation runs."""
+
+    NOTE = {"type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["title", "body"], "additionalProperties": False}
+    KINDS = {"type": "object", "description": "kinds", "properties": {
+        "i": {"type": "integer"}, "n": {"type": "number", "x-note": 1}, "b": {"type": "boolean"},
+        "z": {"type": "null"}, "s": {"type": ["string", "null"], "format": "date-time"}, "a": {"type": "array"},
+        "o": {"type": "object"}, "any": {}, "told": {"description": "only words"}, "yes": True},
+        "required": ["i"]}
+
+    def both(self, schema: dict, value: object, limits: "vts.Limits" = None, left: int | None = None) -> tuple:
+        """(quick result, turn left) and (general result, turn left) of one call."""
+        limits = limits or vts.Limits()
+        quick = vts.compile_schema(schema, _schema_limits(limits))
+        general = vts.compile_schema(schema, _schema_limits(limits))
+        general.passes = None
+        out = []
+        for compiled in (quick, general):
+            turn = vts._TurnWork(limits)
+            if left is not None:
+                turn.left = left
+            out.append((vts.check_against_schema(compiled, value, limits, turn), turn.left))
+        return tuple(out)
+
+    def assertSame(self, schema: dict, value: object, limits: "vts.Limits" = None, left: int | None = None) -> list:
+        quick, general = self.both(schema, value, limits, left)
+        self.assertEqual(quick, general, (schema, value))
+        return quick[0]
+
+    def test_the_schemas_it_reads_and_those_it_leaves(self) -> None:
+        limits = LIMITS
+        for schema in (self.NOTE, self.KINDS, {"type": "object"}, {"type": "object", "properties": {}},
+                       {"$schema": "http://json-schema.org/draft-07/schema#", **self.NOTE}):
+            self.assertIsNotNone(vts.compile_schema(schema, limits).passes, schema)
+        for schema in ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}},
+                       {"type": "object", "properties": {"s": {"type": "string", "minLength": 1}}},
+                       {"type": "object", "properties": {"s": {"enum": ["a"]}}},
+                       {"type": "object", "properties": {"s": False}},
+                       {"type": "object", "additionalProperties": True},
+                       {"type": "object", "additionalProperties": {"type": "string"}},
+                       {"type": ["object"]}, {"properties": {"s": {"type": "string"}}}, {"type": "string"},
+                       {"type": "object", "minProperties": 1},
+                       {"type": "object", "properties": {"o": {"type": "object", "properties": {}}}}):
+            self.assertIsNone(vts.compile_schema(schema, limits).passes, schema)
+
+    def test_passing_and_failing_values_give_the_general_result(self) -> None:
+        for value in ({"title": "a", "body": "b"}, {"body": "b", "title": "a"}, {"title": "a"}, {},
+                      {"title": 1, "body": "b"}, {"title": "a", "body": "b", "extra": 1}, {"title": None, "body": ""},
+                      [], "text", None, {"__proto__": "a", "title": "a", "body": "b"}):
+            self.assertSame(self.NOTE, value)
+        self.assertEqual(self.assertSame(self.NOTE, {"title": "a", "body": "b"}), [])
+        self.assertEqual(len(self.assertSame(self.NOTE, {"title": 1, "body": "b", "x": 2})), 2)
+
+    def test_each_type_at_its_edges(self) -> None:
+        for key, values in (("i", (1, 1.0, -0.0, 1.5, True, 10 ** 40, 1e300, "1")),
+                            ("n", (1, 1.0, 1.5, True, False, None)),
+                            ("b", (True, False, 1, 0, None)),
+                            ("z", (None, 0, False, "")),
+                            ("s", ("x", "not a date", None, 1)),
+                            ("a", ([], [1], {}, "")),
+                            ("o", ({}, {"a": 1}, [])),
+                            ("any", (1, None, [], {})), ("told", (1, "x")), ("yes", (True, [])),
+                            ("unknown", (1,))):
+            for value in values:
+                self.assertSame(self.KINDS, {"i": 1, key: value} if key != "i" else {key: value})
+        self.assertSame(self.KINDS, {"n": 1})   # the required member missing
+        self.assertEqual(self.assertSame(self.KINDS, {"i": True}),
+                         [("schema_violation", "expected integer, got boolean (at /i)", "/i")])
+
+    def test_values_of_other_classes_are_left_to_the_general_evaluation(self) -> None:
+        import collections
+
+        class Text(str):
+            pass
+        self.assertSame(self.NOTE, collections.OrderedDict(title="a", body="b"))
+        self.assertSame(self.NOTE, {"title": Text("a"), "body": "b"})
+        self.assertIsNone(vts.compile_schema(self.NOTE, LIMITS).passes(collections.OrderedDict(title="a", body="b")))
+        self.assertEqual(vts.compile_schema(self.NOTE, LIMITS).passes({"title": Text("a"), "body": "b"}), 9)
+
+    def test_the_work_spent_matches_at_every_budget(self) -> None:
+        value = {"title": "a", "body": "b"}
+        # 1 (the object) + 2 (properties looked up) + 2 (each present) + 2 (required) + 2 (additionalProperties)
+        self.assertEqual(vts.compile_schema(self.NOTE, LIMITS).passes(value), 9)
+        for units in (8, 9, 10):
+            self.assertSame(self.NOTE, value, vts.Limits(max_evaluations=units))
+            self.assertSame(self.NOTE, value, left=units)
+        self.assertEqual(self.assertSame(self.NOTE, value, left=9), [])
+        self.assertEqual(self.assertSame(self.NOTE, value, vts.Limits(max_evaluations=8))[0][0], "limit_exceeded")
+        for depth in (1, 2):
+            self.assertSame(self.NOTE, value, vts.Limits(max_schema_depth=depth))
+        kinds = {"i": 1, "n": 1.5, "any": 1, "told": 2, "yes": 3, "unknown": 4}
+        for units in range(1, 16):
+            self.assertSame(self.KINDS, kinds, vts.Limits(max_evaluations=units))
+
+    def test_whole_turns_spend_the_turn_budget_as_the_general_evaluation_does(self) -> None:
+        """A turn of many calls, some failing, with a turn budget that runs out among them (each passing call of
+        NOTE costs 9 units): the report is the one the general evaluation alone gives, on bytes and on items."""
+        import json
+        from unittest import mock
+
+        good, bad = '{"title": "a", "body": "b"}', '{"title": "a", "body": 2}'
+        args = [good, good, bad, good, '{"title": "a"}', good, '{"title": 1.0, "body": "b"}', good] * 3
+        general = vts.compile_schema
+
+        def without(schema, limits, size_budget=vts.SCHEMA_MAX_TURN_SIZE):
+            compiled = general(schema, limits, size_budget)
+            compiled.passes = None
+            return compiled
+        for turn in (1_000, 40, 45, 80, 81, 100):
+            limits = vts.Limits(max_turn_evaluations=turn)
+            doc = _turn(self.NOTE, args)
+            vts._COMPILED.clear()
+            with mock.patch.object(vts, "compile_schema", without):
+                want = vts.validate_envelope(json.loads(json.dumps(doc)), limits)
+            vts._COMPILED.clear()
+            with self.subTest(turn=turn):
+                self.assertEqual(vts.validate_envelope(json.loads(json.dumps(doc)), limits), want)
+                self.assertEqual(vts.validate_bytes(json.dumps(doc).encode(), limits), want)
+        self.assertEqual(want["status"], "blocked")
