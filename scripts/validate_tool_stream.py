@@ -4399,6 +4399,11 @@ class ResponsesNormalizer:
                 return None
         except Exception:   # noqa: BLE001 - not such a model: the dump decides
             return None
+        return self._streaming_delta(index, item_id, delta)
+
+    def _streaming_delta(self, index: int, item_id: str, delta: str) -> tuple[SlotKey, str] | None:
+        """(slot key, delta) when an arguments delta of output index and item_id only adds its text to the function
+        call streaming there (the item marked streamed, as translate() marks it), else None."""
         state = self.state   # as translate() and _responses_arguments() read it for such an event
         item = state.items.get(index)
         if (item is None or item.kind != "function_call" or item.finished or item.arguments_done
@@ -4423,13 +4428,7 @@ class ResponsesNormalizer:
             return None
         if type(index) is not int or type(item_id) is not str or type(delta) is not str:
             return None
-        state = self.state   # as translate() and _responses_arguments() read it for such an event
-        item = state.items.get(index)
-        if (item is None or item.kind != "function_call" or item.finished or item.arguments_done
-                or item.item_id != item_id or state.opening != "open" or state.ending != "running"):
-            return None
-        item.streamed = True
-        return (None, index), delta
+        return self._streaming_delta(index, item_id, delta)
 
     def plain_text(self, event: Any) -> bool:
         """Whether translate() would yield nothing for event and change no state: an event of an item's

@@ -563,11 +563,9 @@ def delta(index, text):
     return {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": text}}
 
 
-class FragmentRuns(unittest.TestCase):
-    """A run of input_json_delta events is read at once: the verdict is that of the parser's path.
-
-    Runs are looked for in any stream here, however short (_RUNS_MIN_CHARS is 0).
-    """
+class RunsAgree:
+    """Runs looked for in any stream, however short (_RUNS_MIN_CHARS is 0); agree(): the report with runs
+    (and how many items each took) equals the report without runs and that of the whole-document parse."""
 
     def setUp(self):
         patcher = mock.patch.object(vts, "_RUNS_MIN_CHARS", 0)
@@ -580,6 +578,13 @@ class FragmentRuns(unittest.TestCase):
         with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None):
             self.assertEqual(report, vts.validate_bytes(blob, limits))
         return report, taken
+
+
+class FragmentRuns(RunsAgree, unittest.TestCase):
+    """A run of input_json_delta events is read at once: the verdict is that of the parser's path.
+
+    Runs are looked for in any stream here, however short (_RUNS_MIN_CHARS is 0).
+    """
 
     def test_a_long_stream_is_read_in_runs_and_passes_byte_for_byte(self):
         fragments = rows_fragments(3000)
@@ -950,21 +955,13 @@ def written(profile, items, edits=(), separator=",", compact_items=True):
     return (head[:-1] + f',"{key}":[' + separator.join(texts) + "]}").encode()
 
 
-class DeclaredRuns(unittest.TestCase):
+class DeclaredRuns(RunsAgree, unittest.TestCase):
     """Each row's declared RunShapes (anthropic text_delta, chat arguments and content) are read at once
     only where each event is exactly what the parser reads: at the edge of each, the report is that of
     the general path (runs declined, and the whole document parsed and fed item by item)."""
 
-    def setUp(self):
-        patcher = mock.patch.object(vts, "_RUNS_MIN_CHARS", 0)
-        patcher.start()
-        self.addCleanup(patcher.stop)
-
     def agree(self, blob: bytes, limits=None) -> tuple[dict, list[int]]:
-        report, taken = with_runs_counted(blob, limits)
-        self.assertEqual(report, without_runs(blob, limits))
-        with mock.patch.object(vts, "_stream_envelope", lambda text, limits: None):
-            self.assertEqual(report, vts.validate_bytes(blob, limits))
+        report, taken = RunsAgree.agree(self, blob, limits)
         try:   # and fed item by item, where the whole document is strict JSON
             doc = vts.decode_document(blob.decode())
         except vts.JsonProblem:
