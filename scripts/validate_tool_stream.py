@@ -18005,29 +18005,66 @@ class AdapterNotStarted(Exception):
     """The adapter command could not be started at all: no verdict is possible."""
 
 
+def _proc_entries(root: str = "/proc") -> dict[int, str]:
+    """Each process that /proc shows and this process can signal: its id in this process's own pid
+    namespace -> the name of its /proc entry.  The two differ where /proc was mounted for another
+    namespace (a sandbox that started us with a pid namespace of its own and kept the outer /proc):
+    there each entry's "NSpid:" line (Linux 4.1 and later) gives its id at every level, and our level
+    is the one where our own id stands.  {} where there is no /proc, or no way to translate it.
+    `root`: where /proc is (a test gives a folder laid out like it)."""
+    import os
+
+    try:
+        names = [name for name in os.listdir(root) if name.isdigit()]
+        own = os.readlink(os.path.join(root, "self"))
+    except OSError:
+        return {}
+    if own == str(os.getpid()):
+        return {int(name): name for name in names}
+
+    def levels(name: str) -> list[bytes]:
+        with open(os.path.join(root, name, "status"), "rb") as handle:
+            for line in handle:
+                if line.startswith(b"NSpid:"):
+                    return line.split()[1:]
+        return []
+
+    try:
+        ours = levels(own)
+    except OSError:
+        return {}
+    if not ours or ours[-1] != str(os.getpid()).encode("ascii"):
+        return {}
+    level, found = len(ours) - 1, {}
+    for name in names:
+        try:
+            ids = levels(name)
+        except OSError:   # gone meanwhile
+            continue
+        if len(ids) > level:   # shorter: a process outside our namespace, which we cannot name
+            found[int(ids[level])] = name
+    return found
+
+
 def _marked_processes(mark: str) -> list[int]:
     """Process ids whose environment, as they were started, holds CONFORM_RUN_VARIABLE=mark, or
     mark followed by "." and more (a job's own mark under its run's: see _ConformJob).
 
-    Found through /proc (Linux): every process started under an adapter inherits the mark unless
-    it was started with an environment of its own; [] where there is no /proc to read."""
+    Found through /proc (Linux; see _proc_entries): every process started under an adapter inherits
+    the mark unless it was started with an environment of its own; [] where there is no /proc to read."""
     import os
 
     entry = f"{CONFORM_RUN_VARIABLE}={mark}".encode("ascii")
     under = entry + b"."
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
     found = []
-    for name in names:
-        if not name.isdigit() or int(name) == os.getpid():
+    for pid, name in sorted(_proc_entries().items()):
+        if pid == os.getpid():
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as handle:
                 # a zombie's is empty: it has ended
                 if any(item == entry or item.startswith(under) for item in handle.read().split(b"\0")):
-                    found.append(int(name))
+                    found.append(pid)
         except OSError:   # gone meanwhile, or another user's
             continue
     return found

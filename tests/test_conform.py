@@ -804,10 +804,17 @@ class Reports(unittest.TestCase):
         self.assertIsNone(vts.adapter_calls_from('[1]')[0])
 
 
+# Whether /proc shows this process's own processes by their ids here (see vts._proc_entries).
+SEES_PROCESSES = os.getpid() in vts._proc_entries()
+
+
 def alive(pid):
     """Whether the process is still running (a zombie waiting for its parent counts as ended)."""
+    name = vts._proc_entries().get(pid)
+    if name is None:
+        return False
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
+        with open(f"/proc/{name}/stat", "rb") as handle:
             return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (FileNotFoundError, ProcessLookupError):
         return False
@@ -897,7 +904,7 @@ def leaves_a_child(pid_file, noted, then):
 class Processes(unittest.TestCase):
     """Nothing the adapter started outlives conform, even what left its process group."""
 
-    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @unittest.skipUnless(SEES_PROCESSES, "needs a /proc that shows this process")
     @slow("runs adapter commands as processes")
     def test_a_process_that_left_the_group_is_stopped(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -912,7 +919,7 @@ class Processes(unittest.TestCase):
                 self._kill(pid_file)
 
     @slow("starts conform as a process and hangs it up")
-    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @unittest.skipUnless(SEES_PROCESSES, "needs a /proc that shows this process")
     @slow("runs adapter commands as processes")
     def test_a_hang_up_stops_it_cleanly(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -1574,7 +1581,7 @@ class Jobs(unittest.TestCase):
                          [(TEXT_ONLY, "not-applicable"), (PASS, "refuses-pass"), (BLOCKED, "refuses")])
         self.assertEqual(lines[-1]["summary"]["fixtures"], 3)
 
-    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @unittest.skipUnless(SEES_PROCESSES, "needs a /proc that shows this process")
     @slow("runs adapter commands as processes")
     def test_a_signal_stops_every_jobs_command_and_removes_the_temporary_folder(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -1787,7 +1794,7 @@ class WaitsWithoutPolling(unittest.TestCase):
         with mock.patch.object(os, "pidfd_open", side_effect=OSError(errno.ENOSYS, "no pidfd"), create=True):
             self.assertEqual(self.runs(), expected)
 
-    @unittest.skipUnless(os.path.isdir("/proc/self") and hasattr(os, "pidfd_open"), "needs /proc and pidfd")
+    @unittest.skipUnless(SEES_PROCESSES and hasattr(os, "pidfd_open"), "needs a /proc showing this process, and pidfd")
     def test_what_carries_the_mark_is_killed_and_waited_on_without_a_sleep(self):
         mark = f"waits-{os.getpid()}"
         no_pidfd = mock.patch.object(os, "pidfd_open", side_effect=OSError(errno.ENOSYS, "no pidfd"))
@@ -1805,6 +1812,63 @@ class WaitsWithoutPolling(unittest.TestCase):
                     child.kill()
                     child.wait()
 
+
+
+def _unshare_works():
+    """Whether `unshare --pid --fork` can start a process here (root, or user namespaces allowed)."""
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+class ForeignProc(unittest.TestCase):
+    """A sandbox may start us in a pid namespace of our own and leave the outer /proc mounted: its entries
+    are named by outer ids.  What carries the mark is found and killed by its id here, never by an entry's
+    name (which, here, is nobody's or another process's id)."""
+
+    def test_ids_are_translated_through_each_entrys_nspid_line(self):
+        me = os.getpid()
+        with tempfile.TemporaryDirectory() as root:
+            def entry(name, nspid):
+                os.mkdir(os.path.join(root, name))
+                with open(os.path.join(root, name, "status"), "w", encoding="ascii") as handle:
+                    handle.write(f"Name:\tx\nNSpid:\t{nspid}\nVmRSS:\t1 kB\n")
+            entry("900", f"900\t{me}")   # this process: outer 900
+            entry("901", "901\t7")        # a neighbour: 7 here
+            entry("902", "902")            # an outer process: no id here
+            entry("903", "903\t8\t1")    # in a namespace under ours: 8 here
+            os.mkdir(os.path.join(root, "904"))   # gone meanwhile: no status
+            os.symlink("900", os.path.join(root, "self"))
+            self.assertEqual(vts._proc_entries(root), {me: "900", 7: "901", 8: "903"})
+            os.remove(os.path.join(root, "self"))
+            os.symlink("901", os.path.join(root, "self"))   # /proc/self is not us: nothing can be named
+            self.assertEqual(vts._proc_entries(root), {})
+            os.remove(os.path.join(root, "self"))
+            os.symlink(str(me), os.path.join(root, "self"))   # our own /proc: the names are the ids
+            self.assertEqual(sorted(vts._proc_entries(root)), [900, 901, 902, 903, 904])
+        self.assertEqual(vts._proc_entries(os.path.join(root, "gone")), {})
+
+    @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
+    @slow("starts a process in a pid namespace of its own")
+    def test_in_a_namespace_of_its_own_under_the_outer_proc_the_marked_child_is_killed(self):
+        if not _unshare_works():
+            self.skipTest("needs unshare --pid --fork (root, or user namespaces allowed)")
+        program = ("import os, signal, subprocess, sys\n"
+                   f"sys.path.insert(0, {os.path.dirname(SCRIPT)!r})\n"
+                   "import validate_tool_stream as vts\n"
+                   "assert os.readlink('/proc/self') != str(os.getpid())\n"
+                   "child = subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(300)'],\n"
+                   "                         env=dict(os.environ, **{vts.CONFORM_RUN_VARIABLE: 'm.1'}))\n"
+                   "try:\n"
+                   "    found = vts._marked_processes('m')\n"
+                   "    vts._kill_marked('m')\n"
+                   "    print(found == [child.pid], child.wait(10) == -signal.SIGKILL, vts._marked_processes('m'))\n"
+                   "finally:\n"
+                   "    child.kill()\n")
+        done = subprocess.run(["unshare", "--pid", "--fork", sys.executable, "-c", program], env=ENV,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual((done.returncode, done.stdout), (0, "True True []\n"), done.stderr)
 
 if __name__ == "__main__":
     unittest.main()
