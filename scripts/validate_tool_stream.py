@@ -2256,10 +2256,14 @@ class CaptureRules(_FrozenRecord):
                          version, an endpoint without tool calls) -> what it looks like and what to capture
                          instead, or None
       whole_response     one JSON object of its non-streaming API -> how capture's refusal names it, or None
+      socket_turns       a WebSocket message log's received messages -> the turns it carries, each as (first, end)
+                         indices (end exclusive), in order; a message in no turn is the session's own (raise
+                         CaptureError for one that carries tool data); None: the room's logs hold one turn
     """
 
     __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
-                 "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response")
+                 "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response",
+                 "socket_turns")
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
@@ -2268,7 +2272,8 @@ class CaptureRules(_FrozenRecord):
                  check_lines_text: tuple[Callable[[str, int], None], ...] = (), warn_without_done: bool = False,
                  stream_error: Callable[[dict], bool] = _error_member,
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
-                 whole_response: Callable[[dict], str | None] = _no_shape) -> None:
+                 whole_response: Callable[[dict], str | None] = _no_shape,
+                 socket_turns: Callable[[list], list] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -2289,6 +2294,31 @@ def http_error(kind: str, status: int, body: Any, headers: tuple = (),
                      body=json.dumps(body, separators=(",", ":")).encode("ascii"))
 
 
+def _no_opening(stream: list) -> list:
+    """For a socket on which the server says nothing before the client's first message."""
+    return []
+
+
+class SocketRules(_FrozenRecord):
+    """How `serve` plays a room's turn over a WebSocket (RFC 6455) and `conform` points an adapter's own
+    WebSocket client at it; data, not code paths.  The turn's payloads are sent one text message each, in
+    order, as the lines of the room's HttpRules.frame body (a JSON Lines message log).
+
+      path      a regular expression the path after a fixture's prefix must match (the upgrade request)
+      example   one path `path` matches (conform's VTS_WS_URL)
+      opening   (stream) -> the messages the server sends as soon as the socket opens ([]: none)
+      reply     (one client message, parsed JSON; the stream) -> (the messages answered at once, whether the
+                turn's payloads follow now)
+      only      the API has no HTTP surface: a POST to its path is not answered with the stream
+    """
+
+    __slots__ = ("path", "example", "opening", "reply", "only")
+
+    def __init__(self, *, path: str, example: str, reply: Callable[[Any, list], tuple[list, bool]],
+                 opening: Callable[[list], list] = _no_opening, only: bool = True) -> None:
+        _freeze(self, locals())
+
+
 class HttpRules(_FrozenRecord):
     """How `serve` answers as the provider's API and `conform` calls it; data, not code paths.
 
@@ -2303,14 +2333,16 @@ class HttpRules(_FrozenRecord):
       cut_frame    frame without the provider's terminal framing (a cut-off stream); None: frame has none
       framings     the framing variants (SERVE_FRAMINGS) its SDKs read as they read its own body:
                    `serve --framing` applies these (crlf, comments, ids to its text/event-stream answers), no others
+      socket       its SocketRules when the API is (also) spoken over a WebSocket, else None
     """
 
-    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "request_body", "errors", "cut_frame", "framings")
+    __slots__ = ("api_path", "frame", "api_example", "tools_shape", "request_body", "errors", "cut_frame", "framings",
+                 "socket")
 
     def __init__(self, *, api_path: str, frame: Callable[..., tuple], api_example: str,
                  tools_shape: Callable[[dict], Any], request_body: Callable[[dict, dict], dict],
                  errors: tuple[HttpError, ...] = (), cut_frame: Callable[..., tuple] | None = None,
-                 framings: frozenset = frozenset()) -> None:
+                 framings: frozenset = frozenset(), socket: SocketRules | None = None) -> None:
         _freeze(self, locals())
 
     def error(self, kind: Any) -> HttpError | None:
