@@ -17815,6 +17815,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     self._ws_send(ws_messages(rules.error(error)), transport, counts)
                     continue
                 data, ends = bodies.socket_turn(fixture, query)
+                self.connection.settimeout(self.timeout)   # reads left the message's deadline on it
                 self._write(data, "", transport, ends=ends)
                 counts[1] += len(ends)
                 if fixture.fault.get("cut"):
