@@ -18885,6 +18885,9 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.http.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, VTS_REQUEST_FILE=request_file,
                NO_PROXY=loopback, no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
+    env.pop("VTS_WS_URL", None)   # only a row spoken over a WebSocket has one (never one from conform's own environment)
+    if row.http.socket is not None:   # the same fixture over its WebSocket: ws://HOST:PORT/<prefix><its example path>
+        env["VTS_WS_URL"] = "ws" + url[url.index(":"):] + row.http.socket.example
     if requested is not None:
         requested.discard(fixture.prefix)
     if sent is not None:
@@ -18957,8 +18960,9 @@ def _conform_quoted(text: str) -> str:
     return _clip(text)
 
 
+# a --persistent request's members: the variables a per-fixture run gets (VTS_WS_URL: a WebSocket row's only)
 _PERSISTENT_MEMBERS = ("VTS_BASE_URL", "VTS_API_URL", "VTS_PROFILE", "VTS_FIXTURE", "VTS_TOOLS_FILE",
-                       "VTS_REQUEST_FILE")   # a --persistent request's members: the variables a per-fixture run gets
+                       "VTS_REQUEST_FILE", "VTS_WS_URL")
 
 
 PERSISTENT_REQUEST_ID = "VTS_REQUEST_ID"   # a --persistent request's id, which its answer names as "request"
@@ -19058,7 +19062,8 @@ class PersistentAdapter:
             self._start(env)
         self.asked += 1
         request = str(self.asked)
-        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS}, PERSISTENT_REQUEST_ID: request},
+        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS if key in env},
+                            PERSISTENT_REQUEST_ID: request},
                            ensure_ascii=True) + "\n").encode("ascii")
         for fd in (self.process.stdout.fileno(), self.process.stderr.fileno()):   # what it wrote past its last answer
             _drain(fd, bytearray(), 1 << 16, tail=True)

@@ -10,10 +10,11 @@ import json
 import os
 import socket
 import threading
+import sys
 import unittest
 
 import wsclient
-from support import FIXTURES, vts
+from support import FIXTURES, ROOT, run_cli, vts
 
 RESPONSES = os.path.join(FIXTURES, "openai-responses")
 PASS = "pass-arguments-only-in-done-event"
@@ -261,6 +262,61 @@ class Faults(unittest.TestCase):
                 server.server_close()
             self.assertTrue(any(line.startswith("GET /big/v1/responses 101") and "the client went away" in line
                                 for line in logs), logs)
+
+SOCKET_ADAPTER = f"{sys.executable} {os.path.join(ROOT, 'tests', 'conform', 'socket_adapter.py')}"
+
+
+def conform(*fixtures, cmd=SOCKET_ADAPTER, extra=()):
+    code, out, err = run_cli("conform", "--adapter-cmd", cmd, *extra, "--report", "json", *fixtures)
+    lines = [json.loads(line) for line in out.splitlines()]
+    return code, lines[:-1], lines[-1]["summary"], err
+
+
+class Conform(unittest.TestCase):
+    def test_the_socket_adapter_end_to_end(self):
+        names = (PASS, CUT, RETRY, "delta-after-terminal-event-after-response-completed")
+        code, records, _, err = conform(*(os.path.join(RESPONSES, name + ".json") for name in names),
+                                        extra=("--verbose",))
+        self.assertEqual(code, 0, err)
+        verdicts = {os.path.basename(r["fixture"])[:-5]: (r["verdict"], r["requested"]) for r in records}
+        self.assertEqual(verdicts, {PASS: ("agree", True), CUT: ("refuses", True), RETRY: ("agree", True),
+                                    names[3]: ("refuses", True)})
+        retried = next(r for r in records if RETRY in r["fixture"])
+        self.assertEqual(retried["served"], [f"GET /{RETRY}/v1/responses 429",
+                                                 f"GET /{RETRY}/v1/responses 101"])
+
+    def test_vts_ws_url_for_a_socket_row_only(self):
+        import shlex
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            dump = os.path.join(folder, "env.json")
+            code = ("import json, os; json.dump({k: v for k, v in os.environ.items() if k.startswith('VTS_')}, "
+                    f"open({dump!r}, 'w')); print('[]')")
+            cmd = f"{sys.executable} -c {shlex.quote(code)}"
+            found = {}
+            for path in (os.path.join(RESPONSES, PASS + ".json"),
+                         os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")):
+                conform(path, cmd=cmd)
+                with open(dump, encoding="utf-8") as handle:
+                    found[path] = json.load(handle)
+        responses, chat = found.values()
+        self.assertRegex(responses["VTS_WS_URL"], rf"^ws://127\.0\.0\.1:\d+/{PASS}/v1/responses$")
+        self.assertEqual(responses["VTS_WS_URL"], "ws" + responses["VTS_API_URL"][4:])
+        self.assertNotIn("VTS_WS_URL", chat)
+
+    def test_a_socket_request_that_differs_is_request_differs(self):
+        import shlex
+
+        code = ("import json, os, sys; sys.path.insert(0, " + repr(os.path.join(ROOT, "tests")) + "); "
+                "import wsclient; ws = wsclient.connect(os.environ['VTS_WS_URL']); "
+                "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', 'tools': []})); "
+                "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
+        _, records, _, _ = conform(os.path.join(RESPONSES, PASS + ".json"),
+                                   cmd=f"{sys.executable} -c {shlex.quote(code)}")
+        self.assertEqual(records[0]["verdict"], "request-differs")
+        self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
+
 
 if __name__ == "__main__":
     unittest.main()
