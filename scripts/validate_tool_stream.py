@@ -17897,7 +17897,11 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             """Play a socket: its opening, then per client message the room's reply and, when the reply
             says so, the turn (or the fault its "serve" block names); ends by raising SocketClosed."""
             transport = bodies.transport
-            self._ws_send(ws_messages(rules.opening(fixture.stream)), transport, counts)
+            try:
+                opening = ws_messages(rules.opening(fixture.stream))
+            except Exception:   # noqa: BLE001 - as a reply that fails (below)
+                raise SocketClosed(1011, "the session could not be opened") from None
+            self._ws_send(opening, transport, counts)
             while True:
                 payload = self._ws_receive()
                 counts[0] += 1
@@ -17920,6 +17924,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     self._ws_send(ws_messages(rules.error(error)), transport, counts)
                     continue
                 data, ends = bodies.socket_turn(fixture, query)
+                if transport.first_byte_ms and self.server.pause(transport.first_byte_ms):
+                    raise SocketClosed(1001, "the server is stopping")
                 self.connection.settimeout(self.timeout)   # reads left the message's deadline on it
                 self._write(data, "", transport, ends=ends)
                 counts[1] += len(ends)
@@ -18370,7 +18376,8 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
     comma-separated str), delay_ms and first_byte_ms as serve's options (serve_transport: ValueError
     for a bad one; ValueError too when no fixture can be served, TypeError for an argument of
     another type).
-    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `prefixes` (sorted),
+    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `ws_url(prefix)` (a row spoken over
+    a WebSocket), `prefixes` (sorted),
     `refused` ([(file, why not served)]), `requests` (prefix -> streams answered) and `server`.
     On leaving, the server stops and its socket is closed (a stream being paced ends at once)."""
 
@@ -18421,6 +18428,14 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
         if prefix not in self._served:
             raise KeyError(prefix)
         return self.url + quote(prefix, errors="surrogateescape")
+
+    def ws_url(self, prefix: str) -> str:
+        """A fixture's WebSocket URL (ws://HOST:PORT/<prefix><its row's socket example path>); KeyError for a
+        prefix not served, ValueError for one whose row has no WebSocket."""
+        socket = self._served[prefix].row.http.socket
+        if socket is None:
+            raise ValueError(f"serving: the profile of {prefix!r} is not spoken over a WebSocket")
+        return "ws" + self.base_url(prefix)[len("http"):] + socket.example
 
     @property
     def requests(self) -> dict[str, int]:

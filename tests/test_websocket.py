@@ -434,5 +434,23 @@ class Capture(unittest.TestCase):
             self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
 
 
+class Library(unittest.TestCase):
+    def test_serving_gives_ws_url_and_chunkings_write_the_same_messages(self):
+        path = os.path.join(RESPONSES, PASS + ".json")
+        events = events_of(path)
+        for chunking in ("byte", "event", "random:3"):
+            with self.subTest(chunking), vts.serving(path, chunking=chunking) as served:
+                url = served.ws_url(PASS)
+                self.assertEqual(url, "ws" + served.base_url(PASS)[4:] + "/v1/responses")
+                with wsclient.connect(url) as ws:
+                    ws.send_text(CREATE)
+                    got = [json.loads(text) for text in ws.texts(lambda text: json.loads(text) == events[-1])]
+                    ws.close()
+                self.assertEqual(got, events)
+        with vts.serving(os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")) as served:
+            with self.assertRaises(ValueError):
+                served.ws_url("valid-fragmented-single-call")
+
+
 if __name__ == "__main__":
     unittest.main()
