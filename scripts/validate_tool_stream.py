@@ -17887,6 +17887,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except OSError:
                 ending = SocketClosed(None, "the connection failed")
             said = self._socket_close(ending)
+            self.timed_out = False   # a message that did not come in time was said by the close frame, not a 408
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"

@@ -63,7 +63,7 @@ class Served(unittest.TestCase):
         return [json.loads(text) for text in ws.texts(until=lambda text: last in text and
                                                        json.loads(text) == events[-1])]
 
-    def test_every_socket_row_plays_each_fixture_as_its_payloads(self):
+    def test_each_responses_fixture_is_played_as_its_events(self):
         socket_rows = [name for name, row in vts.PROFILES.items() if row.http and row.http.socket]
         self.assertIn("openai-responses", socket_rows)
         for prefix, fixture in sorted(self.served.items()):
@@ -191,6 +191,26 @@ class Served(unittest.TestCase):
                           f"{len(self.served[PASS].stream)} sent, the client closed 1000", self.logs)
         finally:
             type(self).setUpClass()
+
+
+class Idle(unittest.TestCase):
+    def test_a_client_that_sends_nothing_is_closed_1008_and_nothing_follows(self):
+        server, url, _, _ = start([os.path.join(RESPONSES, PASS + ".json")], request_seconds=0.2)
+        try:
+            with wsclient.connect(url + PASS + "/v1/responses") as ws:
+                self.assertIsNone(ws.receive())
+                self.assertEqual((ws.close_code, ws.close_reason), (1008, "no whole message came within 0.2 seconds"))
+                ws.sock.settimeout(10)
+                rest = ws.buffer
+                while True:
+                    chunk = ws.sock.recv(65536)
+                    if not chunk:
+                        break
+                    rest += chunk
+                self.assertEqual(rest, b"")
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 class Faults(unittest.TestCase):
