@@ -19,7 +19,7 @@ from types import MappingProxyType
 from unittest import mock
 
 import wsclient
-from support import FIXTURES, ROOT, run_cli, vts
+from support import FIXTURES, ROOT, importable, run_cli, vts
 
 RESPONSES = os.path.join(FIXTURES, "openai-responses")
 PASS = "pass-arguments-only-in-done-event"
@@ -470,6 +470,39 @@ class Library(unittest.TestCase):
         with vts.serving(os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")) as served:
             with self.assertRaises(ValueError):
                 served.ws_url("valid-fragmented-single-call")
+
+
+class Accept(unittest.TestCase):
+    def test_rfc_6455s_own_example(self):   # RFC 6455 section 1.3
+        self.assertEqual(vts.ws_accept("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+
+
+@unittest.skipUnless(importable("websockets"), "websockets is not installed (run with tests/adapters/.venv/bin/python)")
+class RealClient(unittest.TestCase):
+    """The `websockets` library's own client (the one openai-python's Responses and realtime clients use) reads
+    every served openai-responses turn as our client does, under two chunkings, and sees a cut turn end 1006."""
+
+    def test_websockets_reads_the_turns(self):
+        from websockets.exceptions import ConnectionClosedError
+        from websockets.sync.client import connect
+
+        for chunking in ("whole", "byte"):
+            with vts.serving(RESPONSES, chunking=chunking) as served:
+                for prefix in served.prefixes if chunking == "whole" else served.prefixes[:8]:
+                    fixture = served._served[prefix]
+                    if "error" in fixture.fault:
+                        continue
+                    with self.subTest(chunking=chunking, fixture=prefix), connect(served.ws_url(prefix)) as ws:
+                        ws.send(CREATE)
+                        got = []
+                        try:
+                            while got != fixture.stream[:len(got)] or len(got) < len(fixture.stream):
+                                got.append(json.loads(ws.recv(timeout=10)))
+                            ws.ping(b"x").wait(10)
+                        except ConnectionClosedError as closed:
+                            self.assertTrue(fixture.fault.get("cut"))
+                            self.assertIsNone(closed.rcvd)   # no close frame came
+                        self.assertEqual(got, fixture.stream)
 
 
 if __name__ == "__main__":
