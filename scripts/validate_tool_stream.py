@@ -18258,7 +18258,8 @@ def _run_serve(argv: list[str]) -> int:
     parser = _new_parser(f"{_prog()} serve",
                          "Serve fixtures as a local provider: each fixture's stream at "
                          "http://HOST:PORT/<prefix>/<its provider's API path>, where the prefix is its path "
-                         "relative to the folder given, without .json.")
+                         "relative to the folder given, without .json (an API spoken over a WebSocket: also "
+                         "ws://HOST:PORT/<prefix>/<its socket path>).")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="the port (default 0: any free port)")
