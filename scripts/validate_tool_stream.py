@@ -2307,7 +2307,7 @@ def message_log_frame(stream: list, query: str) -> tuple[str, bytes]:
 class SocketRules(_FrozenRecord):
     """How `serve` plays a room's turn over a WebSocket (RFC 6455) and `conform` points an adapter's own
     WebSocket client at it; data, not code paths.  The turn's payloads are sent one text message each, in
-    order, as the lines of the room's HttpRules.frame body (a JSON Lines message log).
+    order, as the lines of its message log (a JSON Lines body: `frame`, else the room's HttpRules.frame).
 
       path      a regular expression the path after a fixture's prefix must match (the upgrade request)
       example   one path `path` matches (conform's VTS_WS_URL)
