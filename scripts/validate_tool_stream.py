@@ -8363,12 +8363,12 @@ def _inter_step_start(pos: int, kind: str, event: dict, state: _InterState) -> I
     if not known:
         yield _inter_unreviewed(pos, index, block if isinstance(step, dict) else _describe(step), "step")
     elif block == "function_call":
-        yield from _inter_call_step(pos, index, step)
+        yield from _inter_call_step(pos, index, step, state)
     elif block in _INTER_HOSTED_CALLS or block in _INTER_HOSTED_RESULTS:
         yield from _inter_hosted(pos, index, block, step, state)
 
 
-def _inter_call_step(pos: int, index: int, step: dict) -> Iterator[NeutralEvent]:
+def _inter_call_step(pos: int, index: int, step: dict, state: _InterState) -> Iterator[NeutralEvent]:
     """A function_call step.start: id and name, and "arguments": {} (the deltas hold them)."""
     ok_id, call_id = _optional_str(step, "id")
     ok_name, name = _optional_str(step, "name")
@@ -8376,6 +8376,7 @@ def _inter_call_step(pos: int, index: int, step: dict) -> Iterator[NeutralEvent]
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"function_call step {index} is not a reviewed shape (string id "
                           "and name, \"arguments\": {} or none: the Vercel AI SDK reads the arguments from the "
                           "deltas alone)", None, index)
+        state.steps[index] = None   # its deltas and its stop are not read
         return
     yield SlotOpen(pos, (None, index), call_id, name, {})
 
@@ -8399,7 +8400,7 @@ def _inter_step_delta(pos: int, kind: str, event: dict, state: _InterState) -> I
     if block is None:
         return   # its step was reported
     if dtype not in _INTER_STEP_DELTAS[block]:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"a {_token(dtype)} delta in step {index}, a {block} step", None,
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(dtype)} in step {index}, a {block} step", None,
                           index)
     elif dtype == "arguments_delta":
         text = delta.get("arguments")
@@ -8479,7 +8480,8 @@ def _inter_content_delta(pos: int, kind: str, event: dict, state: _InterState) -
     if block is None:
         return   # its block was reported
     if dtype not in _INTER_CONTENT_DELTAS[block]:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"a {dtype} delta in block {index}, a {block} block", None, index)
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(dtype)} in block {index}, a {block} block", None,
+                          index)
     elif index not in state.open:
         yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"a {dtype} delta for block {index} after its content.stop",
                           None, index)
