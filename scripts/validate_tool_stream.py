@@ -8620,7 +8620,8 @@ def _inter_call_member(payload: dict) -> str | None:
 def _redact_interactions_event(event: dict) -> dict:
     """Text, thoughts, signatures, inline data, hosted queries and results, error messages; calls are kept whole."""
     keep = _inter_call_member(event)
-    return {key: (value if key == keep else _neutral(value, _INTER_KEEP)) for key, value in event.items()}
+    rest = _neutral({key: value for key, value in event.items() if key != keep}, _INTER_KEEP)
+    return {key: (value if key == keep else rest[key]) for key, value in event.items()}
 
 
 def _interactions_protected(payload: dict) -> dict[tuple, str]:
@@ -8643,8 +8644,7 @@ def _interactions_stream_error(payload: dict) -> bool:
 
 def _interactions_whole_response(payload: dict) -> str | None:
     if payload.get("object") == "interaction" and "event_type" not in payload:
-        return ("a whole Interaction (a create call without \"stream\": true): capture the streamed events "
-                "instead")
+        return "a non-streaming Interaction (\"object\": \"interaction\"); capture the \"stream\": true response"
     return None
 
 
