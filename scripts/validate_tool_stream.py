@@ -8501,7 +8501,7 @@ def _inter_content_call(pos: int, index: int, delta: dict, state: _InterState) -
                           "(string id and name, \"arguments\" an object)", None, index)
         return
     started = state.named.get(index, (None, None))
-    if any(said is not None and said != now for said, now in zip(started, (call_id, name))):
+    if any(None not in (said, now) and said != now for said, now in zip(started, (call_id, name))):
         yield WireProblem(pos, UNEXPECTED_EVENT, f"the function_call delta of block {index} names another call than "
                           "its content.start", None, index)
     state.called.add(index)
