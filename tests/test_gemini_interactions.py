@@ -46,8 +46,9 @@ def thought(index):
 
 def block_call(index=0, call_id="fc_1", name="f", arguments=None, started=True):
     out = [{"event_type": "content.start", "index": index, "content": {"type": "function_call"}}] if started else []
+    whole = {"a": 1} if arguments is None else arguments
     out.append({"event_type": "content.delta", "index": index, "delta": {
-        "type": "function_call", "id": call_id, "name": name, "arguments": {"a": 1} if arguments is None else arguments}})
+        "type": "function_call", "id": call_id, "name": name, "arguments": whole}})
     return out + ([{"event_type": "content.stop", "index": index}] if started else [])
 
 
@@ -299,7 +300,8 @@ class Hosted(unittest.TestCase):
                 "twice": (search + [step(1, "google_search_result", call_id="h0"), stop(1),
                                     step(2, "google_search_result", call_id="h0"), stop(2)], "duplicate_terminal"),
                 "no id": ([step(0, "google_search_call"), stop(0)], "unsupported_event"),
-                "one id twice": (search + [step(1, "url_context_call", id="h0"), stop(1)], "identity_collision")}.items():
+                "one id twice": (search + [step(1, "url_context_call", id="h0"), stop(1)],
+                                 "identity_collision")}.items():
             with self.subTest(case=name):
                 self.assertEqual(codes(judge([CREATED] + steps + [completed("completed")])), [code])
 
