@@ -8180,13 +8180,13 @@ _INTER_MEDIA = ("image", "audio", "document", "video")
 # Step type (steps) or block type (content) -> the delta types it may carry; any other type is not reviewed.
 _INTER_STEP_DELTAS = MappingProxyType({
     "thought": frozenset({"thought_summary", "thought_signature"}),
-    "model_output": frozenset({"text", "text_annotation_delta", *_INTER_MEDIA}),
+    "model_output": frozenset({"text", "text_annotation_delta", "text_annotation", *_INTER_MEDIA}),
     "function_call": frozenset({"arguments_delta"}),
     **_INTER_HOSTED_DELTAS,
 })
 _INTER_CONTENT_DELTAS = MappingProxyType({
     "thought": frozenset({"thought_summary", "thought_signature"}),
-    "text": frozenset({"text"}),
+    "text": frozenset({"text", "text_annotation", "text_annotation_delta"}),
     **{media: frozenset({media}) for media in _INTER_MEDIA},
     "function_call": frozenset({"function_call"}),
     **_INTER_HOSTED_DELTAS,
@@ -8219,7 +8219,7 @@ class _InterState(_Record):
         self.named: dict[int, tuple] = {}           # content: a function_call block's (id, name) at its start
         self.hosted: dict[str, str] = {}            # hosted call id -> its type
         self.answered: set[str] = set()             # hosted call ids a result answered
-        self.called: set[int] = set()               # content: function_call blocks whose call came
+        self.called: set[int] = set()               # content: blocks whose call (or hosted call, result) came
 
 
 class InteractionsNormalizer:
@@ -8459,6 +8459,9 @@ def _inter_content_start(pos: int, kind: str, event: dict, state: _InterState) -
             state.steps[index] = None
             return
         state.named[index] = (call_id, name)
+    elif "id" in content or "call_id" in content:   # a hosted call or result stated whole at its start
+        state.called.add(index)
+        yield from _inter_hosted(pos, index, block, content, state)
 
 
 def _inter_content_delta(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8487,7 +8490,8 @@ def _inter_content_delta(pos: int, kind: str, event: dict, state: _InterState) -
                           None, index)
     elif dtype == "function_call":
         yield from _inter_content_call(pos, index, delta, state)
-    elif dtype in _INTER_HOSTED_DELTAS:
+    elif dtype in _INTER_HOSTED_DELTAS and index not in state.called:   # (its start may have stated it)
+        state.called.add(index)
         yield from _inter_hosted(pos, index, dtype, delta, state)
 
 
