@@ -8280,7 +8280,7 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
     """interaction.completed / interaction.complete: the interaction's status ends the turn."""
     interaction = event.get("interaction")
     status = interaction.get("status") if isinstance(interaction, dict) else None
-    if status not in _INTER_END_STATUSES:
+    if _wire_str(status) not in _INTER_END_STATUSES:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} has the status {_describe(status)}, which ends no turn "
                           f"(reviewed: {', '.join(sorted(_INTER_END_STATUSES))})")
         return
