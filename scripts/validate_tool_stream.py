@@ -8228,7 +8228,39 @@ class InteractionsNormalizer:
     def __init__(self) -> None:
         self.state = _InterState()
 
-    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event is a step.delta of exactly the wire's shape ({"event_type", "index",
+        "delta": {"type": "arguments_delta", "arguments": text}}, nothing the screen refuses) for a function_call
+        step started and not stopped, in a turn of the steps grammar still running: translate() would emit exactly
+        Fragment(pos, key, None, None, text).  Nearly every event of a long call; None is always safe."""
+        if type(event) is not dict or len(event) != 3 or event.get("event_type") != "step.delta":
+            return None
+        delta, index, state = event.get("delta"), event.get("index"), self.state
+        text = delta.get("arguments") if type(delta) is dict and len(delta) == 2 else None
+        if (type(text) is not str or delta.get("type") != "arguments_delta" or type(index) is not int
+                or index not in state.open or state.steps.get(index) != "function_call"
+                or state.opening != "open" or state.ending != "running" or state.grammar != "steps"):
+            return None
+        return (None, index), text
+
+    def plain_text(self, event: Any) -> bool:
+        """Whether translate() would yield nothing for event and change no state: a step.delta of exactly the wire's
+        shape ({"event_type", "index", "delta": {"type": "text", "text": text}}) for a model_output step started and
+        not stopped, in a turn of the steps grammar still running.  Nearly every event of a long answer; False is
+        always safe."""
+        if type(event) is not dict or len(event) != 3 or event.get("event_type") != "step.delta":
+            return False
+        delta, index, state = event.get("delta"), event.get("index"), self.state
+        text = delta.get("text") if type(delta) is dict and len(delta) == 2 else None
+        return (type(text) is str and delta.get("type") == "text" and type(index) is int and index in state.open
+                and state.steps.get(index) == "model_output" and state.opening == "open"
+                and state.ending == "running" and state.grammar == "steps")
+
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        """The neutral events of one event; a quiet one (see plain_text) is answered here, no generator."""
+        return () if self.plain_text(event) else self._translate(pos, event)
+
+    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
         kind = _wire_str(event.get("event_type")) if isinstance(event, dict) else None
         if kind not in _INTER_EVENTS:
@@ -8684,12 +8716,20 @@ _INTER_ERRORS = (
 )
 
 
+# The events a long stream repeats (see RunShape): a call's arguments_delta, a model_output step's text delta.  Read
+# only from JSON lists (an SSE body names its events by event_type, not type).
+_INTER_RUNS = (
+    RunShape(string=("delta", "arguments"), numbers=(("index",),), plain=InteractionsNormalizer.plain_fragment),
+    RunShape(string=("delta", "text"), numbers=(("index",),), plain=InteractionsNormalizer.plain_text, text=True),
+)
+
+
 INTERACTIONS = Profile(
     name="gemini-interactions", stream_key="events",
     rules=TurnRules(tool_reason=_INTER_TOOL_STATUS, needs_close=False, stop_name="interaction status",
                     slot_end_name="step.stop"),
     wire=WireRules(normalizer=lambda limits: InteractionsNormalizer(), protected_paths=_interactions_protected,
-                   fragment_key=_fragment_key_at("index")),
+                   fragment_key=_fragment_key_at("index"), runs=_INTER_RUNS),
     request=RequestRules(choice=_choice_interactions, tools=_interactions_request_tools,
                          parallel_instead=" (the Interactions API has no such control)",
                          tool_entry=_interactions_tool_entry),

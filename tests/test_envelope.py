@@ -89,7 +89,7 @@ class BundledFixtures(unittest.TestCase):
     def test_plain_fragment_path_changes_nothing(self):
         self.assertEqual([cls.__name__ for cls in plain_fragment_readers()],
                          ["AnthropicNormalizer", "BedrockNormalizer", "ChatNormalizer", "CohereNormalizer",
-                          "ResponsesNormalizer"])
+                          "InteractionsNormalizer", "ResponsesNormalizer"])
         for relpath in fixture_paths():
             data, _ = load_fixture(relpath)
             with self.subTest(fixture=relpath):

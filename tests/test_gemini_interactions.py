@@ -10,7 +10,8 @@ import json
 import os
 import unittest
 
-from support import FIXTURES, ServedFixtures, code_set, codes, load_fixture, slow, vts
+from support import (FIXTURES, ServedFixtures, code_set, codes, load_fixture, room_fast_paths_agree,
+                     room_runs_agree, slow, vts)
 
 PROFILE = "gemini-interactions"
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
@@ -431,6 +432,81 @@ class Gate(unittest.TestCase):
             for event in events:
                 gate.feed(event)
             self.assertEqual(gate.finish()["calls"], judge(events)["calls"])
+
+
+@slow("SDKs: a real SDK client over loopback HTTP")
+def text_delta(index, text, **top):
+    return {"index": index, "delta": {"text": text, "type": "text"}, "event_type": "step.delta", **top}
+
+
+def args_delta(index, text, **top):
+    return {"index": index, "delta": {"arguments": text, "type": "arguments_delta"}, "event_type": "step.delta", **top}
+
+
+class FastPaths(unittest.TestCase):
+    """plain_fragment() and translate()'s quiet text delta answer only for the wire's exact shape, for a step of
+    their type started and not stopped, in a running turn of the steps grammar; anywhere else the general path."""
+
+    def probes(self):
+        yield "plain fragment", args_delta(2, " ")
+        yield "plain text", text_delta(1, "x")
+        yield "fragment for the text step", args_delta(1, " ")
+        yield "text for the call step", text_delta(2, "x")
+        yield "fragment for a step never started", args_delta(7, " ")
+        for name, index in (("true", True), ("0.0", 2.0), ("-1", -1), ("a string", "2")):
+            yield f"fragment, index {name}", args_delta(index, " ")
+            yield f"text, index {name}", text_delta(index, "x")
+        yield "an event_id too", args_delta(2, " ", event_id="e1")
+        yield "__proto__ on top", {"index": 2, "delta": {"arguments": " ", "type": "arguments_delta"},
+                                   "event_type": "step.delta", "__proto__": {}}
+        yield "a third delta member", {"index": 2, "delta": {"arguments": " ", "type": "arguments_delta", "id": "x"},
+                                       "event_type": "step.delta"}
+        yield "constructor.prototype in the delta", {"index": 1, "delta": {"text": "x", "type": "text", "constructor": {
+            "prototype": 1}}, "event_type": "step.delta"}
+        for name, value in (("5", 5), ("null", None), ("an object", {})):
+            yield f"arguments {name}", args_delta(2, value)
+            yield f"text {name}", text_delta(1, value)
+        yield "content.delta", {"index": 2, "delta": {"type": "function_call", "id": "x", "name": "f", "arguments": {}},
+                                "event_type": "content.delta"}
+
+    def test_every_probe_in_every_place_gets_the_general_report(self):
+        turn = [CREATED] + thought(0) + [step(1, "model_output"), text_delta(1, "hi"), stop(1),
+                                         step(2, "function_call", id="fc_1", name="f", arguments={}),
+                                         args_delta(2, '{"a":'), args_delta(2, "1}"), stop(2), completed()]
+        places = {"before interaction.created": 0, "in the thought": 3, "in the text": 6, "in the call": 9,
+                  "after the call": 11, "after interaction.completed": len(turn)}
+        streams = [(f"{name} {where}", turn[:at] + [probe] + turn[at:])
+                   for name, probe in self.probes() for where, at in places.items()]
+        streams.append(("the turn", turn))
+        streams.append(("the content grammar", [START] + block_call(0) + [args_delta(0, " "), text_delta(0, "x"),
+                                                                          completed(kind="interaction.complete")]))
+        answered, declined = room_fast_paths_agree(self, PROFILE, streams, SCHEMAS)
+        self.assertTrue(answered and declined, "the fast answers were given somewhere, not everywhere")
+
+
+class Runs(unittest.TestCase):
+    """Runs of arguments_delta and text deltas read from text give the report of the whole document's parse."""
+
+    def test_probes_at_the_edges_of_runs(self):
+        turn = ([CREATED, step(0, "model_output")] + [text_delta(0, f"w{k} ") for k in range(40)] + [stop(0)]
+                + [step(1, "function_call", id="fc_1", name="f", arguments={}), args_delta(1, '{"a": 1')]
+                + [args_delta(1, " ") for _ in range(40)] + [args_delta(1, "}"), stop(1), completed()])
+        places = [("a text run's start", 2), ("in a text run", 20), ("a text run's end", 42),
+                  ("a fragment run's start", 45), ("in a fragment run", 65), ("a fragment run's end", 85)]
+        probes = [("as it is", None)]
+        for name, text in (("escapes", '"\\" \\\\ \\u00e9 \\ud83d\\ude00 \\n"'), ("a lone surrogate", '"\\ud800"'),
+                           ("not a string", "5"), ("null", "null"), ("raw", '"\u00e9"')):
+            probes.append((f"fragment {name}", '{"index": 1, "delta": {"arguments": %s, "type": "arguments_delta"}, '
+                                               '"event_type": "step.delta"}' % text))
+            probes.append((f"text {name}", '{"index": 0, "delta": {"text": %s, "type": "text"}, '
+                                           '"event_type": "step.delta"}' % text))
+        probes += [("index 1.0", '{"index": 1.0, "delta": {"arguments": " ", "type": "arguments_delta"}, '
+                                 '"event_type": "step.delta"}'),
+                   ("type twice", '{"index": 1, "delta": {"arguments": " ", "type": "arguments_delta"}, '
+                                  '"event_type": "step.delta", "event_type": "step.delta"}'),
+                   ("__proto__ escaped", '{"index": 1, "delta": {"arguments": " ", "type": "arguments_delta", '
+                                         '"\\u005f_proto__": {}}, "event_type": "step.delta"}')]
+        self.assertTrue(room_runs_agree(self, PROFILE, turn, probes, places, SCHEMAS), "runs were read")
 
 
 @slow("SDKs: a real SDK client over loopback HTTP")
