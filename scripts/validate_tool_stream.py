@@ -8637,7 +8637,7 @@ def _interactions_request_body(schemas: dict, request: dict) -> dict:
 
 # Members whose string values are protocol words (kept); every other string is text, a thought, a signature,
 # inline data, a query or a result, and is neutralised.
-_INTER_KEEP = frozenset({"event_type", "type", "status", "object", "model", "agent", "id", "interaction_id",
+_INTER_KEEP = frozenset({"event_type", "type", "status", "object", "model", "agent", "role", "id", "interaction_id",
                          "call_id", "name", "server_name", "code", "modality", "service_tier", "mime_type",
                          "created", "updated"})
 
