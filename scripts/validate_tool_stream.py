@@ -8166,6 +8166,613 @@ OLLAMA = Profile(
 
 
 # ---------------------------------------------------------------------------
+# Provider: Gemini Interactions API stream events (profile gemini-interactions)
+# ---------------------------------------------------------------------------
+#
+# POST /v1beta/interactions with "stream": true.  Server-sent events: each data line one JSON object whose
+# "event_type" names it (the event: line repeats it); "event: done" with "data: [DONE]" ends the body and is
+# not an event.  Two grammars, told apart by their event types, never mixed in one turn:
+#   steps (the current one, requested with the Api-Revision header 2026-05-20 or later): interaction.created,
+#     then per step step.start (index, step {type...}), step.delta(s), step.stop, then interaction.completed;
+#     a function_call step starts with id, name and "arguments": {}, its arguments stream as arguments_delta
+#     text, and the call is whole at its step.stop (the Vercel AI SDK emits it there).
+#   content (the older one, replaced in May 2026): interaction.start, content.start / content.delta /
+#     content.stop per block, interaction.complete; a function_call delta carries the whole call
+#     (id, name, and "arguments" an object).
+# Both: interaction.status_update and error.  The turn's terminal is the interaction's status in
+# interaction.completed (interaction.complete): requires_action when the client must run function calls
+# ("a function_call step sets the interaction status to requires_action"); completed, failed, cancelled,
+# incomplete and budget_exceeded end a turn whose calls no one may run.  Indices count every step (thought,
+# text, hosted search and code steps too), so a call's index is not its place among the calls.
+
+_INTER_GRAMMARS = MappingProxyType({
+    **dict.fromkeys(("interaction.created", "interaction.completed", "step.start", "step.delta", "step.stop"),
+                    "steps"),
+    **dict.fromkeys(("interaction.start", "interaction.complete", "content.start", "content.delta",
+                     "content.stop"), "content"),
+})
+_INTER_EVENTS = frozenset(_INTER_GRAMMARS) | {"interaction.status_update", "error"}
+# Statuses that end a turn; only the first lets the client run its calls.  (in_progress, queued, idle and
+# requires_continuation are statuses of an interaction still running.)
+_INTER_TOOL_STATUS = "requires_action"
+_INTER_END_STATUSES = frozenset({_INTER_TOOL_STATUS, "completed", "failed", "cancelled", "incomplete",
+                                 "budget_exceeded"})
+# Hosted (server-run) tools: the call step or block type -> the name hosted_tools counts; each result type
+# answers the call type it is named after, by call_id.
+_INTER_HOSTED_CALLS = MappingProxyType({
+    "google_search_call": "google_search", "code_execution_call": "code_execution", "url_context_call": "url_context",
+    "file_search_call": "file_search", "google_maps_call": "google_maps", "mcp_server_tool_call": "mcp_server_tool",
+})
+_INTER_HOSTED_RESULTS = MappingProxyType({call[:-len("call")] + "result": call for call in _INTER_HOSTED_CALLS})
+_INTER_HOSTED_DELTAS = MappingProxyType({kind: frozenset({kind}) for kind in (*_INTER_HOSTED_CALLS,
+                                                                              *_INTER_HOSTED_RESULTS)})
+_INTER_MEDIA = ("image", "audio", "document", "video")
+# Step type (steps) or block type (content) -> the delta types it may carry; any other type is not reviewed.
+_INTER_STEP_DELTAS = MappingProxyType({
+    "thought": frozenset({"thought_summary", "thought_signature"}),
+    "model_output": frozenset({"text", "text_annotation_delta", "text_annotation", *_INTER_MEDIA}),
+    "function_call": frozenset({"arguments_delta"}),
+    **_INTER_HOSTED_DELTAS,
+})
+_INTER_CONTENT_DELTAS = MappingProxyType({
+    "thought": frozenset({"thought_summary", "thought_signature"}),
+    "text": frozenset({"text", "text_annotation", "text_annotation_delta"}),
+    **{media: frozenset({media}) for media in _INTER_MEDIA},
+    "function_call": frozenset({"function_call"}),
+    **_INTER_HOSTED_DELTAS,
+})
+# A content block announced by its first delta (no content.start): the block type that delta belongs to.
+_INTER_DELTA_BLOCK = MappingProxyType({delta: block for block, deltas in _INTER_CONTENT_DELTAS.items()
+                                       for delta in deltas})
+_INTER_CALL_KEYS = frozenset({"type", "id", "name", "arguments", "signature"})
+# The ending as a transition table, as on cohere: "ended" once the interaction's terminal event came.
+_INTER_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "end"): ("ended", None),
+    ("ended", "end"): ("ended", None),        # a second one is the machine's duplicate_terminal
+    ("running", "event"): ("running", None),
+    ("ended", "event"): ("ended", "{event} after the interaction's terminal event"),
+})
+
+
+class _InterState(_Record):
+    """Translation state: the grammar, each step (block) begun and its type, those not stopped, hosted calls."""
+
+    __slots__ = ("opening", "ending", "grammar", "mixed", "steps", "open", "named", "hosted", "answered", "called")
+
+    def __init__(self) -> None:
+        self.opening = "new"        # see _OPENING
+        self.ending = "running"     # see _INTER_ENDING
+        self.grammar: str | None = None             # "steps" or "content", from the first event that says
+        self.mixed = False                          # an event of the other grammar came (said once)
+        self.steps: dict[int, str | None] = {}      # index -> its type (None: not reviewed, already reported)
+        self.open: set[int] = set()                 # indices started and not stopped
+        self.named: dict[int, tuple] = {}           # content: a function_call block's (id, name) at its start
+        self.hosted: dict[str, str] = {}            # hosted call id -> its type
+        self.answered: set[str] = set()             # hosted call ids a result answered
+        self.called: set[int] = set()               # content: blocks whose call (or hosted call, result) came
+
+
+class InteractionsNormalizer:
+    """Translate Gemini Interactions stream events (either grammar) into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _InterState()
+
+    def plain_fragment(self, event: Any) -> tuple[SlotKey, str] | None:
+        """(slot key, text) when event is a step.delta of exactly the wire's shape ({"event_type", "index",
+        "delta": {"type": "arguments_delta", "arguments": text}}, nothing the screen refuses) for a function_call
+        step started and not stopped, in a turn of the steps grammar still running: translate() would emit exactly
+        Fragment(pos, key, None, None, text).  Nearly every event of a long call; None is always safe."""
+        if type(event) is not dict or len(event) != 3 or event.get("event_type") != "step.delta":
+            return None
+        delta, index, state = event.get("delta"), event.get("index"), self.state
+        text = delta.get("arguments") if type(delta) is dict and len(delta) == 2 else None
+        if (type(text) is not str or delta.get("type") != "arguments_delta" or type(index) is not int
+                or index not in state.open or state.steps.get(index) != "function_call"
+                or state.opening != "open" or state.ending != "running" or state.grammar != "steps"):
+            return None
+        return (None, index), text
+
+    def plain_text(self, event: Any) -> bool:
+        """Whether translate() would yield nothing for event and change no state: a step.delta of exactly the wire's
+        shape ({"event_type", "index", "delta": {"type": "text", "text": text}}) for a model_output step started and
+        not stopped, in a turn of the steps grammar still running.  Nearly every event of a long answer; False is
+        always safe."""
+        if type(event) is not dict or len(event) != 3 or event.get("event_type") != "step.delta":
+            return False
+        delta, index, state = event.get("delta"), event.get("index"), self.state
+        text = delta.get("text") if type(delta) is dict and len(delta) == 2 else None
+        return (type(text) is str and delta.get("type") == "text" and type(index) is int and index in state.open
+                and state.steps.get(index) == "model_output" and state.opening == "open"
+                and state.ending == "running" and state.grammar == "steps")
+
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        """The neutral events of one event; a quiet one (see plain_text) is answered here, no generator."""
+        return () if self.plain_text(event) else self._translate(pos, event)
+
+    def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        kind = _wire_str(event.get("event_type")) if isinstance(event, dict) else None
+        if kind not in _INTER_EVENTS:
+            what = f"event_type {_token(kind)}" if isinstance(event, dict) else _describe(event)
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer")
+            return
+        grammar = _INTER_GRAMMARS.get(kind)
+        if grammar is not None and state.grammar is None:
+            state.grammar = grammar
+        elif grammar is not None and grammar != state.grammar:
+            if not state.mixed:   # said once; no event of the other grammar is read
+                state.mixed = True
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} (the {grammar} grammar) in a turn of the "
+                                  f"{state.grammar} grammar: no reader reads the two grammars in one turn")
+            return
+        room = _INTER_CONTENT_ROOM if state.grammar == "content" else _INTER_STEP_ROOM
+        yield from room.read(pos, kind, event, state)
+
+
+def _inter_refused(pos: int, kind: str, event: dict) -> WireProblem | None:
+    """An event the Vercel AI SDK's parser refuses (secure-json-parse): it goes on without it."""
+    if not _secure_parse_refuses(event):
+        return None
+    return WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has a __proto__ or constructor.prototype member: the "
+                       "Vercel AI SDK drops such an event and reads the turn without it")
+
+
+def _inter_interaction(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """interaction.created / interaction.start: the interaction resource, an object."""
+    if not isinstance(event.get("interaction"), dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} interaction is {_describe(event.get('interaction'))}, "
+                          "not an object")
+
+
+def _inter_status_update(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """A status change of the running interaction: no terminal (interaction.completed says how it ended)."""
+    if not isinstance(event.get("status"), str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event.get('status'))}, not a string")
+
+
+def _inter_error(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    error = event.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    named = f" ({_token(code)})" if isinstance(code, str) and code else ""
+    yield WireProblem(pos, STREAM_ERROR, f"an error event{named}: the interaction failed mid-stream")
+
+
+def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """interaction.completed / interaction.complete: the interaction's status ends the turn."""
+    interaction = event.get("interaction")
+    status = interaction.get("status") if isinstance(interaction, dict) else None
+    if _wire_str(status) not in _INTER_END_STATUSES:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} has the status {_describe(status)}, which ends no turn "
+                          f"(reviewed: {', '.join(sorted(_INTER_END_STATUSES))})")
+        return
+    if status == "failed":
+        yield WireProblem(pos, STREAM_ERROR, f"{kind} reports the status \"failed\": the interaction failed")
+    yield TurnEnd(pos, status)
+
+
+def _inter_index(pos: int, kind: str, event: dict) -> WireProblem | None:
+    """The finding for an event whose index is not a non-negative integer, or None."""
+    if _is_index(event.get("index")):
+        return None
+    return WireProblem(pos, MISSING_INDEX, f"{kind} index must be a non-negative integer, got "
+                       f"{_describe(event.get('index'))}")
+
+
+def _inter_begin(pos: int, index: int, block: str, state: _InterState) -> WireProblem | None:
+    """A step (block) begins at index: the finding that makes, or None; it is recorded either way."""
+    word = "step" if state.grammar == "steps" else "block"
+    if index in state.steps:
+        return WireProblem(pos, IDENTITY_COLLISION, f"{word} {index} was started twice", None, index)
+    expected = len(state.steps)
+    state.steps[index] = block
+    state.open.add(index)
+    if index != expected:
+        return WireProblem(pos, MISSING_SLOT, f"{word} {index} starts, but {word} {expected} comes next "
+                           "(indices count every step)", None, index)
+    return None
+
+
+def _inter_hosted(pos: int, index: int, block: str, body: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """A hosted call (it needs a string id, once) or its result (its call_id names a call of its type, once)."""
+    if block in _INTER_HOSTED_CALLS:
+        call_id = body.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{block} {index} has no string id", None, index)
+        elif call_id in state.hosted:
+            yield WireProblem(pos, IDENTITY_COLLISION, f"two {block} entries share an id", None, index)
+        else:
+            state.hosted[call_id] = block
+            yield HostedUse(pos, _INTER_HOSTED_CALLS[block])
+        return
+    call_id = body.get("call_id")
+    called = state.hosted.get(call_id) if isinstance(call_id, str) else None
+    if called is None:
+        yield WireProblem(pos, MISSING_SLOT, f"{block} {index} answers no hosted call of this turn", None, index)
+    elif called != _INTER_HOSTED_RESULTS[block]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{block} {index} answers a {called}", None, index)
+    elif call_id in state.answered:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"{block} {index} answers a call answered before", None, index)
+    else:
+        state.answered.add(call_id)
+
+
+def _inter_unreviewed(pos: int, index: int, block: Any, word: str) -> WireProblem:
+    if block == "function_result":
+        return WireProblem(pos, UNSUPPORTED_EVENT, f"{word} {index} is a function_result: the server ran a function "
+                           "itself (an agent's own tool), and no reviewed rule says which calls are the client's",
+                           None, index)
+    return WireProblem(pos, UNSUPPORTED_EVENT, f"{word} {index} has the type {_token(block)}, which no reviewed "
+                       "reader takes", None, index)
+
+
+# --- the steps grammar ---
+
+
+def _inter_step_start(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    wrong = _inter_index(pos, kind, event)
+    if wrong is not None:
+        yield wrong
+        return
+    index, step = event["index"], event.get("step")
+    block = _wire_str(step.get("type")) if isinstance(step, dict) else None
+    known = block in _INTER_STEP_DELTAS
+    begun = _inter_begin(pos, index, block if known else None, state)
+    if begun is not None:
+        yield begun
+        if begun.code == IDENTITY_COLLISION:
+            return
+    if not known:
+        yield _inter_unreviewed(pos, index, block if isinstance(step, dict) else _describe(step), "step")
+    elif block == "function_call":
+        yield from _inter_call_step(pos, index, step, state)
+    elif block in _INTER_HOSTED_CALLS or block in _INTER_HOSTED_RESULTS:
+        yield from _inter_hosted(pos, index, block, step, state)
+
+
+def _inter_call_step(pos: int, index: int, step: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """A function_call step.start: id and name, and "arguments": {} (the deltas hold them)."""
+    ok_id, call_id = _optional_str(step, "id")
+    ok_name, name = _optional_str(step, "name")
+    if not (_INTER_CALL_KEYS.issuperset(step) and ok_id and ok_name and step.get("arguments") in (None, {})):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"function_call step {index} is not a reviewed shape (string id "
+                          "and name, \"arguments\": {} or none: the Vercel AI SDK reads the arguments from the "
+                          "deltas alone)", None, index)
+        state.steps[index] = None   # its deltas and its stop are not read
+        return
+    yield SlotOpen(pos, (None, index), call_id, name, {})
+
+
+def _inter_step_delta(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    wrong = _inter_index(pos, kind, event)
+    if wrong is not None:
+        yield wrong
+        return
+    index, delta = event["index"], event.get("delta")
+    dtype = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
+    if dtype is None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"step.delta of step {index} has no delta object with a string "
+                          "type", None, index)
+        return
+    if index not in state.steps:
+        code = MISSING_SLOT if dtype == "arguments_delta" else UNEXPECTED_EVENT
+        yield WireProblem(pos, code, f"a {dtype} delta for step {index}, which was never started", None, index)
+        return
+    block = state.steps[index]
+    if block is None:
+        return   # its step was reported
+    if dtype not in _INTER_STEP_DELTAS[block]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(dtype)} in step {index}, a {block} step", None,
+                          index)
+    elif dtype == "arguments_delta":
+        text = delta.get("arguments")
+        if set(delta) != {"type", "arguments"} or not isinstance(text, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"the arguments_delta of step {index} must carry only "
+                              "\"arguments\", a string", None, index)
+        else:
+            yield Fragment(pos, (None, index), None, None, text)   # after its stop: delta_after_terminal
+    elif index not in state.open:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"a {dtype} delta for step {index} after its step.stop", None,
+                          index)
+
+
+def _inter_step_stop(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    wrong = _inter_index(pos, kind, event)
+    if wrong is not None:
+        yield wrong
+        return
+    index = event["index"]
+    block = state.steps.get(index)
+    if index not in state.steps:
+        yield WireProblem(pos, MISSING_SLOT, f"step.stop for step {index}, which was never started", None, index)
+    elif block == "function_call":
+        state.open.discard(index)
+        yield SlotEnd(pos, (None, index))   # a second one: the machine's duplicate_terminal
+    elif index not in state.open:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second step.stop for step {index}", None, index)
+    else:
+        state.open.discard(index)
+
+
+# --- the content grammar ---
+
+
+def _inter_content_start(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    wrong = _inter_index(pos, kind, event)
+    if wrong is not None:
+        yield wrong
+        return
+    index, content = event["index"], event.get("content")
+    block = _wire_str(content.get("type")) if isinstance(content, dict) else None
+    known = block in _INTER_CONTENT_DELTAS
+    begun = _inter_begin(pos, index, block if known else None, state)
+    if begun is not None:
+        yield begun
+        if begun.code == IDENTITY_COLLISION:
+            return
+    if not known:
+        yield _inter_unreviewed(pos, index, block if isinstance(content, dict) else _describe(content), "block")
+    elif block == "function_call":
+        ok_id, call_id = _optional_str(content, "id")
+        ok_name, name = _optional_str(content, "name")
+        if not (_INTER_CALL_KEYS.issuperset(content) and ok_id and ok_name and content.get("arguments") in (None, {})):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"the content.start of function_call block {index} is not a "
+                              "reviewed shape (string id and name; the call comes in its delta)", None, index)
+            state.steps[index] = None
+            return
+        state.named[index] = (call_id, name)
+    elif "id" in content or "call_id" in content:   # a hosted call or result stated whole at its start
+        state.called.add(index)
+        yield from _inter_hosted(pos, index, block, content, state)
+
+
+def _inter_content_delta(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    wrong = _inter_index(pos, kind, event)
+    if wrong is not None:
+        yield wrong
+        return
+    index, delta = event["index"], event.get("delta")
+    dtype = _wire_str(delta.get("type")) if isinstance(delta, dict) else None
+    if dtype not in _INTER_DELTA_BLOCK:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"content.delta of block {index} has the delta type "
+                          f"{_token(dtype)}, which no reviewed reader takes", None, index)
+        return
+    if index not in state.steps:   # a block announced by its first delta (recorded streams without content.start)
+        begun = _inter_begin(pos, index, _INTER_DELTA_BLOCK[dtype], state)
+        if begun is not None:
+            yield begun
+    block = state.steps[index]
+    if block is None:
+        return   # its block was reported
+    if dtype not in _INTER_CONTENT_DELTAS[block]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"delta type {_token(dtype)} in block {index}, a {block} block", None,
+                          index)
+    elif index not in state.open:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"a {dtype} delta for block {index} after its content.stop",
+                          None, index)
+    elif dtype == "function_call":
+        yield from _inter_content_call(pos, index, delta, state)
+    elif dtype in _INTER_HOSTED_DELTAS and index not in state.called:   # (its start may have stated it)
+        state.called.add(index)
+        yield from _inter_hosted(pos, index, dtype, delta, state)
+
+
+def _inter_content_call(pos: int, index: int, delta: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """The whole call of a function_call block: id, name and arguments (an object), once."""
+    ok_id, call_id = _optional_str(delta, "id")
+    ok_name, name = _optional_str(delta, "name")
+    arguments = delta.get("arguments")
+    if not (_INTER_CALL_KEYS.issuperset(delta) and ok_id and ok_name and isinstance(arguments, dict)):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"the function_call delta of block {index} is not a reviewed shape "
+                          "(string id and name, \"arguments\" an object)", None, index)
+        return
+    started = state.named.get(index, (None, None))
+    if any(None not in (said, now) and said != now for said, now in zip(started, (call_id, name))):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"the function_call delta of block {index} names another call than "
+                          "its content.start", None, index)
+    state.called.add(index)
+    key = (None, index)
+    yield SlotOpen(pos, key, call_id if call_id is not None else started[0],
+                   name if name is not None else started[1], arguments)   # a second one: identity_collision
+    yield SlotEnd(pos, key)
+
+
+def _inter_content_stop(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    wrong = _inter_index(pos, kind, event)
+    if wrong is not None:
+        yield wrong
+        return
+    index = event["index"]
+    if index not in state.steps:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"content.stop for block {index}, which never started", None, index)
+    elif index not in state.open:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second content.stop for block {index}", None, index)
+    else:
+        state.open.discard(index)
+        if state.steps[index] == "function_call" and index not in state.called:
+            yield WireProblem(pos, MISSING_SLOT, f"function_call block {index} stopped without its call (no "
+                              "function_call delta)", None, index)
+
+
+_INTER_COMMON = MappingProxyType({"interaction.status_update": _inter_status_update, "error": _inter_error})
+# The two grammars' lifecycles: each opens with its created/start event and ends with its completed/complete one.
+_INTER_STEP_ROOM = _EventRoom(
+    start="interaction.created", ending=_INTER_ENDING, steps={"interaction.completed": "end"}, other="event",
+    handlers={**_INTER_COMMON, "interaction.created": _inter_interaction, "interaction.completed": _inter_completed,
+              "step.start": _inter_step_start, "step.delta": _inter_step_delta, "step.stop": _inter_step_stop},
+    screen=_inter_refused)
+_INTER_CONTENT_ROOM = _EventRoom(
+    start="interaction.start", ending=_INTER_ENDING, steps={"interaction.complete": "end"}, other="event",
+    handlers={**_INTER_COMMON, "interaction.start": _inter_interaction, "interaction.complete": _inter_completed,
+              "content.start": _inter_content_start, "content.delta": _inter_content_delta,
+              "content.stop": _inter_content_stop},
+    screen=_inter_refused)
+
+
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+_INTER_CHOICES = ("auto", "any", "none", "validated")
+
+
+def _choice_interactions(choice: Any) -> dict:
+    """generation_config.tool_choice: "auto", "any", "none", "validated", or {"allowed_tools": {"mode", "tools"}}."""
+    if isinstance(choice, str):
+        if choice not in _INTER_CHOICES:
+            raise RequestError(f"tool_choice {_token(choice)} is not one of {', '.join(_INTER_CHOICES)}")
+        return {"none": choice == "none"}
+    allowed = _request_members(choice, "tool_choice", ("allowed_tools",)).get("allowed_tools")
+    body = _request_members(allowed, "tool_choice.allowed_tools", ("mode", "tools"))
+    mode, names = body.get("mode", "auto"), body.get("tools")
+    if mode not in _INTER_CHOICES:
+        raise RequestError(f"tool_choice.allowed_tools.mode {_token(mode)} is not one of {', '.join(_INTER_CHOICES)}")
+    if names is not None and not isinstance(names, list):
+        raise RequestError("tool_choice.allowed_tools.tools must be a list of names")
+    listed = [_request_name(n, f"tool_choice.allowed_tools.tools[{k}]") for k, n in enumerate(names or ())]
+    if mode == "none":
+        return {"none": True}
+    return {} if names is None else _restricted(listed)
+
+
+def _interactions_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a create body: tool_choice sits in generation_config."""
+    tools, _ = _listed_request_tools(body)
+    config = body.get("generation_config")
+    if config is not None and not isinstance(config, dict):
+        raise CaptureError(f"the request's generation_config is {_describe(config)}, not an object")
+    return tools, (config or {}).get("tool_choice")
+
+
+def _interactions_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A function tools entry {"type": "function", "name", "parameters"}; None for any other entry."""
+    if tool.get("type") == "function" and "function" not in tool:
+        return _declared_tool(where, tool, "parameters")
+    return None
+
+
+def _interactions_tools(schemas: dict) -> list:
+    """Interactions function tools: {"type": "function", "name", "parameters"} (flat, as in the Responses API)."""
+    return [{"type": "function", "name": name, "parameters": schema} for name, schema in schemas.items()]
+
+
+def _interactions_request_body(schemas: dict, request: dict) -> dict:
+    body: dict[str, Any] = {"model": "gemini-3-flash-preview", "stream": True, "input": REQUEST_PROMPT}
+    if schemas:
+        body["tools"] = _interactions_tools(schemas)
+    choice = _request_controls(request, ("tool_choice",))
+    if choice:
+        body["generation_config"] = choice
+    return body
+
+
+# Members whose string values are protocol words (kept); every other string is text, a thought, a signature,
+# inline data, a query or a result, and is neutralised.
+_INTER_KEEP = frozenset({"event_type", "type", "status", "object", "model", "agent", "role", "id", "interaction_id",
+                         "call_id", "name", "server_name", "code", "modality", "service_tier", "mime_type",
+                         "created", "updated"})
+
+
+def _inter_call_member(payload: dict) -> str | None:
+    """The member of an event that holds a client call's identity or arguments, or None."""
+    kind = payload.get("event_type")
+    member = {"step.start": "step", "content.start": "content"}.get(kind) if isinstance(kind, str) else None
+    if member is not None:
+        value = payload.get(member)
+        return member if isinstance(value, dict) and value.get("type") == "function_call" else None
+    delta = payload.get("delta") if kind in ("step.delta", "content.delta") else None
+    return "delta" if isinstance(delta, dict) and delta.get("type") in ("arguments_delta", "function_call") else None
+
+
+def _redact_interactions_event(event: dict) -> dict:
+    """Text, thoughts, signatures, inline data, hosted queries and results, error messages; calls are kept whole."""
+    keep = _inter_call_member(event)
+    rest = _neutral({key: value for key, value in event.items() if key != keep}, _INTER_KEEP)
+    return {key: (value if key == keep else rest[key]) for key, value in event.items()}
+
+
+def _interactions_protected(payload: dict) -> dict[tuple, str]:
+    """A function_call step or block is identity; an arguments_delta is a fragment."""
+    member = _inter_call_member(payload)
+    if member is None:
+        return {}
+    if payload["delta" if member == "delta" else member].get("type") == "arguments_delta":
+        return {("delta", "arguments"): "fragment"}
+    return {(member,): "warn"}
+
+
+def _interactions_claims(payload: dict) -> bool:
+    return _wire_str(payload.get("event_type")) in _INTER_EVENTS
+
+
+def _interactions_stream_error(payload: dict) -> bool:
+    return payload.get("event_type") == "error"
+
+
+def _interactions_whole_response(payload: dict) -> str | None:
+    if payload.get("object") == "interaction" and "event_type" not in payload:
+        return "a non-streaming Interaction (\"object\": \"interaction\"); capture the \"stream\": true response"
+    return None
+
+
+def _interactions_events(stream: list, done: bool) -> bytes:
+    """An event: line named after each payload's event_type; "event: done" and "data: [DONE]" last when done."""
+    out = []
+    for payload in stream:
+        name = _wire_str(payload.get("event_type")) if isinstance(payload, dict) else None
+        if name and not any(mark in name for mark in ("\r", "\n") + _SPLITLINES_BREAKS):
+            out.append(f"event: {name}\n")
+        out.append(f"data: {wire_json(payload)}\n\n")
+    if done:
+        out.append("event: done\ndata: [DONE]\n\n")
+    return "".join(out).encode("ascii")
+
+
+def _interactions_frame(stream: list, query: str) -> tuple[str, bytes]:
+    return "text/event-stream", _interactions_events(stream, done=True)
+
+
+def _interactions_cut_frame(stream: list, query: str) -> tuple[str, bytes]:
+    return "text/event-stream", _interactions_events(stream, done=False)
+
+
+# Errors before a stream: {"error": {"code", "message"}}, the body google-genai's interactions client reads into
+# its CreateInteractionClientError and ServerError (the Interactions Error model: code a string).
+_INTER_ERRORS = (
+    http_error("rate_limit", 429, {"error": {
+        "code": "resource_exhausted",
+        "message": "You exceeded your current quota, please check your plan and billing details."}}),
+    http_error("overloaded", 503, {"error": {"code": "unavailable",
+                                             "message": "The model is overloaded. Please try again later."}}),
+)
+
+
+# The events a long stream repeats (see RunShape): a call's arguments_delta, a model_output step's text delta.  Read
+# only from JSON lists (an SSE body names its events by event_type, not type).
+_INTER_RUNS = (
+    RunShape(string=("delta", "arguments"), numbers=(("index",),), plain=InteractionsNormalizer.plain_fragment),
+    RunShape(string=("delta", "text"), numbers=(("index",),), plain=InteractionsNormalizer.plain_text, text=True),
+)
+
+
+INTERACTIONS = Profile(
+    name="gemini-interactions", stream_key="events",
+    rules=TurnRules(tool_reason=_INTER_TOOL_STATUS, needs_close=False, stop_name="interaction status",
+                    slot_end_name="step.stop"),
+    wire=WireRules(normalizer=lambda limits: InteractionsNormalizer(), protected_paths=_interactions_protected,
+                   fragment_key=_fragment_key_at("index"), runs=_INTER_RUNS),
+    request=RequestRules(choice=_choice_interactions, tools=_interactions_request_tools,
+                         parallel_instead=" (the Interactions API has no such control)",
+                         tool_entry=_interactions_tool_entry),
+    capture=CaptureRules(family="gemini-interactions", claims=_interactions_claims,
+                         redact=_redact_interactions_event, warn_without_done=True,
+                         stream_error=_interactions_stream_error, whole_response=_interactions_whole_response),
+    http=HttpRules(api_path=r"/v1(?:beta|alpha)?/interactions", frame=_interactions_frame,
+                   api_example="/v1beta/interactions", tools_shape=_interactions_tools,
+                   request_body=_interactions_request_body, errors=_INTER_ERRORS, cut_frame=_interactions_cut_frame,
+                   framings=SERVE_FRAMINGS))
+
+
+# ---------------------------------------------------------------------------
 # Profiles: the rows, one per wire format
 # ---------------------------------------------------------------------------
 
@@ -8173,7 +8780,7 @@ OLLAMA = Profile(
 # is a sub-section like those above (normalizer, tables, request, redaction, capture rules,
 # its Profile row) and one name in this list.
 PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
-    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA)})
+    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA, INTERACTIONS)})
 
 
 # profile -> its stream list's key (a view of the rows, for library callers)

@@ -766,6 +766,8 @@ TEXT_DELTA = {
                              "delta": {"message": {"content": {"text": piece}}}},
     "ollama": lambda piece: {"model": "m", "created_at": "2025-01-01T00:00:00Z",
                              "message": {"role": "assistant", "content": piece}, "done": False},
+    "gemini-interactions": lambda piece: {"event_type": "step.delta", "index": 0,
+                                          "delta": {"type": "text", "text": piece}},
 }
 
 

@@ -200,9 +200,30 @@ def build_ollama(calls, end):
     return stream
 
 
+def build_interactions(calls, end):
+    # the steps grammar: a thought step and a text step shift the calls' step indices; 4-character fragments
+    stream = [{"event_type": "interaction.created", "interaction": {"id": "v1_t", "status": "in_progress"}},
+              {"event_type": "step.start", "index": 0, "step": {"type": "thought"}},
+              {"event_type": "step.delta", "index": 0, "delta": {"type": "thought_signature", "signature": "c2ln"}},
+              {"event_type": "step.stop", "index": 0},
+              {"event_type": "step.start", "index": 1, "step": {"type": "model_output"}},
+              {"event_type": "step.delta", "index": 1, "delta": {"type": "text", "text": TEXT}},
+              {"event_type": "step.stop", "index": 1}]
+    for k, c in enumerate(calls, 2):
+        stream.append({"event_type": "step.start", "index": k,
+                       "step": {"type": "function_call", "id": f"fc{k}x7q2", "name": c.name, "arguments": {}}})
+        stream += [{"event_type": "step.delta", "index": k, "delta": {"type": "arguments_delta", "arguments": p}}
+                   for p in pieces(c.text, 4)]
+        stream.append({"event_type": "step.stop", "index": k})
+    if end != CUT:
+        stream.append({"event_type": "interaction.completed", "interaction": {
+            "id": "v1_t", "status": {TOOL_END: "requires_action", MAX_TOKENS: "incomplete"}[end]}})
+    return stream
+
+
 BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
             "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini,
-            "cohere": build_cohere, "ollama": build_ollama}
+            "cohere": build_cohere, "ollama": build_ollama, "gemini-interactions": build_interactions}
 
 
 # --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
@@ -228,12 +249,14 @@ FRAGMENTS = {
                1 + 3 + 1, 1 + 3 + 1),
     "cohere": (lambda stream: [e for e in stream if e["type"] == "tool-call-delta"], 8, None),
     "ollama": (lambda stream: [e for c in stream for e in c["message"].get("tool_calls", [])], 2, 2),
+    "gemini-interactions": (lambda stream: [e for e in stream if e.get("delta", {}).get("type") == "arguments_delta"],
+                            8, None),
 }
 
 # each profile's reason for a turn cut by the token limit, as its builder writes it
 MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
                      "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
-                     "cohere": "MAX_TOKENS", "ollama": "length"}
+                     "cohere": "MAX_TOKENS", "ollama": "length", "gemini-interactions": "incomplete"}
 
 # the rows whose calls carry no id (Gemini's function response pairs by name and order)
 WITHOUT_IDS = frozenset({"gemini"})
@@ -404,6 +427,14 @@ def ollama_turn(value):
             {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}]
 
 
+def interactions_turn(arguments):
+    return [{"event_type": "interaction.created", "interaction": {"id": "v1_u"}},
+            {"event_type": "step.start", "index": 0, "step": {"type": "function_call", "id": "fc_1", "name": "f"}},
+            {"event_type": "step.delta", "index": 0, "delta": {"type": "arguments_delta", "arguments": arguments}},
+            {"event_type": "step.stop", "index": 0},
+            {"event_type": "interaction.completed", "interaction": {"id": "v1_u", "status": "requires_action"}}]
+
+
 def chat_turn(arguments):
     return [orc({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f",
                                                                                               "arguments": arguments}}]}),
@@ -421,6 +452,7 @@ class UnsafeIntegers(unittest.TestCase):
         "gemini": lambda n: ("chunks", gemini_turn(n)),
         "cohere": lambda n: ("events", cohere_turn('{"a":%d}' % n)),
         "ollama": lambda n: ("chunks", ollama_turn(n)),
+        "gemini-interactions": lambda n: ("events", interactions_turn('{"a":%d}' % n)),
     }
 
     def run_turn(self, name, value):

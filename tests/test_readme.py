@@ -64,7 +64,8 @@ class ReadmeIsTrue(unittest.TestCase):
         reviewed = (set(vts._ANTHROPIC_SERVER_TOOLS) | set(vts._ANTHROPIC_SERVER_TOOLS.values())
                     | vts._ANTHROPIC_HOSTED_USES | set(vts._ANTHROPIC_RESULTS) | vts._RESPONSES_HOSTED_ITEMS
                     | set(vts._RESPONSES_UNCHECKED_CALLS) | set(vts._RESPONSES_ARGUMENT_ITEMS)
-                    | set(vts._BEDROCK_SYSTEM_TOOLS) | set(vts._BEDROCK_SYSTEM_TOOLS.values()) | {"pause_turn"})
+                    | set(vts._BEDROCK_SYSTEM_TOOLS) | set(vts._BEDROCK_SYSTEM_TOOLS.values()) | {"pause_turn"}
+                    | set(vts._INTER_HOSTED_CALLS) | set(vts._INTER_HOSTED_CALLS.values()) | set(vts._INTER_HOSTED_RESULTS))
         for name in reviewed:
             self.assertIn(f"`{name}`", text)
         listed = set(re.findall(r"`([a-z_]+_tool_result|[a-z_]+_call|nova_[a-z_]+)`", text))

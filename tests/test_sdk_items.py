@@ -79,6 +79,8 @@ PLAIN_DUMP_NULLS = {
     # and every PartialArg value as null, and README gives both a meaning (see GeminiNullsKeepTheirMeaning)
     "gemini": None,
 }
+# google-genai's interactions models (Speakeasy) leave unset optional members out of a plain model_dump()
+PLAIN_DUMP_NULLS["gemini-interactions"] = []
 PLAIN_DUMP_NULLS["mistral"] = PLAIN_DUMP_NULLS["openai"]   # openai-python's client reads Mistral's API too
 
 

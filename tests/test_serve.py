@@ -45,7 +45,8 @@ def api_path(profile):
 # The content type each row's body is served with; a row missing here fails by name.
 CONTENT_TYPE = {"openai": "text/event-stream", "mistral": "text/event-stream", "anthropic": "text/event-stream",
                 "openai-responses": "text/event-stream", "bedrock": "application/vnd.amazon.eventstream",
-                "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson"}
+                "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson",
+                "gemini-interactions": "text/event-stream"}
 
 
 def read_back(kind, body):
@@ -678,6 +679,9 @@ def without_http(row):
 
 
 CUT_FIXTURE = "missing-terminal-connection-closed-mid-call"   # each room's cut-off fixture, by name
+# what a room's SSE body ends with after its last payload, which a cut body leaves out (none: nothing)
+SSE_TRAILER = {"openai": b"data: [DONE]\n\n", "mistral": b"data: [DONE]\n\n", "cohere": b"data: [DONE]\n\n",
+               "gemini-interactions": b"event: done\ndata: [DONE]\n\n"}
 
 
 def raw_post(port, path):
@@ -810,8 +814,7 @@ class ServedFaults(unittest.TestCase):
                         self.assertEqual(got["content-type"], kind)
                         self.assertEqual(body, (row.http.cut_frame or row.http.frame)(fixture.stream, query[1:])[1])
                         self.assertTrue(whole.startswith(body))
-                        self.assertEqual(whole[len(body):], {"text/event-stream": b"data: [DONE]\n\n" if
-                                                             name in ("openai", "mistral", "cohere") else b"",
+                        self.assertEqual(whole[len(body):], {"text/event-stream": SSE_TRAILER.get(name, b""),
                                                              "application/json": b"]"}.get(kind, b""))
                         self.assertEqual(read_back(kind, body) if kind != "application/json" else
                                          json.loads(body + b"]"), as_framed(kind, fixture.stream))

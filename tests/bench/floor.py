@@ -266,6 +266,31 @@ def ollama(text: list[str], calls: list[list[str]]) -> list[dict]:
     return out
 
 
+def interactions(text: list[str], calls: list[list[str]]) -> list[dict]:
+    """Gemini Interactions, the steps grammar: a thought step, the text in a model_output step, each call a step."""
+    out = [{"interaction": {"id": "v1_ChdVbXNIYXVEUkVacmpxdHNQb3JQeXlBRQ", "status": "in_progress",
+                            "object": "interaction", "model": "gemini-3-flash-preview"}, "event_type": "interaction.created"},
+           {"index": 0, "step": {"type": "thought"}, "event_type": "step.start"},
+           {"index": 0, "delta": {"signature": "CiQBDDnWx+Xp0gYVp4DF", "type": "thought_signature"},
+            "event_type": "step.delta"},
+           {"index": 0, "event_type": "step.stop"}]
+    step = 1
+    if text:
+        out.append({"index": 1, "step": {"type": "model_output"}, "event_type": "step.start"})
+        out += [{"index": 1, "delta": {"text": t, "type": "text"}, "event_type": "step.delta"} for t in text]
+        out.append({"index": 1, "event_type": "step.stop"})
+        step = 2
+    for k, frags in enumerate(calls, step):
+        out.append({"index": k, "step": {"id": f"fc{k:04d}x7q", "signature": "", "type": "function_call",
+                                         "name": "save_note", "arguments": {}}, "event_type": "step.start"})
+        out += [{"index": k, "delta": {"arguments": f, "type": "arguments_delta"}, "event_type": "step.delta"}
+                for f in frags]
+        out.append({"index": k, "event_type": "step.stop"})
+    out.append({"interaction": {"id": "v1_ChdVbXNIYXVEUkVacmpxdHNQb3JQeXlBRQ", "status": "requires_action",
+                                "usage": {"total_tokens": 1300}}, "event_type": "interaction.completed"})
+    return out
+
+
 def stream_of(row: str, case: str, events: int) -> tuple[str, list[dict]]:
     text, calls = calls_of(case, events)
     if case == "fragments" and row in ("gemini", "ollama"):
@@ -276,7 +301,8 @@ def stream_of(row: str, case: str, events: int) -> tuple[str, list[dict]]:
         return "anthropic", anthropic(text, calls, row == "anthropic-invoke")
     if row in ("gemini", "gemini-vertex"):
         return "gemini", gemini(text, calls, row == "gemini-vertex")
-    builders = {"openai-responses": responses, "bedrock": bedrock, "cohere": cohere, "ollama": ollama}
+    builders = {"openai-responses": responses, "bedrock": bedrock, "cohere": cohere, "ollama": ollama,
+                "gemini-interactions": interactions}
     if row not in builders:
         raise SystemExit(f"floor.py: no stream builder for row {row!r}: add one")
     return row, builders[row](text, calls)
