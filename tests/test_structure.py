@@ -100,7 +100,7 @@ PREFIXES = {"chat": {"openai", "mistral"}, "openai": {"openai", "mistral"}, "mis
             "anthropic": {"anthropic"}, "claude": {"anthropic"}, "responses": {"openai-responses"},
             "openai_responses": {"openai-responses"}, "bedrock": {"bedrock"}, "converse": {"bedrock"},
             "gemini": {"gemini"}, "vertex": {"gemini"}, "cohere": {"cohere"}, "ollama": {"ollama"},
-            "langchain": {"ollama"}}
+            "langchain": {"ollama"}, "agui": {"ag-ui"}, "copilotkit": {"ag-ui"}}
 PREFIX = re.compile(r"_*(openai_responses|[a-z]+)")
 
 
