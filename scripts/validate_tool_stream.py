@@ -8175,7 +8175,7 @@ _AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
     "object?": lambda present, value: not present or type(value) is dict,
     "bool?": lambda present, value: not present or type(value) is bool,
     "number?": lambda present, value: not present or _agui_number(value),
-    "role?": lambda present, value: not present or value in _AGUI_TEXT_ROLES,
+    "role?": lambda present, value: not present or type(value) is str and value in _AGUI_TEXT_ROLES,
     "tool?": lambda present, value: not present or value == "tool",
     "reasoning": lambda present, value: value == "reasoning",
     "subtype": lambda present, value: value in ("tool-call", "message"),
@@ -8231,6 +8231,9 @@ _AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "R
 _AGUI_CHUNK_MODES = MappingProxyType({"TEXT_MESSAGE_CHUNK": "text", "TOOL_CALL_CHUNK": "tool",
                                       "REASONING_MESSAGE_CHUNK": "reasoning"})
 
+# A run that finishes with the outcome {"type": "interrupt"} paused for the user (docs/concepts/interrupts.mdx:
+# approval before a sensitive action, an interrupt may name the call it holds back): its calls wait for the
+# next run's resume, so the turn's reason is "interrupt", not RUN_FINISHED.
 # The end of a run as a transition table: (phase, step) -> (next phase, what is wrong or None).
 # @ag-ui/client's verifyEvents refuses every event after RUN_FINISHED but RUN_ERROR, and every event
 # after RUN_ERROR; a second RUN_STARTED there begins another run, which one turn does not hold.
@@ -8410,7 +8413,29 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     for call_id in sorted(state.open):
         yield WireProblem(pos, MISSING_TERMINAL, f"RUN_FINISHED while call {_quoted(call_id)} has no "
                           "TOOL_CALL_END (@ag-ui/client rejects the run)")
-    yield from _agui_terminal(pos, "RUN_FINISHED", state)
+    outcome = event.get("outcome")
+    wrong = _agui_outcome_problem(outcome)
+    if wrong is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
+                          "it and rejects the run)")
+    paused = isinstance(outcome, dict) and outcome.get("type") == "interrupt"
+    yield from _agui_terminal(pos, "interrupt" if paused else "RUN_FINISHED", state)
+
+
+def _agui_outcome_problem(outcome: Any) -> str | None:
+    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"}, or {"type":
+    "interrupt", "interrupts": [...]} with at least one {id, reason}), or None; null or absent is a plain finish."""
+    if outcome is None:
+        return None
+    kind = outcome.get("type") if isinstance(outcome, dict) else None
+    if kind == "success" and set(outcome) == {"type"}:
+        return None
+    interrupts = outcome.get("interrupts") if kind == "interrupt" else None
+    if kind == "interrupt" and set(outcome) == {"type", "interrupts"} and isinstance(interrupts, list) \
+            and interrupts and all(isinstance(entry, dict) and type(entry.get("id")) is str
+                                   and type(entry.get("reason")) is str for entry in interrupts):
+        return None
+    return f"is {_describe(outcome)}, not {{\"type\": \"success\"}} or an interrupt with its interrupts"
 
 
 def _agui_terminal(pos: int, reason: str, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -8603,8 +8628,9 @@ _AGUI_TOOL_KEYS = frozenset({"name", "description", "parameters"})
 
 
 def _agui_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
-    """An AG-UI tool {name, description, parameters} (no type), as a tools file holds it; None for another entry."""
-    if "type" in tool or "name" not in tool or not _AGUI_TOOL_KEYS.issuperset(tool):
+    """An AG-UI tool {name, description, parameters} (no type; parameters given), as a tools file holds it; None
+    for another entry."""
+    if "type" in tool or "name" not in tool or "parameters" not in tool or not _AGUI_TOOL_KEYS.issuperset(tool):
         return None
     return _declared_tool(where, tool, "parameters")
 

@@ -501,7 +501,8 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
 
 
 class MaskingKeepsCallIdentity(unittest.TestCase):
-    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace"})
+    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace",
+                      "toolCallId", "toolCallName"})
 
     @staticmethod
     def key_for(value):
@@ -766,6 +767,7 @@ TEXT_DELTA = {
                              "delta": {"message": {"content": {"text": piece}}}},
     "ollama": lambda piece: {"model": "m", "created_at": "2025-01-01T00:00:00Z",
                              "message": {"role": "assistant", "content": piece}, "done": False},
+    "ag-ui": lambda piece: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_1", "delta": piece},
 }
 
 
