@@ -8181,8 +8181,10 @@ _AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
     "subtype": lambda present, value: value in ("tool-call", "message"),
 })
 
-# Every event type of @ag-ui/core (events.ts, EventSchemas) and the members its schema checks, beside
-# the base members every event may carry.  A type not here is refused by the client's schema.
+# Every event type of AG-UI 1.0 (@ag-ui/core events.ts EventSchemas; the python SDK's ag_ui.core Event union)
+# but the subagent events, and the members its schema checks, beside the base members every event may carry.
+# A type not here is refused: the THINKING_* events were removed in 1.0 (REASONING_* replace them), and
+# SUBAGENT_STARTED, SUBAGENT_FINISHED and SUBAGENT_ERROR (new in 1.0) are not reviewed.
 _AGUI_BASE = (("timestamp", "number?"), ("metadata", "object?"))
 _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "RUN_STARTED": (("threadId", "str"), ("runId", "str"), ("parentRunId", "str?")),
@@ -8200,11 +8202,6 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "TOOL_CALL_CHUNK": (("toolCallId", "str?"), ("toolCallName", "str?"), ("parentMessageId", "str~"),
                         ("delta", "str?")),
     "TOOL_CALL_RESULT": (("messageId", "str"), ("toolCallId", "str"), ("content", "str"), ("role", "tool?")),
-    "THINKING_START": (("title", "str?"),),
-    "THINKING_END": (),
-    "THINKING_TEXT_MESSAGE_START": (),
-    "THINKING_TEXT_MESSAGE_CONTENT": (("delta", "str"),),
-    "THINKING_TEXT_MESSAGE_END": (),
     "STATE_SNAPSHOT": (("snapshot", "any"),),
     "STATE_DELTA": (("delta", "list"),),
     "MESSAGES_SNAPSHOT": (("messages", "list"),),
@@ -8226,6 +8223,8 @@ _AGUI_KINDS_SAID = MappingProxyType({
     "list": "a list", "object": "an object", "object~": "an object or null", "object?": "an object when given",
     "bool?": "a boolean when given", "number?": "a number when given", "role?": "a text message role",
     "tool?": "\"tool\" when given", "reasoning": "\"reasoning\"", "subtype": "\"tool-call\" or \"message\""})
+_AGUI_REMOVED = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START",
+                           "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"})
 # Events the chunk expansion passes through without closing a pending chunk call (transform.ts).
 _AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE"})
 _AGUI_CHUNK_MODES = MappingProxyType({"TEXT_MESSAGE_CHUNK": "text", "TOOL_CALL_CHUNK": "tool",
@@ -8266,10 +8265,10 @@ class _AguiCall(_Record):
 
 class _AguiState(_Record):
     """Translation state: the run's calls by id (in start order), the ones open, the answered ids, what
-    verifyEvents tracks (open text messages, steps, the thinking step) and the pending chunk form."""
+    verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
-    __slots__ = ("opening", "ending", "calls", "open", "answered", "messages", "steps", "thinking",
-                 "thinking_message", "mode", "pending", "finished", "handed", "limit")
+    __slots__ = ("opening", "ending", "calls", "open", "answered", "messages", "steps", "mode", "pending",
+                 "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
         self.opening = "new"        # see _OPENING
@@ -8279,8 +8278,6 @@ class _AguiState(_Record):
         self.answered: set[str] = set()
         self.messages: set[str] = set()
         self.steps: set[str] = set()
-        self.thinking = False
-        self.thinking_message = False
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
         self.pending: str | None = None  # its message or call id
         self.finished: int | None = None  # position of RUN_FINISHED
@@ -8298,8 +8295,9 @@ class AguiNormalizer:
         kind = _wire_str(event.get("type")) if isinstance(event, dict) else None
         if kind not in _AGUI_SCHEMAS:
             what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
-            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer (@ag-ui/client's "
-                                "schema refuses it and rejects the run)"),)
+            why = (" (removed in AG-UI 1.0: REASONING_* events replace it)" if kind in _AGUI_REMOVED else
+                   " (@ag-ui/client's schema refuses it and rejects the run)")
+            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer{why}"),)
         wrong = _agui_schema_problem(kind, event)
         if wrong is not None:
             return (WireProblem(pos, UNSUPPORTED_EVENT, wrong),)
@@ -8309,7 +8307,7 @@ class AguiNormalizer:
         state = self.state
         if kind not in _AGUI_PASS_THROUGH and state.mode is not None and _AGUI_CHUNK_MODES.get(kind) != state.mode:
             yield from _agui_close_pending(pos, state)
-        yield from _AGUI_ROOM.read(pos, kind, event, state)
+        yield from _AGUI_ROOM.read(pos, "event " + kind, event, state)   # so a message starts in lower case
 
     def finish(self) -> Iterator[NeutralEvent]:
         """End of stream without a terminal: the calls read so far, for the machine to find them unended."""
@@ -8324,8 +8322,8 @@ def _agui_schema_problem(kind: str, event: dict) -> str | None:
         value = event.get(member)
         if not _AGUI_KINDS[rule](present, value):
             said = "missing" if not present else _describe(value)
-            return (f"{kind} member {_token(member)} must be {_AGUI_KINDS_SAID[rule]}, got {said} (@ag-ui/client's "
-                    "schema refuses the event and rejects the run)")
+            return (f"event {kind} member {_token(member)} must be {_AGUI_KINDS_SAID[rule]}, got {said} "
+                    "(@ag-ui/client's schema refuses the event and rejects the run)")
     return None
 
 
@@ -8341,7 +8339,7 @@ def _agui_close_pending(pos: int, state: _AguiState) -> Iterator[NeutralEvent]:
 
 def _agui_call_start(pos: int, call_id: str, name: str, state: _AguiState) -> Iterator[NeutralEvent]:
     if call_id in state.open:
-        yield WireProblem(pos, IDENTITY_COLLISION, f"TOOL_CALL_START for call {_quoted(call_id)}, which is "
+        yield WireProblem(pos, IDENTITY_COLLISION, f"event TOOL_CALL_START for call {_quoted(call_id)}, which is "
                           "still open (@ag-ui/client rejects the run)")
         return
     if call_id in state.calls:
@@ -8355,10 +8353,10 @@ def _agui_call_args(pos: int, call_id: str, text: str, state: _AguiState) -> Ite
     call = state.calls.get(call_id)
     if call_id not in state.open:
         if call is not None:
-            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"TOOL_CALL_ARGS for call {_quoted(call_id)} after its "
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"event TOOL_CALL_ARGS for call {_quoted(call_id)} after its "
                               "TOOL_CALL_END (@ag-ui/client rejects the run)")
         else:
-            yield WireProblem(pos, MISSING_SLOT, f"TOOL_CALL_ARGS for call {_quoted(call_id)}, which was never "
+            yield WireProblem(pos, MISSING_SLOT, f"event TOOL_CALL_ARGS for call {_quoted(call_id)}, which was never "
                               "started (@ag-ui/client rejects the run)")
         return
     if call.size <= state.limit:   # past the limit the call is over it already: the machine says so
@@ -8372,7 +8370,7 @@ def _agui_call_end(pos: int, call_id: str, state: _AguiState) -> Iterator[Neutra
             yield WireProblem(pos, DUPLICATE_TERMINAL, f"second TOOL_CALL_END for call {_quoted(call_id)} "
                               "(@ag-ui/client rejects the run)")
         else:
-            yield WireProblem(pos, MISSING_SLOT, f"TOOL_CALL_END for call {_quoted(call_id)}, which was never "
+            yield WireProblem(pos, MISSING_SLOT, f"event TOOL_CALL_END for call {_quoted(call_id)}, which was never "
                               "started (@ag-ui/client rejects the run)")
         return
     state.open.discard(call_id)
@@ -8408,15 +8406,15 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     state.finished = pos
     for what, names in (("steps", state.steps), ("text messages", state.messages)):
         if names:
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"RUN_FINISHED while {len(names)} {what} are still open "
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED while {len(names)} {what} are still open "
                               "(@ag-ui/client rejects the run)")
     for call_id in sorted(state.open):
-        yield WireProblem(pos, MISSING_TERMINAL, f"RUN_FINISHED while call {_quoted(call_id)} has no "
+        yield WireProblem(pos, MISSING_TERMINAL, f"event RUN_FINISHED while call {_quoted(call_id)} has no "
                           "TOOL_CALL_END (@ag-ui/client rejects the run)")
     outcome = event.get("outcome")
     wrong = _agui_outcome_problem(outcome)
     if wrong is not None:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"event RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
                           "it and rejects the run)")
     paused = isinstance(outcome, dict) and outcome.get("type") == "interrupt"
     yield from _agui_terminal(pos, "interrupt" if paused else "RUN_FINISHED", state)
@@ -8451,7 +8449,7 @@ def _agui_terminal(pos: int, reason: str, state: _AguiState) -> Iterator[Neutral
 def _agui_run_error(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     code = event.get("code")
     named = f" ({_token(code)})" if isinstance(code, str) and code else ""
-    yield WireProblem(pos, STREAM_ERROR, f"RUN_ERROR{named}: the run failed")
+    yield WireProblem(pos, STREAM_ERROR, f"event RUN_ERROR{named}: the run failed")
     yield from _agui_terminal(pos, "RUN_ERROR", state)
 
 
@@ -8495,15 +8493,15 @@ def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> It
 def _agui_text(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     """verifyEvents on text messages: a start for an open id, content or an end for one not open."""
     message_id = event["messageId"]
-    if kind == "TEXT_MESSAGE_START":
+    if kind == "event TEXT_MESSAGE_START":
         wrong = message_id in state.messages
         state.messages.add(message_id)
     else:
         wrong = message_id not in state.messages
-        if kind == "TEXT_MESSAGE_END":
+        if kind == "event TEXT_MESSAGE_END":
             state.messages.discard(message_id)
     if wrong:
-        said = "is already open" if kind == "TEXT_MESSAGE_START" else "is not open"
+        said = "is already open" if kind == "event TEXT_MESSAGE_START" else "is not open"
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a text message that {said} (@ag-ui/client rejects "
                           "the run)")
 
@@ -8518,7 +8516,7 @@ def _agui_text_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
                               "(@ag-ui/client rejects the run)")
             return
         state.mode, state.pending = "text", message_id
-        yield from _agui_text(pos, "TEXT_MESSAGE_START", {"messageId": message_id}, state)
+        yield from _agui_text(pos, "event TEXT_MESSAGE_START", {"messageId": message_id}, state)
 
 
 def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -8535,38 +8533,15 @@ def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -
 
 def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     name = event["stepName"]
-    if kind == "STEP_STARTED":
+    if kind == "event STEP_STARTED":
         wrong = name in state.steps
         state.steps.add(name)
     else:
         wrong = name not in state.steps
         state.steps.discard(name)
     if wrong:
-        said = "is already running" if kind == "STEP_STARTED" else "was not started"
+        said = "is already running" if kind == "event STEP_STARTED" else "was not started"
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a step that {said} (@ag-ui/client rejects the run)")
-
-
-# verifyEvents on the deprecated thinking events: (event type) -> (the flag it needs, its value, the one it
-# sets, to what, what is wrong otherwise).
-_AGUI_THINKING: Mapping[str, tuple[str, bool, str, bool, str]] = MappingProxyType({
-    "THINKING_START": ("thinking", False, "thinking", True, "while a thinking step is open"),
-    "THINKING_END": ("thinking", True, "thinking", False, "without an open thinking step"),
-    "THINKING_TEXT_MESSAGE_START": ("thinking", True, "thinking_message", True, "outside a thinking step"),
-    "THINKING_TEXT_MESSAGE_CONTENT": ("thinking_message", True, "thinking_message", True,
-                                      "without an open thinking message"),
-    "THINKING_TEXT_MESSAGE_END": ("thinking_message", True, "thinking_message", False,
-                                  "without an open thinking message"),
-})
-
-
-def _agui_thinking(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    needs, value, sets, to, wrong = _AGUI_THINKING[kind]
-    if getattr(state, needs) == value and kind == "THINKING_TEXT_MESSAGE_START" and state.thinking_message:
-        needs, wrong = "", "while a thinking message is open"
-    if not needs or getattr(state, needs) != value:
-        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} {wrong} (@ag-ui/client rejects the run)")
-        return
-    setattr(state, sets, to)
 
 
 def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -8584,22 +8559,23 @@ def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState)
             offered.append(call_id if isinstance(call_id, str) else "")
     unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
     if unseen:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"MESSAGES_SNAPSHOT holds {len(unseen)} unanswered tool calls that "
-                          "no TOOL_CALL event of this run streamed: a UI that runs the new calls of its messages "
-                          "would run them unchecked")
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"event MESSAGES_SNAPSHOT holds {len(unseen)} unanswered tool "
+                          "calls that no TOOL_CALL event of this run streamed: a UI that runs the new calls of its "
+                          "messages would run them unchecked")
 
 
 # The lifecycle: RUN_STARTED opens, RUN_FINISHED or RUN_ERROR ends (see _AGUI_ENDING), and what each type says.
+# The room reads each type as "event TYPE" (so its messages start in lower case).
+_AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingProxyType({
+    "RUN_STARTED": _agui_run_started, "RUN_FINISHED": _agui_run_finished, "RUN_ERROR": _agui_run_error,
+    "TOOL_CALL_START": _agui_tool_start, "TOOL_CALL_ARGS": _agui_tool_args, "TOOL_CALL_END": _agui_tool_end,
+    "TOOL_CALL_CHUNK": _agui_tool_chunk, "TOOL_CALL_RESULT": _agui_tool_result, "TEXT_MESSAGE_CHUNK": _agui_text_chunk,
+    "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
+    **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
+    **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step)})
 _AGUI_ROOM = _EventRoom(
-    start="RUN_STARTED", ending=_AGUI_ENDING, steps={"RUN_FINISHED": "finish", "RUN_ERROR": "error"}, other="event",
-    handlers={"RUN_STARTED": _agui_run_started, "RUN_FINISHED": _agui_run_finished, "RUN_ERROR": _agui_run_error,
-              "TOOL_CALL_START": _agui_tool_start, "TOOL_CALL_ARGS": _agui_tool_args,
-              "TOOL_CALL_END": _agui_tool_end, "TOOL_CALL_CHUNK": _agui_tool_chunk,
-              "TOOL_CALL_RESULT": _agui_tool_result, "TEXT_MESSAGE_CHUNK": _agui_text_chunk,
-              "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
-              **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
-              **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step),
-              **dict.fromkeys(_AGUI_THINKING, _agui_thinking)})
+    start="event RUN_STARTED", ending=_AGUI_ENDING, steps={"event RUN_FINISHED": "finish", "event RUN_ERROR": "error"},
+    other="event", handlers={"event " + kind: handler for kind, handler in _AGUI_HANDLERS.items()})
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
