@@ -8711,10 +8711,13 @@ def _agui_frame(stream: list, query: str) -> tuple[str, bytes]:
 
 
 # Errors before a stream: the AG-UI quickstart server is a FastAPI route taking a RunAgentInput
-# (docs/quickstart/server.mdx), which answers a body its model refuses with FastAPI's 422 {"detail": [...]}.
+# (docs/quickstart/server.mdx), which answers a body its model refuses with FastAPI's 422 {"detail": [...]}, and
+# an exception raised before the stream starts with Starlette's plain-text 500 (ServerErrorMiddleware).
 _AGUI_ERRORS = (
     http_error("invalid_input", 422, {"detail": [{"type": "missing", "loc": ["body", "threadId"],
                                                   "msg": "Field required", "input": {}}]}),
+    HttpError(kind="server_error", status=500, content_type="text/plain; charset=utf-8", headers=(),
+              body=b"Internal Server Error"),
 )
 
 

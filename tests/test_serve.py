@@ -48,8 +48,8 @@ CONTENT_TYPE = {"openai": "text/event-stream", "mistral": "text/event-stream", "
                 "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson",
                 "ag-ui": "text/event-stream"}
 # The rooms whose servers document no rate-limit or overload answer before a stream, and why.
-NO_RETRYABLE_ERROR = {"ag-ui": "an agent server documents none: the quickstart's FastAPI route answers a body that is "
-                               "not a RunAgentInput 422, and a run that fails is RUN_ERROR over HTTP 200"}
+NO_RETRYABLE_ERROR = {"ag-ui": "an agent server documents no rate limit: the quickstart's FastAPI route answers 422 or "
+                               "500 before a stream, and a run that fails is RUN_ERROR over HTTP 200"}
 
 
 def read_back(kind, body):
