@@ -8251,16 +8251,17 @@ _AGUI_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyTyp
 
 
 class _AguiCall(_Record):
-    """One call of the run: where it started, its identity, its argument pieces (position, text) and where
-    it ended (None: open)."""
+    """One call of the run: where it started, its identity, its argument pieces (position, text), where
+    it ended (None: open) and the last MESSAGES_SNAPSHOT that restated its arguments ((position, text) or None)."""
 
-    __slots__ = ("start", "id", "name", "pieces", "size", "end")
+    __slots__ = ("start", "id", "name", "pieces", "size", "end", "restated")
 
     def __init__(self, start: int, call_id: str, name: str) -> None:
         self.start, self.id, self.name = start, call_id, name
         self.pieces: list[tuple[int, str]] = []
         self.size = 0
         self.end: int | None = None
+        self.restated: tuple[int, str] | None = None
 
 
 class _AguiState(_Record):
@@ -8393,6 +8394,8 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
             yield Fragment(where, key, None, None, text)
         if call.end is not None:
             yield SlotEnd(call.end, key)
+        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")):
+            yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
 
 
 def _agui_run_started(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -8545,18 +8548,26 @@ def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[
 
 
 def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    """A snapshot's assistant toolCalls that no tool message answers and that this run did not stream: a
-    UI that runs the new calls of its messages (CopilotKit) would run one the gate never saw."""
+    """The snapshot replaces the UI's messages, which a UI such as CopilotKit reads its calls from: a tool message
+    there answers a call as TOOL_CALL_RESULT does; a streamed call's arguments there are the ones it would run
+    (restated, to agree with the joined deltas); an unanswered call this run did not stream it would run unseen."""
     answered, offered = set(), []
     for message in event["messages"]:
         if not isinstance(message, dict):
             continue
-        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str):
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
+                and not (isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER):
             answered.add(message["toolCallId"])
         calls = message.get("toolCalls") if message.get("role") == "assistant" else None
         for call in calls if isinstance(calls, list) else ():
             call_id = call.get("id") if isinstance(call, dict) else None
             offered.append(call_id if isinstance(call_id, str) else "")
+            function = call.get("function") if isinstance(call, dict) else None
+            text = function.get("arguments") if isinstance(function, dict) else None
+            if call_id in state.calls and isinstance(text, str):
+                state.calls[call_id].restated = (pos, text)
+    state.answered.update(call_id for call_id in answered if call_id in state.calls)
     unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
     if unseen:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"event MESSAGES_SNAPSHOT holds {len(unseen)} unanswered tool "

@@ -288,13 +288,27 @@ class Snapshots(unittest.TestCase):
     def snapshot(self, *messages):
         return {"type": "MESSAGES_SNAPSHOT", "messages": list(messages)}
 
-    def assistant(self, *ids):
+    def assistant(self, *ids, arguments='{"a":1}'):
         return {"id": "m", "role": "assistant", "toolCalls": [
-            {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids]}
+            {"id": i, "type": "function", "function": {"name": "f", "arguments": arguments}} for i in ids]}
 
     def test_a_call_only_the_snapshot_shows_blocks(self):
         report = judge([STARTED, self.snapshot(self.assistant("c7")), FINISHED])
         self.assertEqual((codes(report), places(report)), (["unsupported_event"], [1]))
+
+    def test_a_snapshot_restates_a_streamed_call_and_may_answer_it(self):
+        restated = self.snapshot(self.assistant("call_1"))
+        restated["messages"][0]["toolCalls"][0]["function"]["arguments"] = '{"a":2}'
+        report = judge([STARTED] + call() + [restated, FINISHED])
+        self.assertEqual((codes(report), places(report)), (["unexpected_event"], [5]))
+        answered = self.snapshot(self.assistant("call_1"), {"id": "t", "role": "tool", "toolCallId": "call_1",
+                                                            "content": "done"})
+        report = judge([STARTED] + call() + [answered, FINISHED])
+        self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"backend_tool": 1}))
+        answered["messages"][1]["content"] = "Forwarded to client"
+        self.assertEqual(judge([STARTED] + call() + [answered, FINISHED])["status"], "pass")
+        empty = self.snapshot(self.assistant("call_1", arguments="{}"))   # "{}" restates a call without arguments
+        self.assertEqual(judge([STARTED, start(name="g"), end(), empty, FINISHED])["status"], "pass")
 
     def test_answered_or_streamed_calls_in_a_snapshot_are_history(self):
         answered = self.snapshot(self.assistant("c7"), {"id": "t", "role": "tool", "toolCallId": "c7", "content": ""})
