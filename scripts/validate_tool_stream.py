@@ -8562,7 +8562,8 @@ def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState)
         calls = message.get("toolCalls") if message.get("role") == "assistant" else None
         for call in calls if isinstance(calls, list) else ():
             call_id = call.get("id") if isinstance(call, dict) else None
-            offered.append(call_id if isinstance(call_id, str) else "")
+            call_id = call_id if isinstance(call_id, str) else ""
+            offered.append(call_id)
             function = call.get("function") if isinstance(call, dict) else None
             text = function.get("arguments") if isinstance(function, dict) else None
             if call_id in state.calls and isinstance(text, str):
@@ -8653,6 +8654,25 @@ _AGUI_KEEP = frozenset({"type", "toolCallId", "toolCallName", "parentMessageId",
 _AGUI_SNAPSHOT_KEEP = frozenset({"type", "role", "id", "toolCallId"})
 
 
+def _redact_agui_messages(messages: Any) -> Any:
+    """A MESSAGES_SNAPSHOT's messages: an assistant message's toolCalls (identity and arguments) kept whole, a tool
+    message's placeholder content kept; the rest keeps only its roles and ids."""
+    if not isinstance(messages, list):
+        return _neutral(messages, _AGUI_SNAPSHOT_KEEP)
+    out = []
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(_neutral(message, _AGUI_SNAPSHOT_KEEP))
+            continue
+        kept = {}
+        for key, value in message.items():
+            placeholder = key == "content" and isinstance(value, str) and value.strip() == _AGUI_PLACEHOLDER
+            named = key in _AGUI_SNAPSHOT_KEEP and isinstance(value, str)
+            kept[key] = value if key == "toolCalls" or placeholder or named else _neutral(value, _AGUI_SNAPSHOT_KEEP)
+        out.append(kept)
+    return out
+
+
 def _redact_agui_event(event: Any) -> Any:
     """Text, state, snapshots, raw and custom values, results and error messages; call identity and arguments
     are kept, and a result that is CopilotKit's placeholder (which keeps the call the UI's) stays one."""
@@ -8669,15 +8689,18 @@ def _redact_agui_event(event: Any) -> Any:
                 and value.strip() == _AGUI_PLACEHOLDER:
             out[key] = value
         elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
-            out[key] = _neutral(value, _AGUI_SNAPSHOT_KEEP)
+            out[key] = _redact_agui_messages(value)
         else:
             out[key] = _neutral(value)
     return out
 
 
 def _agui_protected(payload: dict) -> dict[tuple, str]:
-    """AG-UI: a call's id and name are identity; the delta of TOOL_CALL_ARGS and TOOL_CALL_CHUNK is a fragment."""
+    """AG-UI: a call's id and name are identity; the delta of TOOL_CALL_ARGS and TOOL_CALL_CHUNK is a fragment; a
+    MESSAGES_SNAPSHOT's calls and the ids its tool messages answer are identity too."""
     kind = payload.get("type")
+    if kind == "MESSAGES_SNAPSHOT":
+        return _agui_snapshot_protected(payload.get("messages"))
     if kind not in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT"):
         return {}
     paths = {("toolCallId",): "warn"}
@@ -8685,6 +8708,20 @@ def _agui_protected(payload: dict) -> dict[tuple, str]:
         paths[("toolCallName",)] = "warn"
     if kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
         paths[("delta",)] = "fragment"
+    return paths
+
+
+def _agui_snapshot_protected(messages: Any) -> dict[tuple, str]:
+    """The paths of a snapshot's calls (each toolCalls entry whole) and of its tool messages' toolCallId."""
+    paths: dict[tuple, str] = {}
+    for number, message in enumerate(messages if isinstance(messages, list) else ()):
+        if not isinstance(message, dict):
+            continue
+        if "toolCallId" in message:
+            paths[("messages", number, "toolCallId")] = "warn"
+        calls = message.get("toolCalls")
+        for entry in range(len(calls) if isinstance(calls, list) else 0):
+            paths[("messages", number, "toolCalls", entry)] = "warn"
     return paths
 
 
