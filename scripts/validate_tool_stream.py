@@ -8773,6 +8773,655 @@ INTERACTIONS = Profile(
 
 
 # ---------------------------------------------------------------------------
+# Provider: AG-UI events from an agent backend to its UI (profile ag-ui)
+# ---------------------------------------------------------------------------
+#
+# Not a model provider's wire but an agent's own output (docs.ag-ui.com): the UI posts a RunAgentInput
+# (threadId, runId, messages, tools, context, state, forwardedProps) to the agent's URL and reads
+# "data: <event>" lines (the SDK encoders write no event: line and no [DONE]).  Every event is an object
+# with a SCREAMING_CASE "type" and camelCase members; the python SDK's snake_case fields go on the wire
+# by their aliases.  One run: RUN_STARTED, then any events, then RUN_FINISHED or RUN_ERROR.  A call is
+# TOOL_CALL_START (toolCallId, toolCallName), TOOL_CALL_ARGS (toolCallId, delta) and TOOL_CALL_END, keyed
+# by toolCallId, so several may interleave; TOOL_CALL_CHUNK is the short form the client expands into
+# those three (@ag-ui/client chunks/transform.ts).  The client parses each event with its schema and
+# checks the sequence (verify/verify.ts): any error rejects the whole run, so each is a finding here.
+# A call that a TOOL_CALL_RESULT answers in the same run is the backend's own: the UI does not run it
+# (CopilotKit's processAgentResult runs a frontend tool only for a call without a tool result, or with
+# the "Forwarded to client" placeholder a proxy tool returns).  The room holds the calls of a run until
+# its terminal and hands on only those without a result; the others are hosted uses.
+
+_AGUI_TEXT_ROLES = frozenset({"developer", "system", "assistant", "user"})
+_AGUI_PLACEHOLDER = "Forwarded to client"   # CopilotKit's isFrontendPlaceholderResult (content, trimmed)
+_AGUI_HOSTED = "backend_tool"               # how hosted_tools counts a call the backend answered itself
+
+
+def _agui_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What each member kind accepts (present: whether the member is there).  zod's .optional() refuses null;
+# parentMessageId and RUN_FINISHED.outcome alone take null as absent (events.ts says why).
+_AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
+    "str": lambda present, value: type(value) is str,
+    "str?": lambda present, value: not present or type(value) is str,
+    "str~": lambda present, value: value is None or type(value) is str,
+    "any": lambda present, value: True,
+    "list": lambda present, value: type(value) is list,
+    "object": lambda present, value: type(value) is dict,
+    "object~": lambda present, value: value is None or type(value) is dict,
+    "object?": lambda present, value: not present or type(value) is dict,
+    "bool?": lambda present, value: not present or type(value) is bool,
+    "number?": lambda present, value: not present or _agui_number(value),
+    "role?": lambda present, value: not present or type(value) is str and value in _AGUI_TEXT_ROLES,
+    "tool?": lambda present, value: not present or value == "tool",
+    "reasoning": lambda present, value: value == "reasoning",
+    "subtype": lambda present, value: value in ("tool-call", "message"),
+})
+
+# Every event type of AG-UI 1.0 (@ag-ui/core events.ts EventSchemas; the python SDK's ag_ui.core Event union)
+# but the subagent events, and the members its schema checks, beside the base members every event may carry.
+# A type not here is refused: the THINKING_* events were removed in 1.0 (REASONING_* replace them), and
+# SUBAGENT_STARTED, SUBAGENT_FINISHED and SUBAGENT_ERROR (new in 1.0) are not reviewed.
+_AGUI_BASE = (("timestamp", "number?"), ("metadata", "object?"))
+_AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
+    "RUN_STARTED": (("threadId", "str"), ("runId", "str"), ("parentRunId", "str?")),
+    "RUN_FINISHED": (("threadId", "str"), ("runId", "str"), ("outcome", "object~")),
+    "RUN_ERROR": (("message", "str"), ("code", "str?")),
+    "STEP_STARTED": (("stepName", "str"),),
+    "STEP_FINISHED": (("stepName", "str"),),
+    "TEXT_MESSAGE_START": (("messageId", "str"), ("role", "role?"), ("name", "str?")),
+    "TEXT_MESSAGE_CONTENT": (("messageId", "str"), ("delta", "str")),
+    "TEXT_MESSAGE_END": (("messageId", "str"),),
+    "TEXT_MESSAGE_CHUNK": (("messageId", "str?"), ("role", "role?"), ("delta", "str?"), ("name", "str?")),
+    "TOOL_CALL_START": (("toolCallId", "str"), ("toolCallName", "str"), ("parentMessageId", "str~")),
+    "TOOL_CALL_ARGS": (("toolCallId", "str"), ("delta", "str")),
+    "TOOL_CALL_END": (("toolCallId", "str"),),
+    "TOOL_CALL_CHUNK": (("toolCallId", "str?"), ("toolCallName", "str?"), ("parentMessageId", "str~"),
+                        ("delta", "str?")),
+    "TOOL_CALL_RESULT": (("messageId", "str"), ("toolCallId", "str"), ("content", "str"), ("role", "tool?")),
+    "STATE_SNAPSHOT": (("snapshot", "any"),),
+    "STATE_DELTA": (("delta", "list"),),
+    "MESSAGES_SNAPSHOT": (("messages", "list"),),
+    "ACTIVITY_SNAPSHOT": (("messageId", "str"), ("activityType", "str"), ("content", "object"),
+                          ("replace", "bool?")),
+    "ACTIVITY_DELTA": (("messageId", "str"), ("activityType", "str"), ("patch", "list")),
+    "RAW": (("event", "any"), ("source", "str?")),
+    "CUSTOM": (("name", "str"), ("value", "any")),
+    "REASONING_START": (("messageId", "str"),),
+    "REASONING_MESSAGE_START": (("messageId", "str"), ("role", "reasoning")),
+    "REASONING_MESSAGE_CONTENT": (("messageId", "str"), ("delta", "str")),
+    "REASONING_MESSAGE_END": (("messageId", "str"),),
+    "REASONING_MESSAGE_CHUNK": (("messageId", "str?"), ("delta", "str?")),
+    "REASONING_END": (("messageId", "str"),),
+    "REASONING_ENCRYPTED_VALUE": (("subtype", "subtype"), ("entityId", "str"), ("encryptedValue", "str")),
+})
+_AGUI_KINDS_SAID = MappingProxyType({
+    "str": "a string", "str?": "a string when given", "str~": "a string or null", "any": "any value",
+    "list": "a list", "object": "an object", "object~": "an object or null", "object?": "an object when given",
+    "bool?": "a boolean when given", "number?": "a number when given", "role?": "a text message role",
+    "tool?": "\"tool\" when given", "reasoning": "\"reasoning\"", "subtype": "\"tool-call\" or \"message\""})
+_AGUI_REMOVED = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START",
+                           "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"})
+# Events the chunk expansion passes through without closing a pending chunk call (transform.ts).
+_AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE"})
+_AGUI_CHUNK_MODES = MappingProxyType({"TEXT_MESSAGE_CHUNK": "text", "TOOL_CALL_CHUNK": "tool",
+                                      "REASONING_MESSAGE_CHUNK": "reasoning"})
+
+# A run that finishes with the outcome {"type": "interrupt"} paused for the user (docs/concepts/interrupts.mdx:
+# approval before a sensitive action, an interrupt may name the call it holds back): its calls wait for the
+# next run's resume, so the turn's reason is "interrupt", not RUN_FINISHED.
+# The end of a run as a transition table: (phase, step) -> (next phase, what is wrong or None).
+# @ag-ui/client's verifyEvents refuses every event after RUN_FINISHED but RUN_ERROR, and every event
+# after RUN_ERROR; a second RUN_STARTED there begins another run, which one turn does not hold.
+_AGUI_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "finish"): ("finished", None),
+    ("running", "error"): ("errored", None),
+    ("running", "event"): ("running", None),
+    ("finished", "finish"): ("finished", None),    # the handler says duplicate_terminal
+    ("finished", "error"): ("errored", None),
+    ("finished", "event"): ("finished", "{event} after RUN_FINISHED (@ag-ui/client rejects the run; a second "
+                                        "run is another turn)"),
+    ("errored", "finish"): ("errored", "{event} after RUN_ERROR (@ag-ui/client rejects the run)"),
+    ("errored", "error"): ("errored", "{event} after RUN_ERROR (@ag-ui/client rejects the run)"),
+    ("errored", "event"): ("errored", "{event} after RUN_ERROR (@ag-ui/client rejects the run)"),
+})
+
+
+class _AguiCall(_Record):
+    """One call of the run: where it started, its identity, its argument pieces (position, text), where
+    it ended (None: open) and the last MESSAGES_SNAPSHOT that restated its arguments ((position, text) or None)."""
+
+    __slots__ = ("start", "id", "name", "pieces", "size", "end", "restated")
+
+    def __init__(self, start: int, call_id: str, name: str) -> None:
+        self.start, self.id, self.name = start, call_id, name
+        self.pieces: list[tuple[int, str]] = []
+        self.size = 0
+        self.end: int | None = None
+        self.restated: tuple[int, str] | None = None
+
+
+class _AguiState(_Record):
+    """Translation state: the run's calls by id (in start order), the ones open, the answered ids, what
+    verifyEvents tracks (open text messages and steps) and the pending chunk form."""
+
+    __slots__ = ("opening", "ending", "calls", "open", "answered", "messages", "steps", "mode", "pending",
+                 "finished", "handed", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.opening = "new"        # see _OPENING
+        self.ending = "running"     # see _AGUI_ENDING
+        self.calls: dict[str, _AguiCall] = {}
+        self.open: set[str] = set()
+        self.answered: set[str] = set()
+        self.messages: set[str] = set()
+        self.steps: set[str] = set()
+        self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
+        self.pending: str | None = None  # its message or call id
+        self.finished: int | None = None  # position of RUN_FINISHED
+        self.handed = False              # the calls went to the machine
+        self.limit = limit               # argument characters kept per call (past it the call is over the limit)
+
+
+class AguiNormalizer:
+    """Translate AG-UI events into neutral events; a run's calls are handed on at its terminal."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.state = _AguiState(limits.max_argument_bytes)
+
+    def translate(self, pos: int, event: Any) -> Iterable[NeutralEvent]:
+        kind = _wire_str(event.get("type")) if isinstance(event, dict) else None
+        if kind not in _AGUI_SCHEMAS:
+            what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
+            why = (" (removed in AG-UI 1.0: REASONING_* events replace it)" if kind in _AGUI_REMOVED else
+                   " (@ag-ui/client's schema refuses it and rejects the run)")
+            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer{why}"),)
+        wrong = _agui_schema_problem(kind, event)
+        if wrong is not None:
+            return (WireProblem(pos, UNSUPPORTED_EVENT, wrong),)
+        return self._translate(pos, kind, event)
+
+    def _translate(self, pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
+        state = self.state
+        if kind not in _AGUI_PASS_THROUGH and state.mode is not None and _AGUI_CHUNK_MODES.get(kind) != state.mode:
+            yield from _agui_close_pending(pos, state)
+        yield from _AGUI_ROOM.read(pos, "event " + kind, event, state)   # so a message starts in lower case
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """End of stream without a terminal: the calls read so far, for the machine to find them unended."""
+        if not self.state.handed:
+            yield from _agui_hand_on(self.state)
+
+
+def _agui_schema_problem(kind: str, event: dict) -> str | None:
+    """What @ag-ui/client's schema refuses in an event of a known type, or None."""
+    for member, rule in _AGUI_BASE + _AGUI_SCHEMAS[kind]:
+        present = member in event
+        value = event.get(member)
+        if not _AGUI_KINDS[rule](present, value):
+            said = "missing" if not present else _describe(value)
+            return (f"event {kind} member {_token(member)} must be {_AGUI_KINDS_SAID[rule]}, got {said} "
+                    "(@ag-ui/client's schema refuses the event and rejects the run)")
+    return None
+
+
+def _agui_close_pending(pos: int, state: _AguiState) -> Iterator[NeutralEvent]:
+    """The end the chunk expansion writes for the pending chunk message or call when another event comes."""
+    mode, pending = state.mode, state.pending
+    state.mode = state.pending = None
+    if mode == "tool":
+        yield from _agui_call_end(pos, pending, state)
+    elif mode == "text":
+        state.messages.discard(pending)
+
+
+def _agui_call_start(pos: int, call_id: str, name: str, state: _AguiState) -> Iterator[NeutralEvent]:
+    if call_id in state.open:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"event TOOL_CALL_START for call {_quoted(call_id)}, which is "
+                          "still open (@ag-ui/client rejects the run)")
+        return
+    if call_id in state.calls:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"call {_quoted(call_id)} was started twice in one run")
+        return
+    state.calls[call_id] = _AguiCall(pos, call_id, name)
+    state.open.add(call_id)
+
+
+def _agui_call_args(pos: int, call_id: str, text: str, state: _AguiState) -> Iterator[NeutralEvent]:
+    call = state.calls.get(call_id)
+    if call_id not in state.open:
+        if call is not None:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"event TOOL_CALL_ARGS for call {_quoted(call_id)} after its "
+                              "TOOL_CALL_END (@ag-ui/client rejects the run)")
+        else:
+            yield WireProblem(pos, MISSING_SLOT, f"event TOOL_CALL_ARGS for call {_quoted(call_id)}, which was never "
+                              "started (@ag-ui/client rejects the run)")
+        return
+    if call.size <= state.limit:   # past the limit the call is over it already: the machine says so
+        call.pieces.append((pos, text))
+        call.size += len(text)
+
+
+def _agui_call_end(pos: int, call_id: str, state: _AguiState) -> Iterator[NeutralEvent]:
+    if call_id not in state.open:
+        if call_id in state.calls:
+            yield WireProblem(pos, DUPLICATE_TERMINAL, f"second TOOL_CALL_END for call {_quoted(call_id)} "
+                              "(@ag-ui/client rejects the run)")
+        else:
+            yield WireProblem(pos, MISSING_SLOT, f"event TOOL_CALL_END for call {_quoted(call_id)}, which was never "
+                              "started (@ag-ui/client rejects the run)")
+        return
+    state.open.discard(call_id)
+    state.calls[call_id].end = pos
+
+
+def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
+    """The run's calls, in start order: one the backend answered is a hosted use; the others are the
+    UI's calls, numbered in order."""
+    state.handed = True
+    index = 0
+    for call in state.calls.values():
+        if call.id in state.answered:
+            yield HostedUse(call.start, _AGUI_HOSTED)
+            continue
+        key = (None, index)
+        index += 1
+        yield SlotOpen(call.start, key, call.id, call.name, {})
+        for where, text in call.pieces:
+            yield Fragment(where, key, None, None, text)
+        if call.end is not None:
+            yield SlotEnd(call.end, key)
+        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")):
+            yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
+
+
+def _agui_run_started(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    return iter(())
+
+
+def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    if state.finished is not None:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, "second RUN_FINISHED (@ag-ui/client rejects the run)")
+        return
+    state.finished = pos
+    for what, names in (("steps", state.steps), ("text messages", state.messages)):
+        if names:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED while {len(names)} {what} are still open "
+                              "(@ag-ui/client rejects the run)")
+    for call_id in sorted(state.open):
+        yield WireProblem(pos, MISSING_TERMINAL, f"event RUN_FINISHED while call {_quoted(call_id)} has no "
+                          "TOOL_CALL_END (@ag-ui/client rejects the run)")
+    outcome = event.get("outcome")
+    wrong = _agui_outcome_problem(outcome)
+    if wrong is not None:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"event RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
+                          "it and rejects the run)")
+    paused = isinstance(outcome, dict) and outcome.get("type") == "interrupt"
+    yield from _agui_terminal(pos, "interrupt" if paused else "RUN_FINISHED", state)
+
+
+def _agui_outcome_problem(outcome: Any) -> str | None:
+    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"}, or {"type":
+    "interrupt", "interrupts": [...]} with at least one {id, reason}), or None; null or absent is a plain finish."""
+    if outcome is None:
+        return None
+    kind = outcome.get("type") if isinstance(outcome, dict) else None
+    if kind == "success" and set(outcome) == {"type"}:
+        return None
+    interrupts = outcome.get("interrupts") if kind == "interrupt" else None
+    if kind == "interrupt" and set(outcome) == {"type", "interrupts"} and isinstance(interrupts, list) \
+            and interrupts and all(isinstance(entry, dict) and type(entry.get("id")) is str
+                                   and type(entry.get("reason")) is str for entry in interrupts):
+        return None
+    return f"is {_describe(outcome)}, not {{\"type\": \"success\"}} or an interrupt with its interrupts"
+
+
+def _agui_terminal(pos: int, reason: str, state: _AguiState) -> Iterator[NeutralEvent]:
+    """The run's calls, then its end: said only when the UI has calls (a run without is no tool turn)."""
+    if state.handed:
+        return
+    events = list(_agui_hand_on(state))
+    yield from events
+    if any(type(event) is SlotOpen for event in events):
+        yield TurnEnd(pos, reason)
+
+
+def _agui_run_error(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    code = event.get("code")
+    named = f" ({_token(code)})" if isinstance(code, str) and code else ""
+    yield WireProblem(pos, STREAM_ERROR, f"event RUN_ERROR{named}: the run failed")
+    yield from _agui_terminal(pos, "RUN_ERROR", state)
+
+
+def _agui_tool_start(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    return _agui_call_start(pos, event["toolCallId"], event["toolCallName"], state)
+
+
+def _agui_tool_args(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    return _agui_call_args(pos, event["toolCallId"], event["delta"], state)
+
+
+def _agui_tool_end(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    return _agui_call_end(pos, event["toolCallId"], state)
+
+
+def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """The chunk form, expanded as @ag-ui/client does: a chunk with a new toolCallId ends the pending call and
+    starts its own (it needs toolCallName then); its delta is that call's arguments."""
+    call_id, name = event.get("toolCallId"), event.get("toolCallName")
+    if state.mode == "tool" and call_id is not None and call_id != state.pending:
+        yield from _agui_close_pending(pos, state)
+    if state.mode != "tool":
+        if call_id is None or name is None:
+            yield WireProblem(pos, MISSING_ID if call_id is None else MISSING_NAME, "a TOOL_CALL_CHUNK that starts a "
+                              f"call has no {'toolCallId' if call_id is None else 'toolCallName'} (@ag-ui/client "
+                              "rejects the run)")
+            return
+        state.mode, state.pending = "tool", call_id
+        yield from _agui_call_start(pos, call_id, name, state)
+    delta = event.get("delta")
+    if delta is not None:
+        yield from _agui_call_args(pos, state.pending, delta, state)
+
+
+def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    if event["content"].strip() != _AGUI_PLACEHOLDER:
+        state.answered.add(event["toolCallId"])
+    return iter(())
+
+
+def _agui_text(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """verifyEvents on text messages: a start for an open id, content or an end for one not open."""
+    message_id = event["messageId"]
+    if kind == "event TEXT_MESSAGE_START":
+        wrong = message_id in state.messages
+        state.messages.add(message_id)
+    else:
+        wrong = message_id not in state.messages
+        if kind == "event TEXT_MESSAGE_END":
+            state.messages.discard(message_id)
+    if wrong:
+        said = "is already open" if kind == "event TEXT_MESSAGE_START" else "is not open"
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a text message that {said} (@ag-ui/client rejects "
+                          "the run)")
+
+
+def _agui_text_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    message_id = event.get("messageId")
+    if state.mode == "text" and message_id is not None and message_id != state.pending:
+        yield from _agui_close_pending(pos, state)
+    if state.mode != "text":
+        if message_id is None:
+            yield WireProblem(pos, UNEXPECTED_EVENT, "a TEXT_MESSAGE_CHUNK that starts a message has no messageId "
+                              "(@ag-ui/client rejects the run)")
+            return
+        state.mode, state.pending = "text", message_id
+        yield from _agui_text(pos, "event TEXT_MESSAGE_START", {"messageId": message_id}, state)
+
+
+def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    message_id = event.get("messageId")
+    if state.mode == "reasoning" and message_id and message_id != state.pending:
+        state.mode = state.pending = None
+    if state.mode != "reasoning":
+        if message_id is None:
+            yield WireProblem(pos, UNEXPECTED_EVENT, "a REASONING_MESSAGE_CHUNK that starts a message has no "
+                              "messageId (@ag-ui/client rejects the run)")
+            return
+        state.mode, state.pending = "reasoning", message_id
+
+
+def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    name = event["stepName"]
+    if kind == "event STEP_STARTED":
+        wrong = name in state.steps
+        state.steps.add(name)
+    else:
+        wrong = name not in state.steps
+        state.steps.discard(name)
+    if wrong:
+        said = "is already running" if kind == "event STEP_STARTED" else "was not started"
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a step that {said} (@ag-ui/client rejects the run)")
+
+
+def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """The snapshot replaces the UI's messages, which a UI such as CopilotKit reads its calls from: a tool message
+    there answers a call as TOOL_CALL_RESULT does; a streamed call's arguments there are the ones it would run
+    (restated, to agree with the joined deltas); an unanswered call this run did not stream it would run unseen."""
+    answered, offered = set(), []
+    for message in event["messages"]:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
+                and not (isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER):
+            answered.add(message["toolCallId"])
+        calls = message.get("toolCalls") if message.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            call_id = call.get("id") if isinstance(call, dict) else None
+            call_id = call_id if isinstance(call_id, str) else ""
+            offered.append(call_id)
+            function = call.get("function") if isinstance(call, dict) else None
+            text = function.get("arguments") if isinstance(function, dict) else None
+            if call_id in state.calls and isinstance(text, str):
+                state.calls[call_id].restated = (pos, text)
+    state.answered.update(call_id for call_id in answered if call_id in state.calls)
+    unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
+    if unseen:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"event MESSAGES_SNAPSHOT holds {len(unseen)} unanswered tool "
+                          "calls that no TOOL_CALL event of this run streamed: a UI that runs the new calls of its "
+                          "messages would run them unchecked")
+
+
+# The lifecycle: RUN_STARTED opens, RUN_FINISHED or RUN_ERROR ends (see _AGUI_ENDING), and what each type says.
+# The room reads each type as "event TYPE" (so its messages start in lower case).
+_AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingProxyType({
+    "RUN_STARTED": _agui_run_started, "RUN_FINISHED": _agui_run_finished, "RUN_ERROR": _agui_run_error,
+    "TOOL_CALL_START": _agui_tool_start, "TOOL_CALL_ARGS": _agui_tool_args, "TOOL_CALL_END": _agui_tool_end,
+    "TOOL_CALL_CHUNK": _agui_tool_chunk, "TOOL_CALL_RESULT": _agui_tool_result, "TEXT_MESSAGE_CHUNK": _agui_text_chunk,
+    "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
+    **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
+    **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step)})
+_AGUI_ROOM = _EventRoom(
+    start="event RUN_STARTED", ending=_AGUI_ENDING, steps={"event RUN_FINISHED": "finish", "event RUN_ERROR": "error"},
+    other="event", handlers={"event " + kind: handler for kind, handler in _AGUI_HANDLERS.items()})
+
+
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_agui(choice: Any) -> dict:
+    raise RequestError("tool_choice is not a member of AG-UI's RunAgentInput (the UI offers tools; the agent "
+                       "decides)")
+
+
+def _agui_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, None) of a RunAgentInput: its tools are the UI's frontend tools, {name, description, parameters}."""
+    tools, _ = _listed_request_tools(body)
+    return tools, None
+
+
+def _agui_tool(where: str, tool: Any) -> list[tuple[str, Any, str]]:
+    """A RunAgentInput tools entry {name, description, parameters}, read as the function tool it declares."""
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or "type" in tool:
+        raise CaptureError(f"{where} is not an AG-UI tool ({{\"name\", \"description\", \"parameters\"}})")
+    return [(where, {"type": "function", "function": {"name": tool["name"], "parameters": tool.get("parameters")}},
+             "")]
+
+
+_AGUI_TOOL_KEYS = frozenset({"name", "description", "parameters"})
+
+
+def _agui_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """An AG-UI tool {name, description, parameters} (no type; parameters given), as a tools file holds it; None
+    for another entry."""
+    if "type" in tool or "name" not in tool or "parameters" not in tool or not _AGUI_TOOL_KEYS.issuperset(tool):
+        return None
+    return _declared_tool(where, tool, "parameters")
+
+
+def _agui_tools(schemas: dict) -> list:
+    """tool_schemas as the tools of a RunAgentInput."""
+    return [{"name": name, "description": "", "parameters": schema} for name, schema in schemas.items()]
+
+
+def _agui_request_body(schemas: dict, request: dict) -> dict:
+    """A RunAgentInput as @ag-ui/client's HttpAgent posts it (every member its schema requires)."""
+    return {"threadId": "thread_vts", "runId": "run_vts", "state": {},
+            "messages": [{"id": "msg_vts", "role": "user", "content": REQUEST_PROMPT}],
+            "tools": _agui_tools(schemas), "context": [], "forwardedProps": {}}
+
+
+def _agui_check_sse(text: str, first_line: int = 0) -> None:
+    """@ag-ui/client's SSE reader (transform/sse.ts) ends an event only at "\\n\\n" and a line only at LF: a CR
+    there joins events or leaves it in a data line.  Lines numbered after first_line (see CaptureRules)."""
+    if "\r" not in text:
+        return
+    for number, line in enumerate(text.split("\n"), first_line + 1):
+        if "\r" in line:
+            raise CaptureError("a line holds a CR: @ag-ui/client's SSE reader splits events only at a blank line of "
+                               "LF and would join or lose events there", number)
+
+
+# Members kept as they are: identities, names of steps and activities, roles and the run's codes.
+_AGUI_KEEP = frozenset({"type", "toolCallId", "toolCallName", "parentMessageId", "messageId", "threadId", "runId",
+                        "parentRunId", "stepName", "role", "timestamp", "code", "subtype", "entityId", "activityType",
+                        "replace"})
+# Inside a snapshot's messages: what the room reads of them (roles, ids, which call a tool message answers).
+_AGUI_SNAPSHOT_KEEP = frozenset({"type", "role", "id", "toolCallId"})
+
+
+def _redact_agui_messages(messages: Any) -> Any:
+    """A MESSAGES_SNAPSHOT's messages: an assistant message's toolCalls (identity and arguments) kept whole, a tool
+    message's placeholder content kept; the rest keeps only its roles and ids."""
+    if not isinstance(messages, list):
+        return _neutral(messages, _AGUI_SNAPSHOT_KEEP)
+    out = []
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(_neutral(message, _AGUI_SNAPSHOT_KEEP))
+            continue
+        kept = {}
+        for key, value in message.items():
+            placeholder = key == "content" and isinstance(value, str) and value.strip() == _AGUI_PLACEHOLDER
+            named = key in _AGUI_SNAPSHOT_KEEP and isinstance(value, str)
+            kept[key] = value if key == "toolCalls" or placeholder or named else _neutral(value, _AGUI_SNAPSHOT_KEEP)
+        out.append(kept)
+    return out
+
+
+def _redact_agui_event(event: Any) -> Any:
+    """Text, state, snapshots, raw and custom values, results and error messages; call identity and arguments
+    are kept, and a result that is CopilotKit's placeholder (which keeps the call the UI's) stays one."""
+    if not isinstance(event, dict):
+        return _neutral(event)
+    kind = _wire_str(event.get("type"))
+    out = {}
+    for key, value in event.items():
+        if key in _AGUI_KEEP and not isinstance(value, (dict, list)):
+            out[key] = value
+        elif key == "delta" and kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
+            out[key] = value
+        elif key == "content" and kind == "TOOL_CALL_RESULT" and isinstance(value, str) \
+                and value.strip() == _AGUI_PLACEHOLDER:
+            out[key] = value
+        elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
+            out[key] = _redact_agui_messages(value)
+        else:
+            out[key] = _neutral(value)
+    return out
+
+
+def _agui_protected(payload: dict) -> dict[tuple, str]:
+    """AG-UI: a call's id and name are identity; the delta of TOOL_CALL_ARGS and TOOL_CALL_CHUNK is a fragment; a
+    MESSAGES_SNAPSHOT's calls and the ids its tool messages answer are identity too."""
+    kind = payload.get("type")
+    if kind == "MESSAGES_SNAPSHOT":
+        return _agui_snapshot_protected(payload.get("messages"))
+    if kind not in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT"):
+        return {}
+    paths = {("toolCallId",): "warn"}
+    if kind in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
+        paths[("toolCallName",)] = "warn"
+    if kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
+        paths[("delta",)] = "fragment"
+    return paths
+
+
+def _agui_snapshot_protected(messages: Any) -> dict[tuple, str]:
+    """The paths of a snapshot's calls (each toolCalls entry whole) and of its tool messages' toolCallId."""
+    paths: dict[tuple, str] = {}
+    for number, message in enumerate(messages if isinstance(messages, list) else ()):
+        if not isinstance(message, dict):
+            continue
+        if "toolCallId" in message:
+            paths[("messages", number, "toolCallId")] = "warn"
+        calls = message.get("toolCalls")
+        for entry in range(len(calls) if isinstance(calls, list) else 0):
+            paths[("messages", number, "toolCalls", entry)] = "warn"
+    return paths
+
+
+def _agui_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    """The call a fragment belongs to: its toolCallId (a chunk without one continues the pending call)."""
+    call_id = payload.get("toolCallId")
+    return (None, call_id) if isinstance(call_id, str) else None
+
+
+def _agui_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
+    """An ag_ui.core event object (pydantic, snake_case fields with camelCase aliases, an enum type): what its
+    encoder writes, model_dump_json(by_alias=True), as a value (mode "json": the enum as its string).  Not
+    exclude_unset: the type is a default the constructor fills in, and the SDK's own serializer leaves out
+    the optional members without a value."""
+    dump = getattr(item, "model_dump", None)
+    if dump is None or getattr(type(item), "__pydantic_serializer__", None) is None:
+        return _sdk_dump(item)
+    payload = dump(mode="json", by_alias=True)
+    if not _is_json(payload):
+        raise TypeError("its dump holds values that are not JSON")
+    return payload
+
+
+def _agui_claims(payload: dict) -> bool:
+    return _wire_str(payload.get("type")) in _AGUI_SCHEMAS
+
+
+def _agui_stream_error(payload: dict) -> bool:
+    return payload.get("type") == "RUN_ERROR"
+
+
+def _agui_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """What the SDK encoders write: a data: line per event, no event: line, no [DONE]."""
+    return "text/event-stream", sse_body(stream, named=False, done=False)
+
+
+# Errors before a stream: the AG-UI quickstart server is a FastAPI route taking a RunAgentInput
+# (docs/quickstart/server.mdx), which answers a body its model refuses with FastAPI's 422 {"detail": [...]}, and
+# an exception raised before the stream starts with Starlette's plain-text 500 (ServerErrorMiddleware).
+_AGUI_ERRORS = (
+    http_error("invalid_input", 422, {"detail": [{"type": "missing", "loc": ["body", "threadId"],
+                                                  "msg": "Field required", "input": {}}]}),
+    HttpError(kind="server_error", status=500, content_type="text/plain; charset=utf-8", headers=(),
+              body=b"Internal Server Error"),
+)
+
+
+AGUI = Profile(
+    name="ag-ui", stream_key="events",
+    rules=TurnRules(tool_reason="RUN_FINISHED", needs_close=False, stop_name="RUN_FINISHED",
+                    slot_end_name="TOOL_CALL_END"),
+    wire=WireRules(normalizer=AguiNormalizer, protected_paths=_agui_protected, fragment_key=_agui_fragment_key,
+                   sdk_item=_agui_sdk_item),
+    request=RequestRules(choice=_choice_agui, parallel_instead=" (AG-UI's RunAgentInput has no such control)",
+                         tools=_agui_request_tools, expand_tool=_agui_tool, tool_entry=_agui_tool_entry),
+    capture=CaptureRules(family="ag-ui", claims=_agui_claims, redact=_redact_agui_event,
+                         check_sse_text=(_agui_check_sse,), stream_error=_agui_stream_error),
+    http=HttpRules(api_path=r"/", frame=_agui_frame, api_example="/", tools_shape=_agui_tools,
+                   request_body=_agui_request_body, errors=_AGUI_ERRORS,
+                   framings=frozenset({"comments", "ids", "utf8"})))   # no crlf: the client splits at "\n\n"
+
+
+# ---------------------------------------------------------------------------
 # Profiles: the rows, one per wire format
 # ---------------------------------------------------------------------------
 
@@ -8780,7 +9429,8 @@ INTERACTIONS = Profile(
 # is a sub-section like those above (normalizer, tables, request, redaction, capture rules,
 # its Profile row) and one name in this list.
 PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
-    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA, INTERACTIONS)})
+    OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA, INTERACTIONS,
+    AGUI)})
 
 
 # profile -> its stream list's key (a view of the rows, for library callers)

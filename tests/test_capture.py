@@ -501,7 +501,8 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
 
 
 class MaskingKeepsCallIdentity(unittest.TestCase):
-    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace"})
+    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace",
+                      "toolCallId", "toolCallName"})
 
     @staticmethod
     def key_for(value):
@@ -768,6 +769,7 @@ TEXT_DELTA = {
                              "message": {"role": "assistant", "content": piece}, "done": False},
     "gemini-interactions": lambda piece: {"event_type": "step.delta", "index": 0,
                                           "delta": {"type": "text", "text": piece}},
+    "ag-ui": lambda piece: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_1", "delta": piece},
 }
 
 

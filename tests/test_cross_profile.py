@@ -1,4 +1,4 @@
-"""One logical turn in all eight profiles: the same calls pass, the same defects block with the same code.
+"""One logical turn in every profile: the same calls pass, the same defects block with the same code.
 
 The turn: some text, then get_weather {"city":"Paris","days":3} and get_time {"tz":"Europe/Paris"}.
 Each profile gets it in its own wire shape, fragmenting the arguments its own way.
@@ -221,9 +221,29 @@ def build_interactions(calls, end):
     return stream
 
 
+def build_agui(calls, end):
+    run = {"threadId": "thread_1", "runId": "run_1"}
+    stream = [dict(run, type="RUN_STARTED"), {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": TEXT},
+              {"type": "TEXT_MESSAGE_END", "messageId": "m1"}]
+    for k, c in enumerate(calls):   # one after another; arguments in 3-character fragments
+        call_id = f"call_{k}x7c2v9"
+        stream.append({"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": c.name,
+                       "parentMessageId": "m1"})
+        stream += [{"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": p} for p in pieces(c.text, 3)]
+        stream.append({"type": "TOOL_CALL_END", "toolCallId": call_id})
+    if end == TOOL_END:
+        stream.append(dict(run, type="RUN_FINISHED"))
+    elif end == MAX_TOKENS:   # AG-UI has no token limit of its own: the run paused for the user instead
+        stream.append(dict(run, type="RUN_FINISHED", outcome={"type": "interrupt", "interrupts": [
+            {"id": "int_1", "reason": "tool_approval", "toolCallId": "call_0x7c2v9"}]}))
+    return stream
+
+
 BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
             "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini,
-            "cohere": build_cohere, "ollama": build_ollama, "gemini-interactions": build_interactions}
+            "cohere": build_cohere, "ollama": build_ollama, "gemini-interactions": build_interactions,
+            "ag-ui": build_agui}
 
 
 # --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
@@ -251,12 +271,14 @@ FRAGMENTS = {
     "ollama": (lambda stream: [e for c in stream for e in c["message"].get("tool_calls", [])], 2, 2),
     "gemini-interactions": (lambda stream: [e for e in stream if e.get("delta", {}).get("type") == "arguments_delta"],
                             8, None),
+    "ag-ui": (lambda stream: [e for e in stream if e["type"] == "TOOL_CALL_ARGS"], 8, None),
 }
 
 # each profile's reason for a turn cut by the token limit, as its builder writes it
 MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
                      "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
-                     "cohere": "MAX_TOKENS", "ollama": "length", "gemini-interactions": "incomplete"}
+                     "cohere": "MAX_TOKENS", "ollama": "length", "gemini-interactions": "incomplete",
+                     "ag-ui": "interrupt"}
 
 # the rows whose calls carry no id (Gemini's function response pairs by name and order)
 WITHOUT_IDS = frozenset({"gemini"})
@@ -435,6 +457,13 @@ def interactions_turn(arguments):
             {"event_type": "interaction.completed", "interaction": {"id": "v1_u", "status": "requires_action"}}]
 
 
+def agui_turn(arguments):
+    run = {"threadId": "t1", "runId": "r1"}
+    return [dict(run, type="RUN_STARTED"), {"type": "TOOL_CALL_START", "toolCallId": "call_1", "toolCallName": "f"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "call_1", "delta": arguments},
+            {"type": "TOOL_CALL_END", "toolCallId": "call_1"}, dict(run, type="RUN_FINISHED")]
+
+
 def chat_turn(arguments):
     return [orc({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f",
                                                                                               "arguments": arguments}}]}),
@@ -453,6 +482,7 @@ class UnsafeIntegers(unittest.TestCase):
         "cohere": lambda n: ("events", cohere_turn('{"a":%d}' % n)),
         "ollama": lambda n: ("chunks", ollama_turn(n)),
         "gemini-interactions": lambda n: ("events", interactions_turn('{"a":%d}' % n)),
+        "ag-ui": lambda n: ("events", agui_turn('{"a":%d}' % n)),
     }
 
     def run_turn(self, name, value):

@@ -56,7 +56,8 @@ def planted(doc, kind, path, secret):
 
 # Members whose values are call identity or arguments (any profile): the report may echo them.
 IDENTITY = frozenset({"id", "name", "call_id", "item_id", "toolUseId", "tool_use_id", "arguments", "partial_json",
-                      "input", "delta", "tool_id", "namespace"})   # a Responses call's namespace is identity
+                      "input", "delta", "tool_id", "namespace",   # a Responses call's namespace is identity
+                      "toolCallId", "toolCallName"})               # AG-UI's
 
 
 def identity_position(kind, path):

@@ -46,7 +46,10 @@ def api_path(profile):
 CONTENT_TYPE = {"openai": "text/event-stream", "mistral": "text/event-stream", "anthropic": "text/event-stream",
                 "openai-responses": "text/event-stream", "bedrock": "application/vnd.amazon.eventstream",
                 "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson",
-                "gemini-interactions": "text/event-stream"}
+                "gemini-interactions": "text/event-stream", "ag-ui": "text/event-stream"}
+# The rooms whose servers document no rate-limit or overload answer before a stream, and why.
+NO_RETRYABLE_ERROR = {"ag-ui": "an agent server documents no rate limit: the quickstart's FastAPI route answers 422 or "
+                               "500 before a stream, and a run that fails is RUN_ERROR over HTTP 200"}
 
 
 def read_back(kind, body):
@@ -718,7 +721,8 @@ class ServedFaults(unittest.TestCase):
         answered = 0
         for name, row in vts.PROFILES.items():
             self.assertTrue(row.http.errors, f"the row {name!r} answers no error: give its HttpRules errors")
-            self.assertTrue(any(error.status in (429, 503, 529) for error in row.http.errors), name)
+            self.assertTrue(name in NO_RETRYABLE_ERROR or any(error.status in (429, 503, 529)
+                                                              for error in row.http.errors), name)
             for error in row.http.errors:
                 fault_fixture(self.folder, f"{name}-{error.kind}", row, [],
                               {"error": {"status": error.status, "kind": error.kind}})

@@ -100,7 +100,8 @@ PREFIXES = {"chat": {"openai", "mistral"}, "openai": {"openai", "mistral"}, "mis
             "anthropic": {"anthropic"}, "claude": {"anthropic"}, "responses": {"openai-responses"},
             "openai_responses": {"openai-responses"}, "bedrock": {"bedrock"}, "converse": {"bedrock"},
             "gemini": {"gemini"}, "vertex": {"gemini"}, "cohere": {"cohere"}, "ollama": {"ollama"},
-            "langchain": {"ollama"}, "inter": {"gemini-interactions"}, "interactions": {"gemini-interactions"}}
+            "langchain": {"ollama"}, "inter": {"gemini-interactions"}, "interactions": {"gemini-interactions"},
+            "agui": {"ag-ui"}, "copilotkit": {"ag-ui"}}
 PREFIX = re.compile(r"_*(openai_responses|[a-z]+)")
 
 
