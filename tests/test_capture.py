@@ -766,6 +766,9 @@ TEXT_DELTA = {
                              "delta": {"message": {"content": {"text": piece}}}},
     "ollama": lambda piece: {"model": "m", "created_at": "2025-01-01T00:00:00Z",
                              "message": {"role": "assistant", "content": piece}, "done": False},
+    "openai-realtime": lambda piece: {"type": "response.output_audio_transcript.delta", "event_id": "event_1",
+                                      "response_id": "resp_1", "item_id": "item_1", "output_index": 0,
+                                      "content_index": 0, "delta": piece},
 }
 
 

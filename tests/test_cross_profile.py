@@ -1,4 +1,4 @@
-"""One logical turn in all eight profiles: the same calls pass, the same defects block with the same code.
+"""One logical turn in every profile: the same calls pass, the same defects block with the same code.
 
 The turn: some text, then get_weather {"city":"Paris","days":3} and get_time {"tz":"Europe/Paris"}.
 Each profile gets it in its own wire shape, fragmenting the arguments its own way.
@@ -200,9 +200,39 @@ def build_ollama(calls, end):
     return stream
 
 
+def build_realtime(calls, end):
+    ids = iter(range(1, 1000))
+
+    def event(kind, **fields):   # every Realtime server event has an event_id
+        return dict({"type": kind, "event_id": f"event_{next(ids)}"}, **fields)
+    stream = [event("response.created", response={"id": "resp_1", "status": "in_progress", "output": []}),
+              event("response.output_item.added", response_id="resp_1", output_index=0, item={
+                  "id": "item_m", "type": "message", "status": "in_progress", "role": "assistant", "content": []}),
+              event("response.output_text.delta", response_id="resp_1", item_id="item_m", output_index=0,
+                    content_index=0, delta=TEXT),
+              event("response.output_item.done", response_id="resp_1", output_index=0, item={
+                  "id": "item_m", "type": "message", "status": "completed", "role": "assistant", "content": []})]
+    output = []
+    for k, c in enumerate(calls, 1):
+        item = {"id": f"item_{k}", "type": "function_call", "call_id": f"call_{k}", "name": c.name}
+        stream.append(event("response.output_item.added", response_id="resp_1", output_index=k,
+                            item=dict(item, arguments="", status="in_progress")))
+        stream += [event("response.function_call_arguments.delta", response_id="resp_1", item_id=f"item_{k}",
+                         output_index=k, call_id=f"call_{k}", delta=p) for p in pieces(c.text, 4)]
+        stream.append(event("response.function_call_arguments.done", response_id="resp_1", item_id=f"item_{k}",
+                            output_index=k, call_id=f"call_{k}", name=c.name, arguments=c.text))
+        done = dict(item, arguments=c.text, status="completed")
+        stream.append(event("response.output_item.done", response_id="resp_1", output_index=k, item=done))
+        output.append(done)
+    if end != CUT:
+        status = {TOOL_END: "completed", MAX_TOKENS: "incomplete"}[end]
+        stream.append(event("response.done", response={"id": "resp_1", "status": status, "output": output}))
+    return stream
+
+
 BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
             "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini,
-            "cohere": build_cohere, "ollama": build_ollama}
+            "cohere": build_cohere, "ollama": build_ollama, "openai-realtime": build_realtime}
 
 
 # --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
@@ -228,12 +258,14 @@ FRAGMENTS = {
                1 + 3 + 1, 1 + 3 + 1),
     "cohere": (lambda stream: [e for e in stream if e["type"] == "tool-call-delta"], 8, None),
     "ollama": (lambda stream: [e for c in stream for e in c["message"].get("tool_calls", [])], 2, 2),
+    "openai-realtime": (lambda stream: [e["delta"] for e in stream
+                                        if e["type"] == "response.function_call_arguments.delta"], 8, None),
 }
 
 # each profile's reason for a turn cut by the token limit, as its builder writes it
 MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
                      "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
-                     "cohere": "MAX_TOKENS", "ollama": "length"}
+                     "cohere": "MAX_TOKENS", "ollama": "length", "openai-realtime": "incomplete"}
 
 # the rows whose calls carry no id (Gemini's function response pairs by name and order)
 WITHOUT_IDS = frozenset({"gemini"})
@@ -404,6 +436,17 @@ def ollama_turn(value):
             {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}]
 
 
+def realtime_turn(arguments):
+    item = {"id": "item_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": ""}
+    return [{"type": "response.created", "event_id": "event_1", "response": {"output": []}},
+            {"type": "response.output_item.added", "event_id": "event_2", "output_index": 0, "item": item},
+            {"type": "response.function_call_arguments.delta", "event_id": "event_3", "output_index": 0,
+             "item_id": "item_1", "call_id": "call_1", "delta": arguments},
+            {"type": "response.output_item.done", "event_id": "event_4", "output_index": 0,
+             "item": dict(item, arguments=arguments, status="completed")},
+            {"type": "response.done", "event_id": "event_5", "response": {"status": "completed", "output": None}}]
+
+
 def chat_turn(arguments):
     return [orc({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f",
                                                                                               "arguments": arguments}}]}),
@@ -421,6 +464,7 @@ class UnsafeIntegers(unittest.TestCase):
         "gemini": lambda n: ("chunks", gemini_turn(n)),
         "cohere": lambda n: ("events", cohere_turn('{"a":%d}' % n)),
         "ollama": lambda n: ("chunks", ollama_turn(n)),
+        "openai-realtime": lambda n: ("events", realtime_turn('{"a":%d}' % n)),
     }
 
     def run_turn(self, name, value):

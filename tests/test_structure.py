@@ -100,7 +100,8 @@ PREFIXES = {"chat": {"openai", "mistral"}, "openai": {"openai", "mistral"}, "mis
             "anthropic": {"anthropic"}, "claude": {"anthropic"}, "responses": {"openai-responses"},
             "openai_responses": {"openai-responses"}, "bedrock": {"bedrock"}, "converse": {"bedrock"},
             "gemini": {"gemini"}, "vertex": {"gemini"}, "cohere": {"cohere"}, "ollama": {"ollama"},
-            "langchain": {"ollama"}}
+            "langchain": {"ollama"},
+            "realtime": {"openai-realtime"}}
 PREFIX = re.compile(r"_*(openai_responses|[a-z]+)")
 
 
