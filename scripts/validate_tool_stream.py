@@ -8444,7 +8444,6 @@ def _realtime_arguments(pos: int, kind: str, event: dict, item: _RealtimeItem) -
         # the Vercel AI SDK and pydantic-ai run the call the .done event names: its call_id is identity
         yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names call {_realtime_id(said)}, but item {item.index} "
                           f"is call {_realtime_id(item.call_id)}", None, item.index)
-        return
     key = (None, item.index)
     if not is_done:
         delta = event.get("delta")
