@@ -1,17 +1,22 @@
-"""`serve` over a WebSocket (RFC 6455): a row's HttpRules.socket path answers an upgrade and plays the turn.
+"""WebSockets (RFC 6455): `serve` on a row's HttpRules.socket path, `conform`'s VTS_WS_URL, `capture` of a log.
 
 Every served row with SocketRules is played to a client of our own (tests/wsclient.py) and must deliver
 exactly the fixture's payloads, one text message each; then the handshake's refusals, the framing edge
 cases (an unmasked frame, an oversized one, fragments, pings, binary, a message that is not JSON), several
-clients at once, one that never reads, and the fault fixtures (cut, error) over a socket.
+clients at once, one that never reads, and the fault fixtures (cut, error) over a socket.  Then `conform` with
+the example adapter tests/conform/socket_adapter.py, and `capture` of a message log: JSON Lines of the received
+messages, a HAR entry's `_webSocketMessages`, and `--turn` through a row's CaptureRules.socket_turns.
 """
 
 import json
 import os
 import socket
-import threading
 import sys
+import tempfile
+import threading
 import unittest
+from types import MappingProxyType
+from unittest import mock
 
 import wsclient
 from support import FIXTURES, ROOT, run_cli, vts
@@ -316,6 +321,135 @@ class Conform(unittest.TestCase):
                                    cmd=f"{sys.executable} -c {shlex.quote(code)}")
         self.assertEqual(records[0]["verdict"], "request-differs")
         self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
+
+
+def turns_at_created(received):
+    """A socket_turns for the tests: a turn starts at each response.created."""
+    starts = [n for n, message in enumerate(received) if isinstance(message, dict)
+              and message.get("type") == "response.created"]
+    return [(start, end) for start, end in zip(starts, starts[1:] + [len(received)])]
+
+
+def with_turns():
+    """PROFILES with openai-responses splitting its logs at each response.created (its own rules come later)."""
+    row = vts.PROFILES["openai-responses"]
+    rules = vts.CaptureRules(**{name: getattr(row.capture, name) for name in vts.CaptureRules.__slots__
+                                if name != "socket_turns"}, socket_turns=turns_at_created)
+    split = vts.Profile(**{name: getattr(row, name) for name in vts.Profile.__slots__ if name != "capture"},
+                        capture=rules)
+    return mock.patch.object(vts, "PROFILES", MappingProxyType(dict(vts.PROFILES, **{row.name: split})))
+
+
+def har(messages):
+    return {"log": {"entries": [
+        {"request": {"url": "https://api.example/other", "method": "POST"}, "response": {"content": {"text": ""}}},
+        {"request": {"url": "wss://api.openai.com/v1/responses", "method": "GET"},
+         "response": {"status": 101, "content": {"size": 0, "mimeType": "x-unknown"}}, "_resourceType": "websocket",
+         "_webSocketMessages": [{"type": kind, "time": 1767225600.0 + n / 10, "opcode": opcode, "data": data}
+                                for n, (kind, opcode, data) in enumerate(messages)]}]}}
+
+
+class Capture(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(RESPONSES, PASS + ".json"), encoding="utf-8") as handle:
+            cls.doc = json.load(handle)
+        tools = [{"type": "function", "name": name, "parameters": schema}
+                 for name, schema in cls.doc["tool_schemas"].items()]
+        cls.create = json.dumps({"type": "response.create", "model": "gpt-4.1", "tools": tools, "input": "hi"})
+        cls.other = json.dumps({"type": "response.create", "model": "gpt-4.1", "input": "hi",
+                                "tools": [{"type": "function", "name": "older", "parameters": {"type": "object"}}]})
+
+    def capture(self, body, *options):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "log")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(body if isinstance(body, str) else json.dumps(body))
+            code, out, err = run_cli("capture", "--profile", "openai-responses", *options, path)
+        return code, (json.loads(out) if code == 0 else None), err
+
+    def received(self, indent=None):
+        return [("receive", 1, json.dumps(event, indent=indent)) for event in self.doc["events"]]
+
+    def test_json_lines_of_received_messages(self):
+        body = "".join(json.dumps(event) + "\n" for event in self.doc["events"])
+        code, envelope, err = self.capture(body)
+        self.assertEqual(code, 0, err)
+        self.assertEqual((envelope["meta"]["capture_point"], len(envelope["events"])), ("JSON Lines", 6))
+        report = vts.validate_envelope(dict(envelope, tool_schemas=self.doc["tool_schemas"]))
+        self.assertEqual((report["status"], [call["arguments"] for call in report["calls"]]),
+                         ("pass", [call["arguments"] for call in self.doc["expect"]["calls"]]))
+
+    def test_har_web_socket_messages_give_the_body_and_the_request(self):
+        messages = [("send", 1, self.other), ("send", 2, "\u0000binary"), ("send", 1, self.create),
+                    ("send", 1, json.dumps({"type": "response.steer", "input": "x"})), *self.received(indent=1)]
+        code, envelope, err = self.capture(har(messages), "--entry", "1")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
+        self.assertEqual(envelope["tool_schemas"], self.doc["tool_schemas"])
+        self.assertEqual(len(envelope["events"]), len(self.doc["events"]))
+        report = vts.validate_envelope(dict(envelope, expect=self.doc["expect"]))
+        self.assertEqual((report["status"], [c["name"] for c in report["calls"]]),
+                         ("pass", [c["name"] for c in self.doc["expect"]["calls"]]))
+
+    def test_refusals(self):
+        binary = [("send", 1, self.create), ("receive", 2, "AAEC"), *self.received()]
+        cases = (
+            (har(binary), ("--entry", "1"), "_webSocketMessages[1] is a received binary message (opcode 2): this "
+                                            "tool reads a turn from text messages only"),
+            (har([("send", 1, self.create), ("receive", 1, "{\"type\": ")]), ("--entry", "1"),
+             "received message 0 is not strict JSON"),
+            (har([("receive", 3, "{}")]), ("--entry", "1"), "_webSocketMessages[0] is not {\"type\""),
+            (har(self.received()), ("--entry", "1", "--turn", "0"),
+             "--turn: a message log of profile openai-responses carries one turn (its rules split none)"),
+            (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
+        )
+        for body, options, message in cases:
+            with self.subTest(message):
+                code, _, err = self.capture(body, *options)
+                self.assertEqual(code, 3)
+                self.assertIn(message, err)
+
+    def test_turn_picks_one_of_several(self):
+        messages = [("send", 1, self.other), *self.received(), ("send", 1, self.create), *self.received()]
+        second = [dict(event, sequence_number=100 + n) for n, event in enumerate(self.doc["events"])]
+        messages[len(self.doc["events"]) + 2:] = [("receive", 1, json.dumps(event)) for event in second]
+        lines = "".join(json.dumps(event) + "\n" for event in self.doc["events"] + second)
+        with with_turns():
+            for body, options in ((har(messages), ("--entry", "1")), (lines, ())):
+                with self.subTest(options):
+                    code, _, err = self.capture(body, *options)
+                    self.assertEqual(code, 3)
+                    self.assertIn("the message log carries 2 turns: pick one with --turn K (0 to 1)", err)
+                    code, _, err = self.capture(body, *options, "--turn", "2")
+                    self.assertEqual(code, 3)
+                    self.assertIn("--turn 2: the message log carries 2 turns (0-based)", err)
+                    code, envelope, err = self.capture(body, *options, "--turn", "1")
+                    self.assertEqual(code, 0, err)
+                    self.assertEqual([e["sequence_number"] for e in envelope["events"]],
+                                     [e["sequence_number"] for e in second])
+            code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "0")
+            self.assertEqual(envelope["request"]["tools"], ["older"])   # the last sent before turn 0
+            code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "1")
+            self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
+
+
+class Library(unittest.TestCase):
+    def test_serving_gives_ws_url_and_chunkings_write_the_same_messages(self):
+        path = os.path.join(RESPONSES, PASS + ".json")
+        events = events_of(path)
+        for chunking in ("byte", "event", "random:3"):
+            with self.subTest(chunking), vts.serving(path, chunking=chunking) as served:
+                url = served.ws_url(PASS)
+                self.assertEqual(url, "ws" + served.base_url(PASS)[4:] + "/v1/responses")
+                with wsclient.connect(url) as ws:
+                    ws.send_text(CREATE)
+                    got = [json.loads(text) for text in ws.texts(lambda text: json.loads(text) == events[-1])]
+                    ws.close()
+                self.assertEqual(got, events)
+        with vts.serving(os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")) as served:
+            with self.assertRaises(ValueError):
+                served.ws_url("valid-fragmented-single-call")
 
 
 if __name__ == "__main__":
