@@ -382,6 +382,10 @@ class CaptureAndRequest(unittest.TestCase):
 
 
 class SocketRules(unittest.TestCase):
+    def test_the_handshake_accepts_as_rfc_6455_says(self):
+        # RFC 6455 section 1.3's own example: a real client (websockets, as openai-python uses it) checks this
+        self.assertEqual(vts.ws_accept("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+
     def test_opening_and_replies(self):
         socket = ROW.http.socket
         self.assertEqual([m["type"] for m in socket.opening([])], ["session.created"])
