@@ -8519,8 +8519,9 @@ def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _Realti
         return
     yield from _realtime_identity(pos, kind, body, item, required=False)
     arguments = body.get("arguments")
-    if body.get("status") == "in_progress" or not isinstance(arguments, str):
-        return   # announced, not yet stated
+    if not isinstance(arguments, str) or kind != "conversation.item.done" and body.get("status") not in (
+            "completed", "incomplete"):
+        return   # announced (in_progress), not yet stated
     if item.finished:
         yield CallRestated(pos, (None, item.index), kind, arguments)
     else:
@@ -8746,6 +8747,21 @@ def _realtime_reply(message: Any, stream: list) -> tuple[list, bool]:
     return [], kind == "response.create"
 
 
+# The Realtime API's errors before a session: the upgrade refused with the OpenAI platform's {"error": {"message",
+# "type", "param", "code"}} body (https://platform.openai.com/docs/guides/error-codes); openai-python's client
+# raises websockets' InvalidStatus for it and opens no session.
+_REALTIME_ERRORS = (
+    http_error("rate_limit", 429, {"error": {
+        "message": "Rate limit reached for gpt-realtime in organization org-vts on requests per min (RPM): Limit 3, "
+                   "Used 3, Requested 1. Please try again in 1s.",
+        "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+        (("retry-after", "1"), ("x-request-id", "req_vts_rate_limit"))),
+    http_error("server_error", 500, {"error": {
+        "message": "The server had an error while processing your request. Sorry about that!",
+        "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_server_error"),)),
+)
+
+
 def _realtime_request_body(schemas: dict, request: dict) -> dict:
     """The client's session.update that offers the tools (and the tool choice)."""
     session: dict[str, Any] = {"type": "realtime", "model": "gpt-realtime", "output_modalities": ["text"],
@@ -8766,7 +8782,7 @@ REALTIME = Profile(
     capture=CaptureRules(family="openai-realtime", claims=_realtime_claims, redact=_redact_realtime_event,
                          stream_error=_realtime_stream_error, socket_turns=_realtime_socket_turns),
     http=HttpRules(api_path=r"/v1/realtime", frame=_realtime_frame, api_example="/v1/realtime",
-                   tools_shape=_realtime_tools, request_body=_realtime_request_body,
+                   tools_shape=_realtime_tools, request_body=_realtime_request_body, errors=_REALTIME_ERRORS,
                    socket=SocketRules(path=r"/v1/realtime", example="/v1/realtime", opening=_realtime_opening,
                                       reply=_realtime_reply, only=True)))
 

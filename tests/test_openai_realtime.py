@@ -9,11 +9,12 @@ The fixtures in fixtures/openai-realtime/ pin one outcome per rule; this module 
 import copy
 import json
 import os
+import tempfile
 import threading
 import unittest
 
 import wsclient
-from support import FIXTURES, code_set, codes, importable, load_fixture, slow, vts
+from support import FIXTURES, code_set, codes, importable, load_fixture, run_cli, slow, vts
 
 ROW = vts.PROFILES["openai-realtime"]
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
@@ -346,6 +347,27 @@ class CaptureAndRequest(unittest.TestCase):
         self.assertEqual(envelope["events"][0]["session"]["instructions"], vts.REDACTED_TEXT)
         self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
+    def test_capture_picks_one_response_of_a_log_with_turn(self):
+        first = load_fixture("openai-realtime/pass-voice-turn-with-session-events.json")[1]
+        second = load_fixture("openai-realtime/pass-single-call.json")[1]
+        log = [ev("session.created", session={"tools": []}), *first["events"], *second["events"]]
+        body = "".join(json.dumps(event) + "\n" for event in log)
+        code, out, err = run_cli("capture", "--profile", "openai-realtime", "-", stdin=body.encode())
+        self.assertEqual((code, out), (3, ""))
+        self.assertIn("the message log carries 2 turns: pick one with --turn K (0 to 1)", err)
+        for turn, doc in enumerate((first, second)):
+            with self.subTest(turn=turn), tempfile.TemporaryDirectory() as folder:
+                schemas = os.path.join(folder, "schemas.json")
+                with open(schemas, "w", encoding="utf-8") as handle:
+                    json.dump(doc["tool_schemas"], handle)
+                code, out, err = run_cli("capture", "--profile", "openai-realtime", "--turn", str(turn), "--schemas",
+                                         schemas, "--no-redact", "-", stdin=body.encode())
+                self.assertEqual(code, 0, err)
+                envelope = json.loads(out)
+                self.assertEqual(envelope["events"][0]["type"], "response.created")
+                report = vts.validate_envelope(envelope)
+                self.assertEqual((report["status"], report["calls"]), ("pass", vts.validate_envelope(doc)["calls"]))
+
     def test_the_request_from_session_update_or_response_create(self):
         tool = {"type": "function", "name": "f", "description": "d", "parameters": SCHEMAS["f"]}
         mcp = {"type": "mcp", "server_label": "docs", "server_url": "https://example.invalid/mcp"}
@@ -415,6 +437,8 @@ class ServedOverTheSocket(unittest.TestCase):
         try:
             self.assertEqual(len(served), len(os.listdir(folder)))
             for prefix, fixture in sorted(served.items()):
+                if fixture.fault:
+                    continue
                 with self.subTest(prefix), wsclient.connect(url + prefix + ROW.http.socket.example) as ws:
                     first = json.loads(ws.receive()[1])
                     ws.send_text(json.dumps({"type": "session.update", "session": {"instructions": "hi"}}))
@@ -425,6 +449,36 @@ class ServedOverTheSocket(unittest.TestCase):
                     self.assertEqual((first["type"], second["type"], got),
                                      ("session.created", "session.updated", fixture.stream))
                     ws.close()
+        finally:
+            server.shutdown()
+            server.server_close()
+
+    def test_faults_over_the_socket(self):
+        cut, refused, retry = ("missing-terminal-connection-closed-mid-call",
+                               "not-applicable-http-429-rate-limit-at-the-upgrade",
+                               "pass-http-500-server-error-then-the-stream-on-retry")
+        server, url, served = serve([f"openai-realtime/{name}.json" for name in (cut, refused, retry)])
+        try:
+            with wsclient.connect(url + cut + ROW.http.socket.example) as ws:
+                self.assertEqual(json.loads(ws.receive()[1])["type"], "session.created")
+                ws.send_text(json.dumps({"type": "response.create"}))
+                self.assertEqual([json.loads(text) for text in ws.texts()], served[cut].stream)
+                self.assertEqual((ws.ended, ws.closed), (True, False))   # no close frame
+            for name, times in ((refused, 2), (retry, 1)):
+                error = ROW.http.error(served[name].fault["error"]["kind"])
+                for _ in range(times):
+                    with self.subTest(name), self.assertRaises(wsclient.HandshakeRefused) as caught:
+                        wsclient.connect(url + name + ROW.http.socket.example)
+                    self.assertEqual((caught.exception.status, caught.exception.body), (error.status, error.body))
+                    self.assertEqual(caught.exception.headers.get("retry-after"),
+                                     dict(error.headers).get("retry-after"))
+            with wsclient.connect(url + retry + ROW.http.socket.example) as ws:
+                ws.receive()
+                ws.send_text(json.dumps({"type": "response.create"}))
+                last = served[retry].stream[-1]
+                self.assertEqual([json.loads(text) for text in ws.texts(lambda text: json.loads(text) == last)],
+                                 served[retry].stream)
+                ws.close()
         finally:
             server.shutdown()
             server.server_close()
@@ -461,6 +515,8 @@ class OpenaiPythonRealtimeClient(unittest.TestCase):
         server, url, served = serve([os.path.join("openai-realtime", name) for name in sorted(os.listdir(folder))])
         try:
             for prefix, fixture in sorted(served.items()):
+                if fixture.fault:
+                    continue   # its refused upgrades: test_a_refused_upgrade_opens_no_session
                 with self.subTest(prefix):
                     doc = load_fixture(f"openai-realtime/{prefix}.json")[1]
                     objects = self.events_through_the_client(url, prefix, fixture)
@@ -469,6 +525,23 @@ class OpenaiPythonRealtimeClient(unittest.TestCase):
                     for event in objects:
                         gate.feed(event)
                     self.assertEqual(sdk_verdict(gate.finish()), sdk_verdict(vts.validate_envelope(doc)))
+        finally:
+            server.shutdown()
+            server.server_close()
+
+    @slow("SDKs: openai-python's realtime client over a loopback WebSocket")
+    def test_a_refused_upgrade_opens_no_session(self):
+        import openai
+        from websockets.exceptions import InvalidStatus
+        name = "not-applicable-http-429-rate-limit-at-the-upgrade"
+        server, url, served = serve([f"openai-realtime/{name}.json"])
+        try:
+            client = openai.OpenAI(api_key="vts-test", base_url=f"{url.replace('ws://', 'http://')}{name}/v1",
+                                   max_retries=0)
+            with self.assertRaises(InvalidStatus) as caught:
+                with client.realtime.connect(model="gpt-realtime"):
+                    pass
+            self.assertEqual(caught.exception.response.status_code, 429)
         finally:
             server.shutdown()
             server.server_close()
