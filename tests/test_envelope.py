@@ -1460,8 +1460,15 @@ class Windows(unittest.TestCase):
     def test_every_bundled_fixture_read_in_tiny_windows(self):
         for path in fixture_paths()[::7]:
             data, doc = load_fixture(path)
-            blobs = [data] + ([json.dumps(dict(reversed(list(doc.items()))), ensure_ascii=False).encode()]
-                              if isinstance(doc, dict) else [])
+            reordered = json.dumps(dict(reversed(list(doc.items()))), ensure_ascii=False) if isinstance(doc, dict) \
+                else None
+            if reordered is not None and not reordered.isascii():
+                # a lone surrogate (half of a pair split across fragments) has no UTF-8: written escaped then
+                try:
+                    reordered.encode()
+                except UnicodeEncodeError:
+                    reordered = json.dumps(dict(reversed(list(doc.items()))))
+            blobs = [data] + ([reordered.encode()] if reordered is not None else [])
             for blob in blobs:
                 with self.subTest(fixture=path, stream_first=blob is not data):
                     self.assertEqual(windowed(blob, 211, 150, 40)[0], canonical(blob))
