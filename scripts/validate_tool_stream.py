@@ -8532,7 +8532,7 @@ def _realtime_done(pos: int, kind: str, event: dict, state: _RealtimeState) -> I
     """response.done: the final output restates the calls; the status is the turn's end."""
     response = event.get("response")
     status = response.get("status") if isinstance(response, dict) else None
-    if status not in _REALTIME_STATUSES:
+    if not isinstance(status, str) or status not in _REALTIME_STATUSES:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"response.done response.status is {_describe(status)}, not one of "
                           "completed, cancelled, incomplete, failed")
         return
@@ -18080,6 +18080,15 @@ def ws_message_text(payload: bytes) -> Any:
         raise SocketClosed(1007, "a message must be one JSON value") from None
 
 
+def _ws_carries_tools(row: Profile, message: Any) -> bool:
+    """Whether a client message is a request whose tools the row reads (a non-empty list), as capture picks a
+    message log's request (socket_log_turn)."""
+    try:
+        return isinstance(message, dict) and bool(row.request.tools(message)[0])
+    except Exception:   # noqa: BLE001 - a message that is no such request (the room's reader refused it)
+        return False
+
+
 def ws_messages(messages: list) -> list[bytes]:
     """The text frames of a room's messages (SocketRules: a JSON value as compact JSON, a str as it is)."""
     return [ws_frame(_WS_TEXT, (message if isinstance(message, str) else wire_json(message)).encode("utf-8",
@@ -18524,12 +18533,15 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except Exception:   # noqa: BLE001 - as a reply that fails (below)
                 raise SocketClosed(1011, "the session could not be opened") from None
             self._ws_send(opening, transport, counts)
+            configured = None   # the last client message whose tools the row reads (a Realtime session.update)
             while True:
                 payload = self._ws_receive()
                 counts[0] += 1
                 if counts[0] > SERVE_SOCKET_MESSAGES:
                     raise SocketClosed(1008, f"a session takes at most {SERVE_SOCKET_MESSAGES} messages")
                 message = ws_message_text(payload)
+                if keep_requests and _ws_carries_tools(fixture.row, message):
+                    configured = payload
                 try:
                     answer, turn = rules.reply(message, fixture.stream)
                     frames = ws_messages(answer)
@@ -18538,8 +18550,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self._ws_send(frames, transport, counts)
                 if not turn:
                     continue
-                if keep_requests:
-                    bodies.keep(fixture.prefix, payload)
+                if keep_requests:   # the request is the message that configured the tools, as capture reads a log
+                    bodies.keep(fixture.prefix, payload if configured is None else configured)
                 if on_stream is not None:
                     on_stream(self.path)
                 if error is not None:

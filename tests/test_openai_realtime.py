@@ -9,6 +9,7 @@ The fixtures in fixtures/openai-realtime/ pin one outcome per rule; this module 
 import copy
 import json
 import os
+import sys
 import tempfile
 import threading
 import unittest
@@ -138,7 +139,7 @@ class TheTurnEndsAtResponseDone(unittest.TestCase):
         self.assertEqual(report["calls"][0]["arguments"], '{"a":1}')   # reported, never handed over
 
     def test_a_status_that_is_no_terminal_is_unsupported(self):
-        for status in ("in_progress", None, 3):
+        for status in ("in_progress", None, 3, [], {}):
             with self.subTest(status=status):
                 self.assertIn("unsupported_event", code_set(judge([created(), *call(), done(status)])))
 
@@ -482,6 +483,21 @@ class ServedOverTheSocket(unittest.TestCase):
         finally:
             server.shutdown()
             server.server_close()
+
+
+class Conform(unittest.TestCase):
+    @slow("runs the WebSocket adapter example as a process per fixture")
+    def test_the_socket_adapter_example_goes_green(self):
+        adapter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conform", "socket_adapter.py")
+        code, out, err = run_cli("conform", "--adapter-cmd", f"{sys.executable} {adapter}", "--report", "json",
+                                 os.path.join(FIXTURES, "openai-realtime"))
+        records = [json.loads(line) for line in out.splitlines()][:-1]
+        self.assertEqual(len(records), len(os.listdir(os.path.join(FIXTURES, "openai-realtime"))))
+        self.assertEqual([(os.path.basename(r["fixture"]), r["verdict"]) for r in records
+                          if r["verdict"] in vts.CONFORM_FAILING], [])
+        self.assertEqual(code, 0, err)
+        verdicts = {os.path.basename(r["fixture"])[:-5]: r["verdict"] for r in records}
+        self.assertEqual(verdicts["pass-xai-second-item-reuses-output-index-0"], "agree")
 
 
 def sdk_verdict(report):
