@@ -8187,8 +8187,8 @@ OLLAMA = Profile(
 # item output_index 0 again.  A slot's index is the item's place among the response's output items.
 #
 # What the SDKs execute: openai-agents runs the function_call item of response.output_item.done (status
-# completed); the Vercel AI SDK and pydantic-ai run on response.function_call_arguments.done; none waits
-# for response.done.  The gate decides at response.done only: a call passes when every statement of its
+# completed); AG2's realtime function observer runs on response.function_call_arguments.done, as the Vercel AI
+# SDK and pydantic-ai are reported to; none waits for response.done.  The gate decides at response.done only: a call passes when every statement of its
 # arguments agrees and the response completed.  cancelled and incomplete end a turn for another reason
 # than tool use (wrong_terminal_reason); failed is the provider reporting an error, as an error event is
 # (stream_error).
@@ -8441,7 +8441,7 @@ def _realtime_arguments(pos: int, kind: str, event: dict, item: _RealtimeItem) -
         return
     said = event.get("call_id")
     if said is not None and said != item.call_id:
-        # the Vercel AI SDK and pydantic-ai run the call the .done event names: its call_id is identity
+        # a reader that runs on the .done event answers the call it names: its call_id is identity
         yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names call {_realtime_id(said)}, but item {item.index} "
                           f"is call {_realtime_id(item.call_id)}", None, item.index)
     key = (None, item.index)
