@@ -8187,9 +8187,11 @@ OLLAMA = Profile(
 # item output_index 0 again.  A slot's index is the item's place among the response's output items.
 #
 # What the SDKs execute: openai-agents runs the function_call item of response.output_item.done (status
-# completed); AG2's realtime function observer runs on response.function_call_arguments.done, as the Vercel AI
-# SDK and pydantic-ai are reported to; none waits for response.done.  The gate decides at response.done only: a call passes when every statement of its
-# arguments agrees and the response completed.  cancelled and incomplete end a turn for another reason
+# completed); AG2's realtime function observer and pipecat's Grok service run on
+# response.function_call_arguments.done, as the Vercel AI SDK and pydantic-ai are reported to; none waits for
+# response.done.  xAI's .done event carries call_id, name and arguments only: it names its call by call_id.
+# The gate decides at response.done only: a call passes when every statement of its arguments agrees and the
+# response completed.  cancelled and incomplete end a turn for another reason
 # than tool use (wrong_terminal_reason); failed is the provider reporting an error, as an error event is
 # (stream_error).
 
@@ -8204,6 +8206,7 @@ _REALTIME_SESSION_EVENTS = frozenset({
     "conversation.item.input_audio_transcription.segment", "rate_limits.updated", "output_audio_buffer.started",
     "output_audio_buffer.stopped", "output_audio_buffer.cleared", "mcp_list_tools.in_progress",
     "mcp_list_tools.completed", "mcp_list_tools.failed",
+    "ping",   # xAI's keep-alive ({"type": "ping", "event_id", "timestamp"})
 })
 # Events that restate a conversation item (a function_call item among them is checked).
 _REALTIME_ITEM_EVENTS = frozenset({"conversation.item.created", "conversation.item.added", "conversation.item.done",
@@ -8335,8 +8338,13 @@ def _realtime_created(pos: int, kind: str, event: dict, state: _RealtimeState) -
 
 
 def _realtime_item_of(pos: int, kind: str, event: dict, state: _RealtimeState) -> tuple[Any, list]:
-    """(the item an item event names by item_id, or None; the findings when it names none)."""
-    item_id = event.get("item_id")
+    """(the item an item event names by item_id, or None; the findings when it names none).  An arguments event
+    without item_id names its call by call_id (xAI's .done carries call_id, name and arguments only)."""
+    item_id, call_id = event.get("item_id"), event.get("call_id")
+    if item_id is None and kind in _REALTIME_ARGUMENT_EVENTS and isinstance(call_id, str) and call_id:
+        found = [item for item in state.items.values() if item.kind == "function_call" and item.call_id == call_id]
+        if len(found) == 1:
+            return found[0], []
     if not isinstance(item_id, str) or not item_id:
         return None, [WireProblem(pos, MISSING_INDEX, f"{kind} item_id must be a non-empty string, got "
                                   f"{_describe(item_id)}")]
@@ -8687,9 +8695,10 @@ def _realtime_protected(payload: dict) -> dict[tuple, str]:
 
 
 def _realtime_claims(payload: dict) -> bool:
-    """A Realtime server event: a reviewed type, an event_id, and no sequence_number (a Responses event's)."""
-    return (_wire_str(payload.get("type")) in _REALTIME_EVENTS and "event_id" in payload
-            and "sequence_number" not in payload)
+    """A Realtime server event: a reviewed type, an event_id, and no sequence_number (a Responses event's).  Not
+    a ping, whose type Anthropic's events share: it tells no family apart."""
+    kind = _wire_str(payload.get("type"))
+    return kind in _REALTIME_EVENTS and kind != "ping" and "event_id" in payload and "sequence_number" not in payload
 
 
 def _realtime_stream_error(payload: dict) -> bool:

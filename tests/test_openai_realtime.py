@@ -101,6 +101,18 @@ class Turns(unittest.TestCase):
         report = judge(session + [created()] + session + call() + [done()] + session)
         self.assertEqual((report["status"], codes(report)), ("pass", []))
 
+    def test_xais_done_event_names_its_call_by_call_id(self):
+        events = [created(), *call(pieces=(), whole='{"a":3}'), ev("ping", timestamp=1764900000000), done()]
+        for member in ("item_id", "output_index", "response_id"):
+            del events[2][member]
+        report = judge(events)
+        self.assertEqual((report["status"], report["calls"][0]["arguments"]), ("pass", '{"a":3}'))
+        # two calls of one call_id: the event names neither
+        events = [created(), *call(), *call("item_2", pieces=("{}",), name="g"), done()]
+        del events[8]["item_id"]   # the second call's .done
+        self.assertIn(("missing_index", "response.function_call_arguments.done item_id must be a non-empty string, "
+                       "got null"), messages(judge(events)))
+
     def test_a_history_call_before_the_response_is_not_read(self):
         history = ev("conversation.item.created", previous_item_id=None,
                      item=item("item_0", "call_0", "g", '{"x": 1}', "completed"))
@@ -239,7 +251,7 @@ class EveryStatementAgrees(unittest.TestCase):
 class ItemsAndEvents(unittest.TestCase):
     def test_an_event_that_names_no_item_or_an_unknown_one(self):
         events = [created(), *call(), done()]
-        del events[2]["item_id"]
+        del events[2]["item_id"], events[2]["call_id"]
         self.assertEqual(messages(judge(events))[0], ("missing_index", "response.function_call_arguments.delta "
                                                       "item_id must be a non-empty string, got null"))
         events = [created(), *call(), done()]
@@ -294,6 +306,8 @@ class Claims(unittest.TestCase):
         self.assertEqual(self.families(responses), {"openai-responses"})
         self.assertEqual(self.families(dict(responses, event_id="event_1")), set())
         self.assertEqual(self.families({"type": "response.completed", "event_id": "e"}), set())
+        # xAI's keep-alive tells no family apart: Anthropic's events have a ping too
+        self.assertEqual(self.families({"type": "ping", "event_id": "e", "timestamp": 1}), {"anthropic"})
 
     def test_every_fixture_payload_is_claimed_by_this_family(self):
         folder = os.path.join(FIXTURES, "openai-realtime")
