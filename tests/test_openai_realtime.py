@@ -383,6 +383,35 @@ class CaptureAndRequest(unittest.TestCase):
                 report = vts.validate_envelope(envelope)
                 self.assertEqual((report["status"], report["calls"]), ("pass", vts.validate_envelope(doc)["calls"]))
 
+    def test_capture_of_a_har_entry_takes_the_session_update_as_the_request(self):
+        doc = load_fixture("openai-realtime/pass-spoken-answer-then-two-calls.json")[1]
+        tools = [{"type": "function", "name": name, "description": "", "parameters": schema}
+                 for name, schema in doc["tool_schemas"].items()]
+        sent = [{"type": "session.update", "session": {"type": "realtime", "tools": tools, "tool_choice": "auto",
+                                                       "instructions": "Be brief."}},
+                {"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "Weather in Oslo, and my order?"}]}},
+                {"type": "response.create"}]
+        messages = ([("receive", json.dumps(ev("session.created", session={"tools": []})))]
+                    + [("send", json.dumps(message)) for message in sent]
+                    + [("receive", json.dumps(event)) for event in doc["events"]])
+        entry = {"request": {"url": "wss://api.openai.com/v1/realtime?model=gpt-realtime", "method": "GET"},
+                 "response": {"status": 101, "content": {"size": 0}}, "_resourceType": "websocket",
+                 "_webSocketMessages": [{"type": kind, "time": 1767225600.0 + n / 10, "opcode": 1, "data": data}
+                                        for n, (kind, data) in enumerate(messages)]}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "session.har")
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump({"log": {"entries": [entry]}}, handle)
+            code, out, err = run_cli("capture", "--profile", "openai-realtime", "--entry", "0", path)
+        self.assertEqual(code, 0, err)
+        envelope = json.loads(out)
+        self.assertEqual((envelope["tool_schemas"], envelope["request"]),
+                         (doc["tool_schemas"], {"tools": sorted(doc["tool_schemas"]), "tool_choice": "auto"}))
+        self.assertEqual(envelope["events"][0]["type"], "response.created")   # the turn, session.created left out
+        report = vts.validate_envelope(envelope)
+        self.assertEqual((report["status"], report["calls"]), ("pass", vts.validate_envelope(doc)["calls"]))
+
     def test_the_request_from_session_update_or_response_create(self):
         tool = {"type": "function", "name": "f", "description": "d", "parameters": SCHEMAS["f"]}
         mcp = {"type": "mcp", "server_label": "docs", "server_url": "https://example.invalid/mcp"}
