@@ -529,13 +529,21 @@ class ServedOverTheSocket(unittest.TestCase):
 
 
 class Conform(unittest.TestCase):
+    # a pass of each shape, the turns that end otherwise, the faults of the socket (a process each: all 34 took
+    # 25 s of CPU here)
+    SAMPLE = ("pass-single-call", "pass-spoken-answer-then-two-calls", "pass-beta-event-names",
+              "pass-xai-second-item-reuses-output-index-0", "pass-xai-arguments-done-names-its-call-by-call-id",
+              "wrong-terminal-reason-cancelled-after-the-done-events", "stream-error-response-failed",
+              "request-violation-tool-choice-forces-another-function", "missing-terminal-connection-closed-mid-call",
+              "not-applicable-http-429-rate-limit-at-the-upgrade", "pass-http-500-server-error-then-the-stream-on-retry")
+
     @slow("runs the WebSocket adapter example as a process per fixture")
     def test_the_socket_adapter_example_goes_green(self):
         adapter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conform", "socket_adapter.py")
         code, out, err = run_cli("conform", "--adapter-cmd", f"{sys.executable} {adapter}", "--report", "json",
-                                 os.path.join(FIXTURES, "openai-realtime"))
+                                 *(os.path.join(FIXTURES, "openai-realtime", name + ".json") for name in self.SAMPLE))
         records = [json.loads(line) for line in out.splitlines()][:-1]
-        self.assertEqual(len(records), len(os.listdir(os.path.join(FIXTURES, "openai-realtime"))))
+        self.assertEqual(len(records), len(self.SAMPLE))
         self.assertEqual([(os.path.basename(r["fixture"]), r["verdict"]) for r in records
                           if r["verdict"] in vts.CONFORM_FAILING], [])
         self.assertEqual(code, 0, err)
