@@ -4951,8 +4951,10 @@ def _responses_whole_response(payload: dict) -> str | None:
 
 
 def _responses_claims(payload: dict) -> bool:
+    """A Responses event: a response.* type (or its error event), and no event_id (a Realtime server event's)."""
     kind = payload.get("type")
-    return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
+    return (isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
+            and "event_id" not in payload)
 
 
 def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
@@ -9422,6 +9424,635 @@ AGUI = Profile(
 
 
 # ---------------------------------------------------------------------------
+# Provider: OpenAI Realtime API server events (profile openai-realtime)
+# ---------------------------------------------------------------------------
+#
+# A session over a WebSocket (wss://api.openai.com/v1/realtime?model=gpt-realtime; WebRTC and SIP carry the
+# same events): the server sends one JSON event per text message, each with an event_id and never a
+# sequence_number (which the Responses API's events carry, under the same type names).  A turn is one
+# response, response.created .. response.done.  A function call is a conversation item:
+# response.output_item.added with a function_call item (id, call_id, name, arguments ""), then
+# response.function_call_arguments.delta events naming it (item_id, output_index, call_id, delta), .done
+# restating the whole arguments and the name, response.output_item.done with the whole item, and
+# conversation.item.added / .done (GA) or conversation.item.created (beta) restating it in the
+# conversation.  response.done ends the turn: response.status says how (completed, cancelled, incomplete,
+# failed) and response.output restates its items.  The .done events come for a cancelled or incomplete
+# response too, so only response.done says whether a call may run.
+#
+# Calls are keyed by item id: xAI's Grok Voice Agent API, which speaks this protocol, numbers a second
+# item output_index 0 again.  A slot's index is the item's place among the response's output items.
+#
+# What the SDKs execute: openai-agents runs the function_call item of response.output_item.done (status
+# completed); AG2's realtime function observer and pipecat's Grok service run on
+# response.function_call_arguments.done, as the Vercel AI SDK and pydantic-ai are reported to; none waits for
+# response.done.  xAI's .done event carries call_id, name and arguments only: it names its call by call_id.
+# The gate decides at response.done only: a call passes when every statement of its arguments agrees and the
+# response completed.  cancelled and incomplete end a turn for another reason
+# than tool use (wrong_terminal_reason); failed is the provider reporting an error, as an error event is
+# (stream_error).
+
+# Events of the session, not of a response: they carry no call and may come before, between and after
+# responses (conversation.item.* events are read below: their item may be a call).
+_REALTIME_SESSION_EVENTS = frozenset({
+    "session.created", "session.updated", "conversation.created", "conversation.item.deleted",
+    "conversation.item.truncated", "input_audio_buffer.committed", "input_audio_buffer.cleared",
+    "input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.timeout_triggered",
+    "input_audio_buffer.dtmf_event_received", "conversation.item.input_audio_transcription.completed",
+    "conversation.item.input_audio_transcription.delta", "conversation.item.input_audio_transcription.failed",
+    "conversation.item.input_audio_transcription.segment", "rate_limits.updated", "output_audio_buffer.started",
+    "output_audio_buffer.stopped", "output_audio_buffer.cleared", "mcp_list_tools.in_progress",
+    "mcp_list_tools.completed", "mcp_list_tools.failed",
+    "ping",   # xAI's keep-alive ({"type": "ping", "event_id", "timestamp"})
+})
+# Events that restate a conversation item (a function_call item among them is checked).
+_REALTIME_ITEM_EVENTS = frozenset({"conversation.item.created", "conversation.item.added", "conversation.item.done",
+                                   "conversation.item.retrieved"})
+# Events of a response's non-call items -> the item types they may address (GA names, then the beta's).
+_REALTIME_CONTENT_EVENTS = MappingProxyType({
+    **{f"response.{part}.{step}": frozenset({"message"})
+       for part in ("output_text", "output_audio", "output_audio_transcript", "text", "audio", "audio_transcript")
+       for step in ("delta", "done")},
+    "response.content_part.added": frozenset({"message"}), "response.content_part.done": frozenset({"message"}),
+    **{f"response.mcp_call.{step}": frozenset({"mcp_call"}) for step in ("in_progress", "completed", "failed")},
+    "response.mcp_call_arguments.delta": frozenset({"mcp_call"}),
+    "response.mcp_call_arguments.done": frozenset({"mcp_call"}),
+})
+# Audio events: their delta is base64 audio (redacted to a base64 stand-in, never scanned in pieces).
+_REALTIME_AUDIO_EVENTS = frozenset({"response.output_audio.delta", "response.audio.delta"})
+_REALTIME_ARGUMENT_EVENTS = MappingProxyType({"response.function_call_arguments.delta": False,
+                                              "response.function_call_arguments.done": True})
+_REALTIME_ITEM_STEPS = frozenset({"response.output_item.added", "response.output_item.done"})
+_REALTIME_RESPONSE_EVENTS = (frozenset({"response.created", "response.done"}) | _REALTIME_ITEM_STEPS
+                             | frozenset(_REALTIME_ARGUMENT_EVENTS) | frozenset(_REALTIME_CONTENT_EVENTS))
+_REALTIME_EVENTS = _REALTIME_RESPONSE_EVENTS | _REALTIME_SESSION_EVENTS | _REALTIME_ITEM_EVENTS | {"error"}
+# response.done's status -> what the turn's end is (a TurnEnd reason; failed is a stream_error instead).
+_REALTIME_STATUSES = frozenset({"completed", "cancelled", "incomplete", "failed"})
+# Output items the provider runs itself (a remote MCP server's tool): never a call.
+_REALTIME_HOSTED_ITEMS = frozenset({"mcp_call"})
+_REALTIME_TEXT_ITEMS = frozenset({"message"})
+
+# The end of a turn as a transition table: (phase, step) -> (next phase, what is wrong or None).
+# "ended": response.done came; an event of the response after it is late, the session's are not.
+_REALTIME_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyType({
+    ("running", "terminal"): ("ended", None),
+    ("ended", "terminal"): ("ended", None),        # a second response.done: duplicate_terminal, said by the room
+    ("running", "response"): ("running", None),
+    ("ended", "response"): ("ended", "{event} after response.done"),
+    ("running", "session"): ("running", None),
+    ("ended", "session"): ("ended", None),
+})
+
+
+class _RealtimeItem(_Record):
+    """One output item of the response, as response.output_item.added announced it."""
+
+    __slots__ = ("kind", "index", "call_id", "name", "added_arguments", "restated", "streamed", "arguments_done",
+                 "finished")
+
+    def __init__(self, kind: str | None, index: int) -> None:
+        self.kind = kind                          # item type; None when untranslatable (already reported)
+        self.index = index                        # its place among the response's items: the slot's index
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.added_arguments = ""                 # the arguments the added item already held
+        self.restated: list[tuple[str, str]] = []  # (where, text): whole arguments stated before the item's end
+        self.streamed = False                     # an arguments delta arrived
+        self.arguments_done = False               # the arguments' .done event arrived
+        self.finished = False                     # response.output_item.done came
+
+
+class _RealtimeState(_Record):
+    """Translation state: the response's items by id, in order, and where the turn stands."""
+
+    __slots__ = ("opening", "ending", "items")
+
+    def __init__(self) -> None:
+        self.opening = "new"                      # see _OPENING
+        self.ending = "running"                   # see _REALTIME_ENDING
+        self.items: dict[str, _RealtimeItem] = {}
+
+
+class RealtimeNormalizer:
+    """Translate OpenAI Realtime API server events into neutral events, one at a time."""
+
+    def __init__(self) -> None:
+        self.state = _RealtimeState()
+
+    def translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
+        state = self.state
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            yield _untyped(pos, event)
+            return
+        kind = event["type"]
+        if kind not in _REALTIME_EVENTS:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
+            return
+        if kind == "error":
+            yield WireProblem(pos, STREAM_ERROR, f"the provider sent an error event{_realtime_error_named(event)}")
+            return
+        if kind in _REALTIME_SESSION_EVENTS:
+            return
+        if kind in _REALTIME_ITEM_EVENTS:
+            yield from _realtime_conversation_item(pos, kind, event, state)
+            return
+        was = state.ending
+        step = "terminal" if kind == "response.done" else "response"
+        state.ending, late = _REALTIME_ENDING[(was, step)]
+        if late is not None:
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, late.format(event=kind))
+            return
+        if was == "ended":   # a second response.done
+            yield WireProblem(pos, DUPLICATE_TERMINAL, "a second response.done for the response")
+            return
+        state.opening, early = _opening(pos, state.opening, kind, "response.created")
+        yield from early
+        handler = _REALTIME_HANDLERS.get(kind, _realtime_item_event)
+        yield from handler(pos, kind, event, state)
+
+
+def _realtime_id(value: Any) -> str:
+    """An item id or a call id (call identity) as a message says it."""
+    return _quoted(value) if isinstance(value, str) and value else _describe(value)
+
+
+def _realtime_error_named(event: dict) -> str:
+    """ (its error's type and code) for an error event's message, or "" when it names neither."""
+    error = event.get("error")
+    named = [value for value in (error.get("type"), error.get("code")) if isinstance(value, str) and value] \
+        if isinstance(error, dict) else []
+    return f" ({', '.join(_token(value) for value in named)})" if named else ""
+
+
+def _realtime_created(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
+    """response.created: a response that starts holds no item yet."""
+    response = event.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    if not isinstance(output, list) and output is not None or isinstance(output, list) and any(
+            isinstance(entry, dict) and entry.get("type") == "function_call" for entry in output):
+        yield WireProblem(pos, UNEXPECTED_EVENT, "response.created lists output items a new response cannot hold "
+                          "yet: an SDK that reads them would take calls that were never streamed")
+
+
+def _realtime_item_of(pos: int, kind: str, event: dict, state: _RealtimeState) -> tuple[Any, list]:
+    """(the item an item event names by item_id, or None; the findings when it names none).  An arguments event
+    without item_id names its call by call_id (xAI's .done carries call_id, name and arguments only)."""
+    item_id, call_id = event.get("item_id"), event.get("call_id")
+    if item_id is None and kind in _REALTIME_ARGUMENT_EVENTS and isinstance(call_id, str) and call_id:
+        found = [item for item in state.items.values() if item.kind == "function_call" and item.call_id == call_id]
+        if len(found) == 1:
+            return found[0], []
+    if not isinstance(item_id, str) or not item_id:
+        return None, [WireProblem(pos, MISSING_INDEX, f"{kind} item_id must be a non-empty string, got "
+                                  f"{_describe(item_id)}")]
+    item = state.items.get(item_id)
+    if item is None:
+        return None, [WireProblem(pos, MISSING_SLOT, f"{kind} for item {_realtime_id(item_id)}, which was never "
+                                  "added")]
+    return item, []
+
+
+def _realtime_item_event(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
+    """An event of one output item: named by item.id (the item events) or item_id (the others)."""
+    if kind in _REALTIME_ITEM_STEPS:
+        body = event.get("item")
+        if not isinstance(body, dict) or not isinstance(body.get("id"), str) or not body["id"]:
+            yield WireProblem(pos, MISSING_INDEX, f"{kind} item.id must be a non-empty string, got "
+                              f"{_describe(body.get('id') if isinstance(body, dict) else body)}")
+            return
+        if not _is_index(event.get("output_index")):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} output_index must be a non-negative integer, got "
+                              f"{_describe(event.get('output_index'))}")
+            return
+        if kind == "response.output_item.added":
+            yield from _realtime_item_added(pos, body, state)
+            return
+        item = state.items.get(body["id"])
+        if item is None:
+            yield WireProblem(pos, MISSING_SLOT, f"{kind} for item {_realtime_id(body['id'])}, which was never "
+                              "added")
+            return
+        yield from _realtime_item_done(pos, body, item)
+        return
+    item, problems = _realtime_item_of(pos, kind, event, state)
+    if item is None:
+        yield from problems
+    elif item.kind is None:
+        return   # the untranslatable item was reported when it was added
+    elif kind in _REALTIME_ARGUMENT_EVENTS:
+        yield from _realtime_arguments(pos, kind, event, item)
+    elif item.kind not in _REALTIME_CONTENT_EVENTS[kind]:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} does not belong to a {item.kind} item (item {item.index})",
+                          None, item.index)
+    elif item.finished:
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after item {item.index} was done", None, item.index)
+
+
+def _realtime_item_added(pos: int, body: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
+    item_id, item_type = body["id"], _wire_str(body.get("type"))
+    if item_id in state.items:
+        yield WireProblem(pos, IDENTITY_COLLISION, f"item {_realtime_id(item_id)} was added twice",
+                          None, state.items[item_id].index)
+        return
+    index = len(state.items)
+    state.items[item_id] = item = _RealtimeItem(None, index)
+    if item_type in _REALTIME_TEXT_ITEMS:
+        item.kind = item_type
+    elif item_type in _REALTIME_HOSTED_ITEMS:
+        item.kind = item_type
+        yield HostedUse(pos, item_type)
+    elif item_type != "function_call":
+        # mcp_approval_request: the client decides whether a server tool runs, which no reviewed check reads
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"output item type {_token(item_type)} has no reviewed normalizer",
+                          None, index)
+    else:
+        yield from _realtime_call_added(pos, body, item)
+
+
+def _realtime_call_added(pos: int, body: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
+    """A function_call item: its identity, and the slot it opens."""
+    fields = [_optional_str(body, key) for key in ("call_id", "name", "arguments")]
+    if not all(ok for ok, _ in fields):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "function_call call_id, name and arguments must be strings",
+                          None, item.index)
+        return
+    (_, call_id), (_, name), (_, initial) = fields
+    item.kind, item.call_id, item.name, item.added_arguments = "function_call", call_id, name, initial or ""
+    yield SlotOpen(pos, (None, item.index), call_id, name, None)
+
+
+def _realtime_identity(pos: int, where: str, body: dict, item: _RealtimeItem,
+                       required: bool = True) -> Iterator[NeutralEvent]:
+    """call_id and name restated (by an event or an item) must be the announced ones; a restatement that runs
+    (required) must state both."""
+    for key, known in (("call_id", item.call_id), ("name", item.name)):
+        value = body.get(key)
+        if (value != known) if required else (value is not None and value != "" and value != known):
+            yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {item.index} as "
+                              f"{_realtime_id(value) if value is not None else 'nothing'}, not "
+                              f"{_realtime_id(known)}",
+                              None, item.index)
+
+
+def _realtime_arguments(pos: int, kind: str, event: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
+    is_done = _REALTIME_ARGUMENT_EVENTS[kind]
+    if item.kind != "function_call":
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for a {item.kind} item (item {item.index})", None,
+                          item.index)
+        return
+    if item.finished or (item.arguments_done and not is_done):
+        yield WireProblem(pos, DELTA_AFTER_TERMINAL, f"{kind} after the arguments of item {item.index} were done",
+                          None, item.index)
+        return
+    said = event.get("call_id")
+    if said is not None and said != item.call_id:
+        # a reader that runs on the .done event answers the call it names: its call_id is identity
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names call {_realtime_id(said)}, but item {item.index} "
+                          f"is call {_realtime_id(item.call_id)}", None, item.index)
+    key = (None, item.index)
+    if not is_done:
+        delta = event.get("delta")
+        if not isinstance(delta, str):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"delta is {_describe(delta)}, not a string", None, item.index)
+            return
+        item.streamed = True
+        yield Fragment(pos, key, None, None, delta)
+        return
+    arguments = event.get("arguments")
+    ok_name, name = _optional_str(event, "name")
+    if not isinstance(arguments, str) or not ok_name:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, "arguments must be a string and name a string or null", None,
+                          item.index)
+        return
+    if item.arguments_done:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second {kind} for item {item.index}", None, item.index)
+        return
+    item.arguments_done = True
+    item.restated.append((kind, arguments))
+    if name and name != item.name:
+        yield Fragment(pos, key, None, name, None)   # the machine judges the restated name
+
+
+def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
+    if item.finished:
+        yield WireProblem(pos, DUPLICATE_TERMINAL, f"a second response.output_item.done for item {item.index}",
+                          None, item.index)
+        return
+    item.finished = True
+    if item.kind is None:
+        return
+    if _wire_str(body.get("type")) != item.kind:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"response.output_item.done for item {item.index} does not restate "
+                          f"a {item.kind} item", None, item.index)
+        return
+    if item.kind != "function_call":
+        return
+    if body.get("status") == "incomplete":
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"function_call item {item.index} is done with status "
+                          "\"incomplete\"", None, item.index)
+    yield from _realtime_identity(pos, "response.output_item.done", body, item)
+    final = body.get("arguments")
+    restated = ([("response.output_item.added", item.added_arguments)] if item.added_arguments else []) \
+        + item.restated
+    if not isinstance(final, str):
+        # openai-agents runs the done item: without string arguments it would run other ones
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"response.output_item.done states arguments of item {item.index} "
+                          f"as {_describe(final) if final is not None else 'nothing'}, not a string: an SDK that "
+                          "runs the done item would run other arguments", None, item.index)
+    else:
+        restated.append(("response.output_item.done", final))
+    if not item.streamed and restated and restated[0][1]:
+        # a whole call in the added item, or arguments stated only whole: the first statement is the text
+        yield Fragment(pos, (None, item.index), None, None, restated[0][1])
+    yield SlotEnd(pos, (None, item.index), tuple(restated))
+
+
+def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
+    """A conversation event's function_call item: one of this response's calls restated, or (before the response)
+    an item of the conversation's history, which no one runs now."""
+    body = event.get("item")
+    if not isinstance(body, dict):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} item is {_describe(body)}, not an object")
+        return
+    if body.get("type") != "function_call":
+        return
+    item = state.items.get(body.get("id")) if isinstance(body.get("id"), str) else None
+    if item is None or item.kind != "function_call":
+        if state.opening != "new":
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} holds a function_call item that this response did not "
+                              "stream: an SDK that reads conversation items would take a call that was never checked")
+        return
+    yield from _realtime_identity(pos, kind, body, item, required=False)
+    arguments = body.get("arguments")
+    if not isinstance(arguments, str) or kind != "conversation.item.done" and body.get("status") not in (
+            "completed", "incomplete"):
+        return   # announced (in_progress), not yet stated
+    if item.finished:
+        yield CallRestated(pos, (None, item.index), kind, arguments)
+    else:
+        item.restated.append((kind, arguments))
+
+
+def _realtime_done(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
+    """response.done: the final output restates the calls; the status is the turn's end."""
+    response = event.get("response")
+    status = response.get("status") if isinstance(response, dict) else None
+    if not isinstance(status, str) or status not in _REALTIME_STATUSES:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"response.done response.status is {_describe(status)}, not one of "
+                          "completed, cancelled, incomplete, failed")
+        return
+    yield from _realtime_final_output(pos, response.get("output"), state)
+    if status == "failed":
+        details = response.get("status_details")
+        yield WireProblem(pos, STREAM_ERROR, "response.done reports status \"failed\""
+                          f"{_realtime_error_named(details) if isinstance(details, dict) else ''}: the response "
+                          "failed")
+    calls = any(item.kind == "function_call" for item in state.items.values())
+    if status != "completed" or calls:   # a completed response of text and audio only: not a tool turn
+        yield TurnEnd(pos, status)
+
+
+def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iterator[NeutralEvent]:
+    """response.done's response.output must hold exactly the streamed calls, stated the same way."""
+    if output is None:
+        return
+    if not isinstance(output, list):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"response.done response.output is {_describe(output)}, not a list")
+        return
+    final = [entry for entry in output if isinstance(entry, dict) and entry.get("type") == "function_call"]
+    streamed = [(item_id, item) for item_id, item in state.items.items() if item.kind == "function_call"]
+    if len(final) != len(streamed):
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"response.done lists {len(final)} function call(s) in "
+                          f"response.output, but {len(streamed)} were streamed")
+        return
+    for entry, (item_id, item) in zip(final, streamed):
+        if entry.get("id") not in (None, item_id):
+            yield WireProblem(pos, IDENTITY_COLLISION, f"response.done response.output holds item "
+                              f"{_realtime_id(entry.get('id'))} where item {item.index} is {_realtime_id(item_id)}",
+                              None, item.index)
+            continue
+        yield from _realtime_identity(pos, "response.done response.output", entry, item)
+        arguments = entry.get("arguments")
+        if isinstance(arguments, str):
+            yield CallRestated(pos, (None, item.index), "response.done response.output", arguments)
+        else:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"response.done response.output restates item {item.index} "
+                              "without string arguments", None, item.index)
+
+
+_REALTIME_HANDLERS: Mapping[str, Callable[..., Iterator[NeutralEvent]]] = MappingProxyType({
+    "response.created": _realtime_created, "response.done": _realtime_done})
+
+
+def _realtime_fragment_key(payload: dict, path: tuple) -> tuple | None:
+    """An arguments delta's group: its item (item ids key the calls; output_index may repeat)."""
+    item_id = payload.get("item_id")
+    return ("item", item_id) if isinstance(item_id, str) else None
+
+
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_realtime(choice: Any) -> dict:
+    """Realtime tool_choice: "auto", "none", "required", {"type": "function", "name"} or an MCP server's tool
+    {"type": "mcp", "server_label", "name"} (a hosted tool)."""
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            raise RequestError(f"tool_choice {_token(choice)} is not one of none, auto, required")
+        return {"none": choice == "none"}
+    kind = _wire_str(choice.get("type")) if isinstance(choice, dict) else None
+    if kind == "mcp":
+        _request_members(choice, "tool_choice", ("type", "server_label", "name"))
+        return {"allowed": frozenset(), "choice_text": "tool_choice forces a tool of an MCP server"}
+    if kind != "function":
+        raise RequestError(f"tool_choice {_describe(choice)} is not a string, a function or an MCP tool choice")
+    body = _request_members(choice, "tool_choice", ("type", "name"))
+    return _forced(_request_name(body.get("name"), "tool_choice.name"))
+
+
+def _realtime_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, tool_choice) of a client message that configures them: session.update's session, or
+    response.create's response (its own tools for that response), or a bare session object."""
+    kind = body.get("type")
+    holder = body.get("session") if kind == "session.update" else body.get("response") \
+        if kind == "response.create" else body
+    if not isinstance(holder, dict):
+        raise CaptureError(f"the request's {'session' if kind == 'session.update' else 'response'} is "
+                           f"{_describe(holder)}, not an object")
+    return _listed_request_tools(holder)
+
+
+def _realtime_tool_entry(where: str, tool: dict) -> list[tuple[str, Any]] | None:
+    """A Realtime function tool {"type": "function", "name", "description", "parameters"}; None for another entry."""
+    if tool.get("type") == "function" and "function" not in tool:
+        return _declared_tool(where, tool, "parameters")
+    return None
+
+
+def _realtime_tools(schemas: dict) -> list:
+    return [{"type": "function", "name": name, "description": "", "parameters": schema}
+            for name, schema in schemas.items()]
+
+
+# Members kept as they are by redaction: the structure that addresses events and items.
+_REALTIME_KEEP = frozenset({"type", "id", "object", "status", "role", "event_id", "response_id", "item_id",
+                            "previous_item_id", "conversation_id", "call_id", "reason"})
+
+
+def _realtime_redacted(value: Any, key: Any = None) -> Any:
+    """value without content: a function_call item as it is, base64 audio as a base64 stand-in, other strings
+    as REDACTED_TEXT (the members of _REALTIME_KEEP aside)."""
+    if isinstance(value, dict):
+        if value.get("type") == "function_call":
+            return value
+        out = {}
+        for name, item in value.items():
+            out[name] = item if name in _REALTIME_KEEP and isinstance(item, str) else _realtime_redacted(item, name)
+        return out
+    if isinstance(value, list):
+        return [_realtime_redacted(item, key) for item in value]
+    if isinstance(value, str) and value:
+        return REDACTED_BASE64 if key == "audio" else REDACTED_TEXT
+    return value
+
+
+def _redact_realtime_event(event: dict) -> dict:
+    """Audio, transcripts, text and instructions: everything but calls and structure."""
+    kind = _wire_str(event.get("type"))
+    if kind in _REALTIME_ARGUMENT_EVENTS:
+        return {key: (value if key in ("delta", "arguments", "name", "output_index") or key in _REALTIME_KEEP
+                      else _realtime_redacted(value, key)) for key, value in event.items()}
+    out = _realtime_redacted(event)
+    if kind in _REALTIME_AUDIO_EVENTS and isinstance(event.get("delta"), str) and event["delta"]:
+        out["delta"] = REDACTED_BASE64
+    return out
+
+
+def _realtime_protected(payload: dict) -> dict[tuple, str]:
+    """Arguments deltas are fragments; a function_call item and what names it are identity; audio is base64."""
+    kind = _wire_str(payload.get("type"))
+    paths: dict[tuple, str] = {("item_id",): "warn"}
+    if kind == "response.function_call_arguments.delta":
+        paths.update({("delta",): "fragment", ("call_id",): "warn"})
+    elif kind == "response.function_call_arguments.done":
+        paths.update(dict.fromkeys([("arguments",), ("name",), ("call_id",)], "warn"))
+    elif kind in _REALTIME_AUDIO_EVENTS:
+        paths[("delta",)] = "base64"
+    item = payload.get("item")
+    if isinstance(item, dict) and item.get("type") == "function_call":
+        paths[("item",)] = "warn"
+    elif isinstance(item, dict):
+        paths[("item", "id")] = "warn"   # the id the item's events name it by
+    response = payload.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    for number, entry in enumerate(output if isinstance(output, list) else []):
+        if isinstance(entry, dict) and entry.get("type") == "function_call":
+            paths[("response", "output", number)] = "warn"
+    return paths
+
+
+def _realtime_claims(payload: dict) -> bool:
+    """A Realtime server event: a reviewed type, an event_id, and no sequence_number (a Responses event's).  Not
+    a ping, whose type Anthropic's events share: it tells no family apart."""
+    kind = _wire_str(payload.get("type"))
+    return kind in _REALTIME_EVENTS and kind != "ping" and "event_id" in payload and "sequence_number" not in payload
+
+
+def _realtime_stream_error(payload: dict) -> bool:
+    return payload.get("type") == "error" and "event_id" in payload
+
+
+def _realtime_socket_turns(messages: list) -> list:
+    """A message log's turns: each response, response.created .. response.done.  A message of a response outside
+    one (an arguments delta before any response.created), or a response that starts while another runs, is
+    refused: this reader keeps one response at a time."""
+    turns, first = [], None
+    for number, message in enumerate(messages):
+        kind = _wire_str(message.get("type")) if isinstance(message, dict) else None
+        if kind == "response.created":
+            if first is not None:
+                raise CaptureError(f"message {number + 1}: a response starts while the one of message {first + 1} "
+                                   "runs (overlapping responses are not split)")
+            first = number
+        elif kind == "response.done":
+            if first is None:
+                raise CaptureError(f"message {number + 1}: response.done without its response.created")
+            turns.append((first, number + 1))
+            first = None
+        elif first is None and kind in _REALTIME_RESPONSE_EVENTS:
+            raise CaptureError(f"message {number + 1}: {_token(kind)} outside a response (no response.created "
+                               "before it)")
+    if first is not None:
+        turns.append((first, len(messages)))   # the last response, cut: its turn says what is missing
+    return turns
+
+
+def _realtime_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """The message log: one server event per line (serve sends each as one text message)."""
+    return "application/x-ndjson", ndjson_body(stream)
+
+
+def _realtime_session(tools: list) -> dict:
+    return {"type": "realtime", "object": "realtime.session", "id": "sess_vts_realtime", "model": "gpt-realtime",
+            "output_modalities": ["audio"], "tools": tools, "tool_choice": "auto"}
+
+
+def _realtime_opening(stream: list) -> list:
+    """What the server sends as the socket opens: session.created."""
+    return [{"type": "session.created", "event_id": "event_vts_session_created", "session": _realtime_session([])}]
+
+
+def _realtime_reply(message: Any, stream: list) -> tuple[list, bool]:
+    """session.update is answered session.updated (its session as sent); response.create starts the turn;
+    anything else (conversation.item.create, input audio) is taken in silence."""
+    kind = message.get("type") if isinstance(message, dict) else None
+    if kind == "session.update":
+        session = message.get("session")
+        session = dict(_realtime_session([]), **session) if isinstance(session, dict) else _realtime_session([])
+        return [{"type": "session.updated", "event_id": "event_vts_session_updated", "session": session}], False
+    return [], kind == "response.create"
+
+
+# The Realtime API's errors before a session: the upgrade refused with the OpenAI platform's {"error": {"message",
+# "type", "param", "code"}} body (https://platform.openai.com/docs/guides/error-codes); openai-python's client
+# raises websockets' InvalidStatus for it and opens no session.
+_REALTIME_ERRORS = (
+    http_error("rate_limit", 429, {"error": {
+        "message": "Rate limit reached for gpt-realtime in organization org-vts on requests per min (RPM): Limit 3, "
+                   "Used 3, Requested 1. Please try again in 1s.",
+        "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+        (("retry-after", "1"), ("x-request-id", "req_vts_rate_limit"))),
+    http_error("server_error", 500, {"error": {
+        "message": "The server had an error while processing your request. Sorry about that!",
+        "type": "server_error", "param": None, "code": None}}, (("x-request-id", "req_vts_server_error"),)),
+)
+
+
+def _realtime_request_body(schemas: dict, request: dict) -> dict:
+    """The client's session.update that offers the tools (and the tool choice)."""
+    session: dict[str, Any] = {"type": "realtime", "model": "gpt-realtime", "output_modalities": ["text"],
+                               "instructions": REQUEST_PROMPT}
+    if schemas:
+        session["tools"] = _realtime_tools(schemas)
+    return {"type": "session.update", "session": dict(session, **_request_controls(request, ("tool_choice",)))}
+
+
+REALTIME = Profile(
+    name="openai-realtime", stream_key="events",
+    rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.done status",
+                    slot_end_name="response.output_item.done"),
+    wire=WireRules(normalizer=lambda limits: RealtimeNormalizer(), protected_paths=_realtime_protected,
+                   fragment_key=_realtime_fragment_key),
+    request=RequestRules(choice=_choice_realtime, parallel_instead=" (the Realtime API has no such control)",
+                         tools=_realtime_request_tools, tool_entry=_realtime_tool_entry),
+    capture=CaptureRules(family="openai-realtime", claims=_realtime_claims, redact=_redact_realtime_event,
+                         stream_error=_realtime_stream_error, socket_turns=_realtime_socket_turns),
+    http=HttpRules(api_path=r"/v1/realtime", frame=_realtime_frame, api_example="/v1/realtime",
+                   tools_shape=_realtime_tools, request_body=_realtime_request_body, errors=_REALTIME_ERRORS,
+                   socket=SocketRules(path=r"/v1/realtime", example="/v1/realtime", opening=_realtime_opening,
+                                      reply=_realtime_reply, only=True)))
+
+
+# ---------------------------------------------------------------------------
 # Profiles: the rows, one per wire format
 # ---------------------------------------------------------------------------
 
@@ -9430,7 +10061,7 @@ AGUI = Profile(
 # its Profile row) and one name in this list.
 PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
     OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA, INTERACTIONS,
-    AGUI)})
+    AGUI, REALTIME)})
 
 
 # profile -> its stream list's key (a view of the rows, for library callers)
@@ -18720,6 +19351,15 @@ def ws_message_text(payload: bytes) -> Any:
         raise SocketClosed(1007, "a message must be one JSON value") from None
 
 
+def _ws_carries_tools(row: Profile, message: Any) -> bool:
+    """Whether a client message is a request whose tools the row reads (a non-empty list), as capture picks a
+    message log's request (socket_log_turn)."""
+    try:
+        return isinstance(message, dict) and bool(row.request.tools(message)[0])
+    except Exception:   # noqa: BLE001 - a message that is no such request (the room's reader refused it)
+        return False
+
+
 def ws_messages(messages: list) -> list[bytes]:
     """The text frames of a room's messages (SocketRules: a JSON value as compact JSON, a str as it is)."""
     return [ws_frame(_WS_TEXT, (message if isinstance(message, str) else wire_json(message)).encode("utf-8",
@@ -19165,12 +19805,15 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except Exception:   # noqa: BLE001 - as a reply that fails (below)
                 raise SocketClosed(1011, "the session could not be opened") from None
             self._ws_send(opening, transport, counts)
+            configured = None   # the last client message whose tools the row reads (a Realtime session.update)
             while True:
                 payload = self._ws_receive()
                 counts[0] += 1
                 if counts[0] > SERVE_SOCKET_MESSAGES:
                     raise SocketClosed(1008, f"a session takes at most {SERVE_SOCKET_MESSAGES} messages")
                 message = ws_message_text(payload)
+                if keep_requests and _ws_carries_tools(fixture.row, message):
+                    configured = payload
                 try:
                     answer, turn = rules.reply(message, fixture.stream)
                     frames = ws_messages(answer)
@@ -19179,8 +19822,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self._ws_send(frames, transport, counts)
                 if not turn:
                     continue
-                if keep_requests:
-                    bodies.keep(fixture.prefix, payload)
+                if keep_requests:   # the request is the message that configured the tools, as capture reads a log
+                    bodies.keep(fixture.prefix, payload if configured is None else configured)
                 if on_stream is not None:
                     on_stream(self.path)
                 if error is not None:

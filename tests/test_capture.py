@@ -770,6 +770,9 @@ TEXT_DELTA = {
     "gemini-interactions": lambda piece: {"event_type": "step.delta", "index": 0,
                                           "delta": {"type": "text", "text": piece}},
     "ag-ui": lambda piece: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_1", "delta": piece},
+    "openai-realtime": lambda piece: {"type": "response.output_audio_transcript.delta", "event_id": "event_1",
+                                      "response_id": "resp_1", "item_id": "item_1", "output_index": 0,
+                                      "content_index": 0, "delta": piece},
 }
 
 

@@ -240,10 +240,40 @@ def build_agui(calls, end):
     return stream
 
 
+def build_realtime(calls, end):
+    ids = iter(range(1, 1000))
+
+    def event(kind, **fields):   # every Realtime server event has an event_id
+        return dict({"type": kind, "event_id": f"event_{next(ids)}"}, **fields)
+    stream = [event("response.created", response={"id": "resp_1", "status": "in_progress", "output": []}),
+              event("response.output_item.added", response_id="resp_1", output_index=0, item={
+                  "id": "item_m", "type": "message", "status": "in_progress", "role": "assistant", "content": []}),
+              event("response.output_text.delta", response_id="resp_1", item_id="item_m", output_index=0,
+                    content_index=0, delta=TEXT),
+              event("response.output_item.done", response_id="resp_1", output_index=0, item={
+                  "id": "item_m", "type": "message", "status": "completed", "role": "assistant", "content": []})]
+    output = []
+    for k, c in enumerate(calls, 1):
+        item = {"id": f"item_{k}", "type": "function_call", "call_id": f"call_{k}", "name": c.name}
+        stream.append(event("response.output_item.added", response_id="resp_1", output_index=k,
+                            item=dict(item, arguments="", status="in_progress")))
+        stream += [event("response.function_call_arguments.delta", response_id="resp_1", item_id=f"item_{k}",
+                         output_index=k, call_id=f"call_{k}", delta=p) for p in pieces(c.text, 4)]
+        stream.append(event("response.function_call_arguments.done", response_id="resp_1", item_id=f"item_{k}",
+                            output_index=k, call_id=f"call_{k}", name=c.name, arguments=c.text))
+        done = dict(item, arguments=c.text, status="completed")
+        stream.append(event("response.output_item.done", response_id="resp_1", output_index=k, item=done))
+        output.append(done)
+    if end != CUT:
+        status = {TOOL_END: "completed", MAX_TOKENS: "incomplete"}[end]
+        stream.append(event("response.done", response={"id": "resp_1", "status": status, "output": output}))
+    return stream
+
+
 BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
             "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini,
             "cohere": build_cohere, "ollama": build_ollama, "gemini-interactions": build_interactions,
-            "ag-ui": build_agui}
+            "ag-ui": build_agui, "openai-realtime": build_realtime}
 
 
 # --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
@@ -272,13 +302,15 @@ FRAGMENTS = {
     "gemini-interactions": (lambda stream: [e for e in stream if e.get("delta", {}).get("type") == "arguments_delta"],
                             8, None),
     "ag-ui": (lambda stream: [e for e in stream if e["type"] == "TOOL_CALL_ARGS"], 8, None),
+    "openai-realtime": (lambda stream: [e["delta"] for e in stream
+                                        if e["type"] == "response.function_call_arguments.delta"], 8, None),
 }
 
 # each profile's reason for a turn cut by the token limit, as its builder writes it
 MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
                      "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
                      "cohere": "MAX_TOKENS", "ollama": "length", "gemini-interactions": "incomplete",
-                     "ag-ui": "interrupt"}
+                     "ag-ui": "interrupt", "openai-realtime": "incomplete"}
 
 # the rows whose calls carry no id (Gemini's function response pairs by name and order)
 WITHOUT_IDS = frozenset({"gemini"})
@@ -464,6 +496,17 @@ def agui_turn(arguments):
             {"type": "TOOL_CALL_END", "toolCallId": "call_1"}, dict(run, type="RUN_FINISHED")]
 
 
+def realtime_turn(arguments):
+    item = {"id": "item_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": ""}
+    return [{"type": "response.created", "event_id": "event_1", "response": {"output": []}},
+            {"type": "response.output_item.added", "event_id": "event_2", "output_index": 0, "item": item},
+            {"type": "response.function_call_arguments.delta", "event_id": "event_3", "output_index": 0,
+             "item_id": "item_1", "call_id": "call_1", "delta": arguments},
+            {"type": "response.output_item.done", "event_id": "event_4", "output_index": 0,
+             "item": dict(item, arguments=arguments, status="completed")},
+            {"type": "response.done", "event_id": "event_5", "response": {"status": "completed", "output": None}}]
+
+
 def chat_turn(arguments):
     return [orc({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f",
                                                                                               "arguments": arguments}}]}),
@@ -483,6 +526,7 @@ class UnsafeIntegers(unittest.TestCase):
         "ollama": lambda n: ("chunks", ollama_turn(n)),
         "gemini-interactions": lambda n: ("events", interactions_turn('{"a":%d}' % n)),
         "ag-ui": lambda n: ("events", agui_turn('{"a":%d}' % n)),
+        "openai-realtime": lambda n: ("events", realtime_turn('{"a":%d}' % n)),
     }
 
     def run_turn(self, name, value):

@@ -84,6 +84,13 @@ PLAIN_DUMP_NULLS = {
 }
 # google-genai's interactions models (Speakeasy) leave unset optional members out of a plain model_dump()
 PLAIN_DUMP_NULLS["gemini-interactions"] = []
+# openai-python's realtime models (openai/types/realtime/): the optional members a server may leave out
+PLAIN_DUMP_NULLS["openai-realtime"] = [
+    ("previous_item_id",), ("item", "object"), ("item", "status"), ("response", "id"), ("response", "audio"),
+    ("response", "conversation_id"), ("response", "max_output_tokens"), ("response", "metadata"),
+    ("response", "object"), ("response", "output_modalities"), ("response", "status_details"), ("response", "usage"),
+    ("response", "output", "*", "object"), ("response", "output", "*", "status"), ("error", "code"),
+    ("error", "event_id"), ("error", "param")]
 PLAIN_DUMP_NULLS["mistral"] = PLAIN_DUMP_NULLS["openai"]   # openai-python's client reads Mistral's API too
 
 

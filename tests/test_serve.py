@@ -46,10 +46,20 @@ def api_path(profile):
 CONTENT_TYPE = {"openai": "text/event-stream", "mistral": "text/event-stream", "anthropic": "text/event-stream",
                 "openai-responses": "text/event-stream", "bedrock": "application/vnd.amazon.eventstream",
                 "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson",
-                "gemini-interactions": "text/event-stream", "ag-ui": "text/event-stream"}
+                "gemini-interactions": "text/event-stream", "ag-ui": "text/event-stream",
+                "openai-realtime": "application/x-ndjson"}
 # The rooms whose servers document no rate-limit or overload answer before a stream, and why.
 NO_RETRYABLE_ERROR = {"ag-ui": "an agent server documents no rate limit: the quickstart's FastAPI route answers 422 or "
                                "500 before a stream, and a run that fails is RUN_ERROR over HTTP 200"}
+
+
+def over_http(row):
+    """Whether a row's stream is answered to a POST: not when its API is only spoken over a WebSocket
+    (SocketRules.only; its fixtures are played over the socket in test_websocket and its room's tests)."""
+    return not (row.http.socket is not None and row.http.socket.only)
+
+
+HTTP_ROWS = {name: row for name, row in vts.PROFILES.items() if over_http(row)}
 
 
 def read_back(kind, body):
@@ -105,6 +115,8 @@ class ServedBytes(unittest.TestCase):
                          "rows of PROFILES with no content type in test_serve.CONTENT_TYPE")
         faults = 0
         for prefix, fixture in sorted(self.served.items()):
+            if not over_http(fixture.row):
+                continue
             with self.subTest(fixture=prefix):
                 url = self.url + prefix + "/" + api_path(fixture.profile)
                 error = fixture.row.http.error(fixture.fault.get("error", {}).get("kind"))
@@ -117,14 +129,14 @@ class ServedBytes(unittest.TestCase):
                 self.assertEqual(status, 200)
                 self.assertEqual(kind, CONTENT_TYPE[fixture.profile])
                 self.assertEqual(read_back(kind, body), as_framed(kind, fixture.stream))
-        self.assertGreaterEqual(faults, 2 * len(vts.PROFILES) - 1)   # each room's error-only and retry fixtures
+        self.assertGreaterEqual(faults, 2 * len(HTTP_ROWS) - 1)   # each room's error-only and retry fixtures
 
     def test_passing_fixtures_read_back_through_capture(self):
         checked = 0
         for prefix, fixture in sorted(self.served.items()):
             with open(fixture.path, "rb") as handle:
                 doc = json.loads(handle.read())
-            if doc.get("expect", {}).get("status") != "pass":
+            if doc.get("expect", {}).get("status") != "pass" or not over_http(fixture.row):
                 continue
             with self.subTest(fixture=prefix):
                 for _ in range(fixture.fault.get("times", 0) + 1):   # a retry fixture's errors come first
@@ -729,7 +741,7 @@ class ServedFaults(unittest.TestCase):
         server, _ = start_with([self.folder])
         try:
             port = server.server_address[1]
-            for name, row in vts.PROFILES.items():
+            for name, row in HTTP_ROWS.items():   # a socket-only row answers them at the upgrade (test_websocket)
                 for error in row.http.errors:
                     with self.subTest(profile=name, kind=error.kind):
                         for _ in range(2):   # every request, without "times"
@@ -745,7 +757,7 @@ class ServedFaults(unittest.TestCase):
         finally:
             stop(server)
         self.assertEqual(server.bodies.builds, 0)   # no stream was ever built
-        self.assertEqual(answered, 2 * sum(len(row.http.errors) for row in vts.PROFILES.values()))
+        self.assertEqual(answered, 2 * sum(len(row.http.errors) for row in HTTP_ROWS.values()))
 
     def test_the_providers_own_error_shapes(self):
         def body(profile, kind):
@@ -765,7 +777,7 @@ class ServedFaults(unittest.TestCase):
         self.assertEqual(body("mistral", "rate_limit")["type"], "rate_limited")
 
     def test_the_retry_sequence(self):
-        for name, row in vts.PROFILES.items():
+        for name, row in HTTP_ROWS.items():
             error = row.http.errors[0]
             fault_fixture(self.folder, name, row, [{}], {"error": {"status": error.status, "kind": error.kind},
                                                          "times": 2})
@@ -776,7 +788,7 @@ class ServedFaults(unittest.TestCase):
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         try:
             port = server.server_address[1]
-            for name, row in vts.PROFILES.items():
+            for name, row in HTTP_ROWS.items():
                 with self.subTest(profile=name):
                     error, path = row.http.errors[0], f"/{name}{row.http.api_example}"
                     statuses = [raw_post(port, path)[0] for _ in range(4)]
@@ -784,9 +796,9 @@ class ServedFaults(unittest.TestCase):
                     self.assertEqual(raw_post(port, path)[2], row.http.frame([{}], "alt=sse")[1])
         finally:
             stop(server)
-        self.assertEqual(server.bodies.errors, {name: 5 for name in vts.PROFILES})
-        self.assertEqual(server.bodies.requests, {name: 3 for name in vts.PROFILES})
-        self.assertEqual(len(asked), 5 * len(vts.PROFILES))   # conform hears of the errors too: requested
+        self.assertEqual(server.bodies.errors, {name: 5 for name in HTTP_ROWS})
+        self.assertEqual(server.bodies.requests, {name: 3 for name in HTTP_ROWS})
+        self.assertEqual(len(asked), 5 * len(HTTP_ROWS))   # conform hears of the errors too: requested
 
     def test_without_the_bodies_cache_an_error_answers_once_more(self):
         row = vts.PROFILES["anthropic"]
@@ -806,6 +818,8 @@ class ServedFaults(unittest.TestCase):
                 fixture = served.get(f"{name}/{CUT_FIXTURE}")
                 self.assertIsNotNone(fixture, f"fixtures/{name}/{CUT_FIXTURE}.json: each room has a cut fixture")
                 self.assertEqual(fixture.fault, {"cut": True})
+                if not over_http(row):
+                    continue   # cut over its socket: test_websocket
                 for query in ("", "?alt=sse"):
                     with self.subTest(profile=name, query=query):
                         path = f"/{name}/{CUT_FIXTURE}{row.http.api_example.split('?')[0]}{query}"
@@ -893,7 +907,7 @@ def stream_paths(served):
     of a fixture whose "serve" block plays a fault (ServedFaults reads those)."""
     found = []
     for prefix, fixture in sorted(served.items()):
-        if fixture.fault:
+        if fixture.fault or not over_http(fixture.row):
             continue
         for query in ("", "?alt=sse") if "alt" in fixture.row.http.api_example else ("",):
             path = prefix + fixture.row.http.api_example.split("?")[0] + query

@@ -101,7 +101,7 @@ PREFIXES = {"chat": {"openai", "mistral"}, "openai": {"openai", "mistral"}, "mis
             "openai_responses": {"openai-responses"}, "bedrock": {"bedrock"}, "converse": {"bedrock"},
             "gemini": {"gemini"}, "vertex": {"gemini"}, "cohere": {"cohere"}, "ollama": {"ollama"},
             "langchain": {"ollama"}, "inter": {"gemini-interactions"}, "interactions": {"gemini-interactions"},
-            "agui": {"ag-ui"}, "copilotkit": {"ag-ui"}}
+            "agui": {"ag-ui"}, "copilotkit": {"ag-ui"}, "realtime": {"openai-realtime"}}
 PREFIX = re.compile(r"_*(openai_responses|[a-z]+)")
 
 

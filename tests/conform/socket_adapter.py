@@ -31,7 +31,11 @@ import wsclient  # noqa: E402 - tests/wsclient.py
 TURN_ENDS = {
     "openai-responses": lambda message: message.get("type") in (
         "response.completed", "response.failed", "response.incomplete", "error"),
+    "openai-realtime": lambda message: message.get("type") == "response.done",
 }
+# profile -> the messages sent after the first: a Realtime session.update configures the tools, and the
+# response (the turn) starts with response.create
+THEN = {"openai-realtime": ({"type": "response.create"},)}
 
 
 def first_message(profile: str, body: dict) -> dict:
@@ -75,6 +79,8 @@ def calls_of(env) -> list:
     gate = vts.StreamGate(profile, schemas, request=request)
     with connect(env["VTS_WS_URL"]) as ws:
         ws.send_text(json.dumps(first_message(profile, body)))
+        for message in THEN.get(profile, ()):
+            ws.send_text(json.dumps(message))
         ended = False
         while True:
             try:
