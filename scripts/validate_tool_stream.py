@@ -15890,7 +15890,9 @@ def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
         socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
         return raw
     try:
-        lines = [line for line in bytes(raw).decode("utf-8").splitlines() if line.strip()]
+        # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
+        # raw U+2028 or U+0085, at which str.splitlines() would break a message (and miss the log's turns)
+        lines = [line for line in re.split(_SSE_LINE_END, bytes(raw).decode("utf-8")) if line.strip(" \t")]
         values = [decode_document(line) for line in lines]
     except (UnicodeDecodeError, JsonProblem):
         if turn is not None:
