@@ -17401,7 +17401,7 @@ def ws_handshake_problem(headers: Any, version: str) -> tuple[int, str, dict[str
         return 426, "this path is a WebSocket: send GET with Upgrade: websocket", {"Upgrade": "websocket"}
     if version != "HTTP/1.1" or "upgrade" not in tokens("Connection") or not headers.get("Host"):
         return 400, "a WebSocket upgrade is an HTTP/1.1 GET with Host and Connection: Upgrade", {}
-    if (headers.get_all("Sec-WebSocket-Version") or []) != ["13"]:
+    if [value.strip(" \t") for value in headers.get_all("Sec-WebSocket-Version") or []] != ["13"]:   # OWS aside
         return 426, "this server speaks WebSocket version 13", {"Sec-WebSocket-Version": "13"}
     keys = headers.get_all("Sec-WebSocket-Key") or []
     try:

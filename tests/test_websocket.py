@@ -109,6 +109,8 @@ class Served(unittest.TestCase):
         with self.assertRaises(wsclient.HandshakeRefused) as caught:
             self.socket(version="8")
         self.assertEqual(caught.exception.headers["sec-websocket-version"], "13")
+        with self.socket(version="13 \t") as ws:   # whitespace around a header's value is not part of it
+            ws.close()
 
     def closed_with(self, code, *frames):
         with self.socket() as ws:
