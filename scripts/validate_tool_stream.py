@@ -17966,6 +17966,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             fin, opcode, length = bool(head[0] & 0x80), head[0] & 0x0F, head[1] & 0x7F
             if length >= 126:
                 length = int.from_bytes(self._ws_read(2 if length == 126 else 8), "big")
+            if length >> 63:
+                raise SocketClosed(1002, "a frame's 64-bit length must have its most significant bit 0")
             if head[0] & 0x70:
                 raise SocketClosed(1002, "no extension was negotiated: a frame's RSV bits must be 0")
             if not head[1] & 0x80:

@@ -129,6 +129,7 @@ class Served(unittest.TestCase):
             ("fragmented ping", 1002, wsclient.frame(wsclient.PING, b"x", fin=False)),
             ("long ping", 1002, wsclient.frame(wsclient.PING, b"x" * 126)),
             ("oversized", 1009, wsclient.frame(wsclient.TEXT, b"", length=vts.SERVE_MAX_REQUEST_BYTES + 1)[:14]),
+            ("64-bit length, top bit set", 1002, bytes((0x81, 0xFF)) + (1 << 63).to_bytes(8, "big")),
             ("binary", 1003, wsclient.frame(wsclient.BINARY, create)),
             ("not UTF-8", 1007, wsclient.frame(wsclient.TEXT, b"\xff")),
             ("not JSON", 1007, wsclient.frame(wsclient.TEXT, b"{\"type\": ")),
