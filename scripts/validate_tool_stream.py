@@ -17778,7 +17778,9 @@ def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
         socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
         return raw
     try:
-        lines = [line for line in bytes(raw).decode("utf-8").splitlines() if line.strip()]
+        # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
+        # raw U+2028 or U+0085, at which str.splitlines() would break a message (and miss the log's turns)
+        lines = [line for line in re.split(_SSE_LINE_END, bytes(raw).decode("utf-8")) if line.strip(" \t")]
         values = [decode_document(line) for line in lines]
     except (UnicodeDecodeError, JsonProblem):
         if turn is not None:
@@ -19287,7 +19289,7 @@ def ws_handshake_problem(headers: Any, version: str) -> tuple[int, str, dict[str
         return 426, "this path is a WebSocket: send GET with Upgrade: websocket", {"Upgrade": "websocket"}
     if version != "HTTP/1.1" or "upgrade" not in tokens("Connection") or not headers.get("Host"):
         return 400, "a WebSocket upgrade is an HTTP/1.1 GET with Host and Connection: Upgrade", {}
-    if (headers.get_all("Sec-WebSocket-Version") or []) != ["13"]:
+    if [value.strip(" \t") for value in headers.get_all("Sec-WebSocket-Version") or []] != ["13"]:   # OWS aside
         return 426, "this server speaks WebSocket version 13", {"Sec-WebSocket-Version": "13"}
     keys = headers.get_all("Sec-WebSocket-Key") or []
     try:
@@ -19864,6 +19866,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             fin, opcode, length = bool(head[0] & 0x80), head[0] & 0x0F, head[1] & 0x7F
             if length >= 126:
                 length = int.from_bytes(self._ws_read(2 if length == 126 else 8), "big")
+            if length >> 63:
+                raise SocketClosed(1002, "a frame's 64-bit length must have its most significant bit 0")
             if head[0] & 0x70:
                 raise SocketClosed(1002, "no extension was negotiated: a frame's RSV bits must be 0")
             if not head[1] & 0x80:

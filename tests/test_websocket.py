@@ -109,6 +109,8 @@ class Served(unittest.TestCase):
         with self.assertRaises(wsclient.HandshakeRefused) as caught:
             self.socket(version="8")
         self.assertEqual(caught.exception.headers["sec-websocket-version"], "13")
+        with self.socket(version="13 \t") as ws:   # whitespace around a header's value is not part of it
+            ws.close()
 
     def closed_with(self, code, *frames):
         with self.socket() as ws:
@@ -127,6 +129,7 @@ class Served(unittest.TestCase):
             ("fragmented ping", 1002, wsclient.frame(wsclient.PING, b"x", fin=False)),
             ("long ping", 1002, wsclient.frame(wsclient.PING, b"x" * 126)),
             ("oversized", 1009, wsclient.frame(wsclient.TEXT, b"", length=vts.SERVE_MAX_REQUEST_BYTES + 1)[:14]),
+            ("64-bit length, top bit set", 1002, bytes((0x81, 0xFF)) + (1 << 63).to_bytes(8, "big")),
             ("binary", 1003, wsclient.frame(wsclient.BINARY, create)),
             ("not UTF-8", 1007, wsclient.frame(wsclient.TEXT, b"\xff")),
             ("not JSON", 1007, wsclient.frame(wsclient.TEXT, b"{\"type\": ")),
@@ -456,6 +459,21 @@ class Capture(unittest.TestCase):
             code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "1")
             self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
 
+
+    def test_turns_of_json_lines_with_a_raw_line_separator_in_a_string(self):
+        # U+2028 and U+0085 are legal raw inside a JSON string: lines end at CR and LF alone, as capture reads them
+        for mark in ("\u2028", "\u0085"):
+            first = [dict(self.doc["events"][0], note=f"a{mark}b"), *self.doc["events"][1:]]
+            second = [dict(event, sequence_number=100 + n) for n, event in enumerate(self.doc["events"])]
+            lines = "".join(json.dumps(event, ensure_ascii=False) + "\n" for event in first + second)
+            with self.subTest(mark=hex(ord(mark))), with_turns():
+                code, _, err = self.capture(lines)
+                self.assertEqual(code, 3)
+                self.assertIn("the message log carries 2 turns: pick one with --turn K (0 to 1)", err)
+                code, envelope, err = self.capture(lines, "--turn", "0", "--no-redact")
+                self.assertEqual(code, 0, err)
+                self.assertEqual(envelope["events"][0]["note"], f"a{mark}b")
+                self.assertEqual(len(envelope["events"]), len(first))
 
 class Library(unittest.TestCase):
     def test_serving_gives_ws_url_and_chunkings_write_the_same_messages(self):
