@@ -4489,10 +4489,13 @@ class ResponsesNormalizer:
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
+        if kind == "response.created" and state.opening == "open":
+            yield _responses_second_response(pos, state)
+            return
         was = state.ending
         late = _RESPONSES_ROOM.late(pos, kind, state)
         if kind in ("error", "response.failed"):
-            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
+            yield WireProblem(pos, STREAM_ERROR, _responses_error_text(kind, event))
             return
         if was == "ended":   # a repeated terminal goes to the machine (duplicate_terminal), all else is late
             yield from late
@@ -4505,6 +4508,28 @@ class ResponsesNormalizer:
         handler = _RESPONSES_ROOM.handlers.get(kind, _RESPONSES_ROOM.default)
         if handler is not None:
             yield from handler(pos, kind, event, state)
+
+
+def _responses_second_response(pos: int, state: _ResponsesState) -> WireProblem:
+    """A second response.created: another response's events in this turn's envelope.  A socket carries one
+    response after another (WebSocket mode); an envelope holds one of them (capture --turn picks it)."""
+    if state.ending == "ended":
+        return WireProblem(pos, DELTA_AFTER_TERMINAL, "a second response (response.created) after the first one's "
+                           "terminal event: an envelope holds one turn; capture --turn K picks one of a socket's")
+    return WireProblem(pos, UNEXPECTED_EVENT, "a second response.created before the first response's terminal "
+                       "event: the first was cut off, or two responses (stream_id lanes) interleave")
+
+
+def _responses_error_text(kind: str, event: dict) -> str:
+    """What a stream error says.  WebSocket mode's error event, {"type": "error", "status": <HTTP status>,
+    "error": {"type", "code", "message", ...}}, names its status and code (protocol words only); the SSE
+    error event and response.failed name their type."""
+    status, body = event.get("status"), event.get("error")
+    if kind != "error" or type(status) is not int or not isinstance(body, dict):
+        return f"the provider sent {kind}"
+    code = body.get("code") if body.get("code") is not None else body.get("type")
+    return (f"the provider sent the WebSocket error event (status {status}, "
+            f"{_token(code) if code is not None else 'no code'}): the response ends there")
 
 
 def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -4852,7 +4877,8 @@ _RESPONSES_INPUT_EVENTS = MappingProxyType({
 
 # Members of an event kept as they are (its type and the numbers and ids that address an item).
 _RESPONSES_EVENT_KEEP = frozenset({"type", "item_id", "sequence_number", "output_index", "content_index",
-                                   "summary_index", "annotation_index", "command_index", "partial_image_index"})
+                                   "summary_index", "annotation_index", "command_index", "partial_image_index",
+                                   "stream_id"})
 # ... and, of an event that carries a call's input, the call's identity it restates.
 _RESPONSES_INPUT_KEEP = _RESPONSES_EVENT_KEEP | {"name", "call_id", "namespace"}
 # Structure a non-call Responses item or event keeps through neutralisation.
@@ -4936,8 +4962,72 @@ def _responses_whole_response(payload: dict) -> str | None:
 
 
 def _responses_claims(payload: dict) -> bool:
+    """Its events; an error event in its SSE shape ({"type": "error", "code", "message", ...}) or in WebSocket
+    mode's ({"type": "error", "status": <int>, "error": {...}}; the Realtime API's error has an event_id)."""
     kind = payload.get("type")
-    return isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
+    if kind == "error":
+        return "code" in payload or (type(payload.get("status")) is int and isinstance(payload.get("error"), dict)
+                                     and "event_id" not in payload)
+    return isinstance(kind, str) and kind.startswith("response.")
+
+
+# WebSocket mode (GET wss://api.openai.com/v1/responses): the client sends a response.create message per turn and
+# receives the same events as the SSE stream, one per text message, one response after another
+# (https://developers.openai.com/api/docs/guides/websocket-mode).  A response runs from its response.created to its
+# terminal; the socket's error event ({"type": "error", "status", "error": {...}}) ends it, or, outside a response,
+# is the whole answer to a response.create the server refused (previous_response_not_found,
+# websocket_connection_limit_reached...).  openai-python 3.57 adds stream_id lanes: responses of different lanes
+# may interleave, and each of their events carries the lane's stream_id.
+_RESPONSES_SOCKET_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete"})
+# Members that address an output item or state a call's input: a message outside a response holding one belongs
+# to a response whose start the log does not hold.
+_RESPONSES_SOCKET_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
+
+
+def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
+    """The responses of a WebSocket message log, each (first, end): from its response.created through its
+    terminal, or through the error event that ended it (with the terminal right after it, if one follows), or to
+    the next response.created or the log's end (a cut response: missing_terminal).  An error event outside a
+    response is a turn of its own.  Any other message outside a response is the session's own (response.steer.*,
+    a gateway's rate-limit notices), unless it addresses an item or carries a call's input (CaptureError).  Responses
+    of two stream_id lanes that interleave are refused (CaptureError): a turn is one contiguous run of messages."""
+    turns: list[tuple[int, int]] = []
+    start: int | None = None
+    lane: Any = None
+    errored = False
+    for number, message in enumerate(messages):
+        body = message if isinstance(message, dict) else {}
+        kind = _wire_str(body.get("type"))
+        if start is not None and errored:
+            ends = kind in _RESPONSES_SOCKET_ENDS and body.get("stream_id") == lane
+            turns.append((start, number + 1 if ends else number))
+            start, errored = None, False
+            if ends:
+                continue
+        if start is not None and body.get("stream_id") != lane:
+            raise CaptureError(f"message {number + 1} belongs to another stream_id lane than the response that "
+                               f"started at message {start + 1}: responses of two lanes interleave; record one lane")
+        if start is None:
+            if kind == "response.created":
+                start, lane = number, body.get("stream_id")
+            elif kind == "error":
+                turns.append((number, number + 1))
+            elif kind in _RESPONSES_EVENTS and kind not in _RESPONSES_LIFECYCLE or any(
+                    member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS):
+                raise CaptureError(f"message {number + 1} ({_token(kind)}) comes outside a response (before its "
+                                   "response.created): the log does not hold that response whole")
+            continue
+        if kind == "response.created" and number != start:
+            turns.append((start, number))
+            start = number
+        elif kind in _RESPONSES_SOCKET_ENDS:
+            turns.append((start, number + 1))
+            start = None
+        elif kind == "error":
+            errored = True
+    if start is not None:
+        turns.append((start, len(messages)))
+    return turns
 
 
 def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
@@ -5061,7 +5151,8 @@ OPENAI_RESPONSES = Profile(
     request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
-                         stream_error=_responses_stream_error, whole_response=_responses_whole_response),
+                         stream_error=_responses_stream_error, whole_response=_responses_whole_response,
+                         socket_turns=_responses_socket_turns),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=_responses_tools, request_body=_responses_request_body, errors=_RESPONSES_ERRORS,
                    framings=SERVE_FRAMINGS))
