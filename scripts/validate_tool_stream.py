@@ -4357,11 +4357,12 @@ _RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingPro
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "item_ids")
+    __slots__ = ("opening", "ending", "items", "item_ids", "next_response")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _RESPONSES_ENDING
+        self.next_response = False                # a second response began after this one ended: not read
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -4482,6 +4483,8 @@ class ResponsesNormalizer:
 
     def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
+        if state.next_response:   # another response's events (said once, at its response.created)
+            return
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             yield _untyped(pos, event)
             return
@@ -4514,8 +4517,10 @@ def _responses_second_response(pos: int, state: _ResponsesState) -> WireProblem:
     """A second response.created: another response's events in this turn's envelope.  A socket carries one
     response after another (WebSocket mode); an envelope holds one of them (capture --turn picks it)."""
     if state.ending == "ended":
+        state.next_response = True   # what follows is that response's: said here once
         return WireProblem(pos, DELTA_AFTER_TERMINAL, "a second response (response.created) after the first one's "
-                           "terminal event: an envelope holds one turn; capture --turn K picks one of a socket's")
+                           "terminal event, and its events after it: an envelope holds one turn; capture --turn K "
+                           "picks one of a socket's responses")
     return WireProblem(pos, UNEXPECTED_EVENT, "a second response.created before the first response's terminal "
                        "event: the first was cut off, or two responses (stream_id lanes) interleave")
 
