@@ -1,10 +1,13 @@
 """The OpenAI Responses profile: its edge cases and namespaced calls."""
 
 import json
+import os
+import tempfile
 import unittest
 
 from support import (
-    code_set, codes, frames_deep, judge_events, positions, room_fast_paths_agree, room_runs_agree, vts,
+    FIXTURES, code_set, codes, fixture_report, frames_deep, importable, judge_events, load_fixture, positions,
+    room_fast_paths_agree, room_runs_agree, run_cli, vts,
 )
 
 
@@ -530,3 +533,248 @@ class Runs(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---------------------------------------------------------------------------------------------------
+# WebSocket mode: a socket's message log, its responses (CaptureRules.socket_turns), its error event.
+# ---------------------------------------------------------------------------------------------------
+
+
+WS = "openai-responses/"
+WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
+    "pass-websocket-single-call": ("pass", [], ["call_Ws1hK8mP3qR6tV9xZ2bN5cD"]),
+    "pass-websocket-parallel-calls-on-a-stream-id-lane": (
+        "pass", [], ["call_Ws2pL4nQ7sU0wY3aC6eG9iK", "call_Ws2rM5oR8tV1xZ4bD7fH0jL"]),
+    "missing-terminal-websocket-closed-before-response-completed": (
+        "blocked", ["missing_terminal"], ["call_Ws3sN6pS9uW2yA5cE8gI1kM"]),
+    "stream-error-websocket-error-event-mid-call": (
+        "blocked", ["missing_terminal", "stream_error"], ["call_Ws4tO7qT0vX3zB6dF9hJ2lN"]),
+    "stream-error-websocket-error-before-any-output": ("blocked", ["stream_error"], []),
+    "delta-after-terminal-websocket-second-response-in-one-envelope": (
+        "blocked", ["delta_after_terminal"], ["call_Ws6vQ9sV2xZ5bD8fH1jL4nP"]),
+    "unexpected-event-websocket-two-lanes-interleaved": (
+        "blocked", ["unexpected_event"], ["call_Ws7xS1uX4zB7dF0hJ3lN6pR"]),
+    "not-applicable-websocket-warmup-generate-false": ("not_applicable", [], []),
+}
+
+
+def ws_doc(name):
+    return load_fixture(WS + name + ".json")[1]
+
+
+def ws_error(status=400, code="previous_response_not_found", **extra):
+    return dict({"type": "error", "status": status,
+                 "error": {"type": "invalid_request_error", "code": code, "message": "m", "param": None}}, **extra)
+
+
+def socket_turns(messages):
+    return vts.PROFILES["openai-responses"].capture.socket_turns(messages)
+
+
+def judge_log(messages, schemas=None):
+    """Each response of a message log, judged alone: [(status, sorted codes, call ids)]."""
+    out = []
+    for first, end in socket_turns(messages):
+        report = vts.validate_envelope({"profile": "openai-responses", "tool_schemas": schemas or {},
+                                        "events": messages[first:end]})
+        out.append((report["status"], sorted(code_set(report)), [c["id"] for c in report["calls"]]))
+    return out
+
+
+class WebSocketFixtures(unittest.TestCase):
+    def test_each_fixture_exactly(self):
+        for name, (status, want, ids) in WS_FIXTURES.items():
+            with self.subTest(fixture=name):
+                report = fixture_report(WS + name + ".json")
+                self.assertEqual((report["status"], sorted(code_set(report)), [c["id"] for c in report["calls"]]),
+                                 (status, want, ids))
+                self.assertEqual(vts.EXIT_BY_STATUS[report["status"]], {"pass": 0, "blocked": 1,
+                                                                        "not_applicable": 2}[status])
+
+    def test_the_cli_exit_codes(self):
+        for name, code in (("pass-websocket-single-call", 0), ("stream-error-websocket-error-before-any-output", 1),
+                           ("not-applicable-websocket-warmup-generate-false", 2)):
+            with self.subTest(fixture=name):
+                self.assertEqual(run_cli(f"{FIXTURES}/{WS}{name}.json", "--expect")[0], 0)
+                self.assertEqual(run_cli(f"{FIXTURES}/{WS}{name}.json")[0], code)
+
+    def test_a_socket_log_of_the_fixtures_splits_into_their_verdicts(self):
+        # one socket: a gateway's notice, then each fixture's response in turn (the cut one last)
+        names = ["pass-websocket-single-call", "stream-error-websocket-error-before-any-output",
+                 "stream-error-websocket-error-event-mid-call", "not-applicable-websocket-warmup-generate-false",
+                 "pass-websocket-single-call", "missing-terminal-websocket-closed-before-response-completed"]
+        log, schemas = [{"type": "codex.rate_limits", "plan_type": "plus"}], ws_doc(names[0])["tool_schemas"]
+        for name in names:
+            log.extend(ws_doc(name)["events"])
+            if name == "pass-websocket-single-call":
+                log.append({"type": "response.steer.accepted", "previous_response_id": "resp_x"})
+        want = [(WS_FIXTURES[n][0], WS_FIXTURES[n][1], WS_FIXTURES[n][2]) for n in names]
+        self.assertEqual(judge_log(log, schemas), want)
+
+    def test_the_second_response_is_said_once(self):
+        report = fixture_report(WS + "delta-after-terminal-websocket-second-response-in-one-envelope.json")
+        self.assertEqual(positions(report), [("delta_after_terminal", 9)])
+        self.assertIn("capture --turn K", report["findings"][0]["message"])
+        # its response.created while the first runs: unexpected_event there, and reading goes on
+        self.assertEqual(positions(judge_events("openai-responses", responses_call()[:2] + [created()]
+                                                + responses_call()[2:])), [("unexpected_event", 2)])
+
+
+class SocketTurns(unittest.TestCase):
+    C, D = created(), COMPLETED
+    X = added()
+
+    def test_one_response_after_another(self):
+        C, D, X = self.C, self.D, self.X
+        self.assertEqual(socket_turns([C, X, D, C, X, D]), [(0, 3), (3, 6)])
+        self.assertEqual(socket_turns([]), [])
+        for end in ("response.failed", "response.incomplete"):
+            self.assertEqual(socket_turns([C, {"type": end}, C, D]), [(0, 2), (2, 4)])
+
+    def test_messages_outside_a_response_are_the_sessions(self):
+        C, D = self.C, self.D
+        notices = [{"type": "codex.rate_limits"}, {"type": "response.steer.pending", "previous_response_id": "r"},
+                   {"type": "response.in_progress"}, 7, "text", [], {"type": ["x"]}, {}]
+        self.assertEqual(socket_turns(notices + [C, D] + notices), [(len(notices), len(notices) + 2)])
+
+    def test_an_error_outside_a_response_is_a_turn_of_its_own(self):
+        C, D = self.C, self.D
+        self.assertEqual(socket_turns([ws_error(), C, D, ws_error(429, "websocket_connection_limit_reached")]),
+                         [(0, 1), (1, 3), (3, 4)])
+
+    def test_an_error_ends_its_response_with_the_terminal_right_after_it(self):
+        C, D, X = self.C, self.D, self.X
+        failed = {"type": "response.failed"}
+        self.assertEqual(socket_turns([C, X, ws_error(500), failed, C, D]), [(0, 4), (4, 6)])
+        self.assertEqual(socket_turns([C, X, ws_error(500), C, D]), [(0, 3), (3, 5)])
+        self.assertEqual(socket_turns([C, X, ws_error(500), {"type": "codex.rate_limits"}, C, D]), [(0, 3), (4, 6)])
+        self.assertEqual(socket_turns([C, X, ws_error(500)]), [(0, 3)])
+
+    def test_a_cut_response_runs_to_the_next_start_or_the_end(self):
+        C, D, X = self.C, self.D, self.X
+        self.assertEqual(socket_turns([C, X, C, D]), [(0, 2), (2, 4)])
+        self.assertEqual(socket_turns([C, D, C, X]), [(0, 2), (2, 4)])
+        self.assertEqual(judge_log([C, X]), [("blocked", ["missing_terminal"], ["call_1"])])
+
+    def test_one_lane_is_split_several_are_refused(self):
+        C, D, X = self.C, self.D, self.X
+
+        def lane(event, name):
+            return dict(event, stream_id=name)
+        self.assertEqual(socket_turns([lane(C, "a"), lane(D, "a"), lane(C, "b"), lane(D, "b"), ws_error(),
+                                       lane(ws_error(), "b")]), [(0, 2), (2, 4), (4, 5), (5, 6)])
+        with self.assertRaises(vts.CaptureError) as caught:
+            socket_turns([lane(C, "a"), lane(X, "a"), lane(C, "b")])
+        self.assertEqual(str(caught.exception), "message 3 belongs to another stream_id lane than the response that "
+                         "started at message 1: responses of two lanes interleave; record one lane")
+        with self.assertRaises(vts.CaptureError):
+            socket_turns([lane(C, "a"), X])   # the default lane's message inside lane a's response
+
+    def test_tool_data_outside_a_response_is_refused(self):
+        C, D = self.C, self.D
+        for stray in (added(), delta("{}"), done("{}"), item_done("{}"), COMPLETED, {"type": "response.failed"},
+                      {"type": "gateway.tool", "call_id": "call_9"}, {"type": "x", "item": {}}, {"delta": "{"}):
+            with self.subTest(stray=stray), self.assertRaises(vts.CaptureError) as caught:
+                socket_turns([C, D, stray])
+            self.assertIn("message 3", str(caught.exception))
+            self.assertIn("outside a response", str(caught.exception))
+
+    def test_the_error_event_shapes(self):
+        sse = {"type": "error", "code": "server_error", "message": "m", "param": None, "sequence_number": 4}
+        events = responses_call()[:3]
+        self.assertEqual(judge_events("openai-responses", events + [sse])["findings"][0]["message"],
+                         "the provider sent error")
+        report = judge_events("openai-responses", events + [ws_error(500, "server_error", sequence_number=3)])
+        self.assertEqual([(f["code"], f["message"]) for f in report["findings"]][0],
+                         ("stream_error", "the provider sent the WebSocket error event (status 500, \"server_error\"): "
+                                          "the response ends there"))
+        self.assertEqual(code_set(report), {"stream_error", "missing_terminal"})
+        # an error's code is quoted only when it is a protocol word; no code names its type
+        secret = ws_error(401, "sk-proj-0123456789abcdefghijklmnopqrstuv")
+        message = judge_events("openai-responses", [secret])["findings"][0]["message"]
+        self.assertNotIn("sk-proj", message)
+        untyped = {"type": "error", "status": 503, "error": {"type": "server_error", "message": "m"}}
+        self.assertIn("(status 503, \"server_error\")", judge_events("openai-responses", [untyped])["findings"][0]
+                      ["message"])
+        for odd in ({"type": "error", "status": "500", "error": {}}, {"type": "error", "status": 500, "error": "x"}):
+            self.assertEqual(positions(judge_events("openai-responses", [odd])), [("stream_error", 0)])
+
+    def test_the_socket_error_shape_is_the_rooms_alone(self):
+        self.assertEqual(vts._families_of(ws_error()), ["openai-responses"])
+        self.assertEqual(vts._families_of({"type": "error", "code": "x", "message": "m"}), ["openai-responses"])
+        self.assertNotIn("openai-responses", vts._families_of(dict(ws_error(), event_id="event_1")))
+        self.assertNotIn("openai-responses", vts._families_of({"type": "error", "error": {"type": "x"}}))
+
+    def test_capture_keeps_the_lane_and_the_status(self):
+        doc = ws_doc("stream-error-websocket-error-before-any-output")
+        redacted = vts.PROFILES["openai-responses"].capture.redact(dict(doc["events"][0], stream_id="lane-a"))
+        self.assertEqual((redacted["status"], redacted["stream_id"], redacted["error"]["type"]),
+                         (400, "lane-a", "invalid_request_error"))
+        self.assertNotEqual(redacted["error"]["message"], "Neutral error text.")
+
+    def test_capture_reads_one_response_of_a_message_log(self):
+        doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
+        with tempfile.TemporaryDirectory() as folder:
+            log = os.path.join(folder, "socket.jsonl")
+            with open(log, "w", encoding="utf-8") as out:
+                out.writelines(json.dumps(event) + "\n" for event in doc["events"])
+            schemas = os.path.join(folder, "schemas.json")
+            with open(schemas, "w", encoding="utf-8") as out:
+                json.dump(doc["tool_schemas"], out)
+            code, envelope_text, err = run_cli("capture", "--profile", "openai-responses", "--schemas", schemas, log)
+            self.assertEqual(code, 0, err)
+        report = vts.validate_envelope(json.loads(envelope_text))
+        self.assertEqual((report["status"], [c["id"] for c in report["calls"]]),
+                         ("pass", WS_FIXTURES["pass-websocket-parallel-calls-on-a-stream-id-lane"][2]))
+
+
+@unittest.skipUnless(importable("openai.lib.responses_websocket"),
+                     "needs openai-python with the Responses WebSocket client (tests/adapters/.venv)")
+class WebSocketSdkDifferential(unittest.TestCase):
+    """openai-python's ResponsesConnection parses each received message (parse_event: ResponseWsCreated,
+    ResponseWsError...); those objects fed to StreamGate give the raw log's verdict, and its
+    ResponsesWebSocketAccumulator returns a final response only where we pass or find no call."""
+
+    def objects(self, doc):
+        from openai.resources.responses.responses import ResponsesConnection
+
+        return [ResponsesConnection.parse_event(None, json.dumps(event)) for event in doc["events"]]
+
+    def gate(self, doc, items):
+        gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
+        for item in items:
+            gate.feed(item)
+        return gate.finish()
+
+    def test_parsed_events_give_the_raw_verdict(self):
+        for name in WS_FIXTURES:
+            with self.subTest(fixture=name):
+                doc = ws_doc(name)
+                raw = fixture_report(WS + name + ".json")
+                got = self.gate(doc, self.objects(doc))
+                self.assertEqual((got["status"], [(f["code"], f["message"]) for f in got["findings"]], got["calls"]),
+                                 (raw["status"], [(f["code"], f["message"]) for f in raw["findings"]], raw["calls"]))
+
+    def test_the_sdk_accumulator_agrees(self):
+        from openai.lib.responses_websocket import ResponsesWebSocketAccumulator
+
+        for name, (status, _, ids) in WS_FIXTURES.items():
+            if name.startswith(("delta-after", "unexpected-event")):
+                continue   # not one response: the accumulator is fed one response per lane
+            with self.subTest(fixture=name):
+                accumulator = ResponsesWebSocketAccumulator()
+                final, raised = None, False
+                try:
+                    for item in self.objects(ws_doc(name)):
+                        accumulator.add_event(item)
+                    final = accumulator.get_final_response()
+                except Exception:   # noqa: BLE001 - no terminal, or an error event: nothing is handed over
+                    raised = True
+                if status == "blocked":
+                    self.assertTrue(raised)
+                    continue
+                report = fixture_report(WS + name + ".json")
+                sdk_calls = [{"id": o.call_id, "name": o.name, "arguments": o.arguments} for o in final.output
+                             if o.type == "function_call"]
+                self.assertEqual(sdk_calls, [{k: c[k] for k in ("id", "name", "arguments")} for c in report["calls"]])
+                self.assertEqual([c["id"] for c in sdk_calls], ids)
