@@ -17348,7 +17348,7 @@ def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes,
 # a message may come in fragments, control frames (ping, pong, close) between them; a ping is answered
 # with a pong carrying its payload; a message (all its frames) over SERVE_MAX_REQUEST_BYTES is 1009.
 
-_WS_GUID = b"258EAFA5-E914-47DA-95C2-C5AB0DC85B11"
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _WS_CONTINUATION, _WS_TEXT, _WS_BINARY, _WS_CLOSE, _WS_PING, _WS_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _WS_SENT_CODES = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011})   # codes a close frame may carry
 
