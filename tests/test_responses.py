@@ -778,3 +778,62 @@ class WebSocketSdkDifferential(unittest.TestCase):
                              if o.type == "function_call"]
                 self.assertEqual(sdk_calls, [{k: c[k] for k in ("id", "name", "arguments")} for c in report["calls"]])
                 self.assertEqual([c["id"] for c in sdk_calls], ids)
+
+
+@unittest.skipUnless(importable("openai.lib.responses_websocket") and importable("websockets"),
+                     "needs openai-python's Responses WebSocket client and websockets (tests/adapters/.venv)")
+class WebSocketSdkOverLoopback(unittest.TestCase):
+    """`serve` plays each WebSocket fixture over a real loopback socket; openai-python's client.responses.connect()
+    sends response.create and receives the response; what it yields, fed to StreamGate, gives the raw verdict."""
+
+    @classmethod
+    def setUpClass(cls):
+        import threading
+
+        served, _ = vts.serve_plan([os.path.join(FIXTURES, "openai-responses")])
+        cls.server = vts.make_server(served)
+        threading.Thread(target=cls.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        cls.host, cls.port = cls.server.server_address[:2]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def received(self, name, count):
+        import openai
+
+        client = openai.OpenAI(api_key="sk-test", max_retries=0, base_url=f"http://{self.host}:{self.port}/{name}/v1",
+                               websocket_base_url=f"ws://{self.host}:{self.port}/{name}/v1")
+        with client.responses.connect() as connection:
+            connection.send({"type": "response.create", "model": "gpt-5", "input": "x"})
+            return [connection.recv() for _ in range(count)]   # the server then waits for the next turn
+
+    def test_what_the_client_yields_gives_the_raw_verdict(self):
+        for name in WS_FIXTURES:
+            with self.subTest(fixture=name):
+                doc = ws_doc(name)
+                items = self.received(name, len(doc["events"]))
+                self.assertEqual([item.type for item in items], [event["type"] for event in doc["events"]])
+                gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
+                for item in items:
+                    gate.feed(item)
+                got, raw = gate.finish(), fixture_report(WS + name + ".json")
+                self.assertEqual((got["status"], [(f["code"], f["message"]) for f in got["findings"]], got["calls"]),
+                                 (raw["status"], [(f["code"], f["message"]) for f in raw["findings"]], raw["calls"]))
+
+    def test_two_turns_on_one_socket_split_into_two_verdicts(self):
+        import openai
+
+        name = "pass-websocket-single-call"
+        doc = ws_doc(name)
+        client = openai.OpenAI(api_key="sk-test", max_retries=0, base_url=f"http://{self.host}:{self.port}/{name}/v1",
+                               websocket_base_url=f"ws://{self.host}:{self.port}/{name}/v1")
+        log = []
+        with client.responses.connect() as connection:
+            for _ in range(2):
+                connection.send({"type": "response.create", "model": "gpt-5", "input": "x"})
+                log.extend(json.loads(connection.recv_bytes()) for _ in doc["events"])
+        count = len(doc["events"])
+        self.assertEqual(socket_turns(log), [(0, count), (count, 2 * count)])
+        self.assertEqual(judge_log(log, doc["tool_schemas"]), [WS_FIXTURES[name]] * 2)
