@@ -4284,6 +4284,10 @@ _RESPONSES_HOSTED_ITEMS = frozenset({
 })
 # Reviewed events that carry no tool data and address no item.
 _RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
+# WebSocket mode's steering notices (openai-python 3.57, types/responses/response_steer_*_event.py): the server's
+# answer to a client's response.steer, which may come while a response runs; they carry the steering submission's
+# id, never an output item.  Read as nothing, like the lifecycle events.
+_RESPONSES_STEERING = frozenset({"response.steer.accepted", "response.steer.pending", "response.steer.failed"})
 # Reviewed events of items other than function calls -> the item types they may address.
 _RESPONSES_CONTENT_EVENTS = {
     "response.output_text.delta": frozenset({"message"}),
@@ -4330,7 +4334,8 @@ _RESPONSES_SNAPSHOTS = frozenset({"response.created"}) | _RESPONSES_LIFECYCLE
 _RESPONSES_EVENTS = (frozenset({
     "response.created", "response.output_item.added", "response.output_item.done",
     "response.failed", "error",
-}) | _RESPONSES_LIFECYCLE | frozenset(_RESPONSES_CONTENT_EVENTS) | frozenset(_RESPONSES_ARGUMENT_EVENTS)
+}) | _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | frozenset(_RESPONSES_CONTENT_EVENTS)
+    | frozenset(_RESPONSES_ARGUMENT_EVENTS)
     | frozenset(_RESPONSES_TURN_ENDS))
 
 
@@ -4839,7 +4844,7 @@ _RESPONSES_ROOM = _EventRoom(
     start="response.created", ending=_RESPONSES_ENDING,
     steps={"response.failed": "failed", "error": "error", **dict.fromkeys(_RESPONSES_TURN_ENDS, "terminal")},
     other="other",
-    handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE),
+    handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE), **dict.fromkeys(_RESPONSES_STEERING),
               **dict.fromkeys(_RESPONSES_TURN_ENDS, _responses_terminal)},
     default=_responses_item_event)
 
@@ -5032,7 +5037,7 @@ def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
                 start, lane = number, body.get("stream_id")
             elif kind == "error":
                 turns.append((number, number + 1))
-            elif kind in _RESPONSES_EVENTS and kind not in _RESPONSES_LIFECYCLE or any(
+            elif kind in _RESPONSES_EVENTS and kind not in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING or any(
                     member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS):
                 raise CaptureError(f"message {number + 1} ({_token(kind)}) comes outside a response (before its "
                                    "response.created): the log does not hold that response whole")

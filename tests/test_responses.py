@@ -555,6 +555,7 @@ WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
     "unexpected-event-websocket-two-lanes-interleaved": (
         "blocked", ["unexpected_event"], ["call_Ws7xS1uX4zB7dF0hJ3lN6pR"]),
     "not-applicable-websocket-warmup-generate-false": ("not_applicable", [], []),
+    "pass-websocket-steering-accepted-while-the-call-streams": ("pass", [], ["call_Ws9yT2vY5aC8eG1iK4mO7qS"]),
 }
 
 
@@ -678,6 +679,24 @@ class SocketTurns(unittest.TestCase):
                 socket_turns([C, D, stray])
             self.assertIn("message 3", str(caught.exception))
             self.assertIn("outside a response", str(caught.exception))
+
+    def test_steering_notices_carry_no_tool_data(self):
+        C, D = self.C, self.D
+        accepted = {"type": "response.steer.accepted", "steer": {"id": "steer_1", "previous_response_id": "r"}}
+        pending = {"type": "response.steer.pending", "reason": "waiting_for_required_input",
+                   "required_input": [{"type": "function_call_output", "call_id": "call_1"}],
+                   "steer": {"id": "steer_1", "previous_response_id": "r"}}
+        failed = {"type": "response.steer.failed", "steer": {"id": "steer_2"}}
+        stream = responses_call()
+        for notice in (accepted, failed, pending):
+            with self.subTest(notice=notice["type"]):
+                report = judge_events("openai-responses", stream[:3] + [notice] + stream[3:])
+                self.assertEqual((report["status"], report["findings"]), ("pass", []))
+                self.assertEqual(positions(judge_events("openai-responses", [notice] + stream)),
+                                 [("unexpected_event", 0), ("unexpected_event", 1)])   # as any event before it
+                self.assertEqual(positions(judge_events("openai-responses", stream + [notice])),
+                                 [("delta_after_terminal", 6)])
+        self.assertEqual(socket_turns([accepted, C, accepted, D, pending, failed, C, D]), [(1, 4), (6, 8)])
 
     def test_the_error_event_shapes(self):
         sse = {"type": "error", "code": "server_error", "message": "m", "param": None, "sequence_number": 4}
