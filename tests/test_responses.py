@@ -856,3 +856,71 @@ class WebSocketSdkOverLoopback(unittest.TestCase):
         count = len(doc["events"])
         self.assertEqual(socket_turns(log), [(0, count), (count, 2 * count)])
         self.assertEqual(judge_log(log, doc["tool_schemas"]), [WS_FIXTURES[name]] * 2)
+
+
+@unittest.skipUnless(importable("agents.models.openai_responses") and importable("websockets"),
+                     "needs openai-agents and websockets (tests/adapters/.venv)")
+class WebSocketOpenAIAgentsOverLoopback(WebSocketSdkOverLoopback):
+    """openai-agents' OpenAIResponsesWSModel over the same socket: it reads a response until its terminal and
+    raises on the socket's error event or a close before the terminal, so nothing of a blocked turn runs; what it
+    yields of a passing turn gives the raw verdict and its final output holds our calls."""
+
+    # fixtures whose envelope is not one response: openai-agents stops at the first terminal (what follows
+    # would be read by its next request); the lanes fixture has one terminal and is read whole
+    NOT_ONE_RESPONSE = ("delta-after-terminal-websocket-second-response-in-one-envelope",)
+
+    def stream(self, name):
+        import asyncio
+
+        import openai
+        from agents import ModelSettings
+        from agents.models.interface import ModelTracing
+        from agents.models.openai_responses import OpenAIResponsesWSModel
+
+        async def run():
+            client = openai.AsyncOpenAI(api_key="sk-test", max_retries=0,
+                                        base_url=f"http://{self.host}:{self.port}/{name}/v1",
+                                        websocket_base_url=f"ws://{self.host}:{self.port}/{name}/v1")
+            model, items = OpenAIResponsesWSModel("gpt-5", client), []
+            try:
+                async for item in model.stream_response(None, "x", ModelSettings(), [], None, [],
+                                                        ModelTracing.DISABLED):
+                    items.append(item)
+            except Exception as caught:   # noqa: BLE001 - its refusal: nothing of the turn is handed over
+                return items, caught
+            finally:
+                await model.close()
+            return items, None
+
+        return asyncio.run(asyncio.wait_for(run(), 20))
+
+    def test_what_the_client_yields_gives_the_raw_verdict(self):
+        import logging
+
+        logging.getLogger("openai.agents").setLevel(logging.CRITICAL)
+        refused = set()
+        for name, (status, _, ids) in WS_FIXTURES.items():
+            if name in self.NOT_ONE_RESPONSE:
+                continue
+            with self.subTest(fixture=name):
+                doc = ws_doc(name)
+                items, caught = self.stream(name)
+                if caught is not None:
+                    refused.add(name)
+                    self.assertEqual(status, "blocked")
+                    continue
+                gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
+                for item in items:
+                    gate.feed(item)
+                got, raw = gate.finish(), fixture_report(WS + name + ".json")
+                self.assertEqual((got["status"], [(f["code"], f["message"]) for f in got["findings"]], got["calls"]),
+                                 (raw["status"], [(f["code"], f["message"]) for f in raw["findings"]], raw["calls"]))
+                if status == "pass":
+                    final = items[-1].response.output
+                    self.assertEqual([o.call_id for o in final if o.type == "function_call"], ids)
+        self.assertEqual(sorted(refused), ["missing-terminal-websocket-closed-before-response-completed",
+                                           "stream-error-websocket-error-before-any-output",
+                                           "stream-error-websocket-error-event-mid-call"])
+
+    def test_two_turns_on_one_socket_split_into_two_verdicts(self):
+        self.skipTest("the socket log is read with openai-python's client (WebSocketSdkOverLoopback)")
