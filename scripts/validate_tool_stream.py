@@ -4925,7 +4925,12 @@ def _redact_responses_event(event: dict) -> dict:
                       else _neutral(value, _RESPONSES_KEEP)) for key, value in event.items()}
     out = {}
     for key, value in event.items():
-        if key == "item":
+        if key == "error" and kind == "error" and isinstance(value, dict):
+            # WebSocket mode's error event: its code, a protocol word, is what its finding names
+            out[key] = _neutral(value, _RESPONSES_KEEP)
+            if _protocol_word(value.get("code")) is not None:
+                out[key]["code"] = value["code"]
+        elif key == "item":
             out[key] = _redact_responses_item(value)
         elif key == "response":
             kept = _redact_responses_response(value)

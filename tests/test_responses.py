@@ -727,9 +727,11 @@ class SocketTurns(unittest.TestCase):
     def test_capture_keeps_the_lane_and_the_status(self):
         doc = ws_doc("stream-error-websocket-error-before-any-output")
         redacted = vts.PROFILES["openai-responses"].capture.redact(dict(doc["events"][0], stream_id="lane-a"))
-        self.assertEqual((redacted["status"], redacted["stream_id"], redacted["error"]["type"]),
-                         (400, "lane-a", "invalid_request_error"))
+        kept = (redacted["status"], redacted["stream_id"], redacted["error"]["type"], redacted["error"]["code"])
+        self.assertEqual(kept, (400, "lane-a", "invalid_request_error", "previous_response_not_found"))
         self.assertNotEqual(redacted["error"]["message"], "Neutral error text.")
+        secret = vts.PROFILES["openai-responses"].capture.redact(ws_error(code="sk-proj-0123456789abcdefghijklmnop"))
+        self.assertNotIn("sk-proj", json.dumps(secret))
 
     def test_capture_reads_one_response_of_a_message_log(self):
         doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
