@@ -15898,6 +15898,111 @@ def _har_response_body(content: Any) -> bytes:
         raise CaptureError("the entry's base64 response body does not decode") from None
 
 
+# --- WebSocket message logs ---------------------------------------------------------------
+#
+# A WebSocket session recorded as its messages: JSON Lines of the received ones (any JSON Lines body), or a
+# HAR entry's `_webSocketMessages` as Chrome's devtools export it ([{"type": "send" or "receive", "time",
+# "opcode": 1 text or 2 binary, "data"}]).  A room whose sockets carry several turns names them
+# (CaptureRules.socket_turns); `--turn K` picks one, and a log of several turns without it is refused.
+
+
+def har_socket_messages(har: Any, selector: str) -> list[tuple[str, str]] | None:
+    """The text messages of the HAR entry selector names (as har_entry picks it), in order, as (type, data):
+    None when the entry has no `_webSocketMessages`.  A received binary message is a CaptureError (its
+    turn cannot be read as text); a sent one is skipped (it carries no request this tool reads)."""
+    entry = _har_pick(har, selector)
+    messages = entry.get("_webSocketMessages") if isinstance(entry, dict) else None
+    if messages is None:
+        return None
+    if not isinstance(messages, list):
+        raise CaptureError(f"the entry's _webSocketMessages is {_describe(messages)}, not a list")
+    found = []
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("type") not in ("send", "receive") \
+                or not isinstance(message.get("data"), str) or message.get("opcode") not in (1, 2):
+            raise CaptureError(f"_webSocketMessages[{number}] is not {{\"type\": \"send\" or \"receive\", "
+                               "\"opcode\": 1 or 2, \"data\": string}")
+        if message["opcode"] == 2:
+            if message["type"] == "receive":
+                raise CaptureError(f"_webSocketMessages[{number}] is a received binary message (opcode 2): "
+                                   "this tool reads a turn from text messages only")
+            continue
+        found.append((message["type"], message["data"]))
+    return found
+
+
+def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
+    """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
+    CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
+    of several turns (or none) without --turn."""
+    split = row.capture.socket_turns
+    if split is None:
+        if turn is not None:
+            raise CaptureError(f"--turn: a message log of profile {row.name} carries one turn (its rules split "
+                               "none)")
+        return 0, len(received)
+    turns = split(received)
+    if turn is None:
+        if len(turns) != 1:
+            raise CaptureError(f"the message log carries {len(turns)} turns: pick one with --turn K "
+                               f"(0 to {len(turns) - 1})" if turns else "the message log carries no turn")
+        return turns[0]
+    if not 0 <= turn < len(turns):
+        raise CaptureError(f"--turn {turn}: the message log carries {len(turns)} turns (0-based)")
+    return turns[turn]
+
+
+def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | None) -> tuple[bytes, Any]:
+    """(the body: the picked turn's received messages as JSON Lines, the request body: the last message sent
+    before that turn whose tools the row's RequestRules.tools reads, a non-empty list; None: no such message).
+    Each received message must be one strict JSON value (its line breaks, whitespace between JSON tokens,
+    become spaces, so each is one line)."""
+    received: list[tuple[int, Any, str]] = []   # (position among the messages, value, text)
+    for position, (kind, data) in enumerate(messages):
+        if kind == "receive":
+            try:
+                value = decode_document(data, what="the message")
+            except JsonProblem as problem:
+                raise CaptureError(f"received message {len(received)} is not strict JSON ({problem.message})") \
+                    from None
+            received.append((position, value, data))
+    first, end = socket_turn_span(row, [value for _, value, _ in received], turn)
+    start = received[first][0] if first < len(received) else len(messages)
+    request = None
+    for kind, data in reversed(messages[:start]):
+        if kind != "send":
+            continue
+        try:
+            value = decode_document(data, what="the message")
+            if isinstance(value, dict) and row.request.tools(value)[0]:
+                request = value
+                break
+        except (JsonProblem, CaptureError):   # not a request this room reads: an earlier one may be
+            continue
+    lines = (text.replace("\r", " ").replace("\n", " ") + "\n" for _, _, text in received[first:end])
+    return "".join(lines).encode("utf-8", "surrogatepass"), request
+
+
+def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
+    """A JSON Lines body given to capture, as the turn `turn` picks when the row's sockets carry several
+    (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
+    strict JSON is then capture's to name), or when it holds one turn."""
+    if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
+        socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
+        return raw
+    try:
+        lines = [line for line in bytes(raw).decode("utf-8").splitlines() if line.strip()]
+        values = [decode_document(line) for line in lines]
+    except (UnicodeDecodeError, JsonProblem):
+        if turn is not None:
+            raise CaptureError("--turn: the body is not a message log of one strict JSON value per line") from None
+        return raw
+    first, end = socket_turn_span(row, values, turn)
+    if (first, end) == (0, len(lines)):
+        return raw
+    return "".join(line + "\n" for line in lines[first:end]).encode("utf-8")
+
+
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                     redact: bool = True) -> tuple[dict, list[str]]:
     """Turn one captured body into a fixture envelope: (envelope, warnings for stderr).
@@ -17888,6 +17993,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except OSError:
                 ending = SocketClosed(None, "the connection failed")
             said = self._socket_close(ending)
+            self.timed_out = False   # a message that did not come in time was said by the close frame, not a 408
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
@@ -17898,7 +18004,11 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             """Play a socket: its opening, then per client message the room's reply and, when the reply
             says so, the turn (or the fault its "serve" block names); ends by raising SocketClosed."""
             transport = bodies.transport
-            self._ws_send(ws_messages(rules.opening(fixture.stream)), transport, counts)
+            try:
+                opening = ws_messages(rules.opening(fixture.stream))
+            except Exception:   # noqa: BLE001 - as a reply that fails (below)
+                raise SocketClosed(1011, "the session could not be opened") from None
+            self._ws_send(opening, transport, counts)
             while True:
                 payload = self._ws_receive()
                 counts[0] += 1
@@ -17921,6 +18031,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                     self._ws_send(ws_messages(rules.error(error)), transport, counts)
                     continue
                 data, ends = bodies.socket_turn(fixture, query)
+                if transport.first_byte_ms and self.server.pause(transport.first_byte_ms):
+                    raise SocketClosed(1001, "the server is stopping")
                 self.connection.settimeout(self.timeout)   # reads left the message's deadline on it
                 self._write(data, "", transport, ends=ends)
                 counts[1] += len(ends)
@@ -18252,7 +18364,8 @@ def _run_serve(argv: list[str]) -> int:
     parser = _new_parser(f"{_prog()} serve",
                          "Serve fixtures as a local provider: each fixture's stream at "
                          "http://HOST:PORT/<prefix>/<its provider's API path>, where the prefix is its path "
-                         "relative to the folder given, without .json.")
+                         "relative to the folder given, without .json (an API spoken over a WebSocket: also "
+                         "ws://HOST:PORT/<prefix>/<its socket path>).")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="the port (default 0: any free port)")
@@ -18371,7 +18484,8 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
     comma-separated str), delay_ms and first_byte_ms as serve's options (serve_transport: ValueError
     for a bad one; ValueError too when no fixture can be served, TypeError for an argument of
     another type).
-    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `prefixes` (sorted),
+    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `ws_url(prefix)` (a row spoken over
+    a WebSocket), `prefixes` (sorted),
     `refused` ([(file, why not served)]), `requests` (prefix -> streams answered) and `server`.
     On leaving, the server stops and its socket is closed (a stream being paced ends at once)."""
 
@@ -18422,6 +18536,14 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
         if prefix not in self._served:
             raise KeyError(prefix)
         return self.url + quote(prefix, errors="surrogateescape")
+
+    def ws_url(self, prefix: str) -> str:
+        """A fixture's WebSocket URL (ws://HOST:PORT/<prefix><its row's socket example path>); KeyError for a
+        prefix not served, ValueError for one whose row has no WebSocket."""
+        socket = self._served[prefix].row.http.socket
+        if socket is None:
+            raise ValueError(f"serving: the profile of {prefix!r} is not spoken over a WebSocket")
+        return "ws" + self.base_url(prefix)[len("http"):] + socket.example
 
     @property
     def requests(self) -> dict[str, int]:
@@ -18991,6 +19113,9 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.http.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, VTS_REQUEST_FILE=request_file,
                NO_PROXY=loopback, no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
+    env.pop("VTS_WS_URL", None)   # a WebSocket row's own (never one from conform's own environment)
+    if row.http.socket is not None:   # the same fixture over its WebSocket: ws://HOST:PORT/<prefix><its example path>
+        env["VTS_WS_URL"] = "ws" + url[url.index(":"):] + row.http.socket.example
     if requested is not None:
         requested.discard(fixture.prefix)
     if sent is not None:
@@ -19063,8 +19188,9 @@ def _conform_quoted(text: str) -> str:
     return _clip(text)
 
 
+# a --persistent request's members: the variables a per-fixture run gets (VTS_WS_URL: a WebSocket row's only)
 _PERSISTENT_MEMBERS = ("VTS_BASE_URL", "VTS_API_URL", "VTS_PROFILE", "VTS_FIXTURE", "VTS_TOOLS_FILE",
-                       "VTS_REQUEST_FILE")   # a --persistent request's members: the variables a per-fixture run gets
+                       "VTS_REQUEST_FILE", "VTS_WS_URL")
 
 
 PERSISTENT_REQUEST_ID = "VTS_REQUEST_ID"   # a --persistent request's id, which its answer names as "request"
@@ -19164,7 +19290,8 @@ class PersistentAdapter:
             self._start(env)
         self.asked += 1
         request = str(self.asked)
-        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS}, PERSISTENT_REQUEST_ID: request},
+        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS if key in env},
+                            PERSISTENT_REQUEST_ID: request},
                            ensure_ascii=True) + "\n").encode("ascii")
         for fd in (self.process.stdout.fileno(), self.process.stderr.fileno()):   # what it wrote past its last answer
             _drain(fd, bytearray(), 1 << 16, tail=True)
@@ -20078,21 +20205,34 @@ def _run_capture(argv: list[str]) -> int:
     parser.add_argument("--entry", metavar="N|TEXT",
                         help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
                              "contains TEXT; its request body fills tool_schemas and request, its response "
-                             "body is the stream")
+                             "body is the stream (a WebSocket entry: its received text messages, the request from "
+                             "the last message sent before the turn that carries tools)")
+    parser.add_argument("--turn", type=int, metavar="K",
+                        help="a WebSocket message log of several turns (the profile's sockets carry several): "
+                             "take turn K (0-based)")
     args = _strict_parse(parser, argv)
+    if args.turn is not None and args.turn < 0:
+        raise UsageError(f"--turn {args.turn}: a turn's number is 0 or more")
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
     schemas = request = None
     request_warnings: list[str] = []
     try:
         raw = _capture_input("standard input" if args.sse == "-" else args.sse, args.sse)
-        request_body = None
-        if args.entry is not None:
-            request_body, raw, problem = har_entry(parse_envelope_bytes(raw), args.entry)
+        request_body, row, socket_log = None, _capture_row(args.profile), None
+        har = parse_envelope_bytes(raw) if args.entry is not None else None
+        if har is not None:
+            socket_log = har_socket_messages(har, args.entry)
+        if socket_log is not None:   # a WebSocket entry: its received messages are the body, its sent ones the request
+            raw, request_body = socket_log_turn(row, socket_log, args.turn)
+        elif har is not None:
+            request_body, raw, problem = har_entry(har, args.entry)
             if problem and not args.schemas:
                 raise CaptureError(problem)
             if problem:
                 request_warnings.append(f"{problem}; tool_schemas come from --schemas and there is no request block")
+        if socket_log is None:
+            raw = lines_log_turn(row, raw, args.turn)
         if args.request:
             request_body = _json_file("--request", args.request)
         if request_body is not None:
