@@ -748,6 +748,60 @@ class SocketTurns(unittest.TestCase):
         self.assertEqual((report["status"], [c["id"] for c in report["calls"]]),
                          ("pass", WS_FIXTURES["pass-websocket-parallel-calls-on-a-stream-id-lane"][2]))
 
+    def test_capture_turn_picks_each_response_of_a_socket_log(self):
+        names = ["pass-websocket-single-call", "stream-error-websocket-error-before-any-output",
+                 "missing-terminal-websocket-closed-before-response-completed"]
+        log = [{"type": "codex.rate_limits", "plan_type": "plus"}]
+        for name in names:
+            log.extend(ws_doc(name)["events"])
+        with tempfile.TemporaryDirectory() as folder:
+            path, schemas = os.path.join(folder, "socket.jsonl"), os.path.join(folder, "schemas.json")
+            with open(path, "w", encoding="utf-8") as out:
+                out.writelines(json.dumps(message) + "\n" for message in log)
+            with open(schemas, "w", encoding="utf-8") as out:
+                json.dump(ws_doc(names[0])["tool_schemas"], out)
+            code, _, err = run_cli("capture", "--profile", "openai-responses", "--schemas", schemas, path)
+            self.assertEqual(code, 3)
+            self.assertIn("carries 3 turns", err)
+            for turn, name in enumerate(names):
+                with self.subTest(turn=turn):
+                    code, text, err = run_cli("capture", "--profile", "openai-responses", "--schemas", schemas,
+                                              "--turn", str(turn), path)
+                    self.assertEqual(code, 0, err)
+                    report = vts.validate_envelope(json.loads(text))
+                    self.assertEqual((report["status"], sorted(code_set(report)),
+                                      [c["id"] for c in report["calls"]]), WS_FIXTURES[name])
+
+    def test_capture_reads_a_har_socket_and_each_turns_own_response_create(self):
+        first, second = ws_doc("pass-websocket-single-call"), ws_doc("stream-error-websocket-error-event-mid-call")
+        tools = [{"type": "function", "name": name, "parameters": schema}
+                 for name, schema in first["tool_schemas"].items()]
+        messages = []
+        for doc, choice in ((first, "auto"), (second, "required")):
+            create = {"type": "response.create", "model": "gpt-5.2", "input": "x", "tools": tools,
+                      "tool_choice": choice}
+            messages.append({"type": "send", "time": len(messages), "opcode": 1, "data": json.dumps(create)})
+            messages.extend({"type": "receive", "time": len(messages) + n, "opcode": 1, "data": json.dumps(event)}
+                            for n, event in enumerate(doc["events"]))
+        entry = {"request": {"method": "GET", "url": "wss://api.openai.com/v1/responses", "headers": []},
+                 "response": {"status": 101, "headers": [], "content": {"size": 0, "mimeType": "x-unknown"}},
+                 "_resourceType": "websocket", "_webSocketMessages": messages}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "session.har")
+            with open(path, "w", encoding="utf-8") as out:
+                json.dump({"log": {"version": "1.2", "entries": [entry]}}, out)
+            for turn, (name, choice) in enumerate((("pass-websocket-single-call", "auto"),
+                                                   ("stream-error-websocket-error-event-mid-call", "required"))):
+                with self.subTest(turn=turn):
+                    code, text, err = run_cli("capture", "--profile", "openai-responses", "--entry", "0", "--turn",
+                                              str(turn), path)
+                    self.assertEqual(code, 0, err)
+                    envelope = json.loads(text)
+                    self.assertEqual(envelope["request"]["tool_choice"], choice)
+                    report = vts.validate_envelope(envelope)
+                    self.assertEqual((report["status"], sorted(code_set(report)),
+                                      [c["id"] for c in report["calls"]]), WS_FIXTURES[name])
+
 
 @unittest.skipUnless(importable("openai.lib.responses_websocket"),
                      "needs openai-python with the Responses WebSocket client (tests/adapters/.venv)")
