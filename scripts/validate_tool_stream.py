@@ -5014,15 +5014,26 @@ _RESPONSES_SOCKET_ENDS = frozenset({"response.completed", "response.failed", "re
 _RESPONSES_SOCKET_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
 
 
+def _responses_session_message(kind: str | None, body: dict) -> bool:
+    """Whether a message outside a response is the session's own: an object of a string type that is no reviewed
+    event of a response (the lifecycle and steering notices aside) and holds no member of an item or a call."""
+    return (kind is not None and (kind not in _RESPONSES_EVENTS or kind in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING)
+            and not any(member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS))
+
+
 def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
     """The responses of a WebSocket message log, each (first, end): from its response.created through its
     terminal, or through the error event that ended it (with the terminal right after it, if one follows), or to
     the next response.created or the log's end (a cut response: missing_terminal).  An error event outside a
     response is a turn of its own.  Any other message outside a response is the session's own (response.steer.*,
-    a gateway's rate-limit notices), unless it addresses an item or carries a call's input (CaptureError).  Responses
-    of two stream_id lanes that interleave are refused (CaptureError): a turn is one contiguous run of messages."""
+    a gateway's rate-limit notices; see _responses_session_message), unless it is untyped, addresses an item or
+    carries a call's input: then its turn starts there (it is judged: before response.created, after a
+    terminal...) and runs to the end of the response that follows, or to a terminal, an error event or the
+    log's end.  Responses of two stream_id lanes that interleave are refused (CaptureError): a turn is one
+    contiguous run of messages."""
     turns: list[tuple[int, int]] = []
-    start: int | None = None
+    start: int | None = None     # the running response's first message
+    stray: int | None = None     # outside a response: the first message that is not the session's own
     lane: Any = None
     errored = False
     for number, message in enumerate(messages):
@@ -5038,16 +5049,16 @@ def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
             raise CaptureError(f"message {number + 1} belongs to another stream_id lane than the response that "
                                f"started at message {start + 1}: responses of two lanes interleave; record one lane")
         if start is None:
+            first = number if stray is None else stray
             if kind == "response.created":
-                start, lane = number, body.get("stream_id")
-            elif kind == "error":
-                turns.append((number, number + 1))
-            elif kind in _RESPONSES_EVENTS and kind not in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING or any(
-                    member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS):
-                raise CaptureError(f"message {number + 1} ({_token(kind)}) comes outside a response (before its "
-                                   "response.created): the log does not hold that response whole")
+                start, lane, stray = first, body.get("stream_id"), None
+            elif kind == "error" or (stray is not None and kind in _RESPONSES_SOCKET_ENDS):
+                turns.append((first, number + 1))
+                stray = None
+            elif stray is None and not _responses_session_message(kind, body):
+                stray = number
             continue
-        if kind == "response.created" and number != start:
+        if kind == "response.created":   # a second one while this response runs: this one was cut
             turns.append((start, number))
             start = number
         elif kind in _RESPONSES_SOCKET_ENDS:
@@ -5055,8 +5066,8 @@ def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
             start = None
         elif kind == "error":
             errored = True
-    if start is not None:
-        turns.append((start, len(messages)))
+    if start is not None or stray is not None:
+        turns.append((start if start is not None else stray, len(messages)))
     return turns
 
 
@@ -15988,7 +15999,8 @@ def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
     (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
     strict JSON is then capture's to name), or when it holds one turn."""
     if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
-        socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
+        if turn is not None or row.capture.socket_turns is None:
+            socket_turn_span(row, [], turn)   # --turn on a row without turns, or on a body that is no log: refused
         return raw
     try:
         lines = [line for line in bytes(raw).decode("utf-8").splitlines() if line.strip()]

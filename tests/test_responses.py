@@ -635,8 +635,9 @@ class SocketTurns(unittest.TestCase):
     def test_messages_outside_a_response_are_the_sessions(self):
         C, D = self.C, self.D
         notices = [{"type": "codex.rate_limits"}, {"type": "response.steer.pending", "previous_response_id": "r"},
-                   {"type": "response.in_progress"}, 7, "text", [], {"type": ["x"]}, {}]
+                   {"type": "response.in_progress"}, {"type": "response.queued"}, {"type": "x", "steer": {}}]
         self.assertEqual(socket_turns(notices + [C, D] + notices), [(len(notices), len(notices) + 2)])
+        self.assertEqual(socket_turns(notices), [])
 
     def test_an_error_outside_a_response_is_a_turn_of_its_own(self):
         C, D = self.C, self.D
@@ -671,14 +672,21 @@ class SocketTurns(unittest.TestCase):
         with self.assertRaises(vts.CaptureError):
             socket_turns([lane(C, "a"), X])   # the default lane's message inside lane a's response
 
-    def test_tool_data_outside_a_response_is_refused(self):
-        C, D = self.C, self.D
-        for stray in (added(), delta("{}"), done("{}"), item_done("{}"), COMPLETED, {"type": "response.failed"},
-                      {"type": "gateway.tool", "call_id": "call_9"}, {"type": "x", "item": {}}, {"delta": "{"}):
-            with self.subTest(stray=stray), self.assertRaises(vts.CaptureError) as caught:
-                socket_turns([C, D, stray])
-            self.assertIn("message 3", str(caught.exception))
-            self.assertIn("outside a response", str(caught.exception))
+    def test_what_is_not_the_sessions_starts_a_turn_outside_a_response(self):
+        C, D, X = self.C, self.D, self.X
+        strays = (added(), delta("{}"), done("{}"), item_done("{}"), {"type": "gateway.tool", "call_id": "call_9"},
+                  {"type": "x", "item": {}}, {"delta": "{"}, {"type": ["x"]}, {}, 7, "text", [], None)
+        for stray in strays:
+            with self.subTest(stray=stray):
+                self.assertEqual(socket_turns([C, D, stray]), [(0, 2), (2, 3)])
+                self.assertEqual(socket_turns([stray, {"type": "codex.rate_limits"}, C, X, D, C, D]),
+                                 [(0, 5), (5, 7)])
+                self.assertEqual(socket_turns([C, D, stray, D, C, D]), [(0, 2), (2, 4), (4, 6)])
+                self.assertEqual(socket_turns([stray, ws_error(), C, D]), [(0, 2), (2, 4)])
+        # judged: the events before its response.created, or a terminal without one
+        self.assertEqual(judge_log([added(), C, D]),
+                         [("blocked", ["missing_terminal", "unexpected_event"], ["call_1"])])
+        self.assertEqual(judge_log([C, D, D]), [("not_applicable", [], []), ("blocked", ["unexpected_event"], [])])
 
     def test_steering_notices_carry_no_tool_data(self):
         C, D = self.C, self.D
