@@ -403,7 +403,8 @@ class Capture(unittest.TestCase):
 
     def test_har_web_socket_messages_give_the_body_and_the_request(self):
         messages = [("send", 1, self.other), ("send", 2, "\u0000binary"), ("send", 1, self.create),
-                    ("send", 1, json.dumps({"type": "response.steer", "input": "x"})), *self.received(indent=1)]
+                    ("send", 1, json.dumps({"type": "response.steer", "input": "x"})), ("receive", 9, "ping"),
+                    *self.received(indent=1), ("receive", 8, "")]
         code, envelope, err = self.capture(har(messages), "--entry", "1")
         self.assertEqual(code, 0, err)
         self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
@@ -421,6 +422,8 @@ class Capture(unittest.TestCase):
             (har([("send", 1, self.create), ("receive", 1, "{\"type\": ")]), ("--entry", "1"),
              "received message 0 is not strict JSON"),
             (har([("receive", 3, "{}")]), ("--entry", "1"), "_webSocketMessages[0] is not {\"type\""),
+            (har([("send", 1, self.create), ("receive", 8, "")]), ("--entry", "1"),
+             "the WebSocket log holds no received text message: nothing was captured"),
             (har(self.received()), ("--entry", "1", "--turn", "1"),
              "--turn 1: the message log carries 1 turns (0-based)"),
             (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
@@ -508,6 +511,56 @@ class RealClient(unittest.TestCase):
                             self.assertTrue(fixture.fault.get("cut"))
                             self.assertIsNone(closed.rcvd)   # no close frame came
                         self.assertEqual(got, fixture.stream)
+
+
+def socket_only(rules_change, fixture):
+    """The fixture served by a row like openai-responses whose SocketRules `rules_change` replaces members of."""
+    row = vts.PROFILES["openai-responses"]
+    rules = row.http.socket
+    members = {name: getattr(rules, name) for name in vts.SocketRules.__slots__}
+    socket_rules = vts.SocketRules(**dict(members, **rules_change))
+    http = vts.HttpRules(**{name: getattr(row.http, name) for name in vts.HttpRules.__slots__ if name != "socket"},
+                         socket=socket_rules)
+    served, _ = vts.serve_plan([os.path.join(RESPONSES, fixture + ".json")])
+    served[fixture].row = vts.Profile(**{name: getattr(row, name) for name in vts.Profile.__slots__
+                                         if name != "http"}, http=http)
+    server = vts.make_server(served)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"{host}:{port}/{fixture}/v1/responses"
+
+
+class RoomRules(unittest.TestCase):
+    def test_only_opening_and_a_reply_that_fails(self):
+        def reply(message, stream):
+            if message.get("type") == "boom":
+                raise KeyError("boom")
+            return ([{"type": "ack"}], message.get("type") == "go")
+
+        server, where = socket_only({"only": True, "reply": reply,
+                                     "opening": lambda stream: [{"type": "session.created"}, "plain text"]}, PASS)
+        try:
+            import urllib.error
+            import urllib.request
+
+            with self.assertRaises(urllib.error.HTTPError) as caught:   # no HTTP surface: a POST is refused
+                urllib.request.urlopen(urllib.request.Request("http://" + where, data=b"{}"), timeout=10)
+            self.assertEqual((caught.exception.code, json.loads(caught.exception.read())["error"]["type"]),
+                             (426, "upgrade_required"))
+            with wsclient.connect("ws://" + where) as ws:
+                self.assertEqual(ws.texts(lambda text: text == "plain text"), ['{"type":"session.created"}',
+                                                                                "plain text"])
+                ws.send_text('{"type": "wait"}')
+                self.assertEqual(ws.receive()[1], b'{"type":"ack"}')
+                ws.send_text('{"type": "go"}')
+                events = [json.loads(text) for text in ws.texts(lambda text: '"response.completed"' in text)]
+                self.assertEqual(events[1:], events_of(os.path.join(RESPONSES, PASS + ".json")))
+                ws.send_text('{"type": "boom"}')
+                self.assertIsNone(ws.receive())
+                self.assertEqual(ws.close_code, 1011)
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 if __name__ == "__main__":
