@@ -988,3 +988,48 @@ class WebSocketOpenAIAgentsOverLoopback(WebSocketSdkOverLoopback):
 
     def test_two_turns_on_one_socket_split_into_two_verdicts(self):
         self.skipTest("the socket log is read with openai-python's client (WebSocketSdkOverLoopback)")
+
+
+class SdkContractScenarios(unittest.TestCase):
+    """The WebSocket contract scenarios the five OpenAI SDKs share (openai-python tests/lib/responses/fixtures/
+    websocket_scenarios.json: one lane, response after response), written here with our own ids and text, as the
+    socket's log: each response gets the verdict its documentation implies."""
+
+    LANE = "lane-test"
+
+    def event(self, kind, rid=None, status=None, **members):
+        event = dict(members, type=kind, stream_id=self.LANE)
+        if rid is not None:
+            event["response"] = {"id": rid, "object": "response", "status": status, "output": []}
+        return event
+
+    def text_turn(self, rid, end="completed"):
+        return [self.event("response.created", rid, "in_progress", sequence_number=0),
+                self.event("response.output_item.added", output_index=0, sequence_number=1,
+                           item={"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant",
+                                 "content": []}),
+                self.event("response.output_text.delta", item_id="msg_1", output_index=0, content_index=0,
+                           delta="Synthetic", sequence_number=2),
+                self.event(f"response.{end}", rid, end, sequence_number=3)]
+
+    def test_each_scenario(self):
+        error = dict(ws_error(400, "invalid_value"), stream_id=self.LANE)
+        unknown = self.text_turn("resp_u")
+        unknown.insert(3, self.event("response.future_event", sequence_number=9, future_payload={"v": 1}))
+        scenarios = {
+            "completed_then_completed": (self.text_turn("resp_1") + self.text_turn("resp_2"),
+                                         [("not_applicable", [], [])] * 2),
+            "failed_then_completed": (self.text_turn("resp_1", "failed") + self.text_turn("resp_2"),
+                                      [("blocked", ["stream_error"], []), ("not_applicable", [], [])]),
+            "incomplete_then_completed": (self.text_turn("resp_1", "incomplete") + self.text_turn("resp_2"),
+                                          [("not_applicable", [], [])] * 2),
+            "nested_error_then_completed": ([error] + self.text_turn("resp_2"),
+                                            [("blocked", ["stream_error"], []), ("not_applicable", [], [])]),
+            # an event type no room has reviewed: observable to the SDK, fail-closed here
+            "unknown_event_and_fields": (unknown, [("blocked", ["unsupported_event"], [])]),
+            # a close before the terminal: no call to hand on, and no pass
+            "premature_close": (self.text_turn("resp_x")[:1], [("not_applicable", [], [])]),
+        }
+        for name, (log, want) in scenarios.items():
+            with self.subTest(scenario=name):
+                self.assertEqual(judge_log(log), want)
