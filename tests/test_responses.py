@@ -688,6 +688,13 @@ class SocketTurns(unittest.TestCase):
                          [("blocked", ["missing_terminal", "unexpected_event"], ["call_1"])])
         self.assertEqual(judge_log([C, D, D]), [("not_applicable", [], []), ("blocked", ["unexpected_event"], [])])
 
+    def test_a_long_log_is_split_in_one_pass(self):
+        C, D, X = self.C, self.D, self.X
+        log = [C, X, D, {"type": "codex.rate_limits"}, ws_error()] * 20000
+        turns = socket_turns(log)
+        self.assertEqual(len(turns), 40000)
+        self.assertEqual(turns[:3], [(0, 3), (4, 5), (5, 8)])
+
     def test_steering_notices_carry_no_tool_data(self):
         C, D = self.C, self.D
         accepted = {"type": "response.steer.accepted", "steer": {"id": "steer_1", "previous_response_id": "r"}}
