@@ -763,6 +763,20 @@ class SocketTurns(unittest.TestCase):
         self.assertEqual((report["status"], [c["id"] for c in report["calls"]]),
                          ("pass", WS_FIXTURES["pass-websocket-parallel-calls-on-a-stream-id-lane"][2]))
 
+    def test_feed_bytes_reads_a_message_log_of_one_response_in_any_pieces(self):
+        for name in WS_FIXTURES:
+            doc = ws_doc(name)
+            body = "".join(json.dumps(event) + "\n" for event in doc["events"]).encode("utf-8")
+            raw = fixture_report(WS + name + ".json")
+            for size in (1, 7, len(body)):
+                with self.subTest(fixture=name, size=size):
+                    gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
+                    for at in range(0, len(body), size):
+                        gate.feed_bytes(body[at:at + size])
+                    got = gate.finish()
+                    self.assertEqual((got["status"], got["findings"], got["calls"]),
+                                     (raw["status"], raw["findings"], raw["calls"]))
+
     def test_capture_turn_picks_each_response_of_a_socket_log(self):
         names = ["pass-websocket-single-call", "stream-error-websocket-error-before-any-output",
                  "missing-terminal-websocket-closed-before-response-completed"]
