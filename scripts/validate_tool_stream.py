@@ -4284,6 +4284,10 @@ _RESPONSES_HOSTED_ITEMS = frozenset({
 })
 # Reviewed events that carry no tool data and address no item.
 _RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
+# WebSocket mode's steering notices (openai-python 3.57, types/responses/response_steer_*_event.py): the server's
+# answer to a client's response.steer, which may come while a response runs; they carry the steering submission's
+# id, never an output item.  Read as nothing, like the lifecycle events.
+_RESPONSES_STEERING = frozenset({"response.steer.accepted", "response.steer.pending", "response.steer.failed"})
 # Reviewed events of items other than function calls -> the item types they may address.
 _RESPONSES_CONTENT_EVENTS = {
     "response.output_text.delta": frozenset({"message"}),
@@ -4330,7 +4334,8 @@ _RESPONSES_SNAPSHOTS = frozenset({"response.created"}) | _RESPONSES_LIFECYCLE
 _RESPONSES_EVENTS = (frozenset({
     "response.created", "response.output_item.added", "response.output_item.done",
     "response.failed", "error",
-}) | _RESPONSES_LIFECYCLE | frozenset(_RESPONSES_CONTENT_EVENTS) | frozenset(_RESPONSES_ARGUMENT_EVENTS)
+}) | _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | frozenset(_RESPONSES_CONTENT_EVENTS)
+    | frozenset(_RESPONSES_ARGUMENT_EVENTS)
     | frozenset(_RESPONSES_TURN_ENDS))
 
 
@@ -4372,11 +4377,12 @@ _RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingPro
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "item_ids")
+    __slots__ = ("opening", "ending", "items", "item_ids", "next_response")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _RESPONSES_ENDING
+        self.next_response = False                # a second response began after this one ended: not read
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -4497,6 +4503,8 @@ class ResponsesNormalizer:
 
     def _translate(self, pos: int, event: Any) -> Iterator[NeutralEvent]:
         state = self.state
+        if state.next_response:   # another response's events (said once, at its response.created)
+            return
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             yield _untyped(pos, event)
             return
@@ -4504,10 +4512,13 @@ class ResponsesNormalizer:
         if kind not in _RESPONSES_EVENTS:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
+        if kind == "response.created" and state.opening == "open":
+            yield _responses_second_response(pos, state)
+            return
         was = state.ending
         late = _RESPONSES_ROOM.late(pos, kind, state)
         if kind in ("error", "response.failed"):
-            yield WireProblem(pos, STREAM_ERROR, f"the provider sent {kind}")
+            yield WireProblem(pos, STREAM_ERROR, _responses_error_text(kind, event))
             return
         if was == "ended":   # a repeated terminal goes to the machine (duplicate_terminal), all else is late
             yield from late
@@ -4520,6 +4531,30 @@ class ResponsesNormalizer:
         handler = _RESPONSES_ROOM.handlers.get(kind, _RESPONSES_ROOM.default)
         if handler is not None:
             yield from handler(pos, kind, event, state)
+
+
+def _responses_second_response(pos: int, state: _ResponsesState) -> WireProblem:
+    """A second response.created: another response's events in this turn's envelope.  A socket carries one
+    response after another (WebSocket mode); an envelope holds one of them (capture --turn picks it)."""
+    if state.ending == "ended":
+        state.next_response = True   # what follows is that response's: said here once
+        return WireProblem(pos, DELTA_AFTER_TERMINAL, "a second response (response.created) after the first one's "
+                           "terminal event, and its events after it: an envelope holds one turn; capture --turn K "
+                           "picks one of a socket's responses")
+    return WireProblem(pos, UNEXPECTED_EVENT, "a second response.created before the first response's terminal "
+                       "event: the first was cut off, or two responses (stream_id lanes) interleave")
+
+
+def _responses_error_text(kind: str, event: dict) -> str:
+    """What a stream error says.  WebSocket mode's error event, {"type": "error", "status": <HTTP status>,
+    "error": {"type", "code", "message", ...}}, names its status and code (protocol words only); the SSE
+    error event and response.failed name their type."""
+    status, body = event.get("status"), event.get("error")
+    if kind != "error" or type(status) is not int or not isinstance(body, dict):
+        return f"the provider sent {kind}"
+    code = body.get("code") if body.get("code") is not None else body.get("type")
+    return (f"the provider sent the WebSocket error event (status {status}, "
+            f"{_token(code) if code is not None else 'no code'}): the response ends there")
 
 
 def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
@@ -4809,7 +4844,7 @@ _RESPONSES_ROOM = _EventRoom(
     start="response.created", ending=_RESPONSES_ENDING,
     steps={"response.failed": "failed", "error": "error", **dict.fromkeys(_RESPONSES_TURN_ENDS, "terminal")},
     other="other",
-    handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE),
+    handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE), **dict.fromkeys(_RESPONSES_STEERING),
               **dict.fromkeys(_RESPONSES_TURN_ENDS, _responses_terminal)},
     default=_responses_item_event)
 
@@ -4867,7 +4902,8 @@ _RESPONSES_INPUT_EVENTS = MappingProxyType({
 
 # Members of an event kept as they are (its type and the numbers and ids that address an item).
 _RESPONSES_EVENT_KEEP = frozenset({"type", "item_id", "sequence_number", "output_index", "content_index",
-                                   "summary_index", "annotation_index", "command_index", "partial_image_index"})
+                                   "summary_index", "annotation_index", "command_index", "partial_image_index",
+                                   "stream_id"})
 # ... and, of an event that carries a call's input, the call's identity it restates.
 _RESPONSES_INPUT_KEEP = _RESPONSES_EVENT_KEEP | {"name", "call_id", "namespace"}
 # Structure a non-call Responses item or event keeps through neutralisation.
@@ -4889,7 +4925,12 @@ def _redact_responses_event(event: dict) -> dict:
                       else _neutral(value, _RESPONSES_KEEP)) for key, value in event.items()}
     out = {}
     for key, value in event.items():
-        if key == "item":
+        if key == "error" and kind == "error" and isinstance(value, dict):
+            # WebSocket mode's error event: its code, a protocol word, is what its finding names
+            out[key] = _neutral(value, _RESPONSES_KEEP)
+            if _protocol_word(value.get("code")) is not None:
+                out[key]["code"] = value["code"]
+        elif key == "item":
             out[key] = _redact_responses_item(value)
         elif key == "response":
             kept = _redact_responses_response(value)
@@ -4951,10 +4992,84 @@ def _responses_whole_response(payload: dict) -> str | None:
 
 
 def _responses_claims(payload: dict) -> bool:
-    """A Responses event: a response.* type (or its error event), and no event_id (a Realtime server event's)."""
+    """Its events, which carry no event_id (a Realtime server event's, whose types are the same words); an error
+    event in its SSE shape ({"type": "error", "code", "message", ...}) or in WebSocket mode's ({"type": "error",
+    "status": <int>, "error": {...}})."""
     kind = payload.get("type")
-    return (isinstance(kind, str) and (kind.startswith("response.") or kind == "error" and "code" in payload)
-            and "event_id" not in payload)
+    if kind == "error":
+        return "code" in payload or (type(payload.get("status")) is int and isinstance(payload.get("error"), dict)
+                                     and "event_id" not in payload)
+    return isinstance(kind, str) and kind.startswith("response.") and "event_id" not in payload
+
+
+# WebSocket mode (GET wss://api.openai.com/v1/responses): the client sends a response.create message per turn and
+# receives the same events as the SSE stream, one per text message, one response after another
+# (https://developers.openai.com/api/docs/guides/websocket-mode).  A response runs from its response.created to its
+# terminal; the socket's error event ({"type": "error", "status", "error": {...}}) ends it, or, outside a response,
+# is the whole answer to a response.create the server refused (previous_response_not_found,
+# websocket_connection_limit_reached...).  openai-python 3.57 adds stream_id lanes: responses of different lanes
+# may interleave, and each of their events carries the lane's stream_id.
+_RESPONSES_SOCKET_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete"})
+# Members that address an output item or state a call's input: a message outside a response holding one belongs
+# to a response whose start the log does not hold.
+_RESPONSES_SOCKET_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
+
+
+def _responses_session_message(kind: str | None, body: dict) -> bool:
+    """Whether a message outside a response is the session's own: an object of a string type that is no reviewed
+    event of a response (the lifecycle and steering notices aside) and holds no member of an item or a call."""
+    return (kind is not None and (kind not in _RESPONSES_EVENTS or kind in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING)
+            and not any(member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS))
+
+
+def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
+    """The responses of a WebSocket message log, each (first, end): from its response.created through its
+    terminal, or through the error event that ended it (with the terminal right after it, if one follows), or to
+    the next response.created or the log's end (a cut response: missing_terminal).  An error event outside a
+    response is a turn of its own.  Any other message outside a response is the session's own (response.steer.*,
+    a gateway's rate-limit notices; see _responses_session_message), unless it is untyped, addresses an item or
+    carries a call's input: then its turn starts there (it is judged: before response.created, after a
+    terminal...) and runs to the end of the response that follows, or to a terminal, an error event or the
+    log's end.  Responses of two stream_id lanes that interleave are refused (CaptureError): a turn is one
+    contiguous run of messages."""
+    turns: list[tuple[int, int]] = []
+    start: int | None = None     # the running response's first message
+    stray: int | None = None     # outside a response: the first message that is not the session's own
+    lane: Any = None
+    errored = False
+    for number, message in enumerate(messages):
+        body = message if isinstance(message, dict) else {}
+        kind = _wire_str(body.get("type"))
+        if start is not None and errored:
+            ends = kind in _RESPONSES_SOCKET_ENDS and body.get("stream_id") == lane
+            turns.append((start, number + 1 if ends else number))
+            start, errored = None, False
+            if ends:
+                continue
+        if start is not None and body.get("stream_id") != lane:
+            raise CaptureError(f"message {number + 1} belongs to another stream_id lane than the response that "
+                               f"started at message {start + 1}: responses of two lanes interleave; record one lane")
+        if start is None:
+            first = number if stray is None else stray
+            if kind == "response.created":
+                start, lane, stray = first, body.get("stream_id"), None
+            elif kind == "error" or (stray is not None and kind in _RESPONSES_SOCKET_ENDS):
+                turns.append((first, number + 1))
+                stray = None
+            elif stray is None and not _responses_session_message(kind, body):
+                stray = number
+            continue
+        if kind == "response.created":   # a second one while this response runs: this one was cut
+            turns.append((start, number))
+            start = number
+        elif kind in _RESPONSES_SOCKET_ENDS:
+            turns.append((start, number + 1))
+            start = None
+        elif kind == "error":
+            errored = True
+    if start is not None or stray is not None:
+        turns.append((start if start is not None else stray, len(messages)))
+    return turns
 
 
 def _responses_namespace(where: str, tool: dict) -> list[tuple[str, Any, str]]:
@@ -5091,7 +5206,8 @@ OPENAI_RESPONSES = Profile(
     request=RequestRules(choice=_choice_responses, parallel_field=True, expand_tool=_responses_expand_tool,
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
-                         stream_error=_responses_stream_error, whole_response=_responses_whole_response),
+                         stream_error=_responses_stream_error, whole_response=_responses_whole_response,
+                         socket_turns=_responses_socket_turns),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=_responses_tools, request_body=_responses_request_body, errors=_RESPONSES_ERRORS,
                    framings=SERVE_FRAMINGS,
@@ -17775,7 +17891,8 @@ def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
     (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
     strict JSON is then capture's to name), or when it holds one turn."""
     if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
-        socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
+        if turn is not None or row.capture.socket_turns is None:
+            socket_turn_span(row, [], turn)   # --turn on a row without turns, or on a body that is no log: refused
         return raw
     try:
         # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a

@@ -1104,6 +1104,11 @@ class ResponsesObjects(_Served, unittest.TestCase):
                              "openai-responses/unsupported-event-computer-call-item",
                              "openai-responses/unsupported-event-local-shell-call-item"),
                             "an unreviewed item's input is shown in the model's member order (blocked either way)")
+    # WebSocket mode's error event served as SSE data: openai-python's SSE reader raises on an event with an
+    # "error" member (over the socket its ResponsesConnection yields it as a ResponseWsError)
+    RAISES = dict.fromkeys(("openai-responses/stream-error-websocket-error-before-any-output",
+                            "openai-responses/stream-error-websocket-error-event-mid-call"),
+                           "openai-python raises APIError on an SSE event with an error member")
 
     def read(self, prefix):
         import openai
@@ -1114,6 +1119,8 @@ class ResponsesObjects(_Served, unittest.TestCase):
     def test_argument_deltas_read_from_attributes_give_the_dumps_dict(self):
         read = 0
         for prefix, _ in self.fixtures():
+            if prefix in self.RAISES:
+                continue
             for item in self.read(prefix):
                 with self.subTest(fixture=prefix):
                     got = vts.PROFILES["openai-responses"].wire.sdk_item(item, None, 0)

@@ -353,11 +353,12 @@ def turns_at_created(received):
     return [(start, end) for start, end in zip(starts, starts[1:] + [len(received)])]
 
 
-def with_turns():
-    """PROFILES with openai-responses splitting its logs at each response.created (its own rules come later)."""
+def with_turns(turns=turns_at_created):
+    """PROFILES with openai-responses splitting its logs by `turns` (by default at each response.created; None:
+    not at all)."""
     row = vts.PROFILES["openai-responses"]
     rules = vts.CaptureRules(**{name: getattr(row.capture, name) for name in vts.CaptureRules.__slots__
-                                if name != "socket_turns"}, socket_turns=turns_at_created)
+                                if name != "socket_turns"}, socket_turns=turns)
     split = vts.Profile(**{name: getattr(row, name) for name in vts.Profile.__slots__ if name != "capture"},
                         capture=rules)
     return mock.patch.object(vts, "PROFILES", MappingProxyType(dict(vts.PROFILES, **{row.name: split})))
@@ -426,8 +427,8 @@ class Capture(unittest.TestCase):
             (har([("receive", 3, "{}")]), ("--entry", "1"), "_webSocketMessages[0] is not {\"type\""),
             (har([("send", 1, self.create), ("receive", 8, "")]), ("--entry", "1"),
              "the WebSocket log holds no received text message: nothing was captured"),
-            (har(self.received()), ("--entry", "1", "--turn", "0"),
-             "--turn: a message log of profile openai-responses carries one turn (its rules split none)"),
+            (har(self.received()), ("--entry", "1", "--turn", "1"),
+             "--turn 1: the message log carries 1 turns (0-based)"),
             (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
         )
         for body, options, message in cases:
@@ -435,6 +436,10 @@ class Capture(unittest.TestCase):
                 code, _, err = self.capture(body, *options)
                 self.assertEqual(code, 3)
                 self.assertIn(message, err)
+        with with_turns(None):   # a row whose logs hold one turn (openai-responses splits its own)
+            code, _, err = self.capture(har(self.received()), "--entry", "1", "--turn", "0")
+        self.assertEqual(code, 3)
+        self.assertIn("--turn: a message log of profile openai-responses carries one turn (its rules split none)", err)
 
     def test_turn_picks_one_of_several(self):
         messages = [("send", 1, self.other), *self.received(), ("send", 1, self.create), *self.received()]
