@@ -8153,17 +8153,20 @@ OLLAMA = Profile(
 # are no argument fragments, so each call opens and ends its slot in that message, numbered in
 # order across the turn, and the toolCall message is the turn's terminal ("toolCall"): the client
 # must act on it now (the server waits for the answer of a BLOCKING function), as google-genai's
-# own live test drains "one model turn, or the tool call that interrupts it".  Every call needs
-# its id: the Gemini API refuses a toolResponse without one (google-genai raises) and a
-# cancellation names calls by id.
+# own live test drains "one model turn, or the tool call that interrupts it".  The Gemini API gives
+# every call an id, which its toolResponse must echo (google-genai raises without one) and which a
+# cancellation names; Vertex AI's Live API sends calls without ids (pipecat's gemini_live service
+# makes one up) and takes answers without them, so a call without an id is read as Vertex's: not
+# a finding, but it cannot be matched with a repeat or a cancellation.
 #
 # A turn, in a log of received messages: from the first message after the previous turn (or
 # after setupComplete) to its terminal -- the toolCall message for a turn with calls, or the
 # serverContent with "turnComplete": true for a turn without.  After a toolCall the turn keeps
 # its tail: the messages that carry no new model output (toolCallCancellation, usageMetadata,
 # goAway, sessionResumptionUpdate, a serverContent of only interrupted, turnComplete,
-# generationComplete, input transcription; and a restatement of its own calls) up to the first
-# message with model output, which starts the next turn (_live_socket_turns).
+# generationComplete, transcriptions; and a restatement of its own calls) up to the first
+# message with model output (a modelTurn part) or a new call, which starts the next turn
+# (_live_socket_turns).
 #
 # Read in a turn:
 # - toolCallCancellation {"ids"}: the server withdrew those calls (the user interrupted); the
@@ -8194,7 +8197,9 @@ OLLAMA = Profile(
 _LIVE_SESSION_MEMBERS = frozenset({"setupComplete", "usageMetadata", "goAway", "sessionResumptionUpdate",
                                    "voiceActivityDetectionSignal", "voiceActivity"})
 _LIVE_MEMBERS = _LIVE_SESSION_MEMBERS | {"serverContent", "toolCall", "toolCallCancellation"}
-# serverContent members; modelTurn and outputTranscription are model output (a new generation).
+# serverContent members.  Model output is a modelTurn part other than a functionCall; transcriptions are not: they
+# have no order with the model's turn (js-genai's LiveServerContent docs; the Vercel AI SDK's event mapper keeps a
+# transcript that comes after turnComplete with the turn before it).
 _LIVE_CONTENT_MEMBERS = frozenset({
     "modelTurn", "turnComplete", "interrupted", "groundingMetadata", "generationComplete", "inputTranscription",
     "outputTranscription", "urlContextMetadata", "turnCompleteReason", "waitingForInput",
@@ -8299,7 +8304,7 @@ class GeminiLiveNormalizer:
                               "parts list")
             parts = None
         calls = [part["functionCall"] for part in parts or () if isinstance(part, dict) and "functionCall" in part]
-        output = bool(content.get("outputTranscription")) or len(calls) < len(parts or ())
+        output = len(calls) < len(parts or ())   # (a transcription has no order with the model's turn)
         if self.phase != "open" and (output or calls and not self._restated(calls)):
             yield WireProblem(pos, DELTA_AFTER_TERMINAL, "model output after the turn's " + (
                 "toolCall" if self.phase == "called" else "turnComplete") + " (the next turn's: capture splits "
@@ -8549,7 +8554,7 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
     tool_call = message.get("toolCall")
     entries = tool_call.get("functionCalls") if isinstance(tool_call, dict) else None
     entry_ids = [e.get("id") if isinstance(e, dict) else None for e in entries] if isinstance(entries, list) else []
-    output = bool(content.get("outputTranscription")) or len(part_ids) < len(parts)
+    output = len(part_ids) < len(parts)
     new_calls = "toolCall" in message and not (entry_ids and all(i in calls for i in entry_ids))
     starts = state == "idle" or state == "called" and (output or new_calls or any(i not in calls for i in part_ids))
     if starts:
@@ -8648,7 +8653,7 @@ def _live_request_body(schemas: dict, request: dict) -> dict:
 GEMINI_LIVE = Profile(
     name="gemini-live", stream_key="events",
     rules=TurnRules(tool_reason="toolCall", needs_close=False, stop_name="toolCall message",
-                    slot_end_name="its toolCall message"),
+                    slot_end_name="its toolCall message", requires_id=False),
     wire=WireRules(normalizer=lambda limits: GeminiLiveNormalizer(limits.max_depth), protected_paths=_live_protected,
                    sdk_item=_live_sdk_item),
     request=RequestRules(choice=_choice_live, tools=_live_request_tools, tool_entry=_gemini_tool_entry),

@@ -200,9 +200,24 @@ def build_ollama(calls, end):
     return stream
 
 
+def build_gemini_live(calls, end):
+    # the first call also as a functionCall part of modelTurn (newer models deliver it twice), then one toolCall
+    # with every call whole.  Live has no token-limit reason: the turn whose calls may not run is the one whose
+    # calls the server withdraws (toolCallCancellation, after the user interrupted)
+    entries = [{"id": f"function-call-{k}8412", "name": c.name, "args": json.loads(c.text)} for k, c in enumerate(calls)]
+    stream = [{"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": TEXT}]}}},
+              {"serverContent": {"modelTurn": {"role": "model", "parts": [{"functionCall": entries[0]}]}}}]
+    if end != CUT:
+        stream.append({"toolCall": {"functionCalls": entries}})
+    if end == MAX_TOKENS:
+        stream += [{"serverContent": {"interrupted": True}},
+                   {"toolCallCancellation": {"ids": [entry["id"] for entry in entries]}}]
+    return stream
+
+
 BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
             "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini,
-            "cohere": build_cohere, "ollama": build_ollama}
+            "cohere": build_cohere, "ollama": build_ollama, "gemini-live": build_gemini_live}
 
 
 # --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
@@ -228,17 +243,18 @@ FRAGMENTS = {
                1 + 3 + 1, 1 + 3 + 1),
     "cohere": (lambda stream: [e for e in stream if e["type"] == "tool-call-delta"], 8, None),
     "ollama": (lambda stream: [e for c in stream for e in c["message"].get("tool_calls", [])], 2, 2),
+    "gemini-live": (lambda stream: [e for m in stream for e in m.get("toolCall", {}).get("functionCalls", [])], 2, 2),
 }
 
 # each profile's reason for a turn cut by the token limit, as its builder writes it
 MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
                      "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
-                     "cohere": "MAX_TOKENS", "ollama": "length"}
+                     "cohere": "MAX_TOKENS", "ollama": "length", "gemini-live": "toolCallCancellation"}
 
 # the rows whose calls carry no id (Gemini's function response pairs by name and order)
 WITHOUT_IDS = frozenset({"gemini"})
 # the rows whose arguments arrive as parsed objects: no text can repeat a key (test_ollama covers the bytes)
-ARGUMENTS_AS_OBJECTS = frozenset({"ollama"})
+ARGUMENTS_AS_OBJECTS = frozenset({"ollama", "gemini-live"})
 
 
 def rows(test, *tables):
@@ -421,6 +437,8 @@ class UnsafeIntegers(unittest.TestCase):
         "gemini": lambda n: ("chunks", gemini_turn(n)),
         "cohere": lambda n: ("events", cohere_turn('{"a":%d}' % n)),
         "ollama": lambda n: ("chunks", ollama_turn(n)),
+        "gemini-live": lambda n: ("events", [{"toolCall": {"functionCalls": [{"id": "fc_1", "name": "f",
+                                                                               "args": {"a": n}}]}}]),
     }
 
     def run_turn(self, name, value):
