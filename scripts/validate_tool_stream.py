@@ -8487,7 +8487,7 @@ def _live_request_tools(body: dict) -> tuple[list, Any]:
 
 
 # Members whose string values are protocol words the rules read (kept by redaction).
-_LIVE_KEEP = frozenset({"turnCompleteReason", "interactionStatus", "mimeType", "role", "vadSignalType", "type"})
+_LIVE_KEEP = frozenset({"turnCompleteReason", "interactionStatus", "mimeType", "modality", "vadSignalType", "type"})
 
 
 def _redact_live_message(message: dict) -> dict:
@@ -8499,7 +8499,7 @@ def _redact_live_message(message: dict) -> dict:
         if key in ("toolCall", "toolCallCancellation"):
             out[key] = value
         elif key == "serverContent" and isinstance(value, dict):
-            out[key] = {k: _redact_live_turn(v) if k == "modelTurn" else _neutral(v, _LIVE_KEEP)
+            out[key] = {k: _redact_live_turn(v) if k == "modelTurn" else _neutral({k: v}, _LIVE_KEEP)[k]
                         for k, v in value.items()}
         else:
             out[key] = _neutral(value, _LIVE_KEEP)
@@ -8510,8 +8510,8 @@ def _redact_live_turn(turn: Any) -> Any:
     parts = turn.get("parts") if isinstance(turn, dict) else None
     if not isinstance(parts, list):
         return _neutral(turn, _LIVE_KEEP)
-    return {k: ([_redact_gemini_part(part) for part in parts] if k == "parts" else _neutral(v, _LIVE_KEEP))
-            for k, v in turn.items()}
+    return {k: ([_redact_gemini_part(part) for part in parts] if k == "parts" else v if k == "role"
+                else _neutral(v, _LIVE_KEEP)) for k, v in turn.items()}
 
 
 def _live_protected(payload: dict) -> dict[tuple, str]:
