@@ -204,7 +204,8 @@ def build_gemini_live(calls, end):
     # the first call also as a functionCall part of modelTurn (newer models deliver it twice), then one toolCall
     # with every call whole.  Live has no token-limit reason: the turn whose calls may not run is the one whose
     # calls the server withdraws (toolCallCancellation, after the user interrupted)
-    entries = [{"id": f"function-call-{k}8412", "name": c.name, "args": json.loads(c.text)} for k, c in enumerate(calls)]
+    entries = [{"id": f"function-call-{k}8412", "name": c.name, "args": json.loads(c.text)}
+               for k, c in enumerate(calls)]
     stream = [{"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": TEXT}]}}},
               {"serverContent": {"modelTurn": {"role": "model", "parts": [{"functionCall": entries[0]}]}}}]
     if end != CUT:
