@@ -179,7 +179,8 @@ class SocketTurns(unittest.TestCase):
     def test_a_recorded_two_turn_log(self):
         # the shape of vercel/ai packages/google/src/realtime/__fixtures__/issue-21545-server-events.json
         log = [{"setupComplete": {}}, content(inputTranscription={"text": "a"}),
-               content(outputTranscription={"text": "b"}), part(text="c"), content(turnComplete=True), content(inputTranscription={"text": "d"}), part(text="e"),
+               content(outputTranscription={"text": "b"}), part(text="c"), content(turnComplete=True),
+               content(inputTranscription={"text": "d"}), part(text="e"),
                content(outputTranscription={"text": "f"}), content(turnComplete=True)]
         self.assertEqual(self.turns(log), [(1, 5), (5, 9)])
 
