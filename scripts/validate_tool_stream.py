@@ -2299,6 +2299,11 @@ def _no_opening(stream: list) -> list:
     return []
 
 
+def message_log_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """A turn as a WebSocket message log: JSON Lines, one received message (one payload) per line."""
+    return "application/x-ndjson", ndjson_body(stream)
+
+
 class SocketRules(_FrozenRecord):
     """How `serve` plays a room's turn over a WebSocket (RFC 6455) and `conform` points an adapter's own
     WebSocket client at it; data, not code paths.  The turn's payloads are sent one text message each, in
@@ -2310,12 +2315,22 @@ class SocketRules(_FrozenRecord):
       reply     (one client message, parsed JSON; the stream) -> (the messages answered at once, whether the
                 turn's payloads follow now)
       only      the API has no HTTP surface: a POST to its path is not answered with the stream
+      frame     (stream, query) -> the turn as a JSON Lines message log, when HttpRules.frame is another body
+                (an API also spoken over HTTP: message_log_frame); None: HttpRules.frame
+      cut_frame the same without the messages a cut-off socket never delivers (a fixture's "serve": {"cut"});
+                None: HttpRules.cut_frame (or HttpRules.frame) when `frame` is None, else `frame`
+      error     (the room's HttpError a fixture's "serve" block names) -> the messages sent in place of the
+                turn; None: the upgrade itself is answered with that HTTP error
+    A message (opening, reply, error) is a JSON value, sent as compact JSON, or a str sent as it is.
     """
 
-    __slots__ = ("path", "example", "opening", "reply", "only")
+    __slots__ = ("path", "example", "opening", "reply", "only", "frame", "cut_frame", "error")
 
     def __init__(self, *, path: str, example: str, reply: Callable[[Any, list], tuple[list, bool]],
-                 opening: Callable[[list], list] = _no_opening, only: bool = True) -> None:
+                 opening: Callable[[list], list] = _no_opening, only: bool = True,
+                 frame: Callable[[list, str], tuple] | None = None,
+                 cut_frame: Callable[[list, str], tuple] | None = None,
+                 error: Callable[[Any], list] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -5038,6 +5053,19 @@ def _responses_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
     return _sdk_dump(item)
 
 
+# WebSocket mode (https://developers.openai.com/api/docs/guides/websocket-mode, and the reference's "WebSocket
+# events"): the client opens GET wss://api.openai.com/v1/responses and starts each turn with a text message
+# {"type": "response.create", ...the members of POST /v1/responses, without stream and background}; the server
+# answers with the SSE stream's events, one per text message.  Any other client message is answered with the
+# socket's error event {"type": "error", "status": 400, "error": {...}} and no turn.
+def _responses_socket_reply(message: Any, stream: list) -> tuple[list, bool]:
+    if isinstance(message, dict) and message.get("type") == "response.create":
+        return [], True
+    return [{"type": "error", "status": 400, "error": {
+        "type": "invalid_request_error", "code": "unknown_event",
+        "message": "a turn starts with a response.create event"}}], False
+
+
 # The events a long stream repeats (see RunShape): a message's text delta, a function call's arguments delta (the
 # text shape first: an arguments delta has no content_index, while a text delta would fit the arguments shape);
 # item_id names the item (a sample per item), sequence_number, one more each event, and obfuscation (random
@@ -5064,7 +5092,9 @@ OPENAI_RESPONSES = Profile(
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=_responses_tools, request_body=_responses_request_body, errors=_RESPONSES_ERRORS,
-                   framings=SERVE_FRAMINGS))
+                   framings=SERVE_FRAMINGS,
+                   socket=SocketRules(path=r"/v1/responses", example="/v1/responses", reply=_responses_socket_reply,
+                                      only=False, frame=message_log_frame)))
 
 
 # ---------------------------------------------------------------------------
@@ -16291,6 +16321,111 @@ def _har_response_body(content: Any) -> bytes:
         raise CaptureError("the entry's base64 response body does not decode") from None
 
 
+# --- WebSocket message logs ---------------------------------------------------------------
+#
+# A WebSocket session recorded as its messages: JSON Lines of the received ones (any JSON Lines body), or a
+# HAR entry's `_webSocketMessages` as Chrome's devtools export it ([{"type": "send" or "receive", "time",
+# "opcode": 1 text or 2 binary, "data"}]).  A room whose sockets carry several turns names them
+# (CaptureRules.socket_turns); `--turn K` picks one, and a log of several turns without it is refused.
+
+
+def har_socket_messages(har: Any, selector: str) -> list[tuple[str, str]] | None:
+    """The text messages of the HAR entry selector names (as har_entry picks it), in order, as (type, data):
+    None when the entry has no `_webSocketMessages`.  A received binary message is a CaptureError (its
+    turn cannot be read as text); a sent one is skipped (it carries no request this tool reads)."""
+    entry = _har_pick(har, selector)
+    messages = entry.get("_webSocketMessages") if isinstance(entry, dict) else None
+    if messages is None:
+        return None
+    if not isinstance(messages, list):
+        raise CaptureError(f"the entry's _webSocketMessages is {_describe(messages)}, not a list")
+    found = []
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("type") not in ("send", "receive") \
+                or not isinstance(message.get("data"), str) or message.get("opcode") not in (1, 2):
+            raise CaptureError(f"_webSocketMessages[{number}] is not {{\"type\": \"send\" or \"receive\", "
+                               "\"opcode\": 1 or 2, \"data\": string}")
+        if message["opcode"] == 2:
+            if message["type"] == "receive":
+                raise CaptureError(f"_webSocketMessages[{number}] is a received binary message (opcode 2): "
+                                   "this tool reads a turn from text messages only")
+            continue
+        found.append((message["type"], message["data"]))
+    return found
+
+
+def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
+    """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
+    CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
+    of several turns (or none) without --turn."""
+    split = row.capture.socket_turns
+    if split is None:
+        if turn is not None:
+            raise CaptureError(f"--turn: a message log of profile {row.name} carries one turn (its rules split "
+                               "none)")
+        return 0, len(received)
+    turns = split(received)
+    if turn is None:
+        if len(turns) != 1:
+            raise CaptureError(f"the message log carries {len(turns)} turns: pick one with --turn K "
+                               f"(0 to {len(turns) - 1})" if turns else "the message log carries no turn")
+        return turns[0]
+    if not 0 <= turn < len(turns):
+        raise CaptureError(f"--turn {turn}: the message log carries {len(turns)} turns (0-based)")
+    return turns[turn]
+
+
+def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | None) -> tuple[bytes, Any]:
+    """(the body: the picked turn's received messages as JSON Lines, the request body: the last message sent
+    before that turn whose tools the row's RequestRules.tools reads, a non-empty list; None: no such message).
+    Each received message must be one strict JSON value (its line breaks, whitespace between JSON tokens,
+    become spaces, so each is one line)."""
+    received: list[tuple[int, Any, str]] = []   # (position among the messages, value, text)
+    for position, (kind, data) in enumerate(messages):
+        if kind == "receive":
+            try:
+                value = decode_document(data, what="the message")
+            except JsonProblem as problem:
+                raise CaptureError(f"received message {len(received)} is not strict JSON ({problem.message})") \
+                    from None
+            received.append((position, value, data))
+    first, end = socket_turn_span(row, [value for _, value, _ in received], turn)
+    start = received[first][0] if first < len(received) else len(messages)
+    request = None
+    for kind, data in reversed(messages[:start]):
+        if kind != "send":
+            continue
+        try:
+            value = decode_document(data, what="the message")
+            if isinstance(value, dict) and row.request.tools(value)[0]:
+                request = value
+                break
+        except (JsonProblem, CaptureError):   # not a request this room reads: an earlier one may be
+            continue
+    lines = (text.replace("\r", " ").replace("\n", " ") + "\n" for _, _, text in received[first:end])
+    return "".join(lines).encode("utf-8", "surrogatepass"), request
+
+
+def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
+    """A JSON Lines body given to capture, as the turn `turn` picks when the row's sockets carry several
+    (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
+    strict JSON is then capture's to name), or when it holds one turn."""
+    if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
+        socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
+        return raw
+    try:
+        lines = [line for line in bytes(raw).decode("utf-8").splitlines() if line.strip()]
+        values = [decode_document(line) for line in lines]
+    except (UnicodeDecodeError, JsonProblem):
+        if turn is not None:
+            raise CaptureError("--turn: the body is not a message log of one strict JSON value per line") from None
+        return raw
+    first, end = socket_turn_span(row, values, turn)
+    if (first, end) == (0, len(lines)):
+        return raw
+    return "".join(line + "\n" for line in lines[first:end]).encode("utf-8")
+
+
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
                     redact: bool = True) -> tuple[dict, list[str]]:
     """Turn one captured body into a fixture envelope: (envelope, warnings for stderr).
@@ -17478,6 +17613,9 @@ SERVE_MAX_PAUSED_MS = 300_000       # --delay-ms pauses of one answer in all: th
 SERVE_RANDOM_MOST = 16              # random:SEED chunking: each write is 1 to this many bytes
 _SERVE_SLICE = 1 << 16              # bytes of an answer handed to the socket at once (at most, in every chunking)
 SERVE_CHUNKINGS = ("whole", "event", "byte", "random:SEED")
+SERVE_SOCKET_MESSAGES = 256         # client messages one WebSocket session takes; one more is closed 1008
+SERVE_SOCKET_FRAMES = 1024          # frames one client message (control frames between included) may take; more: 1008
+_SOCKET_CLOSE_SECONDS = 1.0         # after its close frame, the server reads what the client still sends this long
 
 
 class ServeTransport(_Record):
@@ -17656,10 +17794,19 @@ def _given_files(given: str) -> list[tuple[str, str]]:
 _SERVE_MAX_PATH = 4096   # characters of a request path; a longer one names no fixture
 
 
-def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served | None, list[str], str]:
+def _api_path(http: HttpRules) -> str | None:
+    return http.api_path
+
+
+def _socket_path(http: HttpRules) -> str | None:
+    return http.socket.path if http.socket is not None else None
+
+
+def _serve_route(served: Mapping[str, _Served], raw_path: str,
+                 pattern: Callable[[HttpRules], str | None] = _api_path) -> tuple[_Served | None, list[str], str]:
     """(the fixture a request path names or None, the API path after its prefix as sent and decoded,
     the query).  Segments are decoded one by one, so an encoded "/" inside one (a Bedrock model ARN)
-    stays inside it."""
+    stays inside it.  pattern: the path its rules must match (the API's; _socket_path: its WebSocket's)."""
     from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(raw_path)
@@ -17673,8 +17820,8 @@ def _serve_route(served: Mapping[str, _Served], raw_path: str) -> tuple[_Served 
         fixture = served.get(prefixes[cut])
         if fixture is not None:
             rest = "/" + "/".join(raw[cut:])
-            http = fixture.row.http
-            if http is not None and any(re.fullmatch(http.api_path, path) for path in (rest, unquote(rest))):
+            want = pattern(fixture.row.http) if fixture.row.http is not None else None
+            if want is not None and any(re.fullmatch(want, path) for path in (rest, unquote(rest))):
                 return fixture, [rest, unquote(rest)], parts.query
             if found[0] is None:   # ... and the one whose API path follows it wins (a.json beside a/v1.json)
                 found = (fixture, [rest, unquote(rest)], parts.query)
@@ -17697,6 +17844,10 @@ def _serve_answer(served: Mapping[str, _Served], method: str, raw_path: str, len
     row = fixture.row if fixture is not None else None
     if row is None or row.http is None or not any(re.fullmatch(row.http.api_path, path) for path in api_paths):
         return _serve_error(404, "not_found", "no served fixture answers this path")
+    if row.http.socket is not None and row.http.socket.only:   # its API is a WebSocket alone (a GET upgrade)
+        status, kind, body, headers = _serve_error(426, "upgrade_required", "this path is a WebSocket: send GET "
+                                                   "with Upgrade: websocket")
+        return status, kind, body, dict(headers, Upgrade="websocket")
     if method != "POST":
         status, kind, body, headers = _serve_error(405, "method_not_allowed", "the API path takes POST only")
         return status, kind, body, dict(headers, Allow="POST")
@@ -17727,6 +17878,128 @@ def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes,
     return status, "application/json", body, {}
 
 
+# --- WebSocket (RFC 6455): the handshake and framing serve speaks on a row's HttpRules.socket path -------
+#
+# The server's side only: client frames must be masked (1002 otherwise), the server's are not; no
+# extension or subprotocol is negotiated (a frame with an RSV bit set is 1002); a text message is UTF-8
+# (1007 otherwise) holding one strict JSON value (1007 otherwise); binary messages are refused (1003);
+# a message may come in fragments, control frames (ping, pong, close) between them; a ping is answered
+# with a pong carrying its payload; a message (all its frames) over SERVE_MAX_REQUEST_BYTES is 1009.
+
+_WS_GUID = b"258EAFA5-E914-47DA-95C2-C5AB0DC85B11"
+_WS_CONTINUATION, _WS_TEXT, _WS_BINARY, _WS_CLOSE, _WS_PING, _WS_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+_WS_SENT_CODES = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011})   # codes a close frame may carry
+
+
+class SocketClosed(Exception):
+    """A WebSocket session ends: the close code to send (None: close the connection without a close
+    frame: the client has gone, or a cut-off turn), its reason, and whether the client closed first."""
+
+    def __init__(self, code: int | None, reason: str = "", by_client: bool = False) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.by_client = by_client
+
+
+def ws_accept(key: str) -> str:
+    """Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 section 4.2.2)."""
+    import base64
+    import hashlib
+
+    return base64.b64encode(hashlib.sha1(key.encode("ascii") + _WS_GUID).digest()).decode("ascii")
+
+
+def ws_handshake_problem(headers: Any, version: str) -> tuple[int, str, dict[str, str]] | None:
+    """(status, why, headers) that refuses an upgrade request (RFC 6455 section 4.2.1), or None.
+    headers: the request's (a Message); version: its HTTP version ("HTTP/1.1")."""
+    import base64
+    import binascii
+
+    def tokens(name: str) -> set[str]:
+        return {token.strip().lower() for value in headers.get_all(name) or [] for token in value.split(",")}
+
+    if "websocket" not in tokens("Upgrade"):
+        return 426, "this path is a WebSocket: send GET with Upgrade: websocket", {"Upgrade": "websocket"}
+    if version != "HTTP/1.1" or "upgrade" not in tokens("Connection") or not headers.get("Host"):
+        return 400, "a WebSocket upgrade is an HTTP/1.1 GET with Host and Connection: Upgrade", {}
+    if (headers.get_all("Sec-WebSocket-Version") or []) != ["13"]:
+        return 426, "this server speaks WebSocket version 13", {"Sec-WebSocket-Version": "13"}
+    keys = headers.get_all("Sec-WebSocket-Key") or []
+    try:
+        ok = len(keys) == 1 and keys[0].isascii() and len(base64.b64decode(keys[0].strip(), validate=True)) == 16
+    except (binascii.Error, ValueError):
+        ok = False
+    if not ok:
+        return 400, "Sec-WebSocket-Key must be one base64 value of 16 bytes", {}
+    return None
+
+
+def ws_frame(opcode: int, payload: bytes) -> bytes:
+    """One unmasked frame, FIN set (a server's frame)."""
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x80 | opcode, size))
+    elif size < 1 << 16:
+        head = bytes((0x80 | opcode, 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 | opcode, 127)) + size.to_bytes(8, "big")
+    return head + payload
+
+
+def ws_unmask(mask: bytes, payload: bytes) -> bytes:
+    """A client frame's payload unmasked (XOR with its 4-byte key, repeated)."""
+    size = len(payload)
+    key = (mask * (size // 4 + 1))[:size]
+    return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(size, "little")
+
+
+def ws_close_payload(code: int | None, reason: str = "") -> bytes:
+    """A close frame's payload: the code, then the reason (clipped to fit a control frame's 125 bytes)."""
+    if code is None:
+        return b""
+    return code.to_bytes(2, "big") + reason.encode("utf-8")[:123].decode("utf-8", "ignore").encode("utf-8")
+
+
+def ws_closing(payload: bytes) -> tuple[int | None, str]:
+    """(code, reason) of a client's close frame; SocketClosed(1002 or 1007) for one that breaks RFC 6455 7.4."""
+    if not payload:
+        return None, ""
+    code = int.from_bytes(payload[:2], "big")
+    if len(payload) == 1 or not (code in _WS_SENT_CODES or 3000 <= code <= 4999):
+        raise SocketClosed(1002, "the close frame's code is not one a client may send")
+    try:
+        return code, payload[2:].decode("utf-8")
+    except UnicodeDecodeError:
+        raise SocketClosed(1007, "the close frame's reason is not UTF-8") from None
+
+
+def ws_message_text(payload: bytes) -> Any:
+    """A client's text message as its JSON value; SocketClosed(1007) for one not UTF-8 or not one strict
+    JSON value."""
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SocketClosed(1007, "a text message must be UTF-8") from None
+    try:
+        return decode_document(text, what="the message")
+    except JsonProblem:
+        raise SocketClosed(1007, "a message must be one JSON value") from None
+
+
+def ws_messages(messages: list) -> list[bytes]:
+    """The text frames of a room's messages (SocketRules: a JSON value as compact JSON, a str as it is)."""
+    return [ws_frame(_WS_TEXT, (message if isinstance(message, str) else wire_json(message)).encode("utf-8",
+                                                                                                     "surrogatepass"))
+            for message in messages]
+
+
+def ws_turn_frames(body: bytes) -> list[bytes]:
+    """The text frames of a turn's JSON Lines message log: one per line."""
+    return [ws_frame(_WS_TEXT, line) for line in body.split(b"\n") if line.strip()]
+
+
+
 class _ServeBodies:
     """Each fixture's framed body, built once (at its first request) and then shared: every answer
     writes the same bytes object, in memoryview slices, so no answer holds a copy of its own.
@@ -17740,6 +18013,7 @@ class _ServeBodies:
 
         self._bodies: dict[tuple, tuple[str, bytes]] = {}
         self._ends: dict[int, list[int]] = {}   # id of a body kept in _bodies -> where its events end
+        self._frames: dict[int, tuple[bytes, list[int]]] = {}   # ... -> its WebSocket frames, where each ends
         self._lock = threading.Lock()
         self.builds = 0   # bodies built (a test reads it: one per fixture and framing)
         self.requests: dict[str, int] = {}   # prefix -> requests answered with its stream
@@ -17758,9 +18032,11 @@ class _ServeBodies:
         with self._lock:
             self.sent[prefix] = body
 
-    def get(self, fixture: _Served, query: str) -> tuple[str, bytes]:
+    def get(self, fixture: _Served, query: str, frame: Callable[..., tuple] | None = None) -> tuple[str, bytes]:
+        """(content type, body) of a fixture under a query; frame: the framing (else its HTTP answer's)."""
         http, framing = fixture.row.http, self.transport.framing
-        frame = (http.cut_frame or http.frame) if fixture.fault.get("cut") else http.frame
+        if frame is None:
+            frame = (http.cut_frame or http.frame) if fixture.fault.get("cut") else http.frame
         key = (fixture.prefix, framing, *frame([], query))
         with self._lock:
             self.requests[fixture.prefix] = self.requests.get(fixture.prefix, 0) + 1
@@ -17777,6 +18053,27 @@ class _ServeBodies:
                         body = json_raw_utf8(body)
                     found = self._bodies[key] = (kind, body)
                     self.builds += 1
+        return found
+
+    def socket_turn(self, fixture: _Served, query: str) -> tuple[bytes, list[int]]:
+        """The WebSocket frames of a fixture's turn (its SocketRules' message log, cut by its "serve" block),
+        joined, and where each frame ends; built once per body."""
+        http = fixture.row.http
+        rules = http.socket
+        if fixture.fault.get("cut"):
+            frame = rules.cut_frame or (http.cut_frame or http.frame if rules.frame is None else rules.frame)
+        else:
+            frame = rules.frame or http.frame
+        _, body = self.get(fixture, query, frame)
+        found = self._frames.get(id(body))
+        if found is None:
+            frames = ws_turn_frames(body)
+            ends, at = [], 0
+            for one in frames:
+                at += len(one)
+                ends.append(at)
+            with self._lock:
+                found = self._frames.setdefault(id(body), (b"".join(frames), ends))
         return found
 
     def ends(self, kind: str, body: bytes) -> list[int]:
@@ -17988,6 +18285,12 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                                  f"the whole request must arrive within {request_seconds:g} seconds")
 
         def _answer(self) -> None:
+            if self.command == "GET":   # a WebSocket's path: the upgrade, never the HTTP answer
+                fixture, paths, query = _serve_route(served, self.path, _socket_path)
+                rules = fixture.row.http.socket if fixture is not None else None
+                if rules is not None and any(re.fullmatch(rules.path, path) for path in paths):
+                    self._socket(fixture, rules, query)
+                    return
             lengths = self.headers.get_all("Content-Length") or []
             length = lengths[0] if lengths else None
             if len(lengths) > 1 or (lengths and self.headers.get("Transfer-Encoding") is not None):
@@ -18052,11 +18355,14 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             self._headers_buffer = []
             return head
 
-        def _write(self, body: bytes, kind: str, transport: ServeTransport, head: bytes = b"") -> None:
+        def _write(self, body: bytes, kind: str, transport: ServeTransport, head: bytes = b"",
+                   ends: list[int] | None = None) -> None:
             """The body in the transport's writes (each straight to the socket: the writer is
             unbuffered, and Nagle's algorithm is off on every connection), paused between them; `head`
-            (the status line and headers) goes out in the first write (alone when the body is empty)."""
-            writes = serve_writes(body, kind, transport.chunking, lambda: bodies.ends(kind, body))
+            (the status line and headers) goes out in the first write (alone when the body is empty).
+            ends: where its events end (WebSocket frames), else found from `kind`."""
+            writes = serve_writes(body, kind, transport.chunking,
+                                  lambda: ends if ends is not None else bodies.ends(kind, body))
             paused = 0   # ms; past SERVE_MAX_PAUSED_MS a long body's connection is not held any longer
             with memoryview(body) as view:   # slices of the shared body, never a copy
                 for number, (start, end) in enumerate(writes):
@@ -18074,6 +18380,171 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                         on_write(self.connection, start, end)
             if head:
                 self.wfile.write(head)
+
+        def _socket(self, fixture: _Served, rules: SocketRules, query: str) -> None:
+            """A GET on a fixture's WebSocket path: the upgrade refused (a bad handshake; the error its "serve"
+            block answers, unless its room sends that over the socket), or accepted and the session played."""
+            problem = ws_handshake_problem(self.headers, self.request_version)
+            if problem is not None:
+                status, why, extra = problem
+                _, kind, body, _ = _serve_error(status, "upgrade_required" if status == 426 else "bad_request", why)
+                self._send(status, kind, body, extra)
+                return
+            fault, error = fixture.fault, None
+            if "error" in fault and ("times" not in fault or bodies.asked(fixture) <= fault["times"]):
+                error = fixture.row.http.error(fault["error"]["kind"])
+                if rules.error is None:
+                    if on_stream is not None:
+                        on_stream(self.path)
+                    self._send(error.status, error.content_type, error.body, dict(error.headers))
+                    return
+            if on_answer is not None:
+                on_answer(self.command, self.path, 101)
+            self.close_connection = True
+            self.connection.settimeout(self.timeout)
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", ws_accept(self.headers["Sec-WebSocket-Key"].strip()))
+            counts = [0, 0]   # messages received, sent
+            try:
+                self.wfile.write(self._head())
+                self._session(fixture, rules, query, error, counts)
+                ending = SocketClosed(1000)
+            except SocketClosed as closed:
+                ending = closed
+            except OSError:
+                ending = SocketClosed(None, "the connection failed")
+            said = self._socket_close(ending)
+            if logger is not None:
+                path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
+                    f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
+                logger(f"GET {path} 101 websocket: {counts[0]} messages received, {counts[1]} sent, {said}")
+
+        def _session(self, fixture: _Served, rules: SocketRules, query: str, error: HttpError | None,
+                     counts: list[int]) -> None:
+            """Play a socket: its opening, then per client message the room's reply and, when the reply
+            says so, the turn (or the fault its "serve" block names); ends by raising SocketClosed."""
+            transport = bodies.transport
+            try:
+                opening = ws_messages(rules.opening(fixture.stream))
+            except Exception:   # noqa: BLE001 - as a reply that fails (below)
+                raise SocketClosed(1011, "the session could not be opened") from None
+            self._ws_send(opening, transport, counts)
+            while True:
+                payload = self._ws_receive()
+                counts[0] += 1
+                if counts[0] > SERVE_SOCKET_MESSAGES:
+                    raise SocketClosed(1008, f"a session takes at most {SERVE_SOCKET_MESSAGES} messages")
+                message = ws_message_text(payload)
+                try:
+                    answer, turn = rules.reply(message, fixture.stream)
+                    frames = ws_messages(answer)
+                except Exception:   # noqa: BLE001 - a room's reply that fails ends the session, never the server
+                    raise SocketClosed(1011, "the message could not be answered") from None
+                self._ws_send(frames, transport, counts)
+                if not turn:
+                    continue
+                if keep_requests:
+                    bodies.keep(fixture.prefix, payload)
+                if on_stream is not None:
+                    on_stream(self.path)
+                if error is not None:
+                    self._ws_send(ws_messages(rules.error(error)), transport, counts)
+                    continue
+                data, ends = bodies.socket_turn(fixture, query)
+                if transport.first_byte_ms and self.server.pause(transport.first_byte_ms):
+                    raise SocketClosed(1001, "the server is stopping")
+                self.connection.settimeout(self.timeout)   # reads left the message's deadline on it
+                self._write(data, "", transport, ends=ends)
+                counts[1] += len(ends)
+                if fixture.fault.get("cut"):
+                    raise SocketClosed(None, "cut")
+
+        def _ws_send(self, frames: list[bytes], transport: ServeTransport, counts: list[int]) -> None:
+            if frames:
+                ends, at = [], 0
+                for one in frames:
+                    at += len(one)
+                    ends.append(at)
+                self.connection.settimeout(self.timeout)
+                self._write(b"".join(frames), "", transport, ends=ends)
+                counts[1] += len(frames)
+
+        def _ws_read(self, size: int) -> bytes:
+            try:
+                data = self.rfile.read(size) if size else b""
+            except TimeoutError:
+                raise SocketClosed(1008, f"no whole message came within {request_seconds:g} seconds") from None
+            if len(data) < size:
+                raise SocketClosed(None, "the client closed the connection")
+            return data
+
+        def _ws_frame(self, size_before: int) -> tuple[bool, int, bytes]:
+            """One client frame: (FIN, opcode, payload unmasked); SocketClosed for one RFC 6455 refuses, or one
+            whose payload would take its message past SERVE_MAX_REQUEST_BYTES (size_before: the message's so far)."""
+            head = self._ws_read(2)
+            fin, opcode, length = bool(head[0] & 0x80), head[0] & 0x0F, head[1] & 0x7F
+            if length >= 126:
+                length = int.from_bytes(self._ws_read(2 if length == 126 else 8), "big")
+            if head[0] & 0x70:
+                raise SocketClosed(1002, "no extension was negotiated: a frame's RSV bits must be 0")
+            if not head[1] & 0x80:
+                raise SocketClosed(1002, "a client's frames must be masked")
+            if opcode not in (_WS_CONTINUATION, _WS_TEXT, _WS_BINARY, _WS_CLOSE, _WS_PING, _WS_PONG):
+                raise SocketClosed(1002, f"opcode {opcode} is not defined")
+            if opcode >= 8 and (not fin or length > 125):
+                raise SocketClosed(1002, "a control frame is whole and carries at most 125 bytes")
+            if opcode < 8 and size_before + length > SERVE_MAX_REQUEST_BYTES:
+                raise SocketClosed(1009, f"a message may hold at most {SERVE_MAX_REQUEST_BYTES} bytes")
+            mask = self._ws_read(4)
+            return fin, opcode, ws_unmask(mask, self._ws_read(length)) if length else b""
+
+        def _ws_receive(self) -> bytes:
+            """The next whole data message of the client (within request_seconds), answering its pings."""
+            self.deadline = time.monotonic() + request_seconds
+            parts: list[bytes] = []
+            size, started = 0, False
+            for _ in range(SERVE_SOCKET_FRAMES):
+                fin, opcode, payload = self._ws_frame(size)
+                if opcode == _WS_PING:
+                    self.connection.settimeout(self.timeout)
+                    self.wfile.write(ws_frame(_WS_PONG, payload))
+                    continue
+                if opcode == _WS_PONG:
+                    continue
+                if opcode == _WS_CLOSE:
+                    code, reason = ws_closing(payload)
+                    raise SocketClosed(code, reason, by_client=True)
+                if (opcode == _WS_CONTINUATION) != started:
+                    raise SocketClosed(1002, "a continuation frame must continue a message, and only it")
+                if opcode == _WS_BINARY:
+                    raise SocketClosed(1003, "this server takes text messages (JSON) only")
+                started = True
+                parts.append(payload)
+                size += len(payload)
+                if fin:
+                    return b"".join(parts)
+            raise SocketClosed(1008, f"a message may come in at most {SERVE_SOCKET_FRAMES} frames")
+
+        def _socket_close(self, ending: SocketClosed) -> str:
+            """End a session as `ending` says: the close frame sent (echoing the client's), then what the
+            client still sends read for a moment (so the close frame is not lost to a reset); the words logged."""
+            if ending.code is None and not ending.by_client:
+                return "cut: closed without a close frame" if ending.reason == "cut" else "the client went away"
+            try:
+                self.connection.settimeout(self.timeout)
+                self.wfile.write(ws_frame(_WS_CLOSE, ws_close_payload(ending.code, ending.reason)))
+                if not ending.by_client:
+                    self.deadline = time.monotonic() + _SOCKET_CLOSE_SECONDS
+                    for _ in range(SERVE_SOCKET_FRAMES):
+                        if self._ws_frame(0)[1] == _WS_CLOSE:
+                            break
+            except (SocketClosed, OSError):
+                pass
+            who = "the client closed" if ending.by_client else "closed"
+            return f"{who} {ending.code if ending.code is not None else '(no code)'}" + \
+                (f" ({_clip(ending.reason)})" if ending.reason else "")
 
         def _refuse(self, code: int, kind: str, message: str) -> None:
             """A refusal outside _answer, as a JSON body like every other, on a connection then closed."""
@@ -18434,7 +18905,8 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
     comma-separated str), delay_ms and first_byte_ms as serve's options (serve_transport: ValueError
     for a bad one; ValueError too when no fixture can be served, TypeError for an argument of
     another type).
-    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `prefixes` (sorted),
+    Inside the block: `url` ("http://HOST:PORT/"), `base_url(prefix)`, `ws_url(prefix)` (a row spoken over
+    a WebSocket), `prefixes` (sorted),
     `refused` ([(file, why not served)]), `requests` (prefix -> streams answered) and `server`.
     On leaving, the server stops and its socket is closed (a stream being paced ends at once)."""
 
@@ -18485,6 +18957,14 @@ class serving:   # noqa: N801 - used as a function: `with vts.serving(paths) as 
         if prefix not in self._served:
             raise KeyError(prefix)
         return self.url + quote(prefix, errors="surrogateescape")
+
+    def ws_url(self, prefix: str) -> str:
+        """A fixture's WebSocket URL (ws://HOST:PORT/<prefix><its row's socket example path>); KeyError for a
+        prefix not served, ValueError for one whose row has no WebSocket."""
+        socket = self._served[prefix].row.http.socket
+        if socket is None:
+            raise ValueError(f"serving: the profile of {prefix!r} is not spoken over a WebSocket")
+        return "ws" + self.base_url(prefix)[len("http"):] + socket.example
 
     @property
     def requests(self) -> dict[str, int]:
@@ -19054,6 +19534,9 @@ def conform_fixture(fixture: _Served, base_url: str, command: Any, shell: bool, 
     env = dict(os.environ, VTS_BASE_URL=url, VTS_API_URL=url + row.http.api_example, VTS_PROFILE=fixture.profile,
                VTS_FIXTURE=os.path.abspath(fixture.path), VTS_TOOLS_FILE=tools_file, VTS_REQUEST_FILE=request_file,
                NO_PROXY=loopback, no_proxy=loopback, **{CONFORM_RUN_VARIABLE: mark})
+    env.pop("VTS_WS_URL", None)   # a WebSocket row's own (never one from conform's own environment)
+    if row.http.socket is not None:   # the same fixture over its WebSocket: ws://HOST:PORT/<prefix><its example path>
+        env["VTS_WS_URL"] = "ws" + url[url.index(":"):] + row.http.socket.example
     if requested is not None:
         requested.discard(fixture.prefix)
     if sent is not None:
@@ -19126,8 +19609,9 @@ def _conform_quoted(text: str) -> str:
     return _clip(text)
 
 
+# a --persistent request's members: the variables a per-fixture run gets (VTS_WS_URL: a WebSocket row's only)
 _PERSISTENT_MEMBERS = ("VTS_BASE_URL", "VTS_API_URL", "VTS_PROFILE", "VTS_FIXTURE", "VTS_TOOLS_FILE",
-                       "VTS_REQUEST_FILE")   # a --persistent request's members: the variables a per-fixture run gets
+                       "VTS_REQUEST_FILE", "VTS_WS_URL")
 
 
 PERSISTENT_REQUEST_ID = "VTS_REQUEST_ID"   # a --persistent request's id, which its answer names as "request"
@@ -19227,7 +19711,8 @@ class PersistentAdapter:
             self._start(env)
         self.asked += 1
         request = str(self.asked)
-        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS}, PERSISTENT_REQUEST_ID: request},
+        line = (json.dumps({**{key: env[key] for key in _PERSISTENT_MEMBERS if key in env},
+                            PERSISTENT_REQUEST_ID: request},
                            ensure_ascii=True) + "\n").encode("ascii")
         for fd in (self.process.stdout.fileno(), self.process.stderr.fileno()):   # what it wrote past its last answer
             _drain(fd, bytearray(), 1 << 16, tail=True)
@@ -20141,21 +20626,34 @@ def _run_capture(argv: list[str]) -> int:
     parser.add_argument("--entry", metavar="N|TEXT",
                         help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
                              "contains TEXT; its request body fills tool_schemas and request, its response "
-                             "body is the stream")
+                             "body is the stream (a WebSocket entry: its received text messages, the request from "
+                             "the last message sent before the turn that carries tools)")
+    parser.add_argument("--turn", type=int, metavar="K",
+                        help="a WebSocket message log of several turns (the profile's sockets carry several): "
+                             "take turn K (0-based)")
     args = _strict_parse(parser, argv)
+    if args.turn is not None and args.turn < 0:
+        raise UsageError(f"--turn {args.turn}: a turn's number is 0 or more")
     if args.schemas and args.request:
         raise UsageError("give --schemas or --request, not both (--request fills tool_schemas)")
     schemas = request = None
     request_warnings: list[str] = []
     try:
         raw = _capture_input("standard input" if args.sse == "-" else args.sse, args.sse)
-        request_body = None
-        if args.entry is not None:
-            request_body, raw, problem = har_entry(parse_envelope_bytes(raw), args.entry)
+        request_body, row, socket_log = None, _capture_row(args.profile), None
+        har = parse_envelope_bytes(raw) if args.entry is not None else None
+        if har is not None:
+            socket_log = har_socket_messages(har, args.entry)
+        if socket_log is not None:   # a WebSocket entry: its received messages are the body, its sent ones the request
+            raw, request_body = socket_log_turn(row, socket_log, args.turn)
+        elif har is not None:
+            request_body, raw, problem = har_entry(har, args.entry)
             if problem and not args.schemas:
                 raise CaptureError(problem)
             if problem:
                 request_warnings.append(f"{problem}; tool_schemas come from --schemas and there is no request block")
+        if socket_log is None:
+            raw = lines_log_turn(row, raw, args.turn)
         if args.request:
             request_body = _json_file("--request", args.request)
         if request_body is not None:
