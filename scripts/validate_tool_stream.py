@@ -8650,6 +8650,12 @@ def _live_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/x-ndjson", ndjson_body(stream)
 
 
+# The client messages that may start the model's output, in both spellings the server takes: js-genai sends
+# camelCase, google-genai's live.py snake_case ({"client_content": ...}, "realtime_input", "tool_response").
+_LIVE_CLIENT_TURNS = frozenset({"clientContent", "realtimeInput", "toolResponse", "client_content", "realtime_input",
+                                "tool_response"})
+
+
 def _live_reply(message: Any, stream: list) -> tuple[list, bool]:
     """setup is answered with setupComplete (the turn waits for the client's content), or, when the fixture's
     log starts with its own setupComplete, by the log itself at once; clientContent, realtimeInput and
@@ -8660,7 +8666,7 @@ def _live_reply(message: Any, stream: list) -> tuple[list, bool]:
         if stream and isinstance(stream[0], dict) and "setupComplete" in stream[0]:
             return [], True
         return [{"setupComplete": {}}], False
-    return [], any(key in message for key in ("clientContent", "realtimeInput", "toolResponse"))
+    return [], any(key in message for key in _LIVE_CLIENT_TURNS)
 
 
 # The Gemini API's Live endpoint (v1beta and v1alpha; BidiGenerateContentConstrained for ephemeral tokens) and

@@ -279,7 +279,8 @@ class CaptureAndServe(unittest.TestCase):
         self.assertEqual(socket.reply({"setup": {"model": "m"}}, stream), ([{"setupComplete": {}}], False))
         self.assertEqual(socket.reply({"setup": {}}, [{"setupComplete": {}}] + stream), ([], True))
         for message in ({"clientContent": {"turnComplete": True}}, {"realtimeInput": {"text": "x"}},
-                        {"toolResponse": {"functionResponses": []}}):
+                        {"toolResponse": {"functionResponses": []}}, {"client_content": {"turnComplete": True}},
+                        {"realtime_input": {"text": "x"}}, {"tool_response": {"functionResponses": []}}):
             self.assertEqual(socket.reply(message, stream), ([], True))
         self.assertEqual(socket.reply("x", stream), ([], False))
         kind, body = LIVE.http.frame(stream, "")
@@ -339,6 +340,61 @@ class GoogleGenaiReceive(unittest.TestCase):
                     continue
                 gate = vts.StreamGate("gemini-live", doc["tool_schemas"], request=doc.get("request"))
                 for item in self.items(doc["events"]):
+                    gate.feed(item)
+                report, raw = gate.finish(), vts.validate_envelope(doc)
+                self.assertEqual((report["status"], sorted(codes(report)), calls_of(report)),
+                                 (raw["status"], sorted(codes(raw)), calls_of(raw)))
+
+
+@unittest.skipUnless(importable("google.genai") and importable("websockets"),
+                     "google-genai or websockets not importable (tests/adapters/requirements.txt)")
+class GoogleGenaiOverTheServedSocket(unittest.TestCase):
+    """Each fixture played by `serve` over a WebSocket and read by google-genai's AsyncSession on a websockets
+    connection (its own client library): the setup message, send_client_content (which google-genai spells
+    {"client_content": ...}), then _receive for each message of the turn.  google-genai's connect() always asks for
+    TLS (its ssl context), so the session is opened on the socket here rather than by connect()."""
+
+    @classmethod
+    def setUpClass(cls):
+        import threading
+
+        cls.served, _ = vts.serve_plan([os.path.join(FIXTURES, "gemini-live")])
+        cls.server = vts.make_server(cls.served)
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        host, port = cls.server.server_address[:2]
+        cls.url = f"ws://{host}:{port}/"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def read(self, prefix, events):
+        import websockets
+        from google.genai import live
+
+        async def read():
+            async with websockets.connect(self.url + prefix + LIVE.http.socket.example) as ws:
+                await ws.send(json.dumps(LIVE.http.request_body(SCHEMAS, {})))
+                first = json.loads(await ws.recv())
+                session = live.AsyncSession(api_client=_ApiClient(), websocket=ws)
+                await session.send_client_content(turns={"role": "user", "parts": [{"text": "x"}]}, turn_complete=True)
+                after = events[1:] if "setupComplete" in events[0] else events
+                return first, [await session._receive() for _ in after]
+        return asyncio.run(asyncio.wait_for(read(), 30))
+
+    def test_every_fixture(self):
+        for name in sorted(os.listdir(os.path.join(FIXTURES, "gemini-live"))):
+            doc = load_fixture(f"gemini-live/{name}")[1]
+            with self.subTest(fixture=name):
+                if name in GoogleGenaiReceive.REFUSED:
+                    with self.assertRaises(Exception):
+                        self.read(name[:-5], doc["events"])
+                    continue
+                first, items = self.read(name[:-5], doc["events"])
+                self.assertEqual(first, {"setupComplete": {}})
+                gate = vts.StreamGate("gemini-live", doc["tool_schemas"], request=doc.get("request"))
+                for item in ([first] if "setupComplete" in doc["events"][0] else []) + items:
                     gate.feed(item)
                 report, raw = gate.finish(), vts.validate_envelope(doc)
                 self.assertEqual((report["status"], sorted(codes(report)), calls_of(report)),
