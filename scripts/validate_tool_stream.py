@@ -17892,7 +17892,7 @@ def _serve_error(status: int, kind: str, message: str) -> tuple[int, str, bytes,
 # a message may come in fragments, control frames (ping, pong, close) between them; a ping is answered
 # with a pong carrying its payload; a message (all its frames) over SERVE_MAX_REQUEST_BYTES is 1009.
 
-_WS_GUID = b"258EAFA5-E914-47DA-95C2-C5AB0DC85B11"
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _WS_CONTINUATION, _WS_TEXT, _WS_BINARY, _WS_CLOSE, _WS_PING, _WS_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _WS_SENT_CODES = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011})   # codes a close frame may carry
 
@@ -18422,6 +18422,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except OSError:
                 ending = SocketClosed(None, "the connection failed")
             said = self._socket_close(ending)
+            self.timed_out = False   # a message that did not come in time was said by the close frame, not a 408
             if logger is not None:
                 path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
                     f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
@@ -18792,7 +18793,8 @@ def _run_serve(argv: list[str]) -> int:
     parser = _new_parser(f"{_prog()} serve",
                          "Serve fixtures as a local provider: each fixture's stream at "
                          "http://HOST:PORT/<prefix>/<its provider's API path>, where the prefix is its path "
-                         "relative to the folder given, without .json.")
+                         "relative to the folder given, without .json (an API spoken over a WebSocket: also "
+                         "ws://HOST:PORT/<prefix>/<its socket path>).")
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE_OR_FOLDER")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="the port (default 0: any free port)")

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from unittest import mock
 
 import wsclient
-from support import FIXTURES, ROOT, run_cli, vts
+from support import FIXTURES, ROOT, importable, run_cli, vts
 
 RESPONSES = os.path.join(FIXTURES, "openai-responses")
 PASS = "pass-arguments-only-in-done-event"
@@ -63,7 +63,7 @@ class Served(unittest.TestCase):
         return [json.loads(text) for text in ws.texts(until=lambda text: last in text and
                                                        json.loads(text) == events[-1])]
 
-    def test_every_socket_row_plays_each_fixture_as_its_payloads(self):
+    def test_each_responses_fixture_is_played_as_its_events(self):
         socket_rows = [name for name, row in vts.PROFILES.items() if row.http and row.http.socket]
         self.assertIn("openai-responses", socket_rows)
         for prefix, fixture in sorted(self.served.items()):
@@ -191,6 +191,26 @@ class Served(unittest.TestCase):
                           f"{len(self.served[PASS].stream)} sent, the client closed 1000", self.logs)
         finally:
             type(self).setUpClass()
+
+
+class Idle(unittest.TestCase):
+    def test_a_client_that_sends_nothing_is_closed_1008_and_nothing_follows(self):
+        server, url, _, _ = start([os.path.join(RESPONSES, PASS + ".json")], request_seconds=0.2)
+        try:
+            with wsclient.connect(url + PASS + "/v1/responses") as ws:
+                self.assertIsNone(ws.receive())
+                self.assertEqual((ws.close_code, ws.close_reason), (1008, "no whole message came within 0.2 seconds"))
+                ws.sock.settimeout(10)
+                rest = ws.buffer
+                while True:
+                    chunk = ws.sock.recv(65536)
+                    if not chunk:
+                        break
+                    rest += chunk
+                self.assertEqual(rest, b"")
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 class Faults(unittest.TestCase):
@@ -450,6 +470,89 @@ class Library(unittest.TestCase):
         with vts.serving(os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json")) as served:
             with self.assertRaises(ValueError):
                 served.ws_url("valid-fragmented-single-call")
+
+
+class Accept(unittest.TestCase):
+    def test_rfc_6455s_own_example(self):   # RFC 6455 section 1.3
+        self.assertEqual(vts.ws_accept("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+
+
+@unittest.skipUnless(importable("websockets"), "websockets is not installed (run with tests/adapters/.venv/bin/python)")
+class RealClient(unittest.TestCase):
+    """The `websockets` library's own client (the one openai-python's Responses and realtime clients use) reads
+    every served openai-responses turn as our client does, under two chunkings, and sees a cut turn end 1006."""
+
+    def test_websockets_reads_the_turns(self):
+        from websockets.exceptions import ConnectionClosedError
+        from websockets.sync.client import connect
+
+        for chunking in ("whole", "byte"):
+            with vts.serving(RESPONSES, chunking=chunking) as served:
+                for prefix in served.prefixes if chunking == "whole" else served.prefixes[:8]:
+                    fixture = served._served[prefix]
+                    if "error" in fixture.fault:
+                        continue
+                    with self.subTest(chunking=chunking, fixture=prefix), connect(served.ws_url(prefix)) as ws:
+                        ws.send(CREATE)
+                        got = []
+                        try:
+                            while got != fixture.stream[:len(got)] or len(got) < len(fixture.stream):
+                                got.append(json.loads(ws.recv(timeout=10)))
+                            ws.ping(b"x").wait(10)
+                        except ConnectionClosedError as closed:
+                            self.assertTrue(fixture.fault.get("cut"))
+                            self.assertIsNone(closed.rcvd)   # no close frame came
+                        self.assertEqual(got, fixture.stream)
+
+
+def socket_only(rules_change, fixture):
+    """The fixture served by a row like openai-responses whose SocketRules `rules_change` replaces members of."""
+    row = vts.PROFILES["openai-responses"]
+    rules = row.http.socket
+    members = {name: getattr(rules, name) for name in vts.SocketRules.__slots__}
+    socket_rules = vts.SocketRules(**dict(members, **rules_change))
+    http = vts.HttpRules(**{name: getattr(row.http, name) for name in vts.HttpRules.__slots__ if name != "socket"},
+                         socket=socket_rules)
+    served, _ = vts.serve_plan([os.path.join(RESPONSES, fixture + ".json")])
+    served[fixture].row = vts.Profile(**{name: getattr(row, name) for name in vts.Profile.__slots__
+                                         if name != "http"}, http=http)
+    server = vts.make_server(served)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"{host}:{port}/{fixture}/v1/responses"
+
+
+class RoomRules(unittest.TestCase):
+    def test_only_opening_and_a_reply_that_fails(self):
+        def reply(message, stream):
+            if message.get("type") == "boom":
+                raise KeyError("boom")
+            return ([{"type": "ack"}], message.get("type") == "go")
+
+        server, where = socket_only({"only": True, "reply": reply,
+                                     "opening": lambda stream: [{"type": "session.created"}, "plain text"]}, PASS)
+        try:
+            import urllib.error
+            import urllib.request
+
+            with self.assertRaises(urllib.error.HTTPError) as caught:   # no HTTP surface: a POST is refused
+                urllib.request.urlopen(urllib.request.Request("http://" + where, data=b"{}"), timeout=10)
+            self.assertEqual((caught.exception.code, json.loads(caught.exception.read())["error"]["type"]),
+                             (426, "upgrade_required"))
+            with wsclient.connect("ws://" + where) as ws:
+                self.assertEqual(ws.texts(lambda text: text == "plain text"), ['{"type":"session.created"}',
+                                                                                "plain text"])
+                ws.send_text('{"type": "wait"}')
+                self.assertEqual(ws.receive()[1], b'{"type":"ack"}')
+                ws.send_text('{"type": "go"}')
+                events = [json.loads(text) for text in ws.texts(lambda text: '"response.completed"' in text)]
+                self.assertEqual(events[1:], events_of(os.path.join(RESPONSES, PASS + ".json")))
+                ws.send_text('{"type": "boom"}')
+                self.assertIsNone(ws.receive())
+                self.assertEqual(ws.close_code, 1011)
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 if __name__ == "__main__":

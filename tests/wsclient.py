@@ -16,7 +16,7 @@ import os
 import socket
 from urllib.parse import urlsplit
 
-GUID = b"258EAFA5-E914-47DA-95C2-C5AB0DC85B11"
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 MOST = 64 << 20   # bytes of one message this client takes from a server
 
