@@ -247,15 +247,27 @@ class CaptureAndServe(unittest.TestCase):
         body = "".join(json.dumps(m) + "\n" for m in events)
         code, out, err = run_cli("capture", "--profile", "gemini-live", "-", stdin=body.encode())
         self.assertEqual(code, 0, err)
-        got = json.loads(out)["events"]
+        got = json.loads(out)["events"]   # the log's one turn: setupComplete is the session's own
         self.assertNotIn("secret", out)
         self.assertNotIn("handle-1", out)
-        self.assertEqual(got[1]["serverContent"]["modelTurn"]["parts"],
+        self.assertEqual(len(got), 5)
+        self.assertEqual(got[0]["serverContent"]["modelTurn"]["parts"],
                          [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": vts.REDACTED_BASE64}},
                           {"text": vts.REDACTED_TEXT}, {"functionCall": call()}])
-        self.assertEqual(got[1]["serverContent"]["modelTurn"]["role"], "model")
-        self.assertEqual(got[2:4], events[2:4])
-        self.assertEqual(got[5]["serverContent"]["turnCompleteReason"], "NEED_MORE_INPUT")
+        self.assertEqual(got[0]["serverContent"]["modelTurn"]["role"], "model")
+        self.assertEqual(got[1:3], events[2:4])
+        self.assertEqual(got[4]["serverContent"]["turnCompleteReason"], "NEED_MORE_INPUT")
+
+    def test_capture_picks_a_turn_of_a_log(self):
+        log = [{"setupComplete": {}}, part(text="a"), content(turnComplete=True), part(text="b"),
+               tool_call(call()), {"toolCallCancellation": {"ids": ["fc_1"]}}, part(text="c")]
+        body = "".join(json.dumps(m) + "\n" for m in log).encode()
+        code, _, err = run_cli("capture", "--profile", "gemini-live", "-", stdin=body)
+        self.assertEqual(code, 3)
+        self.assertIn("3", err)
+        code, out, err = run_cli("capture", "--profile", "gemini-live", "--turn", "1", "-", stdin=body)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(json.loads(out)["events"]), 3)
 
     def test_claims_are_its_own(self):
         self.assertEqual(vts._families_of(tool_call(call())), ["gemini-live"])
