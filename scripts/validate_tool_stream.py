@@ -8256,7 +8256,7 @@ def _live_call_shape(entry: Any) -> str | None:
     """What a functionCalls entry (or a functionCall part) lacks to be read as a whole call; None: nothing."""
     if not isinstance(entry, dict):
         return f"is {_describe(entry)}, not an object"
-    extra = [key for key in entry if key not in _LIVE_CALL_KEYS]
+    extra = [key for key, value in entry.items() if key not in _LIVE_CALL_KEYS and value is not None]
     if extra:
         return (f"has the member {_token(extra[0])} (a call in pieces or a shape not reviewed; a Live call is "
                 "{id, name, args})")
@@ -8300,6 +8300,8 @@ class GeminiLiveNormalizer:
         if "error" in message:
             yield WireProblem(pos, STREAM_ERROR, "the server sent an error message instead of a server message")
             return
+        if None in message.values():   # a null member is an absent one (a plain model_dump() writes them)
+            message = {key: value for key, value in message.items() if value is not None}
         if not any(member in message for member in _LIVE_MEMBERS):
             yield WireProblem(pos, UNSUPPORTED_EVENT, "a message with no member of a Live server message "
                               "(google-genai raises at it)")
@@ -8333,7 +8335,8 @@ class GeminiLiveNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, "serverContent.modelTurn is not a Content object with a "
                               "parts list")
             parts = None
-        calls = [part["functionCall"] for part in parts or () if isinstance(part, dict) and "functionCall" in part]
+        calls = [part["functionCall"] for part in parts or ()
+                 if isinstance(part, dict) and part.get("functionCall") is not None]
         output = len(calls) < len(parts or ())   # (a transcription has no order with the model's turn)
         if self.phase != "open" and (output or calls and not self._restated(calls)):
             yield WireProblem(pos, DELTA_AFTER_TERMINAL, "model output after the turn's " + (
@@ -8574,13 +8577,14 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
     the current turn's toolCall requested."""
     if not isinstance(message, dict):
         return ("open", True) if state == "idle" else (state, False)
+    message = {key: value for key, value in message.items() if value is not None}
     content = message.get("serverContent")
     content = content if isinstance(content, dict) else {}
     turn = content.get("modelTurn")
     parts = turn.get("parts") if isinstance(turn, dict) else None
     parts = parts if isinstance(parts, list) else []
     part_ids = [part["functionCall"].get("id") if isinstance(part.get("functionCall"), dict) else None
-                for part in parts if isinstance(part, dict) and "functionCall" in part]
+                for part in parts if isinstance(part, dict) and part.get("functionCall") is not None]
     tool_call = message.get("toolCall")
     entries = tool_call.get("functionCalls") if isinstance(tool_call, dict) else None
     entry_ids = [e.get("id") if isinstance(e, dict) else None for e in entries] if isinstance(entries, list) else []
@@ -8598,7 +8602,9 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
 
 
 def _live_session_only(message: Any) -> bool:
-    return isinstance(message, dict) and bool(message) and all(key in _LIVE_SESSION_MEMBERS for key in message)
+    """Whether a message holds only the session's own members (nulls aside)."""
+    members = [key for key, value in message.items() if value is not None] if isinstance(message, dict) else []
+    return bool(members) and all(key in _LIVE_SESSION_MEMBERS for key in members)
 
 
 def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
@@ -8610,8 +8616,8 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     for k, message in enumerate(messages):
         if state == "idle" and _live_session_only(message):
             continue
-        if (state == "idle" and isinstance(message, dict) and "toolCallCancellation" in message
-                and "serverContent" not in message and "toolCall" not in message):
+        if (state == "idle" and isinstance(message, dict) and message.get("toolCallCancellation") is not None
+                and message.get("serverContent") is None and message.get("toolCall") is None):
             raise CaptureError(f"message {k} is a toolCallCancellation outside every turn (the calls it names belong "
                                "to a turn that had ended)")
         after, starts = _live_turn_end(message, calls, state)

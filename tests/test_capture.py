@@ -766,6 +766,7 @@ TEXT_DELTA = {
                              "delta": {"message": {"content": {"text": piece}}}},
     "ollama": lambda piece: {"model": "m", "created_at": "2025-01-01T00:00:00Z",
                              "message": {"role": "assistant", "content": piece}, "done": False},
+    "gemini-live": lambda piece: {"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": piece}]}}},
 }
 
 
@@ -775,7 +776,8 @@ def delta_texts(envelope):
     for payload in stream_of(envelope):
         for path in (("choices", 0, "delta", "content"), ("delta", "text"), ("delta",),
                      ("contentBlockDelta", "delta", "text"), ("candidates", 0, "content", "parts", 0, "text"),
-                     ("delta", "message", "content", "text"), ("message", "content")):
+                     ("delta", "message", "content", "text"), ("message", "content"),
+                     ("serverContent", "modelTurn", "parts", 0, "text")):
             value = vts._value_at(payload, path)
             if isinstance(value, str):
                 out.append(value)

@@ -310,6 +310,56 @@ class CaptureAndServe(unittest.TestCase):
                     self.assertLessEqual(len(turns), 1)
 
 
+class ServedSocket(unittest.TestCase):
+    """`serve` plays each fixture over its WebSocket as google-genai's session asks for it (the standard-library
+    client of tests/wsclient.py): setup answered with setupComplete, then the turn after the client's content."""
+
+    @classmethod
+    def setUpClass(cls):
+        import threading
+
+        cls.served, _ = vts.serve_plan([os.path.join(FIXTURES, "gemini-live")])
+        cls.server = vts.make_server(cls.served)
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        host, port = cls.server.server_address[:2]
+        cls.url = f"ws://{host}:{port}/"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def test_every_fixture_after_setup_and_content(self):
+        import wsclient
+
+        for prefix, fixture in sorted(self.served.items()):
+            events = fixture.stream
+            with self.subTest(prefix), wsclient.connect(self.url + prefix + LIVE.http.socket.example) as ws:
+                ws.send_text(json.dumps(LIVE.http.request_body(SCHEMAS, {})))
+                first = json.loads(ws.receive()[1])
+                self.assertEqual(first, {"setupComplete": {}})
+                ws.send_text(json.dumps({"client_content": {"turnComplete": True}}))
+                after = events[1:] if "setupComplete" in events[0] else events
+                got = [json.loads(ws.receive()[1]) for _ in after]
+                self.assertEqual(got, after)
+                if fixture.fault.get("cut"):
+                    self.assertEqual(list(ws.texts()), [])
+                    self.assertEqual((ws.ended, ws.closed), (True, False))
+                else:
+                    ws.close()
+                    self.assertEqual(ws.close_code, 1000)
+
+    def test_a_post_is_not_the_stream(self):
+        import urllib.error
+        import urllib.request
+
+        prefix = "pass-call-without-args"
+        url = self.url.replace("ws://", "http://") + prefix + LIVE.http.socket.example
+        with self.assertRaises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(urllib.request.Request(url, data=b"{}"), timeout=10)
+        self.assertEqual(caught.exception.code, 426)
+
+
 class _Socket:
     """What google-genai's AsyncSession reads a message from: recv(decode=False) gives each frame's bytes."""
 

@@ -45,7 +45,17 @@ def api_path(profile):
 # The content type each row's body is served with; a row missing here fails by name.
 CONTENT_TYPE = {"openai": "text/event-stream", "mistral": "text/event-stream", "anthropic": "text/event-stream",
                 "openai-responses": "text/event-stream", "bedrock": "application/vnd.amazon.eventstream",
-                "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson"}
+                "gemini": "text/event-stream", "cohere": "text/event-stream", "ollama": "application/x-ndjson",
+                "gemini-live": "application/x-ndjson"}
+
+
+def over_http(row):
+    """Whether a row's turns are answered to a POST: a row spoken only over a WebSocket (SocketRules.only) is
+    played, its faults too, by test_websocket."""
+    return row.http.socket is None or not row.http.socket.only
+
+
+HTTP_ROWS = {name: row for name, row in vts.PROFILES.items() if over_http(row)}
 
 
 def read_back(kind, body):
@@ -101,6 +111,8 @@ class ServedBytes(unittest.TestCase):
                          "rows of PROFILES with no content type in test_serve.CONTENT_TYPE")
         faults = 0
         for prefix, fixture in sorted(self.served.items()):
+            if not over_http(fixture.row):
+                continue
             with self.subTest(fixture=prefix):
                 url = self.url + prefix + "/" + api_path(fixture.profile)
                 error = fixture.row.http.error(fixture.fault.get("error", {}).get("kind"))
@@ -113,14 +125,14 @@ class ServedBytes(unittest.TestCase):
                 self.assertEqual(status, 200)
                 self.assertEqual(kind, CONTENT_TYPE[fixture.profile])
                 self.assertEqual(read_back(kind, body), as_framed(kind, fixture.stream))
-        self.assertGreaterEqual(faults, 2 * len(vts.PROFILES) - 1)   # each room's error-only and retry fixtures
+        self.assertGreaterEqual(faults, 2 * len(HTTP_ROWS) - 1)   # each room's error-only and retry fixtures
 
     def test_passing_fixtures_read_back_through_capture(self):
         checked = 0
         for prefix, fixture in sorted(self.served.items()):
             with open(fixture.path, "rb") as handle:
                 doc = json.loads(handle.read())
-            if doc.get("expect", {}).get("status") != "pass":
+            if doc.get("expect", {}).get("status") != "pass" or not over_http(fixture.row):
                 continue
             with self.subTest(fixture=prefix):
                 for _ in range(fixture.fault.get("times", 0) + 1):   # a retry fixture's errors come first
@@ -209,7 +221,7 @@ class ServedBytes(unittest.TestCase):
         self.assertEqual(status, 404)
 
     def test_concurrent_requests(self):
-        prefixes = sorted(p for p, f in self.served.items() if "error" not in f.fault)[:40]
+        prefixes = sorted(p for p, f in self.served.items() if "error" not in f.fault and over_http(f.row))[:40]
         results = {}
 
         def fetch(prefix):
@@ -712,7 +724,7 @@ class ServedFaults(unittest.TestCase):
 
     def test_every_rooms_errors_are_answered_exactly(self):
         answered = 0
-        for name, row in vts.PROFILES.items():
+        for name, row in HTTP_ROWS.items():
             self.assertTrue(row.http.errors, f"the row {name!r} answers no error: give its HttpRules errors")
             self.assertTrue(any(error.status in (429, 503, 529) for error in row.http.errors), name)
             for error in row.http.errors:
@@ -721,7 +733,7 @@ class ServedFaults(unittest.TestCase):
         server, _ = start_with([self.folder])
         try:
             port = server.server_address[1]
-            for name, row in vts.PROFILES.items():
+            for name, row in HTTP_ROWS.items():
                 for error in row.http.errors:
                     with self.subTest(profile=name, kind=error.kind):
                         for _ in range(2):   # every request, without "times"
@@ -737,7 +749,7 @@ class ServedFaults(unittest.TestCase):
         finally:
             stop(server)
         self.assertEqual(server.bodies.builds, 0)   # no stream was ever built
-        self.assertEqual(answered, 2 * sum(len(row.http.errors) for row in vts.PROFILES.values()))
+        self.assertEqual(answered, 2 * sum(len(row.http.errors) for row in HTTP_ROWS.values()))
 
     def test_the_providers_own_error_shapes(self):
         def body(profile, kind):
@@ -757,7 +769,7 @@ class ServedFaults(unittest.TestCase):
         self.assertEqual(body("mistral", "rate_limit")["type"], "rate_limited")
 
     def test_the_retry_sequence(self):
-        for name, row in vts.PROFILES.items():
+        for name, row in HTTP_ROWS.items():
             error = row.http.errors[0]
             fault_fixture(self.folder, name, row, [{}], {"error": {"status": error.status, "kind": error.kind},
                                                          "times": 2})
@@ -768,7 +780,7 @@ class ServedFaults(unittest.TestCase):
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         try:
             port = server.server_address[1]
-            for name, row in vts.PROFILES.items():
+            for name, row in HTTP_ROWS.items():
                 with self.subTest(profile=name):
                     error, path = row.http.errors[0], f"/{name}{row.http.api_example}"
                     statuses = [raw_post(port, path)[0] for _ in range(4)]
@@ -776,9 +788,9 @@ class ServedFaults(unittest.TestCase):
                     self.assertEqual(raw_post(port, path)[2], row.http.frame([{}], "alt=sse")[1])
         finally:
             stop(server)
-        self.assertEqual(server.bodies.errors, {name: 5 for name in vts.PROFILES})
-        self.assertEqual(server.bodies.requests, {name: 3 for name in vts.PROFILES})
-        self.assertEqual(len(asked), 5 * len(vts.PROFILES))   # conform hears of the errors too: requested
+        self.assertEqual(server.bodies.errors, {name: 5 for name in HTTP_ROWS})
+        self.assertEqual(server.bodies.requests, {name: 3 for name in HTTP_ROWS})
+        self.assertEqual(len(asked), 5 * len(HTTP_ROWS))   # conform hears of the errors too: requested
 
     def test_without_the_bodies_cache_an_error_answers_once_more(self):
         row = vts.PROFILES["anthropic"]
@@ -794,7 +806,7 @@ class ServedFaults(unittest.TestCase):
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         try:
             port = server.server_address[1]
-            for name, row in vts.PROFILES.items():
+            for name, row in HTTP_ROWS.items():
                 fixture = served.get(f"{name}/{CUT_FIXTURE}")
                 self.assertIsNotNone(fixture, f"fixtures/{name}/{CUT_FIXTURE}.json: each room has a cut fixture")
                 self.assertEqual(fixture.fault, {"cut": True})
@@ -886,7 +898,7 @@ def stream_paths(served):
     of a fixture whose "serve" block plays a fault (ServedFaults reads those)."""
     found = []
     for prefix, fixture in sorted(served.items()):
-        if fixture.fault:
+        if fixture.fault or not over_http(fixture.row):
             continue
         for query in ("", "?alt=sse") if "alt" in fixture.row.http.api_example else ("",):
             path = prefix + fixture.row.http.api_example.split("?")[0] + query
