@@ -1460,8 +1460,12 @@ class Windows(unittest.TestCase):
     def test_every_bundled_fixture_read_in_tiny_windows(self):
         for path in fixture_paths()[::7]:
             data, doc = load_fixture(path)
-            blobs = [data] + ([json.dumps(dict(reversed(list(doc.items()))), ensure_ascii=False).encode()]
-                              if isinstance(doc, dict) else [])
+            blobs = [data]
+            if isinstance(doc, dict):   # the members in reverse order (the stream first)
+                text = json.dumps(dict(reversed(list(doc.items()))), ensure_ascii=False)
+                if any("\ud800" <= char <= "\udfff" for char in text):   # a lone surrogate is written escaped only
+                    text = json.dumps(dict(reversed(list(doc.items()))))
+                blobs.append(text.encode())
             for blob in blobs:
                 with self.subTest(fixture=path, stream_first=blob is not data):
                     self.assertEqual(windowed(blob, 211, 150, 40)[0], canonical(blob))
