@@ -8656,23 +8656,15 @@ def _live_frame(stream: list, query: str) -> tuple[str, bytes]:
     return "application/x-ndjson", ndjson_body(stream)
 
 
-# The client messages that may start the model's output, in both spellings the server takes: js-genai sends
-# camelCase, google-genai's live.py snake_case ({"client_content": ...}, "realtime_input", "tool_response").
-_LIVE_CLIENT_TURNS = frozenset({"clientContent", "realtimeInput", "toolResponse", "client_content", "realtime_input",
-                                "tool_response"})
-
-
 def _live_reply(message: Any, stream: list) -> tuple[list, bool]:
-    """setup is answered with setupComplete (the turn waits for the client's content), or, when the fixture's
-    log starts with its own setupComplete, by the log itself at once; clientContent, realtimeInput and
-    toolResponse start the turn."""
-    if not isinstance(message, dict):
-        return [], False
-    if "setup" in message:
-        if stream and isinstance(stream[0], dict) and "setupComplete" in stream[0]:
-            return [], True
-        return [{"setupComplete": {}}], False
-    return [], any(key in message for key in _LIVE_CLIENT_TURNS)
+    """The setup message, which carries the session's tools (the request conform compares), is answered with
+    setupComplete and the turn at once: the log as the fixture holds it (its own setupComplete too, when it starts
+    with one).  A client reads setupComplete (google-genai's connect() waits for it), sends its content, then
+    reads the turn, which waited in the socket; the server would send it only after that content, and no client
+    reads otherwise.  Any later message is not answered."""
+    if isinstance(message, dict) and "setup" in message:
+        return [{"setupComplete": {}}], True
+    return [], False
 
 
 # The Gemini API's Live endpoint (v1beta and v1alpha; BidiGenerateContentConstrained for ephemeral tokens) and

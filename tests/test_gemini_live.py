@@ -288,13 +288,11 @@ class CaptureAndServe(unittest.TestCase):
                 self.assertRegex(path, f"^(?:{socket.path})$")
         stream = [part(text="a"), tool_call(call())]
         self.assertEqual(socket.opening(stream), [])
-        self.assertEqual(socket.reply({"setup": {"model": "m"}}, stream), ([{"setupComplete": {}}], False))
-        self.assertEqual(socket.reply({"setup": {}}, [{"setupComplete": {}}] + stream), ([], True))
-        for message in ({"clientContent": {"turnComplete": True}}, {"realtimeInput": {"text": "x"}},
-                        {"toolResponse": {"functionResponses": []}}, {"client_content": {"turnComplete": True}},
-                        {"realtime_input": {"text": "x"}}, {"tool_response": {"functionResponses": []}}):
-            self.assertEqual(socket.reply(message, stream), ([], True))
-        self.assertEqual(socket.reply("x", stream), ([], False))
+        for log in (stream, [{"setupComplete": {}}] + stream):
+            self.assertEqual(socket.reply({"setup": {"model": "m"}}, log), ([{"setupComplete": {}}], True))
+        for message in ({"clientContent": {"turnComplete": True}}, {"client_content": {"turnComplete": True}},
+                        {"realtimeInput": {"text": "x"}}, {"toolResponse": {"functionResponses": []}}, "x"):
+            self.assertEqual(socket.reply(message, stream), ([], False))
         kind, body = LIVE.http.frame(stream, "")
         self.assertEqual(kind, "application/x-ndjson")
         self.assertEqual([json.loads(line) for line in body.decode().splitlines()], stream)
@@ -338,10 +336,9 @@ class ServedSocket(unittest.TestCase):
                 ws.send_text(json.dumps(LIVE.http.request_body(SCHEMAS, {})))
                 first = json.loads(ws.receive()[1])
                 self.assertEqual(first, {"setupComplete": {}})
-                ws.send_text(json.dumps({"client_content": {"turnComplete": True}}))
-                after = events[1:] if "setupComplete" in events[0] else events
-                got = [json.loads(ws.receive()[1]) for _ in after]
-                self.assertEqual(got, after)
+                if not fixture.fault.get("cut"):   # a cut socket may be gone by now
+                    ws.send_text(json.dumps({"client_content": {"turnComplete": True}}))
+                self.assertEqual([json.loads(ws.receive()[1]) for _ in events], events)
                 if fixture.fault.get("cut"):
                     self.assertEqual(list(ws.texts()), [])
                     self.assertEqual((ws.ended, ws.closed), (True, False))
@@ -441,8 +438,7 @@ class GoogleGenaiOverTheServedSocket(unittest.TestCase):
                 first = json.loads(await ws.recv())
                 session = live.AsyncSession(api_client=_ApiClient(), websocket=ws)
                 await session.send_client_content(turns={"role": "user", "parts": [{"text": "x"}]}, turn_complete=True)
-                after = events[1:] if "setupComplete" in events[0] else events
-                return first, [await session._receive() for _ in after]
+                return first, [await session._receive() for _ in events]
         return asyncio.run(asyncio.wait_for(read(), 30))
 
     def test_every_fixture(self):
@@ -456,7 +452,7 @@ class GoogleGenaiOverTheServedSocket(unittest.TestCase):
                 first, items = self.read(name[:-5], doc["events"])
                 self.assertEqual(first, {"setupComplete": {}})
                 gate = vts.StreamGate("gemini-live", doc["tool_schemas"], request=doc.get("request"))
-                for item in ([first] if "setupComplete" in doc["events"][0] else []) + items:
+                for item in items:   # what the session reads after connect() took the setupComplete
                     gate.feed(item)
                 report, raw = gate.finish(), vts.validate_envelope(doc)
                 self.assertEqual((report["status"], sorted(codes(report)), calls_of(report)),
