@@ -8246,10 +8246,14 @@ def _live_names_tool(member: Any) -> bool:
 
 
 def _live_call_text(args: Any, max_depth: int) -> str | None:
-    """A call's arguments as canonical text to compare two deliveries by (None: too deep to compare)."""
+    """A call's arguments as canonical text to compare two deliveries by (None: too deep to compare, or values a
+    library caller fed that are not JSON's)."""
     if _nesting_exceeds(args, max_depth):
         return None
-    return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _live_call_shape(entry: Any) -> str | None:
@@ -8283,8 +8287,10 @@ class GeminiLiveNormalizer:
     phase: "open" (the turn goes on), "called" (its toolCall came: the tail), "complete" (turnComplete
     ended a turn without calls)."""
 
-    def __init__(self, max_depth: int = 64) -> None:
+    def __init__(self, max_depth: int = 64, max_calls: int = 128) -> None:
         self.max_depth = max_depth
+        self.kept = 4 * max_calls                 # parts and cancelled ids kept at most (then limit_exceeded)
+        self.overflow = False
         self.phase = "open"
         self.started = False                      # a message of the turn came (setupComplete must be first)
         self.calls: dict[str, _LiveCall] = {}     # id -> the call the toolCall requested
@@ -8372,8 +8378,10 @@ class GeminiLiveNormalizer:
         if seen is not None and (seen[1], seen[2]) != (call.get("name"), text):
             yield WireProblem(pos, UNEXPECTED_EVENT, f"two functionCall parts with the id {_quoted(call['id'])} "
                               "differ")
-        elif seen is None:
+        elif seen is None and len(self.parts) < self.kept:
             self.parts[call["id"]] = (pos, call.get("name"), text)
+        elif seen is None:
+            yield from self._overflowed(pos)
 
     def _complete(self, pos: int, reason: Any) -> Iterator[NeutralEvent]:
         if self.phase == "complete" or self.phase == "called" and self.tail_complete:
@@ -8387,7 +8395,7 @@ class GeminiLiveNormalizer:
             yield WireProblem(where, UNEXPECTED_EVENT, f"a functionCall part in modelTurn with the id "
                               f"{_quoted(call_id)}, but the turn completed without a toolCall requesting it: "
                               "readers that run modelTurn parts would run it")
-        if reason in _LIVE_TOOL_FAILURES:
+        if isinstance(reason, str) and reason in _LIVE_TOOL_FAILURES:
             yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
                               f"{_token(reason)}: the model's function call failed and none was delivered")
 
@@ -8462,8 +8470,8 @@ class GeminiLiveNormalizer:
             yield WireProblem(pos, IDENTITY_COLLISION, f"call {call.number}: {what} has the same id but another "
                               "name (a client that runs either delivery runs another tool)", None, call.number)
         elif text is None or call.text is None:
-            yield WireProblem(pos, LIMIT_EXCEEDED, f"call {call.number}: {what} nests too deeply to compare with "
-                              "the call", None, call.number)
+            yield WireProblem(pos, LIMIT_EXCEEDED, f"call {call.number}: {what} cannot be compared with the call "
+                              "(its arguments nest too deeply, or hold values JSON has not)", None, call.number)
         elif text != call.text:
             yield WireProblem(pos, UNEXPECTED_EVENT, f"call {call.number}: {what} has the same id but other "
                               "arguments (a client that runs either delivery runs other arguments)", None,
@@ -8485,11 +8493,22 @@ class GeminiLiveNormalizer:
                                   "(toolCallCancellation) before the client answered: the client must not run it",
                                   None, call.number)
             elif self.phase == "open":
-                self.cancelled.setdefault(call_id, pos)
+                if call_id not in self.cancelled and len(self.cancelled) < self.kept:
+                    self.cancelled[call_id] = pos
+                elif call_id not in self.cancelled:
+                    yield from self._overflowed(pos)
                 self.parts.pop(call_id, None)
             else:
                 yield WireProblem(pos, UNEXPECTED_EVENT, f"toolCallCancellation names the id {_quoted(call_id)}, "
                                   "which no toolCall of this turn requested")
+
+    def _overflowed(self, pos: int) -> Iterator[NeutralEvent]:
+        """Past the bound of parts or cancelled ids kept, the turn is blocked (said once): a call one of them would
+        have been compared with is no longer checked."""
+        if not self.overflow:
+            self.overflow = True
+            yield WireProblem(pos, LIMIT_EXCEEDED, f"more than {self.kept} functionCall parts or cancelled ids "
+                              "before the toolCall; further ones are not kept")
 
     def finish(self) -> Iterator[NeutralEvent]:
         """At the end: a functionCall part still waiting for its toolCall."""
@@ -8583,11 +8602,12 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
     turn = content.get("modelTurn")
     parts = turn.get("parts") if isinstance(turn, dict) else None
     parts = parts if isinstance(parts, list) else []
-    part_ids = [part["functionCall"].get("id") if isinstance(part.get("functionCall"), dict) else None
+    part_ids = [_wire_str(part["functionCall"].get("id")) if isinstance(part.get("functionCall"), dict) else None
                 for part in parts if isinstance(part, dict) and part.get("functionCall") is not None]
     tool_call = message.get("toolCall")
     entries = tool_call.get("functionCalls") if isinstance(tool_call, dict) else None
-    entry_ids = [e.get("id") if isinstance(e, dict) else None for e in entries] if isinstance(entries, list) else []
+    entry_ids = [_wire_str(e.get("id")) if isinstance(e, dict) else None
+                 for e in (entries if isinstance(entries, list) else ())]
     output = len(part_ids) < len(parts)
     new_calls = "toolCall" in message and not (entry_ids and all(i in calls for i in entry_ids))
     starts = state == "idle" or state == "called" and (output or new_calls or any(i not in calls for i in part_ids))
@@ -8688,7 +8708,8 @@ GEMINI_LIVE = Profile(
     name="gemini-live", stream_key="events",
     rules=TurnRules(tool_reason="toolCall", needs_close=False, stop_name="toolCall message",
                     slot_end_name="its toolCall message", requires_id=False),
-    wire=WireRules(normalizer=lambda limits: GeminiLiveNormalizer(limits.max_depth), protected_paths=_live_protected,
+    wire=WireRules(normalizer=lambda limits: GeminiLiveNormalizer(limits.max_depth, limits.max_calls),
+                   protected_paths=_live_protected,
                    sdk_item=_live_sdk_item),
     request=RequestRules(choice=_choice_live, tools=_live_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini-live", claims=_live_claims, redact=_redact_live_message,

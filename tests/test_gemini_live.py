@@ -151,6 +151,20 @@ class SameCallTwice(unittest.TestCase):
         self.assertIn("limit_exceeded", codes(report))
 
 
+class Bounds(unittest.TestCase):
+    def test_parts_and_cancelled_ids_kept_are_bounded(self):
+        limits = vts.Limits(max_calls=1)   # four of each are kept
+        for events in ([part(call(f"p{n}")) for n in range(6)] + [tool_call(call("p0"))],
+                       [{"toolCallCancellation": {"ids": [f"x{n}" for n in range(6)]}}, tool_call(call())]):
+            with self.subTest(first=events[0]):
+                gate = vts.StreamGate("gemini-live", SCHEMAS, limits=limits)
+                for event in events:
+                    gate.feed(event)
+                report = gate.finish()
+                self.assertEqual(report["status"], "blocked")
+                self.assertEqual([code for code in codes(report) if code == "limit_exceeded"], ["limit_exceeded"])
+
+
 class Cancellation(unittest.TestCase):
     def test_a_call_cancelled_before_the_answer_blocks(self):
         report = judge([tool_call(call(), call("fc_2", "g", {})), content(interrupted=True),
