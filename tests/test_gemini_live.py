@@ -283,6 +283,33 @@ class CaptureAndServe(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(len(json.loads(out)["events"]), 3)
 
+    def test_a_har_entry_s_websocket_messages_and_the_setup_as_the_request(self):
+        import tempfile
+
+        setup = {"setup": {"model": "models/gemini-3.1-flash-live-preview", "tools": [{"functionDeclarations": [
+            {"name": "f", "parameters": {"type": "OBJECT", "properties": {"a": {"type": "INTEGER"}}}}]}]}}
+        sent = [setup, {"clientContent": {"turns": [{"role": "user", "parts": [{"text": "x"}]}], "turnComplete": True}}]
+        received = [{"setupComplete": {}}, part(text="secret words"), tool_call(call())]
+        messages = [{"type": "send", "time": 1.0, "opcode": 1, "data": json.dumps(sent[0])},
+                    {"type": "receive", "time": 1.1, "opcode": 1, "data": json.dumps(received[0])},
+                    {"type": "send", "time": 1.2, "opcode": 1, "data": json.dumps(sent[1])}]
+        messages += [{"type": "receive", "time": 1.3, "opcode": 1, "data": json.dumps(m)} for m in received[1:]]
+        har = {"log": {"version": "1.2", "entries": [{
+            "request": {"method": "GET", "url": "wss://generativelanguage.googleapis.com" + LIVE.http.socket.example,
+                        "headers": []},
+            "response": {"status": 101, "content": {"size": 0, "text": ""}}, "_resourceType": "websocket",
+            "_webSocketMessages": messages}]}}
+        with tempfile.NamedTemporaryFile("w", suffix=".har", delete=False) as handle:
+            json.dump(har, handle)
+        self.addCleanup(os.unlink, handle.name)
+        code, out, err = run_cli("capture", "--profile", "gemini-live", "--entry", "0", handle.name)
+        self.assertEqual(code, 0, err)
+        envelope = json.loads(out)
+        self.assertEqual((envelope["tool_schemas"], envelope["request"]),
+                         ({"f": {"type": "object", "properties": {"a": {"type": "integer"}}}}, {"tools": ["f"]}))
+        self.assertEqual(envelope["events"][1:], received[2:])
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+
     def test_claims_are_its_own(self):
         self.assertEqual(vts._families_of(tool_call(call())), ["gemini-live"])
         self.assertEqual(vts._families_of({"candidates": [], "usageMetadata": {}}), ["gemini"])
