@@ -8201,8 +8201,9 @@ OLLAMA = Profile(
 # Read in a turn:
 # - toolCallCancellation {"ids"}: the server withdrew those calls (the user interrupted); the
 #   client must not run them.  A call of the turn cancelled before the client answered blocks
-#   (wrong_terminal_reason); an id the turn never requested is unexpected_event.
-# - The same call twice: newer models (gemini-3.1-flash-live) deliver a call both as a functionCall
+#   (wrong_terminal_reason), and so does one its toolCall requests after a cancellation named its id;
+#   an id no call has, once the turn has its toolCall or turnComplete, is unexpected_event.
+# - The same call twice: newer models deliver a call both as a functionCall
 #   part of serverContent.modelTurn and as the toolCall, or repeat the toolCall.  Decision: an
 #   identical repeat (same id, name and arguments) restates the call and is read once, as the
 #   clients that run it once do (they keep the ids they ran); a repeat that differs in its name
@@ -8215,7 +8216,8 @@ OLLAMA = Profile(
 #   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason).
 #   Model output after the terminal is the next turn's (delta_after_terminal in one turn).
 # - A message with an "error" member is stream_error; one with no member google-genai reads
-#   raises there (unsupported_event), as does a member naming a tool that is not reviewed.
+#   raises there (unsupported_event), as does a member naming a tool that is not reviewed.  A null
+#   member is an absent one (a plain model_dump() of google-genai's models writes them).
 # What decides whether a call may run is only the above: a declaration's "behavior": NON_BLOCKING
 # lets the model go on talking while the call runs, and a FunctionResponse's "scheduling" (SILENT,
 # WHEN_IDLE, INTERRUPT) says how the model takes the answer; neither changes the call.
