@@ -8326,6 +8326,10 @@ class GeminiLiveNormalizer:
                              ("toolCallCancellation", self._cancellation)):
             if member in message:
                 yield from read(pos, message[member])
+        content = message.get("serverContent")
+        if isinstance(content, dict) and content.get("turnComplete") is True:
+            # last: a toolCall or cancellation beside it comes before the end it marks (as pipecat reads them)
+            yield from self._complete(pos, content.get("turnCompleteReason"))
 
     # -- serverContent -----------------------------------------------------------------
 
@@ -8358,8 +8362,6 @@ class GeminiLiveNormalizer:
         complete = content.get("turnComplete")
         if complete is not None and not isinstance(complete, bool):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"turnComplete is {_describe(complete)}, not a boolean")
-        elif complete:
-            yield from self._complete(pos, content.get("turnCompleteReason"))
 
     def _restated(self, calls: list) -> bool:
         """Whether every call delivered here names a call of the turn by its id (then it is compared)."""

@@ -79,6 +79,12 @@ class Turns(unittest.TestCase):
         self.assertEqual(positions(judge([content(turnComplete=True), content(turnComplete=True)])),
                          [("duplicate_terminal", 1)])
 
+    def test_a_toolcall_beside_turncomplete_comes_first(self):
+        together = dict(tool_call(call()), serverContent={"turnComplete": True})
+        self.assertEqual(positions(judge([together])), [])
+        self.assertEqual(positions(judge([together, content(turnComplete=True)])), [("duplicate_terminal", 1)])
+        self.assertEqual(LIVE.capture.socket_turns([together, part(text="next")]), [(0, 1), (1, 2)])
+
     def test_an_empty_toolcall_and_a_failed_call(self):
         self.assertEqual(positions(judge([tool_call()])), [("missing_slot", 0)])
         report = judge([content(turnComplete=True, turnCompleteReason="MALFORMED_FUNCTION_CALL")])
