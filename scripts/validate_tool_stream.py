@@ -8380,8 +8380,7 @@ class GeminiLiveNormalizer:
         text = _live_call_text(call.get("args") or {}, self.max_depth)
         seen = self.parts.get(call["id"])
         if seen is not None and (seen[1], seen[2]) != (call.get("name"), text):
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"two functionCall parts with the id {_quoted(call['id'])} "
-                              "differ")
+            yield WireProblem(pos, UNEXPECTED_EVENT, "two functionCall parts with one id differ")
         elif seen is None and len(self.parts) < self.kept:
             self.parts[call["id"]] = (pos, call.get("name"), text)
         elif seen is None:
@@ -8395,10 +8394,9 @@ class GeminiLiveNormalizer:
             self.tail_complete = True   # the server may end the turn after its toolCall
             return
         self.phase = "complete"
-        for call_id, (where, _, _) in self.parts.items():
-            yield WireProblem(where, UNEXPECTED_EVENT, f"a functionCall part in modelTurn with the id "
-                              f"{_quoted(call_id)}, but the turn completed without a toolCall requesting it: "
-                              "readers that run modelTurn parts would run it")
+        for where, _, _ in self.parts.values():   # (an id no call of the report has is never quoted)
+            yield WireProblem(where, UNEXPECTED_EVENT, "a functionCall part in modelTurn, but the turn completed "
+                              "without a toolCall requesting its id: readers that run modelTurn parts would run it")
         if isinstance(reason, str) and reason in _LIVE_TOOL_FAILURES:
             yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
                               f"{_token(reason)}: the model's function call failed and none was delivered")
@@ -8450,10 +8448,9 @@ class GeminiLiveNormalizer:
                               "before the toolCall requested it: the client must not run it", None, number)
 
     def _unrequested_parts(self) -> Iterator[NeutralEvent]:
-        for call_id, (where, _, _) in self.parts.items():
-            yield WireProblem(where, UNEXPECTED_EVENT, f"a functionCall part in modelTurn with the id "
-                              f"{_quoted(call_id)}, which the turn's toolCall does not request: readers that run "
-                              "modelTurn parts would run it")
+        for where, _, _ in self.parts.values():
+            yield WireProblem(where, UNEXPECTED_EVENT, "a functionCall part in modelTurn whose id the turn's toolCall "
+                              "does not request: readers that run modelTurn parts would run it")
         self.parts.clear()
 
     def _repeat(self, pos: int, calls: list, what: str) -> Iterator[NeutralEvent]:
@@ -8503,8 +8500,8 @@ class GeminiLiveNormalizer:
                     yield from self._overflowed(pos)
                 self.parts.pop(call_id, None)
             else:
-                yield WireProblem(pos, UNEXPECTED_EVENT, f"toolCallCancellation names the id {_quoted(call_id)}, "
-                                  "which no toolCall of this turn requested")
+                yield WireProblem(pos, UNEXPECTED_EVENT, "toolCallCancellation names an id no toolCall of this turn "
+                                  "requested")
 
     def _overflowed(self, pos: int) -> Iterator[NeutralEvent]:
         """Past the bound of parts or cancelled ids kept, the turn is blocked (said once): a call one of them would
@@ -8517,9 +8514,9 @@ class GeminiLiveNormalizer:
     def finish(self) -> Iterator[NeutralEvent]:
         """At the end: a functionCall part still waiting for its toolCall."""
         if self.phase == "open":
-            for call_id, (where, _, _) in self.parts.items():
-                yield WireProblem(None, MISSING_TERMINAL, f"a functionCall part in modelTurn with the id "
-                                  f"{_quoted(call_id)}, but the log ended before a toolCall requested it")
+            for where, _, _ in self.parts.values():
+                yield WireProblem(None, MISSING_TERMINAL, f"a functionCall part in modelTurn (message {where}), but "
+                                  "the log ended before a toolCall requested its id")
 
 
 # --- its request, redaction, capture rules and its Profile row ---------------
