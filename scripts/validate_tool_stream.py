@@ -2307,7 +2307,7 @@ def message_log_frame(stream: list, query: str) -> tuple[str, bytes]:
 class SocketRules(_FrozenRecord):
     """How `serve` plays a room's turn over a WebSocket (RFC 6455) and `conform` points an adapter's own
     WebSocket client at it; data, not code paths.  The turn's payloads are sent one text message each, in
-    order, as the lines of the room's HttpRules.frame body (a JSON Lines message log).
+    order, as the lines of its message log (a JSON Lines body: `frame`, else the room's HttpRules.frame).
 
       path      a regular expression the path after a fixture's prefix must match (the upgrade request)
       example   one path `path` matches (conform's VTS_WS_URL)
@@ -16358,7 +16358,8 @@ def _har_response_body(content: Any) -> bytes:
 def har_socket_messages(har: Any, selector: str) -> list[tuple[str, str]] | None:
     """The text messages of the HAR entry selector names (as har_entry picks it), in order, as (type, data):
     None when the entry has no `_webSocketMessages`.  A received binary message is a CaptureError (its
-    turn cannot be read as text); a sent one is skipped (it carries no request this tool reads)."""
+    turn cannot be read as text); a sent one is skipped (it carries no request this tool reads), and so
+    are control frames (close 8, ping 9, pong 10), which some exporters list too."""
     entry = _har_pick(har, selector)
     messages = entry.get("_webSocketMessages") if isinstance(entry, dict) else None
     if messages is None:
@@ -16368,9 +16369,11 @@ def har_socket_messages(har: Any, selector: str) -> list[tuple[str, str]] | None
     found = []
     for number, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("type") not in ("send", "receive") \
-                or not isinstance(message.get("data"), str) or message.get("opcode") not in (1, 2):
+                or not isinstance(message.get("data"), str) or message.get("opcode") not in (1, 2, 8, 9, 10):
             raise CaptureError(f"_webSocketMessages[{number}] is not {{\"type\": \"send\" or \"receive\", "
-                               "\"opcode\": 1 or 2, \"data\": string}")
+                               "\"opcode\": 1, 2, 8, 9 or 10, \"data\": string}")
+        if message["opcode"] >= 8:   # a control frame: no turn data
+            continue
         if message["opcode"] == 2:
             if message["type"] == "receive":
                 raise CaptureError(f"_webSocketMessages[{number}] is a received binary message (opcode 2): "
@@ -16415,6 +16418,8 @@ def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | N
                 raise CaptureError(f"received message {len(received)} is not strict JSON ({problem.message})") \
                     from None
             received.append((position, value, data))
+    if not received:
+        raise CaptureError("the WebSocket log holds no received text message: nothing was captured")
     first, end = socket_turn_span(row, [value for _, value, _ in received], turn)
     start = received[first][0] if first < len(received) else len(messages)
     request = None

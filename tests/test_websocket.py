@@ -402,7 +402,8 @@ class Capture(unittest.TestCase):
 
     def test_har_web_socket_messages_give_the_body_and_the_request(self):
         messages = [("send", 1, self.other), ("send", 2, "\u0000binary"), ("send", 1, self.create),
-                    ("send", 1, json.dumps({"type": "response.steer", "input": "x"})), *self.received(indent=1)]
+                    ("send", 1, json.dumps({"type": "response.steer", "input": "x"})), ("receive", 9, "ping"),
+                    *self.received(indent=1), ("receive", 8, "")]
         code, envelope, err = self.capture(har(messages), "--entry", "1")
         self.assertEqual(code, 0, err)
         self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
@@ -420,6 +421,8 @@ class Capture(unittest.TestCase):
             (har([("send", 1, self.create), ("receive", 1, "{\"type\": ")]), ("--entry", "1"),
              "received message 0 is not strict JSON"),
             (har([("receive", 3, "{}")]), ("--entry", "1"), "_webSocketMessages[0] is not {\"type\""),
+            (har([("send", 1, self.create), ("receive", 8, "")]), ("--entry", "1"),
+             "the WebSocket log holds no received text message: nothing was captured"),
             (har(self.received()), ("--entry", "1", "--turn", "0"),
              "--turn: a message log of profile openai-responses carries one turn (its rules split none)"),
             (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
