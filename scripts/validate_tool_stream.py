@@ -10169,6 +10169,561 @@ REALTIME = Profile(
 
 
 # ---------------------------------------------------------------------------
+# Provider: Gemini Live API, BidiGenerateContent over a WebSocket (profile gemini-live)
+# ---------------------------------------------------------------------------
+#
+# A Live session is one WebSocket (wss://generativelanguage.googleapis.com/ws/google.ai.
+# generativelanguage.v1beta.GenerativeService.BidiGenerateContent, v1alpha alike; Vertex AI's
+# .../ws/google.cloud.aiplatform.v1beta1.LlmBidiService/BidiGenerateContent).  The client sends
+# {"setup": {...}} first (model, generationConfig, tools); the server answers {"setupComplete": {}};
+# then each client message (clientContent, realtimeInput, toolResponse) may start the model's output.
+# Every server message (BidiGenerateContentServerMessage) is one JSON object holding one of
+# setupComplete, serverContent, toolCall, toolCallCancellation, goAway, sessionResumptionUpdate
+# (voiceActivityDetectionSignal and voiceActivity in newer ones), with usageMetadata beside it.
+#
+# A call arrives whole: {"toolCall": {"functionCalls": [{"id", "name", "args"}]}}, the request
+# for the client to run those calls and answer each with a toolResponse of the same id.  There
+# are no argument fragments, so each call opens and ends its slot in that message, numbered in
+# order across the turn, and the toolCall message is the turn's terminal ("toolCall"): the client
+# must act on it now (the server waits for the answer of a BLOCKING function), as google-genai's
+# own live test drains "one model turn, or the tool call that interrupts it".  The Gemini API gives
+# every call an id, which its toolResponse must echo (google-genai raises without one) and which a
+# cancellation names; Vertex AI's Live API sends calls without ids (pipecat's gemini_live service
+# makes one up) and takes answers without them, so a call without an id is read as Vertex's: not
+# a finding, but it cannot be matched with a repeat or a cancellation.
+#
+# A turn, in a log of received messages: from the first message after the previous turn (or
+# after setupComplete) to its terminal -- the toolCall message for a turn with calls, or the
+# serverContent with "turnComplete": true for a turn without.  After a toolCall the turn keeps
+# its tail: the messages that carry no new model output (toolCallCancellation, usageMetadata,
+# goAway, sessionResumptionUpdate, a serverContent of only interrupted, turnComplete,
+# generationComplete, transcriptions; and a restatement of its own calls) up to the first
+# message with model output (a modelTurn part) or a new call, which starts the next turn
+# (_live_socket_turns).
+#
+# Read in a turn:
+# - toolCallCancellation {"ids"}: the server withdrew those calls (the user interrupted); the
+#   client must not run them.  A call of the turn cancelled before the client answered blocks
+#   (wrong_terminal_reason), and so does one its toolCall requests after a cancellation named its id;
+#   an id no call has, once the turn has its toolCall or turnComplete, is unexpected_event.
+# - The same call twice: newer models deliver a call both as a functionCall
+#   part of serverContent.modelTurn and as the toolCall, or repeat the toolCall.  Decision: an
+#   identical repeat (same id, name and arguments) restates the call and is read once, as the
+#   clients that run it once do (they keep the ids they ran); a repeat that differs in its name
+#   (identity_collision) or its arguments (unexpected_event) blocks: a client that runs the first
+#   delivery and one that runs the second would run different calls.  A functionCall part whose
+#   id no toolCall of the turn requests, or that has no id, blocks (readers that run parts would
+#   run it, those that run toolCall would not); one still waiting for its toolCall when the log
+#   ends is missing_terminal.
+# - serverContent.turnComplete ends a turn without calls (a second is duplicate_terminal);
+#   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason).
+#   Model output after the terminal is the next turn's (delta_after_terminal in one turn).
+# - A message with an "error" member is stream_error; one with no member google-genai reads
+#   raises there (unsupported_event), as does a member naming a tool that is not reviewed.  A null
+#   member is an absent one (a plain model_dump() of google-genai's models writes them).
+# What decides whether a call may run is only the above: a declaration's "behavior": NON_BLOCKING
+# lets the model go on talking while the call runs, and a FunctionResponse's "scheduling" (SILENT,
+# WHEN_IDLE, INTERRUPT) says how the model takes the answer; neither changes the call.
+# Binary frames: the server sends its JSON in binary WebSocket frames too; google-genai
+# (live.py, recv(decode=False), json.loads) and js-genai (live.ts, Blob and ArrayBuffer decoded
+# as UTF-8) read both kinds alike, so a log holds each message's JSON whichever frame carried it.
+
+# The members of a server message: the reviewed ones (a message needs one of them).
+_LIVE_SESSION_MEMBERS = frozenset({"setupComplete", "usageMetadata", "goAway", "sessionResumptionUpdate",
+                                   "voiceActivityDetectionSignal", "voiceActivity"})
+_LIVE_MEMBERS = _LIVE_SESSION_MEMBERS | {"serverContent", "toolCall", "toolCallCancellation"}
+# serverContent members.  Model output is a modelTurn part other than a functionCall; transcriptions are not: they
+# have no order with the model's turn (js-genai's LiveServerContent docs; the Vercel AI SDK's event mapper keeps a
+# transcript that comes after turnComplete with the turn before it).
+_LIVE_CONTENT_MEMBERS = frozenset({
+    "modelTurn", "turnComplete", "interrupted", "groundingMetadata", "generationComplete", "inputTranscription",
+    "outputTranscription", "urlContextMetadata", "turnCompleteReason", "waitingForInput",
+    "interimInputTranscription", "interactionStatus"})
+_LIVE_CALL_KEYS = frozenset({"id", "name", "args"})
+# turnCompleteReason values that say the model tried to call a function and failed.
+_LIVE_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL"})
+_LIVE_TOOL_WORDS = ("tool", "function", "call")
+
+
+def _live_names_tool(member: Any) -> bool:
+    """Whether a member name not reviewed names a tool (a shape that may carry a call)."""
+    return isinstance(member, str) and any(word in member.lower() for word in _LIVE_TOOL_WORDS)
+
+
+def _live_call_text(args: Any, max_depth: int) -> str | None:
+    """A call's arguments as canonical text to compare two deliveries by (None: too deep to compare, or values a
+    library caller fed that are not JSON's)."""
+    if _nesting_exceeds(args, max_depth):
+        return None
+    try:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _live_call_shape(entry: Any) -> str | None:
+    """What a functionCalls entry (or a functionCall part) lacks to be read as a whole call; None: nothing."""
+    if not isinstance(entry, dict):
+        return f"is {_describe(entry)}, not an object"
+    extra = [key for key, value in entry.items() if key not in _LIVE_CALL_KEYS and value is not None]
+    if extra:
+        return (f"has the member {_token(extra[0])} (a call in pieces or a shape not reviewed; a Live call is "
+                "{id, name, args})")
+    for key in ("id", "name"):
+        if not _optional_str(entry, key)[0]:
+            return f"has {key} {_describe(entry[key])}, not a string"
+    if entry.get("args") is not None and not isinstance(entry["args"], dict):
+        return f"has args {_describe(entry['args'])}, not an object (google-genai refuses it)"
+    return None
+
+
+class _LiveCall(_Record):
+    """A call of the turn: its slot number, name and arguments text (None: too deep to compare)."""
+
+    __slots__ = ("number", "name", "text")
+
+    def __init__(self, number: int, name: Any, text: str | None) -> None:
+        self.number, self.name, self.text = number, name, text
+
+
+class GeminiLiveNormalizer:
+    """Translate Live server messages into neutral events, one at a time (see the notes above).
+
+    phase: "open" (the turn goes on), "called" (its toolCall came: the tail), "complete" (turnComplete
+    ended a turn without calls)."""
+
+    def __init__(self, max_depth: int = 64, max_calls: int = 128) -> None:
+        self.max_depth = max_depth
+        self.kept = 4 * max_calls                 # parts and cancelled ids kept at most (then limit_exceeded)
+        self.overflow = False
+        self.phase = "open"
+        self.started = False                      # a message of the turn came (setupComplete must be first)
+        self.calls: dict[str, _LiveCall] = {}     # id -> the call the toolCall requested
+        self.numbered = 0                         # calls so far: the next call's slot
+        self.parts: dict[str, tuple[int, Any, str | None]] = {}   # id -> (position, name, text) of a part
+        self.cancelled: dict[str, int] = {}       # ids cancelled before the toolCall -> position
+        self.tail_complete = False                # a turnComplete came after the toolCall
+
+    def translate(self, pos: int, message: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(message, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"message is {_describe(message)}, not an object")
+            return
+        if "error" in message:
+            yield WireProblem(pos, STREAM_ERROR, "the server sent an error message instead of a server message")
+            return
+        if None in message.values():   # a null member is an absent one (a plain model_dump() writes them)
+            message = {key: value for key, value in message.items() if value is not None}
+        if not any(member in message for member in _LIVE_MEMBERS):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "a message with no member of a Live server message "
+                              "(google-genai raises at it)")
+            return
+        for member in message:
+            if member not in _LIVE_MEMBERS and _live_names_tool(member):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"message member {_token(member)} names a tool in a "
+                                  "shape this tool does not read")
+        if "setupComplete" in message and self.started:
+            yield WireProblem(pos, UNEXPECTED_EVENT, "setupComplete inside a turn (it answers the session's setup)")
+        if any(member in message for member in ("serverContent", "toolCall", "toolCallCancellation")):
+            self.started = True
+        for member, read in (("serverContent", self._content), ("toolCall", self._tool_call),
+                             ("toolCallCancellation", self._cancellation)):
+            if member in message:
+                yield from read(pos, message[member])
+        content = message.get("serverContent")
+        if isinstance(content, dict) and content.get("turnComplete") is True:
+            # last: a toolCall or cancellation beside it comes before the end it marks (as pipecat reads them)
+            yield from self._complete(pos, content.get("turnCompleteReason"))
+
+    # -- serverContent -----------------------------------------------------------------
+
+    def _content(self, pos: int, content: Any) -> Iterator[NeutralEvent]:
+        if not isinstance(content, dict):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent is {_describe(content)}, not an object")
+            return
+        for member in content:
+            if member not in _LIVE_CONTENT_MEMBERS and _live_names_tool(member):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent member {_token(member)} names a tool in "
+                                  "a shape this tool does not read")
+        turn = content.get("modelTurn")
+        parts = turn.get("parts") if isinstance(turn, dict) else None
+        if turn is not None and not (isinstance(turn, dict) and isinstance(parts, (list, type(None)))):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "serverContent.modelTurn is not a Content object with a "
+                              "parts list")
+            parts = None
+        calls = [part["functionCall"] for part in parts or ()
+                 if isinstance(part, dict) and part.get("functionCall") is not None]
+        output = len(calls) < len(parts or ())   # (a transcription has no order with the model's turn)
+        if self.phase != "open" and (output or calls and not self._restated(calls)):
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, "model output after the turn's " + (
+                "toolCall" if self.phase == "called" else "turnComplete") + " (the next turn's: capture splits "
+                "a log into turns with --turn)")
+        elif self.phase == "open":
+            for call in calls:
+                yield from self._part(pos, call)
+        elif calls:
+            yield from self._repeat(pos, calls, "a functionCall part")
+        complete = content.get("turnComplete")
+        if complete is not None and not isinstance(complete, bool):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"turnComplete is {_describe(complete)}, not a boolean")
+
+    def _restated(self, calls: list) -> bool:
+        """Whether every call delivered here names a call of the turn by its id (then it is compared)."""
+        return all(isinstance(call, dict) and isinstance(call.get("id"), str) and call["id"] in self.calls
+                   for call in calls)
+
+    def _part(self, pos: int, call: Any) -> Iterator[NeutralEvent]:
+        """A functionCall part before the toolCall: kept until the toolCall requests it."""
+        wrong = _live_call_shape(call)
+        if wrong is None and not call.get("id"):
+            wrong = "has no id (no toolCall can be matched with it)"
+        if wrong is not None:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"a functionCall part in modelTurn {wrong}: readers that run "
+                              "modelTurn parts and those that run toolCall would disagree")
+            return
+        text = _live_call_text(call.get("args") or {}, self.max_depth)
+        seen = self.parts.get(call["id"])
+        if seen is not None and (seen[1], seen[2]) != (call.get("name"), text):
+            yield WireProblem(pos, UNEXPECTED_EVENT, "two functionCall parts with one id differ")
+        elif seen is None and len(self.parts) < self.kept:
+            self.parts[call["id"]] = (pos, call.get("name"), text)
+        elif seen is None:
+            yield from self._overflowed(pos)
+
+    def _complete(self, pos: int, reason: Any) -> Iterator[NeutralEvent]:
+        if self.phase == "complete" or self.phase == "called" and self.tail_complete:
+            yield WireProblem(pos, DUPLICATE_TERMINAL, "a second turnComplete in the turn")
+            return
+        if self.phase == "called":
+            self.tail_complete = True   # the server may end the turn after its toolCall
+            return
+        self.phase = "complete"
+        for where, _, _ in self.parts.values():   # (an id no call of the report has is never quoted)
+            yield WireProblem(where, UNEXPECTED_EVENT, "a functionCall part in modelTurn, but the turn completed "
+                              "without a toolCall requesting its id: readers that run modelTurn parts would run it")
+        if isinstance(reason, str) and reason in _LIVE_TOOL_FAILURES:
+            yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
+                              f"{_token(reason)}: the model's function call failed and none was delivered")
+
+    # -- toolCall ----------------------------------------------------------------------
+
+    def _tool_call(self, pos: int, tool_call: Any) -> Iterator[NeutralEvent]:
+        calls = tool_call.get("functionCalls") if isinstance(tool_call, dict) else None
+        if not isinstance(calls, list) or any(key != "functionCalls" for key in tool_call):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "toolCall is not {\"functionCalls\": [...]}")
+            return
+        if self.phase == "complete":
+            yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a toolCall after the turn's turnComplete (the next turn's: "
+                              "capture splits a log into turns with --turn)")
+        elif self.phase == "called":
+            if self._restated(calls):
+                yield from self._repeat(pos, calls, "a repeated toolCall")
+            else:
+                yield WireProblem(pos, DELTA_AFTER_TERMINAL, "a toolCall with a call the turn's toolCall did not "
+                                  "request (the next turn's: capture splits a log into turns with --turn)")
+        else:
+            for entry in calls:
+                yield from self._call(pos, entry)
+            yield from self._unrequested_parts()
+            self.phase = "called"
+            yield TurnEnd(pos, "toolCall")
+
+    def _call(self, pos: int, entry: Any) -> Iterator[NeutralEvent]:
+        number = self.numbered
+        self.numbered += 1
+        key = (None, number)
+        wrong = _live_call_shape(entry)
+        if wrong is not None:
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"functionCalls entry {number} {wrong}", None, number)
+            return
+        call_id, name, args = entry.get("id") or None, entry.get("name") or None, entry.get("args")
+        args = {} if args is None else args
+        yield SlotOpen(pos, key, call_id, name, args)
+        yield SlotEnd(pos, key)
+        if call_id is None:
+            return
+        text = _live_call_text(args, self.max_depth)
+        self.calls.setdefault(call_id, _LiveCall(number, name, text))
+        part = self.parts.pop(call_id, None)
+        if part is not None:
+            yield from self._compare(pos, self.calls[call_id], part[1], part[2], "its functionCall part in modelTurn")
+        if call_id in self.cancelled:
+            yield WireProblem(pos, WRONG_TERMINAL_REASON, f"call {number} was cancelled (toolCallCancellation) "
+                              "before the toolCall requested it: the client must not run it", None, number)
+
+    def _unrequested_parts(self) -> Iterator[NeutralEvent]:
+        for where, _, _ in self.parts.values():
+            yield WireProblem(where, UNEXPECTED_EVENT, "a functionCall part in modelTurn whose id the turn's toolCall "
+                              "does not request: readers that run modelTurn parts would run it")
+        self.parts.clear()
+
+    def _repeat(self, pos: int, calls: list, what: str) -> Iterator[NeutralEvent]:
+        """A call delivered again after the toolCall (every entry names a call of the turn by its id)."""
+        for entry in calls:
+            wrong = _live_call_shape(entry)
+            call = self.calls[entry["id"]]
+            if wrong is not None:
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"{what} of call {call.number} {wrong}", None, call.number)
+                continue
+            yield from self._compare(pos, call, entry.get("name") or None,
+                                     _live_call_text(entry.get("args") or {}, self.max_depth), what)
+
+    @staticmethod
+    def _compare(pos: int, call: _LiveCall, name: Any, text: str | None, what: str) -> Iterator[NeutralEvent]:
+        """A second delivery of a call: the same name and arguments restate it; others block."""
+        if name != call.name:
+            yield WireProblem(pos, IDENTITY_COLLISION, f"call {call.number}: {what} has the same id but another "
+                              "name (a client that runs either delivery runs another tool)", None, call.number)
+        elif text is None or call.text is None:
+            yield WireProblem(pos, LIMIT_EXCEEDED, f"call {call.number}: {what} cannot be compared with the call "
+                              "(its arguments nest too deeply, or hold values JSON has not)", None, call.number)
+        elif text != call.text:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"call {call.number}: {what} has the same id but other "
+                              "arguments (a client that runs either delivery runs other arguments)", None,
+                              call.number)
+
+    # -- toolCallCancellation ----------------------------------------------------------
+
+    def _cancellation(self, pos: int, cancellation: Any) -> Iterator[NeutralEvent]:
+        ids = cancellation.get("ids") if isinstance(cancellation, dict) else None
+        if (not isinstance(ids, list) or any(key != "ids" for key in cancellation)
+                or not all(isinstance(call_id, str) and call_id for call_id in ids)):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "toolCallCancellation is not {\"ids\": [call ids]}: the calls "
+                              "it cancels cannot be told")
+            return
+        for call_id in ids:
+            call = self.calls.get(call_id)
+            if call is not None:
+                yield WireProblem(pos, WRONG_TERMINAL_REASON, f"call {call.number} was cancelled "
+                                  "(toolCallCancellation) before the client answered: the client must not run it",
+                                  None, call.number)
+            elif self.phase == "open":
+                if call_id not in self.cancelled and len(self.cancelled) < self.kept:
+                    self.cancelled[call_id] = pos
+                elif call_id not in self.cancelled:
+                    yield from self._overflowed(pos)
+                self.parts.pop(call_id, None)
+            else:
+                yield WireProblem(pos, UNEXPECTED_EVENT, "toolCallCancellation names an id no toolCall of this turn "
+                                  "requested")
+
+    def _overflowed(self, pos: int) -> Iterator[NeutralEvent]:
+        """Past the bound of parts or cancelled ids kept, the turn is blocked (said once): a call one of them would
+        have been compared with is no longer checked."""
+        if not self.overflow:
+            self.overflow = True
+            yield WireProblem(pos, LIMIT_EXCEEDED, f"more than {self.kept} functionCall parts or cancelled ids "
+                              "before the toolCall; further ones are not kept")
+
+    def finish(self) -> Iterator[NeutralEvent]:
+        """At the end: a functionCall part still waiting for its toolCall."""
+        if self.phase == "open":
+            for where, _, _ in self.parts.values():
+                yield WireProblem(None, MISSING_TERMINAL, f"a functionCall part in modelTurn (message {where}), but "
+                                  "the log ended before a toolCall requested its id")
+
+
+# --- its request, redaction, capture rules and its Profile row ---------------
+
+
+def _choice_live(choice: Any) -> dict:
+    raise RequestError("tool_choice is not a field of a Live session: its setup message (BidiGenerateContentSetup) "
+                       "has no toolConfig")
+
+
+def _live_request_tools(body: dict) -> tuple[list, Any]:
+    """(tools, None) of a Live session's setup message ({"setup": {...}}, or the setup object itself): its Tool
+    objects, read as a generateContent request's (camelCase or snake_case, as the SDKs write them)."""
+    setup = body.get("setup", body)
+    if not isinstance(setup, dict):
+        raise CaptureError(f"the setup message's setup is {_describe(setup)}, not an object")
+    if "toolConfig" in setup or "tool_config" in setup:
+        raise CaptureError("the setup message has a toolConfig, which a Live setup (BidiGenerateContentSetup) does "
+                           "not have")
+    return _gemini_request_tools({"tools": setup.get("tools")})[0], None
+
+
+# Members whose string values are protocol words the rules read (kept by redaction).
+_LIVE_KEEP = frozenset({"turnCompleteReason", "interactionStatus", "mimeType", "modality", "vadSignalType", "type"})
+
+
+def _redact_live_message(message: dict) -> dict:
+    """Text, audio, transcriptions and session handles of a Live message; toolCall and toolCallCancellation are
+    kept whole, a modelTurn's parts as the gemini room keeps a part (functionCall whole, inlineData's base64 to a
+    base64 stand-in)."""
+    out = {}
+    for key, value in message.items():
+        if key in ("toolCall", "toolCallCancellation"):
+            out[key] = value
+        elif key == "serverContent" and isinstance(value, dict):
+            out[key] = {k: _redact_live_turn(v) if k == "modelTurn" else _neutral({k: v}, _LIVE_KEEP)[k]
+                        for k, v in value.items()}
+        else:
+            out[key] = _neutral(value, _LIVE_KEEP)
+    return out
+
+
+def _redact_live_turn(turn: Any) -> Any:
+    parts = turn.get("parts") if isinstance(turn, dict) else None
+    if not isinstance(parts, list):
+        return _neutral(turn, _LIVE_KEEP)
+    return {k: ([_redact_gemini_part(part) for part in parts] if k == "parts" else v if k == "role"
+                else _neutral(v, _LIVE_KEEP)) for k, v in turn.items()}
+
+
+def _live_protected(payload: dict) -> dict[tuple, str]:
+    """Live: each toolCall entry and each functionCall part is call identity and arguments; a cancellation's
+    ids name calls (kept, scanned)."""
+    paths: dict[tuple, str] = {}
+    tool_call = payload.get("toolCall")
+    calls = tool_call.get("functionCalls") if isinstance(tool_call, dict) else None
+    for n in range(len(calls) if isinstance(calls, list) else 0):
+        paths[("toolCall", "functionCalls", n)] = "warn"
+    if isinstance(payload.get("toolCallCancellation"), dict):
+        paths[("toolCallCancellation", "ids")] = "warn"
+    content = payload.get("serverContent")
+    turn = content.get("modelTurn") if isinstance(content, dict) else None
+    parts = turn.get("parts") if isinstance(turn, dict) else None
+    for n, part in enumerate(parts if isinstance(parts, list) else []):
+        if isinstance(part, dict):
+            _gemini_part_protected(part, ("serverContent", "modelTurn", "parts", n), paths)
+    return paths
+
+
+def _live_claims(payload: dict) -> bool:
+    """A Live server message: one of its own top-level members (a generateContent chunk has candidates)."""
+    return any(member in payload for member in _LIVE_MEMBERS - {"usageMetadata"})
+
+
+def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
+    """The state of _live_socket_turns after one message ("idle" between turns, "open", "called": the tail of a
+    toolCall, "ended": the message ends its turn), and whether the message starts a new turn.  calls: the ids
+    the current turn's toolCall requested."""
+    if not isinstance(message, dict):
+        return ("open", True) if state == "idle" else (state, False)
+    message = {key: value for key, value in message.items() if value is not None}
+    content = message.get("serverContent")
+    content = content if isinstance(content, dict) else {}
+    turn = content.get("modelTurn")
+    parts = turn.get("parts") if isinstance(turn, dict) else None
+    parts = parts if isinstance(parts, list) else []
+    part_ids = [_wire_str(part["functionCall"].get("id")) if isinstance(part.get("functionCall"), dict) else None
+                for part in parts if isinstance(part, dict) and part.get("functionCall") is not None]
+    tool_call = message.get("toolCall")
+    entries = tool_call.get("functionCalls") if isinstance(tool_call, dict) else None
+    entry_ids = [_wire_str(e.get("id")) if isinstance(e, dict) else None
+                 for e in (entries if isinstance(entries, list) else ())]
+    output = len(part_ids) < len(parts)
+    new_calls = "toolCall" in message and not (entry_ids and all(i in calls for i in entry_ids))
+    starts = state == "idle" or state == "called" and (output or new_calls or any(i not in calls for i in part_ids))
+    if starts:
+        calls.clear()
+    if "toolCall" in message and (starts or state == "open"):
+        calls.update(i for i in entry_ids if isinstance(i, str))
+        return "called", starts
+    if content.get("turnComplete") is True and (starts or state == "open"):
+        return "ended", starts
+    return ("open" if starts else state), starts
+
+
+def _live_session_only(message: Any) -> bool:
+    """Whether a message holds only the session's own members (nulls aside)."""
+    members = [key for key, value in message.items() if value is not None] if isinstance(message, dict) else []
+    return bool(members) and all(key in _LIVE_SESSION_MEMBERS for key in members)
+
+
+def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
+    """The turns of a Live message log (see the notes above), each (first, end): a turn starts at the first
+    message after the previous one's end that is not the session's own (setupComplete, usageMetadata, goAway,
+    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall."""
+    turns: list[tuple[int, int]] = []
+    state, first, calls = "idle", 0, set()
+    for k, message in enumerate(messages):
+        if state == "idle" and _live_session_only(message):
+            continue
+        if (state == "idle" and isinstance(message, dict) and message.get("toolCallCancellation") is not None
+                and message.get("serverContent") is None and message.get("toolCall") is None):
+            raise CaptureError(f"message {k} is a toolCallCancellation outside every turn (the calls it names belong "
+                               "to a turn that had ended)")
+        after, starts = _live_turn_end(message, calls, state)
+        if starts:
+            if state == "called":
+                turns.append((first, k))
+            first = k
+        if after == "ended":
+            turns.append((first, k + 1))
+            after = "idle"
+        state = after
+    if state != "idle":
+        turns.append((first, len(messages)))
+    return turns
+
+
+# google-genai's LiveServerMessage (google/genai/types.py; live.py AsyncSession._receive builds it with
+# _LiveServerMessage_from_mldev or _from_vertex, then _from_response): the same pydantic models as the gemini
+# room's, so the JSON-mode dump by alias gives the wire names; each call's `args` is put back as the object
+# holds it (a non-finite number stays one, as on the wire).
+def _live_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
+    """A LiveServerMessage: its wire message (the JSON-mode dump, each toolCall entry's args as held)."""
+    payload = _sdk_dump(item, "json")
+    if type(payload) is dict:
+        dumped = payload.get("toolCall")
+        entries = dumped.get("functionCalls") if type(dumped) is dict else None
+        held = getattr(getattr(item, "tool_call", None), "function_calls", None) or ()
+        for call, entry in zip(held, entries if type(entries) is list else ()):
+            if type(entry) is dict and "args" in entry:
+                entry["args"] = getattr(call, "args", None)
+    return payload
+
+
+def _live_frame(stream: list, query: str) -> tuple[str, bytes]:
+    """The turn as a message log: one received message per line (serve sends each line as a text message)."""
+    return "application/x-ndjson", ndjson_body(stream)
+
+
+def _live_reply(message: Any, stream: list) -> tuple[list, bool]:
+    """The setup message, which carries the session's tools (the request conform compares), is answered with
+    setupComplete and the turn at once: the log as the fixture holds it (its own setupComplete too, when it starts
+    with one).  A client reads setupComplete (google-genai's connect() waits for it), sends its content, then
+    reads the turn, which waited in the socket; the server would send it only after that content, and no client
+    reads otherwise.  Any later message is not answered."""
+    if isinstance(message, dict) and "setup" in message:
+        return [{"setupComplete": {}}], True
+    return [], False
+
+
+# The Gemini API's Live endpoint (v1beta and v1alpha; BidiGenerateContentConstrained for ephemeral tokens) and
+# Vertex AI's, as google-genai's live.py and js-genai's live.ts build them from a base URL.
+_LIVE_PATH = (r"/ws/google\.ai\.generativelanguage\.v1(?:beta|alpha)\.GenerativeService\."
+              r"BidiGenerateContent(?:Constrained)?"
+              r"|/ws/google\.cloud\.aiplatform\.v1(?:beta1)?\.LlmBidiService/BidiGenerateContent")
+_LIVE_EXAMPLE = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+
+
+def _live_request_body(schemas: dict, request: dict) -> dict:
+    """The session's setup message: the model and the tools (a Live setup has no tool choice)."""
+    setup: dict[str, Any] = {"model": "models/gemini-live-2.5-flash-preview",
+                             "generationConfig": {"responseModalities": ["TEXT"]}}
+    if schemas:
+        setup["tools"] = _gemini_tools(schemas)
+    return {"setup": setup}
+
+
+GEMINI_LIVE = Profile(
+    name="gemini-live", stream_key="events",
+    rules=TurnRules(tool_reason="toolCall", needs_close=False, stop_name="toolCall message",
+                    slot_end_name="its toolCall message", requires_id=False),
+    wire=WireRules(normalizer=lambda limits: GeminiLiveNormalizer(limits.max_depth, limits.max_calls),
+                   protected_paths=_live_protected,
+                   sdk_item=_live_sdk_item),
+    request=RequestRules(choice=_choice_live, tools=_live_request_tools, tool_entry=_gemini_tool_entry),
+    capture=CaptureRules(family="gemini-live", claims=_live_claims, redact=_redact_live_message,
+                         socket_turns=_live_socket_turns),
+    http=HttpRules(api_path=_LIVE_PATH, frame=_live_frame, api_example=_LIVE_EXAMPLE, tools_shape=_gemini_tools,
+                   request_body=_live_request_body,
+                   socket=SocketRules(path=_LIVE_PATH, example=_LIVE_EXAMPLE, reply=_live_reply, only=True)))
+
+
+# ---------------------------------------------------------------------------
 # Profiles: the rows, one per wire format
 # ---------------------------------------------------------------------------
 
@@ -10177,7 +10732,7 @@ REALTIME = Profile(
 # its Profile row) and one name in this list.
 PROFILES: Mapping[str, Profile] = MappingProxyType({row.name: row for row in (
     OPENAI, MISTRAL, ANTHROPIC, OPENAI_RESPONSES, BEDROCK, GEMINI, COHERE, OLLAMA, INTERACTIONS,
-    AGUI, REALTIME)})
+    AGUI, REALTIME, GEMINI_LIVE)})
 
 
 # profile -> its stream list's key (a view of the rows, for library callers)

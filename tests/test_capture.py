@@ -773,6 +773,7 @@ TEXT_DELTA = {
     "openai-realtime": lambda piece: {"type": "response.output_audio_transcript.delta", "event_id": "event_1",
                                       "response_id": "resp_1", "item_id": "item_1", "output_index": 0,
                                       "content_index": 0, "delta": piece},
+    "gemini-live": lambda piece: {"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": piece}]}}},
 }
 
 
@@ -782,7 +783,8 @@ def delta_texts(envelope):
     for payload in stream_of(envelope):
         for path in (("choices", 0, "delta", "content"), ("delta", "text"), ("delta",),
                      ("contentBlockDelta", "delta", "text"), ("candidates", 0, "content", "parts", 0, "text"),
-                     ("delta", "message", "content", "text"), ("message", "content")):
+                     ("delta", "message", "content", "text"), ("message", "content"),
+                     ("serverContent", "modelTurn", "parts", 0, "text")):
             value = vts._value_at(payload, path)
             if isinstance(value, str):
                 out.append(value)

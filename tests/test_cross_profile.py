@@ -270,10 +270,26 @@ def build_realtime(calls, end):
     return stream
 
 
+def build_gemini_live(calls, end):
+    # the first call also as a functionCall part of modelTurn (newer models deliver it twice), then one toolCall
+    # with every call whole.  Live has no token-limit reason: the turn whose calls may not run is the one whose
+    # calls the server withdraws (toolCallCancellation, after the user interrupted)
+    entries = [{"id": f"function-call-{k}8412", "name": c.name, "args": json.loads(c.text)}
+               for k, c in enumerate(calls)]
+    stream = [{"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": TEXT}]}}},
+              {"serverContent": {"modelTurn": {"role": "model", "parts": [{"functionCall": entries[0]}]}}}]
+    if end != CUT:
+        stream.append({"toolCall": {"functionCalls": entries}})
+    if end == MAX_TOKENS:
+        stream += [{"serverContent": {"interrupted": True}},
+                   {"toolCallCancellation": {"ids": [entry["id"] for entry in entries]}}]
+    return stream
+
+
 BUILDERS = {"openai": build_openai, "mistral": build_mistral, "anthropic": build_anthropic,
             "openai-responses": build_responses, "bedrock": build_bedrock, "gemini": build_gemini,
             "cohere": build_cohere, "ollama": build_ollama, "gemini-interactions": build_interactions,
-            "ag-ui": build_agui, "openai-realtime": build_realtime}
+            "ag-ui": build_agui, "openai-realtime": build_realtime, "gemini-live": build_gemini_live}
 
 
 # --- per-profile readers of the argument fragments a builder wrote: (reader, fewest, most) -----
@@ -304,18 +320,19 @@ FRAGMENTS = {
     "ag-ui": (lambda stream: [e for e in stream if e["type"] == "TOOL_CALL_ARGS"], 8, None),
     "openai-realtime": (lambda stream: [e["delta"] for e in stream
                                         if e["type"] == "response.function_call_arguments.delta"], 8, None),
+    "gemini-live": (lambda stream: [e for m in stream for e in m.get("toolCall", {}).get("functionCalls", [])], 2, 2),
 }
 
 # each profile's reason for a turn cut by the token limit, as its builder writes it
 MAX_TOKENS_REASON = {"openai": "length", "mistral": "length", "anthropic": "max_tokens",
                      "openai-responses": "incomplete", "bedrock": "max_tokens", "gemini": "MAX_TOKENS",
                      "cohere": "MAX_TOKENS", "ollama": "length", "gemini-interactions": "incomplete",
-                     "ag-ui": "interrupt", "openai-realtime": "incomplete"}
+                     "ag-ui": "interrupt", "openai-realtime": "incomplete", "gemini-live": "toolCallCancellation"}
 
 # the rows whose calls carry no id (Gemini's function response pairs by name and order)
 WITHOUT_IDS = frozenset({"gemini"})
 # the rows whose arguments arrive as parsed objects: no text can repeat a key (test_ollama covers the bytes)
-ARGUMENTS_AS_OBJECTS = frozenset({"ollama"})
+ARGUMENTS_AS_OBJECTS = frozenset({"ollama", "gemini-live"})
 
 
 def rows(test, *tables):
@@ -527,6 +544,8 @@ class UnsafeIntegers(unittest.TestCase):
         "gemini-interactions": lambda n: ("events", interactions_turn('{"a":%d}' % n)),
         "ag-ui": lambda n: ("events", agui_turn('{"a":%d}' % n)),
         "openai-realtime": lambda n: ("events", realtime_turn('{"a":%d}' % n)),
+        "gemini-live": lambda n: ("events", [{"toolCall": {"functionCalls": [{"id": "fc_1", "name": "f",
+                                                                               "args": {"a": n}}]}}]),
     }
 
     def run_turn(self, name, value):

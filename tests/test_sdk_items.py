@@ -81,6 +81,16 @@ PLAIN_DUMP_NULLS = {
     # not read as absent: a plain model_dump() of google-genai's GenerateContentResponse writes "args": null
     # and every PartialArg value as null, and README gives both a meaning (see GeminiNullsKeepTheirMeaning)
     "gemini": None,
+    # google-genai's LiveServerMessage: every message member, and a FunctionCall's streaming members
+    "gemini-live": [(m,) for m in ("setupComplete", "serverContent", "toolCall", "toolCallCancellation",
+                                   "usageMetadata", "goAway", "sessionResumptionUpdate", "voiceActivityDetectionSignal",
+                                   "voiceActivity")]
+                   + [("serverContent", m) for m in ("modelTurn", "turnComplete", "interrupted", "groundingMetadata",
+                                                     "generationComplete", "inputTranscription", "outputTranscription",
+                                                     "turnCompleteReason", "waitingForInput", "interactionStatus")]
+                   + [("serverContent", "modelTurn", "parts", "*", m) for m in ("text", "inlineData", "functionCall",
+                                                                             "thought", "thoughtSignature")]
+                   + [("toolCall", "functionCalls", "*", m) for m in ("id", "args", "partialArgs", "willContinue")],
 }
 # google-genai's interactions models (Speakeasy) leave unset optional members out of a plain model_dump()
 PLAIN_DUMP_NULLS["gemini-interactions"] = []
@@ -183,7 +193,7 @@ class GenericReader(unittest.TestCase):
                     self.assertEqual(report_of(doc, objects), fixture_envelope_report(relpath))
                     # each read once, by wire names, only the members sent (none read after saturation); python
                     # mode (the object's own values) but where the SDK holds enums and bytes (google-genai)
-                    mode = "json" if profile == "gemini" else "python"
+                    mode = "json" if profile in ("gemini", "gemini-live") else "python"
                     self.assertTrue(all(o.calls in ([], [(mode, True, True, False)]) for o in objects))
                 checked.add(profile)
         self.assertEqual(checked, set(vts.PROFILES))

@@ -7,7 +7,8 @@ strictly, feeds it to `StreamGate` built from the same request and prints the ca
 passes (`[]` when it blocks or finds no call).  The first message is VTS_REQUEST_FILE: as it is on a row
 spoken only over a WebSocket, and on openai-responses (also spoken over HTTP, where that file is the POST
 body) the body made a `response.create` event (its members, `"type": "response.create"`, without
-`stream`), as the Responses API's WebSocket mode takes it.
+`stream`), as the Responses API's WebSocket mode takes it.  A row whose server answers that message first
+(Gemini Live's setupComplete) gets the client's next message from NEXT (its content), once.
 
 Where a turn ends is the provider's own fact, so it is a table here (TURN_ENDS): a message that ends it,
 or the socket closing (a cut-off turn: the gate decides).  Anything it cannot read (a refused upgrade, a
@@ -32,6 +33,15 @@ TURN_ENDS = {
     "openai-responses": lambda message: message.get("type") in (
         "response.completed", "response.failed", "response.incomplete", "error"),
     "openai-realtime": lambda message: message.get("type") == "response.done",
+    # Gemini Live: the toolCall (the client must answer it now), or turnComplete for a turn without calls
+    "gemini-live": lambda message: message.get("toolCall") is not None or (
+        isinstance(message.get("serverContent"), dict) and message["serverContent"].get("turnComplete") is True),
+}
+# profile -> (one received message -> the message the client sends after it, or None): Gemini Live answers the
+# setup message with setupComplete, after which the client's content starts the model's turn
+NEXT = {
+    "gemini-live": lambda message: ({"clientContent": {"turns": [{"role": "user", "parts": [
+        {"text": vts.REQUEST_PROMPT}]}], "turnComplete": True}} if message.get("setupComplete") is not None else None),
 }
 # profile -> the messages sent after the first: a Realtime session.update configures the tools, and the
 # response (the turn) starts with response.create
@@ -77,6 +87,7 @@ def calls_of(env) -> list:
         body = json.loads(handle.read())
     schemas, request, _ = vts.request_from_body(profile, body)
     gate = vts.StreamGate(profile, schemas, request=request)
+    follow, answered = NEXT.get(profile), False
     with connect(env["VTS_WS_URL"]) as ws:
         ws.send_text(json.dumps(first_message(profile, body)))
         for message in THEN.get(profile, ()):
@@ -97,6 +108,10 @@ def calls_of(env) -> list:
             except UnicodeDecodeError:
                 raise Refused("a text message that is not UTF-8") from None
             gate.feed(item)
+            then = follow(item) if follow is not None and not answered and isinstance(item, dict) else None
+            if then is not None:
+                answered = True
+                ws.send_text(json.dumps(then))
             if not ended and (gate.blocked or (isinstance(item, dict) and ends(item))):
                 # the turn is over: close, and judge what still came before the server's close frame
                 ended = True

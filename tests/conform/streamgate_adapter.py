@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath
                                                  "scripts")))   # normalised: a bytecode cache is found by this path
 import validate_tool_stream as vts  # noqa: E402 - the validator is a file in scripts/, not an installed package
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # socket_adapter.py, beside this file
+
 
 class Refused(Exception):
     """The adapter cannot read the answer: it executes nothing."""
@@ -138,8 +140,17 @@ def payloads(kind: str, data: bytes):
 
 
 def calls_of(env) -> list:
-    """The calls it would execute for one fixture (env: the conform variables); Refused when it cannot read it."""
+    """The calls it would execute for one fixture (env: the conform variables); Refused when it cannot read it.
+    A row spoken only over a WebSocket is read by socket_adapter.py, the kit's example for those."""
     profile = env["VTS_PROFILE"]
+    socket = vts.PROFILES[profile].http.socket
+    if socket is not None and socket.only:
+        import socket_adapter
+
+        try:
+            return socket_adapter.calls_of(env)
+        except (socket_adapter.Refused, OSError) as exc:
+            raise Refused(str(exc)) from None
     with open(env["VTS_REQUEST_FILE"], "rb") as handle:
         body = handle.read()
     schemas, request, _ = vts.request_from_body(profile, json.loads(body))
