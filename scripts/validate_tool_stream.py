@@ -17102,8 +17102,8 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     lines += _difference_annotations(name, differences or [], spans, where, first_line)
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
         # it fails the step (exit 2), so it is an error, and says how to let it pass
-        lines.append(f"::error file={name},line={first_line},col=1::not_applicable: the turn carries no tool call, so the step "
-                     "fails (exit 2); --allow-not-applicable lets such a turn pass\n")
+        lines.append(f"::error file={name},line={first_line},col=1::not_applicable: the turn carries no tool call, "
+                     "so the step fails (exit 2); --allow-not-applicable lets such a turn pass\n")
     return "".join(lines)
 
 
