@@ -23216,8 +23216,9 @@ def _judge_line(path: str, number: int, data: bytes | None, args: Any,
         text = None
     elif args.report == "json":
         text = json.dumps({"fixture": path, "line": number, **report}, ensure_ascii=True)
-    elif args.report == "github":
-        text = render_github(path, report, differences, data or b"", args.allow_not_applicable, number).rstrip("\n")
+    elif args.report == "github":   # columns in the line (a CR inside it, JSON white space, is no line end here)
+        text = render_github(path, report, differences, (data or b"").replace(b"\r", b" "), args.allow_not_applicable,
+                             number).rstrip("\n")
     else:   # text, and a format that names its fixtures by a path: the file and the line
         text = _REPORT_FORMATS[args.report].each(label, report, differences, data or b"", args, True)
     return report, code, differences, text
@@ -23246,6 +23247,7 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
     counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
     lines = mismatches = failures = skipped = 0
     cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="") if args.report == "junit" else None
+    kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
     try:
         for path in paths:
             with _jsonl_source(path) as handle:
@@ -23260,6 +23262,8 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
                         failures += code != EXIT_PASS
                         skipped += (code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
                         cases.write(text + "\n")
+                    elif form.collects:
+                        kept.append((f"{path}:{number}", report, code, differences))
                     elif text:
                         _out(text, form.commands)
                         _flush_stdout()
@@ -23276,7 +23280,7 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
                 _out(case[:-1])
             _out(tail)
         else:
-            text = form.end(summary, [], args, True)
+            text = form.end(summary, kept, args, True)
             if text:
                 _out(text)
     finally:
