@@ -23246,7 +23246,7 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
     form = _REPORT_FORMATS[args.report]
     counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
     lines = mismatches = failures = skipped = 0
-    cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="") if args.report == "junit" else None
+    cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") if args.report == "junit" else None
     kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
     try:
         for path in paths:

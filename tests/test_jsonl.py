@@ -7,11 +7,14 @@ import io
 import json
 import os
 import tempfile
+import threading
 import tracemalloc
 import unittest
 import xml.etree.ElementTree as ET
 
-from support import BLOCKED_DOC, FIXTURES, PASS_DOC, envelope, fixture_paths, run_cli, vts, write
+from support import (
+    BLOCKED_DOC, FIXTURES, PASS_DOC, envelope, fixture_paths, run_cli, run_process, slow, vts, write,
+)
 
 NA_DOC = envelope("openai", [{"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}])
 LATE_CHUNK = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": " "}}]}}]}
@@ -20,6 +23,11 @@ LATE_DOC = dict(PASS_DOC, chunks=PASS_DOC["chunks"] + [LATE_CHUNK])   # delta_af
 
 def line(doc):
     return json.dumps(doc).encode("utf-8")
+
+
+def read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def jsonl(*lines):
@@ -54,7 +62,7 @@ class LinesAndReports(unittest.TestCase):
     def test_each_report_is_the_report_of_the_same_envelope_as_a_file(self):
         # every bundled fixture, laid out on one line (its line ends become spaces, JSON white space)
         paths = fixture_paths()
-        data = [open(os.path.join(FIXTURES, p), "rb").read() for p in paths]
+        data = [read(os.path.join(FIXTURES, p)) for p in paths]
         code, out, _ = run_cli("--jsonl", "-", stdin=jsonl(*(d.replace(b"\r", b" ").replace(b"\n", b" ")
                                                               for d in data)))
         rows, summary = reports(out)
@@ -69,7 +77,7 @@ class LinesAndReports(unittest.TestCase):
         self.assertEqual(code, run_cli(FIXTURES, "--quiet")[0])
 
     def test_every_bundled_fixture_matches_its_expect_block_on_its_line(self):
-        data = [open(os.path.join(FIXTURES, p), "rb").read().replace(b"\n", b" ") for p in fixture_paths()]
+        data = [read(os.path.join(FIXTURES, p)).replace(b"\n", b" ") for p in fixture_paths()]
         code, out, err = run_cli("--jsonl", "--expect", "--quiet", "-", stdin=jsonl(*data))
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(out.count("\n"), 1)   # only the summary
@@ -286,6 +294,49 @@ class Formats(unittest.TestCase):
                         .replace("file=-,", f"file={name},").replace('name="-:', f'name="{name}:')
                         .replace("MISMATCH -:", f"MISMATCH {name}:") if isinstance(part, str) else part
                         for part in from_stdin))
+
+
+class HostileLines(unittest.TestCase):
+    NAME = "w\r::stop-commands::x\n##[group]\u2028\u202e\ud800"
+
+    def test_hostile_names_stay_inside_their_line_in_every_format(self):
+        doc = json.loads(json.dumps(PASS_DOC).replace('"weather"', json.dumps(self.NAME)))
+        lines = jsonl(doc, LATE_DOC)
+        for form in ("json", "text", "github", "junit"):
+            with self.subTest(form=form):
+                code, out, err = run_cli("--jsonl", "--report", form, "-", stdin=lines)
+                self.assertEqual((code, err), (1, ""))
+                self.assertNotIn("##[", out)
+                self.assertNotIn("\r", out)
+                for text in out.splitlines():
+                    self.assertFalse(text.lstrip().startswith("::") and not text.startswith("::error file=-,"), text)
+                if form == "junit":
+                    cases = ET.fromstring(out).find("testsuite").findall("testcase")
+                    self.assertEqual([c.get("name") for c in cases], ["-:1", "-:2"])
+                if form == "json":
+                    self.assertEqual(reports(out)[0][0]["calls"][0]["name"], self.NAME)
+
+
+@slow("starts the command as a process, reading a pipe, a named pipe and a file")
+class AsAProcess(unittest.TestCase):
+    def test_a_pipe_a_named_pipe_and_a_file_give_the_same_reports(self):
+        lines = jsonl(PASS_DOC, BLOCKED_DOC, b"", NA_DOC)
+        in_process = run_cli("--jsonl", "-", stdin=lines)
+        self.assertEqual(run_process("--jsonl", "-", stdin=lines), in_process)
+        with tempfile.TemporaryDirectory() as folder:
+            name = write(folder, "dump.jsonl", lines)
+            as_file = run_process("--jsonl", name)
+            self.assertEqual(as_file[1].replace(json.dumps(name), '"-"'), in_process[1])
+            if hasattr(os, "mkfifo"):
+                fifo = os.path.join(folder, "pipe.jsonl")
+                os.mkfifo(fifo)
+                writer = threading.Thread(target=write, args=(folder, "pipe.jsonl", lines))
+                writer.start()
+                try:
+                    code, out, err = run_process("--jsonl", fifo)
+                finally:
+                    writer.join()
+                self.assertEqual((code, out.replace(json.dumps(fifo), '"-"'), err), in_process)
 
 
 class TheUnitOfWork(unittest.TestCase):
