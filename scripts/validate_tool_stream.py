@@ -23236,6 +23236,20 @@ def _jsonl_inputs(args: Any) -> list[str]:
     return _expand(args.fixtures, args.exclude)[0]
 
 
+def _jsonl_items(paths: list[str], limits: Limits) -> Iterator[tuple[str, int, bytes | None]]:
+    """Every line of every --jsonl input, in order: (the input's name, the line's number, its bytes or None)."""
+    for path in paths:
+        with _jsonl_source(path) as handle:
+            for number, data in _jsonl_lines(handle, limits.max_input_bytes, path):
+                yield path, number, data
+
+
+def _jsonl_judged(items: Iterable[tuple[str, int, bytes | None]], args: Any, limits: Limits) -> Iterator[tuple]:
+    """Each line judged, in order: (name, number, what _judge_line returns); one line in memory at a time."""
+    for path, number, data in items:
+        yield path, number, _judge_line(path, number, data, args, limits)
+
+
 def _run_jsonl(args: Any, limits: Limits) -> int:
     """--jsonl: each line of each input judged in order, its report written as soon as it is known (and
     flushed: a reader fed line by line gets each answer before it sends the next); memory is one line and
@@ -23249,24 +23263,21 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
     cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") if args.report == "junit" else None
     kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
     try:
-        for path in paths:
-            with _jsonl_source(path) as handle:
-                for number, data in _jsonl_lines(handle, limits.max_input_bytes, path):
-                    report, code, differences, text = _judge_line(path, number, data, args, limits)
-                    del data
-                    lines += 1
-                    counts[report["status"]] += 1
-                    mismatches += bool(differences)
-                    _say_expect(f"{path}:{number}", differences, True)
-                    if cases is not None:
-                        failures += code != EXIT_PASS
-                        skipped += (code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
-                        cases.write(text + "\n")
-                    elif form.collects:
-                        kept.append((f"{path}:{number}", report, code, differences))
-                    elif text:
-                        _out(text, form.commands)
-                        _flush_stdout()
+        for path, number, (report, code, differences, text) in _jsonl_judged(_jsonl_items(paths, limits), args,
+                                                                             limits):
+            lines += 1
+            counts[report["status"]] += 1
+            mismatches += bool(differences)
+            _say_expect(f"{path}:{number}", differences, True)
+            if cases is not None:
+                failures += code != EXIT_PASS
+                skipped += (code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
+                cases.write(text + "\n")
+            elif form.collects:
+                kept.append((f"{path}:{number}", report, code, differences))
+            elif text:
+                _out(text, form.commands)
+                _flush_stdout()
         if not lines:
             raise UsageError("--jsonl found no line to validate (the input is empty)")
         summary: dict[str, Any] = {"fixtures": lines, **counts}
