@@ -22490,7 +22490,8 @@ def _parse_args(argv: list[str]) -> Any:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
-                        help="fixture file (JSON envelope), a folder of them, or - for standard input")
+                        help="fixture file (JSON envelope), a folder of them, or - for standard input "
+                             "(with --jsonl: files of JSON Lines)")
     parser.add_argument("--jsonl", action="store_true",
                         help="each FIXTURE (a file, or - for standard input) is JSON Lines, one envelope per "
                              "line: one report per line, naming its line, then the summary")
