@@ -23237,6 +23237,20 @@ def _jsonl_inputs(args: Any) -> list[str]:
     return _expand(args.fixtures, args.exclude)[0]
 
 
+def _jsonl_source(path: str) -> Any:
+    """A context holding the binary file of one --jsonl input (standard input: left open after it)."""
+    import contextlib
+
+    if path != "-":
+        try:
+            return open(path, "rb")
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if sys.stdin is None:
+        raise UsageError("cannot read standard input: it is closed")
+    return contextlib.nullcontext(sys.stdin.buffer)
+
+
 def _jsonl_items(paths: list[str], limits: Limits) -> Iterator[tuple[str, int, bytes | None]]:
     """Every line of every --jsonl input, in order: (the input's name, the line's number, its bytes or None)."""
     for path in paths:
@@ -23299,20 +23313,6 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
         if cases is not None:
             cases.close()
     return _run_exit(args, counts, range(mismatches))
-
-
-def _jsonl_source(path: str) -> Any:
-    """A context holding the binary file of one --jsonl input (standard input: left open after it)."""
-    import contextlib
-
-    if path != "-":
-        try:
-            return open(path, "rb")
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if sys.stdin is None:
-        raise UsageError("cannot read standard input: it is closed")
-    return contextlib.nullcontext(sys.stdin.buffer)
 
 
 # The subcommands: name -> (its entry point, the line --help gives it).  run() dispatches from
