@@ -19585,7 +19585,7 @@ def render_summary_text(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~$@:^])")
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]#!|~$@:^])")
 
 
 def _markdown_cell(text: str) -> str:
