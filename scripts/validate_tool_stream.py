@@ -19538,7 +19538,7 @@ def _summary_row(table: tuple, values: tuple, count: int, name: str) -> dict[str
 
 
 def _summary_headline(summary: Mapping[str, Any]) -> str:
-    """The summary line the text and github reports end with: "summary: fixtures 3, pass 1, ..."."""
+    """The line a run's counts are (text and github reports end with it): "summary: fixtures 3, pass 1, ..."."""
     return "summary: " + ", ".join(f"{key} {value}" for key, value in summary.items())
 
 
@@ -23354,7 +23354,7 @@ def _end_json(summary: dict, cases: list, args: Any, many: bool) -> str | None:
 
 
 def _end_summary_line(summary: dict, cases: list, args: Any, many: bool) -> str | None:
-    return "summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) if many or args.quiet else None
+    return _summary_headline(summary) if many or args.quiet else None
 
 
 def _end_junit(summary: dict, cases: list, args: Any, many: bool) -> str:
