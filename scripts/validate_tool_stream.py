@@ -19416,8 +19416,8 @@ class RunSummary:
     A cell is a table (a tuple of dimensions, SUMMARY_TABLES) and one value per dimension; it holds
     [fixtures, the first fixture's ordinal, its name].  The dimensions: status, code (each code of the
     fixture's findings once), profile (None: no known profile), expect ("matched"/"mismatched", with
-    --expect), and each SUMMARY_META member the fixture's meta object gives (a fixture without it is not
-    counted in that member's tables).
+    --expect), and each SUMMARY_META member the fixture's meta object gives (a fixture without it, or with
+    null, is not counted in that member's tables).
     """
 
     def __init__(self, expect: bool = False) -> None:
@@ -19440,7 +19440,7 @@ class RunSummary:
             self.mismatches += bool(differences)
         meta = report.get("meta")
         for member in SUMMARY_META:
-            if isinstance(meta, dict) and member in meta:
+            if isinstance(meta, dict) and meta.get(member) is not None:
                 single[member] = [self._tracked(member, _summary_value(meta[member]))]
         for table in SUMMARY_TABLES:
             if all(dimension in single for dimension in table):

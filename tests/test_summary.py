@@ -553,9 +553,12 @@ class Lines(unittest.TestCase):
         tally.add("audit.jsonl:7", report_of("blocked", ["missing_terminal"], {"provider": "OpenAI"},
                                              "openai-responses"))
         tally.add("audit.jsonl:9", report_of("blocked", ["missing_terminal"], None, "openai-responses"))
+        tally.add("audit.jsonl:10", report_of("pass", [], {"provider": None, "model": "m"}, "openai-responses"))
         text = vts.render_summary_text(tally.as_dict())
         self.assertIn("\n  missing_terminal  openai-responses         2  audit.jsonl:7\n", text)
-        self.assertIn('\n  "OpenAI"  blocked         1  audit.jsonl:7\n', text)
+        self.assertIn('\n  "OpenAI"  blocked         1  audit.jsonl:7\n', text)   # a null provider is none
+        self.assertEqual(tally.as_dict()["meta_values"]["provider"],
+                         {"fixtures": 1, "distinct": 1, "more": False, "shown": 1})
 
 
 if __name__ == "__main__":
