@@ -561,5 +561,21 @@ class Lines(unittest.TestCase):
                          {"fixtures": 1, "distinct": 1, "more": False, "shown": 1})
 
 
+
+class Readme(unittest.TestCase):
+    """README's example of the text rendering is what the command prints (up to where it is cut)."""
+
+    def test_the_example_is_the_output(self):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+            text = handle.read()
+        block = text[text.index("$ python3 scripts/validate_tool_stream.py fixtures/mistral/missing-terminal"):]
+        block = block[:block.index("```")]
+        command, shown = block.split("--report summary\n", 1)
+        paths = command.replace("\\\n", " ").split()[3:]
+        code, out, err = run(*[os.path.join(ROOT, path) for path in paths], "--report", "summary")
+        self.assertEqual((code, err), (1, ""))
+        self.assertTrue(out.startswith(shown), out)
+        self.assertEqual(out[len(shown):][:len("\nby provider")], "\nby provider")
+
 if __name__ == "__main__":
     unittest.main()
