@@ -3,7 +3,8 @@
 Exact output of each rendering for fixtures/mistral (ten bundled fixtures: pass, blocked and not
 applicable, five finding codes, three meta members); the exit code and --expect; the escaping of
 hostile meta values and file names in every rendering; the caps on a meta member's values; a name
-with a line number (a JSON Lines report names path:line); memory bounded by the cells, not the input.
+with a line number (a JSON Lines report names path:line); memory bounded by the cells, not the input;
+README's example.
 """
 
 import json
@@ -576,6 +577,7 @@ class Readme(unittest.TestCase):
         self.assertEqual((code, err), (1, ""))
         self.assertTrue(out.startswith(shown), out)
         self.assertEqual(out[len(shown):][:len("\nby provider")], "\nby provider")
+
 
 if __name__ == "__main__":
     unittest.main()
