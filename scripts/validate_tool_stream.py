@@ -57,6 +57,7 @@ Sections, in data-flow order, each with its one door (what the sections after it
   Output ........................... _out() and _err(); render_json/text/github/junit()
   Capture import ................... sse_to_envelope(), request_from_body(), schemas_from_doc()
   Adapter differential ............. compare_calls()
+  Run summary ...................... RunSummary (add, as_dict); render_summary_text/json/markdown()
   Command-line toolkit ............. UsageError, _new_parser(), _strict_parse(), _read_input(), _walk_json()
   Serve ............................ serve_plan(), make_server(); each room's http rules
   Conform .......................... conform_fixture(), request_differences(), conform_summary()
@@ -19407,6 +19408,261 @@ def adapter_verdict(status: str, calls: Any, refused: bool, unsupported: bool, o
 
 
 # ---------------------------------------------------------------------------
+# Run summary: counts of a run's verdicts by code, profile, status and meta, for an auditor
+# ---------------------------------------------------------------------------
+#
+# --report summary, summary-json and summary-markdown.  A RunSummary is fed one verdict at a time
+# (add) and keeps counts and one example per cell, never the reports: its memory is bounded by the
+# number of cells (finding codes, profiles, statuses, and at most SUMMARY_TRACKED_VALUES distinct
+# values of each meta member), whatever the number of fixtures or lines.  Every value from the input
+# (a meta value, an example's path) has its credentials masked as capture masks them, is cut to
+# SUMMARY_VALUE_WIDTH characters (with its size and SHA-256 prefix) when longer, and is escaped by
+# each rendering: _printable for text, JSON's own escapes, _markdown_cell for Markdown.
+
+SUMMARY_META = ("provider", "model", "adapter")   # the meta members counted when a fixture gives them
+SUMMARY_SHOWN_VALUES = 10        # values of one meta member shown; the rest are one "other" row
+SUMMARY_TRACKED_VALUES = 200     # distinct values of one meta member counted; later new ones go to "other"
+SUMMARY_VALUE_WIDTH = 80         # characters of a meta value shown
+_SUMMARY_OTHER = ("other",)      # the stand-in for the values past the cap (never a str, so never a value)
+
+# The tables, in the order printed; a table is printed when it has rows ("expect" only with --expect).
+SUMMARY_TABLES = (("status",), ("expect",), ("code",), ("profile", "status"),
+                  ("provider", "status"), ("model", "status"), ("adapter", "status"),
+                  ("code", "profile"), ("code", "provider"), ("code", "model"), ("code", "adapter"),
+                  ("expect", "profile"))
+
+
+def _summary_value(value: Any) -> str:
+    """A meta value as the summary counts and shows it: a string as it is, another value as its compact
+    JSON; credentials masked; past SUMMARY_VALUE_WIDTH characters cut, with its UTF-8 size and SHA-256
+    prefix (so two long values stay apart)."""
+    import hashlib
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= SUMMARY_VALUE_WIDTH:
+        return _summary_masked(text)
+    raw = text.encode("utf-8", "surrogatepass")
+    head = _summary_masked(text[:4 * SUMMARY_VALUE_WIDTH])[:SUMMARY_VALUE_WIDTH]   # a secret begun is masked
+    return f"{head}... ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})"
+
+
+def _summary_masked(text: str) -> str:
+    """text with every credential capture would mask replaced by [masked]."""
+    spans = _secret_spans(text)
+    return _mask_spans(text, spans) if spans else text
+
+
+class RunSummary:
+    """Counts of a run's verdicts with one example per cell; add() one fixture at a time, in input order.
+
+    A cell is a table (a tuple of dimensions, SUMMARY_TABLES) and one value per dimension; it holds
+    [fixtures, the first fixture's ordinal, its name].  The dimensions: status, code (each code of the
+    fixture's findings once), profile (None: no known profile), expect ("matched"/"mismatched", with
+    --expect), and each SUMMARY_META member the fixture's meta object gives (a fixture without it, or with
+    null, is not counted in that member's tables).
+    """
+
+    def __init__(self, expect: bool = False) -> None:
+        self.expect = expect
+        self.counts = {"fixtures": 0, "pass": 0, "blocked": 0, "not_applicable": 0}
+        self.mismatches = 0
+        self.cells: dict[tuple, list] = {}
+        self.values: dict[str, dict[str, int]] = {member: {} for member in SUMMARY_META}   # value -> fixtures
+        self.untracked: dict[str, int] = {member: 0 for member in SUMMARY_META}   # fixtures past the tracked
+
+    def add(self, name: str, report: Mapping[str, Any], differences: list[str] | None = None) -> None:
+        """Count one fixture's report; `name` is what its example shows (a path, or path:line)."""
+        ordinal = self.counts["fixtures"]
+        self.counts["fixtures"] += 1
+        self.counts[report["status"]] += 1
+        single: dict[str, list] = {"status": [report["status"]], "profile": [report["profile"]],
+                                   "code": sorted({finding["code"] for finding in report["findings"]})}
+        if self.expect:
+            single["expect"] = ["mismatched" if differences else "matched"]
+            self.mismatches += bool(differences)
+        meta = report.get("meta")
+        for member in SUMMARY_META:
+            if isinstance(meta, dict) and meta.get(member) is not None:
+                single[member] = [self._tracked(member, _summary_value(meta[member]))]
+        for table in SUMMARY_TABLES:
+            if all(dimension in single for dimension in table):
+                for key in self._keys(table, single):
+                    cell = self.cells.get(key)
+                    if cell is None:
+                        self.cells[key] = [1, ordinal, name]
+                    else:
+                        cell[0] += 1
+
+    def _tracked(self, member: str, value: str) -> Any:
+        """value, counted for member; _SUMMARY_OTHER once SUMMARY_TRACKED_VALUES others were seen first."""
+        seen = self.values[member]
+        if value in seen or len(seen) < SUMMARY_TRACKED_VALUES:
+            seen[value] = seen.get(value, 0) + 1
+            return value
+        self.untracked[member] += 1
+        return _SUMMARY_OTHER
+
+    @staticmethod
+    def _keys(table: tuple, single: Mapping[str, list]) -> Iterator[tuple]:
+        if len(table) == 1:
+            for value in single[table[0]]:
+                yield table, value
+        else:
+            for first in single[table[0]]:
+                for second in single[table[1]]:
+                    yield table, first, second
+
+    def shown(self, member: str) -> list[str]:
+        """The member's values shown by name: the SUMMARY_SHOWN_VALUES with most fixtures (ties: by value)."""
+        ranked = sorted(self.values[member].items(), key=lambda item: (-item[1], item[0]))
+        return [value for value, _ in ranked[:SUMMARY_SHOWN_VALUES]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as --report summary-json writes it (see README's "The run summary")."""
+        shown = {member: set(self.shown(member)) for member in SUMMARY_META}
+        merged: dict[tuple, list] = {}
+        for key, (count, ordinal, name) in self.cells.items():
+            table = key[0]
+            values = tuple(value if dimension not in shown or value in shown[dimension] else _SUMMARY_OTHER
+                           for dimension, value in zip(table, key[1:]))
+            cell = merged.get((table,) + values)
+            if cell is None:
+                merged[(table,) + values] = [count, ordinal, name]
+            else:
+                cell[0] += count
+                if ordinal < cell[1]:
+                    cell[1:] = [ordinal, name]
+        totals: dict[tuple, int] = {}   # (dimension, value) -> fixtures, for the order of rows
+        for key, (count, _, _) in merged.items():
+            if len(key) == 2:
+                totals[(key[0][0], key[1])] = count
+        for key, (count, _, _) in merged.items():
+            if len(key) == 3 and key[0][1] == "status":
+                totals[(key[0][0], key[1])] = totals.get((key[0][0], key[1]), 0) + count
+
+        def rank(dimension: str, value: Any) -> tuple:
+            other = value is _SUMMARY_OTHER
+            return (other, -totals.get((dimension, value), 0), "" if value is None or other else value)
+
+        def order(row: tuple) -> tuple:   # by the first value's total, then (a cross table) by this cell's count
+            values, cell = row
+            if len(values) == 1:
+                return (rank(table[0], values[0]),)
+            other = values[1] is _SUMMARY_OTHER
+            return rank(table[0], values[0]), (other, -cell[0], "" if other or values[1] is None else values[1])
+
+        tables = []
+        for table in SUMMARY_TABLES:
+            rows = sorted(((key[1:], cell) for key, cell in merged.items() if key[0] == table), key=order)
+            if rows:
+                tables.append({"by": list(table), "rows": [_summary_row(table, values, count, name)
+                                                            for values, (count, _, name) in rows]})
+        summary: dict[str, Any] = dict(self.counts)
+        if self.expect:
+            summary["expect_mismatches"] = self.mismatches
+        meta = {member: {"fixtures": sum(self.values[member].values()) + self.untracked[member],
+                         "distinct": len(self.values[member]), "more": bool(self.untracked[member]),
+                         "shown": len(shown[member])}
+                for member in SUMMARY_META if self.values[member]}
+        return {"tool": TOOL, "version": VERSION, "summary": summary, "meta_values": meta, "tables": tables}
+
+
+def _summary_row(table: tuple, values: tuple, count: int, name: str) -> dict[str, Any]:
+    """One row of a table as JSON: each dimension's value (None: no known profile, or the "other" row of a
+    meta member, which "other" then names), the number of fixtures and the first one's name."""
+    row: dict[str, Any] = {}
+    for dimension, value in zip(table, values):
+        row[dimension] = None if value is _SUMMARY_OTHER else value
+        if value is _SUMMARY_OTHER:
+            row["other"] = dimension
+    row.update(fixtures=count, example=_summary_masked(name))
+    return row
+
+
+def _summary_headline(summary: Mapping[str, Any]) -> str:
+    """The line a run's counts are (text and github reports end with it): "summary: fixtures 3, pass 1, ..."."""
+    return "summary: " + ", ".join(f"{key} {value}" for key, value in summary.items())
+
+
+def _summary_label(dimension: str, row: Mapping[str, Any], quote: Callable[[str], str]) -> str:
+    """One dimension's value in a text or Markdown row: a meta value quoted (by `quote`), a token as it is."""
+    value = row[dimension]
+    if value is None:
+        return "(other)" if row.get("other") == dimension else "(none)"
+    return quote(value) if dimension in SUMMARY_META else value
+
+
+def _summary_caption(table: list[str], meta: Mapping[str, Any]) -> str:
+    """A table's title: "by code and profile", with what the cap left out of a meta member's values."""
+    caption = "by " + " and ".join(table)
+    for dimension in table:
+        if dimension in meta and (meta[dimension]["more"] or meta[dimension]["distinct"] > meta[dimension]["shown"]):
+            about = meta[dimension]
+            distinct = f"more than {about['distinct']}" if about["more"] else str(about["distinct"])
+            caption += (f" ({distinct} {dimension} values; the {about['shown']} with most fixtures shown, "
+                        f"the rest as (other))")
+    return caption
+
+
+def render_summary_json(summary: Mapping[str, Any]) -> str:
+    """--report summary-json: the summary as one JSON document (ASCII, deterministic)."""
+    return json.dumps(summary, indent=2, ensure_ascii=True)
+
+
+def render_summary_text(summary: Mapping[str, Any]) -> str:
+    """--report summary: the summary line, then each table with aligned columns."""
+    lines = [_summary_headline(summary["summary"])]
+    quote = (lambda value: _printable(json.dumps(value, ensure_ascii=False)))
+    for table in summary["tables"]:
+        head = table["by"] + ["fixtures", "example"]
+        body = [[_summary_label(d, row, quote) for d in table["by"]] + [str(row["fixtures"]),
+                                                                         _printable(row["example"])]
+                for row in table["rows"]]
+        widths = [max(len(cells[n]) for cells in [head] + body) for n in range(len(head) - 1)]
+        lines += ["", _summary_caption(table["by"], summary["meta_values"])]
+        for cells in [head] + body:
+            padded = [cell.rjust(width) if n == len(head) - 2 else cell.ljust(width)
+                      for n, (cell, width) in enumerate(zip(cells, widths))]
+            lines.append("  " + "  ".join(padded + [cells[-1]]))
+    return "\n".join(lines)
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]#!|~$@:^])")
+
+
+def _markdown_cell(text: str) -> str:
+    """A value from the input as it may stand in a Markdown table cell: controls and line ends as \\uXXXX,
+    every character Markdown could read as syntax (emphasis, a link, a code span, math, a mention, an
+    emoji, the cell's end) backslash-escaped, and <, > and & as HTML entities."""
+    text = _MARKDOWN_PUNCTUATION.sub(r"\\\1", _printable(text))
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _markdown_label(dimension: str, row: Mapping[str, Any]) -> str:
+    """One dimension's value in a Markdown row: (other) and (none) in italics, a meta value quoted."""
+    if row[dimension] is None:
+        return f"*{_summary_label(dimension, row, str)}*"
+    return _markdown_cell(_summary_label(dimension, row, lambda value: json.dumps(value, ensure_ascii=False)))
+
+
+def render_summary_markdown(summary: Mapping[str, Any]) -> str:
+    """--report summary-markdown: headings and GitHub-flavoured tables (for $GITHUB_STEP_SUMMARY)."""
+    counts = summary["summary"]
+    parts = [f"{counts[key]} {key.replace('_', ' ')}" for key in ("pass", "blocked", "not_applicable")]
+    lines = [f"### {TOOL} summary", "", f"**{counts['fixtures']} fixtures**: " + ", ".join(parts)
+             + (f"; {counts['expect_mismatches']} expect mismatches" if "expect_mismatches" in counts else "")]
+    for table in summary["tables"]:
+        caption = _summary_caption(table["by"], summary["meta_values"])
+        lines += ["", f"#### {caption[0].upper()}{_markdown_cell(caption[1:])}", "",
+                  "| " + " | ".join(table["by"] + ["fixtures", "example"]) + " |",
+                  "|" + "---|" * len(table["by"]) + "---:|---|"]
+        for row in table["rows"]:
+            cells = [_markdown_label(dimension, row) for dimension in table["by"]]
+            lines.append("| " + " | ".join(cells) + f" | {row['fixtures']} | {_markdown_cell(row['example'])} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
 # Command-line toolkit: usage errors, option parsing and input files, shared by every subcommand
 # ---------------------------------------------------------------------------
 
@@ -22495,9 +22751,11 @@ def _parse_args(argv: list[str]) -> Any:
     parser.add_argument("--jsonl", action="store_true",
                         help="each FIXTURE (a file, or - for standard input) is JSON Lines, one envelope per "
                              "line: one report per line, naming its line, then the summary")
-    parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="json",
-                        help="report format: json (default), text, junit (JUnit XML, one test case per fixture) "
-                             "or github (workflow-command annotations at the chunk's line in the file)")
+    parser.add_argument("--report", choices=tuple(_REPORT_FORMATS), default="json",
+                        help="report format: json (default), text, junit (JUnit XML, one test case per fixture), "
+                             "github (workflow-command annotations at the chunk's line in the file), or a run's "
+                             "counts by status, finding code, profile and meta provider/model/adapter, with an "
+                             "example per row: summary (text), summary-json or summary-markdown")
     parser.add_argument("--quiet", action="store_true",
                         help="json/text/github: print only fixtures that fail, then the summary")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
@@ -23116,13 +23374,15 @@ class _ReportFormat(_FrozenRecord):
 
     each(path, report, differences, data, args, many) -> text or None; end(summary, cases,
     args, many) -> text or None; collects: the fixtures are kept as cases for end (JUnit writes
-    one document); commands: the line starts of its own workflow commands (see _guarded).
+    one document); commands: the line starts of its own workflow commands (see _guarded);
+    tally: a summary format's renderer of a RunSummary's as_dict(), which end then receives as
+    `cases` (the run feeds the RunSummary instead of keeping cases: its memory stays bounded).
     """
 
-    __slots__ = ("each", "end", "collects", "commands")
+    __slots__ = ("each", "end", "collects", "commands", "tally")
 
     def __init__(self, each: Callable[..., str | None], end: Callable[..., str | None], collects: bool = False,
-                 commands: tuple[str, ...] = ()) -> None:
+                 commands: tuple[str, ...] = (), tally: Callable[[Mapping[str, Any]], str] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -23149,11 +23409,15 @@ def _end_json(summary: dict, cases: list, args: Any, many: bool) -> str | None:
 
 
 def _end_summary_line(summary: dict, cases: list, args: Any, many: bool) -> str | None:
-    return "summary: " + ", ".join(f"{k} {v}" for k, v in summary.items()) if many or args.quiet else None
+    return _summary_headline(summary) if many or args.quiet else None
 
 
 def _end_junit(summary: dict, cases: list, args: Any, many: bool) -> str:
     return render_junit(cases, args.allow_not_applicable).rstrip("\n")
+
+
+def _end_tally(summary: dict, tally: Any, args: Any, many: bool) -> str:
+    return _REPORT_FORMATS[args.report].tally(tally.as_dict())
 
 
 _REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
@@ -23161,6 +23425,9 @@ _REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
     "text": _ReportFormat(_each_text, _end_summary_line),
     "github": _ReportFormat(_each_github, _end_summary_line, commands=_OWN_COMMANDS),
     "junit": _ReportFormat(_each_none, _end_junit, collects=True),
+    "summary": _ReportFormat(_each_none, _end_tally, tally=render_summary_text),
+    "summary-json": _ReportFormat(_each_none, _end_tally, tally=render_summary_json),
+    "summary-markdown": _ReportFormat(_each_none, _end_tally, tally=render_summary_markdown),
 })
 
 
@@ -23277,6 +23544,7 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
     lines = mismatches = failures = skipped = 0
     cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") if args.report == "junit" else None
     kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
+    tally = RunSummary(args.expect) if form.tally else None
     try:
         for path, number, (report, code, differences, text) in _jsonl_judged(_jsonl_items(paths, limits), args,
                                                                              limits):
@@ -23288,6 +23556,8 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
                 failures += code != EXIT_PASS
                 skipped += (code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
                 cases.write(text + "\n")
+            elif tally is not None:
+                tally.add(f"{path}:{number}", report, differences)
             elif form.collects:
                 kept.append((f"{path}:{number}", report, code, differences))
             elif text:
@@ -23306,7 +23576,7 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
                 _out(case[:-1])
             _out(tail)
         else:
-            text = form.end(summary, kept, args, True)
+            text = form.end(summary, tally if tally is not None else kept, args, True)
             if text:
                 _out(text)
     finally:
@@ -23340,13 +23610,16 @@ def run(argv: list[str]) -> int:
     counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
     mismatched: list[str] = []
     cases: list[tuple[str, dict[str, Any], int, list[str] | None]] = []
+    tally = RunSummary(args.expect) if form.tally else None
     for path in paths:
         report, code, differences, data = _judge(path, args, limits)
         counts[report["status"]] += 1
         _say_expect(path, differences, many)
         if differences:
             mismatched.append(path)
-        if form.collects:
+        if tally is not None:
+            tally.add(path, report, differences)
+        elif form.collects:
             cases.append((path, report, code, differences))
         elif not (args.quiet and code == EXIT_PASS):
             text = form.each(path, report, differences, data, args, many)
@@ -23357,7 +23630,7 @@ def run(argv: list[str]) -> int:
     summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
-    text = form.end(summary, cases, args, many)
+    text = form.end(summary, tally if tally is not None else cases, args, many)
     if text:
         _out(text)
     return _run_exit(args, counts, mismatched)

@@ -403,3 +403,29 @@ class TheUnitOfWork(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Summaries(unittest.TestCase):
+    """--report summary over JSON Lines: the counts a folder of the same envelopes gives, each example a line."""
+
+    def test_the_summary_of_lines_counts_as_the_folder_of_their_files(self):
+        docs = [(PASS_DOC, "a.json"), (BLOCKED_DOC, "b.json"), (NA_DOC, "c.json"), (LATE_DOC, "d.json")]
+        with tempfile.TemporaryDirectory() as folder:
+            for doc, name in docs:
+                write(folder, name, line(doc))
+            _, by_folder, _ = run_cli(folder, "--report", "summary-json")
+        code, by_lines, err = run_cli("--jsonl", "-", "--report", "summary-json",
+                                      stdin=jsonl(*(doc for doc, _ in docs)))
+        self.assertEqual((code, err), (1, ""))
+        folder_doc, lines_doc = json.loads(by_folder), json.loads(by_lines)
+        self.assertEqual(lines_doc["summary"], folder_doc["summary"])
+        strip = [[{k: v for k, v in row.items() if k != "example"} for row in table["rows"]]
+                 for table in folder_doc["tables"]]
+        self.assertEqual([[{k: v for k, v in row.items() if k != "example"} for row in table["rows"]]
+                          for table in lines_doc["tables"]], strip)
+        examples = {row["example"] for table in lines_doc["tables"] for row in table["rows"]}
+        self.assertEqual(examples, {"-:1", "-:2", "-:3", "-:4"} & examples)
+        self.assertIn("-:4", examples)   # delta_after_terminal: only the fourth line has it
+        code, text, _ = run_cli("--jsonl", "-", "--report", "summary", stdin=jsonl(PASS_DOC, b"not json"))
+        self.assertEqual(code, 1)
+        self.assertIn("\n  invalid_fixture         1  -:2\n", text)

@@ -224,7 +224,8 @@ BROKEN_ARGUMENTS = '{"a": "\n::error::raw##[error]\x1b[31m\u2028"}'
 
 def planted_envelope(calls, expect=None, profile="openai"):
     doc = {"profile": profile, "tool_schemas": {KNOWN_TOOL: SCHEMA}, "chunks": chat_chunks(calls),
-           "meta": {"covers": hostile("meta")}}
+           "meta": {"covers": hostile("meta"), "provider": hostile("provider"), "model": [hostile("model")],
+                    "adapter": {hostile("adapter"): 1}}}
     if expect is not None:
         doc["expect"] = expect
     return json.dumps(doc, indent=2)   # ASCII with \\u escapes: the parsed strings hold the raw characters
@@ -273,7 +274,8 @@ def plant(folder, files):
 
 
 # How each report starts its stdout lines (json and junit are parsed instead).
-REPORT_LINES = {"json": None, "junit": None, "text": TEXT_LINES, "github": GITHUB_LINES}
+REPORT_LINES = {"json": None, "junit": None, "text": TEXT_LINES, "github": GITHUB_LINES,
+                "summary": None, "summary-json": None, "summary-markdown": None}   # the summaries: test_summary.py
 
 
 class Planted(SafeRuns):
@@ -301,7 +303,7 @@ class Planted(SafeRuns):
                                        err_lines=EXPECT_LINES if "--expect" in args else MESSAGE_LINES,
                                        process=process)
         with self.subTest(check=f"--report {report} is well-formed"):
-            if report == "json":
+            if report in ("json", "summary-json"):
                 json_documents(self, out)
             elif report == "junit":
                 try:
@@ -352,7 +354,7 @@ class ReportModes(Planted):
     --redact-arguments and standard input."""
 
     def test_every_report_of_a_folder(self):
-        for report in ("json", "text", "junit", "github"):
+        for report in ("json", "text", "junit", "github", "summary", "summary-json", "summary-markdown"):
             with self.subTest(report=report):
                 self.run_report(self.folder, "--report", report)
 
@@ -378,7 +380,7 @@ class Expect(Planted):
     """--expect: differences quoting the planted expect values, on stderr and in each report."""
 
     def test_every_report_of_a_folder(self):
-        for report in ("json", "text", "junit", "github"):
+        for report in ("json", "text", "junit", "github", "summary", "summary-json", "summary-markdown"):
             with self.subTest(report=report):
                 self.run_report(self.folder, "--report", report, "--expect")
 
