@@ -8913,6 +8913,11 @@ _AGUI_PLACEHOLDER = "Forwarded to client"   # CopilotKit's isFrontendPlaceholder
 _AGUI_HOSTED = "backend_tool"               # how hosted_tools counts a call the backend answered itself
 
 
+def _agui_placeholder(content: Any) -> bool:
+    """Whether a result's content is CopilotKit's placeholder (a string; AG-UI 1.0 also allows a list of parts)."""
+    return isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER
+
+
 def _agui_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -8925,6 +8930,7 @@ _AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
     "str~": lambda present, value: value is None or type(value) is str,
     "any": lambda present, value: True,
     "list": lambda present, value: type(value) is list,
+    "str|list": lambda present, value: type(value) in (str, list),
     "object": lambda present, value: type(value) is dict,
     "object~": lambda present, value: value is None or type(value) is dict,
     "object?": lambda present, value: not present or type(value) is dict,
@@ -8956,7 +8962,8 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "TOOL_CALL_END": (("toolCallId", "str"),),
     "TOOL_CALL_CHUNK": (("toolCallId", "str?"), ("toolCallName", "str?"), ("parentMessageId", "str~"),
                         ("delta", "str?")),
-    "TOOL_CALL_RESULT": (("messageId", "str"), ("toolCallId", "str"), ("content", "str"), ("role", "tool?")),
+    "TOOL_CALL_RESULT": (("messageId", "str"), ("toolCallId", "str"), ("content", "str|list"),
+                         ("role", "tool?")),
     "STATE_SNAPSHOT": (("snapshot", "any"),),
     "STATE_DELTA": (("delta", "list"),),
     "MESSAGES_SNAPSHOT": (("messages", "list"),),
@@ -8975,7 +8982,8 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
 })
 _AGUI_KINDS_SAID = MappingProxyType({
     "str": "a string", "str?": "a string when given", "str~": "a string or null", "any": "any value",
-    "list": "a list", "object": "an object", "object~": "an object or null", "object?": "an object when given",
+    "list": "a list", "str|list": "a string or a list of parts", "object": "an object",
+    "object~": "an object or null", "object?": "an object when given",
     "bool?": "a boolean when given", "number?": "a number when given", "role?": "a text message role",
     "tool?": "\"tool\" when given", "reasoning": "\"reasoning\"", "subtype": "\"tool-call\" or \"message\""})
 _AGUI_REMOVED = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START",
@@ -9153,8 +9161,50 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
             yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
 
 
+def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
+                        replace: bool) -> Iterator[NeutralEvent]:
+    """Messages the client puts in the UI's list (a snapshot replaces it; RUN_STARTED's input adds to it)."""
+    answered, offered = set(), []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
+                and not _agui_placeholder(message.get("content")):
+            answered.add(message["toolCallId"])
+        calls = message.get("toolCalls") if message.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            call_id = call.get("id") if isinstance(call, dict) else None
+            call_id = call_id if isinstance(call_id, str) else ""
+            offered.append(call_id)
+            function = call.get("function") if isinstance(call, dict) else None
+            text = function.get("arguments") if isinstance(function, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            streamed = state.calls.get(call_id)
+            if streamed is not None and name != streamed.name:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates call {_quoted(call_id)} as "
+                                  f"{_token(name)}, not {_token(streamed.name)}: the UI would run the snapshot's tool")
+            if streamed is not None and isinstance(text, str):
+                streamed.restated = (pos, text)
+    state.answered = answered if replace else state.answered | answered
+    unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
+    if unseen:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{where} holds {len(unseen)} unanswered tool calls that no "
+                          "TOOL_CALL event of this run streamed: a UI that runs the new calls of its messages would "
+                          "run them unchecked")
+
+
 def _agui_run_started(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    return iter(())
+    """RUN_STARTED may echo its RunAgentInput; the client adds that input's messages it does not hold yet to the UI's,
+    so a call there is read as a snapshot's (@ag-ui/client apply/default.ts)."""
+    given = event.get("input")
+    messages = given.get("messages") if isinstance(given, dict) else None
+    if isinstance(messages, list):
+        yield from _agui_read_messages(pos, "event RUN_STARTED input", messages, state, replace=False)
+
+
+# How a RUN_FINISHED outcome ends the turn: paused for the user (its calls wait for the next run's resume) or
+# cancelled (AG-UI 1.0: the run stopped before it completed, nothing is its result); success or none is the finish.
+_AGUI_OUTCOME_REASONS = MappingProxyType({"interrupt": "interrupt", "cancelled": "cancelled"})
 
 
 def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9174,24 +9224,36 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     if wrong is not None:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"event RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
                           "it and rejects the run)")
-    paused = isinstance(outcome, dict) and outcome.get("type") == "interrupt"
-    yield from _agui_terminal(pos, "interrupt" if paused else "RUN_FINISHED", state)
+    kind = outcome.get("type") if isinstance(outcome, dict) else None
+    pending = outcome.get("pendingToolCallIds") if wrong is None and kind == "success" else None
+    for call_id in pending or ():
+        if call_id not in state.calls or call_id in state.answered:
+            said = "answered by its result" if call_id in state.calls else "that this run did not stream"
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED names {_quoted(call_id)} in "
+                              f"pendingToolCallIds, a call {said}: a UI that runs the calls it names would run it "
+                              "unchecked")
+    yield from _agui_terminal(pos, _AGUI_OUTCOME_REASONS.get(kind, "RUN_FINISHED"), state)
 
 
 def _agui_outcome_problem(outcome: Any) -> str | None:
-    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"}, or {"type":
-    "interrupt", "interrupts": [...]} with at least one {id, reason}), or None; null or absent is a plain finish."""
+    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"} with an optional
+    pendingToolCallIds list of ids, {"type": "interrupt", "interrupts": [...]} with at least one {id, reason}, or
+    {"type": "cancelled"}), or None; null or absent is a plain finish."""
     if outcome is None:
         return None
     kind = outcome.get("type") if isinstance(outcome, dict) else None
-    if kind == "success" and set(outcome) == {"type"}:
+    pending = outcome.get("pendingToolCallIds", []) if kind == "success" else None
+    if kind == "success" and set(outcome) <= {"type", "pendingToolCallIds"} and isinstance(pending, list) \
+            and all(type(entry) is str for entry in pending):
+        return None
+    if kind == "cancelled" and set(outcome) == {"type"}:
         return None
     interrupts = outcome.get("interrupts") if kind == "interrupt" else None
     if kind == "interrupt" and set(outcome) == {"type", "interrupts"} and isinstance(interrupts, list) \
             and interrupts and all(isinstance(entry, dict) and type(entry.get("id")) is str
                                    and type(entry.get("reason")) is str for entry in interrupts):
         return None
-    return f"is {_describe(outcome)}, not {{\"type\": \"success\"}} or an interrupt with its interrupts"
+    return f"is {_describe(outcome)}, not {{\"type\": \"success\"}}, an interrupt with its interrupts or a cancellation"
 
 
 def _agui_terminal(pos: int, reason: str, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9243,7 +9305,7 @@ def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
 
 
 def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    if event["content"].strip() != _AGUI_PLACEHOLDER:
+    if not _agui_placeholder(event["content"]):
         state.answered.add(event["toolCallId"])
     return iter(())
 
@@ -9303,32 +9365,11 @@ def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[
 
 
 def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    """The snapshot replaces the UI's messages, which a UI such as CopilotKit reads its calls from: a tool message
-    there answers a call as TOOL_CALL_RESULT does; a streamed call's arguments there are the ones it would run
-    (restated, to agree with the joined deltas); an unanswered call this run did not stream it would run unseen."""
-    answered, offered = set(), []
-    for message in event["messages"]:
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
-                and not (isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER):
-            answered.add(message["toolCallId"])
-        calls = message.get("toolCalls") if message.get("role") == "assistant" else None
-        for call in calls if isinstance(calls, list) else ():
-            call_id = call.get("id") if isinstance(call, dict) else None
-            call_id = call_id if isinstance(call_id, str) else ""
-            offered.append(call_id)
-            function = call.get("function") if isinstance(call, dict) else None
-            text = function.get("arguments") if isinstance(function, dict) else None
-            if call_id in state.calls and isinstance(text, str):
-                state.calls[call_id].restated = (pos, text)
-    state.answered.update(call_id for call_id in answered if call_id in state.calls)
-    unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
-    if unseen:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"event MESSAGES_SNAPSHOT holds {len(unseen)} unanswered tool "
-                          "calls that no TOOL_CALL event of this run streamed: a UI that runs the new calls of its "
-                          "messages would run them unchecked")
+    """The snapshot replaces the UI's messages, which a UI such as CopilotKit reads its calls from: its tool messages
+    are then the only answers (a result streamed before it and left out of it answers nothing); a streamed call there
+    is the one it would run (restated: the same name, and arguments that agree with the joined deltas); an unanswered
+    call this run did not stream it would run unseen."""
+    return _agui_read_messages(pos, "event MESSAGES_SNAPSHOT", event["messages"], state, replace=True)
 
 
 # The lifecycle: RUN_STARTED opens, RUN_FINISHED or RUN_ERROR ends (see _AGUI_ENDING), and what each type says.
