@@ -9141,6 +9141,50 @@ def _agui_call_end(pos: int, call_id: str, state: _AguiState) -> Iterator[Neutra
     state.calls[call_id].end = pos
 
 
+def _agui_json(text: str, limit: int) -> tuple[bool, Any]:
+    """(True, value) of JSON text as JavaScript's JSON.parse reads it (no NaN or Infinity), within the argument
+    limit; (False, None) otherwise."""
+    def refuse(constant: str) -> Any:
+        raise ValueError(constant)
+    if len(text) > limit:
+        return False, None
+    try:
+        return True, json.loads(text, parse_constant=refuse)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _agui_same_arguments(joined: str, restated: str, limit: int) -> bool:
+    """Whether a snapshot's arguments are the joined deltas' JSON value: the UI parses the snapshot's text, and
+    backends re-serialize it (LangGraph's json.dumps(args) spaces what the model streamed compactly), so the text may
+    differ while the value the UI runs does not.  Types must match as JavaScript's do (true is not 1)."""
+    if joined == restated:
+        return True
+    (read, one), (also, other) = _agui_json(joined, limit), _agui_json(restated, limit)
+    if not (read and also):
+        return False
+    pending = [(one, other)]
+    while pending:   # iterative: the values may nest as deep as the parser allowed
+        one, other = pending.pop()
+        if isinstance(one, (int, float)) and isinstance(other, (int, float)) \
+                and not isinstance(one, bool) and not isinstance(other, bool):
+            if one != other:
+                return False
+        elif type(one) is not type(other):
+            return False
+        elif isinstance(one, dict):
+            if one.keys() != other.keys():
+                return False
+            pending.extend((one[key], other[key]) for key in one)
+        elif isinstance(one, list):
+            if len(one) != len(other):
+                return False
+            pending.extend(zip(one, other))
+        elif one != other:
+            return False
+    return True
+
+
 def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
     """The run's calls, in start order: one the backend answered is a hosted use; the others are the
     UI's calls, numbered in order."""
@@ -9157,7 +9201,9 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
             yield Fragment(where, key, None, None, text)
         if call.end is not None:
             yield SlotEnd(call.end, key)
-        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")):
+        joined = "".join(text for _, text in call.pieces)
+        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")) \
+                and not _agui_same_arguments(joined or "{}", call.restated[1], state.limit):
             yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
 
 

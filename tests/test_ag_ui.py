@@ -339,6 +339,17 @@ class Snapshots(unittest.TestCase):
         report = judge([STARTED] + call() + [dropped, result(), FINISHED])   # a result after the snapshot answers
         self.assertEqual(report["hosted_tools"], {"backend_tool": 1})
 
+    def test_a_restatement_is_compared_as_the_json_the_ui_parses(self):
+        for same in ('{"a": 1}', ' {"a":1.0} ', '{"\\u0061":1}'):   # spacing, a number's form, an escape
+            with self.subTest(same=same):
+                report = judge([STARTED] + call() + [self.snapshot(self.assistant("call_1", arguments=same)), FINISHED])
+                self.assertEqual((report["status"], calls(report)), ("pass", [(0, "call_1", "f", '{"a":1}')]))
+        for other in ('{"a":true}', '{"a":1,"b":null}', '{"a":NaN}', '{"a":"1"}', "[" * 5000 + "]" * 5000, '{"a":1'):
+            with self.subTest(other=other[:20]):
+                report = judge([STARTED] + call() + [self.snapshot(self.assistant("call_1", arguments=other)),
+                                                     FINISHED])
+                self.assertEqual((codes(report), places(report)), (["unexpected_event"], [5]))
+
     def test_a_snapshot_that_renames_a_streamed_call(self):
         report = judge([STARTED] + call() + [self.snapshot(self.assistant("call_1", name="g")), FINISHED])
         self.assertEqual((codes(report), places(report)), (["unexpected_event"], [5]))
