@@ -9028,10 +9028,11 @@ class _AguiCall(_Record):
 
 
 class _AguiState(_Record):
-    """Translation state: the run's calls by id (in start order), the ones open, the answered ids, what
+    """Translation state: the run's calls by id (in start order), the ones open, the tool messages that answer
+    calls (the call ids by message id: the UI's list may lose a message by its id), what
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
-    __slots__ = ("opening", "ending", "calls", "open", "answered", "messages", "steps", "mode", "pending",
+    __slots__ = ("opening", "ending", "calls", "open", "answers", "messages", "steps", "mode", "pending",
                  "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
@@ -9039,7 +9040,7 @@ class _AguiState(_Record):
         self.ending = "running"     # see _AGUI_ENDING
         self.calls: dict[str, _AguiCall] = {}
         self.open: set[str] = set()
-        self.answered: set[str] = set()
+        self.answers: dict[Any, list[str]] = {}
         self.messages: set[str] = set()
         self.steps: set[str] = set()
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
@@ -9141,6 +9142,16 @@ def _agui_call_end(pos: int, call_id: str, state: _AguiState) -> Iterator[Neutra
     state.calls[call_id].end = pos
 
 
+def _agui_key(message_id: Any) -> str | None:
+    """A message's id as a key of the answers (a snapshot's message without a string id has none)."""
+    return message_id if isinstance(message_id, str) else None
+
+
+def _agui_answered(state: _AguiState) -> set[str]:
+    """The calls a tool message in the UI's list answers."""
+    return {call_id for call_ids in state.answers.values() for call_id in call_ids}
+
+
 def _agui_json(text: str, limit: int) -> tuple[bool, Any]:
     """(True, value) of JSON text as JavaScript's JSON.parse reads it (no NaN or Infinity), within the argument
     limit; (False, None) otherwise."""
@@ -9190,8 +9201,9 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
     UI's calls, numbered in order."""
     state.handed = True
     index = 0
+    answered = _agui_answered(state)
     for call in state.calls.values():
-        if call.id in state.answered:
+        if call.id in answered:
             yield HostedUse(call.start, _AGUI_HOSTED)
             continue
         key = (None, index)
@@ -9210,13 +9222,14 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
 def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
                         replace: bool) -> Iterator[NeutralEvent]:
     """Messages the client puts in the UI's list (a snapshot replaces it; RUN_STARTED's input adds to it)."""
-    answered, offered = set(), []
+    answers: dict[Any, list[str]] = {}
+    offered = []
     for message in messages:
         if not isinstance(message, dict):
             continue
         if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
                 and not _agui_placeholder(message.get("content")):
-            answered.add(message["toolCallId"])
+            answers.setdefault(_agui_key(message.get("id")), []).append(message["toolCallId"])
         calls = message.get("toolCalls") if message.get("role") == "assistant" else None
         for call in calls if isinstance(calls, list) else ():
             call_id = call.get("id") if isinstance(call, dict) else None
@@ -9231,7 +9244,11 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
                                   f"{_token(name)}, not {_token(streamed.name)}: the UI would run the snapshot's tool")
             if streamed is not None and isinstance(text, str):
                 streamed.restated = (pos, text)
-    state.answered = answered if replace else state.answered | answered
+    if replace:
+        state.answers = answers
+    for message_id, call_ids in answers.items() if not replace else ():
+        state.answers.setdefault(message_id, []).extend(call_ids)
+    answered = {call_id for call_ids in answers.values() for call_id in call_ids}
     unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
     if unseen:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{where} holds {len(unseen)} unanswered tool calls that no "
@@ -9272,8 +9289,9 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
                           "it and rejects the run)")
     kind = outcome.get("type") if isinstance(outcome, dict) else None
     pending = outcome.get("pendingToolCallIds") if wrong is None and kind == "success" else None
+    answered = _agui_answered(state)
     for call_id in pending or ():
-        if call_id not in state.calls or call_id in state.answered:
+        if call_id not in state.calls or call_id in answered:
             said = "answered by its result" if call_id in state.calls else "that this run did not stream"
             yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED names {_quoted(call_id)} in "
                               f"pendingToolCallIds, a call {said}: a UI that runs the calls it names would run it "
@@ -9352,7 +9370,7 @@ def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
 
 def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     if not _agui_placeholder(event["content"]):
-        state.answered.add(event["toolCallId"])
+        state.answers.setdefault(event["messageId"], []).append(event["toolCallId"])
     return iter(())
 
 
@@ -9397,6 +9415,15 @@ def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -
         state.mode, state.pending = "reasoning", message_id
 
 
+def _agui_activity_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """An ACTIVITY_SNAPSHOT that replaces (its default) puts an activity message in the place of the message of its
+    messageId, whatever that message's role (@ag-ui/client apply/default.ts): a tool message there is gone, and the
+    call it answered is the UI's again."""
+    if event.get("replace", True):
+        state.answers.pop(event["messageId"], None)
+    return iter(())
+
+
 def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     name = event["stepName"]
     if kind == "event STEP_STARTED":
@@ -9425,6 +9452,7 @@ _AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingPro
     "TOOL_CALL_START": _agui_tool_start, "TOOL_CALL_ARGS": _agui_tool_args, "TOOL_CALL_END": _agui_tool_end,
     "TOOL_CALL_CHUNK": _agui_tool_chunk, "TOOL_CALL_RESULT": _agui_tool_result, "TEXT_MESSAGE_CHUNK": _agui_text_chunk,
     "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
+    "ACTIVITY_SNAPSHOT": _agui_activity_snapshot,
     **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
     **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step)})
 _AGUI_ROOM = _EventRoom(

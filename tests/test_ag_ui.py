@@ -133,6 +133,15 @@ class WhoseCallItIs(unittest.TestCase):
                 self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {}))
         self.assertEqual(judge([STARTED] + call() + [result(content="forwarded to client"), FINISHED])["calls"], [])
 
+    def test_an_activity_snapshot_in_the_place_of_the_result(self):
+        activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "msg_r", "activityType": "PLAN", "content": {}}
+        report = judge([STARTED] + call() + [result(), activity, FINISHED])
+        self.assertEqual((report["status"], calls(report)), ("pass", [(0, "call_1", "f", '{"a":1}')]))
+        for kept in (dict(activity, replace=False), dict(activity, messageId="msg_x")):
+            with self.subTest(kept=kept):
+                report = judge([STARTED] + call() + [result(), kept, FINISHED])
+                self.assertEqual(report["hosted_tools"], {"backend_tool": 1})
+
     def test_a_result_may_be_a_list_of_parts(self):
         report = judge([STARTED] + call() + [result(content=[{"type": "text", "text": "done"}]), FINISHED])
         self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"backend_tool": 1}))
