@@ -9545,7 +9545,8 @@ def _redact_agui_messages(messages: Any) -> Any:
 
 def _redact_agui_event(event: Any) -> Any:
     """Text, state, snapshots, raw and custom values, results and error messages; call identity and arguments
-    are kept, and a result that is CopilotKit's placeholder (which keeps the call the UI's) stays one."""
+    are kept (also in RUN_STARTED's echoed input and RUN_FINISHED's pendingToolCallIds), and a result that is
+    CopilotKit's placeholder (which keeps the call the UI's) stays one."""
     if not isinstance(event, dict):
         return _neutral(event)
     kind = _wire_str(event.get("type"))
@@ -9560,6 +9561,13 @@ def _redact_agui_event(event: Any) -> Any:
             out[key] = value
         elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
             out[key] = _redact_agui_messages(value)
+        elif key == "input" and kind == "RUN_STARTED" and isinstance(value, dict):
+            out[key] = {name: _redact_agui_messages(item) if name == "messages" else _neutral(item)
+                        for name, item in value.items()}
+        elif key == "outcome" and kind == "RUN_FINISHED" and isinstance(value, dict):
+            out[key] = _neutral(value)   # keeps its type; the ids of the calls it names are kept too
+            if "pendingToolCallIds" in value:
+                out[key]["pendingToolCallIds"] = value["pendingToolCallIds"]
         else:
             out[key] = _neutral(value)
     return out
@@ -9567,10 +9575,18 @@ def _redact_agui_event(event: Any) -> Any:
 
 def _agui_protected(payload: dict) -> dict[tuple, str]:
     """AG-UI: a call's id and name are identity; the delta of TOOL_CALL_ARGS and TOOL_CALL_CHUNK is a fragment; a
-    MESSAGES_SNAPSHOT's calls and the ids its tool messages answer are identity too."""
+    MESSAGES_SNAPSHOT's calls and the ids its tool messages answer are identity too, and so are those of the messages
+    RUN_STARTED's input echoes and the call ids of RUN_FINISHED's pendingToolCallIds."""
     kind = payload.get("type")
     if kind == "MESSAGES_SNAPSHOT":
         return _agui_snapshot_protected(payload.get("messages"))
+    if kind == "RUN_STARTED" and isinstance(payload.get("input"), dict):
+        echoed = _agui_snapshot_protected(payload["input"].get("messages"))
+        return {("input",) + path: how for path, how in echoed.items()}
+    if kind == "RUN_FINISHED" and isinstance(payload.get("outcome"), dict):
+        pending = payload["outcome"].get("pendingToolCallIds")
+        return {("outcome", "pendingToolCallIds", number): "warn"
+                for number in range(len(pending) if isinstance(pending, list) else 0)}
     if kind not in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT"):
         return {}
     paths = {("toolCallId",): "warn"}
