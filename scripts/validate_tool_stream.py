@@ -8914,6 +8914,11 @@ _AGUI_PLACEHOLDER = "Forwarded to client"   # CopilotKit's isFrontendPlaceholder
 _AGUI_HOSTED = "backend_tool"               # how hosted_tools counts a call the backend answered itself
 
 
+def _agui_placeholder(content: Any) -> bool:
+    """Whether a result's content is CopilotKit's placeholder (a string; AG-UI 1.0 also allows a list of parts)."""
+    return isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER
+
+
 def _agui_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -8926,6 +8931,7 @@ _AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
     "str~": lambda present, value: value is None or type(value) is str,
     "any": lambda present, value: True,
     "list": lambda present, value: type(value) is list,
+    "str|list": lambda present, value: type(value) in (str, list),
     "object": lambda present, value: type(value) is dict,
     "object~": lambda present, value: value is None or type(value) is dict,
     "object?": lambda present, value: not present or type(value) is dict,
@@ -8957,7 +8963,8 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "TOOL_CALL_END": (("toolCallId", "str"),),
     "TOOL_CALL_CHUNK": (("toolCallId", "str?"), ("toolCallName", "str?"), ("parentMessageId", "str~"),
                         ("delta", "str?")),
-    "TOOL_CALL_RESULT": (("messageId", "str"), ("toolCallId", "str"), ("content", "str"), ("role", "tool?")),
+    "TOOL_CALL_RESULT": (("messageId", "str"), ("toolCallId", "str"), ("content", "str|list"),
+                         ("role", "tool?")),
     "STATE_SNAPSHOT": (("snapshot", "any"),),
     "STATE_DELTA": (("delta", "list"),),
     "MESSAGES_SNAPSHOT": (("messages", "list"),),
@@ -8976,7 +8983,8 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
 })
 _AGUI_KINDS_SAID = MappingProxyType({
     "str": "a string", "str?": "a string when given", "str~": "a string or null", "any": "any value",
-    "list": "a list", "object": "an object", "object~": "an object or null", "object?": "an object when given",
+    "list": "a list", "str|list": "a string or a list of parts", "object": "an object",
+    "object~": "an object or null", "object?": "an object when given",
     "bool?": "a boolean when given", "number?": "a number when given", "role?": "a text message role",
     "tool?": "\"tool\" when given", "reasoning": "\"reasoning\"", "subtype": "\"tool-call\" or \"message\""})
 _AGUI_REMOVED = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START",
@@ -9021,10 +9029,11 @@ class _AguiCall(_Record):
 
 
 class _AguiState(_Record):
-    """Translation state: the run's calls by id (in start order), the ones open, the answered ids, what
+    """Translation state: the run's calls by id (in start order), the ones open, the tool messages that answer
+    calls (the call ids by message id: the UI's list may lose a message by its id), what
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
-    __slots__ = ("opening", "ending", "calls", "open", "answered", "messages", "steps", "mode", "pending",
+    __slots__ = ("opening", "ending", "calls", "open", "answers", "messages", "steps", "mode", "pending",
                  "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
@@ -9032,7 +9041,7 @@ class _AguiState(_Record):
         self.ending = "running"     # see _AGUI_ENDING
         self.calls: dict[str, _AguiCall] = {}
         self.open: set[str] = set()
-        self.answered: set[str] = set()
+        self.answers: dict[Any, list[str]] = {}
         self.messages: set[str] = set()
         self.steps: set[str] = set()
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
@@ -9134,13 +9143,68 @@ def _agui_call_end(pos: int, call_id: str, state: _AguiState) -> Iterator[Neutra
     state.calls[call_id].end = pos
 
 
+def _agui_key(message_id: Any) -> str | None:
+    """A message's id as a key of the answers (a snapshot's message without a string id has none)."""
+    return message_id if isinstance(message_id, str) else None
+
+
+def _agui_answered(state: _AguiState) -> set[str]:
+    """The calls a tool message in the UI's list answers."""
+    return {call_id for call_ids in state.answers.values() for call_id in call_ids}
+
+
+def _agui_json(text: str, limit: int) -> tuple[bool, Any]:
+    """(True, value) of JSON text as JavaScript's JSON.parse reads it (no NaN or Infinity), within the argument
+    limit; (False, None) otherwise."""
+    def refuse(constant: str) -> Any:
+        raise ValueError(constant)
+    if len(text) > limit:
+        return False, None
+    try:
+        return True, json.loads(text, parse_constant=refuse)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _agui_same_arguments(joined: str, restated: str, limit: int) -> bool:
+    """Whether a snapshot's arguments are the joined deltas' JSON value: the UI parses the snapshot's text, and
+    backends re-serialize it (LangGraph's json.dumps(args) spaces what the model streamed compactly), so the text may
+    differ while the value the UI runs does not.  Types must match as JavaScript's do (true is not 1)."""
+    if joined == restated:
+        return True
+    (read, one), (also, other) = _agui_json(joined, limit), _agui_json(restated, limit)
+    if not (read and also):
+        return False
+    pending = [(one, other)]
+    while pending:   # iterative: the values may nest as deep as the parser allowed
+        one, other = pending.pop()
+        if isinstance(one, (int, float)) and isinstance(other, (int, float)) \
+                and not isinstance(one, bool) and not isinstance(other, bool):
+            if one != other:
+                return False
+        elif type(one) is not type(other):
+            return False
+        elif isinstance(one, dict):
+            if one.keys() != other.keys():
+                return False
+            pending.extend((one[key], other[key]) for key in one)
+        elif isinstance(one, list):
+            if len(one) != len(other):
+                return False
+            pending.extend(zip(one, other))
+        elif one != other:
+            return False
+    return True
+
+
 def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
     """The run's calls, in start order: one the backend answered is a hosted use; the others are the
     UI's calls, numbered in order."""
     state.handed = True
     index = 0
+    answered = _agui_answered(state)
     for call in state.calls.values():
-        if call.id in state.answered:
+        if call.id in answered:
             yield HostedUse(call.start, _AGUI_HOSTED)
             continue
         key = (None, index)
@@ -9150,12 +9214,61 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
             yield Fragment(where, key, None, None, text)
         if call.end is not None:
             yield SlotEnd(call.end, key)
-        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")):
+        joined = "".join(text for _, text in call.pieces)
+        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")) \
+                and not _agui_same_arguments(joined or "{}", call.restated[1], state.limit):
             yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
 
 
+def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
+                        replace: bool) -> Iterator[NeutralEvent]:
+    """Messages the client puts in the UI's list (a snapshot replaces it; RUN_STARTED's input adds to it)."""
+    answers: dict[Any, list[str]] = {}
+    offered = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
+                and not _agui_placeholder(message.get("content")):
+            answers.setdefault(_agui_key(message.get("id")), []).append(message["toolCallId"])
+        calls = message.get("toolCalls") if message.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            call_id = call.get("id") if isinstance(call, dict) else None
+            call_id = call_id if isinstance(call_id, str) else ""
+            offered.append(call_id)
+            function = call.get("function") if isinstance(call, dict) else None
+            text = function.get("arguments") if isinstance(function, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            streamed = state.calls.get(call_id)
+            if streamed is not None and name != streamed.name:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates call {_quoted(call_id)} as "
+                                  f"{_token(name)}, not {_token(streamed.name)}: the UI would run the snapshot's tool")
+            if streamed is not None and isinstance(text, str):
+                streamed.restated = (pos, text)
+    if replace:
+        state.answers = answers
+    for message_id, call_ids in answers.items() if not replace else ():
+        state.answers.setdefault(message_id, []).extend(call_ids)
+    answered = {call_id for call_ids in answers.values() for call_id in call_ids}
+    unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
+    if unseen:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{where} holds {len(unseen)} unanswered tool calls that no "
+                          "TOOL_CALL event of this run streamed: a UI that runs the new calls of its messages would "
+                          "run them unchecked")
+
+
 def _agui_run_started(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    return iter(())
+    """RUN_STARTED may echo its RunAgentInput; the client adds that input's messages it does not hold yet to the UI's,
+    so a call there is read as a snapshot's (@ag-ui/client apply/default.ts)."""
+    given = event.get("input")
+    messages = given.get("messages") if isinstance(given, dict) else None
+    if isinstance(messages, list):
+        yield from _agui_read_messages(pos, "event RUN_STARTED input", messages, state, replace=False)
+
+
+# How a RUN_FINISHED outcome ends the turn: paused for the user (its calls wait for the next run's resume) or
+# cancelled (AG-UI 1.0: the run stopped before it completed, nothing is its result); success or none is the finish.
+_AGUI_OUTCOME_REASONS = MappingProxyType({"interrupt": "interrupt", "cancelled": "cancelled"})
 
 
 def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9175,24 +9288,37 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     if wrong is not None:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"event RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
                           "it and rejects the run)")
-    paused = isinstance(outcome, dict) and outcome.get("type") == "interrupt"
-    yield from _agui_terminal(pos, "interrupt" if paused else "RUN_FINISHED", state)
+    kind = outcome.get("type") if isinstance(outcome, dict) else None
+    pending = outcome.get("pendingToolCallIds") if wrong is None and kind == "success" else None
+    answered = _agui_answered(state)
+    for call_id in pending or ():
+        if call_id not in state.calls or call_id in answered:
+            said = "answered by its result" if call_id in state.calls else "that this run did not stream"
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED names {_quoted(call_id)} in "
+                              f"pendingToolCallIds, a call {said}: a UI that runs the calls it names would run it "
+                              "unchecked")
+    yield from _agui_terminal(pos, _AGUI_OUTCOME_REASONS.get(kind, "RUN_FINISHED"), state)
 
 
 def _agui_outcome_problem(outcome: Any) -> str | None:
-    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"}, or {"type":
-    "interrupt", "interrupts": [...]} with at least one {id, reason}), or None; null or absent is a plain finish."""
+    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"} with an optional
+    pendingToolCallIds list of ids, {"type": "interrupt", "interrupts": [...]} with at least one {id, reason}, or
+    {"type": "cancelled"}), or None; null or absent is a plain finish."""
     if outcome is None:
         return None
     kind = outcome.get("type") if isinstance(outcome, dict) else None
-    if kind == "success" and set(outcome) == {"type"}:
+    pending = outcome.get("pendingToolCallIds", []) if kind == "success" else None
+    if kind == "success" and set(outcome) <= {"type", "pendingToolCallIds"} and isinstance(pending, list) \
+            and all(type(entry) is str for entry in pending):
+        return None
+    if kind == "cancelled" and set(outcome) == {"type"}:
         return None
     interrupts = outcome.get("interrupts") if kind == "interrupt" else None
     if kind == "interrupt" and set(outcome) == {"type", "interrupts"} and isinstance(interrupts, list) \
             and interrupts and all(isinstance(entry, dict) and type(entry.get("id")) is str
                                    and type(entry.get("reason")) is str for entry in interrupts):
         return None
-    return f"is {_describe(outcome)}, not {{\"type\": \"success\"}} or an interrupt with its interrupts"
+    return f"is {_describe(outcome)}, not {{\"type\": \"success\"}}, an interrupt with its interrupts or a cancellation"
 
 
 def _agui_terminal(pos: int, reason: str, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9244,8 +9370,8 @@ def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
 
 
 def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    if event["content"].strip() != _AGUI_PLACEHOLDER:
-        state.answered.add(event["toolCallId"])
+    if not _agui_placeholder(event["content"]):
+        state.answers.setdefault(event["messageId"], []).append(event["toolCallId"])
     return iter(())
 
 
@@ -9290,6 +9416,15 @@ def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -
         state.mode, state.pending = "reasoning", message_id
 
 
+def _agui_activity_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """An ACTIVITY_SNAPSHOT that replaces (its default) puts an activity message in the place of the message of its
+    messageId, whatever that message's role (@ag-ui/client apply/default.ts): a tool message there is gone, and the
+    call it answered is the UI's again."""
+    if event.get("replace", True):
+        state.answers.pop(event["messageId"], None)
+    return iter(())
+
+
 def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     name = event["stepName"]
     if kind == "event STEP_STARTED":
@@ -9304,32 +9439,11 @@ def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[
 
 
 def _agui_messages_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    """The snapshot replaces the UI's messages, which a UI such as CopilotKit reads its calls from: a tool message
-    there answers a call as TOOL_CALL_RESULT does; a streamed call's arguments there are the ones it would run
-    (restated, to agree with the joined deltas); an unanswered call this run did not stream it would run unseen."""
-    answered, offered = set(), []
-    for message in event["messages"]:
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
-                and not (isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER):
-            answered.add(message["toolCallId"])
-        calls = message.get("toolCalls") if message.get("role") == "assistant" else None
-        for call in calls if isinstance(calls, list) else ():
-            call_id = call.get("id") if isinstance(call, dict) else None
-            call_id = call_id if isinstance(call_id, str) else ""
-            offered.append(call_id)
-            function = call.get("function") if isinstance(call, dict) else None
-            text = function.get("arguments") if isinstance(function, dict) else None
-            if call_id in state.calls and isinstance(text, str):
-                state.calls[call_id].restated = (pos, text)
-    state.answered.update(call_id for call_id in answered if call_id in state.calls)
-    unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
-    if unseen:
-        yield WireProblem(pos, UNSUPPORTED_EVENT, f"event MESSAGES_SNAPSHOT holds {len(unseen)} unanswered tool "
-                          "calls that no TOOL_CALL event of this run streamed: a UI that runs the new calls of its "
-                          "messages would run them unchecked")
+    """The snapshot replaces the UI's messages, which a UI such as CopilotKit reads its calls from: its tool messages
+    are then the only answers (a result streamed before it and left out of it answers nothing); a streamed call there
+    is the one it would run (restated: the same name, and arguments that agree with the joined deltas); an unanswered
+    call this run did not stream it would run unseen."""
+    return _agui_read_messages(pos, "event MESSAGES_SNAPSHOT", event["messages"], state, replace=True)
 
 
 # The lifecycle: RUN_STARTED opens, RUN_FINISHED or RUN_ERROR ends (see _AGUI_ENDING), and what each type says.
@@ -9339,6 +9453,7 @@ _AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingPro
     "TOOL_CALL_START": _agui_tool_start, "TOOL_CALL_ARGS": _agui_tool_args, "TOOL_CALL_END": _agui_tool_end,
     "TOOL_CALL_CHUNK": _agui_tool_chunk, "TOOL_CALL_RESULT": _agui_tool_result, "TEXT_MESSAGE_CHUNK": _agui_text_chunk,
     "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
+    "ACTIVITY_SNAPSHOT": _agui_activity_snapshot,
     **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
     **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step)})
 _AGUI_ROOM = _EventRoom(
@@ -9431,7 +9546,8 @@ def _redact_agui_messages(messages: Any) -> Any:
 
 def _redact_agui_event(event: Any) -> Any:
     """Text, state, snapshots, raw and custom values, results and error messages; call identity and arguments
-    are kept, and a result that is CopilotKit's placeholder (which keeps the call the UI's) stays one."""
+    are kept (also in RUN_STARTED's echoed input and RUN_FINISHED's pendingToolCallIds), and a result that is
+    CopilotKit's placeholder (which keeps the call the UI's) stays one."""
     if not isinstance(event, dict):
         return _neutral(event)
     kind = _wire_str(event.get("type"))
@@ -9446,6 +9562,13 @@ def _redact_agui_event(event: Any) -> Any:
             out[key] = value
         elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
             out[key] = _redact_agui_messages(value)
+        elif key == "input" and kind == "RUN_STARTED" and isinstance(value, dict):
+            out[key] = {name: _redact_agui_messages(item) if name == "messages" else _neutral(item)
+                        for name, item in value.items()}
+        elif key == "outcome" and kind == "RUN_FINISHED" and isinstance(value, dict):
+            out[key] = _neutral(value)   # keeps its type; the ids of the calls it names are kept too
+            if "pendingToolCallIds" in value:
+                out[key]["pendingToolCallIds"] = value["pendingToolCallIds"]
         else:
             out[key] = _neutral(value)
     return out
@@ -9453,10 +9576,18 @@ def _redact_agui_event(event: Any) -> Any:
 
 def _agui_protected(payload: dict) -> dict[tuple, str]:
     """AG-UI: a call's id and name are identity; the delta of TOOL_CALL_ARGS and TOOL_CALL_CHUNK is a fragment; a
-    MESSAGES_SNAPSHOT's calls and the ids its tool messages answer are identity too."""
+    MESSAGES_SNAPSHOT's calls and the ids its tool messages answer are identity too, and so are those of the messages
+    RUN_STARTED's input echoes and the call ids of RUN_FINISHED's pendingToolCallIds."""
     kind = payload.get("type")
     if kind == "MESSAGES_SNAPSHOT":
         return _agui_snapshot_protected(payload.get("messages"))
+    if kind == "RUN_STARTED" and isinstance(payload.get("input"), dict):
+        echoed = _agui_snapshot_protected(payload["input"].get("messages"))
+        return {("input",) + path: how for path, how in echoed.items()}
+    if kind == "RUN_FINISHED" and isinstance(payload.get("outcome"), dict):
+        pending = payload["outcome"].get("pendingToolCallIds")
+        return {("outcome", "pendingToolCallIds", number): "warn"
+                for number in range(len(pending) if isinstance(pending, list) else 0)}
     if kind not in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT"):
         return {}
     paths = {("toolCallId",): "warn"}

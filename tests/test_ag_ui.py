@@ -133,6 +133,19 @@ class WhoseCallItIs(unittest.TestCase):
                 self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {}))
         self.assertEqual(judge([STARTED] + call() + [result(content="forwarded to client"), FINISHED])["calls"], [])
 
+    def test_an_activity_snapshot_in_the_place_of_the_result(self):
+        activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "msg_r", "activityType": "PLAN", "content": {}}
+        report = judge([STARTED] + call() + [result(), activity, FINISHED])
+        self.assertEqual((report["status"], calls(report)), ("pass", [(0, "call_1", "f", '{"a":1}')]))
+        for kept in (dict(activity, replace=False), dict(activity, messageId="msg_x")):
+            with self.subTest(kept=kept):
+                report = judge([STARTED] + call() + [result(), kept, FINISHED])
+                self.assertEqual(report["hosted_tools"], {"backend_tool": 1})
+
+    def test_a_result_may_be_a_list_of_parts(self):
+        report = judge([STARTED] + call() + [result(content=[{"type": "text", "text": "done"}]), FINISHED])
+        self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"backend_tool": 1}))
+
     def test_a_result_for_a_call_of_another_run_changes_nothing(self):
         report = judge([STARTED, result("call_old")] + call() + [FINISHED])
         self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {}))
@@ -215,6 +228,24 @@ class TheClientsSequenceRules(unittest.TestCase):
                 self.assert_finding([STARTED] + call() + [dict(FINISHED, outcome=outcome)], "unsupported_event", 5)
 
 
+    def test_the_outcomes_of_1_0(self):
+        pending = dict(FINISHED, outcome={"type": "success", "pendingToolCallIds": ["call_1"]})
+        self.assertEqual(judge([STARTED] + call() + [pending])["status"], "pass")
+        for named in (["call_2"], ["call_1", "c2"]):   # a call not streamed, or one its result answered
+            with self.subTest(named=named):
+                finish = dict(FINISHED, outcome={"type": "success", "pendingToolCallIds": named})
+                report = judge([STARTED] + call() + call("c2") + [result("c2"), finish])
+                self.assertEqual((codes(report), places(report)), (["unexpected_event"], [10]))
+                self.assertIn("pendingToolCallIds", report["findings"][0]["message"])
+        cancelled = dict(FINISHED, outcome={"type": "cancelled"})
+        self.assert_finding([STARTED] + call() + [cancelled], "wrong_terminal_reason", 5)
+        self.assertEqual(judge([STARTED] + text() + [cancelled])["status"], "not_applicable")
+        for outcome in ({"type": "success", "pendingToolCallIds": "call_1"}, {"type": "success",
+                        "pendingToolCallIds": [1]}, {"type": "cancelled", "reason": "user"}):
+            with self.subTest(outcome=outcome):
+                self.assert_finding([STARTED] + call() + [dict(FINISHED, outcome=outcome)], "unsupported_event", 5)
+
+
 class TheClientsSchema(unittest.TestCase):
     def test_the_thinking_events_removed_in_1_0(self):
         report = judge([STARTED, {"type": "THINKING_START"}] + call() + [FINISHED])
@@ -288,9 +319,9 @@ class Snapshots(unittest.TestCase):
     def snapshot(self, *messages):
         return {"type": "MESSAGES_SNAPSHOT", "messages": list(messages)}
 
-    def assistant(self, *ids, arguments='{"a":1}'):
+    def assistant(self, *ids, arguments='{"a":1}', name="f"):
         return {"id": "m", "role": "assistant", "toolCalls": [
-            {"id": i, "type": "function", "function": {"name": "f", "arguments": arguments}} for i in ids]}
+            {"id": i, "type": "function", "function": {"name": name, "arguments": arguments}} for i in ids]}
 
     def test_a_call_only_the_snapshot_shows_blocks(self):
         report = judge([STARTED, self.snapshot(self.assistant("c7")), FINISHED])
@@ -307,8 +338,40 @@ class Snapshots(unittest.TestCase):
         self.assertEqual((report["status"], report["hosted_tools"]), ("not_applicable", {"backend_tool": 1}))
         answered["messages"][1]["content"] = "Forwarded to client"
         self.assertEqual(judge([STARTED] + call() + [answered, FINISHED])["status"], "pass")
-        empty = self.snapshot(self.assistant("call_1", arguments="{}"))   # "{}" restates a call without arguments
+        empty = self.snapshot(self.assistant("call_1", arguments="{}", name="g"))   # "{}": a call without arguments
         self.assertEqual(judge([STARTED, start(name="g"), end(), empty, FINISHED])["status"], "pass")
+
+    def test_a_snapshot_without_the_result_makes_the_call_the_uis_again(self):
+        dropped = self.snapshot(self.assistant("call_1"))
+        report = judge([STARTED] + call() + [result(), dropped, FINISHED])
+        self.assertEqual((report["status"], calls(report)), ("pass", [(0, "call_1", "f", '{"a":1}')]))
+        report = judge([STARTED] + call() + [dropped, result(), FINISHED])   # a result after the snapshot answers
+        self.assertEqual(report["hosted_tools"], {"backend_tool": 1})
+
+    def test_a_restatement_is_compared_as_the_json_the_ui_parses(self):
+        for same in ('{"a": 1}', ' {"a":1.0} ', '{"\\u0061":1}'):   # spacing, a number's form, an escape
+            with self.subTest(same=same):
+                report = judge([STARTED] + call() + [self.snapshot(self.assistant("call_1", arguments=same)), FINISHED])
+                self.assertEqual((report["status"], calls(report)), ("pass", [(0, "call_1", "f", '{"a":1}')]))
+        for other in ('{"a":true}', '{"a":1,"b":null}', '{"a":NaN}', '{"a":"1"}', "[" * 5000 + "]" * 5000, '{"a":1'):
+            with self.subTest(other=other[:20]):
+                report = judge([STARTED] + call() + [self.snapshot(self.assistant("call_1", arguments=other)),
+                                                     FINISHED])
+                self.assertEqual((codes(report), places(report)), (["unexpected_event"], [5]))
+
+    def test_a_snapshot_that_renames_a_streamed_call(self):
+        report = judge([STARTED] + call() + [self.snapshot(self.assistant("call_1", name="g")), FINISHED])
+        self.assertEqual((codes(report), places(report)), (["unexpected_event"], [5]))
+        self.assertIn('as "g", not "f"', report["findings"][0]["message"])
+
+    def test_the_messages_run_started_echoes(self):
+        def echo(*messages):
+            return dict(STARTED, input=dict(RUN, messages=list(messages), tools=[], context=[], state={},
+                                            forwardedProps={}))
+        report = judge([echo(self.assistant("c7"))] + call() + [FINISHED])
+        self.assertEqual((codes(report), places(report)), (["unsupported_event"], [0]))
+        answered = echo(self.assistant("c7"), {"id": "t", "role": "tool", "toolCallId": "c7", "content": "x"})
+        self.assertEqual(judge([answered] + call() + [FINISHED])["status"], "pass")
 
     def test_answered_or_streamed_calls_in_a_snapshot_are_history(self):
         answered = self.snapshot(self.assistant("c7"), {"id": "t", "role": "tool", "toolCallId": "c7", "content": ""})
