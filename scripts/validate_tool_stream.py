@@ -9579,6 +9579,8 @@ _REALTIME_SESSION_EVENTS = frozenset({
     "output_audio_buffer.stopped", "output_audio_buffer.cleared", "mcp_list_tools.in_progress",
     "mcp_list_tools.completed", "mcp_list_tools.failed",
     "ping",   # xAI's keep-alive ({"type": "ping", "event_id", "timestamp"})
+    # xAI's running transcript of the user's audio (grok-transcribe): item_id, content_index, transcript
+    "conversation.item.input_audio_transcription.updated",
 })
 # Events that restate a conversation item (a function_call item among them is checked).
 _REALTIME_ITEM_EVENTS = frozenset({"conversation.item.created", "conversation.item.added", "conversation.item.done",
@@ -9640,12 +9642,13 @@ class _RealtimeItem(_Record):
 class _RealtimeState(_Record):
     """Translation state: the response's items by id, in order, and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items")
+    __slots__ = ("opening", "ending", "items", "response_id")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _REALTIME_ENDING
         self.items: dict[str, _RealtimeItem] = {}
+        self.response_id: str | None = None       # response.created's response.id, when it names one
 
 
 class RealtimeNormalizer:
@@ -9670,6 +9673,10 @@ class RealtimeNormalizer:
             return
         if kind in _REALTIME_ITEM_EVENTS:
             yield from _realtime_conversation_item(pos, kind, event, state)
+            return
+        other = _realtime_other_response(kind, event, state) if state.ending == "running" else None
+        if other is not None:
+            yield WireProblem(pos, UNEXPECTED_EVENT, other)
             return
         was = state.ending
         step = "terminal" if kind == "response.done" else "response"
@@ -9697,6 +9704,22 @@ def _realtime_error_named(event: dict) -> str:
     named = [value for value in (error.get("type"), error.get("code")) if isinstance(value, str) and value] \
         if isinstance(error, dict) else []
     return f" ({', '.join(_token(value) for value in named)})" if named else ""
+
+
+def _realtime_other_response(kind: str, event: dict, state: _RealtimeState) -> str | None:
+    """What is wrong when an event of a response names another response than response.created's (its response_id;
+    response.done's response.id), else None.  Another response's events (an out-of-band response that runs at
+    the same time, or a second response's) are not this turn's: its calls would be counted as this one's."""
+    response = event.get("response")
+    said = response.get("id") if kind in ("response.created", "response.done") and isinstance(response, dict) \
+        else event.get("response_id")
+    if kind == "response.created" and state.opening == "new":
+        state.response_id = said if isinstance(said, str) and said else None
+        return None
+    if not isinstance(said, str) or not said or state.response_id is None or said == state.response_id:
+        return None
+    return (f"{kind} belongs to response {_realtime_id(said)}, not to {_realtime_id(state.response_id)} that "
+            "response.created opened: another response's event")
 
 
 def _realtime_created(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:

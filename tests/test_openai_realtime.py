@@ -292,6 +292,37 @@ class ItemsAndEvents(unittest.TestCase):
                 self.assertEqual(report["status"], "blocked")
                 self.assertIn("unsupported_event", code_set(report))
 
+    def test_an_event_of_another_response_is_not_read(self):
+        other = "response \"resp_2\", not to \"resp_1\" that response.created opened: another response's event"
+        events = [created(), *call(), done()]
+        events[2]["response_id"] = "resp_2"
+        self.assertEqual(messages(judge(events))[0], ("unexpected_event", "response.function_call_arguments.delta "
+                                                      f"belongs to {other}"))
+        report = judge([created(), *call(), *call("item_2", "call_2", "g", ("{}",), index=1)[:1], done()])
+        self.assertIn("missing_terminal", code_set(report))
+        events = [created(), *call(), *call("item_2", "call_2", "g", ("{}",), index=0), done()]
+        for event in events[6:10]:
+            event["response_id"] = "resp_2"
+        report = judge(events)
+        self.assertEqual((report["status"], code_set(report), [c["id"] for c in report["calls"]]),
+                         ("blocked", {"unexpected_event"}, ["call_1"]))
+        early = judge([created(), *call(), dict(done(), response={"id": "resp_2", "status": "completed"}), done()])
+        self.assertEqual(messages(early)[0], ("unexpected_event", f"response.done belongs to {other}"))
+        self.assertEqual(early["status"], "blocked")
+        # a response that names no id, and events that name none, are not compared
+        events = [ev("response.created", response={"status": "in_progress"}), *call(), done()]
+        events[2]["response_id"] = "resp_9"
+        self.assertEqual(judge(events)["status"], "pass")
+        events = [created(), *call(), done()]
+        for event in events:
+            event.pop("response_id", None)
+        self.assertEqual(judge(events)["status"], "pass")
+
+    def test_xai_running_input_transcript_is_a_session_event(self):
+        transcript = ev("conversation.item.input_audio_transcription.updated", item_id="item_u", content_index=0,
+                        transcript="what is")
+        self.assertEqual(judge([transcript, created(), *call(), transcript, done(), transcript])["status"], "pass")
+
 
 class Claims(unittest.TestCase):
     def families(self, payload):
