@@ -9905,6 +9905,14 @@ def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[N
     yield SlotEnd(pos, (None, item.index), tuple(restated))
 
 
+def _realtime_incomplete(pos: int, where: str, body: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
+    """A restatement of a call (a conversation item, an entry of response.done's output) that says the call is
+    incomplete: the call was cut, whatever the response's status says."""
+    if body.get("status") == "incomplete":
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{where} states function_call item {item.index} with status "
+                          "\"incomplete\"", None, item.index)
+
+
 def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
     """A conversation event's function_call item: one of this response's calls restated, or (before the response)
     an item of the conversation's history, which no one runs now."""
@@ -9921,6 +9929,7 @@ def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _Realti
                               "stream: an SDK that reads conversation items would take a call that was never checked")
         return
     yield from _realtime_identity(pos, kind, body, item, required=False)
+    yield from _realtime_incomplete(pos, kind, body, item)
     arguments = body.get("arguments")
     if not isinstance(arguments, str) or kind != "conversation.item.done" and body.get("status") not in (
             "completed", "incomplete"):
@@ -9970,6 +9979,7 @@ def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iter
                               None, item.index)
             continue
         yield from _realtime_identity(pos, "response.done response.output", entry, item)
+        yield from _realtime_incomplete(pos, "response.done response.output", entry, item)
         arguments = entry.get("arguments")
         if isinstance(arguments, str):
             yield CallRestated(pos, (None, item.index), "response.done response.output", arguments)

@@ -318,6 +318,16 @@ class ItemsAndEvents(unittest.TestCase):
             event.pop("response_id", None)
         self.assertEqual(judge(events)["status"], "pass")
 
+    def test_a_restatement_that_says_incomplete(self):
+        for kind in ("conversation.item.done", "response.done response.output"):
+            with self.subTest(kind=kind):
+                if kind == "conversation.item.done":
+                    events = [created(), *call(), ev(kind, item=item(arguments='{"a":1}', status="incomplete")), done()]
+                else:
+                    events = [created(), *call(), done(output=[item(arguments='{"a":1}', status="incomplete")])]
+                self.assertEqual(messages(judge(events)), [("wrong_terminal_reason", f"{kind} states function_call "
+                                                            "item 0 with status \"incomplete\"")])
+
     def test_xai_running_input_transcript_is_a_session_event(self):
         transcript = ev("conversation.item.input_audio_transcription.updated", item_id="item_u", content_index=0,
                         transcript="what is")
