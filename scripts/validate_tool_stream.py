@@ -4377,12 +4377,13 @@ _RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingPro
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "item_ids", "next_response")
+    __slots__ = ("opening", "ending", "items", "item_ids", "next_response", "lane")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _RESPONSES_ENDING
         self.next_response = False                # a second response began after this one ended: not read
+        self.lane: str | None = None              # response.created's stream_id (WebSocket lanes), when it names one
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -4479,7 +4480,8 @@ class ResponsesNormalizer:
             index, item_id, delta = event["output_index"], event["item_id"], event["delta"]
         except KeyError:
             return None
-        if type(index) is not int or type(item_id) is not str or type(delta) is not str:
+        if type(index) is not int or type(item_id) is not str or type(delta) is not str or (
+                self.state.lane is not None and event.get("stream_id", self.state.lane) != self.state.lane):
             return None
         return self._streaming_delta(index, item_id, delta)
 
@@ -4491,7 +4493,8 @@ class ResponsesNormalizer:
             return False
         kind, state = event.get("type"), self.state
         wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
-        if wanted is None or state.opening != "open" or state.ending != "running":
+        if wanted is None or state.opening != "open" or state.ending != "running" or (
+                state.lane is not None and event.get("stream_id", state.lane) != state.lane):
             return False
         index = event.get("output_index")
         item = state.items.get(index) if type(index) is int else None
@@ -4514,6 +4517,13 @@ class ResponsesNormalizer:
             return
         if kind == "response.created" and state.opening == "open":
             yield _responses_second_response(pos, state)
+            return
+        if kind == "response.created" and isinstance(event.get("stream_id"), str):
+            state.lane = event["stream_id"]
+        elif state.lane is not None and state.ending == "running" and isinstance(event.get("stream_id"), str) \
+                and event["stream_id"] != state.lane:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} belongs to stream_id lane {_token(event['stream_id'])}, "
+                              f"not to the response's lane {_token(state.lane)}: another lane's response")
             return
         was = state.ending
         late = _RESPONSES_ROOM.late(pos, kind, state)
