@@ -4276,7 +4276,9 @@ _RESPONSES_UNCHECKED_CALLS = MappingProxyType({
     "computer_call": "action", "local_shell_call": "action", "shell_call": "action",
     "apply_patch_call": "operation", "mcp_approval_request": "arguments",
 })
-_RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning"})
+# Items that carry no call: an answer, reasoning, and server-side compaction's opaque `compaction` item
+# (context_management with compact_threshold; developers.openai.com/api/docs/guides/compaction).
+_RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning", "compaction"})
 # Hosted items: the provider runs the tool inside the turn.  Not slots, never calls.
 _RESPONSES_HOSTED_ITEMS = frozenset({
     "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
@@ -4303,6 +4305,7 @@ _RESPONSES_CONTENT_EVENTS = {
     "response.reasoning_summary_text.done": frozenset({"reasoning"}),
     "response.reasoning_text.delta": frozenset({"reasoning"}),
     "response.reasoning_text.done": frozenset({"reasoning"}),
+    "response.compaction.compacting": frozenset({"compaction"}),   # progress only, no content
     **{f"response.web_search_call.{step}": frozenset({"web_search_call"})
        for step in ("in_progress", "searching", "completed")},
     **{f"response.file_search_call.{step}": frozenset({"file_search_call"})
