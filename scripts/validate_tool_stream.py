@@ -9680,7 +9680,8 @@ class RealtimeNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
         if kind == "error":
-            yield WireProblem(pos, STREAM_ERROR, f"the provider sent an error event{_realtime_error_named(event)}")
+            if not _realtime_refused_request(event):
+                yield WireProblem(pos, STREAM_ERROR, f"the provider sent an error event{_realtime_error_named(event)}")
             return
         if kind in _REALTIME_SESSION_EVENTS:
             return
@@ -9709,6 +9710,19 @@ class RealtimeNormalizer:
 def _realtime_id(value: Any) -> str:
     """An item id or a call id (call identity) as a message says it."""
     return _quoted(value) if isinstance(value, str) and value else _describe(value)
+
+
+# Error codes that refuse a client's request about responses, not a response: response.create while a response
+# is active, response.cancel while none is.  The running response goes on (pipecat's OpenAI, xAI and Inworld
+# realtime services log them and read on; every other error ends their session).
+_REALTIME_REFUSED_REQUESTS = frozenset({"conversation_already_has_active_response", "response_cancel_not_active"})
+
+
+def _realtime_refused_request(event: dict) -> bool:
+    """An error event that only refuses a client's response.create or response.cancel (see above)."""
+    error = event.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return isinstance(code, str) and code in _REALTIME_REFUSED_REQUESTS
 
 
 def _realtime_error_named(event: dict) -> str:

@@ -328,6 +328,16 @@ class ItemsAndEvents(unittest.TestCase):
                 self.assertEqual(messages(judge(events)), [("wrong_terminal_reason", f"{kind} states function_call "
                                                             "item 0 with status \"incomplete\"")])
 
+    def test_an_error_that_refuses_a_client_request_is_not_the_responses(self):
+        for code in ("conversation_already_has_active_response", "response_cancel_not_active"):
+            with self.subTest(code=code):
+                refused = ev("error", error={"type": "invalid_request_error", "code": code, "message": "m"})
+                self.assertEqual(judge([created(), *call()[:2], refused, *call()[2:], done()])["status"], "pass")
+        for code in ("server_error", None, ["response_cancel_not_active"], {"a": 1}):
+            with self.subTest(code=code):
+                other = ev("error", error={"type": "server_error", "code": code, "message": "m"})
+                self.assertEqual(code_set(judge([created(), *call(), other, done()])), {"stream_error"})
+
     def test_xai_running_input_transcript_is_a_session_event(self):
         transcript = ev("conversation.item.input_audio_transcription.updated", item_id="item_u", content_index=0,
                         transcript="what is")
