@@ -10100,6 +10100,9 @@ def _redact_realtime_event(event: dict) -> dict:
     out = _realtime_redacted(event)
     if kind in _REALTIME_AUDIO_EVENTS and isinstance(event.get("delta"), str) and event["delta"]:
         out["delta"] = REDACTED_BASE64
+    error = event.get("error")
+    if kind == "error" and isinstance(error, dict) and _protocol_word(error.get("code")) is not None:
+        out["error"]["code"] = error["code"]   # the finding names it; a refused request is read by it
     return out
 
 

@@ -405,6 +405,19 @@ class CaptureAndRequest(unittest.TestCase):
             self.assertEqual(redacted, event if event["type"] != "response.created" else redacted)
         self.assertEqual(ROW.wire.protected_paths(audio)[("delta",)], "base64")
 
+    def test_redaction_keeps_an_error_code_that_is_a_protocol_word(self):
+        refused = ev("error", error={"type": "invalid_request_error", "code": "response_cancel_not_active",
+                                     "message": "Cancellation failed: no active response found", "param": None})
+        self.assertEqual(ROW.capture.redact(refused)["error"], {"type": "invalid_request_error",
+                                                               "code": "response_cancel_not_active",
+                                                               "message": vts.REDACTED_TEXT, "param": None})
+        log = [created(), *call()[:2], refused, *call()[2:], done()]
+        body = "".join(json.dumps(event) + "\n" for event in log).encode()
+        envelope, _ = vts.sse_to_envelope(body, "openai-realtime", SCHEMAS, True)
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        secret = dict(refused, error={"code": "sk-live 1234 secret words", "message": "m"})
+        self.assertEqual(ROW.capture.redact(secret)["error"]["code"], vts.REDACTED_TEXT)
+
     def test_capture_of_a_message_log(self):
         log = [ev("session.created", session={"instructions": "secret plan", "tools": []}), created(), *call(),
                done()]
