@@ -10109,7 +10109,8 @@ def _redact_realtime_event(event: dict) -> dict:
 def _realtime_protected(payload: dict) -> dict[tuple, str]:
     """Arguments deltas are fragments; a function_call item and what names it are identity; audio is base64."""
     kind = _wire_str(payload.get("type"))
-    paths: dict[tuple, str] = {("item_id",): "warn"}
+    # item_id keys the calls; response_id (response.id on response.created/.done) tells another response's events
+    paths: dict[tuple, str] = {("item_id",): "warn", ("response_id",): "warn", ("response", "id"): "warn"}
     if kind == "response.function_call_arguments.delta":
         paths.update({("delta",): "fragment", ("call_id",): "warn"})
     elif kind == "response.function_call_arguments.done":
