@@ -4277,7 +4277,9 @@ _RESPONSES_UNCHECKED_CALLS = MappingProxyType({
     "computer_call": "action", "local_shell_call": "action", "shell_call": "action",
     "apply_patch_call": "operation", "mcp_approval_request": "arguments",
 })
-_RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning"})
+# Items that carry no call: an answer, reasoning, and server-side compaction's opaque `compaction` item
+# (context_management with compact_threshold; developers.openai.com/api/docs/guides/compaction).
+_RESPONSES_TEXT_ITEMS = frozenset({"message", "reasoning", "compaction"})
 # Hosted items: the provider runs the tool inside the turn.  Not slots, never calls.
 _RESPONSES_HOSTED_ITEMS = frozenset({
     "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
@@ -4304,6 +4306,7 @@ _RESPONSES_CONTENT_EVENTS = {
     "response.reasoning_summary_text.done": frozenset({"reasoning"}),
     "response.reasoning_text.delta": frozenset({"reasoning"}),
     "response.reasoning_text.done": frozenset({"reasoning"}),
+    "response.compaction.compacting": frozenset({"compaction"}),   # progress only, no content
     **{f"response.web_search_call.{step}": frozenset({"web_search_call"})
        for step in ("in_progress", "searching", "completed")},
     **{f"response.file_search_call.{step}": frozenset({"file_search_call"})
@@ -4378,12 +4381,13 @@ _RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingPro
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "item_ids", "next_response")
+    __slots__ = ("opening", "ending", "items", "item_ids", "next_response", "lane")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _RESPONSES_ENDING
         self.next_response = False                # a second response began after this one ended: not read
+        self.lane: str | None = None              # response.created's stream_id (WebSocket lanes), when it names one
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -4480,7 +4484,8 @@ class ResponsesNormalizer:
             index, item_id, delta = event["output_index"], event["item_id"], event["delta"]
         except KeyError:
             return None
-        if type(index) is not int or type(item_id) is not str or type(delta) is not str:
+        if type(index) is not int or type(item_id) is not str or type(delta) is not str or (
+                self.state.lane is not None and event.get("stream_id", self.state.lane) != self.state.lane):
             return None
         return self._streaming_delta(index, item_id, delta)
 
@@ -4492,7 +4497,8 @@ class ResponsesNormalizer:
             return False
         kind, state = event.get("type"), self.state
         wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
-        if wanted is None or state.opening != "open" or state.ending != "running":
+        if wanted is None or state.opening != "open" or state.ending != "running" or (
+                state.lane is not None and event.get("stream_id", state.lane) != state.lane):
             return False
         index = event.get("output_index")
         item = state.items.get(index) if type(index) is int else None
@@ -4515,6 +4521,13 @@ class ResponsesNormalizer:
             return
         if kind == "response.created" and state.opening == "open":
             yield _responses_second_response(pos, state)
+            return
+        if kind == "response.created" and isinstance(event.get("stream_id"), str):
+            state.lane = event["stream_id"]
+        elif state.lane is not None and state.ending == "running" and isinstance(event.get("stream_id"), str) \
+                and event["stream_id"] != state.lane:
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} belongs to stream_id lane {_token(event['stream_id'])}, "
+                              f"not to the response's lane {_token(state.lane)}: another lane's response")
             return
         was = state.ending
         late = _RESPONSES_ROOM.late(pos, kind, state)
@@ -9711,6 +9724,8 @@ _REALTIME_SESSION_EVENTS = frozenset({
     "output_audio_buffer.stopped", "output_audio_buffer.cleared", "mcp_list_tools.in_progress",
     "mcp_list_tools.completed", "mcp_list_tools.failed",
     "ping",   # xAI's keep-alive ({"type": "ping", "event_id", "timestamp"})
+    # xAI's running transcript of the user's audio (grok-transcribe): item_id, content_index, transcript
+    "conversation.item.input_audio_transcription.updated",
 })
 # Events that restate a conversation item (a function_call item among them is checked).
 _REALTIME_ITEM_EVENTS = frozenset({"conversation.item.created", "conversation.item.added", "conversation.item.done",
@@ -9772,12 +9787,13 @@ class _RealtimeItem(_Record):
 class _RealtimeState(_Record):
     """Translation state: the response's items by id, in order, and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items")
+    __slots__ = ("opening", "ending", "items", "response_id")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _REALTIME_ENDING
         self.items: dict[str, _RealtimeItem] = {}
+        self.response_id: str | None = None       # response.created's response.id, when it names one
 
 
 class RealtimeNormalizer:
@@ -9796,12 +9812,17 @@ class RealtimeNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"event type {_token(kind)} has no reviewed normalizer")
             return
         if kind == "error":
-            yield WireProblem(pos, STREAM_ERROR, f"the provider sent an error event{_realtime_error_named(event)}")
+            if not _realtime_refused_request(event):
+                yield WireProblem(pos, STREAM_ERROR, f"the provider sent an error event{_realtime_error_named(event)}")
             return
         if kind in _REALTIME_SESSION_EVENTS:
             return
         if kind in _REALTIME_ITEM_EVENTS:
             yield from _realtime_conversation_item(pos, kind, event, state)
+            return
+        other = _realtime_other_response(kind, event, state) if state.ending == "running" else None
+        if other is not None:
+            yield WireProblem(pos, UNEXPECTED_EVENT, other)
             return
         was = state.ending
         step = "terminal" if kind == "response.done" else "response"
@@ -9823,12 +9844,41 @@ def _realtime_id(value: Any) -> str:
     return _quoted(value) if isinstance(value, str) and value else _describe(value)
 
 
+# Error codes that refuse a client's request about responses, not a response: response.create while a response
+# is active, response.cancel while none is.  The running response goes on (pipecat's OpenAI, xAI and Inworld
+# realtime services log them and read on; every other error ends their session).
+_REALTIME_REFUSED_REQUESTS = frozenset({"conversation_already_has_active_response", "response_cancel_not_active"})
+
+
+def _realtime_refused_request(event: dict) -> bool:
+    """An error event that only refuses a client's response.create or response.cancel (see above)."""
+    error = event.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return isinstance(code, str) and code in _REALTIME_REFUSED_REQUESTS
+
+
 def _realtime_error_named(event: dict) -> str:
     """ (its error's type and code) for an error event's message, or "" when it names neither."""
     error = event.get("error")
     named = [value for value in (error.get("type"), error.get("code")) if isinstance(value, str) and value] \
         if isinstance(error, dict) else []
     return f" ({', '.join(_token(value) for value in named)})" if named else ""
+
+
+def _realtime_other_response(kind: str, event: dict, state: _RealtimeState) -> str | None:
+    """What is wrong when an event of a response names another response than response.created's (its response_id;
+    response.done's response.id), else None.  Another response's events (an out-of-band response that runs at
+    the same time, or a second response's) are not this turn's: its calls would be counted as this one's."""
+    response = event.get("response")
+    said = response.get("id") if kind in ("response.created", "response.done") and isinstance(response, dict) \
+        else event.get("response_id")
+    if kind == "response.created" and state.opening == "new":
+        state.response_id = said if isinstance(said, str) and said else None
+        return None
+    if not isinstance(said, str) or not said or state.response_id is None or said == state.response_id:
+        return None
+    return (f"{kind} belongs to response {_realtime_id(said)}, not to {_realtime_id(state.response_id)} that "
+            "response.created opened: another response's event")
 
 
 def _realtime_created(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
@@ -10014,6 +10064,14 @@ def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[N
     yield SlotEnd(pos, (None, item.index), tuple(restated))
 
 
+def _realtime_incomplete(pos: int, where: str, body: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
+    """A restatement of a call (a conversation item, an entry of response.done's output) that says the call is
+    incomplete: the call was cut, whatever the response's status says."""
+    if body.get("status") == "incomplete":
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{where} states function_call item {item.index} with status "
+                          "\"incomplete\"", None, item.index)
+
+
 def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
     """A conversation event's function_call item: one of this response's calls restated, or (before the response)
     an item of the conversation's history, which no one runs now."""
@@ -10030,6 +10088,7 @@ def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _Realti
                               "stream: an SDK that reads conversation items would take a call that was never checked")
         return
     yield from _realtime_identity(pos, kind, body, item, required=False)
+    yield from _realtime_incomplete(pos, kind, body, item)
     arguments = body.get("arguments")
     if not isinstance(arguments, str) or kind != "conversation.item.done" and body.get("status") not in (
             "completed", "incomplete"):
@@ -10079,6 +10138,7 @@ def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iter
                               None, item.index)
             continue
         yield from _realtime_identity(pos, "response.done response.output", entry, item)
+        yield from _realtime_incomplete(pos, "response.done response.output", entry, item)
         arguments = entry.get("arguments")
         if isinstance(arguments, str):
             yield CallRestated(pos, (None, item.index), "response.done response.output", arguments)
@@ -10172,13 +10232,17 @@ def _redact_realtime_event(event: dict) -> dict:
     out = _realtime_redacted(event)
     if kind in _REALTIME_AUDIO_EVENTS and isinstance(event.get("delta"), str) and event["delta"]:
         out["delta"] = REDACTED_BASE64
+    error = event.get("error")
+    if kind == "error" and isinstance(error, dict) and _protocol_word(error.get("code")) is not None:
+        out["error"]["code"] = error["code"]   # the finding names it; a refused request is read by it
     return out
 
 
 def _realtime_protected(payload: dict) -> dict[tuple, str]:
     """Arguments deltas are fragments; a function_call item and what names it are identity; audio is base64."""
     kind = _wire_str(payload.get("type"))
-    paths: dict[tuple, str] = {("item_id",): "warn"}
+    # item_id keys the calls; response_id (response.id on response.created/.done) tells another response's events
+    paths: dict[tuple, str] = {("item_id",): "warn", ("response_id",): "warn", ("response", "id"): "warn"}
     if kind == "response.function_call_arguments.delta":
         paths.update({("delta",): "fragment", ("call_id",): "warn"})
     elif kind == "response.function_call_arguments.done":

@@ -501,8 +501,9 @@ class RedactionKeepsTheVerdict(unittest.TestCase):
 
 
 class MaskingKeepsCallIdentity(unittest.TestCase):
-    KEYS = frozenset({"id", "call_id", "item_id", "toolUseId", "tool_call_id", "tool_use_id", "name", "namespace",
-                      "toolCallId", "toolCallName"})
+    # response_id: openai-realtime compares an event's response_id with response.created's response.id
+    KEYS = frozenset({"id", "call_id", "item_id", "response_id", "toolUseId", "tool_call_id", "tool_use_id", "name",
+                      "namespace", "toolCallId", "toolCallName"})
 
     @staticmethod
     def key_for(value):

@@ -292,6 +292,57 @@ class ItemsAndEvents(unittest.TestCase):
                 self.assertEqual(report["status"], "blocked")
                 self.assertIn("unsupported_event", code_set(report))
 
+    def test_an_event_of_another_response_is_not_read(self):
+        other = "response \"resp_2\", not to \"resp_1\" that response.created opened: another response's event"
+        events = [created(), *call(), done()]
+        events[2]["response_id"] = "resp_2"
+        self.assertEqual(messages(judge(events))[0], ("unexpected_event", "response.function_call_arguments.delta "
+                                                      f"belongs to {other}"))
+        report = judge([created(), *call(), *call("item_2", "call_2", "g", ("{}",), index=1)[:1], done()])
+        self.assertIn("missing_terminal", code_set(report))
+        events = [created(), *call(), *call("item_2", "call_2", "g", ("{}",), index=0), done()]
+        for event in events[6:10]:
+            event["response_id"] = "resp_2"
+        report = judge(events)
+        self.assertEqual((report["status"], code_set(report), [c["id"] for c in report["calls"]]),
+                         ("blocked", {"unexpected_event"}, ["call_1"]))
+        early = judge([created(), *call(), dict(done(), response={"id": "resp_2", "status": "completed"}), done()])
+        self.assertEqual(messages(early)[0], ("unexpected_event", f"response.done belongs to {other}"))
+        self.assertEqual(early["status"], "blocked")
+        # a response that names no id, and events that name none, are not compared
+        events = [ev("response.created", response={"status": "in_progress"}), *call(), done()]
+        events[2]["response_id"] = "resp_9"
+        self.assertEqual(judge(events)["status"], "pass")
+        events = [created(), *call(), done()]
+        for event in events:
+            event.pop("response_id", None)
+        self.assertEqual(judge(events)["status"], "pass")
+
+    def test_a_restatement_that_says_incomplete(self):
+        for kind in ("conversation.item.done", "response.done response.output"):
+            with self.subTest(kind=kind):
+                if kind == "conversation.item.done":
+                    events = [created(), *call(), ev(kind, item=item(arguments='{"a":1}', status="incomplete")), done()]
+                else:
+                    events = [created(), *call(), done(output=[item(arguments='{"a":1}', status="incomplete")])]
+                self.assertEqual(messages(judge(events)), [("wrong_terminal_reason", f"{kind} states function_call "
+                                                            "item 0 with status \"incomplete\"")])
+
+    def test_an_error_that_refuses_a_client_request_is_not_the_responses(self):
+        for code in ("conversation_already_has_active_response", "response_cancel_not_active"):
+            with self.subTest(code=code):
+                refused = ev("error", error={"type": "invalid_request_error", "code": code, "message": "m"})
+                self.assertEqual(judge([created(), *call()[:2], refused, *call()[2:], done()])["status"], "pass")
+        for code in ("server_error", None, ["response_cancel_not_active"], {"a": 1}):
+            with self.subTest(code=code):
+                other = ev("error", error={"type": "server_error", "code": code, "message": "m"})
+                self.assertEqual(code_set(judge([created(), *call(), other, done()])), {"stream_error"})
+
+    def test_xai_running_input_transcript_is_a_session_event(self):
+        transcript = ev("conversation.item.input_audio_transcription.updated", item_id="item_u", content_index=0,
+                        transcript="what is")
+        self.assertEqual(judge([transcript, created(), *call(), transcript, done(), transcript])["status"], "pass")
+
 
 class Claims(unittest.TestCase):
     def families(self, payload):
@@ -353,6 +404,19 @@ class CaptureAndRequest(unittest.TestCase):
             redacted = ROW.capture.redact(event)
             self.assertEqual(redacted, event if event["type"] != "response.created" else redacted)
         self.assertEqual(ROW.wire.protected_paths(audio)[("delta",)], "base64")
+
+    def test_redaction_keeps_an_error_code_that_is_a_protocol_word(self):
+        refused = ev("error", error={"type": "invalid_request_error", "code": "response_cancel_not_active",
+                                     "message": "Cancellation failed: no active response found", "param": None})
+        self.assertEqual(ROW.capture.redact(refused)["error"], {"type": "invalid_request_error",
+                                                               "code": "response_cancel_not_active",
+                                                               "message": vts.REDACTED_TEXT, "param": None})
+        log = [created(), *call()[:2], refused, *call()[2:], done()]
+        body = "".join(json.dumps(event) + "\n" for event in log).encode()
+        envelope, _ = vts.sse_to_envelope(body, "openai-realtime", SCHEMAS, True)
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        secret = dict(refused, error={"code": "sk-live 1234 secret words", "message": "m"})
+        self.assertEqual(ROW.capture.redact(secret)["error"]["code"], vts.REDACTED_TEXT)
 
     def test_capture_of_a_message_log(self):
         log = [ev("session.created", session={"instructions": "secret plan", "tools": []}), created(), *call(),
