@@ -10219,8 +10219,10 @@ REALTIME = Profile(
 #   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason).
 #   Model output after the terminal is the next turn's (delta_after_terminal in one turn).
 # - A message with an "error" member is stream_error; one with no member google-genai reads
-#   raises there (unsupported_event), as does a member naming a tool that is not reviewed.  A null
-#   member is an absent one (a plain model_dump() of google-genai's models writes them).
+#   raises there (unsupported_event), as does a member naming a tool that is not reviewed, and a snake_case
+#   spelling of a reviewed serverContent member or of a part's functionCall (google-genai's models read
+#   model_turn as modelTurn; the wire and js-genai do not).  A null member is an absent one (a plain
+#   model_dump() of google-genai's models writes them).
 # What decides whether a call may run is only the above: a declaration's "behavior": NON_BLOCKING
 # lets the model go on talking while the call runs, and a FunctionResponse's "scheduling" (SILENT,
 # WHEN_IDLE, INTERRUPT) says how the model takes the answer; neither changes the call.
@@ -10248,6 +10250,16 @@ _LIVE_TOOL_WORDS = ("tool", "function", "call")
 def _live_names_tool(member: Any) -> bool:
     """Whether a member name not reviewed names a tool (a shape that may carry a call)."""
     return isinstance(member, str) and any(word in member.lower() for word in _LIVE_TOOL_WORDS)
+
+
+def _live_snake(member: Any, reviewed: frozenset) -> bool:
+    """Whether a member name is the snake_case spelling of a reviewed one (model_turn for modelTurn).  google-genai
+    hands serverContent to pydantic models that take either spelling (populate_by_name), so it reads model_turn as
+    the turn; the wire, js-genai and this tool read only the camelCase name."""
+    if not isinstance(member, str) or "_" not in member:
+        return False
+    head, *rest = member.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest) in reviewed
 
 
 def _live_call_text(args: Any, max_depth: int) -> str | None:
@@ -10341,7 +10353,11 @@ class GeminiLiveNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent is {_describe(content)}, not an object")
             return
         for member in content:
-            if member not in _LIVE_CONTENT_MEMBERS and _live_names_tool(member):
+            if member not in _LIVE_CONTENT_MEMBERS and _live_snake(member, _LIVE_CONTENT_MEMBERS):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent member {_token(member)} is a snake_case "
+                                  "spelling: google-genai reads it as the reviewed member, the wire and js-genai do "
+                                  "not")
+            elif member not in _LIVE_CONTENT_MEMBERS and _live_names_tool(member):
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent member {_token(member)} names a tool in "
                                   "a shape this tool does not read")
         turn = content.get("modelTurn")
@@ -10350,6 +10366,9 @@ class GeminiLiveNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, "serverContent.modelTurn is not a Content object with a "
                               "parts list")
             parts = None
+        if any(isinstance(part, dict) and part.get("function_call") is not None for part in parts or ()):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "a modelTurn part has a function_call member: google-genai "
+                              "reads it as a functionCall part, the wire and js-genai do not")
         calls = [part["functionCall"] for part in parts or ()
                  if isinstance(part, dict) and part.get("functionCall") is not None]
         output = len(calls) < len(parts or ())   # (a transcription has no order with the model's turn)
