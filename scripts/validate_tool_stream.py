@@ -8301,7 +8301,9 @@ OLLAMA = Profile(
 # interaction.completed (interaction.complete): requires_action when the client must run function calls
 # ("a function_call step sets the interaction status to requires_action"); completed, failed, cancelled,
 # incomplete and budget_exceeded end a turn whose calls no one may run.  Indices count every step (thought,
-# text, hosted search and code steps too), so a call's index is not its place among the calls.
+# text, hosted search and code steps too), so a call's index is not its place among the calls.  The interaction
+# resource an event carries lists no steps in the reference and in recorded streams; google-genai's model says it
+# may: a function_call listed there (steps, or the content grammar's outputs) is not read, and blocks.
 
 _INTER_GRAMMARS = MappingProxyType({
     **dict.fromkeys(("interaction.created", "interaction.completed", "step.start", "step.delta", "step.stop"),
@@ -8436,11 +8438,25 @@ def _inter_refused(pos: int, kind: str, event: dict) -> WireProblem | None:
                        "Vercel AI SDK drops such an event and reads the turn without it")
 
 
+def _inter_snapshot_calls(pos: int, kind: str, interaction: dict) -> Iterator[NeutralEvent]:
+    """A function call listed in the interaction resource an event carries (its steps, or the content grammar's
+    outputs): the reference's events hold none and recorded streams have none, but google-genai's model of the event
+    may hold steps; a reader of that object and one of the streamed steps could run different calls."""
+    for member in ("steps", "outputs"):
+        entries = interaction.get(member)
+        if isinstance(entries, list) and any(isinstance(entry, dict) and entry.get("type") == "function_call"
+                                             for entry in entries):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"the interaction of {kind} lists a function_call in its "
+                              f"{member}: no reviewed rule says whether a client runs it or the streamed calls")
+
+
 def _inter_interaction(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
     """interaction.created / interaction.start: the interaction resource, an object."""
     if not isinstance(event.get("interaction"), dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} interaction is {_describe(event.get('interaction'))}, "
                           "not an object")
+    else:
+        yield from _inter_snapshot_calls(pos, kind, event["interaction"])
 
 
 def _inter_status_update(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8460,6 +8476,8 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
     """interaction.completed / interaction.complete: the interaction's status ends the turn."""
     interaction = event.get("interaction")
     status = interaction.get("status") if isinstance(interaction, dict) else None
+    if isinstance(interaction, dict):
+        yield from _inter_snapshot_calls(pos, kind, interaction)
     if _wire_str(status) not in _INTER_END_STATUSES:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} has the status {_describe(status)}, which ends no turn "
                           f"(reviewed: {', '.join(sorted(_INTER_END_STATUSES))})")
