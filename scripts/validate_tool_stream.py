@@ -10234,7 +10234,8 @@ REALTIME = Profile(
 #   run it, those that run toolCall would not); one still waiting for its toolCall when the log
 #   ends is missing_terminal.
 # - serverContent.turnComplete ends a turn without calls (a second is duplicate_terminal);
-#   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason).
+#   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason), after a
+#   toolCall too (a call of the turn failed, and the toolCall holds only the others).
 #   Model output after the terminal is the next turn's (delta_after_terminal in one turn).
 # - A message with an "error" member is stream_error; one with no member google-genai reads
 #   raises there (unsupported_event), as does a member naming a tool that is not reviewed, and a snake_case
@@ -10432,6 +10433,10 @@ class GeminiLiveNormalizer:
             return
         if self.phase == "called":
             self.tail_complete = True   # the server may end the turn after its toolCall
+            if isinstance(reason, str) and reason in _LIVE_TOOL_FAILURES:   # (a call of the turn failed: which?)
+                yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
+                                  f"{_token(reason)} after its toolCall: a function call of the turn failed, and the "
+                                  "toolCall holds only those that did not")
             return
         self.phase = "complete"
         for where, _, _ in self.parts.values():   # (an id no call of the report has is never quoted)

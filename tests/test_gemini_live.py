@@ -89,6 +89,12 @@ class Turns(unittest.TestCase):
         self.assertEqual(positions(judge([tool_call()])), [("missing_slot", 0)])
         report = judge([content(turnComplete=True, turnCompleteReason="MALFORMED_FUNCTION_CALL")])
         self.assertEqual((report["status"], positions(report)), ("blocked", [("wrong_terminal_reason", 0)]))
+        # after the toolCall too, beside it or later in its tail; another reason there is not a failed call
+        failed = content(turnComplete=True, turnCompleteReason="MALFORMED_FUNCTION_CALL")
+        self.assertEqual(positions(judge([tool_call(call()), failed])), [("wrong_terminal_reason", 1)])
+        self.assertEqual(positions(judge([dict(tool_call(call()), **failed)])), [("wrong_terminal_reason", 0)])
+        self.assertEqual(judge([tool_call(call()), content(turnComplete=True, turnCompleteReason="NEED_MORE_INPUT")]
+                               )["status"], "pass")
 
     def test_shapes_no_reader_runs(self):
         for entry, code in (("x", "unsupported_event"), ({"id": "a", "name": "f", "args": "{}"}, "unsupported_event"),
