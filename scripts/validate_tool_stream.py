@@ -10213,10 +10213,11 @@ REALTIME = Profile(
 # A turn, in a log of received messages: from the first message after the previous turn (or
 # after setupComplete) to its terminal -- the toolCall message for a turn with calls, or the
 # serverContent with "turnComplete": true for a turn without.  After a toolCall the turn keeps
-# its tail: the messages that carry no new model output (toolCallCancellation, usageMetadata,
-# goAway, sessionResumptionUpdate, a serverContent of only interrupted, turnComplete,
-# generationComplete, transcriptions; and a restatement of its own calls) up to the first
-# message with model output (a modelTurn part) or a new call, which starts the next turn
+# its tail: the messages that carry no new model output (a toolCallCancellation naming one of its
+# calls, usageMetadata, goAway, sessionResumptionUpdate, a serverContent of only interrupted,
+# turnComplete, generationComplete, transcriptions; and a restatement of its own calls) up to the
+# first message with model output (a modelTurn part), a new call, or a cancellation naming none of
+# its calls (a call still to come: its turn holds the cancellation), which starts the next turn
 # (_live_socket_turns).
 #
 # Read in a turn:
@@ -10656,7 +10657,14 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
                  for e in (entries if isinstance(entries, list) else ())]
     output = len(part_ids) < len(parts)
     new_calls = "toolCall" in message and not (entry_ids and all(i in calls for i in entry_ids))
-    starts = state == "idle" or state == "called" and (output or new_calls or any(i not in calls for i in part_ids))
+    cancelled = message.get("toolCallCancellation")
+    cancelled = cancelled.get("ids") if isinstance(cancelled, dict) else None
+    # a cancellation that names none of the turn's calls is about another turn's: a call still to come, which it
+    # cancels before its toolCall (the next turn's wrong_terminal_reason), or one of an earlier turn
+    foreign = isinstance(cancelled, list) and bool(cancelled) and not any(
+        isinstance(i, str) and i in calls for i in cancelled)
+    starts = state == "idle" or state == "called" and (output or new_calls or foreign
+                                                         or any(i not in calls for i in part_ids))
     if starts:
         calls.clear()
     if "toolCall" in message and (starts or state == "open"):

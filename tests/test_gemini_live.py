@@ -235,6 +235,17 @@ class SocketTurns(unittest.TestCase):
         self.assertEqual(self.turns(log), [(0, 1), (1, 2), (2, 4)])
         self.assertEqual([judge(log[a:b])["status"] for a, b in self.turns(log)], ["pass"] * 3)
 
+    def test_a_cancellation_of_no_call_of_the_turn_starts_the_next(self):
+        # it names a call still to come: that call's turn holds the cancellation, and blocks
+        cancel = {"toolCallCancellation": {"ids": ["fc_2"]}}
+        log = [tool_call(call()), cancel, tool_call(call("fc_2"))]
+        self.assertEqual(self.turns(log), [(0, 1), (1, 3)])
+        self.assertEqual([judge(log[a:b])["status"] for a, b in self.turns(log)], ["pass", "blocked"])
+        self.assertEqual(positions(judge(log[1:3])), [("wrong_terminal_reason", 1)])
+        # one that names a call of the turn stays in its tail, the other ids with it
+        both = {"toolCallCancellation": {"ids": ["fc_2", "fc_1"]}}
+        self.assertEqual(self.turns([tool_call(call()), {"usageMetadata": {}}, both]), [(0, 3)])
+
     def test_a_log_cut_mid_turn_and_session_messages_alone(self):
         self.assertEqual(self.turns([{"setupComplete": {}}, part(text="a")]), [(1, 2)])
         self.assertEqual(self.turns([{"setupComplete": {}}, {"usageMetadata": {}}]), [])
