@@ -8297,6 +8297,9 @@ OLLAMA = Profile(
 #   content (the older one, replaced in May 2026): interaction.start, content.start / content.delta /
 #     content.stop per block, interaction.complete; a function_call delta carries the whole call
 #     (id, name, and "arguments" an object).
+# The May 2026 migration guide lists interaction.in_progress and interaction.requires_action among the steps
+# grammar's events, replacing interaction.status_update (recorded streams still send that one; the Vercel AI SDK
+# reads all three alike): status events, no terminal.
 # Both: interaction.status_update and error.  The turn's terminal is the interaction's status in
 # interaction.completed (interaction.complete): requires_action when the client must run function calls
 # ("a function_call step sets the interaction status to requires_action"); completed, failed, cancelled,
@@ -8306,8 +8309,8 @@ OLLAMA = Profile(
 # may: a function_call listed there (steps, or the content grammar's outputs) is not read, and blocks.
 
 _INTER_GRAMMARS = MappingProxyType({
-    **dict.fromkeys(("interaction.created", "interaction.completed", "step.start", "step.delta", "step.stop"),
-                    "steps"),
+    **dict.fromkeys(("interaction.created", "interaction.completed", "step.start", "step.delta", "step.stop",
+                     "interaction.in_progress", "interaction.requires_action"), "steps"),
     **dict.fromkeys(("interaction.start", "interaction.complete", "content.start", "content.delta",
                      "content.stop"), "content"),
 })
@@ -8463,6 +8466,13 @@ def _inter_status_update(pos: int, kind: str, event: dict, state: _InterState) -
     """A status change of the running interaction: no terminal (interaction.completed says how it ended)."""
     if not isinstance(event.get("status"), str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event.get('status'))}, not a string")
+
+
+def _inter_status_event(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """interaction.in_progress / interaction.requires_action: a status change named by the event (its status member
+    is optional); no terminal, as interaction.status_update."""
+    if "status" in event and not isinstance(event["status"], str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event['status'])}, not a string")
 
 
 def _inter_error(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8735,7 +8745,8 @@ _INTER_COMMON = MappingProxyType({"interaction.status_update": _inter_status_upd
 _INTER_STEP_ROOM = _EventRoom(
     start="interaction.created", ending=_INTER_ENDING, steps={"interaction.completed": "end"}, other="event",
     handlers={**_INTER_COMMON, "interaction.created": _inter_interaction, "interaction.completed": _inter_completed,
-              "step.start": _inter_step_start, "step.delta": _inter_step_delta, "step.stop": _inter_step_stop},
+              "step.start": _inter_step_start, "step.delta": _inter_step_delta, "step.stop": _inter_step_stop,
+              "interaction.in_progress": _inter_status_event, "interaction.requires_action": _inter_status_event},
     screen=_inter_refused)
 _INTER_CONTENT_ROOM = _EventRoom(
     start="interaction.start", ending=_INTER_ENDING, steps={"interaction.complete": "end"}, other="event",

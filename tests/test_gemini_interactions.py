@@ -273,6 +273,18 @@ class Terminal(unittest.TestCase):
         report = judge([CREATED] + call(0) + [completed(), {"event_type": "error", "error": {"code": "x"}}])
         self.assertEqual(codes(report), ["delta_after_terminal"])
 
+    def test_the_status_events_of_the_migration_guide(self):
+        progress = {"event_type": "interaction.in_progress", "interaction_id": "v1_a"}
+        action = {"event_type": "interaction.requires_action", "interaction_id": "v1_a", "status": "requires_action"}
+        report = judge([CREATED, progress] + call(0) + [action, completed()])
+        self.assertEqual((report["status"], calls_of(report)), ("pass", [(0, "fc_1", "f", '{"a":1}')]))
+        # neither ends the turn; a status that is not a string; the steps grammar's own events
+        self.assertEqual(positions(judge([CREATED] + call(0) + [action])), [("missing_terminal", None)])
+        self.assertEqual(positions(judge([CREATED, dict(progress, status=1)] + call(0) + [completed()])),
+                         [("unsupported_event", 1)])
+        self.assertEqual(positions(judge([START, progress] + block_call(0)
+                                         + [completed(kind="interaction.complete")])), [("unexpected_event", 1)])
+
     def test_a_function_call_in_the_interaction_resource_of_an_event(self):
         listed = {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {"a": 1}}
         for opening, ending in ((CREATED, completed()), (START, completed(kind="interaction.complete"))):
