@@ -10695,8 +10695,11 @@ def _live_session_only(message: Any) -> bool:
 def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     """The turns of a Live message log (see the notes above), each (first, end): a turn starts at the first
     message after the previous one's end that is not the session's own (setupComplete, usageMetadata, goAway,
-    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall."""
+    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall.  A toolCall that
+    requests again a call an earlier turn requested (after model output, so not in that turn's tail) joins that turn
+    and every one since: a client that keeps the ids it ran skips it, another runs it again, and that turn blocks."""
     turns: list[tuple[int, int]] = []
+    owned: list[set] = []    # the call ids each turn of turns requested
     state, first, calls = "idle", 0, set()
     for k, message in enumerate(messages):
         if state == "idle" and _live_session_only(message):
@@ -10705,13 +10708,21 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
                 and message.get("serverContent") is None and message.get("toolCall") is None):
             raise CaptureError(f"message {k} is a toolCallCancellation outside every turn (the calls it names belong "
                                "to a turn that had ended)")
+        before = set(calls)
         after, starts = _live_turn_end(message, calls, state)
         if starts:
             if state == "called":
                 turns.append((first, k))
+                owned.append(before)
             first = k
+        again = next((j for j, ids in enumerate(owned) if ids & calls), None) if after == "called" else None
+        if again is not None:   # (calls: the ids this message's toolCall requested)
+            first = turns[again][0]
+            calls.update(*owned[again:])
+            del turns[again:], owned[again:]
         if after == "ended":
             turns.append((first, k + 1))
+            owned.append(set())
             after = "idle"
         state = after
     if state != "idle":

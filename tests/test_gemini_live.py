@@ -10,7 +10,7 @@ import json
 import os
 import unittest
 
-from support import FIXTURES, codes, importable, load_fixture, positions, run_cli, vts
+from support import FIXTURES, code_set, codes, importable, load_fixture, positions, run_cli, vts
 
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
            "g": {"type": "object"}}
@@ -245,6 +245,16 @@ class SocketTurns(unittest.TestCase):
         # one that names a call of the turn stays in its tail, the other ids with it
         both = {"toolCallCancellation": {"ids": ["fc_2", "fc_1"]}}
         self.assertEqual(self.turns([tool_call(call()), {"usageMetadata": {}}, both]), [(0, 3)])
+
+    def test_a_call_requested_again_after_model_output_joins_its_turn(self):
+        # a client that keeps the ids it ran skips the second toolCall, another runs the call again
+        log = [{"setupComplete": {}}, tool_call(call()), part(text="a"), content(turnComplete=True), part(text="b"),
+               tool_call(call("fc_2")), part(text="c"), tool_call(call(args={"a": 2})), part(text="d"),
+               content(turnComplete=True)]
+        self.assertEqual(self.turns(log), [(1, 8), (8, 10)])
+        self.assertEqual(code_set(judge(log[1:8])), {"delta_after_terminal", "unexpected_event"})
+        # the same call restated in its own tail stays one turn that passes
+        self.assertEqual(self.turns([tool_call(call()), content(turnComplete=True), tool_call(call())]), [(0, 3)])
 
     def test_a_log_cut_mid_turn_and_session_messages_alone(self):
         self.assertEqual(self.turns([{"setupComplete": {}}, part(text="a")]), [(1, 2)])
