@@ -10695,7 +10695,8 @@ def _live_session_only(message: Any) -> bool:
 def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     """The turns of a Live message log (see the notes above), each (first, end): a turn starts at the first
     message after the previous one's end that is not the session's own (setupComplete, usageMetadata, goAway,
-    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall.  A toolCall that
+    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall; a
+    toolCallCancellation between turns starts a turn (the call it names may come in it).  A toolCall that
     requests again a call an earlier turn requested (after model output, so not in that turn's tail) joins that turn
     and every one since: a client that keeps the ids it ran skips it, another runs it again, and that turn blocks."""
     turns: list[tuple[int, int]] = []
@@ -10704,11 +10705,7 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     for k, message in enumerate(messages):
         if state == "idle" and _live_session_only(message):
             continue
-        if (state == "idle" and isinstance(message, dict) and message.get("toolCallCancellation") is not None
-                and message.get("serverContent") is None and message.get("toolCall") is None):
-            raise CaptureError(f"message {k} is a toolCallCancellation outside every turn (the calls it names belong "
-                               "to a turn that had ended)")
-        before = set(calls)
+        before = set(calls)   # (a cancellation between turns opens the next, as one naming no call of a tail)
         after, starts = _live_turn_end(message, calls, state)
         if starts:
             if state == "called":

@@ -261,10 +261,15 @@ class SocketTurns(unittest.TestCase):
         self.assertEqual(self.turns([{"setupComplete": {}}, {"usageMetadata": {}}]), [])
         self.assertEqual(self.turns(["x", part(text="a")]), [(0, 2)])
 
-    def test_a_cancellation_outside_every_turn_is_refused(self):
-        with self.assertRaises(vts.CaptureError) as caught:
-            self.turns([part(text="a"), content(turnComplete=True), {"toolCallCancellation": {"ids": ["fc_1"]}}])
-        self.assertIn("message 2", str(caught.exception))
+    def test_a_cancellation_between_turns_starts_the_next(self):
+        # the call it names comes in that turn (which blocks), or it names an earlier turn's call (not this turn's)
+        cancel = {"toolCallCancellation": {"ids": ["fc_1"]}}
+        log = [part(text="a"), content(turnComplete=True), cancel, tool_call(call())]
+        self.assertEqual(self.turns(log), [(0, 2), (2, 4)])
+        self.assertEqual(positions(judge(log[2:4])), [("wrong_terminal_reason", 1)])
+        log = [part(text="a"), content(turnComplete=True), cancel, part(text="b"), content(turnComplete=True)]
+        self.assertEqual(self.turns(log), [(0, 2), (2, 5)])
+        self.assertEqual(judge(log[2:5])["status"], "not_applicable")
 
 
 class Request(unittest.TestCase):
