@@ -8311,15 +8311,20 @@ OLLAMA = Profile(
 #   content (the older one, replaced in May 2026): interaction.start, content.start / content.delta /
 #     content.stop per block, interaction.complete; a function_call delta carries the whole call
 #     (id, name, and "arguments" an object).
+# The May 2026 migration guide lists interaction.in_progress and interaction.requires_action among the steps
+# grammar's events, replacing interaction.status_update (recorded streams still send that one; the Vercel AI SDK
+# reads all three alike): status events, no terminal.
 # Both: interaction.status_update and error.  The turn's terminal is the interaction's status in
 # interaction.completed (interaction.complete): requires_action when the client must run function calls
 # ("a function_call step sets the interaction status to requires_action"); completed, failed, cancelled,
 # incomplete and budget_exceeded end a turn whose calls no one may run.  Indices count every step (thought,
-# text, hosted search and code steps too), so a call's index is not its place among the calls.
+# text, hosted search and code steps too), so a call's index is not its place among the calls.  The interaction
+# resource an event carries lists no steps in the reference and in recorded streams; google-genai's model says it
+# may: a function_call listed there (steps, or the content grammar's outputs) is not read, and blocks.
 
 _INTER_GRAMMARS = MappingProxyType({
-    **dict.fromkeys(("interaction.created", "interaction.completed", "step.start", "step.delta", "step.stop"),
-                    "steps"),
+    **dict.fromkeys(("interaction.created", "interaction.completed", "step.start", "step.delta", "step.stop",
+                     "interaction.in_progress", "interaction.requires_action"), "steps"),
     **dict.fromkeys(("interaction.start", "interaction.complete", "content.start", "content.delta",
                      "content.stop"), "content"),
 })
@@ -8450,17 +8455,38 @@ def _inter_refused(pos: int, kind: str, event: dict) -> WireProblem | None:
                        "Vercel AI SDK drops such an event and reads the turn without it")
 
 
+def _inter_snapshot_calls(pos: int, kind: str, interaction: dict) -> Iterator[NeutralEvent]:
+    """A function call listed in the interaction resource an event carries (its steps, or the content grammar's
+    outputs): the reference's events hold none and recorded streams have none, but google-genai's model of the event
+    may hold steps; a reader of that object and one of the streamed steps could run different calls."""
+    for member in ("steps", "outputs"):
+        entries = interaction.get(member)
+        if isinstance(entries, list) and any(isinstance(entry, dict) and entry.get("type") == "function_call"
+                                             for entry in entries):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"the interaction of {kind} lists a function_call in its "
+                              f"{member}: no reviewed rule says whether a client runs it or the streamed calls")
+
+
 def _inter_interaction(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
     """interaction.created / interaction.start: the interaction resource, an object."""
     if not isinstance(event.get("interaction"), dict):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} interaction is {_describe(event.get('interaction'))}, "
                           "not an object")
+    else:
+        yield from _inter_snapshot_calls(pos, kind, event["interaction"])
 
 
 def _inter_status_update(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
     """A status change of the running interaction: no terminal (interaction.completed says how it ended)."""
     if not isinstance(event.get("status"), str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event.get('status'))}, not a string")
+
+
+def _inter_status_event(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
+    """interaction.in_progress / interaction.requires_action: a status change named by the event (its status member
+    is optional); no terminal, as interaction.status_update."""
+    if "status" in event and not isinstance(event["status"], str):
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event['status'])}, not a string")
 
 
 def _inter_error(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8474,6 +8500,8 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
     """interaction.completed / interaction.complete: the interaction's status ends the turn."""
     interaction = event.get("interaction")
     status = interaction.get("status") if isinstance(interaction, dict) else None
+    if isinstance(interaction, dict):
+        yield from _inter_snapshot_calls(pos, kind, interaction)
     if _wire_str(status) not in _INTER_END_STATUSES:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} has the status {_describe(status)}, which ends no turn "
                           f"(reviewed: {', '.join(sorted(_INTER_END_STATUSES))})")
@@ -8731,7 +8759,8 @@ _INTER_COMMON = MappingProxyType({"interaction.status_update": _inter_status_upd
 _INTER_STEP_ROOM = _EventRoom(
     start="interaction.created", ending=_INTER_ENDING, steps={"interaction.completed": "end"}, other="event",
     handlers={**_INTER_COMMON, "interaction.created": _inter_interaction, "interaction.completed": _inter_completed,
-              "step.start": _inter_step_start, "step.delta": _inter_step_delta, "step.stop": _inter_step_stop},
+              "step.start": _inter_step_start, "step.delta": _inter_step_delta, "step.stop": _inter_step_stop,
+              "interaction.in_progress": _inter_status_event, "interaction.requires_action": _inter_status_event},
     screen=_inter_refused)
 _INTER_CONTENT_ROOM = _EventRoom(
     start="interaction.start", ending=_INTER_ENDING, steps={"interaction.complete": "end"}, other="event",
@@ -10391,10 +10420,11 @@ REALTIME = Profile(
 # A turn, in a log of received messages: from the first message after the previous turn (or
 # after setupComplete) to its terminal -- the toolCall message for a turn with calls, or the
 # serverContent with "turnComplete": true for a turn without.  After a toolCall the turn keeps
-# its tail: the messages that carry no new model output (toolCallCancellation, usageMetadata,
-# goAway, sessionResumptionUpdate, a serverContent of only interrupted, turnComplete,
-# generationComplete, transcriptions; and a restatement of its own calls) up to the first
-# message with model output (a modelTurn part) or a new call, which starts the next turn
+# its tail: the messages that carry no new model output (a toolCallCancellation naming one of its
+# calls, usageMetadata, goAway, sessionResumptionUpdate, a serverContent of only interrupted,
+# turnComplete, generationComplete, transcriptions; and a restatement of its own calls) up to the
+# first message with model output (a modelTurn part), a new call, or a cancellation naming none of
+# its calls (a call still to come: its turn holds the cancellation), which starts the next turn
 # (_live_socket_turns).
 #
 # Read in a turn:
@@ -10412,11 +10442,14 @@ REALTIME = Profile(
 #   run it, those that run toolCall would not); one still waiting for its toolCall when the log
 #   ends is missing_terminal.
 # - serverContent.turnComplete ends a turn without calls (a second is duplicate_terminal);
-#   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason).
+#   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason), after a
+#   toolCall too (a call of the turn failed, and the toolCall holds only the others).
 #   Model output after the terminal is the next turn's (delta_after_terminal in one turn).
 # - A message with an "error" member is stream_error; one with no member google-genai reads
-#   raises there (unsupported_event), as does a member naming a tool that is not reviewed.  A null
-#   member is an absent one (a plain model_dump() of google-genai's models writes them).
+#   raises there (unsupported_event), as does a member naming a tool that is not reviewed, and a snake_case
+#   spelling of a reviewed serverContent member or of a part's functionCall (google-genai's models read
+#   model_turn as modelTurn; the wire and js-genai do not).  A null member is an absent one (a plain
+#   model_dump() of google-genai's models writes them).
 # What decides whether a call may run is only the above: a declaration's "behavior": NON_BLOCKING
 # lets the model go on talking while the call runs, and a FunctionResponse's "scheduling" (SILENT,
 # WHEN_IDLE, INTERRUPT) says how the model takes the answer; neither changes the call.
@@ -10444,6 +10477,16 @@ _LIVE_TOOL_WORDS = ("tool", "function", "call")
 def _live_names_tool(member: Any) -> bool:
     """Whether a member name not reviewed names a tool (a shape that may carry a call)."""
     return isinstance(member, str) and any(word in member.lower() for word in _LIVE_TOOL_WORDS)
+
+
+def _live_snake(member: Any, reviewed: frozenset) -> bool:
+    """Whether a member name is the snake_case spelling of a reviewed one (model_turn for modelTurn).  google-genai
+    hands serverContent to pydantic models that take either spelling (populate_by_name), so it reads model_turn as
+    the turn; the wire, js-genai and this tool read only the camelCase name."""
+    if not isinstance(member, str) or "_" not in member:
+        return False
+    head, *rest = member.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest) in reviewed
 
 
 def _live_call_text(args: Any, max_depth: int) -> str | None:
@@ -10537,7 +10580,11 @@ class GeminiLiveNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent is {_describe(content)}, not an object")
             return
         for member in content:
-            if member not in _LIVE_CONTENT_MEMBERS and _live_names_tool(member):
+            if member not in _LIVE_CONTENT_MEMBERS and _live_snake(member, _LIVE_CONTENT_MEMBERS):
+                yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent member {_token(member)} is a snake_case "
+                                  "spelling: google-genai reads it as the reviewed member, the wire and js-genai do "
+                                  "not")
+            elif member not in _LIVE_CONTENT_MEMBERS and _live_names_tool(member):
                 yield WireProblem(pos, UNSUPPORTED_EVENT, f"serverContent member {_token(member)} names a tool in "
                                   "a shape this tool does not read")
         turn = content.get("modelTurn")
@@ -10546,6 +10593,9 @@ class GeminiLiveNormalizer:
             yield WireProblem(pos, UNSUPPORTED_EVENT, "serverContent.modelTurn is not a Content object with a "
                               "parts list")
             parts = None
+        if any(isinstance(part, dict) and part.get("function_call") is not None for part in parts or ()):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, "a modelTurn part has a function_call member: google-genai "
+                              "reads it as a functionCall part, the wire and js-genai do not")
         calls = [part["functionCall"] for part in parts or ()
                  if isinstance(part, dict) and part.get("functionCall") is not None]
         output = len(calls) < len(parts or ())   # (a transcription has no order with the model's turn)
@@ -10591,6 +10641,10 @@ class GeminiLiveNormalizer:
             return
         if self.phase == "called":
             self.tail_complete = True   # the server may end the turn after its toolCall
+            if isinstance(reason, str) and reason in _LIVE_TOOL_FAILURES:   # (a call of the turn failed: which?)
+                yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
+                                  f"{_token(reason)} after its toolCall: a function call of the turn failed, and the "
+                                  "toolCall holds only those that did not")
             return
         self.phase = "complete"
         for where, _, _ in self.parts.values():   # (an id no call of the report has is never quoted)
@@ -10810,7 +10864,14 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
                  for e in (entries if isinstance(entries, list) else ())]
     output = len(part_ids) < len(parts)
     new_calls = "toolCall" in message and not (entry_ids and all(i in calls for i in entry_ids))
-    starts = state == "idle" or state == "called" and (output or new_calls or any(i not in calls for i in part_ids))
+    cancelled = message.get("toolCallCancellation")
+    cancelled = cancelled.get("ids") if isinstance(cancelled, dict) else None
+    # a cancellation that names none of the turn's calls is about another turn's: a call still to come, which it
+    # cancels before its toolCall (the next turn's wrong_terminal_reason), or one of an earlier turn
+    foreign = isinstance(cancelled, list) and bool(cancelled) and not any(
+        isinstance(i, str) and i in calls for i in cancelled)
+    starts = state == "idle" or state == "called" and (output or new_calls or foreign
+                                                         or any(i not in calls for i in part_ids))
     if starts:
         calls.clear()
     if "toolCall" in message and (starts or state == "open"):
@@ -10830,23 +10891,31 @@ def _live_session_only(message: Any) -> bool:
 def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     """The turns of a Live message log (see the notes above), each (first, end): a turn starts at the first
     message after the previous one's end that is not the session's own (setupComplete, usageMetadata, goAway,
-    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall."""
+    sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall; a
+    toolCallCancellation between turns starts a turn (the call it names may come in it).  A toolCall that
+    requests again a call an earlier turn requested (after model output, so not in that turn's tail) joins that turn
+    and every one since: a client that keeps the ids it ran skips it, another runs it again, and that turn blocks."""
     turns: list[tuple[int, int]] = []
+    owned: list[set] = []    # the call ids each turn of turns requested
     state, first, calls = "idle", 0, set()
     for k, message in enumerate(messages):
         if state == "idle" and _live_session_only(message):
             continue
-        if (state == "idle" and isinstance(message, dict) and message.get("toolCallCancellation") is not None
-                and message.get("serverContent") is None and message.get("toolCall") is None):
-            raise CaptureError(f"message {k} is a toolCallCancellation outside every turn (the calls it names belong "
-                               "to a turn that had ended)")
+        before = set(calls)   # (a cancellation between turns opens the next, as one naming no call of a tail)
         after, starts = _live_turn_end(message, calls, state)
         if starts:
             if state == "called":
                 turns.append((first, k))
+                owned.append(before)
             first = k
+        again = next((j for j, ids in enumerate(owned) if ids & calls), None) if after == "called" else None
+        if again is not None:   # (calls: the ids this message's toolCall requested)
+            first = turns[again][0]
+            calls.update(*owned[again:])
+            del turns[again:], owned[again:]
         if after == "ended":
             turns.append((first, k + 1))
+            owned.append(set())
             after = "idle"
         state = after
     if state != "idle":

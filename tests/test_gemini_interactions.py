@@ -10,7 +10,7 @@ import json
 import os
 import unittest
 
-from support import (FIXTURES, ServedFixtures, code_set, codes, load_fixture, room_fast_paths_agree,
+from support import (FIXTURES, ServedFixtures, code_set, codes, load_fixture, positions, room_fast_paths_agree,
                      room_runs_agree, slow, vts)
 
 PROFILE = "gemini-interactions"
@@ -272,6 +272,35 @@ class Terminal(unittest.TestCase):
         self.assertEqual(codes(judge([CREATED] + call(0) + [completed(), completed()])), ["duplicate_terminal"])
         report = judge([CREATED] + call(0) + [completed(), {"event_type": "error", "error": {"code": "x"}}])
         self.assertEqual(codes(report), ["delta_after_terminal"])
+
+    def test_the_status_events_of_the_migration_guide(self):
+        progress = {"event_type": "interaction.in_progress", "interaction_id": "v1_a"}
+        action = {"event_type": "interaction.requires_action", "interaction_id": "v1_a", "status": "requires_action"}
+        report = judge([CREATED, progress] + call(0) + [action, completed()])
+        self.assertEqual((report["status"], calls_of(report)), ("pass", [(0, "fc_1", "f", '{"a":1}')]))
+        # neither ends the turn; a status that is not a string; the steps grammar's own events
+        self.assertEqual(positions(judge([CREATED] + call(0) + [action])), [("missing_terminal", None)])
+        self.assertEqual(positions(judge([CREATED, dict(progress, status=1)] + call(0) + [completed()])),
+                         [("unsupported_event", 1)])
+        self.assertEqual(positions(judge([START, progress] + block_call(0)
+                                         + [completed(kind="interaction.complete")])), [("unexpected_event", 1)])
+
+    def test_a_function_call_in_the_interaction_resource_of_an_event(self):
+        listed = {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {"a": 1}}
+        for opening, ending in ((CREATED, completed()), (START, completed(kind="interaction.complete"))):
+            for member in ("steps", "outputs"):
+                with self.subTest(opening=opening["event_type"], member=member):
+                    end = dict(ending, interaction=dict(ending["interaction"], **{member: [{"type": "thought"},
+                                                                                          listed]}))
+                    body = call(0) if opening is CREATED else block_call(0)
+                    self.assertEqual(positions(judge([opening] + body + [end])),
+                                     [("unsupported_event", 1 + len(body))])
+                    begin = dict(opening, interaction=dict(opening["interaction"], **{member: [listed]}))
+                    self.assertEqual(positions(judge([begin] + body + [ending])), [("unsupported_event", 0)])
+        # steps that hold no call are not read
+        end = completed()
+        end["interaction"]["steps"] = [{"type": "thought"}, {"type": "model_output"}]
+        self.assertEqual(judge([CREATED] + call(0) + [end])["status"], "pass")
 
     def test_an_error_event_names_its_code(self):
         report = judge([CREATED] + call(0) + [{"event_type": "error", "error": {"code": "gateway_timeout",
