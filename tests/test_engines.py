@@ -141,6 +141,11 @@ class ClickHouseWrapper(unittest.TestCase):
         self.assertEqual([read(r) for r in results], [expected(passing), expected(blocked), expected(not_utf8)])
         self.assertEqual(results[2]["codes"], ["invalid_fixture"])
 
+    def test_it_is_executable(self):
+        self.assertTrue(os.access(WRAPPER, os.X_OK), "ClickHouse runs only executable files in user_scripts_path")
+        with open(WRAPPER, "rb") as handle:
+            self.assertEqual(handle.readline(), b"#!/usr/bin/env python3\n")
+
     def test_a_line_that_is_no_row_gets_a_verdict_and_the_run_goes_on(self):
         lines = [b"not json\n", b"[1]\n", b'{"envelope": 5}\n', b'{"other": "x"}\n', b"[" * 100000 + b"\n",
                  b'{"envelope":"{}"}\n', b"\xff\n", b"\n"]
