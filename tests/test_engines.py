@@ -197,6 +197,9 @@ class DuckDB(unittest.TestCase):
         rows = con.sql("SELECT name, tool_stream_verdict(encode(body)) FROM texts").fetchall()
         self.assertEqual({relative(name): read(verdict) for name, verdict in rows}, self.want)
 
+    def test_a_null_body_gets_null(self):
+        self.assertEqual(self.recipe["con"].sql("SELECT tool_stream_verdict(NULL::BLOB)").fetchall(), [(None,)])
+
     def test_the_recipe_query_lists_the_blocked_rows(self):
         got = {relative(name): codes for name, codes in self.recipe["blocked"].fetchall()}
         self.assertEqual(got, {relpath: want["codes"] for relpath, want in self.want.items()
