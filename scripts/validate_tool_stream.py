@@ -16479,8 +16479,7 @@ def _validate_bytes_keeping_doc(data: bytes, limits: Limits, pause_gc: bool) -> 
 
 def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, Any], Any]:
     if len(data) > limits.max_input_bytes:
-        finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
-        return _report(Outcome([finding])), None
+        return _too_large_report(limits), None
     parsed_from = _PARSED_FROM.set(_SpelledIn(data))   # every value checked below is parsed from data
     try:
         streamed = _stream_envelope(_TextWindow(data), limits)
@@ -16492,6 +16491,11 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
         return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
     finally:
         _PARSED_FROM.reset(parsed_from)
+
+
+def _too_large_report(limits: Limits) -> dict[str, Any]:
+    """The report on a fixture larger than limits.max_input_bytes (it is not read further)."""
+    return _report(Outcome([Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")]))
 
 
 # Codes whose messages may quote argument content (keys, values); --redact-arguments
@@ -17055,9 +17059,10 @@ def _finding_place(finding: dict, spans: dict, starts: list[int], stream_key: in
     return (int(at.group(1)), int(at.group(2))) if at is not None else (1, 1)
 
 
-def _difference_annotations(name: str, differences: list[str], spans: dict, where: _Lines | None) -> list[str]:
+def _difference_annotations(name: str, differences: list[str], spans: dict, where: _Lines | None,
+                            first_line: int = 1) -> list[str]:
     """One annotation per expect difference, at the expect key (a file that is not strict JSON: where
-    the parser stopped; else line 1)."""
+    the parser stopped; else line 1); the text's line 1 is the file's line `first_line`."""
     lines = []
     line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
     for difference in differences:
@@ -17065,18 +17070,19 @@ def _difference_annotations(name: str, differences: list[str], spans: dict, wher
         if at is not None:   # an unreadable file: the annotation goes where the parser stopped
             line, col = int(at.group(1)), int(at.group(2))
         message = _github_escape("expect: " + _printable(difference))
-        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+        lines.append(f"::error file={name},line={line + first_line - 1},col={col}::{message}\n")
     return lines
 
 
 def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes,
-                  allow_not_applicable: bool = False) -> str:
+                  allow_not_applicable: bool = False, first_line: int = 1) -> str:
     """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
 
     A finding with a stream position points at that element of chunks/events; one
     at the end of the stream at the stream key; an envelope finding at the key it
     names (else line 1).  Expect differences are one annotation each, at the expect key (a file
-    that is not strict JSON: where the parser stopped; else line 1).
+    that is not strict JSON: where the parser stopped; else line 1).  data starts at line
+    `first_line` of the file (a line of JSON Lines: its number), so every line number is shifted.
     """
     try:
         text = data.decode("utf-8")
@@ -17092,12 +17098,12 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     for finding in findings:
         line, col = _finding_place(finding, spans, starts, stream_key, where)
         message = _github_escape(f"{finding['code']}: {_printable(finding['message'])}")
-        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
-    lines += _difference_annotations(name, differences or [], spans, where)
+        lines.append(f"::error file={name},line={line + first_line - 1},col={col}::{message}\n")
+    lines += _difference_annotations(name, differences or [], spans, where, first_line)
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
         # it fails the step (exit 2), so it is an error, and says how to let it pass
-        lines.append(f"::error file={name},line=1,col=1::not_applicable: the turn carries no tool call, so the step "
-                     "fails (exit 2); --allow-not-applicable lets such a turn pass\n")
+        lines.append(f"::error file={name},line={first_line},col=1::not_applicable: the turn carries no tool call, "
+                     "so the step fails (exit 2); --allow-not-applicable lets such a turn pass\n")
     return "".join(lines)
 
 
@@ -17136,20 +17142,56 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
     suite = ET.SubElement(suites, "testsuite", name=TOOL, tests=str(len(cases)), failures=str(failures),
                           errors="0", skipped=str(skipped))
     for path, report, code, differences in cases:
-        case = ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path))
-        if code != EXIT_PASS:
-            kind, headline, body = _junit_failure(report, differences)
-            failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
-            failure.text = "\n".join(_xml_safe(line) for line in body)
-        elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
-            ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
-        out = ET.SubElement(case, "system-out")
-        out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
-                             f"{len(report['findings'])} finding(s)")
-    document = ET.tostring(suites, encoding="unicode")
-    # ASCII with character references: well-formed whatever encoding stdout writes
-    document = document.encode("ascii", "xmlcharrefreplace").decode().replace("##[", "#&#35;[")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document + "\n"
+        _junit_fill_case(ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path)),
+                         report, code, differences, allow_not_applicable)
+    return _JUNIT_DECLARATION + _junit_ascii(ET.tostring(suites, encoding="unicode")) + "\n"
+
+
+_JUNIT_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+
+
+def _junit_ascii(document: str) -> str:
+    """ASCII with character references: well-formed whatever encoding stdout writes."""
+    return document.encode("ascii", "xmlcharrefreplace").decode().replace("##[", "#&#35;[")
+
+
+def _junit_fill_case(case: Any, report: dict[str, Any], code: int, differences: list[str] | None,
+                     allow_not_applicable: bool) -> None:
+    """A testcase element's children: its failure (or skipped) and its system-out line."""
+    import xml.etree.ElementTree as ET
+
+    if code != EXIT_PASS:
+        kind, headline, body = _junit_failure(report, differences)
+        failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
+        failure.text = "\n".join(_xml_safe(line) for line in body)
+    elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
+        ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
+    out = ET.SubElement(case, "system-out")
+    out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
+                         f"{len(report['findings'])} finding(s)")
+
+
+def _junit_case(name: str, report: dict[str, Any], code: int, differences: list[str] | None,
+                allow_not_applicable: bool) -> str:
+    """One testcase element on its own, as render_junit writes it inside its document."""
+    import xml.etree.ElementTree as ET
+
+    case = ET.Element("testcase", classname=TOOL, name=_xml_safe(name))
+    _junit_fill_case(case, report, code, differences, allow_not_applicable)
+    return _junit_ascii(ET.tostring(case, encoding="unicode"))
+
+
+def _junit_frame(tests: int, failures: int, skipped: int) -> tuple[str, str]:
+    """The text of a JUnit document before its test cases (the declaration and the opening tags, with
+    the counts) and after them, so the cases can be written one at a time between the two."""
+    import xml.etree.ElementTree as ET
+
+    suites = ET.Element("testsuites", name=TOOL, tests=str(tests), failures=str(failures), errors="0")
+    suite = ET.SubElement(suites, "testsuite", name=TOOL, tests=str(tests), failures=str(failures),
+                          errors="0", skipped=str(skipped))
+    suite.text = "\x00"   # where the cases go: no attribute or tag can hold it
+    head, tail = ET.tostring(suites, encoding="unicode").split("\x00")
+    return _JUNIT_DECLARATION + _junit_ascii(head), _junit_ascii(tail)
 
 
 # ---------------------------------------------------------------------------
@@ -22448,7 +22490,11 @@ def _parse_args(argv: list[str]) -> Any:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
-                        help="fixture file (JSON envelope), a folder of them, or - for standard input")
+                        help="fixture file (JSON envelope), a folder of them, or - for standard input "
+                             "(with --jsonl: files of JSON Lines)")
+    parser.add_argument("--jsonl", action="store_true",
+                        help="each FIXTURE (a file, or - for standard input) is JSON Lines, one envelope per "
+                             "line: one report per line, naming its line, then the summary")
     parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="json",
                         help="report format: json (default), text, junit (JUnit XML, one test case per fixture) "
                              "or github (workflow-command annotations at the chunk's line in the file)")
@@ -22580,7 +22626,16 @@ def _path_fixtures(path: str) -> tuple[list[str], bool]:
 def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, bytes]:
     """Validate one fixture: (report, exit code, expect differences or None, the file's bytes)."""
     data = _read_input(path, limits.max_input_bytes)
-    report, doc = _validate_bytes_keeping_doc(data, limits, True)
+    return (*_judge_data(data, args, limits), data)
+
+
+def _judge_data(data: bytes | None, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
+    """Validate one envelope's bytes (None: a JSON Lines line longer than --max-input-bytes, not kept):
+    (report, exit code, expect differences or None)."""
+    if data is None:
+        report, doc = _too_large_report(limits), None
+    else:
+        report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
         row = PROFILES.get(report["profile"])   # the report's profile (None when it names none)
         ids_optional = row is not None and not row.rules.requires_id
@@ -22600,7 +22655,7 @@ def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, l
         code = EXIT_PASS if not differences else EXIT_BLOCKED
     if args.redact_arguments:
         report = redact_arguments(report)
-    return report, code, differences, data
+    return report, code, differences
 
 
 def _unread_expect(report: dict[str, Any]) -> list[str]:
@@ -23109,6 +23164,157 @@ _REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
 })
 
 
+# --jsonl: one envelope per line of JSON Lines, one report per line.  Each line is judged by
+# _judge_line, a pure function of (the file's name, the line's number, its bytes, the options), so
+# the lines may be judged anywhere (another process) as long as what it returns is written in order.
+
+_JSONL_PIECE = 1 << 20   # most bytes read at once while looking for a line's end
+
+
+def _jsonl_lines(handle: Any, limit: int, name: str) -> Iterator[tuple[int, bytes | None]]:
+    """Each line of a JSON Lines input: (its 1-based number, its bytes without the LF that ends it, or
+    None when they are more than `limit`: such a line is read through and dropped, never held whole).
+    A last line without an LF counts; the empty text after a last LF is no line."""
+    number = 0
+    while True:
+        pieces: list[bytes] = []
+        size, got = 0, False
+        while True:
+            try:
+                piece = handle.readline(_JSONL_PIECE)
+            except OSError as exc:
+                raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+            if not piece:
+                break
+            got = True
+            ended = piece.endswith(b"\n")
+            if ended:
+                piece = piece[:-1]
+            size += len(piece)
+            if size <= limit:
+                pieces.append(piece)
+            else:
+                pieces.clear()   # over the limit: the rest of the line is only counted
+            if ended:
+                break
+        if not got:
+            return
+        number += 1
+        yield number, (b"".join(pieces) if size <= limit else None)
+
+
+def _judge_line(path: str, number: int, data: bytes | None, args: Any,
+                limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, str | None]:
+    """One line of a --jsonl run: (report, exit code, expect differences or None, the text its --report
+    format prints for it, or None when it prints nothing).  data is the line without its LF (None: longer
+    than --max-input-bytes, not kept; it is limit_exceeded as such a fixture file is).  A pure function
+    of its arguments: nothing is printed or counted here."""
+    report, code, differences = _judge_data(data, args, limits)
+    label = f"{path}:{number}"
+    if args.report == "junit":   # every line is a test case (--quiet leaves JUnit whole, as for folders)
+        return report, code, differences, _junit_case(label, report, code, differences, args.allow_not_applicable)
+    if args.quiet and code == EXIT_PASS:
+        text = None
+    elif args.report == "json":
+        text = json.dumps({"fixture": path, "line": number, **report}, ensure_ascii=True)
+    elif args.report == "github":   # columns in the line (a CR inside it, JSON white space, is no line end here)
+        text = render_github(path, report, differences, (data or b"").replace(b"\r", b" "), args.allow_not_applicable,
+                             number).rstrip("\n")
+    else:   # text, and a format that names its fixtures by a path: the file and the line
+        text = _REPORT_FORMATS[args.report].each(label, report, differences, data or b"", args, True)
+    return report, code, differences, text
+
+
+def _jsonl_inputs(args: Any) -> list[str]:
+    """The JSON Lines files of a --jsonl run, each readable (else a usage error before anything is judged)."""
+    import os
+
+    if args.adapter_output:
+        raise UsageError("--adapter-output compares one fixture; it does not combine with --jsonl")
+    for path in args.fixtures:
+        if path != "-" and os.path.isdir(path):
+            raise UsageError(f"--jsonl reads files of JSON Lines (or - for standard input); {path} is a folder")
+    return _expand(args.fixtures, args.exclude)[0]
+
+
+def _jsonl_source(path: str) -> Any:
+    """A context holding the binary file of one --jsonl input (standard input: left open after it)."""
+    import contextlib
+
+    if path != "-":
+        try:
+            return open(path, "rb")
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if sys.stdin is None:
+        raise UsageError("cannot read standard input: it is closed")
+    return contextlib.nullcontext(sys.stdin.buffer)
+
+
+def _jsonl_items(paths: list[str], limits: Limits) -> Iterator[tuple[str, int, bytes | None]]:
+    """Every line of every --jsonl input, in order: (the input's name, the line's number, its bytes or None)."""
+    for path in paths:
+        with _jsonl_source(path) as handle:
+            for number, data in _jsonl_lines(handle, limits.max_input_bytes, path):
+                yield path, number, data
+
+
+def _jsonl_judged(items: Iterable[tuple[str, int, bytes | None]], args: Any, limits: Limits) -> Iterator[tuple]:
+    """Each line judged, in order: (name, number, what _judge_line returns); one line in memory at a time."""
+    for path, number, data in items:
+        yield path, number, _judge_line(path, number, data, args, limits)
+
+
+def _run_jsonl(args: Any, limits: Limits) -> int:
+    """--jsonl: each line of each input judged in order, its report written as soon as it is known (and
+    flushed: a reader fed line by line gets each answer before it sends the next); memory is one line and
+    its report whatever the number of lines (JUnit's cases wait in a temporary file for the counts)."""
+    import tempfile
+
+    paths = _jsonl_inputs(args)
+    form = _REPORT_FORMATS[args.report]
+    counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
+    lines = mismatches = failures = skipped = 0
+    cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") if args.report == "junit" else None
+    kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
+    try:
+        for path, number, (report, code, differences, text) in _jsonl_judged(_jsonl_items(paths, limits), args,
+                                                                             limits):
+            lines += 1
+            counts[report["status"]] += 1
+            mismatches += bool(differences)
+            _say_expect(f"{path}:{number}", differences, True)
+            if cases is not None:
+                failures += code != EXIT_PASS
+                skipped += (code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
+                cases.write(text + "\n")
+            elif form.collects:
+                kept.append((f"{path}:{number}", report, code, differences))
+            elif text:
+                _out(text, form.commands)
+                _flush_stdout()
+        if not lines:
+            raise UsageError("--jsonl found no line to validate (the input is empty)")
+        summary: dict[str, Any] = {"fixtures": lines, **counts}
+        if args.expect:
+            summary["expect_mismatches"] = mismatches
+        if cases is not None:
+            head, tail = _junit_frame(lines, failures, skipped)
+            _out(head)
+            cases.seek(0)
+            for case in cases:
+                _out(case[:-1])
+            _out(tail)
+        else:
+            text = form.end(summary, kept, args, True)
+            if text:
+                _out(text)
+    finally:
+        if cases is not None:
+            cases.close()
+    return _run_exit(args, counts, range(mismatches))
+
+
 # The subcommands: name -> (its entry point, the line --help gives it).  run() dispatches from
 # this table and the main --help lists it, so neither can forget one.
 _SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
@@ -23125,6 +23331,8 @@ def run(argv: list[str]) -> int:
         return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__ if hasattr(args, name)})
+    if args.jsonl:
+        return _run_jsonl(args, limits)
     paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")
