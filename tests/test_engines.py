@@ -263,7 +263,7 @@ class ClickHouse(unittest.TestCase):
     def query(self, sql):
         with in_root():
             result = self.chdb.query(sql, "JSONEachRow", udf_path=self.scripts)
-        return [json.loads(line) for line in result.bytes().decode().splitlines()]
+        return [json.loads(line) for line in result.bytes().decode().split("\n")[:-1]]
 
     def test_every_row_of_the_recipe_query(self):
         rows = self.query(RECIPES["clickhouse-query"])
