@@ -237,6 +237,12 @@ class Spark(unittest.TestCase):
         got = {relative(row["path"]): read(row["verdict"].asDict()) for row in rows}
         self.assertEqual(got, self.want)
 
+    def test_a_string_column_through_encode(self):
+        from pyspark.sql.functions import encode
+        texts = self.recipe["bodies"].selectExpr("path", "CAST(content AS STRING) AS body")
+        rows = texts.select("path", self.recipe["verdict"](encode("body", "UTF-8")).alias("verdict")).collect()
+        self.assertEqual({relative(row["path"]): read(row["verdict"].asDict()) for row in rows}, self.want)
+
     def test_the_validator_was_shipped(self):
         from pyspark import SparkFiles   # noqa: the executors import it from the SparkFiles root
         root = self.recipe["spark"].sparkContext.parallelize([0], 1).map(lambda _: SparkFiles.getRootDirectory())
