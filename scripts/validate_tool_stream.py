@@ -2259,11 +2259,17 @@ class CaptureRules(_FrozenRecord):
       socket_turns       a WebSocket message log's received messages -> the turns it carries, each as (first, end)
                          indices (end exclusive), in order; a message in no turn is the session's own (raise
                          CaptureError for one that carries tool data); None: the room's logs hold one turn
+      session_request    which client message of a socket configures a turn's tools: (what configures the next
+                         turn so far, a tuple of request bodies, () at first; one message the client sent, parsed
+                         JSON) -> that tuple after it; a turn's request is the tuple's last member when the turn
+                         starts (none when it is empty or None; a message it cannot read: raise, it is skipped).
+                         None: a message whose tools the row's RequestRules read (a non-empty list) becomes the
+                         request, any other leaves it (the tools last configured stay: a session's)
     """
 
     __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
                  "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response",
-                 "socket_turns")
+                 "socket_turns", "session_request")
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
@@ -2273,7 +2279,8 @@ class CaptureRules(_FrozenRecord):
                  stream_error: Callable[[dict], bool] = _error_member,
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape,
-                 socket_turns: Callable[[list], list] | None = None) -> None:
+                 socket_turns: Callable[[list], list] | None = None,
+                 session_request: Callable[[tuple, Any], tuple] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -5197,6 +5204,13 @@ _RESPONSES_RUNS = (
 )
 
 
+def _responses_session_request(kept: tuple, message: Any) -> tuple:
+    """WebSocket mode: each response.create is a whole POST /v1/responses body and stands alone (nothing it
+    configures carries over to the next, previous_response_id continuing the conversation only): a turn's
+    request is the create sent just before it, with its tools or without."""
+    return (message,) if isinstance(message, dict) and message.get("type") == "response.create" else kept
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
@@ -5207,7 +5221,7 @@ OPENAI_RESPONSES = Profile(
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response,
-                         socket_turns=_responses_socket_turns),
+                         socket_turns=_responses_socket_turns, session_request=_responses_session_request),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=_responses_tools, request_body=_responses_request_body, errors=_RESPONSES_ERRORS,
                    framings=SERVE_FRAMINGS,
@@ -10152,6 +10166,28 @@ def _realtime_request_body(schemas: dict, request: dict) -> dict:
     return {"type": "session.update", "session": dict(session, **_request_controls(request, ("tool_choice",)))}
 
 
+def _realtime_session_request(kept: tuple, message: Any) -> tuple:
+    """The session's configuration: each session.update changes only the fields it names (the tools stay until
+    one changes them), and a response.create whose `response` has its own tools or tool_choice overrides those
+    for that response alone.  Kept as (the session.update so far, the next response's request: that session, or
+    it overridden, or None while no message on the socket set its tools)."""
+    if not isinstance(message, dict):
+        return kept
+    session = kept[0]["session"] if kept else {}
+    kind = message.get("type")
+    if kind == "session.update" and isinstance(message.get("session"), dict):
+        merged = {"type": "session.update", "session": dict(session, **message["session"])}
+        return (merged,) if "tools" in merged["session"] else (merged, None)
+    if kind != "response.create":
+        return kept
+    head = kept[0] if kept else {"type": "session.update", "session": {}}
+    response = message.get("response")
+    if isinstance(response, dict) and ("tools" in response or "tool_choice" in response):
+        own = dict({key: session[key] for key in ("tools", "tool_choice") if key in session}, **response)
+        return head, ({"type": "response.create", "response": own} if "tools" in own else None)
+    return (head, head if "tools" in session else None) if kept else kept
+
+
 REALTIME = Profile(
     name="openai-realtime", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.done status",
@@ -10161,7 +10197,8 @@ REALTIME = Profile(
     request=RequestRules(choice=_choice_realtime, parallel_instead=" (the Realtime API has no such control)",
                          tools=_realtime_request_tools, tool_entry=_realtime_tool_entry),
     capture=CaptureRules(family="openai-realtime", claims=_realtime_claims, redact=_redact_realtime_event,
-                         stream_error=_realtime_stream_error, socket_turns=_realtime_socket_turns),
+                         stream_error=_realtime_stream_error, socket_turns=_realtime_socket_turns,
+                         session_request=_realtime_session_request),
     http=HttpRules(api_path=r"/v1/realtime", frame=_realtime_frame, api_example="/v1/realtime",
                    tools_shape=_realtime_tools, request_body=_realtime_request_body, errors=_REALTIME_ERRORS,
                    socket=SocketRules(path=r"/v1/realtime", example="/v1/realtime", opening=_realtime_opening,
@@ -10708,6 +10745,11 @@ def _live_request_body(schemas: dict, request: dict) -> dict:
     return {"setup": setup}
 
 
+def _live_session_request(kept: tuple, message: Any) -> tuple:
+    """A Live session is configured once, by its setup message (its tools, or none): the request of every turn."""
+    return (message,) if isinstance(message, dict) and "setup" in message else kept
+
+
 GEMINI_LIVE = Profile(
     name="gemini-live", stream_key="events",
     rules=TurnRules(tool_reason="toolCall", needs_close=False, stop_name="toolCall message",
@@ -10717,7 +10759,7 @@ GEMINI_LIVE = Profile(
                    sdk_item=_live_sdk_item),
     request=RequestRules(choice=_choice_live, tools=_live_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini-live", claims=_live_claims, redact=_redact_live_message,
-                         socket_turns=_live_socket_turns),
+                         socket_turns=_live_socket_turns, session_request=_live_session_request),
     http=HttpRules(api_path=_LIVE_PATH, frame=_live_frame, api_example=_LIVE_EXAMPLE, tools_shape=_gemini_tools,
                    request_body=_live_request_body,
                    socket=SocketRules(path=_LIVE_PATH, example=_LIVE_EXAMPLE, reply=_live_reply, only=True)))
@@ -18387,6 +18429,20 @@ def har_socket_messages(har: Any, selector: str) -> list[tuple[str, str]] | None
     return found
 
 
+def session_request_after(row: Profile, kept: tuple, message: Any) -> tuple:
+    """What configures a socket's next turn (CaptureRules.session_request) after one more client message (parsed
+    JSON): a tuple of request bodies, the last one (or None: none) the request of a turn that starts now; a
+    message the rule cannot read leaves it as it was."""
+    rule = row.capture.session_request
+    try:
+        if rule is not None:
+            found = rule(kept, message)
+            return found if isinstance(found, tuple) else kept
+        return (message,) if isinstance(message, dict) and row.request.tools(message)[0] else kept
+    except Exception:   # noqa: BLE001 - a message that is no request the room reads (its reader refused it)
+        return kept
+
+
 def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
     """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
     CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
@@ -18409,10 +18465,10 @@ def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[in
 
 
 def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | None) -> tuple[bytes, Any]:
-    """(the body: the picked turn's received messages as JSON Lines, the request body: the last message sent
-    before that turn whose tools the row's RequestRules.tools reads, a non-empty list; None: no such message).
+    """(the body: the picked turn's received messages as JSON Lines, the request body: what the messages sent
+    before that turn configure it with, as the row's CaptureRules.session_request folds them; None: nothing).
     Each received message must be one strict JSON value (its line breaks, whitespace between JSON tokens,
-    become spaces, so each is one line)."""
+    become spaces, so each is one line); a sent message that is not strict JSON is skipped."""
     received: list[tuple[int, Any, str]] = []   # (position among the messages, value, text)
     for position, (kind, data) in enumerate(messages):
         if kind == "receive":
@@ -18426,17 +18482,16 @@ def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | N
         raise CaptureError("the WebSocket log holds no received text message: nothing was captured")
     first, end = socket_turn_span(row, [value for _, value, _ in received], turn)
     start = received[first][0] if first < len(received) else len(messages)
-    request = None
-    for kind, data in reversed(messages[:start]):
+    kept: tuple = ()
+    for kind, data in messages[:start]:
         if kind != "send":
             continue
         try:
             value = decode_document(data, what="the message")
-            if isinstance(value, dict) and row.request.tools(value)[0]:
-                request = value
-                break
-        except (JsonProblem, CaptureError):   # not a request this room reads: an earlier one may be
+        except JsonProblem:   # not a request this room reads
             continue
+        kept = session_request_after(row, kept, value)
+    request = kept[-1] if kept else None   # None last: what configures the turn is known, its tools are not
     lines = (text.replace("\r", " ").replace("\n", " ") + "\n" for _, _, text in received[first:end])
     return "".join(lines).encode("utf-8", "surrogatepass"), request
 
@@ -20025,15 +20080,6 @@ def ws_message_text(payload: bytes) -> Any:
         raise SocketClosed(1007, "a message must be one JSON value") from None
 
 
-def _ws_carries_tools(row: Profile, message: Any) -> bool:
-    """Whether a client message is a request whose tools the row reads (a non-empty list), as capture picks a
-    message log's request (socket_log_turn)."""
-    try:
-        return isinstance(message, dict) and bool(row.request.tools(message)[0])
-    except Exception:   # noqa: BLE001 - a message that is no such request (the room's reader refused it)
-        return False
-
-
 def ws_messages(messages: list) -> list[bytes]:
     """The text frames of a room's messages (SocketRules: a JSON value as compact JSON, a str as it is)."""
     return [ws_frame(_WS_TEXT, (message if isinstance(message, str) else wire_json(message)).encode("utf-8",
@@ -20479,15 +20525,23 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except Exception:   # noqa: BLE001 - as a reply that fails (below)
                 raise SocketClosed(1011, "the session could not be opened") from None
             self._ws_send(opening, transport, counts)
-            configured = None   # the last client message whose tools the row reads (a Realtime session.update)
+            kept: tuple = ()   # what configures the next turn, as capture reads a log (session_request_after)
+            request: bytes | None = None   # its last body, as JSON
             while True:
                 payload = self._ws_receive()
                 counts[0] += 1
                 if counts[0] > SERVE_SOCKET_MESSAGES:
                     raise SocketClosed(1008, f"a session takes at most {SERVE_SOCKET_MESSAGES} messages")
                 message = ws_message_text(payload)
-                if keep_requests and _ws_carries_tools(fixture.row, message):
-                    configured = payload
+                if keep_requests:
+                    found = session_request_after(fixture.row, kept, message)
+                    if found is not kept:   # bounded as a request body is: a bigger one (or one unwritable) is none
+                        try:
+                            texts = [wire_json(body).encode("ascii") for body in found]
+                        except (ValueError, RecursionError):
+                            texts = [b"-" * (SERVE_MAX_REQUEST_BYTES + 1)]
+                        kept = found if sum(map(len, texts)) <= SERVE_MAX_REQUEST_BYTES else ()
+                        request = texts[-1] if kept and kept[-1] is not None else None
                 try:
                     answer, turn = rules.reply(message, fixture.stream)
                     frames = ws_messages(answer)
@@ -20496,8 +20550,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self._ws_send(frames, transport, counts)
                 if not turn:
                     continue
-                if keep_requests:   # the request is the message that configured the tools, as capture reads a log
-                    bodies.keep(fixture.prefix, payload if configured is None else configured)
+                if keep_requests:   # the request is what configured the turn, as capture reads a log; else this message
+                    bodies.keep(fixture.prefix, payload if request is None else request)
                 if on_stream is not None:
                     on_stream(self.path)
                 if error is not None:
@@ -22681,7 +22735,7 @@ def _run_capture(argv: list[str]) -> int:
                         help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
                              "contains TEXT; its request body fills tool_schemas and request, its response "
                              "body is the stream (a WebSocket entry: its received text messages, the request from "
-                             "the last message sent before the turn that carries tools)")
+                             "the messages sent before the turn that configure it, by the profile's rule)")
     parser.add_argument("--turn", type=int, metavar="K",
                         help="a WebSocket message log of several turns (the profile's sockets carry several): "
                              "take turn K (0-based)")

@@ -465,6 +465,19 @@ class Capture(unittest.TestCase):
             self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
 
 
+    def test_a_responses_create_without_tools_is_its_turns_request(self):
+        # WebSocket mode: each response.create stands alone; a turn's own create offers no tools, not an earlier one's
+        bare = json.dumps({"type": "response.create", "model": "gpt-4.1", "input": "again",
+                           "previous_response_id": "resp_1"})
+        second = [dict(event, sequence_number=100 + n) for n, event in enumerate(self.doc["events"])]
+        messages = [("send", 1, self.create), *self.received(), ("send", 1, bare),
+                    *[("receive", 1, json.dumps(event)) for event in second]]
+        code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "1")
+        self.assertEqual(code, 0, err)
+        self.assertEqual((envelope["request"], envelope["tool_schemas"]), ({"tools": []}, {}))
+        code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "0")
+        self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
+
     def test_turns_of_json_lines_with_a_raw_line_separator_in_a_string(self):
         # U+2028 and U+0085 are legal raw inside a JSON string: lines end at CR and LF alone, as capture reads them
         for mark in ("\u2028", "\u0085"):
@@ -479,6 +492,81 @@ class Capture(unittest.TestCase):
                 self.assertEqual(code, 0, err)
                 self.assertEqual(envelope["events"][0]["note"], f"a{mark}b")
                 self.assertEqual(len(envelope["events"]), len(first))
+
+def tool(name):
+    return {"type": "function", "name": name, "parameters": {"type": "object"}}
+
+
+class SessionRequest(unittest.TestCase):
+    """CaptureRules.session_request: which client messages configure a turn's tools, per room."""
+
+    def requests(self, profile, messages):
+        """The request of a turn starting after each message (None: none)."""
+        kept, found = (), []
+        for message in messages:
+            kept = vts.session_request_after(vts.PROFILES[profile], kept, message)
+            found.append(kept[-1] if kept else None)
+        return found
+
+    def test_responses_each_create_stands_alone(self):
+        with_tools = {"type": "response.create", "model": "m", "tools": [tool("a")], "tool_choice": "required"}
+        bare = {"type": "response.create", "model": "m", "input": "x"}
+        steer = {"type": "response.steer", "input": "y"}
+        self.assertEqual(self.requests("openai-responses", [steer, with_tools, steer, bare, "text"]),
+                         [None, with_tools, with_tools, bare, bare])
+
+    def test_realtime_session_update_merges_and_a_create_overrides_for_its_response(self):
+        update = {"type": "session.update", "session": {"tools": [tool("a")], "tool_choice": "required"}}
+        more = {"type": "session.update", "session": {"instructions": "x"}}
+        own = {"type": "response.create", "response": {"tools": [tool("b")]}}
+        plain = {"type": "response.create"}
+        found = self.requests("openai-realtime", [plain, {"type": "session.update", "session": {"voice": "v"}},
+                                                  plain, update, more, plain, own, plain])
+        session = {"type": "session.update", "session": {"voice": "v", "tools": [tool("a")], "tool_choice": "required",
+                                                         "instructions": "x"}}
+        self.assertEqual(found[:3], [None, None, None])   # no tools set on the socket: no request
+        self.assertEqual(found[5], session)
+        self.assertEqual(found[6], {"type": "response.create", "response": {"tools": [tool("b")],
+                                                                           "tool_choice": "required"}})
+        self.assertEqual(found[7], session)   # the override was that response's only
+        read = [vts.request_from_body("openai-realtime", body)[1] for body in found[5:]]
+        self.assertEqual(read, [{"tools": ["a"], "tool_choice": "required"},
+                                {"tools": ["b"], "tool_choice": "required"},
+                                {"tools": ["a"], "tool_choice": "required"}])
+
+    def test_live_the_setup_message(self):
+        setup = {"setup": {"model": "models/m"}}
+        content = {"clientContent": {"turns": [], "turnComplete": True}}
+        self.assertEqual(self.requests("gemini-live", [content, setup, content]), [None, setup, setup])
+
+    def test_the_default_keeps_the_last_message_with_tools(self):
+        with_tools = {"type": "response.create", "model": "m", "tools": [tool("a")]}
+        with with_turns():   # a row without its own rule
+            row = vts.PROFILES["openai-responses"]
+            rules = vts.CaptureRules(**{name: getattr(row.capture, name) for name in vts.CaptureRules.__slots__
+                                        if name != "session_request"})
+            row = vts.Profile(**{name: getattr(row, name) for name in vts.Profile.__slots__ if name != "capture"},
+                              capture=rules)
+        kept = ()
+        for message in (with_tools, {"type": "response.create", "model": "m"}, {"tools": "not a list"}):
+            kept = vts.session_request_after(row, kept, message)
+        self.assertEqual(kept, (with_tools,))
+
+    def test_serve_keeps_the_turns_own_create_for_conform(self):
+        import shlex
+
+        code = ("import json, os, sys; sys.path.insert(0, " + repr(os.path.join(ROOT, "tests")) + "); "
+                "import wsclient; body = json.load(open(os.environ['VTS_REQUEST_FILE'])); body.pop('stream', None); "
+                "ws = wsclient.connect(os.environ['VTS_WS_URL']); "
+                "ws.send_text(json.dumps(dict(body, type='response.create'))); "
+                "ws.texts(lambda t: 'response.completed' in t); "
+                "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', 'input': 'again'})); "
+                "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
+        _, records, _, _ = conform(os.path.join(RESPONSES, PASS + ".json"),
+                                   cmd=f"{sys.executable} -c {shlex.quote(code)}")
+        self.assertEqual(records[0]["verdict"], "request-differs")
+        self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
+
 
 class Library(unittest.TestCase):
     def test_serving_gives_ws_url_and_chunkings_write_the_same_messages(self):
