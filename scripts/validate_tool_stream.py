@@ -15083,6 +15083,64 @@ def _no_events() -> tuple:
 # one is held nothing more is fed (the turn is blocked), and later pieces are read only as far as an
 # error of a better rank could still come from them.
 
+def turns_said(count: int) -> str:
+    """How many turns a message log carries, in words ("no turn", "1 turn", "2 turns")."""
+    return "no turn" if not count else "1 turn" if count == 1 else f"{count} turns"
+
+
+def log_turns_refusal(turns: list) -> str | None:
+    """Why capture refuses a message log that carries these turns without --turn (CaptureRules.socket_turns):
+    none or several; None for one."""
+    if len(turns) == 1:
+        return None
+    return f"the message log carries {turns_said(len(turns))}" + \
+        (f": pick one with --turn K (0 to {len(turns) - 1})" if turns else "")
+
+
+def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
+    """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
+    CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
+    of several turns (or none) without --turn."""
+    split = row.capture.socket_turns
+    if split is None:
+        if turn is not None:
+            raise CaptureError(f"--turn: a message log of profile {row.name} carries one turn (its rules split "
+                               "none)")
+        return 0, len(received)
+    turns = split(received)
+    if turn is None:
+        refusal = log_turns_refusal(turns)
+        if refusal is not None:
+            raise CaptureError(refusal)
+        return turns[0]
+    if not 0 <= turn < len(turns):
+        raise CaptureError(f"--turn {turn}: the message log carries {turns_said(len(turns))} (0-based)")
+    return turns[turn]
+
+
+def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
+    """A JSON Lines body given to capture, as the turn `turn` picks when the row's sockets carry several
+    (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
+    strict JSON is then capture's to name), or when it holds one turn."""
+    if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
+        if turn is not None or row.capture.socket_turns is None:
+            socket_turn_span(row, [], turn)   # --turn on a row without turns, or on a body that is no log: refused
+        return raw
+    try:
+        # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
+        # raw U+2028 or U+0085, at which str.splitlines() would break a message (and miss the log's turns)
+        lines = [line for line in re.split(_SSE_LINE_END, bytes(raw).decode("utf-8")) if line.strip(" \t")]
+        values = [decode_document(line) for line in lines]
+    except (UnicodeDecodeError, JsonProblem):
+        if turn is not None:
+            raise CaptureError("--turn: the body is not a message log of one strict JSON value per line") from None
+        return raw
+    first, end = socket_turn_span(row, values, turn)
+    if (first, end) == (0, len(lines)):
+        return raw
+    return "".join(line + "\n" for line in lines[first:end]).encode("utf-8")
+
+
 _RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK = range(4)   # a room's check i ranks _RANK_CHECK + i
 _RANK_FRAMING, _RANK_STAGE, _RANK_NONE = 16, 17, 1 << 30       # stage k ranks _RANK_STAGE + k
 
@@ -15946,6 +16004,7 @@ class StreamGate:
         self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
         self._spelled: _BodySpelled | None = None  # what its bytes spell, for a text body (see _may_hold)
         self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
+        self._log: bytearray | None = None   # a JSON Lines body of a row whose sockets carry several turns (kept)
 
     @property
     def blocked(self) -> bool:
@@ -16043,6 +16102,13 @@ class StreamGate:
             # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
             self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
+            if self._row.capture.socket_turns is not None:   # a message log: its turns are counted at finish()
+                self._log = bytearray()
+        if self._log is not None:   # kept while it may be a message log (its first byte not blank a "{")
+            self._log += data
+            head = self._log.lstrip(b" \t\r\n")
+            if head and not head.startswith(b"{") or len(self._log) > self.limits.max_input_bytes:
+                self._log = None
         if self._spelled is None:
             self._reader.push(data)
             return
@@ -16068,6 +16134,23 @@ class StreamGate:
             self.feed_all(payloads)
         finally:
             self._closed = closed
+
+    def _log_turn(self, refused: Finding | None) -> Finding | None:
+        """A message log read from bytes as `capture` reads one without --turn (lines_log_turn, then the body):
+        its refusal when it carries no turn or several (or its rules refuse it); of one turn with messages
+        outside it, the report of that turn's lines alone (set here); else the body's own refusal, or None."""
+        raw, self._log = bytes(self._log or b""), None
+        try:
+            turn = lines_log_turn(self._row, raw, None)
+        except CaptureError as exc:
+            return Finding(UNSUPPORTED_EVENT, str(exc))
+        if turn is not raw:   # the session's own messages around the turn are not the turn's
+            gate = StreamGate._of_row(self._row, self.tool_schemas, self.limits, self.meta, self.request)
+            gate.feed_bytes(turn)
+            gate._log = None   # (read once, as capture reads it)
+            self._report = gate.finish()
+            return None
+        return refused
 
     def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                   window: _TextWindow | None = None) -> int:
@@ -16113,6 +16196,8 @@ class StreamGate:
     def finish(self) -> dict[str, Any]:
         """End of stream (and of the body fed as bytes): terminal checks, validation, the gate. Returns the report."""
         refused = None if self._reader is None or self._report is not None else self._end_body()
+        if self._log is not None and self._report is None and (refused is None or refused.code != LIMIT_EXCEEDED):
+            refused = self._log_turn(refused)
         if refused is not None:   # a body capture refuses, or one beyond a limit: its one finding
             self._report = _report(Outcome([refused], self.profile, self.meta))
         if self._report is None:
@@ -18443,27 +18528,6 @@ def session_request_after(row: Profile, kept: tuple, message: Any) -> tuple:
         return kept
 
 
-def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
-    """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
-    CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
-    of several turns (or none) without --turn."""
-    split = row.capture.socket_turns
-    if split is None:
-        if turn is not None:
-            raise CaptureError(f"--turn: a message log of profile {row.name} carries one turn (its rules split "
-                               "none)")
-        return 0, len(received)
-    turns = split(received)
-    if turn is None:
-        if len(turns) != 1:
-            raise CaptureError(f"the message log carries {len(turns)} turns: pick one with --turn K "
-                               f"(0 to {len(turns) - 1})" if turns else "the message log carries no turn")
-        return turns[0]
-    if not 0 <= turn < len(turns):
-        raise CaptureError(f"--turn {turn}: the message log carries {len(turns)} turns (0-based)")
-    return turns[turn]
-
-
 def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | None) -> tuple[bytes, Any]:
     """(the body: the picked turn's received messages as JSON Lines, the request body: what the messages sent
     before that turn configure it with, as the row's CaptureRules.session_request folds them; None: nothing).
@@ -18494,29 +18558,6 @@ def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | N
     request = kept[-1] if kept else None   # None last: what configures the turn is known, its tools are not
     lines = (text.replace("\r", " ").replace("\n", " ") + "\n" for _, _, text in received[first:end])
     return "".join(lines).encode("utf-8", "surrogatepass"), request
-
-
-def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
-    """A JSON Lines body given to capture, as the turn `turn` picks when the row's sockets carry several
-    (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
-    strict JSON is then capture's to name), or when it holds one turn."""
-    if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
-        if turn is not None or row.capture.socket_turns is None:
-            socket_turn_span(row, [], turn)   # --turn on a row without turns, or on a body that is no log: refused
-        return raw
-    try:
-        # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
-        # raw U+2028 or U+0085, at which str.splitlines() would break a message (and miss the log's turns)
-        lines = [line for line in re.split(_SSE_LINE_END, bytes(raw).decode("utf-8")) if line.strip(" \t")]
-        values = [decode_document(line) for line in lines]
-    except (UnicodeDecodeError, JsonProblem):
-        if turn is not None:
-            raise CaptureError("--turn: the body is not a message log of one strict JSON value per line") from None
-        return raw
-    first, end = socket_turn_span(row, values, turn)
-    if (first, end) == (0, len(lines)):
-        return raw
-    return "".join(line + "\n" for line in lines[first:end]).encode("utf-8")
 
 
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,

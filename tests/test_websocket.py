@@ -428,7 +428,7 @@ class Capture(unittest.TestCase):
             (har([("send", 1, self.create), ("receive", 8, "")]), ("--entry", "1"),
              "the WebSocket log holds no received text message: nothing was captured"),
             (har(self.received()), ("--entry", "1", "--turn", "1"),
-             "--turn 1: the message log carries 1 turns (0-based)"),
+             "--turn 1: the message log carries 1 turn (0-based)"),
             (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
         )
         for body, options, message in cases:
