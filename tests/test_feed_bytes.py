@@ -667,7 +667,8 @@ class MessageLogs(unittest.TestCase):
         body = "".join(json.dumps(event) + "\n" for event in events).encode()
         want = captured(profile, body, schemas, None)[1]
         if want_message is not None:
-            self.assertEqual([(f["code"], f["message"]) for f in want["findings"]], [("unsupported_event", want_message)])
+            self.assertEqual([(f["code"], f["message"]) for f in want["findings"]],
+                             [("unsupported_event", want_message)])
         rng = random.Random(profile + str(len(body)))
         for cuts in [random_cuts(rng, len(body), most) for most in (1, 5, 40)] + [[]]:
             with self.subTest(cuts=cuts[:8]):
