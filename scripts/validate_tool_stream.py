@@ -2328,16 +2328,19 @@ class SocketRules(_FrozenRecord):
                 None: HttpRules.cut_frame (or HttpRules.frame) when `frame` is None, else `frame`
       error     (the room's HttpError a fixture's "serve" block names) -> the messages sent in place of the
                 turn; None: the upgrade itself is answered with that HTTP error
+      subprotocols  the subprotocols the API selects (Sec-WebSocket-Protocol): the upgrade is answered with the
+                first one the client offers that is listed, else without one (a browser's WebSocket fails a
+                handshake that selects none of those it offered); never one that carries a credential
     A message (opening, reply, error) is a JSON value, sent as compact JSON, or a str sent as it is.
     """
 
-    __slots__ = ("path", "example", "opening", "reply", "only", "frame", "cut_frame", "error")
+    __slots__ = ("path", "example", "opening", "reply", "only", "frame", "cut_frame", "error", "subprotocols")
 
     def __init__(self, *, path: str, example: str, reply: Callable[[Any, list], tuple[list, bool]],
                  opening: Callable[[list], list] = _no_opening, only: bool = True,
                  frame: Callable[[list, str], tuple] | None = None,
                  cut_frame: Callable[[list, str], tuple] | None = None,
-                 error: Callable[[Any], list] | None = None) -> None:
+                 error: Callable[[Any], list] | None = None, subprotocols: tuple[str, ...] = ()) -> None:
         _freeze(self, locals())
 
 
@@ -10202,7 +10205,7 @@ REALTIME = Profile(
     http=HttpRules(api_path=r"/v1/realtime", frame=_realtime_frame, api_example="/v1/realtime",
                    tools_shape=_realtime_tools, request_body=_realtime_request_body, errors=_REALTIME_ERRORS,
                    socket=SocketRules(path=r"/v1/realtime", example="/v1/realtime", opening=_realtime_opening,
-                                      reply=_realtime_reply, only=True)))
+                                      reply=_realtime_reply, only=True, subprotocols=("realtime",))))
 
 
 # ---------------------------------------------------------------------------
@@ -19928,6 +19931,13 @@ def _given_files(given: str) -> list[tuple[str, str]]:
 _SERVE_MAX_PATH = 4096   # characters of a request path; a longer one names no fixture
 
 
+def _logged_path(path: str) -> str:
+    """A request path as the server log writes it: credentials masked (a key in its query, as Gemini's `?key=`),
+    clipped past _SERVE_MAX_PATH characters."""
+    shown = _mask_spans(path, _secret_spans(path))
+    return shown if len(shown) <= _SERVE_MAX_PATH else f"{shown[:_SERVE_MAX_PATH]}... ({len(path)} characters)"
+
+
 def _api_path(http: HttpRules) -> str | None:
     return http.api_path
 
@@ -20066,6 +20076,17 @@ def ws_handshake_problem(headers: Any, version: str) -> tuple[int, str, dict[str
         ok = False
     if not ok:
         return 400, "Sec-WebSocket-Key must be one base64 value of 16 bytes", {}
+    return None
+
+
+def ws_subprotocol(headers: Any, selected: tuple[str, ...]) -> str | None:
+    """The subprotocol an upgrade is answered with: the first the client offers (Sec-WebSocket-Protocol, in its
+    order) that `selected` lists (SocketRules.subprotocols); None: none.  What else it offers (a browser's
+    `openai-insecure-api-key.<key>` included) is never echoed nor kept."""
+    for value in headers.get_all("Sec-WebSocket-Protocol") or []:
+        for offered in value.split(","):
+            if offered.strip(" \t") in selected:
+                return offered.strip(" \t")
     return None
 
 
@@ -20476,9 +20497,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             elif head:
                 self.wfile.write(head)
             if logger is not None:
-                path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
-                    f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
-                logger(f"{self.command} {path} {status}")
+                logger(f"{self.command} {_logged_path(self.path)} {status}")
 
         def _head(self) -> bytes:
             """The status line and headers end_headers would send (nothing for HTTP/0.9), taken, not sent."""
@@ -20540,6 +20559,9 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             self.send_header("Upgrade", "websocket")
             self.send_header("Connection", "Upgrade")
             self.send_header("Sec-WebSocket-Accept", ws_accept(self.headers["Sec-WebSocket-Key"].strip()))
+            subprotocol = ws_subprotocol(self.headers, rules.subprotocols)
+            if subprotocol is not None:
+                self.send_header("Sec-WebSocket-Protocol", subprotocol)
             counts = [0, 0]   # messages received, sent
             try:
                 self.wfile.write(self._head())
@@ -20552,9 +20574,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             said = self._socket_close(ending)
             self.timed_out = False   # a message that did not come in time was said by the close frame, not a 408
             if logger is not None:
-                path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
-                    f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
-                logger(f"GET {path} 101 websocket: {counts[0]} messages received, {counts[1]} sent, {said}")
+                logger(f"GET {_logged_path(self.path)} 101 websocket: {counts[0]} messages received, {counts[1]} "
+                       f"sent, {said}")
 
         def _session(self, fixture: _Served, rules: SocketRules, query: str, error: HttpError | None,
                      counts: list[int]) -> None:

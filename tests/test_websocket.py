@@ -568,6 +568,70 @@ class SessionRequest(unittest.TestCase):
         self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
 
 
+REALTIME = os.path.join(FIXTURES, "openai-realtime")
+KEY = "openai-insecure-api-key.ek_68af296e8e408191a1120ab6383263c2"
+
+
+class Subprotocols(unittest.TestCase):
+    """SocketRules.subprotocols: a browser's offer (OpenAI Realtime: `realtime`, its key, `openai-beta.realtime-v1`)
+    is answered with the first listed one, never a credential; a query on the upgrade path is fine."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.url, cls.served, cls.logs = start([RESPONSES, REALTIME], request_seconds=5.0)
+        cls.realtime = next(prefix for prefix, fixture in cls.served.items() if fixture.row.name == "openai-realtime"
+                            and prefix.rsplit("/", 1)[-1].startswith("pass-") and not fixture.fault)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def upgrade(self, prefix, query="", offer=None):
+        row = self.served[prefix].row
+        headers = {} if offer is None else {"Sec-WebSocket-Protocol": offer}
+        ws = wsclient.connect(self.url + prefix + row.http.socket.example + query, headers=headers)
+        return ws, ws.headers.get("sec-websocket-protocol")
+
+    def test_the_first_offered_one_the_row_lists(self):
+        cases = ((f"{KEY}, realtime, openai-beta.realtime-v1", "realtime"), ("realtime", "realtime"),
+                 (f"{KEY},openai-beta.realtime-v1", None), (None, None))
+        for offer, selected in cases:
+            with self.subTest(offer=offer):
+                ws, got = self.upgrade(self.realtime, "?model=gpt-realtime", offer)
+                ws.close()
+                self.assertEqual(got, selected)
+        ws, got = self.upgrade(PASS, offer="realtime")   # openai-responses lists none
+        ws.close()
+        self.assertIsNone(got)
+
+    def test_no_row_lists_a_credential_and_the_key_is_never_logged(self):
+        for row in vts.PROFILES.values():
+            for name in row.http.socket.subprotocols if row.http and row.http.socket else ():
+                self.assertEqual(vts._secret_spans(name), [], row.name)
+                self.assertNotIn("key", name.lower(), row.name)
+        google = "AIzaSyA1234567890abcdefghijklmnopqrstuv"
+        ws, _ = self.upgrade(self.realtime, f"?model=gpt-realtime&key={google}", f"realtime, {KEY}")
+        ws.close(1000)
+        for _ in range(100):
+            if any(self.realtime in line and "101 websocket" in line for line in self.logs):
+                break
+            threading.Event().wait(0.02)
+        logged = "\n".join(self.logs)
+        self.assertIn("101 websocket", logged)
+        self.assertNotIn(google, logged)
+        self.assertNotIn(KEY.split(".", 1)[1], logged)
+
+    def test_a_query_on_the_upgrade_path(self):
+        # OpenAI's WebSocket mode URL may carry ?model= (BerriAI/litellm#25437): the path still names the fixture
+        events = events_of(os.path.join(RESPONSES, PASS + ".json"))
+        ws, _ = self.upgrade(PASS, "?model=gpt-4.1")
+        ws.send_text(CREATE)
+        got = [json.loads(text) for text in ws.texts(lambda text: json.loads(text) == events[-1])]
+        ws.close()
+        self.assertEqual(got, events)
+
+
 class Library(unittest.TestCase):
     def test_serving_gives_ws_url_and_chunkings_write_the_same_messages(self):
         path = os.path.join(RESPONSES, PASS + ".json")
