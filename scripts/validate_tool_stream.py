@@ -15126,8 +15126,15 @@ def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
     (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
     strict JSON is then capture's to name), or when it holds one turn."""
     if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
-        if turn is not None or row.capture.socket_turns is None:
-            socket_turn_span(row, [], turn)   # --turn on a row without turns, or on a body that is no log: refused
+        if turn is not None and row.capture.socket_turns is not None:   # a body that is no log: say what it is
+            head = bytes(raw[:_JSON_HEAD_BYTES]).lstrip(b" \t\r\n")
+            what = "starts with a byte order mark" if head.startswith(_UTF8_BOM_BYTES) else "is a JSON list" \
+                if head.startswith(b"[") else "is empty" if not head and len(raw) < _JSON_HEAD_BYTES \
+                else "does not start with a JSON object"
+            raise CaptureError(f"--turn: the body {what}: a message log is JSON Lines, one received message per "
+                               "line")
+        if turn is not None:
+            socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
         return raw
     try:
         # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
@@ -18540,6 +18547,11 @@ def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | N
     for position, (kind, data) in enumerate(messages):
         if kind == "receive":
             try:
+                data.encode("utf-8")
+            except UnicodeEncodeError as exc:   # a lone surrogate (a JSON \ud800 in the HAR): no text message's
+                raise CaptureError(f"received message {len(received)} is not UTF-8 text (a lone surrogate at "
+                                   f"character {exc.start})") from None
+            try:
                 value = decode_document(data, what="the message")
             except JsonProblem as problem:
                 raise CaptureError(f"received message {len(received)} is not strict JSON ({problem.message})") \
@@ -20574,8 +20586,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             said = self._socket_close(ending)
             self.timed_out = False   # a message that did not come in time was said by the close frame, not a 408
             if logger is not None:
-                logger(f"GET {_logged_path(self.path)} 101 websocket: {counts[0]} messages received, {counts[1]} "
-                       f"sent, {said}")
+                logger(f"GET {_logged_path(self.path)} 101 websocket: {counts[0]} "
+                       f"message{'' if counts[0] == 1 else 's'} received, {counts[1]} sent, {said}")
 
         def _session(self, fixture: _Served, rules: SocketRules, query: str, error: HttpError | None,
                      counts: list[int]) -> None:
@@ -22095,6 +22107,7 @@ class _Answered:
 
     def __call__(self, method: str, path: str, status: int) -> None:
         with self._lock:
+            path = _mask_spans(path, _secret_spans(path))   # a key in a query (Gemini's ?key=) is not reported
             if len(self._kept) < _CONFORM_REQUESTS_KEPT:
                 self._kept.append(f"{_conform_quoted(method)} {_conform_quoted(path)} {status}")
             else:
@@ -22364,8 +22377,12 @@ def _conform_answered(record: dict, taken: tuple[list[str], list[str]], rules: _
     requests, not_found = taken
     if not_found:
         record["not_found"] = not_found
+        row = PROFILES.get(record.get("profile"))
+        socket = row.http.socket if row is not None and row.http is not None else None
+        hint = "is its base URL VTS_BASE_URL?" if socket is None else "is its URL VTS_WS_URL?" if socket.only \
+            else "is its base URL VTS_BASE_URL, or its socket's VTS_WS_URL?"
         _err(f"{TOOL} conform: {_printable(record['fixture'])}: the adapter's requests were answered 404 for "
-             + ", ".join(_printable(path) for path in not_found) + " (is its base URL VTS_BASE_URL?)")
+             + ", ".join(_printable(path) for path in not_found) + f" ({hint})")
     if rules.verbose:
         record["served"] = requests
     if rules.baseline is not None:

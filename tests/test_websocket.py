@@ -190,7 +190,7 @@ class Served(unittest.TestCase):
         self.server.shutdown()   # the log is written on its own thread: closing waits for it
         self.server.server_close()
         try:
-            self.assertIn(f"GET /{PASS}/v1/responses 101 websocket: 1 messages received, "
+            self.assertIn(f"GET /{PASS}/v1/responses 101 websocket: 1 message received, "
                           f"{len(self.served[PASS].stream)} sent, the client closed 1000", self.logs)
         finally:
             type(self).setUpClass()
@@ -346,6 +346,27 @@ class Conform(unittest.TestCase):
         self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
 
 
+class NotFoundHint(unittest.TestCase):
+    def test_a_404_names_the_url_the_row_is_spoken_on(self):
+        import shlex
+
+        code = ("import os, urllib.request, urllib.error\ntry:\n urllib.request.urlopen(os.environ['VTS_BASE_URL'] + "
+                "'/wrong?key=AIzaSyA1234567890abcdefghijklmnopqrstuv')\nexcept urllib.error.HTTPError:\n pass\n"
+                "print('[]')")
+        cmd = f"{sys.executable} -c {shlex.quote(code)}"
+        for path, hint in ((os.path.join(FIXTURES, "gemini-live", "pass-call-without-args.json"),
+                            "(is its URL VTS_WS_URL?)"),
+                           (os.path.join(RESPONSES, PASS + ".json"),
+                            "(is its base URL VTS_BASE_URL, or its socket's VTS_WS_URL?)"),
+                           (os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json"),
+                            "(is its base URL VTS_BASE_URL?)")):
+            with self.subTest(path):
+                _, records, _, err = conform(path, cmd=cmd)
+                self.assertIn("answered 404 for", err)
+                self.assertIn(hint, err)
+                self.assertNotIn("AIzaSyA1234567890", err + json.dumps(records))
+
+
 def turns_at_created(received):
     """A socket_turns for the tests: a turn starts at each response.created."""
     starts = [n for n, message in enumerate(received) if isinstance(message, dict)
@@ -432,6 +453,21 @@ class Capture(unittest.TestCase):
             (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
         )
         for body, options, message in cases:
+            with self.subTest(message):
+                code, _, err = self.capture(body, *options)
+                self.assertEqual(code, 3)
+                self.assertIn(message, err)
+        surrogate = har([("send", 1, self.create),
+                         ("receive", 1, json.dumps({"type": "response.created", "x": "\ud800"}, ensure_ascii=False))])
+        for body, options, message in (
+                (surrogate, ("--entry", "1"),
+                 "received message 0 is not UTF-8 text (a lone surrogate at character 35)"),
+                ("\ufeff{\"type\": \"response.created\"}\n", ("--turn", "0"),
+                 "--turn: the body starts with a byte order mark: a message log is JSON Lines, one received message "
+                 "per line"),
+                ([{"type": "response.created"}], ("--turn", "0"), "--turn: the body is a JSON list: a message log"),
+                ("data: {}\n\n", ("--turn", "0"), "--turn: the body does not start with a JSON object: a message"),
+                ("", ("--turn", "0"), "--turn: the body is empty: a message log")):
             with self.subTest(message):
                 code, _, err = self.capture(body, *options)
                 self.assertEqual(code, 3)
