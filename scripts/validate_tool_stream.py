@@ -16015,6 +16015,7 @@ class StreamGate:
         self._spelled: _BodySpelled | None = None  # what its bytes spell, for a text body (see _may_hold)
         self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
         self._log: bytearray | None = None   # a JSON Lines body of a row whose sockets carry several turns (kept)
+        self._log_opened = False   # its first byte that is not blank came
 
     @property
     def blocked(self) -> bool:
@@ -16115,10 +16116,15 @@ class StreamGate:
             if self._row.capture.socket_turns is not None:   # a message log: its turns are counted at finish()
                 self._log = bytearray()
         if self._log is not None:   # kept while it may be a message log (its first byte not blank a "{")
-            self._log += data
-            head = self._log.lstrip(b" \t\r\n")
-            if head and not head.startswith(b"{") or len(self._log) > self.limits.max_input_bytes:
-                self._log = None
+            if not self._log_opened:   # only this piece is looked at: blanks so far were kept and need no look
+                head = bytes(data).lstrip(b" \t\r\n")
+                self._log_opened = bool(head)
+                if head and head[:1] != b"{":
+                    self._log = None
+            if self._log is not None:
+                self._log += data
+                if len(self._log) > self.limits.max_input_bytes:   # (a limit_exceeded anyway)
+                    self._log = None
         if self._spelled is None:
             self._reader.push(data)
             return
