@@ -16099,7 +16099,9 @@ class StreamGate:
         The body is read as capture reads it (see _BodyReader): each payload is fed as soon as its unit
         (SSE event, line, JSON-list item, frame) is whole, and the report is validate_envelope's of the
         envelope capture makes of the same bytes, or, for a body capture refuses, one unsupported_event
-        finding with capture's message.  A gate fed items takes no bytes, and one fed bytes no items.
+        finding with capture's message; a WebSocket message log (JSON Lines of a row with socket_turns) is kept
+        and read at finish() as capture reads it without --turn (lines_log_turn).  A gate fed items takes no
+        bytes, and one fed bytes no items.
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed_bytes takes bytes, bytearray or memoryview, not {type(data).__name__}")
