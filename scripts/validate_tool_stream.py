@@ -2260,11 +2260,17 @@ class CaptureRules(_FrozenRecord):
       socket_turns       a WebSocket message log's received messages -> the turns it carries, each as (first, end)
                          indices (end exclusive), in order; a message in no turn is the session's own (raise
                          CaptureError for one that carries tool data); None: the room's logs hold one turn
+      session_request    which client message of a socket configures a turn's tools: (what configures the next
+                         turn so far, a tuple of request bodies, () at first; one message the client sent, parsed
+                         JSON) -> that tuple after it; a turn's request is the tuple's last member when the turn
+                         starts (none when it is empty or None; a message it cannot read: raise, it is skipped).
+                         None: a message whose tools the row's RequestRules read (a non-empty list) becomes the
+                         request, any other leaves it (the tools last configured stay: a session's)
     """
 
     __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
                  "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response",
-                 "socket_turns")
+                 "socket_turns", "session_request")
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
@@ -2274,7 +2280,8 @@ class CaptureRules(_FrozenRecord):
                  stream_error: Callable[[dict], bool] = _error_member,
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape,
-                 socket_turns: Callable[[list], list] | None = None) -> None:
+                 socket_turns: Callable[[list], list] | None = None,
+                 session_request: Callable[[tuple, Any], tuple] | None = None) -> None:
         _freeze(self, locals())
 
 
@@ -2322,16 +2329,19 @@ class SocketRules(_FrozenRecord):
                 None: HttpRules.cut_frame (or HttpRules.frame) when `frame` is None, else `frame`
       error     (the room's HttpError a fixture's "serve" block names) -> the messages sent in place of the
                 turn; None: the upgrade itself is answered with that HTTP error
+      subprotocols  the subprotocols the API selects (Sec-WebSocket-Protocol): the upgrade is answered with the
+                first one the client offers that is listed, else without one (a browser's WebSocket fails a
+                handshake that selects none of those it offered); never one that carries a credential
     A message (opening, reply, error) is a JSON value, sent as compact JSON, or a str sent as it is.
     """
 
-    __slots__ = ("path", "example", "opening", "reply", "only", "frame", "cut_frame", "error")
+    __slots__ = ("path", "example", "opening", "reply", "only", "frame", "cut_frame", "error", "subprotocols")
 
     def __init__(self, *, path: str, example: str, reply: Callable[[Any, list], tuple[list, bool]],
                  opening: Callable[[list], list] = _no_opening, only: bool = True,
                  frame: Callable[[list, str], tuple] | None = None,
                  cut_frame: Callable[[list, str], tuple] | None = None,
-                 error: Callable[[Any], list] | None = None) -> None:
+                 error: Callable[[Any], list] | None = None, subprotocols: tuple[str, ...] = ()) -> None:
         _freeze(self, locals())
 
 
@@ -5211,6 +5221,13 @@ _RESPONSES_RUNS = (
 )
 
 
+def _responses_session_request(kept: tuple, message: Any) -> tuple:
+    """WebSocket mode: each response.create is a whole POST /v1/responses body and stands alone (nothing it
+    configures carries over to the next, previous_response_id continuing the conversation only): a turn's
+    request is the create sent just before it, with its tools or without."""
+    return (message,) if isinstance(message, dict) and message.get("type") == "response.create" else kept
+
+
 OPENAI_RESPONSES = Profile(
     name="openai-responses", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.completed",
@@ -5221,7 +5238,7 @@ OPENAI_RESPONSES = Profile(
                          tool_entry=_responses_tool_entry),
     capture=CaptureRules(family="openai-responses", claims=_responses_claims, redact=_redact_responses_event,
                          stream_error=_responses_stream_error, whole_response=_responses_whole_response,
-                         socket_turns=_responses_socket_turns),
+                         socket_turns=_responses_socket_turns, session_request=_responses_session_request),
     http=HttpRules(api_path=r"/v1/responses", frame=_named_events_frame, api_example="/v1/responses",
                    tools_shape=_responses_tools, request_body=_responses_request_body, errors=_RESPONSES_ERRORS,
                    framings=SERVE_FRAMINGS,
@@ -10377,6 +10394,28 @@ def _realtime_request_body(schemas: dict, request: dict) -> dict:
     return {"type": "session.update", "session": dict(session, **_request_controls(request, ("tool_choice",)))}
 
 
+def _realtime_session_request(kept: tuple, message: Any) -> tuple:
+    """The session's configuration: each session.update changes only the fields it names (the tools stay until
+    one changes them), and a response.create whose `response` has its own tools or tool_choice overrides those
+    for that response alone.  Kept as (the session.update so far, the next response's request: that session, or
+    it overridden, or None while no message on the socket set its tools)."""
+    if not isinstance(message, dict):
+        return kept
+    session = kept[0]["session"] if kept else {}
+    kind = message.get("type")
+    if kind == "session.update" and isinstance(message.get("session"), dict):
+        merged = {"type": "session.update", "session": dict(session, **message["session"])}
+        return (merged,) if "tools" in merged["session"] else (merged, None)
+    if kind != "response.create":
+        return kept
+    head = kept[0] if kept else {"type": "session.update", "session": {}}
+    response = message.get("response")
+    if isinstance(response, dict) and ("tools" in response or "tool_choice" in response):
+        own = dict({key: session[key] for key in ("tools", "tool_choice") if key in session}, **response)
+        return head, ({"type": "response.create", "response": own} if "tools" in own else None)
+    return (head, head if "tools" in session else None) if kept else kept
+
+
 REALTIME = Profile(
     name="openai-realtime", stream_key="events",
     rules=TurnRules(tool_reason="completed", needs_close=False, stop_name="response.done status",
@@ -10386,11 +10425,12 @@ REALTIME = Profile(
     request=RequestRules(choice=_choice_realtime, parallel_instead=" (the Realtime API has no such control)",
                          tools=_realtime_request_tools, tool_entry=_realtime_tool_entry),
     capture=CaptureRules(family="openai-realtime", claims=_realtime_claims, redact=_redact_realtime_event,
-                         stream_error=_realtime_stream_error, socket_turns=_realtime_socket_turns),
+                         stream_error=_realtime_stream_error, socket_turns=_realtime_socket_turns,
+                         session_request=_realtime_session_request),
     http=HttpRules(api_path=r"/v1/realtime", frame=_realtime_frame, api_example="/v1/realtime",
                    tools_shape=_realtime_tools, request_body=_realtime_request_body, errors=_REALTIME_ERRORS,
                    socket=SocketRules(path=r"/v1/realtime", example="/v1/realtime", opening=_realtime_opening,
-                                      reply=_realtime_reply, only=True)))
+                                      reply=_realtime_reply, only=True, subprotocols=("realtime",))))
 
 
 # ---------------------------------------------------------------------------
@@ -10973,6 +11013,11 @@ def _live_request_body(schemas: dict, request: dict) -> dict:
     return {"setup": setup}
 
 
+def _live_session_request(kept: tuple, message: Any) -> tuple:
+    """A Live session is configured once, by its setup message (its tools, or none): the request of every turn."""
+    return (message,) if isinstance(message, dict) and "setup" in message else kept
+
+
 GEMINI_LIVE = Profile(
     name="gemini-live", stream_key="events",
     rules=TurnRules(tool_reason="toolCall", needs_close=False, stop_name="toolCall message",
@@ -10982,7 +11027,7 @@ GEMINI_LIVE = Profile(
                    sdk_item=_live_sdk_item),
     request=RequestRules(choice=_choice_live, tools=_live_request_tools, tool_entry=_gemini_tool_entry),
     capture=CaptureRules(family="gemini-live", claims=_live_claims, redact=_redact_live_message,
-                         socket_turns=_live_socket_turns),
+                         socket_turns=_live_socket_turns, session_request=_live_session_request),
     http=HttpRules(api_path=_LIVE_PATH, frame=_live_frame, api_example=_LIVE_EXAMPLE, tools_shape=_gemini_tools,
                    request_body=_live_request_body,
                    socket=SocketRules(path=_LIVE_PATH, example=_LIVE_EXAMPLE, reply=_live_reply, only=True)))
@@ -15306,6 +15351,71 @@ def _no_events() -> tuple:
 # one is held nothing more is fed (the turn is blocked), and later pieces are read only as far as an
 # error of a better rank could still come from them.
 
+def turns_said(count: int) -> str:
+    """How many turns a message log carries, in words ("no turn", "1 turn", "2 turns")."""
+    return "no turn" if not count else "1 turn" if count == 1 else f"{count} turns"
+
+
+def log_turns_refusal(turns: list) -> str | None:
+    """Why capture refuses a message log that carries these turns without --turn (CaptureRules.socket_turns):
+    none or several; None for one."""
+    if len(turns) == 1:
+        return None
+    return f"the message log carries {turns_said(len(turns))}" + \
+        (f": pick one with --turn K (0 to {len(turns) - 1})" if turns else "")
+
+
+def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
+    """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
+    CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
+    of several turns (or none) without --turn."""
+    split = row.capture.socket_turns
+    if split is None:
+        if turn is not None:
+            raise CaptureError(f"--turn: a message log of profile {row.name} carries one turn (its rules split "
+                               "none)")
+        return 0, len(received)
+    turns = split(received)
+    if turn is None:
+        refusal = log_turns_refusal(turns)
+        if refusal is not None:
+            raise CaptureError(refusal)
+        return turns[0]
+    if not 0 <= turn < len(turns):
+        raise CaptureError(f"--turn {turn}: the message log carries {turns_said(len(turns))} (0-based)")
+    return turns[turn]
+
+
+def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
+    """A JSON Lines body given to capture, as the turn `turn` picks when the row's sockets carry several
+    (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
+    strict JSON is then capture's to name), or when it holds one turn."""
+    if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
+        if turn is not None and row.capture.socket_turns is not None:   # a body that is no log: say what it is
+            head = bytes(raw[:_JSON_HEAD_BYTES]).lstrip(b" \t\r\n")
+            what = "starts with a byte order mark" if head.startswith(_UTF8_BOM_BYTES) else "is a JSON list" \
+                if head.startswith(b"[") else "is empty" if not head and len(raw) < _JSON_HEAD_BYTES \
+                else "does not start with a JSON object"
+            raise CaptureError(f"--turn: the body {what}: a message log is JSON Lines, one received message per "
+                               "line")
+        if turn is not None:
+            socket_turn_span(row, [], turn)   # --turn on a row without turns: refused
+        return raw
+    try:
+        # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
+        # raw U+2028 or U+0085, at which str.splitlines() would break a message (and miss the log's turns)
+        lines = [line for line in re.split(_SSE_LINE_END, bytes(raw).decode("utf-8")) if line.strip(" \t")]
+        values = [decode_document(line) for line in lines]
+    except (UnicodeDecodeError, JsonProblem):
+        if turn is not None:
+            raise CaptureError("--turn: the body is not a message log of one strict JSON value per line") from None
+        return raw
+    first, end = socket_turn_span(row, values, turn)
+    if (first, end) == (0, len(lines)):
+        return raw
+    return "".join(line + "\n" for line in lines[first:end]).encode("utf-8")
+
+
 _RANK_DECODE, _RANK_BOM, _RANK_WHOLE, _RANK_CHECK = range(4)   # a room's check i ranks _RANK_CHECK + i
 _RANK_FRAMING, _RANK_STAGE, _RANK_NONE = 16, 17, 1 << 30       # stage k ranks _RANK_STAGE + k
 
@@ -16169,6 +16279,8 @@ class StreamGate:
         self._reader: _BodyReader | None = None   # the raw body's, once feed_bytes() was called
         self._spelled: _BodySpelled | None = None  # what its bytes spell, for a text body (see _may_hold)
         self._closed: str | None = None           # why feed() takes no item (finished, or read from bytes)
+        self._log: bytearray | None = None   # a JSON Lines body of a row whose sockets carry several turns (kept)
+        self._log_opened = False   # its first byte that is not blank came
 
     @property
     def blocked(self) -> bool:
@@ -16252,7 +16364,9 @@ class StreamGate:
         The body is read as capture reads it (see _BodyReader): each payload is fed as soon as its unit
         (SSE event, line, JSON-list item, frame) is whole, and the report is validate_envelope's of the
         envelope capture makes of the same bytes, or, for a body capture refuses, one unsupported_event
-        finding with capture's message.  A gate fed items takes no bytes, and one fed bytes no items.
+        finding with capture's message; a WebSocket message log (JSON Lines of a row with socket_turns) is kept
+        and read at finish() as capture reads it without --turn (lines_log_turn).  A gate fed items takes no
+        bytes, and one fed bytes no items.
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"feed_bytes takes bytes, bytearray or memoryview, not {type(data).__name__}")
@@ -16266,6 +16380,18 @@ class StreamGate:
             # a text body: each payload is parsed from a run of its bytes, so a check may ask them (_may_hold)
             self._spelled = _BodySpelled() if self._row.capture.binary_body is None else None
             self._closed = "this turn is read from bytes (feed_bytes): feed() takes no items"
+            if self._row.capture.socket_turns is not None:   # a message log: its turns are counted at finish()
+                self._log = bytearray()
+        if self._log is not None:   # kept while it may be a message log (its first byte not blank a "{")
+            if not self._log_opened:   # only this piece is looked at: blanks so far were kept and need no look
+                head = bytes(data).lstrip(b" \t\r\n")
+                self._log_opened = bool(head)
+                if head and head[:1] != b"{":
+                    self._log = None
+            if self._log is not None:
+                self._log += data
+                if len(self._log) > self.limits.max_input_bytes:   # (a limit_exceeded anyway)
+                    self._log = None
         if self._spelled is None:
             self._reader.push(data)
             return
@@ -16291,6 +16417,23 @@ class StreamGate:
             self.feed_all(payloads)
         finally:
             self._closed = closed
+
+    def _log_turn(self, refused: Finding | None) -> Finding | None:
+        """A message log read from bytes as `capture` reads one without --turn (lines_log_turn, then the body):
+        its refusal when it carries no turn or several (or its rules refuse it); of one turn with messages
+        outside it, the report of that turn's lines alone (set here); else the body's own refusal, or None."""
+        raw, self._log = bytes(self._log or b""), None
+        try:
+            turn = lines_log_turn(self._row, raw, None)
+        except CaptureError as exc:
+            return Finding(UNSUPPORTED_EVENT, str(exc))
+        if turn is not raw:   # the session's own messages around the turn are not the turn's
+            gate = StreamGate._of_row(self._row, self.tool_schemas, self.limits, self.meta, self.request)
+            gate.feed_bytes(turn)
+            gate._log = None   # (read once, as capture reads it)
+            self._report = gate.finish()
+            return None
+        return refused
 
     def feed_text(self, text: str, start: int, scan: Callable[[str, int], tuple[Any, int]],
                   window: _TextWindow | None = None) -> int:
@@ -16336,6 +16479,8 @@ class StreamGate:
     def finish(self) -> dict[str, Any]:
         """End of stream (and of the body fed as bytes): terminal checks, validation, the gate. Returns the report."""
         refused = None if self._reader is None or self._report is not None else self._end_body()
+        if self._log is not None and self._report is None and (refused is None or refused.code != LIMIT_EXCEEDED):
+            refused = self._log_turn(refused)
         if refused is not None:   # a body capture refuses, or one beyond a limit: its one finding
             self._report = _report(Outcome([refused], self.profile, self.meta))
         if self._report is None:
@@ -18694,35 +18839,33 @@ def har_socket_messages(har: Any, selector: str) -> list[tuple[str, str]] | None
     return found
 
 
-def socket_turn_span(row: Profile, received: list, turn: int | None) -> tuple[int, int]:
-    """(first, end) of the received messages (parsed) of the turn `turn` (0-based) picks, through the row's
-    CaptureRules.socket_turns; a CaptureError for --turn on a row without them or out of range, and for a log
-    of several turns (or none) without --turn."""
-    split = row.capture.socket_turns
-    if split is None:
-        if turn is not None:
-            raise CaptureError(f"--turn: a message log of profile {row.name} carries one turn (its rules split "
-                               "none)")
-        return 0, len(received)
-    turns = split(received)
-    if turn is None:
-        if len(turns) != 1:
-            raise CaptureError(f"the message log carries {len(turns)} turns: pick one with --turn K "
-                               f"(0 to {len(turns) - 1})" if turns else "the message log carries no turn")
-        return turns[0]
-    if not 0 <= turn < len(turns):
-        raise CaptureError(f"--turn {turn}: the message log carries {len(turns)} turns (0-based)")
-    return turns[turn]
+def session_request_after(row: Profile, kept: tuple, message: Any) -> tuple:
+    """What configures a socket's next turn (CaptureRules.session_request) after one more client message (parsed
+    JSON): a tuple of request bodies, the last one (or None: none) the request of a turn that starts now; a
+    message the rule cannot read leaves it as it was."""
+    rule = row.capture.session_request
+    try:
+        if rule is not None:
+            found = rule(kept, message)
+            return found if isinstance(found, tuple) else kept
+        return (message,) if isinstance(message, dict) and row.request.tools(message)[0] else kept
+    except Exception:   # noqa: BLE001 - a message that is no request the room reads (its reader refused it)
+        return kept
 
 
 def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | None) -> tuple[bytes, Any]:
-    """(the body: the picked turn's received messages as JSON Lines, the request body: the last message sent
-    before that turn whose tools the row's RequestRules.tools reads, a non-empty list; None: no such message).
+    """(the body: the picked turn's received messages as JSON Lines, the request body: what the messages sent
+    before that turn configure it with, as the row's CaptureRules.session_request folds them; None: nothing).
     Each received message must be one strict JSON value (its line breaks, whitespace between JSON tokens,
-    become spaces, so each is one line)."""
+    become spaces, so each is one line); a sent message that is not strict JSON is skipped."""
     received: list[tuple[int, Any, str]] = []   # (position among the messages, value, text)
     for position, (kind, data) in enumerate(messages):
         if kind == "receive":
+            try:
+                data.encode("utf-8")
+            except UnicodeEncodeError as exc:   # a lone surrogate (a JSON \ud800 in the HAR): no text message's
+                raise CaptureError(f"received message {len(received)} is not UTF-8 text (a lone surrogate at "
+                                   f"character {exc.start})") from None
             try:
                 value = decode_document(data, what="the message")
             except JsonProblem as problem:
@@ -18733,42 +18876,18 @@ def socket_log_turn(row: Profile, messages: list[tuple[str, str]], turn: int | N
         raise CaptureError("the WebSocket log holds no received text message: nothing was captured")
     first, end = socket_turn_span(row, [value for _, value, _ in received], turn)
     start = received[first][0] if first < len(received) else len(messages)
-    request = None
-    for kind, data in reversed(messages[:start]):
+    kept: tuple = ()
+    for kind, data in messages[:start]:
         if kind != "send":
             continue
         try:
             value = decode_document(data, what="the message")
-            if isinstance(value, dict) and row.request.tools(value)[0]:
-                request = value
-                break
-        except (JsonProblem, CaptureError):   # not a request this room reads: an earlier one may be
+        except JsonProblem:   # not a request this room reads
             continue
+        kept = session_request_after(row, kept, value)
+    request = kept[-1] if kept else None   # None last: what configures the turn is known, its tools are not
     lines = (text.replace("\r", " ").replace("\n", " ") + "\n" for _, _, text in received[first:end])
     return "".join(lines).encode("utf-8", "surrogatepass"), request
-
-
-def lines_log_turn(row: Profile, raw: bytes, turn: int | None) -> bytes:
-    """A JSON Lines body given to capture, as the turn `turn` picks when the row's sockets carry several
-    (socket_turns): its lines of that turn; the body as it is when it is no such log (a line that is not
-    strict JSON is then capture's to name), or when it holds one turn."""
-    if row.capture.socket_turns is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
-        if turn is not None or row.capture.socket_turns is None:
-            socket_turn_span(row, [], turn)   # --turn on a row without turns, or on a body that is no log: refused
-        return raw
-    try:
-        # lines end at CR, LF or CRLF alone, as capture's JSON Lines reader ends them: a JSON string may hold a
-        # raw U+2028 or U+0085, at which str.splitlines() would break a message (and miss the log's turns)
-        lines = [line for line in re.split(_SSE_LINE_END, bytes(raw).decode("utf-8")) if line.strip(" \t")]
-        values = [decode_document(line) for line in lines]
-    except (UnicodeDecodeError, JsonProblem):
-        if turn is not None:
-            raise CaptureError("--turn: the body is not a message log of one strict JSON value per line") from None
-        return raw
-    first, end = socket_turn_span(row, values, turn)
-    if (first, end) == (0, len(lines)):
-        return raw
-    return "".join(line + "\n" for line in lines[first:end]).encode("utf-8")
 
 
 def sse_to_envelope(raw: bytes, profile: str, schemas: object | None,
@@ -20394,6 +20513,13 @@ def _given_files(given: str) -> list[tuple[str, str]]:
 _SERVE_MAX_PATH = 4096   # characters of a request path; a longer one names no fixture
 
 
+def _logged_path(path: str) -> str:
+    """A request path as the server log writes it: credentials masked (a key in its query, as Gemini's `?key=`),
+    clipped past _SERVE_MAX_PATH characters."""
+    shown = _mask_spans(path, _secret_spans(path))
+    return shown if len(shown) <= _SERVE_MAX_PATH else f"{shown[:_SERVE_MAX_PATH]}... ({len(path)} characters)"
+
+
 def _api_path(http: HttpRules) -> str | None:
     return http.api_path
 
@@ -20535,6 +20661,17 @@ def ws_handshake_problem(headers: Any, version: str) -> tuple[int, str, dict[str
     return None
 
 
+def ws_subprotocol(headers: Any, selected: tuple[str, ...]) -> str | None:
+    """The subprotocol an upgrade is answered with: the first the client offers (Sec-WebSocket-Protocol, in its
+    order) that `selected` lists (SocketRules.subprotocols); None: none.  What else it offers (a browser's
+    `openai-insecure-api-key.<key>` included) is never echoed nor kept."""
+    for value in headers.get_all("Sec-WebSocket-Protocol") or []:
+        for offered in value.split(","):
+            if offered.strip(" \t") in selected:
+                return offered.strip(" \t")
+    return None
+
+
 def ws_frame(opcode: int, payload: bytes) -> bytes:
     """One unmasked frame, FIN set (a server's frame)."""
     size = len(payload)
@@ -20585,15 +20722,6 @@ def ws_message_text(payload: bytes) -> Any:
         return decode_document(text, what="the message")
     except JsonProblem:
         raise SocketClosed(1007, "a message must be one JSON value") from None
-
-
-def _ws_carries_tools(row: Profile, message: Any) -> bool:
-    """Whether a client message is a request whose tools the row reads (a non-empty list), as capture picks a
-    message log's request (socket_log_turn)."""
-    try:
-        return isinstance(message, dict) and bool(row.request.tools(message)[0])
-    except Exception:   # noqa: BLE001 - a message that is no such request (the room's reader refused it)
-        return False
 
 
 def ws_messages(messages: list) -> list[bytes]:
@@ -20951,9 +21079,7 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             elif head:
                 self.wfile.write(head)
             if logger is not None:
-                path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
-                    f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
-                logger(f"{self.command} {path} {status}")
+                logger(f"{self.command} {_logged_path(self.path)} {status}")
 
         def _head(self) -> bytes:
             """The status line and headers end_headers would send (nothing for HTTP/0.9), taken, not sent."""
@@ -21015,6 +21141,9 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             self.send_header("Upgrade", "websocket")
             self.send_header("Connection", "Upgrade")
             self.send_header("Sec-WebSocket-Accept", ws_accept(self.headers["Sec-WebSocket-Key"].strip()))
+            subprotocol = ws_subprotocol(self.headers, rules.subprotocols)
+            if subprotocol is not None:
+                self.send_header("Sec-WebSocket-Protocol", subprotocol)
             counts = [0, 0]   # messages received, sent
             try:
                 self.wfile.write(self._head())
@@ -21027,9 +21156,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             said = self._socket_close(ending)
             self.timed_out = False   # a message that did not come in time was said by the close frame, not a 408
             if logger is not None:
-                path = self.path if len(self.path) <= _SERVE_MAX_PATH else \
-                    f"{self.path[:_SERVE_MAX_PATH]}... ({len(self.path)} characters)"
-                logger(f"GET {path} 101 websocket: {counts[0]} messages received, {counts[1]} sent, {said}")
+                logger(f"GET {_logged_path(self.path)} 101 websocket: {counts[0]} "
+                       f"message{'' if counts[0] == 1 else 's'} received, {counts[1]} sent, {said}")
 
         def _session(self, fixture: _Served, rules: SocketRules, query: str, error: HttpError | None,
                      counts: list[int]) -> None:
@@ -21041,15 +21169,23 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
             except Exception:   # noqa: BLE001 - as a reply that fails (below)
                 raise SocketClosed(1011, "the session could not be opened") from None
             self._ws_send(opening, transport, counts)
-            configured = None   # the last client message whose tools the row reads (a Realtime session.update)
+            kept: tuple = ()   # what configures the next turn, as capture reads a log (session_request_after)
+            request: bytes | None = None   # its last body, as JSON
             while True:
                 payload = self._ws_receive()
                 counts[0] += 1
                 if counts[0] > SERVE_SOCKET_MESSAGES:
                     raise SocketClosed(1008, f"a session takes at most {SERVE_SOCKET_MESSAGES} messages")
                 message = ws_message_text(payload)
-                if keep_requests and _ws_carries_tools(fixture.row, message):
-                    configured = payload
+                if keep_requests:
+                    found = session_request_after(fixture.row, kept, message)
+                    if found is not kept:   # bounded as a request body is: a bigger one (or one unwritable) is none
+                        try:
+                            texts = [wire_json(body).encode("ascii") for body in found]
+                        except (ValueError, RecursionError):
+                            texts = [b"-" * (SERVE_MAX_REQUEST_BYTES + 1)]
+                        kept = found if sum(map(len, texts)) <= SERVE_MAX_REQUEST_BYTES else ()
+                        request = texts[-1] if kept and kept[-1] is not None else None
                 try:
                     answer, turn = rules.reply(message, fixture.stream)
                     frames = ws_messages(answer)
@@ -21058,8 +21194,8 @@ def make_server(served: Mapping[str, _Served], host: str = "127.0.0.1", port: in
                 self._ws_send(frames, transport, counts)
                 if not turn:
                     continue
-                if keep_requests:   # the request is the message that configured the tools, as capture reads a log
-                    bodies.keep(fixture.prefix, payload if configured is None else configured)
+                if keep_requests:   # the request is what configured the turn, as capture reads a log; else this message
+                    bodies.keep(fixture.prefix, payload if request is None else request)
                 if on_stream is not None:
                     on_stream(self.path)
                 if error is not None:
@@ -22541,6 +22677,7 @@ class _Answered:
 
     def __call__(self, method: str, path: str, status: int) -> None:
         with self._lock:
+            path = _mask_spans(path, _secret_spans(path))   # a key in a query (Gemini's ?key=) is not reported
             if len(self._kept) < _CONFORM_REQUESTS_KEPT:
                 self._kept.append(f"{_conform_quoted(method)} {_conform_quoted(path)} {status}")
             else:
@@ -22810,8 +22947,12 @@ def _conform_answered(record: dict, taken: tuple[list[str], list[str]], rules: _
     requests, not_found = taken
     if not_found:
         record["not_found"] = not_found
+        row = PROFILES.get(record.get("profile"))
+        socket = row.http.socket if row is not None and row.http is not None else None
+        hint = "is its base URL VTS_BASE_URL?" if socket is None else "is its URL VTS_WS_URL?" if socket.only \
+            else "is its base URL VTS_BASE_URL, or its socket's VTS_WS_URL?"
         _err(f"{TOOL} conform: {_printable(record['fixture'])}: the adapter's requests were answered 404 for "
-             + ", ".join(_printable(path) for path in not_found) + " (is its base URL VTS_BASE_URL?)")
+             + ", ".join(_printable(path) for path in not_found) + f" ({hint})")
     if rules.verbose:
         record["served"] = requests
     if rules.baseline is not None:
@@ -23258,7 +23399,7 @@ def _run_capture(argv: list[str]) -> int:
                         help="RAW is an HTTP Archive (HAR): take entry N (0-based) or the one entry whose URL "
                              "contains TEXT; its request body fills tool_schemas and request, its response "
                              "body is the stream (a WebSocket entry: its received text messages, the request from "
-                             "the last message sent before the turn that carries tools)")
+                             "the messages sent before the turn that configure it, by the profile's rule)")
     parser.add_argument("--turn", type=int, metavar="K",
                         help="a WebSocket message log of several turns (the profile's sockets carry several): "
                              "take turn K (0-based)")

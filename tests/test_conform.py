@@ -477,7 +477,7 @@ class ReferenceAdapter(unittest.TestCase):
     def stratified():
         """The bundled fixtures it runs on: every passing turn, every fixture with a request block, the first
         not-applicable turn and every tenth other one of each folder (a process each: all 430 took 140 s of
-        CPU; this is about 160 of them)."""
+        CPU; this is about 200 of them)."""
         chosen, seen = [], {}
         for relpath in fixture_paths():
             try:
@@ -494,7 +494,7 @@ class ReferenceAdapter(unittest.TestCase):
                 chosen.append(relpath)
         return chosen
 
-    @slow("runs the StreamGate reference adapter (--persistent) over about 160 fixtures")
+    @slow("runs the StreamGate reference adapter (--persistent) over about 200 fixtures")
     def test_the_streamgate_adapter_goes_green(self):
         chosen = self.stratified()
         # under other read boundaries and framings too: a pass and a blocked turn of each profile
@@ -564,6 +564,45 @@ class ReferenceAdapter(unittest.TestCase):
         self.assertEqual((runs[0].returncode, json.loads(runs[0].stdout)), (0, expected), runs[0].stderr)
         self.assertEqual((runs[1].returncode, runs[1].stdout, runs[1].stderr),
                          (1, b"", b"streamgate_adapter: refused: HTTP 404\n"))
+
+
+def reference_verdicts(folder):
+    """What the reference adapters (streamgate_adapter.py, socket_adapter.py) give every fixture `conform` serves
+    from folder, as ReferenceAdapter and tests/test_websocket.py pin them: a pass agrees, a blocked turn is refused,
+    a turn without calls is not-applicable unless the server only answers it with an error (then refused)."""
+    served, _ = vts.serve_plan([folder])
+    verdicts = {"agree": 0, "not-applicable": 0, "refuses": 0, "blocked": 0}
+    for fixture in served.values():
+        with open(fixture.path, encoding="utf-8") as handle:
+            status = json.load(handle)["expect"]["status"]
+        error_only = "error" in fixture.fault and "times" not in fixture.fault
+        verdict = {"pass": "agree", "blocked": "refuses"}.get(status) or \
+            ("refuses" if error_only else "not-applicable")
+        verdicts[verdict] += 1
+        verdicts["blocked"] += status == "blocked"
+    return len(served), verdicts
+
+
+class ReadmeCounts(unittest.TestCase):
+    """The counts tests/conform/README.md and README.md state for the reference adapters are today's."""
+
+    def test_every_count_is_true(self):
+        with open(os.path.join(ROOT, "tests", "conform", "README.md"), encoding="utf-8") as handle:
+            kit = handle.read()
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+            readme = handle.read()
+        count, verdicts = reference_verdicts(FIXTURES)
+        self.assertIn(f"(all {count} served: {verdicts['agree']} agree, {verdicts['not-applicable']} not-applicable, "
+                      f"the {verdicts['blocked']} blocked turns and the {verdicts['refuses'] - verdicts['blocked']} "
+                      "answered only with an error refused)", kit)
+        self.assertIn(f"runs it over a stratified {len(ReferenceAdapter.stratified())} of them", kit)
+        for name in ("openai-responses", "openai-realtime", "gemini-live"):
+            count, verdicts = reference_verdicts(os.path.join(FIXTURES, name))
+            said = f"`fixtures/{name}` ({count}: {verdicts['agree']} agree, {verdicts['not-applicable']} " \
+                   f"not-applicable, {verdicts['refuses']} refuses"
+            with self.subTest(name):
+                self.assertIn(said, " ".join(kit.split()))
+                self.assertIn(said.split(" (", 1)[1], " ".join(readme.split()))
 
 
 class WhatIsJudged(unittest.TestCase):

@@ -33,8 +33,10 @@ def random_cuts(rng, size, most=24):
 
 
 def captured(profile, body, schemas, request):
-    """(capture's envelope or None, the verdict capture + validate_envelope give: a refusal is one finding)."""
+    """(capture's envelope or None, the verdict capture + validate_envelope give: a refusal is one finding).
+    A message log of a row whose sockets carry several turns is first read as `capture` reads it without --turn."""
     try:
+        body = vts.lines_log_turn(vts.PROFILES[profile], body, None)
         envelope, _ = vts.sse_to_envelope(body, profile, None, redact=False)
     except vts.CaptureError as exc:
         refused = vts.Finding(vts.UNSUPPORTED_EVENT, str(exc))
@@ -655,6 +657,44 @@ class DamagedBodies(unittest.TestCase):
                 with self.subTest(profile=doc["profile"], body=damaged[:80], cuts=cuts[:6]):
                     self.assertEqual(verdict(fed(doc["profile"], damaged, cuts, doc["tool_schemas"],
                                                  doc.get("request"))), want)
+
+
+class MessageLogs(unittest.TestCase):
+    """A WebSocket message log (JSON Lines) of a row whose sockets carry several turns: fed as bytes it is read as
+    `capture` reads it without --turn (CaptureRules.socket_turns), under every split."""
+
+    def check(self, profile, events, schemas, want_message=None):
+        body = "".join(json.dumps(event) + "\n" for event in events).encode()
+        want = captured(profile, body, schemas, None)[1]
+        if want_message is not None:
+            self.assertEqual([(f["code"], f["message"]) for f in want["findings"]],
+                             [("unsupported_event", want_message)])
+        rng = random.Random(profile + str(len(body)))
+        for cuts in [random_cuts(rng, len(body), most) for most in (1, 5, 40)] + [[]]:
+            with self.subTest(cuts=cuts[:8]):
+                self.assertEqual(verdict(fed(profile, body, cuts, schemas)), want)
+        return want
+
+    def test_two_responses_are_capture_s_refusal(self):
+        _, doc = load_fixture("openai-responses/pass-arguments-only-in-done-event.json")
+        events = doc["events"]
+        again = [dict(event, sequence_number=100 + n) for n, event in enumerate(events)]
+        self.check("openai-responses", events + again, doc["tool_schemas"],
+                   "the message log carries 2 turns: pick one with --turn K (0 to 1)")
+        self.check("openai-responses", [{"type": "codex.rate_limits"}], {}, "the message log carries no turn")
+        one = self.check("openai-responses", events, doc["tool_schemas"])
+        self.assertEqual(one["status"], "pass")
+
+    def test_one_turn_among_session_messages_is_that_turn(self):
+        _, doc = load_fixture("openai-responses/pass-arguments-only-in-done-event.json")
+        notice = {"type": "codex.rate_limits", "rate_limits": {}}
+        want = self.check("openai-responses", [notice, *doc["events"], notice], doc["tool_schemas"])
+        self.assertEqual(want["status"], "pass")   # the notices are the session's, not the turn's
+
+    def test_a_realtime_log_the_room_refuses(self):
+        _, doc = load_fixture("openai-realtime/duplicate-terminal-second-response-done.json")
+        self.check("openai-realtime", doc["events"], doc["tool_schemas"],
+                   "message 9: response.done without its response.created")
 
 
 class Bounds(unittest.TestCase):

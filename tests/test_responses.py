@@ -764,10 +764,17 @@ class SocketTurns(unittest.TestCase):
                          ("pass", WS_FIXTURES["pass-websocket-parallel-calls-on-a-stream-id-lane"][2]))
 
     def test_feed_bytes_reads_a_message_log_of_one_response_in_any_pieces(self):
+        refused = {}   # a log capture refuses without --turn (two responses, two lanes): feed_bytes says the same
         for name in WS_FIXTURES:
             doc = ws_doc(name)
             body = "".join(json.dumps(event) + "\n" for event in doc["events"]).encode("utf-8")
             raw = fixture_report(WS + name + ".json")
+            try:
+                vts.lines_log_turn(vts.PROFILES["openai-responses"], body, None)
+            except vts.CaptureError as exc:
+                refused[name] = str(exc)
+                raw = {"status": "blocked", "calls": [],
+                       "findings": [vts.Finding(vts.UNSUPPORTED_EVENT, str(exc)).as_dict()]}
             for size in (1, 7, len(body)):
                 with self.subTest(fixture=name, size=size):
                     gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
@@ -776,6 +783,8 @@ class SocketTurns(unittest.TestCase):
                     got = gate.finish()
                     self.assertEqual((got["status"], got["findings"], got["calls"]),
                                      (raw["status"], raw["findings"], raw["calls"]))
+        self.assertEqual(sorted(refused), ["delta-after-terminal-websocket-second-response-in-one-envelope",
+                                           "unexpected-event-websocket-two-lanes-interleaved"])
 
     def test_capture_turn_picks_each_response_of_a_socket_log(self):
         names = ["pass-websocket-single-call", "stream-error-websocket-error-before-any-output",

@@ -190,7 +190,7 @@ class Served(unittest.TestCase):
         self.server.shutdown()   # the log is written on its own thread: closing waits for it
         self.server.server_close()
         try:
-            self.assertIn(f"GET /{PASS}/v1/responses 101 websocket: 1 messages received, "
+            self.assertIn(f"GET /{PASS}/v1/responses 101 websocket: 1 message received, "
                           f"{len(self.served[PASS].stream)} sent, the client closed 1000", self.logs)
         finally:
             type(self).setUpClass()
@@ -346,6 +346,27 @@ class Conform(unittest.TestCase):
         self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
 
 
+class NotFoundHint(unittest.TestCase):
+    def test_a_404_names_the_url_the_row_is_spoken_on(self):
+        import shlex
+
+        code = ("import os, urllib.request, urllib.error\ntry:\n urllib.request.urlopen(os.environ['VTS_BASE_URL'] + "
+                "'/wrong?key=AIzaSyA1234567890abcdefghijklmnopqrstuv')\nexcept urllib.error.HTTPError:\n pass\n"
+                "print('[]')")
+        cmd = f"{sys.executable} -c {shlex.quote(code)}"
+        for path, hint in ((os.path.join(FIXTURES, "gemini-live", "pass-call-without-args.json"),
+                            "(is its URL VTS_WS_URL?)"),
+                           (os.path.join(RESPONSES, PASS + ".json"),
+                            "(is its base URL VTS_BASE_URL, or its socket's VTS_WS_URL?)"),
+                           (os.path.join(FIXTURES, "openai", "valid-fragmented-single-call.json"),
+                            "(is its base URL VTS_BASE_URL?)")):
+            with self.subTest(path):
+                _, records, _, err = conform(path, cmd=cmd)
+                self.assertIn("answered 404 for", err)
+                self.assertIn(hint, err)
+                self.assertNotIn("AIzaSyA1234567890", err + json.dumps(records))
+
+
 def turns_at_created(received):
     """A socket_turns for the tests: a turn starts at each response.created."""
     starts = [n for n, message in enumerate(received) if isinstance(message, dict)
@@ -428,10 +449,25 @@ class Capture(unittest.TestCase):
             (har([("send", 1, self.create), ("receive", 8, "")]), ("--entry", "1"),
              "the WebSocket log holds no received text message: nothing was captured"),
             (har(self.received()), ("--entry", "1", "--turn", "1"),
-             "--turn 1: the message log carries 1 turns (0-based)"),
+             "--turn 1: the message log carries 1 turn (0-based)"),
             (har(self.received()), ("--entry", "1", "--turn", "-1"), "--turn -1: a turn's number is 0 or more"),
         )
         for body, options, message in cases:
+            with self.subTest(message):
+                code, _, err = self.capture(body, *options)
+                self.assertEqual(code, 3)
+                self.assertIn(message, err)
+        surrogate = har([("send", 1, self.create),
+                         ("receive", 1, json.dumps({"type": "response.created", "x": "\ud800"}, ensure_ascii=False))])
+        for body, options, message in (
+                (surrogate, ("--entry", "1"),
+                 "received message 0 is not UTF-8 text (a lone surrogate at character 35)"),
+                ("\ufeff{\"type\": \"response.created\"}\n", ("--turn", "0"),
+                 "--turn: the body starts with a byte order mark: a message log is JSON Lines, one received message "
+                 "per line"),
+                ([{"type": "response.created"}], ("--turn", "0"), "--turn: the body is a JSON list: a message log"),
+                ("data: {}\n\n", ("--turn", "0"), "--turn: the body does not start with a JSON object: a message"),
+                ("", ("--turn", "0"), "--turn: the body is empty: a message log")):
             with self.subTest(message):
                 code, _, err = self.capture(body, *options)
                 self.assertEqual(code, 3)
@@ -465,6 +501,19 @@ class Capture(unittest.TestCase):
             self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
 
 
+    def test_a_responses_create_without_tools_is_its_turns_request(self):
+        # WebSocket mode: each response.create stands alone; a turn's own create offers no tools, not an earlier one's
+        bare = json.dumps({"type": "response.create", "model": "gpt-4.1", "input": "again",
+                           "previous_response_id": "resp_1"})
+        second = [dict(event, sequence_number=100 + n) for n, event in enumerate(self.doc["events"])]
+        messages = [("send", 1, self.create), *self.received(), ("send", 1, bare),
+                    *[("receive", 1, json.dumps(event)) for event in second]]
+        code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "1")
+        self.assertEqual(code, 0, err)
+        self.assertEqual((envelope["request"], envelope["tool_schemas"]), ({"tools": []}, {}))
+        code, envelope, err = self.capture(har(messages), "--entry", "1", "--turn", "0")
+        self.assertEqual(envelope["request"]["tools"], sorted(self.doc["tool_schemas"]))
+
     def test_turns_of_json_lines_with_a_raw_line_separator_in_a_string(self):
         # U+2028 and U+0085 are legal raw inside a JSON string: lines end at CR and LF alone, as capture reads them
         for mark in ("\u2028", "\u0085"):
@@ -479,6 +528,145 @@ class Capture(unittest.TestCase):
                 self.assertEqual(code, 0, err)
                 self.assertEqual(envelope["events"][0]["note"], f"a{mark}b")
                 self.assertEqual(len(envelope["events"]), len(first))
+
+def tool(name):
+    return {"type": "function", "name": name, "parameters": {"type": "object"}}
+
+
+class SessionRequest(unittest.TestCase):
+    """CaptureRules.session_request: which client messages configure a turn's tools, per room."""
+
+    def requests(self, profile, messages):
+        """The request of a turn starting after each message (None: none)."""
+        kept, found = (), []
+        for message in messages:
+            kept = vts.session_request_after(vts.PROFILES[profile], kept, message)
+            found.append(kept[-1] if kept else None)
+        return found
+
+    def test_responses_each_create_stands_alone(self):
+        with_tools = {"type": "response.create", "model": "m", "tools": [tool("a")], "tool_choice": "required"}
+        bare = {"type": "response.create", "model": "m", "input": "x"}
+        steer = {"type": "response.steer", "input": "y"}
+        self.assertEqual(self.requests("openai-responses", [steer, with_tools, steer, bare, "text"]),
+                         [None, with_tools, with_tools, bare, bare])
+
+    def test_realtime_session_update_merges_and_a_create_overrides_for_its_response(self):
+        update = {"type": "session.update", "session": {"tools": [tool("a")], "tool_choice": "required"}}
+        more = {"type": "session.update", "session": {"instructions": "x"}}
+        own = {"type": "response.create", "response": {"tools": [tool("b")]}}
+        plain = {"type": "response.create"}
+        found = self.requests("openai-realtime", [plain, {"type": "session.update", "session": {"voice": "v"}},
+                                                  plain, update, more, plain, own, plain])
+        session = {"type": "session.update", "session": {"voice": "v", "tools": [tool("a")], "tool_choice": "required",
+                                                         "instructions": "x"}}
+        self.assertEqual(found[:3], [None, None, None])   # no tools set on the socket: no request
+        self.assertEqual(found[5], session)
+        self.assertEqual(found[6], {"type": "response.create", "response": {"tools": [tool("b")],
+                                                                           "tool_choice": "required"}})
+        self.assertEqual(found[7], session)   # the override was that response's only
+        read = [vts.request_from_body("openai-realtime", body)[1] for body in found[5:]]
+        self.assertEqual(read, [{"tools": ["a"], "tool_choice": "required"},
+                                {"tools": ["b"], "tool_choice": "required"},
+                                {"tools": ["a"], "tool_choice": "required"}])
+
+    def test_live_the_setup_message(self):
+        setup = {"setup": {"model": "models/m"}}
+        content = {"clientContent": {"turns": [], "turnComplete": True}}
+        self.assertEqual(self.requests("gemini-live", [content, setup, content]), [None, setup, setup])
+
+    def test_the_default_keeps_the_last_message_with_tools(self):
+        with_tools = {"type": "response.create", "model": "m", "tools": [tool("a")]}
+        with with_turns():   # a row without its own rule
+            row = vts.PROFILES["openai-responses"]
+            rules = vts.CaptureRules(**{name: getattr(row.capture, name) for name in vts.CaptureRules.__slots__
+                                        if name != "session_request"})
+            row = vts.Profile(**{name: getattr(row, name) for name in vts.Profile.__slots__ if name != "capture"},
+                              capture=rules)
+        kept = ()
+        for message in (with_tools, {"type": "response.create", "model": "m"}, {"tools": "not a list"}):
+            kept = vts.session_request_after(row, kept, message)
+        self.assertEqual(kept, (with_tools,))
+
+    def test_serve_keeps_the_turns_own_create_for_conform(self):
+        import shlex
+
+        code = ("import json, os, sys; sys.path.insert(0, " + repr(os.path.join(ROOT, "tests")) + "); "
+                "import wsclient; body = json.load(open(os.environ['VTS_REQUEST_FILE'])); body.pop('stream', None); "
+                "ws = wsclient.connect(os.environ['VTS_WS_URL']); "
+                "ws.send_text(json.dumps(dict(body, type='response.create'))); "
+                "ws.texts(lambda t: 'response.completed' in t); "
+                "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', 'input': 'again'})); "
+                "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
+        _, records, _, _ = conform(os.path.join(RESPONSES, PASS + ".json"),
+                                   cmd=f"{sys.executable} -c {shlex.quote(code)}")
+        self.assertEqual(records[0]["verdict"], "request-differs")
+        self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
+
+
+REALTIME = os.path.join(FIXTURES, "openai-realtime")
+KEY = "openai-insecure-api-key.ek_68af296e8e408191a1120ab6383263c2"
+
+
+class Subprotocols(unittest.TestCase):
+    """SocketRules.subprotocols: a browser's offer (OpenAI Realtime: `realtime`, its key, `openai-beta.realtime-v1`)
+    is answered with the first listed one, never a credential; a query on the upgrade path is fine."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.url, cls.served, cls.logs = start([RESPONSES, REALTIME], request_seconds=5.0)
+        cls.realtime = next(prefix for prefix, fixture in cls.served.items() if fixture.row.name == "openai-realtime"
+                            and prefix.rsplit("/", 1)[-1].startswith("pass-") and not fixture.fault)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def upgrade(self, prefix, query="", offer=None):
+        row = self.served[prefix].row
+        headers = {} if offer is None else {"Sec-WebSocket-Protocol": offer}
+        ws = wsclient.connect(self.url + prefix + row.http.socket.example + query, headers=headers)
+        return ws, ws.headers.get("sec-websocket-protocol")
+
+    def test_the_first_offered_one_the_row_lists(self):
+        cases = ((f"{KEY}, realtime, openai-beta.realtime-v1", "realtime"), ("realtime", "realtime"),
+                 (f"{KEY},openai-beta.realtime-v1", None), (None, None))
+        for offer, selected in cases:
+            with self.subTest(offer=offer):
+                ws, got = self.upgrade(self.realtime, "?model=gpt-realtime", offer)
+                ws.close()
+                self.assertEqual(got, selected)
+        ws, got = self.upgrade(PASS, offer="realtime")   # openai-responses lists none
+        ws.close()
+        self.assertIsNone(got)
+
+    def test_no_row_lists_a_credential_and_the_key_is_never_logged(self):
+        for row in vts.PROFILES.values():
+            for name in row.http.socket.subprotocols if row.http and row.http.socket else ():
+                self.assertEqual(vts._secret_spans(name), [], row.name)
+                self.assertNotIn("key", name.lower(), row.name)
+        google = "AIzaSyA1234567890abcdefghijklmnopqrstuv"
+        ws, _ = self.upgrade(self.realtime, f"?model=gpt-realtime&key={google}", f"realtime, {KEY}")
+        ws.close(1000)
+        for _ in range(100):
+            if any(self.realtime in line and "101 websocket" in line for line in self.logs):
+                break
+            threading.Event().wait(0.02)
+        logged = "\n".join(self.logs)
+        self.assertIn("101 websocket", logged)
+        self.assertNotIn(google, logged)
+        self.assertNotIn(KEY.split(".", 1)[1], logged)
+
+    def test_a_query_on_the_upgrade_path(self):
+        # OpenAI's WebSocket mode URL may carry ?model= (BerriAI/litellm#25437): the path still names the fixture
+        events = events_of(os.path.join(RESPONSES, PASS + ".json"))
+        ws, _ = self.upgrade(PASS, "?model=gpt-4.1")
+        ws.send_text(CREATE)
+        got = [json.loads(text) for text in ws.texts(lambda text: json.loads(text) == events[-1])]
+        ws.close()
+        self.assertEqual(got, events)
+
 
 class Library(unittest.TestCase):
     def test_serving_gives_ws_url_and_chunkings_write_the_same_messages(self):
