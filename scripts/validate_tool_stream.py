@@ -23866,9 +23866,9 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
 _ROW_SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def _row_members(text: str) -> Iterator[tuple[str, int, int]]:
-    """Each member of the JSON object that is the whole of text: (its name, where its value starts,
-    where it ends).  ValueError (or RecursionError) when text is no such object."""
+def _row_members(text: str) -> Iterator[tuple[str, Any, int, int]]:
+    """Each member of the JSON object that is the whole of text: (its name, its value, where the value's
+    text starts, where it ends).  ValueError (or RecursionError) when text is no such object."""
     decoder = json.JSONDecoder()
     at = _ROW_SPACE.match(text).end()
     if text[at:at + 1] != "{":
@@ -23885,8 +23885,8 @@ def _row_members(text: str) -> Iterator[tuple[str, int, int]]:
             if text[at:at + 1] != ":":
                 raise ValueError("':' was expected")
             start = _ROW_SPACE.match(text, at + 1).end()
-            at = decoder.raw_decode(text, start)[1]
-            yield key, start, at
+            value, at = decoder.raw_decode(text, start)
+            yield key, value, start, at
             at = _ROW_SPACE.match(text, at).end()
             if text[at:at + 1] == "}":
                 at += 1
@@ -23905,20 +23905,19 @@ def _row_envelope(line: bytes, name: str) -> tuple[bytes | None, str]:
     member is handed over as its own text, never parsed and written again (a duplicate key inside it stays
     visible).  Other members are skipped; NAME twice is no row (which one would be meant?)."""
     text = line.decode("utf-8", "surrogateescape")
-    spans = []
     try:
-        spans = [(start, end) for key, start, end in _row_members(text) if key == name]
+        found = [(value, start, end) for key, value, start, end in _row_members(text) if key == name]
     except (ValueError, RecursionError):
         return None, f"the line is not a JSON object (a row with the member \"{name}\")"
-    if len(spans) != 1:
-        return None, f"the row has {'no' if not spans else 'more than one'} member \"{name}\""
-    start, end = spans[0]
-    if text[start] == "{":
+    if len(found) != 1:
+        return None, f"the row has {'no' if not found else 'more than one'} member \"{name}\""
+    value, start, end = found[0]
+    if isinstance(value, dict):
         return text[start:end].encode("utf-8", "surrogateescape"), ""
-    if text[start] != '"':
+    if not isinstance(value, str):
         return None, f"the row's member \"{name}\" is neither a string nor an object"
     try:
-        return json.decoder.scanstring(text, start + 1, True)[0].encode("utf-8", "surrogateescape"), ""
+        return value.encode("utf-8", "surrogateescape"), ""
     except UnicodeEncodeError:
         return None, f"the row's member \"{name}\" holds a lone surrogate escape, which no UTF-8 text holds"
 

@@ -1,4 +1,5 @@
-"""--jsonl: one envelope per line of JSON Lines in, one report per line out, then the summary.
+"""--jsonl: one envelope per line of JSON Lines in, one report per line out, then the summary; and --jsonl-rows,
+a database's executable-UDF rows (ClickHouse JSONEachRow) in, one {"result": REPORT} line per row out.
 
 Every test runs the command line in this process (run_cli) or calls its pieces; nothing is timed.
 """
