@@ -249,6 +249,18 @@ class ClickHouse(unittest.TestCase):
             {"code": f["code"], "message": f["message"]} for f in report["findings"]], "calls": "[]"}}])
         self.assertEqual(report["findings"][0]["code"], "invalid_fixture")
 
+    def test_the_executable_type_one_process_per_block_takes_blocked_rows(self):
+        # that type fails the query on a non-zero exit: --jsonl-rows exits 0 whatever the verdicts
+        passing = load_fixture("openai/valid-n2-tool-choice-and-text-choice.json")[0]
+        with tempfile.TemporaryDirectory(prefix="vts-udf-") as scripts:
+            with open(os.path.join(scripts, "tool_stream_function.xml"), "w", encoding="utf-8") as handle:
+                handle.write(RECIPES["clickhouse-config"].replace("<type>executable_pool</type>",
+                                                                  "<type>executable</type>"))
+            shutil.copy(SCRIPT, scripts)
+            result = self.chdb.query(f"SELECT tool_stream_report(b).status AS s FROM (SELECT arrayJoin(['', "
+                                     f"unhex('{passing.hex()}'), '[1]']) AS b)", "TSV", udf_path=scripts)
+        self.assertEqual(result.bytes(), b"blocked\npass\nblocked\n")
+
     def test_a_blocked_row_and_an_empty_body_do_not_fail_the_query(self):
         rows = self.query("SELECT tool_stream_report('').status AS a, tool_stream_report('x\\ny').status AS b")
         self.assertEqual(rows, [{"a": "blocked", "b": "blocked"}])
