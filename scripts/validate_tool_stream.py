@@ -23156,6 +23156,13 @@ def _parse_args(argv: list[str]) -> Any:
     parser.add_argument("--jsonl", action="store_true",
                         help="each FIXTURE (a file, or - for standard input) is JSON Lines, one envelope per "
                              "line: one report per line, naming its line, then the summary")
+    parser.add_argument("--jsonl-rows", metavar="NAME",
+                        help="with --jsonl: each line is a row, a JSON object whose member NAME holds the envelope "
+                             "(its text as a string, or the object); each answer is one line {\"result\": REPORT}, "
+                             "one per line, in order, no summary, exit 0 (a database's executable UDF: ClickHouse's "
+                             "JSONEachRow)")
+    parser.add_argument("--jsonl-result", metavar="NAME",
+                        help="with --jsonl-rows: the answer's member (default: result, ClickHouse's return_name)")
     parser.add_argument("--report", choices=tuple(_REPORT_FORMATS), default="json",
                         help="report format: json (default), text, junit (JUnit XML, one test case per fixture), "
                              "github (workflow-command annotations at the chunk's line in the file), or a run's "
@@ -23990,6 +23997,100 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
     return _run_exit(args, counts, range(mismatches))
 
 
+# --jsonl --jsonl-rows NAME: the row contract of a database's executable function (ClickHouse's
+# JSONEachRow): each line is a JSON object whose member NAME holds the envelope, as its JSON text (a
+# string: what a String column becomes) or as the object itself; each answer is one line
+# {"result": REPORT}, in order, flushed, one per line whatever the line holds (a skipped row would
+# hand the next row's answer to this one), with no summary line.  The verdict lives in each row, so
+# the run exits 0 once every line got its answer; a usage error or an I/O failure still exits 3.
+
+_ROW_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _row_members(text: str) -> Iterator[tuple[str, Any, int, int]]:
+    """Each member of the JSON object that is the whole of text: (its name, its value, where the value's
+    text starts, where it ends).  ValueError (or RecursionError) when text is no such object."""
+    decoder = json.JSONDecoder()
+    at = _ROW_SPACE.match(text).end()
+    if text[at:at + 1] != "{":
+        raise ValueError("not an object")
+    at = _ROW_SPACE.match(text, at + 1).end()
+    if text[at:at + 1] == "}":
+        at += 1
+    else:
+        while True:
+            if text[at:at + 1] != '"':
+                raise ValueError("a member name was expected")
+            key, at = json.decoder.scanstring(text, at + 1, True)
+            at = _ROW_SPACE.match(text, at).end()
+            if text[at:at + 1] != ":":
+                raise ValueError("':' was expected")
+            start = _ROW_SPACE.match(text, at + 1).end()
+            value, at = decoder.raw_decode(text, start)
+            yield key, value, start, at
+            at = _ROW_SPACE.match(text, at).end()
+            if text[at:at + 1] == "}":
+                at += 1
+                break
+            if text[at:at + 1] != ",":
+                raise ValueError("',' or '}' was expected")
+            at = _ROW_SPACE.match(text, at + 1).end()
+    if _ROW_SPACE.match(text, at).end() != len(text):
+        raise ValueError("text after the object")
+
+
+def _row_envelope(line: bytes, name: str) -> tuple[bytes | None, str]:
+    """(the envelope's bytes, "") from one row, or (None, why the line is no such row).  The line is
+    decoded with surrogateescape, so the bytes a String column holds (ClickHouse writes them as they are,
+    invalid UTF-8 included) reach the validator unchanged and fail there as in any envelope.  An object
+    member is handed over as its own text, never parsed and written again (a duplicate key inside it stays
+    visible).  Other members are skipped; NAME twice is no row (which one would be meant?)."""
+    text = line.decode("utf-8", "surrogateescape")
+    try:
+        found = [(value, start, end) for key, value, start, end in _row_members(text) if key == name]
+    except (ValueError, RecursionError):
+        return None, f"the line is not a JSON object (a row with the member \"{name}\")"
+    if len(found) != 1:
+        return None, f"the row has {'no' if not found else 'more than one'} member \"{name}\""
+    value, start, end = found[0]
+    if isinstance(value, dict):
+        return text[start:end].encode("utf-8", "surrogateescape"), ""
+    if not isinstance(value, str):
+        return None, f"the row's member \"{name}\" is neither a string nor an object"
+    try:
+        return value.encode("utf-8", "surrogateescape"), ""
+    except UnicodeEncodeError:
+        return None, f"the row's member \"{name}\" holds a lone surrogate escape, which no UTF-8 text holds"
+
+
+def _judge_row(data: bytes | None, args: Any, limits: Limits) -> dict[str, Any]:
+    """The report of one row's envelope (data: the row line, None when longer than --max-input-bytes)."""
+    if data is None:
+        return _judge_data(None, args, limits)[0]
+    envelope, why = _row_envelope(data, args.jsonl_rows)
+    if envelope is not None:
+        return _judge_data(envelope, args, limits)[0]
+    report = _report(Outcome([Finding(INVALID_FIXTURE, why)]))
+    if args.expect:
+        report["expectation"] = {"matched": False, "differences": _unread_expect(report)}
+    return report
+
+
+def _run_jsonl_rows(args: Any, limits: Limits) -> int:
+    """--jsonl-rows: one answer line per row line, in order, each flushed before the next line is read;
+    memory is one line and its report, as in --jsonl.  Exit 0 once every line got its answer (none: no
+    output, exit 0)."""
+    if args.report != "json" or args.quiet:
+        raise UsageError("--jsonl-rows answers every row with its JSON report: it does not combine with --report "
+                         "other than json, nor with --quiet")
+    result = "result" if args.jsonl_result is None else args.jsonl_result
+    for path, number, data in _jsonl_items(_jsonl_inputs(args), limits):
+        report = _judge_row(data, args, limits)
+        _out(json.dumps({result: {"fixture": path, "line": number, **report}}, ensure_ascii=True))
+        _flush_stdout()
+    return EXIT_PASS
+
+
 # The subcommands: name -> (its entry point, the line --help gives it).  run() dispatches from
 # this table and the main --help lists it, so neither can forget one.
 _SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
@@ -24006,6 +24107,12 @@ def run(argv: list[str]) -> int:
         return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__ if hasattr(args, name)})
+    if args.jsonl_result is not None and args.jsonl_rows is None:
+        raise UsageError("--jsonl-result names the answer's member of --jsonl-rows; give --jsonl-rows too")
+    if args.jsonl_rows is not None:
+        if not args.jsonl:
+            raise UsageError("--jsonl-rows reads JSON Lines: give --jsonl too")
+        return _run_jsonl_rows(args, limits)
     if args.jsonl:
         return _run_jsonl(args, limits)
     paths, many = _expand(args.fixtures, args.exclude)

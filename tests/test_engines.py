@@ -7,15 +7,14 @@ calls) must equal the one taken from `validate_bytes`'s report for the same byte
 for one fixture of each folder, that this report is the command line's (a real process) less its `fixture` key.
 
 DuckDB, Apache Spark (local mode, a JVM: Java 17 or newer) and ClickHouse (chdb, ClickHouse embedded in Python,
-running the recipe's executable UDF through tests/engines/clickhouse_udf.py) each skip, naming the package, without
-it; `python3 tests/engines/setup.py` installs all three into tests/engines/.venv, and
+running the recipe's executable UDF, the command line's `--jsonl - --jsonl-rows envelope`) each skip, naming the
+package, without it; `python3 tests/engines/setup.py` installs all three into tests/engines/.venv, and
 `tests/engines/.venv/bin/python -m unittest test_engines` (from tests/) runs them.  The validator imports none of
-this.  Without the packages only the README checks and the ClickHouse wrapper's own tests run (in process, fast).
+this.  Without the packages only the README checks run (in process, fast); test_jsonl tests `--jsonl-rows` itself.
 """
 
 import contextlib
-import importlib.util
-import io
+import importlib
 import json
 import os
 import re
@@ -32,7 +31,6 @@ with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
     README = handle.read()
 
 RECIPES = dict(re.findall(r"^<!-- engine: ([a-z-]+) -->\n```[a-z]+\n(.*?)^```$", README, re.S | re.M))
-WRAPPER = os.path.join(ROOT, "tests", "engines", "clickhouse_udf.py")
 
 
 def expected(data):
@@ -87,13 +85,6 @@ def run_recipe(*names):
     return namespace
 
 
-def load_wrapper():
-    spec = importlib.util.spec_from_file_location("clickhouse_udf", WRAPPER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class RecipesAreInReadme(unittest.TestCase):
     """Every engine block is in README, short and well-formed, and the verdict function is the expected one."""
 
@@ -104,7 +95,8 @@ class RecipesAreInReadme(unittest.TestCase):
             with self.subTest(recipe=name):
                 self.assertLessEqual(len(RECIPES[name].splitlines()), 10)
                 compile(RECIPES[name], name, "exec")
-        self.assertIn("<command>clickhouse_udf.py</command>", RECIPES["clickhouse-config"])
+        self.assertIn("<command>validate_tool_stream.py --jsonl - --jsonl-rows envelope</command>",
+                      RECIPES["clickhouse-config"])
         self.assertIn("<format>JSONEachRow</format>", RECIPES["clickhouse-config"])
 
     def test_the_verdict_function_gives_the_report_verdict(self):
@@ -113,47 +105,6 @@ class RecipesAreInReadme(unittest.TestCase):
                         "openai/ambiguous-choice-tool-calls-in-two-choices.json"):
             data = load_fixture(relpath)[0]
             self.assertEqual(read(verdict(data)), expected(data))
-
-
-class ClickHouseWrapper(unittest.TestCase):
-    """tests/engines/clickhouse_udf.py in process: JSONEachRow rows in, one verdict line per row out, in order."""
-
-    def run_wrapper(self, lines):
-        wrapper = load_wrapper()
-        stdin = io.TextIOWrapper(io.BytesIO(b"".join(lines)), encoding="utf-8")
-        stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-        with mock.patch.object(sys, "stdin", stdin), mock.patch.object(sys, "stdout", stdout):
-            self.assertEqual(wrapper.main(), 0)
-            stdout.flush()
-            out = stdout.buffer.getvalue()
-        self.assertTrue(out.endswith(b"\n"))
-        return [json.loads(line)["result"] for line in out.split(b"\n")[:-1]]
-
-    def test_rows_as_clickhouse_writes_them(self):
-        passing = load_fixture("openai/valid-n2-tool-choice-and-text-choice.json")[0]
-        blocked = load_fixture("openai/ambiguous-choice-tool-calls-in-two-choices.json")[0]
-        # ClickHouse escapes '/' and writes the String's bytes as they are, here a body that is not UTF-8
-        rows = [json.dumps({"envelope": body.decode()}).replace("/", "\\/").encode() + b"\n"
-                for body in (passing, blocked)]
-        not_utf8 = b'{"profile": "openai", "chunks": ["\xff"]}'
-        rows.append(b'{"envelope":"' + not_utf8.replace(b'"', b'\\"') + b'"}\n')
-        results = self.run_wrapper(rows)
-        self.assertEqual([read(r) for r in results], [expected(passing), expected(blocked), expected(not_utf8)])
-        self.assertEqual(results[2]["codes"], ["invalid_fixture"])
-
-    def test_it_is_executable(self):
-        self.assertTrue(os.access(WRAPPER, os.X_OK), "ClickHouse runs only executable files in user_scripts_path")
-        with open(WRAPPER, "rb") as handle:
-            self.assertEqual(handle.readline(), b"#!/usr/bin/env python3\n")
-
-    def test_a_line_that_is_no_row_gets_a_verdict_and_the_run_goes_on(self):
-        lines = [b"not json\n", b"[1]\n", b'{"envelope": 5}\n', b'{"other": "x"}\n', b"[" * 100000 + b"\n",
-                 b'{"envelope":"{}"}\n', b"\xff\n", b"\n"]
-        results = self.run_wrapper(lines)
-        self.assertEqual(len(results), len(lines))
-        for result in results:
-            self.assertEqual((result["status"], result["codes"], result["calls"]),
-                             ("blocked", ["invalid_fixture"], "[]"))
 
 
 @slow("starts the command line as a process")
@@ -250,7 +201,8 @@ class Spark(unittest.TestCase):
 
 
 class ClickHouse(unittest.TestCase):
-    """The ClickHouse recipe in chdb (ClickHouse embedded): its config, the wrapper, its query, every fixture."""
+    """The ClickHouse recipe in chdb (ClickHouse embedded): its config running the command line's --jsonl-rows,
+    its query, every fixture; each row's report against the command line's --jsonl report of the same bytes."""
 
     @classmethod
     def setUpClass(cls):
@@ -258,8 +210,7 @@ class ClickHouse(unittest.TestCase):
         cls.scripts = tempfile.mkdtemp(prefix="vts-udf-")
         with open(os.path.join(cls.scripts, "tool_stream_function.xml"), "w", encoding="utf-8") as handle:
             handle.write(RECIPES["clickhouse-config"])
-        for path in (WRAPPER, SCRIPT):
-            shutil.copy(path, cls.scripts)       # keeps the wrapper's executable bit, as ClickHouse requires
+        shutil.copy(SCRIPT, cls.scripts)       # keeps its executable bit, as ClickHouse requires
         cls.want = every_fixture()
 
     @classmethod
@@ -273,12 +224,46 @@ class ClickHouse(unittest.TestCase):
 
     def test_every_row_of_the_recipe_query(self):
         rows = self.query(RECIPES["clickhouse-query"])
-        self.assertEqual({relative(row["name"]): read(row["verdict"]) for row in rows}, self.want)
+        self.assertEqual({relative(row["name"]): read(row) for row in rows}, self.want)
+
+    def test_each_row_is_the_command_line_report_of_its_file(self):
+        # the report's members the return type keeps, against --jsonl over the same files laid out one per line
+        rows = self.query("SELECT _path AS name, tool_stream_report(raw_blob) AS report "
+                          "FROM file('fixtures/**/*.json', RawBLOB)")
+        paths = fixture_paths()
+        bodies = b"".join(load_fixture(p)[0].replace(b"\r", b" ").replace(b"\n", b" ") + b"\n" for p in paths)
+        run = subprocess.run([sys.executable, SCRIPT, "--jsonl", "-"], input=bodies, capture_output=True, env=ENV,
+                             timeout=300)
+        lines = [json.loads(line) for line in run.stdout.splitlines()[:-1]]
+        cli = {p: {"status": line["status"], "findings": [{"code": f["code"], "message": f["message"]}
+                                                          for f in line["findings"]], "calls": line["calls"]}
+               for p, line in zip(paths, lines)}
+        got = {relative(row["name"]): dict(row["report"], calls=json.loads(row["report"]["calls"])) for row in rows}
+        self.assertEqual(got, cli)
 
     def test_bytes_that_are_not_utf8_reach_the_validator_unchanged(self):
         body = b'{"profile": "openai", "chunks": ["\xff"]}'
-        rows = self.query(f"SELECT tool_stream_verdict(unhex('{body.hex()}')) AS verdict")
-        self.assertEqual([read(row["verdict"]) for row in rows], [expected(body)])
+        rows = self.query(f"SELECT tool_stream_report(unhex('{body.hex()}')) AS report")
+        report = vts.validate_bytes(body)
+        self.assertEqual(rows, [{"report": {"status": "blocked", "findings": [
+            {"code": f["code"], "message": f["message"]} for f in report["findings"]], "calls": "[]"}}])
+        self.assertEqual(report["findings"][0]["code"], "invalid_fixture")
+
+    def test_the_executable_type_one_process_per_block_takes_blocked_rows(self):
+        # that type fails the query on a non-zero exit: --jsonl-rows exits 0 whatever the verdicts
+        passing = load_fixture("openai/valid-n2-tool-choice-and-text-choice.json")[0]
+        with tempfile.TemporaryDirectory(prefix="vts-udf-") as scripts:
+            with open(os.path.join(scripts, "tool_stream_function.xml"), "w", encoding="utf-8") as handle:
+                handle.write(RECIPES["clickhouse-config"].replace("<type>executable_pool</type>",
+                                                                  "<type>executable</type>"))
+            shutil.copy(SCRIPT, scripts)
+            result = self.chdb.query(f"SELECT tool_stream_report(b).status AS s FROM (SELECT arrayJoin(['', "
+                                     f"unhex('{passing.hex()}'), '[1]']) AS b)", "TSV", udf_path=scripts)
+        self.assertEqual(result.bytes(), b"blocked\npass\nblocked\n")
+
+    def test_a_blocked_row_and_an_empty_body_do_not_fail_the_query(self):
+        rows = self.query("SELECT tool_stream_report('').status AS a, tool_stream_report('x\\ny').status AS b")
+        self.assertEqual(rows, [{"a": "blocked", "b": "blocked"}])
 
 
 if __name__ == "__main__":

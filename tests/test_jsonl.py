@@ -1,4 +1,5 @@
-"""--jsonl: one envelope per line of JSON Lines in, one report per line out, then the summary.
+"""--jsonl: one envelope per line of JSON Lines in, one report per line out, then the summary; and --jsonl-rows,
+a database's executable-UDF rows (ClickHouse JSONEachRow) in, one {"result": REPORT} line per row out.
 
 Every test runs the command line in this process (run_cli) or calls its pieces; nothing is timed.
 """
@@ -399,6 +400,161 @@ class TheUnitOfWork(unittest.TestCase):
             vts.sys.stdin, vts.sys.stdout = saved
         self.assertEqual(code, 1)
         self.assertEqual(seen, [0, 1, 2])   # before line 1, before line 2, before the end
+
+
+def row(data, name="envelope", **other):
+    """A JSONEachRow row as ClickHouse writes a String argument: the envelope's text, '/' escaped."""
+    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else json.dumps(data)
+    return json.dumps({**other, name: text}).replace("/", "\\/").encode("utf-8", "surrogateescape")
+
+
+def answers(out, name="result"):
+    """The REPORT of each answer line of a --jsonl-rows run (each line exactly {name: REPORT})."""
+    lines = [json.loads(text) for text in out.splitlines()]
+    for item in lines:
+        assert list(item) == [name], item
+    return [item[name] for item in lines]
+
+
+class Rows(unittest.TestCase):
+    """--jsonl --jsonl-rows NAME: a database's executable UDF (ClickHouse JSONEachRow): a row in, one answer out."""
+
+    def rows(self, *lines, args=("--jsonl-rows", "envelope")):
+        code, out, err = run_cli("--jsonl", "-", *args, stdin=b"".join(item + b"\n" for item in lines))
+        self.assertEqual((code, err), (0, ""))    # every row got its answer, blocked ones included
+        return out
+
+    def test_a_string_member_and_an_object_member_get_the_report_of_their_envelope(self):
+        out = self.rows(row(PASS_DOC), row(BLOCKED_DOC), b'{"envelope": ' + line(NA_DOC) + b', "other": [1]}',
+                        b'\t{"other":{"envelope":1},\r"envelope":' + line(PASS_DOC) + b"} \r")
+        self.assertTrue(out.endswith("\n"))
+        self.assertEqual(answers(out), [dict(vts.validate_bytes(line(doc)), fixture="-", line=number)
+                                        for number, doc in enumerate((PASS_DOC, BLOCKED_DOC, NA_DOC, PASS_DOC), 1)])
+
+    def test_the_answer_is_the_jsonl_report_line_inside_one_member_and_no_summary_follows(self):
+        out = self.rows(row(PASS_DOC), row(BLOCKED_DOC))
+        jsonl_out = run_cli("--jsonl", "-", stdin=jsonl(PASS_DOC, BLOCKED_DOC))[1]
+        self.assertEqual(out, "".join('{"result": %s}\n' % text for text in jsonl_out.splitlines()[:-1]))
+        self.assertNotIn("summary", out)
+        named = self.rows(row(PASS_DOC), args=("--jsonl-rows", "body", "--jsonl-result", "verdict"))
+        self.assertEqual(answers(named, "verdict")[0]["findings"][0]["message"],
+                         'the row has no member "body"')
+
+    def test_a_line_that_is_no_row_gets_invalid_fixture_in_its_answer_never_a_skipped_row(self):
+        why = {
+            b"": 'the line is not a JSON object (a row with the member "envelope")',
+            b" \t\r": 'the line is not a JSON object (a row with the member "envelope")',
+            b"[1]": 'the line is not a JSON object (a row with the member "envelope")',
+            b"not json": 'the line is not a JSON object (a row with the member "envelope")',
+            b"\xff": 'the line is not a JSON object (a row with the member "envelope")',
+            b'{"envelope": "{}"} x': 'the line is not a JSON object (a row with the member "envelope")',
+            b'{"envelope": "{}",}': 'the line is not a JSON object (a row with the member "envelope")',
+            b'{"a": ' + b"[" * 100000 + b"}": 'the line is not a JSON object (a row with the member "envelope")',
+            b"{}": 'the row has no member "envelope"',
+            b'{"Envelope": "{}"}': 'the row has no member "envelope"',
+            b'{"envelope": "{}", "envelope": "{}"}': 'the row has more than one member "envelope"',
+            b'{"envelope": null}': 'the row\'s member "envelope" is neither a string nor an object',
+            b'{"envelope": [1]}': 'the row\'s member "envelope" is neither a string nor an object',
+            b'{"envelope": "\\ud800"}': 'the row\'s member "envelope" holds a lone surrogate escape, which no UTF-8 '
+                                        'text holds',
+        }
+        out = self.rows(*why, row(PASS_DOC))
+        got = answers(out)
+        self.assertEqual([r["line"] for r in got], list(range(1, len(why) + 2)))
+        for (raw, message), report in zip(why.items(), got):
+            with self.subTest(line=raw[:20]):
+                self.assertEqual((report["status"], report["calls"], report["findings"]),
+                                 ("blocked", [], [{"code": "invalid_fixture", "choice": None, "index": None,
+                                                   "position": None, "message": message}]))
+        self.assertEqual(got[-1]["status"], "pass")
+
+    def test_an_envelope_inside_the_row_is_judged_as_its_file(self):
+        # a duplicate key inside an object member stays visible; an empty string is an empty file
+        dup = b'{"envelope": {"profile": "openai", "profile": "openai", "chunks": []}}'
+        got = answers(self.rows(dup, b'{"envelope": ""}'))
+        self.assertEqual(got[0]["findings"], vts.validate_bytes(dup[13:-1])["findings"])
+        self.assertEqual(got[0]["findings"][0]["code"], "invalid_fixture")
+        self.assertEqual(got[1]["findings"][0]["message"], "not strict JSON: the envelope: empty")
+
+    def test_bytes_that_are_not_utf8_in_a_string_reach_the_validator_unchanged_and_fail(self):
+        # ClickHouse writes a String's bytes as they are inside the JSON string (chdb 4.4, ClickHouse 26.9)
+        body = b'{"profile": "openai", "tool_schemas": {}, "chunks": ["\xff"]}'
+        raw = b'{"envelope":"' + body.replace(b'"', b'\\"') + b'"}'
+        escaped = b'{"envelope": "' + body.replace(b'"', b'\\"').replace(b"\xff", b"\\udcff") + b'"}'
+        got = answers(self.rows(raw, escaped))
+        for report in got:
+            self.assertEqual(report["findings"], vts.validate_bytes(body)["findings"])
+            self.assertEqual((report["status"], report["findings"][0]["code"]), ("blocked", "invalid_fixture"))
+
+    def test_a_row_over_max_input_bytes_is_limit_exceeded_and_the_rows_go_on(self):
+        big = row(PASS_DOC)
+        out = self.rows(big, row(NA_DOC)[:len(big) - 1], args=("--jsonl-rows", "envelope", "--max-input-bytes",
+                                                               str(len(big) - 1)))
+        got = answers(out)
+        self.assertEqual([f["code"] for f in got[0]["findings"]], ["limit_exceeded"])
+        self.assertEqual(got[0]["findings"][0]["message"], f"the fixture is larger than {len(big) - 1} bytes")
+        self.assertEqual(len(got), 2)
+
+    def test_exit_0_with_blocked_rows_and_with_no_row(self):
+        self.assertEqual(run_cli("--jsonl", "-", "--jsonl-rows", "envelope", stdin=row(BLOCKED_DOC) + b"\n"
+                                 )[0], 0)
+        self.assertEqual(run_cli("--jsonl", "-", "--jsonl-rows", "envelope", stdin=b""), (0, "", ""))
+
+    def test_expect_and_redact_act_on_each_report(self):
+        out = self.rows(row(pinned(PASS_DOC, "pass", [])), row(pinned(PASS_DOC, "blocked", [])), b"[]",
+                        args=("--jsonl-rows", "envelope", "--expect", "--redact-arguments"))
+        got = answers(out)
+        self.assertEqual([r["expectation"]["matched"] for r in got], [True, False, False])
+        self.assertTrue(got[0]["arguments_redacted"])
+        self.assertEqual(got[2]["expectation"]["differences"],
+                         ['the fixture could not be read, so it has no "expect" block: the line is not a JSON object '
+                          '(a row with the member "envelope")'])
+
+    def test_usage_errors(self):
+        for args, message in (
+                (("--jsonl-rows", "e", "-"), "--jsonl-rows reads JSON Lines: give --jsonl too"),
+                (("--jsonl", "--jsonl-result", "r", "-"),
+                 "--jsonl-result names the answer's member of --jsonl-rows; give --jsonl-rows too"),
+                (("--jsonl", "--jsonl-rows", "e", "--quiet", "-"), None),
+                (("--jsonl", "--jsonl-rows", "e", "--report", "text", "-"), None)):
+            with self.subTest(args=args):
+                code, out, err = run_cli(*args, stdin=row(PASS_DOC) + b"\n")
+                self.assertEqual((code, out), (3, ""))
+                self.assertEqual(err, f"validate_tool_stream: {message}\n" if message else
+                                 "validate_tool_stream: --jsonl-rows answers every row with its JSON report: it does "
+                                 "not combine with --report other than json, nor with --quiet\n")
+
+    def test_each_answer_is_written_before_the_next_row_is_read(self):
+        seen = []
+
+        class Stdin:
+            def __init__(self, out):
+                self.buffer, self.out = self, out
+                self.lines = [row(PASS_DOC) + b"\n", b"\n", row(BLOCKED_DOC) + b"\n"]
+
+            def readline(self, size):
+                seen.append(self.out.getvalue().count(b"\n"))
+                return self.lines.pop(0) if self.lines else b""
+
+        out = io.BytesIO()
+        text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+        saved = vts.sys.stdin, vts.sys.stdout
+        vts.sys.stdin, vts.sys.stdout = Stdin(out), text
+        try:
+            code = vts.main(["--jsonl", "-", "--jsonl-rows", "envelope"])
+        finally:
+            vts.sys.stdin, vts.sys.stdout = saved
+        self.assertEqual(code, 0)
+        self.assertEqual(seen, [0, 1, 2, 3])
+
+    def test_jsonl_without_the_option_is_unchanged(self):
+        # the same input without --jsonl-rows: reports of the rows themselves (not envelopes), then the summary
+        data = row(PASS_DOC) + b"\n" + line(PASS_DOC) + b"\n"
+        code, out, err = run_cli("--jsonl", "-", stdin=data)
+        rows_, summary = reports(out)
+        self.assertEqual((code, err, summary["fixtures"]), (1, "", 2))
+        self.assertEqual(rows_[0], dict(vts.validate_bytes(row(PASS_DOC)), fixture="-", line=1))
+        self.assertEqual(rows_[1]["status"], "pass")
 
 
 if __name__ == "__main__":

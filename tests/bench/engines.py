@@ -15,9 +15,9 @@ of 256 rows). Best of R runs.
 - `duckdb`: the recipe's Python UDF, one connection (a Python UDF runs under the interpreter's lock: one core).
 - `spark-1`, `spark-2`: the recipe's UDF in local mode with 1 and 2 cores (`local[1]`, `local[2]`), the
   validator shipped by addPyFile; Spark starts before the timing.
-- `clickhouse-1`, `clickhouse-2`: the recipe's executable UDF (`executable_pool`, tests/engines/clickhouse_udf.py)
-  in chdb with `max_threads` 1 and 2: that many validator processes work at once; the pool's processes start
-  inside the first (discarded) run.
+- `clickhouse-1`, `clickhouse-2`: the recipe's executable UDF (`executable_pool`, the command line's
+  `--jsonl - --jsonl-rows envelope`) in chdb with `max_threads` 1 and 2: that many validator processes work at
+  once; the pool's processes start inside the first (discarded) run.
 
 "per core" divides rows/s by the cores the engine was given. CPU seconds are this process's, its waited children's
 and (Linux, from /proc) those of every process still running below it: Spark's JVM and its Python workers,
@@ -38,17 +38,17 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "validate_tool_stream.py")
 FIXTURES = os.path.join(ROOT, "fixtures")
-WRAPPER = os.path.join(ROOT, "tests", "engines", "clickhouse_udf.py")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import validate_tool_stream as vts  # noqa: E402  (path set up just above)
 
 ENGINES = ("in-process", "cli", "duckdb", "spark-1", "spark-2", "clickhouse-1", "clickhouse-2")
 STRUCT = "STRUCT(status VARCHAR, codes VARCHAR[], calls VARCHAR)"
-CLICKHOUSE_CONFIG = """<functions><function><type>executable_pool</type><name>tool_stream_verdict</name>
-<return_type>Tuple(status String, codes Array(String), calls String)</return_type>
+CLICKHOUSE_CONFIG = """<functions><function><type>executable_pool</type><name>tool_stream_report</name>
+<return_type>Tuple(status String, findings Array(Tuple(code String, message String)), calls String)</return_type>
 <argument><type>String</type><name>envelope</name></argument><format>JSONEachRow</format>
-<command>clickhouse_udf.py</command><max_command_execution_time>600</max_command_execution_time></function></functions>
+<command>validate_tool_stream.py --jsonl - --jsonl-rows envelope</command>
+<max_command_execution_time>600</max_command_execution_time></function></functions>
 """
 
 
@@ -172,14 +172,13 @@ def clickhouse_engine(threads):
         try:
             with open(os.path.join(scripts, "tool_stream_function.xml"), "w", encoding="utf-8") as handle:
                 handle.write(CLICKHOUSE_CONFIG)
-            for path in (WRAPPER, SCRIPT):
-                shutil.copy(path, scripts)
+            shutil.copy(SCRIPT, scripts)
             conn = chdb.connect(f":memory:?udf_path={scripts}")
             # a table of blocks of 256 rows, so that max_threads blocks go to the pool at once
             conn.query(f"CREATE TABLE bodies ENGINE = Memory AS SELECT _path AS name, raw_blob AS body "
                        f"FROM file('{folder}/*.json', RawBLOB) SETTINGS min_insert_block_size_rows = 256, "
                        f"max_block_size = 256")
-            query = (f"SELECT countIf(tool_stream_verdict(body).status = 'pass') FROM bodies "
+            query = (f"SELECT countIf(tool_stream_report(body).status = 'pass') FROM bodies "
                      f"SETTINGS max_threads = {threads}")
 
             def run():
