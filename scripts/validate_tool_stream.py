@@ -23299,10 +23299,12 @@ class _Jobs:
         main_thread = threading.current_thread() is threading.main_thread()
         masked = hasattr(signal, "pthread_sigmask")
         before = signal.pthread_sigmask(signal.SIG_BLOCK, _jobs_signals()) if masked else None
+        stdin = sys.stdin   # a worker reads no input: a forked one must not close ours (or a stand-in's)
         try:
             _flush_stdout()   # a fork copies what is buffered: nothing may be
             if sys.stderr is not None:
                 sys.stderr.flush()
+            sys.stdin = None
             for _ in range(self.count):
                 ours, theirs = context.Pipe()
                 self.conns.append(ours)
@@ -23318,6 +23320,7 @@ class _Jobs:
             self.__exit__(*sys.exc_info())
             raise
         finally:
+            sys.stdin = stdin
             if masked:
                 signal.pthread_sigmask(signal.SIG_SETMASK, before)
         return self

@@ -1,0 +1,241 @@
+"""--jobs N: a run's fixtures validated in worker processes, its output the serial run's byte for byte.
+
+Most tests run the command line in this process (run_cli); its workers are real processes.  What only a
+process shows (a SIGTERM to the command, the children it leaves) starts the script (marked slow).
+"""
+
+import operator
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from unittest import mock
+
+from support import ENV, FIXTURES, run_cli, SCRIPT, slow, vts, write
+
+FORMATS = ("json", "text", "junit", "github")
+
+
+def forks():
+    """Do workers start by fork here (a patch in this process then reaches them)?"""
+    return vts._jobs_start_method() == "fork"
+
+
+class SameOutput(unittest.TestCase):
+    """Every bundled fixture, each report format: the same stdout, stderr and exit code with --jobs 2 as with 1."""
+
+    def same(self, *args):
+        serial = run_cli(*args, FIXTURES)
+        parallel = run_cli("--jobs", "2", *args, FIXTURES)
+        self.assertEqual(serial[0], parallel[0], parallel[2][-500:])
+        self.assertEqual(serial[2], parallel[2])
+        self.assertEqual(serial[1], parallel[1])
+        return serial
+
+    def test_each_format(self):
+        for form in FORMATS:
+            with self.subTest(form=form):
+                code, out, _ = self.same("--report", form)
+                self.assertEqual(code, 1)   # the corpus holds blocked turns
+                self.assertTrue(out)
+
+    def test_expect_redacted_quiet(self):
+        # --expect writes its mismatches on stderr, in order; --quiet leaves out passes; both sides must agree
+        for form in ("json", "github"):
+            with self.subTest(form=form):
+                code, _, _ = self.same("--report", form, "--expect", "--redact-arguments", "--quiet",
+                                       "--allow-not-applicable")
+                self.assertEqual(code, 0)   # every bundled fixture matches its expect block
+
+    @slow("the other options, each over the whole corpus")
+    def test_other_options(self):
+        for form in FORMATS:
+            for options in (("--quiet",), ("--expect",), ("--allow-not-applicable", "--redact-arguments")):
+                with self.subTest(form=form, options=options):
+                    self.same("--report", form, *options)
+
+    def test_zero_is_one_per_cpu_and_more_jobs_than_fixtures(self):
+        folder = os.path.join(FIXTURES, "openai")
+        serial = run_cli(folder)
+        self.assertEqual(run_cli("--jobs", "0", folder), serial)
+        self.assertEqual(run_cli("--jobs", "64", folder), serial)   # a worker per fixture at most
+
+    def test_one_fixture_or_one_cpu_starts_no_worker(self):
+        path = os.path.join(FIXTURES, "openai", sorted(os.listdir(os.path.join(FIXTURES, "openai")))[0])
+        with mock.patch.object(vts, "_Jobs", side_effect=AssertionError("a worker was started")):
+            self.assertEqual(run_cli("--jobs", "8", path), run_cli(path))
+            with mock.patch.object(vts, "_cpu_count", return_value=1):
+                self.assertEqual(run_cli("--jobs", "0", os.path.join(FIXTURES, "cohere"))[0], 1)
+
+    @slow("starts workers by forkserver and spawn, each importing the script again")
+    def test_every_start_method(self):
+        folder = os.path.join(FIXTURES, "gemini")
+        serial = run_cli("--report", "github", folder)
+        for method in ("fork", "forkserver", "spawn"):
+            if method == "fork" and not sys.platform.startswith("linux"):
+                continue
+            with self.subTest(method=method), mock.patch.object(vts, "_jobs_start_method", return_value=method):
+                self.assertEqual(run_cli("--jobs", "2", "--report", "github", folder), serial)
+
+
+class Usage(unittest.TestCase):
+    def test_bad_counts_are_usage_errors(self):
+        for value in ("-1", "65", "x", "1.5", ""):
+            with self.subTest(value=value):
+                code, out, err = run_cli("--jobs", value, FIXTURES)
+                self.assertEqual((code, out), (3, ""))
+                self.assertEqual(err, "validate_tool_stream: argument --jobs: expected a whole number from 0 (one "
+                                      f"per CPU) to 64, got \"{value}\" (see --help)\n")
+
+    def test_cpu_count(self):
+        self.assertGreaterEqual(vts._cpu_count(), 1)
+        with mock.patch.object(os, "cpu_count", return_value=None), \
+                mock.patch.object(os, "process_cpu_count", return_value=None, create=True):
+            self.assertEqual(vts._cpu_count(), 1)
+
+
+class InOrder(unittest.TestCase):
+    """_Jobs.map on its own: answers in the items' order, a bounded window, an item's exception in its turn."""
+
+    def test_order_and_window(self):
+        pulled = []
+
+        def items():
+            for number in range(500):
+                pulled.append(number)
+                yield (number,)
+
+        window = 2 * vts._JOBS_AHEAD * vts._JOBS_BATCH
+        got = []
+        with vts._Jobs(2, int, (), operator.add, repr) as jobs:   # work(int(), n) = n
+            for answer in jobs.map(items()):
+                got.append(answer)
+                self.assertLessEqual(len(pulled) - len(got), window)   # never the whole input held
+        self.assertEqual(got, list(range(500)))
+
+    def test_an_item_that_raises_raises_in_its_turn(self):
+        got = []
+        with self.assertRaises(TypeError):
+            with vts._Jobs(2, int, (), operator.add, repr) as jobs:
+                for answer in jobs.map([(n,) for n in range(40)] + [("x",)] + [(n,) for n in range(40)]):
+                    got.append(answer)
+        self.assertEqual(got, list(range(40)))   # everything before it, nothing after
+
+    def test_workers_are_reaped(self):
+        with vts._Jobs(2, int, (), operator.add, repr) as jobs:
+            self.assertEqual(list(jobs.map([(1,), (2,), (3,)])), [1, 2, 3])
+            workers = list(jobs.workers)
+        self.assertEqual([worker.exitcode for worker in workers], [0, 0])   # told to stop, joined
+        with self.assertRaises(KeyError):
+            with vts._Jobs(2, int, (), operator.add, repr) as jobs:
+                next(jobs.map([(1,)] * 100))
+                workers = list(jobs.workers)
+                raise KeyError("the run stops early")
+        self.assertTrue(all(worker.exitcode is not None for worker in workers))   # killed and joined
+
+
+@unittest.skipUnless(forks(), "workers do not start by fork here, so a patch in this process cannot reach them")
+class WorkerFailures(unittest.TestCase):
+    """What a worker raises is raised in its fixture's turn, as in the serial run; a worker that dies fails
+    the run closed (exit 3, no verdict), never a report."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, self.folder)
+        source = os.path.join(FIXTURES, "openai")
+        names = sorted(os.listdir(source))[:30]
+        for number, name in enumerate(names):
+            with open(os.path.join(source, name), "rb") as handle:
+                write(self.folder, f"{number:02d}-{name}", handle.read())
+        self.marked = os.path.join(self.folder, f"17-{names[17]}")
+
+    def patched(self, what):
+        judge = vts._judge
+
+        def failing(path, *rest):
+            if path == self.marked:
+                what()
+            return judge(path, *rest)
+
+        return mock.patch.object(vts, "_judge", failing)
+
+    def test_an_exception_is_the_serial_runs(self):
+        def memory():
+            raise MemoryError
+
+        def vanished():
+            raise vts.UsageError(f"cannot read {self.marked}: No such file or directory")
+
+        for what in (memory, vanished):
+            with self.subTest(what=what.__name__), self.patched(what):
+                serial = run_cli(self.folder)
+                self.assertEqual(serial[0], 3)
+                self.assertEqual(serial[1].count("\n"), 17)   # the reports before it
+                self.assertEqual(run_cli("--jobs", "2", self.folder), serial)
+                self.assertEqual(run_cli("--jobs", "3", "--report", "text", self.folder),
+                                 run_cli("--report", "text", self.folder))
+
+    def test_a_worker_that_dies_fails_the_run_closed(self):
+        serial = run_cli(self.folder)[1]
+        with self.patched(lambda: os.kill(os.getpid(), signal.SIGKILL)):
+            for form in FORMATS:
+                with self.subTest(form=form):
+                    code, out, err = run_cli("--jobs", "2", "--report", form, self.folder)
+                    self.assertEqual(code, 3)
+                    self.assertEqual(err, f"validate_tool_stream: a worker process ended (killed by signal 9) while "
+                                          f"validating {self.marked}; no verdict\n")
+                    self.assertNotIn("summary", out)
+                    self.assertNotIn("17-", out)   # nothing of it or after it
+                    if form == "json":   # what was printed is the serial run's first reports, in order
+                        self.assertTrue(serial.startswith(out))
+
+
+@slow("starts the command as a process and signals it")
+@unittest.skipUnless(sys.platform.startswith("linux"), "reads a process's children from /proc")
+class Signals(unittest.TestCase):
+    """SIGTERM or SIGINT to the command during a --jobs run: exit 3, "interrupted; no verdict", no child left."""
+
+    def run_and_signal(self, number):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, folder)
+        source = os.path.join(FIXTURES, "openai")
+        for name in sorted(os.listdir(source)):
+            with open(os.path.join(source, name), "rb") as handle:
+                data = handle.read()
+            for copy in range(3):
+                write(folder, f"{copy}-{name}", data)
+        # nobody reads its standard output until it is signalled: once the pipe is full it waits in a write,
+        # in the middle of the run, whatever the machine's speed
+        process = subprocess.Popen([sys.executable, SCRIPT, "--jobs", "2", folder], env=ENV,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        children = []
+        for _ in range(1000):
+            try:
+                with open(f"/proc/{process.pid}/task/{process.pid}/children") as handle:
+                    children = handle.read().split()
+            except OSError:
+                children = []
+            if len(children) >= 2:
+                break
+            time.sleep(0.01)
+        self.assertEqual(len(children), 2)
+        process.stdout.read(4096)   # it has begun printing
+        process.send_signal(number)
+        out, err = process.communicate(timeout=60)
+        self.assertEqual(process.returncode, 3)
+        self.assertEqual(err.decode(), "validate_tool_stream: interrupted; no verdict\n")
+        for child in children:
+            self.assertFalse(os.path.exists(f"/proc/{child}"), f"worker {child} is left")
+
+    def test_sigterm(self):
+        self.run_and_signal(signal.SIGTERM)
+
+    def test_sigint(self):
+        self.run_and_signal(signal.SIGINT)
+
+
+if __name__ == "__main__":
+    unittest.main()
