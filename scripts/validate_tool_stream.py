@@ -23185,8 +23185,8 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 #     exits 3 with no verdict.  A death is never a report, so it can never read as a pass.
 #   * A worker whose parent died reads the end of its pipe and exits after its current item.
 
-_JOBS_BATCH = 8   # items handed to a worker at once
-_JOBS_AHEAD = 4   # batches per worker handed out and not yet printed
+_JOBS_BATCH = 16   # items handed to a worker at once
+_JOBS_AHEAD = 4    # batches per worker handed out and not yet printed (and at most as many in a worker's hand)
 
 
 class JobsError(Exception):
@@ -23368,7 +23368,7 @@ class _Jobs:
                     _jobs_raise(*result)
                 yield result
             for number, conn in enumerate(self.conns):   # hand out while the window allows
-                while not ended and len(batches[number]) < 2 and handed - printed < window:
+                while not ended and len(batches[number]) < _JOBS_AHEAD and handed - printed < window:
                     batch = list(islice(source, min(_JOBS_BATCH, window - (handed - printed))))
                     if not batch:
                         ended = True
