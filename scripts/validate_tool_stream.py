@@ -16479,8 +16479,7 @@ def _validate_bytes_keeping_doc(data: bytes, limits: Limits, pause_gc: bool) -> 
 
 def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, Any], Any]:
     if len(data) > limits.max_input_bytes:
-        finding = Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")
-        return _report(Outcome([finding])), None
+        return _too_large_report(limits), None
     parsed_from = _PARSED_FROM.set(_SpelledIn(data))   # every value checked below is parsed from data
     try:
         streamed = _stream_envelope(_TextWindow(data), limits)
@@ -16492,6 +16491,11 @@ def _validate_bytes_uncollected(data: bytes, limits: Limits) -> tuple[dict[str, 
         return _report(Outcome([Finding(INVALID_FIXTURE, str(exc))])), None
     finally:
         _PARSED_FROM.reset(parsed_from)
+
+
+def _too_large_report(limits: Limits) -> dict[str, Any]:
+    """The report on a fixture larger than limits.max_input_bytes (it is not read further)."""
+    return _report(Outcome([Finding(LIMIT_EXCEEDED, f"the fixture is larger than {limits.max_input_bytes} bytes")]))
 
 
 # Codes whose messages may quote argument content (keys, values); --redact-arguments
@@ -17055,9 +17059,10 @@ def _finding_place(finding: dict, spans: dict, starts: list[int], stream_key: in
     return (int(at.group(1)), int(at.group(2))) if at is not None else (1, 1)
 
 
-def _difference_annotations(name: str, differences: list[str], spans: dict, where: _Lines | None) -> list[str]:
+def _difference_annotations(name: str, differences: list[str], spans: dict, where: _Lines | None,
+                            first_line: int = 1) -> list[str]:
     """One annotation per expect difference, at the expect key (a file that is not strict JSON: where
-    the parser stopped; else line 1)."""
+    the parser stopped; else line 1); the text's line 1 is the file's line `first_line`."""
     lines = []
     line, col = where.at(spans["expect"]) if where is not None and "expect" in spans else (1, 1)
     for difference in differences:
@@ -17065,18 +17070,19 @@ def _difference_annotations(name: str, differences: list[str], spans: dict, wher
         if at is not None:   # an unreadable file: the annotation goes where the parser stopped
             line, col = int(at.group(1)), int(at.group(2))
         message = _github_escape("expect: " + _printable(difference))
-        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
+        lines.append(f"::error file={name},line={line + first_line - 1},col={col}::{message}\n")
     return lines
 
 
 def render_github(path: str, report: dict[str, Any], differences: list[str] | None, data: bytes,
-                  allow_not_applicable: bool = False) -> str:
+                  allow_not_applicable: bool = False, first_line: int = 1) -> str:
     """GitHub Actions annotations: one ::error per finding, at the line of its chunk or event.
 
     A finding with a stream position points at that element of chunks/events; one
     at the end of the stream at the stream key; an envelope finding at the key it
     names (else line 1).  Expect differences are one annotation each, at the expect key (a file
-    that is not strict JSON: where the parser stopped; else line 1).
+    that is not strict JSON: where the parser stopped; else line 1).  data starts at line
+    `first_line` of the file (a line of JSON Lines: its number), so every line number is shifted.
     """
     try:
         text = data.decode("utf-8")
@@ -17092,12 +17098,12 @@ def render_github(path: str, report: dict[str, Any], differences: list[str] | No
     for finding in findings:
         line, col = _finding_place(finding, spans, starts, stream_key, where)
         message = _github_escape(f"{finding['code']}: {_printable(finding['message'])}")
-        lines.append(f"::error file={name},line={line},col={col}::{message}\n")
-    lines += _difference_annotations(name, differences or [], spans, where)
+        lines.append(f"::error file={name},line={line + first_line - 1},col={col}::{message}\n")
+    lines += _difference_annotations(name, differences or [], spans, where, first_line)
     if differences is None and report["status"] == "not_applicable" and not allow_not_applicable:
         # it fails the step (exit 2), so it is an error, and says how to let it pass
-        lines.append(f"::error file={name},line=1,col=1::not_applicable: the turn carries no tool call, so the step "
-                     "fails (exit 2); --allow-not-applicable lets such a turn pass\n")
+        lines.append(f"::error file={name},line={first_line},col=1::not_applicable: the turn carries no tool call, "
+                     "so the step fails (exit 2); --allow-not-applicable lets such a turn pass\n")
     return "".join(lines)
 
 
@@ -17136,20 +17142,56 @@ def render_junit(cases: list[tuple[str, dict[str, Any], int, list[str] | None]],
     suite = ET.SubElement(suites, "testsuite", name=TOOL, tests=str(len(cases)), failures=str(failures),
                           errors="0", skipped=str(skipped))
     for path, report, code, differences in cases:
-        case = ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path))
-        if code != EXIT_PASS:
-            kind, headline, body = _junit_failure(report, differences)
-            failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
-            failure.text = "\n".join(_xml_safe(line) for line in body)
-        elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
-            ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
-        out = ET.SubElement(case, "system-out")
-        out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
-                             f"{len(report['findings'])} finding(s)")
-    document = ET.tostring(suites, encoding="unicode")
-    # ASCII with character references: well-formed whatever encoding stdout writes
-    document = document.encode("ascii", "xmlcharrefreplace").decode().replace("##[", "#&#35;[")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document + "\n"
+        _junit_fill_case(ET.SubElement(suite, "testcase", classname=TOOL, name=_xml_safe(path)),
+                         report, code, differences, allow_not_applicable)
+    return _JUNIT_DECLARATION + _junit_ascii(ET.tostring(suites, encoding="unicode")) + "\n"
+
+
+_JUNIT_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+
+
+def _junit_ascii(document: str) -> str:
+    """ASCII with character references: well-formed whatever encoding stdout writes."""
+    return document.encode("ascii", "xmlcharrefreplace").decode().replace("##[", "#&#35;[")
+
+
+def _junit_fill_case(case: Any, report: dict[str, Any], code: int, differences: list[str] | None,
+                     allow_not_applicable: bool) -> None:
+    """A testcase element's children: its failure (or skipped) and its system-out line."""
+    import xml.etree.ElementTree as ET
+
+    if code != EXIT_PASS:
+        kind, headline, body = _junit_failure(report, differences)
+        failure = ET.SubElement(case, "failure", type=kind, message=_xml_safe(headline[:1000]))
+        failure.text = "\n".join(_xml_safe(line) for line in body)
+    elif differences is None and report["status"] == "not_applicable" and allow_not_applicable:
+        ET.SubElement(case, "skipped", message="not applicable: the turn carries no tool call")
+    out = ET.SubElement(case, "system-out")
+    out.text = _xml_safe(f"status {report['status']}, {len(report['calls'])} call(s), "
+                         f"{len(report['findings'])} finding(s)")
+
+
+def _junit_case(name: str, report: dict[str, Any], code: int, differences: list[str] | None,
+                allow_not_applicable: bool) -> str:
+    """One testcase element on its own, as render_junit writes it inside its document."""
+    import xml.etree.ElementTree as ET
+
+    case = ET.Element("testcase", classname=TOOL, name=_xml_safe(name))
+    _junit_fill_case(case, report, code, differences, allow_not_applicable)
+    return _junit_ascii(ET.tostring(case, encoding="unicode"))
+
+
+def _junit_frame(tests: int, failures: int, skipped: int) -> tuple[str, str]:
+    """The text of a JUnit document before its test cases (the declaration and the opening tags, with
+    the counts) and after them, so the cases can be written one at a time between the two."""
+    import xml.etree.ElementTree as ET
+
+    suites = ET.Element("testsuites", name=TOOL, tests=str(tests), failures=str(failures), errors="0")
+    suite = ET.SubElement(suites, "testsuite", name=TOOL, tests=str(tests), failures=str(failures),
+                          errors="0", skipped=str(skipped))
+    suite.text = "\x00"   # where the cases go: no attribute or tag can hold it
+    head, tail = ET.tostring(suites, encoding="unicode").split("\x00")
+    return _JUNIT_DECLARATION + _junit_ascii(head), _junit_ascii(tail)
 
 
 # ---------------------------------------------------------------------------
@@ -22448,7 +22490,11 @@ def _parse_args(argv: list[str]) -> Any:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("fixtures", nargs="+", metavar="FIXTURE",
-                        help="fixture file (JSON envelope), a folder of them, or - for standard input")
+                        help="fixture file (JSON envelope), a folder of them, or - for standard input "
+                             "(with --jsonl: files of JSON Lines)")
+    parser.add_argument("--jsonl", action="store_true",
+                        help="each FIXTURE (a file, or - for standard input) is JSON Lines, one envelope per "
+                             "line: one report per line, naming its line, then the summary")
     parser.add_argument("--report", choices=("json", "text", "junit", "github"), default="json",
                         help="report format: json (default), text, junit (JUnit XML, one test case per fixture) "
                              "or github (workflow-command annotations at the chunk's line in the file)")
@@ -22603,7 +22649,16 @@ def _judge(path: str, args: Any, limits: Limits,
     bytes when they were read already (a pipe named on the command line, read by a --jobs run's parent)."""
     if data is None:
         data = _read_input(path, limits.max_input_bytes)
-    report, doc = _validate_bytes_keeping_doc(data, limits, True)
+    return (*_judge_data(data, args, limits), data)
+
+
+def _judge_data(data: bytes | None, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None]:
+    """Validate one envelope's bytes (None: a JSON Lines line longer than --max-input-bytes, not kept):
+    (report, exit code, expect differences or None)."""
+    if data is None:
+        report, doc = _too_large_report(limits), None
+    else:
+        report, doc = _validate_bytes_keeping_doc(data, limits, True)
     if args.adapter_output:
         row = PROFILES.get(report["profile"])   # the report's profile (None when it names none)
         ids_optional = row is not None and not row.rules.requires_id
@@ -22623,7 +22678,7 @@ def _judge(path: str, args: Any, limits: Limits,
         code = EXIT_PASS if not differences else EXIT_BLOCKED
     if args.redact_arguments:
         report = redact_arguments(report)
-    return report, code, differences, data
+    return report, code, differences
 
 
 def _unread_expect(report: dict[str, Any]) -> list[str]:
@@ -23277,6 +23332,84 @@ def _jobs_raise(kind: str, message: str) -> None:
     raise type(kind, (Exception,), {})()
 
 
+class _Prefetch:
+    """The items of a --jobs run pulled by a thread of their own, at most `bound` ahead of those taken: a parent
+    reading lines from a program that sends a few and waits for their answers (an engine's executable function)
+    must go on printing answers while the next line is awaited.  `wake` is readable when something came."""
+
+    def __init__(self, items: Iterable[tuple], bound: int) -> None:
+        import os
+        import queue
+        import threading
+
+        self.queue: Any = queue.Queue(bound)
+        self.wake, self.waker = os.pipe()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._pull, args=(items,), daemon=True)
+        self.thread.start()
+
+    def _pull(self, items: Iterable[tuple]) -> None:
+        """The thread: each item, then ("end", None) or ("raise", (kind, message)); it owns (and closes) the
+        pipe's writing end, so no descriptor it writes to is ever closed under it."""
+        import os
+
+        end: tuple = ("end", None)
+        try:
+            for item in items:
+                if self.stopped:
+                    return
+                self.queue.put(("item", item))
+                os.write(self.waker, b".")
+            if not self.stopped:
+                self.queue.put(end)
+                os.write(self.waker, b".")
+        except BaseException as exc:   # noqa: BLE001 - raised again in the parent, in its turn
+            if not self.stopped:
+                try:
+                    self.queue.put(("raise", (type(exc).__name__, str(exc) if isinstance(exc, UsageError) else "")))
+                    os.write(self.waker, b".")
+                except OSError:
+                    pass
+        finally:
+            os.close(self.waker)
+
+    def ready(self) -> bool:
+        return not self.queue.empty()
+
+    def take(self, most: int) -> tuple[list[tuple], bool, tuple | None]:
+        """(up to `most` items that came, whether the items ended, the exception they ended with or None)."""
+        import queue
+
+        batch: list[tuple] = []
+        while len(batch) < most:
+            try:
+                kind, value = self.queue.get_nowait()
+            except queue.Empty:
+                return batch, False, None
+            if kind != "item":
+                return batch, True, value
+            batch.append(value)
+        return batch, False, None
+
+    def drain(self) -> None:
+        import os
+
+        os.read(self.wake, 1 << 16)
+
+    def close(self) -> None:
+        """Stop pulling (a thread waiting on its input is left to end with the process: it is a daemon)."""
+        import os
+        import queue
+
+        self.stopped = True
+        try:
+            while True:
+                self.queue.get_nowait()   # a thread waiting to put goes on, sees stopped and ends
+        except queue.Empty:
+            pass
+        os.close(self.wake)   # (a write the thread makes after this fails, and it ends)
+
+
 class _Jobs:
     """The worker processes of one run, as a context manager: map(items) yields work(context, *item) for each
     item, in the items' order, with context = setup(*shared) made once in each worker (see the rules above).
@@ -23346,61 +23479,81 @@ class _Jobs:
             if self.stop is not None:
                 self.stop.__exit__()
 
-    def map(self, items: Iterable[tuple]) -> Iterator[Any]:
-        """work(context, *item) for each item, in order (see the class)."""
+    def map(self, items: Iterable[tuple], prefetch: bool = False) -> Iterator[Any]:
+        """work(context, *item) for each item, in order (see the class).  prefetch: the items are pulled by a
+        thread of their own (_Prefetch), for a source that may wait on a program that waits for our answers."""
         from collections import deque
         from itertools import islice
         from multiprocessing.connection import wait
 
-        source = iter(items)
+        pulled = _Prefetch(items, _JOBS_BATCH) if prefetch else None
+        source = iter(items) if pulled is None else None
         window = self.count * _JOBS_AHEAD * _JOBS_BATCH
         handed = printed = 0             # items handed out; items yielded
         answers: dict[int, Any] = {}     # item number -> (ok, result); (None, message): where a worker died
         batches: list[deque] = [deque() for _ in self.workers]   # per worker: its batches in hand, as
         ended = False                                              # (first item's number, the items)
-        while True:
-            while printed in answers:
-                ok, result = answers.pop(printed)
-                printed += 1
-                if ok is None:
-                    raise JobsError(result)
-                if not ok:
-                    _jobs_raise(*result)
-                yield result
-            for number, conn in enumerate(self.conns):   # hand out while the window allows
-                while not ended and len(batches[number]) < _JOBS_AHEAD and handed - printed < window:
-                    batch = list(islice(source, min(_JOBS_BATCH, window - (handed - printed))))
-                    if not batch:
-                        ended = True
+        try:
+            while True:
+                while printed in answers:
+                    ok, result = answers.pop(printed)
+                    printed += 1
+                    if ok is None:
+                        raise JobsError(result)
+                    if not ok:
+                        _jobs_raise(*result)
+                    yield result
+                for number, conn in enumerate(self.conns):   # hand out while the window allows
+                    while not ended and len(batches[number]) < _JOBS_AHEAD and handed - printed < window:
+                        room = min(_JOBS_BATCH, window - (handed - printed))
+                        if pulled is None:
+                            batch, ended = list(islice(source, room)), False
+                            ended = not batch
+                        else:
+                            batch, ended, failure = pulled.take(room)
+                            if failure is not None:   # the source raised: in its turn, after what came before
+                                answers[handed + len(batch)] = (False, failure)
+                        if batch:
+                            conn.send(batch)
+                            batches[number].append((handed, batch))
+                            handed += len(batch)
+                        if not batch or ended:
+                            break
+                    if not ended and pulled is not None and not pulled.ready():
                         break
-                    conn.send(batch)
-                    batches[number].append((handed, batch))
-                    handed += len(batch)
-            if ended and printed == handed:
-                return
-            busy = [number for number in range(len(self.conns)) if batches[number]]
-            if not busy:   # (cannot be: every item not yet yielded is in a worker's hand or answered)
-                raise JobsError(f"the workers hold no item, and item {printed} is unanswered")
-            ready = wait([self.conns[number] for number in busy] + [self.workers[number].sentinel for number in busy])
-            for number in busy:
-                conn, worker = self.conns[number], self.workers[number]
-                if conn not in ready and worker.sentinel not in ready:
-                    continue
-                lost = False
-                try:
-                    while batches[number] and conn.poll():
-                        got = conn.recv()
-                        first, _ = batches[number].popleft()
-                        for offset, answer in enumerate(got):
-                            answers[first + offset] = answer
-                except (EOFError, OSError):
-                    lost = True   # the worker's end is closed: it died or is dying
-                if batches[number] and (lost or not worker.is_alive()):
-                    first, batch = batches[number][0]   # (the answers of the batch's items done are lost)
-                    place = min(max(self.progress[number].value, 0), len(batch) - 1)
-                    answers[first] = (None, self._death(number, batch[place]))
-                    batches[number].clear()
-                    ended, source = True, iter(())
+                if ended and printed == handed and printed not in answers:
+                    return
+                busy = [number for number in range(len(self.conns)) if batches[number]]
+                waits = [self.conns[number] for number in busy] + [self.workers[number].sentinel for number in busy]
+                if pulled is not None and not ended and handed - printed < window:
+                    waits.append(pulled.wake)
+                if not waits and printed not in answers:   # (cannot be: each item not yielded is somewhere)
+                    raise JobsError(f"the workers hold no item, and item {printed} is unanswered")
+                ready = wait(waits) if waits else []
+                if pulled is not None and pulled.wake in ready:
+                    pulled.drain()
+                for number in busy:
+                    conn, worker = self.conns[number], self.workers[number]
+                    if conn not in ready and worker.sentinel not in ready:
+                        continue
+                    lost = False
+                    try:
+                        while batches[number] and conn.poll():
+                            got = conn.recv()
+                            first, _ = batches[number].popleft()
+                            for offset, answer in enumerate(got):
+                                answers[first + offset] = answer
+                    except (EOFError, OSError):
+                        lost = True   # the worker's end is closed: it died or is dying
+                    if batches[number] and (lost or not worker.is_alive()):
+                        first, batch = batches[number][0]   # (the answers of the batch's items done are lost)
+                        place = min(max(self.progress[number].value, 0), len(batch) - 1)
+                        answers[first] = (None, self._death(number, batch[place]))
+                        batches[number].clear()
+                        ended, source = True, iter(())
+        finally:
+            if pulled is not None:
+                pulled.close()
 
     def _death(self, number: int, item: tuple) -> str:
         """What main says when worker `number` died while working on `item`."""
@@ -23413,6 +23566,173 @@ class _Jobs:
         how = (f"killed by signal {-code}" if code is not None and code < 0
                else f"exit code {code}" if code is not None else "it stopped answering")
         return f"a worker process ended ({how}) while validating {_printable(self.describe(item))}"
+
+
+# --jsonl: one envelope per line of JSON Lines, one report per line.  Each line is judged by
+# _judge_line, a pure function of (the file's name, the line's number, its bytes, the options), so
+# the lines may be judged anywhere (another process) as long as what it returns is written in order.
+
+_JSONL_PIECE = 1 << 20   # most bytes read at once while looking for a line's end
+
+
+def _jsonl_lines(handle: Any, limit: int, name: str) -> Iterator[tuple[int, bytes | None]]:
+    """Each line of a JSON Lines input: (its 1-based number, its bytes without the LF that ends it, or
+    None when they are more than `limit`: such a line is read through and dropped, never held whole).
+    A last line without an LF counts; the empty text after a last LF is no line."""
+    number = 0
+    while True:
+        pieces: list[bytes] = []
+        size, got = 0, False
+        while True:
+            try:
+                piece = handle.readline(_JSONL_PIECE)
+            except OSError as exc:
+                raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+            if not piece:
+                break
+            got = True
+            ended = piece.endswith(b"\n")
+            if ended:
+                piece = piece[:-1]
+            size += len(piece)
+            if size <= limit:
+                pieces.append(piece)
+            else:
+                pieces.clear()   # over the limit: the rest of the line is only counted
+            if ended:
+                break
+        if not got:
+            return
+        number += 1
+        yield number, (b"".join(pieces) if size <= limit else None)
+
+
+def _judge_line(path: str, number: int, data: bytes | None, args: Any,
+                limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, str | None]:
+    """One line of a --jsonl run: (report, exit code, expect differences or None, the text its --report
+    format prints for it, or None when it prints nothing).  data is the line without its LF (None: longer
+    than --max-input-bytes, not kept; it is limit_exceeded as such a fixture file is).  A pure function
+    of its arguments: nothing is printed or counted here."""
+    report, code, differences = _judge_data(data, args, limits)
+    label = f"{path}:{number}"
+    if args.report == "junit":   # every line is a test case (--quiet leaves JUnit whole, as for folders)
+        return report, code, differences, _junit_case(label, report, code, differences, args.allow_not_applicable)
+    if args.quiet and code == EXIT_PASS:
+        text = None
+    elif args.report == "json":
+        text = json.dumps({"fixture": path, "line": number, **report}, ensure_ascii=True)
+    elif args.report == "github":   # columns in the line (a CR inside it, JSON white space, is no line end here)
+        text = render_github(path, report, differences, (data or b"").replace(b"\r", b" "), args.allow_not_applicable,
+                             number).rstrip("\n")
+    else:   # text, and a format that names its fixtures by a path: the file and the line
+        text = _REPORT_FORMATS[args.report].each(label, report, differences, data or b"", args, True)
+    return report, code, differences, text
+
+
+def _jsonl_inputs(args: Any) -> list[str]:
+    """The JSON Lines files of a --jsonl run, each readable (else a usage error before anything is judged)."""
+    import os
+
+    if args.adapter_output:
+        raise UsageError("--adapter-output compares one fixture; it does not combine with --jsonl")
+    for path in args.fixtures:
+        if path != "-" and os.path.isdir(path):
+            raise UsageError(f"--jsonl reads files of JSON Lines (or - for standard input); {path} is a folder")
+    return _expand(args.fixtures, args.exclude)[0]
+
+
+def _jsonl_source(path: str) -> Any:
+    """A context holding the binary file of one --jsonl input (standard input: left open after it)."""
+    import contextlib
+
+    if path != "-":
+        try:
+            return open(path, "rb")
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if sys.stdin is None:
+        raise UsageError("cannot read standard input: it is closed")
+    return contextlib.nullcontext(sys.stdin.buffer)
+
+
+def _jsonl_items(paths: list[str], limits: Limits) -> Iterator[tuple[str, int, bytes | None]]:
+    """Every line of every --jsonl input, in order: (the input's name, the line's number, its bytes or None)."""
+    for path in paths:
+        with _jsonl_source(path) as handle:
+            for number, data in _jsonl_lines(handle, limits.max_input_bytes, path):
+                yield path, number, data
+
+
+def _jsonl_judged(items: Iterable[tuple[str, int, bytes | None]], args: Any, limits: Limits) -> Iterator[tuple]:
+    """Each line judged, in order: (name, number, what _judge_line returns); one line in memory at a time, or
+    under --jobs N a bounded window of them in N worker processes (the lines read by a thread of their own:
+    see _Prefetch).  Close it to stop the workers."""
+    jobs = args.jobs or _cpu_count()
+    if jobs <= 1:
+        for path, number, data in items:
+            yield path, number, _judge_line(path, number, data, args, limits)
+        return
+    with _Jobs(jobs, _judged_setup, (args, _limits_members(limits), True), _jsonl_line_in_worker,
+               lambda item: f"{item[0]}:{item[1]}") as pool:
+        yield from pool.map(items, prefetch=True)
+
+
+def _jsonl_line_in_worker(context: tuple[Any, Limits, bool], path: str, number: int,
+                          data: bytes | None) -> tuple[str, int, tuple]:
+    """_judge_line in a --jobs worker, as _jsonl_judged yields it."""
+    args, limits, _ = context
+    return path, number, _judge_line(path, number, data, args, limits)
+
+
+def _run_jsonl(args: Any, limits: Limits) -> int:
+    """--jsonl: each line of each input judged in order, its report written as soon as it is known (and
+    flushed: a reader fed line by line gets each answer before it sends the next); memory is one line and
+    its report whatever the number of lines (JUnit's cases wait in a temporary file for the counts)."""
+    import tempfile
+
+    paths = _jsonl_inputs(args)
+    form = _REPORT_FORMATS[args.report]
+    counts = {"pass": 0, "blocked": 0, "not_applicable": 0}
+    lines = mismatches = failures = skipped = 0
+    cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") if args.report == "junit" else None
+    kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
+    judged = _jsonl_judged(_jsonl_items(paths, limits), args, limits)
+    try:
+        for path, number, (report, code, differences, text) in judged:
+            lines += 1
+            counts[report["status"]] += 1
+            mismatches += bool(differences)
+            _say_expect(f"{path}:{number}", differences, True)
+            if cases is not None:
+                failures += code != EXIT_PASS
+                skipped += (code == EXIT_PASS and differences is None and report["status"] == "not_applicable")
+                cases.write(text + "\n")
+            elif form.collects:
+                kept.append((f"{path}:{number}", report, code, differences))
+            elif text:
+                _out(text, form.commands)
+                _flush_stdout()
+        if not lines:
+            raise UsageError("--jsonl found no line to validate (the input is empty)")
+        summary: dict[str, Any] = {"fixtures": lines, **counts}
+        if args.expect:
+            summary["expect_mismatches"] = mismatches
+        if cases is not None:
+            head, tail = _junit_frame(lines, failures, skipped)
+            _out(head)
+            cases.seek(0)
+            for case in cases:
+                _out(case[:-1])
+            _out(tail)
+        else:
+            text = form.end(summary, kept, args, True)
+            if text:
+                _out(text)
+    finally:
+        judged.close()   # (--jobs: its workers stopped and reaped, whatever ended the run)
+        if cases is not None:
+            cases.close()
+    return _run_exit(args, counts, range(mismatches))
 
 
 # The subcommands: name -> (its entry point, the line --help gives it).  run() dispatches from
@@ -23433,6 +23753,8 @@ def run(argv: list[str]) -> int:
         return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in Limits.__slots__ if hasattr(args, name)})
+    if args.jsonl:
+        return _run_jsonl(args, limits)
     paths, many = _expand(args.fixtures, args.exclude)
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")

@@ -44,7 +44,8 @@ class SameOutput(unittest.TestCase):
 
     def test_expect_redacted_quiet(self):
         # --expect writes its mismatches on stderr, in order; --quiet leaves out passes; both sides must agree
-        code, _, _ = self.same("--report", "json", "--expect", "--redact-arguments", "--quiet", "--allow-not-applicable")
+        code, _, _ = self.same("--report", "json", "--expect", "--redact-arguments", "--quiet",
+                               "--allow-not-applicable")
         self.assertEqual(code, 0)   # every bundled fixture matches its expect block
 
     @slow("the other options, each over the whole corpus")

@@ -47,7 +47,7 @@ class ReadmeIsTrue(unittest.TestCase):
         options &= {"--" + name.replace("_", "-") for name in vts.Limits.__slots__} | {
             "--report", "--expect", "--version", "--help", "--quiet", "--exclude", "--allow-not-applicable",
             "--adapter-output", "--redact-arguments", "--allow-invalid", "--no-redact", "--schemas", "--request",
-            "--adapter-cmd", "--shell", "--timeout", "--host", "--port"}
+            "--adapter-cmd", "--shell", "--timeout", "--host", "--port", "--jsonl"}
         for option in options | {"--report", "--expect"}:
             self.assertIn(f"`{option}", README)
         limits = section("Limits")   # each limit's default and meaning live in that table, with its option
