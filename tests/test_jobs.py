@@ -4,8 +4,10 @@ Most tests run the command line in this process (run_cli); its workers are real 
 process shows (a SIGTERM to the command, the children it leaves) starts the script (marked slow).
 """
 
+import json
 import operator
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import unittest
 from unittest import mock
 
 from support import ENV, FIXTURES, run_cli, SCRIPT, slow, vts, write
+from support import fixture_paths as support_fixture_paths
 
 FORMATS = ("json", "text", "junit", "github")
 
@@ -80,6 +83,65 @@ class SameOutput(unittest.TestCase):
                 self.assertEqual(run_cli("--jobs", "2", "--report", "github", folder), serial)
 
 
+def corpus_jsonl(folder):
+    """Every bundled fixture as one JSON Lines line, then a blank line, one that is not JSON and one not an object."""
+    lines = []
+    for path in sorted(support_fixture_paths()):
+        with open(os.path.join(FIXTURES, path), "rb") as handle:
+            lines.append(json.dumps(json.loads(handle.read())))
+    return write(folder, "corpus.jsonl", "\n".join(lines + ["", "not json", "[1]"]) + "\n")
+
+
+class SameOutputJsonLines(unittest.TestCase):
+    """--jsonl: the same stdout, stderr and exit code with --jobs 2 as with 1, each format."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp()
+        cls.path = corpus_jsonl(cls.folder)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder)
+
+    def test_json_and_junit(self):
+        self.each_format(("json", "junit"), ((),))
+
+    @slow("each format and options over the corpus as JSON Lines")
+    def test_each_format(self):
+        self.each_format(FORMATS, ((), ("--expect", "--quiet", "--redact-arguments")))
+
+    def each_format(self, forms, option_sets):
+        for form in forms:
+            for options in option_sets:
+                with self.subTest(form=form, options=options):
+                    serial = run_cli("--jsonl", "--report", form, *options, self.path)
+                    self.assertEqual(run_cli("--jsonl", "--jobs", "2", "--report", form, *options, self.path), serial)
+                    self.assertEqual(serial[0], 1)
+
+    @slow("the corpus as JSON Lines on standard input, twice")
+    def test_standard_input(self):
+        with open(self.path, "rb") as handle:
+            data = handle.read()
+        serial = run_cli("--jsonl", "-", stdin=data)
+        self.assertEqual(run_cli("--jsonl", "--jobs", "3", "-", stdin=data), serial)
+
+    def test_a_read_error_is_raised_in_its_turn(self):
+        lines = vts._jsonl_lines
+
+        def failing(handle, limit, name):
+            for number, data in lines(handle, limit, name):
+                if number == 40:
+                    raise vts.UsageError(f"cannot read {name}: Input/output error")
+                yield number, data
+
+        with mock.patch.object(vts, "_jsonl_lines", failing):   # (read in this process, by the parent's thread)
+            serial = run_cli("--jsonl", self.path)
+            self.assertEqual(serial[0], 3)
+            self.assertEqual(serial[1].count("\n"), 39)
+            self.assertEqual(run_cli("--jsonl", "--jobs", "2", self.path), serial)
+
+
 class Usage(unittest.TestCase):
     def test_bad_counts_are_usage_errors(self):
         for value in ("-1", "65", "x", "1.5", ""):
@@ -143,7 +205,7 @@ class WorkerFailures(unittest.TestCase):
 
     def setUp(self):
         self.folder = tempfile.mkdtemp()
-        self.addCleanup(__import__("shutil").rmtree, self.folder)
+        self.addCleanup(shutil.rmtree, self.folder)
         source = os.path.join(FIXTURES, "openai")
         names = sorted(os.listdir(source))[:30]
         for number, name in enumerate(names):
@@ -194,12 +256,13 @@ class WorkerFailures(unittest.TestCase):
 
 @slow("starts the command as a process and signals it")
 @unittest.skipUnless(sys.platform.startswith("linux"), "reads a process's children from /proc")
-class Signals(unittest.TestCase):
-    """SIGTERM or SIGINT to the command during a --jobs run: exit 3, "interrupted; no verdict", no child left."""
+class Processes(unittest.TestCase):
+    """SIGTERM or SIGINT to the command during a --jobs run: exit 3, "interrupted; no verdict", no child left;
+    --jsonl answers a line before the next is sent."""
 
     def run_and_signal(self, number):
         folder = tempfile.mkdtemp()
-        self.addCleanup(__import__("shutil").rmtree, folder)
+        self.addCleanup(shutil.rmtree, folder)
         source = os.path.join(FIXTURES, "openai")
         for name in sorted(os.listdir(source)):
             with open(os.path.join(source, name), "rb") as handle:
@@ -228,6 +291,28 @@ class Signals(unittest.TestCase):
         self.assertEqual(err.decode(), "validate_tool_stream: interrupted; no verdict\n")
         for child in children:
             self.assertFalse(os.path.exists(f"/proc/{child}"), f"worker {child} is left")
+
+    def test_jsonl_answers_each_line_before_the_next_comes(self):
+        # a program that sends one line and waits for its answer (an engine's executable function) is served
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        with open(corpus_jsonl(folder), "rb") as handle:
+            lines = handle.read().splitlines()[:12]
+        process = subprocess.Popen([sys.executable, SCRIPT, "--jsonl", "--jobs", "2", "-"], env=ENV,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for number, line in enumerate(lines, 1):
+                process.stdin.write(line + b"\n")
+                process.stdin.flush()
+                self.assertEqual(json.loads(process.stdout.readline())["line"], number)
+            process.stdin.close()
+            self.assertIn(b'"fixtures": 12', process.stdout.read())
+            self.assertEqual(process.wait(60), 1)
+        finally:
+            process.kill()
+            process.wait()
+            process.stdout.close()
+            process.stderr.close()
 
     def test_sigterm(self):
         self.run_and_signal(signal.SIGTERM)
