@@ -15,6 +15,9 @@ times taken in turn, each run's standard output written to a file, and prints pe
   cpu ms/fx   cpu s per fixture: the per-turn cost, which --jobs must leave as it is
   same        the output is byte for byte --jobs 1's
 
+--start-methods also times, in this process, one --jobs 2 run of the same folder per way a worker may start
+(fork, forkserver, spawn: see README "Many fixtures at once"), to show what each costs.
+
 --script times another copy of the validator with --jobs 1 beside this one (a copy without --jobs is run
 without it), for the per-turn cost before and after.  --report picks the format.  The load average is printed
 before and after: figures taken on a busy machine say little.
@@ -68,6 +71,7 @@ def main() -> int:
     parser.add_argument("--report", default="json", choices=("json", "text", "junit", "github"))
     parser.add_argument("--jobs", default="1,2,0", help="the --jobs values, comma-separated (default 1,2,0)")
     parser.add_argument("--script", type=Path, help="another copy of the validator, timed with --jobs 1 beside")
+    parser.add_argument("--start-methods", action="store_true", help="time a --jobs 2 run per start method")
     args = parser.parse_args()
     jobs = args.jobs.split(",")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; CPUs {os.cpu_count()}, "
@@ -103,8 +107,30 @@ def main() -> int:
             same = "-" if reference is None or name == "--script" else ("yes" if output == reference else "NO")
             print(f"{name:<10} {wall:7.2f} {net:7.2f} {rate:11.0f} {rate / base:5.2f} {cpu:6.2f} "
                   f"{1000 * cpu / args.fixtures:9.3f}  {same}")
+        if args.start_methods:
+            start_methods(folder, args.repeat)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
+
+
+def start_methods(folder: Path, repeat: int) -> None:
+    """Wall time of vts.run(["--jobs", "2", folder]) in this process, per start method, best of `repeat`."""
+    import io
+    from contextlib import redirect_stdout
+    from unittest import mock
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    import validate_tool_stream as vts
+
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for method in ("fork", "forkserver", "spawn"):
+            with mock.patch.object(vts, "_jobs_start_method", return_value=method), redirect_stdout(io.StringIO()):
+                began = time.perf_counter()
+                vts.run(["--jobs", "2", str(folder)])
+                best[method] = min(best.get(method, 1e9), time.perf_counter() - began)
+    print("start methods (--jobs 2, in this process): "
+          + ", ".join(f"{method} {wall:.2f} s" for method, wall in best.items()))
 
 
 if __name__ == "__main__":
