@@ -23424,6 +23424,7 @@ class _Jobs:
         self.stop: _StopOnSignals | None = None
 
     def __enter__(self) -> "_Jobs":
+        import gc
         import multiprocessing
         import signal
         import threading
@@ -23438,6 +23439,7 @@ class _Jobs:
             if sys.stderr is not None:
                 sys.stderr.flush()
             sys.stdin = None
+            gc.freeze()   # a forked worker's collector leaves what it inherits alone (no page copied for it)
             for _ in range(self.count):
                 ours, theirs = context.Pipe()
                 self.conns.append(ours)
@@ -23453,6 +23455,7 @@ class _Jobs:
             self.__exit__(*sys.exc_info())
             raise
         finally:
+            gc.unfreeze()
             sys.stdin = stdin
             if masked:
                 signal.pthread_sigmask(signal.SIG_SETMASK, before)
