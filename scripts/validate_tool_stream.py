@@ -23219,13 +23219,13 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 
 # --- many fixtures in worker processes (--jobs) ---------------------------------------------
 #
-# --jobs N starts N worker processes for one run (none when the run has one fixture).  The parent hands
-# each worker a few items at a time over its own pipe (a fixture's path; a pipe named on the command line
-# is read by the parent, in its turn, and its bytes are handed over), each worker judges and renders them
-# with the function the serial loop calls (_judged) and sends back each result as soon as it has it, and
-# the parent prints each result in the serial order as soon as all before it are printed.  So the output,
-# the summary and the exit code are the serial run's, byte for byte.  Memory is bounded: at most
-# _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed.
+# --jobs N starts N worker processes for one run (none when a folder run has one fixture).  The parent hands
+# each worker a batch of items at a time over its own pipe (a fixture's path; a pipe named on the command
+# line is read by the parent, in its turn, and its bytes are handed over; a --jsonl line), each worker judges
+# and renders them with the function the serial loop calls (_judged, _judge_line) and sends back the batch's
+# answers together, and the parent prints each answer in the serial order as soon as all before it are
+# printed.  So the output, the summary and the exit code are the serial run's, byte for byte.  Memory is
+# bounded: at most _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed.
 #   * Start: fork on Linux when this process runs one thread (the cheapest: a worker starts in about a
 #     millisecond, with every table already built; a fork beside another thread could copy a lock that
 #     thread holds); else forkserver on Linux and spawn elsewhere, whose workers each import this file
@@ -23236,8 +23236,9 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 #   * A worker that raises (MemoryError, a file that vanished) sends the exception's kind, and the parent
 #     raises it in that item's turn, as the serial loop would: the same reports before it, the same message.
 #   * A worker that dies (killed, out of memory at the kernel's word) fails the run closed: the reports of
-#     every item before the one it was working on are printed, then main says which item that was and
-#     exits 3 with no verdict.  A death is never a report, so it can never read as a pass.
+#     every item before its batch are printed (the answers it had for that batch died with it), then main
+#     names the item it was working on (a shared counter says which) and exits 3 with no verdict.  A death
+#     is never a report, so it can never read as a pass.
 #   * A worker whose parent died reads the end of its pipe and exits after its current item.
 
 _JOBS_BATCH = 16   # items handed to a worker at once
