@@ -22619,11 +22619,14 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
 
 def _open_each(paths: list[str]) -> None:
     """Open (and close) each fixture file once: one that cannot be read is a usage error, before
-    anything is validated.  A pipe given by name is left alone: it is read once, when validated."""
+    anything is validated.  A pipe given by name is left alone: it is read once, when validated.
+    (os.open: no file object is built for a check; a folder never comes here, _path_fixtures expands it.)"""
+    import os
+
     for path in paths:
         if path != "-" and not _special_file(path):
             try:
-                open(path, "rb").close()
+                os.close(os.open(path, os.O_RDONLY))
             except OSError as exc:
                 raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
