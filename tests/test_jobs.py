@@ -198,12 +198,15 @@ class InOrder(unittest.TestCase):
         self.assertTrue(all(worker.exitcode is not None for worker in workers))   # killed and joined
 
 
-@unittest.skipUnless(forks(), "workers do not start by fork here, so a patch in this process cannot reach them")
 class WorkerFailures(unittest.TestCase):
     """What a worker raises is raised in its fixture's turn, as in the serial run; a worker that dies fails
-    the run closed (exit 3, no verdict), never a report."""
+    the run closed (exit 3, no verdict), never a report.  (Processes.test_a_worker_killed_in_a_process: the same
+    wherever this process runs threads.)"""
 
     def setUp(self):
+        if not forks():
+            self.skipTest("this process runs threads, so workers do not start by fork and a patch here cannot "
+                          "reach them")
         self.folder = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.folder)
         source = os.path.join(FIXTURES, "openai")
@@ -313,6 +316,30 @@ class Processes(unittest.TestCase):
             process.wait()
             process.stdout.close()
             process.stderr.close()
+
+    def test_a_worker_killed_in_a_process(self):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        source = os.path.join(FIXTURES, "cohere")
+        names = sorted(os.listdir(source))
+        for name in names:
+            shutil.copyfile(os.path.join(source, name), os.path.join(folder, name))
+        marked = os.path.join(folder, names[20])
+        driver = ("import os, signal, sys\n"
+                  f"sys.path.insert(0, {os.path.dirname(SCRIPT)!r})\n"
+                  "import validate_tool_stream as vts\n"
+                  "judge = vts._judge\n"
+                  "def dying(path, *rest):\n"
+                  f"    if path == {marked!r}:\n"
+                  "        os.kill(os.getpid(), signal.SIGKILL)\n"
+                  "    return judge(path, *rest)\n"
+                  "vts._judge = dying\n"
+                  f"sys.exit(vts.main(['--jobs', '2', {folder!r}]))\n")
+        done = subprocess.run([sys.executable, "-c", driver], env=ENV, capture_output=True, timeout=120)
+        self.assertEqual(done.returncode, 3)
+        self.assertEqual(done.stderr.decode(), "validate_tool_stream: a worker process ended (killed by signal 9) "
+                                               f"while validating {marked}; no verdict\n")
+        self.assertNotIn(names[20], done.stdout.decode())
 
     def test_sigterm(self):
         self.run_and_signal(signal.SIGTERM)
