@@ -23191,19 +23191,17 @@ _REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
 
 
 def _judged(path: str, data: bytes | None, args: Any, limits: Limits,
-            many: bool) -> tuple[str, int, list[str] | None, str | None, tuple | None]:
-    """One fixture of a validation run, judged and rendered as the run prints it: (its status, its exit code,
-    its expect differences or None, the text its --report format prints for it or None, its JUnit case or
-    None).  A function of its arguments and the fixture's bytes alone: nothing is printed or counted here,
-    so a --jobs worker computes exactly what the serial loop does."""
+            many: bool) -> tuple[dict[str, Any], int, list[str] | None, str | None]:
+    """One fixture of a validation run, judged and rendered as the run prints it: (its report, its exit code,
+    its expect differences or None, the text its --report format prints for it, or None: a format that
+    collects, or --quiet and a success).  A function of its arguments and the fixture's bytes alone: nothing
+    is printed or counted here, so a --jobs worker computes exactly what the serial loop does."""
     form = _REPORT_FORMATS[args.report]
     report, code, differences, data = _judge(path, args, limits, data)
-    text = case = None
-    if form.collects:
-        case = (path, report, code, differences)
-    elif not (args.quiet and code == EXIT_PASS):
+    text = None
+    if not form.collects and not (args.quiet and code == EXIT_PASS):
         text = form.each(path, report, differences, data, args, many)
-    return report["status"], code, differences, text, case
+    return report, code, differences, text
 
 
 def _judged_setup(args: Any, limits: Mapping[str, Any], many: bool) -> tuple[Any, Limits, bool]:
@@ -23212,12 +23210,16 @@ def _judged_setup(args: Any, limits: Mapping[str, Any], many: bool) -> tuple[Any
 
 
 def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
-                      data: bytes | str | None) -> tuple[str, int, list[str] | None, str | None, tuple | None]:
-    """_judged in a --jobs worker (data: a string is why the parent could not read that pipe)."""
+                      data: bytes | str | None) -> tuple[dict[str, Any], int, list[str] | None, str | None]:
+    """_judged in a --jobs worker (data: a string is why the parent could not read that pipe).  The parent
+    reads only the report's status, unless its format keeps whole reports (collects): only that is sent."""
     args, limits, many = context
     if isinstance(data, str):
         raise UsageError(data)
-    return _judged(path, data, args, limits, many)
+    report, code, differences, text = _judged(path, data, args, limits, many)
+    if not _REPORT_FORMATS[args.report].collects:
+        report = {"status": report["status"]}
+    return report, code, differences, text
 
 
 # --- many fixtures in worker processes (--jobs) ---------------------------------------------
@@ -23686,9 +23688,12 @@ def _jsonl_judged(items: Iterable[tuple[str, int, bytes | None]], args: Any, lim
 
 def _jsonl_line_in_worker(context: tuple[Any, Limits, bool], path: str, number: int,
                           data: bytes | None) -> tuple[str, int, tuple]:
-    """_judge_line in a --jobs worker, as _jsonl_judged yields it."""
+    """_judge_line in a --jobs worker, as _jsonl_judged yields it (the report as _judged_in_worker sends it)."""
     args, limits, _ = context
-    return path, number, _judge_line(path, number, data, args, limits)
+    report, code, differences, text = _judge_line(path, number, data, args, limits)
+    if not _REPORT_FORMATS[args.report].collects:
+        report = {"status": report["status"]}
+    return path, number, (report, code, differences, text)
 
 
 def _run_jsonl(args: Any, limits: Limits) -> int:
@@ -23777,13 +23782,13 @@ def run(argv: list[str]) -> int:
             judged = pool.map(_jobs_items(paths, args.fixtures, limits))
         else:
             judged = (_judged(path, None, args, limits, many) for path in paths)
-        for path, (status, code, differences, text, case) in zip(paths, judged):
-            counts[status] += 1
+        for path, (report, code, differences, text) in zip(paths, judged):
+            counts[report["status"]] += 1
             _say_expect(path, differences, many)
             if differences:
                 mismatched.append(path)
-            if case is not None:
-                cases.append(case)
+            if form.collects:
+                cases.append((path, report, code, differences))
             elif text:
                 _out(text, form.commands)
             _flush_stdout()
