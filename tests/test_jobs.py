@@ -19,7 +19,8 @@ from unittest import mock
 from support import ENV, FIXTURES, run_cli, SCRIPT, slow, vts, write
 from support import fixture_paths as support_fixture_paths
 
-FORMATS = ("json", "text", "junit", "github")
+FORMATS = ("json", "text", "junit", "github") + tuple(   # and the run summary's, where the tool has them
+    name for name in ("summary", "summary-json", "summary-markdown") if name in vts._REPORT_FORMATS)
 
 
 def forks():
