@@ -23246,8 +23246,9 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 #     is never a report, so it can never read as a pass.
 #   * A worker whose parent died reads the end of its pipe and exits after its current item.
 
-_JOBS_BATCH = 16   # items handed to a worker at once
-_JOBS_AHEAD = 4    # batches per worker handed out and not yet printed (and at most as many in a worker's hand)
+_JOBS_BATCH = 16  # items handed to a worker at once
+_JOBS_AHEAD = 4    # batches per worker handed out and not yet printed
+_JOBS_IN_HAND = 2  # batches in a worker's hand at once: one it works on, the next (the run's tail stays short)
 
 
 class JobsError(Exception):
@@ -23513,7 +23514,7 @@ class _Jobs:
                         _jobs_raise(*result)
                     yield result
                 for number, conn in enumerate(self.conns):   # hand out while the window allows
-                    while not ended and len(batches[number]) < _JOBS_AHEAD and handed - printed < window:
+                    while not ended and len(batches[number]) < _JOBS_IN_HAND and handed - printed < window:
                         room = min(_JOBS_BATCH, window - (handed - printed))
                         if pulled is None:
                             batch, ended = list(islice(source, room)), False
