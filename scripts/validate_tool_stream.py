@@ -23181,6 +23181,9 @@ def _parse_args(argv: list[str]) -> Any:
                              "or an OpenAI/Anthropic final message); any difference is adapter_mismatch")
     parser.add_argument("--redact-arguments", action="store_true",
                         help="replace each call's arguments with their UTF-8 size and SHA-256 (for logs)")
+    parser.add_argument("--jobs", type=_jobs_count, default=1, metavar="N",
+                        help=f"validate in N worker processes (default 1: none; 0: one per CPU; at most {_MAX_JOBS}); "
+                             "the output is the same as with 1")
     installed = _prog() != "validate_tool_stream.py"
     parser.add_argument("--version", action="version", version=f"{_prog() if installed else TOOL} {VERSION}")
     defaults = Limits()
@@ -23234,6 +23237,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_MAX_JOBS = 64   # worker processes one validation run may start (--jobs)
+
+
+def _jobs_count(text: str) -> int:
+    """argparse type of --jobs; its error names the option ("argument --jobs: ...")."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= _MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 (one per CPU) to {_MAX_JOBS}, "
+                                         f"got {json.dumps(text[:30])}")
+    return value
+
+
 def _excluded(path: str, exclude: list[str]) -> bool:
     """The path, or its file name, matches one of the --exclude globs."""
     import fnmatch
@@ -23269,11 +23289,14 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
 
 def _open_each(paths: list[str]) -> None:
     """Open (and close) each fixture file once: one that cannot be read is a usage error, before
-    anything is validated.  A pipe given by name is left alone: it is read once, when validated."""
+    anything is validated.  A pipe given by name is left alone: it is read once, when validated.
+    (os.open: no file object is built for a check; a folder never comes here, _path_fixtures expands it.)"""
+    import os
+
     for path in paths:
         if path != "-" and not _special_file(path):
             try:
-                open(path, "rb").close()
+                os.close(os.open(path, os.O_RDONLY))
             except OSError as exc:
                 raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -23293,9 +23316,12 @@ def _path_fixtures(path: str) -> tuple[list[str], bool]:
     return [path], False
 
 
-def _judge(path: str, args: Any, limits: Limits) -> tuple[dict[str, Any], int, list[str] | None, bytes]:
-    """Validate one fixture: (report, exit code, expect differences or None, the file's bytes)."""
-    data = _read_input(path, limits.max_input_bytes)
+def _judge(path: str, args: Any, limits: Limits,
+           data: bytes | None = None) -> tuple[dict[str, Any], int, list[str] | None, bytes]:
+    """Validate one fixture: (report, exit code, expect differences or None, the file's bytes); data: its
+    bytes when they were read already (a pipe named on the command line, read by a --jobs run's parent)."""
+    if data is None:
+        data = _read_input(path, limits.max_input_bytes)
     return (*_judge_data(data, args, limits), data)
 
 
@@ -23843,6 +23869,395 @@ _REPORT_FORMATS: Mapping[str, _ReportFormat] = MappingProxyType({
 })
 
 
+def _judged(path: str, data: bytes | None, args: Any, limits: Limits,
+            many: bool) -> tuple[dict[str, Any], int, list[str] | None, str | None]:
+    """One fixture of a validation run, judged and rendered as the run prints it: (its report, its exit code,
+    its expect differences or None, the text its --report format prints for it, or None: a format that
+    collects, or --quiet and a success).  A function of its arguments and the fixture's bytes alone: nothing
+    is printed or counted here, so a --jobs worker computes exactly what the serial loop does."""
+    form = _REPORT_FORMATS[args.report]
+    report, code, differences, data = _judge(path, args, limits, data)
+    text = None
+    if not form.collects and not (args.quiet and code == EXIT_PASS):
+        text = form.each(path, report, differences, data, args, many)
+    return report, code, differences, text
+
+
+def _judged_setup(args: Any, limits: Mapping[str, Any], many: bool) -> tuple[Any, Limits, bool]:
+    """A --jobs worker's context for _judged_in_worker (Limits crosses to a worker as its members)."""
+    return args, Limits(**limits), many
+
+
+def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
+                      data: bytes | str | None) -> tuple[dict[str, Any], int, list[str] | None, str | None]:
+    """_judged in a --jobs worker (data: a string is why the parent could not read that pipe).  The parent
+    reads only the report's status, unless its format keeps whole reports (collects) or counts them (tally):
+    only that is sent."""
+    args, limits, many = context
+    if isinstance(data, str):
+        raise UsageError(data)
+    report, code, differences, text = _judged(path, data, args, limits, many)
+    if not (_REPORT_FORMATS[args.report].collects or _REPORT_FORMATS[args.report].tally):
+        report = {"status": report["status"]}
+    return report, code, differences, text
+
+
+# --- many fixtures in worker processes (--jobs) ---------------------------------------------
+#
+# --jobs N starts N worker processes for one run (none when a folder run has one fixture).  The parent hands
+# each worker a batch of items at a time over its own pipe (a fixture's path; a pipe named on the command
+# line is read by the parent, in its turn, and its bytes are handed over; a --jsonl line), each worker judges
+# and renders them with the function the serial loop calls (_judged, _judge_line) and sends back the batch's
+# answers together, and the parent prints each answer in the serial order as soon as all before it are
+# printed.  So the output, the summary and the exit code are the serial run's, byte for byte.  Memory is
+# bounded: at most _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed.
+#   * Start: fork on Linux when this process runs one thread (the cheapest: a worker starts in about a
+#     millisecond, with every table already built; a fork beside another thread could copy a lock that
+#     thread holds); else forkserver on Linux and spawn elsewhere, whose workers each import this file
+#     again (about 0.3-0.4 s, once per worker, in parallel).
+#   * Signals: workers ignore SIGINT and SIGTERM (a Ctrl-C or a runner's SIGTERM reaches the whole
+#     process group); the parent's first SIGINT or SIGTERM stops the run: every worker is killed and
+#     reaped, and main says "interrupted; no verdict" (exit 3).  Both are blocked while the workers start.
+#   * A worker that raises (MemoryError, a file that vanished) sends the exception's kind, and the parent
+#     raises it in that item's turn, as the serial loop would: the same reports before it, the same message.
+#   * A worker that dies (killed, out of memory at the kernel's word) fails the run closed: the reports of
+#     every item before its batch are printed (the answers it had for that batch died with it), then main
+#     names the item it was working on (a shared counter says which) and exits 3 with no verdict.  A death
+#     is never a report, so it can never read as a pass.
+#   * A worker whose parent died reads the end of its pipe and exits after its current item.
+
+_JOBS_BATCH = 16  # items handed to a worker at once
+_JOBS_AHEAD = 4    # batches per worker handed out and not yet printed
+_JOBS_IN_HAND = 2  # batches in a worker's hand at once: one it works on, the next (the run's tail stays short)
+
+
+class JobsError(Exception):
+    """A --jobs worker process died: the run fails closed (main: exit 3, no verdict)."""
+
+
+def _cpu_count() -> int:
+    """The CPUs this process may run on (--jobs 0): os.process_cpu_count (3.13), the affinity mask, or the
+    machine's count; 1 when none says."""
+    import os
+
+    counter = getattr(os, "process_cpu_count", None)
+    if counter is None and hasattr(os, "sched_getaffinity"):
+        counter = lambda: len(os.sched_getaffinity(0))   # noqa: E731
+    try:
+        count = counter() if counter is not None else os.cpu_count()
+    except OSError:
+        count = os.cpu_count()
+    return max(1, count or 1)
+
+
+def _jobs_start_method() -> str:
+    """How workers start (see above): fork on Linux in a process of one thread, else the safe default."""
+    import multiprocessing
+    import threading
+
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux"):
+        if threading.active_count() == 1 and "fork" in methods:
+            return "fork"
+        if "forkserver" in methods:
+            return "forkserver"
+    return "spawn"
+
+
+def _jobs_signals() -> tuple[int, ...]:
+    import signal
+
+    return (signal.SIGINT, signal.SIGTERM)
+
+
+def _jobs_worker(conn: Any, progress: Any, setup: Callable[..., Any], shared: tuple,
+                 work: Callable[..., Any]) -> None:
+    """A worker process: context = setup(*shared), then work(context, *item) for each item of each batch it
+    is handed; the batch's answers are sent together, each (True, result) or (False, (the exception's kind,
+    its message)).  progress.value is the place in its batch of the item it works on (read by the parent
+    when the worker dies)."""
+    import signal
+
+    for number in _jobs_signals():
+        signal.signal(number, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _jobs_signals())
+    sys.stdout = sys.stderr = None   # a worker prints nothing: the parent prints every answer
+    context = setup(*shared)
+    while True:
+        try:
+            batch = conn.recv()
+        except (EOFError, OSError):
+            return   # the parent is gone
+        if batch is None:
+            return
+        answers: list[tuple[bool, Any]] = []
+        for place, item in enumerate(batch):
+            progress.value = place
+            try:
+                answers.append((True, work(context, *item)))
+            except BaseException as exc:   # noqa: BLE001 - raised again in the parent, in this item's turn
+                answers.append((False, (type(exc).__name__, str(exc) if isinstance(exc, UsageError) else "")))
+        try:
+            conn.send(answers)
+        except (OSError, EOFError):
+            return
+        except BaseException as exc:   # noqa: BLE001 - the answers cannot be sent (too large to pickle)
+            conn.send([(False, (type(exc).__name__, ""))] * len(batch))
+
+
+def _jobs_raise(kind: str, message: str) -> None:
+    """Raise again, in the parent, what a worker's item raised: a UsageError as such (its message is the
+    serial run's), any other exception as one of the same name (main names it: "internal error (NAME)")."""
+    import builtins
+
+    if kind == "UsageError":
+        raise UsageError(message)
+    found = getattr(builtins, kind, None)
+    if isinstance(found, type) and issubclass(found, BaseException):
+        raise found()
+    raise type(kind, (Exception,), {})()
+
+
+class _Prefetch:
+    """The items of a --jobs run pulled by a thread of their own, at most `bound` ahead of those taken: a parent
+    reading lines from a program that sends a few and waits for their answers (an engine's executable function)
+    must go on printing answers while the next line is awaited.  `wake` is readable when something came."""
+
+    def __init__(self, items: Iterable[tuple], bound: int) -> None:
+        import os
+        import queue
+        import threading
+
+        self.queue: Any = queue.Queue(bound)
+        self.wake, self.waker = os.pipe()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._pull, args=(items,), daemon=True)
+        self.thread.start()
+
+    def _pull(self, items: Iterable[tuple]) -> None:
+        """The thread: each item, then ("end", None) or ("raise", (kind, message)); it owns (and closes) the
+        pipe's writing end, so no descriptor it writes to is ever closed under it."""
+        import os
+
+        end: tuple = ("end", None)
+        try:
+            for item in items:
+                if self.stopped:
+                    return
+                self.queue.put(("item", item))
+                os.write(self.waker, b".")
+            if not self.stopped:
+                self.queue.put(end)
+                os.write(self.waker, b".")
+        except BaseException as exc:   # noqa: BLE001 - raised again in the parent, in its turn
+            if not self.stopped:
+                try:
+                    self.queue.put(("raise", (type(exc).__name__, str(exc) if isinstance(exc, UsageError) else "")))
+                    os.write(self.waker, b".")
+                except OSError:
+                    pass
+        finally:
+            os.close(self.waker)
+
+    def ready(self) -> bool:
+        return not self.queue.empty()
+
+    def take(self, most: int) -> tuple[list[tuple], bool, tuple | None]:
+        """(up to `most` items that came, whether the items ended, the exception they ended with or None)."""
+        import queue
+
+        batch: list[tuple] = []
+        while len(batch) < most:
+            try:
+                kind, value = self.queue.get_nowait()
+            except queue.Empty:
+                return batch, False, None
+            if kind != "item":
+                return batch, True, value
+            batch.append(value)
+        return batch, False, None
+
+    def drain(self) -> None:
+        import os
+
+        os.read(self.wake, 1 << 16)
+
+    def close(self) -> None:
+        """Stop pulling (a thread waiting on its input is left to end with the process: it is a daemon)."""
+        import os
+        import queue
+
+        self.stopped = True
+        try:
+            while True:
+                self.queue.get_nowait()   # a thread waiting to put goes on, sees stopped and ends
+        except queue.Empty:
+            pass
+        os.close(self.wake)   # (a write the thread makes after this fails, and it ends)
+
+
+class _Jobs:
+    """The worker processes of one run, as a context manager: map(items) yields work(context, *item) for each
+    item, in the items' order, with context = setup(*shared) made once in each worker (see the rules above).
+    describe(item) names an item in the message of a worker's death."""
+
+    def __init__(self, count: int, setup: Callable[..., Any], shared: tuple, work: Callable[..., Any],
+                 describe: Callable[[tuple], str]) -> None:
+        self.count, self.setup, self.shared, self.work, self.describe = count, setup, shared, work, describe
+        self.workers: list[Any] = []
+        self.conns: list[Any] = []
+        self.progress: list[Any] = []   # per worker: where in its batch it is (shared memory)
+        self.stop: _StopOnSignals | None = None
+
+    def __enter__(self) -> "_Jobs":
+        import gc
+        import multiprocessing
+        import signal
+        import threading
+
+        context = multiprocessing.get_context(_jobs_start_method())
+        main_thread = threading.current_thread() is threading.main_thread()
+        masked = hasattr(signal, "pthread_sigmask")
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, _jobs_signals()) if masked else None
+        stdin = sys.stdin   # a worker reads no input: a forked one must not close ours (or a stand-in's)
+        try:
+            _flush_stdout()   # a fork copies what is buffered: nothing may be
+            if sys.stderr is not None:
+                sys.stderr.flush()
+            sys.stdin = None
+            gc.freeze()   # a forked worker's collector leaves what it inherits alone (no page copied for it)
+            for _ in range(self.count):
+                ours, theirs = context.Pipe()
+                self.conns.append(ours)
+                self.progress.append(context.RawValue("i", -1))
+                worker = context.Process(target=_jobs_worker, daemon=True,
+                                         args=(theirs, self.progress[-1], self.setup, self.shared, self.work))
+                worker.start()
+                self.workers.append(worker)
+                theirs.close()   # ours alone: a worker that dies is an end of file here
+            if main_thread:
+                self.stop = _StopOnSignals(_jobs_signals()).__enter__()
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        finally:
+            gc.unfreeze()
+            sys.stdin = stdin
+            if masked:
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        return self
+
+    def __exit__(self, kind: Any = None, *_: Any) -> None:
+        """Stop every worker and reap it: told to stop after a run that ended well, killed otherwise."""
+        try:
+            for worker, conn in zip(self.workers, self.conns):
+                if kind is None:
+                    try:
+                        conn.send(None)
+                    except (OSError, ValueError):
+                        pass
+                else:
+                    worker.kill()
+            for worker, conn in zip(self.workers, self.conns):
+                worker.join(None if kind is not None else 10)
+                if worker.exitcode is None:   # (a worker that does not stop when told)
+                    worker.kill()
+                    worker.join()
+                conn.close()
+        finally:
+            if self.stop is not None:
+                self.stop.__exit__()
+
+    def map(self, items: Iterable[tuple], prefetch: bool = False) -> Iterator[Any]:
+        """work(context, *item) for each item, in order (see the class).  prefetch: the items are pulled by a
+        thread of their own (_Prefetch), for a source that may wait on a program that waits for our answers."""
+        from collections import deque
+        from itertools import islice
+        from multiprocessing.connection import wait
+
+        pulled = _Prefetch(items, _JOBS_BATCH) if prefetch else None
+        source = iter(items) if pulled is None else None
+        window = self.count * _JOBS_AHEAD * _JOBS_BATCH
+        handed = printed = 0             # items handed out; items yielded
+        answers: dict[int, Any] = {}     # item number -> (ok, result); (None, message): where a worker died
+        batches: list[deque] = [deque() for _ in self.workers]   # per worker: its batches in hand, as
+        ended = False                                              # (first item's number, the items)
+        try:
+            while True:
+                while printed in answers:
+                    ok, result = answers.pop(printed)
+                    printed += 1
+                    if ok is None:
+                        raise JobsError(result)
+                    if not ok:
+                        _jobs_raise(*result)
+                    yield result
+                for number, conn in enumerate(self.conns):   # hand out while the window allows
+                    while not ended and len(batches[number]) < _JOBS_IN_HAND and handed - printed < window:
+                        room = min(_JOBS_BATCH, window - (handed - printed))
+                        if pulled is None:
+                            batch, ended = list(islice(source, room)), False
+                            ended = not batch
+                        else:
+                            batch, ended, failure = pulled.take(room)
+                            if failure is not None:   # the source raised: in its turn, after what came before
+                                answers[handed + len(batch)] = (False, failure)
+                        if batch:
+                            conn.send(batch)
+                            batches[number].append((handed, batch))
+                            handed += len(batch)
+                        if not batch or ended:
+                            break
+                    if not ended and pulled is not None and not pulled.ready():
+                        break
+                if ended and printed == handed and printed not in answers:
+                    return
+                busy = [number for number in range(len(self.conns)) if batches[number]]
+                waits = [self.conns[number] for number in busy] + [self.workers[number].sentinel for number in busy]
+                if pulled is not None and not ended and handed - printed < window:
+                    waits.append(pulled.wake)
+                if not waits and printed not in answers:   # (cannot be: each item not yielded is somewhere)
+                    raise JobsError(f"the workers hold no item, and item {printed} is unanswered")
+                ready = wait(waits) if waits else []
+                if pulled is not None and pulled.wake in ready:
+                    pulled.drain()
+                for number in busy:
+                    conn, worker = self.conns[number], self.workers[number]
+                    if conn not in ready and worker.sentinel not in ready:
+                        continue
+                    lost = False
+                    try:
+                        while batches[number] and conn.poll():
+                            got = conn.recv()
+                            first, _ = batches[number].popleft()
+                            for offset, answer in enumerate(got):
+                                answers[first + offset] = answer
+                    except (EOFError, OSError):
+                        lost = True   # the worker's end is closed: it died or is dying
+                    if batches[number] and (lost or not worker.is_alive()):
+                        first, batch = batches[number][0]   # (the answers of the batch's items done are lost)
+                        place = min(max(self.progress[number].value, 0), len(batch) - 1)
+                        answers[first] = (None, self._death(number, batch[place]))
+                        batches[number].clear()
+                        ended, source = True, iter(())
+        finally:
+            if pulled is not None:
+                pulled.close()
+
+    def _death(self, number: int, item: tuple) -> str:
+        """What main says when worker `number` died while working on `item`."""
+        worker = self.workers[number]
+        worker.join(10)
+        if worker.exitcode is None:   # (its pipe closed, yet it lives on)
+            worker.kill()
+            worker.join()
+        code = worker.exitcode
+        how = (f"killed by signal {-code}" if code is not None and code < 0
+               else f"exit code {code}" if code is not None else "it stopped answering")
+        return f"a worker process ended ({how}) while validating {_printable(self.describe(item))}"
+
+
 # --jsonl: one envelope per line of JSON Lines, one report per line.  Each line is judged by
 # _judge_line, a pure function of (the file's name, the line's number, its bytes, the options), so
 # the lines may be judged anywhere (another process) as long as what it returns is written in order.
@@ -23939,9 +24354,27 @@ def _jsonl_items(paths: list[str], limits: Limits) -> Iterator[tuple[str, int, b
 
 
 def _jsonl_judged(items: Iterable[tuple[str, int, bytes | None]], args: Any, limits: Limits) -> Iterator[tuple]:
-    """Each line judged, in order: (name, number, what _judge_line returns); one line in memory at a time."""
-    for path, number, data in items:
-        yield path, number, _judge_line(path, number, data, args, limits)
+    """Each line judged, in order: (name, number, what _judge_line returns); one line in memory at a time, or
+    under --jobs N a bounded window of them in N worker processes (the lines read by a thread of their own:
+    see _Prefetch).  Close it to stop the workers."""
+    jobs = args.jobs or _cpu_count()
+    if jobs <= 1:
+        for path, number, data in items:
+            yield path, number, _judge_line(path, number, data, args, limits)
+        return
+    with _Jobs(jobs, _judged_setup, (args, _limits_members(limits), True), _jsonl_line_in_worker,
+               lambda item: f"{item[0]}:{item[1]}") as pool:
+        yield from pool.map(items, prefetch=True)
+
+
+def _jsonl_line_in_worker(context: tuple[Any, Limits, bool], path: str, number: int,
+                          data: bytes | None) -> tuple[str, int, tuple]:
+    """_judge_line in a --jobs worker, as _jsonl_judged yields it (the report as _judged_in_worker sends it)."""
+    args, limits, _ = context
+    report, code, differences, text = _judge_line(path, number, data, args, limits)
+    if not (_REPORT_FORMATS[args.report].collects or _REPORT_FORMATS[args.report].tally):
+        report = {"status": report["status"]}
+    return path, number, (report, code, differences, text)
 
 
 def _run_jsonl(args: Any, limits: Limits) -> int:
@@ -23957,9 +24390,9 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
     cases = tempfile.TemporaryFile("w+", encoding="ascii", newline="\n") if args.report == "junit" else None
     kept: list[tuple[str, dict[str, Any], int, list[str] | None]] = []   # another format that collects
     tally = RunSummary(args.expect) if form.tally else None
+    judged = _jsonl_judged(_jsonl_items(paths, limits), args, limits)
     try:
-        for path, number, (report, code, differences, text) in _jsonl_judged(_jsonl_items(paths, limits), args,
-                                                                             limits):
+        for path, number, (report, code, differences, text) in judged:
             lines += 1
             counts[report["status"]] += 1
             mismatches += bool(differences)
@@ -23992,6 +24425,7 @@ def _run_jsonl(args: Any, limits: Limits) -> int:
             if text:
                 _out(text)
     finally:
+        judged.close()   # (--jobs: its workers stopped and reaped, whatever ended the run)
         if cases is not None:
             cases.close()
     return _run_exit(args, counts, range(mismatches))
@@ -24103,6 +24537,8 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
 
 def run(argv: list[str]) -> int:
     """The CLI without process concerns: returns the exit code."""
+    import contextlib
+
     if argv[:1] and argv[0] in _SUBCOMMANDS:
         return _SUBCOMMANDS[argv[0]][0](argv[1:])
     args = _parse_args(argv)
@@ -24123,22 +24559,26 @@ def run(argv: list[str]) -> int:
     mismatched: list[str] = []
     cases: list[tuple[str, dict[str, Any], int, list[str] | None]] = []
     tally = RunSummary(args.expect) if form.tally else None
-    for path in paths:
-        report, code, differences, data = _judge(path, args, limits)
-        counts[report["status"]] += 1
-        _say_expect(path, differences, many)
-        if differences:
-            mismatched.append(path)
-        if tally is not None:
-            tally.add(path, report, differences)
-        elif form.collects:
-            cases.append((path, report, code, differences))
-        elif not (args.quiet and code == EXIT_PASS):
-            text = form.each(path, report, differences, data, args, many)
-            if text:
+    jobs = min(args.jobs or _cpu_count(), len(paths))
+    with contextlib.ExitStack() as stack:   # a --jobs run's workers stopped and reaped on every way out
+        if jobs > 1:
+            pool = stack.enter_context(_Jobs(jobs, _judged_setup, (args, _limits_members(limits), many),
+                                             _judged_in_worker, lambda item: item[0]))
+            judged = pool.map(_jobs_items(paths, args.fixtures, limits))
+        else:
+            judged = (_judged(path, None, args, limits, many) for path in paths)
+        for path, (report, code, differences, text) in zip(paths, judged):
+            counts[report["status"]] += 1
+            _say_expect(path, differences, many)
+            if differences:
+                mismatched.append(path)
+            if tally is not None:
+                tally.add(path, report, differences)
+            elif form.collects:
+                cases.append((path, report, code, differences))
+            elif text:
                 _out(text, form.commands)
-        del data
-        _flush_stdout()
+            _flush_stdout()
     summary: dict[str, Any] = {"fixtures": len(paths), **counts}
     if args.expect:
         summary["expect_mismatches"] = len(mismatched)
@@ -24146,6 +24586,27 @@ def run(argv: list[str]) -> int:
     if text:
         _out(text)
     return _run_exit(args, counts, mismatched)
+
+
+def _limits_members(limits: Limits) -> dict[str, Any]:
+    return {name: getattr(limits, name) for name in Limits.__slots__}
+
+
+def _jobs_items(paths: list[str], given: list[str], limits: Limits) -> Iterator[tuple[str, bytes | str | None]]:
+    """A --jobs run's items: (path, None) for a file, which its worker reads; (path, its bytes) for a pipe
+    named on the command line (`given`; a folder holds only files), read here in its turn (a worker could
+    not open it).  A pipe that cannot be read is that item's UsageError (its message here), raised in its
+    turn as the serial loop would."""
+    pipes = {path for path in given if _special_file(path)}
+    for path in paths:
+        if path not in pipes:
+            yield path, None
+            continue
+        try:
+            data: bytes | str = _read_input(path, limits.max_input_bytes)
+        except UsageError as exc:
+            data = str(exc)
+        yield path, data
 
 
 def _say_expect(path: str, differences: list[str] | None, many: bool) -> None:
@@ -24204,6 +24665,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CANNOT_RUN
     except KeyboardInterrupt:
         _err(f"{TOOL}: interrupted; no verdict")
+        return EXIT_CANNOT_RUN
+    except JobsError as exc:
+        _err(f"{TOOL}: {exc}; no verdict")
         return EXIT_CANNOT_RUN
     except (KeyboardInterrupt, MemoryError, RecursionError, Exception) as exc:  # noqa: BLE001 - last resort
         _err(f"{TOOL}: internal error ({type(exc).__name__}); no verdict")
