@@ -24517,6 +24517,9 @@ def _run_jsonl_rows(args: Any, limits: Limits) -> int:
     if args.report != "json" or args.quiet:
         raise UsageError("--jsonl-rows answers every row with its JSON report: it does not combine with --report "
                          "other than json, nor with --quiet")
+    if args.jobs != 1:
+        raise UsageError("--jsonl-rows answers rows one by one (the database runs several commands at once): it does "
+                         "not combine with --jobs")
     result = "result" if args.jsonl_result is None else args.jsonl_result
     for path, number, data in _jsonl_items(_jsonl_inputs(args), limits):
         report = _judge_row(data, args, limits)

@@ -516,7 +516,10 @@ class Rows(unittest.TestCase):
                 (("--jsonl", "--jsonl-result", "r", "-"),
                  "--jsonl-result names the answer's member of --jsonl-rows; give --jsonl-rows too"),
                 (("--jsonl", "--jsonl-rows", "e", "--quiet", "-"), None),
-                (("--jsonl", "--jsonl-rows", "e", "--report", "text", "-"), None)):
+                (("--jsonl", "--jsonl-rows", "e", "--report", "text", "-"), None),
+                (("--jsonl", "--jsonl-rows", "e", "--jobs", "2", "-"),
+                 "--jsonl-rows answers rows one by one (the database runs several commands at once): it does not "
+                 "combine with --jobs")):
             with self.subTest(args=args):
                 code, out, err = run_cli(*args, stdin=row(PASS_DOC) + b"\n")
                 self.assertEqual((code, out), (3, ""))
