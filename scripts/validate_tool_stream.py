@@ -9350,12 +9350,11 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     kind = outcome.get("type") if isinstance(outcome, dict) else None
     pending = outcome.get("pendingToolCallIds") if wrong is None and kind == "success" else None
     answered = _agui_answered(state)
-    for call_id in pending or ():
+    for number, call_id in enumerate(pending or ()):
         if call_id not in state.calls or call_id in answered:
             said = "answered by its result" if call_id in state.calls else "that this run did not stream"
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED names {_quoted(call_id)} in "
-                              f"pendingToolCallIds, a call {said}: a UI that runs the calls it names would run it "
-                              "unchecked")
+            yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED names in pendingToolCallIds (entry {number}) "
+                              f"a call {said}: a UI that runs the calls it names would run it unchecked")
     yield from _agui_terminal(pos, _AGUI_OUTCOME_REASONS.get(kind, "RUN_FINISHED"), state)
 
 
@@ -9923,8 +9922,8 @@ def _realtime_other_response(kind: str, event: dict, state: _RealtimeState) -> s
         return None
     if not isinstance(said, str) or not said or state.response_id is None or said == state.response_id:
         return None
-    return (f"{kind} belongs to response {_realtime_id(said)}, not to {_realtime_id(state.response_id)} that "
-            "response.created opened: another response's event")
+    return (f"{kind} belongs to another response than the one response.created opened (its response id differs): "
+            "another response's event")
 
 
 def _realtime_created(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:

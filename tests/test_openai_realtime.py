@@ -293,7 +293,8 @@ class ItemsAndEvents(unittest.TestCase):
                 self.assertIn("unsupported_event", code_set(report))
 
     def test_an_event_of_another_response_is_not_read(self):
-        other = "response \"resp_2\", not to \"resp_1\" that response.created opened: another response's event"
+        other = ("another response than the one response.created opened (its response id differs): another "
+                 "response's event")
         events = [created(), *call(), done()]
         events[2]["response_id"] = "resp_2"
         self.assertEqual(messages(judge(events))[0], ("unexpected_event", "response.function_call_arguments.delta "
