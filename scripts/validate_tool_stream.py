@@ -9347,7 +9347,7 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     if wrong is not None:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"event RUN_FINISHED outcome {wrong} (@ag-ui/client's schema refuses "
                           "it and rejects the run)")
-    kind = outcome.get("type") if isinstance(outcome, dict) else None
+    kind = _wire_str(outcome.get("type")) if isinstance(outcome, dict) else None
     pending = outcome.get("pendingToolCallIds") if wrong is None and kind == "success" else None
     answered = _agui_answered(state)
     for number, call_id in enumerate(pending or ()):
