@@ -439,22 +439,25 @@ def importable(module):
 
 
 class ServedFixtures:
-    """A test class mixin: every fixture under fixtures/ served by `serve` on loopback for the class (`served`,
-    `server`, `url`); the class is skipped, naming MODULE, when that package is not installed."""
+    """A test class mixin: every fixture under SERVE (default: all of fixtures/) served by `serve` on loopback for
+    the class (`served`, `server`, `url` with SCHEME, http or ws); the class is skipped, naming MODULE, when MODULE
+    is set and that package is not installed."""
 
     MODULE = ""
+    SERVE = FIXTURES
+    SCHEME = "http"
 
     @classmethod
     def setUpClass(cls):
         import threading
 
-        if not importable(cls.MODULE):
+        if cls.MODULE and not importable(cls.MODULE):
             raise unittest.SkipTest(f"{cls.MODULE} is not installed (python3 tests/adapters/setup.py)")
-        cls.served, _ = vts.serve_plan([FIXTURES])
+        cls.served, _ = vts.serve_plan([cls.SERVE])
         cls.server = vts.make_server(cls.served)
         threading.Thread(target=cls.server.serve_forever, daemon=True).start()
         host, port = cls.server.server_address[:2]
-        cls.url = f"http://{host}:{port}/"
+        cls.url = f"{cls.SCHEME}://{host}:{port}/"
 
     @classmethod
     def tearDownClass(cls):

@@ -10,7 +10,7 @@ import json
 import os
 import unittest
 
-from support import FIXTURES, code_set, codes, importable, load_fixture, positions, run_cli, vts
+from support import FIXTURES, ServedFixtures, code_set, codes, importable, load_fixture, positions, run_cli, vts
 
 SCHEMAS = {"f": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
            "g": {"type": "object"}}
@@ -398,24 +398,12 @@ class CaptureAndServe(unittest.TestCase):
                     self.assertLessEqual(len(turns), 1)
 
 
-class ServedSocket(unittest.TestCase):
+class ServedSocket(ServedFixtures, unittest.TestCase):
     """`serve` plays each fixture over its WebSocket as google-genai's session asks for it (the standard-library
     client of tests/wsclient.py): setup answered with setupComplete, then the turn after the client's content."""
 
-    @classmethod
-    def setUpClass(cls):
-        import threading
-
-        cls.served, _ = vts.serve_plan([os.path.join(FIXTURES, "gemini-live")])
-        cls.server = vts.make_server(cls.served)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
-        host, port = cls.server.server_address[:2]
-        cls.url = f"ws://{host}:{port}/"
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.shutdown()
-        cls.server.server_close()
+    SERVE = os.path.join(FIXTURES, "gemini-live")
+    SCHEME = "ws"
 
     def test_every_fixture_after_setup_and_content(self):
         import wsclient
@@ -501,26 +489,14 @@ class GoogleGenaiReceive(unittest.TestCase):
 
 @unittest.skipUnless(importable("google.genai") and importable("websockets"),
                      "google-genai or websockets not importable (tests/adapters/requirements.txt)")
-class GoogleGenaiOverTheServedSocket(unittest.TestCase):
+class GoogleGenaiOverTheServedSocket(ServedFixtures, unittest.TestCase):
     """Each fixture played by `serve` over a WebSocket and read by google-genai's AsyncSession on a websockets
     connection (its own client library): the setup message, send_client_content (which google-genai spells
     {"client_content": ...}), then _receive for each message of the turn.  google-genai's connect() always asks for
     TLS (its ssl context), so the session is opened on the socket here rather than by connect()."""
 
-    @classmethod
-    def setUpClass(cls):
-        import threading
-
-        cls.served, _ = vts.serve_plan([os.path.join(FIXTURES, "gemini-live")])
-        cls.server = vts.make_server(cls.served)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
-        host, port = cls.server.server_address[:2]
-        cls.url = f"ws://{host}:{port}/"
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.shutdown()
-        cls.server.server_close()
+    SERVE = os.path.join(FIXTURES, "gemini-live")
+    SCHEME = "ws"
 
     def read(self, prefix, events):
         import websockets
