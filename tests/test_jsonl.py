@@ -45,6 +45,30 @@ def pinned(doc, status, codes):
     return dict(doc, expect={"status": status, "codes": codes})
 
 
+def answered_line_by_line(lines, argv):
+    """main(argv) reading LINES from a stdin that notes, at each readline, how many answer lines stdout holds by
+    then: (exit code, those counts)."""
+    seen = []
+
+    class Stdin:
+        def __init__(self, out):
+            self.buffer, self.out = self, out
+
+        def readline(self, size):
+            seen.append(self.out.getvalue().count(b"\n"))
+            return lines.pop(0) if lines else b""
+
+    out = io.BytesIO()
+    text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    saved = vts.sys.stdin, vts.sys.stdout
+    vts.sys.stdin, vts.sys.stdout = Stdin(out), text
+    try:
+        code = vts.main(argv)
+    finally:
+        vts.sys.stdin, vts.sys.stdout = saved
+    return code, seen
+
+
 class LinesAndReports(unittest.TestCase):
     def test_one_report_per_line_in_order_then_the_summary(self):
         code, out, err = run_cli("--jsonl", "-", stdin=jsonl(PASS_DOC, BLOCKED_DOC, NA_DOC))
@@ -379,25 +403,7 @@ class TheUnitOfWork(unittest.TestCase):
 
     def test_each_answer_is_written_before_the_next_line_is_read(self):
         # a reader that feeds one line and waits for its answer (a pipe to a database UDF) is never stuck
-        seen = []
-
-        class Stdin:
-            def __init__(self, out):
-                self.buffer, self.out = self, out
-                self.lines = [line(PASS_DOC) + b"\n", line(BLOCKED_DOC) + b"\n"]
-
-            def readline(self, size):
-                seen.append(self.out.getvalue().count(b"\n"))
-                return self.lines.pop(0) if self.lines else b""
-
-        out = io.BytesIO()
-        text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-        saved = vts.sys.stdin, vts.sys.stdout
-        vts.sys.stdin, vts.sys.stdout = Stdin(out), text
-        try:
-            code = vts.main(["--jsonl", "-"])
-        finally:
-            vts.sys.stdin, vts.sys.stdout = saved
+        code, seen = answered_line_by_line([line(PASS_DOC) + b"\n", line(BLOCKED_DOC) + b"\n"], ["--jsonl", "-"])
         self.assertEqual(code, 1)
         self.assertEqual(seen, [0, 1, 2])   # before line 1, before line 2, before the end
 
@@ -528,25 +534,8 @@ class Rows(unittest.TestCase):
                                  "not combine with --report other than json, nor with --quiet\n")
 
     def test_each_answer_is_written_before_the_next_row_is_read(self):
-        seen = []
-
-        class Stdin:
-            def __init__(self, out):
-                self.buffer, self.out = self, out
-                self.lines = [row(PASS_DOC) + b"\n", b"\n", row(BLOCKED_DOC) + b"\n"]
-
-            def readline(self, size):
-                seen.append(self.out.getvalue().count(b"\n"))
-                return self.lines.pop(0) if self.lines else b""
-
-        out = io.BytesIO()
-        text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-        saved = vts.sys.stdin, vts.sys.stdout
-        vts.sys.stdin, vts.sys.stdout = Stdin(out), text
-        try:
-            code = vts.main(["--jsonl", "-", "--jsonl-rows", "envelope"])
-        finally:
-            vts.sys.stdin, vts.sys.stdout = saved
+        code, seen = answered_line_by_line([row(PASS_DOC) + b"\n", b"\n", row(BLOCKED_DOC) + b"\n"],
+                                           ["--jsonl", "-", "--jsonl-rows", "envelope"])
         self.assertEqual(code, 0)
         self.assertEqual(seen, [0, 1, 2, 3])
 
