@@ -300,6 +300,15 @@ def conform(*fixtures, cmd=SOCKET_ADAPTER, extra=()):
     return code, lines[:-1], lines[-1]["summary"], err
 
 
+def conform_script(script):
+    """conform's records for PASS with the adapter a Python SCRIPT run after `import json, os, wsclient`."""
+    import shlex
+
+    code = ("import json, os, sys; sys.path.insert(0, " + repr(os.path.join(ROOT, "tests")) + "); import wsclient; "
+            + script)
+    return conform(os.path.join(RESPONSES, PASS + ".json"), cmd=f"{sys.executable} -c {shlex.quote(code)}")[1]
+
+
 class Conform(unittest.TestCase):
     def test_the_socket_adapter_end_to_end(self):
         names = (PASS, CUT, RETRY, "delta-after-terminal-event-after-response-completed")
@@ -334,14 +343,9 @@ class Conform(unittest.TestCase):
         self.assertNotIn("VTS_WS_URL", chat)
 
     def test_a_socket_request_that_differs_is_request_differs(self):
-        import shlex
-
-        code = ("import json, os, sys; sys.path.insert(0, " + repr(os.path.join(ROOT, "tests")) + "); "
-                "import wsclient; ws = wsclient.connect(os.environ['VTS_WS_URL']); "
-                "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', 'tools': []})); "
-                "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
-        _, records, _, _ = conform(os.path.join(RESPONSES, PASS + ".json"),
-                                   cmd=f"{sys.executable} -c {shlex.quote(code)}")
+        records = conform_script("ws = wsclient.connect(os.environ['VTS_WS_URL']); "
+                                 "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', 'tools': []})); "
+                                 "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
         self.assertEqual(records[0]["verdict"], "request-differs")
         self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
 
@@ -589,17 +593,13 @@ class SessionRequest(unittest.TestCase):
         self.assertEqual(kept, (with_tools,))
 
     def test_serve_keeps_the_turns_own_create_for_conform(self):
-        import shlex
-
-        code = ("import json, os, sys; sys.path.insert(0, " + repr(os.path.join(ROOT, "tests")) + "); "
-                "import wsclient; body = json.load(open(os.environ['VTS_REQUEST_FILE'])); body.pop('stream', None); "
-                "ws = wsclient.connect(os.environ['VTS_WS_URL']); "
-                "ws.send_text(json.dumps(dict(body, type='response.create'))); "
-                "ws.texts(lambda t: 'response.completed' in t); "
-                "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', 'input': 'again'})); "
-                "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
-        _, records, _, _ = conform(os.path.join(RESPONSES, PASS + ".json"),
-                                   cmd=f"{sys.executable} -c {shlex.quote(code)}")
+        records = conform_script("body = json.load(open(os.environ['VTS_REQUEST_FILE'])); body.pop('stream', None); "
+                                 "ws = wsclient.connect(os.environ['VTS_WS_URL']); "
+                                 "ws.send_text(json.dumps(dict(body, type='response.create'))); "
+                                 "ws.texts(lambda t: 'response.completed' in t); "
+                                 "ws.send_text(json.dumps({'type': 'response.create', 'model': 'm', "
+                                 "'input': 'again'})); "
+                                 "ws.texts(lambda t: 'response.completed' in t); ws.close(); print('[]')")
         self.assertEqual(records[0]["verdict"], "request-differs")
         self.assertIn("its request does not offer \"get_weather\"", records[0]["differences"][0])
 
