@@ -922,18 +922,22 @@ class WebSocketSdkOverLoopback(unittest.TestCase):
             connection.send({"type": "response.create", "model": "gpt-5", "input": "x"})
             return [connection.recv() for _ in range(count)]   # the server then waits for the next turn
 
+    def assert_raw_verdict(self, name, doc, items):
+        """ITEMS fed to a StreamGate give the status, findings and calls the fixture NAME's raw bytes give."""
+        gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
+        for item in items:
+            gate.feed(item)
+        got, raw = gate.finish(), fixture_report(WS + name + ".json")
+        self.assertEqual((got["status"], [(f["code"], f["message"]) for f in got["findings"]], got["calls"]),
+                         (raw["status"], [(f["code"], f["message"]) for f in raw["findings"]], raw["calls"]))
+
     def test_what_the_client_yields_gives_the_raw_verdict(self):
         for name in WS_FIXTURES:
             with self.subTest(fixture=name):
                 doc = ws_doc(name)
                 items = self.received(name, len(doc["events"]))
                 self.assertEqual([item.type for item in items], [event["type"] for event in doc["events"]])
-                gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
-                for item in items:
-                    gate.feed(item)
-                got, raw = gate.finish(), fixture_report(WS + name + ".json")
-                self.assertEqual((got["status"], [(f["code"], f["message"]) for f in got["findings"]], got["calls"]),
-                                 (raw["status"], [(f["code"], f["message"]) for f in raw["findings"]], raw["calls"]))
+                self.assert_raw_verdict(name, doc, items)
 
     def test_two_turns_on_one_socket_split_into_two_verdicts(self):
         import openai
@@ -1003,12 +1007,7 @@ class WebSocketOpenAIAgentsOverLoopback(WebSocketSdkOverLoopback):
                     refused.add(name)
                     self.assertEqual(status, "blocked")
                     continue
-                gate = vts.StreamGate("openai-responses", doc["tool_schemas"])
-                for item in items:
-                    gate.feed(item)
-                got, raw = gate.finish(), fixture_report(WS + name + ".json")
-                self.assertEqual((got["status"], [(f["code"], f["message"]) for f in got["findings"]], got["calls"]),
-                                 (raw["status"], [(f["code"], f["message"]) for f in raw["findings"]], raw["calls"]))
+                self.assert_raw_verdict(name, doc, items)
                 if status == "pass":
                     final = items[-1].response.output
                     self.assertEqual([o.call_id for o in final if o.type == "function_call"], ids)
