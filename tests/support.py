@@ -164,6 +164,14 @@ def run_cli(*args, stdin=None, decode="strict", encoding="utf-8"):
     return code, out.buffer.getvalue().decode(encoding, decode), err.buffer.getvalue().decode(encoding, decode)
 
 
+def run_conform(*fixtures, cmd, extra=()):
+    """`conform --adapter-cmd CMD [EXTRA] --report json FIXTURES` in this process: (exit code, its records, its
+    summary, stderr)."""
+    code, out, err = run_cli("conform", "--adapter-cmd", cmd, *extra, "--report", "json", *fixtures)
+    lines = [json.loads(line) for line in out.splitlines()]
+    return code, lines[:-1], lines[-1]["summary"], err
+
+
 def run_process(*args, stdin=None, timeout=120, decode="strict", **popen):
     """Run the real script in a subprocess; returns (exit code, stdout, stderr) as text."""
     proc = subprocess.run([sys.executable, SCRIPT, *args], input=stdin, capture_output=True, env=ENV,

@@ -19,7 +19,7 @@ import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
-from support import ENV, FIXTURES, ROOT, SCRIPT, fixture_paths, load_fixture, run_cli, slow, vts
+from support import ENV, FIXTURES, ROOT, SCRIPT, fixture_paths, load_fixture, run_cli, run_conform, slow, vts
 
 # The adapter commands start Python with -S: they use the standard library only, and leaving out the
 # site start-up (the installation's path files) makes each of the module's many starts cheaper.
@@ -86,9 +86,7 @@ def asks(code):
 
 
 def conform(*fixtures, cmd=NAIVE, extra=()):
-    code, out, err = run_cli("conform", "--adapter-cmd", cmd, *extra, "--report", "json", *fixtures)
-    lines = [json.loads(line) for line in out.splitlines()]
-    return code, lines[:-1], lines[-1]["summary"], err
+    return run_conform(*fixtures, cmd=cmd, extra=extra)
 
 
 class Verdicts(unittest.TestCase):

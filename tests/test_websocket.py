@@ -19,7 +19,7 @@ from types import MappingProxyType
 from unittest import mock
 
 import wsclient
-from support import FIXTURES, ROOT, importable, run_cli, vts
+from support import FIXTURES, ROOT, importable, run_cli, run_conform, vts
 
 RESPONSES = os.path.join(FIXTURES, "openai-responses")
 PASS = "pass-arguments-only-in-done-event"
@@ -295,9 +295,7 @@ SOCKET_ADAPTER = f"{sys.executable} {os.path.join(ROOT, 'tests', 'conform', 'soc
 
 
 def conform(*fixtures, cmd=SOCKET_ADAPTER, extra=()):
-    code, out, err = run_cli("conform", "--adapter-cmd", cmd, *extra, "--report", "json", *fixtures)
-    lines = [json.loads(line) for line in out.splitlines()]
-    return code, lines[:-1], lines[-1]["summary"], err
+    return run_conform(*fixtures, cmd=cmd, extra=extra)
 
 
 def conform_script(script):
