@@ -22,38 +22,23 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUIREMENTS = os.path.join(HERE, "requirements.txt")
 VERCEL = os.path.join(HERE, "vercel")
+sys.path.insert(0, os.path.dirname(HERE))
 
-
-def _venv_python(venv: str) -> str:
-    return os.path.join(venv, "Scripts", "python.exe") if os.name == "nt" else os.path.join(venv, "bin", "python")
-
-
-def _run(command: list[str], cwd: str | None = None) -> None:
-    print("+ " + " ".join(command) + (f"   (in {cwd})" if cwd else ""), flush=True)
-    subprocess.run(command, cwd=cwd, check=True)
+from venv_setup import add_venv_options, failed, make_venv, run  # noqa: E402  (tests/ is on the path from here)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tests/adapters/setup.py", allow_abbrev=False,
                                      description="Create tests/adapters/.venv with the pinned adapter packages and "
                                                  "install the Vercel AI SDK driver's node_modules.")
-    parser.add_argument("--venv", default=os.path.join(HERE, ".venv"),
-                        help="where to create the environment (default: tests/adapters/.venv, the one run.py uses)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter the environment is created from (default: this one)")
-    parser.add_argument("--recreate", action="store_true", help="delete the environment first")
+    add_venv_options(parser, os.path.join(HERE, ".venv"),
+                     "where to create the environment (default: tests/adapters/.venv, the one run.py uses)")
     parser.add_argument("--skip-npm", action="store_true", help="do not run npm in tests/adapters/vercel/")
     args = parser.parse_args(argv)
 
     venv = os.path.abspath(args.venv)
     try:
-        if args.recreate and os.path.isdir(venv):
-            print(f"removing {venv}", flush=True)
-            shutil.rmtree(venv)
-        python = _venv_python(venv)
-        if not os.path.isfile(python):
-            _run([args.python, "-m", "venv", venv])
-        _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-r", REQUIREMENTS])
+        python = make_venv(args, venv, REQUIREMENTS)
 
         package_json = os.path.join(VERCEL, "package.json")
         if args.skip_npm:
@@ -65,16 +50,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"(install Node.js, then run `npm ci` in {VERCEL})", file=sys.stderr)
             else:
                 lock = os.path.isfile(os.path.join(VERCEL, "package-lock.json"))
-                _run([npm, "ci" if lock else "install", "--no-audit", "--no-fund"], cwd=VERCEL)
+                run([npm, "ci" if lock else "install", "--no-audit", "--no-fund"], cwd=VERCEL)
         else:
             print(f"no {package_json}: the vercel-ai-sdk adapter is not set up")
-    except subprocess.CalledProcessError as exc:
-        print(f"tests/adapters/setup.py: command failed with exit status {exc.returncode}: {' '.join(exc.cmd)}",
-              file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"tests/adapters/setup.py: {exc}", file=sys.stderr)
-        return 1
+    except (subprocess.CalledProcessError, OSError) as exc:
+        return failed("tests/adapters/setup.py", exc)
 
     if os.path.realpath(venv) == os.path.realpath(os.path.join(HERE, ".venv")):
         print("\nready: python3 tests/adapters/run.py --all fixtures/   (re-runs itself with tests/adapters/.venv)")
