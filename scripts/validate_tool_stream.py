@@ -23936,7 +23936,8 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 # and renders them with the function the serial loop calls (_judged, _judge_line) and sends back the batch's
 # answers together, and the parent prints each answer in the serial order as soon as all before it are
 # printed.  So the output, the summary and the exit code are the serial run's, byte for byte.  Memory is
-# bounded: at most _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed.
+# bounded: at most _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed
+# (of _JOBS_BATCH_MOST when the count of items is known: a folder run's batches shrink as its end nears).
 #   * Start: fork on Linux when this process runs one thread (the cheapest: a worker starts in about a
 #     millisecond, with every table already built; a fork beside another thread could copy a lock that
 #     thread holds); else forkserver on Linux and spawn elsewhere, whose workers each import this file
@@ -23952,7 +23953,8 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 #     is never a report, so it can never read as a pass.
 #   * A worker whose parent died reads the end of its pipe and exits after its current item.
 
-_JOBS_BATCH = 16  # items handed to a worker at once
+_JOBS_BATCH = 16  # items handed to a worker at once (the fewest, but at a run's end)
+_JOBS_BATCH_MOST = 64   # the most, while many items are left (a run whose count of items is known)
 _JOBS_AHEAD = 4    # batches per worker handed out and not yet printed
 _JOBS_IN_HAND = 2  # batches in a worker's hand at once: one it works on, the next (the run's tail stays short)
 
@@ -24196,18 +24198,21 @@ class _Jobs:
                 self.stop.__exit__()
 
     def map(self, items: Iterable[tuple], prefetch: bool = False,
-            checks: Iterator[None] | None = None) -> Iterator[Any]:
+            checks: Iterator[None] | None = None, total: int | None = None) -> Iterator[Any]:
         """work(context, *item) for each item, in order (see the class).  prefetch: the items are pulled by a
         thread of their own (_Prefetch), for a source that may wait on a program that waits for our answers.
         checks: steps run here between handing out batches, all of them before the first answer is yielded
-        (what one raises ends the run before any answer: the --jobs run's opening of every file)."""
+        (what one raises ends the run before any answer: the --jobs run's opening of every file).  total: how
+        many items there are, when known: batches are then larger (up to _JOBS_BATCH_MOST) while many are left,
+        fewer pipe messages, and _JOBS_BATCH again near the end, which keeps the tail short."""
         from collections import deque
         from itertools import islice
         from multiprocessing.connection import wait
 
         pulled = _Prefetch(items, _JOBS_BATCH) if prefetch else None
         source = iter(items) if pulled is None else None
-        window = self.count * _JOBS_AHEAD * _JOBS_BATCH
+        most = _JOBS_BATCH if total is None else _JOBS_BATCH_MOST
+        window = self.count * _JOBS_AHEAD * most
         handed = printed = 0             # items handed out; items yielded
         answers: dict[int, Any] = {}     # item number -> (ok, result); (None, message): where a worker died
         batches: list[deque] = [deque() for _ in self.workers]   # per worker: its batches in hand, as
@@ -24224,7 +24229,9 @@ class _Jobs:
                     yield result
                 for number, conn in enumerate(self.conns):   # hand out while the window allows
                     while not ended and len(batches[number]) < _JOBS_IN_HAND and handed - printed < window:
-                        room = min(_JOBS_BATCH, window - (handed - printed))
+                        size = most if total is None else max(
+                            _JOBS_BATCH, min(most, (total - handed) // (_JOBS_AHEAD * self.count)))
+                        room = min(size, window - (handed - printed))
                         if pulled is None:
                             batch, ended = list(islice(source, room)), False
                             ended = not batch
@@ -24605,7 +24612,7 @@ def run(argv: list[str]) -> int:
                                              _judged_in_worker, lambda item: item[0]))
             # the files are opened (checked) while the first batches are judged, and before any report is printed
             judged = pool.map(_jobs_items(paths, args.fixtures, limits),
-                              checks=_open_chunks(paths, set(args.fixtures)))
+                              checks=_open_chunks(paths, set(args.fixtures)), total=len(paths))
         else:
             judged = (_judged(path, None, args, limits, many) for path in paths)
         for path, (report, code, differences, text) in zip(paths, judged):
