@@ -20146,13 +20146,14 @@ def _walk_json(top: str) -> list[str]:
                 entries = list(listing)
         except OSError as exc:
             raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}") from None
+        inner: list[str] = []
         for entry in entries:
             try:
                 inside = entry.is_dir()
             except OSError:
                 inside = False
             if inside:
-                folders.append(entry.path)
+                inner.append(entry.path)
             elif entry.name.endswith(".json"):
                 try:
                     regular = entry.is_file()
@@ -20161,6 +20162,7 @@ def _walk_json(top: str) -> list[str]:
                 if not regular and _special_file(entry.path):   # a pipe or a device would block or never end
                     raise UsageError(f"{entry.path} is not a regular file (a fixture folder holds files)")
                 found.append(entry.path)
+        folders.extend(reversed(inner))   # os.walk's order: a folder reached by two ways keeps the same name
     return found
 
 
