@@ -20130,25 +20130,39 @@ def _read_limited(handle: Any, limit: int) -> bytes:
 
 def _walk_json(top: str) -> list[str]:
     """Every *.json file under top, following folder links once each; an unreadable folder
-    is a usage error (skipping it would let CI pass without checking what it holds)."""
+    is a usage error (skipping it would let CI pass without checking what it holds).  A file the
+    folder's listing says is regular costs no stat (os.scandir's entry type); any other is looked at."""
     import os
 
-    def refuse(exc: OSError) -> None:
-        raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
-
-    found, seen = [], set()
-    for folder, folders, names in os.walk(top, onerror=refuse, followlinks=True):
+    found, seen, folders = [], set(), [top]
+    while folders:
+        folder = folders.pop()
         real = os.path.realpath(folder)
         if real in seen:             # a link back up the tree: each folder once
-            folders[:] = []
             continue
         seen.add(real)
-        for name in names:
-            if name.endswith(".json"):
-                path = os.path.join(folder, name)
-                if _special_file(path):   # a pipe or a device would block or never end
-                    raise UsageError(f"{path} is not a regular file (a fixture folder holds files)")
-                found.append(path)
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            raise UsageError(f"cannot read folder {exc.filename}: {exc.strerror or exc}") from None
+        inner: list[str] = []
+        for entry in entries:
+            try:
+                inside = entry.is_dir()
+            except OSError:
+                inside = False
+            if inside:
+                inner.append(entry.path)
+            elif entry.name.endswith(".json"):
+                try:
+                    regular = entry.is_file()
+                except OSError:
+                    regular = False
+                if not regular and _special_file(entry.path):   # a pipe or a device would block or never end
+                    raise UsageError(f"{entry.path} is not a regular file (a fixture folder holds files)")
+                found.append(entry.path)
+        folders.extend(reversed(inner))   # os.walk's order: a folder reached by two ways keeps the same name
     return found
 
 
@@ -23261,11 +23275,13 @@ def _excluded(path: str, exclude: list[str]) -> bool:
     return any(fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(os.path.basename(path), glob) for glob in exclude)
 
 
-def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]:  # noqa: B006 - read only
+def _expand(paths: list[str], exclude: list[str] = [],  # noqa: B006 - read only
+            opened: bool = True) -> tuple[list[str], bool]:
     """Fixture paths in order (folders: their *.json files, recursively, sorted); many?
 
     Every file is opened once before anything is validated, so an unreadable one
-    is a usage error with no report printed.
+    is a usage error with no report printed.  opened=False leaves that to the caller
+    (_open_each or _open_chunks with named=set(paths)), who must do it before printing a report.
     """
     found: list[str] = []
     many = len(paths) > 1
@@ -23282,22 +23298,35 @@ def _expand(paths: list[str], exclude: list[str] = []) -> tuple[list[str], bool]
             raise UsageError("--exclude left no fixture to validate")
     if found.count("-") > 1 or ("-" in found and many):
         raise UsageError("standard input (-) can only be the single fixture")
-    _open_each(found)
+    if opened:
+        _open_each(found, set(paths))
     return found, many
 
 
-def _open_each(paths: list[str]) -> None:
+def _open_each(paths: list[str], named: set[str] | None = None) -> None:
     """Open (and close) each fixture file once: one that cannot be read is a usage error, before
     anything is validated.  A pipe given by name is left alone: it is read once, when validated.
-    (os.open: no file object is built for a check; a folder never comes here, _path_fixtures expands it.)"""
+    named: the paths that may be pipes (those given on the command line; None: every path); the others
+    were found in folders, whose walk refused anything but files.  (os.open: no file object is built for a
+    check, and O_NONBLOCK: a file swapped for a pipe since cannot hold the check; a folder never comes
+    here, _path_fixtures expands it.)"""
     import os
 
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     for path in paths:
-        if path != "-" and not _special_file(path):
+        if path != "-" and not ((named is None or path in named) and _special_file(path)):
             try:
-                os.close(os.open(path, os.O_RDONLY))
+                os.close(os.open(path, flags))
             except OSError as exc:
                 raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _open_chunks(paths: list[str], named: set[str]) -> Iterator[None]:
+    """_open_each over `paths` a few hundred at a time, one piece per step (a --jobs run's parent checks
+    them between handing out batches: see _Jobs.map)."""
+    for start in range(0, len(paths), 256):
+        _open_each(paths[start:start + 256], named)
+        yield None
 
 
 def _path_fixtures(path: str) -> tuple[list[str], bool]:
@@ -23909,7 +23938,8 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 # and renders them with the function the serial loop calls (_judged, _judge_line) and sends back the batch's
 # answers together, and the parent prints each answer in the serial order as soon as all before it are
 # printed.  So the output, the summary and the exit code are the serial run's, byte for byte.  Memory is
-# bounded: at most _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed.
+# bounded: at most _JOBS_AHEAD batches of _JOBS_BATCH items per worker are handed out and not yet printed
+# (of _JOBS_BATCH_MOST when the count of items is known: a folder run's batches shrink as its end nears).
 #   * Start: fork on Linux when this process runs one thread (the cheapest: a worker starts in about a
 #     millisecond, with every table already built; a fork beside another thread could copy a lock that
 #     thread holds); else forkserver on Linux and spawn elsewhere, whose workers each import this file
@@ -23925,7 +23955,8 @@ def _judged_in_worker(context: tuple[Any, Limits, bool], path: str,
 #     is never a report, so it can never read as a pass.
 #   * A worker whose parent died reads the end of its pipe and exits after its current item.
 
-_JOBS_BATCH = 16  # items handed to a worker at once
+_JOBS_BATCH = 16  # items handed to a worker at once (the fewest, but at a run's end)
+_JOBS_BATCH_MOST = 64   # the most, while many items are left (a run whose count of items is known)
 _JOBS_AHEAD = 4    # batches per worker handed out and not yet printed
 _JOBS_IN_HAND = 2  # batches in a worker's hand at once: one it works on, the next (the run's tail stays short)
 
@@ -24168,23 +24199,29 @@ class _Jobs:
             if self.stop is not None:
                 self.stop.__exit__()
 
-    def map(self, items: Iterable[tuple], prefetch: bool = False) -> Iterator[Any]:
+    def map(self, items: Iterable[tuple], prefetch: bool = False,
+            checks: Iterator[None] | None = None, total: int | None = None) -> Iterator[Any]:
         """work(context, *item) for each item, in order (see the class).  prefetch: the items are pulled by a
-        thread of their own (_Prefetch), for a source that may wait on a program that waits for our answers."""
+        thread of their own (_Prefetch), for a source that may wait on a program that waits for our answers.
+        checks: steps run here between handing out batches, all of them before the first answer is yielded
+        (what one raises ends the run before any answer: the --jobs run's opening of every file).  total: how
+        many items there are, when known: batches are then larger (up to _JOBS_BATCH_MOST) while many are left,
+        fewer pipe messages, and _JOBS_BATCH again near the end, which keeps the tail short."""
         from collections import deque
         from itertools import islice
         from multiprocessing.connection import wait
 
         pulled = _Prefetch(items, _JOBS_BATCH) if prefetch else None
         source = iter(items) if pulled is None else None
-        window = self.count * _JOBS_AHEAD * _JOBS_BATCH
+        most = _JOBS_BATCH if total is None else _JOBS_BATCH_MOST
+        window = self.count * _JOBS_AHEAD * most
         handed = printed = 0             # items handed out; items yielded
         answers: dict[int, Any] = {}     # item number -> (ok, result); (None, message): where a worker died
         batches: list[deque] = [deque() for _ in self.workers]   # per worker: its batches in hand, as
         ended = False                                              # (first item's number, the items)
         try:
             while True:
-                while printed in answers:
+                while checks is None and printed in answers:
                     ok, result = answers.pop(printed)
                     printed += 1
                     if ok is None:
@@ -24194,7 +24231,9 @@ class _Jobs:
                     yield result
                 for number, conn in enumerate(self.conns):   # hand out while the window allows
                     while not ended and len(batches[number]) < _JOBS_IN_HAND and handed - printed < window:
-                        room = min(_JOBS_BATCH, window - (handed - printed))
+                        size = most if total is None else max(
+                            _JOBS_BATCH, min(most, (total - handed) // (_JOBS_AHEAD * self.count)))
+                        room = min(size, window - (handed - printed))
                         if pulled is None:
                             batch, ended = list(islice(source, room)), False
                             ended = not batch
@@ -24210,15 +24249,20 @@ class _Jobs:
                             break
                     if not ended and pulled is not None and not pulled.ready():
                         break
-                if ended and printed == handed and printed not in answers:
+                if checks is None and ended and printed == handed and printed not in answers:
                     return
                 busy = [number for number in range(len(self.conns)) if batches[number]]
                 waits = [self.conns[number] for number in busy] + [self.workers[number].sentinel for number in busy]
                 if pulled is not None and not ended and handed - printed < window:
                     waits.append(pulled.wake)
-                if not waits and printed not in answers:   # (cannot be: each item not yielded is somewhere)
-                    raise JobsError(f"the workers hold no item, and item {printed} is unanswered")
-                ready = wait(waits) if waits else []
+                if checks is not None:   # one step, then only a look at what the workers sent
+                    if next(checks, StopIteration) is StopIteration:
+                        checks = None
+                    ready = wait(waits, 0) if waits else []
+                else:
+                    if not waits and printed not in answers:   # (cannot be: each item not yielded is somewhere)
+                        raise JobsError(f"the workers hold no item, and item {printed} is unanswered")
+                    ready = wait(waits) if waits else []
                 if pulled is not None and pulled.wake in ready:
                     pulled.drain()
                 for number in busy:
@@ -24553,7 +24597,10 @@ def run(argv: list[str]) -> int:
         return _run_jsonl_rows(args, limits)
     if args.jsonl:
         return _run_jsonl(args, limits)
-    paths, many = _expand(args.fixtures, args.exclude)
+    paths, many = _expand(args.fixtures, args.exclude, opened=False)
+    jobs = min(args.jobs or _cpu_count(), len(paths))
+    if jobs <= 1 or (many and args.adapter_output):
+        _open_each(paths, set(args.fixtures))
     if many and args.adapter_output:
         raise UsageError("--adapter-output compares one fixture; give exactly one")
     form = _REPORT_FORMATS[args.report]
@@ -24561,12 +24608,13 @@ def run(argv: list[str]) -> int:
     mismatched: list[str] = []
     cases: list[tuple[str, dict[str, Any], int, list[str] | None]] = []
     tally = RunSummary(args.expect) if form.tally else None
-    jobs = min(args.jobs or _cpu_count(), len(paths))
     with contextlib.ExitStack() as stack:   # a --jobs run's workers stopped and reaped on every way out
         if jobs > 1:
             pool = stack.enter_context(_Jobs(jobs, _judged_setup, (args, _limits_members(limits), many),
                                              _judged_in_worker, lambda item: item[0]))
-            judged = pool.map(_jobs_items(paths, args.fixtures, limits))
+            # the files are opened (checked) while the first batches are judged, and before any report is printed
+            judged = pool.map(_jobs_items(paths, args.fixtures, limits),
+                              checks=_open_chunks(paths, set(args.fixtures)), total=len(paths))
         else:
             judged = (_judged(path, None, args, limits, many) for path in paths)
         for path, (report, code, differences, text) in zip(paths, judged):

@@ -243,6 +243,33 @@ class WorkerFailures(unittest.TestCase):
                 self.assertEqual(run_cli("--jobs", "3", "--report", "text", self.folder),
                                  run_cli("--report", "text", self.folder))
 
+    def test_a_file_found_unreadable_after_the_workers_started(self):
+        # a --jobs run opens its files while the workers judge the first batches: one that cannot be opened is
+        # the serial run's usage error (exit 3), with no report printed and every worker stopped and reaped
+        last = os.path.join(self.folder, sorted(os.listdir(self.folder))[-1])
+        parent, opener = os.getpid(), os.open
+
+        def refusing(path, *rest, **named):
+            if path == last and os.getpid() == parent:
+                raise PermissionError(13, "Permission denied", path)
+            return opener(path, *rest, **named)
+
+        started, enter = [], vts._Jobs.__enter__
+
+        def entering(jobs):
+            started.append(jobs)
+            return enter(jobs)
+
+        with mock.patch.object(os, "open", refusing):
+            serial = run_cli(self.folder)
+            self.assertEqual(serial, (3, "", f"validate_tool_stream: cannot read {last}: Permission denied\n"))
+            with mock.patch.object(vts._Jobs, "__enter__", entering):
+                for form in FORMATS:
+                    with self.subTest(form=form):
+                        self.assertEqual(run_cli("--jobs", "2", "--report", form, self.folder), serial)
+        self.assertEqual(len(started), len(FORMATS))   # the workers had started
+        self.assertTrue(all(worker.exitcode is not None for jobs in started for worker in jobs.workers))
+
     def test_a_worker_that_dies_fails_the_run_closed(self):
         serial = run_cli(self.folder)[1]
         with self.patched(lambda: os.kill(os.getpid(), signal.SIGKILL)):
