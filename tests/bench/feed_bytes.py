@@ -30,22 +30,15 @@ from __future__ import annotations
 import argparse
 import base64
 import gc
-import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
 
+from loading import load   # tests/bench/loading.py (the script's own folder is on sys.path)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-def load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 ROWS = ("openai", "mistral", "anthropic", "anthropic-invoke", "openai-responses", "bedrock", "gemini", "gemini-list",

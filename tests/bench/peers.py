@@ -51,20 +51,14 @@ import sys
 import time
 from pathlib import Path
 
+from loading import load   # tests/bench/loading.py (the script's own folder is on sys.path)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BASE = "http://peer-replay.invalid"   # never resolved: the transport answers in memory
 MESSAGES = [{"role": "user", "content": "-"}]
 ROWS = ("openai", "anthropic", "anthropic-invoke", "gemini", "cohere", "ollama")
 TARGET = {"fragments": 25.0, "whole": 1.0}
-
-
-def load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def transport(httpx_module, body: bytes, kind: str):

@@ -22,24 +22,17 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import importlib.util
 import socket
 import sys
 import time
 from pathlib import Path
 
+from loading import load   # tests/bench/loading.py (the script's own folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "validate_tool_stream.py"
 FIXTURES = ROOT / "fixtures"
 REQUEST = b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}'
-
-
-def load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def paths_of(vts, server) -> list[str]:
