@@ -21852,35 +21852,72 @@ def _proc_entries(root: str = "/proc") -> dict[int, str]:
     return found
 
 
-def _marked_processes(mark: str) -> list[int]:
+def _marked_processes(mark: str, starting: list[int] | None = None, root: str = "/proc") -> list[int]:
     """Process ids whose environment, as they were started, holds CONFORM_RUN_VARIABLE=mark, or
     mark followed by "." and more (a job's own mark under its run's: see _ConformJob).
 
     Found through /proc (Linux; see _proc_entries): every process started under an adapter inherits
-    the mark unless it was started with an environment of its own; [] where there is no /proc to read."""
+    the mark unless it was started with an environment of its own; [] where there is no /proc to read.
+    `starting`, when given, receives the ids of processes caught inside exec(): their old environment is
+    gone and the new one not yet laid out, so /proc shows neither (see _between_programs).
+    `root`: where /proc is (a test gives a folder laid out like it)."""
     import os
 
     entry = f"{CONFORM_RUN_VARIABLE}={mark}".encode("ascii")
     under = entry + b"."
     found = []
-    for pid, name in sorted(_proc_entries().items()):
+    for pid, name in sorted(_proc_entries(root).items()):
         if pid == os.getpid():
             continue
         try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                # a zombie's is empty: it has ended
-                if any(item == entry or item.startswith(under) for item in handle.read().split(b"\0")):
-                    found.append(pid)
+            with open(os.path.join(root, name, "environ"), "rb") as handle:
+                items = handle.read()
         except OSError:   # gone meanwhile, or another user's
             continue
+        if any(item == entry or item.startswith(under) for item in items.split(b"\0")):
+            found.append(pid)
+        elif not items and starting is not None and _between_programs(os.path.join(root, name)):
+            starting.append(pid)
     return found
+
+
+_PF_EXITING, _PF_KTHREAD = 0x4, 0x200000   # the kernel's task flags, field 9 of /proc/PID/stat
+
+
+def _between_programs(entry: str) -> bool:
+    """Whether the process of this /proc entry is inside exec(): from the moment its old program's
+    memory is dropped (its parent's Popen has returned by then) until the kernel has laid out the new
+    program's environment, which reads as empty meanwhile.  Told by /proc/PID/stat (Linux 3.5 and
+    later): the environment's end (field 51) is still 0, or its start and end are equal while the
+    kernel writes it (a program with no environment at all looks so for good: counted only within a
+    second of its start).  A zombie, an exiting process and a kernel thread read as empty too: they
+    are not starting."""
+    import os
+
+    try:
+        with open(os.path.join(entry, "stat"), "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        if fields[0] in (b"Z", b"X", b"x") or int(fields[6]) & (_PF_EXITING | _PF_KTHREAD) or len(fields) < 49:
+            return False
+        if fields[48] == b"0":
+            return True
+        if fields[47] != fields[48]:
+            return False
+        with open("/proc/uptime", "rb") as handle:
+            up = float(handle.read().split()[0])
+        return up - int(fields[19]) / os.sysconf("SC_CLK_TCK") < 1
+    except (OSError, IndexError, ValueError):
+        return False
 
 
 def _kill_marked(mark: str | None) -> None:
     """Kill every process carrying the run's mark (a `setsid` child, a daemon), scanning again
     until a scan finds none, at most _CONFORM_KILL_ROUNDS scans.  Between two scans it waits for
     the ones it killed to end (each through a descriptor of its own, pidfd: no polling), at most
-    _CONFORM_KILL_SECONDS in all; where no such descriptor can be had, a millisecond's pause."""
+    _CONFORM_KILL_SECONDS in all; where no such descriptor can be had, a millisecond's pause.  A scan
+    that finds none but catches a process inside exec() (a child started an instant ago, whose new
+    environment is not yet readable) looks again after a millisecond, within the same time."""
+    import errno
     import os
     import selectors
     import signal
@@ -21888,9 +21925,13 @@ def _kill_marked(mark: str | None) -> None:
 
     until = time.monotonic() + _CONFORM_KILL_SECONDS
     for _ in range(_CONFORM_KILL_ROUNDS if mark else 0):
-        found = _marked_processes(mark)
+        starting: list[int] = []
+        found = _marked_processes(mark, starting)
         if not found:
-            break
+            if not starting or time.monotonic() >= until:
+                break
+            time.sleep(0.001)   # one may be an adapter's child inside exec(): its mark shows once exec() is done
+            continue
         ending, blind = [], False   # pidfds of the ones killed; whether one was killed by its number alone
         for pid in found:
             try:
@@ -21898,12 +21939,17 @@ def _kill_marked(mark: str | None) -> None:
             except (AttributeError, OSError):
                 fd, blind = None, True
             try:
-                if fd is None:
-                    os.kill(pid, signal.SIGKILL)
-                else:
-                    signal.pidfd_send_signal(fd, signal.SIGKILL)
-                    ending.append(fd)
-                    fd = None
+                if fd is not None:
+                    try:
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+                        ending.append(fd)
+                        fd = None
+                        continue
+                    except (AttributeError, OSError) as exc:   # a sandbox may refuse the call itself
+                        if getattr(exc, "errno", None) == errno.ESRCH:
+                            continue   # it has ended already
+                    blind = True
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
             finally:

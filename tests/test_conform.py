@@ -1864,10 +1864,13 @@ class WaitsWithoutPolling(unittest.TestCase):
         mark = f"waits-{os.getpid()}"
         no_pidfd = mock.patch.object(os, "pidfd_open", side_effect=OSError(errno.ENOSYS, "no pidfd"))
         no_sleep = mock.patch.object(time, "sleep", side_effect=AssertionError("slept"))
-        for patched in (no_sleep, no_pidfd):   # without pidfd: killed by number, a millisecond's pause
-            child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"],
-                                     env=dict(ENV, **{vts.CONFORM_RUN_VARIABLE: mark + ".1"}))
+        refused = mock.patch.object(signal, "pidfd_send_signal", side_effect=OSError(errno.EPERM, "seccomp"),
+                                    create=True)   # a sandbox's filter: killed by number, as without pidfd
+        for patched in (no_sleep, no_pidfd, refused):   # without pidfd: killed by number, a millisecond's pause
+            child = subprocess.Popen([sys.executable, "-S", "-c", "import time; print('up', flush=True); time.sleep(300)"],
+                                     env=dict(ENV, **{vts.CONFORM_RUN_VARIABLE: mark + ".1"}), stdout=subprocess.PIPE)
             try:
+                self.assertEqual(child.stdout.readline(), b"up\n")   # past exec(): its environment readable
                 with patched:
                     vts._kill_marked(mark)
                 self.assertEqual(child.wait(10), -signal.SIGKILL)
@@ -1875,7 +1878,55 @@ class WaitsWithoutPolling(unittest.TestCase):
             finally:
                 if child.poll() is None:
                     child.kill()
+                child.communicate()
+
+    @unittest.skipUnless(SEES_PROCESSES, "needs a /proc showing this process")
+    def test_a_child_caught_inside_exec_is_looked_for_again_and_killed(self):
+        """Popen returns once the child's exec() has begun; until the kernel lays out the new program's environment,
+        /proc reads it as empty.  On a busy machine a scan right after the start often falls there."""
+        mark = f"execs-{os.getpid()}"
+        for _ in range(10):
+            child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"],
+                                     env=dict(ENV, **{vts.CONFORM_RUN_VARIABLE: mark}))
+            try:
+                vts._kill_marked(mark)
+                self.assertEqual(child.wait(10), -signal.SIGKILL)
+            finally:
+                if child.poll() is None:
+                    child.kill()
                     child.wait()
+
+    def test_a_scan_that_catches_one_inside_exec_scans_again(self):
+        child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(300)"], env=ENV)
+        scans = []
+
+        def scan(mark, starting=None, root="/proc"):
+            scans.append(mark)
+            if len(scans) == 1:
+                starting.append(child.pid)   # caught inside exec(): not yet its mark
+                return []
+            return [child.pid] if len(scans) == 2 else []
+        try:
+            with mock.patch.object(vts, "_marked_processes", scan):
+                vts._kill_marked("m")
+            self.assertEqual((child.wait(10), len(scans)), (-signal.SIGKILL, 3))
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+    def test_one_that_stays_inside_exec_is_looked_for_a_bounded_time(self):
+        scans = []
+
+        def scan(mark, starting=None, root="/proc"):
+            scans.append(mark)
+            starting.append(1)
+            return []
+        started = time.monotonic()
+        with mock.patch.object(vts, "_marked_processes", scan):
+            vts._kill_marked("m")
+        self.assertLessEqual(len(scans), vts._CONFORM_KILL_ROUNDS)
+        self.assertLess(time.monotonic() - started, 5)
 
 
 
@@ -1914,6 +1965,37 @@ class ForeignProc(unittest.TestCase):
             self.assertEqual(sorted(vts._proc_entries(root)), [900, 901, 902, 903, 904])
         self.assertEqual(vts._proc_entries(os.path.join(root, "gone")), {})
 
+    def test_a_scan_reads_each_entrys_environment_and_tells_a_process_inside_exec(self):
+        def stat(state="R", flags=0, start=0, env=(0, 0)):
+            fields = [state] + ["0"] * 49
+            fields[6], fields[19], fields[47], fields[48] = str(flags), str(start), str(env[0]), str(env[1])
+            return "5 (a) b) " + " ".join(fields) + "\n"   # a name may hold ")"
+        soon = 10 ** 15   # clock ticks since boot: a start in the future reads as an instant ago
+        entries = {"10": (b"A=1\0VTS_CONFORM_RUN=m\0", stat(env=(5, 9))),     # marked
+                   "11": (b"VTS_CONFORM_RUN=m.2\0", stat(env=(5, 9))),         # a job's mark under the run's
+                   "12": (b"VTS_CONFORM_RUN=mm\0", stat(env=(5, 9))),          # another run's
+                   "13": (b"", stat(env=(0, 0))),                                # inside exec(): not yet laid out
+                   "14": (b"", stat(env=(7, 7), start=soon)),                    # being laid out
+                   "15": (b"", stat(env=(7, 7))),                                # no environment, for long
+                   "16": (b"", stat(state="Z")),                                 # a zombie
+                   "17": (b"", stat(flags=0x200000)),                            # a kernel thread
+                   "18": (b"", stat(flags=0x4, env=(0, 0))),                     # exiting
+                   "19": (None, stat())}                                         # another user's
+        with tempfile.TemporaryDirectory() as root:
+            for name, (environ, line) in entries.items():
+                os.mkdir(os.path.join(root, name))
+                with open(os.path.join(root, name, "stat"), "w", encoding="ascii") as handle:
+                    handle.write(line)
+                if environ is not None:
+                    with open(os.path.join(root, name, "environ"), "wb") as handle:
+                        handle.write(environ)
+            os.symlink(str(os.getpid()), os.path.join(root, "self"))
+            self.assertEqual(vts.CONFORM_RUN_VARIABLE, "VTS_CONFORM_RUN")
+            starting = []
+            self.assertEqual(vts._marked_processes("m", starting, root), [10, 11])
+            self.assertEqual(starting, [13, 14])
+            self.assertEqual(vts._marked_processes("m", None, root), [10, 11])
+
     @unittest.skipUnless(os.path.isdir("/proc/self"), "needs /proc")
     @slow("starts a process in a pid namespace of its own")
     def test_in_a_namespace_of_its_own_under_the_outer_proc_the_marked_child_is_killed(self):
@@ -1923,9 +2005,10 @@ class ForeignProc(unittest.TestCase):
                    f"sys.path.insert(0, {os.path.dirname(SCRIPT)!r})\n"
                    "import validate_tool_stream as vts\n"
                    "assert os.readlink('/proc/self') != str(os.getpid())\n"
-                   "child = subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(300)'],\n"
-                   "                         env=dict(os.environ, **{vts.CONFORM_RUN_VARIABLE: 'm.1'}))\n"
+                   "child = subprocess.Popen([sys.executable, '-S', '-c', 'import time; print(1, flush=True); time.sleep(300)'],\n"
+                   "                         env=dict(os.environ, **{vts.CONFORM_RUN_VARIABLE: 'm.1'}), stdout=subprocess.PIPE)\n"
                    "try:\n"
+                   "    child.stdout.readline()   # past exec(): its environment readable\n"
                    "    found = vts._marked_processes('m')\n"
                    "    vts._kill_marked('m')\n"
                    "    print(found == [child.pid], child.wait(10) == -signal.SIGKILL, vts._marked_processes('m'))\n"
