@@ -10482,7 +10482,11 @@ REALTIME = Profile(
 #   ends is missing_terminal.
 # - serverContent.turnComplete ends a turn without calls (a second is duplicate_terminal);
 #   turnCompleteReason MALFORMED_FUNCTION_CALL says the model's call failed (wrong_terminal_reason), after a
-#   toolCall too (a call of the turn failed, and the toolCall holds only the others).
+#   toolCall too (a call of the turn failed, and the toolCall holds only the others).  After a toolCall, any reason
+#   but the default and NEED_MORE_INPUT blocks too (RESPONSE_REJECTED, the safety reasons, MAX_REGENERATION_REACHED,
+#   one not reviewed: js-genai's TurnCompleteReason): the turn's output, its calls among it, did not stand, as a
+#   gemini candidate with calls that finishes SAFETY.  No SDK reads the reason (google-genai, js-genai, ADK, pipecat
+#   and the Vercel AI SDK run the toolCall when it arrives), so a gate that waits for it decides.
 #   Model output after the terminal is the next turn's (delta_after_terminal in one turn).
 # - A message with an "error" member is stream_error; one with no member google-genai reads
 #   raises there (unsupported_event), as does a member naming a tool that is not reviewed, and a snake_case
@@ -10510,6 +10514,11 @@ _LIVE_CONTENT_MEMBERS = frozenset({
 _LIVE_CALL_KEYS = frozenset({"id", "name", "args"})
 # turnCompleteReason values that say the model tried to call a function and failed.
 _LIVE_TOOL_FAILURES = frozenset({"MALFORMED_FUNCTION_CALL"})
+# turnCompleteReason values a turn with a toolCall may end with: none, the default, and NEED_MORE_INPUT (the model
+# waits for input, as it does for the calls' answers).  The others say the turn's output was rejected or failed a
+# check (RESPONSE_REJECTED, the input and generated-content safety reasons, MAX_REGENERATION_REACHED), or are
+# not reviewed.
+_LIVE_PLAIN_REASONS = frozenset({"TURN_COMPLETE_REASON_UNSPECIFIED", "NEED_MORE_INPUT"})
 _LIVE_TOOL_WORDS = ("tool", "function", "call")
 
 
@@ -10684,6 +10693,10 @@ class GeminiLiveNormalizer:
                 yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
                                   f"{_token(reason)} after its toolCall: a function call of the turn failed, and the "
                                   "toolCall holds only those that did not")
+            elif reason is not None and not (isinstance(reason, str) and reason in _LIVE_PLAIN_REASONS):
+                yield WireProblem(pos, WRONG_TERMINAL_REASON, f"the turn completed with turnCompleteReason "
+                                  f"{_token(reason)} after its toolCall: the turn's output was rejected or failed a "
+                                  "check (or the reason is not reviewed), so its calls are not known to stand")
             return
         self.phase = "complete"
         for where, _, _ in self.parts.values():   # (an id no call of the report has is never quoted)
