@@ -8352,10 +8352,15 @@ _INTER_TOOL_STATUS = "requires_action"
 _INTER_END_STATUSES = frozenset({_INTER_TOOL_STATUS, "completed", "failed", "cancelled", "incomplete",
                                  "budget_exceeded"})
 # Hosted (server-run) tools: the call step or block type -> the name hosted_tools counts; each result type
-# answers the call type it is named after, by call_id.
+# answers the call type it is named after, by call_id.  retrieval_call (Vertex's retrieval tools: Vertex AI Search,
+# Exa, Parallel) and processing_call (media analysis the server starts itself) are google-genai 3.6.1's step types
+# (_gaos/types/interactions: step.py, stepdeltadata.py).  tool_search_call is not here: a tool_search tool with
+# "execution": "client" makes the client run the search (answered by a function_result), and the stream does not
+# say which execution it is, so its steps stay unreviewed (unsupported_event).
 _INTER_HOSTED_CALLS = MappingProxyType({
     "google_search_call": "google_search", "code_execution_call": "code_execution", "url_context_call": "url_context",
     "file_search_call": "file_search", "google_maps_call": "google_maps", "mcp_server_tool_call": "mcp_server_tool",
+    "retrieval_call": "retrieval", "processing_call": "processing",
 })
 _INTER_HOSTED_RESULTS = MappingProxyType({call[:-len("call")] + "result": call for call in _INTER_HOSTED_CALLS})
 _INTER_HOSTED_DELTAS = MappingProxyType({kind: frozenset({kind}) for kind in (*_INTER_HOSTED_CALLS,
@@ -8579,6 +8584,10 @@ def _inter_unreviewed(pos: int, index: int, block: Any, word: str) -> WireProble
         return WireProblem(pos, UNSUPPORTED_EVENT, f"{word} {index} is a function_result: the server ran a function "
                            "itself (an agent's own tool), and no reviewed rule says which calls are the client's",
                            None, index)
+    if block in ("tool_search_call", "tool_search_result"):
+        return WireProblem(pos, UNSUPPORTED_EVENT, f"{word} {index} is a {block}: a tool search runs on the server "
+                           "or on the client (\"execution\": \"client\"), and the stream does not say which", None,
+                           index)
     return WireProblem(pos, UNSUPPORTED_EVENT, f"{word} {index} has the type {_token(block)}, which no reviewed "
                        "reader takes", None, index)
 
