@@ -10668,6 +10668,11 @@ class GeminiLiveNormalizer:
         complete = content.get("turnComplete")
         if complete is not None and not isinstance(complete, bool):
             yield WireProblem(pos, UNSUPPORTED_EVENT, f"turnComplete is {_describe(complete)}, not a boolean")
+        reason = content.get("turnCompleteReason")
+        if complete is not True and reason is not None and not (isinstance(reason, str) and reason in
+                                                                _LIVE_PLAIN_REASONS):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"turnCompleteReason {_token(reason)} without turnComplete: "
+                              "a reason that ends no turn is not a reviewed shape")
 
     def _restated(self, calls: list) -> bool:
         """Whether every call delivered here names a call of the turn by its id (then it is compared)."""

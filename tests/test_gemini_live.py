@@ -96,6 +96,26 @@ class Turns(unittest.TestCase):
         self.assertEqual(judge([tool_call(call()), content(turnComplete=True, turnCompleteReason="NEED_MORE_INPUT")]
                                )["status"], "pass")
 
+    def test_a_turn_complete_reason_after_the_toolcall(self):
+        # only no reason, the default and NEED_MORE_INPUT leave its calls standing
+        for reason in ("TURN_COMPLETE_REASON_UNSPECIFIED", "NEED_MORE_INPUT"):
+            with self.subTest(reason=reason):
+                report = judge([tool_call(call()), content(turnComplete=True, turnCompleteReason=reason)])
+                self.assertEqual((report["status"], codes(report)), ("pass", []))
+        for reason in ("RESPONSE_REJECTED", "GENERATED_AUDIO_SAFETY", "MAX_REGENERATION_REACHED", "SOMETHING_NEW", 5,
+                       ["x"], {"a": 1}):
+            with self.subTest(reason=reason):
+                self.assertEqual(positions(judge([tool_call(call()), content(turnComplete=True,
+                                                                             turnCompleteReason=reason)])),
+                                 [("wrong_terminal_reason", 1)])
+        # a reason that ends no turn (no turnComplete) is not a reviewed shape, before the toolCall or after it
+        self.assertEqual(positions(judge([content(turnCompleteReason="MALFORMED_FUNCTION_CALL"), tool_call(call())])),
+                         [("unsupported_event", 0)])
+        self.assertEqual(positions(judge([tool_call(call()), content(turnComplete=False,
+                                                                     turnCompleteReason="RESPONSE_REJECTED")])),
+                         [("unsupported_event", 1)])
+        self.assertEqual(judge([content(turnCompleteReason="NEED_MORE_INPUT"), tool_call(call())])["status"], "pass")
+
     def test_shapes_no_reader_runs(self):
         for entry, code in (("x", "unsupported_event"), ({"id": "a", "name": "f", "args": "{}"}, "unsupported_event"),
                             ({"id": "a", "name": "f", "args": {}, "partialArgs": []}, "unsupported_event"),
