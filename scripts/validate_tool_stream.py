@@ -8877,11 +8877,23 @@ def _redact_interactions_event(event: dict) -> dict:
     return {key: (value if key == keep else rest[key]) for key, value in event.items()}
 
 
+def _inter_hosted_protected(payload: dict) -> dict[tuple, str]:
+    """A hosted call's id and its result's call_id pair them: identity (kept, scanned), as the gemini room keeps a
+    hosted toolCall's id.  Masked, two of them would become one text (identity_collision)."""
+    kind = payload.get("event_type")
+    member = {"step.start": "step", "content.start": "content", "step.delta": "delta",
+              "content.delta": "delta"}.get(kind) if isinstance(kind, str) else None
+    body = payload.get(member) if member is not None else None
+    if not isinstance(body, dict) or body.get("type") not in _INTER_HOSTED_DELTAS:
+        return {}
+    return {(member, key): "warn" for key in ("id", "call_id") if isinstance(body.get(key), str)}
+
+
 def _interactions_protected(payload: dict) -> dict[tuple, str]:
-    """A function_call step or block is identity; an arguments_delta is a fragment."""
+    """A function_call step or block is identity; an arguments_delta is a fragment; a hosted id pairs its result."""
     member = _inter_call_member(payload)
     if member is None:
-        return {}
+        return _inter_hosted_protected(payload)
     if payload["delta" if member == "delta" else member].get("type") == "arguments_delta":
         return {("delta", "arguments"): "fragment"}
     return {(member,): "warn"}
