@@ -10960,6 +10960,13 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
     return ("open" if starts else state), starts
 
 
+def _live_cancelled_ids(message: Any) -> set:
+    """The string ids a message's toolCallCancellation names (none when it has no such member)."""
+    cancellation = message.get("toolCallCancellation") if isinstance(message, dict) else None
+    ids = cancellation.get("ids") if isinstance(cancellation, dict) else None
+    return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
+
+
 def _live_session_only(message: Any) -> bool:
     """Whether a message holds only the session's own members (nulls aside)."""
     members = [key for key, value in message.items() if value is not None] if isinstance(message, dict) else []
@@ -10972,7 +10979,9 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     sessionResumptionUpdate...) and ends with its turnComplete, or with the tail of its toolCall; a
     toolCallCancellation between turns starts a turn (the call it names may come in it).  A toolCall that
     requests again a call an earlier turn requested (after model output, so not in that turn's tail) joins that turn
-    and every one since: a client that keeps the ids it ran skips it, another runs it again, and that turn blocks."""
+    and every one since: a client that keeps the ids it ran skips it, another runs it again, and that turn blocks.
+    So does a toolCallCancellation naming an earlier turn's call: the reference says such a call "should have been
+    not executed" (the client may try to undo it), however late the notice comes."""
     turns: list[tuple[int, int]] = []
     owned: list[set] = []    # the call ids each turn of turns requested
     state, first, calls = "idle", 0, set()
@@ -10987,6 +10996,9 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
                 owned.append(before)
             first = k
         again = next((j for j, ids in enumerate(owned) if ids & calls), None) if after == "called" else None
+        if again is None:   # a cancellation of an earlier turn's call: that call "should have been not executed"
+            named = _live_cancelled_ids(message)
+            again = next((j for j, ids in enumerate(owned) if ids & named), None) if named else None
         if again is not None:   # (calls: the ids this message's toolCall requested)
             first = turns[again][0]
             calls.update(*owned[again:])

@@ -276,6 +276,19 @@ class SocketTurns(unittest.TestCase):
         # the same call restated in its own tail stays one turn that passes
         self.assertEqual(self.turns([tool_call(call()), content(turnComplete=True), tool_call(call())]), [(0, 3)])
 
+    def test_a_late_cancellation_of_an_earlier_turn_s_call_joins_its_turn(self):
+        # a NON_BLOCKING call runs while the model talks; the user interrupts and the server cancels it: the call
+        # "should have been not executed" (the client may try to undo it), so its turn blocks
+        log = [{"setupComplete": {}}, tool_call(call()), part(text="a"), {"toolCallCancellation": {"ids": ["fc_1"]}},
+               content(turnComplete=True), part(text="b"), content(turnComplete=True)]
+        self.assertEqual(self.turns(log), [(1, 5), (5, 7)])
+        self.assertEqual(code_set(judge(log[1:5])), {"delta_after_terminal", "wrong_terminal_reason"})
+        # after a turn in between too: every turn since joins
+        log = [tool_call(call()), part(text="a"), content(turnComplete=True), part(text="b"),
+               content(turnComplete=True), {"toolCallCancellation": {"ids": ["fc_1"]}}, {"usageMetadata": {}}]
+        self.assertEqual(self.turns(log), [(0, 7)])
+        self.assertIn("wrong_terminal_reason", code_set(judge(log)))
+
     def test_a_log_cut_mid_turn_and_session_messages_alone(self):
         self.assertEqual(self.turns([{"setupComplete": {}}, part(text="a")]), [(1, 2)])
         self.assertEqual(self.turns([{"setupComplete": {}}, {"usageMetadata": {}}]), [])
