@@ -8346,11 +8346,13 @@ _INTER_GRAMMARS = MappingProxyType({
                      "content.stop"), "content"),
 })
 _INTER_EVENTS = frozenset(_INTER_GRAMMARS) | {"interaction.status_update", "error"}
-# Statuses that end a turn; only the first lets the client run its calls.  (in_progress, queued, idle and
-# requires_continuation are statuses of an interaction still running.)
+# Statuses that end a turn; only the first lets the client run its calls.  requires_continuation ends the request
+# (the per-request decode limit stopped the interaction; google-genai warns, or with automatic_continuation resumes
+# it with the continuation_token in a new request, _interactions_continuation.py): its calls are not yet the
+# interaction's answer.  (in_progress, queued and idle are statuses of an interaction still running.)
 _INTER_TOOL_STATUS = "requires_action"
 _INTER_END_STATUSES = frozenset({_INTER_TOOL_STATUS, "completed", "failed", "cancelled", "incomplete",
-                                 "budget_exceeded"})
+                                 "budget_exceeded", "requires_continuation"})
 # Hosted (server-run) tools: the call step or block type -> the name hosted_tools counts; each result type
 # answers the call type it is named after, by call_id.  retrieval_call (Vertex's retrieval tools: Vertex AI Search,
 # Exa, Parallel) and processing_call (media analysis the server starts itself) are google-genai 3.6.1's step types

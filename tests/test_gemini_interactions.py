@@ -263,7 +263,7 @@ class Terminal(unittest.TestCase):
                     status, []))
 
     def test_a_status_that_ends_no_turn(self):
-        for status in ("in_progress", "queued", "requires_continuation", None, 1, ["requires_action"], {}):
+        for status in ("in_progress", "queued", "idle", None, 1, ["requires_action"], {}):
             with self.subTest(status=status):
                 report = judge([CREATED] + call(0) + [completed(status)])
                 self.assertEqual(code_set(report), {"unsupported_event", "missing_terminal"})
