@@ -546,11 +546,17 @@ class GoogleGenaiInteractions(ServedFixtures, unittest.TestCase):
 
     MODULE = "google.genai"
 
-    def events(self, prefix):
+    def events(self, prefix, **create):
         from google import genai
 
         client = genai.Client(api_key="test", http_options={"base_url": self.url + prefix})
-        return list(client.interactions.create(model="gemini-3-flash-preview", input="x", stream=True))
+        return list(client.interactions.create(model="gemini-3-flash-preview", input="x", stream=True, **create))
+
+    @staticmethod
+    def continued(stream):
+        """Whether a served stream stops with status requires_continuation (google-genai then requests again)."""
+        return any(isinstance(event, dict) and isinstance(event.get("interaction"), dict)
+                   and event["interaction"].get("status") == "requires_continuation" for event in stream)
 
     def test_every_fixture_through_the_sdk(self):
         checked = 0
@@ -559,7 +565,9 @@ class GoogleGenaiInteractions(ServedFixtures, unittest.TestCase):
             if fixture.profile != PROFILE or "error" in fixture.fault:
                 continue   # an error before the stream: the SDK's own retry (it retries 429 and 5XX)
             with self.subTest(fixture=prefix):
-                events = self.events(prefix)
+                # one request's stream: without this the SDK continues a requires_continuation stream itself
+                events = self.events(prefix, **({"automatic_continuation": False} if self.continued(fixture.stream)
+                                                else {}))
                 gate = vts.StreamGate(PROFILE, doc["tool_schemas"], request=doc.get("request"))
                 for event in events:
                     gate.feed(event)
@@ -571,6 +579,27 @@ class GoogleGenaiInteractions(ServedFixtures, unittest.TestCase):
                                                                for c in report["calls"]])
                 checked += 1
         self.assertGreater(checked, 30)
+
+    def test_automatic_continuation_joins_two_requests_in_one_stream(self):
+        # google-genai's default: after status requires_continuation it requests again with the continuation_token
+        # and yields the next request's events after the first's (here serve answers it with the same stream, and
+        # the SDK stops when the token comes back unchanged).  Two interactions in one stream: a gate fed it blocks;
+        # feed each request's events to a gate of its own
+        import warnings
+
+        prefix = "gemini-interactions/not-applicable-text-stopped-requires-continuation"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            events = self.events(prefix)
+        kinds = [getattr(event, "event_type", None) for event in events]
+        self.assertEqual(kinds.count("interaction.created"), 2)
+        gate = vts.StreamGate(PROFILE, {})
+        for event in events:
+            gate.feed(event)
+        self.assertEqual(gate.finish()["status"], "blocked")
+        self.assertEqual(vts.validate_envelope({"profile": PROFILE, "tool_schemas": {},
+                                                "events": load_fixture(prefix + ".json")[1]["events"]})["status"],
+                         "not_applicable")
 
 
 def documented_loop(events):
