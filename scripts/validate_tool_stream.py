@@ -8973,9 +8973,22 @@ _AGUI_PLACEHOLDER = "Forwarded to client"   # CopilotKit's isFrontendPlaceholder
 _AGUI_HOSTED = "backend_tool"               # how hosted_tools counts a call the backend answered itself
 
 
+# What JavaScript's String.prototype.trim removes (WhiteSpace, LineTerminator): not Python's str.strip(), which
+# also removes U+001C..U+001F and NEL but keeps U+FEFF.
+_AGUI_JS_SPACE = "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
 def _agui_placeholder(content: Any) -> bool:
-    """Whether a result's content is CopilotKit's placeholder (a string; AG-UI 1.0 also allows a list of parts)."""
-    return isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER
+    """Whether a result's content is CopilotKit's placeholder, read as its normalizeToolResultContent reads it: a
+    string trimmed; a list (AG-UI 1.0's content parts) as its string items and the string `text` of its objects,
+    joined and trimmed; an object by its string `text`, trimmed."""
+    if isinstance(content, list):
+        content = "".join(part if isinstance(part, str) else part["text"] for part in content
+                          if isinstance(part, str) or isinstance(part, dict) and isinstance(part.get("text"), str))
+    elif isinstance(content, dict) and isinstance(content.get("text"), str):
+        content = content["text"]
+    return isinstance(content, str) and content.strip(_AGUI_JS_SPACE) == _AGUI_PLACEHOLDER
 
 
 def _agui_number(value: Any) -> bool:
@@ -9595,7 +9608,7 @@ def _redact_agui_messages(messages: Any) -> Any:
             continue
         kept = {}
         for key, value in message.items():
-            placeholder = key == "content" and isinstance(value, str) and value.strip() == _AGUI_PLACEHOLDER
+            placeholder = key == "content" and _agui_placeholder(value)
             named = key in _AGUI_SNAPSHOT_KEEP and isinstance(value, str)
             kept[key] = value if key == "toolCalls" or placeholder or named else _neutral(value, _AGUI_SNAPSHOT_KEEP)
         out.append(kept)
@@ -9615,8 +9628,7 @@ def _redact_agui_event(event: Any) -> Any:
             out[key] = value
         elif key == "delta" and kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
             out[key] = value
-        elif key == "content" and kind == "TOOL_CALL_RESULT" and isinstance(value, str) \
-                and value.strip() == _AGUI_PLACEHOLDER:
+        elif key == "content" and kind == "TOOL_CALL_RESULT" and _agui_placeholder(value):
             out[key] = value
         elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
             out[key] = _redact_agui_messages(value)
