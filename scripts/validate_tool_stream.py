@@ -9844,12 +9844,15 @@ class _RealtimeItem(_Record):
 class _RealtimeState(_Record):
     """Translation state: the response's items by id, in order, and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "response_id")
+    __slots__ = ("opening", "ending", "items", "response_id", "order", "indexed", "by_call_id")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _REALTIME_ENDING
         self.items: dict[str, _RealtimeItem] = {}
+        self.order: list[_RealtimeItem] = []      # the items in the order they were added
+        self.indexed = 0                          # how many of them by_call_id holds
+        self.by_call_id: dict[str, list[_RealtimeItem]] = {}   # function_call items by call_id
         self.response_id: str | None = None       # response.created's response.id, when it names one
 
 
@@ -9953,7 +9956,11 @@ def _realtime_item_of(pos: int, kind: str, event: dict, state: _RealtimeState) -
     without item_id names its call by call_id (xAI's .done carries call_id, name and arguments only)."""
     item_id, call_id = event.get("item_id"), event.get("call_id")
     if item_id is None and kind in _REALTIME_ARGUMENT_EVENTS and isinstance(call_id, str) and call_id:
-        found = [item for item in state.items.values() if item.kind == "function_call" and item.call_id == call_id]
+        for item in state.order[state.indexed:]:   # (each item indexed once: no scan per event)
+            if item.kind == "function_call" and isinstance(item.call_id, str):
+                state.by_call_id.setdefault(item.call_id, []).append(item)
+        state.indexed = len(state.order)
+        found = state.by_call_id.get(call_id, [])
         if len(found) == 1:
             return found[0], []
     if not isinstance(item_id, str) or not item_id:
@@ -10010,6 +10017,7 @@ def _realtime_item_added(pos: int, body: dict, state: _RealtimeState) -> Iterato
         return
     index = len(state.items)
     state.items[item_id] = item = _RealtimeItem(None, index)
+    state.order.append(item)
     if item_type in _REALTIME_TEXT_ITEMS:
         item.kind = item_type
     elif item_type in _REALTIME_HOSTED_ITEMS:
