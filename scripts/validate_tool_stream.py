@@ -8996,9 +8996,22 @@ _AGUI_PLACEHOLDER = "Forwarded to client"   # CopilotKit's isFrontendPlaceholder
 _AGUI_HOSTED = "backend_tool"               # how hosted_tools counts a call the backend answered itself
 
 
+# What JavaScript's String.prototype.trim removes (WhiteSpace, LineTerminator): not Python's str.strip(), which
+# also removes U+001C..U+001F and NEL but keeps U+FEFF.
+_AGUI_JS_SPACE = "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
 def _agui_placeholder(content: Any) -> bool:
-    """Whether a result's content is CopilotKit's placeholder (a string; AG-UI 1.0 also allows a list of parts)."""
-    return isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER
+    """Whether a result's content is CopilotKit's placeholder, read as its normalizeToolResultContent reads it: a
+    string trimmed; a list (AG-UI 1.0's content parts) as its string items and the string `text` of its objects,
+    joined and trimmed; an object by its string `text`, trimmed."""
+    if isinstance(content, list):
+        content = "".join(part if isinstance(part, str) else part["text"] for part in content
+                          if isinstance(part, str) or isinstance(part, dict) and isinstance(part.get("text"), str))
+    elif isinstance(content, dict) and isinstance(content.get("text"), str):
+        content = content["text"]
+    return isinstance(content, str) and content.strip(_AGUI_JS_SPACE) == _AGUI_PLACEHOLDER
 
 
 def _agui_number(value: Any) -> bool:
@@ -9618,7 +9631,7 @@ def _redact_agui_messages(messages: Any) -> Any:
             continue
         kept = {}
         for key, value in message.items():
-            placeholder = key == "content" and isinstance(value, str) and value.strip() == _AGUI_PLACEHOLDER
+            placeholder = key == "content" and _agui_placeholder(value)
             named = key in _AGUI_SNAPSHOT_KEEP and isinstance(value, str)
             kept[key] = value if key == "toolCalls" or placeholder or named else _neutral(value, _AGUI_SNAPSHOT_KEEP)
         out.append(kept)
@@ -9638,8 +9651,7 @@ def _redact_agui_event(event: Any) -> Any:
             out[key] = value
         elif key == "delta" and kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
             out[key] = value
-        elif key == "content" and kind == "TOOL_CALL_RESULT" and isinstance(value, str) \
-                and value.strip() == _AGUI_PLACEHOLDER:
+        elif key == "content" and kind == "TOOL_CALL_RESULT" and _agui_placeholder(value):
             out[key] = value
         elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
             out[key] = _redact_agui_messages(value)
@@ -9855,12 +9867,15 @@ class _RealtimeItem(_Record):
 class _RealtimeState(_Record):
     """Translation state: the response's items by id, in order, and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "response_id")
+    __slots__ = ("opening", "ending", "items", "response_id", "order", "indexed", "by_call_id")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _REALTIME_ENDING
         self.items: dict[str, _RealtimeItem] = {}
+        self.order: list[_RealtimeItem] = []      # the items in the order they were added
+        self.indexed = 0                          # how many of them by_call_id holds
+        self.by_call_id: dict[str, list[_RealtimeItem]] = {}   # function_call items by call_id
         self.response_id: str | None = None       # response.created's response.id, when it names one
 
 
@@ -9964,7 +9979,11 @@ def _realtime_item_of(pos: int, kind: str, event: dict, state: _RealtimeState) -
     without item_id names its call by call_id (xAI's .done carries call_id, name and arguments only)."""
     item_id, call_id = event.get("item_id"), event.get("call_id")
     if item_id is None and kind in _REALTIME_ARGUMENT_EVENTS and isinstance(call_id, str) and call_id:
-        found = [item for item in state.items.values() if item.kind == "function_call" and item.call_id == call_id]
+        for item in state.order[state.indexed:]:   # (each item indexed once: no scan per event)
+            if item.kind == "function_call" and isinstance(item.call_id, str):
+                state.by_call_id.setdefault(item.call_id, []).append(item)
+        state.indexed = len(state.order)
+        found = state.by_call_id.get(call_id, [])
         if len(found) == 1:
             return found[0], []
     if not isinstance(item_id, str) or not item_id:
@@ -10021,6 +10040,7 @@ def _realtime_item_added(pos: int, body: dict, state: _RealtimeState) -> Iterato
         return
     index = len(state.items)
     state.items[item_id] = item = _RealtimeItem(None, index)
+    state.order.append(item)
     if item_type in _REALTIME_TEXT_ITEMS:
         item.kind = item_type
     elif item_type in _REALTIME_HOSTED_ITEMS:

@@ -556,5 +556,31 @@ class SdkEvents(unittest.TestCase):
         self.assertEqual(code_set(gate.finish()), {"delta_after_terminal"})
 
 
+class ThePlaceholderAsCopilotKitReadsIt(unittest.TestCase):
+    """CopilotKit's normalizeToolResultContent: a string trimmed as JavaScript trims; content parts joined by their
+    string items and `text`, then trimmed. A result it reads as the placeholder leaves the call the UI's."""
+
+    def test_content_parts_and_javascript_white_space(self):
+        for content in ([{"type": "text", "text": "Forwarded to client"}],
+                        [{"type": "text", "text": "Forwarded "}, "to client", {"type": "image", "url": "u"}],
+                        "\ufeffForwarded to client\u3000"):
+            with self.subTest(content=content):
+                report = judge([STARTED] + call("b1", "g") + [result("b1", content)] + call() + [FINISHED])
+                self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {}))
+                self.assertEqual([c["id"] for c in report["calls"]], ["b1", "call_1"])
+
+    def test_what_javascript_does_not_trim_is_a_result(self):
+        for content in ("Forwarded to client\x1f", "\x85Forwarded to client", [{"type": "text", "text": "Forwarded"}]):
+            with self.subTest(content=content):
+                report = judge([STARTED] + call("b1", "g") + [result("b1", content)] + call() + [FINISHED])
+                self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {"backend_tool": 1}))
+
+    def test_capture_keeps_a_placeholder_of_parts(self):
+        turn = [STARTED] + call("b1", "g") + [result("b1", [{"type": "text", "text": "Forwarded to client"}])] \
+            + call() + [FINISHED]
+        envelope, _ = vts.sse_to_envelope(sse(turn), "ag-ui", SCHEMAS)
+        self.assertEqual([c["id"] for c in vts.validate_envelope(envelope)["calls"]], ["b1", "call_1"])
+
+
 if __name__ == "__main__":
     unittest.main()

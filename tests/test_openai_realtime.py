@@ -692,5 +692,36 @@ class OpenaiPythonRealtimeClient(unittest.TestCase):
                 self.assertEqual(sdk_verdict(gate.finish()), sdk_verdict(vts.validate_envelope(doc)))
 
 
+class BoundedWork(unittest.TestCase):
+    """An arguments event that names its call by call_id alone (xAI's .done) is looked up in an index built once
+    per item, not by a scan of every item: n such events over n items cost about n steps, not n squared."""
+
+    class Counted(dict):
+        visited = 0
+
+        def values(self):
+            for value in super().values():
+                type(self).visited += 1
+                yield value
+
+    def test_calls_named_by_call_id_are_found_without_a_scan_per_event(self):
+        n = 300
+        gate = vts.StreamGate("openai-realtime", {"f": {"type": "object"}}, limits=vts.Limits(max_calls=4 * n))
+        gate._normalizer.state.items = self.Counted()
+        gate.feed(created())
+        for i in range(n):
+            gate.feed(ev("response.output_item.added", response_id="resp_1", output_index=i,
+                         item=item(f"item_{i}", f"call_{i}")))
+        for i in range(n):
+            gate.feed(ev("response.function_call_arguments.done", call_id=f"call_{i}", name="f", arguments="{}"))
+        for i in range(n):
+            gate.feed(ev("response.output_item.done", response_id="resp_1", output_index=i,
+                         item=item(f"item_{i}", f"call_{i}", "f", "{}", "completed")))
+        gate.feed(done())
+        report = gate.finish()
+        self.assertEqual((report["status"], len(report["calls"])), ("pass", n))
+        self.assertLess(self.Counted.visited, 4 * n)
+
+
 if __name__ == "__main__":
     unittest.main()
