@@ -8974,7 +8974,11 @@ _AGUI_HOSTED = "backend_tool"               # how hosted_tools counts a call the
 
 
 def _agui_placeholder(content: Any) -> bool:
-    """Whether a result's content is CopilotKit's placeholder (a string; AG-UI 1.0 also allows a list of parts)."""
+    """Whether a result's content is CopilotKit's placeholder: a string, or (AG-UI 1.0) a list of parts whose strings
+    and parts' "text" strings joined say it, as normalizeToolResultContent reads it (trimmed)."""
+    if isinstance(content, list):
+        content = "".join(part if isinstance(part, str) else part["text"] for part in content
+                          if isinstance(part, str) or isinstance(part, dict) and isinstance(part.get("text"), str))
     return isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER
 
 
@@ -9092,7 +9096,7 @@ class _AguiState(_Record):
     calls (the call ids by message id: the UI's list may lose a message by its id), what
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
-    __slots__ = ("opening", "ending", "calls", "open", "answers", "messages", "steps", "mode", "pending",
+    __slots__ = ("opening", "ending", "calls", "open", "answers", "shown", "messages", "steps", "mode", "pending",
                  "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
@@ -9101,6 +9105,9 @@ class _AguiState(_Record):
         self.calls: dict[str, _AguiCall] = {}
         self.open: set[str] = set()
         self.answers: dict[Any, list[str]] = {}
+        # The messages a snapshot or RUN_STARTED's input showed the UI holding, by id -> (role, the call a tool message
+        # answers): the UI may have held them before the run (see _agui_counts)
+        self.shown: dict[str, tuple[Any, Any]] = {}
         self.messages: set[str] = set()
         self.steps: set[str] = set()
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
@@ -9207,6 +9214,15 @@ def _agui_key(message_id: Any) -> str | None:
     return message_id if isinstance(message_id, str) else None
 
 
+def _agui_counts(state: _AguiState, message_id: Any, call_id: str) -> bool:
+    """Whether a tool message under message_id may answer call_id.  CopilotKit reads the answers among the run's new
+    messages only: @ag-ui/client's runAgent leaves out every message whose id the UI held before the run, so a result
+    under the id of a message the UI held (one that RUN_STARTED's input or a snapshot showed, other than this same
+    answer) answers nothing there, and the frontend tool runs.  Which of those messages the UI held before the run the
+    stream cannot tell, so none of them may be reused."""
+    return state.shown.get(message_id, ("tool", call_id)) == ("tool", call_id)
+
+
 def _agui_answered(state: _AguiState) -> set[str]:
     """The calls a tool message in the UI's list answers."""
     return {call_id for call_ids in state.answers.values() for call_id in call_ids}
@@ -9288,7 +9304,8 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
         if not isinstance(message, dict):
             continue
         if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
-                and not _agui_placeholder(message.get("content")):
+                and not _agui_placeholder(message.get("content")) \
+                and _agui_counts(state, message.get("id"), message["toolCallId"]):
             answers.setdefault(_agui_key(message.get("id")), []).append(message["toolCallId"])
         calls = message.get("toolCalls") if message.get("role") == "assistant" else None
         for call in calls if isinstance(calls, list) else ():
@@ -9304,10 +9321,18 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
                                   f"{_token(name)}, not {_token(streamed.name)}: the UI would run the snapshot's tool")
             if streamed is not None and isinstance(text, str):
                 streamed.restated = (pos, text)
+    for message in messages:
+        if isinstance(message, dict) and isinstance(message.get("id"), str):
+            role = message.get("role")
+            state.shown[message["id"]] = (role, message.get("toolCallId") if role == "tool" else None)
     if replace:
         state.answers = answers
     for message_id, call_ids in answers.items() if not replace else ():
-        state.answers.setdefault(message_id, []).extend(call_ids)
+        # the input's messages are those the UI held before the run, unless the backend added some: its tool message
+        # answers a call only where its own assistant message holds it (a call the run starts anew is a new message)
+        held = [call_id for call_id in call_ids if call_id in offered]
+        if held:
+            state.answers.setdefault(message_id, []).extend(held)
     answered = {call_id for call_ids in answers.values() for call_id in call_ids}
     unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
     if unseen:
@@ -9428,7 +9453,7 @@ def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
 
 
 def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    if not _agui_placeholder(event["content"]):
+    if not _agui_placeholder(event["content"]) and _agui_counts(state, event["messageId"], event["toolCallId"]):
         state.answers.setdefault(event["messageId"], []).append(event["toolCallId"])
     return iter(())
 
@@ -9595,7 +9620,7 @@ def _redact_agui_messages(messages: Any) -> Any:
             continue
         kept = {}
         for key, value in message.items():
-            placeholder = key == "content" and isinstance(value, str) and value.strip() == _AGUI_PLACEHOLDER
+            placeholder = key == "content" and _agui_placeholder(value)
             named = key in _AGUI_SNAPSHOT_KEEP and isinstance(value, str)
             kept[key] = value if key == "toolCalls" or placeholder or named else _neutral(value, _AGUI_SNAPSHOT_KEEP)
         out.append(kept)
@@ -9615,8 +9640,7 @@ def _redact_agui_event(event: Any) -> Any:
             out[key] = value
         elif key == "delta" and kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
             out[key] = value
-        elif key == "content" and kind == "TOOL_CALL_RESULT" and isinstance(value, str) \
-                and value.strip() == _AGUI_PLACEHOLDER:
+        elif key == "content" and kind == "TOOL_CALL_RESULT" and _agui_placeholder(value):
             out[key] = value
         elif key == "messages" and kind == "MESSAGES_SNAPSHOT":
             out[key] = _redact_agui_messages(value)

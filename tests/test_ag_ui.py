@@ -132,6 +132,39 @@ class WhoseCallItIs(unittest.TestCase):
                 report = judge([STARTED] + call() + [result(content=content), FINISHED])
                 self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {}))
         self.assertEqual(judge([STARTED] + call() + [result(content="forwarded to client"), FINISHED])["calls"], [])
+        parts = [{"type": "text", "text": " Forwarded "}, {"type": "text", "text": "to client "}]   # joined, trimmed
+        report = judge([STARTED] + call() + [result(content=parts), FINISHED])
+        self.assertEqual((report["status"], report["hosted_tools"]), ("pass", {}))
+
+    def test_a_result_under_the_id_of_a_message_the_ui_may_have_held_answers_nothing(self):
+        held = {"id": "msg_r", "role": "user", "content": "hi"}
+        echo = dict(STARTED, input=dict(RUN, messages=[held], tools=[], context=[], state={}, forwardedProps={}))
+        snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [held]}
+        for first in (echo, STARTED):
+            for before in ([], [snapshot]):
+                with self.subTest(echo=first is echo, snapshot=bool(before)):
+                    report = judge([first] + before + call() + [result(), FINISHED])
+                    held_before = first is echo or bool(before)
+                    self.assertEqual((report["status"], report["hosted_tools"]),
+                                     ("pass", {}) if held_before else ("not_applicable", {"backend_tool": 1}))
+        same = {"id": "msg_r", "role": "tool", "toolCallId": "call_1", "content": "done"}   # the same answer again
+        report = judge([STARTED] + call() + [{"type": "MESSAGES_SNAPSHOT", "messages": [same]}, result(), FINISHED])
+        self.assertEqual(report["hosted_tools"], {"backend_tool": 1})
+        report = judge([STARTED, snapshot] + call() + [{"type": "MESSAGES_SNAPSHOT", "messages": [same]}, FINISHED])
+        self.assertEqual(report["hosted_tools"], {})   # the snapshot's answer under the held id counts no more
+        # LangGraph names the call's parent message and its result by the tool message's id: both new, an answer
+        report = judge([STARTED, start(parentMessageId="msg_r"), args(), end(), result(), FINISHED])
+        self.assertEqual(report["hosted_tools"], {"backend_tool": 1})
+
+    def test_the_inputs_tool_message_answers_only_a_call_the_input_holds(self):
+        answer = {"id": "t", "role": "tool", "toolCallId": "call_1", "content": "x"}
+        owner = {"id": "a", "role": "assistant", "toolCalls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}]}
+        for messages, hosted in (([answer], {}), ([owner, answer], {"backend_tool": 1})):
+            with self.subTest(messages=len(messages)):
+                echo = dict(STARTED, input=dict(RUN, messages=messages, tools=[], context=[], state={},
+                                                forwardedProps={}))
+                self.assertEqual(judge([echo] + call() + [FINISHED])["hosted_tools"], hosted)
 
     def test_an_activity_snapshot_in_the_place_of_the_result(self):
         activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "msg_r", "activityType": "PLAN", "content": {}}
