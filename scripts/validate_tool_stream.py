@@ -8982,35 +8982,39 @@ def _agui_placeholder(content: Any) -> bool:
     return isinstance(content, str) and content.strip() == _AGUI_PLACEHOLDER
 
 
-def _agui_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _agui_integer(value: Any) -> bool:
+    """A JavaScript safe integer, as zod's z.int() takes the number JSON.parse made (1.0 reads as 1)."""
+    return (type(value) is int or type(value) is float and value.is_integer()) and abs(value) <= 2 ** 53 - 1
 
 
 # What each member kind accepts (present: whether the member is there).  zod's .optional() refuses null;
-# parentMessageId and RUN_FINISHED.outcome alone take null as absent (events.ts says why).
+# parentMessageId and RUN_FINISHED.outcome alone take null as absent (the 1.0 client's compatibility boundary drops
+# such a null before its schema reads the event).
 _AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
     "str": lambda present, value: type(value) is str,
     "str?": lambda present, value: not present or type(value) is str,
     "str~": lambda present, value: value is None or type(value) is str,
-    "any": lambda present, value: True,
+    "any": lambda present, value: present,
     "list": lambda present, value: type(value) is list,
     "str|list": lambda present, value: type(value) in (str, list),
     "object": lambda present, value: type(value) is dict,
     "object~": lambda present, value: value is None or type(value) is dict,
     "object?": lambda present, value: not present or type(value) is dict,
     "bool?": lambda present, value: not present or type(value) is bool,
-    "number?": lambda present, value: not present or _agui_number(value),
+    "int?": lambda present, value: not present or _agui_integer(value),
     "role?": lambda present, value: not present or type(value) is str and value in _AGUI_TEXT_ROLES,
     "tool?": lambda present, value: not present or value == "tool",
     "reasoning": lambda present, value: value == "reasoning",
     "subtype": lambda present, value: value in ("tool-call", "message"),
 })
 
-# Every event type of AG-UI 1.0 (@ag-ui/core events.ts EventSchemas; the python SDK's ag_ui.core Event union)
-# but the subagent events, and the members its schema checks, beside the base members every event may carry.
-# A type not here is refused: the THINKING_* events were removed in 1.0 (REASONING_* replace them), and
-# SUBAGENT_STARTED, SUBAGENT_FINISHED and SUBAGENT_ERROR (new in 1.0) are not reviewed.
-_AGUI_BASE = (("timestamp", "number?"), ("metadata", "object?"))
+# Every event type @ag-ui/client 1.0.0 takes (@ag-ui/core 1.0.0 generated/schemas.ts EventSchema; the python SDK's
+# ag_ui.core Event union), and the members its schema checks, beside the base members every event may carry
+# (subagentRunId attributes an event to a subagent; verifyEvents refuses it null on any event).  The THINKING_*
+# events left the protocol in 1.0, but the client's always-on compatibility boundary
+# (middleware/compatibility-boundary.ts) still turns them into the REASONING_* events that replace them: a backend
+# that sends them is read as the client reads it.  A type not here is refused.
+_AGUI_BASE = (("timestamp", "int?"), ("metadata", "object?"), ("subagentRunId", "str?"))
 _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "RUN_STARTED": (("threadId", "str"), ("runId", "str"), ("parentRunId", "str?")),
     "RUN_FINISHED": (("threadId", "str"), ("runId", "str"), ("outcome", "object~")),
@@ -9043,17 +9047,27 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "REASONING_MESSAGE_CHUNK": (("messageId", "str?"), ("delta", "str?")),
     "REASONING_END": (("messageId", "str"),),
     "REASONING_ENCRYPTED_VALUE": (("subtype", "subtype"), ("entityId", "str"), ("encryptedValue", "str")),
+    "THINKING_START": (), "THINKING_END": (), "THINKING_TEXT_MESSAGE_START": (), "THINKING_TEXT_MESSAGE_END": (),
+    "THINKING_TEXT_MESSAGE_CONTENT": (("delta", "str"),),
+    "SUBAGENT_STARTED": (("subagentRunId", "str"), ("name", "str"), ("description", "str?"),
+                         ("parentSubagentRunId", "str?"), ("parentToolCallId", "str?"), ("parentMessageId", "str?")),
+    "SUBAGENT_FINISHED": (("subagentRunId", "str"), ("outcome", "object?")),
+    "SUBAGENT_ERROR": (("subagentRunId", "str"), ("message", "str"), ("code", "str?")),
 })
 _AGUI_KINDS_SAID = MappingProxyType({
     "str": "a string", "str?": "a string when given", "str~": "a string or null", "any": "any value",
     "list": "a list", "str|list": "a string or a list of parts", "object": "an object",
     "object~": "an object or null", "object?": "an object when given",
-    "bool?": "a boolean when given", "number?": "a number when given", "role?": "a text message role",
+    "bool?": "a boolean when given", "int?": "an integer when given", "role?": "a text message role",
     "tool?": "\"tool\" when given", "reasoning": "\"reasoning\"", "subtype": "\"tool-call\" or \"message\""})
-_AGUI_REMOVED = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START",
-                           "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"})
-# Events the chunk expansion passes through without closing a pending chunk call (transform.ts).
-_AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE"})
+# Events the chunk expansion passes through without closing a pending chunk call (@ag-ui/client 1.0.0
+# chunks/transform.ts).  It keeps one pending chunk stream per lane, the parent agent's and one per subagentRunId: an
+# event closes only its own lane's stream (the run's events and MESSAGES_SNAPSHOT close every lane), and a subagent's
+# SUBAGENT_FINISHED or SUBAGENT_ERROR only the subagent's.  The room expands the parent's lane alone (a chunk with a
+# subagentRunId is refused), so an event of a subagent's lane passes it by.
+_AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE",
+                                "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+_AGUI_ALL_LANES = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
 _AGUI_CHUNK_MODES = MappingProxyType({"TEXT_MESSAGE_CHUNK": "text", "TOOL_CALL_CHUNK": "tool",
                                       "REASONING_MESSAGE_CHUNK": "reasoning"})
 
@@ -9096,8 +9110,8 @@ class _AguiState(_Record):
     calls (the call ids by message id: the UI's list may lose a message by its id), what
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
-    __slots__ = ("opening", "ending", "calls", "open", "answers", "shown", "messages", "steps", "mode", "pending",
-                 "finished", "handed", "limit")
+    __slots__ = ("opening", "ending", "calls", "open", "answers", "shown", "messages", "steps", "subagents", "mode",
+                 "pending", "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
         self.opening = "new"        # see _OPENING
@@ -9110,6 +9124,7 @@ class _AguiState(_Record):
         self.shown: dict[str, tuple[Any, Any]] = {}
         self.messages: set[str] = set()
         self.steps: set[str] = set()
+        self.subagents: dict[str, bool] = {}   # subagentRunId -> whether it is still active (False: it ended)
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
         self.pending: str | None = None  # its message or call id
         self.finished: int | None = None  # position of RUN_FINISHED
@@ -9127,17 +9142,21 @@ class AguiNormalizer:
         kind = _wire_str(event.get("type")) if isinstance(event, dict) else None
         if kind not in _AGUI_SCHEMAS:
             what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
-            why = (" (removed in AG-UI 1.0: REASONING_* events replace it)" if kind in _AGUI_REMOVED else
-                   " (@ag-ui/client's schema refuses it and rejects the run)")
-            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer{why}"),)
+            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer (@ag-ui/client's "
+                                "schema refuses it and rejects the run)"),)
         wrong = _agui_schema_problem(kind, event)
+        if wrong is None and kind in _AGUI_CHUNK_MODES and "subagentRunId" in event:
+            wrong = (f"event {kind} of a subagent (subagentRunId): @ag-ui/client expands a subagent's chunks in a lane "
+                     "of their own, which this room does not follow")
         if wrong is not None:
             return (WireProblem(pos, UNSUPPORTED_EVENT, wrong),)
         return self._translate(pos, kind, event)
 
     def _translate(self, pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
         state = self.state
-        if kind not in _AGUI_PASS_THROUGH and state.mode is not None and _AGUI_CHUNK_MODES.get(kind) != state.mode:
+        lane = kind in _AGUI_ALL_LANES or "subagentRunId" not in event   # the parent agent's (see _AGUI_PASS_THROUGH)
+        if lane and kind not in _AGUI_PASS_THROUGH and state.mode is not None \
+                and _AGUI_CHUNK_MODES.get(kind) != state.mode:
             yield from _agui_close_pending(pos, state)
         yield from _AGUI_ROOM.read(pos, "event " + kind, event, state)   # so a message starts in lower case
 
@@ -9360,7 +9379,8 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
         yield WireProblem(pos, DUPLICATE_TERMINAL, "second RUN_FINISHED (@ag-ui/client rejects the run)")
         return
     state.finished = pos
-    for what, names in (("steps", state.steps), ("text messages", state.messages)):
+    active = {name for name, running in state.subagents.items() if running}
+    for what, names in (("steps", state.steps), ("text messages", state.messages), ("subagents", active)):
         if names:
             yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED while {len(names)} {what} are still open "
                               "(@ag-ui/client rejects the run)")
@@ -9508,6 +9528,31 @@ def _agui_activity_snapshot(pos: int, kind: str, event: dict, state: _AguiState)
     return iter(())
 
 
+def _agui_subagent(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """verifyEvents on subagents (1.0): a subagentRunId is one invocation, started once and ended once (by
+    SUBAGENT_FINISHED or SUBAGENT_ERROR, which lets the run go on); a parent named must have started in the run.  Its
+    events carry no call (the calls a subagent makes are TOOL_CALL_* events tagged with its id, read as any)."""
+    name, parent = event["subagentRunId"], event.get("parentSubagentRunId")
+    if kind == "event SUBAGENT_STARTED":
+        wrong = ("was started before in this run" if name in state.subagents else
+                 f"names a parent {_quoted(parent)} not started in this run"
+                 if parent is not None and parent not in state.subagents else None)
+        state.subagents[name] = True
+    else:
+        wrong = None if state.subagents.get(name) else "is not active"
+        state.subagents[name] = False
+        outcome = event.get("outcome")
+        pending = outcome.get("interruptIds", []) if isinstance(outcome, dict) else []
+        if outcome is not None and (outcome.get("type") not in ("success", "suspended")
+                                    or not isinstance(pending, list) or not all(type(e) is str for e in pending)):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} outcome is {_describe(outcome)}, not {{\"type\": "
+                              "\"success\"} nor {\"type\": \"suspended\"} with its interruptIds (@ag-ui/client's schema "
+                              "refuses it and rejects the run)")
+    if wrong is not None:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for subagent {_quoted(name)}, which {wrong} (@ag-ui/client "
+                          "rejects the run)")
+
+
 def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     name = event["stepName"]
     if kind == "event STEP_STARTED":
@@ -9538,7 +9583,8 @@ _AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingPro
     "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
     "ACTIVITY_SNAPSHOT": _agui_activity_snapshot,
     **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
-    **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step)})
+    **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step),
+    **dict.fromkeys(("SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"), _agui_subagent)})
 _AGUI_ROOM = _EventRoom(
     start="event RUN_STARTED", ending=_AGUI_ENDING, steps={"event RUN_FINISHED": "finish", "event RUN_ERROR": "error"},
     other="event", handlers={"event " + kind: handler for kind, handler in _AGUI_HANDLERS.items()})
