@@ -9545,9 +9545,9 @@ def _agui_subagent(pos: int, kind: str, event: dict, state: _AguiState) -> Itera
         pending = outcome.get("interruptIds", []) if isinstance(outcome, dict) else []
         if outcome is not None and (outcome.get("type") not in ("success", "suspended")
                                     or not isinstance(pending, list) or not all(type(e) is str for e in pending)):
-            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} outcome is {_describe(outcome)}, not {{\"type\": "
-                              "\"success\"} nor {\"type\": \"suspended\"} with its interruptIds (@ag-ui/client's schema "
-                              "refuses it and rejects the run)")
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} outcome is {_describe(outcome)}, not "
+                              "{\"type\": \"success\"} nor {\"type\": \"suspended\"} with its interruptIds "
+                              "(@ag-ui/client's schema refuses it and rejects the run)")
     if wrong is not None:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for subagent {_quoted(name)}, which {wrong} (@ag-ui/client "
                           "rejects the run)")
