@@ -791,6 +791,11 @@ def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
     return value
 
 
+def _sse_data_payload(event: _SseEvent, _: Any = None) -> dict:
+    """_sse_payload for a client that reads data: lines only: the event's name is not read, so not compared."""
+    return _sse_payload(_SseEvent(event.line, event.data_lines, None, event.data))
+
+
 def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
     """The payloads of a body that is one JSON list."""
     try:
@@ -2266,11 +2271,13 @@ class CaptureRules(_FrozenRecord):
                          starts (none when it is empty or None; a message it cannot read: raise, it is skipped).
                          None: a message whose tools the row's RequestRules read (a non-empty list) becomes the
                          request, any other leaves it (the tools last configured stay: a session's)
+      sse_names          whether the room's clients read an SSE event's event: name (then it must match the
+                         payload's type); False: they read its data: lines only, so a name is not read at all
     """
 
     __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
                  "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response",
-                 "socket_turns", "session_request")
+                 "socket_turns", "session_request", "sse_names")
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
@@ -2281,7 +2288,7 @@ class CaptureRules(_FrozenRecord):
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape,
                  socket_turns: Callable[[list], list] | None = None,
-                 session_request: Callable[[tuple, Any], tuple] | None = None) -> None:
+                 session_request: Callable[[tuple, Any], tuple] | None = None, sse_names: bool = True) -> None:
         _freeze(self, locals())
 
 
@@ -9793,7 +9800,8 @@ AGUI = Profile(
     request=RequestRules(choice=_choice_agui, parallel_instead=" (AG-UI's RunAgentInput has no such control)",
                          tools=_agui_request_tools, expand_tool=_agui_tool, tool_entry=_agui_tool_entry),
     capture=CaptureRules(family="ag-ui", claims=_agui_claims, redact=_redact_agui_event,
-                         check_sse_text=(_agui_check_sse,), stream_error=_agui_stream_error),
+                         check_sse_text=(_agui_check_sse,), stream_error=_agui_stream_error,
+                         sse_names=False),   # @ag-ui/client's SSE reader takes data: lines only
     http=HttpRules(api_path=r"/", frame=_agui_frame, api_example="/", tools_shape=_agui_tools,
                    request_body=_agui_request_body, errors=_AGUI_ERRORS,
                    framings=frozenset({"comments", "ids", "utf8"})))   # no crlf: the client splits at "\n\n"
@@ -11272,7 +11280,8 @@ def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
 
 def _sse_checks(row: Profile, check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
     """An SSE event's (its context is the event): strict JSON, the profile's shape, the room's event checks."""
-    stages: list[Callable[[Any, Any], Any]] = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+    read = _sse_payload if row.capture.sse_names else _sse_data_payload
+    stages: list[Callable[[Any, Any], Any]] = [read, lambda payload, event: check_shape(payload, event.line)]
     if row.capture.check_sse_events is not None:
         stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
     return stages
@@ -19035,7 +19044,8 @@ class _SseCapture:
         self.row, self.redact = row, redact
         self.state = _SseState()
         self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
-                                             lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
+                                             lambda data, name: _sse_payload(_SseEvent(
+                                                 0, (0,), name if row.capture.sse_names else None, data)))
         self.check_shape = check_shape = _shape_stage(row)
         self.stages = _sse_checks(row, check_shape)
         self.stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data,

@@ -488,6 +488,24 @@ class Capture(unittest.TestCase):
         envelope, _ = vts.sse_to_envelope(body, "ag-ui", SCHEMAS)
         self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
 
+    def test_event_names_are_not_read(self):
+        """@ag-ui/client's SSE reader (and the Rust client's) takes data: lines only, so an event: name, which the Go
+        SDK's SSEWriter.WriteEventWithType writes (WriteErrorEvent: "event: error" over a CUSTOM event) and the Dart
+        SDK's fixtures carry ("event: message"), is not read: the verdict is the payloads'."""
+        named = sse(self.TURN).replace(b"data: ", b"event: message\ndata: ")
+        envelope, _ = vts.sse_to_envelope(named, "ag-ui", SCHEMAS)
+        self.assertEqual(vts.validate_envelope(envelope)["status"], "pass")
+        go_error = b'event: error\nid: CUSTOM_1\ndata: {"type":"CUSTOM","timestamp":1,"data":{"error":true}}\n\n'
+        body = sse(self.TURN[:1]) + go_error + sse(self.TURN[1:])
+        envelope, _ = vts.sse_to_envelope(body, "ag-ui", SCHEMAS)
+        report = vts.validate_envelope(envelope)
+        self.assertEqual((codes(report), places(report)), (["unsupported_event"], [1]))   # CUSTOM needs its name
+        for piece in (5, len(body)):
+            gate = vts.StreamGate("ag-ui", SCHEMAS)
+            for k in range(0, len(body), piece):
+                gate.feed_bytes(body[k:k + piece])
+            self.assertEqual(codes(gate.finish()), ["unsupported_event"])
+
     def test_the_request_is_a_run_agent_input(self):
         body = vts.PROFILES["ag-ui"].http.request_body({"f": SCHEMAS["f"]}, {})
         self.assertEqual(set(body), {"threadId", "runId", "state", "messages", "tools", "context", "forwardedProps"})
