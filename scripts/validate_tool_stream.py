@@ -9130,7 +9130,7 @@ class _AguiState(_Record):
         # answers): the UI may have held them before the run (see _agui_counts)
         self.shown: dict[str, tuple[Any, Any]] = {}
         self.messages: set[str] = set()
-        self.steps: set[str] = set()
+        self.steps: set[tuple[Any, str]] = set()   # (subagentRunId or None, stepName)
         self.subagents: dict[str, bool] = {}   # subagentRunId -> whether it is still active (False: it ended)
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
         self.pending: str | None = None  # its message or call id
@@ -9561,7 +9561,9 @@ def _agui_subagent(pos: int, kind: str, event: dict, state: _AguiState) -> Itera
 
 
 def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    name = event["stepName"]
+    """verifyEvents keeps each agent's steps apart (1.0): a step is its name within its subagentRunId (none: the
+    parent's)."""
+    name = (event.get("subagentRunId"), event["stepName"])
     if kind == "event STEP_STARTED":
         wrong = name in state.steps
         state.steps.add(name)

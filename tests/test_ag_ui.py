@@ -313,6 +313,14 @@ class TheClientsSchema(unittest.TestCase):
             with self.subTest(wrong=wrong):
                 self.assertIn("unsupported_event", codes(judge([STARTED, sub, wrong] + call() + [FINISHED])))
 
+    def test_a_subagents_steps_are_its_own(self):
+        step = {"type": "STEP_STARTED", "stepName": "plan"}
+        ended = {"type": "STEP_FINISHED", "stepName": "plan"}
+        theirs = [dict(step, subagentRunId="s1"), dict(ended, subagentRunId="s1")]
+        self.assertEqual(judge([STARTED, step] + theirs + [ended] + call() + [FINISHED])["status"], "pass")
+        report = judge([STARTED, step, theirs[1], ended] + call() + [FINISHED])
+        self.assertEqual((codes(report), places(report)), (["unexpected_event"], [2]))
+
     def test_a_subagents_lane(self):
         # an event of a subagent's lane leaves the parent's pending chunk call open, as the client's lanes do
         theirs = [dict(e, subagentRunId="s1") for e in text()]
