@@ -9118,7 +9118,7 @@ class _AguiState(_Record):
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
     __slots__ = ("opening", "ending", "calls", "open", "answers", "shown", "messages", "steps", "subagents", "mode",
-                 "pending", "finished", "handed", "limit")
+                 "pending", "parent", "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
         self.opening = "new"        # see _OPENING
@@ -9134,6 +9134,7 @@ class _AguiState(_Record):
         self.subagents: dict[str, bool] = {}   # subagentRunId -> whether it is still active (False: it ended)
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
         self.pending: str | None = None  # its message or call id
+        self.parent: str | None = None   # the parentMessageId the chunk that started the pending call gave
         self.finished: int | None = None  # position of RUN_FINISHED
         self.handed = False              # the calls went to the machine
         self.limit = limit               # argument characters kept per call (past it the call is over the limit)
@@ -9466,14 +9467,23 @@ def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
     call_id, name = event.get("toolCallId"), event.get("toolCallName")
     if state.mode == "tool" and call_id is not None and call_id != state.pending:
         yield from _agui_close_pending(pos, state)
+    parent = event.get("parentMessageId")
     if state.mode != "tool":
         if call_id is None or name is None:
             yield WireProblem(pos, MISSING_ID if call_id is None else MISSING_NAME, "a TOOL_CALL_CHUNK that starts a "
                               f"call has no {'toolCallId' if call_id is None else 'toolCallName'} (@ag-ui/client "
                               "rejects the run)")
             return
-        state.mode, state.pending = "tool", call_id
+        state.mode, state.pending, state.parent = "tool", call_id, parent
         yield from _agui_call_start(pos, call_id, name, state)
+    else:   # a continuation must agree with the chunk that opened the call (1.0's requireOpenerAgreement)
+        opener = state.calls.get(state.pending)
+        named = opener.name if opener is not None else name
+        for member, given, opened in (("toolCallName", name, named), ("parentMessageId", parent, state.parent)):
+            if given is not None and given != opened:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"a TOOL_CALL_CHUNK continuing call {_quoted(state.pending)} "
+                                  f"gives {member} {_quoted(given)}, not its first chunk's (@ag-ui/client rejects the "
+                                  "run)")
     delta = event.get("delta")
     if delta is not None:
         yield from _agui_call_args(pos, state.pending, delta, state)

@@ -385,6 +385,17 @@ class TheChunkForm(unittest.TestCase):
         report = judge([STARTED, chunk(toolCallId="c1", delta="{}"), FINISHED])
         self.assertEqual((codes(report), places(report)), (["missing_name"], [1]))
 
+    def test_a_continuation_agrees_with_the_first_chunk(self):
+        first = chunk(toolCallId="c1", toolCallName="g", parentMessageId="m1", delta="{")
+        for same in (chunk(toolCallId="c1", toolCallName="g", delta="}"), chunk(parentMessageId="m1", delta="}"),
+                     chunk(parentMessageId=None, delta="}")):
+            with self.subTest(same=same):
+                self.assertEqual(judge([STARTED, first, same, FINISHED])["status"], "pass")
+        for other in (chunk(toolCallId="c1", toolCallName="f", delta="}"), chunk(parentMessageId="m2", delta="}")):
+            with self.subTest(other=other):
+                report = judge([STARTED, first, other, FINISHED])
+                self.assertEqual((codes(report), places(report)), (["unexpected_event"], [2]))
+
     def test_a_chunk_call_and_a_start_of_the_same_id(self):
         report = judge([STARTED, chunk(toolCallId="c1", toolCallName="f", delta="{}"), start("c1"), end("c1"),
                         FINISHED])
