@@ -9118,7 +9118,7 @@ class _AguiState(_Record):
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
     __slots__ = ("opening", "ending", "calls", "open", "answers", "shown", "messages", "steps", "subagents", "mode",
-                 "pending", "parent", "finished", "handed", "limit")
+                 "pending", "parent", "reasoning", "thinking", "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
         self.opening = "new"        # see _OPENING
@@ -9135,6 +9135,10 @@ class _AguiState(_Record):
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
         self.pending: str | None = None  # its message or call id
         self.parent: str | None = None   # the parentMessageId the chunk that started the pending call gave
+        # the reasoning spans and messages open, as ("span" or "message", messageId); and the ones the THINKING_*
+        # events opened, by the id the client's compatibility boundary mints for them (a number of ours)
+        self.reasoning: set[tuple[str, Any]] = set()
+        self.thinking: dict[str, int | None] = {"span": None, "message": None, "minted": 0}
         self.finished: int | None = None  # position of RUN_FINISHED
         self.handed = False              # the calls went to the machine
         self.limit = limit               # argument characters kept per call (past it the call is over the limit)
@@ -9194,6 +9198,8 @@ def _agui_close_pending(pos: int, state: _AguiState) -> Iterator[NeutralEvent]:
         yield from _agui_call_end(pos, pending, state)
     elif mode == "text":
         state.messages.discard(pending)
+    elif mode == "reasoning":
+        state.reasoning.discard(("message", pending))
 
 
 def _agui_call_start(pos: int, call_id: str, name: str, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9388,7 +9394,8 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
         return
     state.finished = pos
     active = {name for name, running in state.subagents.items() if running}
-    for what, names in (("steps", state.steps), ("text messages", state.messages), ("subagents", active)):
+    for what, names in (("steps", state.steps), ("text messages", state.messages), ("subagents", active),
+                        ("reasoning spans or messages", state.reasoning)):
         if names:
             yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED while {len(names)} {what} are still open "
                               "(@ag-ui/client rejects the run)")
@@ -9527,13 +9534,56 @@ def _agui_text_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
 def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     message_id = event.get("messageId")
     if state.mode == "reasoning" and message_id and message_id != state.pending:
-        state.mode = state.pending = None
+        yield from _agui_close_pending(pos, state)
     if state.mode != "reasoning":
         if message_id is None:
             yield WireProblem(pos, UNEXPECTED_EVENT, "a REASONING_MESSAGE_CHUNK that starts a message has no "
                               "messageId (@ag-ui/client rejects the run)")
             return
         state.mode, state.pending = "reasoning", message_id
+        yield from _agui_reasoning(pos, "event REASONING_MESSAGE_START", {"messageId": message_id}, state)
+
+
+# The THINKING_* events as the 1.0 client's compatibility boundary translates them: (the REASONING_* event it
+# becomes, whether it opens a span or a message ("span", "message"), and whether it opens (a fresh id), continues or
+# ends the one the last opener opened; without one, the boundary mints an id nothing opened, which verifyEvents
+# refuses).
+_AGUI_THINKING = MappingProxyType({
+    "event THINKING_START": ("event REASONING_START", "span", "open"),
+    "event THINKING_END": ("event REASONING_END", "span", "end"),
+    "event THINKING_TEXT_MESSAGE_START": ("event REASONING_MESSAGE_START", "message", "open"),
+    "event THINKING_TEXT_MESSAGE_CONTENT": ("event REASONING_MESSAGE_CONTENT", "message", "continue"),
+    "event THINKING_TEXT_MESSAGE_END": ("event REASONING_MESSAGE_END", "message", "end"),
+})
+
+
+def _agui_thinking(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    translated, what, step = _AGUI_THINKING[kind]
+    current = state.thinking[what]
+    if step == "open" or current is None:
+        state.thinking["minted"] += 1
+        current = state.thinking["minted"]
+    state.thinking[what] = None if step == "end" else current
+    if step == "open":
+        state.reasoning.discard((what, current))   # (a fresh id: never open)
+    yield from _agui_reasoning(pos, translated, {"messageId": current}, state, kind)
+
+
+def _agui_reasoning(pos: int, kind: str, event: dict, state: _AguiState, said: str = "") -> Iterator[NeutralEvent]:
+    """verifyEvents on reasoning (1.0): a span (REASONING_START .. REASONING_END) or a message
+    (REASONING_MESSAGE_START, _CONTENT, _END) is started while open, or continued or ended while not open."""
+    what = "span" if kind in ("event REASONING_START", "event REASONING_END") else "message"
+    key = (what, event["messageId"])
+    opens = kind in ("event REASONING_START", "event REASONING_MESSAGE_START")
+    wrong = (key in state.reasoning) == opens
+    if opens:
+        state.reasoning.add(key)
+    elif kind != "event REASONING_MESSAGE_CONTENT":
+        state.reasoning.discard(key)
+    if wrong:
+        said = said or kind
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{said} for a reasoning {what} that "
+                          f"{'is already open' if opens else 'is not open'} (@ag-ui/client rejects the run)")
 
 
 def _agui_activity_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9603,7 +9653,11 @@ _AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingPro
     "ACTIVITY_SNAPSHOT": _agui_activity_snapshot,
     **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
     **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step),
-    **dict.fromkeys(("SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"), _agui_subagent)})
+    **dict.fromkeys(("SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"), _agui_subagent),
+    **dict.fromkeys(("REASONING_START", "REASONING_END", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT",
+                     "REASONING_MESSAGE_END"), _agui_reasoning),
+    **dict.fromkeys(("THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT",
+                     "THINKING_TEXT_MESSAGE_END"), _agui_thinking)})
 _AGUI_ROOM = _EventRoom(
     start="event RUN_STARTED", ending=_AGUI_ENDING, steps={"event RUN_FINISHED": "finish", "event RUN_ERROR": "error"},
     other="event", handlers={"event " + kind: handler for kind, handler in _AGUI_HANDLERS.items()})

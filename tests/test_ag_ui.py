@@ -289,8 +289,32 @@ class TheClientsSchema(unittest.TestCase):
         self.assertEqual((codes(report), places(report)), (["unsupported_event"], [1]))
         # translated into REASONING_START, it ends a pending chunk call as any event of the parent's lane does
         report = judge([STARTED, chunk(toolCallId="c1", toolCallName="g", delta="{}"), thinking[0], chunk(delta=" "),
-                        FINISHED])
+                        thinking[4], FINISHED])
         self.assertEqual((codes(report), places(report)), (["missing_id"], [3]))
+        # the boundary mints an id for a continuation or an end without its opener, which nothing opened
+        for alone in thinking[2:]:
+            with self.subTest(alone=alone["type"]):
+                report = judge([STARTED, alone] + call() + [FINISHED])
+                self.assertEqual((codes(report), places(report)), (["unexpected_event"], [1]))
+        report = judge([STARTED] + thinking[:2] + call() + [FINISHED])   # still open when the run finishes
+        self.assertEqual((codes(report), places(report)), (["unexpected_event"], [7]))
+
+    def test_reasoning_spans_and_messages(self):
+        span = [{"type": "REASONING_START", "messageId": "r1"}, {"type": "REASONING_END", "messageId": "r1"}]
+        message = [{"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning"},
+                   {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": "hm"},
+                   {"type": "REASONING_MESSAGE_END", "messageId": "r1"}]
+        whole = [span[0]] + message + [span[1]]   # a span and a message may share an id
+        self.assertEqual(judge([STARTED] + whole + call() + [FINISHED])["status"], "pass")
+        for events, place in (([span[0], span[0]], 2), ([span[1]], 1), (message[1:2], 1), (message[2:], 1),
+                              (message[:1] + message, 2), (message[:2], 7), (span[:1], 6)):
+            with self.subTest(events=[e["type"] for e in events]):
+                report = judge([STARTED] + events + call() + [FINISHED])
+                self.assertEqual((code_set(report), places(report)[:1]), ({"unexpected_event"}, [place]))
+        chunked = [{"type": "REASONING_MESSAGE_CHUNK", "messageId": "r2", "delta": "a"}]
+        self.assertEqual(judge([STARTED] + chunked + call() + [FINISHED])["status"], "pass")   # its end is written
+        report = judge([STARTED, dict(message[0], messageId="r2")] + chunked + call() + [FINISHED])
+        self.assertEqual((code_set(report), places(report)[:1]), ({"unexpected_event"}, [2]))
 
     def test_subagents(self):
         sub = {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "researcher"}
