@@ -9100,7 +9100,8 @@ _AGUI_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyTyp
 
 class _AguiCall(_Record):
     """One call of the run: where it started, its identity, its argument pieces (position, text), where
-    it ended (None: open) and the last MESSAGES_SNAPSHOT that restated its arguments ((position, text) or None)."""
+    it ended (None: open) and every place a MESSAGES_SNAPSHOT restated its arguments ((position, text), in order: a
+    snapshot may hold the call twice, and a UI that runs each entry runs both)."""
 
     __slots__ = ("start", "id", "name", "pieces", "size", "end", "restated")
 
@@ -9109,7 +9110,7 @@ class _AguiCall(_Record):
         self.pieces: list[tuple[int, str]] = []
         self.size = 0
         self.end: int | None = None
-        self.restated: tuple[int, str] | None = None
+        self.restated: list[tuple[int, str]] = []
 
 
 class _AguiState(_Record):
@@ -9323,9 +9324,12 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
         if call.end is not None:
             yield SlotEnd(call.end, key)
         joined = "".join(text for _, text in call.pieces)
-        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")) \
-                and not _agui_same_arguments(joined or "{}", call.restated[1], state.limit):
-            yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
+        for where, text in call.restated:
+            if (call.pieces or text not in ("", "{}")) and not _agui_same_arguments(joined or "{}", text, state.limit):
+                yield CallRestated(where, key, "MESSAGES_SNAPSHOT", text)
+
+
+_AGUI_RESTATEMENTS = 64   # different restatements kept per call (each compared at the run's end; one more is a finding)
 
 
 def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
@@ -9352,8 +9356,12 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
             if streamed is not None and name != streamed.name:
                 yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates call {_quoted(call_id)} as "
                                   f"{_token(name)}, not {_token(streamed.name)}: the UI would run the snapshot's tool")
-            if streamed is not None and isinstance(text, str):
-                streamed.restated = (pos, text)
+            if streamed is not None and isinstance(text, str) and all(text != said for _, said in streamed.restated):
+                if len(streamed.restated) == _AGUI_RESTATEMENTS:
+                    yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates call {_quoted(call_id)} in more than "
+                                      f"{_AGUI_RESTATEMENTS} different ways: the UI would run what each says")
+                else:
+                    streamed.restated.append((pos, text))
     for message in messages:
         if isinstance(message, dict) and isinstance(message.get("id"), str):
             role = message.get("role")
