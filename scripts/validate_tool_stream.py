@@ -9348,6 +9348,9 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
         for call in calls if isinstance(calls, list) else ():
             call_id = call.get("id") if isinstance(call, dict) else None
             call_id = call_id if isinstance(call_id, str) else ""
+            if call_id in offered:
+                yield WireProblem(pos, IDENTITY_COLLISION, f"{where} holds call {_quoted(call_id)} twice: a UI that runs "
+                                  "the calls of its messages would run it twice")
             offered.append(call_id)
             function = call.get("function") if isinstance(call, dict) else None
             text = function.get("arguments") if isinstance(function, dict) else None
