@@ -9733,7 +9733,7 @@ def _agui_check_sse(text: str, first_line: int = 0) -> None:
 # Members kept as they are: identities, names of steps and activities, roles and the run's codes.
 _AGUI_KEEP = frozenset({"type", "toolCallId", "toolCallName", "parentMessageId", "messageId", "threadId", "runId",
                         "parentRunId", "stepName", "role", "timestamp", "code", "subtype", "entityId", "activityType",
-                        "replace"})
+                        "replace", "subagentRunId", "parentSubagentRunId", "parentToolCallId"})
 # Inside a snapshot's messages: what the room reads of them (roles, ids, which call a tool message answers).
 _AGUI_SNAPSHOT_KEEP = frozenset({"type", "role", "id", "toolCallId"})
 

@@ -533,6 +533,20 @@ class Capture(unittest.TestCase):
         self.assertIn("Forwarded to client", json.dumps(envelope))
         self.assertEqual(vts.validate_envelope(envelope)["findings"], judge(turn)["findings"])
 
+    def test_redaction_keeps_the_subagents_ids(self):
+        """Steps and subagents are told apart by their subagentRunId: redacted alike, two would become one."""
+        events = [STARTED]
+        for name in ("sub_a", "sub_b"):
+            events += [{"type": "SUBAGENT_STARTED", "subagentRunId": name, "name": "n", "parentToolCallId": "c0"},
+                       {"type": "STEP_STARTED", "stepName": "x", "subagentRunId": name}]
+        for name in ("sub_a", "sub_b"):
+            events += [{"type": "STEP_FINISHED", "stepName": "x", "subagentRunId": name},
+                       {"type": "SUBAGENT_FINISHED", "subagentRunId": name}]
+        events += call() + [FINISHED]
+        envelope, _ = vts.sse_to_envelope(sse(events), "ag-ui", SCHEMAS)
+        self.assertEqual(envelope["events"][1], dict(events[1], name="[redacted]"))   # (its name is text)
+        self.assertEqual((judge(events)["status"], vts.validate_envelope(envelope)["status"]), ("pass", "pass"))
+
     def test_a_cr_in_the_body_is_refused(self):
         for body in (sse(self.TURN).replace(b"\n", b"\r\n"), sse(self.TURN).replace(b"\n", b"\r")):
             with self.assertRaises(vts.CaptureError) as caught:
