@@ -9349,8 +9349,8 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
             call_id = call.get("id") if isinstance(call, dict) else None
             call_id = call_id if isinstance(call_id, str) else ""
             if call_id in offered:
-                yield WireProblem(pos, IDENTITY_COLLISION, f"{where} holds call {_quoted(call_id)} twice: a UI that runs "
-                                  "the calls of its messages would run it twice")
+                yield WireProblem(pos, IDENTITY_COLLISION, f"{where} holds call {_quoted(call_id)} twice: a UI that "
+                                  "runs the calls of its messages would run it twice")
             offered.append(call_id)
             function = call.get("function") if isinstance(call, dict) else None
             text = function.get("arguments") if isinstance(function, dict) else None
@@ -9429,23 +9429,28 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     yield from _agui_terminal(pos, _AGUI_OUTCOME_REASONS.get(kind, "RUN_FINISHED"), state)
 
 
+# The members of an interrupt that have a type when given (1.0's InterruptSchema; it allows more members).
+_AGUI_INTERRUPT = (("id", "str"), ("reason", "str"), ("message", "str?"), ("toolCallId", "str?"),
+                   ("responseSchema", "object?"), ("expiresAt", "str?"), ("metadata", "object?"),
+                   ("subagentRunId", "str?"))
+
+
 def _agui_outcome_problem(outcome: Any) -> str | None:
-    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"} with an optional
+    """What the schema of RUN_FINISHED.outcome refuses (a union of loose objects: {"type": "success"} with an optional
     pendingToolCallIds list of ids, {"type": "interrupt", "interrupts": [...]} with at least one {id, reason}, or
-    {"type": "cancelled"}), or None; null or absent is a plain finish."""
+    {"type": "cancelled"}; members it does not name are allowed), or None; null or absent is a plain finish."""
     if outcome is None:
         return None
     kind = outcome.get("type") if isinstance(outcome, dict) else None
     pending = outcome.get("pendingToolCallIds", []) if kind == "success" else None
-    if kind == "success" and set(outcome) <= {"type", "pendingToolCallIds"} and isinstance(pending, list) \
-            and all(type(entry) is str for entry in pending):
+    if kind == "success" and isinstance(pending, list) and all(type(entry) is str for entry in pending):
         return None
-    if kind == "cancelled" and set(outcome) == {"type"}:
+    if kind == "cancelled":
         return None
     interrupts = outcome.get("interrupts") if kind == "interrupt" else None
-    if kind == "interrupt" and set(outcome) == {"type", "interrupts"} and isinstance(interrupts, list) \
-            and interrupts and all(isinstance(entry, dict) and type(entry.get("id")) is str
-                                   and type(entry.get("reason")) is str for entry in interrupts):
+    if kind == "interrupt" and isinstance(interrupts, list) and interrupts \
+            and all(isinstance(entry, dict) and all(_AGUI_KINDS[rule](member in entry, entry.get(member))
+                                                    for member, rule in _AGUI_INTERRUPT) for entry in interrupts):
         return None
     return f"is {_describe(outcome)}, not {{\"type\": \"success\"}}, an interrupt with its interrupts or a cancellation"
 

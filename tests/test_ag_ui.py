@@ -255,7 +255,7 @@ class TheClientsSequenceRules(unittest.TestCase):
         self.assertIn('"interrupt"', report["findings"][0]["message"])
         for outcome in (None, {"type": "success"}):
             self.assertEqual(judge([STARTED] + call() + [dict(FINISHED, outcome=outcome)])["status"], "pass")
-        for outcome in ({"type": "done"}, {"type": "success", "x": 1}, {"type": "interrupt", "interrupts": []},
+        for outcome in ({"type": "done"}, {"type": "interrupt", "interrupts": []},
                         {"type": "interrupt", "interrupts": [{"id": "i"}]}, "success"):
             with self.subTest(outcome=outcome):
                 self.assert_finding([STARTED] + call() + [dict(FINISHED, outcome=outcome)], "unsupported_event", 5)
@@ -274,9 +274,20 @@ class TheClientsSequenceRules(unittest.TestCase):
         self.assert_finding([STARTED] + call() + [cancelled], "wrong_terminal_reason", 5)
         self.assertEqual(judge([STARTED] + text() + [cancelled])["status"], "not_applicable")
         for outcome in ({"type": "success", "pendingToolCallIds": "call_1"}, {"type": "success",
-                        "pendingToolCallIds": [1]}, {"type": "cancelled", "reason": "user"}):
+                        "pendingToolCallIds": [1]}, {"type": "success", "pendingToolCallIds": None},
+                        {"type": "interrupt", "interrupts": []}, {"type": "interrupt", "interrupts": [{"id": "i"}]},
+                        {"type": "interrupt", "interrupts": [{"id": "i", "reason": "r", "toolCallId": 5}]},
+                        {"type": "pause"}):
             with self.subTest(outcome=outcome):
                 self.assert_finding([STARTED] + call() + [dict(FINISHED, outcome=outcome)], "unsupported_event", 5)
+        # loose objects: members the schema does not name are allowed
+        self.assertEqual(judge([STARTED] + call() + [dict(FINISHED, outcome={"type": "success", "note": 1})])["status"],
+                         "pass")
+        for outcome in ({"type": "cancelled", "reason": "user"},
+                        {"type": "interrupt", "interrupts": [{"id": "i", "reason": "r", "extra": [1]}], "note": 1}):
+            with self.subTest(outcome=outcome):
+                report = judge([STARTED] + call() + [dict(FINISHED, outcome=outcome)])
+                self.assertEqual(codes(report), ["wrong_terminal_reason"])
 
 
 class TheClientsSchema(unittest.TestCase):
