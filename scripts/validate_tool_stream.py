@@ -791,6 +791,11 @@ def _sse_payload(event: _SseEvent, _: Any = None) -> dict:
     return value
 
 
+def _sse_data_payload(event: _SseEvent, _: Any = None) -> dict:
+    """_sse_payload for a client that reads data: lines only: the event's name is not read, so not compared."""
+    return _sse_payload(_SseEvent(event.line, event.data_lines, None, event.data))
+
+
 def _json_list_payloads(text: str) -> tuple[list, list[int], str]:
     """The payloads of a body that is one JSON list."""
     try:
@@ -2266,11 +2271,13 @@ class CaptureRules(_FrozenRecord):
                          starts (none when it is empty or None; a message it cannot read: raise, it is skipped).
                          None: a message whose tools the row's RequestRules read (a non-empty list) becomes the
                          request, any other leaves it (the tools last configured stay: a session's)
+      sse_names          whether the room's clients read an SSE event's event: name (then it must match the
+                         payload's type); False: they read its data: lines only, so a name is not read at all
     """
 
     __slots__ = ("family", "claims", "redact", "binary_body", "check_sse_text", "check_sse_events",
                  "check_lines_text", "warn_without_done", "stream_error", "foreign_shape", "whole_response",
-                 "socket_turns", "session_request")
+                 "socket_turns", "session_request", "sse_names")
 
     def __init__(self, *, family: str, claims: Callable[[dict], bool], redact: Callable[[dict], dict],
                  binary_body: Callable[..., tuple] | None = None,
@@ -2281,7 +2288,7 @@ class CaptureRules(_FrozenRecord):
                  foreign_shape: Callable[[dict], str | None] = _no_shape,
                  whole_response: Callable[[dict], str | None] = _no_shape,
                  socket_turns: Callable[[list], list] | None = None,
-                 session_request: Callable[[tuple, Any], tuple] | None = None) -> None:
+                 session_request: Callable[[tuple, Any], tuple] | None = None, sse_names: bool = True) -> None:
         _freeze(self, locals())
 
 
@@ -9014,35 +9021,39 @@ def _agui_placeholder(content: Any) -> bool:
     return isinstance(content, str) and content.strip(_AGUI_JS_SPACE) == _AGUI_PLACEHOLDER
 
 
-def _agui_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _agui_integer(value: Any) -> bool:
+    """A JavaScript safe integer, as zod's z.int() takes the number JSON.parse made (1.0 reads as 1)."""
+    return (type(value) is int or type(value) is float and value.is_integer()) and abs(value) <= 2 ** 53 - 1
 
 
 # What each member kind accepts (present: whether the member is there).  zod's .optional() refuses null;
-# parentMessageId and RUN_FINISHED.outcome alone take null as absent (events.ts says why).
+# parentMessageId and RUN_FINISHED.outcome alone take null as absent (the 1.0 client's compatibility boundary drops
+# such a null before its schema reads the event).
 _AGUI_KINDS: Mapping[str, Callable[[bool, Any], bool]] = MappingProxyType({
     "str": lambda present, value: type(value) is str,
     "str?": lambda present, value: not present or type(value) is str,
     "str~": lambda present, value: value is None or type(value) is str,
-    "any": lambda present, value: True,
+    "any": lambda present, value: present,
     "list": lambda present, value: type(value) is list,
     "str|list": lambda present, value: type(value) in (str, list),
     "object": lambda present, value: type(value) is dict,
     "object~": lambda present, value: value is None or type(value) is dict,
     "object?": lambda present, value: not present or type(value) is dict,
     "bool?": lambda present, value: not present or type(value) is bool,
-    "number?": lambda present, value: not present or _agui_number(value),
+    "int?": lambda present, value: not present or _agui_integer(value),
     "role?": lambda present, value: not present or type(value) is str and value in _AGUI_TEXT_ROLES,
     "tool?": lambda present, value: not present or value == "tool",
     "reasoning": lambda present, value: value == "reasoning",
     "subtype": lambda present, value: value in ("tool-call", "message"),
 })
 
-# Every event type of AG-UI 1.0 (@ag-ui/core events.ts EventSchemas; the python SDK's ag_ui.core Event union)
-# but the subagent events, and the members its schema checks, beside the base members every event may carry.
-# A type not here is refused: the THINKING_* events were removed in 1.0 (REASONING_* replace them), and
-# SUBAGENT_STARTED, SUBAGENT_FINISHED and SUBAGENT_ERROR (new in 1.0) are not reviewed.
-_AGUI_BASE = (("timestamp", "number?"), ("metadata", "object?"))
+# Every event type @ag-ui/client 1.0.0 takes (@ag-ui/core 1.0.0 generated/schemas.ts EventSchema; the python SDK's
+# ag_ui.core Event union), and the members its schema checks, beside the base members every event may carry
+# (subagentRunId attributes an event to a subagent; verifyEvents refuses it null on any event).  The THINKING_*
+# events left the protocol in 1.0, but the client's always-on compatibility boundary
+# (middleware/compatibility-boundary.ts) still turns them into the REASONING_* events that replace them: a backend
+# that sends them is read as the client reads it.  A type not here is refused.
+_AGUI_BASE = (("timestamp", "int?"), ("metadata", "object?"), ("subagentRunId", "str?"))
 _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "RUN_STARTED": (("threadId", "str"), ("runId", "str"), ("parentRunId", "str?")),
     "RUN_FINISHED": (("threadId", "str"), ("runId", "str"), ("outcome", "object~")),
@@ -9075,17 +9086,27 @@ _AGUI_SCHEMAS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "REASONING_MESSAGE_CHUNK": (("messageId", "str?"), ("delta", "str?")),
     "REASONING_END": (("messageId", "str"),),
     "REASONING_ENCRYPTED_VALUE": (("subtype", "subtype"), ("entityId", "str"), ("encryptedValue", "str")),
+    "THINKING_START": (), "THINKING_END": (), "THINKING_TEXT_MESSAGE_START": (), "THINKING_TEXT_MESSAGE_END": (),
+    "THINKING_TEXT_MESSAGE_CONTENT": (("delta", "str"),),
+    "SUBAGENT_STARTED": (("subagentRunId", "str"), ("name", "str"), ("description", "str?"),
+                         ("parentSubagentRunId", "str?"), ("parentToolCallId", "str?"), ("parentMessageId", "str?")),
+    "SUBAGENT_FINISHED": (("subagentRunId", "str"), ("outcome", "object?")),
+    "SUBAGENT_ERROR": (("subagentRunId", "str"), ("message", "str"), ("code", "str?")),
 })
 _AGUI_KINDS_SAID = MappingProxyType({
     "str": "a string", "str?": "a string when given", "str~": "a string or null", "any": "any value",
     "list": "a list", "str|list": "a string or a list of parts", "object": "an object",
     "object~": "an object or null", "object?": "an object when given",
-    "bool?": "a boolean when given", "number?": "a number when given", "role?": "a text message role",
+    "bool?": "a boolean when given", "int?": "an integer when given", "role?": "a text message role",
     "tool?": "\"tool\" when given", "reasoning": "\"reasoning\"", "subtype": "\"tool-call\" or \"message\""})
-_AGUI_REMOVED = frozenset({"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START",
-                           "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"})
-# Events the chunk expansion passes through without closing a pending chunk call (transform.ts).
-_AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE"})
+# Events the chunk expansion passes through without closing a pending chunk call (@ag-ui/client 1.0.0
+# chunks/transform.ts).  It keeps one pending chunk stream per lane, the parent agent's and one per subagentRunId: an
+# event closes only its own lane's stream (the run's events and MESSAGES_SNAPSHOT close every lane), and a subagent's
+# SUBAGENT_FINISHED or SUBAGENT_ERROR only the subagent's.  The room expands the parent's lane alone (a chunk with a
+# subagentRunId is refused), so an event of a subagent's lane passes it by.
+_AGUI_PASS_THROUGH = frozenset({"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE",
+                                "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+_AGUI_ALL_LANES = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
 _AGUI_CHUNK_MODES = MappingProxyType({"TEXT_MESSAGE_CHUNK": "text", "TOOL_CALL_CHUNK": "tool",
                                       "REASONING_MESSAGE_CHUNK": "reasoning"})
 
@@ -9111,7 +9132,8 @@ _AGUI_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyTyp
 
 class _AguiCall(_Record):
     """One call of the run: where it started, its identity, its argument pieces (position, text), where
-    it ended (None: open) and the last MESSAGES_SNAPSHOT that restated its arguments ((position, text) or None)."""
+    it ended (None: open) and every place a MESSAGES_SNAPSHOT restated its arguments ((position, text), in order: a
+    snapshot may hold the call twice, and a UI that runs each entry runs both)."""
 
     __slots__ = ("start", "id", "name", "pieces", "size", "end", "restated")
 
@@ -9120,7 +9142,7 @@ class _AguiCall(_Record):
         self.pieces: list[tuple[int, str]] = []
         self.size = 0
         self.end: int | None = None
-        self.restated: tuple[int, str] | None = None
+        self.restated: list[tuple[int, str]] = []
 
 
 class _AguiState(_Record):
@@ -9128,8 +9150,8 @@ class _AguiState(_Record):
     calls (the call ids by message id: the UI's list may lose a message by its id), what
     verifyEvents tracks (open text messages and steps) and the pending chunk form."""
 
-    __slots__ = ("opening", "ending", "calls", "open", "answers", "messages", "steps", "mode", "pending",
-                 "finished", "handed", "limit")
+    __slots__ = ("opening", "ending", "calls", "open", "answers", "shown", "messages", "steps", "subagents", "mode",
+                 "pending", "parent", "reasoning", "thinking", "finished", "handed", "limit")
 
     def __init__(self, limit: int) -> None:
         self.opening = "new"        # see _OPENING
@@ -9137,10 +9159,19 @@ class _AguiState(_Record):
         self.calls: dict[str, _AguiCall] = {}
         self.open: set[str] = set()
         self.answers: dict[Any, list[str]] = {}
+        # The messages a snapshot or RUN_STARTED's input showed the UI holding, by id -> (role, the call a tool message
+        # answers): the UI may have held them before the run (see _agui_counts)
+        self.shown: dict[str, tuple[Any, Any]] = {}
         self.messages: set[str] = set()
-        self.steps: set[str] = set()
+        self.steps: set[tuple[Any, str]] = set()   # (subagentRunId or None, stepName)
+        self.subagents: dict[str, bool] = {}   # subagentRunId -> whether it is still active (False: it ended)
         self.mode: str | None = None     # the chunk form being expanded: "text", "tool", "reasoning"
         self.pending: str | None = None  # its message or call id
+        self.parent: str | None = None   # the parentMessageId the chunk that started the pending call gave
+        # the reasoning spans and messages open, as ("span" or "message", messageId); and the ones the THINKING_*
+        # events opened, by the id the client's compatibility boundary mints for them (a number of ours)
+        self.reasoning: set[tuple[str, Any]] = set()
+        self.thinking: dict[str, int | None] = {"span": None, "message": None, "minted": 0}
         self.finished: int | None = None  # position of RUN_FINISHED
         self.handed = False              # the calls went to the machine
         self.limit = limit               # argument characters kept per call (past it the call is over the limit)
@@ -9156,17 +9187,21 @@ class AguiNormalizer:
         kind = _wire_str(event.get("type")) if isinstance(event, dict) else None
         if kind not in _AGUI_SCHEMAS:
             what = f"type {_token(kind)}" if isinstance(event, dict) else _describe(event)
-            why = (" (removed in AG-UI 1.0: REASONING_* events replace it)" if kind in _AGUI_REMOVED else
-                   " (@ag-ui/client's schema refuses it and rejects the run)")
-            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer{why}"),)
+            return (WireProblem(pos, UNSUPPORTED_EVENT, f"event {what} has no reviewed normalizer (@ag-ui/client's "
+                                "schema refuses it and rejects the run)"),)
         wrong = _agui_schema_problem(kind, event)
+        if wrong is None and kind in _AGUI_CHUNK_MODES and "subagentRunId" in event:
+            wrong = (f"event {kind} of a subagent (subagentRunId): @ag-ui/client expands a subagent's chunks in a lane "
+                     "of their own, which this room does not follow")
         if wrong is not None:
             return (WireProblem(pos, UNSUPPORTED_EVENT, wrong),)
         return self._translate(pos, kind, event)
 
     def _translate(self, pos: int, kind: str, event: dict) -> Iterator[NeutralEvent]:
         state = self.state
-        if kind not in _AGUI_PASS_THROUGH and state.mode is not None and _AGUI_CHUNK_MODES.get(kind) != state.mode:
+        lane = kind in _AGUI_ALL_LANES or "subagentRunId" not in event   # the parent agent's (see _AGUI_PASS_THROUGH)
+        if lane and kind not in _AGUI_PASS_THROUGH and state.mode is not None \
+                and _AGUI_CHUNK_MODES.get(kind) != state.mode:
             yield from _agui_close_pending(pos, state)
         yield from _AGUI_ROOM.read(pos, "event " + kind, event, state)   # so a message starts in lower case
 
@@ -9196,6 +9231,8 @@ def _agui_close_pending(pos: int, state: _AguiState) -> Iterator[NeutralEvent]:
         yield from _agui_call_end(pos, pending, state)
     elif mode == "text":
         state.messages.discard(pending)
+    elif mode == "reasoning":
+        state.reasoning.discard(("message", pending))
 
 
 def _agui_call_start(pos: int, call_id: str, name: str, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9241,6 +9278,15 @@ def _agui_call_end(pos: int, call_id: str, state: _AguiState) -> Iterator[Neutra
 def _agui_key(message_id: Any) -> str | None:
     """A message's id as a key of the answers (a snapshot's message without a string id has none)."""
     return message_id if isinstance(message_id, str) else None
+
+
+def _agui_counts(state: _AguiState, message_id: Any, call_id: str) -> bool:
+    """Whether a tool message under message_id may answer call_id.  CopilotKit reads the answers among the run's new
+    messages only: @ag-ui/client's runAgent leaves out every message whose id the UI held before the run, so a result
+    under the id of a message the UI held (one that RUN_STARTED's input or a snapshot showed, other than this same
+    answer) answers nothing there, and the frontend tool runs.  Which of those messages the UI held before the run the
+    stream cannot tell, so none of them may be reused."""
+    return state.shown.get(message_id, ("tool", call_id)) == ("tool", call_id)
 
 
 def _agui_answered(state: _AguiState) -> set[str]:
@@ -9310,9 +9356,12 @@ def _agui_hand_on(state: _AguiState) -> Iterator[NeutralEvent]:
         if call.end is not None:
             yield SlotEnd(call.end, key)
         joined = "".join(text for _, text in call.pieces)
-        if call.restated is not None and (call.pieces or call.restated[1] not in ("", "{}")) \
-                and not _agui_same_arguments(joined or "{}", call.restated[1], state.limit):
-            yield CallRestated(call.restated[0], key, "MESSAGES_SNAPSHOT", call.restated[1])
+        for where, text in call.restated:
+            if (call.pieces or text not in ("", "{}")) and not _agui_same_arguments(joined or "{}", text, state.limit):
+                yield CallRestated(where, key, "MESSAGES_SNAPSHOT", text)
+
+
+_AGUI_RESTATEMENTS = 64   # different restatements kept per call (each compared at the run's end; one more is a finding)
 
 
 def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
@@ -9324,12 +9373,16 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
         if not isinstance(message, dict):
             continue
         if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str) \
-                and not _agui_placeholder(message.get("content")):
+                and not _agui_placeholder(message.get("content")) \
+                and _agui_counts(state, message.get("id"), message["toolCallId"]):
             answers.setdefault(_agui_key(message.get("id")), []).append(message["toolCallId"])
         calls = message.get("toolCalls") if message.get("role") == "assistant" else None
         for call in calls if isinstance(calls, list) else ():
             call_id = call.get("id") if isinstance(call, dict) else None
             call_id = call_id if isinstance(call_id, str) else ""
+            if call_id in offered:
+                yield WireProblem(pos, IDENTITY_COLLISION, f"{where} holds call {_quoted(call_id)} twice: a UI that "
+                                  "runs the calls of its messages would run it twice")
             offered.append(call_id)
             function = call.get("function") if isinstance(call, dict) else None
             text = function.get("arguments") if isinstance(function, dict) else None
@@ -9338,12 +9391,24 @@ def _agui_read_messages(pos: int, where: str, messages: list, state: _AguiState,
             if streamed is not None and name != streamed.name:
                 yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates call {_quoted(call_id)} as "
                                   f"{_token(name)}, not {_token(streamed.name)}: the UI would run the snapshot's tool")
-            if streamed is not None and isinstance(text, str):
-                streamed.restated = (pos, text)
+            if streamed is not None and isinstance(text, str) and all(text != said for _, said in streamed.restated):
+                if len(streamed.restated) == _AGUI_RESTATEMENTS:
+                    yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} restates call {_quoted(call_id)} in more than "
+                                      f"{_AGUI_RESTATEMENTS} different ways: the UI would run what each says")
+                else:
+                    streamed.restated.append((pos, text))
+    for message in messages:
+        if isinstance(message, dict) and isinstance(message.get("id"), str):
+            role = message.get("role")
+            state.shown[message["id"]] = (role, message.get("toolCallId") if role == "tool" else None)
     if replace:
         state.answers = answers
     for message_id, call_ids in answers.items() if not replace else ():
-        state.answers.setdefault(message_id, []).extend(call_ids)
+        # the input's messages are those the UI held before the run, unless the backend added some: its tool message
+        # answers a call only where its own assistant message holds it (a call the run starts anew is a new message)
+        held = [call_id for call_id in call_ids if call_id in offered]
+        if held:
+            state.answers.setdefault(message_id, []).extend(held)
     answered = {call_id for call_ids in answers.values() for call_id in call_ids}
     unseen = [call_id for call_id in offered if call_id not in answered and call_id not in state.calls]
     if unseen:
@@ -9371,7 +9436,9 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
         yield WireProblem(pos, DUPLICATE_TERMINAL, "second RUN_FINISHED (@ag-ui/client rejects the run)")
         return
     state.finished = pos
-    for what, names in (("steps", state.steps), ("text messages", state.messages)):
+    active = {name for name, running in state.subagents.items() if running}
+    for what, names in (("steps", state.steps), ("text messages", state.messages), ("subagents", active),
+                        ("reasoning spans or messages", state.reasoning)):
         if names:
             yield WireProblem(pos, UNEXPECTED_EVENT, f"event RUN_FINISHED while {len(names)} {what} are still open "
                               "(@ag-ui/client rejects the run)")
@@ -9394,23 +9461,28 @@ def _agui_run_finished(pos: int, kind: str, event: dict, state: _AguiState) -> I
     yield from _agui_terminal(pos, _AGUI_OUTCOME_REASONS.get(kind, "RUN_FINISHED"), state)
 
 
+# The members of an interrupt that have a type when given (1.0's InterruptSchema; it allows more members).
+_AGUI_INTERRUPT = (("id", "str"), ("reason", "str"), ("message", "str?"), ("toolCallId", "str?"),
+                   ("responseSchema", "object?"), ("expiresAt", "str?"), ("metadata", "object?"),
+                   ("subagentRunId", "str?"))
+
+
 def _agui_outcome_problem(outcome: Any) -> str | None:
-    """What the schema of RUN_FINISHED.outcome refuses (a strict union: {"type": "success"} with an optional
+    """What the schema of RUN_FINISHED.outcome refuses (a union of loose objects: {"type": "success"} with an optional
     pendingToolCallIds list of ids, {"type": "interrupt", "interrupts": [...]} with at least one {id, reason}, or
-    {"type": "cancelled"}), or None; null or absent is a plain finish."""
+    {"type": "cancelled"}; members it does not name are allowed), or None; null or absent is a plain finish."""
     if outcome is None:
         return None
     kind = outcome.get("type") if isinstance(outcome, dict) else None
     pending = outcome.get("pendingToolCallIds", []) if kind == "success" else None
-    if kind == "success" and set(outcome) <= {"type", "pendingToolCallIds"} and isinstance(pending, list) \
-            and all(type(entry) is str for entry in pending):
+    if kind == "success" and isinstance(pending, list) and all(type(entry) is str for entry in pending):
         return None
-    if kind == "cancelled" and set(outcome) == {"type"}:
+    if kind == "cancelled":
         return None
     interrupts = outcome.get("interrupts") if kind == "interrupt" else None
-    if kind == "interrupt" and set(outcome) == {"type", "interrupts"} and isinstance(interrupts, list) \
-            and interrupts and all(isinstance(entry, dict) and type(entry.get("id")) is str
-                                   and type(entry.get("reason")) is str for entry in interrupts):
+    if kind == "interrupt" and isinstance(interrupts, list) and interrupts \
+            and all(isinstance(entry, dict) and all(_AGUI_KINDS[rule](member in entry, entry.get(member))
+                                                    for member, rule in _AGUI_INTERRUPT) for entry in interrupts):
         return None
     return f"is {_describe(outcome)}, not {{\"type\": \"success\"}}, an interrupt with its interrupts or a cancellation"
 
@@ -9450,21 +9522,30 @@ def _agui_tool_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
     call_id, name = event.get("toolCallId"), event.get("toolCallName")
     if state.mode == "tool" and call_id is not None and call_id != state.pending:
         yield from _agui_close_pending(pos, state)
+    parent = event.get("parentMessageId")
     if state.mode != "tool":
         if call_id is None or name is None:
             yield WireProblem(pos, MISSING_ID if call_id is None else MISSING_NAME, "a TOOL_CALL_CHUNK that starts a "
                               f"call has no {'toolCallId' if call_id is None else 'toolCallName'} (@ag-ui/client "
                               "rejects the run)")
             return
-        state.mode, state.pending = "tool", call_id
+        state.mode, state.pending, state.parent = "tool", call_id, parent
         yield from _agui_call_start(pos, call_id, name, state)
+    else:   # a continuation must agree with the chunk that opened the call (1.0's requireOpenerAgreement)
+        opener = state.calls.get(state.pending)
+        named = opener.name if opener is not None else name
+        for member, given, opened in (("toolCallName", name, named), ("parentMessageId", parent, state.parent)):
+            if given is not None and given != opened:
+                yield WireProblem(pos, UNEXPECTED_EVENT, f"a TOOL_CALL_CHUNK continuing call {_quoted(state.pending)} "
+                                  f"gives {member} {_quoted(given)}, not its first chunk's (@ag-ui/client rejects the "
+                                  "run)")
     delta = event.get("delta")
     if delta is not None:
         yield from _agui_call_args(pos, state.pending, delta, state)
 
 
 def _agui_tool_result(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    if not _agui_placeholder(event["content"]):
+    if not _agui_placeholder(event["content"]) and _agui_counts(state, event["messageId"], event["toolCallId"]):
         state.answers.setdefault(event["messageId"], []).append(event["toolCallId"])
     return iter(())
 
@@ -9501,13 +9582,56 @@ def _agui_text_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Ite
 def _agui_reasoning_chunk(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
     message_id = event.get("messageId")
     if state.mode == "reasoning" and message_id and message_id != state.pending:
-        state.mode = state.pending = None
+        yield from _agui_close_pending(pos, state)
     if state.mode != "reasoning":
         if message_id is None:
             yield WireProblem(pos, UNEXPECTED_EVENT, "a REASONING_MESSAGE_CHUNK that starts a message has no "
                               "messageId (@ag-ui/client rejects the run)")
             return
         state.mode, state.pending = "reasoning", message_id
+        yield from _agui_reasoning(pos, "event REASONING_MESSAGE_START", {"messageId": message_id}, state)
+
+
+# The THINKING_* events as the 1.0 client's compatibility boundary translates them: (the REASONING_* event it
+# becomes, whether it opens a span or a message ("span", "message"), and whether it opens (a fresh id), continues or
+# ends the one the last opener opened; without one, the boundary mints an id nothing opened, which verifyEvents
+# refuses).
+_AGUI_THINKING = MappingProxyType({
+    "event THINKING_START": ("event REASONING_START", "span", "open"),
+    "event THINKING_END": ("event REASONING_END", "span", "end"),
+    "event THINKING_TEXT_MESSAGE_START": ("event REASONING_MESSAGE_START", "message", "open"),
+    "event THINKING_TEXT_MESSAGE_CONTENT": ("event REASONING_MESSAGE_CONTENT", "message", "continue"),
+    "event THINKING_TEXT_MESSAGE_END": ("event REASONING_MESSAGE_END", "message", "end"),
+})
+
+
+def _agui_thinking(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    translated, what, step = _AGUI_THINKING[kind]
+    current = state.thinking[what]
+    if step == "open" or current is None:
+        state.thinking["minted"] += 1
+        current = state.thinking["minted"]
+    state.thinking[what] = None if step == "end" else current
+    if step == "open":
+        state.reasoning.discard((what, current))   # (a fresh id: never open)
+    yield from _agui_reasoning(pos, translated, {"messageId": current}, state, kind)
+
+
+def _agui_reasoning(pos: int, kind: str, event: dict, state: _AguiState, said: str = "") -> Iterator[NeutralEvent]:
+    """verifyEvents on reasoning (1.0): a span (REASONING_START .. REASONING_END) or a message
+    (REASONING_MESSAGE_START, _CONTENT, _END) is started while open, or continued or ended while not open."""
+    what = "span" if kind in ("event REASONING_START", "event REASONING_END") else "message"
+    key = (what, event["messageId"])
+    opens = kind in ("event REASONING_START", "event REASONING_MESSAGE_START")
+    wrong = (key in state.reasoning) == opens
+    if opens:
+        state.reasoning.add(key)
+    elif kind != "event REASONING_MESSAGE_CONTENT":
+        state.reasoning.discard(key)
+    if wrong:
+        said = said or kind
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{said} for a reasoning {what} that "
+                          f"{'is already open' if opens else 'is not open'} (@ag-ui/client rejects the run)")
 
 
 def _agui_activity_snapshot(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
@@ -9519,8 +9643,35 @@ def _agui_activity_snapshot(pos: int, kind: str, event: dict, state: _AguiState)
     return iter(())
 
 
+def _agui_subagent(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
+    """verifyEvents on subagents (1.0): a subagentRunId is one invocation, started once and ended once (by
+    SUBAGENT_FINISHED or SUBAGENT_ERROR, which lets the run go on); a parent named must have started in the run.  Its
+    events carry no call (the calls a subagent makes are TOOL_CALL_* events tagged with its id, read as any)."""
+    name, parent = event["subagentRunId"], event.get("parentSubagentRunId")
+    if kind == "event SUBAGENT_STARTED":
+        wrong = ("was started before in this run" if name in state.subagents else
+                 f"names a parent {_quoted(parent)} not started in this run"
+                 if parent is not None and parent not in state.subagents else None)
+        state.subagents[name] = True
+    else:
+        wrong = None if state.subagents.get(name) else "is not active"
+        state.subagents[name] = False
+        outcome = event.get("outcome")
+        pending = outcome.get("interruptIds", []) if isinstance(outcome, dict) else []
+        if outcome is not None and (outcome.get("type") not in ("success", "suspended")
+                                    or not isinstance(pending, list) or not all(type(e) is str for e in pending)):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} outcome is {_describe(outcome)}, not "
+                              "{\"type\": \"success\"} nor {\"type\": \"suspended\"} with its interruptIds "
+                              "(@ag-ui/client's schema refuses it and rejects the run)")
+    if wrong is not None:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} for subagent {_quoted(name)}, which {wrong} (@ag-ui/client "
+                          "rejects the run)")
+
+
 def _agui_step(pos: int, kind: str, event: dict, state: _AguiState) -> Iterator[NeutralEvent]:
-    name = event["stepName"]
+    """verifyEvents keeps each agent's steps apart (1.0): a step is its name within its subagentRunId (none: the
+    parent's)."""
+    name = (event.get("subagentRunId"), event["stepName"])
     if kind == "event STEP_STARTED":
         wrong = name in state.steps
         state.steps.add(name)
@@ -9549,7 +9700,12 @@ _AGUI_HANDLERS: Mapping[str, Callable[..., Iterable[NeutralEvent]]] = MappingPro
     "REASONING_MESSAGE_CHUNK": _agui_reasoning_chunk, "MESSAGES_SNAPSHOT": _agui_messages_snapshot,
     "ACTIVITY_SNAPSHOT": _agui_activity_snapshot,
     **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), _agui_text),
-    **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step)})
+    **dict.fromkeys(("STEP_STARTED", "STEP_FINISHED"), _agui_step),
+    **dict.fromkeys(("SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"), _agui_subagent),
+    **dict.fromkeys(("REASONING_START", "REASONING_END", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT",
+                     "REASONING_MESSAGE_END"), _agui_reasoning),
+    **dict.fromkeys(("THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT",
+                     "THINKING_TEXT_MESSAGE_END"), _agui_thinking)})
 _AGUI_ROOM = _EventRoom(
     start="event RUN_STARTED", ending=_AGUI_ENDING, steps={"event RUN_FINISHED": "finish", "event RUN_ERROR": "error"},
     other="event", handlers={"event " + kind: handler for kind, handler in _AGUI_HANDLERS.items()})
@@ -9614,7 +9770,7 @@ def _agui_check_sse(text: str, first_line: int = 0) -> None:
 # Members kept as they are: identities, names of steps and activities, roles and the run's codes.
 _AGUI_KEEP = frozenset({"type", "toolCallId", "toolCallName", "parentMessageId", "messageId", "threadId", "runId",
                         "parentRunId", "stepName", "role", "timestamp", "code", "subtype", "entityId", "activityType",
-                        "replace"})
+                        "replace", "subagentRunId", "parentSubagentRunId", "parentToolCallId"})
 # Inside a snapshot's messages: what the room reads of them (roles, ids, which call a tool message answers).
 _AGUI_SNAPSHOT_KEEP = frozenset({"type", "role", "id", "toolCallId"})
 
@@ -9758,7 +9914,8 @@ AGUI = Profile(
     request=RequestRules(choice=_choice_agui, parallel_instead=" (AG-UI's RunAgentInput has no such control)",
                          tools=_agui_request_tools, expand_tool=_agui_tool, tool_entry=_agui_tool_entry),
     capture=CaptureRules(family="ag-ui", claims=_agui_claims, redact=_redact_agui_event,
-                         check_sse_text=(_agui_check_sse,), stream_error=_agui_stream_error),
+                         check_sse_text=(_agui_check_sse,), stream_error=_agui_stream_error,
+                         sse_names=False),   # @ag-ui/client's SSE reader takes data: lines only
     http=HttpRules(api_path=r"/", frame=_agui_frame, api_example="/", tools_shape=_agui_tools,
                    request_body=_agui_request_body, errors=_AGUI_ERRORS,
                    framings=frozenset({"comments", "ids", "utf8"})))   # no crlf: the client splits at "\n\n"
@@ -11275,7 +11432,8 @@ def _not_an_envelope(payload: dict, context: tuple[int, int]) -> dict:
 
 def _sse_checks(row: Profile, check_shape: _shape_stage) -> list[Callable[[Any, Any], Any]]:
     """An SSE event's (its context is the event): strict JSON, the profile's shape, the room's event checks."""
-    stages: list[Callable[[Any, Any], Any]] = [_sse_payload, lambda payload, event: check_shape(payload, event.line)]
+    read = _sse_payload if row.capture.sse_names else _sse_data_payload
+    stages: list[Callable[[Any, Any], Any]] = [read, lambda payload, event: check_shape(payload, event.line)]
     if row.capture.check_sse_events is not None:
         stages.append(lambda payload, event: row.capture.check_sse_events([event]) or payload)
     return stages
@@ -19038,7 +19196,8 @@ class _SseCapture:
         self.row, self.redact = row, redact
         self.state = _SseState()
         self.scrubber = scrubber = _Scrubber(row, redact, walk, encode,
-                                             lambda data, name: _sse_payload(_SseEvent(0, (0,), name, data)))
+                                             lambda data, name: _sse_payload(_SseEvent(
+                                                 0, (0,), name if row.capture.sse_names else None, data)))
         self.check_shape = check_shape = _shape_stage(row)
         self.stages = _sse_checks(row, check_shape)
         self.stages.append(lambda payload, event: scrubber.scrub(payload, ("line", event.line), event.data,
