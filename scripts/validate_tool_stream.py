@@ -10089,9 +10089,7 @@ def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[N
         return
     if item.kind != "function_call":
         return
-    if body.get("status") == "incomplete":
-        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"function_call item {item.index} is done with status "
-                          "\"incomplete\"", None, item.index)
+    yield from _realtime_incomplete(pos, "response.output_item.done", body, item, final=True)
     yield from _realtime_identity(pos, "response.output_item.done", body, item)
     final = body.get("arguments")
     restated = ([("response.output_item.added", item.added_arguments)] if item.added_arguments else []) \
@@ -10109,12 +10107,23 @@ def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[N
     yield SlotEnd(pos, (None, item.index), tuple(restated))
 
 
-def _realtime_incomplete(pos: int, where: str, body: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
-    """A restatement of a call (a conversation item, an entry of response.done's output) that says the call is
-    incomplete: the call was cut, whatever the response's status says."""
-    if body.get("status") == "incomplete":
-        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{where} states function_call item {item.index} with status "
-                          "\"incomplete\"", None, item.index)
+def _realtime_incomplete(pos: int, where: str, body: dict, item: _RealtimeItem,
+                         final: bool = False) -> Iterator[NeutralEvent]:
+    """A restatement of a call (the done item, a conversation item, an entry of response.done's output) that says
+    the call is incomplete: the call was cut, whatever the response's status says.  Where the call is stated
+    finished (final: its done item, conversation.item.done, a completed response.done's output), any other status
+    than "completed" (or none) says it is not: openai-agents runs a function_call item only when its status is
+    "completed", while AG2 and pipecat run it at response.function_call_arguments.done."""
+    status = body.get("status")
+    if status == "incomplete":
+        said = f"function_call item {item.index} is done" if where == "response.output_item.done" else \
+            f"{where} states function_call item {item.index}"
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{said} with status \"incomplete\"", None, item.index)
+    elif status is not None and status != "completed" and final:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} states function_call item {item.index} with status "
+                          f"{_describe(status) if not isinstance(status, str) else _token(status)}, not "
+                          "\"completed\": openai-agents runs a done call only when it is completed, others run it "
+                          "at its arguments' .done event", None, item.index)
 
 
 def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
@@ -10133,7 +10142,7 @@ def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _Realti
                               "stream: an SDK that reads conversation items would take a call that was never checked")
         return
     yield from _realtime_identity(pos, kind, body, item, required=False)
-    yield from _realtime_incomplete(pos, kind, body, item)
+    yield from _realtime_incomplete(pos, kind, body, item, final=kind == "conversation.item.done")
     arguments = body.get("arguments")
     if not isinstance(arguments, str) or kind != "conversation.item.done" and body.get("status") not in (
             "completed", "incomplete"):
@@ -10152,7 +10161,7 @@ def _realtime_done(pos: int, kind: str, event: dict, state: _RealtimeState) -> I
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"response.done response.status is {_describe(status)}, not one of "
                           "completed, cancelled, incomplete, failed")
         return
-    yield from _realtime_final_output(pos, response.get("output"), state)
+    yield from _realtime_final_output(pos, response.get("output"), state, status == "completed")
     if status == "failed":
         details = response.get("status_details")
         yield WireProblem(pos, STREAM_ERROR, "response.done reports status \"failed\""
@@ -10163,7 +10172,7 @@ def _realtime_done(pos: int, kind: str, event: dict, state: _RealtimeState) -> I
         yield TurnEnd(pos, status)
 
 
-def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iterator[NeutralEvent]:
+def _realtime_final_output(pos: int, output: Any, state: _RealtimeState, completed: bool) -> Iterator[NeutralEvent]:
     """response.done's response.output must hold exactly the streamed calls, stated the same way."""
     if output is None:
         return
@@ -10183,7 +10192,7 @@ def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iter
                               None, item.index)
             continue
         yield from _realtime_identity(pos, "response.done response.output", entry, item)
-        yield from _realtime_incomplete(pos, "response.done response.output", entry, item)
+        yield from _realtime_incomplete(pos, "response.done response.output", entry, item, final=completed)
         arguments = entry.get("arguments")
         if isinstance(arguments, str):
             yield CallRestated(pos, (None, item.index), "response.done response.output", arguments)
