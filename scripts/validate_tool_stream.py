@@ -4391,13 +4391,14 @@ _RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingPro
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "item_ids", "next_response", "lane")
+    __slots__ = ("opening", "ending", "items", "item_ids", "next_response", "lane", "response_id")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _RESPONSES_ENDING
         self.next_response = False                # a second response began after this one ended: not read
         self.lane: str | None = None              # response.created's stream_id (WebSocket lanes), when it names one
+        self.response_id: str | None = None       # response.created's response.id, when it names one
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -4532,6 +4533,8 @@ class ResponsesNormalizer:
         if kind == "response.created" and state.opening == "open":
             yield _responses_second_response(pos, state)
             return
+        if kind == "response.created":
+            state.response_id = _responses_response_id(event)
         if kind == "response.created" and isinstance(event.get("stream_id"), str):
             state.lane = event["stream_id"]
         elif state.lane is not None and state.ending == "running" and isinstance(event.get("stream_id"), str) \
@@ -4581,7 +4584,22 @@ def _responses_error_text(kind: str, event: dict) -> str:
             f"{_token(code) if code is not None else 'no code'}): the response ends there")
 
 
+def _responses_response_id(event: dict) -> str | None:
+    """A lifecycle event's response.id, when it is a non-empty string."""
+    response = event.get("response")
+    said = response.get("id") if isinstance(response, dict) else None
+    return said if isinstance(said, str) and said else None
+
+
 def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    said = _responses_response_id(event)
+    if said is not None and state.response_id is not None and said != state.response_id and any(
+            item.client for item in state.items.values()):
+        # openai-python's WebSocket accumulator refuses it ("Event belongs to another response"): on a socket it is
+        # another response's end, and the calls streamed here never completed.  Only with calls: GitHub Copilot's
+        # gateway gives every event of a stream a new response id (and item id: its calls are refused there).
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} belongs to another response than the one response.created "
+                          "opened (its response.id differs): another response's terminal ends nothing of this one")
     yield from _responses_final_output(pos, kind, event, state)
     yield from _responses_turn_end(pos, kind, state)
 

@@ -556,6 +556,8 @@ WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
         "blocked", ["unexpected_event"], ["call_Ws7xS1uX4zB7dF0hJ3lN6pR"]),
     "not-applicable-websocket-warmup-generate-false": ("not_applicable", [], []),
     "pass-websocket-steering-accepted-while-the-call-streams": ("pass", [], ["call_Ws9yT2vY5aC8eG1iK4mO7qS"]),
+    "unexpected-event-websocket-terminal-names-another-response": (
+        "blocked", ["unexpected_event"], ["call_WsAzU3wZ6bD9fH2jL5nP8rT"]),
 }
 
 
@@ -891,6 +893,40 @@ class WebSocketSdkDifferential(unittest.TestCase):
                              if o.type == "function_call"]
                 self.assertEqual(sdk_calls, [{k: c[k] for k in ("id", "name", "arguments")} for c in report["calls"]])
                 self.assertEqual([c["id"] for c in sdk_calls], ids)
+
+
+    def test_the_sdk_accumulator_refuses_another_responses_terminal(self):
+        from openai.lib.responses_websocket import ResponsesWebSocketAccumulator
+
+        accumulator = ResponsesWebSocketAccumulator()
+        items = self.objects(ws_doc("unexpected-event-websocket-terminal-names-another-response"))
+        for item in items[:-1]:
+            accumulator.add_event(item)
+        with self.assertRaisesRegex(ValueError, "another response"):
+            accumulator.add_event(items[-1])
+
+
+class ResponseIds(unittest.TestCase):
+    """A terminal naming another response than response.created's: a finding only in a turn with calls (GitHub
+    Copilot's gateway renames the response, and every item, on each event of a stream)."""
+
+    def events(self, calls):
+        doc = ws_doc("unexpected-event-websocket-terminal-names-another-response")
+        if calls:
+            return doc["events"]
+        created = dict(doc["events"][0])
+        return [created, {"type": "response.completed", "response": {"id": "resp_other", "output": None}}]
+
+    def test_only_a_turn_with_calls_is_checked(self):
+        report = vts.validate_envelope({"profile": "openai-responses", "tool_schemas": {}, "events": self.events(False)})
+        self.assertEqual((report["status"], report["findings"]), ("not_applicable", []))
+
+    def test_an_id_that_is_not_a_string_is_not_compared(self):
+        events = self.events(True)
+        events[-1] = dict(events[-1], response=dict(events[-1]["response"], id=None))
+        doc = ws_doc("unexpected-event-websocket-terminal-names-another-response")
+        report = vts.validate_envelope(dict(doc, events=events))
+        self.assertEqual((report["status"], code_set(report)), ("pass", set()))
 
 
 @unittest.skipUnless(importable("openai.lib.responses_websocket") and importable("websockets"),
