@@ -4301,6 +4301,14 @@ _RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
 # answer to a client's response.steer, which may come while a response runs; they carry the steering submission's
 # id, never an output item.  Read as nothing, like the lifecycle events.
 _RESPONSES_STEERING = frozenset({"response.steer.accepted", "response.steer.pending", "response.steer.failed"})
+# WebSocket mode's opt-in timing diagnostics: a client that opens the socket with the header
+# x-responsesapi-include-timing-metrics: true (Codex, codex-rs/core/tests/suite/client_websockets.rs) receives
+# {"type": "responsesapi.websocket_timing", "timing_metrics": {<name>: <milliseconds>...}} inside a response.
+# Durations only: read as nothing, unless it holds a member that addresses an item or states a call's input
+# (_RESPONSES_TOOL_MEMBERS), which no timing carries (unsupported_event then).  Outside a response (capture of a
+# socket's log), a message holding such a member belongs to a response whose start the log does not hold.
+_RESPONSES_DIAGNOSTICS = frozenset({"responsesapi.websocket_timing"})
+_RESPONSES_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
 # Reviewed events of items other than function calls -> the item types they may address.
 _RESPONSES_CONTENT_EVENTS = {
     "response.output_text.delta": frozenset({"message"}),
@@ -4348,7 +4356,7 @@ _RESPONSES_SNAPSHOTS = frozenset({"response.created"}) | _RESPONSES_LIFECYCLE
 _RESPONSES_EVENTS = (frozenset({
     "response.created", "response.output_item.added", "response.output_item.done",
     "response.failed", "error",
-}) | _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | frozenset(_RESPONSES_CONTENT_EVENTS)
+}) | _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | _RESPONSES_DIAGNOSTICS | frozenset(_RESPONSES_CONTENT_EVENTS)
     | frozenset(_RESPONSES_ARGUMENT_EVENTS)
     | frozenset(_RESPONSES_TURN_ENDS))
 
@@ -4558,6 +4566,14 @@ class ResponsesNormalizer:
         handler = _RESPONSES_ROOM.handlers.get(kind, _RESPONSES_ROOM.default)
         if handler is not None:
             yield from handler(pos, kind, event, state)
+
+
+def _responses_diagnostic(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """A timing diagnostic (see _RESPONSES_DIAGNOSTICS): nothing, unless it holds a member of an item or a call."""
+    held = [member for member in _RESPONSES_TOOL_MEMBERS if member in event]
+    if held:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} holds {', '.join(held)}, which a timing diagnostic never "
+                          "carries: no reviewed normalizer reads it")
 
 
 def _responses_second_response(pos: int, state: _ResponsesState) -> WireProblem:
@@ -4887,6 +4903,7 @@ _RESPONSES_ROOM = _EventRoom(
     steps={"response.failed": "failed", "error": "error", **dict.fromkeys(_RESPONSES_TURN_ENDS, "terminal")},
     other="other",
     handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE), **dict.fromkeys(_RESPONSES_STEERING),
+              **dict.fromkeys(_RESPONSES_DIAGNOSTICS, _responses_diagnostic),
               **dict.fromkeys(_RESPONSES_TURN_ENDS, _responses_terminal)},
     default=_responses_item_event)
 
@@ -5052,16 +5069,14 @@ def _responses_claims(payload: dict) -> bool:
 # websocket_connection_limit_reached...).  openai-python 3.57 adds stream_id lanes: responses of different lanes
 # may interleave, and each of their events carries the lane's stream_id.
 _RESPONSES_SOCKET_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete"})
-# Members that address an output item or state a call's input: a message outside a response holding one belongs
-# to a response whose start the log does not hold.
-_RESPONSES_SOCKET_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
 
 
 def _responses_session_message(kind: str | None, body: dict) -> bool:
     """Whether a message outside a response is the session's own: an object of a string type that is no reviewed
     event of a response (the lifecycle and steering notices aside) and holds no member of an item or a call."""
-    return (kind is not None and (kind not in _RESPONSES_EVENTS or kind in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING)
-            and not any(member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS))
+    return (kind is not None and (kind not in _RESPONSES_EVENTS
+                                  or kind in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | _RESPONSES_DIAGNOSTICS)
+            and not any(member in body for member in _RESPONSES_TOOL_MEMBERS))
 
 
 def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:

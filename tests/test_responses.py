@@ -558,6 +558,9 @@ WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
     "pass-websocket-steering-accepted-while-the-call-streams": ("pass", [], ["call_Ws9yT2vY5aC8eG1iK4mO7qS"]),
     "unexpected-event-websocket-terminal-names-another-response": (
         "blocked", ["unexpected_event"], ["call_WsAzU3wZ6bD9fH2jL5nP8rT"]),
+    "pass-websocket-timing-diagnostic-inside-the-response": ("pass", [], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"]),
+    "unsupported-event-websocket-timing-diagnostic-holding-a-call": (
+        "blocked", ["unsupported_event"], ["call_WsCcW5yB8dF1hJ4lN7pR0tV"]),
 }
 
 
@@ -876,6 +879,8 @@ class WebSocketSdkDifferential(unittest.TestCase):
         for name, (status, _, ids) in WS_FIXTURES.items():
             if name.startswith(("delta-after", "unexpected-event")):
                 continue   # not one response: the accumulator is fed one response per lane
+            if name.startswith("unsupported-event"):
+                continue   # the accumulator skips an event type it does not know; this tool fails closed on it
             with self.subTest(fixture=name):
                 accumulator = ResponsesWebSocketAccumulator()
                 final, raised = None, False
@@ -904,6 +909,27 @@ class WebSocketSdkDifferential(unittest.TestCase):
             accumulator.add_event(item)
         with self.assertRaisesRegex(ValueError, "another response"):
             accumulator.add_event(items[-1])
+
+
+class TimingDiagnostics(unittest.TestCase):
+    """responsesapi.websocket_timing: inside a response it is read as nothing; outside one it is the session's own,
+    unless it holds a member of an item or a call (then its turn starts there and is judged)."""
+
+    def test_a_log_splits_around_it(self):
+        doc = ws_doc("pass-websocket-timing-diagnostic-inside-the-response")
+        timing = [event for event in doc["events"] if event["type"] == "responsesapi.websocket_timing"][0]
+        log = [timing] + doc["events"] + [timing] + doc["events"]
+        count = len(doc["events"])
+        self.assertEqual(socket_turns(log), [(1, count + 1), (count + 2, 2 * count + 2)])
+        self.assertEqual(judge_log(log, doc["tool_schemas"]),
+                         [WS_FIXTURES["pass-websocket-timing-diagnostic-inside-the-response"]] * 2)
+
+    def test_one_holding_an_item_outside_a_response_is_judged(self):
+        doc = ws_doc("pass-websocket-timing-diagnostic-inside-the-response")
+        bad = [event for event in ws_doc("unsupported-event-websocket-timing-diagnostic-holding-a-call")["events"]
+               if event["type"] == "responsesapi.websocket_timing"][0]
+        self.assertEqual(judge_log([bad] + doc["events"], doc["tool_schemas"]),
+                         [("blocked", ["unexpected_event", "unsupported_event"], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"])])
 
 
 class ResponseIds(unittest.TestCase):
