@@ -10054,6 +10054,12 @@ def _realtime_call_added(pos: int, body: dict, item: _RealtimeItem) -> Iterator[
     (_, call_id), (_, name), (_, initial) = fields
     item.kind, item.call_id, item.name, item.added_arguments = "function_call", call_id, name, initial or ""
     yield SlotOpen(pos, (None, item.index), call_id, name, None)
+    if body.get("status") == "completed":
+        # openai-agents runs a function_call item whose status is "completed" on response.output_item.added as on
+        # .done (_handle_output_item serves both): it would run this call here, with these arguments, and again
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"response.output_item.added announces function_call item "
+                          f"{item.index} with status \"completed\": openai-agents would run it there and again at "
+                          "its done item", None, item.index)
 
 
 def _realtime_identity(pos: int, where: str, body: dict, item: _RealtimeItem,

@@ -692,5 +692,57 @@ class OpenaiPythonRealtimeClient(unittest.TestCase):
                 self.assertEqual(sdk_verdict(gate.finish()), sdk_verdict(vts.validate_envelope(doc)))
 
 
+def agents_tool_calls(doc):
+    """The tool calls openai-agents' realtime model emits (RealtimeModelToolCallEvent, each one run by its
+    RealtimeSession) while it reads the fixture's events, in order: [(call_id, name, arguments)]."""
+    import asyncio
+    import logging
+
+    from agents.realtime.model_events import RealtimeModelToolCallEvent
+    from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
+
+    logging.getLogger("openai.agents").setLevel(logging.CRITICAL)   # its "Failed to validate server event" lines
+    calls = []
+
+    class Listener:
+        async def on_event(self, event):
+            if isinstance(event, RealtimeModelToolCallEvent):
+                calls.append((event.call_id, event.name, event.arguments))
+
+    async def run():
+        model = OpenAIRealtimeWebSocketModel()
+        model.add_listener(Listener())
+        for event in copy.deepcopy(doc["events"]):
+            await model._handle_ws_event(event)
+
+    asyncio.run(run())
+    return calls
+
+
+@unittest.skipUnless(importable("agents.realtime.openai_realtime"),
+                     "openai-agents is not installed (run with tests/adapters/.venv/bin/python)")
+class OpenaiAgentsRealtimeModel(unittest.TestCase):
+    """openai-agents runs a function_call item of response.output_item.added or .done whose status is "completed"
+    (_handle_output_item): on every passing fixture it runs exactly our calls, once each; the status fixtures show
+    where it would not (an in_progress done item: nothing) or would run twice (a completed added item)."""
+
+    def test_a_passing_fixture_runs_our_calls_once(self):
+        folder = os.path.join(FIXTURES, "openai-realtime")
+        for name in sorted(os.listdir(folder)):
+            doc = load_fixture(f"openai-realtime/{name}")[1]
+            report = vts.validate_envelope(doc)
+            if report["status"] != "pass":
+                continue
+            with self.subTest(name):
+                self.assertEqual(agents_tool_calls(doc), sdk_verdict(report)[2])
+
+    def test_what_it_does_where_a_status_blocks(self):
+        call = ("call_Xk4pR9sT2vW8yZ1a", "get_weather", '{"city":"Lyon","unit":"celsius"}')
+        doc = load_fixture("openai-realtime/unexpected-event-output-item-done-states-the-call-in-progress.json")[1]
+        self.assertEqual(agents_tool_calls(doc), [])
+        doc = load_fixture("openai-realtime/unexpected-event-output-item-added-states-the-call-completed.json")[1]
+        self.assertEqual(agents_tool_calls(doc), [(call[0], call[1], ""), call])
+
+
 if __name__ == "__main__":
     unittest.main()
