@@ -4476,6 +4476,8 @@ class ResponsesNormalizer:
                 return None
         except Exception:   # noqa: BLE001 - not such a model: the dump decides
             return None
+        if self.state.lane is not None:
+            return None   # a laned response: this event, without the lane's stream_id, is not its (translate says so)
         return self._streaming_delta(index, item_id, delta)
 
     def _streaming_delta(self, index: int, item_id: str, delta: str) -> tuple[SlotKey, str] | None:
@@ -4504,7 +4506,7 @@ class ResponsesNormalizer:
         except KeyError:
             return None
         if type(index) is not int or type(item_id) is not str or type(delta) is not str or (
-                self.state.lane is not None and event.get("stream_id", self.state.lane) != self.state.lane):
+                self.state.lane is not None and event.get("stream_id") != self.state.lane):
             return None
         return self._streaming_delta(index, item_id, delta)
 
@@ -4517,7 +4519,7 @@ class ResponsesNormalizer:
         kind, state = event.get("type"), self.state
         wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
         if wanted is None or state.opening != "open" or state.ending != "running" or (
-                state.lane is not None and event.get("stream_id", state.lane) != state.lane):
+                state.lane is not None and event.get("stream_id") != state.lane):
             return False
         index = event.get("output_index")
         item = state.items.get(index) if type(index) is int else None
@@ -4545,10 +4547,9 @@ class ResponsesNormalizer:
             state.response_id = _responses_response_id(event)
         if kind == "response.created" and isinstance(event.get("stream_id"), str):
             state.lane = event["stream_id"]
-        elif state.lane is not None and state.ending == "running" and isinstance(event.get("stream_id"), str) \
-                and event["stream_id"] != state.lane:
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} belongs to stream_id lane {_token(event['stream_id'])}, "
-                              f"not to the response's lane {_token(state.lane)}: another lane's response")
+        elif state.lane is not None and state.ending == "running" and event.get("stream_id") != state.lane \
+                and not (kind in _RESPONSES_DIAGNOSTICS and "stream_id" not in event):
+            yield WireProblem(pos, UNEXPECTED_EVENT, _responses_other_lane(kind, event, state.lane))
             return
         was = state.ending
         late = _RESPONSES_ROOM.late(pos, kind, state)
@@ -4574,6 +4575,18 @@ def _responses_diagnostic(pos: int, kind: str, event: dict, state: _ResponsesSta
     if held:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} holds {', '.join(held)}, which a timing diagnostic never "
                           "carries: no reviewed normalizer reads it")
+
+
+def _responses_other_lane(kind: str, event: dict, lane: str) -> str:
+    """What is wrong with an event of a laned response that names another stream_id, or none: openai-python's
+    session hands each event to the lane its stream_id names, one without it to the default lane (a timing diagnostic,
+    which no lane's, aside), so neither is this response's."""
+    said = event.get("stream_id")
+    if isinstance(said, str):
+        return f"{kind} belongs to stream_id lane {_token(said)}, not to the response's lane {_token(lane)}: " \
+               "another lane's response"
+    return f"{kind} carries no stream_id inside the response of lane {_token(lane)}: openai-python's session hands " \
+           "it to the default lane, not to this response"
 
 
 def _responses_second_response(pos: int, state: _ResponsesState) -> WireProblem:
@@ -5103,7 +5116,8 @@ def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
             start, errored = None, False
             if ends:
                 continue
-        if start is not None and body.get("stream_id") != lane:
+        if start is not None and body.get("stream_id") != lane and not (
+                kind in _RESPONSES_DIAGNOSTICS and "stream_id" not in body):   # unlabelled: the normalizer reads it
             raise CaptureError(f"message {number + 1} belongs to another stream_id lane than the response that "
                                f"started at message {start + 1}: responses of two lanes interleave; record one lane")
         if start is None:

@@ -559,6 +559,8 @@ WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
     "unexpected-event-websocket-terminal-names-another-response": (
         "blocked", ["unexpected_event"], ["call_WsAzU3wZ6bD9fH2jL5nP8rT"]),
     "pass-websocket-timing-diagnostic-inside-the-response": ("pass", [], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"]),
+    "unexpected-event-websocket-event-without-the-lanes-stream-id": (
+        "blocked", ["malformed_json", "unexpected_event"], ["call_WsDdX6zC9eG2iK5mO8qS1uW", "call_WsEeY7aD0fH3jL6nP9rT2vX"]),
     "unsupported-event-websocket-timing-diagnostic-holding-a-call": (
         "blocked", ["unsupported_event"], ["call_WsCcW5yB8dF1hJ4lN7pR0tV"]),
 }
@@ -789,6 +791,7 @@ class SocketTurns(unittest.TestCase):
                     self.assertEqual((got["status"], got["findings"], got["calls"]),
                                      (raw["status"], raw["findings"], raw["calls"]))
         self.assertEqual(sorted(refused), ["delta-after-terminal-websocket-second-response-in-one-envelope",
+                                           "unexpected-event-websocket-event-without-the-lanes-stream-id",
                                            "unexpected-event-websocket-two-lanes-interleaved"])
 
     def test_capture_turn_picks_each_response_of_a_socket_log(self):
@@ -923,6 +926,19 @@ class TimingDiagnostics(unittest.TestCase):
         self.assertEqual(socket_turns(log), [(1, count + 1), (count + 2, 2 * count + 2)])
         self.assertEqual(judge_log(log, doc["tool_schemas"]),
                          [WS_FIXTURES["pass-websocket-timing-diagnostic-inside-the-response"]] * 2)
+
+    def test_an_unlabelled_one_inside_a_laned_response_is_read_as_nothing(self):
+        # gateways that relay Codex's socket over lanes note it carries no stream_id (it is the socket's, no lane's)
+        doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
+        timing = [event for event in ws_doc("pass-websocket-timing-diagnostic-inside-the-response")["events"]
+                  if event["type"] == "responsesapi.websocket_timing"][0]
+        log = doc["events"][:-1] + [timing] + doc["events"][-1:]
+        self.assertEqual(socket_turns(log), [(0, len(log))])
+        self.assertEqual(judge_log(log, doc["tool_schemas"]),
+                         [WS_FIXTURES["pass-websocket-parallel-calls-on-a-stream-id-lane"]])
+        labelled = dict(timing, stream_id="another-lane")
+        report = vts.validate_envelope(dict(doc, events=doc["events"][:-1] + [labelled] + doc["events"][-1:]))
+        self.assertEqual((report["status"], code_set(report)), ("blocked", {"unexpected_event"}))
 
     def test_one_holding_an_item_outside_a_response_is_judged(self):
         doc = ws_doc("pass-websocket-timing-diagnostic-inside-the-response")
