@@ -5015,13 +5015,14 @@ def _redact_responses_event(event: dict) -> dict:
 
 
 def _redact_responses_response(response: Any) -> Any:
-    """An event's response snapshot: its output items as items are, the rest as shapes."""
+    """An event's response snapshot: its output items as items are, its id as it is (a terminal naming another
+    response is a finding), the rest as shapes."""
     if not isinstance(response, dict):
         return _AS_SHAPE
     out = {}
     for k, item in response.items():
         out[k] = ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                  else _neutral(item, _RESPONSES_KEEP))
+                  else item if k == "id" and isinstance(item, str) else _neutral(item, _RESPONSES_KEEP))
     return out
 
 
@@ -5029,8 +5030,9 @@ def _responses_protected(payload: dict) -> dict[tuple, str]:
     """Responses: argument deltas are fragments; a client call item is identity and arguments.
 
     The item id an event names, and the name, call_id and namespace an input event restates, are
-    identity too: the rules compare them with the item's, so masking one copy would change a verdict."""
-    paths: dict[tuple, str] = {("item_id",): "warn"}
+    identity too: the rules compare them with the item's, so masking one copy would change a verdict; so is the
+    response's id (a terminal naming another response than response.created's is a finding)."""
+    paths: dict[tuple, str] = {("item_id",): "warn", ("response", "id"): "warn"}
     kind = _wire_str(payload.get("type"))
     if kind in _RESPONSES_INPUT_EVENTS:
         member = _RESPONSES_INPUT_EVENTS[kind]
