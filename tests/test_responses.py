@@ -560,7 +560,8 @@ WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
         "blocked", ["unexpected_event"], ["call_WsAzU3wZ6bD9fH2jL5nP8rT"]),
     "pass-websocket-timing-diagnostic-inside-the-response": ("pass", [], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"]),
     "unexpected-event-websocket-event-without-the-lanes-stream-id": (
-        "blocked", ["malformed_json", "unexpected_event"], ["call_WsDdX6zC9eG2iK5mO8qS1uW", "call_WsEeY7aD0fH3jL6nP9rT2vX"]),
+        "blocked", ["malformed_json", "unexpected_event"],
+        ["call_WsDdX6zC9eG2iK5mO8qS1uW", "call_WsEeY7aD0fH3jL6nP9rT2vX"]),
     "unsupported-event-websocket-timing-diagnostic-holding-a-call": (
         "blocked", ["unsupported_event"], ["call_WsCcW5yB8dF1hJ4lN7pR0tV"]),
 }
@@ -960,7 +961,8 @@ class ResponseIds(unittest.TestCase):
         return [created, {"type": "response.completed", "response": {"id": "resp_other", "output": None}}]
 
     def test_only_a_turn_with_calls_is_checked(self):
-        report = vts.validate_envelope({"profile": "openai-responses", "tool_schemas": {}, "events": self.events(False)})
+        report = vts.validate_envelope({"profile": "openai-responses", "tool_schemas": {},
+                                        "events": self.events(False)})
         self.assertEqual((report["status"], report["findings"]), ("not_applicable", []))
 
     def test_an_id_that_is_not_a_string_is_not_compared(self):
