@@ -4309,6 +4309,10 @@ _RESPONSES_STEERING = frozenset({"response.steer.accepted", "response.steer.pend
 # socket's log), a message holding such a member belongs to a response whose start the log does not hold.
 _RESPONSES_DIAGNOSTICS = frozenset({"responsesapi.websocket_timing"})
 _RESPONSES_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
+# Events of the socket rather than of a lane, which may come without a stream_id inside a laned response: the timing
+# diagnostic, and a connection's error event (openai-python's session hands both to the default lane; the error
+# is a stream_error whichever lane it names).
+_RESPONSES_UNLABELLED = _RESPONSES_DIAGNOSTICS | frozenset({"error"})
 # Reviewed events of items other than function calls -> the item types they may address.
 _RESPONSES_CONTENT_EVENTS = {
     "response.output_text.delta": frozenset({"message"}),
@@ -4548,7 +4552,7 @@ class ResponsesNormalizer:
         if kind == "response.created" and isinstance(event.get("stream_id"), str):
             state.lane = event["stream_id"]
         elif state.lane is not None and state.ending == "running" and event.get("stream_id") != state.lane \
-                and not (kind in _RESPONSES_DIAGNOSTICS and "stream_id" not in event):
+                and not (kind in _RESPONSES_UNLABELLED and "stream_id" not in event):
             yield WireProblem(pos, UNEXPECTED_EVENT, _responses_other_lane(kind, event, state.lane))
             return
         was = state.ending
@@ -4579,8 +4583,8 @@ def _responses_diagnostic(pos: int, kind: str, event: dict, state: _ResponsesSta
 
 def _responses_other_lane(kind: str, event: dict, lane: str) -> str:
     """What is wrong with an event of a laned response that names another stream_id, or none: openai-python's
-    session hands each event to the lane its stream_id names, one without it to the default lane (a timing diagnostic,
-    which no lane's, aside), so neither is this response's."""
+    session hands each event to the lane its stream_id names, one without it to the default lane (the socket's own
+    events aside, _RESPONSES_UNLABELLED), so neither is this response's."""
     said = event.get("stream_id")
     if isinstance(said, str):
         return f"{kind} belongs to stream_id lane {_token(said)}, not to the response's lane {_token(lane)}: " \
@@ -5119,7 +5123,7 @@ def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
             if ends:
                 continue
         if start is not None and body.get("stream_id") != lane and not (
-                kind in _RESPONSES_DIAGNOSTICS and "stream_id" not in body):   # unlabelled: the normalizer reads it
+                kind in _RESPONSES_UNLABELLED and "stream_id" not in body):   # the socket's own: read in the turn
             raise CaptureError(f"message {number + 1} belongs to another stream_id lane than the response that "
                                f"started at message {start + 1}: responses of two lanes interleave; record one lane")
         if start is None:

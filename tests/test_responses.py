@@ -949,6 +949,22 @@ class TimingDiagnostics(unittest.TestCase):
                          [("blocked", ["unexpected_event", "unsupported_event"], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"])])
 
 
+class UnlabelledInALane(unittest.TestCase):
+    """In a laned response, an event without a stream_id is the default lane's (unexpected_event), the socket's own
+    aside: a connection's error event stays a stream_error, and capture ends the response there."""
+
+    def test_an_error_without_a_stream_id_is_the_turns_stream_error(self):
+        doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
+        log = doc["events"][:8] + [ws_error(500, "server_error")]
+        report = vts.validate_envelope(dict(doc, events=log))
+        self.assertEqual((report["status"], sorted(code_set(report))), ("blocked", ["missing_terminal", "stream_error"]))
+        self.assertEqual(socket_turns(log + doc["events"]), [(0, 9), (9, 9 + len(doc["events"]))])
+
+    def test_an_item_event_without_one_is_not_read(self):
+        report = fixture_report(WS + "unexpected-event-websocket-event-without-the-lanes-stream-id.json")
+        self.assertIn("carries no stream_id inside the response of lane", report["findings"][0]["message"])
+
+
 class ResponseIds(unittest.TestCase):
     """A terminal naming another response than response.created's: a finding only in a turn with calls (GitHub
     Copilot's gateway renames the response, and every item, on each event of a stream)."""
