@@ -965,6 +965,41 @@ class UnlabelledInALane(unittest.TestCase):
         self.assertIn("carries no stream_id inside the response of lane", report["findings"][0]["message"])
 
 
+class OutputIndexGaps(unittest.TestCase):
+    """A skipped output index passes when the terminal lists the output (a call lost there would be listed); items
+    out of order, or a gap the terminal cannot account for, are missing_slot."""
+
+    def doc(self):
+        return load_fixture("openai-responses/pass-output-index-gap-confirmed-by-the-final-output.json")[1]
+
+    def test_a_lost_call_listed_in_the_final_output_is_found(self):
+        doc = self.doc()
+        final = doc["events"][-1]["response"]["output"]
+        lost = dict(final[-1], id="fc_lost", call_id="call_lost", arguments='{"city":"Oslo"}')
+        final.insert(1, lost)
+        report = vts.validate_envelope(doc)
+        self.assertEqual((report["status"], sorted(code_set(report))), ("blocked", ["unexpected_event"]))
+        self.assertIn("lists 2 client call(s) in response.output, but 1 were streamed", report["findings"][0]["message"])
+
+    def test_items_out_of_order(self):
+        doc = self.doc()
+        events = doc["events"]
+        for event in events:
+            if event.get("output_index") == 0:
+                event["output_index"] = 3
+        report = vts.validate_envelope(doc)
+        self.assertIn("missing_slot", code_set(report))
+        self.assertIn("output item 2 added after item 3: output items come in order",
+                      [f["message"] for f in report["findings"]])
+
+    def test_a_gap_before_response_incomplete_without_output(self):
+        doc = self.doc()
+        created = doc["events"][0]["response"]["id"]
+        doc["events"][-1] = {"type": "response.incomplete", "response": {"id": created, "output": None}}
+        report = vts.validate_envelope(doc)
+        self.assertEqual(sorted(code_set(report)), ["missing_slot", "wrong_terminal_reason"])
+
+
 class ResponseIds(unittest.TestCase):
     """A terminal naming another response than response.created's: a finding only in a turn with calls (GitHub
     Copilot's gateway renames the response, and every item, on each event of a stream)."""
