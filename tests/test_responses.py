@@ -957,7 +957,8 @@ class UnlabelledInALane(unittest.TestCase):
         doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
         log = doc["events"][:8] + [ws_error(500, "server_error")]
         report = vts.validate_envelope(dict(doc, events=log))
-        self.assertEqual((report["status"], sorted(code_set(report))), ("blocked", ["missing_terminal", "stream_error"]))
+        self.assertEqual((report["status"], sorted(code_set(report))),
+                         ("blocked", ["missing_terminal", "stream_error"]))
         self.assertEqual(socket_turns(log + doc["events"]), [(0, 9), (9, 9 + len(doc["events"]))])
 
     def test_an_item_event_without_one_is_not_read(self):
@@ -979,7 +980,8 @@ class OutputIndexGaps(unittest.TestCase):
         final.insert(1, lost)
         report = vts.validate_envelope(doc)
         self.assertEqual((report["status"], sorted(code_set(report))), ("blocked", ["unexpected_event"]))
-        self.assertIn("lists 2 client call(s) in response.output, but 1 were streamed", report["findings"][0]["message"])
+        self.assertIn("lists 2 client call(s) in response.output, but 1 were streamed",
+                      report["findings"][0]["message"])
 
     def test_items_out_of_order(self):
         doc = self.doc()
