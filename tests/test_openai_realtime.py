@@ -692,6 +692,39 @@ class OpenaiPythonRealtimeClient(unittest.TestCase):
                 self.assertEqual(sdk_verdict(gate.finish()), sdk_verdict(vts.validate_envelope(doc)))
 
 
+class CallStatus(unittest.TestCase):
+    """Where a call is stated finished (its done item, conversation.item.done, a completed response.done's output),
+    another status than completed is unexpected_event; a cut response's output may say in_progress."""
+
+    def verdict(self, change):
+        doc = load_fixture("openai-realtime/pass-single-call.json")[1]
+        change(doc["events"])
+        report = vts.validate_envelope(doc)
+        return report["status"], sorted(code_set(report))
+
+    def entry(self, events, kind):
+        return next(event for event in events if event["type"] == kind)
+
+    def test_each_final_statement(self):
+        def final_output(events):
+            self.entry(events, "response.done")["response"]["output"][0]["status"] = "in_progress"
+
+        def conversation_done(events):
+            self.entry(events, "conversation.item.done")["item"]["status"] = "in_progress"
+
+        for change in (final_output, conversation_done):
+            with self.subTest(change.__name__):
+                self.assertEqual(self.verdict(change), ("blocked", ["unexpected_event"]))
+
+    def test_an_announcement_in_progress_and_a_cut_responses_output_are_not_findings_of_their_own(self):
+        def cancelled(events):
+            done = self.entry(events, "response.done")["response"]
+            done["status"], done["output"][0]["status"] = "cancelled", "in_progress"
+
+        self.assertEqual(self.verdict(cancelled), ("blocked", ["wrong_terminal_reason"]))
+        self.assertEqual(self.verdict(lambda events: None), ("pass", []))
+
+
 def agents_tool_calls(doc):
     """The tool calls openai-agents' realtime model emits (RealtimeModelToolCallEvent, each one run by its
     RealtimeSession) while it reads the fixture's events, in order: [(call_id, name, arguments)]."""
