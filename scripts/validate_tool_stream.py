@@ -4308,6 +4308,18 @@ _RESPONSES_LIFECYCLE = frozenset({"response.in_progress", "response.queued"})
 # answer to a client's response.steer, which may come while a response runs; they carry the steering submission's
 # id, never an output item.  Read as nothing, like the lifecycle events.
 _RESPONSES_STEERING = frozenset({"response.steer.accepted", "response.steer.pending", "response.steer.failed"})
+# WebSocket mode's opt-in timing diagnostics: a client that opens the socket with the header
+# x-responsesapi-include-timing-metrics: true (Codex, codex-rs/core/tests/suite/client_websockets.rs) receives
+# {"type": "responsesapi.websocket_timing", "timing_metrics": {<name>: <milliseconds>...}} inside a response.
+# Durations only: read as nothing, unless it holds a member that addresses an item or states a call's input
+# (_RESPONSES_TOOL_MEMBERS), which no timing carries (unsupported_event then).  Outside a response (capture of a
+# socket's log), a message holding such a member belongs to a response whose start the log does not hold.
+_RESPONSES_DIAGNOSTICS = frozenset({"responsesapi.websocket_timing"})
+_RESPONSES_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
+# Events of the socket rather than of a lane, which may come without a stream_id inside a laned response: the timing
+# diagnostic, and a connection's error event (openai-python's session hands both to the default lane; the error
+# is a stream_error whichever lane it names).
+_RESPONSES_UNLABELLED = _RESPONSES_DIAGNOSTICS | frozenset({"error"})
 # Reviewed events of items other than function calls -> the item types they may address.
 _RESPONSES_CONTENT_EVENTS = {
     "response.output_text.delta": frozenset({"message"}),
@@ -4355,7 +4367,7 @@ _RESPONSES_SNAPSHOTS = frozenset({"response.created"}) | _RESPONSES_LIFECYCLE
 _RESPONSES_EVENTS = (frozenset({
     "response.created", "response.output_item.added", "response.output_item.done",
     "response.failed", "error",
-}) | _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | frozenset(_RESPONSES_CONTENT_EVENTS)
+}) | _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | _RESPONSES_DIAGNOSTICS | frozenset(_RESPONSES_CONTENT_EVENTS)
     | frozenset(_RESPONSES_ARGUMENT_EVENTS)
     | frozenset(_RESPONSES_TURN_ENDS))
 
@@ -4398,13 +4410,15 @@ _RESPONSES_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingPro
 class _ResponsesState(_Record):
     """Translation state: the items announced so far and where the turn stands."""
 
-    __slots__ = ("opening", "ending", "items", "item_ids", "next_response", "lane")
+    __slots__ = ("opening", "ending", "items", "item_ids", "next_response", "lane", "response_id", "gap")
 
     def __init__(self) -> None:
         self.opening = "new"                      # see _OPENING
         self.ending = "running"                   # see _RESPONSES_ENDING
         self.next_response = False                # a second response began after this one ended: not read
         self.lane: str | None = None              # response.created's stream_id (WebSocket lanes), when it names one
+        self.response_id: str | None = None       # response.created's response.id, when it names one
+        self.gap: str | None = None               # the first output index skipped, said at the terminal if need be
         self.items: dict[int, _ResponsesItem] = {}
         self.item_ids: dict[str, int] = {}        # item.id -> output_index
 
@@ -4474,6 +4488,8 @@ class ResponsesNormalizer:
                 return None
         except Exception:   # noqa: BLE001 - not such a model: the dump decides
             return None
+        if self.state.lane is not None:
+            return None   # a laned response: this event, without the lane's stream_id, is not its (translate says so)
         return self._streaming_delta(index, item_id, delta)
 
     def _streaming_delta(self, index: int, item_id: str, delta: str) -> tuple[SlotKey, str] | None:
@@ -4502,7 +4518,7 @@ class ResponsesNormalizer:
         except KeyError:
             return None
         if type(index) is not int or type(item_id) is not str or type(delta) is not str or (
-                self.state.lane is not None and event.get("stream_id", self.state.lane) != self.state.lane):
+                self.state.lane is not None and event.get("stream_id") != self.state.lane):
             return None
         return self._streaming_delta(index, item_id, delta)
 
@@ -4515,7 +4531,7 @@ class ResponsesNormalizer:
         kind, state = event.get("type"), self.state
         wanted = _RESPONSES_CONTENT_EVENTS.get(kind) if type(kind) is str else None
         if wanted is None or state.opening != "open" or state.ending != "running" or (
-                state.lane is not None and event.get("stream_id", state.lane) != state.lane):
+                state.lane is not None and event.get("stream_id") != state.lane):
             return False
         index = event.get("output_index")
         item = state.items.get(index) if type(index) is int else None
@@ -4539,12 +4555,13 @@ class ResponsesNormalizer:
         if kind == "response.created" and state.opening == "open":
             yield _responses_second_response(pos, state)
             return
+        if kind == "response.created":
+            state.response_id = _responses_response_id(event)
         if kind == "response.created" and isinstance(event.get("stream_id"), str):
             state.lane = event["stream_id"]
-        elif state.lane is not None and state.ending == "running" and isinstance(event.get("stream_id"), str) \
-                and event["stream_id"] != state.lane:
-            yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} belongs to stream_id lane {_token(event['stream_id'])}, "
-                              f"not to the response's lane {_token(state.lane)}: another lane's response")
+        elif state.lane is not None and state.ending == "running" and event.get("stream_id") != state.lane \
+                and not (kind in _RESPONSES_UNLABELLED and "stream_id" not in event):
+            yield WireProblem(pos, UNEXPECTED_EVENT, _responses_other_lane(kind, event, state.lane))
             return
         was = state.ending
         late = _RESPONSES_ROOM.late(pos, kind, state)
@@ -4562,6 +4579,26 @@ class ResponsesNormalizer:
         handler = _RESPONSES_ROOM.handlers.get(kind, _RESPONSES_ROOM.default)
         if handler is not None:
             yield from handler(pos, kind, event, state)
+
+
+def _responses_diagnostic(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """A timing diagnostic (see _RESPONSES_DIAGNOSTICS): nothing, unless it holds a member of an item or a call."""
+    held = [member for member in _RESPONSES_TOOL_MEMBERS if member in event]
+    if held:
+        yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} holds {', '.join(held)}, which a timing diagnostic never "
+                          "carries: no reviewed normalizer reads it")
+
+
+def _responses_other_lane(kind: str, event: dict, lane: str) -> str:
+    """What is wrong with an event of a laned response that names another stream_id, or none: openai-python's
+    session hands each event to the lane its stream_id names, one without it to the default lane (the socket's own
+    events aside, _RESPONSES_UNLABELLED), so neither is this response's."""
+    said = event.get("stream_id")
+    if isinstance(said, str):
+        return f"{kind} belongs to stream_id lane {_token(said)}, not to the response's lane {_token(lane)}: " \
+               "another lane's response"
+    return f"{kind} carries no stream_id inside the response of lane {_token(lane)}: openai-python's session hands " \
+           "it to the default lane, not to this response"
 
 
 def _responses_second_response(pos: int, state: _ResponsesState) -> WireProblem:
@@ -4588,7 +4625,32 @@ def _responses_error_text(kind: str, event: dict) -> str:
             f"{_token(code) if code is not None else 'no code'}): the response ends there")
 
 
+def _responses_response_id(event: dict) -> str | None:
+    """A lifecycle event's response.id, when it is a non-empty string."""
+    response = event.get("response")
+    said = response.get("id") if isinstance(response, dict) else None
+    return said if isinstance(said, str) and said else None
+
+
+def _responses_gap(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    """A skipped output index is fine when the terminal lists the response's output (a call lost there would be in
+    it, and _responses_final_output would say so); without that list nothing shows what the missing item was."""
+    response = event.get("response")
+    if state.gap is not None and not isinstance(response.get("output") if isinstance(response, dict) else None, list):
+        yield WireProblem(pos, MISSING_SLOT, f"{state.gap}, and {kind} lists no output that would show what it was: a "
+                          "lost item cannot be told from a skipped number")
+
+
 def _responses_terminal(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
+    yield from _responses_gap(pos, kind, event, state)
+    said = _responses_response_id(event)
+    if said is not None and state.response_id is not None and said != state.response_id and any(
+            item.client for item in state.items.values()):
+        # openai-python's WebSocket accumulator refuses it ("Event belongs to another response"): on a socket it is
+        # another response's end, and the calls streamed here never completed.  Only with calls: GitHub Copilot's
+        # gateway gives every event of a stream a new response id (and item id: its calls are refused there).
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} belongs to another response than the one response.created "
+                          "opened (its response.id differs): another response's terminal ends nothing of this one")
     yield from _responses_final_output(pos, kind, event, state)
     yield from _responses_turn_end(pos, kind, state)
 
@@ -4713,9 +4775,14 @@ def _responses_item_added(pos: int, index: int, event: dict, state: _ResponsesSt
     if index in state.items:
         yield WireProblem(pos, IDENTITY_COLLISION, f"output item {index} was added twice", None, index)
         return
-    if index != len(state.items):
-        yield WireProblem(pos, MISSING_SLOT, f"output item {index} added, but item {len(state.items)} comes next",
-                          None, index)
+    following = max(state.items) + 1 if state.items else 0
+    if index < following:
+        yield WireProblem(pos, MISSING_SLOT, f"output item {index} added after item {following - 1}: output items come "
+                          "in order", None, index)
+    elif index > following and state.gap is None:
+        # OpenAI skips an index now and then (an item it does not stream; openai-python's stream state allows it):
+        # the terminal's output list shows whether a call was lost there (_responses_gap)
+        state.gap = f"output item {index} was added, but item {following} never was"
     body = event.get("item")
     item_type = _wire_str(body.get("type")) if isinstance(body, dict) else None
     client = _client_item(body)
@@ -4876,6 +4943,7 @@ _RESPONSES_ROOM = _EventRoom(
     steps={"response.failed": "failed", "error": "error", **dict.fromkeys(_RESPONSES_TURN_ENDS, "terminal")},
     other="other",
     handlers={"response.created": None, **dict.fromkeys(_RESPONSES_LIFECYCLE), **dict.fromkeys(_RESPONSES_STEERING),
+              **dict.fromkeys(_RESPONSES_DIAGNOSTICS, _responses_diagnostic),
               **dict.fromkeys(_RESPONSES_TURN_ENDS, _responses_terminal)},
     default=_responses_item_event)
 
@@ -4974,13 +5042,14 @@ def _redact_responses_event(event: dict) -> dict:
 
 
 def _redact_responses_response(response: Any) -> Any:
-    """An event's response snapshot: its output items as items are, the rest as shapes."""
+    """An event's response snapshot: its output items as items are, its id as it is (a terminal naming another
+    response is a finding), the rest as shapes."""
     if not isinstance(response, dict):
         return _AS_SHAPE
     out = {}
     for k, item in response.items():
         out[k] = ([_redact_responses_item(v) for v in item] if k == "output" and isinstance(item, list)
-                  else _neutral(item, _RESPONSES_KEEP))
+                  else item if k == "id" and isinstance(item, str) else _neutral(item, _RESPONSES_KEEP))
     return out
 
 
@@ -4988,8 +5057,9 @@ def _responses_protected(payload: dict) -> dict[tuple, str]:
     """Responses: argument deltas are fragments; a client call item is identity and arguments.
 
     The item id an event names, and the name, call_id and namespace an input event restates, are
-    identity too: the rules compare them with the item's, so masking one copy would change a verdict."""
-    paths: dict[tuple, str] = {("item_id",): "warn"}
+    identity too: the rules compare them with the item's, so masking one copy would change a verdict; so is the
+    response's id (a terminal naming another response than response.created's is a finding)."""
+    paths: dict[tuple, str] = {("item_id",): "warn", ("response", "id"): "warn"}
     kind = _wire_str(payload.get("type"))
     if kind in _RESPONSES_INPUT_EVENTS:
         member = _RESPONSES_INPUT_EVENTS[kind]
@@ -5041,16 +5111,14 @@ def _responses_claims(payload: dict) -> bool:
 # websocket_connection_limit_reached...).  openai-python 3.57 adds stream_id lanes: responses of different lanes
 # may interleave, and each of their events carries the lane's stream_id.
 _RESPONSES_SOCKET_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete"})
-# Members that address an output item or state a call's input: a message outside a response holding one belongs
-# to a response whose start the log does not hold.
-_RESPONSES_SOCKET_TOOL_MEMBERS = ("item", "item_id", "output_index", "arguments", "delta", "call_id", "input")
 
 
 def _responses_session_message(kind: str | None, body: dict) -> bool:
     """Whether a message outside a response is the session's own: an object of a string type that is no reviewed
     event of a response (the lifecycle and steering notices aside) and holds no member of an item or a call."""
-    return (kind is not None and (kind not in _RESPONSES_EVENTS or kind in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING)
-            and not any(member in body for member in _RESPONSES_SOCKET_TOOL_MEMBERS))
+    return (kind is not None and (kind not in _RESPONSES_EVENTS
+                                  or kind in _RESPONSES_LIFECYCLE | _RESPONSES_STEERING | _RESPONSES_DIAGNOSTICS)
+            and not any(member in body for member in _RESPONSES_TOOL_MEMBERS))
 
 
 def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
@@ -5077,7 +5145,8 @@ def _responses_socket_turns(messages: list) -> list[tuple[int, int]]:
             start, errored = None, False
             if ends:
                 continue
-        if start is not None and body.get("stream_id") != lane:
+        if start is not None and body.get("stream_id") != lane and not (
+                kind in _RESPONSES_UNLABELLED and "stream_id" not in body):   # the socket's own: read in the turn
             raise CaptureError(f"message {number + 1} belongs to another stream_id lane than the response that "
                                f"started at message {start + 1}: responses of two lanes interleave; record one lane")
         if start is None:
@@ -10221,6 +10290,12 @@ def _realtime_call_added(pos: int, body: dict, item: _RealtimeItem) -> Iterator[
     (_, call_id), (_, name), (_, initial) = fields
     item.kind, item.call_id, item.name, item.added_arguments = "function_call", call_id, name, initial or ""
     yield SlotOpen(pos, (None, item.index), call_id, name, None)
+    if body.get("status") == "completed":
+        # openai-agents runs a function_call item whose status is "completed" on response.output_item.added as on
+        # .done (_handle_output_item serves both): it would run this call here, with these arguments, and again
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"response.output_item.added announces function_call item "
+                          f"{item.index} with status \"completed\": openai-agents would run it there and again at "
+                          "its done item", None, item.index)
 
 
 def _realtime_identity(pos: int, where: str, body: dict, item: _RealtimeItem,
@@ -10289,9 +10364,7 @@ def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[N
         return
     if item.kind != "function_call":
         return
-    if body.get("status") == "incomplete":
-        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"function_call item {item.index} is done with status "
-                          "\"incomplete\"", None, item.index)
+    yield from _realtime_incomplete(pos, "response.output_item.done", body, item, final=True)
     yield from _realtime_identity(pos, "response.output_item.done", body, item)
     final = body.get("arguments")
     restated = ([("response.output_item.added", item.added_arguments)] if item.added_arguments else []) \
@@ -10309,12 +10382,23 @@ def _realtime_item_done(pos: int, body: dict, item: _RealtimeItem) -> Iterator[N
     yield SlotEnd(pos, (None, item.index), tuple(restated))
 
 
-def _realtime_incomplete(pos: int, where: str, body: dict, item: _RealtimeItem) -> Iterator[NeutralEvent]:
-    """A restatement of a call (a conversation item, an entry of response.done's output) that says the call is
-    incomplete: the call was cut, whatever the response's status says."""
-    if body.get("status") == "incomplete":
-        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{where} states function_call item {item.index} with status "
-                          "\"incomplete\"", None, item.index)
+def _realtime_incomplete(pos: int, where: str, body: dict, item: _RealtimeItem,
+                         final: bool = False) -> Iterator[NeutralEvent]:
+    """A restatement of a call (the done item, a conversation item, an entry of response.done's output) that says
+    the call is incomplete: the call was cut, whatever the response's status says.  Where the call is stated
+    finished (final: its done item, conversation.item.done, a completed response.done's output), any other status
+    than "completed" (or none) says it is not: openai-agents runs a function_call item only when its status is
+    "completed", while AG2 and pipecat run it at response.function_call_arguments.done."""
+    status = body.get("status")
+    if status == "incomplete":
+        said = f"function_call item {item.index} is done" if where == "response.output_item.done" else \
+            f"{where} states function_call item {item.index}"
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{said} with status \"incomplete\"", None, item.index)
+    elif status is not None and status != "completed" and final:
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{where} states function_call item {item.index} with status "
+                          f"{_describe(status) if not isinstance(status, str) else _token(status)}, not "
+                          "\"completed\": openai-agents runs a done call only when it is completed, others run it "
+                          "at its arguments' .done event", None, item.index)
 
 
 def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _RealtimeState) -> Iterator[NeutralEvent]:
@@ -10333,7 +10417,7 @@ def _realtime_conversation_item(pos: int, kind: str, event: dict, state: _Realti
                               "stream: an SDK that reads conversation items would take a call that was never checked")
         return
     yield from _realtime_identity(pos, kind, body, item, required=False)
-    yield from _realtime_incomplete(pos, kind, body, item)
+    yield from _realtime_incomplete(pos, kind, body, item, final=kind == "conversation.item.done")
     arguments = body.get("arguments")
     if not isinstance(arguments, str) or kind != "conversation.item.done" and body.get("status") not in (
             "completed", "incomplete"):
@@ -10352,7 +10436,7 @@ def _realtime_done(pos: int, kind: str, event: dict, state: _RealtimeState) -> I
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"response.done response.status is {_describe(status)}, not one of "
                           "completed, cancelled, incomplete, failed")
         return
-    yield from _realtime_final_output(pos, response.get("output"), state)
+    yield from _realtime_final_output(pos, response.get("output"), state, status == "completed")
     if status == "failed":
         details = response.get("status_details")
         yield WireProblem(pos, STREAM_ERROR, "response.done reports status \"failed\""
@@ -10363,7 +10447,7 @@ def _realtime_done(pos: int, kind: str, event: dict, state: _RealtimeState) -> I
         yield TurnEnd(pos, status)
 
 
-def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iterator[NeutralEvent]:
+def _realtime_final_output(pos: int, output: Any, state: _RealtimeState, completed: bool) -> Iterator[NeutralEvent]:
     """response.done's response.output must hold exactly the streamed calls, stated the same way."""
     if output is None:
         return
@@ -10383,7 +10467,7 @@ def _realtime_final_output(pos: int, output: Any, state: _RealtimeState) -> Iter
                               None, item.index)
             continue
         yield from _realtime_identity(pos, "response.done response.output", entry, item)
-        yield from _realtime_incomplete(pos, "response.done response.output", entry, item)
+        yield from _realtime_incomplete(pos, "response.done response.output", entry, item, final=completed)
         arguments = entry.get("arguments")
         if isinstance(arguments, str):
             yield CallRestated(pos, (None, item.index), "response.done response.output", arguments)

@@ -723,5 +723,90 @@ class BoundedWork(unittest.TestCase):
         self.assertLess(self.Counted.visited, 4 * n)
 
 
+class CallStatus(unittest.TestCase):
+    """Where a call is stated finished (its done item, conversation.item.done, a completed response.done's output),
+    another status than completed is unexpected_event; a cut response's output may say in_progress."""
+
+    def verdict(self, change):
+        doc = load_fixture("openai-realtime/pass-single-call.json")[1]
+        change(doc["events"])
+        report = vts.validate_envelope(doc)
+        return report["status"], sorted(code_set(report))
+
+    def entry(self, events, kind):
+        return next(event for event in events if event["type"] == kind)
+
+    def test_each_final_statement(self):
+        def final_output(events):
+            self.entry(events, "response.done")["response"]["output"][0]["status"] = "in_progress"
+
+        def conversation_done(events):
+            self.entry(events, "conversation.item.done")["item"]["status"] = "in_progress"
+
+        for change in (final_output, conversation_done):
+            with self.subTest(change.__name__):
+                self.assertEqual(self.verdict(change), ("blocked", ["unexpected_event"]))
+
+    def test_an_announcement_in_progress_and_a_cut_responses_output_are_not_findings_of_their_own(self):
+        def cancelled(events):
+            done = self.entry(events, "response.done")["response"]
+            done["status"], done["output"][0]["status"] = "cancelled", "in_progress"
+
+        self.assertEqual(self.verdict(cancelled), ("blocked", ["wrong_terminal_reason"]))
+        self.assertEqual(self.verdict(lambda events: None), ("pass", []))
+
+
+def agents_tool_calls(doc):
+    """The tool calls openai-agents' realtime model emits (RealtimeModelToolCallEvent, each one run by its
+    RealtimeSession) while it reads the fixture's events, in order: [(call_id, name, arguments)]."""
+    import asyncio
+    import logging
+
+    from agents.realtime.model_events import RealtimeModelToolCallEvent
+    from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
+
+    logging.getLogger("openai.agents").setLevel(logging.CRITICAL)   # its "Failed to validate server event" lines
+    calls = []
+
+    class Listener:
+        async def on_event(self, event):
+            if isinstance(event, RealtimeModelToolCallEvent):
+                calls.append((event.call_id, event.name, event.arguments))
+
+    async def run():
+        model = OpenAIRealtimeWebSocketModel()
+        model.add_listener(Listener())
+        for event in copy.deepcopy(doc["events"]):
+            await model._handle_ws_event(event)
+
+    asyncio.run(run())
+    return calls
+
+
+@unittest.skipUnless(importable("agents.realtime.openai_realtime"),
+                     "openai-agents is not installed (run with tests/adapters/.venv/bin/python)")
+class OpenaiAgentsRealtimeModel(unittest.TestCase):
+    """openai-agents runs a function_call item of response.output_item.added or .done whose status is "completed"
+    (_handle_output_item): on every passing fixture it runs exactly our calls, once each; the status fixtures show
+    where it would not (an in_progress done item: nothing) or would run twice (a completed added item)."""
+
+    def test_a_passing_fixture_runs_our_calls_once(self):
+        folder = os.path.join(FIXTURES, "openai-realtime")
+        for name in sorted(os.listdir(folder)):
+            doc = load_fixture(f"openai-realtime/{name}")[1]
+            report = vts.validate_envelope(doc)
+            if report["status"] != "pass":
+                continue
+            with self.subTest(name):
+                self.assertEqual(agents_tool_calls(doc), sdk_verdict(report)[2])
+
+    def test_what_it_does_where_a_status_blocks(self):
+        call = ("call_Xk4pR9sT2vW8yZ1a", "get_weather", '{"city":"Lyon","unit":"celsius"}')
+        doc = load_fixture("openai-realtime/unexpected-event-output-item-done-states-the-call-in-progress.json")[1]
+        self.assertEqual(agents_tool_calls(doc), [])
+        doc = load_fixture("openai-realtime/unexpected-event-output-item-added-states-the-call-completed.json")[1]
+        self.assertEqual(agents_tool_calls(doc), [(call[0], call[1], ""), call])
+
+
 if __name__ == "__main__":
     unittest.main()

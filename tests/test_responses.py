@@ -556,6 +556,14 @@ WS_FIXTURES = {   # fixture -> (status, exact codes, call ids)
         "blocked", ["unexpected_event"], ["call_Ws7xS1uX4zB7dF0hJ3lN6pR"]),
     "not-applicable-websocket-warmup-generate-false": ("not_applicable", [], []),
     "pass-websocket-steering-accepted-while-the-call-streams": ("pass", [], ["call_Ws9yT2vY5aC8eG1iK4mO7qS"]),
+    "unexpected-event-websocket-terminal-names-another-response": (
+        "blocked", ["unexpected_event"], ["call_WsAzU3wZ6bD9fH2jL5nP8rT"]),
+    "pass-websocket-timing-diagnostic-inside-the-response": ("pass", [], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"]),
+    "unexpected-event-websocket-event-without-the-lanes-stream-id": (
+        "blocked", ["malformed_json", "unexpected_event"],
+        ["call_WsDdX6zC9eG2iK5mO8qS1uW", "call_WsEeY7aD0fH3jL6nP9rT2vX"]),
+    "unsupported-event-websocket-timing-diagnostic-holding-a-call": (
+        "blocked", ["unsupported_event"], ["call_WsCcW5yB8dF1hJ4lN7pR0tV"]),
 }
 
 
@@ -784,6 +792,7 @@ class SocketTurns(unittest.TestCase):
                     self.assertEqual((got["status"], got["findings"], got["calls"]),
                                      (raw["status"], raw["findings"], raw["calls"]))
         self.assertEqual(sorted(refused), ["delta-after-terminal-websocket-second-response-in-one-envelope",
+                                           "unexpected-event-websocket-event-without-the-lanes-stream-id",
                                            "unexpected-event-websocket-two-lanes-interleaved"])
 
     def test_capture_turn_picks_each_response_of_a_socket_log(self):
@@ -874,6 +883,8 @@ class WebSocketSdkDifferential(unittest.TestCase):
         for name, (status, _, ids) in WS_FIXTURES.items():
             if name.startswith(("delta-after", "unexpected-event")):
                 continue   # not one response: the accumulator is fed one response per lane
+            if name.startswith("unsupported-event"):
+                continue   # the accumulator skips an event type it does not know; this tool fails closed on it
             with self.subTest(fixture=name):
                 accumulator = ResponsesWebSocketAccumulator()
                 final, raised = None, False
@@ -891,6 +902,128 @@ class WebSocketSdkDifferential(unittest.TestCase):
                              if o.type == "function_call"]
                 self.assertEqual(sdk_calls, [{k: c[k] for k in ("id", "name", "arguments")} for c in report["calls"]])
                 self.assertEqual([c["id"] for c in sdk_calls], ids)
+
+
+    def test_the_sdk_accumulator_refuses_another_responses_terminal(self):
+        from openai.lib.responses_websocket import ResponsesWebSocketAccumulator
+
+        accumulator = ResponsesWebSocketAccumulator()
+        items = self.objects(ws_doc("unexpected-event-websocket-terminal-names-another-response"))
+        for item in items[:-1]:
+            accumulator.add_event(item)
+        with self.assertRaisesRegex(ValueError, "another response"):
+            accumulator.add_event(items[-1])
+
+
+class TimingDiagnostics(unittest.TestCase):
+    """responsesapi.websocket_timing: inside a response it is read as nothing; outside one it is the session's own,
+    unless it holds a member of an item or a call (then its turn starts there and is judged)."""
+
+    def test_a_log_splits_around_it(self):
+        doc = ws_doc("pass-websocket-timing-diagnostic-inside-the-response")
+        timing = [event for event in doc["events"] if event["type"] == "responsesapi.websocket_timing"][0]
+        log = [timing] + doc["events"] + [timing] + doc["events"]
+        count = len(doc["events"])
+        self.assertEqual(socket_turns(log), [(1, count + 1), (count + 2, 2 * count + 2)])
+        self.assertEqual(judge_log(log, doc["tool_schemas"]),
+                         [WS_FIXTURES["pass-websocket-timing-diagnostic-inside-the-response"]] * 2)
+
+    def test_an_unlabelled_one_inside_a_laned_response_is_read_as_nothing(self):
+        # gateways that relay Codex's socket over lanes note it carries no stream_id (it is the socket's, no lane's)
+        doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
+        timing = [event for event in ws_doc("pass-websocket-timing-diagnostic-inside-the-response")["events"]
+                  if event["type"] == "responsesapi.websocket_timing"][0]
+        log = doc["events"][:-1] + [timing] + doc["events"][-1:]
+        self.assertEqual(socket_turns(log), [(0, len(log))])
+        self.assertEqual(judge_log(log, doc["tool_schemas"]),
+                         [WS_FIXTURES["pass-websocket-parallel-calls-on-a-stream-id-lane"]])
+        labelled = dict(timing, stream_id="another-lane")
+        report = vts.validate_envelope(dict(doc, events=doc["events"][:-1] + [labelled] + doc["events"][-1:]))
+        self.assertEqual((report["status"], code_set(report)), ("blocked", {"unexpected_event"}))
+
+    def test_one_holding_an_item_outside_a_response_is_judged(self):
+        doc = ws_doc("pass-websocket-timing-diagnostic-inside-the-response")
+        bad = [event for event in ws_doc("unsupported-event-websocket-timing-diagnostic-holding-a-call")["events"]
+               if event["type"] == "responsesapi.websocket_timing"][0]
+        self.assertEqual(judge_log([bad] + doc["events"], doc["tool_schemas"]),
+                         [("blocked", ["unexpected_event", "unsupported_event"], ["call_WsBbV4xA7cE0gI3kM6oQ9sU"])])
+
+
+class UnlabelledInALane(unittest.TestCase):
+    """In a laned response, an event without a stream_id is the default lane's (unexpected_event), the socket's own
+    aside: a connection's error event stays a stream_error, and capture ends the response there."""
+
+    def test_an_error_without_a_stream_id_is_the_turns_stream_error(self):
+        doc = ws_doc("pass-websocket-parallel-calls-on-a-stream-id-lane")
+        log = doc["events"][:8] + [ws_error(500, "server_error")]
+        report = vts.validate_envelope(dict(doc, events=log))
+        self.assertEqual((report["status"], sorted(code_set(report))),
+                         ("blocked", ["missing_terminal", "stream_error"]))
+        self.assertEqual(socket_turns(log + doc["events"]), [(0, 9), (9, 9 + len(doc["events"]))])
+
+    def test_an_item_event_without_one_is_not_read(self):
+        report = fixture_report(WS + "unexpected-event-websocket-event-without-the-lanes-stream-id.json")
+        self.assertIn("carries no stream_id inside the response of lane", report["findings"][0]["message"])
+
+
+class OutputIndexGaps(unittest.TestCase):
+    """A skipped output index passes when the terminal lists the output (a call lost there would be listed); items
+    out of order, or a gap the terminal cannot account for, are missing_slot."""
+
+    def doc(self):
+        return load_fixture("openai-responses/pass-output-index-gap-confirmed-by-the-final-output.json")[1]
+
+    def test_a_lost_call_listed_in_the_final_output_is_found(self):
+        doc = self.doc()
+        final = doc["events"][-1]["response"]["output"]
+        lost = dict(final[-1], id="fc_lost", call_id="call_lost", arguments='{"city":"Oslo"}')
+        final.insert(1, lost)
+        report = vts.validate_envelope(doc)
+        self.assertEqual((report["status"], sorted(code_set(report))), ("blocked", ["unexpected_event"]))
+        self.assertIn("lists 2 client call(s) in response.output, but 1 were streamed",
+                      report["findings"][0]["message"])
+
+    def test_items_out_of_order(self):
+        doc = self.doc()
+        events = doc["events"]
+        for event in events:
+            if event.get("output_index") == 0:
+                event["output_index"] = 3
+        report = vts.validate_envelope(doc)
+        self.assertIn("missing_slot", code_set(report))
+        self.assertIn("output item 2 added after item 3: output items come in order",
+                      [f["message"] for f in report["findings"]])
+
+    def test_a_gap_before_response_incomplete_without_output(self):
+        doc = self.doc()
+        created = doc["events"][0]["response"]["id"]
+        doc["events"][-1] = {"type": "response.incomplete", "response": {"id": created, "output": None}}
+        report = vts.validate_envelope(doc)
+        self.assertEqual(sorted(code_set(report)), ["missing_slot", "wrong_terminal_reason"])
+
+
+class ResponseIds(unittest.TestCase):
+    """A terminal naming another response than response.created's: a finding only in a turn with calls (GitHub
+    Copilot's gateway renames the response, and every item, on each event of a stream)."""
+
+    def events(self, calls):
+        doc = ws_doc("unexpected-event-websocket-terminal-names-another-response")
+        if calls:
+            return doc["events"]
+        created = dict(doc["events"][0])
+        return [created, {"type": "response.completed", "response": {"id": "resp_other", "output": None}}]
+
+    def test_only_a_turn_with_calls_is_checked(self):
+        report = vts.validate_envelope({"profile": "openai-responses", "tool_schemas": {},
+                                        "events": self.events(False)})
+        self.assertEqual((report["status"], report["findings"]), ("not_applicable", []))
+
+    def test_an_id_that_is_not_a_string_is_not_compared(self):
+        events = self.events(True)
+        events[-1] = dict(events[-1], response=dict(events[-1]["response"], id=None))
+        doc = ws_doc("unexpected-event-websocket-terminal-names-another-response")
+        report = vts.validate_envelope(dict(doc, events=events))
+        self.assertEqual((report["status"], code_set(report)), ("pass", set()))
 
 
 @unittest.skipUnless(importable("openai.lib.responses_websocket") and importable("websockets"),
