@@ -10944,12 +10944,12 @@ def _live_claims(payload: dict) -> bool:
     return any(member in payload for member in _LIVE_MEMBERS - {"usageMetadata"})
 
 
-def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
+def _live_turn_end(message: Any, calls: Any, state: str) -> tuple[str, bool, list]:
     """The state of _live_socket_turns after one message ("idle" between turns, "open", "called": the tail of a
-    toolCall, "ended": the message ends its turn), and whether the message starts a new turn.  calls: the ids
-    the current turn's toolCall requested."""
+    toolCall, "ended": the message ends its turn), whether the message starts a new turn, and the string ids its
+    toolCall adds to the turn's.  calls: the ids the current turn's toolCall requested (read with `in` only)."""
     if not isinstance(message, dict):
-        return ("open", True) if state == "idle" else (state, False)
+        return ("open", True, []) if state == "idle" else (state, False, [])
     message = {key: value for key, value in message.items() if value is not None}
     content = message.get("serverContent")
     content = content if isinstance(content, dict) else {}
@@ -10972,14 +10972,48 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
         isinstance(i, str) and i in calls for i in cancelled)
     starts = state == "idle" or state == "called" and (output or new_calls or foreign
                                                          or any(i not in calls for i in part_ids))
-    if starts:
-        calls.clear()
     if "toolCall" in message and (starts or state == "open"):
-        calls.update(i for i in entry_ids if isinstance(i, str))
-        return "called", starts
+        return "called", starts, [i for i in entry_ids if isinstance(i, str)]
     if content.get("turnComplete") is True and (starts or state == "open"):
-        return "ended", starts
-    return ("open" if starts else state), starts
+        return "ended", starts, []
+    return ("open" if starts else state), starts, []
+
+
+class _LiveCallIds:
+    """The call ids of a Live log's turns, as _live_socket_turns splits it: each id with the message that first
+    requested it (`where`), in that order (`order`); the turns so far begin at `firsts`, the current one at
+    `first`.  An id belongs to the turn its message is in, and a turn joined to a later one takes its ids along
+    without moving them, so each id is stored and dropped once: the work grows with the log, not with its turns
+    times their calls."""
+
+    def __init__(self) -> None:
+        self.where: dict[str, int] = {}
+        self.order: list[str] = []
+        self.firsts: list[int] = []
+        self.first = 0
+
+    def __contains__(self, call_id: Any) -> bool:
+        """Whether the current turn requested this id."""
+        k = self.where.get(call_id) if isinstance(call_id, str) else None
+        return k is not None and k >= self.first
+
+    def earlier_turn(self, ids: Iterable) -> int | None:
+        """The first of the earlier turns that requested one of these ids, or None."""
+        found = [bisect.bisect_right(self.firsts, self.where[i]) - 1 for i in ids
+                 if isinstance(i, str) and self.where.get(i, self.first) < self.first]
+        return min(found) if found else None
+
+    def add(self, ids: list, k: int) -> None:
+        """The ids message k's toolCall requested (an id the turn or an earlier one has keeps its message)."""
+        for call_id in ids:
+            if call_id not in self.where:
+                self.where[call_id] = k
+                self.order.append(call_id)
+
+    def drop_current(self) -> None:
+        """The current turn's ids are no longer any turn's (it ended with turnComplete)."""
+        while self.order and self.where[self.order[-1]] >= self.first:
+            del self.where[self.order.pop()]
 
 
 def _live_cancelled_ids(message: Any) -> set:
@@ -11005,33 +11039,33 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     So does a toolCallCancellation naming an earlier turn's call: the reference says such a call "should have been
     not executed" (the client may try to undo it), however late the notice comes."""
     turns: list[tuple[int, int]] = []
-    owned: list[set] = []    # the call ids each turn of turns requested
-    state, first, calls = "idle", 0, set()
+    calls = _LiveCallIds()   # its firsts: the first message of each of turns
+    state = "idle"
     for k, message in enumerate(messages):
         if state == "idle" and _live_session_only(message):
             continue
-        before = set(calls)   # (a cancellation between turns opens the next, as one naming no call of a tail)
-        after, starts = _live_turn_end(message, calls, state)
-        if starts:
+        after, starts, requested = _live_turn_end(message, calls, state)
+        if starts:   # (a cancellation between turns opens the next, as one naming no call of a tail)
             if state == "called":
-                turns.append((first, k))
-                owned.append(before)
-            first = k
-        again = next((j for j, ids in enumerate(owned) if ids & calls), None) if after == "called" else None
+                turns.append((calls.first, k))
+                calls.firsts.append(calls.first)
+            calls.first = k
+        # an id an earlier turn requested: that turn (the ids only this message requested are looked up)
+        again = calls.earlier_turn(requested)
+        calls.add(requested, k)
         if again is None:   # a cancellation of an earlier turn's call: that call "should have been not executed"
-            named = _live_cancelled_ids(message)
-            again = next((j for j, ids in enumerate(owned) if ids & named), None) if named else None
-        if again is not None:   # (calls: the ids this message's toolCall requested)
-            first = turns[again][0]
-            calls.update(*owned[again:])
-            del turns[again:], owned[again:]
+            again = calls.earlier_turn(_live_cancelled_ids(message))
+        if again is not None:   # the earlier turn and every one since join this one, with their ids
+            calls.first = turns[again][0]
+            del turns[again:], calls.firsts[again:]
         if after == "ended":
-            turns.append((first, k + 1))
-            owned.append(set())
+            turns.append((calls.first, k + 1))
+            calls.firsts.append(calls.first)
+            calls.drop_current()
             after = "idle"
         state = after
     if state != "idle":
-        turns.append((first, len(messages)))
+        turns.append((calls.first, len(messages)))
     return turns
 
 
