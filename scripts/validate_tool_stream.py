@@ -8331,8 +8331,10 @@ OLLAMA = Profile(
 # The May 2026 migration guide lists interaction.in_progress and interaction.requires_action among the steps
 # grammar's events, replacing interaction.status_update (recorded streams still send that one; the Vercel AI SDK
 # reads all three alike): status events, no terminal.
-# Both: interaction.status_update and error.  The turn's terminal is the interaction's status in
-# interaction.completed (interaction.complete): requires_action when the client must run function calls
+# Both: interaction.status_update and error.  A status event that says the interaction ended counts (_inter_said):
+# some clients stop reading there, the Vercel AI SDK and google-genai keep the last status.  The turn's terminal is the
+# interaction's status in interaction.completed (interaction.complete): requires_action when the client must run
+# function calls
 # ("a function_call step sets the interaction status to requires_action"); completed, failed, cancelled,
 # incomplete and budget_exceeded end a turn whose calls no one may run.  Indices count every step (thought,
 # text, hosted search and code steps too), so a call's index is not its place among the calls.  The interaction
@@ -8398,7 +8400,8 @@ _INTER_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyTy
 class _InterState(_Record):
     """Translation state: the grammar, each step (block) begun and its type, those not stopped, hosted calls."""
 
-    __slots__ = ("opening", "ending", "grammar", "mixed", "steps", "open", "named", "hosted", "answered", "called")
+    __slots__ = ("opening", "ending", "grammar", "mixed", "steps", "open", "named", "hosted", "answered", "called",
+                 "said")
 
     def __init__(self) -> None:
         self.opening = "new"        # see _OPENING
@@ -8411,6 +8414,8 @@ class _InterState(_Record):
         self.hosted: dict[str, str] = {}            # hosted call id -> its type
         self.answered: set[str] = set()             # hosted call ids a result answered
         self.called: set[int] = set()               # content: blocks whose call (or hosted call, result) came
+        self.said: tuple[int, str, str] | None = None   # the first status event that said the interaction ended:
+        #                                                 (its position, its event type, the status)
 
 
 class InteractionsNormalizer:
@@ -8504,6 +8509,8 @@ def _inter_status_update(pos: int, kind: str, event: dict, state: _InterState) -
     """A status change of the running interaction: no terminal (interaction.completed says how it ended)."""
     if not isinstance(event.get("status"), str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event.get('status'))}, not a string")
+    else:
+        yield from _inter_said(pos, kind, event["status"], state)
 
 
 def _inter_status_event(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8511,6 +8518,32 @@ def _inter_status_event(pos: int, kind: str, event: dict, state: _InterState) ->
     is optional); no terminal, as interaction.status_update."""
     if "status" in event and not isinstance(event["status"], str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event['status'])}, not a string")
+    else:
+        yield from _inter_said(pos, kind, event.get("status", kind[len("interaction."):]), state)
+
+
+def _inter_said(pos: int, kind: str, status: str, state: _InterState) -> Iterator[NeutralEvent]:
+    """A status event that says the interaction ended (one of the statuses that end a turn) is the end of the stream
+    for some clients (they stop reading at a failed, cancelled, incomplete or budget_exceeded status_update, or at
+    any such status), while the Vercel AI SDK and google-genai read on and keep the last status: the first one is
+    kept (_inter_call_after_said, _inter_completed), and failed is the interaction's error at once."""
+    if status not in _INTER_END_STATUSES:
+        return
+    if state.said is None:
+        state.said = (pos, kind, status)
+    if status == "failed":
+        yield WireProblem(pos, STREAM_ERROR, f"{kind} says the status \"failed\": the interaction failed")
+
+
+def _inter_call_after_said(pos: int, index: int, state: _InterState) -> WireProblem | None:
+    """A function call after a status event said the interaction ended: a client that ends the stream there never
+    reads it, one that reads on runs it."""
+    if state.said is None:
+        return None
+    where, kind, status = state.said
+    return WireProblem(pos, UNEXPECTED_EVENT, f"a function_call in step {index} after {kind} (event {where}) said "
+                       f"the status \"{status}\": a client that ends the stream at that status does not read it",
+                       None, index)
 
 
 def _inter_error(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8532,6 +8565,11 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
         return
     if status == "failed":
         yield WireProblem(pos, STREAM_ERROR, f"{kind} reports the status \"failed\": the interaction failed")
+    said = state.said
+    if status == _INTER_TOOL_STATUS and said is not None and said[2] not in (_INTER_TOOL_STATUS, "failed"):
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{said[1]} (event {said[0]}) said the status \"{said[2]}\" "
+                          f"before {kind}'s {_INTER_TOOL_STATUS}: a client that ends the stream at that status does "
+                          "not run the calls")
     yield TurnEnd(pos, status)
 
 
@@ -8628,6 +8666,9 @@ def _inter_call_step(pos: int, index: int, step: dict, state: _InterState) -> It
                           "deltas alone)", None, index)
         state.steps[index] = None   # its deltas and its stop are not read
         return
+    late = _inter_call_after_said(pos, index, state)
+    if late is not None:
+        yield late
     yield SlotOpen(pos, (None, index), call_id, name, {})
 
 
@@ -8759,6 +8800,9 @@ def _inter_content_call(pos: int, index: int, delta: dict, state: _InterState) -
         yield WireProblem(pos, UNEXPECTED_EVENT, f"the function_call delta of block {index} names another call than "
                           "its content.start", None, index)
     state.called.add(index)
+    late = _inter_call_after_said(pos, index, state)
+    if late is not None:
+        yield late
     key = (None, index)
     yield SlotOpen(pos, key, call_id if call_id is not None else started[0],
                    name if name is not None else started[1], arguments)   # a second one: identity_collision
