@@ -8526,8 +8526,10 @@ def _inter_said(pos: int, kind: str, status: str, state: _InterState) -> Iterato
     """A status event that says the interaction ended (one of the statuses that end a turn) is the end of the stream
     for some clients (they stop reading at a failed, cancelled, incomplete or budget_exceeded status_update, or at
     any such status), while the Vercel AI SDK and google-genai read on and keep the last status: the first one is
-    kept (_inter_call_after_said, _inter_completed), and failed is the interaction's error at once."""
-    if status not in _INTER_END_STATUSES:
+    kept (_inter_call_after_said, _inter_completed), and failed is the interaction's error at once.  requires_action is
+    not kept: "a function_call step sets the interaction status to requires_action", so its status event may come
+    between parallel calls, and the turn ends so."""
+    if status not in _INTER_END_STATUSES or status == _INTER_TOOL_STATUS:
         return
     if state.said is None:
         state.said = (pos, kind, status)
@@ -8566,7 +8568,7 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
     if status == "failed":
         yield WireProblem(pos, STREAM_ERROR, f"{kind} reports the status \"failed\": the interaction failed")
     said = state.said
-    if status == _INTER_TOOL_STATUS and said is not None and said[2] not in (_INTER_TOOL_STATUS, "failed"):
+    if status == _INTER_TOOL_STATUS and said is not None and said[2] != "failed":
         yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{said[1]} (event {said[0]}) said the status \"{said[2]}\" "
                           f"before {kind}'s {_INTER_TOOL_STATUS}: a client that ends the stream at that status does "
                           "not run the calls")
