@@ -8,6 +8,7 @@ The fixtures in fixtures/gemini-live/ pin one outcome per rule; this module chec
 import asyncio
 import json
 import os
+import sys
 import unittest
 
 from support import FIXTURES, ServedFixtures, code_set, codes, importable, load_fixture, positions, run_cli, vts
@@ -315,7 +316,6 @@ class BoundedWork(unittest.TestCase):
 
     @staticmethod
     def work(messages):
-        import sys
         count, here = [0], vts.__file__
 
         class Counted(set):
@@ -333,12 +333,12 @@ class BoundedWork(unittest.TestCase):
             count[0] += event == "line"
             return local
 
-        vts.set = Counted
+        vts.set, previous = Counted, sys.gettrace()
         sys.settrace(lambda frame, event, arg: local if frame.f_code.co_filename == here else None)
         try:
             turns = LIVE.capture.socket_turns(messages)
         finally:
-            sys.settrace(None)
+            sys.settrace(previous)
             del vts.set
         return count[0], turns
 
