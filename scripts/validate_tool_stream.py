@@ -8567,12 +8567,28 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
         return
     if status == "failed":
         yield WireProblem(pos, STREAM_ERROR, f"{kind} reports the status \"failed\": the interaction failed")
+    if "status" in event and event["status"] != status:   # (the reference's event has none)
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has the status {_token(event['status'])} beside its "
+                          f"interaction's {_token(status)}: google-genai's continuation reads the event's own status, "
+                          "the Vercel AI SDK the interaction's")
     said = state.said
     if status == _INTER_TOOL_STATUS and said is not None and said[2] != "failed":
         yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{said[1]} (event {said[0]}) said the status \"{said[2]}\" "
                           f"before {kind}'s {_INTER_TOOL_STATUS}: a client that ends the stream at that status does "
                           "not run the calls")
     yield TurnEnd(pos, status)
+
+
+def _inter_stop_restates(pos: int, kind: str, event: dict, index: int) -> Iterator[NeutralEvent]:
+    """A step.stop (content.stop) is its index alone (usage aside, in google-genai's model): one that restates a
+    function_call in a member (a step, a content) holds a call no reviewed reader reads, which a reader that did could
+    run with other arguments than the deltas'."""
+    for member, value in event.items():
+        entries = value if isinstance(value, list) else [value]
+        if any(isinstance(entry, dict) and entry.get("type") == "function_call" for entry in entries):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of {index} restates a function_call in its "
+                              f"{_token(member)}: no reviewed reader reads it there", None, index)
+            return
 
 
 def _inter_index(pos: int, kind: str, event: dict) -> WireProblem | None:
@@ -8714,6 +8730,7 @@ def _inter_step_stop(pos: int, kind: str, event: dict, state: _InterState) -> It
         return
     index = event["index"]
     block = state.steps.get(index)
+    yield from _inter_stop_restates(pos, kind, event, index)
     if index not in state.steps:
         yield WireProblem(pos, MISSING_SLOT, f"step.stop for step {index}, which was never started", None, index)
     elif block == "function_call":
@@ -8817,6 +8834,7 @@ def _inter_content_stop(pos: int, kind: str, event: dict, state: _InterState) ->
         yield wrong
         return
     index = event["index"]
+    yield from _inter_stop_restates(pos, kind, event, index)
     if index not in state.steps:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"content.stop for block {index}, which never started", None, index)
     elif index not in state.open:

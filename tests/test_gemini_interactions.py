@@ -322,6 +322,27 @@ class Terminal(unittest.TestCase):
                                         + [completed(kind="interaction.complete")])),
                          {"unexpected_event", "wrong_terminal_reason"})
 
+    def test_the_terminal_event_s_own_status(self):
+        # the reference's event has none; google-genai's continuation takes it over the interaction's
+        own = dict(completed(), status="completed")
+        self.assertEqual(positions(judge([CREATED] + call(0) + [own])), [("unexpected_event", 5)])
+        self.assertEqual(judge([CREATED] + call(0) + [dict(completed(), status="requires_action")])["status"], "pass")
+        self.assertEqual(codes(judge([START] + block_call(0) + [dict(completed(kind="interaction.complete"),
+                                                                      status=None)])), ["unexpected_event"])
+
+    def test_a_stop_that_restates_a_call(self):
+        # a stop is its index (usage aside): a call restated there is read by no reviewed reader
+        restated = {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {"a": 2}}
+        body = call(0)
+        body[-1] = dict(body[-1], step=restated)
+        self.assertEqual(positions(judge([CREATED] + body + [completed()])), [("unsupported_event", 4)])
+        blocks = block_call(0)
+        blocks[-1] = dict(blocks[-1], content=[{"type": "thought"}, restated])
+        self.assertEqual(positions(judge([START] + blocks + [completed(kind="interaction.complete")])),
+                         [("unsupported_event", 3)])
+        body[-1] = dict(stop(0), usage={"total_tokens": 4}, step_usage={"total_tokens": 4}, event_id="e")
+        self.assertEqual(judge([CREATED] + body + [completed()])["status"], "pass")
+
     def test_a_stream_that_ends_with_a_status_event_has_no_terminal(self):
         # every recorded stream and the reference's examples end with interaction.completed, which google-genai reads
         # as the authoritative end; a body that stops at a status_update (or the migration guide's
