@@ -8407,8 +8407,10 @@ OLLAMA = Profile(
 # The May 2026 migration guide lists interaction.in_progress and interaction.requires_action among the steps
 # grammar's events, replacing interaction.status_update (recorded streams still send that one; the Vercel AI SDK
 # reads all three alike): status events, no terminal.
-# Both: interaction.status_update and error.  The turn's terminal is the interaction's status in
-# interaction.completed (interaction.complete): requires_action when the client must run function calls
+# Both: interaction.status_update and error.  A status event that says the interaction ended counts (_inter_said):
+# some clients stop reading there, the Vercel AI SDK and google-genai keep the last status.  The turn's terminal is the
+# interaction's status in interaction.completed (interaction.complete): requires_action when the client must run
+# function calls
 # ("a function_call step sets the interaction status to requires_action"); completed, failed, cancelled,
 # incomplete and budget_exceeded end a turn whose calls no one may run.  Indices count every step (thought,
 # text, hosted search and code steps too), so a call's index is not its place among the calls.  The interaction
@@ -8474,7 +8476,8 @@ _INTER_ENDING: Mapping[tuple[str, str], tuple[str, str | None]] = MappingProxyTy
 class _InterState(_Record):
     """Translation state: the grammar, each step (block) begun and its type, those not stopped, hosted calls."""
 
-    __slots__ = ("opening", "ending", "grammar", "mixed", "steps", "open", "named", "hosted", "answered", "called")
+    __slots__ = ("opening", "ending", "grammar", "mixed", "steps", "open", "named", "hosted", "answered", "called",
+                 "said")
 
     def __init__(self) -> None:
         self.opening = "new"        # see _OPENING
@@ -8487,6 +8490,8 @@ class _InterState(_Record):
         self.hosted: dict[str, str] = {}            # hosted call id -> its type
         self.answered: set[str] = set()             # hosted call ids a result answered
         self.called: set[int] = set()               # content: blocks whose call (or hosted call, result) came
+        self.said: tuple[int, str, str] | None = None   # the first status event that said the interaction ended:
+        #                                                 (its position, its event type, the status)
 
 
 class InteractionsNormalizer:
@@ -8580,6 +8585,8 @@ def _inter_status_update(pos: int, kind: str, event: dict, state: _InterState) -
     """A status change of the running interaction: no terminal (interaction.completed says how it ended)."""
     if not isinstance(event.get("status"), str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event.get('status'))}, not a string")
+    else:
+        yield from _inter_said(pos, kind, event["status"], state)
 
 
 def _inter_status_event(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8587,6 +8594,34 @@ def _inter_status_event(pos: int, kind: str, event: dict, state: _InterState) ->
     is optional); no terminal, as interaction.status_update."""
     if "status" in event and not isinstance(event["status"], str):
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} status is {_describe(event['status'])}, not a string")
+    else:
+        yield from _inter_said(pos, kind, event.get("status", kind[len("interaction."):]), state)
+
+
+def _inter_said(pos: int, kind: str, status: str, state: _InterState) -> Iterator[NeutralEvent]:
+    """A status event that says the interaction ended (one of the statuses that end a turn) is the end of the stream
+    for some clients (they stop reading at a failed, cancelled, incomplete or budget_exceeded status_update, or at
+    any such status), while the Vercel AI SDK and google-genai read on and keep the last status: the first one is
+    kept (_inter_call_after_said, _inter_completed), and failed is the interaction's error at once.  requires_action is
+    not kept: "a function_call step sets the interaction status to requires_action", so its status event may come
+    between parallel calls, and the turn ends so."""
+    if status not in _INTER_END_STATUSES or status == _INTER_TOOL_STATUS:
+        return
+    if state.said is None:
+        state.said = (pos, kind, status)
+    if status == "failed":
+        yield WireProblem(pos, STREAM_ERROR, f"{kind} says the status \"failed\": the interaction failed")
+
+
+def _inter_call_after_said(pos: int, index: int, state: _InterState) -> WireProblem | None:
+    """A function call after a status event said the interaction ended: a client that ends the stream there never
+    reads it, one that reads on runs it."""
+    if state.said is None:
+        return None
+    where, kind, status = state.said
+    return WireProblem(pos, UNEXPECTED_EVENT, f"a function_call in step {index} after {kind} (event {where}) said "
+                       f"the status \"{status}\": a client that ends the stream at that status does not read it",
+                       None, index)
 
 
 def _inter_error(pos: int, kind: str, event: dict, state: _InterState) -> Iterator[NeutralEvent]:
@@ -8608,7 +8643,28 @@ def _inter_completed(pos: int, kind: str, event: dict, state: _InterState) -> It
         return
     if status == "failed":
         yield WireProblem(pos, STREAM_ERROR, f"{kind} reports the status \"failed\": the interaction failed")
+    if "status" in event and event["status"] != status:   # (the reference's event has none)
+        yield WireProblem(pos, UNEXPECTED_EVENT, f"{kind} has the status {_token(event['status'])} beside its "
+                          f"interaction's {_token(status)}: google-genai's continuation reads the event's own status, "
+                          "the Vercel AI SDK the interaction's")
+    said = state.said
+    if status == _INTER_TOOL_STATUS and said is not None and said[2] != "failed":
+        yield WireProblem(pos, WRONG_TERMINAL_REASON, f"{said[1]} (event {said[0]}) said the status \"{said[2]}\" "
+                          f"before {kind}'s {_INTER_TOOL_STATUS}: a client that ends the stream at that status does "
+                          "not run the calls")
     yield TurnEnd(pos, status)
+
+
+def _inter_stop_restates(pos: int, kind: str, event: dict, index: int) -> Iterator[NeutralEvent]:
+    """A step.stop (content.stop) is its index alone (usage aside, in google-genai's model): one that restates a
+    function_call in a member (a step, a content) holds a call no reviewed reader reads, which a reader that did could
+    run with other arguments than the deltas'."""
+    for member, value in event.items():
+        entries = value if isinstance(value, list) else [value]
+        if any(isinstance(entry, dict) and entry.get("type") == "function_call" for entry in entries):
+            yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} of {index} restates a function_call in its "
+                              f"{_token(member)}: no reviewed reader reads it there", None, index)
+            return
 
 
 def _inter_index(pos: int, kind: str, event: dict) -> WireProblem | None:
@@ -8704,6 +8760,9 @@ def _inter_call_step(pos: int, index: int, step: dict, state: _InterState) -> It
                           "deltas alone)", None, index)
         state.steps[index] = None   # its deltas and its stop are not read
         return
+    late = _inter_call_after_said(pos, index, state)
+    if late is not None:
+        yield late
     yield SlotOpen(pos, (None, index), call_id, name, {})
 
 
@@ -8747,6 +8806,7 @@ def _inter_step_stop(pos: int, kind: str, event: dict, state: _InterState) -> It
         return
     index = event["index"]
     block = state.steps.get(index)
+    yield from _inter_stop_restates(pos, kind, event, index)
     if index not in state.steps:
         yield WireProblem(pos, MISSING_SLOT, f"step.stop for step {index}, which was never started", None, index)
     elif block == "function_call":
@@ -8835,6 +8895,9 @@ def _inter_content_call(pos: int, index: int, delta: dict, state: _InterState) -
         yield WireProblem(pos, UNEXPECTED_EVENT, f"the function_call delta of block {index} names another call than "
                           "its content.start", None, index)
     state.called.add(index)
+    late = _inter_call_after_said(pos, index, state)
+    if late is not None:
+        yield late
     key = (None, index)
     yield SlotOpen(pos, key, call_id if call_id is not None else started[0],
                    name if name is not None else started[1], arguments)   # a second one: identity_collision
@@ -8847,6 +8910,7 @@ def _inter_content_stop(pos: int, kind: str, event: dict, state: _InterState) ->
         yield wrong
         return
     index = event["index"]
+    yield from _inter_stop_restates(pos, kind, event, index)
     if index not in state.steps:
         yield WireProblem(pos, UNEXPECTED_EVENT, f"content.stop for block {index}, which never started", None, index)
     elif index not in state.open:
@@ -11185,12 +11249,12 @@ def _live_claims(payload: dict) -> bool:
     return any(member in payload for member in _LIVE_MEMBERS - {"usageMetadata"})
 
 
-def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
+def _live_turn_end(message: Any, calls: Any, state: str) -> tuple[str, bool, list]:
     """The state of _live_socket_turns after one message ("idle" between turns, "open", "called": the tail of a
-    toolCall, "ended": the message ends its turn), and whether the message starts a new turn.  calls: the ids
-    the current turn's toolCall requested."""
+    toolCall, "ended": the message ends its turn), whether the message starts a new turn, and the string ids its
+    toolCall adds to the turn's.  calls: the ids the current turn's toolCall requested (read with `in` only)."""
     if not isinstance(message, dict):
-        return ("open", True) if state == "idle" else (state, False)
+        return ("open", True, []) if state == "idle" else (state, False, [])
     message = {key: value for key, value in message.items() if value is not None}
     content = message.get("serverContent")
     content = content if isinstance(content, dict) else {}
@@ -11213,14 +11277,48 @@ def _live_turn_end(message: Any, calls: set, state: str) -> tuple[str, bool]:
         isinstance(i, str) and i in calls for i in cancelled)
     starts = state == "idle" or state == "called" and (output or new_calls or foreign
                                                          or any(i not in calls for i in part_ids))
-    if starts:
-        calls.clear()
     if "toolCall" in message and (starts or state == "open"):
-        calls.update(i for i in entry_ids if isinstance(i, str))
-        return "called", starts
+        return "called", starts, [i for i in entry_ids if isinstance(i, str)]
     if content.get("turnComplete") is True and (starts or state == "open"):
-        return "ended", starts
-    return ("open" if starts else state), starts
+        return "ended", starts, []
+    return ("open" if starts else state), starts, []
+
+
+class _LiveCallIds:
+    """The call ids of a Live log's turns, as _live_socket_turns splits it: each id with the message that first
+    requested it (`where`), in that order (`order`); the turns so far begin at `firsts`, the current one at
+    `first`.  An id belongs to the turn its message is in, and a turn joined to a later one takes its ids along
+    without moving them, so each id is stored and dropped once: the work grows with the log, not with its turns
+    times their calls."""
+
+    def __init__(self) -> None:
+        self.where: dict[str, int] = {}
+        self.order: list[str] = []
+        self.firsts: list[int] = []
+        self.first = 0
+
+    def __contains__(self, call_id: Any) -> bool:
+        """Whether the current turn requested this id."""
+        k = self.where.get(call_id) if isinstance(call_id, str) else None
+        return k is not None and k >= self.first
+
+    def earlier_turn(self, ids: Iterable) -> int | None:
+        """The first of the earlier turns that requested one of these ids, or None."""
+        found = [bisect.bisect_right(self.firsts, self.where[i]) - 1 for i in ids
+                 if isinstance(i, str) and self.where.get(i, self.first) < self.first]
+        return min(found) if found else None
+
+    def add(self, ids: list, k: int) -> None:
+        """The ids message k's toolCall requested (an id the turn or an earlier one has keeps its message)."""
+        for call_id in ids:
+            if call_id not in self.where:
+                self.where[call_id] = k
+                self.order.append(call_id)
+
+    def drop_current(self) -> None:
+        """The current turn's ids are no longer any turn's (it ended with turnComplete)."""
+        while self.order and self.where[self.order[-1]] >= self.first:
+            del self.where[self.order.pop()]
 
 
 def _live_cancelled_ids(message: Any) -> set:
@@ -11246,33 +11344,33 @@ def _live_socket_turns(messages: list) -> list[tuple[int, int]]:
     So does a toolCallCancellation naming an earlier turn's call: the reference says such a call "should have been
     not executed" (the client may try to undo it), however late the notice comes."""
     turns: list[tuple[int, int]] = []
-    owned: list[set] = []    # the call ids each turn of turns requested
-    state, first, calls = "idle", 0, set()
+    calls = _LiveCallIds()   # its firsts: the first message of each of turns
+    state = "idle"
     for k, message in enumerate(messages):
         if state == "idle" and _live_session_only(message):
             continue
-        before = set(calls)   # (a cancellation between turns opens the next, as one naming no call of a tail)
-        after, starts = _live_turn_end(message, calls, state)
-        if starts:
+        after, starts, requested = _live_turn_end(message, calls, state)
+        if starts:   # (a cancellation between turns opens the next, as one naming no call of a tail)
             if state == "called":
-                turns.append((first, k))
-                owned.append(before)
-            first = k
-        again = next((j for j, ids in enumerate(owned) if ids & calls), None) if after == "called" else None
+                turns.append((calls.first, k))
+                calls.firsts.append(calls.first)
+            calls.first = k
+        # an id an earlier turn requested: that turn (the ids only this message requested are looked up)
+        again = calls.earlier_turn(requested)
+        calls.add(requested, k)
         if again is None:   # a cancellation of an earlier turn's call: that call "should have been not executed"
-            named = _live_cancelled_ids(message)
-            again = next((j for j, ids in enumerate(owned) if ids & named), None) if named else None
-        if again is not None:   # (calls: the ids this message's toolCall requested)
-            first = turns[again][0]
-            calls.update(*owned[again:])
-            del turns[again:], owned[again:]
+            again = calls.earlier_turn(_live_cancelled_ids(message))
+        if again is not None:   # the earlier turn and every one since join this one, with their ids
+            calls.first = turns[again][0]
+            del turns[again:], calls.firsts[again:]
         if after == "ended":
-            turns.append((first, k + 1))
-            owned.append(set())
+            turns.append((calls.first, k + 1))
+            calls.firsts.append(calls.first)
+            calls.drop_current()
             after = "idle"
         state = after
     if state != "idle":
-        turns.append((first, len(messages)))
+        turns.append((calls.first, len(messages)))
     return turns
 
 

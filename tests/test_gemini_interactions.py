@@ -285,6 +285,77 @@ class Terminal(unittest.TestCase):
         self.assertEqual(positions(judge([START, progress] + block_call(0)
                                          + [completed(kind="interaction.complete")])), [("unexpected_event", 1)])
 
+    def test_a_status_event_that_says_the_interaction_ended(self):
+        # some clients end the stream at a failed, cancelled, incomplete or budget_exceeded status_update; the Vercel AI
+        # SDK and google-genai keep the last status: a call is run only when no status event said another ending
+        # (requires_action aside: a function_call step sets it, so it may come between parallel calls)
+        def said(status, kind="interaction.status_update"):
+            return {"event_type": kind, "interaction_id": "v1_a", "status": status}
+        for status in sorted(vts._INTER_END_STATUSES):
+            with self.subTest(status=status):
+                report = judge([CREATED] + call(0) + [said(status), completed()])
+                want = {"requires_action": [], "failed": [("stream_error", 5)]}.get(
+                    status, [("wrong_terminal_reason", 6)])
+                self.assertEqual(positions(report), want)
+                # a call after it: a client that ends the stream there never reads it
+                report = judge([CREATED, said(status)] + call(0) + [completed()])
+                want = {"requires_action": [],   # (it may come between parallel calls)
+                        "failed": [("stream_error", 1), ("unexpected_event", 2)]}.get(
+                    status, [("unexpected_event", 2), ("wrong_terminal_reason", 6)])
+                self.assertEqual(sorted(positions(report)), want)
+                # a text turn that then completes with that status is as before
+                text = judge([CREATED, step(0, "model_output"), delta(0, "text", text="x"), stop(0), said(status),
+                              completed("completed")])
+                self.assertEqual(codes(text), ["stream_error"] if status == "failed" else [])
+        report = judge([CREATED] + call(0) + [said("requires_action", "interaction.requires_action")]
+                       + call(1, call_id="fc_2") + [completed()])
+        self.assertEqual((report["status"], len(report["calls"])), ("pass", 2))
+        for status in ("in_progress", "queued", "idle"):   # the interaction is still running
+            self.assertEqual(judge([CREATED, said(status)] + call(0) + [said(status), completed()])["status"], "pass")
+        # the migration guide's status events say it too; the first ending status said is the one kept
+        self.assertEqual(codes(judge([CREATED] + call(0) + [said("cancelled", "interaction.in_progress"),
+                                                              completed()])), ["wrong_terminal_reason"])
+        self.assertEqual(codes(judge([CREATED] + call(0) + [said("incomplete"), said("requires_action"),
+                                                              completed()])), ["wrong_terminal_reason"])
+        # the content grammar's call too
+        self.assertEqual(code_set(judge([START, said("completed")] + block_call(0)
+                                        + [completed(kind="interaction.complete")])),
+                         {"unexpected_event", "wrong_terminal_reason"})
+
+    def test_the_terminal_event_s_own_status(self):
+        # the reference's event has none; google-genai's continuation takes it over the interaction's
+        own = dict(completed(), status="completed")
+        self.assertEqual(positions(judge([CREATED] + call(0) + [own])), [("unexpected_event", 5)])
+        self.assertEqual(judge([CREATED] + call(0) + [dict(completed(), status="requires_action")])["status"], "pass")
+        self.assertEqual(codes(judge([START] + block_call(0) + [dict(completed(kind="interaction.complete"),
+                                                                      status=None)])), ["unexpected_event"])
+
+    def test_a_stop_that_restates_a_call(self):
+        # a stop is its index (usage aside): a call restated there is read by no reviewed reader
+        restated = {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {"a": 2}}
+        body = call(0)
+        body[-1] = dict(body[-1], step=restated)
+        self.assertEqual(positions(judge([CREATED] + body + [completed()])), [("unsupported_event", 4)])
+        blocks = block_call(0)
+        blocks[-1] = dict(blocks[-1], content=[{"type": "thought"}, restated])
+        self.assertEqual(positions(judge([START] + blocks + [completed(kind="interaction.complete")])),
+                         [("unsupported_event", 3)])
+        body[-1] = dict(stop(0), usage={"total_tokens": 4}, step_usage={"total_tokens": 4}, event_id="e")
+        self.assertEqual(judge([CREATED] + body + [completed()])["status"], "pass")
+
+    def test_a_stream_that_ends_with_a_status_event_has_no_terminal(self):
+        # every recorded stream and the reference's examples end with interaction.completed, which google-genai reads
+        # as the authoritative end; a body that stops at a status_update (or the migration guide's
+        # interaction.requires_action), with or without [DONE], may have been cut before it
+        for status in ("requires_action", "completed"):
+            with self.subTest(status=status):
+                end = {"event_type": "interaction.status_update", "interaction_id": "v1_a", "status": status}
+                self.assertEqual(positions(judge([CREATED] + call(0) + [end])), [("missing_terminal", None)])
+                gate = vts.StreamGate(PROFILE, SCHEMAS)
+                gate.feed_bytes(sse([CREATED] + call(0) + [end]))
+                report = gate.finish()
+                self.assertEqual((report["status"], codes(report)), ("blocked", ["missing_terminal"]))
+
     def test_a_function_call_in_the_interaction_resource_of_an_event(self):
         listed = {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {"a": 1}}
         for opening, ending in ((CREATED, completed()), (START, completed(kind="interaction.complete"))):

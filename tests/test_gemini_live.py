@@ -8,6 +8,7 @@ The fixtures in fixtures/gemini-live/ pin one outcome per rule; this module chec
 import asyncio
 import json
 import os
+import sys
 import unittest
 
 from support import FIXTURES, ServedFixtures, code_set, codes, importable, load_fixture, positions, run_cli, vts
@@ -303,6 +304,68 @@ class SocketTurns(unittest.TestCase):
         log = [part(text="a"), content(turnComplete=True), cancel, part(text="b"), content(turnComplete=True)]
         self.assertEqual(self.turns(log), [(0, 2), (2, 5)])
         self.assertEqual(judge(log[2:5])["status"], "not_applicable")
+
+
+class BoundedWork(unittest.TestCase):
+    """The split of a message log into turns (capture, feed_bytes) does work that grows with the log: an id is
+    looked up where the message that names it is read, not in every earlier turn, and turns that join are not
+    copied.  Counted, never timed: the validator's executed lines (sys.settrace) and the members of the sets it
+    builds or extends through the name `set` (a counting stand-in while the split runs).  A log 4 times longer
+    costs about 4 times the work (a scan of every earlier turn cost 9 times at these sizes, 13 times at
+    16,000 turns; a copy of the turn's ids per message 30 times)."""
+
+    @staticmethod
+    def work(messages):
+        count, here = [0], vts.__file__
+
+        class Counted(set):
+            def __init__(self, *iterables):
+                super().__init__(*iterables)
+                count[0] += len(self)
+
+            def update(self, *iterables):
+                for members in iterables:
+                    members = list(members)
+                    count[0] += len(members)
+                    super().update(members)
+
+        def local(frame, event, arg):
+            count[0] += event == "line"
+            return local
+
+        vts.set, previous = Counted, sys.gettrace()
+        sys.settrace(lambda frame, event, arg: local if frame.f_code.co_filename == here else None)
+        try:
+            turns = LIVE.capture.socket_turns(messages)
+        finally:
+            sys.settrace(previous)
+            del vts.set
+        return count[0], turns
+
+    def growth(self, build, n):
+        (small, turns), (large, _) = self.work(build(n)), self.work(build(4 * n))
+        self.assertLess(large, 5 * small)
+        return turns
+
+    def test_many_tool_turns(self):
+        # toolCall, text, turnComplete, again and again (each toolCall looked at every earlier turn)
+        def build(n):
+            return [{"setupComplete": {}}] + [m for i in range(n) for m in (
+                tool_call(call(f"fc_{i}")), part(text="a"), content(turnComplete=True))]
+        self.assertEqual(self.growth(build, 60)[:3], [(1, 2), (2, 4), (4, 5)])
+
+    def test_a_call_requested_again_after_every_output(self):
+        # every toolCall joins all the turns since the first (they were copied into the turn's ids each time)
+        def build(n):
+            return [tool_call(*(call(f"fc_{i}") for i in range(n)))] + [m for _ in range(n) for m in (
+                part(text="a"), tool_call(call("fc_0")))]
+        self.assertEqual(self.growth(build, 60), [(0, 121)])
+
+    def test_a_long_tail_after_many_calls(self):
+        # each message of the tail copied the turn's ids
+        def build(n):
+            return [tool_call(*(call(f"fc_{i}") for i in range(n)))] + [{"usageMetadata": {}}] * n
+        self.assertEqual(self.growth(build, 60), [(0, 61)])
 
 
 class Request(unittest.TestCase):
