@@ -4582,8 +4582,9 @@ class ResponsesNormalizer:
 
 
 def _responses_diagnostic(pos: int, kind: str, event: dict, state: _ResponsesState) -> Iterator[NeutralEvent]:
-    """A timing diagnostic (see _RESPONSES_DIAGNOSTICS): nothing, unless it holds a member of an item or a call."""
-    held = [member for member in _RESPONSES_TOOL_MEMBERS if member in event]
+    """A timing diagnostic (see _RESPONSES_DIAGNOSTICS): nothing, unless it holds a member of an item or a call (a
+    null one holds nothing: an SDK's model_dump() writes each field its model has, null where the event had none)."""
+    held = [member for member in _RESPONSES_TOOL_MEMBERS if event.get(member) is not None]
     if held:
         yield WireProblem(pos, UNSUPPORTED_EVENT, f"{kind} holds {', '.join(held)}, which a timing diagnostic never "
                           "carries: no reviewed normalizer reads it")
