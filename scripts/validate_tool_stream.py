@@ -4725,6 +4725,11 @@ def _responses_restated(pos: int, where: str, index: int, entry: dict, item: _Re
             yield CallRestated(pos, (None, index), where, text)
 
 
+def _responses_id(value: Any) -> str:
+    """An item id, a call id or a name (call identity) as a message says it: quoted, as _quoted quotes a call name."""
+    return _quoted(value) if isinstance(value, str) and value else _describe(value)
+
+
 def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
                                  item: _ResponsesItem) -> Iterator[NeutralEvent]:
     """call_id and name restated by a done item or the final output must be the announced ones.
@@ -4738,7 +4743,8 @@ def _responses_restated_identity(pos: int, where: str, index: int, body: dict,
         value = body.get(key)
         if (value != known) if required else (value is not None and value != "" and value != known):
             yield WireProblem(pos, IDENTITY_COLLISION, f"{where} restates {key} of item {index} as "
-                              f"{_token(value) if value is not None else 'nothing'}, not {_token(known)}", None, index)
+                              f"{_responses_id(value) if value is not None else 'nothing'}, not {_responses_id(known)}",
+                              None, index)
     if item.kind in _RESPONSES_ARGUMENT_ITEMS and body.get("namespace") != item.namespace:
         # openai-agents routes a call by (namespace, name): a restatement in another namespace is another tool
         said = body.get("namespace")
@@ -4852,8 +4858,8 @@ def _responses_arguments(pos: int, index: int, kind: str, event: dict, item: _Re
         return
     ok, item_id = _optional_str(event, "item_id")
     if not ok or item_id != item.item_id:
-        yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names item {_token(event.get('item_id'))}, but output "
-                          f"item {index} is {_token(item.item_id)}", None, index)
+        yield WireProblem(pos, IDENTITY_COLLISION, f"{kind} names item {_responses_id(event.get('item_id'))}, but "
+                          f"output item {index} is {_responses_id(item.item_id)}", None, index)
         return
     key = (None, index)
     if not is_done:

@@ -212,6 +212,20 @@ class ResponsesEdges(unittest.TestCase):
                   {"type": "response.output_text.delta", "item_id": "fc_9", "output_index": 5, "delta": "SECRET-TEXT"}]
         self.assertNotIn("SECRET-TEXT", json.dumps(judge_events("openai-responses", stream)))
 
+    def test_a_message_quotes_the_call_ids_that_disagree(self):
+        # Call identity is quoted, as the Realtime room quotes it; described by kind, the two sides of a recorded
+        # disagreement (vercel/ai openai-client-tool-search.1: the done item's call_id is not the added one's)
+        # read "as an unrecognised string, not an unrecognised string"
+        args, one, two = '{"a":1}', "call_NHis2zQiYcIaO6pf9nb5q1wY", "call_RWTIIVfxsJW9fecsg6fy23Dy"
+        stream = [created(), added(call_id=one), delta(args), done(args), item_done(args, call_id=two), COMPLETED]
+        self.assertIn(f'output_item.done restates call_id of item 0 as "{two}", not "{one}"',
+                      [f["message"] for f in judge_events("openai-responses", stream)["findings"]])
+        fc_one, fc_two = "fc_05147bbe356953b60069ab673598f881", "fc_05147bbe356953b60069ab673598f882"
+        stream = [created(), added(fc=fc_one), delta(args, fc=fc_two), done(args, fc=fc_one),
+                  item_done(args, fc=fc_one), COMPLETED]
+        self.assertIn(f'response.function_call_arguments.delta names item "{fc_two}", but output item 0 is "{fc_one}"',
+                      [f["message"] for f in judge_events("openai-responses", stream)["findings"]])
+
 # ---------------------------------------------------------------------------------------------------
 # Responses namespaces, issue 21 (was test_fidelity.py).
 # ---------------------------------------------------------------------------------------------------
