@@ -1528,5 +1528,170 @@ class SdkObjectsOfANonFiniteArgument(unittest.TestCase):
                    '"city":"Oslo","days":1e400', lambda line: line + b"\n", "application/x-ndjson", read)
 
 
+
+def _socket_room_builders():
+    """How each SDK of issue 35's rooms builds its object from one received message (a dict), or None without it:
+    openai-python's parse_event (construct_type_unchecked) for client.realtime.connect() and
+    client.responses.connect(), google-genai's live.py receive (the mldev converter, then
+    LiveServerMessage._from_response), its interactions stream (unmarshal_json_response, validate=False), and
+    ag-ui-protocol's event union (what a python consumer of the wire would parse)."""
+    if not all(importable(m) for m in ("openai", "google.genai", "ag_ui")):
+        return None
+    from openai._models import construct_type_unchecked
+    from openai.types.realtime import RealtimeServerEvent
+    from openai.types.responses.responses_server_event import ResponsesServerEvent
+    from google.genai import _live_converters, types as genai_types
+    from google.genai._gaos.types.interactions import InteractionSSEStreamEvent
+    from google.genai._gaos.utils.unmarshal_json_response import unmarshal_json_response
+    from pydantic import TypeAdapter
+    import ag_ui.core.events as agui_events
+    agui = TypeAdapter(agui_events.Event)
+
+    def live(message):
+        return genai_types.LiveServerMessage._from_response(
+            response=_live_converters._LiveServerMessage_from_mldev(copy.deepcopy(message)), kwargs={})
+
+    return {
+        "openai-realtime": lambda m: construct_type_unchecked(value=copy.deepcopy(m), type_=RealtimeServerEvent),
+        "openai-responses": lambda m: construct_type_unchecked(value=copy.deepcopy(m), type_=ResponsesServerEvent),
+        "gemini-live": live,
+        "gemini-interactions": lambda m: unmarshal_json_response(InteractionSSEStreamEvent, None,
+                                                                 json.dumps({"data": m}), validate=False).data,
+        "ag-ui": lambda m: agui.validate_python(copy.deepcopy(m)),
+    }
+
+
+# The readings an application may feed: the object, and what each dump of it gives
+SOCKET_ROOM_READINGS = {
+    "object": lambda o: o,
+    "model_dump()": lambda o: o.model_dump(),
+    "model_dump(mode=json)": lambda o: o.model_dump(mode="json"),
+    "model_dump(by_alias=True)": lambda o: o.model_dump(by_alias=True),
+    "model_dump(mode=json, by_alias=True)": lambda o: o.model_dump(mode="json", by_alias=True),
+    "model_dump(exclude_none=True)": lambda o: o.model_dump(exclude_none=True),
+    "model_dump(mode=json, by_alias=True, exclude_none=True)":
+        lambda o: o.model_dump(mode="json", by_alias=True, exclude_none=True),
+    "model_dump(exclude_unset=True)": lambda o: o.model_dump(exclude_unset=True),
+    "model_dump(by_alias=True, exclude_unset=True)": lambda o: o.model_dump(by_alias=True, exclude_unset=True),
+    "json.loads(model_dump_json())": lambda o: json.loads(o.model_dump_json()),
+    "json.loads(model_dump_json(by_alias=True))": lambda o: json.loads(o.model_dump_json(by_alias=True)),
+    "dict(obj)": lambda o: dict(o),
+}
+# Readings that hold the wire's member names: ag_ui and google-genai models name their fields in snake_case behind
+# camelCase aliases, so a dump without by_alias (and dict(obj), whose values stay models) is not the wire
+SNAKE_CASE_SDKS = ("ag-ui", "gemini-live")
+
+
+def _wire_names(profile, reading):
+    return "by_alias" in reading or reading == "object" or profile not in SNAKE_CASE_SDKS and reading != "dict(obj)"
+
+
+@slow("SDKs: every fixture of five rooms read through each SDK's models and twelve readings")
+class SocketRoomSdkReadings(unittest.TestCase):
+    """Issue 35's rooms: each fixture's messages built into the SDK's objects, fed as objects and as each dump, give
+    the wire's verdict; a dump under snake_case names is refused (blocked, never a pass), and the objects differ
+    only where the SDK itself changes the message (README, "SDK objects")."""
+
+    # fixture -> (reading, what it gives instead of the wire's status and codes): the SDK's own doing
+    DIFFERS = {
+        # ag_ui's models take a field's name as well as its alias (populate_by_name): a snake_case member is read
+        # as the camelCase one @ag-ui/client requires
+        "ag-ui/unsupported-event-snake-case-members.json": ("pass", []),
+        # google-genai's LiveServerMessage has no error member: the message reads as one with no member
+        "gemini-live/stream-error-error-message.json": ("blocked", ["unsupported_event"]),
+        # google-genai reads a part's function_call as functionCall: the part is then compared with the toolCall
+        "gemini-live/unsupported-event-function-call-part-in-snake-case.json": ("blocked", ["unexpected_event"]),
+    }
+    # messages an SDK's models refuse (google-genai, ag_ui validate): the wire blocks them, but for the THINKING_*
+    # events ag_ui 1.0's models dropped, which @ag-ui/client 1.0 still translates (see test_ag_ui.SdkEvents)
+    REFUSED = {"ag-ui/unsupported-event-unknown-type.json": "blocked",
+               "ag-ui/pass-thinking-events-the-1-0-client-translates.json": "pass",
+               "gemini-live/unsupported-event-args-as-a-string.json": "blocked"}
+
+    @staticmethod
+    def verdict(doc, items):
+        gate = vts.StreamGate(doc["profile"], doc["tool_schemas"], request=doc.get("request"))
+        for item in items:
+            gate.feed(item)
+        report = gate.finish()
+        return (report["status"], sorted({f["code"] for f in report["findings"]}),
+                [(c["id"], c["name"], c["arguments"]) for c in report["calls"]])
+
+    def test_every_reading_of_every_fixture(self):
+        build = _socket_room_builders()
+        if build is None:
+            self.skipTest("openai, google-genai or ag-ui-protocol is not installed (tests/adapters/.venv)")
+        checked, refused = 0, []
+        for relpath in fixture_paths():
+            profile = relpath.split("/")[0]
+            if profile not in build:
+                continue
+            doc = load_fixture(relpath)[1]
+            stream = doc.get(vts.PROFILES[profile].stream_key)
+            if not isinstance(stream, list):
+                continue
+            if profile == "openai-responses" and not any(isinstance(m, dict) and "stream_id" in m or
+                                                         "websocket" in relpath for m in stream):
+                continue   # its SSE fixtures: ResponsesObjects reads them through the client
+            wire = self.verdict(doc, stream)
+            try:
+                objects = [build[profile](message) for message in stream]
+            except Exception:   # noqa: BLE001 - the SDK's validation refuses a message
+                refused.append(relpath)
+                self.assertEqual(wire[0], self.REFUSED.get(relpath), relpath)
+                continue
+            for reading, read in SOCKET_ROOM_READINGS.items():
+                with self.subTest(fixture=relpath, reading=reading):
+                    got = self.verdict(doc, [read(o) for o in objects])
+                    # never a pass the wire does not give with the same calls
+                    self.assertTrue(got[0] != "pass" or got == wire or relpath in self.DIFFERS, got)
+                    if not _wire_names(profile, reading):
+                        self.assertEqual(got[0] if wire[0] == "pass" else "blocked", "blocked")
+                    elif relpath in self.DIFFERS:
+                        self.assertEqual(got[:2], self.DIFFERS[relpath])
+                    else:
+                        self.assertEqual(got[:2], wire[:2])
+                        if wire[0] == "pass":
+                            self.assertEqual(got, wire)
+            checked += 1
+        self.assertEqual(sorted(refused), sorted(self.REFUSED))
+        self.assertGreater(checked, 170)
+
+    def test_what_the_sdks_change_in_a_message(self):
+        """Values the wire blocks that an SDK's model converts or drops: the object gives the SDK's reading."""
+        build = _socket_room_builders()
+        if build is None:
+            self.skipTest("openai, google-genai or ag-ui-protocol is not installed (tests/adapters/.venv)")
+        cases = []
+        # openai-python converts an int field's "0", 0.0 or false to 0 (as on openai-responses)
+        doc = load_fixture("openai-realtime/pass-single-call.json")[1]
+        for bad in ("0", 0.0, False):
+            stream = copy.deepcopy(doc["events"])
+            for message in stream:
+                if message.get("output_index") == 0:
+                    message["output_index"] = bad
+            cases.append((doc, stream, "openai-realtime"))
+        # google-genai drops a member its FunctionCall or LiveServerToolCall lacks, takes function_calls for
+        # functionCalls and a string for turnComplete
+        live = {"profile": "gemini-live", "tool_schemas": {"f": {"type": "object"}}}
+        for entry, tool_call in (({"id": "1", "name": "f", "args": {}, "extra": 1}, {}),
+                                 ({"id": "1", "name": "f", "args": {}}, {"extra": 1})):
+            cases.append((live, [{"setupComplete": {}}, {"toolCall": dict({"functionCalls": [entry]}, **tool_call)}],
+                          "gemini-live"))
+        cases.append((live, [{"setupComplete": {}}, {"toolCall": {"function_calls": [{"id": "1", "name": "f"}]}}],
+                      "gemini-live"))
+        # google-genai's interactions models convert an index of "1", 1.0 or true to 1
+        doc = load_fixture("gemini-interactions/pass-single-call-after-a-thought-step.json")[1]
+        for bad in ("1", 1.0, True):
+            stream = copy.deepcopy(doc["events"])
+            stream[6]["index"] = bad
+            cases.append((doc, stream, "gemini-interactions"))
+        for doc, stream, profile in cases:
+            with self.subTest(profile=profile, stream=json.dumps(stream)[-160:]):
+                self.assertEqual(self.verdict(doc, stream)[0], "blocked")
+                got = self.verdict(doc, [build[profile](message) for message in stream])
+                self.assertEqual(got[:2], ("pass", []))
+
+
 if __name__ == "__main__":
     unittest.main()
