@@ -334,5 +334,92 @@ class TheVerdictIsOfWhatWasFed(unittest.TestCase):
         self.assertEqual(gate.finish(), vts.validate_envelope(doc))
 
 
+
+def socket_session(events):
+    """A session's iterator: the turn's events, then a socket that stays open (reading on fails the test)."""
+    yield from events
+    raise AssertionError("read past the turn's terminal: the session would wait here")
+
+
+# README "A socket's turn": the terminal that ends each socket room's turn, read from a dict or an SDK object
+SOCKET_TERMINALS = {
+    "openai-realtime": lambda e: _member(e, "type") == "response.done",
+    "openai-responses": lambda e: _member(e, "type") in ("response.completed", "response.incomplete", "response.failed",
+                                                         "error"),
+    "gemini-live": lambda e: _member(e, "toolCall", "tool_call") is not None or _member(
+        _member(e, "serverContent", "server_content"), "turnComplete", "turn_complete") is True,
+}
+
+
+def _member(item, name, attribute=None):
+    if isinstance(item, dict):
+        return item.get(name)
+    return getattr(item, attribute or name, None)
+
+
+def one_turn(connection, ended):
+    """README's one_turn, for any socket room: the events up to and with the turn's terminal."""
+    for event in connection:
+        yield event
+        if ended(event):
+            return
+
+
+def socket_turn_fixtures():
+    """(relpath, envelope) of each passing fixture of a socket room that holds one turn (gemini-live's up to its
+    toolCall: its tail is not in a run-time turn)."""
+    for relpath in fixture_paths():
+        profile = relpath.split("/")[0]
+        if profile not in SOCKET_TERMINALS or "http" in relpath:
+            continue
+        doc = load_fixture(relpath)[1]
+        events = items_of(doc)
+        if doc["expect"]["status"] != "pass" or profile == "openai-responses" and "websocket" not in relpath:
+            continue
+        yield relpath, doc, events
+
+
+class SocketTurns(unittest.TestCase):
+    """README "A socket's turn": gate_stream over a session's iterator cut after the turn's terminal reports the turn
+    without reading on (the socket stays open); the report is the envelope's, up to that terminal."""
+
+    def check(self, read=lambda event, profile: event):
+        checked = 0
+        for relpath, doc, events in socket_turn_fixtures():
+            profile = doc["profile"]
+            ended = SOCKET_TERMINALS[profile]
+            cut = next(number for number, event in enumerate(events) if ended(event)) + 1
+            with self.subTest(fixture=relpath):
+                session = socket_session([read(event, profile) for event in events[:cut]])
+                stream = vts.gate_stream(one_turn(session, ended), profile, doc["tool_schemas"], **gate_args(doc))
+                self.assertEqual(len(list(stream)), cut)
+                want = vts.validate_envelope(dict(doc, events=events[:cut]))
+                self.assertEqual((stream.report["status"], stream.report["calls"]), (want["status"], want["calls"]))
+                self.assertEqual(stream.report["status"], "pass")
+                checked += 1
+        return checked
+
+    def test_dict_events(self):
+        self.assertGreater(self.check(), 15)
+
+    def test_sdk_objects(self):
+        try:
+            from google.genai import _live_converters, types as genai_types
+            from openai._models import construct_type_unchecked
+            from openai.types.realtime import RealtimeServerEvent
+            from openai.types.responses.responses_server_event import ResponsesServerEvent
+        except ImportError:
+            self.skipTest("openai or google-genai is not installed (tests/adapters/.venv/bin/python)")
+        kinds = {"openai-realtime": RealtimeServerEvent, "openai-responses": ResponsesServerEvent}
+
+        def read(event, profile):
+            if profile == "gemini-live":
+                return genai_types.LiveServerMessage._from_response(
+                    response=_live_converters._LiveServerMessage_from_mldev(json.loads(json.dumps(event))), kwargs={})
+            return construct_type_unchecked(value=json.loads(json.dumps(event)), type_=kinds[profile])
+
+        self.assertGreater(self.check(read), 15)
+
+
 if __name__ == "__main__":
     unittest.main()
