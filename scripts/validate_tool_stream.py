@@ -10011,11 +10011,15 @@ def _agui_sdk_item(item: Any, normalizer: Any, pos: int) -> Any:
     """An ag_ui.core event object (pydantic, snake_case fields with camelCase aliases, an enum type): what its
     encoder writes, model_dump_json(by_alias=True), as a value (mode "json": the enum as its string).  Not
     exclude_unset: the type is a default the constructor fills in, and the SDK's own serializer leaves out
-    the optional members without a value."""
+    the optional members without a value.  No serializer warnings (as _sdk_dump): a member of another type (an
+    object changed after it was built) is the room's to judge, not a line on the application's stderr."""
     dump = getattr(item, "model_dump", None)
     if dump is None or getattr(type(item), "__pydantic_serializer__", None) is None:
         return _sdk_dump(item)
-    payload = dump(mode="json", by_alias=True)
+    try:
+        payload = dump(mode="json", by_alias=True, warnings=False)
+    except TypeError:   # a model_dump without pydantic 2's warnings argument
+        payload = dump(mode="json", by_alias=True)
     if not _is_json(payload):
         raise TypeError("its dump holds values that are not JSON")
     return payload

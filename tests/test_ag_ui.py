@@ -647,6 +647,33 @@ class Gate(unittest.TestCase):
         self.assertIn("limit_exceeded", code_set(report))
 
 
+class DumpArguments(unittest.TestCase):
+    """The room's reader of an ag_ui object asks its model_dump for the encoder's JSON by alias, without serializer
+    warnings; a model_dump without that argument is asked again without it (default run: a stand-in)."""
+
+    class Event:
+        __pydantic_serializer__ = object()
+
+        def __init__(self, takes_warnings):
+            self.calls, self.takes_warnings = [], takes_warnings
+
+        def model_dump(self, **kwargs):
+            self.calls.append(kwargs)
+            if "warnings" in kwargs and not self.takes_warnings:
+                raise TypeError("warnings")
+            return {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+
+    def test_the_arguments(self):
+        for takes, calls in ((True, [{"mode": "json", "by_alias": True, "warnings": False}]),
+                             (False, [{"mode": "json", "by_alias": True, "warnings": False},
+                                      {"mode": "json", "by_alias": True}])):
+            event = self.Event(takes)
+            gate = vts.StreamGate("ag-ui", SCHEMAS)
+            gate.feed(event)
+            self.assertEqual(event.calls, calls)
+            self.assertEqual(gate.finish()["findings"], [])
+
+
 try:
     import ag_ui.core as agui_core
 except ImportError:   # the SDK env has it (tests/adapters/requirements.txt)
@@ -669,6 +696,19 @@ class SdkEvents(unittest.TestCase):
                 c.ToolCallChunkEvent(tool_call_id="c2", tool_call_name="g", delta="{}"),
                 c.ToolCallResultEvent(message_id="mr", tool_call_id="c2", content="ok", role="tool"),
                 c.RunFinishedEvent(thread_id="t", run_id="r")]
+
+    def test_an_object_changed_after_it_was_built_is_judged_without_a_warning(self):
+        import warnings
+        event = agui_core.ToolCallArgsEvent(tool_call_id="c1", delta="{}")
+        event.delta = 5   # pydantic's serializer would warn on stderr (a str field holding an int)
+        gate = vts.StreamGate("ag-ui", SCHEMAS)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gate.feed(event)
+        self.assertEqual(caught, [])
+        self.assertEqual([(f["code"], f["message"]) for f in gate.finish()["findings"]][:1],
+                         [("unsupported_event", 'event TOOL_CALL_ARGS member "delta" must be a string, got 5 '
+                                                "(@ag-ui/client's schema refuses the event and rejects the run)")])
 
     def test_the_sdk_objects_and_their_encoded_wire_agree(self):
         events = self.sdk_turn()
