@@ -1686,6 +1686,12 @@ class SocketRoomSdkReadings(unittest.TestCase):
             stream = copy.deepcopy(doc["events"])
             stream[6]["index"] = bad
             cases.append((doc, stream, "gemini-interactions"))
+        # ag_ui's base model holds a null optional member as one without a value and leaves it out of every dump
+        doc = load_fixture("ag-ui/pass-backend-tool-then-frontend-tool.json")[1]
+        stream = copy.deepcopy(doc["events"])
+        self.assertEqual(stream[4]["type"], "TOOL_CALL_RESULT")
+        stream[4]["role"] = None
+        cases.append((doc, stream, "ag-ui"))
         for doc, stream, profile in cases:
             with self.subTest(profile=profile, stream=json.dumps(stream)[-160:]):
                 self.assertEqual(self.verdict(doc, stream)[0], "blocked")
