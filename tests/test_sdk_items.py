@@ -347,6 +347,15 @@ class GenericReader(unittest.TestCase):
         doc = load_fixture(relpath)[1]
         self.assertEqual(report_of(doc, [Sub(item) for item in stream_of(doc)]), fixture_envelope_report(relpath))
 
+    def test_a_dict_subclass_whose_get_raises_raises_as_readme_says(self):
+        class Refusing(dict):
+            def get(self, *args):
+                raise LookupError("refused")
+
+        gate = vts.StreamGate("openai-realtime", {})
+        with self.assertRaises(LookupError):
+            gate.feed(Refusing(type="response.created"))
+
 
 class NullsReadAsAbsent(unittest.TestCase):
     """Per room, nulls a plain model_dump() writes for members the server left out change nothing."""
