@@ -22328,7 +22328,7 @@ def _between_programs(entry: str) -> bool:
             return True
         if fields[47] != fields[48]:
             return False
-        with open("/proc/uptime", "rb") as handle:
+        with open(os.path.join(os.path.dirname(entry), "uptime"), "rb") as handle:   # the same /proc
             up = float(handle.read().split()[0])
         return up - int(fields[19]) / os.sysconf("SC_CLK_TCK") < 1
     except (OSError, IndexError, ValueError):

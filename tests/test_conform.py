@@ -1970,7 +1970,8 @@ class ForeignProc(unittest.TestCase):
             fields = [state] + ["0"] * 49
             fields[6], fields[19], fields[47], fields[48] = str(flags), str(start), str(env[0]), str(env[1])
             return "5 (a) b) " + " ".join(fields) + "\n"   # a name may hold ")"
-        soon = 10 ** 15   # clock ticks since boot: a start in the future reads as an instant ago
+        tick = os.sysconf("SC_CLK_TCK")
+        soon = 1000 * tick - 10   # clock ticks since boot: 1000 s up (the laid-out uptime), started 10 ticks ago
         entries = {"10": (b"A=1\0VTS_CONFORM_RUN=m\0", stat(env=(5, 9))),     # marked
                    "11": (b"VTS_CONFORM_RUN=m.2\0", stat(env=(5, 9))),         # a job's mark under the run's
                    "12": (b"VTS_CONFORM_RUN=mm\0", stat(env=(5, 9))),          # another run's
@@ -1990,6 +1991,8 @@ class ForeignProc(unittest.TestCase):
                     with open(os.path.join(root, name, "environ"), "wb") as handle:
                         handle.write(environ)
             os.symlink(str(os.getpid()), os.path.join(root, "self"))
+            with open(os.path.join(root, "uptime"), "w", encoding="ascii") as handle:
+                handle.write("1000.00 1900.00\n")
             self.assertEqual(vts.CONFORM_RUN_VARIABLE, "VTS_CONFORM_RUN")
             starting = []
             self.assertEqual(vts._marked_processes("m", starting, root), [10, 11])
