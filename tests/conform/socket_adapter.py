@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "sc
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, os.pardir)))
 import validate_tool_stream as vts  # noqa: E402 - the validator is a file in scripts/, not an installed package
 import wsclient  # noqa: E402 - tests/wsclient.py
+from streamgate_adapter import executed  # noqa: E402 - beside this file (it hands this one its socket rows)
 
 # profile -> whether one received message ends the turn
 TURN_ENDS = {
@@ -116,10 +117,7 @@ def calls_of(env) -> list:
                 # the turn is over: close, and judge what still came before the server's close frame
                 ended = True
                 ws.send_frame(wsclient.CLOSE, (1000).to_bytes(2, "big"))
-    report = gate.finish()
-    calls = report["calls"] if report["executable"] else []
-    return [{key: call[key] for key in ("id", "name", "arguments", "namespace") if call.get(key) is not None
-             or key != "namespace"} for call in calls]
+    return executed(gate.finish())
 
 
 def main() -> int:

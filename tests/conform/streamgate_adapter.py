@@ -159,7 +159,12 @@ def calls_of(env) -> list:
         gate.feed(payload)
         if gate.blocked:   # it can only stay blocked: nothing of this turn will run
             break
-    report = gate.finish()
+    return executed(gate.finish())
+
+
+def executed(report: dict) -> list:
+    """What an adapter prints for a report: its calls when the gate passes them, else none (a namespace only where
+    the call has one)."""
     calls = report["calls"] if report["executable"] else []
     return [{key: call[key] for key in ("id", "name", "arguments", "namespace") if call.get(key) is not None
              or key != "namespace"} for call in calls]
